@@ -1,0 +1,422 @@
+"""What kind of value an expression holds: a tensor, a numpy array, a Python number, a model, a data loader...
+
+Flow-insensitive and per scope, like a reader skimming the file: a name is a tensor when what is assigned to it is
+one. Unknown stays unknown: rules that need certainty (float(x), `if x:`) only fire on TENSOR, so a wrong guess
+costs a missed finding, never a false alarm.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Optional
+
+import libcst as cst
+
+from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.tree import Binding, Scope, SyntaxIndex
+
+
+class Kind(enum.Enum):
+    TENSOR = "tensor"  # a torch.Tensor, or a batch/model output holding tensors
+    NUMPY = "numpy"
+    NUMBER = "number"  # a Python int/float/bool
+    MODULE = "module"  # an nn.Module or other callable whose call runs the model (criterion, loss_fn)
+    MODULE_CLASS = "module-class"  # a class deriving from nn.Module: calling it builds a MODULE
+    LOADER = "loader"  # a DataLoader-like iterable of batches
+    OPTIMIZER = "optimizer"
+    DEVICE = "device"
+    OTHER = "other"  # known, and none of the above (str, list, dict, None, a scheduler...)
+    UNKNOWN = "unknown"
+
+
+# Names people give these objects; used only when the assignments say nothing.
+_MODULE_NAME = re.compile(r"^(model|net|network|module|criterion|loss_fn|lossfn|loss_func|loss_function|"
+                          r".*_model|model_.*|.*_net|.*_criterion|criterion_.*|encoder|decoder|generator|"
+                          r"discriminator|classifier|backbone|ddp_model|raw_model|teacher|student)$")
+_LOADER_NAME = re.compile(r"^(.*loader.*|.*_dl|dl|dl_.*|.*dataloader.*)$", re.IGNORECASE)
+_OPTIMIZER_NAME = re.compile(r"^(opt|optim|optimizer|optimiser|.*_optimizer|optimizer_.*|.*_opt|opt_.*|"
+                             r"scaler|grad_scaler|.*_scaler)$")
+
+# torch.* callables that do not return a tensor.
+_TORCH_NON_TENSOR_PREFIXES = (
+    "torch.cuda.", "torch.backends.", "torch.distributed.", "torch.jit.", "torch.autograd.profiler",
+    "torch.profiler.", "torch.utils.", "torch.multiprocessing.", "torch.hub.", "torch.onnx.", "torch.fx.",
+    "torch.testing.", "torch.amp.", "torch.mps.", "torch.xpu.", "torch.accelerator.", "torch.compiler.",
+    "torch.optim.lr_scheduler.", "torch._dynamo.", "torch.export.", "torch.serialization.", "torch.random.",
+)
+_TORCH_NON_TENSOR = {
+    "torch.device", "torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.set_grad_enabled",
+    "torch.autocast", "torch.manual_seed", "torch.seed", "torch.save", "torch.load", "torch.is_tensor",
+    "torch.is_floating_point", "torch.is_complex", "torch.is_grad_enabled", "torch.numel", "torch.Size",
+    "torch.Generator", "torch.dtype", "torch.finfo", "torch.iinfo", "torch.compile", "torch.get_default_dtype",
+    "torch.set_default_dtype", "torch.use_deterministic_algorithms", "torch.set_float32_matmul_precision",
+    "torch.set_num_threads", "torch.get_num_threads", "torch.set_printoptions", "torch.equal",
+    "torch.allclose", "torch.is_nonzero", "torch.initial_seed", "torch.set_anomaly_enabled",
+    "torch.autograd.set_detect_anomaly", "torch.autograd.detect_anomaly", "torch.stream", "torch.Event",
+    "torch.Stream", "torch.typename", "torch.is_storage",
+}
+_TORCH_NUMBER = {"torch.numel", "torch.is_tensor", "torch.equal", "torch.allclose", "torch.is_nonzero",
+                 "torch.is_floating_point", "torch.is_complex", "torch.is_grad_enabled", "torch.initial_seed"}
+
+# Tensor methods whose result is not a tensor.
+TENSOR_METHODS_NUMBER = {"item", "dim", "ndimension", "numel", "nelement", "element_size", "data_ptr",
+                         "get_device", "is_contiguous", "is_floating_point", "is_complex", "is_pinned",
+                         "equal", "is_set_to", "is_shared", "__len__", "__bool__", "__float__", "__int__"}
+TENSOR_METHODS_OTHER = {"tolist", "size", "stride", "backward", "register_hook", "storage", "untyped_storage",
+                        "type", "__repr__", "__str__", "__format__", "retain_grad", "record_stream"}
+TENSOR_ATTRS_OTHER = {"shape", "dtype", "ndim", "is_cuda", "is_sparse", "requires_grad", "grad_fn", "is_leaf",
+                      "names", "layout", "is_quantized", "is_meta", "is_mps", "itemsize", "nbytes"}
+_MODULE_METHODS_SELF = {"to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16",
+                        "requires_grad_", "share_memory", "to_empty", "type"}
+_NUMBER_BUILTINS = {"float", "int", "bool", "len", "round", "complex", "ord", "hash", "id"}
+_OTHER_BUILTINS = {"str", "repr", "format", "list", "dict", "tuple", "set", "frozenset", "range", "sorted",
+                   "print", "open", "isinstance", "type", "getattr", "hasattr", "vars", "iter", "map", "filter"}
+
+
+def _join(kinds: list[Kind]) -> Kind:
+    known = {k for k in kinds if k is not Kind.UNKNOWN}
+    if not known:
+        return Kind.UNKNOWN
+    if len(known) == 1:
+        return known.pop()
+    # `total = 0` then `total += loss`: the number is only the starting value.
+    if known == {Kind.TENSOR, Kind.NUMBER}:
+        return Kind.TENSOR
+    return Kind.UNKNOWN
+
+
+class KindInference:
+    def __init__(self, index: SyntaxIndex) -> None:
+        self.index = index
+        self._cache: dict[int, Kind] = {}
+        self._binding_cache: dict[tuple[int, str], Kind] = {}
+        self._in_progress: set[tuple[int, str]] = set()
+
+    # -- public ------------------------------------------------------------------------------------------------
+    def of(self, node: cst.CSTNode) -> Kind:
+        key = id(node)
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = self._cache[key] = self._infer(node)
+        return cached
+
+    def is_tensor(self, node: cst.CSTNode) -> bool:
+        return self.of(node) is Kind.TENSOR
+
+    def qualified(self, node: cst.BaseExpression) -> Optional[str]:
+        return self.index.imports.qualify(node)
+
+    def name_kind(self, name: str, at: cst.CSTNode) -> Kind:
+        scope = self.index.enclosing_scope(at) if not isinstance(at, (cst.Module, cst.FunctionDef, cst.Lambda)) \
+            else at
+        return self._name_in_scope(name, scope)
+
+    # -- names -------------------------------------------------------------------------------------------------
+    def _name_in_scope(self, name: str, scope: Optional[Scope]) -> Kind:
+        while scope is not None:
+            bindings = self.index.lookup(name, scope)
+            if bindings:
+                kind = self._bindings_kind(name, scope, bindings)
+                if kind is Kind.UNKNOWN:
+                    kind = _kind_from_name(name)
+                return kind
+            scope = self.index.enclosing_scope(scope) if not isinstance(scope, cst.Module) else None
+        if name == "torch":
+            return Kind.OTHER
+        return _kind_from_name(name)
+
+    def _bindings_kind(self, name: str, scope: Scope, bindings: list[Binding]) -> Kind:
+        key = (id(scope), name)
+        if key in self._binding_cache:
+            return self._binding_cache[key]
+        if key in self._in_progress:
+            return Kind.UNKNOWN
+        self._in_progress.add(key)
+        try:
+            kinds = [self._binding_kind(b) for b in bindings]
+            result = _join(kinds)
+        finally:
+            self._in_progress.discard(key)
+        self._binding_cache[key] = result
+        return result
+
+    def _binding_kind(self, b: Binding) -> Kind:
+        if b.kind == "assign" or b.kind == "walrus":
+            if isinstance(b.source, cst.AnnAssign):
+                ann = _annotation_kind(self, b.source.annotation.annotation)
+                if ann is not Kind.UNKNOWN:
+                    return ann
+            if b.value is None:
+                return Kind.UNKNOWN
+            kind = self.of(b.value)
+            return self._element(kind, b)
+        if b.kind == "augassign":
+            kind = self.of(b.value)
+            return kind if kind in (Kind.TENSOR, Kind.NUMPY, Kind.NUMBER) else Kind.UNKNOWN
+        if b.kind == "for":
+            return self._iteration_kind(b.value, b.index)
+        if b.kind == "param":
+            param = b.value
+            if isinstance(param, cst.Param) and param.annotation is not None:
+                return _annotation_kind(self, param.annotation.annotation)
+            return Kind.UNKNOWN
+        if b.kind == "class":
+            return Kind.MODULE_CLASS if _is_module_class(self, b.value) else Kind.OTHER
+        if b.kind in ("def", "import"):
+            return Kind.OTHER
+        return Kind.UNKNOWN
+
+    def _element(self, kind: Kind, b: Binding) -> Kind:
+        # Unpacking a batch or a model output gives tensors; unpacking anything else tells us nothing.
+        if b.index is None:
+            return kind
+        return Kind.TENSOR if kind is Kind.TENSOR else Kind.UNKNOWN
+
+    def _iteration_kind(self, iterable: cst.BaseExpression, index: Optional[int]) -> Kind:
+        """Kind of the loop target (element `index` when the target is unpacked)."""
+        if isinstance(iterable, cst.Call):
+            fn = dotted_name(iterable.func)
+            args = [a.value for a in iterable.args if a.keyword is None and not a.star]
+            if fn == "enumerate" and args:
+                if index == 0:
+                    return Kind.NUMBER
+                return self._iteration_kind(args[0], None)
+            if fn in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "islice", "itertools.islice") and args:
+                return self._iteration_kind(args[0], index)
+            if fn == "zip" and args:
+                if index is not None and index < len(args):
+                    return self._iteration_kind(args[index], None)
+                return _join([self._iteration_kind(a, None) for a in args])
+            if fn == "range":
+                return Kind.NUMBER
+            if isinstance(iterable.func, cst.Attribute) and iterable.func.attr.value == "parameters" \
+                    and self.of(iterable.func.value) is Kind.MODULE:
+                return Kind.TENSOR
+        kind = self.of(iterable)
+        if kind is Kind.LOADER:
+            return Kind.TENSOR
+        if kind is Kind.TENSOR:
+            return Kind.TENSOR  # rows of a tensor, or the tensors of a batch
+        if kind is Kind.NUMPY:
+            return Kind.NUMPY
+        return Kind.UNKNOWN
+
+    # -- expressions -------------------------------------------------------------------------------------------
+    def _infer(self, node: cst.CSTNode) -> Kind:
+        if isinstance(node, cst.Name):
+            if node.value in ("True", "False"):
+                return Kind.NUMBER
+            if node.value == "None":
+                return Kind.OTHER
+            return self.name_kind(node.value, node)
+        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
+            return Kind.NUMBER
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List, cst.Dict,
+                             cst.Set, cst.ListComp, cst.DictComp, cst.SetComp, cst.Lambda)):
+            return Kind.OTHER
+        if isinstance(node, cst.Tuple):
+            return Kind.OTHER
+        if isinstance(node, cst.Call):
+            return self._call(node)
+        if isinstance(node, cst.Attribute):
+            return self._attribute(node)
+        if isinstance(node, cst.Subscript):
+            base = self.of(node.value)
+            if base in (Kind.TENSOR, Kind.NUMPY):
+                return base
+            return Kind.UNKNOWN
+        if isinstance(node, cst.BinaryOperation):
+            return _arith(self.of(node.left), self.of(node.right))
+        if isinstance(node, cst.UnaryOperation):
+            if isinstance(node.operator, cst.Not):
+                return Kind.NUMBER
+            return self.of(node.expression)
+        if isinstance(node, cst.Comparison):
+            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
+                return Kind.NUMBER
+            if len(node.comparisons) > 1:
+                return Kind.NUMBER  # a < b < c goes through bool()
+            kinds = [self.of(node.left), self.of(node.comparisons[0].comparator)]
+            if Kind.TENSOR in kinds:
+                return Kind.TENSOR
+            if Kind.NUMPY in kinds:
+                return Kind.NUMPY
+            if kinds == [Kind.NUMBER, Kind.NUMBER]:
+                return Kind.NUMBER
+            return Kind.UNKNOWN
+        if isinstance(node, cst.IfExp):
+            return _join([self.of(node.body), self.of(node.orelse)])
+        if isinstance(node, cst.BooleanOperation):
+            return _join([self.of(node.left), self.of(node.right)])
+        if isinstance(node, cst.NamedExpr):
+            return self.of(node.value)
+        if isinstance(node, cst.Await):
+            return Kind.UNKNOWN
+        return Kind.UNKNOWN
+
+    def _attribute(self, node: cst.Attribute) -> Kind:
+        qualified = self.qualified(node)
+        if qualified and qualified.startswith("numpy."):
+            return Kind.OTHER
+        base = self.of(node.value)
+        attr = node.attr.value
+        if base is Kind.TENSOR:
+            if attr == "device":
+                return Kind.DEVICE
+            if attr in TENSOR_ATTRS_OTHER:
+                return Kind.OTHER
+            return Kind.TENSOR  # .T, .grad, .data, or a field of a model output
+        if base is Kind.NUMPY:
+            return Kind.OTHER if attr in ("shape", "dtype", "ndim", "size") else Kind.NUMPY
+        if isinstance(node.value, cst.Name) and node.value.value == "self":
+            return _kind_from_name(attr)
+        return Kind.UNKNOWN
+
+    def _call(self, node: cst.Call) -> Kind:
+        func = node.func
+        qualified = self.qualified(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        if qualified is not None:
+            kind = self._qualified_call(qualified, node)
+            if kind is not None:
+                return kind
+        if isinstance(func, cst.Attribute):
+            return self._method_call(func, node)
+        if isinstance(func, cst.Name):
+            if func.value in _NUMBER_BUILTINS:
+                return Kind.NUMBER
+            if func.value in _OTHER_BUILTINS:
+                return Kind.OTHER
+            if func.value in ("abs", "max", "min", "sum"):
+                args = [self.of(a.value) for a in node.args]
+                return Kind.TENSOR if Kind.TENSOR in args else Kind.UNKNOWN
+        callee = self.of(func)
+        if callee is Kind.MODULE:
+            return Kind.TENSOR
+        if callee is Kind.MODULE_CLASS:
+            return Kind.MODULE
+        return Kind.UNKNOWN
+
+    def _qualified_call(self, q: str, node: cst.Call) -> Optional[Kind]:
+        if q in ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader") or q.endswith(
+                ".DataLoader") or q == "DataLoader":
+            return Kind.LOADER
+        if q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
+            return Kind.OPTIMIZER
+        if q in ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler"):
+            return Kind.OPTIMIZER  # the scaler steps the optimizer
+        if q.startswith("torch.nn.functional.") or q.startswith("torch.nn.utils.clip_grad"):
+            return Kind.TENSOR
+        if q == "torch.nn.Parameter" or q == "torch.nn.parameter.Parameter":
+            return Kind.TENSOR
+        if q.startswith("torch.nn.") and q.split(".")[-1][:1].isupper():
+            return Kind.MODULE
+        if q == "torch.compile":
+            args = [a.value for a in node.args]
+            return Kind.MODULE if args and self.of(args[0]) is Kind.MODULE else Kind.OTHER
+        if q.startswith("torchvision.models.") or q.startswith("timm.create_model"):
+            return Kind.MODULE
+        if q.startswith("torch."):
+            if q in _TORCH_NUMBER:
+                return Kind.NUMBER
+            if q in _TORCH_NON_TENSOR or q.startswith(_TORCH_NON_TENSOR_PREFIXES):
+                return Kind.OTHER
+            return Kind.TENSOR
+        if q.startswith("numpy."):
+            return Kind.NUMPY
+        if q in ("math.isnan", "math.isinf", "math.isfinite", "math.sqrt", "math.exp", "math.log",
+                 "time.time", "time.perf_counter", "time.monotonic"):
+            return Kind.NUMBER
+        return None
+
+    def _method_call(self, func: cst.Attribute, node: cst.Call) -> Kind:
+        method = func.attr.value
+        receiver = self.of(func.value)
+        if receiver is Kind.TENSOR:
+            if method in TENSOR_METHODS_NUMBER:
+                return Kind.NUMBER
+            if method == "numpy":
+                return Kind.NUMPY
+            if method in TENSOR_METHODS_OTHER:
+                return Kind.OTHER
+            return Kind.TENSOR
+        if receiver is Kind.NUMPY:
+            if method == "item":
+                return Kind.NUMBER
+            if method == "tolist":
+                return Kind.OTHER
+            return Kind.NUMPY
+        if receiver is Kind.MODULE:
+            if method in _MODULE_METHODS_SELF:
+                return Kind.MODULE
+            if method in ("forward", "generate", "__call__"):
+                return Kind.TENSOR
+            return Kind.UNKNOWN
+        if receiver is Kind.OPTIMIZER and method == "scale":
+            return Kind.TENSOR  # scaler.scale(loss)
+        # Methods that make tensors whatever we know of the receiver.
+        if method in ("cuda", "to") and receiver is Kind.UNKNOWN and _looks_like_tensor_name(func.value):
+            return Kind.TENSOR
+        return Kind.UNKNOWN
+
+
+def _looks_like_tensor_name(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value in ("x", "y", "inputs", "targets", "labels", "images",
+                                                         "data", "target", "input", "input_ids", "X", "Y")
+
+
+def _arith(a: Kind, b: Kind) -> Kind:
+    if Kind.TENSOR in (a, b):
+        return Kind.TENSOR
+    if Kind.NUMPY in (a, b):
+        return Kind.NUMPY
+    if a is Kind.NUMBER and b is Kind.NUMBER:
+        return Kind.NUMBER
+    return Kind.UNKNOWN
+
+
+def _kind_from_name(name: str) -> Kind:
+    if _LOADER_NAME.match(name):
+        return Kind.LOADER
+    if _MODULE_NAME.match(name):
+        return Kind.MODULE
+    if _OPTIMIZER_NAME.match(name):
+        return Kind.OPTIMIZER
+    return Kind.UNKNOWN
+
+
+def _annotation_kind(inference: KindInference, annotation: cst.BaseExpression) -> Kind:
+    q = inference.qualified(annotation) if isinstance(annotation, (cst.Name, cst.Attribute)) else None
+    if q is None and isinstance(annotation, cst.SimpleString):
+        q = annotation.evaluated_value if isinstance(annotation.evaluated_value, str) else None
+    if q is None:
+        return Kind.UNKNOWN
+    if q in ("torch.Tensor", "Tensor", "torch.FloatTensor", "torch.LongTensor"):
+        return Kind.TENSOR
+    if q in ("numpy.ndarray", "np.ndarray", "ndarray"):
+        return Kind.NUMPY
+    if q in ("int", "float", "bool"):
+        return Kind.NUMBER
+    if q in ("torch.nn.Module", "nn.Module"):
+        return Kind.MODULE
+    if q.endswith("DataLoader"):
+        return Kind.LOADER
+    if q.startswith("torch.optim."):
+        return Kind.OPTIMIZER
+    if q in ("str", "list", "dict", "tuple"):
+        return Kind.OTHER
+    return Kind.UNKNOWN
+
+
+def _is_module_class(inference: KindInference, node: Optional[cst.CSTNode]) -> bool:
+    if not isinstance(node, cst.ClassDef):
+        return False
+    for base in node.bases:
+        q = inference.qualified(base.value) if isinstance(base.value, (cst.Name, cst.Attribute)) else None
+        if q in ("torch.nn.Module", "nn.Module", "Module", "torch.nn.modules.module.Module"):
+            return True
+        if isinstance(base.value, cst.Name):
+            other = inference.index.classes.get(base.value.value)
+            if other is not None and other is not node and _is_module_class(inference, other):
+                return True
+    return False

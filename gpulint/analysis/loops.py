@@ -1,0 +1,334 @@
+"""Where code runs: every iteration of a training/eval loop, only periodically, or outside any hot loop.
+
+A sync inside `for batch in loader:` costs a GPU stall per step; the same sync under `if step % 100 == 0:` is
+deliberate logging and costs nothing worth reporting. Everything in this module serves that distinction.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Optional, Union
+
+import libcst as cst
+
+from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.kinds import Kind, KindInference
+from gpulint.analysis.tree import SCOPE_TYPES, SyntaxIndex
+
+Loop = Union[cst.For, cst.While]
+
+
+class Frequency(enum.Enum):
+    OUTSIDE = "outside"  # not in a training/eval loop (or in one, but runs once per epoch: see PERIODIC)
+    EVERY_ITERATION = "every-iteration"
+    PERIODIC = "periodic"
+
+
+@dataclass(frozen=True)
+class Execution:
+    frequency: Frequency
+    loop: Optional[Loop] = None  # the training/eval loop the code runs in
+    reason: str = ""  # for PERIODIC: why ("under `if step % 100 == 0`")
+
+    @property
+    def every_iteration(self) -> bool:
+        return self.frequency is Frequency.EVERY_ITERATION
+
+    @property
+    def periodic(self) -> bool:
+        return self.frequency is Frequency.PERIODIC
+
+
+OUTSIDE = Execution(Frequency.OUTSIDE)
+
+_TIMERS = {"time.time", "time.perf_counter", "time.monotonic", "time.process_time", "timeit.default_timer"}
+_COUNTER_HINTS = ("step", "iter", "idx", "epoch", "batch", "it", "i", "n", "count", "global_step", "itr")
+
+
+class LoopRole(enum.Enum):
+    HOT = "hot"  # a training/eval loop: iterates batches, or trains in its own body
+    EPOCH = "epoch"  # not hot itself, but holds a hot loop: its own statements run once per epoch
+    COLD = "cold"
+
+
+class LoopAnalysis:
+    def __init__(self, index: SyntaxIndex, kinds: KindInference) -> None:
+        self.index = index
+        self.kinds = kinds
+        self._roles: dict[int, LoopRole] = {}
+        self._exec: dict[int, Execution] = {}
+        self._trains: dict[int, bool] = {}
+        self._hot_helpers: Optional[dict[int, Execution]] = None
+
+    # -- loop roles --------------------------------------------------------------------------------------------
+    def role(self, loop: Loop) -> LoopRole:
+        key = id(loop)
+        role = self._roles.get(key)
+        if role is None:
+            role = self._roles[key] = self._compute_role(loop)
+        return role
+
+    def _compute_role(self, loop: Loop) -> LoopRole:
+        if isinstance(loop, cst.For) and self.kinds._iteration_kind(loop.iter, None) is Kind.TENSOR \
+                and self._iterates_batches(loop.iter):
+            return LoopRole.HOT
+        if self._body_trains(loop):
+            return LoopRole.HOT
+        for node in _walk_body(loop, into_loops=True):
+            if isinstance(node, (cst.For, cst.While)) and self.role(node) is LoopRole.HOT:
+                return LoopRole.EPOCH
+        return LoopRole.COLD
+
+    def _iterates_batches(self, iterable: cst.BaseExpression) -> bool:
+        """A DataLoader (possibly wrapped in enumerate/tqdm/zip), not a tensor's rows or a parameter list."""
+        if isinstance(iterable, cst.Call):
+            fn = dotted_name(iterable.func)
+            args = [a.value for a in iterable.args if a.keyword is None and not a.star]
+            if fn in ("enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "zip", "islice",
+                      "itertools.islice") and args:
+                return any(self._iterates_batches(a) for a in args)
+        return self.kinds.of(iterable) is Kind.LOADER
+
+    def _body_trains(self, loop: Loop) -> bool:
+        """The loop's own body (not nested loops) runs a backward pass, an optimizer step or a forward pass."""
+        for node in _walk_body(loop, into_loops=False):
+            if isinstance(node, cst.Call) and self.is_training_call(node, follow_helpers=True):
+                return True
+        return False
+
+    def is_training_call(self, call: cst.Call, follow_helpers: bool = False) -> bool:
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method == "backward":
+                return True
+            if method in ("step", "zero_grad") and self.kinds.of(func.value) is Kind.OPTIMIZER:
+                return True
+            if method in ("forward", "generate") and self.kinds.of(func.value) is Kind.MODULE:
+                return True
+        if self.kinds.of(func) is Kind.MODULE:
+            return True
+        if follow_helpers:
+            helper = self.local_function(call)
+            if helper is not None:
+                return self._function_trains(helper)
+        return False
+
+    def _function_trains(self, fn: cst.FunctionDef) -> bool:
+        key = id(fn)
+        if key not in self._trains:
+            self._trains[key] = False  # recursion guard
+            self._trains[key] = any(isinstance(n, cst.Call) and self.is_training_call(n)
+                                    for n in _walk_body(fn, into_loops=True))
+        return self._trains[key]
+
+    def local_function(self, call: cst.Call) -> Optional[cst.FunctionDef]:
+        """The function or method of this module that `call` calls (`f(...)`, `self.f(...)`), if unambiguous."""
+        func = call.func
+        name = None
+        if isinstance(func, cst.Name):
+            name = func.value
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            name = func.attr.value
+        if name is None:
+            return None
+        candidates = self.index.functions.get(name, [])
+        return candidates[0] if len(candidates) == 1 else None
+
+    # -- where a node runs -------------------------------------------------------------------------------------
+    def execution(self, node: cst.CSTNode) -> Execution:
+        key = id(node)
+        cached = self._exec.get(key)
+        if cached is None:
+            cached = self._exec[key] = self._compute_execution(node)
+        return cached
+
+    def _compute_execution(self, node: cst.CSTNode) -> Execution:
+        periodic: Optional[str] = None
+        child = node
+        for parent in self.index.ancestors(node):
+            if isinstance(parent, cst.If) and child is parent.body and periodic is None:
+                reason = self.periodic_test(parent.test)
+                if reason:
+                    periodic = reason
+            elif isinstance(parent, cst.If) and child is parent.orelse and periodic is None:
+                # `if step % N != 0: ... else: <periodic>`
+                reason = self.periodic_test(parent.test, negated=True)
+                if reason:
+                    periodic = reason
+            elif isinstance(parent, cst.IndentedBlock) and periodic is None:
+                reason = self._after_skip_guard(parent, child)
+                if reason:
+                    periodic = reason
+            elif isinstance(parent, (cst.For, cst.While)) and _runs_each_iteration(parent, child):
+                role = self.role(parent)
+                if role is LoopRole.HOT:
+                    if periodic:
+                        return Execution(Frequency.PERIODIC, parent, periodic)
+                    return Execution(Frequency.EVERY_ITERATION, parent)
+                if role is LoopRole.EPOCH:
+                    return Execution(Frequency.PERIODIC, parent, "once per epoch, outside the inner loop")
+            elif isinstance(parent, (cst.FunctionDef, cst.Lambda)):
+                if isinstance(parent, cst.FunctionDef):
+                    caller = self.hot_helpers().get(id(parent))
+                    if caller is not None:
+                        if periodic and caller.every_iteration:
+                            return Execution(Frequency.PERIODIC, caller.loop, periodic)
+                        return caller
+                return OUTSIDE
+            elif isinstance(parent, cst.ClassDef):
+                return OUTSIDE
+            child = parent
+        return OUTSIDE
+
+    def hot_helpers(self) -> dict[int, Execution]:
+        """Functions of this module called from inside a hot loop (one level), with how often they run."""
+        if self._hot_helpers is None:
+            self._hot_helpers = {}
+            for node in self.index.nodes:
+                if not isinstance(node, cst.Call):
+                    continue
+                fn = self.local_function(node)
+                if fn is None or self.index.is_ancestor_or_self(fn, node):
+                    continue
+                where = self._execution_without_helpers(node)
+                if where.frequency is Frequency.OUTSIDE:
+                    continue
+                known = self._hot_helpers.get(id(fn))
+                if known is None or (known.periodic and where.every_iteration):
+                    self._hot_helpers[id(fn)] = where
+        return self._hot_helpers
+
+    def _execution_without_helpers(self, node: cst.CSTNode) -> Execution:
+        saved, self._hot_helpers = self._hot_helpers, {}
+        try:
+            return self._compute_execution(node)
+        finally:
+            self._hot_helpers = saved
+
+    # -- periodic guards ---------------------------------------------------------------------------------------
+    def periodic_test(self, test: cst.BaseExpression, negated: bool = False) -> Optional[str]:
+        """A reason when `test` (or its negation) is true only on some iterations, else None."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self.periodic_test(test.expression, not negated)
+        if isinstance(test, cst.BooleanOperation):
+            left = self.periodic_test(test.left, negated)
+            right = self.periodic_test(test.right, negated)
+            is_and = isinstance(test.operator, cst.And) != negated  # De Morgan
+            if is_and:
+                return left or right
+            return left if (left and right) else None
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            op = test.comparisons[0].operator
+            sides = (test.left, test.comparisons[0].comparator)
+            equal = isinstance(op, cst.Equal) != negated
+            unequal = isinstance(op, cst.NotEqual) != negated
+            if any(_has_modulo(s) for s in sides):
+                if equal:
+                    return f"`{_code(test)}`"
+                return None
+            if equal and any(self._is_counter(s) for s in sides):
+                return f"`{_code(test)}`"
+            if not unequal and any(self._reads_clock(s) for s in sides):
+                return f"`{_code(test)}` (time-based)"
+            return None
+        if isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.Modulo) and negated:
+            return f"`not {_code(test)}`"
+        if isinstance(test, cst.Name) and not negated:
+            # `should_log = step % N == 0` ... `if should_log:`
+            scope = self.index.enclosing_scope(test)
+            bindings = self.index.lookup(test.value, scope) if scope is not None else []
+            if len(bindings) == 1 and bindings[0].kind == "assign" and bindings[0].value is not None \
+                    and bindings[0].index is None:
+                reason = self.periodic_test(bindings[0].value)
+                if reason:
+                    return f"`{test.value}` = {reason}"
+        if isinstance(test, cst.Call) and not negated:
+            # `if should_log(step):` `if accelerator.sync_gradients` are framework spellings of the same thing.
+            name = dotted_name(test.func) or ""
+            last = name.rsplit(".", 1)[-1]
+            if last.startswith(("should_log", "should_eval", "should_save", "is_log", "is_eval")):
+                return f"`{_code(test)}`"
+        return None
+
+    def _after_skip_guard(self, block: cst.IndentedBlock, child: cst.CSTNode) -> Optional[str]:
+        """`if step % N != 0: continue` earlier in the block makes the rest of the block periodic."""
+        for stmt in block.body:
+            if stmt is child:
+                return None
+            if isinstance(stmt, cst.If) and stmt.orelse is None and _only_continue(stmt.body):
+                reason = self.periodic_test(stmt.test, negated=True)
+                if reason:
+                    return reason
+        return None
+
+    def _is_counter(self, node: cst.BaseExpression) -> bool:
+        """An iteration counter: a loop index, or a name bumped by `+= 1`, or one named like one."""
+        if isinstance(node, cst.BinaryOperation):
+            return self._is_counter(node.left) or self._is_counter(node.right)
+        if isinstance(node, cst.Attribute):
+            return node.attr.value.lower().endswith(_COUNTER_HINTS)
+        if not isinstance(node, cst.Name):
+            return False
+        scope = self.index.enclosing_scope(node)
+        for b in self.index.lookup(node.value, scope) if scope is not None else []:
+            if b.kind == "for" and self.kinds._iteration_kind(b.value, b.index) is Kind.NUMBER:
+                return True
+            if b.kind == "augassign" and isinstance(b.value, cst.Integer):
+                return True
+        name = node.value.lower()
+        return name in _COUNTER_HINTS or name.endswith(("_step", "_iter", "_idx", "step", "_epoch"))
+
+    def _reads_clock(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Call):
+            q = self.kinds.qualified(node.func) if isinstance(node.func, (cst.Name, cst.Attribute)) else None
+            if q in _TIMERS:
+                return True
+        if isinstance(node, cst.BinaryOperation):
+            return self._reads_clock(node.left) or self._reads_clock(node.right)
+        return False
+
+
+def _has_modulo(node: cst.CSTNode) -> bool:
+    if isinstance(node, cst.BinaryOperation):
+        return isinstance(node.operator, cst.Modulo) or _has_modulo(node.left) or _has_modulo(node.right)
+    return False
+
+
+def _only_continue(body: cst.BaseSuite) -> bool:
+    stmts = body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else []
+    if isinstance(body, cst.IndentedBlock):
+        inner = [s for line in stmts for s in (line.body if isinstance(line, cst.SimpleStatementLine) else [line])]
+    else:
+        inner = list(stmts)
+    return len(inner) == 1 and isinstance(inner[0], cst.Continue)
+
+
+def _runs_each_iteration(loop: Loop, child: cst.CSTNode) -> bool:
+    """The loop's body and a while-loop's test run per iteration; a for-loop's iterable and else-block do not."""
+    if child is loop.body:
+        return True
+    return isinstance(loop, cst.While) and child is loop.test
+
+
+def _walk_body(loop: Union[Loop, cst.FunctionDef], into_loops: bool):
+    """Nodes of the body, skipping nested function/class definitions (and nested loops unless asked)."""
+    stack: list[cst.CSTNode] = [loop.body]
+    if isinstance(loop, cst.While):
+        stack.append(loop.test)
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if not into_loops and isinstance(node, (cst.For, cst.While)):
+            continue
+        stack.extend(reversed(node.children))
+
+
+_EMPTY = cst.Module(body=[])
+
+
+def _code(node: cst.CSTNode) -> str:
+    return _EMPTY.code_for_node(node)

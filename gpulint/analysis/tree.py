@@ -1,0 +1,183 @@
+"""One walk over the syntax tree that records what every later question needs.
+
+Parents, nodes in document order, name bindings per scope, imports. LibCST's ParentNodeProvider and ScopeProvider
+would give the same answers at several times the cost; a linter that runs on every commit cannot afford them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Optional, Union
+
+import libcst as cst
+
+from gpulint.analysis.imports import ImportMap
+
+Scope = Union[cst.Module, cst.FunctionDef, cst.Lambda]
+SCOPE_TYPES = (cst.Module, cst.FunctionDef, cst.Lambda)
+
+
+@dataclass(frozen=True)
+class Binding:
+    """`name` is bound in `scope` by `node` (an Assign, For, Param...); `value` is what it gets, when known.
+
+    `index` picks an element when the value is unpacked (`x, y = pair` gives x index 0); `source` is the
+    statement that binds it.
+    """
+
+    name: str
+    scope: Scope
+    kind: str  # assign | augassign | for | param | import | def | class | with | walrus | comp
+    value: Optional[cst.CSTNode]
+    index: Optional[int] = None
+    source: Optional[cst.CSTNode] = None
+
+
+class SyntaxIndex(cst.CSTVisitor):
+    """Collects parents, all nodes in order, bindings and imports in a single visit."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parent: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.nodes: list[cst.CSTNode] = []
+        self.bindings: dict[tuple[int, str], list[Binding]] = {}
+        self.functions: dict[str, list[cst.FunctionDef]] = {}
+        self.classes: dict[str, cst.ClassDef] = {}
+        self.imports = ImportMap()
+        self._stack: list[cst.CSTNode] = []
+        self._scopes: list[Scope] = []
+
+    # -- the walk ---------------------------------------------------------------------------------------------
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self._stack:
+            self.parent[node] = self._stack[-1]
+        self._stack.append(node)
+        self.nodes.append(node)
+        handler = _HANDLERS.get(type(node))
+        if handler is not None:
+            handler(self, node)
+        if isinstance(node, SCOPE_TYPES):
+            self._scopes.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self._stack.pop()
+        if isinstance(original_node, SCOPE_TYPES):
+            self._scopes.pop()
+
+    # -- bindings ----------------------------------------------------------------------------------------------
+    @property
+    def scope(self) -> Scope:
+        return self._scopes[-1]
+
+    def bind(self, target: cst.BaseExpression, kind: str, value, source, scope=None, index=None) -> None:
+        scope = scope if scope is not None else self.scope
+        if isinstance(target, cst.Name):
+            key = (id(scope), target.value)
+            self.bindings.setdefault(key, []).append(Binding(target.value, scope, kind, value, index, source))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            elements = [e.value for e in target.elements]
+            # `x, y = a, b` binds pairwise; `x, y = pair` binds element i of pair.
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
+                for el, val in zip(elements, value.elements):
+                    if not isinstance(val, cst.StarredElement):
+                        self.bind(el, kind, val.value, source, scope)
+            else:
+                for i, el in enumerate(elements):
+                    if isinstance(el, cst.StarredElement):
+                        el = el.value
+                    self.bind(el, kind, value, source, scope, i if index is None else index)
+
+    def lookup(self, name: str, scope: Scope) -> list[Binding]:
+        return self.bindings.get((id(scope), name), [])
+
+    def enclosing_scope(self, node: cst.CSTNode) -> Scope:
+        current = self.parent.get(node)
+        while current is not None and not isinstance(current, SCOPE_TYPES):
+            current = self.parent.get(current)
+        return current  # type: ignore[return-value]
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        current = self.parent.get(node)
+        while current is not None:
+            yield current
+            current = self.parent.get(current)
+
+    def is_ancestor_or_self(self, ancestor: cst.CSTNode, node: cst.CSTNode) -> bool:
+        if ancestor is node:
+            return True
+        return any(a is ancestor for a in self.ancestors(node))
+
+
+def _on_assign(idx: SyntaxIndex, node: cst.Assign) -> None:
+    for target in node.targets:
+        idx.bind(target.target, "assign", node.value, node)
+
+
+def _on_annassign(idx: SyntaxIndex, node: cst.AnnAssign) -> None:
+    idx.bind(node.target, "assign", node.value if node.value is not None else node.annotation, node)
+
+
+def _on_augassign(idx: SyntaxIndex, node: cst.AugAssign) -> None:
+    idx.bind(node.target, "augassign", node.value, node)
+
+
+def _on_for(idx: SyntaxIndex, node: cst.For) -> None:
+    idx.bind(node.target, "for", node.iter, node)
+
+
+def _on_comp_for(idx: SyntaxIndex, node: cst.CompFor) -> None:
+    idx.bind(node.target, "for", node.iter, node)
+
+
+def _on_withitem(idx: SyntaxIndex, node: cst.WithItem) -> None:
+    if node.asname is not None:
+        idx.bind(node.asname.name, "with", node.item, node)
+
+
+def _on_walrus(idx: SyntaxIndex, node: cst.NamedExpr) -> None:
+    idx.bind(node.target, "walrus", node.value, node)
+
+
+def _on_function(idx: SyntaxIndex, node: cst.FunctionDef) -> None:
+    idx.bind(node.name, "def", node, node)
+    idx.functions.setdefault(node.name.value, []).append(node)
+    params = node.params
+    for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
+        idx.bind(param.name, "param", param, node, scope=node)
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            idx.bind(star.name, "param", None, node, scope=node)
+
+
+def _on_class(idx: SyntaxIndex, node: cst.ClassDef) -> None:
+    idx.bind(node.name, "class", node, node)
+    idx.classes[node.name.value] = node
+
+
+def _on_import(idx: SyntaxIndex, node) -> None:
+    idx.imports.add(node)
+    if isinstance(node, cst.Import) or not isinstance(node.names, cst.ImportStar):
+        for alias in node.names:
+            if alias.asname is not None:
+                idx.bind(alias.asname.name, "import", node, node)
+            else:
+                name = alias.name
+                while isinstance(name, cst.Attribute):
+                    name = name.value
+                idx.bind(name, "import", node, node)
+
+
+_HANDLERS = {
+    cst.Assign: _on_assign,
+    cst.AnnAssign: _on_annassign,
+    cst.AugAssign: _on_augassign,
+    cst.For: _on_for,
+    cst.CompFor: _on_comp_for,
+    cst.WithItem: _on_withitem,
+    cst.NamedExpr: _on_walrus,
+    cst.FunctionDef: _on_function,
+    cst.ClassDef: _on_class,
+    cst.Import: _on_import,
+    cst.ImportFrom: _on_import,
+}

@@ -1,0 +1,212 @@
+"""The command line: `gpulint check`, `gpulint rule`, and the subcommands other modules add."""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from gpulint import __version__
+from gpulint.config import ConfigError, Settings, find_config, load, override
+from gpulint.discovery import PathError, iter_files
+from gpulint.engine import FileOutcome, lint_file
+from gpulint.output import FORMATS
+from gpulint.runner import FixMode, lint_source
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _fail(message: str) -> "click.exceptions.Exit":
+    click.echo(f"gpulint: error: {message}", err=True)
+    return click.exceptions.Exit(EXIT_ERROR)
+
+
+def resolve_settings(config: Optional[str], paths: list[Path]) -> Settings:
+    if config is not None:
+        return load(Path(config))
+    start = paths[0] if paths and str(paths[0]) != "-" and paths[0].exists() else Path.cwd()
+    return load(find_config(start))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="gpulint")
+def main() -> None:
+    """Find and fix the PyTorch code that leaves your GPU idle."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--select", multiple=True, help="Rule codes or prefixes to enable (e.g. GPU1,GPU302).")
+@click.option("--extend-select", multiple=True, help="Codes or prefixes to enable on top of the configured ones.")
+@click.option("--ignore", multiple=True, help="Codes or prefixes to disable.")
+@click.option("--fix", "fix", is_flag=True, help="Apply safe fixes.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply unsafe fixes (with --fix), or show them.")
+@click.option("--diff", is_flag=True, help="Print the diff the fixes would make; change nothing.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--statistics", is_flag=True, help="Count findings per rule.")
+@click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="full", show_default=True)
+@click.option("--stdin-filename", help="The name of the file read from stdin (with `-`).")
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option("--config", type=click.Path(dir_okay=False), help="Use this pyproject.toml or gpulint.toml.")
+@click.option("--report-periodic/--no-report-periodic", default=None,
+              help="Also report syncs that only run periodically (softer message).")
+def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_zero, statistics, output_format,
+          stdin_filename, quiet, config, report_periodic) -> None:
+    """Lint PATHS (default: the current directory). `-` reads stdin."""
+    paths = list(paths) or [Path(".")]
+    try:
+        settings = resolve_settings(config, paths)
+        settings = override(settings, select=select, extend_select=extend_select, ignore=ignore,
+                            report_periodic=report_periodic)
+    except ConfigError as exc:
+        raise _fail(str(exc))
+    mode = FixMode.NONE
+    if fix or diff:
+        mode = FixMode.UNSAFE if unsafe_fixes else FixMode.SAFE
+    want_edits = output_format not in ("full", "concise")
+
+    if [str(p) for p in paths] == ["-"]:
+        _check_stdin(settings, mode, diff, stdin_filename, output_format, exit_zero, statistics, quiet,
+                     want_edits)
+        return
+    try:
+        files = list(iter_files(paths, settings))
+    except PathError as exc:
+        raise _fail(str(exc))
+
+    outcomes = run_files(files, settings, mode, write=not diff, want_edits=want_edits)
+    _finish(outcomes, mode, diff, output_format, exit_zero, statistics, quiet, unsafe_fixes)
+
+
+def run_files(files, settings, mode, *, write, want_edits) -> list[FileOutcome]:
+    return [lint_file(path, settings, mode, write=write, want_edits=want_edits) for path in files]
+
+
+def _check_stdin(settings, mode, diff, stdin_filename, output_format, exit_zero, statistics, quiet, want_edits):
+    name = stdin_filename or "-"
+    data = sys.stdin.buffer.read()
+    try:
+        from gpulint.files import FileError, decode
+
+        text = decode(data, Path(name))
+    except FileError as exc:
+        raise _fail(str(exc))
+    codes = settings.enabled_codes(Path(name) if stdin_filename else None)
+    result = lint_source(text, name, codes, report_periodic=settings.report_periodic, fix=mode,
+                         want_edits=want_edits)
+    for error in result.errors:
+        click.echo(f"gpulint: error: {name}: {error}", err=True)
+    if diff:
+        click.echo(_unified(text, result.source, name), nl=False)
+        raise click.exceptions.Exit(EXIT_FINDINGS if result.source != text else EXIT_CLEAN)
+    if mode is not FixMode.NONE:
+        # Like Ruff: with --fix on stdin, the fixed source goes to stdout, findings to stderr.
+        sys.stdout.write(result.source)
+        sys.stdout.flush()
+        stream_err = True
+    else:
+        stream_err = False
+    outcome = FileOutcome(Path(name), result.diagnostics, {(name, None): result.source}, result.fixed_count)
+    text_out = _render([outcome], output_format, statistics, quiet, mode, False)
+    click.echo(text_out, nl=False, err=stream_err)
+    if result.diagnostics and not exit_zero:
+        raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+def _unified(before: str, after: str, name: str) -> str:
+    if before == after:
+        return ""
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                        fromfile=f"a/{name}", tofile=f"b/{name}"))
+
+
+def _summary(diagnostics, fixed: int, mode: FixMode, unsafe_shown: bool) -> str:
+    total = len(diagnostics)
+    safe = sum(1 for d in diagnostics if d.fix and d.fix.applicability.value == "safe")
+    unsafe = sum(1 for d in diagnostics if d.fix and d.fix.applicability.value == "unsafe")
+    parts = []
+    if fixed:
+        parts.append(f"Fixed {fixed} finding{'s' if fixed != 1 else ''}.")
+    if total:
+        line = f"Found {total} finding{'s' if total != 1 else ''}"
+        hints = []
+        if safe:
+            hints.append(f"{safe} fixable with --fix")
+        if unsafe:
+            hints.append(f"{unsafe} with --fix --unsafe-fixes")
+        parts.append(line + (f" ({'; '.join(hints)})." if hints else "."))
+    elif not fixed:
+        parts.append("All checks passed!")
+    return "\n".join(parts)
+
+
+def _statistics(diagnostics) -> str:
+    counts = Counter((d.code, d.name) for d in diagnostics)
+    fixable = {d.code for d in diagnostics if d.fix is not None}
+    width = max((len(str(n)) for n in counts.values()), default=1)
+    return "".join(f"{n:>{width}}\t{code}\t{'[*] ' if code in fixable else ''}{name}\n"
+                   for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _render(outcomes, output_format, statistics, quiet, mode, unsafe_shown) -> str:
+    diagnostics = sorted((d for o in outcomes for d in o.diagnostics), key=lambda d: d.sort_key())
+    if statistics and output_format in ("full", "concise"):
+        return _statistics(diagnostics)
+    sources = {}
+    for o in outcomes:
+        sources.update(o.sources)
+    fixed = sum(o.fixed_count for o in outcomes)
+    summary = None if quiet or output_format not in ("full", "concise") else \
+        _summary(diagnostics, fixed, mode, unsafe_shown)
+    return FORMATS[output_format](diagnostics, sources, summary)
+
+
+def _finish(outcomes, mode, diff, output_format, exit_zero, statistics, quiet, unsafe_fixes) -> None:
+    errors = [e for o in outcomes for e in o.errors]
+    for error in errors:
+        click.echo(f"gpulint: error: {error}", err=True)
+    if diff:
+        text = "".join(_unified(o.original, o.fixed, str(o.path)) for o in outcomes if o.fixed is not None)
+        click.echo(text, nl=False)
+        changed = any(o.fixed is not None for o in outcomes)
+        raise click.exceptions.Exit(EXIT_FINDINGS if changed else (EXIT_ERROR if errors else EXIT_CLEAN))
+    click.echo(_render(outcomes, output_format, statistics, quiet, mode, unsafe_fixes), nl=False)
+    if any(o.diagnostics for o in outcomes) and not exit_zero:
+        raise click.exceptions.Exit(EXIT_FINDINGS)
+    if errors:
+        raise click.exceptions.Exit(EXIT_ERROR)
+
+
+@main.command()
+@click.argument("code", required=False)
+@click.option("--all", "show_all", is_flag=True, help="List every rule: code, name, fix, summary.")
+def rule(code: Optional[str], show_all: bool) -> None:
+    """Print the documentation of rule CODE (e.g. GPU101 or item-in-loop)."""
+    from gpulint.rule import all_rules
+
+    rules = all_rules()
+    if show_all or code is None:
+        for c, cls in rules.items():
+            click.echo(f"{c}  {cls.name:<28} {_fix_label(cls):<7} {cls.summary()}")
+        return
+    wanted = code.strip()
+    for c, cls in rules.items():
+        if c == wanted.upper() or cls.name == wanted.lower():
+            click.echo(cls.documentation())
+            return
+    raise _fail(f"unknown rule {code!r} (see `gpulint rule --all`)")
+
+
+def _fix_label(cls) -> str:
+    doc = cls.__doc__ or ""
+    section = doc.split("## Fix safety", 1)[1] if "## Fix safety" in doc else ""
+    first = section.strip().split("\n", 1)[0].lower()
+    if first.startswith("safe"):
+        return "safe"
+    if first.startswith("unsafe"):
+        return "unsafe"
+    return "-"

@@ -1,0 +1,71 @@
+"""What a rule reports: a finding at a node, optionally with a fix."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Mapping, Optional, Union
+
+import libcst as cst
+
+
+class Applicability(str, enum.Enum):
+    """How far a fix can be trusted, as in Ruff: safe fixes run with --fix, unsafe ones need --unsafe-fixes."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+# A replacement for one original node: a new node, a removal, or several statements in place of one.
+Replacement = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
+
+
+@dataclass
+class Fix:
+    """A change to the syntax tree, expressed as original node -> replacement.
+
+    Several nodes may change together (a flag initialised before a loop and checked after it); the fix is
+    applied whole or not at all.
+    """
+
+    message: str
+    applicability: Applicability
+    changes: Mapping[cst.CSTNode, Replacement]
+
+
+@dataclass(frozen=True)
+class Position:
+    row: int  # 1-based
+    column: int  # 1-based, in characters
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A text edit in Ruff's JSON shape: replace [location, end_location) with content."""
+
+    content: str
+    location: Position
+    end_location: Position
+
+
+@dataclass
+class Diagnostic:
+    code: str
+    name: str
+    message: str
+    node: Optional[cst.CSTNode] = field(default=None, repr=False, compare=False)
+    fix: Optional[Fix] = field(default=None, repr=False, compare=False)
+    # Filled in by the runner once the positions of reported nodes are known.
+    location: Position = Position(1, 1)
+    end_location: Position = Position(1, 1)
+    filename: str = ""
+    edits: tuple[Edit, ...] = ()
+    # Set for notebooks: which code cell the finding is in (0-based) and its line within that cell.
+    cell: Optional[int] = None
+
+    @property
+    def fix_applicability(self) -> Optional[Applicability]:
+        return self.fix.applicability if self.fix else None
+
+    def sort_key(self) -> tuple:
+        return (self.filename, self.location.row, self.location.column, self.code)

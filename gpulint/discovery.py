@@ -1,0 +1,116 @@
+"""Which files to lint: walk the given paths, honouring exclude globs and .gitignore files (via pathspec)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator, Optional
+
+import pathspec
+
+from gpulint.config import DEFAULT_EXCLUDE, Settings
+
+SOURCE_SUFFIXES = (".py", ".pyi")
+NOTEBOOK_SUFFIX = ".ipynb"
+
+
+class PathError(Exception):
+    """A path given on the command line that cannot be linted: one line, exit code 2."""
+
+
+def _spec(patterns) -> Optional[pathspec.PathSpec]:
+    patterns = list(patterns)
+    return pathspec.GitIgnoreSpec.from_lines(patterns) if patterns else None
+
+
+def _gitignore(directory: Path) -> Optional[pathspec.PathSpec]:
+    path = directory / ".gitignore"
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+
+
+def _wanted(name: str, settings: Settings) -> bool:
+    return name.endswith(SOURCE_SUFFIXES) or (settings.include_notebooks and name.endswith(NOTEBOOK_SUFFIX))
+
+
+def iter_files(paths: list[Path], settings: Settings) -> Iterator[Path]:
+    """Files to lint, in a stable order. Paths named explicitly are linted even if excluded, like Ruff."""
+    exclude = _spec([*DEFAULT_EXCLUDE, *settings.exclude, *settings.extend_exclude])
+    seen: set[Path] = set()
+    for given in paths:
+        if not given.exists() and not given.is_symlink():
+            raise PathError(f"{given}: no such file or directory")
+        if given.is_symlink() and not given.exists():
+            raise PathError(f"{given}: broken symbolic link")
+        if given.is_file():
+            if given.resolve() not in seen:
+                seen.add(given.resolve())
+                yield given
+            continue
+        for path in _walk(given, settings, exclude):
+            real = path.resolve()
+            if real not in seen:
+                seen.add(real)
+                yield path
+
+
+def _walk(top: Path, settings: Settings, exclude: Optional[pathspec.PathSpec]) -> Iterator[Path]:
+    root = settings.root.resolve()
+    # .gitignore files apply to the directory they sit in and below; collect those above `top` within root too.
+    ignores: list[tuple[Path, pathspec.PathSpec]] = []
+    if settings.respect_gitignore:
+        top_real = top.resolve()
+        for parent in reversed([top_real, *top_real.parents]):
+            if parent == top_real or root in (parent, *parent.parents):
+                spec = _gitignore(parent)
+                if spec is not None and parent != top_real:
+                    ignores.append((parent, spec))
+    yield from _walk_dir(top, root, settings, exclude, ignores)
+
+
+def _excluded(path: Path, is_dir: bool, root: Path, exclude, ignores) -> bool:
+    real = path.resolve() if path.is_symlink() else path.absolute()
+    suffix = "/" if is_dir else ""
+    if exclude is not None:
+        try:
+            rel = real.relative_to(root).as_posix()
+        except ValueError:
+            rel = path.as_posix()
+        if exclude.match_file(rel + suffix) or exclude.match_file(path.name + suffix):
+            return True
+    for base, spec in ignores:
+        try:
+            rel = real.relative_to(base).as_posix()
+        except ValueError:
+            continue
+        if spec.match_file(rel + suffix):
+            return True
+    return False
+
+
+def _walk_dir(directory: Path, root: Path, settings: Settings, exclude, ignores) -> Iterator[Path]:
+    if settings.respect_gitignore:
+        spec = _gitignore(directory)
+        if spec is not None:
+            ignores = [*ignores, (directory.absolute(), spec)]
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            continue
+        if _excluded(path, is_dir, root, exclude, ignores):
+            continue
+        if is_dir:
+            if entry.is_symlink():
+                continue  # do not follow directory links: they loop, and lead out of the project
+            yield from _walk_dir(path, root, settings, exclude, ignores)
+        elif _wanted(entry.name, settings):
+            yield path

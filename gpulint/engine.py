@@ -1,0 +1,60 @@
+"""Lint files on disk: read, lint, fix and write back. The CLI, the cache and the worker pool call this."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from gpulint.config import Settings
+from gpulint.diagnostics import Diagnostic
+from gpulint.files import FileError, SourceFile
+from gpulint.runner import FixMode, lint_source
+
+
+@dataclass
+class FileOutcome:
+    path: Path
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    # (filename, cell) -> text, for printing source lines under findings
+    sources: dict = field(default_factory=dict)
+    fixed_count: int = 0
+    original: Optional[str] = None  # set when a fix changed the text
+    fixed: Optional[str] = None
+    errors: list[str] = field(default_factory=list)  # one-line problems (unreadable file, internal error)
+
+
+def lint_file(path: Path, settings: Settings, fix: FixMode = FixMode.NONE, *, write: bool = True,
+              want_edits: bool = False, display_name: Optional[str] = None) -> FileOutcome:
+    name = display_name or str(path)
+    outcome = FileOutcome(path)
+    if path.suffix == ".ipynb":
+        from gpulint.notebook import lint_notebook
+
+        return lint_notebook(path, settings, fix, write=write, want_edits=want_edits, display_name=name)
+    try:
+        source = SourceFile.read(path)
+    except FileError as exc:
+        outcome.errors.append(str(exc))
+        return outcome
+    codes = settings.enabled_codes(path)
+    result = lint_source(source.text, name, codes, report_periodic=settings.report_periodic, fix=fix,
+                         want_edits=want_edits)
+    outcome.diagnostics = result.diagnostics
+    outcome.sources[(name, None)] = result.source
+    outcome.fixed_count = result.fixed_count
+    outcome.errors.extend(f"{name}: {e}" for e in result.errors)
+    if result.changed(source.text):
+        outcome.original, outcome.fixed = source.text, result.source
+        if write:
+            try:
+                source.write(result.source)
+            except FileError as exc:
+                outcome.errors.append(str(exc))
+                outcome.fixed_count = 0
+                outcome.fixed = None
+                # Report what is still in the file as it is on disk.
+                again = lint_source(source.text, name, codes, report_periodic=settings.report_periodic)
+                outcome.diagnostics = again.diagnostics
+                outcome.sources[(name, None)] = source.text
+    return outcome

@@ -1,0 +1,98 @@
+"""Reading and writing the user's files: encodings kept, writes atomic, nothing overwritten that changed meanwhile."""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import tempfile
+import tokenize
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+
+class FileError(Exception):
+    """A file that cannot be linted (unreadable, binary, undecodable): one line for the user."""
+
+
+@dataclass
+class SourceFile:
+    path: Path
+    text: str
+    encoding: str
+    raw: bytes
+    mtime_ns: int = 0
+
+    @classmethod
+    def read(cls, path: Path) -> "SourceFile":
+        try:
+            st = path.stat()
+            if stat.S_ISDIR(st.st_mode):
+                raise FileError(f"{path}: is a directory")
+            raw = path.read_bytes()
+        except FileError:
+            raise
+        except FileNotFoundError:
+            raise FileError(f"{path}: no such file (or a broken symbolic link)") from None
+        except PermissionError:
+            raise FileError(f"{path}: permission denied") from None
+        except OSError as exc:
+            raise FileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        return cls(path, decode(raw, path), _encoding(raw), raw, st.st_mtime_ns)
+
+    def encode(self, text: str) -> bytes:
+        return text.encode(self.encoding)
+
+    def write(self, text: str) -> None:
+        """Replace the file atomically with `text`, unless it changed on disk since it was read."""
+        data = self.encode(text)
+        try:
+            if self.path.read_bytes() != self.raw:
+                raise FileError(f"{self.path}: changed on disk while gpulint was fixing it; not overwritten")
+            mode = stat.S_IMODE(self.path.stat().st_mode)
+        except OSError as exc:
+            raise FileError(f"{self.path}: cannot write ({exc.strerror or exc})") from None
+        atomic_write(self.path, data, mode)
+        self.raw = data
+        self.text = text
+
+
+def atomic_write(path: Path, data: bytes, mode: Optional[int] = None) -> None:
+    """Write to a temporary file beside `path`, then rename over it: readers see the old or the new file."""
+    directory = path.parent
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".gpulint-tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _encoding(raw: bytes) -> str:
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError:
+        return "utf-8"
+    return encoding
+
+
+def decode(raw: bytes, path: Path) -> str:
+    """Decode as Python would (PEP 263 cookie, BOM), keeping newlines exactly as they are."""
+    if b"\x00" in raw[:8192]:
+        raise FileError(f"{path}: binary file, not Python source")
+    try:
+        encoding = _encoding(raw)
+        return raw.decode(encoding)
+    except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
+        reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
+        raise FileError(f"{path}: cannot decode as Python source ({reason})") from None

@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from gpulint.diagnostics import Diagnostic
+from gpulint.rule import DOCS_URL
+
+
+def fix_marker(d: Diagnostic) -> str:
+    if d.fix is None:
+        return ""
+    return "[*] " if d.fix.applicability.value == "safe" else "[-] "
+
+
+def url(d: Diagnostic) -> str:
+    return DOCS_URL.format(name=d.name)
+
+
+def display_location(d: Diagnostic) -> str:
+    """`path:row:col`, or `notebook.ipynb:cell 3:5:9` for a cell of a notebook."""
+    if d.cell is not None:
+        return f"{d.filename}:cell {d.cell + 1}:{d.location.row}:{d.location.column}"
+    return f"{d.filename}:{d.location.row}:{d.location.column}"

@@ -1,0 +1,31 @@
+"""Ruff-style: location, code and message, then the source line with a caret under the finding."""
+
+from __future__ import annotations
+
+from gpulint.output.common import display_location, fix_marker
+
+
+def render(diagnostics, sources, summary) -> str:
+    out: list[str] = []
+    for d in diagnostics:
+        out.append(f"{display_location(d)}: {d.code} {fix_marker(d)}{d.message}")
+        lines = sources.get((d.filename, d.cell), "").splitlines()
+        row = d.location.row
+        if 1 <= row <= len(lines):
+            text = lines[row - 1].expandtabs(1)
+            width = len(str(row))
+            start = d.location.column - 1
+            end = d.end_location.column - 1 if d.end_location.row == row else len(text)
+            carets = "^" * max(1, end - start)
+            out.append(f"{' ' * width} |")
+            out.append(f"{row} | {text}")
+            out.append(f"{' ' * width} | {' ' * start}{carets} {d.code}")
+        if d.fix is not None:
+            if d.fix.applicability.value == "safe":
+                out.append(f"  = fix available (safe, --fix): {d.fix.message}")
+            else:
+                out.append(f"  = fix available (unsafe, --unsafe-fixes): {d.fix.message}")
+        out.append("")
+    if summary:
+        out.append(summary)
+    return "\n".join(out) + ("\n" if out else "")

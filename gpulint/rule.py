@@ -1,0 +1,81 @@
+"""The shape of a rule: a small class with a code, a name, its documentation, and visit_<Node> methods.
+
+Like Fixit: one rule is one class; it reports with `self.report(node, message, fix)`, which is the only way a
+finding or a fix leaves a rule.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import ClassVar, Optional
+
+import libcst as cst
+
+from gpulint.analysis import Execution, ModuleAnalysis
+from gpulint.diagnostics import Applicability, Diagnostic, Fix, Replacement
+
+DOCS_URL = "https://gpulint.dev/rules/{name}"
+
+REGISTRY: dict[str, type["Rule"]] = {}
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    message: ClassVar[str]
+    # Rules about a per-step cost: reported only where the code runs every iteration of a training loop.
+    per_step: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if getattr(cls, "code", None):
+            if cls.code in REGISTRY and REGISTRY[cls.code] is not cls:
+                raise RuntimeError(f"two rules claim {cls.code}")
+            REGISTRY[cls.code] = cls
+            cls._visitors = {
+                attr[len("visit_"):]: attr for attr in dir(cls) if attr.startswith("visit_")
+            }
+
+    def __init__(self, analysis: ModuleAnalysis, report_periodic: bool = False) -> None:
+        self.analysis = analysis
+        self.report_periodic = report_periodic
+        self.diagnostics: list[Diagnostic] = []
+
+    # -- reporting ---------------------------------------------------------------------------------------------
+    def report(self, node: cst.CSTNode, message: Optional[str] = None, *, fix: Optional[Fix] = None,
+               where: Optional[Execution] = None) -> None:
+        text = message or self.message
+        if where is not None and where.periodic:
+            text = f"{text} (runs periodically: {where.reason}; fine if intended)"
+        self.diagnostics.append(Diagnostic(self.code, self.name, text, node=node, fix=fix))
+
+    def where(self, node: cst.CSTNode) -> Optional[Execution]:
+        """The execution context if a per-step finding at `node` should be reported, else None."""
+        where = self.analysis.execution(node)
+        if where.every_iteration or (where.periodic and self.report_periodic):
+            return where
+        return None
+
+    def fix(self, message: str, changes: dict[cst.CSTNode, Replacement], *, safe: bool) -> Fix:
+        return Fix(message, Applicability.SAFE if safe else Applicability.UNSAFE, changes)
+
+    # -- documentation -----------------------------------------------------------------------------------------
+    @classmethod
+    def documentation(cls) -> str:
+        doc = inspect.cleandoc(cls.__doc__ or "")
+        return f"{cls.code} `{cls.name}`\n\n{doc}\n"
+
+    @classmethod
+    def summary(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or "").splitlines()[0] if cls.__doc__ else cls.name
+
+    @classmethod
+    def fixable(cls) -> str:
+        """'safe', 'unsafe' or '' from the docs' Fix safety section."""
+        return getattr(cls, "fix_availability", "")
+
+
+def all_rules() -> dict[str, type[Rule]]:
+    import gpulint.rules  # noqa: F401  (registers)
+
+    return dict(sorted(REGISTRY.items()))

@@ -1,0 +1,156 @@
+"""Lint one source text: parse, analyse, run the enabled rules, suppress, and apply fixes if asked.
+
+Everything here works on text in memory; reading and writing files is the caller's business (see files.py).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from gpulint import fixes as fixing
+from gpulint import suppression
+from gpulint.analysis import ModuleAnalysis
+from gpulint.diagnostics import Applicability, Diagnostic, Position
+from gpulint.rule import Rule, all_rules
+
+MAX_FIX_PASSES = 10
+
+# A file none of whose text matches this cannot hold a finding: skip it before paying for a parse.
+_PREFILTER = re.compile(r"torch|cuda|\.item\(|\.cpu\(|\.numpy\(|\.tolist\(|backward|loader|[Tt]ensor")
+
+
+class FixMode(enum.Enum):
+    NONE = "none"
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+    def allows(self, applicability: Applicability) -> bool:
+        if self is FixMode.NONE:
+            return False
+        return self is FixMode.UNSAFE or applicability is Applicability.SAFE
+
+
+@dataclass
+class LintResult:
+    diagnostics: list[Diagnostic]
+    source: str  # the text after fixes (the input when nothing was fixed)
+    fixed_count: int = 0
+    errors: list[str] = field(default_factory=list)  # internal errors of single rules, reported, not raised
+
+    def changed(self, original: str) -> bool:
+        return self.source != original
+
+
+def could_have_findings(source: str) -> bool:
+    return _PREFILTER.search(source) is not None
+
+
+def syntax_error_diagnostic(exc: cst.ParserSyntaxError, filename: str) -> Diagnostic:
+    message = exc.message.strip().splitlines()[0] if exc.message else "invalid syntax"
+    return Diagnostic("GPU001", "syntax-error", f"SyntaxError: {message}", filename=filename,
+                      location=Position(exc.raw_line, exc.raw_column + 1),
+                      end_location=Position(exc.raw_line, exc.raw_column + 1))
+
+
+def _run_rules(analysis: ModuleAnalysis, codes: frozenset[str], report_periodic: bool,
+               errors: list[str]) -> list[Diagnostic]:
+    rules: list[Rule] = [cls(analysis, report_periodic) for code, cls in all_rules().items() if code in codes]
+    handlers: dict[str, list] = {}
+    for rule in rules:
+        for node_type, method in rule._visitors.items():
+            handlers.setdefault(node_type, []).append(getattr(rule, method))
+    failed: set[str] = set()
+    for node in analysis.index.nodes:
+        for handler in handlers.get(type(node).__name__, ()):
+            code = handler.__self__.code
+            if code in failed:
+                continue
+            try:
+                handler(node)
+            except Exception as exc:  # one broken rule must not stop the others
+                failed.add(code)
+                errors.append(f"internal error in {code} ({type(exc).__name__}: {exc}); "
+                              f"please report it with the file that triggered it")
+    found: list[Diagnostic] = []
+    for rule in rules:
+        found.extend(rule.diagnostics)
+    return found
+
+
+def _place(diagnostics: list[Diagnostic], module: cst.Module, filename: str) -> None:
+    """Attach line/column to reported nodes. Positions are resolved only for files that have findings."""
+    if not diagnostics:
+        return
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    for d in diagnostics:
+        d.filename = filename
+        where = positions.get(d.node) if d.node is not None else None
+        if where is not None:
+            d.location = Position(where.start.line, where.start.column + 1)
+            d.end_location = Position(where.end.line, where.end.column + 1)
+
+
+def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic: bool, errors: list[str]):
+    module = cst.parse_module(source)
+    analysis = ModuleAnalysis(module)
+    diagnostics = _run_rules(analysis, codes, report_periodic, errors)
+    _place(diagnostics, module, filename)
+    if diagnostics:
+        sup = suppression.parse(source)
+        diagnostics = [d for d in diagnostics
+                       if not sup.suppresses(d.code, (d.location.row, d.end_location.row))]
+    diagnostics.sort(key=Diagnostic.sort_key)
+    return analysis, diagnostics
+
+
+def lint_source(source: str, filename: str, codes: frozenset[str], *, report_periodic: bool = False,
+                fix: FixMode = FixMode.NONE, want_edits: bool = False) -> LintResult:
+    """Lint `source`; with `fix`, apply fixes pass by pass until none is left (Ruff's loop)."""
+    errors: list[str] = []
+    if not could_have_findings(source):
+        return LintResult([], source)
+    try:
+        analysis, diagnostics = _analyse(source, filename, codes, report_periodic, errors)
+    except cst.ParserSyntaxError as exc:
+        if "GPU001" in codes:
+            return LintResult([syntax_error_diagnostic(exc, filename)], source)
+        return LintResult([], source)
+
+    fixed_count = 0
+    current = source
+    for _ in range(MAX_FIX_PASSES if fix is not FixMode.NONE else 0):
+        candidates = [d.fix for d in diagnostics if d.fix is not None and fix.allows(d.fix.applicability)]
+        if not candidates:
+            break
+        chosen = fixing.non_overlapping(candidates, analysis.index.is_ancestor_or_self)
+        new_text = fixing.apply(analysis.module, chosen).code
+        if new_text == current:
+            break
+        try:
+            analysis, diagnostics = _analyse(new_text, filename, codes, report_periodic, errors)
+            compile(new_text, filename or "<fixed>", "exec", dont_inherit=True)
+        except (cst.ParserSyntaxError, SyntaxError, ValueError) as exc:
+            # A fix that breaks the code is a bug of ours: keep the last good text and say so.
+            errors.append(f"a fix produced invalid code ({exc.__class__.__name__}); it was not applied")
+            analysis, diagnostics = _analyse(current, filename, codes, report_periodic, errors)
+            break
+        fixed_count += len(chosen)
+        current = new_text
+
+    if want_edits:
+        for d in diagnostics:
+            d.edits = fixing.edits_for(d, analysis.module, current)
+    return LintResult(diagnostics, current, fixed_count, errors)
+
+
+def fix_source(source: str, *, unsafe: bool = False, filename: str = "<string>") -> str:
+    """The fixed text of `source` with every rule enabled: what `gpulint check --fix` would write."""
+    codes = frozenset(all_rules())
+    mode = FixMode.UNSAFE if unsafe else FixMode.SAFE
+    return lint_source(source, filename, codes, fix=mode).source

@@ -1,0 +1,63 @@
+"""Small helpers over LibCST nodes that rules share (argument lookup, method-call matching)."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import libcst as cst
+
+
+def argument(call: cst.Call, keyword: str, position: Optional[int] = None) -> Optional[cst.Arg]:
+    """The argument bound to a parameter, by keyword or by position (as TorchFix's helper does)."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg
+    if position is not None:
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if position < len(positional):
+            return positional[position]
+    return None
+
+
+def positional(call: cst.Call) -> list[cst.BaseExpression]:
+    return [a.value for a in call.args if a.keyword is None and not a.star]
+
+
+def method_call(node: cst.CSTNode, names: Sequence[str] | str) -> Optional[cst.Attribute]:
+    """`node` is `<receiver>.<name>(...)`: return its Attribute, else None."""
+    if isinstance(names, str):
+        names = (names,)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in names:
+        return node.func
+    return None
+
+
+def is_true(node: Optional[cst.BaseExpression]) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def string_value(node: Optional[cst.BaseExpression]) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def statement_of(node: cst.CSTNode, parent_of) -> Optional[cst.CSTNode]:
+    """The statement (simple statement line or compound statement) that holds `node`."""
+    current: Optional[cst.CSTNode] = node
+    while current is not None and not isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        current = parent_of(current)
+    return current
+
+
+def flat_statements(suite: cst.BaseSuite) -> list[cst.BaseSmallStatement | cst.BaseCompoundStatement]:
+    """The statements of a block, with `a; b` lines split."""
+    out: list = []
+    body = suite.body
+    for item in body:
+        if isinstance(item, cst.SimpleStatementLine):
+            out.extend(item.body)
+        else:
+            out.append(item)
+    return out
