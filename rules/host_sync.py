@@ -713,7 +713,9 @@ class EmptyCacheInLoop(SyncRule):
             return None
         block = self.analysis.parent(line)
         if len(line.body) > 1:
-            return self.fix("Remove `torch.cuda.empty_cache()`", {expr: cst.RemoveFromParent()}, safe=False)
+            rest = [s for s in line.body if s is not expr]
+            rest[-1] = rest[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+            return self.fix("Remove `torch.cuda.empty_cache()`", {line: line.with_changes(body=rest)}, safe=False)
         others = [s for s in getattr(block, "body", ()) if s is not line]
         replacement = cst.RemoveFromParent() if others else line.with_changes(body=[cst.Pass()])
         return self.fix("Remove `torch.cuda.empty_cache()`", {line: replacement}, safe=False)
