@@ -29,8 +29,11 @@ def lint_file(path: Path, settings: Settings, fix: FixMode = FixMode.NONE, *, wr
     name = display_name or str(path)
     outcome = FileOutcome(path)
     if path.suffix == ".ipynb":
-        from gpulint.notebook import lint_notebook
-
+        try:
+            from gpulint.notebook import lint_notebook
+        except ImportError:
+            outcome.errors.append(f"{name}: notebooks need nbformat (pip install 'gpulint[notebook]'); skipped")
+            return outcome
         return lint_notebook(path, settings, fix, write=write, want_edits=want_edits, display_name=name)
     try:
         source = SourceFile.read(path)

@@ -20,11 +20,18 @@ _NOT_TENSOR = (Kind.NUMPY, Kind.NUMBER, Kind.OTHER, Kind.MODULE, Kind.MODULE_CLA
                Kind.OPTIMIZER, Kind.DEVICE)
 
 
+_MODULE_ONLY_METHODS = {"parameters", "named_parameters", "state_dict", "modules", "named_modules", "children",
+                        "buffers", "eval", "train", "load_state_dict", "apply", "zero_grad"}
+
+
 def _to_host_call(rule: Rule, node: cst.CSTNode) -> bool:
     """`.cpu()` or `.to("cpu")` (blocking) on something that may be a tensor."""
     attr = method_call(node, ("cpu", "to"))
     if attr is None or rule.analysis.kind(attr.value) in _NOT_TENSOR:
         return False
+    user = rule.analysis.parent(node)
+    if isinstance(user, cst.Attribute) and user.attr.value in _MODULE_ONLY_METHODS:
+        return False  # `m.cpu().parameters()`: m is a model
     if attr.attr.value == "cpu":
         return True
     if is_true(getattr(argument(node, "non_blocking"), "value", None)):

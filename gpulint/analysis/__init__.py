@@ -86,7 +86,9 @@ class ModuleAnalysis:
             parent.operator, (cst.AddAssign, cst.SubtractAssign))
 
 
-_GPU_HINT = re.compile(r"cuda|device|\.to\(|gpu|accelerat|mps|xla|xpu|npu", re.IGNORECASE)
+# Evidence that tensors go to an accelerator: `.cuda()`, `.to(...)`, a `device`, "cuda" strings, accelerate/XLA.
+_GPU_HINT = re.compile(r"\.cuda\b|cuda[\"':]|\bdevice\b|\.to\(|accelerat|xla_device|\bmps\b|\bxpu\b|\bnpu\b",
+                       re.IGNORECASE)
 _BOOL_FUNCTIONS = {"torch.isnan", "torch.isinf", "torch.isfinite", "torch.logical_and", "torch.logical_or",
                    "torch.logical_not", "torch.logical_xor", "torch.eq", "torch.ne", "torch.gt", "torch.lt",
                    "torch.ge", "torch.le", "torch.isin", "torch.isclose"}

@@ -136,6 +136,12 @@ class KindInference:
         try:
             kinds = [self._binding_kind(b) for b in bindings]
             result = _join(kinds)
+            if result is Kind.TENSOR and Kind.NUMBER in kinds:
+                # Tensor wins over number only for accumulators started at a literal (`total = 0.0`); a name
+                # rebound to `loss.item()` holds a number from then on: say nothing.
+                numbers = [b for b, k in zip(bindings, kinds) if k is Kind.NUMBER]
+                if not all(b.kind == "assign" and isinstance(b.value, (cst.Integer, cst.Float)) for b in numbers):
+                    result = Kind.UNKNOWN
         finally:
             self._in_progress.discard(key)
         self._binding_cache[key] = result
@@ -193,6 +199,14 @@ class KindInference:
             if isinstance(iterable.func, cst.Attribute) and iterable.func.attr.value == "parameters" \
                     and self.of(iterable.func.value) is Kind.MODULE:
                 return Kind.TENSOR
+            if isinstance(iterable.func, cst.Attribute) and iterable.func.attr.value in ("items", "keys",
+                                                                                         "values"):
+                # `for k, v in batch.items()`: keys are names, values are what the mapping holds.
+                method = iterable.func.attr.value
+                if method == "keys" or (method == "items" and index in (None, 0)):
+                    return Kind.OTHER
+                held = self.of(iterable.func.value)
+                return Kind.TENSOR if held is Kind.TENSOR else Kind.UNKNOWN
         kind = self.of(iterable)
         if kind is Kind.LOADER:
             return Kind.TENSOR
@@ -331,14 +345,17 @@ class KindInference:
 
     def _method_call(self, func: cst.Attribute, node: cst.Call) -> Kind:
         method = func.attr.value
+        if not node.args and method in ("item", "tolist", "numpy"):
+            # Whatever the receiver, these leave the tensor world.
+            return {"item": Kind.NUMBER, "tolist": Kind.OTHER, "numpy": Kind.NUMPY}[method]
         receiver = self.of(func.value)
         if receiver is Kind.TENSOR:
             if method in TENSOR_METHODS_NUMBER:
                 return Kind.NUMBER
             if method == "numpy":
                 return Kind.NUMPY
-            if method in TENSOR_METHODS_OTHER:
-                return Kind.OTHER
+            if method in TENSOR_METHODS_OTHER or method in ("items", "keys", "values"):
+                return Kind.OTHER  # a batch that is a dict: its views are not tensors
             return Kind.TENSOR
         if receiver is Kind.NUMPY:
             if method == "item":

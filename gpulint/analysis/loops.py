@@ -58,7 +58,7 @@ class LoopAnalysis:
         self.kinds = kinds
         self._roles: dict[int, LoopRole] = {}
         self._exec: dict[int, Execution] = {}
-        self._trains: dict[int, bool] = {}
+        self._trains: dict = {}
         self._hot_helpers: Optional[dict[int, Execution]] = None
 
     # -- loop roles --------------------------------------------------------------------------------------------
@@ -78,7 +78,20 @@ class LoopAnalysis:
         for node in _walk_body(loop, into_loops=True):
             if isinstance(node, (cst.For, cst.While)) and self.role(node) is LoopRole.HOT:
                 return LoopRole.EPOCH
+            # `for epoch in ...: train(epoch)` where train() loops over the batches itself.
+            if isinstance(node, cst.Call):
+                helper = self.local_function(node)
+                if helper is not None and self._function_has_hot_loop(helper):
+                    return LoopRole.EPOCH
         return LoopRole.COLD
+
+    def _function_has_hot_loop(self, fn: cst.FunctionDef) -> bool:
+        key = ("loop", id(fn))
+        if key not in self._trains:
+            self._trains[key] = False  # recursion guard
+            self._trains[key] = any(isinstance(n, (cst.For, cst.While)) and self.role(n) is LoopRole.HOT
+                                    for n in _walk_body(fn, into_loops=True))
+        return self._trains[key]
 
     def _iterates_batches(self, iterable: cst.BaseExpression) -> bool:
         """A DataLoader (possibly wrapped in enumerate/tqdm/zip), not a tensor's rows or a parameter list."""
@@ -105,7 +118,7 @@ class LoopAnalysis:
                 return True
             if method in ("step", "zero_grad") and self.kinds.of(func.value) is Kind.OPTIMIZER:
                 return True
-            if method in ("forward", "generate") and self.kinds.of(func.value) is Kind.MODULE:
+            if method == "forward" and self.kinds.of(func.value) is Kind.MODULE:
                 return True
         if self.kinds.of(func) is Kind.MODULE:
             return True
@@ -116,11 +129,12 @@ class LoopAnalysis:
         return False
 
     def _function_trains(self, fn: cst.FunctionDef) -> bool:
+        """A step function: trains outside any loop of its own (one that loops is an epoch function)."""
         key = id(fn)
         if key not in self._trains:
             self._trains[key] = False  # recursion guard
-            self._trains[key] = any(isinstance(n, cst.Call) and self.is_training_call(n)
-                                    for n in _walk_body(fn, into_loops=True))
+            self._trains[key] = not self._function_has_hot_loop(fn) and any(
+                isinstance(n, cst.Call) and self.is_training_call(n) for n in _walk_body(fn, into_loops=False))
         return self._trains[key]
 
     def local_function(self, call: cst.Call) -> Optional[cst.FunctionDef]:
