@@ -1,0 +1,245 @@
+"""The training-loop analysis: which code runs every iteration, periodically, or outside hot loops.
+
+Each snippet marks lines with `# every`, `# periodic` or `# outside`; the statement on that line must be
+classified so. This is where precision comes from, so the cases mirror how real training scripts are written.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from gpulint.analysis import Frequency, Kind, ModuleAnalysis
+
+MARKS = {"# every": Frequency.EVERY_ITERATION, "# periodic": Frequency.PERIODIC, "# outside": Frequency.OUTSIDE}
+
+PRELUDE = """\
+import time
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader
+model = nn.Linear(2, 2).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader([1, 2, 3])
+"""
+
+CASES = {
+    "dataloader loop": """
+        for x, y in loader:
+            out = model(x)  # every
+    """,
+    "enumerate + tqdm wrapped loader": """
+        from tqdm import tqdm
+        for i, (x, y) in enumerate(tqdm(loader)):
+            out = model(x)  # every
+    """,
+    "range loop that trains in its body (nanoGPT)": """
+        for it in range(1000):
+            loss = model(x).sum()  # every
+            loss.backward()
+    """,
+    "while True loop with optimizer step": """
+        while True:
+            loss = model(x).sum()  # every
+            optimizer.step()
+            if it > 10:
+                break
+    """,
+    "periodic guard": """
+        for step, (x, y) in enumerate(loader):
+            out = model(x)
+            if step % 100 == 0:
+                print(out)  # periodic
+            else:
+                print(out)  # every
+    """,
+    "negated periodic guard's else": """
+        for step, (x, y) in enumerate(loader):
+            if step % 10 != 0:
+                pass  # every
+            else:
+                log = 1  # periodic
+    """,
+    "guard combined with and / or": """
+        for it, b in enumerate(loader):
+            if master and it % 10 == 0:
+                a = 1  # periodic
+            if it % 10 == 0 or it == last:
+                b = 1  # periodic
+            if it % 10 == 0 or verbose:
+                c = 1  # every
+    """,
+    "not (step % N)": """
+        for step, b in enumerate(loader):
+            if not step % 50:
+                x = 1  # periodic
+    """,
+    "last batch": """
+        for i, b in enumerate(loader):
+            if i == len(loader) - 1:
+                x = 1  # periodic
+    """,
+    "counter bumped by += 1": """
+        n = 0
+        for b in loader:
+            n += 1
+            if n == 5:
+                x = 1  # periodic
+    """,
+    "skip guard then continue": """
+        for step, b in enumerate(loader):
+            loss = model(b)  # every
+            if step % 100 != 0:
+                continue
+            print(loss)  # periodic
+    """,
+    "flag variable": """
+        for step, b in enumerate(loader):
+            do_log = (step % 10 == 0)
+            if do_log:
+                x = 1  # periodic
+    """,
+    "time-based": """
+        t0 = time.time()
+        for b in loader:
+            if time.time() - t0 > 60:
+                x = 1  # periodic
+    """,
+    "epoch loop around the batch loop": """
+        for epoch in range(10):
+            for x, y in loader:
+                out = model(x)  # every
+            print(out)  # periodic
+        print(out)  # outside
+    """,
+    "nested non-training loop inside a hot loop": """
+        for x, y in loader:
+            for p in model.parameters():
+                g = p.grad  # every
+    """,
+    "loop else block and iterable run once": """
+        for x, y in loader:
+            out = model(x)
+        else:
+            done = 1  # outside
+    """,
+    "step helper called every iteration": """
+        def train_step(batch):
+            loss = model(batch).sum()  # every
+            loss.backward()
+        for b in loader:
+            train_step(b)
+    """,
+    "step helper called periodically": """
+        def evaluate_now(batch):
+            return model(batch)  # periodic
+        for step, b in enumerate(loader):
+            model(b).sum().backward()
+            if step % 1000 == 0:
+                evaluate_now(b)
+    """,
+    "method helper via self": """
+        class Trainer:
+            def step(self, batch):
+                return self.model(batch)  # every
+            def fit(self, loader):
+                for b in loader:
+                    self.step(b)
+    """,
+    "epoch function called from an epoch loop": """
+        def train(epoch):
+            for b in loader:
+                model(b).sum().backward()  # every
+            summary = 1  # periodic
+        for epoch in range(3):
+            train(epoch)
+            sample = 2  # periodic
+    """,
+    "function defined inside a hot loop is not run by it": """
+        for b in loader:
+            def hook(g):
+                return g  # outside
+            model(b)
+    """,
+    "loop without training": """
+        for name in ["a", "b"]:
+            print(name)  # outside
+        for i in range(10):
+            x = torch.zeros(3)  # outside
+    """,
+    "loop over a tensor's rows is not a training loop": """
+        t = torch.randn(3, 3)
+        for row in t:
+            v = row.sum()  # outside
+    """,
+    "while test runs every iteration": """
+        while (model(x) > 0).any():  # every
+            pass
+    """,
+    "generation loop is not a training loop": """
+        for k in range(3):
+            y = model.generate(x)  # outside
+    """,
+}
+
+
+def _case_lines(text: str):
+    for row, line in enumerate(text.splitlines(), start=1):
+        for mark, freq in MARKS.items():
+            if line.rstrip().endswith(mark):
+                yield row, freq
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_execution_frequency(name: str):
+    source = PRELUDE + textwrap.dedent(CASES[name])
+    analysis = ModuleAnalysis(cst.parse_module(source))
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    positions = MetadataWrapper(analysis.module, unsafe_skip_copy=True).resolve(PositionProvider)
+    first_on_line = {}
+    for node in analysis.index.nodes:
+        if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)) and node in positions:
+            first_on_line.setdefault(positions[node].start.line, node)
+    expected = list(_case_lines(source))
+    assert expected, "case has no marks"
+    for row, freq in expected:
+        node = first_on_line[row]
+        if isinstance(node, cst.While):
+            node = node.test
+        assert analysis.execution(node).frequency is freq, f"line {row}: {source.splitlines()[row - 1]!r}"
+
+
+KIND_CASES = [
+    ("loss = criterion(model(x), y)", "loss", Kind.TENSOR),
+    ("import torch as T\nv = T.zeros(3)", "v", Kind.TENSOR),
+    ("from torch import isnan\nv = isnan(w)", "v", Kind.TENSOR),
+    ("import numpy as np\nv = np.ones(3)", "v", Kind.NUMPY),
+    ("v = loss.item()", "v", Kind.NUMBER),
+    ("loss = model(x).sum()\nv = 0.0\nv += loss", "v", Kind.TENSOR),
+    ("v = 0.0\nv += unknown_thing", "v", Kind.NUMBER),
+    ("v = model(x).sum()\nv = v.item()", "v", Kind.UNKNOWN),
+    ("v = torch.device('cuda')", "v", Kind.OTHER),
+    ("v = DataLoader(ds)", "v", Kind.LOADER),
+    ("v = torch.optim.Adam(p)", "v", Kind.OPTIMIZER),
+    ("v = nn.Linear(2, 2)", "v", Kind.MODULE),
+    ("class Net(nn.Module):\n    pass\nv = Net()", "v", Kind.MODULE),
+    ("for v, w in loader:\n    pass", "v", Kind.TENSOR),
+    ("for i, (v, w) in enumerate(loader):\n    pass", "i", Kind.NUMBER),
+    ("for k, v in batch.items():\n    pass", "k", Kind.OTHER),
+    ("v = len(loader)", "v", Kind.NUMBER),
+    ("t = torch.zeros(2)\nv = t.shape", "v", Kind.OTHER),
+    ("v = (pred == y).sum()", "v", Kind.UNKNOWN),
+    ("pred = model(x)\nv = (pred == y).sum()", "v", Kind.TENSOR),
+    ("def f(t: torch.Tensor):\n    v = t\n    return v", "v", Kind.TENSOR),
+]
+
+
+@pytest.mark.parametrize("source,name,kind", KIND_CASES)
+def test_value_kinds(source, name, kind):
+    text = PRELUDE + "criterion = nn.CrossEntropyLoss()\n" + source + "\n"
+    analysis = ModuleAnalysis(cst.parse_module(text))
+    names = [n for n in analysis.index.nodes if isinstance(n, cst.Name) and n.value == name]
+    assert analysis.kind(names[-1]) is kind
