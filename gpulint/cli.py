@@ -184,11 +184,15 @@ def _finish(outcomes, mode, diff, output_format, exit_zero, statistics, quiet, u
 @main.command()
 @click.argument("code", required=False)
 @click.option("--all", "show_all", is_flag=True, help="List every rule: code, name, fix, summary.")
-def rule(code: Optional[str], show_all: bool) -> None:
+@click.option("--markdown", is_flag=True, help="With --all: the rule table as Markdown (as in the README).")
+def rule(code: Optional[str], show_all: bool, markdown: bool) -> None:
     """Print the documentation of rule CODE (e.g. GPU101 or item-in-loop)."""
     from gpulint.rule import all_rules
 
     rules = all_rules()
+    if markdown:
+        click.echo(rule_table_markdown(), nl=False)
+        return
     if show_all or code is None:
         for c, cls in rules.items():
             click.echo(f"{c}  {cls.name:<28} {_fix_label(cls):<7} {cls.summary()}")
@@ -210,3 +214,14 @@ def _fix_label(cls) -> str:
     if first.startswith("unsafe"):
         return "unsafe"
     return "-"
+
+
+def rule_table_markdown() -> str:
+    """The README's rule table, generated from the rules themselves."""
+    from gpulint.rule import all_rules
+
+    rows = ["| Code | Name | Fix | What it flags |", "| --- | --- | --- | --- |"]
+    for code, cls in all_rules().items():
+        summary = cls.summary().replace("|", "\\|")
+        rows.append(f"| {code} | `{cls.name}` | {_fix_label(cls)} | {summary} |")
+    return "\n".join(rows) + "\n"

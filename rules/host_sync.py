@@ -573,9 +573,9 @@ class NanCheckInLoop(SyncRule):
         ends_loop = any(isinstance(s, cst.Break) for s in body)
         if host is None and ends_loop:
             return None
-        check = self.analysis.code(node.test)
+        check = self.analysis.code(flag_expr)
         flag = fresh_name(self.analysis, _FLAG_NAMES.get(check_kind(check), "found_nonfinite"))
-        accumulate = cst.parse_statement(f"{flag} |= {self.analysis.code(flag_expr)}\n")
+        accumulate = cst.parse_statement(f"{flag} |= {check}\n")
         accumulate = accumulate.with_changes(leading_lines=node.leading_lines)
         reaction = cst.If(test=cst.Name(flag), body=node.body)
         changes = {node: accumulate}
