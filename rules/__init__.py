@@ -2,3 +2,4 @@
 
 from gpulint.rules import host_sync  # noqa: F401  (registers GPU1xx)
 from gpulint.rules import transfers  # noqa: F401  (registers GPU2xx)
+from gpulint.rules import accumulation  # noqa: F401  (registers GPU3xx)

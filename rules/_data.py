@@ -104,23 +104,27 @@ class DataFacts:
         return self._loops_over.get(id(loader), [])
 
     # -- which loop's batch a value comes from -----------------------------------------------------------------
-    def batch_loop(self, expr: cst.CSTNode, depth: int = 0) -> Optional[cst.For]:
-        """The loop over a DataLoader whose batch `expr` is (or is part of), else None."""
+    def batch_loop(self, expr: cst.CSTNode, within: Optional[cst.CSTNode] = None,
+                   depth: int = 0) -> Optional[cst.For]:
+        """The loop over a DataLoader, around `within` (default: `expr`), whose batch `expr` is part of."""
+        within = expr if within is None else within
         if depth > _MAX_DEPTH:
             return None
         if isinstance(expr, cst.Subscript):
-            return self.batch_loop(expr.value, depth + 1)
+            return self.batch_loop(expr.value, within, depth + 1)
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
             if expr.func.attr.value in ("items", "values", "to", "cuda"):
-                return self.batch_loop(expr.func.value, depth + 1)
+                return self.batch_loop(expr.func.value, within, depth + 1)
             return None
         if not isinstance(expr, cst.Name):
             return None
         for b in self.bindings(expr):
             if b.kind == "for" and isinstance(b.source, cst.For) and self.loaders(b.source.iter):
-                return b.source
+                if self.index.is_ancestor_or_self(b.source.body, within):
+                    return b.source
+                continue
             if b.kind in ("for", "assign") and b.value is not None:
-                loop = self.batch_loop(b.value, depth + 1)
+                loop = self.batch_loop(b.value, within, depth + 1)
                 if loop is not None:
                     return loop
         return None
@@ -133,6 +137,9 @@ class DataFacts:
                 if self.batch_loop(receiver) is loop:
                     return True
         return False
+
+    def body_calls(self, loop: cst.For) -> Iterator[cst.Call]:
+        return (n for n in _walk(loop.body) if isinstance(n, cst.Call))
 
     # -- where a copy goes -------------------------------------------------------------------------------------
     def copy_target(self, call: cst.Call) -> Optional[str]:

@@ -41,7 +41,18 @@ def would_pin(rule: Rule, loader: cst.Call) -> bool:
     # every loop over this loader is visibly CPU work (it neither copies anything nor trains).
     if not facts.clearly_cuda():
         return False
-    return not loops or any(rule.analysis.loops.role(loop) is LoopRole.HOT for loop in loops)
+    return not loops or any(_feeds_a_step(rule, loop) for loop in loops)
+
+
+def _feeds_a_step(rule: Rule, loop: cst.For) -> bool:
+    """A hot loop whose own body trains or hands its batch to one of the module's functions."""
+    if rule.analysis.loops.role(loop) is not LoopRole.HOT:
+        return False
+    for node in data_facts(rule.analysis).body_calls(loop):
+        if rule.analysis.loops.is_training_call(node, follow_helpers=True) or \
+                rule.analysis.loops.local_function(node) is not None:
+            return True
+    return False
 
 
 def pinned(rule: Rule, loader: cst.Call) -> bool:
@@ -349,9 +360,8 @@ class TensorDatasetLoaderOnGpu(Rule):
         if batch_size is not None and isinstance(batch_size.value, cst.Name) and batch_size.value.value == "None":
             return  # a batch sampler feeds whole batches: no per-sample indexing
         loops = [loop for loop in facts.loops_over(node) if self.analysis.loops.role(loop) is LoopRole.HOT]
-        if not loops:
-            return
-        if any(facts.moves_batches(loop) for loop in loops) or facts.clearly_cuda():
+        if any(facts.moves_batches(loop) for loop in loops) or \
+                facts.clearly_cuda() and any(_feeds_a_step(self, loop) for loop in loops):
             self.report(node)
 
     def _tensor_dataset(self, expr: Optional[cst.BaseExpression], depth: int = 0) -> Optional[cst.Call]:
