@@ -218,6 +218,8 @@ class _SyncedAccumulationRule(_AccumulationRule):
             dtype_class(self.analysis, match.tensor)
         if converter is None and isinstance(match.sync.func, cst.Name):
             converter = match.sync.func.value
+        if method_call(match.sync, "cpu"):
+            converter = None  # the sum was a CPU tensor, not a Python number: nothing to convert back to
         uses = _uses(self.analysis, match.statement, target.value)
         if uses is None:
             return None
@@ -626,8 +628,9 @@ class UndetachedAccumulation(_AccumulationRule):
         inside = [b for b in bindings if b.source is not None and
                   self.analysis.index.is_ancestor_or_self(loop.body, b.source)]
         outside = [b for b in bindings if b not in inside]
+        # A reset under `if step % N == 0:` still lets N steps' graphs pile up; one every step does not.
         rebinds = [b for b in inside if not (isinstance(b.source, cst.Assign) and _self_referencing(
-            self.analysis, b.source, name.value))]
+            self.analysis, b.source, name.value)) and self.analysis.execution(b.source).every_iteration]
         return bool(outside) and not rebinds
 
 
