@@ -110,6 +110,10 @@ def dtype_class(analysis: ModuleAnalysis, expr: cst.CSTNode, depth: int = 0) -> 
                 return dtype_class(analysis, func.value, depth + 1)
         if analysis.kind(func) is Kind.MODULE:
             return "float"  # a model's or criterion's output
+        callee = func.value if isinstance(func, cst.Name) else (func.attr.value if isinstance(func, cst.Attribute)
+                                                                 else "")
+        if "loss" in callee.lower():
+            return "float"  # `loss_function(recon, x, mu, logvar)`: losses are floating point
         return None
     if isinstance(expr, (cst.Subscript, cst.Attribute)):
         if isinstance(expr, cst.Attribute) and expr.attr.value not in ("data",):
@@ -119,8 +123,19 @@ def dtype_class(analysis: ModuleAnalysis, expr: cst.CSTNode, depth: int = 0) -> 
     if isinstance(expr, cst.Name):
         values = [b.value for b in _bindings(analysis, expr) if b.kind in ("assign", "walrus") and b.index is None]
         kinds = {dtype_class(analysis, v, depth + 1) for v in values if v is not None}
-        return kinds.pop() if len(kinds) == 1 else None
+        if len(kinds) == 1 and None not in kinds:
+            return kinds.pop()
+        if _backpropagated(analysis, expr):
+            return "float"  # only floating-point tensors have gradients
+        return None
     return None
+
+
+def _backpropagated(analysis: ModuleAnalysis, name: cst.Name) -> bool:
+    """`name.backward()` is called in the scope that reads `name`."""
+    scope = analysis.index.enclosing_scope(name)
+    return any(isinstance(n, cst.Call) and method_call(n, "backward") and isinstance(n.func.value, cst.Name)
+               and n.func.value.value == name.value for n in _walk(scope))
 
 
 def _from_module(analysis: ModuleAnalysis, expr: cst.CSTNode) -> bool:
