@@ -19,7 +19,7 @@ NAIVE = textwrap.dedent("""\
 
     device = "cuda"
     model = torch.nn.Linear(4, 2).to(device)
-    loader = DataLoader([1, 2])
+    loader = DataLoader([1, 2], pin_memory=True)
     for step, (x, y) in enumerate(loader):
         loss = model(x).sum()
         loss.backward()
