@@ -54,8 +54,10 @@ def main() -> None:
 @click.option("--config", type=click.Path(dir_okay=False), help="Use this pyproject.toml or gpulint.toml.")
 @click.option("--report-periodic/--no-report-periodic", default=None,
               help="Also report syncs that only run periodically (softer message).")
+@click.option("--force-exclude", is_flag=True,
+              help="Apply `exclude` to files named on the command line too (for pre-commit and editors).")
 def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_zero, statistics, output_format,
-          stdin_filename, quiet, config, report_periodic) -> None:
+          stdin_filename, quiet, config, report_periodic, force_exclude) -> None:
     """Lint PATHS (default: the current directory). `-` reads stdin."""
     paths = list(paths) or [Path(".")]
     try:
@@ -74,7 +76,7 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_ze
                      want_edits)
         return
     try:
-        files = list(iter_files(paths, settings))
+        files = list(iter_files(paths, settings, force_exclude=force_exclude))
     except PathError as exc:
         raise _fail(str(exc))
 
