@@ -222,6 +222,8 @@ def rule_table_markdown() -> str:
 
     rows = ["| Code | Name | Fix | What it flags |", "| --- | --- | --- | --- |"]
     for code, cls in all_rules().items():
+        if cls.pseudo:
+            continue  # GPU001 syntax-error: documented by `gpulint rule GPU001`, not an anti-pattern
         summary = cls.summary().replace("|", "\\|")
         rows.append(f"| {code} | `{cls.name}` | {_fix_label(cls)} | {summary} |")
     return "\n".join(rows) + "\n"

@@ -5,7 +5,9 @@ Everything here works on text in memory; reading and writing files is the caller
 
 from __future__ import annotations
 
+import ast
 import enum
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Optional
@@ -20,9 +22,7 @@ from gpulint.diagnostics import Applicability, Diagnostic, Position
 from gpulint.rule import Rule, all_rules
 
 MAX_FIX_PASSES = 10
-
-# A file none of whose text matches this cannot hold a finding: skip it before paying for a parse.
-_PREFILTER = re.compile(r"torch|cuda|\.item\(|\.cpu\(|\.numpy\(|\.tolist\(|backward|loader|[Tt]ensor")
+SYNTAX_ERROR = "GPU001"
 
 
 class FixMode(enum.Enum):
@@ -47,15 +47,63 @@ class LintResult:
         return self.source != original
 
 
-def could_have_findings(source: str) -> bool:
-    return _PREFILTER.search(source) is not None
+@functools.lru_cache(maxsize=64)
+def _prefilters(codes: frozenset[str]) -> Optional[tuple[re.Pattern, ...]]:
+    """The patterns one of which a file must match for an enabled rule to report in it; None: no shortcut."""
+    patterns: list[re.Pattern] = []
+    for code, cls in all_rules().items():
+        if code not in codes or getattr(cls, "pseudo", False):
+            continue
+        if cls.needs_text is None:
+            return None
+        if cls.needs_text not in patterns:
+            patterns.append(cls.needs_text)
+    return tuple(patterns)
+
+
+def could_have_findings(source: str, codes: frozenset[str]) -> bool:
+    """False only if no enabled rule can report in `source`: then the LibCST parse is skipped.
+
+    Sound by construction: each rule declares text its findings need (`Rule.needs_text`), and a rule that
+    declares none disables the shortcut. Syntax errors (GPU001) are found by `python_syntax_error` first.
+    """
+    patterns = _prefilters(codes)
+    return patterns is None or any(p.search(source) for p in patterns)
+
+
+# CPython's parser refuses nesting it cannot handle with these; LibCST's native parser may crash on the same
+# input, so such a file is never handed to it.
+_TOO_DEEP = ("too many nested", "too complex", "too many statically nested")
+
+
+def python_syntax_error(source: str, filename: str) -> tuple[Optional[Diagnostic], bool]:
+    """Parse with CPython's parser (10x faster than LibCST): (GPU001 diagnostic or None, LibCST may try it).
+
+    CPython's message and position are the ones users know. A file the running Python rejects may still be
+    valid for a newer Python, which LibCST may parse: the second value says whether to let it try.
+    """
+    try:
+        ast.parse(source, filename or "<string>")
+    except SyntaxError as exc:
+        message = exc.msg or "invalid syntax"
+        deep = any(t in message for t in _TOO_DEEP)
+        return _gpu001(message, filename, exc.lineno or 1, exc.offset or 1), not deep
+    except (RecursionError, MemoryError):
+        return _gpu001("too deeply nested for Python's parser", filename, 1, 1), False
+    except ValueError as exc:  # null bytes on older Pythons
+        return _gpu001(str(exc), filename, 1, 1), False
+    return None, True
+
+
+def _gpu001(message: str, filename: str, row: int, column: int) -> Diagnostic:
+    where = Position(max(row, 1), max(column, 1))
+    return Diagnostic(SYNTAX_ERROR, "syntax-error", f"SyntaxError: {message}", filename=filename,
+                      location=where, end_location=where)
 
 
 def syntax_error_diagnostic(exc: cst.ParserSyntaxError, filename: str) -> Diagnostic:
     message = exc.message.strip().splitlines()[0] if exc.message else "invalid syntax"
-    return Diagnostic("GPU001", "syntax-error", f"SyntaxError: {message}", filename=filename,
-                      location=Position(exc.raw_line, exc.raw_column + 1),
-                      end_location=Position(exc.raw_line, exc.raw_column + 1))
+    return _gpu001(f"{message} (LibCST's parser)", filename, exc.raw_line, exc.raw_column + 1)
 
 
 def _run_rules(analysis: ModuleAnalysis, codes: frozenset[str], report_periodic: bool,
@@ -113,14 +161,18 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
                 fix: FixMode = FixMode.NONE, want_edits: bool = False) -> LintResult:
     """Lint `source`; with `fix`, apply fixes pass by pass until none is left (Ruff's loop)."""
     errors: list[str] = []
-    if not could_have_findings(source):
+    syntax_error, libcst_may_try = python_syntax_error(source, filename)
+    if syntax_error is not None and not libcst_may_try:
+        return LintResult([syntax_error] if SYNTAX_ERROR in codes else [], source)
+    if syntax_error is None and not could_have_findings(source, codes):
         return LintResult([], source)
     try:
         analysis, diagnostics = _analyse(source, filename, codes, report_periodic, errors)
     except cst.ParserSyntaxError as exc:
-        if "GPU001" in codes:
-            return LintResult([syntax_error_diagnostic(exc, filename)], source)
-        return LintResult([], source)
+        found = syntax_error or syntax_error_diagnostic(exc, filename)
+        return LintResult([found] if SYNTAX_ERROR in codes else [], source)
+    except RecursionError:
+        return LintResult([], source, errors=["too deeply nested for gpulint's analysis; not checked"])
 
     fixed_count = 0
     current = source
@@ -134,8 +186,9 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
             break
         try:
             analysis, diagnostics = _analyse(new_text, filename, codes, report_periodic, errors)
-            compile(new_text, filename or "<fixed>", "exec", dont_inherit=True)
-        except (cst.ParserSyntaxError, SyntaxError, ValueError) as exc:
+            if syntax_error is None:  # the input compiled: the output must too
+                compile(new_text, filename or "<fixed>", "exec", dont_inherit=True)
+        except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
             # A fix that breaks the code is a bug of ours: keep the last good text and say so.
             errors.append(f"a fix produced invalid code ({exc.__class__.__name__}); it was not applied")
             analysis, diagnostics = _analyse(current, filename, codes, report_periodic, errors)

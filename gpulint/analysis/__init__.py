@@ -11,7 +11,7 @@ from gpulint.analysis.kinds import Kind, KindInference
 from gpulint.analysis.loops import Execution, Frequency, LoopAnalysis, LoopRole
 from gpulint.analysis.tree import SyntaxIndex
 
-__all__ = ["ModuleAnalysis", "Kind", "Execution", "Frequency", "LoopRole"]
+__all__ = ["GPU_HINT", "ModuleAnalysis", "Kind", "Execution", "Frequency", "LoopRole"]
 
 
 class ModuleAnalysis:
@@ -53,7 +53,7 @@ class ModuleAnalysis:
     @cached_property
     def targets_gpu(self) -> bool:
         """The module mentions a device at all. Syncs in code that never leaves the CPU cost nothing."""
-        return _GPU_HINT.search(self.module.code) is not None
+        return GPU_HINT.search(self.module.code) is not None
 
     def is_bool_tensor(self, node: cst.CSTNode) -> bool:
         """A boolean mask: a tensor comparison, its negation/combination, or an is* test."""
@@ -87,7 +87,7 @@ class ModuleAnalysis:
 
 
 # Evidence that tensors go to an accelerator: `.cuda()`, `.to(...)`, a `device`, "cuda" strings, accelerate/XLA.
-_GPU_HINT = re.compile(r"\.cuda\b|cuda[\"':]|\bdevice\b|\.to\(|accelerat|xla_device|\bmps\b|\bxpu\b|\bnpu\b",
+GPU_HINT = re.compile(r"\.cuda\b|cuda[\"':]|\bdevice\b|\.to\(|accelerat|xla_device|\bmps\b|\bxpu\b|\bnpu\b",
                        re.IGNORECASE)
 _BOOL_FUNCTIONS = {"torch.isnan", "torch.isinf", "torch.isfinite", "torch.logical_and", "torch.logical_or",
                    "torch.logical_not", "torch.logical_xor", "torch.eq", "torch.ne", "torch.gt", "torch.lt",
