@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import io
 import os
 import stat
@@ -53,20 +54,30 @@ class SourceFile:
             mode = stat.S_IMODE(self.path.stat().st_mode)
         except OSError as exc:
             raise FileError(f"{self.path}: cannot write ({exc.strerror or exc})") from None
+        remove_stale_temps(self.path)
         atomic_write(self.path, data, mode)
         self.raw = data
         self.text = text
 
 
-def atomic_write(path: Path, data: bytes, mode: Optional[int] = None) -> None:
-    """Write to a temporary file beside `path`, then rename over it: readers see the old or the new file."""
+TEMP_SUFFIX = ".gpulint-tmp"
+
+
+def atomic_write(path: Path, data: bytes, mode: Optional[int] = None, *, durable: bool = True) -> None:
+    """Write to a temporary file beside `path`, then rename over it: readers see the old or the new file.
+
+    The temporary name carries our process id: a run killed between writing and renaming leaves
+    `.<name>.<pid>.<random>.gpulint-tmp` behind, which discovery never lints and `remove_stale_temps` deletes
+    the next time this file is written.
+    """
     directory = path.parent
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".gpulint-tmp", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
         os.replace(tmp, path)
@@ -76,6 +87,33 @@ def atomic_write(path: Path, data: bytes, mode: Optional[int] = None) -> None:
         except OSError:
             pass
         raise
+
+
+def remove_stale_temps(path: Path) -> None:
+    """Delete temporary files a killed gpulint left beside `path` (those of processes that are gone)."""
+    try:
+        candidates = list(path.parent.glob(f".{glob.escape(path.name)}.*{TEMP_SUFFIX}"))
+    except OSError:
+        return
+    for candidate in candidates:
+        pid = candidate.name[len(path.name) + 2:].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            try:
+                candidate.unlink()
+            except OSError:
+                pass
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # ours, from an earlier write of this run that failed midway: nobody uses it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
 
 
 def _encoding(raw: bytes) -> str:

@@ -13,9 +13,8 @@ from typing import ClassVar, Optional
 import libcst as cst
 
 from gpulint.analysis import Execution, ModuleAnalysis
-from gpulint.diagnostics import Applicability, Diagnostic, Fix, Replacement
+from gpulint.diagnostics import DOCS_URL, Applicability, Diagnostic, Fix, Replacement  # noqa: F401
 
-DOCS_URL = "https://gpulint.dev/rules/{name}"
 
 REGISTRY: dict[str, type["Rule"]] = {}
 

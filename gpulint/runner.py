@@ -6,7 +6,6 @@ Everything here works on text in memory; reading and writing files is the caller
 from __future__ import annotations
 
 import ast
-import enum
 import functools
 import re
 from dataclasses import dataclass, field
@@ -18,22 +17,11 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from gpulint import fixes as fixing
 from gpulint import suppression
 from gpulint.analysis import ModuleAnalysis
-from gpulint.diagnostics import Applicability, Diagnostic, Position
+from gpulint.diagnostics import Diagnostic, FixMode, Position
 from gpulint.rule import Rule, all_rules
 
 MAX_FIX_PASSES = 10
 SYNTAX_ERROR = "GPU001"
-
-
-class FixMode(enum.Enum):
-    NONE = "none"
-    SAFE = "safe"
-    UNSAFE = "unsafe"
-
-    def allows(self, applicability: Applicability) -> bool:
-        if self is FixMode.NONE:
-            return False
-        return self is FixMode.UNSAFE or applicability is Applicability.SAFE
 
 
 @dataclass
