@@ -149,7 +149,7 @@ def _unified(before: str, after: str, name: str) -> str:
                                         fromfile=f"a/{name}", tofile=f"b/{name}"))
 
 
-def _summary(diagnostics, fixed: int, mode: FixMode, unsafe_shown: bool) -> str:
+def _summary(diagnostics, fixed: int, mode: FixMode, unsafe_shown: bool, unchecked: int = 0) -> str:
     total = len(diagnostics)
     safe = sum(1 for d in diagnostics if d.fix and d.fix.applicability.value == "safe")
     unsafe = sum(1 for d in diagnostics if d.fix and d.fix.applicability.value == "unsafe")
@@ -164,6 +164,8 @@ def _summary(diagnostics, fixed: int, mode: FixMode, unsafe_shown: bool) -> str:
         if unsafe:
             hints.append(f"{unsafe} with --fix --unsafe-fixes")
         parts.append(line + (f" ({'; '.join(hints)})." if hints else "."))
+    elif unchecked:
+        parts.append(f"No findings, but {unchecked} file{'s' if unchecked != 1 else ''} could not be checked.")
     elif not fixed:
         parts.append("All checks passed!")
     return "\n".join(parts)
@@ -186,7 +188,7 @@ def _render(outcomes, output_format, statistics, quiet, mode, unsafe_shown) -> s
         sources.update(o.sources)
     fixed = sum(o.fixed_count for o in outcomes)
     summary = None if quiet or output_format not in ("full", "concise") else \
-        _summary(diagnostics, fixed, mode, unsafe_shown)
+        _summary(diagnostics, fixed, mode, unsafe_shown, sum(1 for o in outcomes if o.errors))
     return FORMATS[output_format](diagnostics, sources, summary)
 
 

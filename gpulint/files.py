@@ -35,7 +35,8 @@ class SourceFile:
         except FileError:
             raise
         except FileNotFoundError:
-            raise FileError(f"{path}: no such file (or a broken symbolic link)") from None
+            what = "broken symbolic link" if path.is_symlink() else "no such file"
+            raise FileError(f"{path}: {what}") from None
         except PermissionError:
             raise FileError(f"{path}: permission denied") from None
         except OSError as exc:
@@ -129,8 +130,12 @@ def decode(raw: bytes, path: Path) -> str:
     if b"\x00" in raw[:8192]:
         raise FileError(f"{path}: binary file, not Python source")
     try:
-        encoding = _encoding(raw)
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as exc:  # an unknown codec in the coding cookie, or a cookie contradicting a BOM
+        raise FileError(f"{path}: cannot decode as Python source ({exc})") from None
+    try:
         return raw.decode(encoding)
-    except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
-        reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
-        raise FileError(f"{path}: cannot decode as Python source ({reason})") from None
+    except (UnicodeDecodeError, LookupError) as exc:
+        where = f" at byte {exc.start}" if isinstance(exc, UnicodeDecodeError) else ""
+        raise FileError(f"{path}: not valid {encoding}{where}; declare the file's encoding "
+                        f"(`# -*- coding: ... -*-`, PEP 263) or save it as UTF-8") from None
