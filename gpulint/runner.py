@@ -146,13 +146,16 @@ def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic:
 
 
 def lint_source(source: str, filename: str, codes: frozenset[str], *, report_periodic: bool = False,
-                fix: FixMode = FixMode.NONE, want_edits: bool = False) -> LintResult:
-    """Lint `source`; with `fix`, apply fixes pass by pass until none is left (Ruff's loop)."""
+                fix: FixMode = FixMode.NONE, want_edits: bool = False, prefilter: bool = True) -> LintResult:
+    """Lint `source`; with `fix`, apply fixes pass by pass until none is left (Ruff's loop).
+
+    `prefilter=False` parses every file (the property tests compare both ways).
+    """
     errors: list[str] = []
     syntax_error, libcst_may_try = python_syntax_error(source, filename)
     if syntax_error is not None and not libcst_may_try:
         return LintResult([syntax_error] if SYNTAX_ERROR in codes else [], source)
-    if syntax_error is None and not could_have_findings(source, codes):
+    if syntax_error is None and prefilter and not could_have_findings(source, codes):
         return LintResult([], source)
     try:
         analysis, diagnostics = _analyse(source, filename, codes, report_periodic, errors)
