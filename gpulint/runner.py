@@ -119,24 +119,75 @@ def _run_rules(analysis: ModuleAnalysis, codes: frozenset[str], report_periodic:
     return found
 
 
-def _place(diagnostics: list[Diagnostic], module: cst.Module, filename: str) -> None:
-    """Attach line/column to reported nodes. Positions are resolved only for files that have findings."""
+def _place(diagnostics: list[Diagnostic], analysis: ModuleAnalysis, source: str, filename: str) -> None:
+    """Attach line/column to reported nodes. Positions are resolved only for files that have findings.
+
+    LibCST's PositionProvider regenerates the whole module; here only the top-level statements that hold a
+    finding are, each in a module of its own, then shifted by the lines before it in the source.
+    """
     if not diagnostics:
         return
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    by_statement: dict = {}
     for d in diagnostics:
         d.filename = filename
+        if d.node is not None:
+            by_statement.setdefault(_top_level(analysis, d.node), []).append(d)
+    module = analysis.module
+    positions: dict = {}
+    for statement, found in by_statement.items():
+        shifted = _statement_positions(module, statement, source)
+        if shifted is None:  # not locatable on its own: resolve the whole module once
+            positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+            break
+        positions.update(shifted)
+    for d in diagnostics:
         where = positions.get(d.node) if d.node is not None else None
         if where is not None:
             d.location = Position(where.start.line, where.start.column + 1)
             d.end_location = Position(where.end.line, where.end.column + 1)
 
 
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+def _top_level(analysis: ModuleAnalysis, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    current, parent = node, analysis.parent(node)
+    while parent is not None and not isinstance(parent, cst.Module):
+        current, parent = parent, analysis.parent(parent)
+    return current if parent is not None else None
+
+
+def _statement_positions(module: cst.Module, statement: Optional[cst.CSTNode], source: str) -> Optional[dict]:
+    if statement is None:
+        return None
+    alone = cst.Module(body=[statement], header=(), footer=(), default_newline=module.default_newline,
+                       default_indent=module.default_indent, has_trailing_newline=True)
+    wrapper = MetadataWrapper(alone, unsafe_skip_copy=True)
+    code = wrapper.module.code
+    offset = source.find(code)
+    if offset < 0 or source.find(code, offset + 1) >= 0:
+        return None  # not found, or found twice: which one is it?
+    if offset and source[offset - 1] not in "\r\n":
+        return None
+    lines_before = len(_NEWLINE.findall(source, 0, offset))
+    resolved = wrapper.resolve(PositionProvider)
+    return {node: _shift(where, lines_before) for node, where in resolved.items()}
+
+
+def _shift(where, lines: int):
+    from libcst.metadata import CodePosition, CodeRange
+
+    if not lines:
+        return where
+    return CodeRange(CodePosition(where.start.line + lines, where.start.column),
+                     CodePosition(where.end.line + lines, where.end.column))
+
+
 def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic: bool, errors: list[str]):
     module = cst.parse_module(source)
-    analysis = ModuleAnalysis(module)
+    analysis = ModuleAnalysis(module, source)
     diagnostics = _run_rules(analysis, codes, report_periodic, errors)
-    _place(diagnostics, module, filename)
+    _place(diagnostics, analysis, source, filename)
     if diagnostics:
         sup = suppression.parse(source)
         diagnostics = [d for d in diagnostics

@@ -129,10 +129,22 @@ def changed_lines_allowed(source: str) -> set[int]:
     return allowed
 
 
+def check_positions(source: str) -> None:
+    """The runner's per-statement positions equal LibCST's whole-module PositionProvider."""
+    analysis, diagnostics = _analyse(source, "gen.py", CODES, True, [])
+    full = MetadataWrapper(analysis.module, unsafe_skip_copy=True).resolve(PositionProvider)
+    for d in diagnostics:
+        where = full[d.node]
+        assert (d.location.row, d.location.column) == (where.start.line, where.start.column + 1)
+        assert (d.end_location.row, d.end_location.column) == (where.end.line, where.end.column + 1)
+
+
 def check_program(source: str) -> None:
     result = lint_source(source, "gen.py", CODES)
     assert not result.errors, result.errors
     assert result.source == source
+    if result.diagnostics:
+        check_positions(source)
 
     # The prefilter never hides a finding.
     unfiltered = lint_source(source, "gen.py", CODES, prefilter=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
+from typing import Optional
 
 import libcst as cst
 
@@ -17,8 +18,10 @@ __all__ = ["GPU_HINT", "ModuleAnalysis", "Kind", "Execution", "Frequency", "Loop
 class ModuleAnalysis:
     """Built once per parsed module; each part is computed on first use."""
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, source: Optional[str] = None) -> None:
         self.module = module
+        # The text the module was parsed from (module.code would regenerate it: a full codegen pass).
+        self.source = source
         self.index = SyntaxIndex()
         module.visit(self.index)
 
@@ -53,7 +56,8 @@ class ModuleAnalysis:
     @cached_property
     def targets_gpu(self) -> bool:
         """The module mentions a device at all. Syncs in code that never leaves the CPU cost nothing."""
-        return GPU_HINT.search(self.module.code) is not None
+        text = self.source if self.source is not None else self.module.code
+        return GPU_HINT.search(text) is not None
 
     def is_bool_tensor(self, node: cst.CSTNode) -> bool:
         """A boolean mask: a tensor comparison, its negation/combination, or an is* test."""
