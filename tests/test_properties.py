@@ -63,7 +63,7 @@ STATEMENTS = [
     "if {isnan}(loss).any():\n{i}    break",
     "if loss > 0:\n{i}    pass",
     "assert loss > 0",
-    "# a comment that mentions .item()",
+    "pass  # a comment that mentions .item()",
     "helper(loss)",
 ]
 GUARDS = [None, "if step % 10 == 0:", "if step % 10 != 0:\n{i}    pass\n{i}else:", "if verbose:",
@@ -143,7 +143,7 @@ def check_program(source: str) -> None:
     result = lint_source(source, "gen.py", CODES)
     assert not result.errors, result.errors
     assert result.source == source
-    if result.diagnostics:
+    if result.diagnostics and result.diagnostics[0].code != "GPU001":
         check_positions(source)
 
     # The prefilter never hides a finding.
@@ -176,6 +176,7 @@ def check_program(source: str) -> None:
 
 @given(training_programs())
 def test_training_loops(source: str):
+    compile(source, "gen.py", "exec")  # the generator makes valid Python
     check_program(source)
 
 
