@@ -10,7 +10,7 @@ from typing import Optional
 
 import libcst as cst
 
-from gpulint.analysis import Kind
+from gpulint.analysis import GPU_HINT, Kind
 from gpulint.rule import Rule
 from gpulint.fixes import fresh_name
 from gpulint.syntax import argument, flat_statements, is_true, method_call, positional, string_value
@@ -130,6 +130,9 @@ def _before(new: cst.BaseStatement, stmt: cst.BaseStatement) -> list[cst.BaseSta
 
 class SyncRule(Rule):
     """Base for the GPU1xx rules: they stay silent in modules that never touch a GPU."""
+
+    # `where` below returns None unless `targets_gpu`, which is this pattern found in the module's text.
+    needs_text = GPU_HINT
 
     def where(self, node):
         if not self.analysis.targets_gpu:
