@@ -74,10 +74,6 @@ class Rule:
     def summary(cls) -> str:
         return inspect.cleandoc(cls.__doc__ or "").splitlines()[0] if cls.__doc__ else cls.name
 
-    @classmethod
-    def fixable(cls) -> str:
-        """'safe', 'unsafe' or '' from the docs' Fix safety section."""
-        return getattr(cls, "fix_availability", "")
 
 
 def all_rules() -> dict[str, type[Rule]]:
