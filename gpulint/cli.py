@@ -261,3 +261,14 @@ def rule_table_markdown() -> str:
 from gpulint.clean import clean  # noqa: E402  (a subcommand in its own module)
 
 main.add_command(clean)
+
+
+@main.command()
+def server() -> None:
+    """Run the language server (LSP over stdio) for editors. Needs `pip install 'gpulint[lsp]'`."""
+    try:
+        from gpulint.server import serve
+    except ImportError as exc:
+        raise _fail(f"the language server needs pygls and lsprotocol: pip install 'gpulint[lsp]' ({exc.name} "
+                    f"is missing)")
+    serve()
