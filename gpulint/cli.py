@@ -225,3 +225,8 @@ def rule_table_markdown() -> str:
         summary = cls.summary().replace("|", "\\|")
         rows.append(f"| {code} | `{cls.name}` | {_fix_label(cls)} | {summary} |")
     return "\n".join(rows) + "\n"
+
+
+from gpulint.verify.cli import verify  # noqa: E402  (the subcommand lives in its own package)
+
+main.add_command(verify)
