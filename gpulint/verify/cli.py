@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import click
@@ -61,10 +62,12 @@ def _script(path: Path, what: str) -> Path:
               help="Relative tolerance for outputs.")
 @click.option("--atol", type=click.FloatRange(min=0), default=ATOL, show_default=True,
               help="Absolute tolerance for outputs.")
+@click.option("--parallel", is_flag=True,
+              help="Run both programs at once: faster (CI), but their step times are then not comparable.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for Python, NumPy and torch.")
 @click.option("--output-format", type=click.Choice(["full", "json"]), default="full", show_default=True)
 def verify(script, script_args, fixed, unsafe_fixes, max_steps, warmup, profile_steps, device, timeout, nproc,
-           rtol, atol, seed, output_format) -> None:
+           rtol, atol, parallel, seed, output_format) -> None:
     """Run SCRIPT and its fixed version and show that the fix cuts syncs and keeps the outputs.
 
     Arguments after `--` go to both programs. Exit 0: fewer syncs per step and the same outputs; 1: the fix did
@@ -80,7 +83,7 @@ def verify(script, script_args, fixed, unsafe_fixes, max_steps, warmup, profile_
     if nproc and importlib.util.find_spec("torch.distributed.run") is None:
         raise _fail("--nproc-per-node needs torch.distributed (torchrun), which this PyTorch lacks")
     options = Options(max_steps=max_steps, warmup=warmup, profile_steps=profile_steps, device=device,
-                      timeout=timeout, seed=seed, nproc=nproc or 0)
+                      timeout=timeout, seed=seed, nproc=nproc or 0, parallel=parallel)
     tolerance = Tolerance(rtol=rtol, atol=atol)
     root = project_root(script)
     args = list(script_args)
@@ -95,14 +98,22 @@ def verify(script, script_args, fixed, unsafe_fixes, max_steps, warmup, profile_
 
 def _verify(programs: list[Program], options: Options, tolerance: Tolerance, progress: bool) -> report.Verdict:
     expected = max(options.nproc, 1)
-    runs = []
-    for program in programs:
+    if options.parallel:
         if progress:
-            click.echo(f"gpulint verify: running the {program.label} program...", err=True)
-        run = launch(program, options)
+            click.echo("gpulint verify: running the original and the fixed program at once...", err=True)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            runs = list(pool.map(lambda p: launch(p, options), programs))
+    else:
+        runs = []
+        for program in programs:
+            if progress:
+                click.echo(f"gpulint verify: running the {program.label} program...", err=True)
+            runs.append(launch(program, options))
+            if runs[-1].failure(expected):
+                break
+    for run in runs:
         if run.failure(expected):
-            return report.failed_run(run, options, tolerance, runs[0] if runs else run)
-        runs.append(run)
+            return report.failed_run(run, options, tolerance, runs[0])
     original, fixed = runs
     if fixed.program.fix and not any(rank.get("fixed_modules") for rank in fixed.ranks):
         return report.nothing_fixed(original, fixed, options, tolerance)

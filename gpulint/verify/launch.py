@@ -35,6 +35,7 @@ class Options:
     timeout: float = 600.0
     seed: int = 0
     nproc: int = 0  # 0: a plain process; N: torchrun --nproc-per-node N
+    parallel: bool = False  # both programs at once (their step times are then not comparable)
 
 
 @dataclass

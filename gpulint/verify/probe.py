@@ -155,7 +155,7 @@ def main(config_path: str) -> int:
             if code not in (None, 0):
                 result.update(status="error", error=f"the script exited with status {code}", exit_code=code)
     except BaseException as exc:  # the script's own failure: reported, then the child fails like the script
-        result.update(status="error", error=_one_line(exc), traceback=traceback.format_exc())
+        result.update(status="error", error=_one_line(exc), traceback=_user_traceback(exc))
     finally:
         sys.stdout = tee._stream
         sys.stdout.flush()
@@ -178,6 +178,15 @@ def main(config_path: str) -> int:
         sys.stderr.write(result.get("traceback") or result["error"] + "\n")
         return 1
     return 0
+
+
+def _user_traceback(exc: BaseException) -> str:
+    """The traceback from the script's first frame on: the probe's own frames say nothing to the user."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None and tb.tb_frame.f_code.co_filename.startswith(here):
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb))
 
 
 def _one_line(exc: BaseException) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Optional
 
 from gpulint.verify.compare import RankComparison, Tolerance
@@ -27,9 +26,13 @@ class Verdict:
 
 
 def failed_run(run: Run, options: Options, tolerance: Tolerance, original: Run) -> Verdict:
-    expected = max(options.nproc, 1)
-    other = " (the original ran)" if run.program.label == "fixed" else ""
-    return Verdict(ERROR, f"ERROR: the {run.program.label} program failed{other}: {run.failure(expected)}",
+    """The original failing says nothing about the fix (exit 2); the fixed program failing where the original
+    ran is a verdict on the fix (exit 1), unless it was killed at the timeout (exit 2: rerun with more time)."""
+    why = run.failure(max(options.nproc, 1))
+    if run.program.label == "fixed" and not run.timed_out:
+        return Verdict(FAIL, f"FAIL: the fix broke the program: the fixed program failed where the original ran: "
+                       f"{why}", original, run, options, tolerance, details=run.error_details())
+    return Verdict(ERROR, f"ERROR: the {run.program.label} program failed: {why}",
                    original, run if run is not original else None, options, tolerance, details=run.error_details())
 
 
@@ -60,7 +63,8 @@ def judge(original: Run, fixed: Run, ranks: list[RankComparison], options: Optio
         change = f"{_metric_name(r)} per step {_fmt(r.per_step('original'))} -> {_fmt(r.per_step('fixed'))}"
         if len(ranks) > 1:
             change += f" on rank 0 (all {len(ranks)} ranks dropped)"
-        speed = f", {r.speedup:.2f}x step speed" if r.speedup and r.original.time_source == "CUDA events" else ""
+        timed = r.speedup and r.original.time_source == "CUDA events" and not options.parallel
+        speed = f", {r.speedup:.2f}x step speed" if timed else ""
         verdict.summary = f"PASS: {change}{speed}; outputs match (rtol {tolerance.rtol:g}, atol {tolerance.atol:g})"
     return verdict
 
@@ -124,7 +128,8 @@ def _rank_table(r: RankComparison, v: Verdict) -> list[str]:
     a, b = r.original, r.fixed
     unit = {"optimizer": "optimizer steps", "loader": "DataLoader batches"}.get(a.unit, "steps")
     limit = f" (stopped at --max-steps)" if v.options.max_steps and a.steps >= v.options.max_steps else ""
-    rows = [f"{a.steps} {unit}{limit}, {v.options.warmup} of them warm-up", "",
+    steps = f"{a.steps} {unit}" + (f" (fixed: {b.steps})" if b.steps != a.steps else "")
+    rows = [f"{steps}{limit}, {v.options.warmup} of them warm-up", "",
             f"{'':34}{'original':>10}{'fixed':>10}"]
     if a.syncs is not None or b.syncs is not None:
         rows.append(f"{'syncs / step (' + (a.sync_source or b.sync_source or '') + ')':34}"
@@ -134,7 +139,8 @@ def _rank_table(r: RankComparison, v: Verdict) -> list[str]:
                         f"{_fmt(b.syncs_by_call.get(call)):>10}")
     rows.append(f"{'host reads / step':34}{_fmt(a.host_reads):>10}{_fmt(b.host_reads):>10}")
     if a.step_ms is not None or b.step_ms is not None:
-        speed = f"   {r.speedup:.2f}x" if r.speedup else ""
+        speed = "   (ran in parallel: not comparable)" if v.options.parallel else \
+            f"   {r.speedup:.2f}x" if r.speedup else ""
         rows.append(f"{'step time, ms (' + (a.time_source or b.time_source or '') + ')':34}"
                     f"{_fmt(a.step_ms, 3):>10}{_fmt(b.step_ms, 3):>10}{speed}")
     rows.append("")
@@ -169,9 +175,10 @@ def render_json(v: Verdict) -> str:
         "summary": v.summary,
         "script": str(v.original.program.script),
         "options": {"max_steps": v.options.max_steps, "warmup": v.options.warmup, "device": v.options.device,
+                    "parallel": v.options.parallel,
                     "nproc_per_node": v.options.nproc, "rtol": v.tolerance.rtol, "atol": v.tolerance.atol},
         "programs": {run.program.label: _run_json(run) for run in (v.original, v.fixed) if run is not None},
-        "ranks": [_rank_json(r) for r in v.ranks],
+        "ranks": [_rank_json(r, comparable_times=not v.options.parallel) for r in v.ranks],
     }
     if v.details:
         doc["details"] = v.details
@@ -186,7 +193,7 @@ def _run_json(run: Run) -> dict:
             "status": [r.get("status") for r in run.ranks]}
 
 
-def _rank_json(r: RankComparison) -> dict:
+def _rank_json(r: RankComparison, comparable_times: bool) -> dict:
     def measure(m):
         return {"steps": m.steps, "unit": m.unit, "syncs_per_step": m.syncs, "sync_source": m.sync_source,
                 "syncs_by_call": m.syncs_by_call, "host_reads_per_step": m.host_reads, "step_ms": m.step_ms,
@@ -195,7 +202,8 @@ def _rank_json(r: RankComparison) -> dict:
                                        for (f, line, name), n in sorted(m.sites.items())]}
 
     first = r.first_divergence
-    return {"rank": r.rank, "metric": r.metric, "syncs_dropped": r.syncs_dropped, "speedup": r.speedup,
+    return {"rank": r.rank, "metric": r.metric, "syncs_dropped": r.syncs_dropped,
+            "speedup": r.speedup if comparable_times else None,
             "outputs_match": not r.divergences and bool(r.compared), "compared": r.compared,
             "max_relative_difference": r.max_rel,
             "first_divergence": {"where": first.where, "what": first.what} if first else None,

@@ -152,9 +152,15 @@ class StepRecorder:
         self._sync_warnings_on(False)
         last = len(self.host_counts) - 1
         self.profile_window = (self.profile_window[0], last)
+        from torch.profiler import record_function
+
+        # Stopping synchronizes the device (to collect its activity) while still recording: the marker lets
+        # that sync, the probe's own, be left out.
+        with record_function(_END_MARKER):
+            pass
         try:
             self.profiler.stop()
-            self.profiled_events = Counter(e.name for e in self.profiler.events())
+            self.profiled_events = _calls_before_marker(self.profiler.events())
         except Exception as exc:  # a profiler that cannot start here (no CUPTI) leaves the warning count
             self.profiled_events = None
             self.profiler_error = f"{type(exc).__name__}: {exc}"
@@ -256,6 +262,16 @@ class StepRecorder:
             if hasattr(self, "profiler_error"):
                 out["profiler_error"] = self.profiler_error
         return out
+
+
+_END_MARKER = "gpulint::verify::window_end"
+
+
+def _calls_before_marker(events) -> Counter:
+    """Names of the events recorded before the end-of-window marker."""
+    events = list(events)
+    end = next((e.time_range.start for e in events if e.name == _END_MARKER), None)
+    return Counter(e.name for e in events if e.name != _END_MARKER and (end is None or e.time_range.start < end))
 
 
 def _local(param):
