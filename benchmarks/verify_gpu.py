@@ -26,12 +26,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 PROGRAMS = [
     # (program, what it is, extra verify options)
-    ("mlp_dataloader.py", "tiny MLP, map-style Dataset + DataLoader, Adam", ["--max-steps", "60"]),
-    ("cnn_cifar.py", "CIFAR-sized CNN (3x32x32), SGD, train accuracy", ["--max-steps", "60"]),
-    ("transformer_lm.py", "4-layer causal transformer LM, AdamW, grad clipping", ["--max-steps", "60"]),
+    ("mlp_dataloader.py", "tiny MLP, map-style Dataset + DataLoader, Adam", ["--max-steps", "120"]),
+    ("cnn_cifar.py", "CIFAR-sized CNN (3x32x32), SGD, train accuracy", ["--max-steps", "120"]),
+    ("transformer_lm.py", "4-layer causal transformer LM, AdamW, grad clipping", ["--max-steps", "120"]),
     ("eval_accuracy.py", "evaluation loop, accuracy + loss (64 batches, to the end)", ["--max-steps", "0"]),
 ]
-COMMON = ["--unsafe-fixes", "--warmup", "5", "--profile-steps", "10", "--output-format", "json"]
+# Each program is verified twice: with gpulint's safe fixes only (pinned loaders, non_blocking copies), then with
+# the unsafe ones too (device-side accumulators, deferred NaN checks): two samples, and the effect of each kind.
+FIXES = [("safe", []), ("safe+unsafe", ["--unsafe-fixes"])]
+COMMON = ["--warmup", "5", "--profile-steps", "10", "--output-format", "json"]
 
 
 def verify(program: Path, extra: list[str], device: str) -> tuple[list[str], dict, float]:
@@ -80,31 +83,31 @@ def markdown(results: list[dict], checks: list[dict], env: dict) -> str:
         lines.append(f"**CPU numbers, not GPU** ({env['machine']}, torch {env['torch']}, {env['date']}): "
                      "syncs are the portable host-read count, step times are host-clock times on a CPU.")
     lines += ["", "Produced by `" + env["command"] + "`; each row ran:", "",
-              "```", shlex.join(["gpulint", "verify", "benchmarks/programs/PROGRAM.py", *COMMON[:-2],
-                                 "--output-format", "json", "--device", env["device"], "--max-steps", "N"]), "```",
+              "```", shlex.join(["gpulint", "verify", "benchmarks/programs/PROGRAM.py", "[--unsafe-fixes]", *COMMON,
+                                 "--device", env["device"], "--max-steps", "N"]), "```",
               "",
-              "| program | --max-steps | steps | syncs/step before | after | host reads/step before | after | step ms before "
+              "| program | fixes | --max-steps | steps | syncs/step before | after | host reads/step before | after | step ms before "
               "| after | speedup | outputs match | verdict |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in results:
         doc = r["doc"]
         rank = (doc.get("ranks") or [None])[0]
         if rank is None:
-            lines.append(f"| {r['program']} | {r['max_steps']} | - | - | - | - | - | - | - | - | - | {doc.get('verdict')}: "
+            lines.append(f"| {r['program']} | {r['fixes']} | {r['max_steps']} | - | - | - | - | - | - | - | - | - | {doc.get('verdict')}: "
                          f"{_cell(doc.get('summary', ''))} |")
             continue
         a, b = rank["original"], rank["fixed"]
         unit = "batches" if a["unit"] == "loader" else "steps"
         speed = f"{rank['speedup']:.2f}x" if rank.get("speedup") else "-"
         lines.append(
-            f"| {r['program']} ({r['about']}) | {r['max_steps']} | {a['steps']} {unit} | {_fmt(a['syncs_per_step'])} | "
+            f"| {r['program']} ({r['about']}) | {r['fixes']} | {r['max_steps']} | {a['steps']} {unit} | {_fmt(a['syncs_per_step'])} | "
             f"{_fmt(b['syncs_per_step'])} | {_fmt(a['host_reads_per_step'])} | {_fmt(b['host_reads_per_step'])} | "
             f"{_fmt(a['step_ms'], 3)} | {_fmt(b['step_ms'], 3)} | {speed} | "
             f"{'yes' if rank['outputs_match'] else 'NO'} | {doc['verdict']} |")
     lines += ["", "Step times are medians over the steps after warm-up and after the profiled window "
               "(CUDA events on the GPU). Verdicts in full:", ""]
     for r in results:
-        lines.append(f"- `{r['program']}`: {_cell(r['doc'].get('summary', ''))}")
+        lines.append(f"- `{r['program']}`, {r['fixes']} fixes: {_cell(r['doc'].get('summary', ''))}")
     lines += ["", "Probe self-check (`benchmarks/programs/zero_sync.py`: a loop that reads nothing back, then the "
               "same loop with one `.item()` per step):", ""]
     for c in checks:
@@ -153,10 +156,11 @@ def main() -> int:
     for name, about, extra in PROGRAMS:
         if args.only and name not in args.only:
             continue
-        cmd, doc, elapsed = verify(HERE / "programs" / name, extra, env["device"])
-        print(f"{name}: {doc.get('summary')} ({elapsed:.1f} s)", flush=True)
-        results.append({"program": name, "about": about, "command": cmd, "doc": doc, "seconds": elapsed,
-                        "max_steps": extra[extra.index("--max-steps") + 1]})
+        for fixes, flags in FIXES:
+            cmd, doc, elapsed = verify(HERE / "programs" / name, [*flags, *extra], env["device"])
+            print(f"{name} ({fixes}): {doc.get('summary')} ({elapsed:.1f} s)", flush=True)
+            results.append({"program": name, "about": about, "fixes": fixes, "command": cmd, "doc": doc,
+                            "seconds": elapsed, "max_steps": extra[extra.index("--max-steps") + 1]})
     section = markdown(results, checks, env)
     print(section)
     if args.markdown:

@@ -1,7 +1,7 @@
 """A portable count of host reads: the Tensor methods that bring a value to the host.
 
-On a GPU each of these is a blocking sync; on the CPU they cost nothing, but counting them shows, on any machine,
-how many syncs the same code would make on a GPU. Only calls made by the user's code count: torch's own
+On a GPU each of these, on a device tensor, is a blocking sync; on the CPU they cost nothing, but counting them
+shows, on any machine, how many syncs the same code would make on a GPU. Only calls made by the user's code count: torch's own
 internals (`Tensor.__format__` calling `.item()`, Adam reading its step counter) and the probe are skipped by
 looking at the caller's file. The wrappers add a Python call and a counter bump, never a sync.
 """
@@ -21,15 +21,16 @@ SHAPE_FUNCTIONS = ("nonzero", "unique", "unique_consecutive", "masked_select", "
 
 
 class HostReads:
-    """Counts host reads made by the user's code; `count` only grows, the step recorder snapshots it."""
+    """Counts host reads made by the user's code. Two counters only grow: reads of any tensor, and reads of
+    tensors on an accelerator (the ones that are syncs there); the step recorder snapshots both and keeps the
+    second for programs that use a GPU, the first for programs that run on the CPU."""
 
-    def __init__(self, torch, *, accelerator_only: bool) -> None:
+    def __init__(self, torch) -> None:
         self.torch = torch
-        # On a GPU run only reads of device tensors are syncs; on a CPU run every read stands for one.
-        self.accelerator_only = accelerator_only
         self.count = 0
+        self.device_count = 0
         self.counting = True
-        self.sites: Counter = Counter()  # (file, line, method) -> reads while `self.counting`
+        self.sites: Counter = Counter()  # (file, line, method, on a device) -> reads while `self.counting`
         here = os.path.dirname(os.path.abspath(__file__))
         self._skip = (os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,
                       os.path.dirname(here) + os.sep)
@@ -44,25 +45,22 @@ class HostReads:
             if hasattr(self.torch, name):
                 setattr(self.torch, name, self._wrap(getattr(self.torch, name), f"torch.{name}", method=False))
 
-    def _note(self, name: str) -> None:
+    def _note(self, name: str, on_device: bool) -> None:
         frame = sys._getframe(2)
         filename = frame.f_code.co_filename
         if filename.startswith(self._skip):
             return
         self.count += 1
+        self.device_count += on_device
         if self.counting:
-            self.sites[(filename, frame.f_lineno, name)] += 1
-
-    def _counts(self, value) -> bool:
-        if not self.accelerator_only:
-            return True
-        device = getattr(value, "device", None)
-        return device is not None and device.type != "cpu"
+            self.sites[(filename, frame.f_lineno, name, on_device)] += 1
 
     def _wrap(self, original, name: str, *, method: bool):
         def wrapper(*args, **kwargs):
-            if args and self._counts(args[0]):
-                self._note(name)
+            if args:
+                device = getattr(args[0], "device", None)
+                if device is not None:
+                    self._note(name, device.type != "cpu")
             return original(*args, **kwargs)
 
         wrapper.__name__ = getattr(original, "__name__", name)
@@ -71,13 +69,13 @@ class HostReads:
         return wrapper
 
     def _wrap_to(self, original):
-        """`.to("cpu")` of a device tensor is a read; on a CPU run `.to(device)` is not (it means "to the GPU")."""
+        """`.to("cpu")` of a device tensor is a read; `.to(device)` of a host tensor is not (it goes to the GPU)."""
 
         def to(tensor, *args, **kwargs):
-            if self.accelerator_only and tensor.device.type != "cpu":
+            if tensor.device.type != "cpu":
                 target = kwargs.get("device", args[0] if args else None)
                 if _is_cpu(target) and not kwargs.get("non_blocking", False):
-                    self._note("to('cpu')")
+                    self._note("to('cpu')", True)
             return original(tensor, *args, **kwargs)
 
         to.__name__, to.__doc__, to.__wrapped__ = "to", original.__doc__, original

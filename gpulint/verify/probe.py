@@ -133,7 +133,7 @@ def main(config_path: str) -> int:
         from gpulint.verify.hostreads import HostReads
         from gpulint.verify.steps import StepRecorder, StopRun
 
-        reads = HostReads(torch, accelerator_only=torch.cuda.is_available())
+        reads = HostReads(torch)
         reads.install()
         recorder = StepRecorder(torch, reads, max_steps=config["max_steps"], warmup=config["warmup"],
                                 profile_steps=config["profile_steps"])
@@ -168,7 +168,6 @@ def main(config_path: str) -> int:
     if recorder is not None:
         try:
             result.update(recorder.finish())
-            result["host_read_sites"] = [[f, line, name, n] for (f, line, name), n in reads.sites.items()]
         except BaseException as exc:  # e.g. the device is in an error state after the script's crash
             result.setdefault("probe_error", _one_line(exc))
     with open(result_path + ".tmp", "w", encoding="utf-8") as handle:

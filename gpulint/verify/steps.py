@@ -21,6 +21,7 @@ SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchr
               "cudaMemcpy2D", "cudaMemset", "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize",
               "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2")
 SYNC_WARNING = "called a synchronizing CUDA operation"
+LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx")
 
 
 class StopRun(BaseException):
@@ -44,6 +45,7 @@ class StepRecorder:
 
     def _reset(self) -> None:
         self.host_counts: list[int] = []
+        self.device_counts: list[int] = []
         self.clock: list[float] = []
         self.events: list = []  # a CUDA event per boundary, or None
         self.checksums: list = []  # (optimizer index, device tensor [2, n_params]) per optimizer step
@@ -109,6 +111,7 @@ class StepRecorder:
     def _boundary(self) -> None:
         torch = self.torch
         self.host_counts.append(self.host_reads.count)
+        self.device_counts.append(self.host_reads.device_count)
         self.clock.append(time.perf_counter())
         event = None
         if torch.cuda.is_available() and torch.cuda.is_initialized():
@@ -189,13 +192,20 @@ class StepRecorder:
             torch.cuda.synchronize()
         n = len(self.host_counts)
         windows = list(range(max(self.warmup, 1), n))
-        reads = [self.host_counts[i] - self.host_counts[i - 1] for i in windows]
+        # A program whose loop runs on the GPU: only reads of device tensors are syncs. On the CPU (also a
+        # program that only initialised CUDA, a gloo job on a GPU machine say): every read counts.
+        on_gpu = self._loop_on_gpu()
+        counts = self.device_counts if on_gpu else self.host_counts
+        reads = [counts[i] - counts[i - 1] for i in windows]
         result = {
             "unit": self.unit,
             "steps": n,
             "warmup": self.warmup,
             "host_reads_per_window": reads,
-            "host_reads_total": self.host_reads.count,
+            "host_reads_total": self.host_reads.device_count if on_gpu else self.host_reads.count,
+            "host_reads_of": "device tensors" if on_gpu else "all tensors",
+            "host_read_sites": [[f, line, name, k] for (f, line, name, on_device), k in self.host_reads.sites.items()
+                                if on_device or not on_gpu],
             "step_times_ms": self._step_times(windows),
             "losses": [float(x) for x in _to_host(torch, self.losses)],
             "checksums": self._checksums_on_host(),
@@ -203,6 +213,14 @@ class StepRecorder:
         }
         result["syncs"] = self._sync_summary()
         return result
+
+    def _loop_on_gpu(self) -> bool:
+        torch = self.torch
+        if not (torch.cuda.is_available() and torch.cuda.is_initialized()):
+            return False
+        if self.profiled_events is not None:
+            return any(self.profiled_events.get(name) for name in LAUNCH_CALLS) or self.sync_warnings > 0
+        return self.host_reads.device_count > 0 or torch.cuda.memory_allocated() > 0
 
     def _checksums_on_host(self) -> list:
         """[optimizer index, [[L1 norms], [L2 norms]]] per optimizer step, in step order."""
@@ -252,11 +270,14 @@ class StepRecorder:
         windows = max(0, last - first + 1)
         out = {"windows": windows, "first_window": first, "sync_warnings": self.sync_warnings}
         events = self.profiled_events
-        if events is not None and events.get("cudaLaunchKernel", 0) + events.get("cuLaunchKernel", 0) > 0:
+        launched = events is not None and any(events.get(name) for name in LAUNCH_CALLS)
+        if events is not None and not launched and not self.sync_warnings:
+            return {"source": None, "note": "the profiled steps launched no CUDA kernel: the loop runs on the CPU"}
+        if launched:
             out["source"] = "profiler"
             out["by_call"] = {name: events[name] for name in SYNC_CALLS if events.get(name)}
             out["count"] = sum(out["by_call"].values())
-        else:  # the profiler saw no CUDA runtime calls (no CUPTI): fall back on PyTorch's sync warnings
+        else:  # the profiler saw no CUDA runtime call (no CUPTI here): fall back on PyTorch's sync warnings
             out["source"] = "sync-debug warnings"
             out["count"] = self.sync_warnings
             if hasattr(self, "profiler_error"):
