@@ -13,8 +13,10 @@ import sys
 
 class Fixer:
     def __init__(self, root: str, unsafe: bool) -> None:
+        from gpulint.rule import all_rules
         from gpulint.runner import fix_source
 
+        all_rules()  # load every rule now: gpulint's own modules must not pass through the hook below
         self._fix_source = fix_source
         self.root = os.path.abspath(root) + os.sep
         self.unsafe = unsafe
@@ -45,9 +47,12 @@ class Fixer:
 
 
 def _package_files():
+    """gpulint and its rules (shipped as `gpulint.rules`, a folder of its own in a source checkout)."""
     import gpulint
+    import gpulint.rules
 
     yield gpulint.__file__
+    yield gpulint.rules.__file__
 
 
 def _changed_lines(before: str, after: str) -> int:

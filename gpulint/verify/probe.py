@@ -22,6 +22,10 @@ import warnings
 MAX_PRINTED = 1 << 20  # characters of stdout kept for the comparison
 
 
+class SetupError(Exception):
+    """The probe cannot run the script as asked (`--device cuda` without CUDA): one line, no traceback."""
+
+
 class _Tee(io.TextIOBase):
     """sys.stdout that also keeps what the script prints (per process, so per rank under torchrun)."""
 
@@ -73,10 +77,10 @@ def _deterministic(torch) -> None:
 def _device_info(torch, wanted: str) -> dict:
     cuda = torch.cuda.is_available()
     info = {"torch": torch.__version__, "cuda_available": cuda}
+    if wanted == "cuda" and not cuda:
+        raise SetupError("--device cuda: CUDA is not available to this PyTorch")
     if cuda:
         info["gpu"] = torch.cuda.get_device_name()
-    if wanted == "cuda" and not cuda:
-        raise RuntimeError("--device cuda: CUDA is not available to this PyTorch")
     return info
 
 
@@ -127,6 +131,7 @@ def main(config_path: str) -> int:
     try:
         import torch
 
+        result["torch"] = torch.__version__
         _seed(config["seed"])
         _deterministic(torch)
         result.update(_device_info(torch, config["device"]))
@@ -155,7 +160,8 @@ def main(config_path: str) -> int:
             if code not in (None, 0):
                 result.update(status="error", error=f"the script exited with status {code}", exit_code=code)
     except BaseException as exc:  # the script's own failure: reported, then the child fails like the script
-        result.update(status="error", error=_one_line(exc), traceback=_user_traceback(exc))
+        result.update(status="error", error=_one_line(exc),
+                      traceback=None if isinstance(exc, SetupError) else _user_traceback(exc))
     finally:
         sys.stdout = tee._stream
         sys.stdout.flush()
@@ -190,6 +196,8 @@ def _user_traceback(exc: BaseException) -> str:
 
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
+    if isinstance(exc, SetupError):
+        return text[0]
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 

@@ -29,11 +29,14 @@ def failed_run(run: Run, options: Options, tolerance: Tolerance, original: Run) 
     """The original failing says nothing about the fix (exit 2); the fixed program failing where the original
     ran is a verdict on the fix (exit 1), unless it was killed at the timeout (exit 2: rerun with more time)."""
     why = run.failure(max(options.nproc, 1))
+    details = run.error_details()
+    if details.strip() == why:
+        details = ""  # the summary says it all
     if run.program.label == "fixed" and not run.timed_out:
         return Verdict(FAIL, f"FAIL: the fix broke the program: the fixed program failed where the original ran: "
-                       f"{why}", original, run, options, tolerance, details=run.error_details())
+                       f"{why}", original, run, options, tolerance, details=details)
     return Verdict(ERROR, f"ERROR: the {run.program.label} program failed: {why}",
-                   original, run if run is not original else None, options, tolerance, details=run.error_details())
+                   original, run if run is not original else None, options, tolerance, details=details)
 
 
 def nothing_fixed(original: Run, fixed: Run, options: Options, tolerance: Tolerance) -> Verdict:
