@@ -86,22 +86,23 @@ def markdown(results: list[dict], checks: list[dict], env: dict) -> str:
               "```", shlex.join(["gpulint", "verify", "benchmarks/programs/PROGRAM.py", "[--unsafe-fixes]", *COMMON,
                                  "--device", env["device"], "--max-steps", "N"]), "```",
               "",
-              "| program | fixes | --max-steps | steps | syncs/step before | after | host reads/step before | after | step ms before "
-              "| after | speedup | outputs match | verdict |",
+              "| program | fixes | --max-steps | steps | syncs/step before | after | host reads/step before | after "
+              "| step ms before | after | speedup | outputs match | verdict |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in results:
         doc = r["doc"]
         rank = (doc.get("ranks") or [None])[0]
         if rank is None:
-            lines.append(f"| {r['program']} | {r['fixes']} | {r['max_steps']} | - | - | - | - | - | - | - | - | - | {doc.get('verdict')}: "
-                         f"{_cell(doc.get('summary', ''))} |")
+            lines.append(f"| {r['program']} | {r['fixes']} | {r['max_steps']} |" + " - |" * 9 +
+                         f" {doc.get('verdict')}: {_cell(doc.get('summary', ''))} |")
             continue
         a, b = rank["original"], rank["fixed"]
         unit = "batches" if a["unit"] == "loader" else "steps"
         speed = f"{rank['speedup']:.2f}x" if rank.get("speedup") else "-"
         lines.append(
-            f"| {r['program']} ({r['about']}) | {r['fixes']} | {r['max_steps']} | {a['steps']} {unit} | {_fmt(a['syncs_per_step'])} | "
-            f"{_fmt(b['syncs_per_step'])} | {_fmt(a['host_reads_per_step'])} | {_fmt(b['host_reads_per_step'])} | "
+            f"| {r['program']} ({r['about']}) | {r['fixes']} | {r['max_steps']} | {a['steps']} {unit} | "
+            f"{_fmt(a['syncs_per_step'])} | {_fmt(b['syncs_per_step'])} | "
+            f"{_fmt(a['host_reads_per_step'])} | {_fmt(b['host_reads_per_step'])} | "
             f"{_fmt(a['step_ms'], 3)} | {_fmt(b['step_ms'], 3)} | {speed} | "
             f"{'yes' if rank['outputs_match'] else 'NO'} | {doc['verdict']} |")
     lines += ["", "Step times are medians over the steps after warm-up and after the profiled window "

@@ -1,9 +1,9 @@
 """A portable count of host reads: the Tensor methods that bring a value to the host.
 
 On a GPU each of these, on a device tensor, is a blocking sync; on the CPU they cost nothing, but counting them
-shows, on any machine, how many syncs the same code would make on a GPU. Only calls made by the user's code count: torch's own
-internals (`Tensor.__format__` calling `.item()`, Adam reading its step counter) and the probe are skipped by
-looking at the caller's file. The wrappers add a Python call and a counter bump, never a sync.
+shows, on any machine, how many syncs the same code would make on a GPU. Only calls made by the user's code
+count: torch's own internals (`Tensor.__format__` calling `.item()`, Adam reading its step counter) and the
+probe are skipped by looking at the caller's file. The wrappers add a Python call and a counter bump, never a sync.
 """
 
 from __future__ import annotations
