@@ -81,10 +81,12 @@ def _fmt(value: Optional[float], digits: int = 2) -> str:
 
 
 def _rel(path: str) -> str:
+    """Relative to the current folder when under it, else as given."""
     try:
-        return os.path.relpath(path)
+        rel = os.path.relpath(path)
     except ValueError:
         return path
+    return path if rel.startswith("..") else rel
 
 
 # -- full ---------------------------------------------------------------------------------------------------------

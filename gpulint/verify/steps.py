@@ -101,6 +101,8 @@ class StepRecorder:
             if self.unit == "loader":  # an evaluation pass came first: measure the training steps instead
                 self._stop_profiler()
                 self._reset()
+                self.host_reads.sites.clear()
+                self.host_reads.counting = self.warmup == 0
             self.unit = "optimizer"
         self._checksum(optimizer)
         self._boundary()
