@@ -13,9 +13,9 @@ import click
 from gpulint import __version__
 from gpulint.config import ConfigError, Settings, find_config, load, override
 from gpulint.discovery import PathError, iter_files
-from gpulint.engine import FileOutcome, lint_file
+from gpulint.diagnostics import FixMode
+from gpulint.engine import FileOutcome
 from gpulint.output import FORMATS
-from gpulint.runner import FixMode, lint_source
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -32,7 +32,22 @@ def resolve_settings(config: Optional[str], paths: list[Path]) -> Settings:
     return load(find_config(start))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Main(click.Group):
+    """The last resort: whatever escapes the per-file handling is one line and exit 2, never a traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except KeyboardInterrupt:
+            click.echo("gpulint: interrupted", err=True)
+            raise click.exceptions.Exit(130)
+        except Exception as exc:
+            raise _fail(f"internal error ({type(exc).__name__}: {exc}); please report it")
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="gpulint")
 def main() -> None:
     """Find and fix the PyTorch code that leaves your GPU idle."""
@@ -54,8 +69,13 @@ def main() -> None:
 @click.option("--config", type=click.Path(dir_okay=False), help="Use this pyproject.toml or gpulint.toml.")
 @click.option("--report-periodic/--no-report-periodic", default=None,
               help="Also report syncs that only run periodically (softer message).")
+@click.option("--force-exclude", is_flag=True,
+              help="Apply `exclude` to files named on the command line too (for pre-commit and editors).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Worker processes (default: one per CPU; 1 lints in this process).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
 def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_zero, statistics, output_format,
-          stdin_filename, quiet, config, report_periodic) -> None:
+          stdin_filename, quiet, config, report_periodic, force_exclude, jobs, no_cache) -> None:
     """Lint PATHS (default: the current directory). `-` reads stdin."""
     paths = list(paths) or [Path(".")]
     try:
@@ -74,16 +94,21 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_ze
                      want_edits)
         return
     try:
-        files = list(iter_files(paths, settings))
+        files = list(iter_files(paths, settings, force_exclude=force_exclude))
     except PathError as exc:
         raise _fail(str(exc))
 
-    outcomes = run_files(files, settings, mode, write=not diff, want_edits=want_edits)
+    outcomes = run_files(files, settings, mode, write=not diff, want_edits=want_edits, jobs=jobs,
+                         use_cache=not no_cache)
     _finish(outcomes, mode, diff, output_format, exit_zero, statistics, quiet, unsafe_fixes)
 
 
-def run_files(files, settings, mode, *, write, want_edits) -> list[FileOutcome]:
-    return [lint_file(path, settings, mode, write=write, want_edits=want_edits) for path in files]
+def run_files(files, settings, mode, *, write, want_edits, jobs=None, use_cache=True) -> list[FileOutcome]:
+    from gpulint.cache import Cache
+    from gpulint.parallel import lint_files
+
+    cache = Cache.for_settings(settings) if use_cache else None
+    return lint_files(files, settings, mode, write=write, want_edits=want_edits, jobs=jobs, cache=cache)
 
 
 def _check_stdin(settings, mode, diff, stdin_filename, output_format, exit_zero, statistics, quiet, want_edits):
@@ -95,6 +120,8 @@ def _check_stdin(settings, mode, diff, stdin_filename, output_format, exit_zero,
         text = decode(data, Path(name))
     except FileError as exc:
         raise _fail(str(exc))
+    from gpulint.runner import lint_source
+
     codes = settings.enabled_codes(Path(name) if stdin_filename else None)
     result = lint_source(text, name, codes, report_periodic=settings.report_periodic, fix=mode,
                          want_edits=want_edits)
@@ -124,7 +151,7 @@ def _unified(before: str, after: str, name: str) -> str:
                                         fromfile=f"a/{name}", tofile=f"b/{name}"))
 
 
-def _summary(diagnostics, fixed: int, mode: FixMode, unsafe_shown: bool) -> str:
+def _summary(diagnostics, fixed: int, mode: FixMode, unsafe_shown: bool, unchecked: int = 0) -> str:
     total = len(diagnostics)
     safe = sum(1 for d in diagnostics if d.fix and d.fix.applicability.value == "safe")
     unsafe = sum(1 for d in diagnostics if d.fix and d.fix.applicability.value == "unsafe")
@@ -139,6 +166,8 @@ def _summary(diagnostics, fixed: int, mode: FixMode, unsafe_shown: bool) -> str:
         if unsafe:
             hints.append(f"{unsafe} with --fix --unsafe-fixes")
         parts.append(line + (f" ({'; '.join(hints)})." if hints else "."))
+    elif unchecked:
+        parts.append(f"No findings, but {unchecked} file{'s' if unchecked != 1 else ''} could not be checked.")
     elif not fixed:
         parts.append("All checks passed!")
     return "\n".join(parts)
@@ -161,7 +190,7 @@ def _render(outcomes, output_format, statistics, quiet, mode, unsafe_shown) -> s
         sources.update(o.sources)
     fixed = sum(o.fixed_count for o in outcomes)
     summary = None if quiet or output_format not in ("full", "concise") else \
-        _summary(diagnostics, fixed, mode, unsafe_shown)
+        _summary(diagnostics, fixed, mode, unsafe_shown, sum(1 for o in outcomes if o.errors))
     return FORMATS[output_format](diagnostics, sources, summary)
 
 
@@ -222,10 +251,16 @@ def rule_table_markdown() -> str:
 
     rows = ["| Code | Name | Fix | What it flags |", "| --- | --- | --- | --- |"]
     for code, cls in all_rules().items():
+        if cls.pseudo:
+            continue  # GPU001 syntax-error: documented by `gpulint rule GPU001`, not an anti-pattern
         summary = cls.summary().replace("|", "\\|")
         rows.append(f"| {code} | `{cls.name}` | {_fix_label(cls)} | {summary} |")
     return "\n".join(rows) + "\n"
 
+
+from gpulint.clean import clean  # noqa: E402  (a subcommand in its own module)
+
+main.add_command(clean)
 
 from gpulint.verify.cli import verify  # noqa: E402  (the subcommand lives in its own package)
 

@@ -45,7 +45,7 @@ class Settings:
     def enabled_codes(self, path: Optional[Path] = None) -> frozenset[str]:
         from gpulint.rule import all_rules
 
-        codes = set(all_rules()) | {"GPU001"}
+        codes = set(all_rules())
         selected = {c for c in codes if _matches(c, self.select + self.extend_select)}
         selected -= {c for c in selected if _matches(c, self.ignore)}
         if path is not None and self.per_file_ignores:
@@ -73,7 +73,7 @@ def _matches(code: str, patterns: Iterable[str]) -> bool:
 def validate_codes(patterns: Iterable[str], where: str) -> tuple[str, ...]:
     from gpulint.rule import all_rules
 
-    codes = set(all_rules()) | {"GPU001"}
+    codes = set(all_rules())
     out = []
     for raw in patterns:
         p = raw.strip().upper()

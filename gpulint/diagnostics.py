@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Union
+from typing import TYPE_CHECKING, Mapping, Optional, Union
 
-import libcst as cst
+if TYPE_CHECKING:  # libcst is imported only when something is parsed: a warm cached run never needs it
+    import libcst as cst
+
+DOCS_URL = "https://gpulint.dev/rules/{name}"
 
 
 class Applicability(str, enum.Enum):
@@ -17,7 +20,18 @@ class Applicability(str, enum.Enum):
 
 
 # A replacement for one original node: a new node, a removal, or several statements in place of one.
-Replacement = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
+Replacement = Union["cst.CSTNode", "cst.RemovalSentinel", "cst.FlattenSentinel"]
+
+
+class FixMode(enum.Enum):
+    NONE = "none"
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+    def allows(self, applicability: Applicability) -> bool:
+        if self is FixMode.NONE:
+            return False
+        return self is FixMode.UNSAFE or applicability is Applicability.SAFE
 
 
 @dataclass

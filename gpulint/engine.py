@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 from gpulint.config import Settings
-from gpulint.diagnostics import Diagnostic
+from gpulint.diagnostics import Diagnostic, Fix, FixMode
 from gpulint.files import FileError, SourceFile
-from gpulint.runner import FixMode, lint_source
 
 
 @dataclass
@@ -22,6 +22,19 @@ class FileOutcome:
     original: Optional[str] = None  # set when a fix changed the text
     fixed: Optional[str] = None
     errors: list[str] = field(default_factory=list)  # one-line problems (unreadable file, internal error)
+    content_hash: Optional[str] = None  # of the bytes that were linted: the cache's key
+
+    def portable(self) -> "FileOutcome":
+        """Without syntax-tree nodes, so it can cross a process boundary (and be cached)."""
+        for d in self.diagnostics:
+            d.node = None
+            if d.fix is not None:
+                d.fix = Fix(d.fix.message, d.fix.applicability, {})
+        return self
+
+
+def content_hash(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
 
 
 def lint_file(path: Path, settings: Settings, fix: FixMode = FixMode.NONE, *, write: bool = True,
@@ -40,6 +53,9 @@ def lint_file(path: Path, settings: Settings, fix: FixMode = FixMode.NONE, *, wr
     except FileError as exc:
         outcome.errors.append(str(exc))
         return outcome
+    from gpulint.runner import lint_source  # imports LibCST: only when something is parsed
+
+    outcome.content_hash = content_hash(source.raw)
     codes = settings.enabled_codes(path)
     result = lint_source(source.text, name, codes, report_periodic=settings.report_periodic, fix=fix,
                          want_edits=want_edits)
@@ -56,8 +72,18 @@ def lint_file(path: Path, settings: Settings, fix: FixMode = FixMode.NONE, *, wr
                 outcome.errors.append(str(exc))
                 outcome.fixed_count = 0
                 outcome.fixed = None
-                # Report what is still in the file as it is on disk.
+                # Nothing was written: report the findings of the text as it was read.
                 again = lint_source(source.text, name, codes, report_periodic=settings.report_periodic)
                 outcome.diagnostics = again.diagnostics
                 outcome.sources[(name, None)] = source.text
     return outcome
+
+
+def lint_file_safely(path: Path, settings: Settings, fix: FixMode = FixMode.NONE, *, write: bool = True,
+                     want_edits: bool = False) -> FileOutcome:
+    """`lint_file`, with any unexpected exception turned into a one-line error for this file only."""
+    try:
+        return lint_file(path, settings, fix, write=write, want_edits=want_edits)
+    except Exception as exc:  # a bug of ours must cost one file, not the run
+        return FileOutcome(path, errors=[f"{path}: internal error ({type(exc).__name__}: {exc}); "
+                                         f"please report it with this file"])

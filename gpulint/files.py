@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import io
 import os
 import stat
@@ -34,7 +35,8 @@ class SourceFile:
         except FileError:
             raise
         except FileNotFoundError:
-            raise FileError(f"{path}: no such file (or a broken symbolic link)") from None
+            what = "broken symbolic link" if path.is_symlink() else "no such file"
+            raise FileError(f"{path}: {what}") from None
         except PermissionError:
             raise FileError(f"{path}: permission denied") from None
         except OSError as exc:
@@ -53,20 +55,30 @@ class SourceFile:
             mode = stat.S_IMODE(self.path.stat().st_mode)
         except OSError as exc:
             raise FileError(f"{self.path}: cannot write ({exc.strerror or exc})") from None
+        remove_stale_temps(self.path)
         atomic_write(self.path, data, mode)
         self.raw = data
         self.text = text
 
 
-def atomic_write(path: Path, data: bytes, mode: Optional[int] = None) -> None:
-    """Write to a temporary file beside `path`, then rename over it: readers see the old or the new file."""
+TEMP_SUFFIX = ".gpulint-tmp"
+
+
+def atomic_write(path: Path, data: bytes, mode: Optional[int] = None, *, durable: bool = True) -> None:
+    """Write to a temporary file beside `path`, then rename over it: readers see the old or the new file.
+
+    The temporary name carries our process id: a run killed between writing and renaming leaves
+    `.<name>.<pid>.<random>.gpulint-tmp` behind, which discovery never lints and `remove_stale_temps` deletes
+    the next time this file is written.
+    """
     directory = path.parent
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".gpulint-tmp", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
         os.replace(tmp, path)
@@ -76,6 +88,33 @@ def atomic_write(path: Path, data: bytes, mode: Optional[int] = None) -> None:
         except OSError:
             pass
         raise
+
+
+def remove_stale_temps(path: Path) -> None:
+    """Delete temporary files a killed gpulint left beside `path` (those of processes that are gone)."""
+    try:
+        candidates = list(path.parent.glob(f".{glob.escape(path.name)}.*{TEMP_SUFFIX}"))
+    except OSError:
+        return
+    for candidate in candidates:
+        pid = candidate.name[len(path.name) + 2:].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            try:
+                candidate.unlink()
+            except OSError:
+                pass
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # ours, from an earlier write of this run that failed midway: nobody uses it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
 
 
 def _encoding(raw: bytes) -> str:
@@ -91,8 +130,12 @@ def decode(raw: bytes, path: Path) -> str:
     if b"\x00" in raw[:8192]:
         raise FileError(f"{path}: binary file, not Python source")
     try:
-        encoding = _encoding(raw)
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as exc:  # an unknown codec in the coding cookie, or a cookie contradicting a BOM
+        raise FileError(f"{path}: cannot decode as Python source ({exc})") from None
+    try:
         return raw.decode(encoding)
-    except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
-        reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
-        raise FileError(f"{path}: cannot decode as Python source ({reason})") from None
+    except (UnicodeDecodeError, LookupError) as exc:
+        where = f" at byte {exc.start}" if isinstance(exc, UnicodeDecodeError) else ""
+        raise FileError(f"{path}: not valid {encoding}{where}; declare the file's encoding "
+                        f"(`# -*- coding: ... -*-`, PEP 263) or save it as UTF-8") from None

@@ -7,14 +7,14 @@ finding or a fix leaves a rule.
 from __future__ import annotations
 
 import inspect
+import re
 from typing import ClassVar, Optional
 
 import libcst as cst
 
 from gpulint.analysis import Execution, ModuleAnalysis
-from gpulint.diagnostics import Applicability, Diagnostic, Fix, Replacement
+from gpulint.diagnostics import DOCS_URL, Applicability, Diagnostic, Fix, Replacement  # noqa: F401
 
-DOCS_URL = "https://gpulint.dev/rules/{name}"
 
 REGISTRY: dict[str, type["Rule"]] = {}
 
@@ -25,6 +25,11 @@ class Rule:
     message: ClassVar[str]
     # Rules about a per-step cost: reported only where the code runs every iteration of a training loop.
     per_step: ClassVar[bool] = True
+    # Text every file this rule can report in contains (checked before any parse; see runner.could_have_findings).
+    # None: the rule may report anywhere, so no file is skipped. Declare it only if it is certainly true.
+    needs_text: ClassVar[Optional[re.Pattern]] = None
+    # A code the runner reports itself (GPU001 syntax-error): documented like a rule, no visitors.
+    pseudo: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -69,10 +74,6 @@ class Rule:
     def summary(cls) -> str:
         return inspect.cleandoc(cls.__doc__ or "").splitlines()[0] if cls.__doc__ else cls.name
 
-    @classmethod
-    def fixable(cls) -> str:
-        """'safe', 'unsafe' or '' from the docs' Fix safety section."""
-        return getattr(cls, "fix_availability", "")
 
 
 def all_rules() -> dict[str, type[Rule]]:

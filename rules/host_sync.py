@@ -10,7 +10,7 @@ from typing import Optional
 
 import libcst as cst
 
-from gpulint.analysis import Kind
+from gpulint.analysis import GPU_HINT, Kind
 from gpulint.rule import Rule
 from gpulint.fixes import fresh_name
 from gpulint.syntax import argument, flat_statements, is_true, method_call, positional, string_value
@@ -123,8 +123,16 @@ def check_kind(code: str) -> str:
     return "isfinite"
 
 
+def _before(new: cst.BaseStatement, stmt: cst.BaseStatement) -> list[cst.BaseStatement]:
+    """`new` inserted before `stmt`, taking over the comments and blank lines above it."""
+    return [new.with_changes(leading_lines=stmt.leading_lines), stmt.with_changes(leading_lines=())]
+
+
 class SyncRule(Rule):
     """Base for the GPU1xx rules: they stay silent in modules that never touch a GPU."""
+
+    # `where` below returns None unless `targets_gpu`, which is this pattern found in the module's text.
+    needs_text = GPU_HINT
 
     def where(self, node):
         if not self.analysis.targets_gpu:
@@ -586,11 +594,11 @@ class NanCheckInLoop(SyncRule):
             first = host.body.body[0]
             changes[host] = lambda updated: updated.with_changes(
                 body=updated.body.with_changes(body=[reaction, *updated.body.body]))
-            changes[loop] = lambda updated: cst.FlattenSentinel([init, updated])
+            changes[loop] = lambda updated: cst.FlattenSentinel(_before(init, updated))
             where_text = "at the periodic check"
             del first
         else:
-            changes[loop] = lambda updated: cst.FlattenSentinel([init, updated, reaction])
+            changes[loop] = lambda updated: cst.FlattenSentinel([*_before(init, updated), reaction])
             where_text = "after the loop"
         return self.fix(f"Accumulate `{check}` on the device in `{flag}` and check it {where_text}",
                         changes, safe=False)

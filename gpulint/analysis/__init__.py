@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
+from typing import Optional
 
 import libcst as cst
 
@@ -11,14 +12,16 @@ from gpulint.analysis.kinds import Kind, KindInference
 from gpulint.analysis.loops import Execution, Frequency, LoopAnalysis, LoopRole
 from gpulint.analysis.tree import SyntaxIndex
 
-__all__ = ["ModuleAnalysis", "Kind", "Execution", "Frequency", "LoopRole"]
+__all__ = ["GPU_HINT", "ModuleAnalysis", "Kind", "Execution", "Frequency", "LoopRole"]
 
 
 class ModuleAnalysis:
     """Built once per parsed module; each part is computed on first use."""
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, source: Optional[str] = None) -> None:
         self.module = module
+        # The text the module was parsed from (module.code would regenerate it: a full codegen pass).
+        self.source = source
         self.index = SyntaxIndex()
         module.visit(self.index)
 
@@ -53,7 +56,8 @@ class ModuleAnalysis:
     @cached_property
     def targets_gpu(self) -> bool:
         """The module mentions a device at all. Syncs in code that never leaves the CPU cost nothing."""
-        return _GPU_HINT.search(self.module.code) is not None
+        text = self.source if self.source is not None else self.module.code
+        return GPU_HINT.search(text) is not None
 
     def is_bool_tensor(self, node: cst.CSTNode) -> bool:
         """A boolean mask: a tensor comparison, its negation/combination, or an is* test."""
@@ -90,7 +94,7 @@ class ModuleAnalysis:
 
 
 # Evidence that tensors go to an accelerator: `.cuda()`, `.to(...)`, a `device`, "cuda" strings, accelerate/XLA.
-_GPU_HINT = re.compile(r"\.cuda\b|cuda[\"':]|\bdevice\b|\.to\(|accelerat|xla_device|\bmps\b|\bxpu\b|\bnpu\b",
+GPU_HINT = re.compile(r"\.cuda\b|cuda[\"':]|\bdevice\b|\.to\(|accelerat|xla_device|\bmps\b|\bxpu\b|\bnpu\b",
                        re.IGNORECASE)
 _BOOL_FUNCTIONS = {"torch.isnan", "torch.isinf", "torch.isfinite", "torch.logical_and", "torch.logical_or",
                    "torch.logical_not", "torch.logical_xor", "torch.eq", "torch.ne", "torch.gt", "torch.lt",

@@ -161,7 +161,7 @@ class KindInference:
             kind = self.of(b.value)
             return kind if kind in (Kind.TENSOR, Kind.NUMPY, Kind.NUMBER) else Kind.UNKNOWN
         if b.kind == "for":
-            return self._iteration_kind(b.value, b.index)
+            return self.iteration_kind(b.value, b.index)
         if b.kind == "param":
             param = b.value
             if isinstance(param, cst.Param) and param.annotation is not None:
@@ -179,7 +179,7 @@ class KindInference:
             return kind
         return Kind.TENSOR if kind is Kind.TENSOR else Kind.UNKNOWN
 
-    def _iteration_kind(self, iterable: cst.BaseExpression, index: Optional[int]) -> Kind:
+    def iteration_kind(self, iterable: cst.BaseExpression, index: Optional[int]) -> Kind:
         """Kind of the loop target (element `index` when the target is unpacked)."""
         if isinstance(iterable, cst.Call):
             fn = dotted_name(iterable.func)
@@ -187,13 +187,13 @@ class KindInference:
             if fn == "enumerate" and args:
                 if index == 0:
                     return Kind.NUMBER
-                return self._iteration_kind(args[0], None)
+                return self.iteration_kind(args[0], None)
             if fn in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "islice", "itertools.islice") and args:
-                return self._iteration_kind(args[0], index)
+                return self.iteration_kind(args[0], index)
             if fn == "zip" and args:
                 if index is not None and index < len(args):
-                    return self._iteration_kind(args[index], None)
-                return _join([self._iteration_kind(a, None) for a in args])
+                    return self.iteration_kind(args[index], None)
+                return _join([self.iteration_kind(a, None) for a in args])
             if fn == "range":
                 return Kind.NUMBER
             if isinstance(iterable.func, cst.Attribute) and iterable.func.attr.value == "parameters" \

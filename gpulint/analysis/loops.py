@@ -70,7 +70,7 @@ class LoopAnalysis:
         return role
 
     def _compute_role(self, loop: Loop) -> LoopRole:
-        if isinstance(loop, cst.For) and self.kinds._iteration_kind(loop.iter, None) is Kind.TENSOR \
+        if isinstance(loop, cst.For) and self.kinds.iteration_kind(loop.iter, None) is Kind.TENSOR \
                 and self._iterates_batches(loop.iter):
             return LoopRole.HOT
         if self._body_trains(loop):
@@ -287,7 +287,7 @@ class LoopAnalysis:
             return False
         scope = self.index.enclosing_scope(node)
         for b in self.index.lookup(node.value, scope) if scope is not None else []:
-            if b.kind == "for" and self.kinds._iteration_kind(b.value, b.index) is Kind.NUMBER:
+            if b.kind == "for" and self.kinds.iteration_kind(b.value, b.index) is Kind.NUMBER:
                 return True
             if b.kind == "augassign" and isinstance(b.value, cst.Integer):
                 return True

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from gpulint.diagnostics import Diagnostic
-from gpulint.rule import DOCS_URL
+from gpulint.diagnostics import DOCS_URL
 
 
 def fix_marker(d: Diagnostic) -> str:

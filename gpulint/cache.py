@@ -1,0 +1,128 @@
+"""The results cache (`.gpulint_cache/`, like Ruff's): an unchanged file is not parsed again.
+
+An entry holds the findings of one file's check (never of a fix) and is found by a key made of the file's
+content hash, gpulint's version and code, the settings that change results, and the rules enabled for that
+file. Entries are written atomically (temporary file + rename), so concurrent runs never see half an entry; an
+entry that cannot be read or decoded is treated as missing.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+from typing import Optional
+
+import gpulint
+from gpulint.config import Settings
+from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position
+from gpulint.files import atomic_write
+
+FORMAT = 1  # bump when the entry layout changes
+_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
+        "# This file is a cache directory tag created by gpulint.\n"
+        "# For information about cache directory tags see https://bford.info/cachedir/\n")
+
+
+def code_fingerprint() -> str:
+    """gpulint's version and the state of its own source files: an edited rule invalidates the cache."""
+    package = Path(gpulint.__file__).resolve().parent
+    rules = Path(importlib.util.find_spec("gpulint.rules").origin).resolve().parent
+    parts = [gpulint.__version__, str(FORMAT)]
+    for folder in sorted({package, package / "analysis", package / "output", rules}):
+        try:
+            for entry in sorted(folder.glob("*.py")):
+                st = entry.stat()
+                parts.append(f"{entry.name}:{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            parts.append(f"{folder}:unreadable")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+class Cache:
+    def __init__(self, directory: Path, settings: Settings) -> None:
+        self.directory = directory
+        self.entries = directory / f"v{FORMAT}"
+        self.settings = settings
+        self._base = f"{code_fingerprint()}\n{settings.fingerprint()}"
+        self.enabled = True
+
+    @classmethod
+    def for_settings(cls, settings: Settings) -> "Cache":
+        return cls(cache_directory(settings), settings)
+
+    def key(self, path: Path, digest: str, want_edits: bool) -> str:
+        # per-file-ignores make the enabled rules depend on the path: key on which of their globs match it.
+        matched = ()
+        if self.settings.per_file_ignores:
+            rel = self.settings.relative(path)
+            matched = tuple(i for i, (glob, _codes) in enumerate(self.settings.per_file_ignores)
+                            if fnmatch.fnmatch(rel, glob) or fnmatch.fnmatch(path.name, glob))
+        text = f"{self._base}\n{matched}\n{want_edits}\n{digest}"
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _entry(self, key: str) -> Path:
+        return self.entries / key[:2] / f"{key}.json"
+
+    def get(self, key: str, filename: str) -> Optional[list[Diagnostic]]:
+        if not self.enabled:
+            return None
+        try:
+            data = json.loads(self._entry(key).read_bytes())
+            return [_diagnostic(item, filename) for item in data["diagnostics"]]
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            return None  # missing, half-written by an older tool, or corrupt: lint the file again
+
+    def put(self, key: str, diagnostics: list[Diagnostic]) -> None:
+        if not self.enabled:
+            return
+        data = json.dumps({"diagnostics": [_record(d) for d in diagnostics]}, separators=(",", ":"))
+        entry = self._entry(key)
+        try:
+            if not self.directory.exists():
+                _create(self.directory)
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(entry, data.encode(), durable=False)
+        except OSError:
+            self.enabled = False  # a read-only checkout: run without a cache rather than fail
+
+
+def cache_directory(settings: Settings) -> Path:
+    path = Path(settings.cache_dir)
+    return path if path.is_absolute() else settings.root / path
+
+
+def _create(directory: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / ".gitignore").write_text("# Automatically created by gpulint.\n*\n")
+    (directory / "CACHEDIR.TAG").write_text(_TAG)
+
+
+def clear(directory: Path) -> bool:
+    """Remove the cache directory; False if there was none."""
+    if not directory.exists():
+        return False
+    if not (directory / "CACHEDIR.TAG").exists():
+        raise OSError(f"{directory} does not look like a gpulint cache (no CACHEDIR.TAG); not removed")
+    shutil.rmtree(directory)
+    return True
+
+
+def _record(d: Diagnostic) -> list:
+    fix = None if d.fix is None else [d.fix.message, d.fix.applicability.value]
+    edits = [[e.content, e.location.row, e.location.column, e.end_location.row, e.end_location.column]
+             for e in d.edits]
+    return [d.code, d.name, d.message, d.location.row, d.location.column, d.end_location.row,
+            d.end_location.column, fix, edits]
+
+
+def _diagnostic(item: list, filename: str) -> Diagnostic:
+    code, name, message, row, column, end_row, end_column, fix, edits = item
+    return Diagnostic(
+        code, name, message, filename=filename,
+        location=Position(row, column), end_location=Position(end_row, end_column),
+        fix=None if fix is None else Fix(fix[0], Applicability(fix[1]), {}),
+        edits=tuple(Edit(e[0], Position(e[1], e[2]), Position(e[3], e[4])) for e in edits))
