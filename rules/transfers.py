@@ -228,8 +228,9 @@ class HostTensorMovedEachStep(Rule):
     Safe for deterministic factories (`zeros`, `ones`, `full`, `arange`, `tensor`, ...). Unsafe for random
     ones (`rand`, `randn`, `randint`, `randperm`, ...): the device's generator draws different numbers than the
     CPU's, so seeded runs are no longer reproducible against earlier ones. No fix when the factory already has
-    `device=`, `requires_grad=` (the result would become a leaf tensor), `out=` or `pin_memory=`, or when the
-    copy's target is another tensor (`.to(other)` also changes the dtype).
+    `device=`, `requires_grad=` (the result would become a leaf tensor), `out=`, `pin_memory=` or `generator=`
+    (a CPU generator cannot drive a CUDA factory), or when the copy's target is another tensor (`.to(other)`
+    also changes the dtype).
 
     ## When it is fine
     Constants built once before the loop, `torch.from_numpy(batch).to(device)` (real data has to cross), and
@@ -267,7 +268,8 @@ class HostTensorMovedEachStep(Rule):
         return None, chain
 
     def _fix(self, copy: cst.Call, factory: cst.Call, name: str):
-        if has_star_args(factory) or any(keyword(factory, k) for k in ("requires_grad", "out", "pin_memory")):
+        unfixable = ("requires_grad", "out", "pin_memory", "generator")
+        if has_star_args(factory) or any(keyword(factory, k) for k in unfixable):
             return None
         method = copy.func.attr.value  # type: ignore[union-attr]
         allowed = {"device", "non_blocking"} | ({"dtype"} if method == "to" else set())
