@@ -246,3 +246,36 @@ async def test_config_is_read_and_reloaded(client, workspace):
     await diagnostics_after(client, path.as_uri(), config_changed)  # the same save reported twice
     shown = client.messages[messages:]
     assert len(shown) == 1 and shown[0].type == types.MessageType.Error and "NOPE" in shown[0].message
+
+
+# A server whose engine raises on one document: the bug is logged, the server lives on.
+_FAULTY = ("import gpulint.server as s\n"
+           "real = s.lint_source\n"
+           "def faulty(source, *args, **kwargs):\n"
+           "    if 'BOOM' in source:\n"
+           "        raise RuntimeError('engine bug')\n"
+           "    return real(source, *args, **kwargs)\n"
+           "s.lint_source = faulty\n"
+           "s.serve()\n")
+
+
+@pytest_lsp.fixture(scope="module", config=ClientServerConfig(
+    server_command=[sys.executable, "-c", _FAULTY], client_factory=make_client))
+async def faulty_client(lsp_client: LanguageClient, workspace: Path):
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities("neovim"), root_uri=workspace.as_uri()))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_an_internal_error_is_logged_and_the_server_lives_on(faulty_client: LanguageClient, workspace):
+    client = faulty_client
+    path = workspace / "faulty.py"
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=path.as_uri(), language_id="python", version=1, text=SOURCE + "# BOOM\n")))
+    while not any("engine bug" in m.message for m in client.log_messages):
+        await client.wait_for_notification(types.WINDOW_LOG_MESSAGE)
+    logged = next(m for m in client.log_messages if "engine bug" in m.message)
+    assert logged.type == types.MessageType.Error and "internal error" in logged.message
+    assert {d.code for d in await diagnostics_after(client, path.as_uri(), lambda: change(client, path, SOURCE, 2))} \
+        == {"GPU101", "GPU110", "GPU201"}
