@@ -2,14 +2,18 @@
 
 It lints the editor's buffer (not the file on disk) shortly after each change, offers each fix as a quick fix,
 a `# noqa` action and a fix-all action, and shows a rule's documentation on hover. It never runs user code.
+
+Linting runs on one worker thread so that the server keeps answering while a large file is analysed; every
+message to the client is sent from the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
-from dataclasses import dataclass
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -20,178 +24,254 @@ from pygls.uris import to_fs_path
 from gpulint import __version__
 from gpulint.config import ConfigError, Settings, find_config, load
 from gpulint.diagnostics import Applicability, Diagnostic, FixMode
+from gpulint.editing import TextChange, lsp_lines, minimal_change, spot, with_noqa
 from gpulint.rule import DOCS_URL, all_rules
 from gpulint.runner import lint_source
 
 DEBOUNCE_SECONDS = 0.2
 FIX_ALL_KIND = "source.fixAll.gpulint"
 CONFIG_NAMES = ("pyproject.toml", "gpulint.toml", ".gpulint.toml")
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+PYTHON_SUFFIXES = (".py", ".pyi")
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class Linted:
-    version: Optional[int]
+    """The findings for one exact text of a document, and what code actions derived from it (cached)."""
+
     source: str
     diagnostics: list[Diagnostic]
+    lsp: list[types.Diagnostic]
+    with_edits: Optional[list[Diagnostic]] = None
+    fixed_all: Optional[str] = None
+    settings: Settings = field(default_factory=Settings)
 
 
 class GpulintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("gpulint", __version__)
+        # Full sync: pygls applies incremental changes with str.splitlines, which miscounts lines holding a
+        # form feed or \u2028; the whole text is cheap next to a parse.
+        super().__init__("gpulint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
         self.linted: dict[str, Linted] = {}
         self.pending: dict[str, asyncio.Task] = {}
-        self._settings: dict[Optional[Path], Settings] = {}
-        self._reported_config_errors: set[str] = set()
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpulint-lint")
+        self._settings: dict[Path, Settings] = {}
+        self._config_errors: set[str] = set()  # shown since the last reload
+        self._config_errors_before: set[str] = set()  # shown before it: not shown again
+
+    # -- messages -----------------------------------------------------------------------------------------
+    def log(self, message: str, kind: types.MessageType = types.MessageType.Error) -> None:
+        self.window_log_message(types.LogMessageParams(type=kind, message=f"gpulint: {message}"))
 
     # -- settings ------------------------------------------------------------------------------------------
-    def settings_for(self, path: Path) -> Settings:
-        config = find_config(path.parent if path.parent.exists() else Path.cwd())
-        if config not in self._settings:
+    def settings_for(self, path: Optional[Path]) -> Settings:
+        if path is None:
+            return Settings()
+        directory = path.parent
+        if directory not in self._settings:
+            config = None
             try:
-                self._settings[config] = load(config, cwd=path.parent)
+                config = find_config(directory if directory.is_dir() else Path.cwd())
+                settings = load(config, cwd=directory)
             except ConfigError as exc:
-                if str(exc) not in self._reported_config_errors:
-                    self._reported_config_errors.add(str(exc))
+                message = str(exc)
+                if message not in self._config_errors | self._config_errors_before:
                     self.window_show_message(types.ShowMessageParams(
-                        type=types.MessageType.Error, message=f"gpulint: {exc} (using defaults)"))
-                self._settings[config] = Settings(root=path.parent)
-        return self._settings[config]
+                        type=types.MessageType.Error, message=f"gpulint: {message} (using the defaults)"))
+                self._config_errors.add(message)
+                settings = Settings(root=config.parent if config else directory)
+            self._settings[directory] = settings
+        return self._settings[directory]
 
     def reload_settings(self) -> None:
+        """A configuration file changed: forget every resolved setting and lint the open documents again.
+
+        An error still present after the reload is not shown again (an editor may report one save twice:
+        didSave and a file watcher).
+        """
         self._settings.clear()
-        self._reported_config_errors.clear()
-        for uri in list(self.linted):
-            self.lint_now(uri)
+        self._config_errors_before = self._config_errors
+        self._config_errors = set()
+        self.linted.clear()
+        for uri in list(self.workspace.text_documents):
+            self.lint_later(uri, delay=0)
 
     # -- linting -------------------------------------------------------------------------------------------
-    def lint_now(self, uri: str) -> None:
-        document = self.workspace.get_text_document(uri)
-        path = Path(to_fs_path(uri) or "untitled.py")
-        if path.suffix not in (".py", ".pyi"):
-            return
-        source = document.source
-        try:
-            settings = self.settings_for(path)
-            result = lint_source(source, str(path), settings.enabled_codes(path),
-                                 report_periodic=settings.report_periodic, want_edits=True)
-            found = result.diagnostics
-            for error in result.errors:
-                self.window_log_message(types.LogMessageParams(type=types.MessageType.Warning,
-                                                               message=f"gpulint: {path}: {error}"))
-        except Exception as exc:  # the server must outlive any bug of ours
-            log.exception("linting %s failed", uri)
-            self.window_log_message(types.LogMessageParams(
-                type=types.MessageType.Error, message=f"gpulint: internal error on {path}: {exc!r}"))
-            return
-        self.linted[uri] = Linted(document.version, source, found)
-        lines = source.splitlines()
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, version=document.version, diagnostics=[to_lsp(d, lines) for d in found]))
+    def is_python(self, uri: str) -> bool:
+        document = self.workspace.text_documents.get(uri)
+        if document is None:
+            return False
+        path = to_fs_path(uri)
+        return (path or "").endswith(PYTHON_SUFFIXES) or document.language_id == "python"
 
-    def lint_later(self, uri: str) -> None:
+    async def run(self, function, *args):
+        return await asyncio.get_running_loop().run_in_executor(self.worker, function, *args)
+
+    async def lint(self, uri: str) -> Optional[Linted]:
+        """Findings for the buffer as it is now; None if it is not a Python document or linting failed."""
+        if not self.is_python(uri):
+            return None
+        document = self.workspace.get_text_document(uri)
+        source = document.source
+        cached = self.linted.get(uri)
+        if cached is not None and cached.source == source:
+            return cached
+        fs_path = to_fs_path(uri)
+        path = Path(fs_path) if fs_path else None
+        settings = self.settings_for(path)
+        codes = settings.enabled_codes(path)
+        name = str(path) if path else uri
+        try:
+            result = await self.run(lambda: lint_source(source, name, codes,
+                                                        report_periodic=settings.report_periodic))
+        except Exception:  # the server must outlive any bug of ours
+            self.log(f"internal error while linting {name}:\n{traceback.format_exc()}")
+            return None
+        for error in result.errors:
+            self.log(f"{name}: {error}", types.MessageType.Warning)
+        lines = lsp_lines(source)
+        units = self.workspace.position_codec.client_num_units
+        linted = Linted(source, result.diagnostics, [to_lsp(d, lines, units) for d in result.diagnostics],
+                        settings=settings)
+        self.linted[uri] = linted
+        return linted
+
+    async def publish(self, uri: str) -> None:
+        linted = await self.lint(uri)
+        document = self.workspace.text_documents.get(uri)
+        # Publish only what matches the buffer now: a newer version has its own lint on the way.
+        if linted is None or document is None or document.source != linted.source:
+            return
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, version=document.version, diagnostics=linted.lsp))
+
+    def lint_later(self, uri: str, delay: float = DEBOUNCE_SECONDS) -> None:
         """Debounce: a burst of edits is linted once, at its last version."""
         task = self.pending.pop(uri, None)
         if task is not None:
             task.cancel()
 
-        async def run() -> None:
-            await asyncio.sleep(DEBOUNCE_SECONDS)
-            self.pending.pop(uri, None)
-            self.lint_now(uri)
+        async def later() -> None:
+            await asyncio.sleep(delay)
+            try:
+                await self.publish(uri)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self.log(f"internal error on {uri}:\n{traceback.format_exc()}")
+            finally:
+                if self.pending.get(uri) is asyncio.current_task():
+                    del self.pending[uri]
 
-        self.pending[uri] = asyncio.ensure_future(run())
+        self.pending[uri] = asyncio.ensure_future(later())
 
-    def current(self, uri: str) -> Optional[Linted]:
-        """Findings for the buffer as it is now (lint it first if an edit is still waiting)."""
+    def forget(self, uri: str) -> None:
+        task = self.pending.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        self.linted.pop(uri, None)
+
+    # -- code actions --------------------------------------------------------------------------------------
+    async def fixes(self, uri: str, linted: Linted) -> list[Diagnostic]:
+        """The findings again, each with the engine's edits for its one fix (apply(module, [fix]))."""
+        if linted.with_edits is None:
+            path = to_fs_path(uri)
+            codes = linted.settings.enabled_codes(Path(path) if path else None)
+            result = await self.run(lambda: lint_source(linted.source, path or uri, codes, want_edits=True,
+                                                        report_periodic=linted.settings.report_periodic))
+            linted.with_edits = result.diagnostics
+        return linted.with_edits
+
+    async def fix_all(self, uri: str, linted: Linted) -> str:
+        if linted.fixed_all is None:
+            path = to_fs_path(uri)
+            codes = linted.settings.enabled_codes(Path(path) if path else None)
+            result = await self.run(lambda: lint_source(linted.source, path or uri, codes, fix=FixMode.SAFE,
+                                                        report_periodic=linted.settings.report_periodic))
+            linted.fixed_all = result.source
+        return linted.fixed_all
+
+    def edit(self, uri: str, old: str, new: str) -> Optional[types.WorkspaceEdit]:
+        change = minimal_change(old, new, self.workspace.position_codec.client_num_units)
+        if change is None:
+            return None
         document = self.workspace.get_text_document(uri)
-        linted = self.linted.get(uri)
-        if linted is None or linted.source != document.source:
-            task = self.pending.pop(uri, None)
-            if task is not None:
-                task.cancel()
-            self.lint_now(uri)
-            linted = self.linted.get(uri)
-        return linted
+        return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
+            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=document.version),
+            edits=[to_text_edit(change)])])
 
 
 # -- conversions -------------------------------------------------------------------------------------------
-def _utf16(line: str, column: int) -> int:
-    """1-based code-point column -> 0-based UTF-16 offset, as LSP counts by default."""
-    prefix = line[: max(column - 1, 0)]
-    return len(prefix.encode("utf-16-le")) // 2
+def lsp_range(d: Diagnostic, lines: list[str], units) -> types.Range:
+    start = spot(lines, d.location.row, d.location.column, units)
+    end = spot(lines, d.end_location.row, d.end_location.column, units)
+    return types.Range(start=types.Position(*start), end=types.Position(*end))
 
 
-def lsp_range(d: Diagnostic, lines: list[str]) -> types.Range:
-    def pos(row: int, column: int) -> types.Position:
-        line = lines[row - 1] if 0 < row <= len(lines) else ""
-        return types.Position(line=max(row - 1, 0), character=_utf16(line, column))
-
-    return types.Range(start=pos(d.location.row, d.location.column),
-                       end=pos(d.end_location.row, d.end_location.column))
-
-
-def to_lsp(d: Diagnostic, lines: list[str]) -> types.Diagnostic:
+def to_lsp(d: Diagnostic, lines: list[str], units) -> types.Diagnostic:
+    rule = all_rules().get(d.code)
     return types.Diagnostic(
-        range=lsp_range(d, lines),
+        range=lsp_range(d, lines, units),
         message=d.message,
         severity=types.DiagnosticSeverity.Error if d.code == "GPU001" else types.DiagnosticSeverity.Warning,
         code=d.code,
-        code_description=types.CodeDescription(href=DOCS_URL.format(name=d.name)),
+        code_description=types.CodeDescription(href=DOCS_URL.format(name=rule.name if rule else d.name)),
         source="gpulint",
         data={"fix": d.fix.applicability.value if d.fix else None},
     )
 
 
-def _overlaps(a: types.Range, b: types.Range) -> bool:
+def to_text_edit(change: TextChange) -> types.TextEdit:
+    return types.TextEdit(range=types.Range(start=types.Position(*change.start), end=types.Position(*change.end)),
+                          new_text=change.new_text)
+
+
+def _touches(a: types.Range, b: types.Range) -> bool:
     def key(p: types.Position):
         return (p.line, p.character)
 
     return key(a.start) <= key(b.end) and key(b.start) <= key(a.end)
 
 
-def _whole_document_edit(source: str, new_text: str) -> types.TextEdit:
-    lines = source.split("\n")
-    end = types.Position(line=len(lines) - 1, character=len(lines[-1].encode("utf-16-le")) // 2)
-    return types.TextEdit(range=types.Range(start=types.Position(line=0, character=0), end=end), new_text=new_text)
+def _engine_fix(source: str, d: Diagnostic) -> str:
+    """Rebuild the text after this one fix from the engine's edits (whole lines, split as the engine split)."""
+    lines = source.splitlines(keepends=True)
+    out: list[str] = []
+    cursor = 0
+    for e in sorted(d.edits, key=lambda e: e.location.row):
+        out.extend(lines[cursor: e.location.row - 1])
+        out.append(e.content)
+        cursor = e.end_location.row - 1
+    out.extend(lines[cursor:])
+    return "".join(out)
 
 
-def _line_edits(d: Diagnostic) -> list[types.TextEdit]:
-    """The engine's line-based edits for this one fix (apply(module, [fix]) against the original text)."""
-    return [types.TextEdit(range=types.Range(start=types.Position(line=e.location.row - 1, character=0),
-                                             end=types.Position(line=e.end_location.row - 1, character=0)),
-                           new_text=e.content) for e in d.edits]
-
-
-def noqa_edit(d: Diagnostic, lines: list[str]) -> Optional[types.TextEdit]:
-    row = d.location.row
-    if not 0 < row <= len(lines):
-        return None
-    line = lines[row - 1]
-    match = _NOQA.search(line)
-    if match and match.group("codes") is None:
-        return None  # a bare noqa already silences everything
-    if match:
-        codes = [c.strip().upper() for c in match.group("codes").split(",")]
-        if d.code in codes:
-            return None
-        new_line = line[: match.start()] + f"# noqa: {', '.join([*codes, d.code])}" + line[match.end():]
-    else:
-        new_line = line.rstrip() + f"  # noqa: {d.code}"
-    end = len(line.encode("utf-16-le")) // 2
-    return types.TextEdit(range=types.Range(start=types.Position(line=row - 1, character=0),
-                                            end=types.Position(line=row - 1, character=end)), new_text=new_line)
+def _wanted(only: Optional[list[str]], kind: str) -> bool:
+    """LSP kinds are hierarchical: asking for `source.fixAll` includes `source.fixAll.gpulint`."""
+    return not only or any(kind == k or kind.startswith(f"{k}.") for k in only)
 
 
 # -- the server --------------------------------------------------------------------------------------------
 def build() -> GpulintServer:
     server = GpulintServer()
 
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: GpulintServer, params: types.InitializedParams) -> None:
+        watch = ls.client_capabilities.workspace
+        if watch and watch.did_change_watched_files and watch.did_change_watched_files.dynamic_registration:
+            try:
+                await ls.client_register_capability_async(types.RegistrationParams(registrations=[
+                    types.Registration(id="gpulint-config", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                                       register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                                           watchers=[types.FileSystemWatcher(glob_pattern=f"**/{name}")
+                                                     for name in CONFIG_NAMES]))]))
+            except Exception as exc:  # a client that cannot watch still gets didSave reloads
+                ls.log(f"could not watch configuration files ({exc})", types.MessageType.Info)
+
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: GpulintServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.lint_now(params.text_document.uri)
+        ls.lint_later(params.text_document.uri, delay=0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: GpulintServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -199,20 +279,17 @@ def build() -> GpulintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: GpulintServer, params: types.DidSaveTextDocumentParams) -> None:
-        path = Path(to_fs_path(params.text_document.uri) or "")
-        if path.name in CONFIG_NAMES:
+        path = to_fs_path(params.text_document.uri)
+        if path and Path(path).name in CONFIG_NAMES:
             ls.reload_settings()
         else:
-            ls.lint_now(params.text_document.uri)
+            ls.lint_later(params.text_document.uri, delay=0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: GpulintServer, params: types.DidCloseTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        ls.linted.pop(uri, None)
-        task = ls.pending.pop(uri, None)
-        if task is not None:
-            task.cancel()
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        ls.forget(params.text_document.uri)
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=params.text_document.uri,
+                                                                            diagnostics=[]))
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def watched(ls: GpulintServer, params: types.DidChangeWatchedFilesParams) -> None:
@@ -221,62 +298,62 @@ def build() -> GpulintServer:
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
         code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.SourceFixAll, FIX_ALL_KIND]))
-    def code_action(ls: GpulintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    async def code_action(ls: GpulintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         uri = params.text_document.uri
-        linted = ls.current(uri)
+        linted = await ls.lint(uri)
         if linted is None:
             return []
-        lines = linted.source.splitlines()
+        source = linted.source
         only = params.context.only
         actions: list[types.CodeAction] = []
-        wants_quickfix = not only or any(k.startswith(types.CodeActionKind.QuickFix) for k in only)
-        if wants_quickfix:
-            for d in linted.diagnostics:
-                if not _overlaps(lsp_range(d, lines), params.range):
+        if _wanted(only, types.CodeActionKind.QuickFix):
+            here = [(d, lsp_d) for d, lsp_d in zip(linted.diagnostics, linted.lsp)
+                    if _touches(lsp_d.range, params.range)]
+            with_edits = await ls.fixes(uri, linted) if any(d.fix for d, _ in here) else []
+            for d, lsp_d in here:
+                fixed = next((f for f in with_edits if f.fix is not None and f.code == d.code
+                              and f.location == d.location and f.end_location == d.end_location), None)
+                if fixed is not None and fixed.edits:
+                    unsafe = fixed.fix.applicability is Applicability.UNSAFE
+                    edit = ls.edit(uri, source, _engine_fix(source, fixed))
+                    if edit is not None:
+                        actions.append(types.CodeAction(
+                            title=f"gpulint ({d.code}): {fixed.fix.message}{' (unsafe)' if unsafe else ''}",
+                            kind=types.CodeActionKind.QuickFix, diagnostics=[lsp_d], is_preferred=not unsafe,
+                            edit=edit))
+                if d.code == "GPU001":
                     continue
-                lsp_d = to_lsp(d, lines)
-                if d.fix is not None and d.edits:
-                    unsafe = d.fix.applicability is Applicability.UNSAFE
-                    actions.append(types.CodeAction(
-                        title=f"{d.fix.message} ({d.code}{', unsafe' if unsafe else ''})",
-                        kind=types.CodeActionKind.QuickFix, diagnostics=[lsp_d], is_preferred=not unsafe,
-                        edit=types.WorkspaceEdit(changes={uri: _line_edits(d)})))
-                edit = noqa_edit(d, lines)
-                if edit is not None:
+                silenced = with_noqa(source, d.code, (d.location.row, d.end_location.row))
+                if silenced is not None:
                     actions.append(types.CodeAction(
                         title=f"Disable {d.code} for this line", kind=types.CodeActionKind.QuickFix,
-                        diagnostics=[lsp_d], edit=types.WorkspaceEdit(changes={uri: [edit]})))
-        wants_fix_all = not only or any(k in (types.CodeActionKind.Source, types.CodeActionKind.SourceFixAll,
-                                              FIX_ALL_KIND) for k in only)
-        if wants_fix_all and any(d.fix is not None and d.fix.applicability is Applicability.SAFE
-                                 for d in linted.diagnostics):
-            path = Path(to_fs_path(uri) or "untitled.py")
-            settings = ls.settings_for(path)
-            fixed = lint_source(linted.source, str(path), settings.enabled_codes(path),
-                                report_periodic=settings.report_periodic, fix=FixMode.SAFE).source
-            if fixed != linted.source:
-                actions.append(types.CodeAction(
-                    title="gpulint: fix all safe findings", kind=FIX_ALL_KIND,
-                    edit=types.WorkspaceEdit(changes={uri: [_whole_document_edit(linted.source, fixed)]})))
+                        diagnostics=[lsp_d], edit=ls.edit(uri, source, silenced)))
+        if _wanted(only, FIX_ALL_KIND) and any(d.fix is not None and d.fix.applicability is Applicability.SAFE
+                                               for d in linted.diagnostics):
+            edit = ls.edit(uri, source, await ls.fix_all(uri, linted))
+            if edit is not None:
+                actions.append(types.CodeAction(title="gpulint: fix all safe findings", kind=FIX_ALL_KIND,
+                                                edit=edit))
         return actions
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
-    def hover(ls: GpulintServer, params: types.HoverParams) -> Optional[types.Hover]:
-        linted = ls.current(params.text_document.uri)
+    async def hover(ls: GpulintServer, params: types.HoverParams) -> Optional[types.Hover]:
+        linted = await ls.lint(params.text_document.uri)
         if linted is None:
             return None
-        lines = linted.source.splitlines()
         here = types.Range(start=params.position, end=params.position)
         rules = all_rules()
-        for d in linted.diagnostics:
-            if d.code in rules and _overlaps(lsp_range(d, lines), here):
-                return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
-                                                                value=rules[d.code].documentation()),
-                                   range=lsp_range(d, lines))
-        return None
+        found = [(d, lsp_d) for d, lsp_d in zip(linted.diagnostics, linted.lsp)
+                 if d.code in rules and _touches(lsp_d.range, here)]
+        if not found:
+            return None
+        text = "\n\n---\n\n".join(dict.fromkeys(rules[d.code].documentation() for d, _ in found))
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
+                           range=found[0][1].range)
 
     return server
 
 
 def serve() -> None:
+    all_rules()  # import the rules once, before any worker thread needs them
     build().start_io()
