@@ -113,8 +113,12 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except OSError:
-        return True  # exists, owned by someone else
-    return True
+        pass  # exists, owned by someone else
+    try:  # a killed process nobody has reaped yet is a zombie: it writes nothing any more
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state not in ("Z", "X")
+    except (OSError, IndexError):
+        return True
 
 
 def _encoding(raw: bytes) -> str:
