@@ -69,11 +69,13 @@ def main() -> None:
 @click.option("--config", type=click.Path(dir_okay=False), help="Use this pyproject.toml or gpulint.toml.")
 @click.option("--report-periodic/--no-report-periodic", default=None,
               help="Also report syncs that only run periodically (softer message).")
+@click.option("--force-exclude", is_flag=True,
+              help="Apply `exclude` to files named on the command line too (for pre-commit and editors).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Worker processes (default: one per CPU; 1 lints in this process).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
 def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_zero, statistics, output_format,
-          stdin_filename, quiet, config, report_periodic, jobs, no_cache) -> None:
+          stdin_filename, quiet, config, report_periodic, force_exclude, jobs, no_cache) -> None:
     """Lint PATHS (default: the current directory). `-` reads stdin."""
     paths = list(paths) or [Path(".")]
     try:
@@ -92,7 +94,7 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_ze
                      want_edits)
         return
     try:
-        files = list(iter_files(paths, settings))
+        files = list(iter_files(paths, settings, force_exclude=force_exclude))
     except PathError as exc:
         raise _fail(str(exc))
 

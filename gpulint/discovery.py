@@ -36,15 +36,22 @@ def _wanted(name: str, settings: Settings) -> bool:
     return name.endswith(SOURCE_SUFFIXES) or (settings.include_notebooks and name.endswith(NOTEBOOK_SUFFIX))
 
 
-def iter_files(paths: list[Path], settings: Settings) -> Iterator[Path]:
-    """Files to lint, in a stable order. Paths named explicitly are linted even if excluded, like Ruff."""
+def iter_files(paths: list[Path], settings: Settings, force_exclude: bool = False) -> Iterator[Path]:
+    """Files to lint, in a stable order.
+
+    Paths named explicitly are linted even if excluded, like Ruff, unless `force_exclude` (pre-commit passes
+    every staged file by name, and `exclude` must still hold there).
+    """
     exclude = _spec([*DEFAULT_EXCLUDE, *settings.exclude, *settings.extend_exclude])
     seen: set[Path] = set()
+    root = settings.root.resolve()
     for given in paths:
         if not given.exists() and not given.is_symlink():
             raise PathError(f"{given}: no such file or directory")
         if given.is_symlink() and not given.exists():
             raise PathError(f"{given}: broken symbolic link")
+        if force_exclude and _excluded_anywhere(given, root, exclude):
+            continue
         if given.is_file():
             if given.resolve() not in seen:
                 seen.add(given.resolve())
@@ -55,6 +62,20 @@ def iter_files(paths: list[Path], settings: Settings) -> Iterator[Path]:
             if real not in seen:
                 seen.add(real)
                 yield path
+
+
+def _excluded_anywhere(path: Path, root: Path, exclude) -> bool:
+    """`path` or one of its parent folders (below the project root) matches an exclude pattern."""
+    if exclude is None:
+        return False
+    real = path.absolute()
+    try:
+        parts = real.relative_to(root).parts
+    except ValueError:
+        parts = path.parts
+    return any(exclude.match_file("/".join(parts[:i + 1]) + ("/" if i + 1 < len(parts) else ""))
+               or exclude.match_file(parts[i] + ("/" if i + 1 < len(parts) else ""))
+               for i in range(len(parts)))
 
 
 def _walk(top: Path, settings: Settings, exclude: Optional[pathspec.PathSpec]) -> Iterator[Path]:

@@ -123,6 +123,11 @@ def check_kind(code: str) -> str:
     return "isfinite"
 
 
+def _before(new: cst.BaseStatement, stmt: cst.BaseStatement) -> list[cst.BaseStatement]:
+    """`new` inserted before `stmt`, taking over the comments and blank lines above it."""
+    return [new.with_changes(leading_lines=stmt.leading_lines), stmt.with_changes(leading_lines=())]
+
+
 class SyncRule(Rule):
     """Base for the GPU1xx rules: they stay silent in modules that never touch a GPU."""
 
@@ -326,6 +331,8 @@ class CpuInLoop(SyncRule):
     def visit_Call(self, node: cst.Call) -> None:
         if not _to_host_call(self, node):
             return
+        if self.analysis.is_synced_accumulation(node):
+            return  # `correct += (p == y).sum().cpu()`: GPU303 reports it, with a fix
         where = self.where(node)
         if where:
             self.report(node, where=where)
@@ -587,11 +594,11 @@ class NanCheckInLoop(SyncRule):
             first = host.body.body[0]
             changes[host] = lambda updated: updated.with_changes(
                 body=updated.body.with_changes(body=[reaction, *updated.body.body]))
-            changes[loop] = lambda updated: cst.FlattenSentinel([init, updated])
+            changes[loop] = lambda updated: cst.FlattenSentinel(_before(init, updated))
             where_text = "at the periodic check"
             del first
         else:
-            changes[loop] = lambda updated: cst.FlattenSentinel([init, updated, reaction])
+            changes[loop] = lambda updated: cst.FlattenSentinel([*_before(init, updated), reaction])
             where_text = "after the loop"
         return self.fix(f"Accumulate `{check}` on the device in `{flag}` and check it {where_text}",
                         changes, safe=False)

@@ -19,7 +19,7 @@ NAIVE = textwrap.dedent("""\
 
     device = "cuda"
     model = torch.nn.Linear(4, 2).to(device)
-    loader = DataLoader([1, 2])
+    loader = DataLoader([1, 2], pin_memory=True)
     for step, (x, y) in enumerate(loader):
         loss = model(x).sum()
         loss.backward()
@@ -187,3 +187,27 @@ def test_rule_docs(project):
 def test_python_dash_m(project):
     proc = subprocess.run([sys.executable, "-m", "gpulint", "check", "train.py"], capture_output=True, text=True)
     assert proc.returncode == 1 and "GPU101" in proc.stdout
+
+
+def test_explicit_config_path_and_extend_select(project):
+    (project / "conf").mkdir()
+    (project / "conf" / "strict.toml").write_text('select = ["GPU110"]\n')
+    out = run("check", "--config", "conf/strict.toml", "train.py").output
+    assert "GPU110" in out and "GPU101" not in out
+    out = run("check", "--config", "conf/strict.toml", "--extend-select", "GPU101", "train.py").output
+    assert "GPU110" in out and "GPU101" in out
+    missing = CliRunner().invoke(main, ["check", "--config", "conf/none.toml", "train.py"])
+    assert missing.exit_code == 2 and "config file not found" in missing.output
+    (project / "conf" / "broken.toml").write_text("select = [\n")
+    broken = CliRunner().invoke(main, ["check", "--config", "conf/broken.toml", "train.py"])
+    assert broken.exit_code == 2 and "invalid TOML" in broken.output and "Traceback" not in broken.output
+
+
+def test_fix_is_idempotent_and_keeps_other_bytes(project):
+    text = NAIVE.replace("\n", "\r\n")  # Windows newlines must survive a fix
+    (project / "train.py").write_bytes(text.encode())
+    run("check", "--fix", "--unsafe-fixes", "train.py")
+    once = (project / "train.py").read_bytes()
+    assert b"empty_cache" not in once and b"\r\n" in once and b"\n" not in once.replace(b"\r\n", b"")
+    run("check", "--fix", "--unsafe-fixes", "train.py")
+    assert (project / "train.py").read_bytes() == once

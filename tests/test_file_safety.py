@@ -31,7 +31,7 @@ TEMPLATE = textwrap.dedent("""\
     from torch.utils.data import DataLoader
 
     model = torch.nn.Linear(4, 2).cuda()
-    loader = DataLoader([1, 2])
+    loader = DataLoader([1, 2], pin_memory=True)
     for x in loader:
         model(x).sum().backward()
         torch.cuda.empty_cache()

@@ -83,10 +83,13 @@ class ModuleAnalysis:
         return False
 
     def is_synced_accumulation(self, call: cst.CSTNode) -> bool:
-        """`total += x.item()` / `total += float(x)`: GPU302 owns these, so GPU101/GPU105 stay quiet."""
-        parent = self.parent(call)
-        return isinstance(parent, cst.AugAssign) and parent.value is call and isinstance(
-            parent.operator, (cst.AddAssign, cst.SubtractAssign))
+        """`total += x.item()` / `total += float(x)`: GPU302/GPU303 own these, so GPU101/GPU104/GPU105 stay quiet.
+
+        Asks the GPU3xx rules' own matcher, so a shape they decline is still reported by the GPU1xx rules.
+        """
+        from gpulint.rules.accumulation import synced_accumulation  # rules import the engine, not the reverse
+
+        return synced_accumulation(self, call) is not None
 
 
 # Evidence that tensors go to an accelerator: `.cuda()`, `.to(...)`, a `device`, "cuda" strings, accelerate/XLA.

@@ -1,0 +1,195 @@
+"""Jupyter notebooks: lint the code cells as one module (cell 5's loop uses cell 2's model) and write fixes back.
+
+IPython syntax (`%magic`, `!shell`, `%%cell magics`, `obj?`) is swapped for placeholders that keep every line
+where it was, so positions map straight back to cells, and swapped back after fixing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from gpulint.config import Settings
+from gpulint.diagnostics import Diagnostic, Position
+from gpulint.engine import FileOutcome
+from gpulint.files import FileError, SourceFile
+from gpulint.runner import FixMode, lint_source
+
+_BOUNDARY = "# gpulint-cell-boundary-{}"
+_BOUNDARY_RE = re.compile(r"^# gpulint-cell-boundary-(\d+)$")
+_MAGIC_RE = re.compile(r"^(\s*)(?:pass  )?# gpulint-magic-(\d+)$")
+# Cell magics whose body is still Python.
+_PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug", "memit"}
+
+
+@dataclass
+class _Cell:
+    index: int  # position among all cells of the notebook
+    source: str
+
+
+def _is_ipython_line(line: str) -> bool:
+    stripped = line.lstrip()
+    return stripped.startswith(("%", "!", "?")) or (stripped.endswith("?") and not stripped.startswith("#")
+                                                     and re.match(r"^[\w.]+\?\??$", stripped) is not None)
+
+
+class _Masker:
+    """Replaces IPython-only lines with numbered placeholders and restores them later."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def mask(self, source: str) -> str:
+        lines = source.split("\n")
+        if lines and lines[0].startswith("%%"):
+            magic = lines[0][2:].split()[0] if lines[0][2:].split() else ""
+            body_is_python = magic in _PYTHON_CELL_MAGICS
+            out = [self._placeholder(lines[0])]
+            out += [line if body_is_python else self._placeholder(line) for line in lines[1:]]
+            return "\n".join(out)
+        return "\n".join(self._placeholder(line) if _is_ipython_line(line) else line for line in lines)
+
+    def _placeholder(self, line: str) -> str:
+        self.lines.append(line)
+        indent = line[: len(line) - len(line.lstrip())]
+        # Inside a block a statement must stay a statement; at the top a comment is enough.
+        prefix = "pass  " if indent else ""
+        return f"{indent}{prefix}# gpulint-magic-{len(self.lines) - 1}"
+
+    def unmask(self, source: str) -> str:
+        def restore(line: str) -> str:
+            m = _MAGIC_RE.match(line)
+            return self.lines[int(m.group(2))] if m else line
+
+        return "\n".join(restore(line) for line in source.split("\n"))
+
+
+def _code_cells(nb) -> list[_Cell]:
+    return [_Cell(i, cell.source) for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+
+
+def _join(cells: list[_Cell], masker: _Masker) -> tuple[str, list[tuple[int, int]]]:
+    """One module text, and for each line of it (1-based) the (cell index, line in cell), or (-1, 0)."""
+    parts: list[str] = []
+    where: list[tuple[int, int]] = [(-1, 0)]  # index 0 unused: rows are 1-based
+    for cell in cells:
+        parts.append(_BOUNDARY.format(cell.index))
+        where.append((-1, 0))
+        body = masker.mask(cell.source)
+        for n, line in enumerate(body.split("\n"), start=1):
+            parts.append(line)
+            where.append((cell.index, n))
+    return "\n".join(parts) + "\n", where
+
+
+def _split(text: str, cells: list[_Cell]) -> Optional[dict[int, str]]:
+    """Cell sources back from the (fixed) module text; None if the boundaries did not survive."""
+    chunks: dict[int, list[str]] = {}
+    current: Optional[int] = None
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()  # the newline _join put after the last cell
+    for line in lines:
+        m = _BOUNDARY_RE.match(line)
+        if m:
+            current = int(m.group(1))
+            chunks[current] = []
+        elif current is not None:
+            chunks[current].append(line)
+        elif line.strip():
+            return None  # text before the first cell: a fix moved code across a boundary
+    if sorted(chunks) != sorted(c.index for c in cells):
+        return None
+    return {cell.index: "\n".join(chunks[cell.index]) for cell in cells}
+
+
+def _place(d: Diagnostic, where: list[tuple[int, int]]) -> Diagnostic:
+    row = d.location.row
+    cell, line = where[row] if 0 < row < len(where) else (-1, 0)
+    end_row = d.end_location.row
+    end_cell, end_line = where[end_row] if 0 < end_row < len(where) else (cell, line)
+    d.cell = cell if cell >= 0 else None
+    d.location = Position(line, d.location.column)
+    d.end_location = Position(end_line, d.end_location.column) if end_cell == cell else Position(line, 1_000)
+    return d
+
+
+def _dump(raw_text: str, nb, new_sources: dict[int, str]) -> str:
+    """The notebook with new cell sources, formatted as the file was."""
+    import nbformat
+
+    canonical = nbformat.writes(nb) + "\n"
+    if canonical == raw_text or canonical.rstrip("\n") == raw_text.rstrip("\n"):
+        for index, source in new_sources.items():
+            nb.cells[index].source = source
+        text = nbformat.writes(nb)
+        return text + ("\n" if raw_text.endswith("\n") else "")
+    # Not in nbformat's canonical layout: edit the JSON itself so key order and indentation stay.
+    data = json.loads(raw_text)
+    for index, source in new_sources.items():
+        old = data["cells"][index]["source"]
+        data["cells"][index]["source"] = source.splitlines(keepends=True) if isinstance(old, list) else source
+    indent = _indent_of(raw_text)
+    text = json.dumps(data, indent=indent, ensure_ascii=False, separators=(",", ": ") if indent else None)
+    return text + ("\n" if raw_text.endswith("\n") else "")
+
+
+def _indent_of(raw_text: str) -> Optional[int]:
+    m = re.search(r"\n( +)\"", raw_text)
+    return len(m.group(1)) if m else None
+
+
+def lint_notebook(path: Path, settings: Settings, fix: FixMode = FixMode.NONE, *, write: bool = True,
+                  want_edits: bool = False, display_name: Optional[str] = None) -> FileOutcome:
+    name = display_name or str(path)
+    outcome = FileOutcome(path)
+    try:
+        import nbformat
+    except ImportError:
+        outcome.errors.append(f"{name}: notebooks need nbformat (pip install 'gpulint[notebook]'); skipped")
+        return outcome
+    try:
+        source = SourceFile.read(path)
+    except FileError as exc:
+        outcome.errors.append(str(exc))
+        return outcome
+    try:
+        nb = nbformat.reads(source.text, as_version=nbformat.NO_CONVERT)
+        cells = _code_cells(nb)
+    except Exception as exc:  # nbformat raises several kinds for malformed JSON
+        outcome.errors.append(f"{name}: not a readable notebook ({type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0][:200] if str(exc) else 'invalid'})")
+        return outcome
+    masker = _Masker()
+    text, where = _join(cells, masker)
+    codes = settings.enabled_codes(path)
+    result = lint_source(text, name, codes, report_periodic=settings.report_periodic, fix=fix)
+    outcome.errors.extend(f"{name}: {e}" for e in result.errors)
+    fixed_sources: dict[int, str] = {}
+    if result.changed(text):
+        split = _split(masker.unmask(result.source), cells)
+        if split is None:
+            outcome.errors.append(f"{name}: a fix moved code across cells; notebook left unchanged")
+            result = lint_source(text, name, codes, report_periodic=settings.report_periodic)
+        else:
+            fixed_sources = {i: s for i, s in split.items() if s != nb.cells[i].source}
+            _, where = _join([_Cell(c.index, split[c.index]) for c in cells], _Masker())
+    outcome.diagnostics = [_place(d, where) for d in result.diagnostics]
+    for cell in cells:
+        outcome.sources[(name, cell.index)] = fixed_sources.get(cell.index, cell.source)
+    if fixed_sources:
+        outcome.fixed_count = result.fixed_count
+        new_text = _dump(source.text, nb, fixed_sources)
+        outcome.original, outcome.fixed = source.text, new_text
+        if write:
+            try:
+                source.write(new_text)
+            except FileError as exc:
+                outcome.errors.append(str(exc))
+                outcome.fixed = None
+                outcome.fixed_count = 0
+    return outcome

@@ -1,0 +1,302 @@
+"""Where a training loop's batches come from, and where its copies go.
+
+Shared by the transfer rules (GPU2xx): which `DataLoader(...)` a loop iterates (through names, `self.` attributes
+and the arguments of the module's own functions), which values are batches of that loop (unpacked, indexed, or
+rebuilt in a comprehension), and whether a `.to(...)`/`.cuda(...)` sends a tensor to an accelerator.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from gpulint.analysis import Kind, ModuleAnalysis
+from gpulint.analysis.imports import dotted_name
+from gpulint.syntax import argument, positional, string_value
+
+DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
+TENSOR_DATASETS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
+_WRAPPERS = {"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "zip", "islice", "itertools.islice"}
+_DEVICE_NAMES = ("device", "dev", "gpu", "rank", "local_rank", "device_id", "gpu_id")
+_MAX_DEPTH = 6
+
+CPU, ACCELERATOR = "cpu", "accelerator"
+
+
+def is_dataloader(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call) and analysis.qualified(node.func) in DATALOADERS
+
+
+def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    return next((a for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+
+
+def has_star_args(call: cst.Call) -> bool:
+    return any(a.star for a in call.args)
+
+
+def is_false(node: Optional[cst.BaseExpression]) -> bool:
+    return isinstance(node, cst.Name) and node.value == "False"
+
+
+def append_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """`call` with `name=value` added last, keeping a multi-line call's layout and trailing comma."""
+    new = cst.Arg(value=value, keyword=cst.Name(name),
+                  equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                        whitespace_after=cst.SimpleWhitespace("")))
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[new])
+    last = args[-1]
+    if isinstance(last.comma, cst.Comma):  # trailing comma: the new argument goes on its own line, alike
+        between = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else \
+            cst.Comma(whitespace_after=call.whitespace_before_args)
+        args[-1] = last.with_changes(comma=between)
+        new = new.with_changes(comma=last.comma)
+    return call.with_changes(args=[*args, new])
+
+
+class DataFacts:
+    """Loader and batch facts for one module; built once, on first use, and shared by the GPU2xx rules."""
+
+    def __init__(self, analysis: ModuleAnalysis) -> None:
+        self.analysis = analysis
+        self.index = analysis.index
+        self._calls_of: Optional[dict[int, list[cst.Call]]] = None
+        self._loops_over: Optional[dict[int, list[cst.For]]] = None
+        self._self_attrs: Optional[dict[str, list[cst.BaseExpression]]] = None
+
+    # -- which DataLoader(...) an expression holds -------------------------------------------------------------
+    def loaders(self, expr: cst.CSTNode, depth: int = 0) -> list[cst.Call]:
+        """The `DataLoader(...)` calls `expr` may hold (through wrappers such as enumerate/tqdm/zip)."""
+        if depth > _MAX_DEPTH or expr is None:
+            return []
+        a = self.analysis
+        if is_dataloader(a, expr):
+            return [expr]
+        if isinstance(expr, cst.Call):
+            if dotted_name(expr.func) in _WRAPPERS:
+                return [c for arg in positional(expr) for c in self.loaders(arg, depth + 1)]
+            return []
+        if isinstance(expr, cst.Name):
+            found: list[cst.Call] = []
+            for b in self.bindings(expr):
+                if b.kind in ("assign", "walrus"):
+                    found.extend(self.loaders(b.value, depth + 1))
+                elif b.kind == "param":
+                    for arg in self._arguments_for(b):
+                        found.extend(self.loaders(arg, depth + 1))
+            return found
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            return [c for v in self.self_attributes().get(expr.attr.value, []) for c in self.loaders(v, depth + 1)]
+        return []
+
+    def loops_over(self, loader: cst.Call) -> list[cst.For]:
+        """The for-loops of this module that iterate `loader`."""
+        if self._loops_over is None:
+            self._loops_over = {}
+            for node in self.index.nodes:
+                if isinstance(node, cst.For):
+                    for call in {id(c): c for c in self.loaders(node.iter)}.values():
+                        self._loops_over.setdefault(id(call), []).append(node)
+        return self._loops_over.get(id(loader), [])
+
+    # -- which loop's batch a value comes from -----------------------------------------------------------------
+    def batch_loop(self, expr: cst.CSTNode, within: Optional[cst.CSTNode] = None,
+                   depth: int = 0) -> Optional[cst.For]:
+        """The loop over a DataLoader, around `within` (default: `expr`), whose batch `expr` is part of."""
+        within = expr if within is None else within
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(expr, cst.Subscript):
+            return self.batch_loop(expr.value, within, depth + 1)
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            if expr.func.attr.value in ("items", "values", "to", "cuda"):
+                return self.batch_loop(expr.func.value, within, depth + 1)
+            return None
+        if not isinstance(expr, cst.Name):
+            return None
+        for b in self.bindings(expr):
+            if b.kind == "for" and isinstance(b.source, cst.For) and self.loaders(b.source.iter):
+                if self.index.is_ancestor_or_self(b.source.body, within):
+                    return b.source
+                continue
+            if b.kind in ("for", "assign") and b.value is not None:
+                loop = self.batch_loop(b.value, within, depth + 1)
+                if loop is not None:
+                    return loop
+        return None
+
+    def moves_batches(self, loop: cst.For) -> bool:
+        """The loop copies one of its batches to an accelerator in its own body."""
+        for node in _walk(loop.body):
+            if isinstance(node, cst.Call) and self.copy_target(node) == ACCELERATOR:
+                receiver = node.func.value  # type: ignore[union-attr]
+                if self.batch_loop(receiver) is loop:
+                    return True
+        return False
+
+    def body_calls(self, loop: cst.For) -> Iterator[cst.Call]:
+        return (n for n in _walk(loop.body) if isinstance(n, cst.Call))
+
+    # -- where a copy goes -------------------------------------------------------------------------------------
+    def copy_target(self, call: cst.Call) -> Optional[str]:
+        """ACCELERATOR for `.cuda()`/`.to(<device>)` of a possible tensor, CPU for copies to the host, else None."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda") or has_star_args(call):
+            return None
+        if self.analysis.kind(func.value) in (Kind.MODULE, Kind.MODULE_CLASS, Kind.LOADER, Kind.OPTIMIZER,
+                                              Kind.NUMBER, Kind.NUMPY, Kind.DEVICE):
+            return None
+        if func.attr.value == "cuda":
+            return ACCELERATOR
+        target = argument(call, "device", 0)
+        return self.device_of(target.value) if target is not None else None
+
+    def device_of(self, expr: cst.CSTNode, depth: int = 0) -> Optional[str]:
+        """CPU, ACCELERATOR, or None when `expr` is not known to name a device (a dtype, a tensor, ...)."""
+        if depth > _MAX_DEPTH:
+            return None
+        text = string_value(expr)
+        if text is not None:
+            return CPU if text.split(":")[0] == "cpu" else (ACCELERATOR if _accelerator_name(text) else None)
+        if isinstance(expr, cst.FormattedString):
+            head = "".join(p.value for p in expr.parts if isinstance(p, cst.FormattedStringText))
+            return ACCELERATOR if _accelerator_name(head) else None
+        if isinstance(expr, cst.Integer):
+            return ACCELERATOR  # a CUDA device index
+        if isinstance(expr, cst.IfExp):
+            sides = {self.device_of(expr.body, depth + 1), self.device_of(expr.orelse, depth + 1)}
+            return ACCELERATOR if ACCELERATOR in sides else (CPU if sides == {CPU} else None)
+        if isinstance(expr, cst.Call):
+            q = self.analysis.qualified(expr.func)
+            if q == "torch.device":
+                args = positional(expr) or [a.value for a in expr.args if a.keyword and a.keyword.value == "type"]
+                return self.device_of(args[0], depth + 1) if args else None
+            if q in ("torch.cuda.current_device", "torch.accelerator.current_accelerator"):
+                return ACCELERATOR
+            return None
+        if isinstance(expr, cst.Attribute):
+            if expr.attr.value == "device" or self.analysis.kind(expr) is Kind.DEVICE:
+                return ACCELERATOR  # `x.device`, `self.device`, `args.device`: a device the code chose
+            return None
+        if isinstance(expr, cst.Name):
+            values = [b.value for b in self.bindings(expr) if b.kind in ("assign", "walrus")]
+            kinds = {self.device_of(v, depth + 1) for v in values if v is not None}
+            if kinds == {CPU}:
+                return CPU
+            if ACCELERATOR in kinds:
+                return ACCELERATOR
+            if self.analysis.kind(expr) is Kind.DEVICE or expr.value.lower() in _DEVICE_NAMES or \
+                    expr.value.lower().endswith("_device"):
+                return ACCELERATOR
+        return None
+
+    # -- module-wide hints -------------------------------------------------------------------------------------
+    def clearly_cuda(self) -> bool:
+        """The module names CUDA itself: a "cuda" device string, `.cuda()`, or `torch.cuda.*`."""
+        for node in self.index.nodes:
+            if isinstance(node, cst.SimpleString):
+                text = string_value(node)
+                if text is not None and text.startswith("cuda"):
+                    return True
+            elif isinstance(node, cst.Attribute):
+                if node.attr.value == "cuda" and isinstance(self.analysis.parent(node), cst.Call):
+                    return True
+                q = self.analysis.qualified(node)
+                if q is not None and q.startswith("torch.cuda."):
+                    return True
+        return False
+
+    def on_device(self, expr: Optional[cst.CSTNode], depth: int = 0) -> bool:
+        """`expr` (a dataset, a tensor) was built from tensors moved to an accelerator."""
+        if expr is None or depth > _MAX_DEPTH:
+            return False
+        if isinstance(expr, cst.Name):
+            return any(self.on_device(b.value, depth + 1) for b in self.bindings(expr)
+                       if b.kind in ("assign", "walrus"))
+        for node in _walk(expr):
+            if isinstance(node, cst.Call):
+                if self.copy_target(node) == ACCELERATOR:
+                    return True
+                device = keyword(node, "device")
+                if device is not None and self.device_of(device.value) == ACCELERATOR:
+                    return True
+                if node is not expr and isinstance(node.func, cst.Name) and self.on_device(node.func, depth + 1):
+                    return True
+            if isinstance(node, cst.Name) and node is not expr and self.on_device(node, depth + 1):
+                return True
+        return False
+
+    # -- helpers -----------------------------------------------------------------------------------------------
+    def bindings(self, name: cst.Name):
+        scope = self.index.enclosing_scope(name)
+        while scope is not None:
+            found = self.index.lookup(name.value, scope)
+            if found:
+                return found
+            scope = self.index.enclosing_scope(scope) if not isinstance(scope, cst.Module) else None
+        return []
+
+    def _arguments_for(self, binding) -> Iterator[cst.BaseExpression]:
+        """The arguments this module's own calls pass to the parameter `binding`."""
+        fn = binding.source
+        if not isinstance(fn, cst.FunctionDef):
+            return
+        params = list(fn.params.posonly_params) + list(fn.params.params)
+        names = [p.name.value for p in params]
+        for call in self._calls_to(fn):
+            offset = 1 if names and names[0] in ("self", "cls") and isinstance(call.func, cst.Attribute) else 0
+            arg = argument(call, binding.name, names.index(binding.name) - offset
+                           if binding.name in names else None)
+            if arg is not None:
+                yield arg.value
+
+    def _calls_to(self, fn: cst.FunctionDef) -> list[cst.Call]:
+        if self._calls_of is None:
+            self._calls_of = {}
+            for node in self.index.nodes:
+                if isinstance(node, cst.Call):
+                    target = self.analysis.loops.local_function(node)
+                    if target is not None:
+                        self._calls_of.setdefault(id(target), []).append(node)
+        return self._calls_of.get(id(fn), [])
+
+    def self_attributes(self) -> dict[str, list[cst.BaseExpression]]:
+        """What `self.<name> = value` assigns anywhere in the module."""
+        if self._self_attrs is None:
+            self._self_attrs = {}
+            for node in self.index.nodes:
+                if isinstance(node, cst.Assign):
+                    for target in node.targets:
+                        t = target.target
+                        if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                            self._self_attrs.setdefault(t.attr.value, []).append(node.value)
+        return self._self_attrs
+
+
+def _accelerator_name(text: str) -> bool:
+    return text.split(":")[0] in ("cuda", "mps", "xpu", "xla", "npu", "hpu")
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`node` and its descendants, not entering nested function or class definitions."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if current is not node and isinstance(current, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        stack.extend(reversed(current.children))
+
+
+_FACTS: "weakref.WeakKeyDictionary[ModuleAnalysis, DataFacts]" = weakref.WeakKeyDictionary()
+
+
+def data_facts(analysis: ModuleAnalysis) -> DataFacts:
+    facts = _FACTS.get(analysis)
+    if facts is None:
+        facts = _FACTS[analysis] = DataFacts(analysis)
+    return facts

@@ -1,0 +1,100 @@
+"""Notebooks: code cells linted as one module, findings located by cell, fixes written back without touching
+outputs, metadata, IPython magics or the file's formatting."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+nbformat = pytest.importorskip("nbformat")
+
+from gpulint.cli import main  # noqa: E402
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "notebooks" / "naive_training.ipynb"
+
+
+@pytest.fixture
+def notebook(tmp_path, monkeypatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return Path(shutil.copy(FIXTURE, tmp_path / "nb.ipynb"))
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_findings_are_located_by_cell(notebook):
+    out = run("check", "--output-format", "concise", "-q", "nb.ipynb").output.splitlines()
+    assert out[0].startswith("nb.ipynb:cell 3:3:10: GPU201")
+    assert any(line.startswith("nb.ipynb:cell 4:6:8: GPU108") for line in out)
+    data = json.loads(run("check", "--output-format", "json", "nb.ipynb").output)
+    nan = next(d for d in data if d["code"] == "GPU108")
+    assert (nan["cell"], nan["location"]["row"], nan["location"]["column"]) == (4, 6, 8)
+
+
+def test_full_output_shows_the_cell_line(notebook):
+    out = run("check", "--select", "GPU108", "nb.ipynb").output
+    assert "6 |     if torch.isnan(loss).any():" in out
+
+
+def test_fix_round_trip_keeps_outputs_metadata_and_magics(notebook):
+    before = nbformat.read(notebook, as_version=4)
+    result = run("check", "--fix", "--unsafe-fixes", "nb.ipynb")
+    assert result.exit_code == 1  # GPU204 has no fix
+    after = nbformat.read(notebook, as_version=4)
+    nbformat.validate(after)
+    assert after.metadata == before.metadata
+    assert [c.get("outputs") for c in after.cells] == [c.get("outputs") for c in before.cells]
+    assert [c.cell_type for c in after.cells] == [c.cell_type for c in before.cells]
+    loop = after.cells[3].source
+    assert loop.startswith("%%time\nlosses = []\nfound_nan = False\nfor step")
+    assert "found_nan |= torch.isnan(loss).any()" in loop and "losses.append(loss.detach())" in loop
+    assert "pin_memory=True" in after.cells[2].source
+    assert after.cells[1].source == before.cells[1].source  # %matplotlib and !nvidia-smi restored
+    assert after.cells[5].source == before.cells[5].source  # `model?` untouched
+    # Only the changed cells' lines differ in the file.
+    changed = [i for i, (a, b) in enumerate(zip(before.cells, after.cells)) if a.source != b.source]
+    assert changed == [2, 3]
+    # Idempotent.
+    text = notebook.read_text()
+    run("check", "--fix", "--unsafe-fixes", "nb.ipynb")
+    assert notebook.read_text() == text
+
+
+def test_untouched_notebook_is_byte_identical(notebook):
+    original = notebook.read_bytes()
+    run("check", "nb.ipynb")
+    run("check", "--fix", "--select", "GPU204", "nb.ipynb")
+    assert notebook.read_bytes() == original
+
+
+def test_non_canonical_formatting_is_kept(notebook):
+    data = json.loads(notebook.read_text())
+    notebook.write_text(json.dumps(data, indent=2) + "\n")  # two-space indent, ASCII escapes: not nbformat's
+    run("check", "--fix", "nb.ipynb")
+    text = notebook.read_text()
+    assert text.startswith('{\n  "cells": [')
+    fixed = json.loads(text)
+    assert "pin_memory=True" in "".join(fixed["cells"][2]["source"])
+    assert fixed["cells"][3]["outputs"] == data["cells"][3]["outputs"]
+
+
+def test_syntax_error_in_a_cell(notebook):
+    nb = nbformat.read(notebook, as_version=4)
+    nb.cells[2].source += "\nfor x in :\n"
+    nbformat.write(nb, notebook)
+    result = run("check", "--output-format", "concise", "nb.ipynb")
+    assert result.exit_code == 1
+    assert "nb.ipynb:cell 3:" in result.output and "GPU001" in result.output
+
+
+def test_broken_notebook_is_one_line(notebook, tmp_path):
+    (tmp_path / "bad.ipynb").write_text("{ not json")
+    result = CliRunner().invoke(main, ["check", "bad.ipynb"])
+    assert result.exit_code == 2
+    assert "bad.ipynb: not a readable notebook" in result.output
+    assert "Traceback" not in result.output
