@@ -122,3 +122,16 @@ def test_parallel_fix_matches_in_process_fix(project, tmp_path_factory):
     run("--no-cache", "--jobs", "1", "--fix", "--unsafe-fixes", str(twin))
     for path in project.glob("*.py"):
         assert path.read_text() == (twin / path.name).read_text()
+
+
+def test_concurrent_runs_share_the_cache_safely(project):
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "gpulint", "check", "--jobs", "1", "--output-format", "concise", "."]
+    procs = [subprocess.Popen(command, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [1, 1, 1]
+    assert len({out for out, _err in outputs}) == 1 and not any(err for _out, err in outputs)
+    assert run("--output-format", "concise", ".").output == outputs[0][0]
