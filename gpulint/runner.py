@@ -109,6 +109,9 @@ def _run_rules(analysis: ModuleAnalysis, codes: frozenset[str], report_periodic:
                 continue
             try:
                 handler(node)
+            except RecursionError:  # an expression nested deeper than the rule's recursion can follow
+                failed.add(code)
+                errors.append(f"too deeply nested for {code}'s analysis; {code} not checked")
             except Exception as exc:  # one broken rule must not stop the others
                 failed.add(code)
                 errors.append(f"internal error in {code} ({type(exc).__name__}: {exc}); "
