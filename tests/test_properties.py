@@ -20,7 +20,7 @@ from gpulint.diagnostics import FixMode
 from gpulint.rule import all_rules
 from gpulint.runner import _analyse, lint_source
 
-settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True,
+settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 settings.register_profile("long", max_examples=5000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
