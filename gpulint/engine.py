@@ -26,6 +26,8 @@ class FileOutcome:
 
     def portable(self) -> "FileOutcome":
         """Without syntax-tree nodes, so it can cross a process boundary (and be cached)."""
+        if not self.diagnostics:
+            self.sources = {}  # only printed under findings: no need to ship the text back
         for d in self.diagnostics:
             d.node = None
             if d.fix is not None:

@@ -113,17 +113,12 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except OSError:
-        return True  # exists, owned by someone else
-    return not _zombie(pid)
-
-
-def _zombie(pid: int) -> bool:
-    """A killed process nobody has reaped yet still answers kill(pid, 0); it will never rename its file."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+        pass  # exists, owned by someone else
+    try:  # a killed process nobody has reaped yet is a zombie: it writes nothing any more
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state not in ("Z", "X")
     except (OSError, IndexError):
-        return False
+        return True
 
 
 def _encoding(raw: bytes) -> str:

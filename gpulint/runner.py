@@ -109,6 +109,9 @@ def _run_rules(analysis: ModuleAnalysis, codes: frozenset[str], report_periodic:
                 continue
             try:
                 handler(node)
+            except RecursionError:  # an expression nested deeper than the rule's recursion can follow
+                failed.add(code)
+                errors.append(f"too deeply nested for {code}'s analysis; {code} not checked")
             except Exception as exc:  # one broken rule must not stop the others
                 failed.add(code)
                 errors.append(f"internal error in {code} ({type(exc).__name__}: {exc}); "
@@ -212,6 +215,11 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
         analysis, diagnostics = _analyse(source, filename, codes, report_periodic, errors)
     except cst.ParserSyntaxError as exc:
         found = syntax_error or syntax_error_diagnostic(exc, filename)
+        return LintResult([found] if SYNTAX_ERROR in codes else [], source)
+    except cst.CSTValidationError as exc:
+        # LibCST's parser (newer Unicode tables) accepted what its own node checks then refuse, e.g. a name
+        # made of a code point Python does not know yet: CPython's verdict stands.
+        found = syntax_error or _gpu001(f"LibCST cannot represent this file ({exc})", filename, 1, 1)
         return LintResult([found] if SYNTAX_ERROR in codes else [], source)
     except RecursionError:
         return LintResult([], source, errors=["too deeply nested for gpulint's analysis; not checked"])

@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from gpulint.analysis import Kind, ModuleAnalysis
+from gpulint.analysis import GPU_HINT, Kind, ModuleAnalysis
 from gpulint.rule import Rule
 from gpulint.syntax import method_call
 
@@ -207,6 +207,9 @@ def synced_accumulation(analysis: ModuleAnalysis, call: cst.CSTNode) -> Optional
 
 
 class _AccumulationRule(Rule):
+    # `where` below reports nothing unless `targets_gpu`, which is this pattern found in the module's text.
+    needs_text = GPU_HINT
+
     def where(self, node):
         if not self.analysis.targets_gpu:
             return None

@@ -11,7 +11,7 @@ from typing import Optional
 
 import libcst as cst
 
-from gpulint.analysis import Kind, LoopRole
+from gpulint.analysis import GPU_HINT, Kind, LoopRole
 from gpulint.rule import Rule
 from gpulint.rules._data import (ACCELERATOR, TENSOR_DATASETS, append_keyword, data_facts, has_star_args,
                                  is_dataloader, is_false, keyword)
@@ -106,6 +106,8 @@ class DataLoaderWithoutPinMemory(Rule):
     `gpulint verify` and pass `pin_memory=False` to keep the loader as it is.
     """
 
+    # Every finding needs a copy to an accelerator (`.to(`/`.cuda(`) or a "cuda" device in the text.
+    needs_text = GPU_HINT
     code = "GPU201"
     name = "dataloader-without-pin-memory"
     message = "`DataLoader` without `pin_memory=True` feeds a GPU: host-to-device copies block and cannot overlap"
@@ -157,6 +159,8 @@ class CopyWithoutNonBlocking(Rule):
     (their `.to()` may not accept `non_blocking`).
     """
 
+    # Every finding needs a copy to an accelerator (`.to(`/`.cuda(`) or a "cuda" device in the text.
+    needs_text = GPU_HINT
     code = "GPU202"
     name = "copy-without-non-blocking"
     message = "copy of a pinned batch to the GPU without `non_blocking=True` blocks the CPU every step"
@@ -237,6 +241,8 @@ class HostTensorMovedEachStep(Rule):
     copies outside training loops.
     """
 
+    # Every finding needs a copy to an accelerator (`.to(`/`.cuda(`) or a "cuda" device in the text.
+    needs_text = GPU_HINT
     code = "GPU203"
     name = "host-tensor-moved-each-step"
     message = "`torch.{factory}` builds a tensor on the host and copies it to the GPU every step; create it on " \
@@ -348,6 +354,8 @@ class TensorDatasetLoaderOnGpu(Rule):
     batch sampler), datasets other than `TensorDataset` (files, augmentation), and CPU-only modules.
     """
 
+    # Every finding needs a copy to an accelerator (`.to(`/`.cuda(`) or a "cuda" device in the text.
+    needs_text = GPU_HINT
     code = "GPU204"
     name = "tensordataset-loader-on-gpu"
     message = "`DataLoader` over an in-memory `TensorDataset` collates every batch sample by sample on the CPU; " \

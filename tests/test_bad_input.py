@@ -74,8 +74,9 @@ def test_deep_but_valid_expression_is_one_error_line(project):
     result = run("long.py")
     assert result.exit_code in (0, 2)
     assert all("Traceback" not in line for line in result.output.splitlines())
-    if result.exit_code == 2:
-        assert errors(result) == ["gpulint: error: long.py: too deeply nested for gpulint's analysis; not checked"]
+    if result.exit_code == 2:  # the whole analysis, or single rules, gave up on the depth: one line each
+        assert errors(result) and all(line.startswith("gpulint: error: long.py: too deeply nested for ")
+                                      for line in errors(result))
 
 
 def test_undecodable_file_is_one_line_and_others_are_linted(project):

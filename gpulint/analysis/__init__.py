@@ -22,8 +22,7 @@ class ModuleAnalysis:
         self.module = module
         # The text the module was parsed from (module.code would regenerate it: a full codegen pass).
         self.source = source
-        self.index = SyntaxIndex()
-        module.visit(self.index)
+        self.index = SyntaxIndex().build(module)
 
     @cached_property
     def kinds(self) -> KindInference:

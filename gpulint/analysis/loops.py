@@ -14,7 +14,7 @@ import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind, KindInference
-from gpulint.analysis.tree import SCOPE_TYPES, SyntaxIndex
+from gpulint.analysis.tree import SCOPE_TYPES, SyntaxIndex, child_nodes
 
 Loop = Union[cst.For, cst.While]
 
@@ -338,7 +338,7 @@ def _walk_body(loop: Union[Loop, cst.FunctionDef], into_loops: bool):
             continue
         if not into_loops and isinstance(node, (cst.For, cst.While)):
             continue
-        stack.extend(reversed(node.children))
+        stack.extend(reversed(child_nodes(node)))
 
 
 _EMPTY = cst.Module(body=[])

@@ -6,6 +6,7 @@ would give the same answers at several times the cost; a linter that runs on eve
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Iterator, Optional, Union
 
@@ -33,8 +34,50 @@ class Binding:
     source: Optional[cst.CSTNode] = None
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The node's children, read straight from its fields.
+
+    LibCST's `children` and `visit` rebuild every node they pass (its `_visit_and_replace_children`), which is
+    most of the cost of a walk. The order is that of the fields, which is the source order for statements and
+    for almost all expressions (exceptions: `a if test else b` lists test first; decorators come after the name).
+    """
+    names = _FIELDS.get(type(node))
+    if names is None:
+        names = _FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
+    out: list[cst.CSTNode] = []
+    for name in names:
+        value = getattr(node, name)
+        kind = _KIND.get(type(value))
+        if kind is None:
+            kind = _kind(type(value))
+        if kind is _NODE:
+            out.append(value)
+        elif kind is _SEQUENCE:
+            for item in value:
+                if (_KIND.get(type(item)) or _kind(type(item))) is _NODE:
+                    out.append(item)
+    return out
+
+
+# isinstance() against CSTNode (an ABC) is slow; the answer per type is cached here.
+_NODE, _SEQUENCE, _OTHER = "node", "sequence", "other"
+_KIND: dict[type, str] = {}
+
+
+def _kind(t: type) -> str:
+    kind = _NODE if issubclass(t, cst.CSTNode) else _SEQUENCE if issubclass(t, (list, tuple)) else _OTHER
+    _KIND[t] = kind
+    return kind
+
+
+_SCOPE_SET = frozenset(SCOPE_TYPES)
+
+
 class SyntaxIndex(cst.CSTVisitor):
-    """Collects parents, all nodes in order, bindings and imports in a single visit."""
+    """Collects parents, all nodes in order, bindings and imports in a single walk (`build`)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -48,6 +91,33 @@ class SyntaxIndex(cst.CSTVisitor):
         self._scopes: list[Scope] = []
 
     # -- the walk ---------------------------------------------------------------------------------------------
+    def build(self, module: cst.Module) -> "SyntaxIndex":
+        """The same as `module.visit(self)`, several times faster (see `child_nodes`)."""
+        leave = object()
+        work: list = [module]
+        parent = self.parent
+        nodes = self.nodes
+        scopes = self._scopes
+        while work:
+            node = work.pop()
+            if node is leave:
+                scopes.pop()
+                continue
+            if type(node) is tuple:  # (child, its parent)
+                node, up = node
+                parent[node] = up
+            nodes.append(node)
+            handler = _HANDLERS.get(type(node))
+            if handler is not None:
+                handler(self, node)
+            if type(node) in _SCOPE_SET:
+                scopes.append(node)
+                work.append(leave)
+            children = child_nodes(node)
+            if children:
+                work.extend((child, node) for child in reversed(children))
+        return self
+
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self._stack:
             self.parent[node] = self._stack[-1]

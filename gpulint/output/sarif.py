@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gpulint import __version__
 from gpulint.output.common import url
-from gpulint.rule import DOCS_URL, all_rules
+from gpulint.diagnostics import DOCS_URL
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://gpulint.dev"
@@ -27,6 +27,8 @@ def _artifact_uri(filename: str) -> str:
 
 def _rules() -> list[dict]:
     rules = []
+    from gpulint.rule import all_rules  # imports LibCST: only when SARIF is asked for
+
     for code, cls in all_rules().items():
         doc = cls.documentation()
         rules.append({

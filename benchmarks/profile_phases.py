@@ -1,0 +1,73 @@
+"""Where a cold `gpulint check` spends its time, phase by phase, on one core.
+
+    python benchmarks/profile_phases.py /work/corpus/examples
+
+Phases: CPython's ast.parse (syntax errors, and the guard against input that crashes LibCST), the prefilter,
+LibCST's parse, the syntax index (one walk), the rules (with the loop analysis they trigger), and positions
+of findings. The corpus is run twice in one process and the second run is reported (no import or warm-up).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+import time
+from pathlib import Path
+
+import libcst as cst
+
+from gpulint.analysis import ModuleAnalysis
+from gpulint.config import Settings
+from gpulint.discovery import iter_files
+from gpulint.rule import all_rules
+from gpulint.runner import _place, _run_rules, could_have_findings
+
+
+def measure(texts: list[str], codes: frozenset[str]) -> dict[str, float]:
+    spent = dict.fromkeys(["ast.parse", "prefilter", "libcst parse", "syntax index", "rules", "positions"], 0.0)
+    clock = time.perf_counter
+    for text in texts:
+        t = clock()
+        ast.parse(text)
+        spent["ast.parse"] += clock() - t
+        t = clock()
+        keep = could_have_findings(text, codes)
+        spent["prefilter"] += clock() - t
+        if not keep:
+            continue
+        t = clock()
+        module = cst.parse_module(text)
+        spent["libcst parse"] += clock() - t
+        t = clock()
+        analysis = ModuleAnalysis(module, text)
+        spent["syntax index"] += clock() - t
+        t = clock()
+        found = _run_rules(analysis, codes, False, [])
+        spent["rules"] += clock() - t
+        t = clock()
+        _place(found, analysis, text, "x.py")
+        spent["positions"] += clock() - t
+    return spent
+
+
+def main() -> None:
+    corpus = Path(sys.argv[1]).resolve()
+    files = [p for p in iter_files([corpus], Settings(root=corpus)) if p.suffix == ".py"]
+    texts = [p.read_text(encoding="utf-8") for p in files]
+    lines = sum(len(t.splitlines()) for t in texts)
+    parsed = [t for t in texts if could_have_findings(t, frozenset(all_rules()))]
+    codes = frozenset(all_rules())
+    measure(texts, codes)
+    spent = measure(texts, codes)
+    total = sum(spent.values())
+    print(f"{len(texts)} files, {lines:,} lines; {len(parsed)} files ({sum(len(t.splitlines()) for t in parsed):,} "
+          f"lines) pass the prefilter")
+    print("| phase | seconds | share |")
+    print("| --- | ---: | ---: |")
+    for phase, seconds in spent.items():
+        print(f"| {phase} | {seconds:.2f} | {seconds / total:.0%} |")
+    print(f"| total (one core) | {total:.2f} | {lines / total:,.0f} lines/s |")
+
+
+if __name__ == "__main__":
+    main()
