@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -40,11 +41,31 @@ def workspace(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "gpulint", "server"]))
-async def client(lsp_client: LanguageClient, workspace: Path):
+SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "gpulint", "server"])
+
+
+async def start(lsp_client: LanguageClient, workspace: Path, editor: str) -> None:
+    lsp_client.registrations = []
+
+    @lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def register(params: types.RegistrationParams) -> None:
+        lsp_client.registrations.extend(params.registrations)
+
     await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"), root_uri=workspace.as_uri(),
+        capabilities=client_capabilities(editor), root_uri=workspace.as_uri(),
         workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name="ws")]))
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def client(lsp_client: LanguageClient, workspace: Path):
+    await start(lsp_client, workspace, "visual-studio-code")  # UTF-16 positions, watches files for servers
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def neovim(lsp_client: LanguageClient, workspace: Path):
+    await start(lsp_client, workspace, "neovim")  # offers UTF-8 positions first, so pygls agrees on UTF-8
     yield
     await lsp_client.shutdown_session()
 
@@ -90,6 +111,25 @@ async def test_diagnostics_on_open_with_codes_and_ranges(client: LanguageClient,
     assert (item.range.start.line, item.range.start.character, item.range.end.character) == (9, 16, 27)
     assert item.severity == types.DiagnosticSeverity.Warning and item.source == "gpulint"
     assert item.code_description.href.endswith("item-in-loop")
+
+
+async def test_positions_in_the_encoding_the_editor_chose(neovim: LanguageClient, workspace: Path):
+    found = await open_document(neovim, workspace / "train.py", SOURCE)
+    item = next(d for d in found if d.code == "GPU101")
+    # In UTF-8 the rocket is four bytes: `.item()` call starts at byte 18 and ends at byte 29.
+    assert (item.range.start.line, item.range.start.character, item.range.end.character) == (9, 18, 29)
+
+
+async def test_save_lints_the_buffer_at_once(client, workspace):
+    path = workspace / "train.py"
+    await open_document(client, path, SOURCE)
+    edited = SOURCE.replace("    torch.cuda.empty_cache()\n", "")
+    await change(client, path, edited, 2)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=path.as_uri())))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    # The buffer, not the file on disk (which still has the empty_cache call), and without the debounce wait.
+    assert {d.code for d in client.diagnostics[path.as_uri()]} == {"GPU101", "GPU201"}
 
 
 async def test_unsaved_buffer_is_linted_and_bursts_settle_on_the_last_version(client, workspace):
@@ -138,6 +178,40 @@ async def test_noqa_action(client, workspace):
     assert not [d for d in lint_source(fixed, "t.py", ALL).diagnostics if d.code == "GPU101"]
 
 
+async def test_noqa_action_extends_an_existing_noqa_comment(client, workspace):
+    path = workspace / "train.py"
+    text = SOURCE.replace('print("🚀", loss.item())', 'print("🚀", loss.item())  # noqa: GPU110')
+    found = await open_document(client, path, text)
+    target = next(d for d in found if d.code == "GPU101")
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=path.as_uri()), range=target.range,
+        context=types.CodeActionContext(diagnostics=[target])))
+    noqa = next(a for a in actions if a.title == "Disable GPU101 for this line")
+    fixed = apply_edits(text, noqa.edit.changes[path.as_uri()])
+    assert '    print("🚀", loss.item())  # noqa: GPU110, GPU101\n' in fixed
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r"])
+async def test_fixes_in_files_with_other_line_endings_and_no_final_newline(client, workspace, newline):
+    path = workspace / "train.py"
+    text = SOURCE.rstrip("\n").replace("\n", newline)  # the last line (empty_cache) has no line break
+    found = await open_document(client, path, text)
+    last = next(d for d in found if d.code == "GPU110")
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=path.as_uri()), range=last.range,
+        context=types.CodeActionContext(diagnostics=[last])))
+    fix = next(a for a in actions if "empty_cache" in a.title)
+    assert all(e.range.end.line <= 10 for e in fix.edit.changes[path.as_uri()])  # inside the document
+    assert apply_edits(text, fix.edit.changes[path.as_uri()]) == \
+        lint_source(text, "train.py", frozenset({"GPU110"}), fix=FixMode.UNSAFE).source
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
+        range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
+        context=types.CodeActionContext(diagnostics=[], only=["source.fixAll"])))
+    assert apply_edits(text, actions[0].edit.changes[path.as_uri()]) == \
+        lint_source(text, "train.py", ALL, fix=FixMode.SAFE).source
+
+
 async def test_fix_all(client, workspace):
     path = workspace / "train.py"
     await open_document(client, path, SOURCE)
@@ -184,3 +258,37 @@ async def test_config_is_read_and_reloaded(client, workspace):
         uri=config.as_uri(), type=types.FileChangeType.Changed)]))
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     assert {d.code for d in client.diagnostics[path.as_uri()]} == {"GPU110", "GPU201"}
+
+
+async def test_the_server_asks_to_watch_config_files(client, workspace):
+    await open_document(client, workspace / "train.py", SOURCE)  # by now the registration has arrived
+    watchers = [w for r in client.registrations if r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
+                for w in r.register_options["watchers"]]
+    assert {w["globPattern"] for w in watchers} >= {"**/pyproject.toml", "**/gpulint.toml"}
+
+
+async def test_an_edited_config_applies_at_the_next_lint_without_a_watcher(neovim, workspace):
+    path = workspace / "train.py"
+    config = workspace / "gpulint.toml"
+    config.write_text('ignore = ["GPU110"]\n')
+    assert "GPU110" not in {d.code for d in await open_document(neovim, path, SOURCE)}
+    config.write_text('ignore = ["GPU101"]\n')
+    os.utime(config, ns=(config.stat().st_atime_ns, config.stat().st_mtime_ns + 10**9))
+    await change(neovim, path, SOURCE, 2)  # Neovim (here) cannot watch files: no event, just the next edit
+    await neovim.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert {d.code for d in neovim.diagnostics[path.as_uri()]} == {"GPU110", "GPU201"}
+
+
+def test_noqa_never_lands_inside_a_string_or_after_a_backslash():
+    from gpulint.diagnostics import Diagnostic, Position
+    from gpulint.server import Text, noqa_edit
+
+    def action(source: str):
+        d = Diagnostic("GPU101", "item-in-loop", "m", location=Position(1, 5), end_location=Position(2, 12))
+        return noqa_edit(d, Text(source, len))
+
+    # Row 1 ends inside a triple-quoted string; row 2 ends with a line continuation: no safe place.
+    assert action('x = f("""\n""").item() + \\\n    1\n') is None
+    # Row 2 is fine: the comment goes there (the noqa covers a finding's first and last rows).
+    edit = action('x = f("""\n""").item() + 1\n')
+    assert (edit.range.start.line, edit.new_text) == (1, '""").item() + 1  # noqa: GPU101')
