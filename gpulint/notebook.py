@@ -31,10 +31,15 @@ class _Cell:
     source: str
 
 
+# `files = !ls`, `a, b = %sx ...`, `t = %timeit -o f()`: IPython's assign-from-system/magic forms.
+_ASSIGNED_RE = re.compile(r"^\s*[\w.]+(\s*,\s*[\w.]+)*\s*=\s*[!%]")
+_HELP_RE = re.compile(r"^[\w.]+\?\??$")
+
+
 def _is_ipython_line(line: str) -> bool:
     stripped = line.lstrip()
-    return stripped.startswith(("%", "!", "?")) or (stripped.endswith("?") and not stripped.startswith("#")
-                                                     and re.match(r"^[\w.]+\?\??$", stripped) is not None)
+    return (stripped.startswith(("%", "!", "?")) or _HELP_RE.match(stripped) is not None
+            or _ASSIGNED_RE.match(line) is not None)
 
 
 class _Masker:
@@ -51,11 +56,21 @@ class _Masker:
             out = [self._placeholder(lines[0])]
             out += [line if body_is_python else self._placeholder(line) for line in lines[1:]]
             return "\n".join(out)
-        return "\n".join(self._placeholder(line) if _is_ipython_line(line) else line for line in lines)
+        out = []
+        indent = None  # set while a masked line goes on in the next (`!pip install \`)
+        for line in lines:
+            if indent is not None or _is_ipython_line(line):
+                indent = line[: len(line) - len(line.lstrip())] if indent is None else indent
+                out.append(self._placeholder(line, indent))
+                indent = indent if line.endswith("\\") else None
+            else:
+                out.append(line)
+        return "\n".join(out)
 
-    def _placeholder(self, line: str) -> str:
+    def _placeholder(self, line: str, indent: Optional[str] = None) -> str:
         self.lines.append(line)
-        indent = line[: len(line) - len(line.lstrip())]
+        if indent is None:
+            indent = line[: len(line) - len(line.lstrip())]
         # Inside a block a statement must stay a statement; at the top a comment is enough.
         prefix = "pass  " if indent else ""
         return f"{indent}{prefix}# gpulint-magic-{len(self.lines) - 1}"
@@ -134,7 +149,9 @@ def _dump(raw_text: str, nb, new_sources: dict[int, str]) -> str:
         old = data["cells"][index]["source"]
         data["cells"][index]["source"] = source.splitlines(keepends=True) if isinstance(old, list) else source
     indent = _indent_of(raw_text)
-    text = json.dumps(data, indent=indent, ensure_ascii=False, separators=(",", ": ") if indent else None)
+    # A file that is all ASCII wrote its other characters as \\u escapes: keep doing so.
+    text = json.dumps(data, indent=indent, ensure_ascii=raw_text.isascii(),
+                      separators=(",", ": ") if indent is not None else None)
     return text + ("\n" if raw_text.endswith("\n") else "")
 
 

@@ -98,3 +98,32 @@ def test_broken_notebook_is_one_line(notebook, tmp_path):
     assert result.exit_code == 2
     assert "bad.ipynb: not a readable notebook" in result.output
     assert "Traceback" not in result.output
+
+
+def test_ipython_assignments_and_continued_shell_lines_do_not_hide_the_notebook(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    nb = nbformat.v4.new_notebook()
+    setup = ("!pip install \\\n    torch\nimport torch\nfiles = !ls\nt = %timeit -o sum(range(3))\n"
+             "model = torch.nn.Linear(2, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)")
+    loop = ("for step in range(10):\n    x = torch.randn(4, 2, device='cuda')\n    loss = model(x).sum()\n"
+            "    loss.backward()\n    opt.step()\n    print(loss.item())\n    %time y = 1\n    !echo hi")
+    nb.cells = [nbformat.v4.new_code_cell(setup), nbformat.v4.new_code_cell(loop)]
+    nbformat.write(nb, "magic.ipynb")
+    out = run("check", "--output-format", "concise", "-q", "magic.ipynb").output
+    assert out == ("magic.ipynb:cell 2:6:11: GPU101 `.item()` every iteration blocks the CPU until the GPU "
+                   "catches up; keep the value on the device\n")
+    before = (tmp_path / "magic.ipynb").read_bytes()
+    run("check", "--fix", "--unsafe-fixes", "magic.ipynb")  # GPU101 has no fix: nothing to write
+    assert (tmp_path / "magic.ipynb").read_bytes() == before
+
+
+def test_non_ascii_in_a_file_that_escapes_it(notebook):
+    data = json.loads(notebook.read_text())
+    data["cells"][0]["source"] = ["# Entraînement — 训练\n", "The way the tutorials do it."]
+    notebook.write_text(json.dumps(data, indent=2) + "\n")  # ensure_ascii: \u escapes, as some tools write
+    run("check", "--fix", "nb.ipynb")
+    text = notebook.read_text()
+    assert text.isascii() and "Entra\\u00eenement" in text
+    fixed = json.loads(text)
+    assert json.dumps(fixed, indent=2) + "\n" == text  # the file's own layout, everywhere
+    assert "pin_memory=True" in "".join(fixed["cells"][2]["source"])
