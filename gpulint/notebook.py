@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
+from itertools import accumulate
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -122,6 +124,75 @@ def _split(text: str, cells: list[_Cell]) -> Optional[dict[int, str]]:
     return {cell.index: "\n".join(chunks[cell.index]) for cell in cells}
 
 
+def _file_rows(raw_text: str) -> Optional[dict[int, list[int]]]:
+    """For each cell, the line of the .ipynb file on which each of its source lines is written.
+
+    The standard library's pure-Python JSON scanner reports where every string value starts; string values come
+    in document order, which is the order a walk of the parsed data meets them.
+    """
+    from json import scanner
+    from json.decoder import scanstring
+
+    starts: list[int] = []
+
+    def parse_string(text: str, end: int, strict: bool = True):
+        starts.append(end - 1)  # `end` is just past the opening quote
+        return scanstring(text, end, strict)
+
+    decoder = json.JSONDecoder()
+    decoder.parse_string = parse_string
+    decoder.scan_once = scanner.py_make_scanner(decoder)
+    try:
+        data = decoder.decode(raw_text)
+    except (ValueError, RecursionError):
+        return None
+    offsets = iter(starts)
+
+    def walk(value):
+        if isinstance(value, str):
+            return next(offsets)
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        return None
+
+    try:
+        positions = walk(data)
+        if next(offsets, None) is not None:
+            return None  # a duplicate key dropped a value: the walk and the scan disagree
+        rows: dict[int, list[int]] = {}
+        for index, (cell, where) in enumerate(zip(data["cells"], positions["cells"])):
+            source, at = cell.get("source", ""), where.get("source")
+            pieces = list(zip(source, at)) if isinstance(source, list) else [(source, at)]
+            piece_rows = [raw_text.count("\n", 0, offset) + 1 for _, offset in pieces]
+            piece_starts = list(accumulate((len(piece) for piece, _ in pieces[:-1]), initial=0))
+            joined = "".join(piece for piece, _ in pieces)
+            line_starts = [0, *(m.end() for m in re.finditer("\n", joined))]  # cells split at \n (see _join)
+            line_rows = [piece_rows[bisect_right(piece_starts, start) - 1] for start in line_starts] \
+                if pieces else []
+            rows[index] = line_rows
+        return rows
+    except (StopIteration, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _locate_in_file(diagnostics: list[Diagnostic], raw_text: str) -> None:
+    """Set each finding's `file_rows`: where its lines are written in the notebook file itself."""
+    rows = _file_rows(raw_text) if diagnostics else None
+    if rows is None:
+        return
+    for d in diagnostics:
+        if d.cell is None:
+            continue
+        cell_rows = rows.get(d.cell, [])
+        if 0 < d.location.row <= len(cell_rows):
+            end = d.end_location.row
+            d.file_rows = (cell_rows[d.location.row - 1],
+                           cell_rows[end - 1] if d.location.row <= end <= len(cell_rows) else
+                           cell_rows[d.location.row - 1])
+
+
 def _place(d: Diagnostic, where: list[tuple[int, int]]) -> Diagnostic:
     row = d.location.row
     cell, line = where[row] if 0 < row < len(where) else (-1, 0)
@@ -198,9 +269,10 @@ def lint_notebook(path: Path, settings: Settings, fix: FixMode = FixMode.NONE, *
     outcome.diagnostics = [_place(d, where) for d in result.diagnostics]
     for cell in cells:
         outcome.sources[(name, cell.index)] = fixed_sources.get(cell.index, cell.source)
+    new_text = _dump(source.text, nb, fixed_sources) if fixed_sources else source.text
+    _locate_in_file(outcome.diagnostics, new_text)
     if fixed_sources:
         outcome.fixed_count = result.fixed_count
-        new_text = _dump(source.text, nb, fixed_sources)
         outcome.original, outcome.fixed = source.text, new_text
         if write:
             try:
