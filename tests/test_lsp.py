@@ -1,8 +1,13 @@
-"""`gpulint server` end to end: a real LSP client (pytest-lsp) talks to it over stdio."""
+"""`gpulint server` end to end: a real LSP client (pytest-lsp) talks to it over stdio.
+
+As in an editor session, one server serves every test of the module (one per editor profile); each test works
+in its own folder, so no test sees another's files or configuration.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -35,10 +40,20 @@ SOURCE = textwrap.dedent("""\
 ALL = frozenset(all_rules())
 
 
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("lsp-workspace")
+
+
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    (tmp_path / "train.py").write_text(SOURCE)
-    return tmp_path
+def workspace(root: Path, request) -> Path:
+    folder = root / re.sub(r"\W+", "_", request.node.name)
+    folder.mkdir()
+    (folder / "train.py").write_text(SOURCE)
+    return folder
 
 
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "gpulint", "server"])
@@ -56,16 +71,16 @@ async def start(lsp_client: LanguageClient, workspace: Path, editor: str) -> Non
         workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name="ws")]))
 
 
-@pytest_lsp.fixture(config=SERVER)
-async def client(lsp_client: LanguageClient, workspace: Path):
-    await start(lsp_client, workspace, "visual-studio-code")  # UTF-16 positions, watches files for servers
+@pytest_lsp.fixture(config=SERVER, scope="module")
+async def client(lsp_client: LanguageClient, root: Path):
+    await start(lsp_client, root, "visual-studio-code")  # UTF-16 positions, watches files for servers
     yield
     await lsp_client.shutdown_session()
 
 
-@pytest_lsp.fixture(config=SERVER)
-async def neovim(lsp_client: LanguageClient, workspace: Path):
-    await start(lsp_client, workspace, "neovim")  # offers UTF-8 positions first, so pygls agrees on UTF-8
+@pytest_lsp.fixture(config=SERVER, scope="module")
+async def neovim(lsp_client: LanguageClient, root: Path):
+    await start(lsp_client, root, "neovim")  # offers UTF-8 positions first, so pygls agrees on UTF-8
     yield
     await lsp_client.shutdown_session()
 
@@ -89,11 +104,17 @@ def apply_edits(text: str, edits: list[types.TextEdit]) -> str:
     return text
 
 
+async def published(client: LanguageClient, path: Path) -> list[types.Diagnostic]:
+    """The next diagnostics the server publishes for `path` (other files' are let pass)."""
+    while (await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)).uri != path.as_uri():
+        pass
+    return client.diagnostics[path.as_uri()]
+
+
 async def open_document(client: LanguageClient, path: Path, text: str, version: int = 1):
     client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
         uri=path.as_uri(), language_id="python", version=version, text=text)))
-    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    return client.diagnostics[path.as_uri()]
+    return await published(client, path)
 
 
 async def change(client: LanguageClient, path: Path, text: str, version: int):
@@ -127,7 +148,7 @@ async def test_save_lints_the_buffer_at_once(client, workspace):
     await change(client, path, edited, 2)
     client.text_document_did_save(types.DidSaveTextDocumentParams(
         text_document=types.TextDocumentIdentifier(uri=path.as_uri())))
-    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    await published(client, path)
     # The buffer, not the file on disk (which still has the empty_cache call), and without the debounce wait.
     assert {d.code for d in client.diagnostics[path.as_uri()]} == {"GPU101", "GPU201"}
 
@@ -139,8 +160,7 @@ async def test_unsaved_buffer_is_linted_and_bursts_settle_on_the_last_version(cl
         text = SOURCE if version < 31 else SOURCE.replace('print("🚀", loss.item())', "pass")
         await change(client, path, text, version)
     for _ in range(5):
-        await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-        if "GPU101" not in {d.code for d in client.diagnostics[path.as_uri()]}:
+        if "GPU101" not in {d.code for d in await published(client, path)}:
             break
     assert {d.code for d in client.diagnostics[path.as_uri()]} == {"GPU110", "GPU201"}
     assert path.read_text() == SOURCE  # the file on disk was never the input
@@ -239,12 +259,10 @@ async def test_syntax_error_buffer_keeps_the_server_alive(client, workspace):
     path = workspace / "train.py"
     await open_document(client, path, SOURCE)
     await change(client, path, SOURCE + "for x in :\n", 2)
-    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    broken = client.diagnostics[path.as_uri()]
+    broken = await published(client, path)
     assert [d.code for d in broken] == ["GPU001"] and broken[0].severity == types.DiagnosticSeverity.Error
     await change(client, path, SOURCE, 3)
-    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    assert {d.code for d in client.diagnostics[path.as_uri()]} == {"GPU101", "GPU110", "GPU201"}
+    assert {d.code for d in await published(client, path)} == {"GPU101", "GPU110", "GPU201"}
 
 
 async def test_config_is_read_and_reloaded(client, workspace):
@@ -256,8 +274,7 @@ async def test_config_is_read_and_reloaded(client, workspace):
     config.write_text('[tool.gpulint]\nignore = ["GPU101"]\n')
     client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[types.FileEvent(
         uri=config.as_uri(), type=types.FileChangeType.Changed)]))
-    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    assert {d.code for d in client.diagnostics[path.as_uri()]} == {"GPU110", "GPU201"}
+    assert {d.code for d in await published(client, path)} == {"GPU110", "GPU201"}
 
 
 async def test_the_server_asks_to_watch_config_files(client, workspace):
@@ -275,20 +292,5 @@ async def test_an_edited_config_applies_at_the_next_lint_without_a_watcher(neovi
     config.write_text('ignore = ["GPU101"]\n')
     os.utime(config, ns=(config.stat().st_atime_ns, config.stat().st_mtime_ns + 10**9))
     await change(neovim, path, SOURCE, 2)  # Neovim (here) cannot watch files: no event, just the next edit
-    await neovim.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    assert {d.code for d in neovim.diagnostics[path.as_uri()]} == {"GPU110", "GPU201"}
+    assert {d.code for d in await published(neovim, path)} == {"GPU110", "GPU201"}
 
-
-def test_noqa_never_lands_inside_a_string_or_after_a_backslash():
-    from gpulint.diagnostics import Diagnostic, Position
-    from gpulint.server import Text, noqa_edit
-
-    def action(source: str):
-        d = Diagnostic("GPU101", "item-in-loop", "m", location=Position(1, 5), end_location=Position(2, 12))
-        return noqa_edit(d, Text(source, len))
-
-    # Row 1 ends inside a triple-quoted string; row 2 ends with a line continuation: no safe place.
-    assert action('x = f("""\n""").item() + \\\n    1\n') is None
-    # Row 2 is fine: the comment goes there (the noqa covers a finding's first and last rows).
-    edit = action('x = f("""\n""").item() + 1\n')
-    assert (edit.range.start.line, edit.new_text) == (1, '""").item() + 1  # noqa: GPU101')
