@@ -76,8 +76,8 @@ class GpulintServer(LanguageServer):
     def lint_now(self, uri: str) -> None:
         document = self.workspace.get_text_document(uri)
         path = Path(to_fs_path(uri) or "untitled.py")
-        if path.suffix not in (".py", ".pyi"):
-            return
+        if path.suffix not in (".py", ".pyi") and document.language_id != "python":
+            return  # a config file or a notebook the editor opened; scripts without a suffix still count
         source = document.source
         try:
             settings = self.settings_for(path)

@@ -111,9 +111,10 @@ async def published(client: LanguageClient, path: Path) -> list[types.Diagnostic
     return client.diagnostics[path.as_uri()]
 
 
-async def open_document(client: LanguageClient, path: Path, text: str, version: int = 1):
+async def open_document(client: LanguageClient, path: Path, text: str, version: int = 1,
+                        language: str = "python"):
     client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
-        uri=path.as_uri(), language_id="python", version=version, text=text)))
+        uri=path.as_uri(), language_id=language, version=version, text=text)))
     return await published(client, path)
 
 
@@ -132,6 +133,16 @@ async def test_diagnostics_on_open_with_codes_and_ranges(client: LanguageClient,
     assert (item.range.start.line, item.range.start.character, item.range.end.character) == (9, 16, 27)
     assert item.severity == types.DiagnosticSeverity.Warning and item.source == "gpulint"
     assert item.code_description.href.endswith("item-in-loop")
+
+
+async def test_python_scripts_without_a_suffix_and_only_python(client, workspace):
+    script = workspace / "train"  # `#!/usr/bin/env python`, no .py: the editor says it is Python
+    assert {d.code for d in await open_document(client, script, SOURCE)} == {"GPU101", "GPU110", "GPU201"}
+    notes = workspace / "notes.txt"
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=notes.as_uri(), language_id="plaintext", version=1, text=SOURCE)))
+    await open_document(client, workspace / "after.py", "x = 1\n")  # the server has handled notes.txt by now
+    assert notes.as_uri() not in client.diagnostics
 
 
 async def test_positions_in_the_encoding_the_editor_chose(neovim: LanguageClient, workspace: Path):
