@@ -57,6 +57,17 @@ def test_sarif_validates_against_the_official_schema(project):
         assert r["level"] == "warning"
 
 
+def test_the_schema_has_teeth():
+    """A schema that accepted anything would make the validations above worthless."""
+    for broken in ({"version": "2.1.0"}, {"version": "2.0.0", "runs": []},
+                   {"version": "2.1.0", "runs": [{"tool": {"driver": {}}}]},
+                   {"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "x"}}, "results": [
+                       {"message": {"text": "m"}, "locations": [{"physicalLocation": {
+                           "artifactLocation": {"uri": "a.py"}, "region": {"startLine": 0}}}]}]}]}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(broken, SCHEMA)
+
+
 def test_sarif_with_no_findings_is_valid(project):
     (project / "pkg" / "ok.py").write_text("x = 1\n")
     result = CliRunner().invoke(main, ["check", "--output-format", "sarif", "pkg/ok.py"])
