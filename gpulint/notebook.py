@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from gpulint.config import Settings
-from gpulint.diagnostics import Diagnostic, Position
+from gpulint.diagnostics import Diagnostic, Edit, Position
 from gpulint.engine import FileOutcome
 from gpulint.files import FileError, SourceFile
 from gpulint.runner import FixMode, lint_source
@@ -177,6 +177,28 @@ def _file_rows(raw_text: str) -> Optional[dict[int, list[int]]]:
         return None
 
 
+def _cell_edits(d: Diagnostic, where: list[tuple[int, int]], masker: _Masker, cell_source: str) -> tuple:
+    """The fix's edits in the lines of the finding's own cell; none where an edit reaches beyond that cell."""
+    edits = []
+    for e in d.edits:
+        start, end = e.location.row, e.end_location.row
+        if d.cell is None or not 0 < start < len(where) or where[start][0] != d.cell:
+            return ()
+        content = masker.unmask(e.content)
+        if end < len(where) and where[end][0] == d.cell:
+            end_position = Position(where[end][1], 1)
+        elif where[end - 1][0] == d.cell and end - 1 >= start:
+            # Up to the end of the cell, whose last line has no line break of its own in the notebook.
+            last = where[end - 1][1]
+            last_line = cell_source.split("\n")[last - 1] if last <= len(cell_source.split("\n")) else ""
+            end_position = Position(last, len(last_line) + 1)
+            content = content[:-1] if content.endswith("\n") else content
+        else:
+            return ()
+        edits.append(Edit(content, Position(where[start][1], 1), end_position))
+    return tuple(edits)
+
+
 def _locate_in_file(diagnostics: list[Diagnostic], raw_text: str) -> None:
     """Set each finding's `file_rows`: where its lines are written in the notebook file itself."""
     rows = _file_rows(raw_text) if diagnostics else None
@@ -255,20 +277,25 @@ def lint_notebook(path: Path, settings: Settings, fix: FixMode = FixMode.NONE, *
     masker = _Masker()
     text, where = _join(cells, masker)
     codes = settings.enabled_codes(path)
-    result = lint_source(text, name, codes, report_periodic=settings.report_periodic, fix=fix)
+    result = lint_source(text, name, codes, report_periodic=settings.report_periodic, fix=fix,
+                         want_edits=want_edits)
     outcome.errors.extend(f"{name}: {e}" for e in result.errors)
     fixed_sources: dict[int, str] = {}
     if result.changed(text):
         split = _split(masker.unmask(result.source), cells)
         if split is None:
             outcome.errors.append(f"{name}: a fix moved code across cells; notebook left unchanged")
-            result = lint_source(text, name, codes, report_periodic=settings.report_periodic)
+            result = lint_source(text, name, codes, report_periodic=settings.report_periodic,
+                                 want_edits=want_edits)
         else:
             fixed_sources = {i: s for i, s in split.items() if s != nb.cells[i].source}
             _, where = _join([_Cell(c.index, split[c.index]) for c in cells], _Masker())
-    outcome.diagnostics = [_place(d, where) for d in result.diagnostics]
     for cell in cells:
         outcome.sources[(name, cell.index)] = fixed_sources.get(cell.index, cell.source)
+    outcome.diagnostics = [_place(d, where) for d in result.diagnostics]
+    for d in outcome.diagnostics:
+        if d.edits:
+            d.edits = _cell_edits(d, where, masker, outcome.sources.get((name, d.cell), ""))
     new_text = _dump(source.text, nb, fixed_sources) if fixed_sources else source.text
     _locate_in_file(outcome.diagnostics, new_text)
     if fixed_sources:
