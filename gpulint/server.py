@@ -21,6 +21,7 @@ from gpulint import __version__
 from gpulint import suppression
 from gpulint.config import ConfigError, Settings, find_config, load
 from gpulint.diagnostics import Applicability, Diagnostic, FixMode
+from gpulint.fixes import edits_for
 from gpulint.rule import DOCS_URL, all_rules
 from gpulint.runner import lint_source
 
@@ -37,6 +38,14 @@ class Linted:
     version: Optional[int]
     source: str
     diagnostics: list[Diagnostic]
+    module: Optional[object] = None  # the syntax tree the fixes refer to
+
+    def edits(self, d: Diagnostic):
+        """The fix's edits, computed when first asked for: on a large file with many fixable findings,
+        computing them all at every lint would take seconds (each is the whole module fixed and diffed)."""
+        if d.fix is not None and not d.edits and self.module is not None:
+            d.edits = edits_for(d, self.module, self.source)
+        return d.edits
 
 
 class GpulintServer(LanguageServer):
@@ -82,7 +91,7 @@ class GpulintServer(LanguageServer):
         try:
             settings = self.settings_for(path)
             result = lint_source(source, str(path), settings.enabled_codes(path),
-                                 report_periodic=settings.report_periodic, want_edits=True)
+                                 report_periodic=settings.report_periodic)
             found = result.diagnostics
             for error in result.errors:
                 self.window_log_message(types.LogMessageParams(type=types.MessageType.Warning,
@@ -92,7 +101,7 @@ class GpulintServer(LanguageServer):
             self.window_log_message(types.LogMessageParams(
                 type=types.MessageType.Error, message=f"gpulint: internal error on {path}: {exc!r}"))
             return
-        self.linted[uri] = Linted(document.version, source, found)
+        self.linted[uri] = Linted(document.version, source, found, result.module)
         text = self.text(source)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, version=document.version, diagnostics=[to_lsp(d, text) for d in found]))
@@ -278,7 +287,7 @@ def build() -> GpulintServer:
                 if not _overlaps(lsp_range(d, text), params.range):
                     continue
                 lsp_d = to_lsp(d, text)
-                if d.fix is not None and d.edits:
+                if d.fix is not None and linted.edits(d):
                     unsafe = d.fix.applicability is Applicability.UNSAFE
                     actions.append(types.CodeAction(
                         title=f"{d.fix.message} ({d.code}{', unsafe' if unsafe else ''})",
