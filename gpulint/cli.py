@@ -272,3 +272,8 @@ def server() -> None:
         raise _fail(f"the language server needs pygls and lsprotocol: pip install 'gpulint[lsp]' ({exc.name} "
                     f"is missing)")
     serve()
+
+
+from gpulint.verify.cli import verify  # noqa: E402  (the subcommand lives in its own package)
+
+main.add_command(verify)

@@ -115,7 +115,16 @@ def _alive(pid: int) -> bool:
         return False
     except OSError:
         return True  # exists, owned by someone else
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """A killed process nobody has reaped yet still answers kill(pid, 0); it will never rename its file."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _encoding(raw: bytes) -> str:

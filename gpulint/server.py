@@ -2,14 +2,18 @@
 
 It lints the editor's buffer (not the file on disk) shortly after each change, offers each fix as a quick fix,
 a `# noqa` action and a fix-all action, and shows a rule's documentation on hover. It never runs user code.
+
+Linting runs on one worker thread so that the server keeps answering while a large file is analysed; every
+message to the client is sent from the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
-from dataclasses import dataclass
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -18,9 +22,10 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from gpulint import __version__
-from gpulint import suppression
 from gpulint.config import ConfigError, Settings, find_config, load
 from gpulint.diagnostics import Applicability, Diagnostic, FixMode
+from gpulint.editing import TextChange, lsp_lines, minimal_change, spot, with_noqa
+from gpulint.files import source_lines
 from gpulint.fixes import edits_for
 from gpulint.rule import DOCS_URL, all_rules
 from gpulint.runner import lint_source
@@ -28,197 +33,238 @@ from gpulint.runner import lint_source
 DEBOUNCE_SECONDS = 0.2
 FIX_ALL_KIND = "source.fixAll.gpulint"
 CONFIG_NAMES = ("pyproject.toml", "gpulint.toml", ".gpulint.toml")
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,?\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+PYTHON_SUFFIXES = (".py", ".pyi")
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class Linted:
-    version: Optional[int]
+    """The findings for one exact text of a document, and what code actions derived from it (cached)."""
+
     source: str
     diagnostics: list[Diagnostic]
-    module: Optional[object] = None  # the syntax tree the fixes refer to
-
-    def edits(self, d: Diagnostic):
-        """The fix's edits, computed when first asked for: on a large file with many fixable findings,
-        computing them all at every lint would take seconds (each is the whole module fixed and diffed)."""
-        if d.fix is not None and not d.edits and self.module is not None:
-            d.edits = edits_for(d, self.module, self.source)
-        return d.edits
+    lsp: list[types.Diagnostic]
+    fixed_all: Optional[str] = None
+    settings: Settings = field(default_factory=Settings)
+    module: Optional[object] = None  # the syntax tree the diagnostics' fixes refer to
 
 
 class GpulintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("gpulint", __version__)
+        # Full sync: pygls applies incremental changes with str.splitlines, which miscounts lines holding a
+        # form feed or \u2028; the whole text is cheap next to a parse.
+        super().__init__("gpulint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
         self.linted: dict[str, Linted] = {}
         self.pending: dict[str, asyncio.Task] = {}
-        # (config file, its mtime) -> settings: an edited config is read again even if no editor said so
-        self._settings: dict[tuple[Optional[Path], int], Settings] = {}
-        self._reported_config_errors: set[str] = set()
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpulint-lint")
+        self._settings: dict[Path, Settings] = {}
+        self._untitled = Settings()  # for buffers not saved anywhere yet
+        self._config_of: dict[Path, Optional[Path]] = {}  # directory -> the config file its settings came from
+        self._mtimes: dict[Path, Optional[int]] = {}
+        self._config_errors: set[str] = set()  # shown since the last reload
+        self._config_errors_before: set[str] = set()  # shown before it: not shown again
+
+    # -- messages -----------------------------------------------------------------------------------------
+    def log(self, message: str, kind: types.MessageType = types.MessageType.Error) -> None:
+        self.window_log_message(types.LogMessageParams(type=kind, message=f"gpulint: {message}"))
 
     # -- settings ------------------------------------------------------------------------------------------
-    def settings_for(self, path: Path) -> Settings:
-        config = find_config(path.parent if path.parent.exists() else Path.cwd())
-        try:
-            key = (config, config.stat().st_mtime_ns if config is not None else 0)
-        except OSError:
-            key = (config, -1)
-        if key not in self._settings:
+    def settings_for(self, path: Optional[Path]) -> Settings:
+        if path is None:
+            return self._untitled
+        directory = path.parent
+        cached = self._settings.get(directory)
+        if cached is not None and _mtime(self._config_of.get(directory)) != self._mtimes.get(directory):
+            cached = None  # the config file was edited, and no watcher said so (Neovim on Linux, Helix)
+        if cached is None:
+            config = None
             try:
-                self._settings[key] = load(config, cwd=path.parent)
+                config = find_config(directory if directory.is_dir() else Path.cwd())
+                settings = load(config, cwd=directory)
             except ConfigError as exc:
-                if str(exc) not in self._reported_config_errors:
-                    self._reported_config_errors.add(str(exc))
+                message = str(exc)
+                if message not in self._config_errors | self._config_errors_before:
                     self.window_show_message(types.ShowMessageParams(
-                        type=types.MessageType.Error, message=f"gpulint: {exc} (using defaults)"))
-                self._settings[key] = Settings(root=path.parent)
-        return self._settings[key]
+                        type=types.MessageType.Error, message=f"gpulint: {message} (using the defaults)"))
+                self._config_errors.add(message)
+                settings = Settings(root=config.parent if config else directory)
+            self._settings[directory] = settings
+            self._config_of[directory] = config
+            self._mtimes[directory] = _mtime(config)
+        return self._settings[directory]
 
     def reload_settings(self) -> None:
+        """A configuration file changed: forget every resolved setting and lint the open documents again.
+
+        An error still present after the reload is not shown again (an editor may report one save twice:
+        didSave and a file watcher).
+        """
         self._settings.clear()
-        self._reported_config_errors.clear()
-        for uri in list(self.linted):
-            self.lint_now(uri)
+        self._config_errors_before = self._config_errors
+        self._config_errors = set()
+        self.linted.clear()
+        for uri in list(self.workspace.text_documents):
+            self.lint_later(uri, delay=0)
 
     # -- linting -------------------------------------------------------------------------------------------
-    def lint_now(self, uri: str) -> None:
+    def is_python(self, uri: str) -> bool:
+        document = self.workspace.text_documents.get(uri)
+        if document is None:
+            return False
+        path = to_fs_path(uri)
+        return (path or "").endswith(PYTHON_SUFFIXES) or document.language_id == "python"
+
+    async def run(self, function, *args):
+        return await asyncio.get_running_loop().run_in_executor(self.worker, function, *args)
+
+    async def lint(self, uri: str) -> Optional[Linted]:
+        """Findings for the buffer as it is now; None if it is not a Python document or linting failed."""
+        if not self.is_python(uri):
+            return None
         document = self.workspace.get_text_document(uri)
-        path = Path(to_fs_path(uri) or "untitled.py")
-        if path.suffix not in (".py", ".pyi") and document.language_id != "python":
-            return  # a config file or a notebook the editor opened; scripts without a suffix still count
         source = document.source
+        fs_path = to_fs_path(uri)
+        path = Path(fs_path) if fs_path else None
+        settings = self.settings_for(path)
+        cached = self.linted.get(uri)
+        if cached is not None and cached.source == source and cached.settings is settings:
+            return cached
+        codes = settings.enabled_codes(path)
+        name = str(path) if path else uri
         try:
-            settings = self.settings_for(path)
-            result = lint_source(source, str(path), settings.enabled_codes(path),
-                                 report_periodic=settings.report_periodic)
-            found = result.diagnostics
-            for error in result.errors:
-                self.window_log_message(types.LogMessageParams(type=types.MessageType.Warning,
-                                                               message=f"gpulint: {path}: {error}"))
-        except Exception as exc:  # the server must outlive any bug of ours
-            log.exception("linting %s failed", uri)
-            self.window_log_message(types.LogMessageParams(
-                type=types.MessageType.Error, message=f"gpulint: internal error on {path}: {exc!r}"))
+            result = await self.run(lambda: lint_source(source, name, codes,
+                                                        report_periodic=settings.report_periodic))
+        except Exception:  # the server must outlive any bug of ours
+            self.log(f"internal error while linting {name}:\n{traceback.format_exc()}")
+            return None
+        for error in result.errors:
+            self.log(f"{name}: {error}", types.MessageType.Warning)
+        lines = lsp_lines(source)
+        units = self.workspace.position_codec.client_num_units
+        linted = Linted(source, result.diagnostics, [to_lsp(d, lines, units) for d in result.diagnostics],
+                        settings=settings, module=result.module)
+        self.linted[uri] = linted
+        return linted
+
+    async def publish(self, uri: str) -> None:
+        linted = await self.lint(uri)
+        document = self.workspace.text_documents.get(uri)
+        # Publish only what matches the buffer now: a newer version has its own lint on the way.
+        if linted is None or document is None or document.source != linted.source:
             return
-        self.linted[uri] = Linted(document.version, source, found, result.module)
-        text = self.text(source)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, version=document.version, diagnostics=[to_lsp(d, text) for d in found]))
+            uri=uri, version=document.version, diagnostics=linted.lsp))
 
-    def text(self, source: str) -> "Text":
-        return Text(source, self.workspace.position_codec.client_num_units)
-
-    def lint_later(self, uri: str) -> None:
+    def lint_later(self, uri: str, delay: float = DEBOUNCE_SECONDS) -> None:
         """Debounce: a burst of edits is linted once, at its last version."""
         task = self.pending.pop(uri, None)
         if task is not None:
             task.cancel()
 
-        async def run() -> None:
-            await asyncio.sleep(DEBOUNCE_SECONDS)
-            self.pending.pop(uri, None)
-            self.lint_now(uri)
+        async def later() -> None:
+            await asyncio.sleep(delay)
+            try:
+                await self.publish(uri)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self.log(f"internal error on {uri}:\n{traceback.format_exc()}")
+            finally:
+                if self.pending.get(uri) is asyncio.current_task():
+                    del self.pending[uri]
 
-        self.pending[uri] = asyncio.ensure_future(run())
+        self.pending[uri] = asyncio.ensure_future(later())
 
-    def current(self, uri: str) -> Optional[Linted]:
-        """Findings for the buffer as it is now (lint it first if an edit is still waiting)."""
+    def forget(self, uri: str) -> None:
+        task = self.pending.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        self.linted.pop(uri, None)
+
+    # -- code actions --------------------------------------------------------------------------------------
+    async def with_edits(self, linted: Linted, d: Diagnostic) -> Diagnostic:
+        """`d` with the engine's edits for its one fix (apply(module, [fix])), computed when first asked for:
+        computing every finding's edits at each lint costs a whole-module fix and diff per finding (seconds on
+        a large file with many findings; see benchmarks/lsp_latency.py)."""
+        if d.fix is not None and not d.edits and linted.module is not None:
+            d.edits = await self.run(edits_for, d, linted.module, linted.source)
+        return d
+
+    async def fix_all(self, uri: str, linted: Linted) -> str:
+        if linted.fixed_all is None:
+            path = to_fs_path(uri)
+            codes = linted.settings.enabled_codes(Path(path) if path else None)
+            result = await self.run(lambda: lint_source(linted.source, path or uri, codes, fix=FixMode.SAFE,
+                                                        report_periodic=linted.settings.report_periodic))
+            linted.fixed_all = result.source
+        return linted.fixed_all
+
+    def edit(self, uri: str, old: str, new: str) -> Optional[types.WorkspaceEdit]:
+        change = minimal_change(old, new, self.workspace.position_codec.client_num_units)
+        if change is None:
+            return None
         document = self.workspace.get_text_document(uri)
-        linted = self.linted.get(uri)
-        if linted is None or linted.source != document.source:
-            task = self.pending.pop(uri, None)
-            if task is not None:
-                task.cancel()
-            self.lint_now(uri)
-            linted = self.linted.get(uri)
-        return linted
+        return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
+            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=document.version),
+            edits=[to_text_edit(change)])])
+
+
+def _mtime(path: Optional[Path]) -> Optional[int]:
+    try:
+        return path.stat().st_mtime_ns if path is not None else None
+    except OSError:
+        return None
 
 
 # -- conversions -------------------------------------------------------------------------------------------
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+def lsp_range(d: Diagnostic, lines: list[str], units) -> types.Range:
+    start = spot(lines, d.location.row, d.location.column, units)
+    end = spot(lines, d.end_location.row, d.end_location.column, units)
+    return types.Range(start=types.Position(*start), end=types.Position(*end))
 
 
-class Text:
-    """A buffer as LSP sees it: lines end at LF, CRLF or CR only (not at the form feeds and other breaks that
-    str.splitlines knows), columns count the code units the client and server agreed on (UTF-16 by default,
-    UTF-8 for Neovim and Helix)."""
-
-    def __init__(self, source: str, units) -> None:
-        self.source = source
-        self.lines = _LINE_BREAK.split(source)  # "a\n" -> ["a", ""]: the empty last line is a real position
-        self.units = units
-
-    def position(self, row: int, column: int) -> types.Position:
-        """1-based row and code-point column -> an LSP position, kept inside the document."""
-        if row > len(self.lines):
-            return self.end()
-        line = self.lines[max(row - 1, 0)]
-        return types.Position(line=max(row - 1, 0), character=self.units(line[: max(column - 1, 0)]))
-
-    def end(self) -> types.Position:
-        return types.Position(line=len(self.lines) - 1, character=self.units(self.lines[-1]))
-
-    def whole(self) -> types.Range:
-        return types.Range(start=types.Position(line=0, character=0), end=self.end())
-
-
-def lsp_range(d: Diagnostic, text: Text) -> types.Range:
-    return types.Range(start=text.position(d.location.row, d.location.column),
-                       end=text.position(d.end_location.row, d.end_location.column))
-
-
-def to_lsp(d: Diagnostic, text: Text) -> types.Diagnostic:
+def to_lsp(d: Diagnostic, lines: list[str], units) -> types.Diagnostic:
+    rule = all_rules().get(d.code)
     return types.Diagnostic(
-        range=lsp_range(d, text),
+        range=lsp_range(d, lines, units),
         message=d.message,
         severity=types.DiagnosticSeverity.Error if d.code == "GPU001" else types.DiagnosticSeverity.Warning,
         code=d.code,
-        code_description=types.CodeDescription(href=DOCS_URL.format(name=d.name)),
+        code_description=types.CodeDescription(href=DOCS_URL.format(name=rule.name if rule else d.name)),
         source="gpulint",
         data={"fix": d.fix.applicability.value if d.fix else None},
     )
 
 
-def _overlaps(a: types.Range, b: types.Range) -> bool:
+def to_text_edit(change: TextChange) -> types.TextEdit:
+    return types.TextEdit(range=types.Range(start=types.Position(*change.start), end=types.Position(*change.end)),
+                          new_text=change.new_text)
+
+
+def _touches(a: types.Range, b: types.Range) -> bool:
     def key(p: types.Position):
         return (p.line, p.character)
 
     return key(a.start) <= key(b.end) and key(b.start) <= key(a.end)
 
 
-def _line_edits(d: Diagnostic, text: Text) -> list[types.TextEdit]:
-    """The engine's line-based edits for this one fix (the fix applied alone to the buffer's text)."""
-    return [types.TextEdit(range=types.Range(start=text.position(e.location.row, 1),
-                                             end=text.position(e.end_location.row, 1)),
-                           new_text=e.content) for e in d.edits]
+def _engine_fix(source: str, d: Diagnostic) -> str:
+    """Rebuild the text after this one fix from the engine's edits (whole lines, split as the engine split)."""
+    lines = source_lines(source)
+    out: list[str] = []
+    cursor = 0
+    for e in sorted(d.edits, key=lambda e: e.location.row):
+        out.extend(lines[cursor: e.location.row - 1])
+        out.append(e.content)
+        cursor = e.end_location.row - 1
+    out.extend(lines[cursor:])
+    return "".join(out)
 
 
-def noqa_edit(d: Diagnostic, text: Text) -> Optional[types.TextEdit]:
-    """Add `# noqa: CODE` to the finding's first line (or its last, where the first ends in a backslash),
-    merged into a `# noqa: ...` already there. None where a comment cannot go or would change nothing."""
-    for row in dict.fromkeys((d.location.row, d.end_location.row)):
-        if not 0 < row <= len(text.lines) or text.lines[row - 1].rstrip().endswith("\\"):
-            continue
-        line = text.lines[row - 1]
-        match = _NOQA.search(line)
-        if match and match.group("codes") is None:
-            return None  # a bare noqa already silences everything
-        if match:
-            codes = [c.upper() for c in re.findall(r"[A-Z]+[0-9]+", match.group("codes"), re.IGNORECASE)]
-            if d.code in codes:
-                return None
-            new_line = line[: match.start()] + f"# noqa: {', '.join([*codes, d.code])}" + line[match.end():]
-        else:
-            new_line = line.rstrip() + f"  # noqa: {d.code}"
-        # The comment must really be a comment (not the inside of a string that spans lines).
-        lines = list(text.lines)
-        lines[row - 1] = new_line
-        if not suppression.parse("\n".join(lines)).suppresses(d.code, (row,)):
-            continue
-        return types.TextEdit(range=types.Range(start=text.position(row, 1), end=text.position(row, len(line) + 1)),
-                              new_text=new_line)
-    return None
+def _wanted(only: Optional[list[str]], kind: str) -> bool:
+    """LSP kinds are hierarchical: asking for `source.fixAll` includes `source.fixAll.gpulint`."""
+    return not only or any(kind == k or kind.startswith(f"{k}.") for k in only)
 
 
 # -- the server --------------------------------------------------------------------------------------------
@@ -227,23 +273,20 @@ def build() -> GpulintServer:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: GpulintServer, params: types.InitializedParams) -> None:
-        """Ask the editor to tell us when a config file changes (where it can watch files for us)."""
-        workspace_caps = ls.client_capabilities.workspace
-        watch = workspace_caps.did_change_watched_files if workspace_caps else None
-        if not (watch and watch.dynamic_registration):
-            return  # settings are still re-read when a config file's mtime changes, at the next lint
-        options = types.DidChangeWatchedFilesRegistrationOptions(
-            watchers=[types.FileSystemWatcher(glob_pattern=f"**/{name}") for name in CONFIG_NAMES])
-        try:
-            await ls.client_register_capability_async(types.RegistrationParams(registrations=[types.Registration(
-                id="gpulint-config-watcher", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                register_options=options)]))
-        except Exception as exc:  # an editor that refuses: fine, see above
-            log.info("file watcher registration refused: %s", exc)
+        watch = ls.client_capabilities.workspace
+        if watch and watch.did_change_watched_files and watch.did_change_watched_files.dynamic_registration:
+            try:
+                await ls.client_register_capability_async(types.RegistrationParams(registrations=[
+                    types.Registration(id="gpulint-config", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                                       register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                                           watchers=[types.FileSystemWatcher(glob_pattern=f"**/{name}")
+                                                     for name in CONFIG_NAMES]))]))
+            except Exception as exc:  # a client that cannot watch still gets didSave reloads
+                ls.log(f"could not watch configuration files ({exc})", types.MessageType.Info)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: GpulintServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.lint_now(params.text_document.uri)
+        ls.lint_later(params.text_document.uri, delay=0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: GpulintServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -251,20 +294,17 @@ def build() -> GpulintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: GpulintServer, params: types.DidSaveTextDocumentParams) -> None:
-        path = Path(to_fs_path(params.text_document.uri) or "")
-        if path.name in CONFIG_NAMES:
+        path = to_fs_path(params.text_document.uri)
+        if path and Path(path).name in CONFIG_NAMES:
             ls.reload_settings()
         else:
-            ls.lint_now(params.text_document.uri)
+            ls.lint_later(params.text_document.uri, delay=0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: GpulintServer, params: types.DidCloseTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        ls.linted.pop(uri, None)
-        task = ls.pending.pop(uri, None)
-        if task is not None:
-            task.cancel()
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        ls.forget(params.text_document.uri)
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=params.text_document.uri,
+                                                                            diagnostics=[]))
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def watched(ls: GpulintServer, params: types.DidChangeWatchedFilesParams) -> None:
@@ -273,62 +313,60 @@ def build() -> GpulintServer:
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
         code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.SourceFixAll, FIX_ALL_KIND]))
-    def code_action(ls: GpulintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    async def code_action(ls: GpulintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         uri = params.text_document.uri
-        linted = ls.current(uri)
+        linted = await ls.lint(uri)
         if linted is None:
             return []
-        text = ls.text(linted.source)
+        source = linted.source
         only = params.context.only
         actions: list[types.CodeAction] = []
-        wants_quickfix = not only or any(k.startswith(types.CodeActionKind.QuickFix) for k in only)
-        if wants_quickfix:
-            for d in linted.diagnostics:
-                if not _overlaps(lsp_range(d, text), params.range):
+        if _wanted(only, types.CodeActionKind.QuickFix):
+            here = [(d, lsp_d) for d, lsp_d in zip(linted.diagnostics, linted.lsp)
+                    if _touches(lsp_d.range, params.range)]
+            for d, lsp_d in here:
+                fixed = await ls.with_edits(linted, d) if d.fix is not None else None
+                if fixed is not None and fixed.edits:
+                    unsafe = fixed.fix.applicability is Applicability.UNSAFE
+                    edit = ls.edit(uri, source, _engine_fix(source, fixed))
+                    if edit is not None:
+                        actions.append(types.CodeAction(
+                            title=f"gpulint ({d.code}): {fixed.fix.message}{' (unsafe)' if unsafe else ''}",
+                            kind=types.CodeActionKind.QuickFix, diagnostics=[lsp_d], is_preferred=not unsafe,
+                            edit=edit))
+                if d.code == "GPU001":
                     continue
-                lsp_d = to_lsp(d, text)
-                if d.fix is not None and linted.edits(d):
-                    unsafe = d.fix.applicability is Applicability.UNSAFE
-                    actions.append(types.CodeAction(
-                        title=f"{d.fix.message} ({d.code}{', unsafe' if unsafe else ''})",
-                        kind=types.CodeActionKind.QuickFix, diagnostics=[lsp_d], is_preferred=not unsafe,
-                        edit=types.WorkspaceEdit(changes={uri: _line_edits(d, text)})))
-                edit = noqa_edit(d, text)
-                if edit is not None:
+                silenced = with_noqa(source, d.code, (d.location.row, d.end_location.row))
+                if silenced is not None:
                     actions.append(types.CodeAction(
                         title=f"Disable {d.code} for this line", kind=types.CodeActionKind.QuickFix,
-                        diagnostics=[lsp_d], edit=types.WorkspaceEdit(changes={uri: [edit]})))
-        wants_fix_all = not only or any(k in (types.CodeActionKind.Source, types.CodeActionKind.SourceFixAll,
-                                              FIX_ALL_KIND) for k in only)
-        if wants_fix_all and any(d.fix is not None and d.fix.applicability is Applicability.SAFE
-                                 for d in linted.diagnostics):
-            path = Path(to_fs_path(uri) or "untitled.py")
-            settings = ls.settings_for(path)
-            fixed = lint_source(linted.source, str(path), settings.enabled_codes(path),
-                                report_periodic=settings.report_periodic, fix=FixMode.SAFE).source
-            if fixed != linted.source:
-                actions.append(types.CodeAction(
-                    title="gpulint: fix all safe findings", kind=FIX_ALL_KIND,
-                    edit=types.WorkspaceEdit(changes={uri: [types.TextEdit(range=text.whole(), new_text=fixed)]})))
+                        diagnostics=[lsp_d], edit=ls.edit(uri, source, silenced)))
+        if _wanted(only, FIX_ALL_KIND) and any(d.fix is not None and d.fix.applicability is Applicability.SAFE
+                                               for d in linted.diagnostics):
+            edit = ls.edit(uri, source, await ls.fix_all(uri, linted))
+            if edit is not None:
+                actions.append(types.CodeAction(title="gpulint: fix all safe findings", kind=FIX_ALL_KIND,
+                                                edit=edit))
         return actions
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
-    def hover(ls: GpulintServer, params: types.HoverParams) -> Optional[types.Hover]:
-        linted = ls.current(params.text_document.uri)
+    async def hover(ls: GpulintServer, params: types.HoverParams) -> Optional[types.Hover]:
+        linted = await ls.lint(params.text_document.uri)
         if linted is None:
             return None
-        text = ls.text(linted.source)
         here = types.Range(start=params.position, end=params.position)
         rules = all_rules()
-        for d in linted.diagnostics:
-            if d.code in rules and _overlaps(lsp_range(d, text), here):
-                return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
-                                                                value=rules[d.code].documentation()),
-                                   range=lsp_range(d, text))
-        return None
+        found = [(d, lsp_d) for d, lsp_d in zip(linted.diagnostics, linted.lsp)
+                 if d.code in rules and _touches(lsp_d.range, here)]
+        if not found:
+            return None
+        text = "\n\n---\n\n".join(dict.fromkeys(rules[d.code].documentation() for d, _ in found))
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
+                           range=found[0][1].range)
 
     return server
 
 
 def serve() -> None:
+    all_rules()  # import the rules once, before any worker thread needs them
     build().start_io()

@@ -543,7 +543,8 @@ class NanCheckInLoop(SyncRule):
 
     ## Fix
     Initialises a flag before the loop, replaces the check with `flag |= <check>` (no sync), and moves the
-    original `if` body to the start of the loop's periodic block; with no periodic block, after the loop.
+    original `if` body to the start of the loop's periodic block (one every process reaches: not
+    `if step % N == 0 and rank == 0:`); with no such block, after the loop.
 
     ## Fix safety
     Unsafe: the reaction happens later. Steps between the NaN and the check still run (and may update weights
@@ -603,11 +604,20 @@ class NanCheckInLoop(SyncRule):
         return self.fix(f"Accumulate `{check}` on the device in `{flag}` and check it {where_text}",
                         changes, safe=False)
 
+    def _every_process_reaches(self, test: cst.BaseExpression) -> bool:
+        """A purely periodic test: `step % N == 0`, not `step % N == 0 and rank == 0`.
+
+        The check moves into this block, so every process (every DDP rank) must run it, or a rank would never
+        see its own NaN.
+        """
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            return self._every_process_reaches(test.left) and self._every_process_reaches(test.right)
+        return self.analysis.loops.periodic_test(test) is not None
+
     def _periodic_block(self, loop, check: cst.If) -> Optional[cst.If]:
         """An `if step % N == 0:` at the top level of the loop body, preferably after the check."""
         candidates = [s for s in loop.body.body if isinstance(s, cst.If) and s is not check
-                      and isinstance(s.body, cst.IndentedBlock)
-                      and self.analysis.loops.periodic_test(s.test)]
+                      and isinstance(s.body, cst.IndentedBlock) and self._every_process_reaches(s.test)]
         statements = list(loop.body.body)
         after = [c for c in candidates if statements.index(c) > statements.index(check)]
         return (after or candidates or [None])[0]

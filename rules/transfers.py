@@ -100,7 +100,10 @@ class DataLoaderWithoutPinMemory(Rule):
     ## When it is fine
     `pin_memory` given explicitly (even `pin_memory=False`: that is a decision), `**kwargs` that may carry it,
     datasets already on the GPU (pinning CUDA tensors raises), loaders whose batches stay on the CPU, and
-    modules that never use a GPU.
+    modules that never use a GPU. Pinning has a cost of its own (a pin-memory thread copies every batch once
+    more): with tiny batches and no workers it can make a step slower, as `gpulint verify` showed on an eval
+    loop of 64x784 batches on an H100 (1.09 -> 1.70 ms/step, docs/benchmarks.md). Measure with
+    `gpulint verify` and pass `pin_memory=False` to keep the loader as it is.
     """
 
     code = "GPU201"
@@ -225,8 +228,9 @@ class HostTensorMovedEachStep(Rule):
     Safe for deterministic factories (`zeros`, `ones`, `full`, `arange`, `tensor`, ...). Unsafe for random
     ones (`rand`, `randn`, `randint`, `randperm`, ...): the device's generator draws different numbers than the
     CPU's, so seeded runs are no longer reproducible against earlier ones. No fix when the factory already has
-    `device=`, `requires_grad=` (the result would become a leaf tensor), `out=` or `pin_memory=`, or when the
-    copy's target is another tensor (`.to(other)` also changes the dtype).
+    `device=`, `requires_grad=` (the result would become a leaf tensor), `out=`, `pin_memory=` or `generator=`
+    (a CPU generator cannot drive a CUDA factory), or when the copy's target is another tensor (`.to(other)`
+    also changes the dtype).
 
     ## When it is fine
     Constants built once before the loop, `torch.from_numpy(batch).to(device)` (real data has to cross), and
@@ -264,7 +268,8 @@ class HostTensorMovedEachStep(Rule):
         return None, chain
 
     def _fix(self, copy: cst.Call, factory: cst.Call, name: str):
-        if has_star_args(factory) or any(keyword(factory, k) for k in ("requires_grad", "out", "pin_memory")):
+        unfixable = ("requires_grad", "out", "pin_memory", "generator")
+        if has_star_args(factory) or any(keyword(factory, k) for k in unfixable):
             return None
         method = copy.func.attr.value  # type: ignore[union-attr]
         allowed = {"device", "non_blocking"} | ({"dtype"} if method == "to" else set())

@@ -1,4 +1,7 @@
-"""The extras are optional: without pygls or nbformat, gpulint says so in one line and does everything else."""
+"""The extras are optional: without pygls or nbformat, gpulint says so in one line and does everything else.
+
+(`gpulint server` without pygls: tests/test_editing.py.)
+"""
 
 from __future__ import annotations
 
@@ -29,13 +32,6 @@ main()
 def gpulint_without(packages: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", WITHOUT, packages, *args], cwd=cwd, capture_output=True,
                           text=True, timeout=120)
-
-
-def test_server_without_pygls_is_one_line(tmp_path):
-    result = gpulint_without("pygls,lsprotocol", "server", cwd=tmp_path)
-    assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and "pip install 'gpulint[lsp]'" in result.stderr
-    assert "Traceback" not in result.stderr
 
 
 def test_check_without_pygls_works(tmp_path):

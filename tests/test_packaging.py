@@ -32,6 +32,7 @@ def test_wheel_layout(wheel: Path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "gpulint/rules/__init__.py" in names
     assert "gpulint/rules/host_sync.py" in names
+    assert "gpulint/verify/probe.py" in names  # `gpulint verify` runs it as `python -m gpulint.verify.probe`
     assert not [n for n in names if n.startswith("rules/")], "a top-level `rules` package would be installed"
     top_level = {n.split("/")[0] for n in names if not n.startswith("gpulint-")}
     assert top_level == {"gpulint"}

@@ -1,0 +1,19 @@
+"""json_history.py with the history kept on the device: json.dumps fails on tensors."""
+import json
+
+import torch
+from torch import nn
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+x = torch.randn(128, 4, device=device)
+y = x @ torch.ones(4, 1, device=device)
+model = nn.Linear(4, 1).to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+history = []
+for step in range(20):
+    loss = nn.functional.mse_loss(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    history.append(loss.detach())
+print(json.dumps({"loss": history[-5:]}))
