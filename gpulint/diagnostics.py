@@ -76,10 +76,14 @@ class Diagnostic:
     edits: tuple[Edit, ...] = ()
     # Set for notebooks: which code cell the finding is in (0-based) and its line within that cell.
     cell: Optional[int] = None
+    # Notebooks: the first and last line of the .ipynb file itself that hold the finding's source lines (for
+    # annotations on the raw file: GitHub, SARIF); None where they could not be told.
+    file_rows: Optional[tuple[int, int]] = None
 
     @property
     def fix_applicability(self) -> Optional[Applicability]:
         return self.fix.applicability if self.fix else None
 
     def sort_key(self) -> tuple:
-        return (self.filename, self.location.row, self.location.column, self.code)
+        cell = -1 if self.cell is None else self.cell
+        return (self.filename, cell, self.location.row, self.location.column, self.code)

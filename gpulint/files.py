@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import io
 import os
+import re
 import stat
 import tempfile
 import tokenize
@@ -143,3 +144,12 @@ def decode(raw: bytes, path: Path) -> str:
         where = f" at byte {exc.start}" if isinstance(exc, UnicodeDecodeError) else ""
         raise FileError(f"{path}: not valid {encoding}{where}; declare the file's encoding "
                         f"(`# -*- coding: ... -*-`, PEP 263) or save it as UTF-8") from None
+
+
+_LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
+
+
+def source_lines(text: str) -> list[str]:
+    """Lines as Python, LibCST and LSP count them: ended by \\n, \\r\\n or \\r only. (str.splitlines also
+    splits at form feeds and other breaks, which would shift every row after one.)"""
+    return [line for line in _LINE_END.split(text) if line]

@@ -8,6 +8,7 @@ from typing import Callable, Iterable, Sequence
 import libcst as cst
 
 from gpulint.diagnostics import Diagnostic, Edit, Fix, Position
+from gpulint.files import source_lines
 
 
 def fresh_name(analysis, base: str) -> str:
@@ -55,8 +56,8 @@ def non_overlapping(fixes: Sequence[Fix], is_ancestor_or_self: Callable) -> list
 
 def text_edits(before: str, after: str) -> tuple[Edit, ...]:
     """The changed line ranges between two versions of a file, as Ruff-style edits (1-based rows/columns)."""
-    a = before.splitlines(keepends=True)
-    b = after.splitlines(keepends=True)
+    a = source_lines(before)
+    b = source_lines(after)
     edits = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag == "equal":

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
+from itertools import accumulate
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from gpulint.config import Settings
-from gpulint.diagnostics import Diagnostic, Position
+from gpulint.diagnostics import Diagnostic, Edit, Position
 from gpulint.engine import FileOutcome
 from gpulint.files import FileError, SourceFile
 from gpulint.runner import FixMode, lint_source
@@ -31,10 +33,15 @@ class _Cell:
     source: str
 
 
+# `files = !ls`, `a, b = %sx ...`, `t = %timeit -o f()`: IPython's assign-from-system/magic forms.
+_ASSIGNED_RE = re.compile(r"^\s*[\w.]+(\s*,\s*[\w.]+)*\s*=\s*[!%]")
+_HELP_RE = re.compile(r"^[\w.]+\?\??$")
+
+
 def _is_ipython_line(line: str) -> bool:
     stripped = line.lstrip()
-    return stripped.startswith(("%", "!", "?")) or (stripped.endswith("?") and not stripped.startswith("#")
-                                                     and re.match(r"^[\w.]+\?\??$", stripped) is not None)
+    return (stripped.startswith(("%", "!", "?")) or _HELP_RE.match(stripped) is not None
+            or _ASSIGNED_RE.match(line) is not None)
 
 
 class _Masker:
@@ -51,11 +58,21 @@ class _Masker:
             out = [self._placeholder(lines[0])]
             out += [line if body_is_python else self._placeholder(line) for line in lines[1:]]
             return "\n".join(out)
-        return "\n".join(self._placeholder(line) if _is_ipython_line(line) else line for line in lines)
+        out = []
+        indent = None  # set while a masked line goes on in the next (`!pip install \`)
+        for line in lines:
+            if indent is not None or _is_ipython_line(line):
+                indent = line[: len(line) - len(line.lstrip())] if indent is None else indent
+                out.append(self._placeholder(line, indent))
+                indent = indent if line.endswith("\\") else None
+            else:
+                out.append(line)
+        return "\n".join(out)
 
-    def _placeholder(self, line: str) -> str:
+    def _placeholder(self, line: str, indent: Optional[str] = None) -> str:
         self.lines.append(line)
-        indent = line[: len(line) - len(line.lstrip())]
+        if indent is None:
+            indent = line[: len(line) - len(line.lstrip())]
         # Inside a block a statement must stay a statement; at the top a comment is enough.
         prefix = "pass  " if indent else ""
         return f"{indent}{prefix}# gpulint-magic-{len(self.lines) - 1}"
@@ -107,6 +124,97 @@ def _split(text: str, cells: list[_Cell]) -> Optional[dict[int, str]]:
     return {cell.index: "\n".join(chunks[cell.index]) for cell in cells}
 
 
+def _file_rows(raw_text: str) -> Optional[dict[int, list[int]]]:
+    """For each cell, the line of the .ipynb file on which each of its source lines is written.
+
+    The standard library's pure-Python JSON scanner reports where every string value starts; string values come
+    in document order, which is the order a walk of the parsed data meets them.
+    """
+    from json import scanner
+    from json.decoder import scanstring
+
+    starts: list[int] = []
+
+    def parse_string(text: str, end: int, strict: bool = True):
+        starts.append(end - 1)  # `end` is just past the opening quote
+        return scanstring(text, end, strict)
+
+    decoder = json.JSONDecoder()
+    decoder.parse_string = parse_string
+    decoder.scan_once = scanner.py_make_scanner(decoder)
+    try:
+        data = decoder.decode(raw_text)
+    except (ValueError, RecursionError):
+        return None
+    offsets = iter(starts)
+
+    def walk(value):
+        if isinstance(value, str):
+            return next(offsets)
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        return None
+
+    try:
+        positions = walk(data)
+        if next(offsets, None) is not None:
+            return None  # a duplicate key dropped a value: the walk and the scan disagree
+        rows: dict[int, list[int]] = {}
+        for index, (cell, where) in enumerate(zip(data["cells"], positions["cells"])):
+            source, at = cell.get("source", ""), where.get("source")
+            pieces = list(zip(source, at)) if isinstance(source, list) else [(source, at)]
+            piece_rows = [raw_text.count("\n", 0, offset) + 1 for _, offset in pieces]
+            piece_starts = list(accumulate((len(piece) for piece, _ in pieces[:-1]), initial=0))
+            joined = "".join(piece for piece, _ in pieces)
+            line_starts = [0, *(m.end() for m in re.finditer("\n", joined))]  # cells split at \n (see _join)
+            line_rows = [piece_rows[bisect_right(piece_starts, start) - 1] for start in line_starts] \
+                if pieces else []
+            rows[index] = line_rows
+        return rows
+    except (StopIteration, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _cell_edits(d: Diagnostic, where: list[tuple[int, int]], masker: _Masker, cell_source: str) -> tuple:
+    """The fix's edits in the lines of the finding's own cell; none where an edit reaches beyond that cell."""
+    edits = []
+    for e in d.edits:
+        start, end = e.location.row, e.end_location.row
+        if d.cell is None or not 0 < start < len(where) or where[start][0] != d.cell:
+            return ()
+        content = masker.unmask(e.content)
+        if end < len(where) and where[end][0] == d.cell:
+            end_position = Position(where[end][1], 1)
+        elif where[end - 1][0] == d.cell and end - 1 >= start:
+            # Up to the end of the cell, whose last line has no line break of its own in the notebook.
+            last = where[end - 1][1]
+            last_line = cell_source.split("\n")[last - 1] if last <= len(cell_source.split("\n")) else ""
+            end_position = Position(last, len(last_line) + 1)
+            content = content[:-1] if content.endswith("\n") else content
+        else:
+            return ()
+        edits.append(Edit(content, Position(where[start][1], 1), end_position))
+    return tuple(edits)
+
+
+def _locate_in_file(diagnostics: list[Diagnostic], raw_text: str) -> None:
+    """Set each finding's `file_rows`: where its lines are written in the notebook file itself."""
+    rows = _file_rows(raw_text) if diagnostics else None
+    if rows is None:
+        return
+    for d in diagnostics:
+        if d.cell is None:
+            continue
+        cell_rows = rows.get(d.cell, [])
+        if 0 < d.location.row <= len(cell_rows):
+            end = d.end_location.row
+            d.file_rows = (cell_rows[d.location.row - 1],
+                           cell_rows[end - 1] if d.location.row <= end <= len(cell_rows) else
+                           cell_rows[d.location.row - 1])
+
+
 def _place(d: Diagnostic, where: list[tuple[int, int]]) -> Diagnostic:
     row = d.location.row
     cell, line = where[row] if 0 < row < len(where) else (-1, 0)
@@ -134,7 +242,9 @@ def _dump(raw_text: str, nb, new_sources: dict[int, str]) -> str:
         old = data["cells"][index]["source"]
         data["cells"][index]["source"] = source.splitlines(keepends=True) if isinstance(old, list) else source
     indent = _indent_of(raw_text)
-    text = json.dumps(data, indent=indent, ensure_ascii=False, separators=(",", ": ") if indent else None)
+    # A file that is all ASCII wrote its other characters as \\u escapes: keep doing so.
+    text = json.dumps(data, indent=indent, ensure_ascii=raw_text.isascii(),
+                      separators=(",", ": ") if indent is not None else None)
     return text + ("\n" if raw_text.endswith("\n") else "")
 
 
@@ -167,23 +277,29 @@ def lint_notebook(path: Path, settings: Settings, fix: FixMode = FixMode.NONE, *
     masker = _Masker()
     text, where = _join(cells, masker)
     codes = settings.enabled_codes(path)
-    result = lint_source(text, name, codes, report_periodic=settings.report_periodic, fix=fix)
+    result = lint_source(text, name, codes, report_periodic=settings.report_periodic, fix=fix,
+                         want_edits=want_edits)
     outcome.errors.extend(f"{name}: {e}" for e in result.errors)
     fixed_sources: dict[int, str] = {}
     if result.changed(text):
         split = _split(masker.unmask(result.source), cells)
         if split is None:
             outcome.errors.append(f"{name}: a fix moved code across cells; notebook left unchanged")
-            result = lint_source(text, name, codes, report_periodic=settings.report_periodic)
+            result = lint_source(text, name, codes, report_periodic=settings.report_periodic,
+                                 want_edits=want_edits)
         else:
             fixed_sources = {i: s for i, s in split.items() if s != nb.cells[i].source}
             _, where = _join([_Cell(c.index, split[c.index]) for c in cells], _Masker())
-    outcome.diagnostics = [_place(d, where) for d in result.diagnostics]
     for cell in cells:
         outcome.sources[(name, cell.index)] = fixed_sources.get(cell.index, cell.source)
+    outcome.diagnostics = [_place(d, where) for d in result.diagnostics]
+    for d in outcome.diagnostics:
+        if d.edits:
+            d.edits = _cell_edits(d, where, masker, outcome.sources.get((name, d.cell), ""))
+    new_text = _dump(source.text, nb, fixed_sources) if fixed_sources else source.text
+    _locate_in_file(outcome.diagnostics, new_text)
     if fixed_sources:
         outcome.fixed_count = result.fixed_count
-        new_text = _dump(source.text, nb, fixed_sources)
         outcome.original, outcome.fixed = source.text, new_text
         if write:
             try:

@@ -30,6 +30,8 @@ class LintResult:
     source: str  # the text after fixes (the input when nothing was fixed)
     fixed_count: int = 0
     errors: list[str] = field(default_factory=list)  # internal errors of single rules, reported, not raised
+    # The syntax tree the diagnostics' fixes refer to (for edits computed later, as the language server does).
+    module: Optional[cst.Module] = field(default=None, repr=False)
 
     def changed(self, original: str) -> bool:
         return self.source != original
@@ -249,7 +251,7 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
     if want_edits:
         for d in diagnostics:
             d.edits = fixing.edits_for(d, analysis.module, current)
-    return LintResult(diagnostics, current, fixed_count, errors)
+    return LintResult(diagnostics, current, fixed_count, errors, module=analysis.module)
 
 
 def fix_source(source: str, *, unsafe: bool = False, filename: str = "<string>") -> str:

@@ -25,6 +25,8 @@ from gpulint import __version__
 from gpulint.config import ConfigError, Settings, find_config, load
 from gpulint.diagnostics import Applicability, Diagnostic, FixMode
 from gpulint.editing import TextChange, lsp_lines, minimal_change, spot, with_noqa
+from gpulint.files import source_lines
+from gpulint.fixes import edits_for
 from gpulint.rule import DOCS_URL, all_rules
 from gpulint.runner import lint_source
 
@@ -43,9 +45,9 @@ class Linted:
     source: str
     diagnostics: list[Diagnostic]
     lsp: list[types.Diagnostic]
-    with_edits: Optional[list[Diagnostic]] = None
     fixed_all: Optional[str] = None
     settings: Settings = field(default_factory=Settings)
+    module: Optional[object] = None  # the syntax tree the diagnostics' fixes refer to
 
 
 class GpulintServer(LanguageServer):
@@ -57,6 +59,9 @@ class GpulintServer(LanguageServer):
         self.pending: dict[str, asyncio.Task] = {}
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpulint-lint")
         self._settings: dict[Path, Settings] = {}
+        self._untitled = Settings()  # for buffers not saved anywhere yet
+        self._config_of: dict[Path, Optional[Path]] = {}  # directory -> the config file its settings came from
+        self._mtimes: dict[Path, Optional[int]] = {}
         self._config_errors: set[str] = set()  # shown since the last reload
         self._config_errors_before: set[str] = set()  # shown before it: not shown again
 
@@ -67,9 +72,12 @@ class GpulintServer(LanguageServer):
     # -- settings ------------------------------------------------------------------------------------------
     def settings_for(self, path: Optional[Path]) -> Settings:
         if path is None:
-            return Settings()
+            return self._untitled
         directory = path.parent
-        if directory not in self._settings:
+        cached = self._settings.get(directory)
+        if cached is not None and _mtime(self._config_of.get(directory)) != self._mtimes.get(directory):
+            cached = None  # the config file was edited, and no watcher said so (Neovim on Linux, Helix)
+        if cached is None:
             config = None
             try:
                 config = find_config(directory if directory.is_dir() else Path.cwd())
@@ -82,6 +90,8 @@ class GpulintServer(LanguageServer):
                 self._config_errors.add(message)
                 settings = Settings(root=config.parent if config else directory)
             self._settings[directory] = settings
+            self._config_of[directory] = config
+            self._mtimes[directory] = _mtime(config)
         return self._settings[directory]
 
     def reload_settings(self) -> None:
@@ -114,12 +124,12 @@ class GpulintServer(LanguageServer):
             return None
         document = self.workspace.get_text_document(uri)
         source = document.source
-        cached = self.linted.get(uri)
-        if cached is not None and cached.source == source:
-            return cached
         fs_path = to_fs_path(uri)
         path = Path(fs_path) if fs_path else None
         settings = self.settings_for(path)
+        cached = self.linted.get(uri)
+        if cached is not None and cached.source == source and cached.settings is settings:
+            return cached
         codes = settings.enabled_codes(path)
         name = str(path) if path else uri
         try:
@@ -133,7 +143,7 @@ class GpulintServer(LanguageServer):
         lines = lsp_lines(source)
         units = self.workspace.position_codec.client_num_units
         linted = Linted(source, result.diagnostics, [to_lsp(d, lines, units) for d in result.diagnostics],
-                        settings=settings)
+                        settings=settings, module=result.module)
         self.linted[uri] = linted
         return linted
 
@@ -173,15 +183,13 @@ class GpulintServer(LanguageServer):
         self.linted.pop(uri, None)
 
     # -- code actions --------------------------------------------------------------------------------------
-    async def fixes(self, uri: str, linted: Linted) -> list[Diagnostic]:
-        """The findings again, each with the engine's edits for its one fix (apply(module, [fix]))."""
-        if linted.with_edits is None:
-            path = to_fs_path(uri)
-            codes = linted.settings.enabled_codes(Path(path) if path else None)
-            result = await self.run(lambda: lint_source(linted.source, path or uri, codes, want_edits=True,
-                                                        report_periodic=linted.settings.report_periodic))
-            linted.with_edits = result.diagnostics
-        return linted.with_edits
+    async def with_edits(self, linted: Linted, d: Diagnostic) -> Diagnostic:
+        """`d` with the engine's edits for its one fix (apply(module, [fix])), computed when first asked for:
+        computing every finding's edits at each lint costs a whole-module fix and diff per finding (seconds on
+        a large file with many findings; see benchmarks/lsp_latency.py)."""
+        if d.fix is not None and not d.edits and linted.module is not None:
+            d.edits = await self.run(edits_for, d, linted.module, linted.source)
+        return d
 
     async def fix_all(self, uri: str, linted: Linted) -> str:
         if linted.fixed_all is None:
@@ -200,6 +208,13 @@ class GpulintServer(LanguageServer):
         return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
             text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=document.version),
             edits=[to_text_edit(change)])])
+
+
+def _mtime(path: Optional[Path]) -> Optional[int]:
+    try:
+        return path.stat().st_mtime_ns if path is not None else None
+    except OSError:
+        return None
 
 
 # -- conversions -------------------------------------------------------------------------------------------
@@ -236,7 +251,7 @@ def _touches(a: types.Range, b: types.Range) -> bool:
 
 def _engine_fix(source: str, d: Diagnostic) -> str:
     """Rebuild the text after this one fix from the engine's edits (whole lines, split as the engine split)."""
-    lines = source.splitlines(keepends=True)
+    lines = source_lines(source)
     out: list[str] = []
     cursor = 0
     for e in sorted(d.edits, key=lambda e: e.location.row):
@@ -309,10 +324,8 @@ def build() -> GpulintServer:
         if _wanted(only, types.CodeActionKind.QuickFix):
             here = [(d, lsp_d) for d, lsp_d in zip(linted.diagnostics, linted.lsp)
                     if _touches(lsp_d.range, params.range)]
-            with_edits = await ls.fixes(uri, linted) if any(d.fix for d, _ in here) else []
             for d, lsp_d in here:
-                fixed = next((f for f in with_edits if f.fix is not None and f.code == d.code
-                              and f.location == d.location and f.end_location == d.end_location), None)
+                fixed = await ls.with_edits(linted, d) if d.fix is not None else None
                 if fixed is not None and fixed.edits:
                     unsafe = fixed.fix.applicability is Applicability.UNSAFE
                     edit = ls.edit(uri, source, _engine_fix(source, fixed))

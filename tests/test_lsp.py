@@ -5,6 +5,7 @@ One server serves the whole module (starting one costs ~1.5 s); each test uses i
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -247,6 +248,74 @@ async def test_config_is_read_and_reloaded(client, workspace):
     shown = client.messages[messages:]
     assert len(shown) == 1 and shown[0].type == types.MessageType.Error and "NOPE" in shown[0].message
 
+
+
+@pytest_lsp.fixture(scope="module", config=ClientServerConfig(
+    server_command=[sys.executable, "-m", "gpulint", "server"], client_factory=make_client))
+async def neovim(lsp_client: LanguageClient, workspace: Path):
+    """Neovim offers UTF-8 positions first (pygls agrees on them) and, on Linux, does not watch files."""
+    caps = client_capabilities("neovim")
+    assert caps.general.position_encodings[0] == types.PositionEncodingKind.Utf8
+    await lsp_client.initialize_session(types.InitializeParams(capabilities=caps, root_uri=workspace.as_uri()))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_positions_in_the_encoding_the_editor_chose(neovim, workspace):
+    found = await open_document(neovim, workspace / "utf8.py")
+    item = next(d for d in found if d.code == "GPU101")
+    # In UTF-8 the rocket is four bytes: the `.item()` call starts at byte 18 and ends at byte 29.
+    assert (item.range.start.line, item.range.start.character, item.range.end.character) == (9, 18, 29)
+
+
+async def test_an_edited_config_applies_without_a_file_watcher(neovim, workspace):
+    project = workspace / "unwatched"
+    project.mkdir()
+    path, config = project / "train.py", project / "gpulint.toml"
+    config.write_text('ignore = ["GPU110"]\n')
+    assert {d.code for d in await open_document(neovim, path)} == {"GPU101", "GPU201"}
+    assert not neovim.registrations  # nothing to tell the server that the file changes
+    config.write_text('ignore = ["GPU101"]\n')
+    os.utime(config, ns=(config.stat().st_atime_ns, config.stat().st_mtime_ns + 10**9))
+    # The next lint (here: a save with the text unchanged) reads the edited file.
+    found = await diagnostics_after(neovim, path.as_uri(), lambda: neovim.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=path.as_uri()))))
+    assert {d.code for d in found} == {"GPU110", "GPU201"}
+
+
+async def test_save_lints_the_buffer_not_the_file(client, workspace):
+    path = workspace / "saved.py"
+    path.write_text(SOURCE)
+    await open_document(client, path)
+    change(client, path, SOURCE.replace("    torch.cuda.empty_cache()\n", ""), 2)
+    found = await diagnostics_after(client, path.as_uri(), lambda: client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=path.as_uri()))))
+    assert {d.code for d in found} == {"GPU101", "GPU201"}  # the file on disk still has the empty_cache call
+
+
+async def test_python_without_a_suffix_is_linted_and_other_languages_are_not(client, workspace):
+    script = workspace / "train"  # `#!/usr/bin/env python`, no .py: the editor says it is Python
+    assert {d.code for d in await open_document(client, script)} == {"GPU101", "GPU110", "GPU201"}
+    notes = workspace / "notes.txt"
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=notes.as_uri(), language_id="plaintext", version=1, text=SOURCE)))
+    await open_document(client, workspace / "after.py", "x = 1\n")  # the server has handled notes.txt by now
+    assert notes.as_uri() not in client.diagnostics
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r"])
+async def test_fixes_in_files_with_other_line_endings_and_no_final_newline(client, workspace, newline):
+    path = workspace / f"endings{len(newline)}.py"
+    text = SOURCE.rstrip("\n").replace("\n", newline)  # the last line (empty_cache) has no line break
+    found = await open_document(client, path, text)
+    last = next(d for d in found if d.code == "GPU110")
+    fix = next(a for a in await code_actions(client, path, last.range) if "(unsafe)" in a.title)
+    assert apply_edits(text, edits_of(fix, path.as_uri())) == \
+        lint_source(text, "train.py", frozenset({"GPU110"}), fix=FixMode.UNSAFE).source
+    nowhere = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
+    [fix_all] = await code_actions(client, path, nowhere, only=["source.fixAll"])
+    assert apply_edits(text, edits_of(fix_all, path.as_uri())) == \
+        lint_source(text, "train.py", ALL, fix=FixMode.SAFE).source
 
 # A server whose engine raises on one document: the bug is logged, the server lives on.
 _FAULTY = ("import gpulint.server as s\n"

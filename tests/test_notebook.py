@@ -98,3 +98,71 @@ def test_broken_notebook_is_one_line(notebook, tmp_path):
     assert result.exit_code == 2
     assert "bad.ipynb: not a readable notebook" in result.output
     assert "Traceback" not in result.output
+
+
+def test_ipython_assignments_and_continued_shell_lines_do_not_hide_the_notebook(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    nb = nbformat.v4.new_notebook()
+    setup = ("!pip install \\\n    torch\nimport torch\nfiles = !ls\nt = %timeit -o sum(range(3))\n"
+             "model = torch.nn.Linear(2, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)")
+    loop = ("for step in range(10):\n    x = torch.randn(4, 2, device='cuda')\n    loss = model(x).sum()\n"
+            "    loss.backward()\n    opt.step()\n    print(loss.item())\n    %time y = 1\n    !echo hi")
+    nb.cells = [nbformat.v4.new_code_cell(setup), nbformat.v4.new_code_cell(loop)]
+    nbformat.write(nb, "magic.ipynb")
+    out = run("check", "--output-format", "concise", "-q", "magic.ipynb").output
+    assert out == ("magic.ipynb:cell 2:6:11: GPU101 `.item()` every iteration blocks the CPU until the GPU "
+                   "catches up; keep the value on the device\n")
+    before = (tmp_path / "magic.ipynb").read_bytes()
+    run("check", "--fix", "--unsafe-fixes", "magic.ipynb")  # GPU101 has no fix: nothing to write
+    assert (tmp_path / "magic.ipynb").read_bytes() == before
+
+
+def test_non_ascii_in_a_file_that_escapes_it(notebook):
+    data = json.loads(notebook.read_text())
+    data["cells"][0]["source"] = ["# Entraînement — 训练\n", "The way the tutorials do it."]
+    notebook.write_text(json.dumps(data, indent=2) + "\n")  # ensure_ascii: \u escapes, as some tools write
+    run("check", "--fix", "nb.ipynb")
+    text = notebook.read_text()
+    assert text.isascii() and "Entra\\u00eenement" in text
+    fixed = json.loads(text)
+    assert json.dumps(fixed, indent=2) + "\n" == text  # the file's own layout, everywhere
+    assert "pin_memory=True" in "".join(fixed["cells"][2]["source"])
+
+
+def apply_ruff_edits(text: str, edits: list[dict]) -> str:
+    """Apply JSON-format edits (1-based rows and columns, end exclusive) to `text`."""
+    lines = text.split("\n")
+
+    def offset(pos: dict) -> int:
+        return sum(len(line) + 1 for line in lines[: pos["row"] - 1]) + pos["column"] - 1
+
+    for edit in sorted(edits, key=lambda e: (e["location"]["row"], e["location"]["column"]), reverse=True):
+        text = text[: offset(edit["location"])] + edit["content"] + text[offset(edit["end_location"]):]
+    return text
+
+
+@pytest.mark.parametrize("code", ["GPU201", "GPU108", "GPU301"])
+def test_json_edits_are_in_the_cell_and_give_what_fix_writes(notebook, code):
+    [finding] = json.loads(run("check", "--output-format", "json", "--select", code, "nb.ipynb").output)
+    cell = finding["cell"] - 1
+    before = nbformat.read(notebook, as_version=4).cells[cell].source
+    assert finding["fix"]["edits"]
+    run("check", "--fix", "--unsafe-fixes", "--select", code, "nb.ipynb")
+    after = nbformat.read(notebook, as_version=4).cells[cell].source
+    assert after != before
+    assert apply_ruff_edits(before, finding["fix"]["edits"]) == after
+
+
+def test_json_edit_on_the_last_line_of_a_cell(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import torch\nfrom torch.utils.data import DataLoader\n"
+                                          "model = torch.nn.Linear(2, 2).cuda()\nloader = DataLoader(ds)"),
+                nbformat.v4.new_code_cell("for x in loader:\n    model(x.cuda()).sum().backward()")]
+    nbformat.write(nb, "last.ipynb")
+    [finding] = json.loads(run("check", "--output-format", "json", "--select", "GPU201", "last.ipynb").output)
+    assert finding["cell"] == 1 and finding["fix"]["edits"][0]["end_location"] == {"row": 4, "column": 24}
+    fixed = apply_ruff_edits(nb.cells[0].source, finding["fix"]["edits"])
+    run("check", "--fix", "--select", "GPU201", "last.ipynb")
+    assert fixed == nbformat.read("last.ipynb", as_version=4).cells[0].source
+    assert fixed.endswith("loader = DataLoader(ds, pin_memory=True)")  # no line break added to the cell

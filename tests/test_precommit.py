@@ -1,6 +1,9 @@
-"""The pre-commit hooks, end to end: the real `pre-commit try-repo` against this repository.
+"""The pre-commit hooks, end to end, with the real `pre-commit` tool on a temporary git repository.
 
-pre-commit builds a virtual environment and pip-installs gpulint from this checkout, as users' machines do.
+pre-commit clones this repository, builds a virtual environment and pip-installs gpulint into it, as it does on
+users' machines. `pre-commit try-repo` builds that environment afresh on every call (about 12 s each), so the
+tests take try-repo's approach once: a snapshot commit of this working tree (uncommitted edits included), named
+in a `.pre-commit-config.yaml` as users write it, with one hook environment shared by every run.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = (ROOT / "fixtures" / "examples" / "naive_train.py").read_text()
+CLEAN = "import torch\n\nx = torch.zeros(3)\nprint(x.sum().item())\n"
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -35,36 +39,67 @@ def env(tmp_path_factory) -> dict:
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "PRE_COMMIT_COLOR": "never"}
 
 
+def git(*args: str, cwd: Path, env: dict) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture(scope="module")
+def hook_repo(tmp_path_factory, env) -> tuple[Path, str]:
+    """A clone of this repository whose HEAD holds the working tree's tracked files as they are now."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("gpulint's sources are not a git checkout")
+    shadow = tmp_path_factory.mktemp("hook-repo") / "gpulint"
+    git("clone", "-q", "--no-local", str(ROOT), str(shadow), cwd=ROOT, env=env)
+    for name in git("ls-files", "-z", cwd=ROOT, env=env).split("\0"):
+        source = ROOT / name
+        if name and source.is_file() and not source.is_symlink():
+            (shadow / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, shadow / name)
+    git("add", "-A", cwd=shadow, env=env)
+    if git("status", "--porcelain", cwd=shadow, env=env).strip():
+        git("commit", "-q", "--no-verify", "-m", "working tree snapshot", cwd=shadow, env=env)
+    return shadow, git("rev-parse", "HEAD", cwd=shadow, env=env).strip()
+
+
 @pytest.fixture
-def repo(tmp_path: Path, env) -> Path:
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, env=env)
+def repo(tmp_path: Path, env, hook_repo) -> Path:
+    shadow, rev = hook_repo
+    git("init", "-q", str(tmp_path), cwd=tmp_path, env=env)
+    (tmp_path / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {shadow.as_uri()}\n    rev: {rev}\n    hooks:\n"
+        f"      - id: gpulint\n      - id: gpulint-fix\n")
     (tmp_path / "train.py").write_text(EXAMPLE)
-    (tmp_path / "clean.py").write_text("import torch\n\nx = torch.zeros(3)\nprint(x.sum().item())\n")
-    subprocess.run(["git", "add", "."], cwd=tmp_path, check=True, env=env)
+    (tmp_path / "clean.py").write_text(CLEAN)
+    shutil.copy(ROOT / "fixtures" / "notebooks" / "naive_training.ipynb", tmp_path / "train.ipynb")
+    (tmp_path / "notes.txt").write_text("x.item() in a text file is not Python\n")
+    git("add", ".", cwd=tmp_path, env=env)
     return tmp_path
 
 
-def try_repo(precommit, env, repo: Path, hook: str, *files: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*precommit, "try-repo", str(ROOT), hook, "--files", *files], cwd=repo, env=env,
+def pre_commit_run(precommit, env, repo: Path, hook: str, *files: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*precommit, "run", hook, "--files", *files], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=600)
 
 
 def test_hook_fails_on_a_bad_file_and_passes_on_a_clean_one(precommit, env, repo):
-    bad = try_repo(precommit, env, repo, "gpulint", "train.py")
+    bad = pre_commit_run(precommit, env, repo, "gpulint", "train.py", "train.ipynb", "notes.txt")
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "train.py:23:12: GPU108" in bad.stdout
-    good = try_repo(precommit, env, repo, "gpulint", "clean.py")
+    assert "train.ipynb:cell 4:6:8: GPU108" in bad.stdout  # notebooks too: the hook brings nbformat
+    assert "notes.txt" not in bad.stdout  # types_or keeps other files away from the hook
+    good = pre_commit_run(precommit, env, repo, "gpulint", "clean.py", "notes.txt")
     assert good.returncode == 0, good.stdout + good.stderr
     assert "Passed" in good.stdout
 
 
 def test_fix_hook_fixes_the_file(precommit, env, repo):
-    fixed = try_repo(precommit, env, repo, "gpulint-fix", "train.py")
-    assert fixed.returncode == 1  # pre-commit fails a hook that modified files
+    fixed = pre_commit_run(precommit, env, repo, "gpulint-fix", "train.py")
+    assert fixed.returncode == 1, fixed.stdout + fixed.stderr  # pre-commit fails a hook that modified files
     assert "files were modified by this hook" in fixed.stdout
     text = (repo / "train.py").read_text()
     assert "pin_memory=True" in text and "non_blocking=True" in text
     assert "running_loss += loss.item()" in text  # unsafe fixes are not applied by default
-    again = try_repo(precommit, env, repo, "gpulint-fix", "train.py")
+    again = pre_commit_run(precommit, env, repo, "gpulint-fix", "train.py")
     assert (repo / "train.py").read_text() == text  # nothing left that --fix can do
     assert "files were modified" not in again.stdout
+

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpulint.files import source_lines
 from gpulint.output.common import display_location, fix_marker
 
 
@@ -9,7 +10,7 @@ def render(diagnostics, sources, summary) -> str:
     out: list[str] = []
     for d in diagnostics:
         out.append(f"{display_location(d)}: {d.code} {fix_marker(d)}{d.message}")
-        lines = sources.get((d.filename, d.cell), "").splitlines()
+        lines = [line.rstrip("\r\n") for line in source_lines(sources.get((d.filename, d.cell), ""))]
         row = d.location.row
         if 1 <= row <= len(lines):
             text = lines[row - 1].expandtabs(1)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
+from urllib.parse import quote
 
 from gpulint import __version__
 from gpulint.output.common import url
@@ -15,14 +17,22 @@ INFORMATION_URI = "https://gpulint.dev"
 
 
 def _artifact_uri(filename: str) -> str:
-    """Relative to the working directory when inside it (what code scanning expects), with forward slashes."""
+    """Relative to the working directory when inside it (what code scanning expects), with forward slashes,
+    percent-encoded as a URI must be (`my file.py` -> `my%20file.py`)."""
     path = Path(filename)
     if path.is_absolute():
         try:
             path = path.relative_to(Path.cwd())
         except ValueError:
             return path.as_uri()
-    return path.as_posix() if os.sep == "/" else str(path).replace(os.sep, "/")
+    posix = path.as_posix() if os.sep == "/" else str(path).replace(os.sep, "/")
+    return quote(posix, safe="/")
+
+
+def _what_it_does(doc: str, fallback: str) -> str:
+    """The `## What it does` section of a rule's documentation, as one paragraph."""
+    match = re.search(r"^## What it does\n(.*?)(?=^## |\Z)", doc, re.MULTILINE | re.DOTALL)
+    return " ".join(match.group(1).split()) if match else fallback
 
 
 def _rules() -> list[dict]:
@@ -35,7 +45,7 @@ def _rules() -> list[dict]:
             "id": code,
             "name": cls.name,
             "shortDescription": {"text": cls.summary()},
-            "fullDescription": {"text": cls.summary()},
+            "fullDescription": {"text": _what_it_does(doc, cls.summary())},
             "help": {"text": doc, "markdown": doc},
             "helpUri": DOCS_URL.format(name=cls.name),
             "defaultConfiguration": {"level": "error" if code == "GPU001" else "warning"},
@@ -50,17 +60,26 @@ def render(diagnostics, sources, summary) -> str:
     for d in diagnostics:
         region = {"startLine": d.location.row, "startColumn": d.location.column,
                   "endLine": d.end_location.row, "endColumn": max(d.end_location.column, 1)}
+        message = d.message
+        if d.cell is not None:
+            # Regions refer to the .ipynb file itself: the lines where the cell's code is written in its JSON.
+            message = f"cell {d.cell + 1}, line {d.location.row}: {d.message}"
+            region = {"startLine": d.file_rows[0], "endLine": d.file_rows[1]} if d.file_rows else None
+        location = {"artifactLocation": {"uri": _artifact_uri(d.filename)}}
+        if region is not None:
+            location["region"] = region
         result = {
             "ruleId": d.code,
             "level": "error" if d.code == "GPU001" else "warning",
-            "message": {"text": d.message},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": _artifact_uri(d.filename)},
-                                                "region": region}}],
+            "message": {"text": message},
+            "locations": [{"physicalLocation": location}],
         }
         if d.code in index:
             result["ruleIndex"] = index[d.code]
         if d.cell is not None:
-            result["properties"] = {"cell": d.cell + 1}
+            result["properties"] = {"cell": d.cell + 1, "cellRegion": {
+                "startLine": d.location.row, "startColumn": d.location.column,
+                "endLine": d.end_location.row, "endColumn": max(d.end_location.column, 1)}}
         if d.fix is not None:
             result.setdefault("properties", {})["fix"] = {"applicability": d.fix.applicability.value,
                                                           "message": d.fix.message}
