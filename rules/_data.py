@@ -232,13 +232,7 @@ class DataFacts:
 
     # -- helpers -----------------------------------------------------------------------------------------------
     def bindings(self, name: cst.Name):
-        scope = self.index.enclosing_scope(name)
-        while scope is not None:
-            found = self.index.lookup(name.value, scope)
-            if found:
-                return found
-            scope = self.index.enclosing_scope(scope) if not isinstance(scope, cst.Module) else None
-        return []
+        return self.index.visible_bindings(name)
 
     def _arguments_for(self, binding) -> Iterator[cst.BaseExpression]:
         """The arguments this module's own calls pass to the parameter `binding`."""

@@ -36,13 +36,7 @@ _LOSS_NAME = ("loss", "criterion", "crit")
 
 
 def _bindings(analysis: ModuleAnalysis, name: cst.Name):
-    scope = analysis.index.enclosing_scope(name)
-    while scope is not None:
-        found = analysis.index.lookup(name.value, scope)
-        if found:
-            return found
-        scope = analysis.index.enclosing_scope(scope) if not isinstance(scope, cst.Module) else None
-    return []
+    return analysis.index.visible_bindings(name)
 
 
 def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

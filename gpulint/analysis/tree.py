@@ -161,6 +161,16 @@ class SyntaxIndex(cst.CSTVisitor):
     def lookup(self, name: str, scope: Scope) -> list[Binding]:
         return self.bindings.get((id(scope), name), [])
 
+    def visible_bindings(self, name: cst.Name) -> list[Binding]:
+        """The bindings `name` refers to where it stands: its own scope's, else the nearest enclosing one's."""
+        scope = self.enclosing_scope(name)
+        while scope is not None:
+            found = self.lookup(name.value, scope)
+            if found:
+                return found
+            scope = self.enclosing_scope(scope) if not isinstance(scope, cst.Module) else None
+        return []
+
     def enclosing_scope(self, node: cst.CSTNode) -> Scope:
         current = self.parent.get(node)
         while current is not None and not isinstance(current, SCOPE_TYPES):
