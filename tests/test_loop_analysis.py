@@ -114,6 +114,19 @@ CASES = {
             print(out)  # periodic
         print(out)  # outside
     """,
+    "gradient accumulation: the step loop stays hot": """
+        for step in range(100):
+            for micro in range(4):
+                loss = model(x).sum()  # every
+                loss.backward()
+            optimizer.step()  # every
+    """,
+    "epoch loop that also runs the model once per epoch": """
+        for epoch in range(10):
+            for x, y in loader:
+                model(x).sum().backward()
+            sample = model(torch.randn(2, 2))  # periodic
+    """,
     "nested non-training loop inside a hot loop": """
         for x, y in loader:
             for p in model.parameters():

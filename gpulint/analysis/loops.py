@@ -70,20 +70,27 @@ class LoopAnalysis:
         return role
 
     def _compute_role(self, loop: Loop) -> LoopRole:
-        if isinstance(loop, cst.For) and self.kinds.iteration_kind(loop.iter, None) is Kind.TENSOR \
-                and self._iterates_batches(loop.iter):
+        if self._loops_over_batches(loop):
             return LoopRole.HOT
-        if self._body_trains(loop):
-            return LoopRole.HOT
+        # A loop around a pass over the data is an epoch loop, even if it also runs the model itself (a sample
+        # or an evaluation per epoch): `for epoch ...: for x in loader: ...` or `for epoch ...: train(epoch)`.
+        nested_hot = False
         for node in _walk_body(loop, into_loops=True):
             if isinstance(node, (cst.For, cst.While)) and self.role(node) is LoopRole.HOT:
-                return LoopRole.EPOCH
-            # `for epoch in ...: train(epoch)` where train() loops over the batches itself.
+                if self._loops_over_batches(node):
+                    return LoopRole.EPOCH
+                nested_hot = True
             if isinstance(node, cst.Call):
                 helper = self.local_function(node)
                 if helper is not None and self._function_has_hot_loop(helper):
                     return LoopRole.EPOCH
-        return LoopRole.COLD
+        if self._body_trains(loop):
+            return LoopRole.HOT  # e.g. `for step ...: for micro in range(accum): ...; optimizer.step()`
+        return LoopRole.EPOCH if nested_hot else LoopRole.COLD
+
+    def _loops_over_batches(self, loop: Loop) -> bool:
+        return isinstance(loop, cst.For) and self.kinds.iteration_kind(loop.iter, None) is Kind.TENSOR \
+            and self._iterates_batches(loop.iter)
 
     def _function_has_hot_loop(self, fn: cst.FunctionDef) -> bool:
         key = ("loop", id(fn))
