@@ -12,7 +12,7 @@ from typing import ClassVar, Optional
 
 import libcst as cst
 
-from gpulint.analysis import Execution, ModuleAnalysis
+from gpulint.analysis import GPU_HINT, Execution, ModuleAnalysis
 from gpulint.diagnostics import DOCS_URL, Applicability, Diagnostic, Fix, Replacement  # noqa: F401
 
 
@@ -80,3 +80,18 @@ def all_rules() -> dict[str, type[Rule]]:
     import gpulint.rules  # noqa: F401  (registers)
 
     return dict(sorted(REGISTRY.items()))
+
+
+class GpuRule(Rule):
+    """A rule about a GPU cost: silent in modules that never touch a GPU.
+
+    `where` reports nothing unless `targets_gpu`, which is `GPU_HINT` found in the module's text; so the same
+    pattern is the text every finding needs, and files without it are skipped before any parse.
+    """
+
+    needs_text = GPU_HINT
+
+    def where(self, node: cst.CSTNode) -> Optional[Execution]:
+        if not self.analysis.targets_gpu:
+            return None
+        return super().where(node)

@@ -12,8 +12,8 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from gpulint.analysis import GPU_HINT, Kind, ModuleAnalysis
-from gpulint.rule import Rule
+from gpulint.analysis import Kind, ModuleAnalysis
+from gpulint.rule import GpuRule, Rule
 from gpulint.syntax import method_call
 
 _MAX_DEPTH = 6
@@ -200,17 +200,7 @@ def synced_accumulation(analysis: ModuleAnalysis, call: cst.CSTNode) -> Optional
     return SyncedAccumulation(parent, call, tensor, is_metric(analysis, tensor))
 
 
-class _AccumulationRule(Rule):
-    # `where` below reports nothing unless `targets_gpu`, which is this pattern found in the module's text.
-    needs_text = GPU_HINT
-
-    def where(self, node):
-        if not self.analysis.targets_gpu:
-            return None
-        return super().where(node)
-
-
-class _SyncedAccumulationRule(_AccumulationRule):
+class _SyncedAccumulationRule(GpuRule):
     metric: bool
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -544,7 +534,7 @@ def _backwarded_names(analysis: ModuleAnalysis, scope: cst.CSTNode) -> set[str]:
     return names
 
 
-class UndetachedAccumulation(_AccumulationRule):
+class UndetachedAccumulation(GpuRule):
     """A loss or model output accumulated across iterations without `.detach()`.
 
     ## What it does

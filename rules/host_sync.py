@@ -10,8 +10,8 @@ from typing import Optional
 
 import libcst as cst
 
-from gpulint.analysis import GPU_HINT, Kind
-from gpulint.rule import Rule
+from gpulint.analysis import Kind
+from gpulint.rule import GpuRule, Rule
 from gpulint.fixes import fresh_name
 from gpulint.syntax import argument, flat_statements, is_true, method_call, positional, string_value
 
@@ -128,19 +128,7 @@ def _before(new: cst.BaseStatement, stmt: cst.BaseStatement) -> list[cst.BaseSta
     return [new.with_changes(leading_lines=stmt.leading_lines), stmt.with_changes(leading_lines=())]
 
 
-class SyncRule(Rule):
-    """Base for the GPU1xx rules: they stay silent in modules that never touch a GPU."""
-
-    # `where` below returns None unless `targets_gpu`, which is this pattern found in the module's text.
-    needs_text = GPU_HINT
-
-    def where(self, node):
-        if not self.analysis.targets_gpu:
-            return None
-        return super().where(node)
-
-
-class ItemInLoop(SyncRule):
+class ItemInLoop(GpuRule):
     """`.item()` on a tensor every iteration of a training/eval loop.
 
     ## What it does
@@ -197,7 +185,7 @@ class ItemInLoop(SyncRule):
             self.report(node, where=where)
 
 
-class TolistInLoop(SyncRule):
+class TolistInLoop(GpuRule):
     """`.tolist()` on a tensor every iteration.
 
     ## What it does
@@ -244,7 +232,7 @@ class TolistInLoop(SyncRule):
             self.report(node, where=where)
 
 
-class NumpyInLoop(SyncRule):
+class NumpyInLoop(GpuRule):
     """`.numpy()` on a tensor every iteration.
 
     ## What it does
@@ -289,7 +277,7 @@ class NumpyInLoop(SyncRule):
             self.report(node, where=where)
 
 
-class CpuInLoop(SyncRule):
+class CpuInLoop(GpuRule):
     """`.cpu()` or `.to("cpu")` of a tensor every iteration.
 
     ## What it does
@@ -338,7 +326,7 @@ class CpuInLoop(SyncRule):
             self.report(node, where=where)
 
 
-class TensorToPythonScalar(SyncRule):
+class TensorToPythonScalar(GpuRule):
     """`float()`, `int()` or `bool()` of a tensor every iteration.
 
     ## What it does
@@ -384,7 +372,7 @@ class TensorToPythonScalar(SyncRule):
             self.report(node, self.message.format(fn=node.func.value), where=where)
 
 
-class TensorInControlFlow(SyncRule):
+class TensorInControlFlow(GpuRule):
     """Python control flow on a tensor's value (`if loss > x:`, `while t.any():`, `assert t`).
 
     ## What it does
@@ -448,7 +436,7 @@ class TensorInControlFlow(SyncRule):
         self._check(node.test)
 
 
-class TensorFormatted(SyncRule):
+class TensorFormatted(GpuRule):
     """Printing or formatting a tensor every iteration.
 
     ## What it does
@@ -507,7 +495,7 @@ class TensorFormatted(SyncRule):
                 self._flag(expr)
 
 
-class NanCheckInLoop(SyncRule):
+class NanCheckInLoop(GpuRule):
     """`torch.isnan(x).any()` (or `isinf`, `not isfinite(...).all()`) checked in an `if` every iteration.
 
     ## What it does
@@ -623,7 +611,7 @@ class NanCheckInLoop(SyncRule):
         return (after or candidates or [None])[0]
 
 
-class CudaSynchronizeInLoop(SyncRule):
+class CudaSynchronizeInLoop(GpuRule):
     """`torch.cuda.synchronize()` every iteration.
 
     ## What it does
@@ -692,7 +680,7 @@ class CudaSynchronizeInLoop(SyncRule):
         return False
 
 
-class EmptyCacheInLoop(SyncRule):
+class EmptyCacheInLoop(GpuRule):
     """`torch.cuda.empty_cache()` every iteration.
 
     ## What it does
@@ -748,7 +736,7 @@ class EmptyCacheInLoop(SyncRule):
         return self.fix("Remove `torch.cuda.empty_cache()`", {line: replacement}, safe=False)
 
 
-class DataDependentShape(SyncRule):
+class DataDependentShape(GpuRule):
     """An operation whose output size depends on the data, every iteration.
 
     ## What it does
