@@ -80,10 +80,6 @@ class Diagnostic:
     # annotations on the raw file: GitHub, SARIF); None where they could not be told.
     file_rows: Optional[tuple[int, int]] = None
 
-    @property
-    def fix_applicability(self) -> Optional[Applicability]:
-        return self.fix.applicability if self.fix else None
-
     def sort_key(self) -> tuple:
         cell = -1 if self.cell is None else self.cell
         return (self.filename, cell, self.location.row, self.location.column, self.code)

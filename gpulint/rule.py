@@ -23,8 +23,6 @@ class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
     message: ClassVar[str]
-    # Rules about a per-step cost: reported only where the code runs every iteration of a training loop.
-    per_step: ClassVar[bool] = True
     # Text every file this rule can report in contains (checked before any parse; see runner.could_have_findings).
     # None: the rule may report anywhere, so no file is skipped. Declare it only if it is certainly true.
     needs_text: ClassVar[Optional[re.Pattern]] = None

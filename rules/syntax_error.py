@@ -36,6 +36,5 @@ class SyntaxErrorRule(Rule):
     code = "GPU001"
     name = "syntax-error"
     message = "SyntaxError"
-    per_step = False
     # Reported by the runner for any file, whatever its text: no prefilter can rule it out.
     pseudo = True

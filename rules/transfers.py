@@ -111,7 +111,6 @@ class DataLoaderWithoutPinMemory(Rule):
     code = "GPU201"
     name = "dataloader-without-pin-memory"
     message = "`DataLoader` without `pin_memory=True` feeds a GPU: host-to-device copies block and cannot overlap"
-    per_step = False
 
     def visit_Call(self, node: cst.Call) -> None:
         if not is_dataloader(self.analysis, node) or not would_pin(self, node):
@@ -360,7 +359,6 @@ class TensorDatasetLoaderOnGpu(Rule):
     name = "tensordataset-loader-on-gpu"
     message = "`DataLoader` over an in-memory `TensorDataset` collates every batch sample by sample on the CPU; " \
               "keep the tensors on the GPU and index batches with a device `torch.randperm`"
-    per_step = False
 
     def visit_Call(self, node: cst.Call) -> None:
         if not is_dataloader(self.analysis, node):
