@@ -13,7 +13,7 @@ import asyncio
 import logging
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -188,7 +188,7 @@ class GpulintServer(LanguageServer):
         computing every finding's edits at each lint costs a whole-module fix and diff per finding (seconds on
         a large file with many findings; see benchmarks/lsp_latency.py)."""
         if d.fix is not None and not d.edits and linted.module is not None:
-            d.edits = await self.run(edits_for, d, linted.module, linted.source)
+            return replace(d, edits=await self.run(edits_for, d, linted.module, linted.source))
         return d
 
     async def fix_all(self, uri: str, linted: Linted) -> str:
