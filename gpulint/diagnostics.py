@@ -95,12 +95,13 @@ class Diagnostic:
         return (self.filename, cell, self.location.row, self.location.column, self.code)
 
 
-INTERNAL_ERROR = "internal error in "
+class InternalError(str):
+    """The line for a crash inside a rule: an error message that fails the run (exit 2)."""
 
 
-def internal_error(code: str, filename: str, row: Optional[int], reason: str) -> str:
+def internal_error(code: str, filename: str, row: Optional[int], reason: str) -> InternalError:
     """The one line a crash inside a rule prints: `internal error in GPU101 on train.py:12: <reason>`.
 
     The only place this line is formatted: whatever runs the rules hands (code, row, reason) here."""
     where = f"{filename}:{row}" if row else filename
-    return f"{INTERNAL_ERROR}{code} on {where}: {reason}"
+    return InternalError(f"internal error in {code} on {where}: {reason}")

@@ -35,12 +35,13 @@ def lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: b
     goes to the worker that lints it."""
     outcomes: list[Optional[FileOutcome]] = [None] * len(files)
     cacheable = cache is not None and mode is FixMode.NONE
-    todo: list[tuple[int, Optional[Input]]] = []
+    todo: list[tuple[int, Input]] = []
     for i, path in enumerate(files):
         try:
-            source: Optional[Input] = Input.read(path)
-        except FileError:
-            source = None  # lint_file reads it again and reports why it cannot
+            source = Input.read(path)
+        except FileError as exc:
+            outcomes[i] = FileOutcome(path, errors=(str(exc),))
+            continue
         hit = _from_cache(cache, source, want_edits) if cacheable and _cacheable(source) else None
         if hit is not None:
             outcomes[i] = hit
@@ -58,7 +59,7 @@ def lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: b
         from gpulint.rule import all_rules
 
         all_rules()
-        todo.sort(key=lambda item: -len(item[1].text) if item[1] is not None else 0)
+        todo.sort(key=lambda item: -len(item[1].text))
         context = multiprocessing.get_context("fork")
         tasks = [(i, files[i], source, settings, mode, write, want_edits) for i, source in todo]
         with context.Pool(workers) as pool:
@@ -79,9 +80,8 @@ def _work(task) -> tuple[int, FileOutcome]:
                                source=source).portable()
 
 
-def _cacheable(source: Optional[Input]) -> bool:
-    # notebooks: findings live in cells; linted each time
-    return source is not None and not source.is_notebook
+def _cacheable(source: Input) -> bool:
+    return not source.is_notebook  # notebooks: findings live in cells; linted each time
 
 
 def _from_cache(cache: Cache, source: Input, want_edits: bool) -> Optional[FileOutcome]:

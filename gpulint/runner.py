@@ -17,7 +17,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from gpulint import fixes as fixing
 from gpulint import suppression
 from gpulint.analysis import ModuleAnalysis
-from gpulint.diagnostics import Diagnostic, FixMode, Position, INTERNAL_ERROR, internal_error
+from gpulint.diagnostics import Diagnostic, FixMode, InternalError, Position, internal_error
 from gpulint.rule import Rule, all_rules
 
 MAX_FIX_PASSES = 10
@@ -41,7 +41,7 @@ class LintResult:
     @property
     def crashed(self) -> bool:
         """A rule raised: the run must end with exit 2 even though the other findings print."""
-        return any(e.startswith(INTERNAL_ERROR) for e in self.errors)
+        return any(isinstance(e, InternalError) for e in self.errors)
 
 
 @functools.lru_cache(maxsize=64)
