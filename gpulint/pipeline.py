@@ -51,7 +51,7 @@ def lint_input(source: Input, settings: Settings, fix: FixMode = FixMode.NONE, *
 
     path = source.path or Path(source.name)
     codes = settings.enabled_codes(source.path)
-    view = view_of(source, want_edits)
+    view = view_of(source)
     if view.unreadable is not None:
         found = (view.unreadable,) if view.unreadable.code in codes else ()
         return FileOutcome(path, found, {}, content_hash=source.digest, text=source.text)

@@ -75,12 +75,12 @@ class PythonView:
         return Finished(tuple(result.diagnostics), {(self.input.name, None): result.source}, result.source)
 
 
-def view_of(source: Input, want_edits: bool = False):
+def view_of(source: Input):
     """The adapter for this input: a notebook's cells, or the Python text itself."""
     if source.is_notebook:
         from gpulint.sources.notebook import NotebookView
 
-        return NotebookView(source, want_edits)
+        return NotebookView(source)
     return PythonView(source)
 
 

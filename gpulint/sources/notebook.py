@@ -286,9 +286,8 @@ def _cell_syntax_errors(cells: list[_Cell]) -> dict[int, Diagnostic]:
 class NotebookView:
     """A notebook as one virtual module, and the way back: findings to cells, the fixed module to the file."""
 
-    def __init__(self, source: Input, want_edits: bool = False) -> None:
+    def __init__(self, source: Input) -> None:
         self.input = source
-        self.want_edits = want_edits
         self.unreadable: Optional[Diagnostic] = None
         self.isolated: tuple[Diagnostic, ...] = ()
         self.masker = _Masker()
