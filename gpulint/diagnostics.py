@@ -96,7 +96,12 @@ class Diagnostic:
 
 
 class InternalError(str):
-    """The line for a crash inside a rule: an error message that fails the run (exit 2)."""
+    """The line for a crash inside a rule: an error message that fails the run (exit 2). Its parts stay with
+    it, so that a view can place the line elsewhere (a notebook's cell)."""
+
+    code: str = ""
+    row: Optional[int] = None
+    reason: str = ""
 
 
 def internal_error(code: str, filename: str, row: Optional[int], reason: str) -> InternalError:
@@ -104,4 +109,6 @@ def internal_error(code: str, filename: str, row: Optional[int], reason: str) ->
 
     The only place this line is formatted: whatever runs the rules hands (code, row, reason) here."""
     where = f"{filename}:{row}" if row else filename
-    return InternalError(f"internal error in {code} on {where}: {reason}")
+    error = InternalError(f"internal error in {code} on {where}: {reason}")
+    error.code, error.row, error.reason = code, row, reason
+    return error

@@ -57,13 +57,13 @@ def lint_input(source: Input, settings: Settings, fix: FixMode = FixMode.NONE, *
         return FileOutcome(path, found, {}, content_hash=source.digest, text=source.text)
     result = runner.lint_source(view.text, source.name, codes, report_periodic=settings.report_periodic,
                                 fix=fix, want_edits=want_edits)
-    errors = list(result.errors)
+    errors = view.place_errors(result.errors)
     finished = view.finish(result, codes)
     if finished is None:
         errors.append(f"{source.name}: a fix moved code across cells; notebook left unchanged")
         result = runner.lint_source(view.text, source.name, codes, report_periodic=settings.report_periodic,
                                     want_edits=want_edits)
-        errors.extend(result.errors)
+        errors.extend(view.place_errors(result.errors))
         finished = view.finish(result, codes)
     outcome = FileOutcome(path, finished.diagnostics, finished.sources, content_hash=source.digest,
                           errors=tuple(errors), fatal=result.crashed, text=finished.text, module=result.module)

@@ -74,6 +74,19 @@ def test_a_rule_that_crashes_is_reported_and_fails_the_run(project, monkeypatch,
     assert again.exit_code == 2 and errors(again) == errors(result)
 
 
+def test_a_rule_that_crashes_in_a_notebook_names_the_cell(project, monkeypatch):
+    def broken(self, node):
+        if getattr(getattr(node.func, "attr", None), "value", None) == "item":
+            raise RuntimeError("boom")
+
+    monkeypatch.setattr(all_rules()["GPU101"], "visit_Call", broken)
+    (project / "nb.ipynb").write_text(notebook(SETUP, LOOP))
+    result = run("check", "--no-cache", "--output-format", "concise", "nb.ipynb")
+    assert result.exit_code == 2
+    assert errors(result) == ["gpulint: error: internal error in GPU101 on nb.ipynb:cell 2:4: RuntimeError: boom"]
+    assert "nb.ipynb:cell 1:5:10: GPU201" in result.stdout
+
+
 # -- immutable results -----------------------------------------------------------------------------------------
 def test_results_are_values(project):
     from gpulint.pipeline import lint_file

@@ -74,6 +74,9 @@ class PythonView:
     def finish(self, result, codes: frozenset[str]) -> Optional[Finished]:
         return Finished(tuple(result.diagnostics), {(self.input.name, None): result.source}, result.source)
 
+    def place_errors(self, errors: list[str]) -> list[str]:
+        return errors
+
 
 def view_of(source: Input):
     """The adapter for this input: a notebook's cells, or the Python text itself."""

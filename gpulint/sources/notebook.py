@@ -15,7 +15,7 @@ from itertools import accumulate
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from gpulint.diagnostics import Diagnostic, Edit, Position
+from gpulint.diagnostics import Diagnostic, Edit, InternalError, Position, internal_error
 from gpulint.sources import Finished, Input
 
 SYNTAX_ERROR = "GPU001"
@@ -333,6 +333,17 @@ class NotebookView:
         rows = _file_rows(text) if diagnostics else None
         diagnostics = sorted((_in_file(d, rows) for d in diagnostics), key=Diagnostic.sort_key)
         return Finished(tuple(diagnostics), sources, text)
+
+    def place_errors(self, errors: list[str]) -> list[str]:
+        """Crashes of rules at their cell and line (`nb.ipynb:cell 3:4`), as findings are shown."""
+        placed = []
+        for e in errors:
+            if isinstance(e, InternalError) and e.row and 0 < e.row < len(self.where) \
+                    and self.where[e.row][0] >= 0:
+                cell, line = self.where[e.row]
+                e = internal_error(e.code, f"{self.input.name}:cell {cell + 1}", line, e.reason)
+            placed.append(e)
+        return placed
 
     def _source(self, index: int) -> str:
         return next(c.source for c in self.cells if c.index == index)
