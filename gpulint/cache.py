@@ -32,7 +32,7 @@ def code_fingerprint() -> str:
     package = Path(gpulint.__file__).resolve().parent
     rules = Path(importlib.util.find_spec("gpulint.rules").origin).resolve().parent
     parts = [gpulint.__version__, str(FORMAT)]
-    for folder in sorted({package, package / "analysis", package / "output", rules}):
+    for folder in sorted({package, package / "analysis", package / "output", package / "sources", rules}):
         try:
             for entry in sorted(folder.glob("*.py")):
                 st = entry.stat()

@@ -14,8 +14,9 @@ from gpulint import __version__
 from gpulint.config import ConfigError, Settings, find_config, load, override
 from gpulint.discovery import PathError, iter_files
 from gpulint.diagnostics import FixMode
-from gpulint.engine import FileOutcome
 from gpulint.output import FORMATS
+from gpulint.output.report import Report
+from gpulint.pipeline import FileOutcome
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -33,7 +34,15 @@ def resolve_settings(config: Optional[str], paths: list[Path]) -> Settings:
 
 
 class _Main(click.Group):
-    """The last resort: whatever escapes the per-file handling is one line and exit 2, never a traceback."""
+    """`gpulint [OPTIONS] [PATHS]` is `gpulint check [OPTIONS] [PATHS]` (and `gpulint` alone checks the current
+    directory); a subcommand wins over a path of the same name. Whatever escapes the per-file handling is one
+    line and exit 2, never a traceback."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        own = {"--version", *self.context_settings.get("help_option_names", ())}
+        if not args or (args[0] not in self.commands and args[0] not in own):
+            args = ["check", *args]
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context):
         try:
@@ -50,7 +59,15 @@ class _Main(click.Group):
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="gpulint")
 def main() -> None:
-    """Find and fix the PyTorch code that leaves your GPU idle."""
+    """Find and fix the PyTorch code that leaves your GPU idle.
+
+    \b
+    `gpulint [OPTIONS] [PATHS]` is short for `gpulint check [OPTIONS] [PATHS]`:
+      gpulint                 check the current directory
+      gpulint --fix src/      apply safe fixes under src/
+    A subcommand wins over a path of the same name: to lint a directory named
+    `rule` (or `check`, `server`, ...), write `gpulint check rule` or `gpulint ./rule`.
+    """
 
 
 @main.command()
@@ -64,7 +81,8 @@ def main() -> None:
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--statistics", is_flag=True, help="Count findings per rule.")
 @click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="full", show_default=True)
-@click.option("--stdin-filename", help="The name of the file read from stdin (with `-`).")
+@click.option("--stdin-filename",
+              help="Read the file to lint from stdin, under this name (`-` as the path reads stdin too).")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--config", type=click.Path(dir_okay=False), help="Use this pyproject.toml or gpulint.toml.")
 @click.option("--report-periodic/--no-report-periodic", default=None,
@@ -76,7 +94,13 @@ def main() -> None:
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
 def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_zero, statistics, output_format,
           stdin_filename, quiet, config, report_periodic, force_exclude, jobs, no_cache) -> None:
-    """Lint PATHS (default: the current directory). `-` reads stdin."""
+    """Lint PATHS (default: the current directory). `-`, or --stdin-filename, reads stdin."""
+    stdin = [str(p) for p in paths] == ["-"] or stdin_filename is not None
+    if stdin_filename is not None:
+        for ignored in (p for p in paths if str(p) != "-"):
+            click.echo(f"gpulint: warning: ignoring {ignored} in favour of standard input (--stdin-filename)",
+                       err=True)
+        paths = [Path("-")]
     paths = list(paths) or [Path(".")]
     try:
         settings = resolve_settings(config, paths)
@@ -89,7 +113,7 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_ze
         mode = FixMode.UNSAFE if unsafe_fixes else FixMode.SAFE
     want_edits = output_format not in ("full", "concise")
 
-    if [str(p) for p in paths] == ["-"]:
+    if stdin:
         _check_stdin(settings, mode, diff, stdin_filename, output_format, exit_zero, statistics, quiet,
                      want_edits)
         return
@@ -112,36 +136,26 @@ def run_files(files, settings, mode, *, write, want_edits, jobs=None, use_cache=
 
 
 def _check_stdin(settings, mode, diff, stdin_filename, output_format, exit_zero, statistics, quiet, want_edits):
-    name = stdin_filename or "-"
-    data = sys.stdin.buffer.read()
-    try:
-        from gpulint.files import FileError, decode
+    from gpulint.files import FileError
+    from gpulint.pipeline import Input, lint_input
 
-        text = decode(data, Path(name))
+    name = stdin_filename or "-"
+    try:
+        source = Input.from_bytes(sys.stdin.buffer.read(), name, Path(name) if stdin_filename else None)
     except FileError as exc:
         raise _fail(str(exc))
-    from gpulint.runner import lint_source
-
-    codes = settings.enabled_codes(Path(name) if stdin_filename else None)
-    result = lint_source(text, name, codes, report_periodic=settings.report_periodic, fix=mode,
-                         want_edits=want_edits)
-    for error in result.errors:
-        click.echo(f"gpulint: error: {name}: {error}", err=True)
+    outcome = lint_input(source, settings, mode, write=False, want_edits=want_edits)
+    _print_errors([outcome])
     if diff:
-        click.echo(_unified(text, result.source, name), nl=False)
-        raise click.exceptions.Exit(EXIT_FINDINGS if result.source != text else EXIT_CLEAN)
+        click.echo(_unified(source.text, outcome.text, name), nl=False)
+        raise click.exceptions.Exit(EXIT_FINDINGS if outcome.text != source.text else _exit_for_errors([outcome]))
     if mode is not FixMode.NONE:
         # Like Ruff: with --fix on stdin, the fixed source goes to stdout, findings to stderr.
-        sys.stdout.write(result.source)
+        sys.stdout.write(outcome.text)
         sys.stdout.flush()
-        stream_err = True
-    else:
-        stream_err = False
-    outcome = FileOutcome(Path(name), result.diagnostics, {(name, None): result.source}, result.fixed_count)
     text_out = _render([outcome], output_format, statistics, quiet, mode, False)
-    click.echo(text_out, nl=False, err=stream_err)
-    if result.diagnostics and not exit_zero:
-        raise click.exceptions.Exit(EXIT_FINDINGS)
+    click.echo(text_out, nl=False, err=mode is not FixMode.NONE)
+    _exit([outcome], exit_zero)
 
 
 def _unified(before: str, after: str, name: str) -> str:
@@ -182,7 +196,7 @@ def _statistics(diagnostics) -> str:
 
 
 def _render(outcomes, output_format, statistics, quiet, mode, unsafe_shown) -> str:
-    diagnostics = sorted((d for o in outcomes for d in o.diagnostics), key=lambda d: d.sort_key())
+    diagnostics = tuple(sorted((d for o in outcomes for d in o.diagnostics), key=lambda d: d.sort_key()))
     if statistics and output_format in ("full", "concise"):
         return _statistics(diagnostics)
     sources = {}
@@ -191,23 +205,38 @@ def _render(outcomes, output_format, statistics, quiet, mode, unsafe_shown) -> s
     fixed = sum(o.fixed_count for o in outcomes)
     summary = None if quiet or output_format not in ("full", "concise") else \
         _summary(diagnostics, fixed, mode, unsafe_shown, sum(1 for o in outcomes if o.errors))
-    return FORMATS[output_format](diagnostics, sources, summary)
+    return FORMATS[output_format](Report(diagnostics, sources, summary))
+
+
+def _print_errors(outcomes) -> None:
+    for error in (e for o in outcomes for e in o.errors):
+        click.echo(f"gpulint: error: {error}", err=True)
+
+
+def _exit_for_errors(outcomes) -> int:
+    return EXIT_ERROR if any(o.errors for o in outcomes) else EXIT_CLEAN
+
+
+def _exit(outcomes, exit_zero: bool) -> None:
+    """Exit 2 when a rule crashed or a fix could not be written (whatever was found), else 1 for findings,
+    else 2 for files that could not be checked."""
+    if any(o.fatal for o in outcomes):
+        raise click.exceptions.Exit(EXIT_ERROR)
+    if any(o.diagnostics for o in outcomes) and not exit_zero:
+        raise click.exceptions.Exit(EXIT_FINDINGS)
+    if any(o.errors for o in outcomes):
+        raise click.exceptions.Exit(EXIT_ERROR)
 
 
 def _finish(outcomes, mode, diff, output_format, exit_zero, statistics, quiet, unsafe_fixes) -> None:
-    errors = [e for o in outcomes for e in o.errors]
-    for error in errors:
-        click.echo(f"gpulint: error: {error}", err=True)
+    _print_errors(outcomes)
     if diff:
         text = "".join(_unified(o.original, o.fixed, str(o.path)) for o in outcomes if o.fixed is not None)
         click.echo(text, nl=False)
         changed = any(o.fixed is not None for o in outcomes)
-        raise click.exceptions.Exit(EXIT_FINDINGS if changed else (EXIT_ERROR if errors else EXIT_CLEAN))
+        raise click.exceptions.Exit(EXIT_FINDINGS if changed else _exit_for_errors(outcomes))
     click.echo(_render(outcomes, output_format, statistics, quiet, mode, unsafe_fixes), nl=False)
-    if any(o.diagnostics for o in outcomes) and not exit_zero:
-        raise click.exceptions.Exit(EXIT_FINDINGS)
-    if errors:
-        raise click.exceptions.Exit(EXIT_ERROR)
+    _exit(outcomes, exit_zero)
 
 
 @main.command()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import glob
 import io
 import os
@@ -18,7 +19,7 @@ class FileError(Exception):
     """A file that cannot be linted (unreadable, binary, undecodable): one line for the user."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class SourceFile:
     path: Path
     text: str
@@ -54,12 +55,12 @@ class SourceFile:
             if self.path.read_bytes() != self.raw:
                 raise FileError(f"{self.path}: changed on disk while gpulint was fixing it; not overwritten")
             mode = stat.S_IMODE(self.path.stat().st_mode)
-        except OSError as exc:
-            raise FileError(f"{self.path}: cannot write ({exc.strerror or exc})") from None
-        remove_stale_temps(self.path)
-        atomic_write(self.path, data, mode)
-        self.raw = data
-        self.text = text
+            if not os.access(self.path, os.W_OK):  # a read-only file stays as it is, even though the
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))  # directory allows a rename
+            remove_stale_temps(self.path)
+            atomic_write(self.path, data, mode)
+        except OSError as exc:  # disk full, file too large, read-only file system, permission denied
+            raise FileError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 
 
 TEMP_SUFFIX = ".gpulint-tmp"

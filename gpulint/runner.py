@@ -8,8 +8,8 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from dataclasses import dataclass, field
-from typing import Optional
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple, Optional
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -17,7 +17,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from gpulint import fixes as fixing
 from gpulint import suppression
 from gpulint.analysis import ModuleAnalysis
-from gpulint.diagnostics import Diagnostic, FixMode, Position
+from gpulint.diagnostics import Diagnostic, FixMode, InternalError, Position, internal_error
 from gpulint.rule import Rule, all_rules
 
 MAX_FIX_PASSES = 10
@@ -29,12 +29,19 @@ class LintResult:
     diagnostics: list[Diagnostic]
     source: str  # the text after fixes (the input when nothing was fixed)
     fixed_count: int = 0
-    errors: list[str] = field(default_factory=list)  # internal errors of single rules, reported, not raised
+    # One line each, naming the file: rules that crashed (`diagnostics.internal_error`) or could not follow the
+    # code; reported, not raised.
+    errors: list[str] = field(default_factory=list)
     # The syntax tree the diagnostics' fixes refer to (for edits computed later, as the language server does).
     module: Optional[cst.Module] = field(default=None, repr=False)
 
     def changed(self, original: str) -> bool:
         return self.source != original
+
+    @property
+    def crashed(self) -> bool:
+        """A rule raised: the run must end with exit 2 even though the other findings print."""
+        return any(isinstance(e, InternalError) for e in self.errors)
 
 
 @functools.lru_cache(maxsize=64)
@@ -96,14 +103,23 @@ def syntax_error_diagnostic(exc: cst.ParserSyntaxError, filename: str) -> Diagno
     return _gpu001(f"{message} (LibCST's parser)", filename, exc.raw_line, exc.raw_column + 1)
 
 
-def _run_rules(analysis: ModuleAnalysis, codes: frozenset[str], report_periodic: bool,
-               errors: list[str]) -> list[Diagnostic]:
+class RuleFailure(NamedTuple):
+    """A rule that raised: which rule, at which node (None: not at a node), and why."""
+
+    code: str
+    node: Optional[cst.CSTNode]
+    reason: str
+
+
+def _run_rules(analysis: ModuleAnalysis, codes: frozenset[str],
+               report_periodic: bool) -> tuple[list[Diagnostic], list[RuleFailure]]:
+    """Every enabled rule over the module: (findings, failures). A rule that raises stops for this file only."""
     rules: list[Rule] = [cls(analysis, report_periodic) for code, cls in all_rules().items() if code in codes]
     handlers: dict[str, list] = {}
     for rule in rules:
         for node_type, method in rule._visitors.items():
             handlers.setdefault(node_type, []).append(getattr(rule, method))
-    failed: set[str] = set()
+    failed: dict[str, RuleFailure] = {}
     for node in analysis.index.nodes:
         for handler in handlers.get(type(node).__name__, ()):
             code = handler.__self__.code
@@ -112,44 +128,50 @@ def _run_rules(analysis: ModuleAnalysis, codes: frozenset[str], report_periodic:
             try:
                 handler(node)
             except RecursionError:  # an expression nested deeper than the rule's recursion can follow
-                failed.add(code)
-                errors.append(f"too deeply nested for {code}'s analysis; {code} not checked")
+                failed[code] = RuleFailure(code, None, "")
             except Exception as exc:  # one broken rule must not stop the others
-                failed.add(code)
-                errors.append(f"internal error in {code} ({type(exc).__name__}: {exc}); "
-                              f"please report it with the file that triggered it")
+                failed[code] = RuleFailure(code, node, f"{type(exc).__name__}: {exc}")
     found: list[Diagnostic] = []
     for rule in rules:
         found.extend(rule.diagnostics)
-    return found
+    return found, list(failed.values())
 
 
-def _place(diagnostics: list[Diagnostic], analysis: ModuleAnalysis, source: str, filename: str) -> None:
-    """Attach line/column to reported nodes. Positions are resolved only for files that have findings.
+def _failure_messages(failures: list[RuleFailure], positions: dict, filename: str) -> list[str]:
+    messages = []
+    for f in failures:
+        if not f.reason:
+            messages.append(f"{filename}: too deeply nested for {f.code}'s analysis; {f.code} not checked")
+            continue
+        where = positions.get(f.node) if f.node is not None else None
+        messages.append(internal_error(f.code, filename, where.start.line if where else None, f.reason))
+    return messages
+
+
+def _positions(analysis: ModuleAnalysis, source: str, nodes: list) -> dict:
+    """Line/column of the given nodes. Positions are resolved only for files that have findings.
 
     LibCST's PositionProvider regenerates the whole module; here only the top-level statements that hold a
-    finding are, each in a module of its own, then shifted by the lines before it in the source.
+    node are, each in a module of its own, then shifted by the lines before it in the source.
     """
-    if not diagnostics:
-        return
-    by_statement: dict = {}
-    for d in diagnostics:
-        d.filename = filename
-        if d.node is not None:
-            by_statement.setdefault(_top_level(analysis, d.node), []).append(d)
+    by_statement = dict.fromkeys(_top_level(analysis, node) for node in nodes if node is not None)
     module = analysis.module
     positions: dict = {}
-    for statement, found in by_statement.items():
+    for statement in by_statement:
         shifted = _statement_positions(module, statement, source)
         if shifted is None:  # not locatable on its own: resolve the whole module once
-            positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-            break
+            return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
         positions.update(shifted)
-    for d in diagnostics:
-        where = positions.get(d.node) if d.node is not None else None
-        if where is not None:
-            d.location = Position(where.start.line, where.start.column + 1)
-            d.end_location = Position(where.end.line, where.end.column + 1)
+    return positions
+
+
+def _placed(d: Diagnostic, positions: dict, filename: str) -> Diagnostic:
+    """A rule's finding with its file and position: a new value, the finding itself is left as it was."""
+    where = positions.get(d.node) if d.node is not None else None
+    if where is None:
+        return replace(d, filename=filename)
+    return replace(d, filename=filename, location=Position(where.start.line, where.start.column + 1),
+                   end_location=Position(where.end.line, where.end.column + 1))
 
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -191,8 +213,12 @@ def _shift(where, lines: int):
 def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic: bool, errors: list[str]):
     module = cst.parse_module(source)
     analysis = ModuleAnalysis(module, source)
-    diagnostics = _run_rules(analysis, codes, report_periodic, errors)
-    _place(diagnostics, analysis, source, filename)
+    found, failures = _run_rules(analysis, codes, report_periodic)
+    diagnostics: list[Diagnostic] = []
+    if found or failures:
+        positions = _positions(analysis, source, [d.node for d in found] + [f.node for f in failures])
+        diagnostics = [_placed(d, positions, filename) for d in found]
+        errors.extend(_failure_messages(failures, positions, filename))
     if diagnostics:
         sup = suppression.parse(source)
         diagnostics = [d for d in diagnostics
@@ -224,7 +250,7 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
         found = syntax_error or _gpu001(f"LibCST cannot represent this file ({exc})", filename, 1, 1)
         return LintResult([found] if SYNTAX_ERROR in codes else [], source)
     except RecursionError:
-        return LintResult([], source, errors=["too deeply nested for gpulint's analysis; not checked"])
+        return LintResult([], source, errors=[f"{filename}: too deeply nested for gpulint's analysis; not checked"])
 
     fixed_count = 0
     current = source
@@ -242,15 +268,14 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
                 compile(new_text, filename or "<fixed>", "exec", dont_inherit=True)
         except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
             # A fix that breaks the code is a bug of ours: keep the last good text and say so.
-            errors.append(f"a fix produced invalid code ({exc.__class__.__name__}); it was not applied")
+            errors.append(f"{filename}: a fix produced invalid code ({exc.__class__.__name__}); it was not applied")
             analysis, diagnostics = _analyse(current, filename, codes, report_periodic, errors)
             break
         fixed_count += len(chosen)
         current = new_text
 
     if want_edits:
-        for d in diagnostics:
-            d.edits = fixing.edits_for(d, analysis.module, current)
+        diagnostics = [replace(d, edits=fixing.edits_for(d, analysis.module, current)) for d in diagnostics]
     return LintResult(diagnostics, current, fixed_count, errors, module=analysis.module)
 
 

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -28,7 +28,7 @@ from gpulint.editing import TextChange, lsp_lines, minimal_change, spot, with_no
 from gpulint.files import source_lines
 from gpulint.fixes import edits_for
 from gpulint.rule import DOCS_URL, all_rules
-from gpulint.runner import lint_source
+from gpulint.pipeline import Input, lint_input
 
 DEBOUNCE_SECONDS = 0.2
 FIX_ALL_KIND = "source.fixAll.gpulint"
@@ -130,11 +130,9 @@ class GpulintServer(LanguageServer):
         cached = self.linted.get(uri)
         if cached is not None and cached.source == source and cached.settings is settings:
             return cached
-        codes = settings.enabled_codes(path)
         name = str(path) if path else uri
         try:
-            result = await self.run(lambda: lint_source(source, name, codes,
-                                                        report_periodic=settings.report_periodic))
+            result = await self.run(lambda: lint_input(Input.from_text(source, name, path), settings, write=False))
         except Exception:  # the server must outlive any bug of ours
             self.log(f"internal error while linting {name}:\n{traceback.format_exc()}")
             return None
@@ -142,7 +140,7 @@ class GpulintServer(LanguageServer):
             self.log(f"{name}: {error}", types.MessageType.Warning)
         lines = lsp_lines(source)
         units = self.workspace.position_codec.client_num_units
-        linted = Linted(source, result.diagnostics, [to_lsp(d, lines, units) for d in result.diagnostics],
+        linted = Linted(source, list(result.diagnostics), [to_lsp(d, lines, units) for d in result.diagnostics],
                         settings=settings, module=result.module)
         self.linted[uri] = linted
         return linted
@@ -188,16 +186,15 @@ class GpulintServer(LanguageServer):
         computing every finding's edits at each lint costs a whole-module fix and diff per finding (seconds on
         a large file with many findings; see benchmarks/lsp_latency.py)."""
         if d.fix is not None and not d.edits and linted.module is not None:
-            d.edits = await self.run(edits_for, d, linted.module, linted.source)
+            return replace(d, edits=await self.run(edits_for, d, linted.module, linted.source))
         return d
 
     async def fix_all(self, uri: str, linted: Linted) -> str:
         if linted.fixed_all is None:
             path = to_fs_path(uri)
-            codes = linted.settings.enabled_codes(Path(path) if path else None)
-            result = await self.run(lambda: lint_source(linted.source, path or uri, codes, fix=FixMode.SAFE,
-                                                        report_periodic=linted.settings.report_periodic))
-            linted.fixed_all = result.source
+            document = Input.from_text(linted.source, path or uri, Path(path) if path else None)
+            result = await self.run(lambda: lint_input(document, linted.settings, FixMode.SAFE, write=False))
+            linted.fixed_all = result.text
         return linted.fixed_all
 
     def edit(self, uri: str, old: str, new: str) -> Optional[types.WorkspaceEdit]:

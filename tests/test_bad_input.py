@@ -166,16 +166,16 @@ def test_missing_path_exits_2(project):
 
 
 def test_an_internal_error_costs_one_file_not_the_run(project, monkeypatch):
-    import gpulint.engine
+    import gpulint.pipeline
 
-    real = gpulint.engine.lint_file
+    real = gpulint.pipeline.lint_file
 
     def flaky(path, *args, **kwargs):
         if path.name == "boom.py":
             raise RuntimeError("kaboom")
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(gpulint.engine, "lint_file", flaky)
+    monkeypatch.setattr(gpulint.pipeline, "lint_file", flaky)
     (project / "boom.py").write_text("x = 1\n")
     result = run("--jobs", "1", "--output-format", "concise", ".")
     assert result.exit_code == 1

@@ -319,12 +319,12 @@ async def test_fixes_in_files_with_other_line_endings_and_no_final_newline(clien
 
 # A server whose engine raises on one document: the bug is logged, the server lives on.
 _FAULTY = ("import gpulint.server as s\n"
-           "real = s.lint_source\n"
+           "real = s.lint_input\n"
            "def faulty(source, *args, **kwargs):\n"
-           "    if 'BOOM' in source:\n"
+           "    if 'BOOM' in source.text:\n"
            "        raise RuntimeError('engine bug')\n"
            "    return real(source, *args, **kwargs)\n"
-           "s.lint_source = faulty\n"
+           "s.lint_input = faulty\n"
            "s.serve()\n")
 
 

@@ -206,3 +206,4 @@ def test_grammar_programs(source: str):
 def test_arbitrary_text_never_raises(text: str):
     result = lint_source(text, "gen.py", CODES, fix=FixMode.UNSAFE)
     assert isinstance(result.diagnostics, list)
+    assert result.errors == []  # a rule that raised is an error here, never a silently missing finding

@@ -1,6 +1,7 @@
 """GitHub Actions workflow commands: each finding becomes an annotation on the pull request's diff."""
 
 from __future__ import annotations
+from gpulint.output.report import Report
 
 
 def _escape_data(text: str) -> str:
@@ -22,7 +23,8 @@ def _position(d) -> str:
     return ""
 
 
-def render(diagnostics, sources, summary) -> str:
+def render(report: Report) -> str:
+    diagnostics = report.diagnostics
     lines = []
     for d in diagnostics:
         where = f"cell {d.cell + 1}, line {d.location.row}: " if d.cell is not None else ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from gpulint.output.common import url
+from gpulint.output.report import Report
 
 
 def to_dict(d) -> dict:
@@ -36,5 +37,6 @@ def to_dict(d) -> dict:
     return item
 
 
-def render(diagnostics, sources, summary) -> str:
+def render(report: Report) -> str:
+    diagnostics = report.diagnostics
     return json.dumps([to_dict(d) for d in diagnostics], indent=2) + "\n"

@@ -6,9 +6,11 @@ from collections import defaultdict
 from xml.etree import ElementTree as ET
 
 from gpulint.output.common import display_location
+from gpulint.output.report import Report
 
 
-def render(diagnostics, sources, summary) -> str:
+def render(report: Report) -> str:
+    diagnostics = report.diagnostics
     by_file: dict[str, list] = defaultdict(list)
     for d in diagnostics:
         by_file[d.filename].append(d)

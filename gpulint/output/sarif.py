@@ -11,6 +11,7 @@ from urllib.parse import quote
 from gpulint import __version__
 from gpulint.output.common import url
 from gpulint.diagnostics import DOCS_URL
+from gpulint.output.report import Report
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://gpulint.dev"
@@ -53,7 +54,8 @@ def _rules() -> list[dict]:
     return rules
 
 
-def render(diagnostics, sources, summary) -> str:
+def render(report: Report) -> str:
+    diagnostics = report.diagnostics
     rules = _rules()
     index = {r["id"]: i for i, r in enumerate(rules)}
     results = []
