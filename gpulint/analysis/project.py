@@ -214,10 +214,27 @@ class Project:
         self._functions: dict[tuple[Path, str], Optional[FunctionSummary]] = {}
         self._lock = threading.RLock()
         self._active: set[tuple[Path, str]] = set()
+        self._overlays: dict[Path, ModuleInfo] = {}  # unsaved editor buffers, stdin: text that is not on disk
+
+    def set_text(self, path: Path, text: Optional[str]) -> None:
+        """Use `text` as the content of `path` (an editor's unsaved buffer); None goes back to the disk."""
+        path = path.resolve()
+        with self._lock:
+            old = self._overlays.pop(path, None)
+            if text is not None:
+                info = self._parse_text(path, text.encode("utf-8", "surrogatepass"))
+                if info is not None:
+                    self._overlays[path] = info
+            new = self._overlays.get(path)
+            if (old.digest if old else None) != (new.digest if new else None):
+                self._functions.clear()  # summaries may depend on this module transitively
 
     # -- modules -----------------------------------------------------------------------------------------------
     def module(self, path: Path) -> Optional[ModuleInfo]:
         path = path.resolve()
+        overlay = self._overlays.get(path)
+        if overlay is not None:
+            return overlay
         try:
             st = path.stat()
         except OSError:
@@ -228,9 +245,8 @@ class Project:
             if cached is not None and cached[0] == stamp:
                 return cached[1]
             info = self._parse(path)
-            if cached is not None and cached[1] is not None and info is not None \
-                    and cached[1].digest != info.digest:
-                self._functions = {k: v for k, v in self._functions.items() if k[0] != path}
+            if cached is not None and (cached[1].digest if cached[1] else None) != (info.digest if info else None):
+                self._functions.clear()  # summaries may depend on this module transitively
             self._modules[path] = (stamp, info)
             return info
 
@@ -240,8 +256,15 @@ class Project:
             if not path.is_file() or path.stat().st_size > 5_000_000:
                 return None
             raw = path.read_bytes()
+        except OSError:
+            return None
+        return Project._parse_text(path, raw)
+
+    @staticmethod
+    def _parse_text(path: Path, raw: bytes) -> Optional[ModuleInfo]:
+        try:
             tree = ast.parse(raw, str(path))
-        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         return ModuleInfo(path, tree, hashlib.sha256(raw).hexdigest())
 
