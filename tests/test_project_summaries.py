@@ -129,3 +129,16 @@ def test_summary_follows_edits_of_the_helper(tmp_path):
     os.utime(tmp_path / "utils.py", ns=(1, 1))  # a different stamp even within the clock's resolution
     assert project.lookup(tmp_path / "train.py", "f").sink_params == {}
     assert project.dependencies_digest([tmp_path / "utils.py"]) != before
+
+
+def test_library_table_entries_are_complete_and_resolve_aliases():
+    from gpulint.analysis.libraries import FACTS, Effect, fact_for_function, fact_for_method
+
+    assert len({f.target for f in FACTS}) == len(FACTS)
+    for fact in FACTS:
+        assert fact.reason and fact.source, fact.target
+    assert fact_for_method("torch.cuda.amp.GradScaler", "get_scale").effect is Effect.SYNCS
+    assert fact_for_method("torch.amp.GradScaler", "scale") is None
+    assert fact_for_function("torch.distributed.all_reduce").effect is Effect.NO_HOST_SYNC
+    assert fact_for_method("accelerate.accelerator.Accelerator", "prepare").effect is Effect.DEVICE_BATCHES
+    assert fact_for_function("numpy.mean") is None
