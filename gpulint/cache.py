@@ -18,7 +18,7 @@ from typing import Optional
 
 import gpulint
 from gpulint.config import Settings
-from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position
+from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position, Related
 from gpulint.files import atomic_write
 
 FORMAT = 1  # bump when the entry layout changes
@@ -115,14 +115,16 @@ def _record(d: Diagnostic) -> list:
     fix = None if d.fix is None else [d.fix.message, d.fix.applicability.value]
     edits = [[e.content, e.location.row, e.location.column, e.end_location.row, e.end_location.column]
              for e in d.edits]
+    related = [[r.filename, r.row, r.message] for r in d.related]
     return [d.code, d.name, d.message, d.location.row, d.location.column, d.end_location.row,
-            d.end_location.column, fix, edits]
+            d.end_location.column, fix, edits, related]
 
 
 def _diagnostic(item: list, filename: str) -> Diagnostic:
-    code, name, message, row, column, end_row, end_column, fix, edits = item
+    code, name, message, row, column, end_row, end_column, fix, edits, related = item
     return Diagnostic(
         code, name, message, filename=filename,
         location=Position(row, column), end_location=Position(end_row, end_column),
         fix=None if fix is None else Fix(fix[0], Applicability(fix[1]), {}),
-        edits=tuple(Edit(e[0], Position(e[1], e[2]), Position(e[3], e[4])) for e in edits))
+        edits=tuple(Edit(e[0], Position(e[1], e[2]), Position(e[3], e[4])) for e in edits),
+        related=tuple(Related(*r) for r in related))

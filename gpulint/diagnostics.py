@@ -63,6 +63,18 @@ class Edit:
 
 
 @dataclass(frozen=True)
+class Related:
+    """Another place a finding involves: where a helper called in the loop pays the cost (`utils.py:88`)."""
+
+    filename: str
+    row: int
+    message: str = ""
+
+    def where(self) -> str:
+        return f"{self.filename}:{self.row}"
+
+
+@dataclass(frozen=True)
 class Diagnostic:
     """One finding. Immutable: each stage (rule -> placed -> suppressed/selected -> output) makes a new value
     with `dataclasses.replace`; nothing completes a diagnostic in place."""
@@ -82,6 +94,9 @@ class Diagnostic:
     # Notebooks: the first and last line of the .ipynb file itself that hold the finding's source lines (for
     # annotations on the raw file: GitHub, SARIF); None where they could not be told.
     file_rows: Optional[tuple[int, int]] = None
+    # Other places the finding involves (a helper's line in another module), as JSON `related`, SARIF
+    # `relatedLocations`, LSP `relatedInformation`, and "via file:line" in text output.
+    related: tuple[Related, ...] = ()
 
     def portable(self) -> "Diagnostic":
         """This finding without syntax-tree nodes, so it can cross a process boundary (and be cached)."""

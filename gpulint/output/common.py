@@ -14,6 +14,11 @@ def url(d: Diagnostic) -> str:
     return DOCS_URL.format(name=d.name)
 
 
+def via(d: Diagnostic) -> str:
+    """` (via utils.py:88)` for a finding whose cost is paid in another place, else ''."""
+    return "".join(f" (via {r.where()})" for r in d.related)
+
+
 def display_location(d: Diagnostic) -> str:
     """`path:row:col`, or `notebook.ipynb:cell 3:5:9` for a cell of a notebook."""
     if d.cell is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpulint.files import source_lines
-from gpulint.output.common import display_location, fix_marker
+from gpulint.output.common import display_location, fix_marker, via
 from gpulint.output.report import Report
 
 
@@ -11,7 +11,7 @@ def render(report: Report) -> str:
     diagnostics = report.diagnostics
     out: list[str] = []
     for d in diagnostics:
-        out.append(f"{display_location(d)}: {d.code} {fix_marker(d)}{d.message}")
+        out.append(f"{display_location(d)}: {d.code} {fix_marker(d)}{d.message}{via(d)}")
         lines = [line.rstrip("\r\n") for line in source_lines(report.sources.get((d.filename, d.cell), ""))]
         row = d.location.row
         if 1 <= row <= len(lines):

@@ -31,6 +31,8 @@ def to_dict(d) -> dict:
         "fix": fix,
         "url": url(d),
         "noqa_row": d.location.row,
+        "related": [{"filename": r.filename, "location": {"row": r.row, "column": 1}, "message": r.message}
+                    for r in d.related],
     }
     if d.cell is not None:
         item["cell"] = d.cell + 1

@@ -76,6 +76,12 @@ def render(report: Report) -> str:
             "message": {"text": message},
             "locations": [{"physicalLocation": location}],
         }
+        if d.related:
+            result["relatedLocations"] = [
+                {"id": i, "message": {"text": r.message or "where the cost is paid"},
+                 "physicalLocation": {"artifactLocation": {"uri": _artifact_uri(r.filename)},
+                                      "region": {"startLine": r.row}}}
+                for i, r in enumerate(d.related)]
         if d.code in index:
             result["ruleIndex"] = index[d.code]
         if d.cell is not None:
