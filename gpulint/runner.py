@@ -18,7 +18,8 @@ from gpulint import fixes as fixing
 from gpulint import suppression
 from gpulint.analysis import ModuleAnalysis
 from gpulint.diagnostics import Diagnostic, FixMode, Position
-from gpulint.rule import Rule, all_rules
+from gpulint.checker import run_rules
+from gpulint.rule import all_rules
 
 MAX_FIX_PASSES = 10
 SYNTAX_ERROR = "GPU001"
@@ -98,29 +99,13 @@ def syntax_error_diagnostic(exc: cst.ParserSyntaxError, filename: str) -> Diagno
 
 def _run_rules(analysis: ModuleAnalysis, codes: frozenset[str], report_periodic: bool,
                errors: list[str]) -> list[Diagnostic]:
-    rules: list[Rule] = [cls(analysis, report_periodic) for code, cls in all_rules().items() if code in codes]
-    handlers: dict[str, list] = {}
-    for rule in rules:
-        for node_type, method in rule._visitors.items():
-            handlers.setdefault(node_type, []).append(getattr(rule, method))
-    failed: set[str] = set()
-    for node in analysis.index.nodes:
-        for handler in handlers.get(type(node).__name__, ()):
-            code = handler.__self__.code
-            if code in failed:
-                continue
-            try:
-                handler(node)
-            except RecursionError:  # an expression nested deeper than the rule's recursion can follow
-                failed.add(code)
-                errors.append(f"too deeply nested for {code}'s analysis; {code} not checked")
-            except Exception as exc:  # one broken rule must not stop the others
-                failed.add(code)
-                errors.append(f"internal error in {code} ({type(exc).__name__}: {exc}); "
-                              f"please report it with the file that triggered it")
-    found: list[Diagnostic] = []
-    for rule in rules:
-        found.extend(rule.diagnostics)
+    found, failures = run_rules(analysis, codes, report_periodic)
+    for failure in failures:
+        if failure.reason.startswith("too deeply nested"):
+            errors.append(f"too deeply nested for {failure.code}'s analysis; {failure.code} not checked")
+        else:
+            errors.append(f"internal error in {failure.code} ({failure.reason}); "
+                          f"please report it with the file that triggered it")
     return found
 
 
