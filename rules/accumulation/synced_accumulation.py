@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpulint.rule import Family, FixAvailability, FixSafety, Safety
+from gpulint.rule import Example, Family, FixAvailability, FixSafety, Safety
 from gpulint.rules.accumulation.synced_base import _SyncedAccumulationRule
 
 
@@ -56,5 +56,42 @@ class SyncedLossAccumulation(_SyncedAccumulationRule):
     message = "summing `.item()` every step syncs with the GPU each time; sum the detached tensor on the device"
     family = Family.ACCUMULATION
     fix_availability = FixAvailability.SOMETIMES
-    fix_safety = FixSafety(Safety.UNSAFE, "the sum is computed in the loss's dtype on the device, so printed values can differ in the last digits")
+    fix_safety = FixSafety(
+        Safety.UNSAFE, "the sum is computed in the loss's dtype on the device, so printed values can differ in the last digits")
+    VALID = [
+        """\
+import torch
+model = torch.nn.Linear(2, 2).cuda()
+total = 0
+for x, y in loader:
+    out = model(x)
+    loss = out.sum()
+    loss.backward()
+    total += loss.detach()
+print(total)
+""",
+    ]
+    INVALID = [
+        Example("""\
+import torch
+model = torch.nn.Linear(2, 2).cuda()
+total = 0
+for x, y in loader:
+    out = model(x)
+    loss = out.sum()
+    loss.backward()
+    total += loss.item()
+print(total)
+""", message='summing `.item()` every step syncs with the GPU each time', fixed="""\
+import torch
+model = torch.nn.Linear(2, 2).cuda()
+total = 0
+for x, y in loader:
+    out = model(x)
+    loss = out.sum()
+    loss.backward()
+    total += loss.detach()
+print(float(total))
+"""),
+    ]
     metric = False

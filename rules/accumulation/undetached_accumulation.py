@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.rule import GpuRule, Family, FixAvailability, FixSafety, Safety
+from gpulint.rule import GpuRule, Example, Family, FixAvailability, FixSafety, Safety
 from gpulint.syntax import method_call
 from gpulint.analysis.accumulators import _backwarded_names, _base_name, _bindings, _method, _self_referencing, carries_graph, certainly_tensor, under_no_grad
 
@@ -57,7 +57,44 @@ class UndetachedAccumulation(GpuRule):
     message = "accumulating a value that carries autograd history keeps every step's graph alive; add `.detach()`"
     family = Family.ACCUMULATION
     fix_availability = FixAvailability.SOMETIMES
-    fix_safety = FixSafety(Safety.SAFE, 'the values are the same; only the autograd graph, which nothing backpropagates through, is dropped')
+    fix_safety = FixSafety(
+        Safety.SAFE, 'the values are the same; only the autograd graph, which nothing backpropagates through, is dropped')
+    VALID = [
+        """\
+import torch
+model = torch.nn.Linear(2, 2).cuda()
+total = 0
+for x, y in loader:
+    out = model(x)
+    loss = out.sum()
+    loss.backward()
+    total += loss.detach()
+print(total)
+""",
+    ]
+    INVALID = [
+        Example("""\
+import torch
+model = torch.nn.Linear(2, 2).cuda()
+total = 0
+for x, y in loader:
+    out = model(x)
+    loss = out.sum()
+    loss.backward()
+    total += loss
+print(total)
+""", message='accumulating a value that carries autograd history keeps eve', fixed="""\
+import torch
+model = torch.nn.Linear(2, 2).cuda()
+total = 0
+for x, y in loader:
+    out = model(x)
+    loss = out.sum()
+    loss.backward()
+    total += loss.detach()
+print(total)
+"""),
+    ]
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign)):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.rule import GpuRule, Family
+from gpulint.rule import GpuRule, Example, Family
 from gpulint.analysis.host_reads import _to_host_call
 
 
@@ -48,6 +48,26 @@ class CpuInLoop(GpuRule):
               "copy once"
     family = Family.HOST_SYNC
     defers_to = ('GPU302', 'GPU303')  # `total += loss.item()`: their finding carries the fix
+    VALID = [
+        """\
+import torch
+model = torch.nn.Linear(2, 2).cuda()
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+host = loss.cpu()
+""",
+    ]
+    INVALID = [
+        Example("""\
+import torch
+model = torch.nn.Linear(2, 2).cuda()
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+    host = loss.cpu()
+""", message='blocking copy to the host every iteration waits for the GPU'),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         if not _to_host_call(self, node):

@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from gpulint.rule import GpuRule, Family
+from gpulint.rule import GpuRule, Example, Family
 
 
 class CudaSynchronizeInLoop(GpuRule):
@@ -45,6 +45,26 @@ class CudaSynchronizeInLoop(GpuRule):
     _CALLS = {"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize",
               "torch.mps.synchronize", "torch.cuda.current_stream.synchronize"}
     family = Family.HOST_SYNC
+    VALID = [
+        """\
+import torch
+model = torch.nn.Linear(2, 2).cuda()
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+torch.cuda.synchronize()
+""",
+    ]
+    INVALID = [
+        Example("""\
+import torch
+model = torch.nn.Linear(2, 2).cuda()
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+    torch.cuda.synchronize()
+""", message='`torch.cuda.synchronize()` every iteration stalls the CPU un'),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         q = self._qualified(node)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.rule import GpuRule, Family, FixAvailability, FixSafety, Safety
+from gpulint.rule import GpuRule, Example, Family, FixAvailability, FixSafety, Safety
 
 
 class EmptyCacheInLoop(GpuRule):
@@ -42,7 +42,34 @@ class EmptyCacheInLoop(GpuRule):
     message = "`torch.cuda.empty_cache()` every iteration syncs and forces fresh cudaMalloc calls; remove it"
     family = Family.HOST_SYNC
     fix_availability = FixAvailability.ALWAYS
-    fix_safety = FixSafety(Safety.UNSAFE, "memory stays in PyTorch's cache instead of being released to other processes")
+    fix_safety = FixSafety(
+        Safety.UNSAFE, "memory stays in PyTorch's cache instead of being released to other processes")
+    VALID = [
+        """\
+import torch
+model = torch.nn.Linear(2, 2).cuda()
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+torch.cuda.empty_cache()
+""",
+    ]
+    INVALID = [
+        Example("""\
+import torch
+model = torch.nn.Linear(2, 2).cuda()
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+    torch.cuda.empty_cache()
+""", message='`torch.cuda.empty_cache()` every iteration syncs and forces ', fixed="""\
+import torch
+model = torch.nn.Linear(2, 2).cuda()
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+"""),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.analysis.qualified(node.func) not in ("torch.cuda.empty_cache", "torch.accelerator.empty_cache"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.rule import GpuRule, Family
+from gpulint.rule import GpuRule, Example, Family
 from gpulint.analysis.host_reads import nan_check
 
 
@@ -43,6 +43,28 @@ class TensorInControlFlow(GpuRule):
     name = "tensor-in-control-flow"
     message = "branching on a tensor's value calls `bool()` on it every iteration: the CPU waits for the GPU"
     family = Family.HOST_SYNC
+    VALID = [
+        """\
+import torch
+model = torch.nn.Linear(2, 2).cuda()
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+if loss > 0:
+    pass
+""",
+    ]
+    INVALID = [
+        Example("""\
+import torch
+model = torch.nn.Linear(2, 2).cuda()
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+    if loss > 0:
+        pass
+""", message="branching on a tensor's value calls `bool()` on it every ite"),
+    ]
 
     def _check(self, test: cst.BaseExpression) -> None:
         if not self.analysis.is_tensor(test) and not self._truthiness_of_tensor(test):

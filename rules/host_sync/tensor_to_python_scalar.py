@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.rule import GpuRule, Family
+from gpulint.rule import GpuRule, Example, Family
 from gpulint.analysis.host_reads import inside_nan_check
 
 
@@ -41,6 +41,26 @@ class TensorToPythonScalar(GpuRule):
     message = "`{fn}()` of a tensor every iteration blocks the CPU until the GPU catches up"
     family = Family.HOST_SYNC
     defers_to = ('GPU302', 'GPU303')  # `total += loss.item()`: their finding carries the fix
+    VALID = [
+        """\
+import torch
+model = torch.nn.Linear(2, 2).cuda()
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+value = float(loss)
+""",
+    ]
+    INVALID = [
+        Example("""\
+import torch
+model = torch.nn.Linear(2, 2).cuda()
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+    value = float(loss)
+""", message='`float()` of a tensor every iteration blocks the CPU until t'),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         if not isinstance(node.func, cst.Name) or node.func.value not in ("float", "int", "bool"):

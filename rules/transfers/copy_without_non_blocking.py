@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.analysis import GPU_HINT
-from gpulint.rule import Rule, Family, FixAvailability, FixSafety, Safety
+from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
 from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, keyword
 from gpulint.syntax import argument
 from gpulint.analysis.data import _true, pinned
@@ -56,7 +56,35 @@ class CopyWithoutNonBlocking(Rule):
     message = "copy of a pinned batch to the GPU without `non_blocking=True` blocks the CPU every step"
     family = Family.TRANSFERS
     fix_availability = FixAvailability.ALWAYS
-    fix_safety = FixSafety(Safety.SAFE, 'a host-to-device copy is ordered before every kernel queued after it on the same stream')
+    fix_safety = FixSafety(
+        Safety.SAFE, 'a host-to-device copy is ordered before every kernel queued after it on the same stream')
+    VALID = [
+        """\
+import torch
+loader = torch.utils.data.DataLoader(dataset, batch_size=8, pin_memory=True)
+model = torch.nn.Linear(2, 2).cuda()
+for x in loader:
+    x = x.cuda(non_blocking=True)
+    model(x).sum().backward()
+""",
+    ]
+    INVALID = [
+        Example("""\
+import torch
+loader = torch.utils.data.DataLoader(dataset, batch_size=8, pin_memory=True)
+model = torch.nn.Linear(2, 2).cuda()
+for x in loader:
+    x = x.cuda()
+    model(x).sum().backward()
+""", message='copy of a pinned batch to the GPU without `non_blocking=True', fixed="""\
+import torch
+loader = torch.utils.data.DataLoader(dataset, batch_size=8, pin_memory=True)
+model = torch.nn.Linear(2, 2).cuda()
+for x in loader:
+    x = x.cuda(non_blocking=True)
+    model(x).sum().backward()
+"""),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = data_facts(self.analysis)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.analysis import GPU_HINT
-from gpulint.rule import Rule, Family, FixAvailability, FixSafety, Safety
+from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
 from gpulint.analysis.data_facts import append_keyword, is_dataloader
 from gpulint.analysis.data import _true, would_pin
 
@@ -61,6 +61,33 @@ class DataLoaderWithoutPinMemory(Rule):
     family = Family.TRANSFERS
     fix_availability = FixAvailability.ALWAYS
     fix_safety = FixSafety(Safety.SAFE, 'batches hold the same values; only the host memory they live in changes')
+    VALID = [
+        """\
+import torch
+loader = torch.utils.data.DataLoader(dataset, batch_size=8, pin_memory=True)
+model = torch.nn.Linear(2, 2).cuda()
+for x in loader:
+    x = x.cuda(non_blocking=True)
+    model(x).sum().backward()
+""",
+    ]
+    INVALID = [
+        Example("""\
+import torch
+loader = torch.utils.data.DataLoader(dataset, batch_size=8)
+model = torch.nn.Linear(2, 2).cuda()
+for x in loader:
+    x = x.cuda(non_blocking=True)
+    model(x).sum().backward()
+""", message='`DataLoader` without `pin_memory=True` feeds a GPU: host-to-', fixed="""\
+import torch
+loader = torch.utils.data.DataLoader(dataset, batch_size=8, pin_memory=True)
+model = torch.nn.Linear(2, 2).cuda()
+for x in loader:
+    x = x.cuda(non_blocking=True)
+    model(x).sum().backward()
+"""),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         if not is_dataloader(self.analysis, node) or not would_pin(self, node):
