@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Safety
+from gpulint.rules._examples import ACCUMULATING_STEP
 from gpulint.rules.accumulation.synced_base import _SyncedAccumulationRule
 
 
@@ -50,40 +51,10 @@ class MetricSyncedEachStep(_SyncedAccumulationRule):
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(
         Safety.UNSAFE, "a count becomes an int64 tensor, so ratios divide in float32 and can differ in the last digits")
-    VALID = [
-        """\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-total = 0
-for x, y in loader:
-    out = model(x)
-    loss = out.sum()
-    loss.backward()
-    total += (out.argmax(1) == y).sum()
-print(total)
-""",
-    ]
+    VALID = [ACCUMULATING_STEP + "    total += (out.argmax(1) == y).sum()\nprint(total)\n"]
     INVALID = [
-        Example("""\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-total = 0
-for x, y in loader:
-    out = model(x)
-    loss = out.sum()
-    loss.backward()
-    total += (out.argmax(1) == y).sum().item()
-print(total)
-""", message='a metric is copied to the host every step only to be summed', fixed="""\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-total = 0
-for x, y in loader:
-    out = model(x)
-    loss = out.sum()
-    loss.backward()
-    total += (out.argmax(1) == y).sum().detach()
-print(int(total))
-"""),
+        Example(ACCUMULATING_STEP + "    total += (out.argmax(1) == y).sum().item()\nprint(total)\n",
+                message="a metric is copied to the host every step only to be summed",
+                fixed=ACCUMULATING_STEP + "    total += (out.argmax(1) == y).sum().detach()\nprint(int(total))\n"),
     ]
     metric = True

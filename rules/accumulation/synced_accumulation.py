@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Safety
+from gpulint.rules._examples import ACCUMULATING_STEP
 from gpulint.rules.accumulation.synced_base import _SyncedAccumulationRule
 
 
@@ -57,41 +58,12 @@ class SyncedLossAccumulation(_SyncedAccumulationRule):
     family = Family.ACCUMULATION
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(
-        Safety.UNSAFE, "the sum is computed in the loss's dtype on the device, so printed values can differ in the last digits")
-    VALID = [
-        """\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-total = 0
-for x, y in loader:
-    out = model(x)
-    loss = out.sum()
-    loss.backward()
-    total += loss.detach()
-print(total)
-""",
-    ]
+        Safety.UNSAFE, "the sum is computed in the loss's dtype on the device, so printed values can differ in "
+                       "the last digits")
+    VALID = [ACCUMULATING_STEP + "    total += loss.detach()\nprint(total)\n"]
     INVALID = [
-        Example("""\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-total = 0
-for x, y in loader:
-    out = model(x)
-    loss = out.sum()
-    loss.backward()
-    total += loss.item()
-print(total)
-""", message='summing `.item()` every step syncs with the GPU each time', fixed="""\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-total = 0
-for x, y in loader:
-    out = model(x)
-    loss = out.sum()
-    loss.backward()
-    total += loss.detach()
-print(float(total))
-"""),
+        Example(ACCUMULATING_STEP + "    total += loss.item()\nprint(total)\n",
+                message="summing `.item()` every step syncs with the GPU each time",
+                fixed=ACCUMULATING_STEP + "    total += loss.detach()\nprint(float(total))\n"),
     ]
     metric = False

@@ -7,6 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
 
 
 class CudaSynchronizeInLoop(GpuRule):
@@ -45,25 +46,10 @@ class CudaSynchronizeInLoop(GpuRule):
     _CALLS = {"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize",
               "torch.mps.synchronize", "torch.cuda.current_stream.synchronize"}
     family = Family.HOST_SYNC
-    VALID = [
-        """\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-torch.cuda.synchronize()
-""",
-    ]
+    VALID = [TRAIN_STEP + "torch.cuda.synchronize()\n"]
     INVALID = [
-        Example("""\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-    torch.cuda.synchronize()
-""", message='`torch.cuda.synchronize()` every iteration stalls the CPU un'),
+        Example(TRAIN_STEP + "    torch.cuda.synchronize()\n",
+                message="`torch.cuda.synchronize()` every iteration stalls the CPU un"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

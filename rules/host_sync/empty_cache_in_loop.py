@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.rule import GpuRule, Example, Family, FixAvailability, FixSafety, Safety
+from gpulint.rules._examples import TRAIN_STEP
 
 
 class EmptyCacheInLoop(GpuRule):
@@ -44,31 +45,11 @@ class EmptyCacheInLoop(GpuRule):
     fix_availability = FixAvailability.ALWAYS
     fix_safety = FixSafety(
         Safety.UNSAFE, "memory stays in PyTorch's cache instead of being released to other processes")
-    VALID = [
-        """\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-torch.cuda.empty_cache()
-""",
-    ]
+    VALID = [TRAIN_STEP + "torch.cuda.empty_cache()\n"]
     INVALID = [
-        Example("""\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-    torch.cuda.empty_cache()
-""", message='`torch.cuda.empty_cache()` every iteration syncs and forces ', fixed="""\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-"""),
+        Example(TRAIN_STEP + "    torch.cuda.empty_cache()\n",
+                message="`torch.cuda.empty_cache()` every iteration syncs and forces ",
+                fixed=TRAIN_STEP + ""),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
 from gpulint.syntax import method_call
 from gpulint.analysis.host_reads import _NOT_TENSOR, _on_host_already, inside_nan_check
 
@@ -53,26 +54,11 @@ class ItemInLoop(GpuRule):
     name = "item-in-loop"
     message = "`.item()` every iteration blocks the CPU until the GPU catches up; keep the value on the device"
     family = Family.HOST_SYNC
-    defers_to = ('GPU302', 'GPU303')  # `total += loss.item()`: their finding carries the fix
-    VALID = [
-        """\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-print(loss.item())
-""",
-    ]
+    defers_to = ("GPU302", "GPU303")  # `total += loss.item()`: their finding carries the fix
+    VALID = [TRAIN_STEP + "print(loss.item())\n"]
     INVALID = [
-        Example("""\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-    print(loss.item())
-""", message='`.item()` every iteration blocks the CPU until the GPU catch'),
+        Example(TRAIN_STEP + "    print(loss.item())\n",
+                message="`.item()` every iteration blocks the CPU until the GPU catch"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

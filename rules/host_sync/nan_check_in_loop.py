@@ -7,6 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from gpulint.rule import GpuRule, Example, Family, FixAvailability, FixSafety, Safety
+from gpulint.rules._examples import TRAIN_STEP
 from gpulint.fixes import fresh_name
 from gpulint.syntax import flat_statements
 from gpulint.analysis.host_reads import _FLAG_NAMES, _before, check_kind, nan_check
@@ -69,28 +70,11 @@ class NanCheckInLoop(GpuRule):
     family = Family.HOST_SYNC
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(
-        Safety.UNSAFE, 'the reaction to a NaN/Inf comes at the next periodic check, not in the step it appeared')
-    VALID = [
-        """\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-if torch.isnan(loss):
-    print('nan')
-""",
-    ]
+        Safety.UNSAFE, "the reaction to a NaN/Inf comes at the next periodic check, not in the step it appeared")
+    VALID = [TRAIN_STEP + "if torch.isnan(loss):\n    print('nan')\n"]
     INVALID = [
-        Example("""\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-    if torch.isnan(loss):
-        break
-""", message='NaN/Inf check every iteration blocks the CPU until the GPU c'),
+        Example(TRAIN_STEP + "    if torch.isnan(loss):\n        break\n",
+                message="NaN/Inf check every iteration blocks the CPU until the GPU c"),
     ]
 
     def visit_If(self, node: cst.If) -> None:

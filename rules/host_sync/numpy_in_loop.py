@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
 from gpulint.syntax import method_call
 from gpulint.analysis.host_reads import _NOT_TENSOR, _on_host_already
 
@@ -45,25 +46,10 @@ class NumpyInLoop(GpuRule):
     name = "numpy-in-loop"
     message = "`.numpy()` every iteration copies the tensor to the host and waits for the GPU"
     family = Family.HOST_SYNC
-    VALID = [
-        """\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-arr = loss.detach().numpy()
-""",
-    ]
+    VALID = [TRAIN_STEP + "arr = loss.detach().numpy()\n"]
     INVALID = [
-        Example("""\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-    arr = loss.detach().numpy()
-""", message='`.numpy()` every iteration copies the tensor to the host and'),
+        Example(TRAIN_STEP + "    arr = loss.detach().numpy()\n",
+                message="`.numpy()` every iteration copies the tensor to the host and"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

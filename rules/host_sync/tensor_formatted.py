@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
 from gpulint.syntax import method_call, positional
 
 
@@ -40,25 +41,10 @@ class TensorFormatted(GpuRule):
     name = "tensor-formatted"
     message = "formatting a tensor every iteration copies it to the host and waits for the GPU; log periodically"
     family = Family.HOST_SYNC
-    VALID = [
-        """\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-text = f'{loss}'
-""",
-    ]
+    VALID = [TRAIN_STEP + "text = f'{loss}'\n"]
     INVALID = [
-        Example("""\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-    text = f'{loss}'
-""", message='formatting a tensor every iteration copies it to the host an'),
+        Example(TRAIN_STEP + "    text = f'{loss}'\n",
+                message="formatting a tensor every iteration copies it to the host an"),
     ]
 
     def _flag(self, expr: cst.BaseExpression) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
 from gpulint.analysis.host_reads import nan_check
 
 
@@ -43,27 +44,10 @@ class TensorInControlFlow(GpuRule):
     name = "tensor-in-control-flow"
     message = "branching on a tensor's value calls `bool()` on it every iteration: the CPU waits for the GPU"
     family = Family.HOST_SYNC
-    VALID = [
-        """\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-if loss > 0:
-    pass
-""",
-    ]
+    VALID = [TRAIN_STEP + "if loss > 0:\n    pass\n"]
     INVALID = [
-        Example("""\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-    if loss > 0:
-        pass
-""", message="branching on a tensor's value calls `bool()` on it every ite"),
+        Example(TRAIN_STEP + "    if loss > 0:\n        pass\n",
+                message="branching on a tensor's value calls `bool()` on it every ite"),
     ]
 
     def _check(self, test: cst.BaseExpression) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
 from gpulint.analysis.host_reads import inside_nan_check
 
 
@@ -40,26 +41,11 @@ class TensorToPythonScalar(GpuRule):
     name = "tensor-to-python-scalar"
     message = "`{fn}()` of a tensor every iteration blocks the CPU until the GPU catches up"
     family = Family.HOST_SYNC
-    defers_to = ('GPU302', 'GPU303')  # `total += loss.item()`: their finding carries the fix
-    VALID = [
-        """\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-value = float(loss)
-""",
-    ]
+    defers_to = ("GPU302", "GPU303")  # `total += loss.item()`: their finding carries the fix
+    VALID = [TRAIN_STEP + "value = float(loss)\n"]
     INVALID = [
-        Example("""\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-    value = float(loss)
-""", message='`float()` of a tensor every iteration blocks the CPU until t'),
+        Example(TRAIN_STEP + "    value = float(loss)\n",
+                message="`float()` of a tensor every iteration blocks the CPU until t"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
 from gpulint.syntax import method_call
 from gpulint.analysis.host_reads import _on_host_already
 
@@ -45,25 +46,10 @@ class TolistInLoop(GpuRule):
     message = "`.tolist()` every iteration copies the tensor to the host and waits for the GPU; collect on the " \
               "device and convert once"
     family = Family.HOST_SYNC
-    VALID = [
-        """\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-rows = x.tolist()
-""",
-    ]
+    VALID = [TRAIN_STEP + "rows = x.tolist()\n"]
     INVALID = [
-        Example("""\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-    rows = x.tolist()
-""", message='`.tolist()` every iteration copies the tensor to the host an'),
+        Example(TRAIN_STEP + "    rows = x.tolist()\n",
+                message="`.tolist()` every iteration copies the tensor to the host an"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

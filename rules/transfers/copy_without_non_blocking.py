@@ -6,6 +6,7 @@ import libcst as cst
 
 from gpulint.analysis import GPU_HINT
 from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
+from gpulint.rules._examples import LOADER_TO_GPU
 from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, keyword
 from gpulint.syntax import argument
 from gpulint.analysis.data import _true, pinned
@@ -57,33 +58,12 @@ class CopyWithoutNonBlocking(Rule):
     family = Family.TRANSFERS
     fix_availability = FixAvailability.ALWAYS
     fix_safety = FixSafety(
-        Safety.SAFE, 'a host-to-device copy is ordered before every kernel queued after it on the same stream')
-    VALID = [
-        """\
-import torch
-loader = torch.utils.data.DataLoader(dataset, batch_size=8, pin_memory=True)
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    x = x.cuda(non_blocking=True)
-    model(x).sum().backward()
-""",
-    ]
+        Safety.SAFE, "a host-to-device copy is ordered before every kernel queued after it on the same stream")
+    VALID = [LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True")]
     INVALID = [
-        Example("""\
-import torch
-loader = torch.utils.data.DataLoader(dataset, batch_size=8, pin_memory=True)
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    x = x.cuda()
-    model(x).sum().backward()
-""", message='copy of a pinned batch to the GPU without `non_blocking=True', fixed="""\
-import torch
-loader = torch.utils.data.DataLoader(dataset, batch_size=8, pin_memory=True)
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    x = x.cuda(non_blocking=True)
-    model(x).sum().backward()
-"""),
+        Example(LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking=""),
+                message="copy of a pinned batch to the GPU without `non_blocking=True",
+                fixed=LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True")),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -6,6 +6,7 @@ import libcst as cst
 
 from gpulint.analysis import GPU_HINT
 from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
+from gpulint.rules._examples import LOADER_TO_GPU
 from gpulint.analysis.data_facts import append_keyword, is_dataloader
 from gpulint.analysis.data import _true, would_pin
 
@@ -60,33 +61,12 @@ class DataLoaderWithoutPinMemory(Rule):
     message = "`DataLoader` without `pin_memory=True` feeds a GPU: host-to-device copies block and cannot overlap"
     family = Family.TRANSFERS
     fix_availability = FixAvailability.ALWAYS
-    fix_safety = FixSafety(Safety.SAFE, 'batches hold the same values; only the host memory they live in changes')
-    VALID = [
-        """\
-import torch
-loader = torch.utils.data.DataLoader(dataset, batch_size=8, pin_memory=True)
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    x = x.cuda(non_blocking=True)
-    model(x).sum().backward()
-""",
-    ]
+    fix_safety = FixSafety(Safety.SAFE, "batches hold the same values; only the host memory they live in changes")
+    VALID = [LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True")]
     INVALID = [
-        Example("""\
-import torch
-loader = torch.utils.data.DataLoader(dataset, batch_size=8)
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    x = x.cuda(non_blocking=True)
-    model(x).sum().backward()
-""", message='`DataLoader` without `pin_memory=True` feeds a GPU: host-to-', fixed="""\
-import torch
-loader = torch.utils.data.DataLoader(dataset, batch_size=8, pin_memory=True)
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    x = x.cuda(non_blocking=True)
-    model(x).sum().backward()
-"""),
+        Example(LOADER_TO_GPU.format(pin="", non_blocking="non_blocking=True"),
+                message="`DataLoader` without `pin_memory=True` feeds a GPU: host-to-",
+                fixed=LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True")),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -6,6 +6,7 @@ import libcst as cst
 
 from gpulint.analysis import GPU_HINT
 from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
+from gpulint.rules._examples import TRAIN_STEP
 from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, has_star_args, keyword
 from gpulint.syntax import argument, positional
 from gpulint.analysis.data import _FACTORIES, _RANDOM, _SAME_ON_DEVICE
@@ -61,33 +62,13 @@ class HostTensorMovedEachStep(Rule):
     family = Family.TRANSFERS
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(
-        Safety.SAFE, 'deterministic factories compute the same values on the device (random ones are offered as unsafe fixes)')
-    VALID = [
-        """\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-noise = torch.zeros(2).cuda()
-""",
-    ]
+        Safety.SAFE, "deterministic factories compute the same values on the device (random ones are offered as "
+                     "unsafe fixes)")
+    VALID = [TRAIN_STEP + "noise = torch.zeros(2).cuda()\n"]
     INVALID = [
-        Example("""\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-    noise = torch.zeros(2).cuda()
-""", message='`torch.zeros` builds a tensor on the host and copies it to t', fixed="""\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-for x in loader:
-    loss = model(x).sum()
-    loss.backward()
-    noise = torch.zeros(2, device="cuda")
-"""),
+        Example(TRAIN_STEP + "    noise = torch.zeros(2).cuda()\n",
+                message="`torch.zeros` builds a tensor on the host and copies it to t",
+                fixed=TRAIN_STEP + '    noise = torch.zeros(2, device="cuda")\n'),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

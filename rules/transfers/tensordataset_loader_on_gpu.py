@@ -83,7 +83,8 @@ loader = DataLoader(TensorDataset(X), batch_size=8)
 model = torch.nn.Linear(2, 2).cuda()
 for (x,) in loader:
     model(x.cuda()).sum().backward()
-""", message='`DataLoader` over an in-memory `TensorDataset` collates ever'),
+""",
+                message="`DataLoader` over an in-memory `TensorDataset` collates ever"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
