@@ -32,9 +32,9 @@ def code_fingerprint() -> str:
     package = Path(gpulint.__file__).resolve().parent
     rules = Path(importlib.util.find_spec("gpulint.rules").origin).resolve().parent
     parts = [gpulint.__version__, str(FORMAT)]
-    for folder in sorted({package, package / "analysis", package / "output", package / "sources", rules}):
+    for folder in sorted({package, rules}):
         try:
-            for entry in sorted(folder.glob("*.py")):
+            for entry in sorted(folder.rglob("*.py")):  # rules live in family subpackages
                 st = entry.stat()
                 parts.append(f"{entry.name}:{st.st_size}:{st.st_mtime_ns}")
         except OSError:

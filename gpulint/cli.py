@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -242,14 +243,27 @@ def _finish(outcomes, mode, diff, output_format, exit_zero, statistics, quiet, u
 @main.command()
 @click.argument("code", required=False)
 @click.option("--all", "show_all", is_flag=True, help="List every rule: code, name, fix, summary.")
+@click.option("--output-format", "rule_format", type=click.Choice(["text", "json", "markdown"]), default="text",
+              show_default=True, help="With --all: json prints every rule's metadata; markdown the README table.")
 @click.option("--markdown", is_flag=True, help="With --all: the rule table as Markdown (as in the README).")
-def rule(code: Optional[str], show_all: bool, markdown: bool) -> None:
+@click.option("--write-docs", type=click.Path(file_okay=False), default=None,
+              help="Write docs/rules/<CODE>.md for every rule into this folder (generated from the rule classes).")
+def rule(code: Optional[str], show_all: bool, rule_format: str, markdown: bool, write_docs: Optional[str]) -> None:
     """Print the documentation of rule CODE (e.g. GPU101 or item-in-loop)."""
     from gpulint.rule import all_rules
 
     rules = all_rules()
-    if markdown:
+    if write_docs is not None:
+        from gpulint.rule_docs import write_rule_docs
+
+        for path in write_rule_docs(Path(write_docs)):
+            click.echo(f"wrote {path}")
+        return
+    if markdown or rule_format == "markdown":
         click.echo(rule_table_markdown(), nl=False)
+        return
+    if rule_format == "json" and (show_all or code is None):
+        click.echo(json.dumps([cls.metadata() for cls in rules.values()], indent=2))
         return
     if show_all or code is None:
         for c, cls in rules.items():
@@ -258,20 +272,13 @@ def rule(code: Optional[str], show_all: bool, markdown: bool) -> None:
     wanted = code.strip()
     for c, cls in rules.items():
         if c == wanted.upper() or cls.name == wanted.lower():
-            click.echo(cls.documentation())
+            click.echo(json.dumps(cls.metadata(), indent=2) if rule_format == "json" else cls.documentation())
             return
     raise _fail(f"unknown rule {code!r} (see `gpulint rule --all`)")
 
 
 def _fix_label(cls) -> str:
-    doc = cls.__doc__ or ""
-    section = doc.split("## Fix safety", 1)[1] if "## Fix safety" in doc else ""
-    first = section.strip().split("\n", 1)[0].lower()
-    if first.startswith("safe"):
-        return "safe"
-    if first.startswith("unsafe"):
-        return "unsafe"
-    return "-"
+    return cls.fix_label()
 
 
 def rule_table_markdown() -> str:
@@ -283,7 +290,7 @@ def rule_table_markdown() -> str:
         if cls.pseudo:
             continue  # GPU001 syntax-error: documented by `gpulint rule GPU001`, not an anti-pattern
         summary = cls.summary().replace("|", "\\|")
-        rows.append(f"| {code} | `{cls.name}` | {_fix_label(cls)} | {summary} |")
+        rows.append(f"| [{code}](docs/rules/{code}.md) | `{cls.name}` | {_fix_label(cls)} | {summary} |")
     return "\n".join(rows) + "\n"
 
 

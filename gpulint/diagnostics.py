@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Mapping, Optional, Union
 if TYPE_CHECKING:  # libcst is imported only when something is parsed: a warm cached run never needs it
     import libcst as cst
 
-DOCS_URL = "https://gpulint.dev/rules/{name}"
+# Each rule's documentation, generated from the rule class (`gpulint rule --all --write-docs docs/rules`), as a
+# path relative to the repository root: the same file on any checkout or forge, no invented web site.
+DOCS_URL = "docs/rules/{code}.md"
+
+
+def rule_url(code: str) -> str:
+    return DOCS_URL.format(code=code)
 
 
 class Applicability(str, enum.Enum):

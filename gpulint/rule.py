@@ -6,17 +6,67 @@ finding or a fix leaves a rule.
 
 from __future__ import annotations
 
+import enum
+import importlib
 import inspect
 import re
-from typing import ClassVar, Optional
+from dataclasses import dataclass
+from typing import ClassVar, Optional, Sequence
 
 import libcst as cst
 
 from gpulint.analysis import GPU_HINT, Execution, ModuleAnalysis
-from gpulint.diagnostics import DOCS_URL, Applicability, Diagnostic, Fix, Replacement  # noqa: F401
+from gpulint.diagnostics import Applicability, Diagnostic, Fix, Replacement, rule_url  # noqa: F401
 
 
 REGISTRY: dict[str, type["Rule"]] = {}
+
+
+# -- metadata: data on each rule class, read by `gpulint rule`, the SARIF writer, the docs and the checker ---------
+class Family(str, enum.Enum):
+    SYNTAX = "syntax"
+    HOST_SYNC = "host-sync"
+    TRANSFERS = "transfers"
+    ACCUMULATION = "accumulation"
+    THROUGHPUT = "throughput"
+
+
+class FixAvailability(str, enum.Enum):
+    ALWAYS = "always"  # every finding carries a fix
+    SOMETIMES = "sometimes"  # some findings do (the docstring's `## Fix` says when not)
+    NEVER = "never"
+
+
+class Safety(str, enum.Enum):
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True)
+class FixSafety:
+    level: Safety
+    reason: str  # one line: why the fix keeps (or may change) what the program does
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Example:
+    """A small program for a rule's own test (tests/test_rule_examples.py runs every one).
+
+    VALID examples (plain strings) must produce no finding of the rule. An INVALID one must produce `count`
+    findings of it whose message contains `message`, and `--fix --unsafe-fixes` with only that rule enabled must
+    turn `code` into `fixed` (None: the rule offers no fix there, the code stays as it is).
+    """
+
+    code: str
+    message: str = ""
+    fixed: Optional[str] = None
+    count: int = 1
+    periodic: bool = False  # linted as with `--report-periodic`
 
 
 class Rule:
@@ -28,6 +78,18 @@ class Rule:
     needs_text: ClassVar[Optional[re.Pattern]] = None
     # A code the runner reports itself (GPU001 syntax-error): documented like a rule, no visitors.
     pseudo: ClassVar[bool] = False
+
+    # -- metadata (see the enums above); `gpulint rule --all --output-format json` prints it ----------------
+    family: ClassVar[Family]
+    fix_availability: ClassVar[FixAvailability] = FixAvailability.NEVER
+    fix_safety: ClassVar[Optional[FixSafety]] = None  # None exactly when fix_availability is NEVER
+    severity: ClassVar[Severity] = Severity.WARNING
+    needs_gpu: ClassVar[bool] = False  # silent in modules that never touch an accelerator (GpuRule sets it)
+    added_in: ClassVar[str] = "0.1.0"
+    # Codes whose finding on the same node makes this rule's finding moot (the checker drops it).
+    defers_to: ClassVar[tuple[str, ...]] = ()
+    VALID: ClassVar[Sequence[str]] = ()
+    INVALID: ClassVar[Sequence[Example]] = ()
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -72,12 +134,40 @@ class Rule:
     def summary(cls) -> str:
         return inspect.cleandoc(cls.__doc__ or "").splitlines()[0] if cls.__doc__ else cls.name
 
+    @classmethod
+    def fix_label(cls) -> str:
+        """`safe`, `unsafe` or `-`: the Fix column of `gpulint rule --all` and the README table."""
+        return cls.fix_safety.level.value if cls.fix_safety is not None else "-"
+
+    @classmethod
+    def metadata(cls) -> dict:
+        """The rule's metadata as JSON-ready data."""
+        return {
+            "code": cls.code, "name": cls.name, "summary": cls.summary(), "family": cls.family.value,
+            "fix_availability": cls.fix_availability.value,
+            "fix_safety": None if cls.fix_safety is None else {"level": cls.fix_safety.level.value,
+                                                               "reason": cls.fix_safety.reason},
+            "severity": cls.severity.value, "needs_gpu": cls.needs_gpu, "added_in": cls.added_in,
+            "defers_to": list(cls.defers_to), "pseudo": cls.pseudo, "url": rule_url(cls.code),
+        }
+
 
 
 def all_rules() -> dict[str, type[Rule]]:
-    import gpulint.rules  # noqa: F401  (registers)
+    """Every rule, by code. The one place that imports `gpulint.rules`: each module under it is imported (found
+    by walking the package), which registers its rule classes. Adding a rule is adding its file."""
+    if not _LOADED:
+        import pkgutil
 
+        import gpulint.rules as package
+
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            importlib.import_module(info.name)
+        _LOADED.append(True)
     return dict(sorted(REGISTRY.items()))
+
+
+_LOADED: list[bool] = []
 
 
 class GpuRule(Rule):
@@ -88,6 +178,7 @@ class GpuRule(Rule):
     """
 
     needs_text = GPU_HINT
+    needs_gpu = True
 
     def where(self, node: cst.CSTNode) -> Optional[Execution]:
         if not self.analysis.targets_gpu:

@@ -17,8 +17,9 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from gpulint import fixes as fixing
 from gpulint import suppression
 from gpulint.analysis import ModuleAnalysis
+from gpulint.checker import run_rules
 from gpulint.diagnostics import Diagnostic, FixMode, InternalError, Position, internal_error
-from gpulint.rule import Rule, all_rules
+from gpulint.rule import all_rules
 
 MAX_FIX_PASSES = 10
 SYNTAX_ERROR = "GPU001"
@@ -104,7 +105,7 @@ def syntax_error_diagnostic(exc: cst.ParserSyntaxError, filename: str) -> Diagno
 
 
 class RuleFailure(NamedTuple):
-    """A rule that raised: which rule, at which node (None: not at a node), and why."""
+    """A rule that raised: which rule, at which node (None: not at a node), and why ("": too deeply nested)."""
 
     code: str
     node: Optional[cst.CSTNode]
@@ -113,28 +114,11 @@ class RuleFailure(NamedTuple):
 
 def _run_rules(analysis: ModuleAnalysis, codes: frozenset[str],
                report_periodic: bool) -> tuple[list[Diagnostic], list[RuleFailure]]:
-    """Every enabled rule over the module: (findings, failures). A rule that raises stops for this file only."""
-    rules: list[Rule] = [cls(analysis, report_periodic) for code, cls in all_rules().items() if code in codes]
-    handlers: dict[str, list] = {}
-    for rule in rules:
-        for node_type, method in rule._visitors.items():
-            handlers.setdefault(node_type, []).append(getattr(rule, method))
-    failed: dict[str, RuleFailure] = {}
-    for node in analysis.index.nodes:
-        for handler in handlers.get(type(node).__name__, ()):
-            code = handler.__self__.code
-            if code in failed:
-                continue
-            try:
-                handler(node)
-            except RecursionError:  # an expression nested deeper than the rule's recursion can follow
-                failed[code] = RuleFailure(code, None, "")
-            except Exception as exc:  # one broken rule must not stop the others
-                failed[code] = RuleFailure(code, node, f"{type(exc).__name__}: {exc}")
-    found: list[Diagnostic] = []
-    for rule in rules:
-        found.extend(rule.diagnostics)
-    return found, list(failed.values())
+    """Every enabled rule over the module (gpulint.checker): (findings, failures of rules that raised)."""
+    found, errors = run_rules(analysis, codes, report_periodic)
+    failures = [RuleFailure(e.code, None, "") if e.reason.startswith("too deeply nested")
+                else RuleFailure(e.code, e.node, e.reason) for e in errors]
+    return found, failures
 
 
 def _failure_messages(failures: list[RuleFailure], positions: dict, filename: str) -> list[str]:

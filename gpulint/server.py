@@ -27,7 +27,7 @@ from gpulint.diagnostics import Applicability, Diagnostic, FixMode
 from gpulint.editing import TextChange, lsp_lines, minimal_change, spot, with_noqa
 from gpulint.files import source_lines
 from gpulint.fixes import edits_for
-from gpulint.rule import DOCS_URL, all_rules
+from gpulint.rule import all_rules, rule_url
 from gpulint.pipeline import Input, lint_input
 
 DEBOUNCE_SECONDS = 0.2
@@ -226,9 +226,10 @@ def to_lsp(d: Diagnostic, lines: list[str], units) -> types.Diagnostic:
     return types.Diagnostic(
         range=lsp_range(d, lines, units),
         message=d.message,
-        severity=types.DiagnosticSeverity.Error if d.code == "GPU001" else types.DiagnosticSeverity.Warning,
+        severity=types.DiagnosticSeverity.Error if rule is not None and rule.severity.value == "error"
+        else types.DiagnosticSeverity.Warning,
         code=d.code,
-        code_description=types.CodeDescription(href=DOCS_URL.format(name=rule.name if rule else d.name)),
+        code_description=types.CodeDescription(href=rule_url(d.code)),
         source="gpulint",
         data={"fix": d.fix.applicability.value if d.fix else None},
     )

@@ -1,6 +1,5 @@
-"""gpulint's rules, one module per family. Importing this package registers every rule."""
+"""gpulint's rules: one rule class per module, in family packages (host_sync/, transfers/, accumulation/, ...).
 
-from gpulint.rules import syntax_error  # noqa: F401  (registers GPU001, reported by the runner)
-from gpulint.rules import host_sync  # noqa: F401  (registers GPU1xx)
-from gpulint.rules import transfers  # noqa: F401  (registers GPU2xx)
-from gpulint.rules import accumulation  # noqa: F401  (registers GPU3xx)
+Nothing here lists them: `gpulint.rule.all_rules()` walks this package and imports every module, which registers
+its rule classes. Adding a rule is adding its file.
+"""

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-from functools import cached_property
-from typing import Optional
+from typing import Callable, Optional, TypeVar
 
 import libcst as cst
 
@@ -14,23 +13,39 @@ from gpulint.analysis.tree import SyntaxIndex
 
 __all__ = ["GPU_HINT", "ModuleAnalysis", "Kind", "Execution", "Frequency", "LoopRole"]
 
+T = TypeVar("T")
+
 
 class ModuleAnalysis:
-    """Built once per parsed module; each part is computed on first use."""
+    """Built once per parsed module; each fact is computed on first use, at most once, through `fact`.
+
+    A fact provider is any callable taking the ModuleAnalysis (a class such as `DataFacts`, or a function); its
+    result is cached under the provider itself. A project-wide provider (summaries of other modules' functions)
+    plugs in the same way: a callable that reads what it needs from the analysis and returns its fact.
+    """
 
     def __init__(self, module: cst.Module, source: Optional[str] = None) -> None:
         self.module = module
         # The text the module was parsed from (module.code would regenerate it: a full codegen pass).
         self.source = source
         self.index = SyntaxIndex().build(module)
+        self._facts: dict[Callable, object] = {}
 
-    @cached_property
+    def fact(self, provider: Callable[["ModuleAnalysis"], T]) -> T:
+        """The fact `provider` computes for this module, computed on the first call only."""
+        try:
+            return self._facts[provider]  # type: ignore[return-value]
+        except KeyError:
+            value = self._facts[provider] = provider(self)
+            return value
+
+    @property
     def kinds(self) -> KindInference:
-        return KindInference(self.index)
+        return self.fact(_kinds)
 
-    @cached_property
+    @property
     def loops(self) -> LoopAnalysis:
-        return LoopAnalysis(self.index, self.kinds)
+        return self.fact(_loops)
 
     # Shortcuts rules use all the time.
     def kind(self, node: cst.CSTNode) -> Kind:
@@ -52,11 +67,10 @@ class ModuleAnalysis:
         return self.module.code_for_node(node)
 
     # -- facts several rule families need --------------------------------------------------------------------
-    @cached_property
+    @property
     def targets_gpu(self) -> bool:
         """The module mentions a device at all. Syncs in code that never leaves the CPU cost nothing."""
-        text = self.source if self.source is not None else self.module.code
-        return GPU_HINT.search(text) is not None
+        return self.fact(_targets_gpu)
 
     def is_bool_tensor(self, node: cst.CSTNode) -> bool:
         """A boolean mask: a tensor comparison, its negation/combination, or an is* test."""
@@ -82,14 +96,18 @@ class ModuleAnalysis:
                 v is not None and self.is_bool_tensor(v) for v in values)
         return False
 
-    def is_synced_accumulation(self, call: cst.CSTNode) -> bool:
-        """`total += x.item()` / `total += float(x)`: GPU302/GPU303 own these, so GPU101/GPU104/GPU105 stay quiet.
 
-        Asks the GPU3xx rules' own matcher, so a shape they decline is still reported by the GPU1xx rules.
-        """
-        from gpulint.rules.accumulation import synced_accumulation  # rules import the engine, not the reverse
+def _kinds(analysis: ModuleAnalysis) -> KindInference:
+    return KindInference(analysis.index)
 
-        return synced_accumulation(self, call) is not None
+
+def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
+    return LoopAnalysis(analysis.index, analysis.kinds)
+
+
+def _targets_gpu(analysis: ModuleAnalysis) -> bool:
+    text = analysis.source if analysis.source is not None else analysis.module.code
+    return GPU_HINT.search(text) is not None
 
 
 # Evidence that tensors go to an accelerator: `.cuda()`, `.to(...)`, a `device`, "cuda" strings, accelerate/XLA.

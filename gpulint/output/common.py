@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from gpulint.diagnostics import Diagnostic
-from gpulint.diagnostics import DOCS_URL
+from gpulint.diagnostics import rule_url
 
 
 def fix_marker(d: Diagnostic) -> str:
@@ -11,7 +11,7 @@ def fix_marker(d: Diagnostic) -> str:
 
 
 def url(d: Diagnostic) -> str:
-    return DOCS_URL.format(name=d.name)
+    return rule_url(d.code)
 
 
 def via(d: Diagnostic) -> str:

@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 from gpulint import __version__
 from gpulint.output.common import url
-from gpulint.diagnostics import DOCS_URL
+from gpulint.diagnostics import rule_url
 from gpulint.output.report import Report
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -48,8 +48,9 @@ def _rules() -> list[dict]:
             "shortDescription": {"text": cls.summary()},
             "fullDescription": {"text": _what_it_does(doc, cls.summary())},
             "help": {"text": doc, "markdown": doc},
-            "helpUri": DOCS_URL.format(name=cls.name),
-            "defaultConfiguration": {"level": "error" if code == "GPU001" else "warning"},
+            "helpUri": rule_url(code),
+            "defaultConfiguration": {"level": cls.severity.value},
+            "properties": cls.metadata(),
         })
     return rules
 
@@ -72,7 +73,7 @@ def render(report: Report) -> str:
             location["region"] = region
         result = {
             "ruleId": d.code,
-            "level": "error" if d.code == "GPU001" else "warning",
+            "level": rules[index[d.code]]["defaultConfiguration"]["level"] if d.code in index else "warning",
             "message": {"text": message},
             "locations": [{"physicalLocation": location}],
         }

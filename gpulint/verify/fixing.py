@@ -48,11 +48,12 @@ class Fixer:
 
 def _package_files():
     """gpulint and its rules (shipped as `gpulint.rules`, a folder of its own in a source checkout)."""
+    import importlib.util
+
     import gpulint
-    import gpulint.rules
 
     yield gpulint.__file__
-    yield gpulint.rules.__file__
+    yield importlib.util.find_spec("gpulint.rules").origin  # found, not imported: only all_rules() imports rules
 
 
 def _changed_lines(before: str, after: str) -> int:

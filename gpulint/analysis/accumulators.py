@@ -1,8 +1,5 @@
-"""GPU3xx: values accumulated across the iterations of a training loop.
-
-Summing a loss the wrong way either keeps every step's autograd graph alive (memory grows until the job dies)
-or pulls every step's value to the host (a sync per step). The right way keeps a detached sum on the device and
-reads it when the program prints or returns it.
+"""Facts about values accumulated across a loop: dtype class, metric or loss, whether a value still carries an
+autograd graph, `no_grad` regions, and the synced-accumulation matcher (GPU3xx; GPU101/104/105 defer to it).
 """
 
 from __future__ import annotations
@@ -13,25 +10,40 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from gpulint.analysis import Kind, ModuleAnalysis
-from gpulint.rule import GpuRule, Rule
 from gpulint.syntax import method_call
 
+
 _MAX_DEPTH = 6
+
+
 _NOT_TENSOR = (Kind.NUMPY, Kind.NUMBER, Kind.OTHER, Kind.MODULE, Kind.MODULE_CLASS, Kind.LOADER,
                Kind.OPTIMIZER, Kind.DEVICE)
+
 
 # Tensor methods whose result has no autograd history (integer/boolean results, host values, detached copies).
 _CUTS_GRAPH = {"detach", "item", "tolist", "numpy", "argmax", "argmin", "eq", "ne", "lt", "le", "gt", "ge",
                "long", "int", "bool", "short", "isnan", "isinf", "isfinite", "size", "dim", "numel",
                "count_nonzero", "nonzero", "sign", "data_ptr", "requires_grad_"}
+
+
 _NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
+
+
 _FLOAT_METHODS = {"mean", "float", "double", "half", "bfloat16", "softmax", "log_softmax", "sigmoid", "exp",
                   "log", "sqrt", "norm", "var", "std"}
+
+
 _INT_METHODS = {"long", "int", "argmax", "argmin", "numel", "count_nonzero", "eq", "ne", "lt", "le", "gt", "ge",
                 "bool", "isnan", "isinf", "isfinite"}
+
+
 _SAME_DTYPE = {"sum", "detach", "clone", "cpu", "squeeze", "flatten", "view", "reshape", "contiguous", "abs",
                "cuda", "to"}
+
+
 _METRIC_METHODS = {"eq", "ne", "lt", "le", "gt", "ge", "argmax", "argmin"}
+
+
 _LOSS_NAME = ("loss", "criterion", "crit")
 
 
@@ -200,45 +212,6 @@ def synced_accumulation(analysis: ModuleAnalysis, call: cst.CSTNode) -> Optional
     return SyncedAccumulation(parent, call, tensor, is_metric(analysis, tensor))
 
 
-class _SyncedAccumulationRule(GpuRule):
-    metric: bool
-
-    def visit_Call(self, node: cst.Call) -> None:
-        match = synced_accumulation(self.analysis, node)
-        if match is None or match.metric is not self.metric:
-            return
-        where = self.where(match.statement)
-        if where:
-            self.report(node, where=where, fix=self._fix(match))
-
-    def _fix(self, match: SyncedAccumulation):
-        """Sum on the device; turn the sum back into a Python number where it leaves the loop."""
-        target = match.statement.target
-        if not isinstance(target, cst.Name):
-            return None  # an attribute or a dict entry: other code may read it where we cannot see
-        converter = "int" if isinstance(match.sync.func, cst.Name) and match.sync.func.value == "int" else \
-            dtype_class(self.analysis, match.tensor)
-        if converter is None and isinstance(match.sync.func, cst.Name):
-            converter = match.sync.func.value
-        if method_call(match.sync, "cpu"):
-            converter = None  # the sum was a CPU tensor, not a Python number: nothing to convert back to
-        uses = _uses(self.analysis, match.statement, target.value)
-        if uses is None:
-            return None
-        changes: dict = {}
-        for use, leaves in uses:
-            if self.analysis.execution(use).every_iteration:
-                return None  # read every step anyway: summing on the device would only move the sync
-            if leaves:
-                if converter is None:
-                    return None  # unknown dtype: float() or int() could change the value's type
-                changes[use] = cst.Call(func=cst.Name(converter), args=[cst.Arg(cst.Name(target.value))])
-        detached = _method(match.tensor, "detach")
-        changes[match.sync] = detached.with_changes(lpar=match.sync.lpar, rpar=match.sync.rpar)
-        where_text = f" and convert with `{converter}()` where it is read" if len(changes) > 1 else ""
-        return self.fix(f"Sum on the device with `.detach()`{where_text}", changes, safe=False)
-
-
 def _uses(analysis: ModuleAnalysis, statement: cst.AugAssign, name: str):
     """Each read of accumulator `name` in its scope, with whether it leaves as a Python value.
 
@@ -290,100 +263,6 @@ def _formatted_as_number(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
         current, parent = parent, analysis.parent(parent)
     return isinstance(parent, cst.FormattedStringExpression) and parent.expression is current and \
         parent.conversion is None and parent.format_spec is not None and len(parent.format_spec) > 0
-
-
-class SyncedLossAccumulation(_SyncedAccumulationRule):
-    """`running_loss += loss.item()` (or `float(loss)`) every iteration.
-
-    ## What it does
-    Flags a running sum fed with `.item()`, `float()` or `.cpu()` of a tensor on every iteration of a training
-    or evaluation loop, including `running_loss += loss.item() * inputs.size(0)`.
-
-    ## Why it is slow
-    Each `.item()` waits for the GPU to finish every kernel queued so far, once per step, only to add a number
-    that nobody reads until the next log line.
-
-    ## Example
-    ```python
-    running_loss = 0.0
-    for step, (x, y) in enumerate(loader):
-        loss = criterion(model(x), y)
-        ...
-        running_loss += loss.item()
-        if step % 100 == 99:
-            print(f"loss {running_loss / 100:.3f}")
-            running_loss = 0.0
-    ```
-    Use instead (`running_loss` becomes a 0-dim tensor on the device; the f-string reads it once per log line):
-    ```python
-        running_loss += loss.detach()
-    ```
-
-    ## Fix
-    Replaces `loss.item()` with `loss.detach()`. Reads of the accumulator that format it with a format spec
-    (`f"{running_loss / 100:.3f}"`) stay as they are: a 0-dim tensor formats like its value. Every other read,
-    where the value leaves as a Python number (`print(running_loss)`, `history.append(running_loss)`,
-    `json.dump`, `np.array`, comparisons, `return`), is converted once with `float()` (or `int()` for integer
-    sums) so the sum stays on the device between them.
-
-    ## Fix safety
-    Unsafe: the sum is computed in the loss's dtype (float32, not Python's float64), so printed values can
-    differ in the last digits; a half-precision loss would sum in half precision. No fix when the accumulator
-    is an attribute or a dict entry, `global`/`nonlocal`, read by a nested function, read on every iteration
-    (the sync would only move), or read where it leaves and its dtype is unknown (`float()` could turn an
-    integer count into a float).
-
-    ## When it is fine
-    Periodic accumulation (`if step % 100 == 0:`), once-per-epoch sums, CPU-only modules.
-    """
-
-    code = "GPU302"
-    name = "synced-accumulation"
-    message = "summing `.item()` every step syncs with the GPU each time; sum the detached tensor on the device"
-    metric = False
-
-
-class MetricSyncedEachStep(_SyncedAccumulationRule):
-    """`correct += (pred == y).sum().item()`: a metric pulled to the host every step only to be summed.
-
-    ## What it does
-    Flags accuracy-style counters (sums of comparisons, `argmax` matches, their means) accumulated with
-    `.item()`, `float()`, `int()` or `.cpu()` on every iteration of a training or evaluation loop.
-
-    ## Why it is slow
-    The comparison is computed on the GPU in microseconds; copying its result to the host waits for every
-    queued kernel, once per step.
-
-    ## Example
-    ```python
-    correct = 0
-    for x, y in loader:
-        pred = model(x).argmax(1)
-        correct += (pred == y).sum().item()
-    print(f"accuracy {correct / len(dataset):.2%}")
-    ```
-    Use instead:
-    ```python
-        correct += (pred == y).sum()
-    ```
-    (`correct += (pred == y).sum().detach()` after the fix; the `.detach()` is harmless.)
-
-    ## Fix
-    As GPU302: `.item()`/`.cpu()` becomes `.detach()`, and reads where the count leaves as a Python value are
-    converted once with `int()` (counts) or `float()` (means).
-
-    ## Fix safety
-    Unsafe: a count becomes an int64 tensor, so `correct / total` divides in float32 on the device; printed
-    ratios can differ in the last digits. No fix in the cases listed for GPU302.
-
-    ## When it is fine
-    Periodic or per-epoch metrics, CPU-only modules.
-    """
-
-    code = "GPU303"
-    name = "metric-synced-each-step"
-    message = "a metric is copied to the host every step only to be summed; count on the device and read once"
-    metric = True
 
 
 # -- GPU301: accumulating values that still carry autograd history ---------------------------------------------
@@ -532,108 +411,6 @@ def _backwarded_names(analysis: ModuleAnalysis, scope: cst.CSTNode) -> set[str]:
                 names |= sources
                 changed = True
     return names
-
-
-class UndetachedAccumulation(GpuRule):
-    """A loss or model output accumulated across iterations without `.detach()`.
-
-    ## What it does
-    Flags `total += loss`, `total = total + loss`, `losses.append(loss)` and `history[k] += out` every
-    iteration of a training or evaluation loop, when the accumulator outlives the iteration and the value still
-    carries autograd history (a loss, a model output, or math on them without `.detach()`, `.item()` or
-    `torch.no_grad()`).
-
-    ## Why it is slow
-    The sum (or the list) holds a reference to each step's autograd graph, so the activations of every step
-    stay in GPU memory until the accumulator is dropped: memory grows each step, and the graph is walked again
-    when anything backpropagates through the sum. The PyTorch FAQ: "Don't accumulate history across your
-    training loop".
-
-    ## Example
-    ```python
-    total_loss = 0
-    for x, y in loader:
-        loss = criterion(model(x), y)
-        loss.backward()
-        optimizer.step()
-        total_loss += loss
-    ```
-    Use instead:
-    ```python
-        total_loss += loss.detach()
-    ```
-
-    ## Fix
-    Appends `.detach()` to the accumulated value (parenthesised where needed).
-
-    ## Fix safety
-    Safe: the values are the same; only the graph is dropped, and nothing backpropagates through the
-    accumulator (the rule stays silent when it does). No fix when the value may not be a tensor (a bare model
-    output can be a tuple or a dict): the finding is reported without one.
-
-    ## When it is fine
-    Deliberate gradient accumulation, where the accumulator (or a value built from it) is later `.backward()`-ed
-    or returned for that; loops under `torch.no_grad()`/`torch.inference_mode()` (with-blocks or decorators);
-    values that are already detached or Python numbers; sums reset inside the iteration (`loss += aux_loss`).
-    """
-
-    code = "GPU301"
-    name = "undetached-accumulation"
-    message = "accumulating a value that carries autograd history keeps every step's graph alive; add `.detach()`"
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign)):
-            self._check(node, node.target, node.value)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        value = node.value
-        if len(node.targets) != 1 or not isinstance(value, cst.BinaryOperation) or \
-                not isinstance(value.operator, (cst.Add, cst.Subtract)):
-            return
-        target = node.targets[0].target
-        code = self.analysis.code(target)
-        if self.analysis.code(value.left) == code:
-            self._check(node, target, value.right)
-        elif self.analysis.code(value.right) == code and isinstance(value.operator, cst.Add):
-            self._check(node, target, value.left)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        attr = method_call(node, "append")
-        if attr is not None and len(node.args) == 1 and node.args[0].keyword is None:
-            self._check(node, attr.value, node.args[0].value)
-
-    def _check(self, node: cst.CSTNode, accumulator: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        if carries_graph(self.analysis, value) is not True:
-            return
-        where = self.where(node)
-        if not where or where.loop is None:
-            return
-        if not self._outlives_iteration(accumulator, where.loop):
-            return
-        if under_no_grad(self.analysis, node) or under_no_grad(self.analysis, where.loop):
-            return
-        name = _base_name(accumulator)
-        scope = self.analysis.index.enclosing_scope(node)
-        if name is not None and name.value in _backwarded_names(self.analysis, scope):
-            return
-        fix = None
-        if certainly_tensor(self.analysis, value):
-            fix = self.fix("Append `.detach()`", {value: _method(value, "detach")}, safe=True)
-        self.report(node, where=where, fix=fix)
-
-    def _outlives_iteration(self, accumulator: cst.BaseExpression, loop) -> bool:
-        """Bound before the loop and not rebound inside it: the value carries over from step to step."""
-        name = _base_name(accumulator)
-        if name is None:
-            return False
-        bindings = [b for b in _bindings(self.analysis, name) if b.kind != "augassign"]
-        inside = [b for b in bindings if b.source is not None and
-                  self.analysis.index.is_ancestor_or_self(loop.body, b.source)]
-        outside = [b for b in bindings if b not in inside]
-        # A reset under `if step % N == 0:` still lets N steps' graphs pile up; one every step does not.
-        rebinds = [b for b in inside if not (isinstance(b.source, cst.Assign) and _self_referencing(
-            self.analysis, b.source, name.value)) and self.analysis.execution(b.source).every_iteration]
-        return bool(outside) and not rebinds
 
 
 def _self_referencing(analysis: ModuleAnalysis, assign: cst.Assign, name: str) -> bool:

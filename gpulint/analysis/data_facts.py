@@ -7,7 +7,6 @@ rebuilt in a comprehension), and whether a `.to(...)`/`.cuda(...)` sends a tenso
 
 from __future__ import annotations
 
-import weakref
 from typing import Iterator, Optional
 
 import libcst as cst
@@ -286,11 +285,5 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(reversed(current.children))
 
 
-_FACTS: "weakref.WeakKeyDictionary[ModuleAnalysis, DataFacts]" = weakref.WeakKeyDictionary()
-
-
 def data_facts(analysis: ModuleAnalysis) -> DataFacts:
-    facts = _FACTS.get(analysis)
-    if facts is None:
-        facts = _FACTS[analysis] = DataFacts(analysis)
-    return facts
+    return analysis.fact(DataFacts)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpulint.rule import Rule
+from gpulint.rule import Rule, Family, Severity
 
 
 class SyntaxErrorRule(Rule):
@@ -36,5 +36,7 @@ class SyntaxErrorRule(Rule):
     code = "GPU001"
     name = "syntax-error"
     message = "SyntaxError"
+    family = Family.SYNTAX
+    severity = Severity.ERROR
     # Reported by the runner for any file, whatever its text: no prefilter can rule it out.
     pseudo = True

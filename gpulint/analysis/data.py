@@ -1,0 +1,76 @@
+"""What a transfer rule needs to know about a loader: whether GPU201 would pin it, whether it is pinned (or will
+be once GPU201's fix is applied), and which tensor factories compute the same values on the device.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from typing import Optional
+
+import libcst as cst
+
+from gpulint.analysis import LoopRole
+from gpulint.analysis.data_facts import data_facts, has_star_args, is_false, keyword
+from gpulint.syntax import argument
+
+if TYPE_CHECKING:  # only for annotations: analysis never imports the rule layer
+    from gpulint.rule import Rule
+
+
+
+def _true() -> cst.Name:
+    return cst.Name("True")
+
+
+def _dataset(call: cst.Call) -> Optional[cst.BaseExpression]:
+    arg = argument(call, "dataset", 0)
+    return arg.value if arg is not None else None
+
+
+def would_pin(rule: Rule, loader: cst.Call) -> bool:
+    """GPU201 asks for `pin_memory=True` on this `DataLoader(...)`: its batches go to an accelerator."""
+    facts = data_facts(rule.analysis)
+    if keyword(loader, "pin_memory") is not None or has_star_args(loader):
+        return False
+    if facts.on_device(_dataset(loader)):
+        return False  # pinning a CUDA tensor raises: the data is on the device already
+    loops = facts.loops_over(loader)
+    if any(facts.moves_batches(loop) for loop in loops):
+        return True
+    # No copy in sight (a step helper or a trainer does it): trust a module that plainly targets CUDA, unless
+    # every loop over this loader is visibly CPU work (it neither copies anything nor trains).
+    if not facts.clearly_cuda():
+        return False
+    return not loops or any(_feeds_a_step(rule, loop) for loop in loops)
+
+
+def _feeds_a_step(rule: Rule, loop: cst.For) -> bool:
+    """A hot loop whose own body trains or hands its batch to one of the module's functions."""
+    if rule.analysis.loops.role(loop) is not LoopRole.HOT:
+        return False
+    for node in data_facts(rule.analysis).body_calls(loop):
+        if rule.analysis.loops.is_training_call(node, follow_helpers=True) or \
+                rule.analysis.loops.local_function(node) is not None:
+            return True
+    return False
+
+
+def pinned(rule: Rule, loader: cst.Call) -> bool:
+    """The loader pins its batches, or will once GPU201's fix is applied (same `--fix` run)."""
+    pin = keyword(loader, "pin_memory")
+    if pin is not None:
+        return not is_false(pin.value)
+    return would_pin(rule, loader)
+
+
+_FACTORIES = {"zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor", "as_tensor",
+              "zeros_like", "ones_like", "empty_like", "full_like", "rand", "randn", "randint", "randperm",
+              "rand_like", "randn_like", "randint_like"}
+
+
+_RANDOM = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like"}
+
+
+# Methods between the factory and the copy that compute the same values on either device.
+_SAME_ON_DEVICE = {"float", "double", "half", "bfloat16", "long", "int", "short", "bool", "unsqueeze", "view",
+                   "reshape", "expand", "repeat", "t", "flatten", "squeeze", "contiguous", "clone"}

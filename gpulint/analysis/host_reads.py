@@ -1,0 +1,130 @@
+"""Host reads of device values: which calls copy a tensor to the host, NaN/Inf checks, and where a value is
+already on the host. Shared by the host-sync rules (GPU1xx).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from typing import Optional
+
+import libcst as cst
+
+from gpulint.analysis import Kind
+from gpulint.syntax import argument, is_true, method_call, positional, string_value
+
+if TYPE_CHECKING:  # only for annotations: analysis never imports the rule layer
+    from gpulint.rule import Rule
+
+
+
+# Receivers that certainly are not tensors: a sync method on them is someone else's API.
+_NOT_TENSOR = (Kind.NUMPY, Kind.NUMBER, Kind.OTHER, Kind.MODULE, Kind.MODULE_CLASS, Kind.LOADER,
+               Kind.OPTIMIZER, Kind.DEVICE)
+
+
+_MODULE_ONLY_METHODS = {"parameters", "named_parameters", "state_dict", "modules", "named_modules", "children",
+                        "buffers", "eval", "train", "load_state_dict", "apply", "zero_grad"}
+
+
+def _to_host_call(rule: Rule, node: cst.CSTNode) -> bool:
+    """`.cpu()` or `.to("cpu")` (blocking) on something that may be a tensor."""
+    attr = method_call(node, ("cpu", "to"))
+    if attr is None or rule.analysis.kind(attr.value) in _NOT_TENSOR:
+        return False
+    user = rule.analysis.parent(node)
+    if isinstance(user, cst.Attribute) and user.attr.value in _MODULE_ONLY_METHODS:
+        return False  # `m.cpu().parameters()`: m is a model
+    if attr.attr.value == "cpu":
+        return True
+    if is_true(getattr(argument(node, "non_blocking"), "value", None)):
+        return False
+    target = argument(node, "device", 0)
+    if target is None:
+        return False
+    value = target.value
+    if string_value(value) == "cpu":
+        return True
+    if isinstance(value, cst.Call) and rule.analysis.qualified(value.func) == "torch.device":
+        return string_value(positional(value)[0] if positional(value) else None) == "cpu"
+    return False
+
+
+def _on_host_already(rule: Rule, receiver: cst.BaseExpression) -> bool:
+    """`x.cpu().numpy()`: the copy (and the sync) happened at `.cpu()`, which is reported there."""
+    while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute):
+        if _to_host_call(rule, receiver):
+            return True
+        if receiver.func.attr.value not in ("detach", "float", "double", "half", "long", "int", "contiguous",
+                                            "squeeze", "flatten", "view", "reshape", "clone"):
+            return False
+        receiver = receiver.func.value
+    return False
+
+
+def nan_check(analysis, test: cst.BaseExpression) -> Optional[tuple[str, cst.BaseExpression]]:
+    """Recognise `torch.isnan(x).any()`-style tests.
+
+    Returns (flag expression to accumulate on the device, the tested tensor) or None. The flag is the test's own
+    tensor expression without `.item()`/`bool()`, negated where the test was `not ...all()`.
+    """
+    negated = False
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        negated, test = True, test.expression
+    inner = test
+    if method_call(inner, "item") and not inner.args:
+        inner = inner.func.value
+    if isinstance(inner, cst.Call) and analysis.qualified(inner.func) in ("bool",) and len(inner.args) == 1:
+        inner = inner.args[0].value
+    reducer = None
+    if method_call(inner, ("any", "all")) and not inner.args:
+        reducer, core = inner.func.attr.value, inner.func.value
+    elif isinstance(inner, cst.Call) and analysis.qualified(inner.func) in ("torch.any", "torch.all") \
+            and len(inner.args) == 1:
+        reducer, core = analysis.qualified(inner.func).split(".")[1], inner.args[0].value
+    else:
+        core = inner
+    check = None
+    if isinstance(core, cst.Call):
+        q = analysis.qualified(core.func)
+        if q in ("torch.isnan", "torch.isinf", "torch.isfinite", "torch.isneginf", "torch.isposinf") \
+                and len(core.args) == 1:
+            check, tensor = q.split(".")[1], core.args[0].value
+        elif method_call(core, ("isnan", "isinf", "isfinite")) and not core.args:
+            check, tensor = core.func.attr.value, core.func.value
+    if check is None:
+        return None
+    if check == "isfinite":
+        # `if not torch.isfinite(x).all():` fires when something is not finite.
+        if not negated or reducer == "any":
+            return None
+        return cst.UnaryOperation(operator=cst.BitInvert(), expression=inner), tensor
+    # `if torch.isnan(x).any():` fires when something is NaN.
+    if negated or reducer == "all":
+        return None
+    return inner, tensor
+
+
+def inside_nan_check(rule: Rule, node: cst.CSTNode) -> bool:
+    """`node` is part of a NaN/Inf test that GPU108 reports; the other rules stay quiet about it."""
+    for ancestor in rule.analysis.index.ancestors(node):
+        if isinstance(ancestor, (cst.If, cst.While)):
+            return nan_check(rule.analysis, ancestor.test) is not None and \
+                rule.analysis.index.is_ancestor_or_self(ancestor.test, node)
+        if isinstance(ancestor, cst.BaseStatement):
+            return False
+    return False
+
+
+_FLAG_NAMES = {"isnan": "found_nan", "isinf": "found_inf"}
+
+
+def check_kind(code: str) -> str:
+    for name in ("isnan", "isinf"):
+        if name in code and "isfinite" not in code:
+            return name
+    return "isfinite"
+
+
+def _before(new: cst.BaseStatement, stmt: cst.BaseStatement) -> list[cst.BaseStatement]:
+    """`new` inserted before `stmt`, taking over the comments and blank lines above it."""
+    return [new.with_changes(leading_lines=stmt.leading_lines), stmt.with_changes(leading_lines=())]

@@ -1,0 +1,66 @@
+"""Run the enabled rules over one analysed module: one pass over the nodes, deference resolved from the rules'
+metadata, and each rule's crash returned as data instead of being raised or swallowed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from gpulint.analysis import ModuleAnalysis
+from gpulint.diagnostics import Diagnostic
+from gpulint.rule import Rule, all_rules
+
+
+@dataclass(frozen=True)
+class RuleError:
+    """A rule that stopped on this module: it visits no further node there (what it found before is kept)."""
+
+    code: str
+    node: Optional[cst.CSTNode]  # the node the rule was visiting, None if it failed elsewhere
+    reason: str  # `TypeError: ...`, or why the analysis gave up
+
+    def describe(self) -> str:
+        return f"internal error in {self.code}: {self.reason}"
+
+
+def run_rules(analysis: ModuleAnalysis, codes: Iterable[str],
+              report_periodic: bool = False) -> tuple[list[Diagnostic], list[RuleError]]:
+    """The findings of the rules in `codes` (pseudo-rules excluded) and the errors of rules that crashed.
+
+    A rule's finding is dropped when a rule it `defers_to` reported on the same node: that rule's finding says
+    the same thing better (usually with a fix). Rules deferred to run even when not enabled, so that enabling
+    fewer rules never adds findings; their own findings are reported only if enabled.
+    """
+    registry = all_rules()
+    enabled = {c for c in codes if c in registry and not registry[c].pseudo}
+    wanted = set(enabled)
+    for code in enabled:
+        wanted.update(c for c in registry[code].defers_to if c in registry)
+    rules: list[Rule] = [registry[c](analysis, report_periodic) for c in sorted(wanted)]
+    handlers: dict[str, list] = {}
+    for rule in rules:
+        for node_type, method in rule._visitors.items():
+            handlers.setdefault(node_type, []).append(getattr(rule, method))
+    errors: dict[str, RuleError] = {}
+    for node in analysis.index.nodes:
+        for handler in handlers.get(type(node).__name__, ()):
+            code = handler.__self__.code
+            if code in errors:
+                continue
+            try:
+                handler(node)
+            except RecursionError:  # an expression nested deeper than the rule's recursion can follow
+                errors[code] = RuleError(code, node, "too deeply nested for its analysis; not checked")
+            except Exception as exc:  # one broken rule must not stop the others
+                errors[code] = RuleError(code, node, f"{type(exc).__name__}: {exc}")
+    reported: dict[str, set[int]] = {r.code: {id(d.node) for d in r.diagnostics} for r in rules}
+    found: list[Diagnostic] = []
+    for rule in rules:
+        if rule.code not in enabled:
+            continue
+        for d in rule.diagnostics:
+            if not any(id(d.node) in reported.get(other, ()) for other in rule.defers_to):
+                found.append(d)
+    return found, [errors[c] for c in sorted(errors) if c in enabled]

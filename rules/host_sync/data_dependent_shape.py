@@ -1,0 +1,91 @@
+"""GPU111 `data-dependent-shape`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
+from gpulint.syntax import argument, method_call
+
+
+class DataDependentShape(GpuRule):
+    """An operation whose output size depends on the data, every iteration.
+
+    ## What it does
+    Flags `nonzero()`, boolean-mask indexing `x[mask]`, `masked_select`, `unique`, one-argument `torch.where`,
+    `argwhere` and `repeat_interleave` without `output_size` on every iteration of a training/eval loop.
+
+    ## Why it is slow
+    PyTorch must know how many elements the result has before it can allocate it, so it copies a count from the
+    GPU to the host and waits for it: a hidden sync per call.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        valid = y != IGNORE
+        loss = criterion(model(x)[valid], y[valid])
+    ```
+    Keep shapes static: weight or mask instead of selecting, `criterion(..., ignore_index=IGNORE)`,
+    `torch.where(mask, x, 0)`, `masked_fill`, or pass `output_size=` to `repeat_interleave`.
+
+    ## Fix
+    None: the static-shape version changes what the code computes downstream.
+
+    ## Fix safety
+    No fix.
+
+    ## When it is fine
+    Periodic code, code outside loops, assignments through a mask with a scalar (`x[mask] = 0` runs as
+    `masked_fill_`, without a sync).
+    """
+
+    code = "GPU111"
+    name = "data-dependent-shape"
+    message = "`{op}` has a data-dependent output shape: PyTorch syncs every iteration to size the result"
+    _FUNCTIONS = {"torch.nonzero": "nonzero", "torch.masked_select": "masked_select", "torch.unique": "unique",
+                  "torch.argwhere": "argwhere", "torch.unique_consecutive": "unique_consecutive"}
+    _METHODS = {"nonzero", "masked_select", "unique", "argwhere", "unique_consecutive"}
+    family = Family.HOST_SYNC
+    VALID = [TRAIN_STEP + "idx = torch.nonzero(x)\n"]
+    INVALID = [
+        Example(TRAIN_STEP + "    idx = torch.nonzero(x)\n",
+                message="`nonzero` has a data-dependent output shape: PyTorch syncs e"),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        op = None
+        q = self.analysis.qualified(node.func)
+        if q in self._FUNCTIONS:
+            op = self._FUNCTIONS[q]
+        elif q == "torch.where" and len(node.args) == 1:
+            op = "torch.where(cond)"
+        elif q == "torch.repeat_interleave" and argument(node, "output_size") is None and \
+                len(node.args) >= 2 and self.analysis.is_tensor(node.args[1].value):
+            op = "repeat_interleave without output_size"
+        else:
+            attr = method_call(node, tuple(self._METHODS) + ("repeat_interleave",))
+            if attr is not None and self.analysis.is_tensor(attr.value):
+                if attr.attr.value != "repeat_interleave":
+                    op = attr.attr.value
+                elif argument(node, "output_size") is None and node.args and \
+                        self.analysis.is_tensor(node.args[0].value):
+                    op = "repeat_interleave without output_size"
+        if op is None:
+            return
+        where = self.where(node)
+        if where:
+            self.report(node, self.message.format(op=op), where=where)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if not self.analysis.is_tensor(node.value) or len(node.slice) != 1:
+            return
+        index = node.slice[0].slice
+        if not isinstance(index, cst.Index) or not self.analysis.is_bool_tensor(index.value):
+            return
+        parent = self.analysis.parent(node)
+        if isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.AugAssign) and parent.target is node):
+            return  # x[mask] = v goes through masked_fill_/index_put_ without reading a count
+        where = self.where(node)
+        if where:
+            self.report(node, self.message.format(op="x[mask]"), where=where)

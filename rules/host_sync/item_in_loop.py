@@ -1,0 +1,72 @@
+"""GPU101 `item-in-loop`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
+from gpulint.syntax import method_call
+from gpulint.analysis.host_reads import _NOT_TENSOR, _on_host_already, inside_nan_check
+
+
+class ItemInLoop(GpuRule):
+    """`.item()` on a tensor every iteration of a training/eval loop.
+
+    ## What it does
+    Flags `tensor.item()` where it runs on every iteration of a training or evaluation loop (a loop over a
+    DataLoader, or one whose body runs a forward pass, `backward()` or an optimizer step), including helper
+    functions of the same module that such a loop calls.
+
+    ## Why it is slow
+    `.item()` copies one number to the host, so the CPU must wait until the GPU has finished every kernel queued
+    before it. The GPU then runs dry while Python builds the next step. On an H100, a tutorial MLP loop made
+    406 blocking syncs per 100 steps this way; keeping the values on the device cut that to 10.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x.cuda()), y.cuda())
+        loss.backward(); opt.step(); opt.zero_grad()
+        losses.append(loss.item())
+    ```
+    Keep the value on the device and read it when you print:
+    ```python
+        losses.append(loss.detach())
+    ...
+    print(torch.stack(losses).mean().item())
+    ```
+
+    ## Fix
+    None in general: what replaces `.item()` depends on where the number goes. Accumulations such as
+    `running_loss += loss.item()` are rewritten by GPU302 (`synced-accumulation`).
+
+    ## Fix safety
+    No fix.
+
+    ## When it is fine
+    Periodic logging (`if step % 100 == 0:`), once-per-epoch metrics after the inner loop, `.item()` on numpy
+    values, code outside loops, and modules that never use a GPU. Suppress a deliberate one with
+    `# noqa: GPU101`.
+    """
+
+    code = "GPU101"
+    name = "item-in-loop"
+    message = "`.item()` every iteration blocks the CPU until the GPU catches up; keep the value on the device"
+    family = Family.HOST_SYNC
+    defers_to = ("GPU302", "GPU303")  # `total += loss.item()`: their finding carries the fix
+    VALID = [TRAIN_STEP + "print(loss.item())\n"]
+    INVALID = [
+        Example(TRAIN_STEP + "    print(loss.item())\n",
+                message="`.item()` every iteration blocks the CPU until the GPU catch"),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        attr = method_call(node, "item")
+        if attr is None or node.args or self.analysis.kind(attr.value) in _NOT_TENSOR:
+            return
+        if _on_host_already(self, attr.value) or inside_nan_check(self, node):
+            return
+        where = self.where(node)
+        if where:
+            self.report(node, where=where)

@@ -1,0 +1,61 @@
+"""GPU103 `numpy-in-loop`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
+from gpulint.syntax import method_call
+from gpulint.analysis.host_reads import _NOT_TENSOR, _on_host_already
+
+
+class NumpyInLoop(GpuRule):
+    """`.numpy()` on a tensor every iteration.
+
+    ## What it does
+    Flags `tensor.numpy()` (usually `tensor.detach().numpy()` or `.numpy(force=True)`) on every iteration of a
+    training/eval loop. `x.cpu().numpy()` is reported once, at `.cpu()` (GPU104).
+
+    ## Why it is slow
+    The array lives in host memory, so the tensor must be copied there: the CPU waits for the GPU to finish
+    every queued kernel.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        scores.append(model(x).detach().numpy(force=True))
+    ```
+    Stack on the device and convert once after the loop:
+    ```python
+        scores.append(model(x).detach())
+    scores = torch.cat(scores).cpu().numpy()
+    ```
+
+    ## Fix
+    None.
+
+    ## Fix safety
+    No fix.
+
+    ## When it is fine
+    CPU-only code (no GPU anywhere in the module), periodic logging, code outside loops.
+    """
+
+    code = "GPU103"
+    name = "numpy-in-loop"
+    message = "`.numpy()` every iteration copies the tensor to the host and waits for the GPU"
+    family = Family.HOST_SYNC
+    VALID = [TRAIN_STEP + "arr = loss.detach().numpy()\n"]
+    INVALID = [
+        Example(TRAIN_STEP + "    arr = loss.detach().numpy()\n",
+                message="`.numpy()` every iteration copies the tensor to the host and"),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        attr = method_call(node, "numpy")
+        if attr is None or self.analysis.kind(attr.value) in _NOT_TENSOR or _on_host_already(self, attr.value):
+            return
+        where = self.where(node)
+        if where:
+            self.report(node, where=where)

@@ -1,0 +1,74 @@
+"""GPU107 `tensor-formatted`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
+from gpulint.syntax import method_call, positional
+
+
+class TensorFormatted(GpuRule):
+    """Printing or formatting a tensor every iteration.
+
+    ## What it does
+    Flags `print(t)`, f-strings `f"{t}"`/`f"{t:.3f}"`, `str(t)`, `repr(t)`, `format(t)`, `"...".format(t)` and
+    `"%f" % t` where `t` is a tensor, on every iteration of a training/eval loop.
+
+    ## Why it is slow
+    Formatting reads the tensor's values on the host: a blocking copy that waits for the GPU.
+
+    ## Example
+    ```python
+    for step, (x, y) in enumerate(loader):
+        loss = train_step(x, y)
+        print(f"step {step} loss {loss:.4f}")
+    ```
+    Print periodically: `if step % 100 == 0: print(...)`.
+
+    ## Fix
+    None: how often to log is the author's choice.
+
+    ## Fix safety
+    No fix.
+
+    ## When it is fine
+    Periodic logging (`if step % log_every == 0:`), end-of-epoch summaries, printing shapes or dtypes.
+    """
+
+    code = "GPU107"
+    name = "tensor-formatted"
+    message = "formatting a tensor every iteration copies it to the host and waits for the GPU; log periodically"
+    family = Family.HOST_SYNC
+    VALID = [TRAIN_STEP + "text = f'{loss}'\n"]
+    INVALID = [
+        Example(TRAIN_STEP + "    text = f'{loss}'\n",
+                message="formatting a tensor every iteration copies it to the host an"),
+    ]
+
+    def _flag(self, expr: cst.BaseExpression) -> None:
+        if self.analysis.is_tensor(expr):
+            where = self.where(expr)
+            if where:
+                self.report(expr, where=where)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Name) and func.value in ("print", "str", "repr", "format"):
+            args = positional(node)
+            for arg in args if func.value == "print" else args[:1]:
+                self._flag(arg)
+        elif method_call(node, "format") and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString)):
+            for arg in node.args:
+                self._flag(arg.value)
+
+    def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        self._flag(node.expression)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Modulo) and isinstance(node.left, (cst.SimpleString,
+                                                                            cst.ConcatenatedString)):
+            right = node.right
+            for expr in [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]:
+                self._flag(expr)

@@ -1,0 +1,79 @@
+"""GPU106 `tensor-in-control-flow`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
+from gpulint.analysis.host_reads import nan_check
+
+
+class TensorInControlFlow(GpuRule):
+    """Python control flow on a tensor's value (`if loss > x:`, `while t.any():`, `assert t`).
+
+    ## What it does
+    Flags `if`, `elif`, `while`, `assert`, conditional expressions and `and`/`or`/`not` whose condition is a
+    tensor, on every iteration of a training/eval loop.
+
+    ## Why it is slow
+    Python must know the value to pick a branch, so it calls `bool()` on the tensor: a blocking copy to the host
+    that waits for the GPU to finish all queued work.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        if loss > best:
+            best = loss
+    ```
+    Keep the decision on the device: `best = torch.minimum(best, loss.detach())`, or decide periodically.
+
+    ## Fix
+    None: the branch needs a host value; restructure with `torch.where`, `torch.minimum`, or a periodic check.
+
+    ## Fix safety
+    No fix.
+
+    ## When it is fine
+    Periodic checks, early-stopping decisions once per epoch, conditions on Python numbers.
+    NaN/Inf checks have their own rule with a fix (GPU108).
+    """
+
+    code = "GPU106"
+    name = "tensor-in-control-flow"
+    message = "branching on a tensor's value calls `bool()` on it every iteration: the CPU waits for the GPU"
+    family = Family.HOST_SYNC
+    VALID = [TRAIN_STEP + "if loss > 0:\n    pass\n"]
+    INVALID = [
+        Example(TRAIN_STEP + "    if loss > 0:\n        pass\n",
+                message="branching on a tensor's value calls `bool()` on it every ite"),
+    ]
+
+    def _check(self, test: cst.BaseExpression) -> None:
+        if not self.analysis.is_tensor(test) and not self._truthiness_of_tensor(test):
+            return
+        if nan_check(self.analysis, test) is not None:
+            return
+        where = self.where(test)
+        if where:
+            self.report(test, where=where)
+
+    def _truthiness_of_tensor(self, test: cst.BaseExpression) -> bool:
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self.analysis.is_tensor(test.expression)
+        if isinstance(test, cst.BooleanOperation):
+            return self.analysis.is_tensor(test.left) or self._truthiness_of_tensor(test.left)
+        return False
+
+    def visit_If(self, node: cst.If) -> None:
+        self._check(node.test)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._check(node.test)
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._check(node.test)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._check(node.test)

@@ -1,0 +1,1 @@
+"""GPU001: the file could not be parsed (a pseudo-rule the runner reports)."""

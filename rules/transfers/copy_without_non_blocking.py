@@ -1,0 +1,92 @@
+"""GPU202 `copy-without-non-blocking`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from gpulint.analysis import GPU_HINT
+from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
+from gpulint.rules._examples import LOADER_TO_GPU
+from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, keyword
+from gpulint.syntax import argument
+from gpulint.analysis.data import _true, pinned
+
+
+class CopyWithoutNonBlocking(Rule):
+    """A batch from a pinned DataLoader copied to the GPU without `non_blocking=True`.
+
+    ## What it does
+    Flags `.to(device)` and `.cuda()` of a batch (or part of one: unpacked, indexed, or rebuilt in a
+    comprehension such as `[t.to(device) for t in batch]`) inside a loop over a `DataLoader` that pins memory,
+    or that GPU201 will make pin memory, every iteration.
+
+    ## Why it is slow
+    Without `non_blocking=True` the copy blocks the Python thread until it completes, even from pinned memory,
+    so the CPU cannot queue the forward pass while the batch is in flight. With it, the copy is queued on the
+    current stream and the kernels that use the batch are ordered after it: same results, no stall.
+
+    ## Example
+    ```python
+    loader = DataLoader(dataset, batch_size=64, pin_memory=True)
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+    ```
+    Use instead:
+    ```python
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+    ```
+
+    ## Fix
+    Adds `non_blocking=True` to the call.
+
+    ## Fix safety
+    Safe: a host-to-device copy is ordered before every kernel queued after it on the same stream. This rule
+    never touches device-to-host copies (`.cpu()`, `.to("cpu")`): there `non_blocking=True` lets the host
+    read the buffer before the copy has landed, a race that silently produces wrong numbers.
+
+    ## When it is fine
+    Loaders with `pin_memory=False` (from pageable memory the copy is synchronous anyway), copies that already
+    pass `non_blocking`, copies to the CPU, and whole custom batch objects of loaders with a `collate_fn`
+    (their `.to()` may not accept `non_blocking`).
+    """
+
+    # Every finding needs a copy to an accelerator (`.to(`/`.cuda(`) or a "cuda" device in the text.
+    needs_text = GPU_HINT
+    code = "GPU202"
+    name = "copy-without-non-blocking"
+    message = "copy of a pinned batch to the GPU without `non_blocking=True` blocks the CPU every step"
+    family = Family.TRANSFERS
+    fix_availability = FixAvailability.ALWAYS
+    fix_safety = FixSafety(
+        Safety.SAFE, "a host-to-device copy is ordered before every kernel queued after it on the same stream")
+    VALID = [LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True")]
+    INVALID = [
+        Example(LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking=""),
+                message="copy of a pinned batch to the GPU without `non_blocking=True",
+                fixed=LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True")),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        facts = data_facts(self.analysis)
+        if facts.copy_target(node) != ACCELERATOR:
+            return
+        method = node.func.attr.value  # type: ignore[union-attr]
+        if keyword(node, "non_blocking") is not None or argument(node, "non_blocking",
+                                                                  1 if method == "cuda" else 2) is not None:
+            return
+        receiver = node.func.value  # type: ignore[union-attr]
+        loop = facts.batch_loop(receiver)
+        if loop is None or not self.analysis.index.is_ancestor_or_self(loop.body, node):
+            return
+        loaders = facts.loaders(loop.iter)
+        if not loaders or not all(pinned(self, c) for c in loaders):
+            return
+        whole_batch = isinstance(receiver, cst.Name) and any(
+            b.kind == "for" and b.source is loop and b.index is None for b in facts.bindings(receiver))
+        if whole_batch and any(keyword(c, "collate_fn") is not None for c in loaders):
+            return
+        where = self.where(node)
+        if where:
+            fix = self.fix("Add `non_blocking=True`", {node: lambda updated: append_keyword(
+                updated, "non_blocking", _true())}, safe=True)
+            self.report(node, where=where, fix=fix)

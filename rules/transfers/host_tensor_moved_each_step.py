@@ -1,0 +1,131 @@
+"""GPU203 `host-tensor-moved-each-step`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from gpulint.analysis import GPU_HINT
+from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
+from gpulint.rules._examples import TRAIN_STEP
+from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, has_star_args, keyword
+from gpulint.syntax import argument, positional
+from gpulint.analysis.data import _FACTORIES, _RANDOM, _SAME_ON_DEVICE
+
+
+class HostTensorMovedEachStep(Rule):
+    """A tensor built on the host and copied to the GPU every iteration.
+
+    ## What it does
+    Flags `torch.zeros(...).to(device)`, `torch.tensor(x).cuda()`, `torch.arange(n).to(x.device)` and other
+    torch factories followed by a copy to an accelerator, where this runs every iteration of a training loop.
+
+    ## Why it is slow
+    The tensor is allocated and filled by the CPU, then crosses PCIe with a blocking copy from pageable memory,
+    every step. Created on the device it costs one kernel launch (or, for `torch.tensor(data)`, one copy with
+    no intermediate host tensor).
+
+    ## Example
+    ```python
+    for x, y in loader:
+        mask = torch.ones(x.shape[0]).to(device)
+        pos = torch.arange(x.shape[1]).to(x.device, torch.float32)
+    ```
+    Use instead:
+    ```python
+        mask = torch.ones(x.shape[0], device=device)
+        pos = torch.arange(x.shape[1], device=x.device).to(torch.float32)
+    ```
+
+    ## Fix
+    Moves the target device into the factory as `device=`; a dtype given to `.to()` stays, as `.to(dtype)`
+    on the device (so values are cast exactly as before); `non_blocking` is dropped (nothing is copied).
+
+    ## Fix safety
+    Safe for deterministic factories (`zeros`, `ones`, `full`, `arange`, `tensor`, ...). Unsafe for random
+    ones (`rand`, `randn`, `randint`, `randperm`, ...): the device's generator draws different numbers than the
+    CPU's, so seeded runs are no longer reproducible against earlier ones. No fix when the factory already has
+    `device=`, `requires_grad=` (the result would become a leaf tensor), `out=`, `pin_memory=` or `generator=`
+    (a CPU generator cannot drive a CUDA factory), or when the copy's target is another tensor (`.to(other)`
+    also changes the dtype).
+
+    ## When it is fine
+    Constants built once before the loop, `torch.from_numpy(batch).to(device)` (real data has to cross), and
+    copies outside training loops.
+    """
+
+    # Every finding needs a copy to an accelerator (`.to(`/`.cuda(`) or a "cuda" device in the text.
+    needs_text = GPU_HINT
+    code = "GPU203"
+    name = "host-tensor-moved-each-step"
+    message = "`torch.{factory}` builds a tensor on the host and copies it to the GPU every step; create it on " \
+              "the device with `device=`"
+    family = Family.TRANSFERS
+    fix_availability = FixAvailability.SOMETIMES
+    fix_safety = FixSafety(
+        Safety.SAFE, "deterministic factories compute the same values on the device (random ones are offered as "
+                     "unsafe fixes)")
+    VALID = [TRAIN_STEP + "noise = torch.zeros(2).cuda()\n"]
+    INVALID = [
+        Example(TRAIN_STEP + "    noise = torch.zeros(2).cuda()\n",
+                message="`torch.zeros` builds a tensor on the host and copies it to t",
+                fixed=TRAIN_STEP + '    noise = torch.zeros(2, device="cuda")\n'),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if data_facts(self.analysis).copy_target(node) != ACCELERATOR:
+            return
+        factory, chain = self._factory(node.func.value)  # type: ignore[union-attr]
+        if factory is None:
+            return
+        name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
+        if keyword(factory, "device") is not None:
+            return  # built on a device on purpose (often "cpu", then moved): not a host-built tensor by accident
+        where = self.where(node)
+        if where:
+            self.report(node, self.message.format(factory=name), where=where, fix=self._fix(node, factory, name))
+
+    def _factory(self, expr: cst.BaseExpression):
+        chain = []
+        while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
+                expr.func.attr.value in _SAME_ON_DEVICE and self.analysis.is_tensor(expr.func.value):
+            chain.append(expr)
+            expr = expr.func.value
+        if isinstance(expr, cst.Call):
+            q = self.analysis.qualified(expr.func)
+            if q is not None and q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in _FACTORIES:
+                return expr, chain
+        return None, chain
+
+    def _fix(self, copy: cst.Call, factory: cst.Call, name: str):
+        unfixable = ("requires_grad", "out", "pin_memory", "generator")
+        if has_star_args(factory) or any(keyword(factory, k) for k in unfixable):
+            return None
+        method = copy.func.attr.value  # type: ignore[union-attr]
+        allowed = {"device", "non_blocking"} | ({"dtype"} if method == "to" else set())
+        if any(a.keyword is not None and a.keyword.value not in allowed for a in copy.args):
+            return None
+        args = positional(copy)
+        if method == "cuda":
+            device_arg = argument(copy, "device", 0)
+            device = device_arg.value if device_arg is not None else cst.SimpleString('"cuda"')
+            if len(args) > 1:
+                return None
+            rest = None
+        else:
+            device_arg = argument(copy, "device", 0)
+            if device_arg is None or len(args) > 2:
+                return None
+            dtype = argument(copy, "dtype", 1)
+            device = device_arg.value
+            rest = dtype
+        built = append_keyword(factory, "device", device.deep_clone())
+        receiver = copy.func.value  # type: ignore[union-attr]
+        replacement = receiver.deep_replace(factory, built) if receiver is not factory else built
+        if rest is not None:
+            rest_arg = rest.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            replacement = cst.Call(func=cst.Attribute(value=replacement, attr=cst.Name("to")), args=[rest_arg])
+        replacement = replacement.with_changes(lpar=copy.lpar, rpar=copy.rpar)
+        random = name in _RANDOM
+        note = " (random numbers come from the device's generator)" if random else ""
+        return self.fix(f"Create the tensor on the device with `device=`{note}", {copy: replacement},
+                        safe=not random)
