@@ -28,7 +28,17 @@ from pathlib import Path
 
 SHAPES_DIR = Path(__file__).resolve().parent / "programs" / "shapes"
 VARIANTS = ("as_written", "gpulint", "hand")
-LABELS = {"as_written": "as written", "gpulint": "gpulint-fixed", "hand": "hand-optimised"}
+# Ablations of the hand-optimised programs: one lever taken back out, to see which lever pays. Each is made by
+# text substitution from `<name>_hand.py`, only for the shapes listed.
+AUTOCAST = "with torch.autocast(device, dtype=torch.bfloat16, enabled=use_cuda):"
+ABLATIONS = {
+    "hand_fp32": (("resnet_mapstyle", "diffusion_unet"),
+                  [(AUTOCAST, AUTOCAST.replace("enabled=use_cuda", "enabled=False"))]),
+    "hand_no_layout": (("resnet_mapstyle", "diffusion_unet"),
+                       [("torch.backends.cudnn.benchmark = True", "torch.backends.cudnn.benchmark = False"),
+                        (", memory_format=torch.channels_last)", ")"),
+                        (".contiguous(memory_format=torch.channels_last)", "")]),
+}
 
 
 def shape_names(folder):
@@ -45,6 +55,15 @@ def prepare(out_dir, gpulint_cmd):
     for name in names:
         shutil.copy(SHAPES_DIR / f"{name}.py", out / "as_written" / f"{name}.py")
         shutil.copy(SHAPES_DIR / f"{name}_hand.py", out / "hand" / f"{name}.py")
+        for ablation, (shapes, substitutions) in ABLATIONS.items():
+            if name in shapes:
+                source = (SHAPES_DIR / f"{name}_hand.py").read_text()
+                for old, new in substitutions:
+                    if old not in source:
+                        sys.exit(f"error: ablation {ablation}: {old!r} not in {name}_hand.py")
+                    source = source.replace(old, new)
+                (out / ablation).mkdir(exist_ok=True)
+                (out / ablation / f"{name}.py").write_text(source)
     # Fix in a scratch folder outside any repository, so that no project's pyproject.toml (whose `exclude` may
     # name benchmarks/programs) or .gitignore changes what gpulint sees.
     with tempfile.TemporaryDirectory() as scratch:
@@ -121,10 +140,57 @@ def summarise(times, names):
     return "\n".join(rows)
 
 
-def run(dir_, rounds, steps, raw_path, only, timeout, tiny=False, budget=None):
+def summarise_ablations(times, names):
+    rows = ["| shape | variant | ms/step | speedup vs as written |", "| --- | --- | --- | --- |"]
+    for name in names:
+        for variant, xs_all in times[name].items():
+            if variant in VARIANTS or not xs_all:
+                continue
+            rounds = [i for i, x in enumerate(xs_all) if x is not None and times[name]["as_written"][i] is not None]
+            if not rounds:
+                continue
+            xs = [xs_all[i] for i in rounds]
+            base = [times[name]["as_written"][i] for i in rounds]
+            lo, hi = bootstrap(xs, lambda idx, xs=xs: statistics.median(xs[i] for i in idx))
+
+            def ratio(idx, xs=xs, base=base):
+                return statistics.median(base[i] for i in idx) / statistics.median(xs[i] for i in idx)
+
+            rlo, rhi = bootstrap(xs, ratio)
+            rows.append(f"| {name} | {variant} | {statistics.median(xs):.2f} [{lo:.2f}, {hi:.2f}] | "
+                        f"{ratio(range(len(xs))):.2f}x [{rlo:.2f}, {rhi:.2f}] |")
+    return "\n".join(rows)
+
+
+def load_raw(paths):
+    """Read RAW lines of one or more --raw files back (to pool runs): {shape: {variant: [ms, ...]}} by round."""
+    by_round = {}
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            if not line.startswith("RAW "):
+                continue
+            fields = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
+            key = (path, int(fields["round"]))
+            ms = None if fields["step_ms"] == "None" else float(fields["step_ms"])
+            by_round.setdefault(key, {}).setdefault(fields["shape"], {})[fields["variant"]] = ms
+    names = sorted({n for r in by_round.values() for n in r})
+    variants = list(VARIANTS) + sorted({v for r in by_round.values() for s in r.values() for v in s} - set(VARIANTS))
+    times = {n: {v: [] for v in variants} for n in names}
+    for key in sorted(by_round):
+        for n in names:
+            row = by_round[key].get(n, {})
+            if "as_written" not in row:
+                continue
+            for v in variants:
+                times[n][v].append(row.get(v))
+    return times, names
+
+
+def run(dir_, rounds, steps, raw_path, only, timeout, tiny=False, budget=None, first_round=1, variants=None):
     folder = Path(dir_)
     names = [n for n in shape_names(folder / "as_written") if not only or n in only]
-    times = {n: {v: [] for v in VARIANTS} for n in names}
+    extras = sorted(p.name for p in folder.iterdir() if p.is_dir() and p.name.startswith("hand_"))
+    times = {n: {v: [] for v in VARIANTS + tuple(extras)} for n in names}
     raw = open(raw_path, "a") if raw_path else None
 
     def log(line):
@@ -139,19 +205,21 @@ def run(dir_, rounds, steps, raw_path, only, timeout, tiny=False, budget=None):
     for r in range(rounds):
         round_started = time.perf_counter()
         for name in names:
-            for variant in VARIANTS:
+            for variant in VARIANTS + tuple(extras):
+                if variants and variant not in variants or not (folder / variant / f"{name}.py").exists():
+                    continue
                 try:
                     step_ms, final = run_one(folder / variant / f"{name}.py", steps, timeout, tiny)
                 except subprocess.TimeoutExpired:
                     step_ms, final = None, f"FAILED timeout {timeout}s"
                 times[name][variant].append(step_ms)
-                log(f"RAW round={r + 1} shape={name} variant={variant} step_ms={step_ms} final={final} "
+                log(f"RAW round={first_round + r} shape={name} variant={variant} step_ms={step_ms} final={final} "
                     f"t={time.perf_counter() - started:.1f}s")
         elapsed = time.perf_counter() - started
         if budget and r + 1 < rounds and elapsed + (time.perf_counter() - round_started) > budget:
             log(f"# stopping after {r + 1} rounds: another round would pass the {budget:.0f}s budget")
             break
-    table = summarise(times, names)
+    table = summarise(times, names) + "\n\n" + summarise_ablations(times, names)
     log("")
     log(table)
     if raw:
@@ -163,17 +231,23 @@ def main():
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--prepare", metavar="DIR", help="copy the programs into DIR and let gpulint fix one copy")
     mode.add_argument("--run", metavar="DIR", help="time the variants in DIR (made by --prepare)")
+    mode.add_argument("--summarise", metavar="RAW", nargs="+", help="print the tables for one or more --raw files")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
     parser.add_argument("--steps", type=int, default=200, help="training steps per program run (default 200)")
     parser.add_argument("--raw", help="append the raw lines and the table to this file")
     parser.add_argument("--only", nargs="*", help="time only these shapes")
+    parser.add_argument("--variants", nargs="*", help="time only these variants (folders of DIR)")
     parser.add_argument("--timeout", type=float, default=120, help="seconds before one program run is abandoned")
+    parser.add_argument("--first-round", type=int, default=1, help="number of the first round (to continue a run)")
     parser.add_argument("--tiny", action="store_true", help="pass --tiny to the programs (a CPU smoke test)")
     parser.add_argument("--budget-s", type=float, default=None,
                         help="start no new round that would end past this many seconds")
     parser.add_argument("--gpulint", default=None, help="gpulint command (default: `python -m gpulint`)")
     args = parser.parse_args()
-    if args.prepare:
+    if args.summarise:
+        times, names = load_raw(args.summarise)
+        print(summarise(times, names) + "\n\n" + summarise_ablations(times, names))
+    elif args.prepare:
         cmd = args.gpulint.split() if args.gpulint else [sys.executable, "-m", "gpulint"]
         prepare(args.prepare, cmd)
     else:
@@ -181,7 +255,8 @@ def main():
             sys.exit(f"error: {args.run} holds no prepared programs (run --prepare first)")
         if args.rounds < 1 or args.steps < 2:
             sys.exit("error: --rounds must be >= 1 and --steps >= 2")
-        run(args.run, args.rounds, args.steps, args.raw, args.only, args.timeout, args.tiny, args.budget_s)
+        run(args.run, args.rounds, args.steps, args.raw, args.only, args.timeout, args.tiny, args.budget_s,
+            args.first_round, args.variants)
 
 
 if __name__ == "__main__":
