@@ -115,6 +115,8 @@ def summarise(times, names):
             "| --- | --- | --- | --- | --- | --- | --- |"]
     for name in names:
         cells, speedups = [], {}
+        if any(all(x is None for x in times[name].get(v) or [None]) for v in VARIANTS):
+            continue  # a run of ablations only
         rounds = [i for i in range(len(times[name]["as_written"]))
                   if all(times[name][v][i] is not None for v in VARIANTS)]
         if not rounds:
@@ -144,7 +146,7 @@ def summarise_ablations(times, names):
     rows = ["| shape | variant | ms/step | speedup vs as written |", "| --- | --- | --- | --- |"]
     for name in names:
         for variant, xs_all in times[name].items():
-            if variant in VARIANTS or not xs_all:
+            if variant in ("as_written", "gpulint") or not xs_all:
                 continue
             rounds = [i for i, x in enumerate(xs_all) if x is not None and times[name]["as_written"][i] is not None]
             if not rounds:
