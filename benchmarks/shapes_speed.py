@@ -108,6 +108,22 @@ def bootstrap(samples, statistic, resamples=4000, seed=0):
     return values[int(0.025 * resamples)], values[int(0.975 * resamples) - 1]
 
 
+def median_ci(xs):
+    """'median [lo, hi]' of ms/step over rounds."""
+    lo, hi = bootstrap(xs, lambda idx: statistics.median(xs[i] for i in idx))
+    return f"{statistics.median(xs):.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+def speedup_ci(base, xs):
+    """(speedup, 'speedup [lo, hi]'): ratio of medians, rounds resampled in pairs (they ran interleaved)."""
+    def ratio(idx):
+        return statistics.median(base[i] for i in idx) / statistics.median(xs[i] for i in idx)
+
+    lo, hi = bootstrap(xs, ratio)
+    value = ratio(range(len(xs)))
+    return value, f"{value:.2f}x [{lo:.2f}, {hi:.2f}]"
+
+
 def summarise(times, names):
     """times[name][variant] is a list of ms/step, one per round (None where a run failed)."""
     rows = ["| shape | as written ms/step | gpulint-fixed ms/step | hand-optimised ms/step | gpulint speedup | "
@@ -123,19 +139,11 @@ def summarise(times, names):
             rows.append(f"| {name} | failed | | | | | |")
             continue
         for variant in VARIANTS:
-            xs = [times[name][variant][i] for i in rounds]
-            lo, hi = bootstrap(xs, lambda idx, xs=xs: statistics.median(xs[i] for i in idx))
-            cells.append(f"{statistics.median(xs):.2f} [{lo:.2f}, {hi:.2f}]")
+            cells.append(median_ci([times[name][variant][i] for i in rounds]))
         base = [times[name]["as_written"][i] for i in rounds]
         for variant in ("gpulint", "hand"):
-            xs = [times[name][variant][i] for i in rounds]
-
-            def ratio(idx, xs=xs):
-                return statistics.median(base[i] for i in idx) / statistics.median(xs[i] for i in idx)
-
-            speedups[variant] = ratio(range(len(xs)))
-            lo, hi = bootstrap(xs, ratio)
-            cells.append(f"{speedups[variant]:.2f}x [{lo:.2f}, {hi:.2f}]")
+            speedups[variant], cell = speedup_ci(base, [times[name][variant][i] for i in rounds])
+            cells.append(cell)
         gain = speedups["hand"] - 1
         share = f"{100 * (speedups['gpulint'] - 1) / gain:.0f}%" if gain > 0.02 else "n/a"
         rows.append(f"| {name} (n={len(rounds)}) | " + " | ".join(cells) + f" | {share} |")
@@ -152,15 +160,8 @@ def summarise_ablations(times, names):
             if not rounds:
                 continue
             xs = [xs_all[i] for i in rounds]
-            base = [times[name]["as_written"][i] for i in rounds]
-            lo, hi = bootstrap(xs, lambda idx, xs=xs: statistics.median(xs[i] for i in idx))
-
-            def ratio(idx, xs=xs, base=base):
-                return statistics.median(base[i] for i in idx) / statistics.median(xs[i] for i in idx)
-
-            rlo, rhi = bootstrap(xs, ratio)
-            rows.append(f"| {name} | {variant} | {statistics.median(xs):.2f} [{lo:.2f}, {hi:.2f}] | "
-                        f"{ratio(range(len(xs))):.2f}x [{rlo:.2f}, {rhi:.2f}] |")
+            _, speedup = speedup_ci([times[name]["as_written"][i] for i in rounds], xs)
+            rows.append(f"| {name} | {variant} | {median_ci(xs)} | {speedup} |")
     return "\n".join(rows)
 
 
