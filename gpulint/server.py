@@ -81,6 +81,11 @@ class Protocol(LanguageServerProtocol):
     report_server_error); a broken notification is logged, as notifications get no reply.
     """
 
+    def reply_error(self, msg_id: object, error: JsonRpcException) -> None:
+        """An error reply; `id` is null, not left out, when the request's id could not be read (JSON-RPC 2.0)."""
+        self._send_data({"jsonrpc": "2.0", "id": msg_id,
+                         "error": {"code": error.code, "message": error.message}})
+
     def structure_message(self, data):
         try:
             return super().structure_message(data)
@@ -90,10 +95,10 @@ class Protocol(LanguageServerProtocol):
     def handle_message(self, message) -> None:
         if isinstance(message, _Rejected):
             if message.is_request:
-                self._send_response(message.id, error=message.error.to_response_error())
+                self.reply_error(message.id, message.error)
             return
         if not hasattr(message, "jsonrpc"):  # valid JSON, but not an object with "jsonrpc" (a list, a number)
-            self._send_response(_message_id(message), error=JsonRpcInvalidRequest().to_response_error())
+            self.reply_error(_message_id(message), JsonRpcInvalidRequest())
             return
         super().handle_message(message)
 
@@ -119,7 +124,7 @@ class GpulintServer(LanguageServer):
     def report_server_error(self, error: Exception, source) -> None:
         """pygls calls this when a message body cannot be read: its reply is -32700, id null (JSON-RPC 2.0)."""
         if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
-            self.protocol._send_response(None, error=JsonRpcParseError().to_response_error())
+            self.protocol.reply_error(None, JsonRpcParseError())
         super().report_server_error(error, source)
 
     def log(self, message: str, kind: types.MessageType = types.MessageType.Error) -> None:
