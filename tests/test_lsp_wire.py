@@ -323,3 +323,18 @@ def test_fuzzed_messages_and_edits_never_wedge_the_server(wire, doc):
     cli = cli_findings({name: text for name, (text, _) in finals.items()}, wire.cwd)
     for name, (_, diagnostics) in finals.items():
         assert sorted(lsp_key(d) for d in diagnostics) == cli[name], name
+
+
+def test_a_buffer_over_the_size_limit_gets_one_informational_diagnostic(wire, doc):
+    from gpulint.server import MAX_FILE_SIZE
+
+    line = "x = torch.zeros(3).cuda().item()  # padding padding padding padding padding\n"
+    text = SCRIPT + line * (MAX_FILE_SIZE // len(line) + 1)
+    uri = open_doc(wire, "huge.py", text)
+    (found,) = wire.diagnostics(uri, 1)
+    assert found["severity"] == 3 and "limit" in found["message"] and found["code"] == "file-too-large"
+    # Back under the limit, it is linted as usual.
+    wire.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                           "contentChanges": [{"text": SCRIPT}]})
+    assert {d["code"] for d in wire.diagnostics(uri, 2)} >= {"GPU101"}
+    assert_alive(wire, doc)
