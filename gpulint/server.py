@@ -27,7 +27,7 @@ from pygls.uris import to_fs_path
 from gpulint import __version__
 from gpulint.config import ConfigError, Settings, find_config, load
 from gpulint.diagnostics import Applicability, Diagnostic, FixMode
-from gpulint.editing import TextChange, lsp_lines, minimal_change, spot, with_noqa
+from gpulint.editing import TextChange, lsp_lines, minimal_change, noqa_code_at, spot, with_noqa
 from gpulint.files import source_lines
 from gpulint.fixes import edits_for
 from gpulint.rule import DOCS_URL, all_rules
@@ -357,6 +357,19 @@ def _engine_fix(source: str, d: Diagnostic) -> str:
     return "".join(out)
 
 
+def _noqa_hover(source: str, position: types.Position, units) -> Optional[types.Hover]:
+    """Hovering a code in a `# noqa:` comment shows that rule's documentation (it has no finding to hover)."""
+    lines = lsp_lines(source)
+    line = lines[position.line].rstrip("\r\n") if position.line < len(lines) else ""
+    found = noqa_code_at(line, position.character, units)
+    rule = all_rules().get(found[0]) if found else None
+    if rule is None:
+        return None
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=rule.documentation()),
+                       range=types.Range(start=types.Position(position.line, found[1]),
+                                         end=types.Position(position.line, found[2])))
+
+
 def _wanted(only: Optional[list[str]], kind: str) -> bool:
     """LSP kinds are hierarchical: asking for `source.fixAll` includes `source.fixAll.gpulint`."""
     return not only or any(kind == k or kind.startswith(f"{k}.") for k in only)
@@ -454,7 +467,7 @@ def build() -> GpulintServer:
         found = [(d, lsp_d) for d, lsp_d in zip(linted.diagnostics, linted.lsp)
                  if d.code in rules and _touches(lsp_d.range, here)]
         if not found:
-            return None
+            return _noqa_hover(linted.source, params.position, ls.workspace.position_codec.client_num_units)
         text = "\n\n---\n\n".join(dict.fromkeys(rules[d.code].documentation() for d, _ in found))
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
                            range=found[0][1].range)
