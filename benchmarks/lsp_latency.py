@@ -64,7 +64,8 @@ class Server:
     """`gpulint server` on pipes; records when each publishDiagnostics arrives."""
 
     def __init__(self) -> None:
-        command = [str(Path(sys.executable).with_name("gpulint")), "server"]
+        script = Path(sys.executable).with_name("gpulint")
+        command = [str(script), "server"] if script.exists() else [sys.executable, "-m", "gpulint", "server"]
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.published: dict[tuple[str, int], float] = {}
         self.replies: dict[int, dict] = {}
