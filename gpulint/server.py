@@ -357,6 +357,11 @@ def _engine_fix(source: str, d: Diagnostic) -> str:
     return "".join(out)
 
 
+def rule_docs(rule) -> str:
+    """The Markdown that hover shows for a rule (the one place that says where it comes from)."""
+    return rule.documentation()
+
+
 def _noqa_hover(source: str, position: types.Position, units) -> Optional[types.Hover]:
     """Hovering a code in a `# noqa:` comment shows that rule's documentation (it has no finding to hover)."""
     lines = lsp_lines(source)
@@ -365,7 +370,7 @@ def _noqa_hover(source: str, position: types.Position, units) -> Optional[types.
     rule = all_rules().get(found[0]) if found else None
     if rule is None:
         return None
-    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=rule.documentation()),
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=rule_docs(rule)),
                        range=types.Range(start=types.Position(position.line, found[1]),
                                          end=types.Position(position.line, found[2])))
 
@@ -468,7 +473,7 @@ def build() -> GpulintServer:
                  if d.code in rules and _touches(lsp_d.range, here)]
         if not found:
             return _noqa_hover(linted.source, params.position, ls.workspace.position_codec.client_num_units)
-        text = "\n\n---\n\n".join(dict.fromkeys(rules[d.code].documentation() for d, _ in found))
+        text = "\n\n---\n\n".join(dict.fromkeys(rule_docs(rules[d.code]) for d, _ in found))
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
                            range=found[0][1].range)
 
