@@ -6,6 +6,7 @@ Everything here works on text in memory; reading and writing files is the caller
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
 import re
 from dataclasses import dataclass, field
@@ -138,13 +139,17 @@ def _place(diagnostics: list[Diagnostic], analysis: ModuleAnalysis, source: str,
         if d.node is not None:
             by_statement.setdefault(_top_level(analysis, d.node), []).append(d)
     module = analysis.module
+    offsets = _TopLevelOffsets(module, source)
     positions: dict = {}
     for statement, found in by_statement.items():
-        shifted = _statement_positions(module, statement, source)
+        shifted = _statement_positions(module, statement, source, offsets)
         if shifted is None:  # not locatable on its own: resolve the whole module once
             positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
             break
-        positions.update(shifted)
+        resolved, lines_before = shifted
+        for d in found:  # shift only the nodes reported, not every node of the statement
+            if d.node in resolved:
+                positions[d.node] = _shift(resolved[d.node], lines_before)
     for d in diagnostics:
         where = positions.get(d.node) if d.node is not None else None
         if where is not None:
@@ -162,21 +167,47 @@ def _top_level(analysis: ModuleAnalysis, node: cst.CSTNode) -> Optional[cst.CSTN
     return current if parent is not None else None
 
 
-def _statement_positions(module: cst.Module, statement: Optional[cst.CSTNode], source: str) -> Optional[dict]:
+class _TopLevelOffsets:
+    """Where each top-level statement starts in the source, and the line it starts on: one pass for the file.
+
+    (Searching the source for each statement's text, and counting the newlines before it, cost a pass over
+    the whole file per statement with findings: quadratic in the file's size.)"""
+
+    def __init__(self, module: cst.Module, source: str) -> None:
+        self.module = module
+        self.source = source
+        self._starts: Optional[dict] = None
+        self._line_starts: Optional[list[int]] = None
+
+    def start(self, statement: cst.CSTNode) -> Optional[int]:
+        if self._starts is None:
+            self._starts = {}
+            code = self.module.code_for_node
+            offset = sum(len(code(line)) for line in self.module.header)
+            for body in self.module.body:
+                self._starts[body] = offset
+                offset += len(code(body))
+        return self._starts.get(statement)
+
+    def line(self, offset: int) -> int:
+        """Lines (\\n, \\r\\n or \\r ended) before `offset`."""
+        if self._line_starts is None:
+            self._line_starts = [m.end() for m in _NEWLINE.finditer(self.source)]
+        return bisect.bisect_right(self._line_starts, offset)
+
+
+def _statement_positions(module: cst.Module, statement: Optional[cst.CSTNode], source: str,
+                         offsets: _TopLevelOffsets) -> Optional[tuple[dict, int]]:
     if statement is None:
         return None
     alone = cst.Module(body=[statement], header=(), footer=(), default_newline=module.default_newline,
                        default_indent=module.default_indent, has_trailing_newline=True)
     wrapper = MetadataWrapper(alone, unsafe_skip_copy=True)
     code = wrapper.module.code
-    offset = source.find(code)
-    if offset < 0 or source.find(code, offset + 1) >= 0:
-        return None  # not found, or found twice: which one is it?
-    if offset and source[offset - 1] not in "\r\n":
-        return None
-    lines_before = len(_NEWLINE.findall(source, 0, offset))
-    resolved = wrapper.resolve(PositionProvider)
-    return {node: _shift(where, lines_before) for node, where in resolved.items()}
+    offset = offsets.start(statement)
+    if offset is None or source[offset:offset + len(code)] != code:
+        return None  # not where the module's own code puts it (e.g. no final newline): resolve the module
+    return wrapper.resolve(PositionProvider), offsets.line(offset)
 
 
 def _shift(where, lines: int):

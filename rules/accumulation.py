@@ -7,12 +7,14 @@ reads it when the program prints or returns it.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
 import libcst as cst
 
 from gpulint.analysis import Kind, ModuleAnalysis
+from gpulint.analysis.tree import child_nodes
 from gpulint.rule import GpuRule, Rule
 from gpulint.syntax import method_call
 
@@ -46,7 +48,7 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         yield current
         if current is not node and isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        stack.extend(reversed(current.children))
+        stack.extend(reversed(child_nodes(current)))  # not `.children`: that rebuilds every node
 
 
 def _base_name(target: cst.BaseExpression) -> Optional[cst.Name]:
@@ -511,7 +513,19 @@ def under_no_grad(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
 
 
 def _backwarded_names(analysis: ModuleAnalysis, scope: cst.CSTNode) -> set[str]:
-    """Names that feed a `.backward()` (or are returned) in `scope`: accumulated on purpose, for gradients."""
+    """Names that feed a `.backward()` (or are returned) in `scope`: accumulated on purpose, for gradients.
+
+    Computed once per scope: a module-level scope asked once per finding would make a big file quadratic."""
+    known = _BACKWARDED.setdefault(analysis, {})
+    if scope not in known:
+        known[scope] = _scan_backwarded_names(analysis, scope)
+    return known[scope]
+
+
+_BACKWARDED: "weakref.WeakKeyDictionary[ModuleAnalysis, dict]" = weakref.WeakKeyDictionary()
+
+
+def _scan_backwarded_names(analysis: ModuleAnalysis, scope: cst.CSTNode) -> set[str]:
     names: set[str] = set()
     assigns: list[tuple[set[str], set[str]]] = []
     for node in _walk(scope):
