@@ -74,14 +74,15 @@ def main() -> None:
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Worker processes (default: one per CPU; 1 lints in this process).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
+@click.option("--max-file-size", help="Skip files larger than this (e.g. 5MB; 0: no limit).")
 def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_zero, statistics, output_format,
-          stdin_filename, quiet, config, report_periodic, force_exclude, jobs, no_cache) -> None:
+          stdin_filename, quiet, config, report_periodic, force_exclude, jobs, no_cache, max_file_size) -> None:
     """Lint PATHS (default: the current directory). `-` reads stdin."""
     paths = list(paths) or [Path(".")]
     try:
         settings = resolve_settings(config, paths)
         settings = override(settings, select=select, extend_select=extend_select, ignore=ignore,
-                            report_periodic=report_periodic)
+                            report_periodic=report_periodic, max_file_size=max_file_size)
     except ConfigError as exc:
         raise _fail(str(exc))
     mode = FixMode.NONE
