@@ -5,7 +5,6 @@ Everything here works on text in memory; reading and writing files is the caller
 
 from __future__ import annotations
 
-import ast
 import bisect
 import functools
 import re
@@ -15,6 +14,7 @@ from typing import Optional
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from gpulint import bigfile
 from gpulint import fixes as fixing
 from gpulint import suppression
 from gpulint.analysis import ModuleAnalysis
@@ -74,7 +74,7 @@ def python_syntax_error(source: str, filename: str) -> tuple[Optional[Diagnostic
     valid for a newer Python, which LibCST may parse: the second value says whether to let it try.
     """
     try:
-        ast.parse(source, filename or "<string>")
+        bigfile.python_parse(source, filename or "<string>")
     except SyntaxError as exc:
         message = exc.msg or "invalid syntax"
         deep = any(t in message for t in _TOO_DEEP)
@@ -220,7 +220,7 @@ def _shift(where, lines: int):
 
 
 def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic: bool, errors: list[str]):
-    module = cst.parse_module(source)
+    module = bigfile.parse_module(source)  # big files piece by piece: memory bounded by the tree
     analysis = ModuleAnalysis(module, source)
     diagnostics = _run_rules(analysis, codes, report_periodic, errors)
     _place(diagnostics, analysis, source, filename)
