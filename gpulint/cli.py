@@ -21,7 +21,9 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 def _fail(message: str) -> "click.exceptions.Exit":
-    click.echo(f"gpulint: error: {message}", err=True)
+    from gpulint.output.common import printable
+
+    click.echo(f"gpulint: error: {printable(message)}", err=True)
     return click.exceptions.Exit(EXIT_ERROR)
 
 
@@ -197,8 +199,10 @@ def _render(outcomes, output_format, statistics, quiet, mode, unsafe_shown) -> s
 
 def _finish(outcomes, mode, diff, output_format, exit_zero, statistics, quiet, unsafe_fixes) -> None:
     errors = [e for o in outcomes for e in o.errors]
-    for error in errors:
-        click.echo(f"gpulint: error: {error}", err=True)
+    from gpulint.output.common import printable
+
+    for error in errors:  # one line each, whatever the file is called
+        click.echo(f"gpulint: error: {printable(error)}", err=True)
     if diff:
         text = "".join(_unified(o.original, o.fixed, str(o.path)) for o in outcomes if o.fixed is not None)
         click.echo(text, nl=False)

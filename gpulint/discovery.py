@@ -40,7 +40,9 @@ def _wanted(name: str, settings: Settings) -> bool:
 
 
 def warn(message: str) -> None:
-    click.echo(f"gpulint: warning: {message}", err=True)
+    from gpulint.output.common import printable
+
+    click.echo(f"gpulint: warning: {printable(message)}", err=True)
 
 
 def _readable(path: Path, settings: Settings, named: bool) -> bool:
