@@ -22,8 +22,9 @@ PIECE = 256 * 1024
 _TOP_LEVEL_START = re.compile(r"^(?:@|def |class |async def )", re.MULTILINE)
 
 
-def pieces(source: str, size: int = PIECE) -> list[str]:
+def pieces(source: str, size: Optional[int] = None) -> list[str]:
     """`source` cut before top-level definitions into pieces of at least `size` characters (one if small)."""
+    size = size or PIECE
     if len(source) <= 2 * size:
         return [source]
     cuts = [0]
