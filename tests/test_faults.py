@@ -299,7 +299,7 @@ def test_a_child_that_outlives_the_program_is_killed_and_reported(tmp_path):
 
 
 def test_a_hanging_program_with_an_escaped_child_is_killed_at_the_timeout(tmp_path):
-    run_ = _launch(tmp_path, ESCAPE + "import time\ntime.sleep(300)\n", str(tmp_path / "pid"), timeout=6)
+    run_ = _launch(tmp_path, ESCAPE + "    import time\n    time.sleep(300)\n", str(tmp_path / "pid"), timeout=20)
     assert run_.timed_out and run_.failure(1).startswith("timed out after")
     assert not _alive(int((tmp_path / "pid").read_text()))
 
@@ -331,7 +331,7 @@ def test_a_flood_of_output_is_kept_as_a_bounded_tail(tmp_path):
     run_ = _launch(tmp_path, flood)
     assert run_.output_bytes["stdout"] > 75 * 2**20
     assert len(run_.stdout) <= OUTPUT_TAIL and run_.stdout.endswith("the end\n")
-    assert run_.failure(1) == "exited with status 3"
+    assert "exited with status 3" in run_.failure(1)
     assert any("printed 75." in w and "to stdout; only the last 64 kB were kept" in w for w in run_.warnings())
 
 
