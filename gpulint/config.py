@@ -25,7 +25,7 @@ DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".egg
 _KEYS = {"select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude", "report-periodic",
          "respect-gitignore", "cache-dir", "include-notebooks", "max-file-size"}
 
-# Above this, a file is skipped with a warning (docs/benchmarks.md: a 5 MB module takes about NN s).
+# Above this, a file is skipped with a warning (docs/benchmarks.md: a 5 MB module costs minutes of CPU).
 DEFAULT_MAX_FILE_SIZE = 5_000_000
 
 
