@@ -23,7 +23,9 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 def _fail(message: str) -> "click.exceptions.Exit":
-    click.echo(f"gpulint: error: {message}", err=True)
+    from gpulint.output.common import printable
+
+    click.echo(f"gpulint: error: {printable(message)}", err=True)
     return click.exceptions.Exit(EXIT_ERROR)
 
 
@@ -93,8 +95,9 @@ def main() -> None:
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Worker processes (default: one per CPU; 1 lints in this process).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
+@click.option("--max-file-size", help="Skip files larger than this (e.g. 5MB; 0: no limit).")
 def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_zero, statistics, output_format,
-          stdin_filename, quiet, config, report_periodic, force_exclude, jobs, no_cache) -> None:
+          stdin_filename, quiet, config, report_periodic, force_exclude, jobs, no_cache, max_file_size) -> None:
     """Lint PATHS (default: the current directory). `-`, or --stdin-filename, reads stdin."""
     stdin = [str(p) for p in paths] == ["-"] or stdin_filename is not None
     if stdin_filename is not None:
@@ -106,7 +109,7 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_ze
     try:
         settings = resolve_settings(config, paths)
         settings = override(settings, select=select, extend_select=extend_select, ignore=ignore,
-                            report_periodic=report_periodic)
+                            report_periodic=report_periodic, max_file_size=max_file_size)
     except ConfigError as exc:
         raise _fail(str(exc))
     mode = FixMode.NONE
@@ -210,8 +213,10 @@ def _render(outcomes, output_format, statistics, quiet, mode, unsafe_shown) -> s
 
 
 def _print_errors(outcomes) -> None:
-    for error in (e for o in outcomes for e in o.errors):
-        click.echo(f"gpulint: error: {error}", err=True)
+    from gpulint.output.common import printable
+
+    for error in (e for o in outcomes for e in o.errors):  # one line each, whatever the file is called
+        click.echo(f"gpulint: error: {printable(error)}", err=True)
 
 
 def _exit_for_errors(outcomes) -> int:

@@ -23,7 +23,10 @@ DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".egg
                    ".gpulint_cache", ".ipynb_checkpoints")
 
 _KEYS = {"select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude", "report-periodic",
-         "respect-gitignore", "cache-dir", "include-notebooks"}
+         "respect-gitignore", "cache-dir", "include-notebooks", "max-file-size"}
+
+# Above this, a file is skipped with a warning (docs/benchmarks.md: a 5 MB module costs minutes of CPU).
+DEFAULT_MAX_FILE_SIZE = 5_000_000
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class Settings:
     respect_gitignore: bool = True
     cache_dir: str = ".gpulint_cache"
     include_notebooks: bool = True
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes; 0: no limit
     root: Path = field(default_factory=Path.cwd)  # where relative patterns are anchored
     source: Optional[Path] = None  # the file the settings came from
 
@@ -148,7 +152,30 @@ def from_table(table: dict[str, Any], path: Path) -> Settings:
         if not isinstance(table["cache-dir"], str):
             raise ConfigError(f"{where}: cache-dir must be a string")
         kwargs["cache_dir"] = table["cache-dir"]
+    if "max-file-size" in table:
+        kwargs["max_file_size"] = parse_size(table["max-file-size"], f"{where}: max-file-size")
     return Settings(**kwargs)
+
+
+_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30}
+
+
+def parse_size(value: Any, where: str) -> int:
+    """Bytes from `5000000`, `"5MB"`, `"500 kB"` or `"2MiB"`; 0 means no limit."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str):
+        number = value.strip().rstrip("BbIiKkMmGg ")
+        unit = value.strip()[len(number):].strip().lower()
+        try:
+            amount = float(number)
+        except ValueError:
+            amount = -1.0
+        if amount >= 0 and unit in _UNITS:
+            return int(amount * _UNITS[unit])
+    raise ConfigError(f"{where}: expected a size such as 5MB, 500kB or a number of bytes (0: no limit), "
+                      f"got {value!r}")
 
 
 def _str_list(value: Any, where: str, key: str) -> list[str]:
@@ -167,6 +194,8 @@ def override(settings: Settings, **flags: Any) -> Settings:
         if value:
             codes = validate_codes([c for v in value for c in v.split(",")], f"--{key.replace('_', '-')}")
             changes[key] = codes if key != "extend_select" else settings.extend_select + codes
+    if flags.get("max_file_size") is not None:
+        changes["max_file_size"] = parse_size(flags["max_file_size"], "--max-file-size")
     if flags.get("report_periodic") is not None:
         changes["report_periodic"] = flags["report_periodic"]
     return replace(settings, **changes) if changes else settings

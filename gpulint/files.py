@@ -29,20 +29,7 @@ class SourceFile:
 
     @classmethod
     def read(cls, path: Path) -> "SourceFile":
-        try:
-            st = path.stat()
-            if stat.S_ISDIR(st.st_mode):
-                raise FileError(f"{path}: is a directory")
-            raw = path.read_bytes()
-        except FileError:
-            raise
-        except FileNotFoundError:
-            what = "broken symbolic link" if path.is_symlink() else "no such file"
-            raise FileError(f"{path}: {what}") from None
-        except PermissionError:
-            raise FileError(f"{path}: permission denied") from None
-        except OSError as exc:
-            raise FileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        raw, st = read_regular(path)
         return cls(path, decode(raw, path), _encoding(raw), raw, st.st_mtime_ns)
 
     def encode(self, text: str) -> bytes:
@@ -61,6 +48,55 @@ class SourceFile:
             atomic_write(self.path, data, mode)
         except OSError as exc:  # disk full, file too large, read-only file system, permission denied
             raise FileError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, in words."""
+    for test, what in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def read_regular(path: Path) -> tuple[bytes, os.stat_result]:
+    """The bytes of `path` and its stat, refusing anything but a regular file without ever blocking.
+
+    Opened with O_NONBLOCK (opening a FIFO nobody writes to would wait forever) and checked with fstat on the
+    open descriptor, so a file swapped for a pipe or a device between discovery and here is refused too.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        what = "broken symbolic link" if path.is_symlink() else "no such file"
+        raise FileError(f"{path}: {what}") from None
+    except PermissionError:
+        raise FileError(f"{path}: permission denied") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise FileError(f"{path}: symbolic link loop") from None
+        if exc.errno == errno.EISDIR:
+            raise FileError(f"{path}: is a directory") from None
+        raise FileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = file_kind(st.st_mode)
+            raise FileError(f"{path}: is a directory" if stat.S_ISDIR(st.st_mode) else
+                            f"{path}: {kind}, not a regular file; not read")
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks), st
+    except OSError as exc:
+        raise FileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
 
 
 TEMP_SUFFIX = ".gpulint-tmp"

@@ -5,7 +5,7 @@ Everything here works on text in memory; reading and writing files is the caller
 
 from __future__ import annotations
 
-import ast
+import bisect
 import functools
 import re
 from dataclasses import dataclass, field, replace
@@ -14,6 +14,7 @@ from typing import NamedTuple, Optional
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from gpulint import bigfile
 from gpulint import fixes as fixing
 from gpulint import suppression
 from gpulint.analysis import ModuleAnalysis
@@ -81,7 +82,7 @@ def python_syntax_error(source: str, filename: str) -> tuple[Optional[Diagnostic
     valid for a newer Python, which LibCST may parse: the second value says whether to let it try.
     """
     try:
-        ast.parse(source, filename or "<string>")
+        bigfile.python_parse(source, filename or "<string>")
     except SyntaxError as exc:
         message = exc.msg or "invalid syntax"
         deep = any(t in message for t in _TOO_DEEP)
@@ -140,12 +141,20 @@ def _positions(analysis: ModuleAnalysis, source: str, nodes: list) -> dict:
     """
     by_statement = dict.fromkeys(_top_level(analysis, node) for node in nodes if node is not None)
     module = analysis.module
+    offsets = _TopLevelOffsets(module, source)
     positions: dict = {}
-    for statement in by_statement:
-        shifted = _statement_positions(module, statement, source)
+    nodes_by_statement: dict = {}
+    for node in nodes:
+        if node is not None:
+            nodes_by_statement.setdefault(_top_level(analysis, node), []).append(node)
+    for statement, wanted in nodes_by_statement.items():
+        shifted = _statement_positions(module, statement, source, offsets)
         if shifted is None:  # not locatable on its own: resolve the whole module once
             return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-        positions.update(shifted)
+        resolved, lines_before = shifted
+        for node in wanted:  # shift only the nodes asked for, not every node of the statement
+            if node in resolved:
+                positions[node] = _shift(resolved[node], lines_before)
     return positions
 
 
@@ -168,21 +177,47 @@ def _top_level(analysis: ModuleAnalysis, node: cst.CSTNode) -> Optional[cst.CSTN
     return current if parent is not None else None
 
 
-def _statement_positions(module: cst.Module, statement: Optional[cst.CSTNode], source: str) -> Optional[dict]:
+class _TopLevelOffsets:
+    """Where each top-level statement starts in the source, and the line it starts on: one pass for the file.
+
+    (Searching the source for each statement's text, and counting the newlines before it, cost a pass over
+    the whole file per statement with findings: quadratic in the file's size.)"""
+
+    def __init__(self, module: cst.Module, source: str) -> None:
+        self.module = module
+        self.source = source
+        self._starts: Optional[dict] = None
+        self._line_starts: Optional[list[int]] = None
+
+    def start(self, statement: cst.CSTNode) -> Optional[int]:
+        if self._starts is None:
+            self._starts = {}
+            code = self.module.code_for_node
+            offset = sum(len(code(line)) for line in self.module.header)
+            for body in self.module.body:
+                self._starts[body] = offset
+                offset += len(code(body))
+        return self._starts.get(statement)
+
+    def line(self, offset: int) -> int:
+        """Lines (\\n, \\r\\n or \\r ended) before `offset`."""
+        if self._line_starts is None:
+            self._line_starts = [m.end() for m in _NEWLINE.finditer(self.source)]
+        return bisect.bisect_right(self._line_starts, offset)
+
+
+def _statement_positions(module: cst.Module, statement: Optional[cst.CSTNode], source: str,
+                         offsets: _TopLevelOffsets) -> Optional[tuple[dict, int]]:
     if statement is None:
         return None
     alone = cst.Module(body=[statement], header=(), footer=(), default_newline=module.default_newline,
                        default_indent=module.default_indent, has_trailing_newline=True)
     wrapper = MetadataWrapper(alone, unsafe_skip_copy=True)
     code = wrapper.module.code
-    offset = source.find(code)
-    if offset < 0 or source.find(code, offset + 1) >= 0:
-        return None  # not found, or found twice: which one is it?
-    if offset and source[offset - 1] not in "\r\n":
-        return None
-    lines_before = len(_NEWLINE.findall(source, 0, offset))
-    resolved = wrapper.resolve(PositionProvider)
-    return {node: _shift(where, lines_before) for node, where in resolved.items()}
+    offset = offsets.start(statement)
+    if offset is None or source[offset:offset + len(code)] != code:
+        return None  # not where the module's own code puts it (e.g. no final newline): resolve the module
+    return wrapper.resolve(PositionProvider), offsets.line(offset)
 
 
 def _shift(where, lines: int):
@@ -195,7 +230,7 @@ def _shift(where, lines: int):
 
 
 def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic: bool, errors: list[str]):
-    module = cst.parse_module(source)
+    module = bigfile.parse_module(source)  # big files piece by piece: memory bounded by the tree
     analysis = ModuleAnalysis(module, source)
     found, failures = _run_rules(analysis, codes, report_periodic)
     diagnostics: list[Diagnostic] = []

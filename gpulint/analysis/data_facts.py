@@ -13,6 +13,7 @@ import libcst as cst
 
 from gpulint.analysis import Kind, ModuleAnalysis
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.tree import child_nodes
 from gpulint.syntax import argument, positional, string_value
 
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
@@ -282,7 +283,7 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         yield current
         if current is not node and isinstance(current, (cst.FunctionDef, cst.ClassDef)):
             continue
-        stack.extend(reversed(current.children))
+        stack.extend(reversed(child_nodes(current)))  # not `.children`: that rebuilds every node
 
 
 def data_facts(analysis: ModuleAnalysis) -> DataFacts:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 from gpulint.output.report import Report
 
+from gpulint.output.common import printable
+
 
 def _escape_data(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
@@ -28,6 +30,6 @@ def render(report: Report) -> str:
     lines = []
     for d in diagnostics:
         where = f"cell {d.cell + 1}, line {d.location.row}: " if d.cell is not None else ""
-        props = f"file={_escape_property(d.filename)}{_position(d)},title={_escape_property(f'{d.code} ({d.name})')}"
+        props = f"file={_escape_property(printable(d.filename))}{_position(d)},title={_escape_property(f'{d.code} ({d.name})')}"
         lines.append(f"::error {props}::{_escape_data(f'{where}{d.code} {d.message}')}")
     return "\n".join(lines) + ("\n" if lines else "")
