@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -18,6 +19,8 @@ from gpulint.diagnostics import FixMode
 from gpulint.output import FORMATS
 from gpulint.output.report import Report
 from gpulint.pipeline import FileOutcome
+from gpulint.check_extras import Extras, noqa_warnings, run_add_noqa
+from gpulint.noqa_check import UNUSED_NOQA
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -32,6 +35,17 @@ def resolve_settings(config: Optional[str], paths: list[Path]) -> Settings:
         return load(Path(config))
     start = paths[0] if paths and str(paths[0]) != "-" and paths[0].exists() else Path.cwd()
     return load(find_config(start))
+
+
+def _quiet_broken_pipe() -> None:
+    """The reader went away (`gpulint rule --all | head -1`): stop quietly, as `cat` does, with no traceback
+    and no "Exception ignored" when Python flushes stdout at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    raise click.exceptions.Exit(EXIT_CLEAN)
 
 
 class _Main(click.Group):
@@ -50,6 +64,8 @@ class _Main(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
+        except BrokenPipeError:
+            _quiet_broken_pipe()
         except KeyboardInterrupt:
             click.echo("gpulint: interrupted", err=True)
             raise click.exceptions.Exit(130)
@@ -93,8 +109,16 @@ def main() -> None:
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Worker processes (default: one per CPU; 1 lints in this process).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
+@click.option("--extend-exclude", multiple=True, help="Patterns to exclude on top of `exclude` (gitignore-style).")
+@click.option("--fix-only", is_flag=True, help="Apply fixes (implies --fix); report no remaining findings.")
+@click.option("--show-fixes", is_flag=True, help="With --fix: list the fixed findings per file and rule.")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when a fix was applied, even if none remain.")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding; fix nothing.")
+@click.option("--unused-noqa", is_flag=True,
+              help=f"Report noqa comments that suppress nothing ({UNUSED_NOQA[0]} {UNUSED_NOQA[1]}, Ruff's RUF100).")
 def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_zero, statistics, output_format,
-          stdin_filename, quiet, config, report_periodic, force_exclude, jobs, no_cache) -> None:
+          stdin_filename, quiet, config, report_periodic, force_exclude, jobs, no_cache, extend_exclude, fix_only,
+          show_fixes, exit_non_zero_on_fix, add_noqa, unused_noqa) -> None:
     """Lint PATHS (default: the current directory). `-`, or --stdin-filename, reads stdin."""
     stdin = [str(p) for p in paths] == ["-"] or stdin_filename is not None
     if stdin_filename is not None:
@@ -106,9 +130,13 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_ze
     try:
         settings = resolve_settings(config, paths)
         settings = override(settings, select=select, extend_select=extend_select, ignore=ignore,
-                            report_periodic=report_periodic)
+                            report_periodic=report_periodic, extend_exclude=extend_exclude)
     except ConfigError as exc:
         raise _fail(str(exc))
+    extras = Extras(fix_only, show_fixes, exit_non_zero_on_fix, unused_noqa or settings.unused_noqa)
+    fix = fix or fix_only
+    if add_noqa and (fix or diff):
+        raise _fail("--add-noqa adds comments and fixes nothing: use it without --fix, --fix-only or --diff")
     mode = FixMode.NONE
     if fix or diff:
         mode = FixMode.UNSAFE if unsafe_fixes else FixMode.SAFE
@@ -123,9 +151,14 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_ze
     except PathError as exc:
         raise _fail(str(exc))
 
-    outcomes = run_files(files, settings, mode, write=not diff, want_edits=want_edits, jobs=jobs,
+    for warning in noqa_warnings(files):
+        click.echo(f"gpulint: warning: {warning}", err=True)
+    outcomes = run_files(files, settings, mode, write=not diff, want_edits=want_edits and not add_noqa, jobs=jobs,
                          use_cache=not no_cache)
-    _finish(outcomes, mode, diff, output_format, exit_zero, statistics, quiet, unsafe_fixes)
+    if add_noqa:
+        raise click.exceptions.Exit(run_add_noqa(outcomes, quiet))
+    outcomes, before = extras.prepare(outcomes, settings)
+    _finish(outcomes, mode, diff, output_format, exit_zero, statistics, quiet, unsafe_fixes, extras, before)
 
 
 def run_files(files, settings, mode, *, write, want_edits, jobs=None, use_cache=True) -> list[FileOutcome]:
@@ -188,24 +221,33 @@ def _summary(diagnostics, fixed: int, mode: FixMode, unsafe_shown: bool, uncheck
     return "\n".join(parts)
 
 
-def _statistics(diagnostics) -> str:
+def _statistics(diagnostics, unsafe_shown: bool) -> str:
+    """Ruff's table: count, code, then `[*]` when --fix (with --unsafe-fixes if given) fixes every finding of
+    the rule, `[~]` some, `[ ]` none (the marks only when something is fixable), and the rule's name."""
     counts = Counter((d.code, d.name) for d in diagnostics)
-    fixable = {d.code for d in diagnostics if d.fix is not None}
+    fixable = Counter(d.code for d in diagnostics
+                      if d.fix is not None and (unsafe_shown or d.fix.applicability.value == "safe"))
     width = max((len(str(n)) for n in counts.values()), default=1)
-    return "".join(f"{n:>{width}}\t{code}\t{'[*] ' if code in fixable else ''}{name}\n"
+
+    def mark(code: str, n: int) -> str:
+        if not fixable:
+            return ""
+        return "[*] " if fixable[code] == n else "[~] " if fixable[code] else "[ ] "
+
+    return "".join(f"{n:>{width}}\t{code}\t{mark(code, n)}{name}\n"
                    for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _render(outcomes, output_format, statistics, quiet, mode, unsafe_shown) -> str:
     diagnostics = tuple(sorted((d for o in outcomes for d in o.diagnostics), key=lambda d: d.sort_key()))
-    if statistics and output_format in ("full", "concise"):
-        return _statistics(diagnostics)
     sources = {}
     for o in outcomes:
         sources.update(o.sources)
     fixed = sum(o.fixed_count for o in outcomes)
     summary = None if quiet or output_format not in ("full", "concise") else \
         _summary(diagnostics, fixed, mode, unsafe_shown, sum(1 for o in outcomes if o.errors))
+    if statistics and output_format in ("full", "concise"):
+        return _statistics(diagnostics, unsafe_shown) + (summary + "\n" if summary else "")
     return FORMATS[output_format](Report(diagnostics, sources, summary))
 
 
@@ -229,15 +271,23 @@ def _exit(outcomes, exit_zero: bool) -> None:
         raise click.exceptions.Exit(EXIT_ERROR)
 
 
-def _finish(outcomes, mode, diff, output_format, exit_zero, statistics, quiet, unsafe_fixes) -> None:
+def _finish(outcomes, mode, diff, output_format, exit_zero, statistics, quiet, unsafe_fixes, extras=None,
+            before=None) -> None:
     _print_errors(outcomes)
     if diff:
         text = "".join(_unified(o.original, o.fixed, str(o.path)) for o in outcomes if o.fixed is not None)
         click.echo(text, nl=False)
         changed = any(o.fixed is not None for o in outcomes)
         raise click.exceptions.Exit(EXIT_FINDINGS if changed else _exit_for_errors(outcomes))
-    click.echo(_render(outcomes, output_format, statistics, quiet, mode, unsafe_fixes), nl=False)
-    _exit(outcomes, exit_zero)
+    if extras is not None and extras.fix_only:
+        click.echo(extras.fixed_summary(outcomes, before, quiet), nl=False)
+    else:
+        click.echo(_render(outcomes, output_format, statistics, quiet, mode, unsafe_fixes), nl=False)
+        if extras is not None and extras.show_fixes and not quiet:
+            click.echo(extras.fixed_summary(outcomes, before, quiet=False, listing_only=True), nl=False)
+    if extras is not None and extras.exit_non_zero_on_fix and any(o.fixed_count for o in outcomes):
+        raise click.exceptions.Exit(EXIT_FINDINGS)
+    _exit(outcomes, exit_zero or (extras is not None and extras.fix_only))
 
 
 @main.command()

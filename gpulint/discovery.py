@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 
 import pathspec
 
-from gpulint.config import DEFAULT_EXCLUDE, Settings
+from gpulint.config import Settings
 
 SOURCE_SUFFIXES = (".py", ".pyi")
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -42,7 +42,7 @@ def iter_files(paths: list[Path], settings: Settings, force_exclude: bool = Fals
     Paths named explicitly are linted even if excluded, like Ruff, unless `force_exclude` (pre-commit passes
     every staged file by name, and `exclude` must still hold there).
     """
-    exclude = _spec([*DEFAULT_EXCLUDE, *settings.exclude, *settings.extend_exclude])
+    exclude = _spec([*settings.exclude, *settings.extend_exclude])
     seen: set[Path] = set()
     root = settings.root.resolve()
     for given in paths:
