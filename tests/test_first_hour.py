@@ -130,17 +130,16 @@ def test_statistics_marks_unsafe_fixes_apart_and_says_how_many(project):
     assert "1\tGPU108\t[*] nan-check-in-loop" in unsafe
 
 
-@pytest.mark.parametrize("args", [["rule", "--all"], ["check", "--output-format", "json", "--no-cache", "."]])
+@pytest.mark.parametrize("args", [["rule", "--all"], ["check", "--output-format", "json", "--no-cache", "."],
+                                  ["check", "--statistics", "."]])
 def test_a_closed_pipe_ends_quietly(project, args):
-    for i in range(40):
-        (project / f"train_{i}.py").write_text(EXAMPLE)
+    # `gpulint rule --all | head -1`: the reader is gone before gpulint writes (head has read its line and left).
     proc = subprocess.Popen([sys.executable, "-m", "gpulint", *args], cwd=project, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    proc.stdout.readline()
-    proc.stdout.close()  # `| head -1`
+    proc.stdout.close()
     stderr = proc.stderr.read().decode()
-    proc.wait(timeout=120)
-    assert "internal error" not in stderr and "Traceback" not in stderr and "Exception" not in stderr, stderr
+    assert proc.wait(timeout=120) != 2
+    assert stderr == "", stderr  # no "internal error", no traceback, no "Exception ignored ... BrokenPipeError"
 
 
 # -- 6. Ruff's habits --------------------------------------------------------------------------------------------
