@@ -212,3 +212,27 @@ def test_new_flags_and_formats_are_in_help():
     for flag in ("--show-fixes", "--fix-only", "--exit-non-zero-on-fix", "--extend-exclude", "--add-noqa",
                  "--unused-noqa", "gitlab", "pylint", "azure", "rdjson"):
         assert flag in text
+
+
+# -- 7. GPU201's fix on scripts that also run without CUDA (the change belongs to rules/, see the fixture) ------
+
+PENDING = ROOT / "fixtures" / "pending" / "GPU201"
+
+
+def test_gpu201_findings_on_cpu_capable_scripts_stay_as_they_are():
+    from gpulint.runner import lint_source
+
+    text = (PENDING / "positive_maybe_cpu.py").read_text()
+    rows = [d.location.row for d in lint_source(text, "f.py", frozenset({"GPU201"})).diagnostics]
+    assert rows == [n for n, line in enumerate(text.splitlines(), 1) if "# expect: GPU201" in line]
+
+
+@pytest.mark.xfail(strict=True, reason="GPU201's fix still writes pin_memory=True; the change lives in rules/ "
+                                       "(being split per rule): move this fixture to fixtures/rules/GPU201/ then")
+def test_gpu201_fix_pins_only_when_cuda_is_used():
+    from gpulint.diagnostics import FixMode
+    from gpulint.runner import lint_source
+
+    text = (PENDING / "positive_maybe_cpu.py").read_text()
+    fixed = lint_source(text, "f.py", frozenset({"GPU201"}), fix=FixMode.SAFE).source
+    assert fixed == (PENDING / "positive_maybe_cpu.fixed.py").read_text()
