@@ -20,6 +20,7 @@ from gpulint.output import FORMATS
 from gpulint.output.report import Report
 from gpulint.pipeline import FileOutcome
 from gpulint.check_extras import Extras, noqa_warnings, run_add_noqa
+from gpulint import noqa_check
 from gpulint.noqa_check import UNUSED_NOQA
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -151,8 +152,7 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_ze
     except PathError as exc:
         raise _fail(str(exc))
 
-    for warning in noqa_warnings(files):
-        click.echo(f"gpulint: warning: {warning}", err=True)
+    _warn(noqa_warnings(files))
     outcomes = run_files(files, settings, mode, write=not diff, want_edits=want_edits and not add_noqa, jobs=jobs,
                          use_cache=not no_cache)
     if add_noqa:
@@ -178,6 +178,8 @@ def _check_stdin(settings, mode, diff, stdin_filename, output_format, exit_zero,
         source = Input.from_bytes(sys.stdin.buffer.read(), name, Path(name) if stdin_filename else None)
     except FileError as exc:
         raise _fail(str(exc))
+    if source.path is None or source.path.suffix != ".ipynb":
+        _warn(noqa_check.unknown_code_warnings(name, source.text))
     outcome = lint_input(source, settings, mode, write=False, want_edits=want_edits)
     _print_errors([outcome])
     if diff:
@@ -190,6 +192,11 @@ def _check_stdin(settings, mode, diff, stdin_filename, output_format, exit_zero,
     text_out = _render([outcome], output_format, statistics, quiet, mode, False)
     click.echo(text_out, nl=False, err=mode is not FixMode.NONE)
     _exit([outcome], exit_zero)
+
+
+def _warn(warnings) -> None:
+    for warning in warnings:
+        click.echo(f"gpulint: warning: {warning}", err=True)
 
 
 def _unified(before: str, after: str, name: str) -> str:

@@ -236,3 +236,10 @@ def test_gpu201_fix_pins_only_when_cuda_is_used():
     text = (PENDING / "positive_maybe_cpu.py").read_text()
     fixed = lint_source(text, "f.py", frozenset({"GPU201"}), fix=FixMode.SAFE).source
     assert fixed == (PENDING / "positive_maybe_cpu.fixed.py").read_text()
+
+
+def test_unknown_noqa_code_on_stdin_warns_too(project):
+    result = gpulint("check", "--stdin-filename", "hot.py", "-", cwd=project,
+                     input=HOT.format(comment="  # noqa: GPU1O1"))
+    assert result.returncode == 1 and "GPU101" in result.stdout
+    assert "hot.py:7: unknown rule code 'GPU1O1'" in result.stderr
