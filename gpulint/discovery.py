@@ -11,7 +11,7 @@ from typing import Iterator, Optional
 import click
 import pathspec
 
-from gpulint.config import DEFAULT_EXCLUDE, Settings
+from gpulint.config import Settings
 
 SOURCE_SUFFIXES = (".py", ".pyi")
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -92,7 +92,7 @@ def iter_files(paths: list[Path], settings: Settings, force_exclude: bool = Fals
     every staged file by name, and `exclude` must still hold there). Only regular files are read; see
     `_readable` for the rest.
     """
-    exclude = _spec([*DEFAULT_EXCLUDE, *settings.exclude, *settings.extend_exclude])
+    exclude = _spec([*settings.exclude, *settings.extend_exclude])
     seen: set[Path] = set()
     root = settings.root.resolve()
     for given in paths:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from gpulint.output import concise, full, github, json_format, json_lines, junit, sarif
+from gpulint.output import (azure, concise, full, github, gitlab, json_format, json_lines, junit, pylint, rdjson,
+                            sarif)
 from gpulint.output.report import Report
 
 FORMATS: dict[str, Callable[[Report], str]] = {
@@ -15,4 +16,8 @@ FORMATS: dict[str, Callable[[Report], str]] = {
     "github": github.render,
     "sarif": sarif.render,
     "junit": junit.render,
+    "gitlab": gitlab.render,
+    "pylint": pylint.render,
+    "azure": azure.render,
+    "rdjson": rdjson.render,
 }

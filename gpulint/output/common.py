@@ -38,3 +38,17 @@ def display_location(d: Diagnostic) -> str:
     if d.cell is not None:
         return f"{printable(d.filename)}:cell {d.cell + 1}:{d.location.row}:{d.location.column}"
     return f"{printable(d.filename)}:{d.location.row}:{d.location.column}"
+
+
+def file_region(d: Diagnostic) -> tuple[int, int, int, int]:
+    """(row, column, end row, end column) in the file on disk. For a notebook's cell: the lines of the .ipynb
+    where the cell's code is written (column 1), or line 1 where those are unknown."""
+    if d.cell is None:
+        return d.location.row, d.location.column, d.end_location.row, d.end_location.column
+    first, last = d.file_rows or (1, 1)
+    return first, 1, last, 1
+
+
+def located_message(d: Diagnostic) -> str:
+    """The message, led by `cell 4, line 6: ` for a notebook's cell (the file's own lines say less)."""
+    return f"cell {d.cell + 1}, line {d.location.row}: {d.message}" if d.cell is not None else d.message

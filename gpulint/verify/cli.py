@@ -128,4 +128,20 @@ def _verify(programs: list[Program], options: Options, tolerance: Tolerance, pro
     if fixed.program.fix and not any(rank.get("fixed_modules") for rank in fixed.ranks):
         return report.nothing_fixed(original, fixed, options, tolerance)
     ranks = [compare_rank(a, b, tolerance) for a, b in zip(original.ranks, fixed.ranks)]
-    return report.judge(original, fixed, ranks, options, tolerance)
+    hint = ""
+    if fixed.program.fix is not None:
+        from gpulint.verify.lines import original_sites, unsafe_only_findings
+
+        unsafe = fixed.program.fix == "unsafe"
+        for r, rank in zip(ranks, fixed.ranks):  # lines of the user's files, not of the fixed program
+            r.fixed.sites = original_sites(r.fixed.sites, rank.get("fixed_modules") or {}, unsafe)
+        if not unsafe and not all(r.syncs_dropped for r in ranks):
+            left = list(dict.fromkeys(unsafe_only_findings(
+                [original.program.script, *(fixed.ranks[0].get("fixed_modules") or {})])))
+            if left:
+                hint = (f"; the syncs left need unsafe fixes ({', '.join(report.relative(w) for w in left)}): "
+                        f"rerun with --unsafe-fixes")
+    verdict = report.judge(original, fixed, ranks, options, tolerance)
+    if hint and verdict.exit_code == report.FAIL:
+        verdict.summary += hint
+    return verdict
