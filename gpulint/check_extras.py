@@ -11,6 +11,7 @@ from typing import Iterable, Optional
 import click
 
 from gpulint import noqa_check
+from gpulint.files import FileError, read_regular
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,8 @@ def _with_unused_noqa(outcome, settings):
     text = outcome.sources.get((name, None))
     if text is None:
         try:
-            text = outcome.path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            text = read_regular(outcome.path)[0].decode("utf-8")
+        except (FileError, UnicodeDecodeError):
             return outcome
     found = noqa_check.unused_noqa(text, name, settings.enabled_codes(outcome.path), settings.report_periodic)
     if not found:

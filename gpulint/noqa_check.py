@@ -25,9 +25,11 @@ _WORD = re.compile(r"noqa", re.IGNORECASE)
 
 def _texts(path: Path) -> Iterator[tuple[str, str]]:
     """(where, text) of a Python file, or of each code cell of a notebook (read as the JSON it is)."""
+    from gpulint.files import FileError, read_regular
+
     try:
-        raw = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        raw = read_regular(path)[0].decode("utf-8", errors="replace")  # never blocks on a FIFO or device
+    except FileError:
         return
     if "noqa" not in raw.lower():
         return
