@@ -77,10 +77,6 @@ def _with_unused_noqa(outcome, settings):
     return replace(outcome, diagnostics=(*outcome.diagnostics, *found), sources={**outcome.sources, (name, None): text})
 
 
-def noqa_warnings(files: Iterable[Path]) -> list[str]:
-    return noqa_check.warnings_for(files)
-
-
 def run_add_noqa(outcomes, quiet: bool) -> int:
     """Ruff's `--add-noqa`: the exit status (0, or 2 when a file could not be rewritten)."""
     from gpulint.files import FileError

@@ -19,7 +19,7 @@ from gpulint.diagnostics import FixMode
 from gpulint.output import FORMATS
 from gpulint.output.report import Report
 from gpulint.pipeline import FileOutcome
-from gpulint.check_extras import Extras, noqa_warnings, run_add_noqa
+from gpulint.check_extras import Extras, run_add_noqa
 from gpulint import noqa_check
 from gpulint.noqa_check import UNUSED_NOQA
 
@@ -156,9 +156,9 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_ze
     except PathError as exc:
         raise _fail(str(exc))
 
-    _warn(noqa_warnings(files))
     outcomes = run_files(files, settings, mode, write=not diff, want_edits=want_edits and not add_noqa, jobs=jobs,
                          use_cache=not no_cache)
+    _warn(w for o in outcomes for w in o.warnings)
     if add_noqa:
         raise click.exceptions.Exit(run_add_noqa(outcomes, quiet))
     outcomes, before = extras.prepare(outcomes, settings)

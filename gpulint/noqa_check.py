@@ -23,18 +23,12 @@ UNUSED_NOQA = ("GPU000", "unused-noqa")
 _WORD = re.compile(r"noqa", re.IGNORECASE)
 
 
-def _texts(path: Path) -> Iterator[tuple[str, str]]:
+def _texts(name: str, raw: str, notebook: bool) -> Iterator[tuple[str, str]]:
     """(where, text) of a Python file, or of each code cell of a notebook (read as the JSON it is)."""
-    from gpulint.files import FileError, read_regular
-
-    try:
-        raw = read_regular(path)[0].decode("utf-8", errors="replace")  # never blocks on a FIFO or device
-    except FileError:
-        return
     if "noqa" not in raw.lower():
         return
-    if path.suffix != ".ipynb":
-        yield str(path), raw
+    if not notebook:
+        yield name, raw
         return
     try:
         cells = [c for c in json.loads(raw).get("cells", []) if c.get("cell_type") == "code"]
@@ -42,7 +36,7 @@ def _texts(path: Path) -> Iterator[tuple[str, str]]:
         return
     for number, cell in enumerate(cells, 1):
         source = cell.get("source", "")
-        yield f"{path}:cell {number}", "".join(source) if isinstance(source, list) else str(source)
+        yield f"{name}:cell {number}", "".join(source) if isinstance(source, list) else str(source)
 
 
 def unknown_code_warnings(where: str, text: str) -> list[str]:
@@ -50,8 +44,9 @@ def unknown_code_warnings(where: str, text: str) -> list[str]:
             f"{did_you_mean(word)}" for row, word in suppression.parse(text).unknown]
 
 
-def warnings_for(paths: Iterable[Path]) -> list[str]:
-    return [w for path in paths for where, text in _texts(path) for w in unknown_code_warnings(where, text)]
+def warnings_for(name: str, text: str, notebook: bool) -> tuple[str, ...]:
+    """Warnings for unknown codes in the noqa comments of one file's text (as the pipeline read it, once)."""
+    return tuple(w for where, part in _texts(name, text, notebook) for w in unknown_code_warnings(where, part))
 
 
 def _neutralized(source: str) -> str:

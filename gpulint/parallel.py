@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
+from gpulint import noqa_check
 from gpulint.cache import Cache
 from gpulint.config import Settings
 from gpulint.diagnostics import FixMode
@@ -36,12 +38,14 @@ def lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: b
     outcomes: list[Optional[FileOutcome]] = [None] * len(files)
     cacheable = cache is not None and mode is FixMode.NONE
     todo: list[tuple[int, Input]] = []
+    notices: dict[int, tuple[str, ...]] = {}
     for i, path in enumerate(files):
         try:
             source = Input.read(path)
         except FileError as exc:
             outcomes[i] = FileOutcome(path, errors=(str(exc),))
             continue
+        notices[i] = noqa_check.warnings_for(source.name, source.text, source.is_notebook)
         hit = _from_cache(cache, source, want_edits) if cacheable and _cacheable(source) else None
         if hit is not None:
             outcomes[i] = hit
@@ -71,6 +75,9 @@ def lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: b
             outcome = outcomes[i]
             if outcome is not None and not outcome.errors and _cacheable(source):
                 cache.put(cache.key(files[i], source.digest, want_edits), list(outcome.diagnostics))
+    for i, found in notices.items():  # from the text read above: no file is read a second time for them
+        if found and outcomes[i] is not None:
+            outcomes[i] = replace(outcomes[i], warnings=found)
     return outcomes  # type: ignore[return-value]
 
 

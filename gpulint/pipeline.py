@@ -37,6 +37,7 @@ class FileOutcome:
     text: Optional[str] = field(default=None, repr=False)  # the whole text after fixes (stdin prints it)
     # The syntax tree the findings' fixes refer to (the language server computes a fix's edits from it).
     module: Optional[object] = field(default=None, repr=False, compare=False)
+    warnings: tuple[str, ...] = ()  # one-line notices that fail nothing (an unknown code in a noqa comment)
 
     def portable(self) -> "FileOutcome":
         """Without syntax-tree nodes, so it can cross a process boundary (and be cached)."""

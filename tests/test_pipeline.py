@@ -107,15 +107,17 @@ def test_results_are_values(project):
 
 # -- read and hash once ------------------------------------------------------------------------------------------
 def test_a_cache_miss_reads_the_file_once(project, monkeypatch):
+    import gpulint.files
+
     reads: list[str] = []
-    real = pathlib.Path.read_bytes
+    real = gpulint.files.read_regular  # the one reader every file goes through
 
-    def counting(self):
-        if self.name == "train.py":
-            reads.append(str(self))
-        return real(self)
+    def counting(path):
+        if pathlib.Path(path).name == "train.py":
+            reads.append(str(path))
+        return real(path)
 
-    monkeypatch.setattr(pathlib.Path, "read_bytes", counting)
+    monkeypatch.setattr(gpulint.files, "read_regular", counting)
     result = run("check", "--output-format", "concise", "-j", "1", "train.py")  # cache on, empty: a miss
     assert result.exit_code == 1 and "GPU101" in result.stdout
     assert len(reads) == 1
