@@ -1,0 +1,180 @@
+"""Calls of a linted module into the project's own helpers, and what each costs (see analysis/project.py).
+
+The question a rule asks here: "this call (or `with` item) runs every step: does the helper it reaches read a
+tensor back to the host?" Receivers resolve through what the module itself shows: `logger =
+utils.MetricLogger(...)`, `self.meter = AverageMeter()` anywhere in the class, `dt = (Profile(), Profile())`
+then `with dt[1]:`, or a direct `utils.all_reduce_mean(loss)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import libcst as cst
+
+from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Sink
+
+MAX_BINDINGS = 4
+
+
+@dataclass(frozen=True)
+class HelperCost:
+    """A call whose callee reads a tensor back: `sink` is where, `callee` the helper's name, `argument` the
+    argument that reaches it (None when the helper syncs whatever it is given, as a timer does)."""
+
+    callee: str
+    sink: Sink
+    argument: Optional[cst.BaseExpression] = None
+
+
+class ProjectCalls:
+    """Resolves calls and `with` items of one module to summaries of the project's functions and classes."""
+
+    def __init__(self, analysis, project: Project, path: Path) -> None:
+        self.analysis = analysis
+        self.index = analysis.index
+        self.project = project
+        self.path = path.resolve()
+        self._self_attributes: Optional[dict[tuple[int, str], list[cst.BaseExpression]]] = None
+
+    # -- what a node costs ----------------------------------------------------------------------------------
+    def call_cost(self, call: cst.Call) -> Optional[HelperCost]:
+        """The host read a call reaches through one of its tensor arguments, or that it makes always."""
+        target = self.callee(call)
+        if target is None:
+            return None
+        name, summary, bound = target
+        if summary.always_syncs is not None:
+            return HelperCost(name, summary.always_syncs)
+        position = 0
+        for arg in call.args:
+            if arg.star:
+                continue
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            sink = summary.sink_for_argument(None if keyword else position, keyword, bound)
+            if keyword is None:
+                position += 1
+            if sink is not None and self.analysis.is_tensor(arg.value):
+                return HelperCost(name, sink, arg.value)
+        return None
+
+    def with_cost(self, item: cst.WithItem) -> Optional[HelperCost]:
+        """A context manager whose `__enter__` or `__exit__` synchronises (a timer)."""
+        cls = self.instance_class(item.item)
+        if cls is None and isinstance(item.item, cst.Call):
+            found = self._lookup(item.item.func)
+            cls = found if isinstance(found, ClassSummary) else None
+        if cls is None:
+            return None
+        for method in ("__enter__", "__exit__"):
+            summary = self.project.method(cls, method)
+            if summary is not None and summary.always_syncs is not None:
+                return HelperCost(f"{cls.name}.{method}", summary.always_syncs)
+        return None
+
+    # -- resolution -------------------------------------------------------------------------------------------
+    def callee(self, call: cst.Call) -> Optional[tuple[str, FunctionSummary, bool]]:
+        """(display name, summary, called through an instance) for a call into the project, else None.
+
+        Calls the module's own loop analysis already follows (`helper(...)`, `self.helper(...)` of this file) are
+        left to it, so no cost is reported twice.
+        """
+        func = call.func
+        if self.analysis.loops.local_function(call) is not None:
+            return None
+        if isinstance(func, cst.Attribute):
+            cls = self.instance_class(func.value)
+            if cls is not None:
+                method = self.project.method(cls, func.attr.value)
+                return (f"{cls.name}.{func.attr.value}", method, True) if method is not None else None
+        else:
+            cls = self.instance_class(func)
+            if cls is not None:  # `meter(x)`: __call__ of an instance
+                method = self.project.method(cls, "__call__")
+                return (f"{cls.name}.__call__", method, True) if method is not None else None
+        found = self._lookup(func)
+        if isinstance(found, FunctionSummary):
+            if found.path == self.path and isinstance(func, cst.Name):
+                return None  # a function of this module: the in-file analysis owns it
+            return found.qualname, found, False
+        return None
+
+    def instance_class(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[ClassSummary]:
+        """The project class `expr` is an instance of, when every binding the module shows agrees."""
+        if depth > 3:
+            return None
+        if isinstance(expr, cst.Call):
+            found = self._lookup(expr.func)
+            return found if isinstance(found, ClassSummary) else None
+        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
+            # `dt[1]` with `dt = (Profile(), Profile())`: every element must be the same class
+            return self._element_class(expr.value, depth)
+        values: list[cst.BaseExpression] = []
+        if isinstance(expr, cst.Name):
+            bindings = self.index.visible_bindings(expr)
+            if not bindings or len(bindings) > MAX_BINDINGS or any(
+                    b.kind not in ("assign", "walrus") or b.index is not None for b in bindings):
+                return None
+            values = [b.value for b in bindings]
+        elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            values = self.self_attributes(expr)
+        return self._agree([self.instance_class(v, depth + 1) for v in values if v is not None] if values else [])
+
+    def _element_class(self, container: cst.BaseExpression, depth: int) -> Optional[ClassSummary]:
+        values: list[cst.BaseExpression] = []
+        if isinstance(container, cst.Name):
+            bindings = self.index.visible_bindings(container)
+            if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None:
+                return None
+            values = [bindings[0].value]
+        elif isinstance(container, cst.Attribute):
+            values = self.self_attributes(container)
+        classes = []
+        for value in values:
+            if isinstance(value, (cst.Tuple, cst.List)):
+                classes.extend(self.instance_class(e.value, depth + 1) for e in value.elements)
+            elif isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+                classes.append(self.instance_class(value.elt, depth + 1))
+            else:
+                return None
+        return self._agree(classes)
+
+    @staticmethod
+    def _agree(classes: list[Optional[ClassSummary]]) -> Optional[ClassSummary]:
+        if not classes or any(c is None for c in classes):
+            return None
+        first = classes[0]
+        return first if all(c is first for c in classes) else None
+
+    def self_attributes(self, attr: cst.Attribute) -> list[cst.BaseExpression]:
+        """Every value assigned to `self.<name>` in the class around `attr`."""
+        if self._self_attributes is None:
+            found: dict[tuple[int, str], list[cst.BaseExpression]] = {}
+            for node in self.index.nodes:
+                if isinstance(node, cst.Assign) and len(node.targets) == 1:
+                    target = node.targets[0].target
+                    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                            and target.value.value == "self":
+                        cls = self._class_of(node)
+                        if cls is not None:
+                            found.setdefault((id(cls), target.attr.value), []).append(node.value)
+            self._self_attributes = found
+        cls = self._class_of(attr)
+        if cls is None:
+            return []
+        return self._self_attributes.get((id(cls), attr.attr.value), [])
+
+    def _class_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
+        for ancestor in self.index.ancestors(node):
+            if isinstance(ancestor, cst.ClassDef):
+                return ancestor
+        return None
+
+    def _lookup(self, func: cst.BaseExpression):
+        dotted = dotted_name(func)
+        if dotted is None or dotted.split(".")[0] == "self":
+            return None
+        return self.project.lookup(self.path, dotted)

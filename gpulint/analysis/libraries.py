@@ -1,0 +1,117 @@
+"""What well-known libraries do with the tensors a training loop hands them: one reviewed table, as data.
+
+Rules consult this table instead of special-casing library calls in visitors. Each entry says what a call does
+to the host-device timeline, why, and where that was read (the library's documentation or source). A call that
+is not in the table is unknown, never assumed to sync.
+
+Effects:
+- SYNCS: the call reads a device tensor back to the host (an implicit `.item()` / `.cpu()`), every time it runs.
+- SYNCS_TENSOR_ARGS: only tensors passed as arguments are read back (numbers cost nothing).
+- DEVICE_BATCHES: the object it returns yields batches already on the device (so `.to(device)` of its batches is a
+  no-op and pinning/non_blocking advice does not apply).
+- NO_HOST_SYNC: looks like a sync but is not one by itself (queued on a CUDA stream; the host does not wait).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Optional
+
+
+class Effect(enum.Enum):
+    SYNCS = "syncs"
+    SYNCS_TENSOR_ARGS = "syncs-tensor-args"
+    DEVICE_BATCHES = "device-batches"
+    NO_HOST_SYNC = "no-host-sync"
+
+
+@dataclass(frozen=True)
+class LibraryFact:
+    """`target`: a qualified function (`torch.distributed.all_reduce`) or `Class.method` of a library class,
+    matched by the method name on a receiver built from (or named like) that class."""
+
+    target: str
+    effect: Effect
+    reason: str
+    source: str
+
+
+FACTS: tuple[LibraryFact, ...] = (
+    LibraryFact("torch.amp.GradScaler.get_scale", Effect.SYNCS,
+                "the scale lives in a device tensor; get_scale() returns it as a Python float with .item()",
+                "torch/amp/grad_scaler.py (GradScaler.get_scale)"),
+    LibraryFact("torch.amp.GradScaler.state_dict", Effect.SYNCS,
+                "state_dict() stores get_scale() under 'scale', reading the device scale back",
+                "torch/amp/grad_scaler.py (GradScaler.state_dict)"),
+    LibraryFact("torch.utils.tensorboard.SummaryWriter.add_scalar", Effect.SYNCS_TENSOR_ARGS,
+                "a tensor value goes through make_np, which calls .detach().cpu().numpy()",
+                "torch/utils/tensorboard/_utils.py (make_np, _prepare_pytorch); summary.scalar"),
+    LibraryFact("torch.utils.tensorboard.SummaryWriter.add_scalars", Effect.SYNCS_TENSOR_ARGS,
+                "each value of the dict goes through make_np (.cpu().numpy())",
+                "torch/utils/tensorboard/writer.py (add_scalars)"),
+    LibraryFact("torch.utils.tensorboard.SummaryWriter.add_histogram", Effect.SYNCS_TENSOR_ARGS,
+                "the values are converted with make_np (.cpu().numpy()) when the call is made",
+                "torch/utils/tensorboard/summary.py (histogram)"),
+    LibraryFact("wandb.log", Effect.SYNCS_TENSOR_ARGS,
+                "logged values are made JSON-friendly in the calling process; torch tensors are copied to the "
+                "host (.cpu()/.item()) at the call",
+                "wandb/sdk/data_types/utils.py (val_to_json) and wandb/util.py (json_friendly)"),
+    LibraryFact("tqdm.tqdm.set_postfix", Effect.SYNCS_TENSOR_ARGS,
+                "non-number values are turned into text with str(), and str(tensor) copies it to the host",
+                "tqdm/std.py (tqdm.set_postfix)"),
+    LibraryFact("lightning.pytorch.LightningModule.log", Effect.NO_HOST_SYNC,
+                "the tensor is stored as is; Lightning converts logged values when a logger writes them "
+                "(every log_every_n_steps), not at the call; sync_dist adds an all-reduce, not a host read",
+                "Lightning docs: 'Logging' (log_every_n_steps, sync_dist); lightning/pytorch/core/module.py"),
+    LibraryFact("accelerate.Accelerator.prepare", Effect.DEVICE_BATCHES,
+                "prepared DataLoaders are DataLoaderShard objects that move each batch to the accelerator's "
+                "device (send_to_device) before yielding it",
+                "Accelerate docs: Accelerator.prepare; accelerate/data_loader.py (DataLoaderShard.__iter__)"),
+    LibraryFact("torch.distributed.all_reduce", Effect.NO_HOST_SYNC,
+                "with NCCL the collective is queued on a CUDA stream; the host continues unless the result is "
+                "read back",
+                "PyTorch docs: torch.distributed, 'Synchronous and asynchronous collective operations'"),
+    LibraryFact("torch.distributed.all_gather", Effect.NO_HOST_SYNC,
+                "as all_reduce: queued on the device stream for CUDA tensors",
+                "PyTorch docs: torch.distributed, 'Synchronous and asynchronous collective operations'"),
+    LibraryFact("torch.distributed.reduce", Effect.NO_HOST_SYNC,
+                "as all_reduce: queued on the device stream for CUDA tensors",
+                "PyTorch docs: torch.distributed, 'Synchronous and asynchronous collective operations'"),
+    LibraryFact("torch.distributed.broadcast", Effect.NO_HOST_SYNC,
+                "as all_reduce: queued on the device stream for CUDA tensors",
+                "PyTorch docs: torch.distributed, 'Synchronous and asynchronous collective operations'"),
+)
+
+# Older import paths of the same classes.
+ALIASES = {
+    "torch.cuda.amp.GradScaler": "torch.amp.GradScaler",
+    "torch.cuda.amp.grad_scaler.GradScaler": "torch.amp.GradScaler",
+    "torch.amp.grad_scaler.GradScaler": "torch.amp.GradScaler",
+    "pytorch_lightning.LightningModule": "lightning.pytorch.LightningModule",
+    "lightning.LightningModule": "lightning.pytorch.LightningModule",
+    "tqdm.auto.tqdm": "tqdm.tqdm",
+    "tqdm.notebook.tqdm": "tqdm.tqdm",
+    "accelerate.accelerator.Accelerator": "accelerate.Accelerator",
+}
+
+_BY_TARGET = {fact.target: fact for fact in FACTS}
+
+
+def canonical(qualified: str) -> str:
+    for old, new in ALIASES.items():
+        if qualified == old or qualified.startswith(old + "."):
+            return new + qualified[len(old):]
+    return qualified
+
+
+def fact_for_function(qualified: Optional[str]) -> Optional[LibraryFact]:
+    """The fact for a call of a qualified function (`wandb.log`)."""
+    return _BY_TARGET.get(canonical(qualified)) if qualified else None
+
+
+def fact_for_method(class_qualified: Optional[str], method: str) -> Optional[LibraryFact]:
+    """The fact for `instance.method(...)` where the instance was built from `class_qualified`."""
+    if not class_qualified:
+        return None
+    return _BY_TARGET.get(f"{canonical(class_qualified)}.{method}")

@@ -1,0 +1,668 @@
+"""The project around a linted file: its root, its imports, and summaries of the functions and classes it calls.
+
+Real training code keeps its syncs one call away from the loop: a metric logger whose `update(**kw)` calls
+`.item()` on every value, a `reduce_mean(x)` that returns `x.item()`, a timer whose `__exit__` calls
+`torch.cuda.synchronize()`, a loader factory that forgets `pin_memory`. This module answers, for a function or
+class of the user's own project, what a call to it costs, without executing anything:
+
+- which parameters (including the values of `*args` / `**kwargs`) reach a host read inside it (`sink_params`);
+- whether a call synchronises whatever it is given (`always_syncs`), including a class's `__enter__`,
+  `__exit__` and `__call__`;
+- whether it returns a host scalar (`return x.item()`), and whether it returns a `DataLoader` (and pinned or not).
+
+Summaries are computed from Python's own `ast` (ten times cheaper than LibCST, see shared facts) for modules that
+a linted file imports, lazily, once per file content, transitively (a helper calling a helper), and guarded
+against recursion. Import resolution follows Python for the project (search order documented on `resolve`);
+an import that cannot be resolved is simply unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Optional, Union
+
+ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
+# Host reads of a tensor: each waits for the GPU. (`.to("cpu")` is recognised separately.)
+SINK_METHODS = {"item": ".item()", "tolist": ".tolist()", "cpu": ".cpu()", "numpy": ".numpy()"}
+SINK_BUILTINS = {"float", "int", "bool"}
+SYNC_CALLS = {"torch.cuda.synchronize", "torch.cuda.current_stream().synchronize", "torch.cuda.Event.synchronize"}
+LOADER_CLASSES = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
+                  "torchdata.stateful_dataloader.StatefulDataLoader", "DataLoader", "StatefulDataLoader"}
+# Tests that hold whenever code runs on a GPU: a sync under them costs on every call there.
+_GPU_GUARDS = ("cuda", "is_available", "device", "gpu")
+MAX_DEPTH = 6  # transitive summaries: helper -> helper -> ... (deeper calls count as unknown)
+
+
+@dataclass(frozen=True)
+class Sink:
+    """Where a host read happens: the file, the line, and what it is (`.item()`)."""
+
+    path: Path
+    line: int
+    what: str
+
+    def where(self, relative_to: Optional[Path] = None) -> str:
+        path = self.path
+        if relative_to is not None:
+            try:
+                path = path.relative_to(relative_to)
+            except ValueError:
+                pass
+        return f"{path.as_posix()}:{self.line}"
+
+
+@dataclass(frozen=True)
+class LoaderFact:
+    """A `DataLoader` a function returns: where it is built and whether it pins memory (None: cannot tell)."""
+
+    path: Path
+    line: int
+    pinned: Optional[bool]
+
+
+@dataclass
+class FunctionSummary:
+    qualname: str
+    path: Path
+    line: int
+    params: tuple[str, ...] = ()  # positional parameters, in order (`self` included for methods)
+    keyword_only: tuple[str, ...] = ()
+    star: Optional[str] = None  # name of *args
+    double_star: Optional[str] = None  # name of **kwargs
+    sink_params: dict[str, Sink] = field(default_factory=dict)  # parameter name -> the read it reaches
+    always_syncs: Optional[Sink] = None
+    returns_host_scalar: Optional[Sink] = None
+    returns_loader: Optional[LoaderFact] = None
+
+    def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
+                          bound_method: bool = False) -> Optional[Sink]:
+        """The sink an argument of a call reaches: by position (0 = first argument after `self` when the call
+        is through an instance) or by keyword; `*args`/`**kwargs` catch the rest."""
+        params = self.params[1:] if bound_method and self.params else self.params
+        if keyword is not None:
+            if keyword in params or keyword in self.keyword_only:
+                return self.sink_params.get(keyword)
+            return self.sink_params.get(self.double_star) if self.double_star else None
+        if position is not None:
+            if position < len(params):
+                return self.sink_params.get(params[position])
+            return self.sink_params.get(self.star) if self.star else None
+        return None
+
+
+@dataclass
+class ClassSummary:
+    name: str
+    path: Path
+    line: int
+    methods: dict[str, ast.FunctionDef] = field(default_factory=dict)
+    bases: tuple[str, ...] = ()
+
+
+Summary = Union[FunctionSummary, ClassSummary]
+
+
+def find_root(path: Path) -> Path:
+    """The project root: the nearest folder above `path` with a pyproject.toml, setup.cfg, setup.py or .git;
+    else the file's own folder."""
+    path = path.resolve()
+    start = path if path.is_dir() else path.parent
+    for folder in (start, *start.parents):
+        if any((folder / marker).exists() for marker in ROOT_MARKERS):
+            return folder
+    return start
+
+
+class ImportResolver:
+    """Python's import search, for one project, statically.
+
+    Search order for an absolute import `a.b` made in file F: F's own folder (what `sys.path[0]` is when F runs
+    as a script), the project root, then `<root>/src`. A relative import resolves from F's package. A module is
+    `a/b.py` or the package `a/b/__init__.py`. Nothing outside the project is resolved (libraries are unknown).
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self.search = [self.root, self.root / "src"]
+
+    def resolve(self, module: str, importer: Path, level: int = 0) -> Optional[Path]:
+        parts = [p for p in module.split(".") if p] if module else []
+        if level:
+            base = importer.resolve().parent
+            for _ in range(level - 1):
+                base = base.parent
+            return self._find(base, parts) if parts else self._package(base)
+        for base in (importer.resolve().parent, *self.search):
+            found = self._find(base, parts)
+            if found is not None:
+                return found
+        return None
+
+    def _find(self, base: Path, parts: list[str]) -> Optional[Path]:
+        if not parts:
+            return None
+        target = base.joinpath(*parts)
+        candidate = target.with_suffix(".py") if target.name else None
+        if candidate is not None and candidate.is_file():
+            return candidate
+        return self._package(target)
+
+    @staticmethod
+    def _package(folder: Path) -> Optional[Path]:
+        init = folder / "__init__.py"
+        return init if init.is_file() else None
+
+
+class ModuleInfo:
+    """One parsed module of the project: its imports, top-level functions and classes (ast nodes)."""
+
+    def __init__(self, path: Path, tree: ast.Module, digest: str) -> None:
+        self.path = path
+        self.digest = digest
+        self.imports: dict[str, tuple[str, Optional[str], int]] = {}  # local -> (module, attribute, level)
+        self.functions: dict[str, ast.FunctionDef] = {}
+        self.classes: dict[str, ClassSummary] = {}
+        for stmt in tree.body:
+            self._top_level(stmt)
+
+    def _top_level(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.asname:
+                    self.imports[alias.asname] = (alias.name, None, 0)
+                else:
+                    head = alias.name.split(".")[0]
+                    self.imports[head] = (head, None, 0)
+        elif isinstance(stmt, ast.ImportFrom):
+            for alias in stmt.names:
+                if alias.name != "*":
+                    self.imports[alias.asname or alias.name] = (stmt.module or "", alias.name, stmt.level)
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.functions[stmt.name] = stmt  # type: ignore[assignment]
+        elif isinstance(stmt, ast.ClassDef):
+            methods = {s.name: s for s in stmt.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            bases = tuple(_dotted(b) or "" for b in stmt.bases)
+            self.classes[stmt.name] = ClassSummary(stmt.name, self.path, stmt.lineno, methods, bases)  # type: ignore
+        elif isinstance(stmt, (ast.If, ast.Try)):
+            # `try: from x import y except ImportError: ...` and `if TYPE_CHECKING:` blocks still bind names.
+            for inner in _nested_statements(stmt):
+                if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    self._top_level(inner)
+
+    def qualify(self, dotted: str) -> str:
+        """`np.zeros` -> `numpy.zeros`, `cuda.synchronize` (from torch import cuda) -> `torch.cuda.synchronize`."""
+        head, _, rest = dotted.partition(".")
+        if head in self.imports:
+            module, attr, level = self.imports[head]
+            if level == 0:
+                full = f"{module}.{attr}" if attr else module
+                return f"{full}.{rest}" if rest else full
+        return dotted
+
+
+class Project:
+    """Lazily parsed modules of one project, cached by content; summaries computed on demand and cached."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self.resolver = ImportResolver(self.root)
+        self._modules: dict[Path, tuple[tuple[int, int], Optional[ModuleInfo]]] = {}
+        self._functions: dict[tuple[Path, str], Optional[FunctionSummary]] = {}
+        self._lock = threading.RLock()
+        self._active: set[tuple[Path, str]] = set()
+        self._overlays: dict[Path, ModuleInfo] = {}  # unsaved editor buffers, stdin: text that is not on disk
+
+    def set_text(self, path: Path, text: Optional[str]) -> None:
+        """Use `text` as the content of `path` (an editor's unsaved buffer); None goes back to the disk."""
+        path = path.resolve()
+        with self._lock:
+            old = self._overlays.pop(path, None)
+            if text is not None:
+                info = self._parse_text(path, text.encode("utf-8", "surrogatepass"))
+                if info is not None:
+                    self._overlays[path] = info
+            new = self._overlays.get(path)
+            if (old.digest if old else None) != (new.digest if new else None):
+                self._functions.clear()  # summaries may depend on this module transitively
+
+    # -- modules -----------------------------------------------------------------------------------------------
+    def module(self, path: Path) -> Optional[ModuleInfo]:
+        path = path.resolve()
+        overlay = self._overlays.get(path)
+        if overlay is not None:
+            return overlay
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        stamp = (st.st_mtime_ns, st.st_size)
+        with self._lock:
+            cached = self._modules.get(path)
+            if cached is not None and cached[0] == stamp:
+                return cached[1]
+            info = self._parse(path)
+            if cached is not None and (cached[1].digest if cached[1] else None) != (info.digest if info else None):
+                self._functions.clear()  # summaries may depend on this module transitively
+            self._modules[path] = (stamp, info)
+            return info
+
+    @staticmethod
+    def _parse(path: Path) -> Optional[ModuleInfo]:
+        try:
+            if not path.is_file() or path.stat().st_size > 5_000_000:
+                return None
+            raw = path.read_bytes()
+        except OSError:
+            return None
+        return Project._parse_text(path, raw)
+
+    @staticmethod
+    def _parse_text(path: Path, raw: bytes) -> Optional[ModuleInfo]:
+        try:
+            tree = ast.parse(raw, str(path))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        return ModuleInfo(path, tree, hashlib.sha256(raw).hexdigest())
+
+    def dependencies_digest(self, paths: list[Path]) -> str:
+        """A digest of the contents of `paths` (the modules a file's findings depend on), for cache keys."""
+        h = hashlib.sha256()
+        for path in sorted({p.resolve() for p in paths}):
+            info = self.module(path)
+            h.update(str(path).encode())
+            h.update((info.digest if info else "-").encode())
+        return h.hexdigest()
+
+    # -- names ---------------------------------------------------------------------------------------------------
+    def lookup(self, importer: Path, dotted: str, depth: int = 0) -> Optional[Summary]:
+        """What `dotted` (as written in `importer`) names in the project: a function or a class summary."""
+        if depth > MAX_DEPTH:
+            return None
+        info = self.module(importer)
+        if info is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        if not rest:
+            if head in info.functions:
+                return self.function(info.path, head)
+            if head in info.classes:
+                return info.classes[head]
+        if head in info.imports:
+            module, attr, level = info.imports[head]
+            if attr is None:  # `import utils` / `import a.b as c`: the rest names something in that module
+                target = self.resolver.resolve(module, info.path, level)
+                if target is None:
+                    # `import a.b` binds `a`; `a.b.f` is f in a/b.py
+                    return self._lookup_dotted(f"{module}.{rest}" if rest else module, info.path)
+                return self.lookup(target, rest, depth + 1) if rest else None
+            # `from pkg import name` : name may be a module of pkg or a name defined in pkg/__init__.py
+            target = self.resolver.resolve(f"{module}.{attr}" if module else attr, info.path, level)
+            if target is not None and rest:
+                return self.lookup(target, rest, depth + 1)
+            owner = self.resolver.resolve(module, info.path, level) if (module or level) else None
+            if owner is not None and owner != info.path:
+                return self.lookup(owner, f"{attr}.{rest}" if rest else attr, depth + 1)
+        return None
+
+    def _lookup_dotted(self, dotted: str, importer: Path) -> Optional[Summary]:
+        parts = dotted.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            target = self.resolver.resolve(".".join(parts[:cut]), importer)
+            if target is not None:
+                return self.lookup(target, ".".join(parts[cut:]), 1)
+        return None
+
+    def method(self, cls: ClassSummary, name: str, depth: int = 0) -> Optional[FunctionSummary]:
+        """A method of a project class, looking through project base classes."""
+        if name in cls.methods:
+            return self.function(cls.path, f"{cls.name}.{name}")
+        if depth > MAX_DEPTH:
+            return None
+        for base in cls.bases:
+            found = self.lookup(cls.path, base) if base else None
+            if isinstance(found, ClassSummary) and found is not cls:
+                result = self.method(found, name, depth + 1)
+                if result is not None:
+                    return result
+        return None
+
+    def function(self, path: Path, qualname: str) -> Optional[FunctionSummary]:
+        key = (path.resolve(), qualname)
+        with self._lock:
+            if key in self._functions:
+                return self._functions[key]
+            if key in self._active or len(self._active) > MAX_DEPTH:
+                return None  # recursion: the inner call is unknown
+            info = self.module(key[0])
+            if info is None:
+                return None
+            node, cls = _find_function(info, qualname)
+            if node is None:
+                self._functions[key] = None
+                return None
+            self._active.add(key)
+            try:
+                summary = _Summarizer(self, info, node, qualname, cls).run()
+            finally:
+                self._active.discard(key)
+            self._functions[key] = summary
+            return summary
+
+
+def _find_function(info: ModuleInfo, qualname: str):
+    owner, _, name = qualname.rpartition(".")
+    if not owner:
+        return info.functions.get(name), None
+    cls = info.classes.get(owner)
+    if cls is None:
+        return None, None
+    return cls.methods.get(name), cls
+
+
+class _Summarizer:
+    """One pass over a function body, tracking which names hold (a value derived from) each parameter."""
+
+    def __init__(self, project: Project, info: ModuleInfo, fn: ast.FunctionDef, qualname: str,
+                 cls: Optional[ClassSummary]) -> None:
+        self.project = project
+        self.info = info
+        self.fn = fn
+        self.cls = cls
+        args = fn.args
+        positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+        self.summary = FunctionSummary(
+            qualname, info.path, fn.lineno, tuple(positional), tuple(a.arg for a in args.kwonlyargs),
+            args.vararg.arg if args.vararg else None, args.kwarg.arg if args.kwarg else None)
+        # name -> the parameter its value comes from
+        self.taint: dict[str, str] = {p: p for p in (*self.summary.params, *self.summary.keyword_only)
+                                      if p != "self"}
+        for extra in (self.summary.star, self.summary.double_star):
+            if extra:
+                self.taint[extra] = extra
+        self.host_scalars: dict[str, Sink] = {}  # names bound to a host read (`v = x.item()`)
+        self.loaders: dict[str, LoaderFact] = {}
+
+    def run(self) -> FunctionSummary:
+        self._block(self.fn.body, conditional=False)
+        return self.summary
+
+    # -- statements ------------------------------------------------------------------------------------------
+    def _block(self, body: list[ast.stmt], conditional: bool) -> None:
+        for stmt in body:
+            self._statement(stmt, conditional)
+
+    def _statement(self, stmt: ast.stmt, conditional: bool) -> None:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return  # nested definitions run when called, not here
+        if isinstance(stmt, ast.If):
+            self._expressions(stmt.test, conditional)
+            guard = conditional or not _gpu_guard(stmt.test)
+            if _periodic(stmt.test):
+                return  # `if self.count % 100 == 0:` logging inside a helper is deliberate
+            self._block(stmt.body, guard)
+            self._block(stmt.orelse, True)
+            return
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self._expressions(stmt.iter, conditional)
+            source = self._tainted_by(stmt.iter)
+            if source is not None:
+                for name in _target_names(stmt.target):
+                    self.taint[name] = source
+            self._block(stmt.body, conditional)
+            self._block(stmt.orelse, True)
+            return
+        if isinstance(stmt, ast.While):
+            self._expressions(stmt.test, conditional)
+            self._block(stmt.body, True)
+            return
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                self._expressions(item.context_expr, conditional)
+            self._block(stmt.body, conditional)
+            return
+        if isinstance(stmt, ast.Try):
+            self._block(stmt.body, conditional)
+            for handler in stmt.handlers:
+                self._block(handler.body, True)
+            self._block(stmt.orelse, conditional)
+            self._block(stmt.finalbody, conditional)
+            return
+        if isinstance(stmt, (ast.Raise, ast.Assert)):
+            return  # error paths run at most once
+        if isinstance(stmt, ast.Return):
+            if stmt.value is not None:
+                self._expressions(stmt.value, conditional)
+                self._returns(stmt.value)
+            return
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            value = stmt.value
+            if value is None:
+                return
+            self._expressions(value, conditional)
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            self._bind(targets, value, augmented=isinstance(stmt, ast.AugAssign))
+            return
+        for child in ast.iter_child_nodes(stmt):
+            if isinstance(child, ast.expr):
+                self._expressions(child, conditional)
+
+    def _bind(self, targets: list[ast.expr], value: ast.expr, augmented: bool) -> None:
+        sink = self._host_read(value)
+        loader = self._loader(value)
+        source = None if sink is not None else self._tainted_by(value)
+        for target in targets:
+            for name in _target_names(target):
+                if sink is not None:
+                    self.host_scalars[name] = sink
+                    if not augmented:
+                        self.taint.pop(name, None)
+                elif source is not None:
+                    self.taint[name] = source
+                elif not augmented:
+                    self.taint.pop(name, None)
+                    self.host_scalars.pop(name, None)
+                if loader is not None:
+                    self.loaders[name] = loader
+
+    def _returns(self, value: ast.expr) -> None:
+        sink = self._host_read(value)
+        if sink is None and isinstance(value, ast.Name):
+            sink = self.host_scalars.get(value.id)
+        if sink is not None and self.summary.returns_host_scalar is None:
+            self.summary.returns_host_scalar = sink
+        loader = self._loader(value)
+        if loader is None:
+            for element in (value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]):
+                loader = self._loader(element) or (self.loaders.get(element.id)
+                                                   if isinstance(element, ast.Name) else None)
+                if loader is not None:
+                    break
+        if loader is not None and self.summary.returns_loader is None:
+            self.summary.returns_loader = loader
+
+    # -- expressions ------------------------------------------------------------------------------------------
+    def _expressions(self, expr: ast.expr, conditional: bool) -> None:
+        """Record every sink and sync call inside `expr` (lambdas and comprehensions' own scopes included)."""
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Call):
+                self._call(node, conditional)
+
+    def _call(self, call: ast.Call, conditional: bool) -> None:
+        qualified = self.info.qualify(_dotted(call.func) or "")
+        if qualified in SYNC_CALLS or qualified.endswith(".synchronize") and "cuda" in qualified:
+            if not conditional and self.summary.always_syncs is None:
+                self.summary.always_syncs = Sink(self.info.path, call.lineno, f"{qualified}()")
+            return
+        read = self._read_of(call)
+        if read is not None:
+            what, operand = read
+            param = self._tainted_by(operand)
+            if param is not None and param not in self.summary.sink_params:
+                self.summary.sink_params[param] = Sink(self.info.path, call.lineno, what)
+            return
+        callee = self._callee(call)
+        if callee is None:
+            return
+        summary, bound = callee
+        if summary.always_syncs is not None and not conditional and self.summary.always_syncs is None:
+            self.summary.always_syncs = summary.always_syncs
+        for position, arg in enumerate(a for a in call.args if not isinstance(a, ast.Starred)):
+            param = self._tainted_by(arg)
+            if param is not None and param not in self.summary.sink_params:
+                sink = summary.sink_for_argument(position, None, bound)
+                if sink is not None:
+                    self.summary.sink_params[param] = sink
+        for kw in call.keywords:
+            param = self._tainted_by(kw.value)
+            if param is None or param in self.summary.sink_params:
+                continue
+            if kw.arg is None:  # f(**kwargs): every value reaches f's **kwargs (or its parameters)
+                sink = summary.sink_params.get(summary.double_star or "") or next(iter(summary.sink_params.values()), None)
+            else:
+                sink = summary.sink_for_argument(None, kw.arg, bound)
+            if sink is not None:
+                self.summary.sink_params[param] = sink
+        for arg in call.args:
+            if isinstance(arg, ast.Starred):
+                param = self._tainted_by(arg.value)
+                if param is not None and param not in self.summary.sink_params and summary.sink_params:
+                    self.summary.sink_params[param] = next(iter(summary.sink_params.values()))
+
+    def _read_of(self, call: ast.Call) -> Optional[tuple[str, ast.expr]]:
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            if func.attr in SINK_METHODS and not call.args and not call.keywords:
+                return SINK_METHODS[func.attr], func.value
+            if func.attr == "to" and call.args and _is_cpu(call.args[0]) and not _non_blocking(call):
+                return '.to("cpu")', func.value
+        if isinstance(func, ast.Name) and func.id in SINK_BUILTINS and len(call.args) == 1 and not call.keywords:
+            return f"{func.id}()", call.args[0]
+        return None
+
+    def _host_read(self, value: ast.expr) -> Optional[Sink]:
+        if isinstance(value, ast.Call):
+            read = self._read_of(value)
+            if read is not None and self._maybe_tensor(read[1]):
+                return Sink(self.info.path, value.lineno, read[0])
+            callee = self._callee(value)
+            if callee is not None and callee[0].returns_host_scalar is not None:
+                return callee[0].returns_host_scalar
+        return None
+
+    def _maybe_tensor(self, operand: ast.expr) -> bool:
+        # `len(x)` and literals are not tensors; anything else may be.
+        return not isinstance(operand, ast.Constant)
+
+    def _loader(self, value: ast.expr) -> Optional[LoaderFact]:
+        if not isinstance(value, ast.Call):
+            return None
+        qualified = self.info.qualify(_dotted(value.func) or "")
+        if qualified in LOADER_CLASSES or qualified.endswith(".DataLoader"):
+            pinned: Optional[bool] = False
+            for kw in value.keywords:
+                if kw.arg is None:
+                    pinned = None  # `**kwargs`: cannot tell
+                elif kw.arg == "pin_memory":
+                    pinned = True if isinstance(kw.value, ast.Constant) and kw.value.value is True else \
+                        (False if isinstance(kw.value, ast.Constant) else None)
+            return LoaderFact(self.info.path, value.lineno, pinned)
+        callee = self._callee(value)
+        if callee is not None:
+            return callee[0].returns_loader
+        return None
+
+    def _callee(self, call: ast.Call) -> Optional[tuple[FunctionSummary, bool]]:
+        """The project function a call reaches, and whether it is called through an instance (bound)."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
+                and self.cls is not None:
+            method = self.project.method(self.cls, func.attr)
+            return (method, True) if method is not None else None
+        dotted = _dotted(func)
+        if dotted is None:
+            return None
+        found = self.project.lookup(self.info.path, dotted)
+        if isinstance(found, FunctionSummary):
+            return found, False
+        if isinstance(found, ClassSummary):
+            init = self.project.method(found, "__init__")
+            return (init, True) if init is not None else None
+        return None
+
+    def _tainted_by(self, expr: ast.expr) -> Optional[str]:
+        """The parameter whose value flows into `expr` (through names, attributes, arithmetic, calls)."""
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Name) and node.id in self.taint:
+                return self.taint[node.id]
+        return None
+
+
+def _periodic(test: ast.expr) -> bool:
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test))
+
+
+def _gpu_guard(test: ast.expr) -> bool:
+    """`if self.cuda:`, `if torch.cuda.is_available():`, `if x.device.type == "cuda":` hold on a GPU."""
+    text = ast.unparse(test).lower()
+    return any(word in text for word in _GPU_GUARDS) and "not " not in text and "cpu" not in text
+
+
+def _is_cpu(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return node.value == "cpu"
+    if isinstance(node, ast.Call) and _dotted(node.func) in ("torch.device", "device") and node.args:
+        return _is_cpu(node.args[0])
+    return False
+
+
+def _non_blocking(call: ast.Call) -> bool:
+    return any(kw.arg == "non_blocking" and not (isinstance(kw.value, ast.Constant) and not kw.value.value)
+               for kw in call.keywords)
+
+
+def _dotted(node: ast.expr) -> Optional[str]:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _target_names(target: ast.expr) -> Iterator[str]:
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _target_names(element)
+    elif isinstance(target, ast.Starred):
+        yield from _target_names(target.value)
+
+
+def _nested_statements(stmt: ast.stmt) -> Iterator[ast.stmt]:
+    for name in ("body", "orelse", "finalbody"):
+        for inner in getattr(stmt, name, []) or []:
+            yield inner
+    for handler in getattr(stmt, "handlers", []) or []:
+        yield from handler.body
+
+
+_PROJECTS: dict[Path, Project] = {}
+_PROJECTS_LOCK = threading.Lock()
+
+
+def project_for(path: Path) -> Project:
+    """The (process-wide, cached) project that `path` belongs to."""
+    root = find_root(path)
+    with _PROJECTS_LOCK:
+        project = _PROJECTS.get(root)
+        if project is None:
+            project = _PROJECTS[root] = Project(root)
+        return project
+
