@@ -68,6 +68,18 @@ class Edit:
     end_location: Position
 
 
+@dataclass(frozen=True)
+class Related:
+    """Another place a finding involves: where a helper called in the loop pays the cost (`utils.py:88`)."""
+
+    filename: str
+    row: int
+    message: str = ""
+
+    def where(self) -> str:
+        return f"{self.filename}:{self.row}"
+
+
 @dataclass
 class Diagnostic:
     code: str
@@ -85,6 +97,7 @@ class Diagnostic:
     # Notebooks: the first and last line of the .ipynb file itself that hold the finding's source lines (for
     # annotations on the raw file: GitHub, SARIF); None where they could not be told.
     file_rows: Optional[tuple[int, int]] = None
+    related: tuple = ()
 
     def sort_key(self) -> tuple:
         cell = -1 if self.cell is None else self.cell

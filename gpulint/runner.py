@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -175,7 +176,7 @@ def _shift(where, lines: int):
 
 def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic: bool, errors: list[str]):
     module = cst.parse_module(source)
-    analysis = ModuleAnalysis(module, source)
+    analysis = ModuleAnalysis(module, source, Path(filename) if filename and Path(filename).is_file() else None)
     diagnostics = _run_rules(analysis, codes, report_periodic, errors)
     _place(diagnostics, analysis, source, filename)
     if diagnostics:

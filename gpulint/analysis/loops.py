@@ -243,8 +243,9 @@ class LoopAnalysis:
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
             op = test.comparisons[0].operator
             sides = (test.left, test.comparisons[0].comparator)
-            equal = isinstance(op, cst.Equal) != negated
-            unequal = isinstance(op, cst.NotEqual) != negated
+            # The test as it holds after negation: `not (a == b)` is `a != b`, `not (a >= b)` is `a < b`.
+            equal = isinstance(op, cst.NotEqual) if negated else isinstance(op, cst.Equal)
+            unequal = isinstance(op, cst.Equal) if negated else isinstance(op, cst.NotEqual)
             if any(_has_modulo(s) for s in sides):
                 if equal:
                     return f"`{_code(test)}`"

@@ -46,13 +46,17 @@ class Sink:
     what: str
 
     def where(self, relative_to: Optional[Path] = None) -> str:
-        path = self.path
-        if relative_to is not None:
-            try:
-                path = path.relative_to(relative_to)
-            except ValueError:
-                pass
-        return f"{path.as_posix()}:{self.line}"
+        return f"{relative(self.path, relative_to)}:{self.line}"
+
+
+def relative(path: Path, root: Optional[Path]) -> str:
+    """`path` relative to the project root (as messages name it), else as it is."""
+    if root is not None:
+        try:
+            return path.relative_to(root).as_posix()
+        except ValueError:
+            pass
+    return path.as_posix()
 
 
 @dataclass(frozen=True)
