@@ -28,8 +28,9 @@ class HelperCost:
     argument that reaches it (None when the helper syncs whatever it is given, as a timer does)."""
 
     callee: str
-    sink: Sink
+    sink: Optional[Sink]  # None for a library call: `library` says what it does instead
     argument: Optional[cst.BaseExpression] = None
+    library: Optional[LibraryFact] = None
 
 
 class ModuleCalls:
@@ -71,8 +72,18 @@ class ModuleCalls:
             values = [b.value for b in bindings]
         elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             values = self.self_attributes(expr)
-        names = {self.analysis.qualified(v.func) if isinstance(v, cst.Call) else None for v in values}
+        elif isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.value, cst.Name):
+            # `dt[1]` with `dt = Profile(), Profile()`: every element must be built from the same class
+            bindings = self.index.visible_bindings(expr.value)
+            if len(bindings) != 1 or not isinstance(bindings[0].value, (cst.Tuple, cst.List)):
+                return None
+            values = [e.value for e in bindings[0].value.elements]
+        names = {self.class_name(v.func) if isinstance(v, cst.Call) else None for v in values}
         return names.pop() if len(names) == 1 else None
+
+    def class_name(self, func: cst.BaseExpression) -> Optional[str]:
+        """The qualified name a constructor call names, through the module's imports."""
+        return self.analysis.qualified(func)
 
     def self_attributes(self, attr: cst.Attribute) -> list[cst.BaseExpression]:
         """Every value assigned to `self.<name>` in the class around `attr`."""
@@ -107,6 +118,12 @@ class ProjectCalls(ModuleCalls):
         self.project = project
         self.path = path.resolve()
 
+    def class_name(self, func: cst.BaseExpression) -> Optional[str]:
+        """Through the project's re-exports as well (`from utils.general import Profile`, a library class)."""
+        dotted = dotted_name(func)
+        external = self.project.external_name(self.path, dotted) if dotted else None
+        return external or self.analysis.qualified(func)
+
     # -- what a node costs ----------------------------------------------------------------------------------
     def call_cost(self, call: cst.Call) -> Optional[HelperCost]:
         """The host read a call reaches through one of its tensor arguments, or that it makes always."""
@@ -135,11 +152,20 @@ class ProjectCalls(ModuleCalls):
             found = self._lookup(item.item.func)
             cls = found if isinstance(found, ClassSummary) else None
         if cls is None:
-            return None
+            return self._library_with(item)
         for method in ("__enter__", "__exit__"):
             summary = self.project.method(cls, method)
             if summary is not None and summary.always_syncs is not None:
                 return HelperCost(f"{cls.name}.{method}", summary.always_syncs)
+        return None
+
+    def _library_with(self, item: cst.WithItem) -> Optional[HelperCost]:
+        target = item.item.func if isinstance(item.item, cst.Call) else item.item
+        name = self.class_name(target) if isinstance(item.item, cst.Call) else self.constructor(item.item)
+        for method in ("__enter__", "__exit__"):
+            fact = fact_for_method(name, method)
+            if fact is not None and fact.effect is Effect.SYNCS:
+                return HelperCost(f"{name.rsplit('.', 1)[-1]}.{method}", None, library=fact)
         return None
 
     # -- resolution -------------------------------------------------------------------------------------------

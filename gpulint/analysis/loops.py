@@ -252,6 +252,8 @@ class LoopAnalysis:
                 return None
             if equal and any(self._is_counter(s) for s in sides):
                 return f"`{_code(test)}`"
+            if self._bounded(test.left, op, test.comparisons[0].comparator, negated):
+                return f"`{_code(test)}` (a bounded number of times)"
             if not unequal and any(self._reads_clock(s) for s in sides):
                 return f"`{_code(test)}` (time-based)"
             return None
@@ -284,6 +286,16 @@ class LoopAnalysis:
                 if reason:
                     return reason
         return None
+
+    def _bounded(self, left: cst.BaseExpression, op, right: cst.BaseExpression, negated: bool) -> bool:
+        """`batch_i < 3`, `printed <= 5`: true for a fixed, literal number of iterations only."""
+        below = (cst.LessThan, cst.LessThanEqual)
+        above = (cst.GreaterThan, cst.GreaterThanEqual)
+        if isinstance(right, cst.Integer) and self._is_counter(left):
+            return isinstance(op, above if negated else below)
+        if isinstance(left, cst.Integer) and self._is_counter(right):
+            return isinstance(op, below if negated else above)
+        return False
 
     def _is_counter(self, node: cst.BaseExpression) -> bool:
         """An iteration counter: a loop index, or a name bumped by `+= 1`, or one named like one."""

@@ -312,6 +312,31 @@ class Project:
                 return self.lookup(owner, f"{attr}.{rest}" if rest else attr, depth + 1)
         return None
 
+    def external_name(self, importer: Path, dotted: str, depth: int = 0) -> Optional[str]:
+        """The qualified name outside the project that `dotted` (as written in `importer`) stands for, following
+        the project's own re-exports: `Profile` imported from `utils.general`, which imports it from
+        `ultralytics.utils.ops`, is `ultralytics.utils.ops.Profile`. None when it is defined in the project or
+        cannot be told."""
+        info = self.module(importer)
+        if info is None or depth > MAX_DEPTH:
+            return None
+        head, _, rest = dotted.partition(".")
+        if head not in info.imports:
+            return None
+        module, attr, level = info.imports[head]
+        if attr is None:
+            target = self.resolver.resolve(module, info.path, level)
+            if target is None:
+                return f"{module}.{rest}" if (rest and not level) else (module if not level else None)
+            return self.external_name(target, rest, depth + 1) if rest else None
+        owner = self.resolver.resolve(module, info.path, level) if (module or level) else None
+        if owner is None:
+            full = f"{module}.{attr}" if module else attr
+            return None if level else (f"{full}.{rest}" if rest else full)
+        if owner == info.path:
+            return None
+        return self.external_name(owner, f"{attr}.{rest}" if rest else attr, depth + 1)
+
     def _lookup_dotted(self, dotted: str, importer: Path) -> Optional[Summary]:
         parts = dotted.split(".")
         for cut in range(len(parts) - 1, 0, -1):

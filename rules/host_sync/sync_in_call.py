@@ -122,11 +122,9 @@ class SyncInCall(GpuRule):
             return
         found = self._library(node)
         if found is not None:
-            fact, _argument = found
-            target = fact.target.rsplit(".", 2)
-            callee = ".".join(target[-2:]) if fact.target.count(".") >= 2 else fact.target
-            self.report(node, self.message.format(call=self._call_text(node), callee=f"`{callee}`",
-                                                  what=fact.reason, where=fact.source), where=where)
+            fact, argument = found
+            callee = ".".join(fact.target.split(".")[-2:]) if "." in fact.target else fact.target
+            self._report(node, HelperCost(callee, None, argument, library=fact), where)
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         calls = self._facts()
@@ -143,6 +141,10 @@ class SyncInCall(GpuRule):
         return (self._facts() or self.analysis.fact(module_calls)).library_cost(node)
 
     def _report(self, node: cst.CSTNode, cost: HelperCost, where, text: Optional[str] = None) -> None:
+        if cost.library is not None:  # a library: its documented behaviour, no place in the user's files
+            self.report(node, f"`{text or self._call_text(node)}` syncs every step: `{cost.callee}`: "
+                              f"{cost.library.reason} ({cost.library.source})", where=where)
+            return
         calls = self._facts()
         root = calls.project.root
         sink = cost.sink
