@@ -84,8 +84,10 @@ class LoopAnalysis:
                 helper = self.local_function(node)
                 if helper is not None and self._function_has_hot_loop(helper):
                     return LoopRole.EPOCH
-        if self._body_trains(loop):
-            return LoopRole.HOT  # e.g. `for step ...: for micro in range(accum): ...; optimizer.step()`
+        # `for step ...: for micro in range(accum): ...; optimizer.step()` is hot; an epoch loop that only clears
+        # gradients around its inner training loop (`optimizer.zero_grad()` once per epoch) is not.
+        if self._body_trains(loop, beside_hot_loop=nested_hot):
+            return LoopRole.HOT
         return LoopRole.EPOCH if nested_hot else LoopRole.COLD
 
     def _loops_over_batches(self, loop: Loop) -> bool:
@@ -110,10 +112,13 @@ class LoopAnalysis:
                 return any(self._iterates_batches(a) for a in args)
         return self.kinds.of(iterable) is Kind.LOADER
 
-    def _body_trains(self, loop: Loop) -> bool:
-        """The loop's own body (not nested loops) runs a backward pass, an optimizer step or a forward pass."""
+    def _body_trains(self, loop: Loop, beside_hot_loop: bool = False) -> bool:
+        """The loop's own body (not nested loops) runs a backward pass, an optimizer step or a forward pass
+        (beside a hot inner loop, clearing gradients does not count)."""
         for node in _walk_body(loop, into_loops=False):
             if isinstance(node, cst.Call) and self.is_training_call(node, follow_helpers=True):
+                if beside_hot_loop and isinstance(node.func, cst.Attribute) and node.func.attr.value == "zero_grad":
+                    continue
                 return True
         return False
 

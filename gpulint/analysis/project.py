@@ -432,6 +432,9 @@ class _Summarizer:
             guard = conditional or not _gpu_guard(stmt.test)
             if _periodic(stmt.test):
                 return  # `if self.count % 100 == 0:` logging inside a helper is deliberate
+            if _flag(stmt.test) and not _gpu_guard(stmt.test):
+                self._block(stmt.orelse, True)
+                return  # `if self.autobalance:`: an option we cannot see the value of; not assumed on
             self._block(stmt.body, guard)
             self._block(stmt.orelse, True)
             return
@@ -632,6 +635,13 @@ class _Summarizer:
 
 def _periodic(test: ast.expr) -> bool:
     return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test))
+
+
+def _flag(test: ast.expr) -> bool:
+    """A bare option test: `if verbose:`, `if self.autobalance:`, `if not args.quiet:`."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    return isinstance(test, (ast.Name, ast.Attribute))
 
 
 def _gpu_guard(test: ast.expr) -> bool:
