@@ -1,16 +1,26 @@
-"""What the language server pays per edit, and per quick-fix request, on a buffer with many fixable findings.
+"""What the language server costs per edit: in process (the lint itself) and end to end, as an editor sees it.
 
-    python benchmarks/lsp_latency.py [--copies 20]
+    python benchmarks/lsp_latency.py [--copies 24] [--file train.py] [--keystrokes 15]
 
-The buffer is the shipped naive training script followed by COPIES functions holding its body. "per edit" is
-the lint the server runs after each burst of typing (findings only); "edits for all" is what computing every
-fix's text edits at each lint would add (the server instead computes them for the findings under the cursor
-when the editor asks for code actions: "per code action").
+The buffer is FILE, or the shipped naive training script followed by COPIES functions holding its body (a
+worst case: a finding every few lines). In process: "per edit" is the lint the server runs after a burst of
+typing (findings only); "edits for all" is what computing every fix's text edits at each lint would add (the
+server instead computes them for the findings under the cursor when the editor asks: "per code action").
+
+End to end ("--editor", the default): `gpulint server` over stdio, the buffer opened, then KEYSTROKES bursts
+of five keystrokes 30 ms apart, each typing into a comment; the figure is the time from the last keystroke's
+didChange to the publishDiagnostics of that version (median and worst), and the same with an undo (text seen
+before: answered from the server's cache).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import statistics
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -30,24 +40,120 @@ def best(fn, repeat: int) -> float:
     return min(times)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--copies", type=int, default=20)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+def synthetic(copies: int) -> str:
     body = EXAMPLE.read_text()
-    text = body + "".join(f"\n\ndef copy_{i}():\n" + "".join(f"    {line}\n" for line in body.splitlines())
-                          for i in range(args.copies))
+    return body + "".join(f"\n\ndef copy_{i}():\n" + "".join(f"    {line}\n" for line in body.splitlines())
+                          for i in range(copies))
+
+
+def in_process(text: str, repeat: int) -> None:
     codes = frozenset(all_rules())
     result = lint_source(text, "buffer.py", codes)
     fixable = [d for d in result.diagnostics if d.fix is not None]
     print(f"buffer: {len(text.splitlines())} lines, {len(result.diagnostics)} findings, {len(fixable)} fixable")
-    per_edit = best(lambda: lint_source(text, "buffer.py", codes), args.repeat)
-    eager = best(lambda: lint_source(text, "buffer.py", codes, want_edits=True), 1)
-    one = best(lambda: edits_for(fixable[0], result.module, text), args.repeat)
+    per_edit = best(lambda: lint_source(text, "buffer.py", codes), repeat)
     print(f"per edit (findings only):        {per_edit * 1000:8.0f} ms")
-    print(f"per edit with edits for all:     {eager * 1000:8.0f} ms")
-    print(f"per code action (one finding):   {one * 1000:8.0f} ms")
+    if fixable:
+        eager = best(lambda: lint_source(text, "buffer.py", codes, want_edits=True), 1)
+        one = best(lambda: edits_for(fixable[0], result.module, text), repeat)
+        print(f"per edit with edits for all:     {eager * 1000:8.0f} ms")
+        print(f"per code action (one finding):   {one * 1000:8.0f} ms")
+
+
+class Server:
+    """`gpulint server` on pipes; records when each publishDiagnostics arrives."""
+
+    def __init__(self) -> None:
+        script = Path(sys.executable).with_name("gpulint")
+        command = [str(script), "server"] if script.exists() else [sys.executable, "-m", "gpulint", "server"]
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.published: dict[tuple[str, int], float] = {}
+        self.replies: dict[int, dict] = {}
+        self.cond = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        while True:
+            length = 0
+            while (line := self.proc.stdout.readline()) not in (b"\r\n", b""):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            if not line:
+                return
+            message = json.loads(self.proc.stdout.read(length))
+            with self.cond:
+                if message.get("method") == "textDocument/publishDiagnostics":
+                    p = message["params"]
+                    self.published[(p["uri"], p.get("version"))] = time.perf_counter()
+                elif "id" in message and "method" in message:
+                    self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+                elif "id" in message:
+                    self.replies[message["id"]] = message
+                self.cond.notify_all()
+
+    def send(self, message: dict) -> None:
+        body = json.dumps(message).encode()
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+
+    def wait(self, predicate, timeout: float = 600):
+        with self.cond:
+            if not self.cond.wait_for(predicate, timeout):
+                raise SystemExit("the server did not answer")
+
+    def change(self, uri: str, version: int, text: str) -> float:
+        sent = time.perf_counter()
+        self.send({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+            "textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]}})
+        return sent
+
+
+def editor(text: str, keystrokes: int) -> None:
+    server = Server()
+    server.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                 "params": {"processId": None, "rootUri": None, "capabilities": {}}})
+    server.wait(lambda: 1 in server.replies)
+    server.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    uri = (Path.cwd() / "lsp_latency_buffer.py").as_uri()
+    server.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+        "uri": uri, "languageId": "python", "version": 1, "text": text}}})
+    server.wait(lambda: (uri, 1) in server.published)
+    version, fresh, undo = 1, [], []
+    for burst in range(keystrokes):
+        typed = ""
+        for key in "abcde":
+            typed += key
+            version += 1
+            last = server.change(uri, version, text + f"# note {burst} {typed}\n")
+            time.sleep(0.03)
+        server.wait(lambda: (uri, version) in server.published)
+        fresh.append(server.published[(uri, version)] - last)
+        version += 1  # undo the burst: back to the opened text, which the server has seen
+        last = server.change(uri, version, text)
+        server.wait(lambda: (uri, version) in server.published)
+        undo.append(server.published[(uri, version)] - last)
+    server.send({"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": None})
+    server.wait(lambda: 2 in server.replies)
+    server.send({"jsonrpc": "2.0", "method": "exit", "params": None})
+    server.proc.wait(timeout=10)
+    print(f"last keystroke -> diagnostics, new text:  median {statistics.median(fresh) * 1000:6.0f} ms, "
+          f"worst {max(fresh) * 1000:6.0f} ms ({keystrokes} bursts)")
+    print(f"last keystroke -> diagnostics, undo:      median {statistics.median(undo) * 1000:6.0f} ms, "
+          f"worst {max(undo) * 1000:6.0f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--copies", type=int, default=24, help="synthetic buffer: ~40 lines per copy")
+    parser.add_argument("--file", type=Path, help="benchmark this file instead of the synthetic buffer")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--keystrokes", type=int, default=15, help="bursts of typing, end to end")
+    parser.add_argument("--no-editor", action="store_true", help="only the in-process figures")
+    args = parser.parse_args()
+    text = args.file.read_text() if args.file else synthetic(args.copies)
+    in_process(text, args.repeat)
+    if not args.no_editor:
+        editor(text, args.keystrokes)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from gpulint.analysis import ModuleAnalysis
 from gpulint.config import Settings
 from gpulint.discovery import iter_files
 from gpulint.rule import all_rules
-from gpulint.runner import _place, _run_rules, could_have_findings
+from gpulint.runner import _placed, _positions, _run_rules, could_have_findings
 
 
 def measure(texts: list[str], codes: frozenset[str]) -> dict[str, float]:
@@ -42,10 +42,11 @@ def measure(texts: list[str], codes: frozenset[str]) -> dict[str, float]:
         analysis = ModuleAnalysis(module, text)
         spent["syntax index"] += clock() - t
         t = clock()
-        found = _run_rules(analysis, codes, False, [])
+        found, _failures = _run_rules(analysis, codes, False)
         spent["rules"] += clock() - t
         t = clock()
-        _place(found, analysis, text, "x.py")
+        positions = _positions(analysis, text, [d.node for d in found]) if found else {}
+        [_placed(d, positions, "x.py") for d in found]
         spent["positions"] += clock() - t
     return spent
 

@@ -18,7 +18,8 @@ from typing import Optional
 
 import gpulint
 from gpulint.config import Settings
-from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position
+from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position, Related
+from gpulint.analysis.project import file_digest
 from gpulint.files import atomic_write
 
 FORMAT = 1  # bump when the entry layout changes
@@ -68,18 +69,23 @@ class Cache:
         return self.entries / key[:2] / f"{key}.json"
 
     def get(self, key: str, filename: str) -> Optional[list[Diagnostic]]:
+        """The findings stored under `key`, unless a project file they depend on has changed since."""
         if not self.enabled:
             return None
         try:
             data = json.loads(self._entry(key).read_bytes())
+            for path, digest in data.get("dependencies", []):
+                if file_digest(path) != digest:
+                    return None  # a helper module changed: its summary may have, so lint the file again
             return [_diagnostic(item, filename) for item in data["diagnostics"]]
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return None  # missing, half-written by an older tool, or corrupt: lint the file again
 
-    def put(self, key: str, diagnostics: list[Diagnostic]) -> None:
+    def put(self, key: str, diagnostics: list[Diagnostic], dependencies=()) -> None:
         if not self.enabled:
             return
-        data = json.dumps({"diagnostics": [_record(d) for d in diagnostics]}, separators=(",", ":"))
+        data = json.dumps({"diagnostics": [_record(d) for d in diagnostics],
+                           "dependencies": [list(d) for d in dependencies]}, separators=(",", ":"))
         entry = self._entry(key)
         try:
             if not self.directory.exists():
@@ -115,14 +121,16 @@ def _record(d: Diagnostic) -> list:
     fix = None if d.fix is None else [d.fix.message, d.fix.applicability.value]
     edits = [[e.content, e.location.row, e.location.column, e.end_location.row, e.end_location.column]
              for e in d.edits]
+    related = [[r.filename, r.row, r.message] for r in d.related]
     return [d.code, d.name, d.message, d.location.row, d.location.column, d.end_location.row,
-            d.end_location.column, fix, edits]
+            d.end_location.column, fix, edits, related]
 
 
 def _diagnostic(item: list, filename: str) -> Diagnostic:
-    code, name, message, row, column, end_row, end_column, fix, edits = item
+    code, name, message, row, column, end_row, end_column, fix, edits, related = item
     return Diagnostic(
         code, name, message, filename=filename,
         location=Position(row, column), end_location=Position(end_row, end_column),
         fix=None if fix is None else Fix(fix[0], Applicability(fix[1]), {}),
-        edits=tuple(Edit(e[0], Position(e[1], e[2]), Position(e[3], e[4])) for e in edits))
+        edits=tuple(Edit(e[0], Position(e[1], e[2]), Position(e[3], e[4])) for e in edits),
+        related=tuple(Related(*r) for r in related))

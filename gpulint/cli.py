@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -15,14 +16,20 @@ from gpulint import __version__
 from gpulint.config import ConfigError, Settings, find_config, load, override
 from gpulint.discovery import PathError, iter_files
 from gpulint.diagnostics import FixMode
-from gpulint.engine import FileOutcome
 from gpulint.output import FORMATS
+from gpulint.output.report import Report
+from gpulint.pipeline import FileOutcome
+from gpulint.check_extras import Extras, noqa_warnings, run_add_noqa
+from gpulint import noqa_check
+from gpulint.noqa_check import UNUSED_NOQA
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 def _fail(message: str) -> "click.exceptions.Exit":
-    click.echo(f"gpulint: error: {message}", err=True)
+    from gpulint.output.common import printable
+
+    click.echo(f"gpulint: error: {printable(message)}", err=True)
     return click.exceptions.Exit(EXIT_ERROR)
 
 
@@ -33,14 +40,35 @@ def resolve_settings(config: Optional[str], paths: list[Path]) -> Settings:
     return load(find_config(start))
 
 
+def _quiet_broken_pipe() -> None:
+    """The reader went away (`gpulint rule --all | head -1`): stop quietly, as `cat` does, with no traceback
+    and no "Exception ignored" when Python flushes stdout at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    raise click.exceptions.Exit(EXIT_CLEAN)
+
+
 class _Main(click.Group):
-    """The last resort: whatever escapes the per-file handling is one line and exit 2, never a traceback."""
+    """`gpulint [OPTIONS] [PATHS]` is `gpulint check [OPTIONS] [PATHS]` (and `gpulint` alone checks the current
+    directory); a subcommand wins over a path of the same name. Whatever escapes the per-file handling is one
+    line and exit 2, never a traceback."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        own = {"--version", *self.context_settings.get("help_option_names", ())}
+        if not args or (args[0] not in self.commands and args[0] not in own):
+            args = ["check", *args]
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
+        except BrokenPipeError:
+            _quiet_broken_pipe()
         except KeyboardInterrupt:
             click.echo("gpulint: interrupted", err=True)
             raise click.exceptions.Exit(130)
@@ -51,7 +79,15 @@ class _Main(click.Group):
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="gpulint")
 def main() -> None:
-    """Find and fix the PyTorch code that leaves your GPU idle."""
+    """Find and fix the PyTorch code that leaves your GPU idle.
+
+    \b
+    `gpulint [OPTIONS] [PATHS]` is short for `gpulint check [OPTIONS] [PATHS]`:
+      gpulint                 check the current directory
+      gpulint --fix src/      apply safe fixes under src/
+    A subcommand wins over a path of the same name: to lint a directory named
+    `rule` (or `check`, `server`, ...), write `gpulint check rule` or `gpulint ./rule`.
+    """
 
 
 @main.command()
@@ -65,7 +101,8 @@ def main() -> None:
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--statistics", is_flag=True, help="Count findings per rule.")
 @click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="full", show_default=True)
-@click.option("--stdin-filename", help="The name of the file read from stdin (with `-`).")
+@click.option("--stdin-filename",
+              help="Read the file to lint from stdin, under this name (`-` as the path reads stdin too).")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--config", type=click.Path(dir_okay=False), help="Use this pyproject.toml or gpulint.toml.")
 @click.option("--report-periodic/--no-report-periodic", default=None,
@@ -75,22 +112,42 @@ def main() -> None:
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Worker processes (default: one per CPU; 1 lints in this process).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
+@click.option("--max-file-size", help="Skip files larger than this (e.g. 5MB; 0: no limit).")
+@click.option("--extend-exclude", multiple=True, help="Patterns to exclude on top of `exclude` (gitignore-style).")
+@click.option("--fix-only", is_flag=True, help="Apply fixes (implies --fix); report no remaining findings.")
+@click.option("--show-fixes", is_flag=True, help="With --fix: list the fixed findings per file and rule.")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when a fix was applied, even if none remain.")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding; fix nothing.")
+@click.option("--unused-noqa", is_flag=True,
+              help=f"Report noqa comments that suppress nothing ({UNUSED_NOQA[0]} {UNUSED_NOQA[1]}, Ruff's RUF100).")
 def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_zero, statistics, output_format,
-          stdin_filename, quiet, config, report_periodic, force_exclude, jobs, no_cache) -> None:
-    """Lint PATHS (default: the current directory). `-` reads stdin."""
+          stdin_filename, quiet, config, report_periodic, force_exclude, jobs, no_cache, max_file_size, extend_exclude, fix_only,
+          show_fixes, exit_non_zero_on_fix, add_noqa, unused_noqa) -> None:
+    """Lint PATHS (default: the current directory). `-`, or --stdin-filename, reads stdin."""
+    stdin = [str(p) for p in paths] == ["-"] or stdin_filename is not None
+    if stdin_filename is not None:
+        for ignored in (p for p in paths if str(p) != "-"):
+            click.echo(f"gpulint: warning: ignoring {ignored} in favour of standard input (--stdin-filename)",
+                       err=True)
+        paths = [Path("-")]
     paths = list(paths) or [Path(".")]
     try:
         settings = resolve_settings(config, paths)
         settings = override(settings, select=select, extend_select=extend_select, ignore=ignore,
-                            report_periodic=report_periodic)
+                            report_periodic=report_periodic, max_file_size=max_file_size,
+                            extend_exclude=extend_exclude)
     except ConfigError as exc:
         raise _fail(str(exc))
+    extras = Extras(fix_only, show_fixes, exit_non_zero_on_fix, unused_noqa or settings.unused_noqa)
+    fix = fix or fix_only
+    if add_noqa and (fix or diff):
+        raise _fail("--add-noqa adds comments and fixes nothing: use it without --fix, --fix-only or --diff")
     mode = FixMode.NONE
     if fix or diff:
         mode = FixMode.UNSAFE if unsafe_fixes else FixMode.SAFE
     want_edits = output_format not in ("full", "concise")
 
-    if [str(p) for p in paths] == ["-"]:
+    if stdin:
         _check_stdin(settings, mode, diff, stdin_filename, output_format, exit_zero, statistics, quiet,
                      want_edits)
         return
@@ -99,9 +156,13 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_ze
     except PathError as exc:
         raise _fail(str(exc))
 
-    outcomes = run_files(files, settings, mode, write=not diff, want_edits=want_edits, jobs=jobs,
+    _warn(noqa_warnings(files))
+    outcomes = run_files(files, settings, mode, write=not diff, want_edits=want_edits and not add_noqa, jobs=jobs,
                          use_cache=not no_cache)
-    _finish(outcomes, mode, diff, output_format, exit_zero, statistics, quiet, unsafe_fixes)
+    if add_noqa:
+        raise click.exceptions.Exit(run_add_noqa(outcomes, quiet))
+    outcomes, before = extras.prepare(outcomes, settings)
+    _finish(outcomes, mode, diff, output_format, exit_zero, statistics, quiet, unsafe_fixes, extras, before)
 
 
 def run_files(files, settings, mode, *, write, want_edits, jobs=None, use_cache=True) -> list[FileOutcome]:
@@ -113,36 +174,33 @@ def run_files(files, settings, mode, *, write, want_edits, jobs=None, use_cache=
 
 
 def _check_stdin(settings, mode, diff, stdin_filename, output_format, exit_zero, statistics, quiet, want_edits):
-    name = stdin_filename or "-"
-    data = sys.stdin.buffer.read()
-    try:
-        from gpulint.files import FileError, decode
+    from gpulint.files import FileError
+    from gpulint.pipeline import Input, lint_input
 
-        text = decode(data, Path(name))
+    name = stdin_filename or "-"
+    try:
+        source = Input.from_bytes(sys.stdin.buffer.read(), name, Path(name) if stdin_filename else None)
     except FileError as exc:
         raise _fail(str(exc))
-    from gpulint.runner import lint_source
-
-    codes = settings.enabled_codes(Path(name) if stdin_filename else None)
-    result = lint_source(text, name, codes, report_periodic=settings.report_periodic, fix=mode,
-                         want_edits=want_edits)
-    for error in result.errors:
-        click.echo(f"gpulint: error: {name}: {error}", err=True)
+    if source.path is None or source.path.suffix != ".ipynb":
+        _warn(noqa_check.unknown_code_warnings(name, source.text))
+    outcome = lint_input(source, settings, mode, write=False, want_edits=want_edits)
+    _print_errors([outcome])
     if diff:
-        click.echo(_unified(text, result.source, name), nl=False)
-        raise click.exceptions.Exit(EXIT_FINDINGS if result.source != text else EXIT_CLEAN)
+        click.echo(_unified(source.text, outcome.text, name), nl=False)
+        raise click.exceptions.Exit(EXIT_FINDINGS if outcome.text != source.text else _exit_for_errors([outcome]))
     if mode is not FixMode.NONE:
         # Like Ruff: with --fix on stdin, the fixed source goes to stdout, findings to stderr.
-        sys.stdout.write(result.source)
+        sys.stdout.write(outcome.text)
         sys.stdout.flush()
-        stream_err = True
-    else:
-        stream_err = False
-    outcome = FileOutcome(Path(name), result.diagnostics, {(name, None): result.source}, result.fixed_count)
     text_out = _render([outcome], output_format, statistics, quiet, mode, False)
-    click.echo(text_out, nl=False, err=stream_err)
-    if result.diagnostics and not exit_zero:
-        raise click.exceptions.Exit(EXIT_FINDINGS)
+    click.echo(text_out, nl=False, err=mode is not FixMode.NONE)
+    _exit([outcome], exit_zero)
+
+
+def _warn(warnings) -> None:
+    for warning in warnings:
+        click.echo(f"gpulint: warning: {warning}", err=True)
 
 
 def _unified(before: str, after: str, name: str) -> str:
@@ -174,41 +232,75 @@ def _summary(diagnostics, fixed: int, mode: FixMode, unsafe_shown: bool, uncheck
     return "\n".join(parts)
 
 
-def _statistics(diagnostics) -> str:
+def _statistics(diagnostics, unsafe_shown: bool) -> str:
+    """Ruff's table: count, code, then `[*]` when --fix (with --unsafe-fixes if given) fixes every finding of
+    the rule, `[~]` some, `[ ]` none (the marks only when something is fixable), and the rule's name."""
     counts = Counter((d.code, d.name) for d in diagnostics)
-    fixable = {d.code for d in diagnostics if d.fix is not None}
+    fixable = Counter(d.code for d in diagnostics
+                      if d.fix is not None and (unsafe_shown or d.fix.applicability.value == "safe"))
     width = max((len(str(n)) for n in counts.values()), default=1)
-    return "".join(f"{n:>{width}}\t{code}\t{'[*] ' if code in fixable else ''}{name}\n"
+
+    def mark(code: str, n: int) -> str:
+        if not fixable:
+            return ""
+        return "[*] " if fixable[code] == n else "[~] " if fixable[code] else "[ ] "
+
+    return "".join(f"{n:>{width}}\t{code}\t{mark(code, n)}{name}\n"
                    for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _render(outcomes, output_format, statistics, quiet, mode, unsafe_shown) -> str:
-    diagnostics = sorted((d for o in outcomes for d in o.diagnostics), key=lambda d: d.sort_key())
-    if statistics and output_format in ("full", "concise"):
-        return _statistics(diagnostics)
+    diagnostics = tuple(sorted((d for o in outcomes for d in o.diagnostics), key=lambda d: d.sort_key()))
     sources = {}
     for o in outcomes:
         sources.update(o.sources)
     fixed = sum(o.fixed_count for o in outcomes)
     summary = None if quiet or output_format not in ("full", "concise") else \
         _summary(diagnostics, fixed, mode, unsafe_shown, sum(1 for o in outcomes if o.errors))
-    return FORMATS[output_format](diagnostics, sources, summary)
+    if statistics and output_format in ("full", "concise"):
+        return _statistics(diagnostics, unsafe_shown) + (summary + "\n" if summary else "")
+    return FORMATS[output_format](Report(diagnostics, sources, summary))
 
 
-def _finish(outcomes, mode, diff, output_format, exit_zero, statistics, quiet, unsafe_fixes) -> None:
-    errors = [e for o in outcomes for e in o.errors]
-    for error in errors:
-        click.echo(f"gpulint: error: {error}", err=True)
+def _print_errors(outcomes) -> None:
+    from gpulint.output.common import printable
+
+    for error in (e for o in outcomes for e in o.errors):  # one line each, whatever the file is called
+        click.echo(f"gpulint: error: {printable(error)}", err=True)
+
+
+def _exit_for_errors(outcomes) -> int:
+    return EXIT_ERROR if any(o.errors for o in outcomes) else EXIT_CLEAN
+
+
+def _exit(outcomes, exit_zero: bool) -> None:
+    """Exit 2 when a rule crashed or a fix could not be written (whatever was found), else 1 for findings,
+    else 2 for files that could not be checked."""
+    if any(o.fatal for o in outcomes):
+        raise click.exceptions.Exit(EXIT_ERROR)
+    if any(o.diagnostics for o in outcomes) and not exit_zero:
+        raise click.exceptions.Exit(EXIT_FINDINGS)
+    if any(o.errors for o in outcomes):
+        raise click.exceptions.Exit(EXIT_ERROR)
+
+
+def _finish(outcomes, mode, diff, output_format, exit_zero, statistics, quiet, unsafe_fixes, extras=None,
+            before=None) -> None:
+    _print_errors(outcomes)
     if diff:
         text = "".join(_unified(o.original, o.fixed, str(o.path)) for o in outcomes if o.fixed is not None)
         click.echo(text, nl=False)
         changed = any(o.fixed is not None for o in outcomes)
-        raise click.exceptions.Exit(EXIT_FINDINGS if changed else (EXIT_ERROR if errors else EXIT_CLEAN))
-    click.echo(_render(outcomes, output_format, statistics, quiet, mode, unsafe_fixes), nl=False)
-    if any(o.diagnostics for o in outcomes) and not exit_zero:
+        raise click.exceptions.Exit(EXIT_FINDINGS if changed else _exit_for_errors(outcomes))
+    if extras is not None and extras.fix_only:
+        click.echo(extras.fixed_summary(outcomes, before, quiet), nl=False)
+    else:
+        click.echo(_render(outcomes, output_format, statistics, quiet, mode, unsafe_fixes), nl=False)
+        if extras is not None and extras.show_fixes and not quiet:
+            click.echo(extras.fixed_summary(outcomes, before, quiet=False, listing_only=True), nl=False)
+    if extras is not None and extras.exit_non_zero_on_fix and any(o.fixed_count for o in outcomes):
         raise click.exceptions.Exit(EXIT_FINDINGS)
-    if errors:
-        raise click.exceptions.Exit(EXIT_ERROR)
+    _exit(outcomes, exit_zero or (extras is not None and extras.fix_only))
 
 
 @main.command()

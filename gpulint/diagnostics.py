@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Mapping, Optional, Union
 
 if TYPE_CHECKING:  # libcst is imported only when something is parsed: a warm cached run never needs it
@@ -40,7 +40,7 @@ class FixMode(enum.Enum):
         return self is FixMode.UNSAFE or applicability is Applicability.SAFE
 
 
-@dataclass
+@dataclass(frozen=True)
 class Fix:
     """A change to the syntax tree, expressed as original node -> replacement.
 
@@ -80,8 +80,11 @@ class Related:
         return f"{self.filename}:{self.row}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Diagnostic:
+    """One finding. Immutable: each stage (rule -> placed -> suppressed/selected -> output) makes a new value
+    with `dataclasses.replace`; nothing completes a diagnostic in place."""
+
     code: str
     name: str
     message: str
@@ -97,8 +100,36 @@ class Diagnostic:
     # Notebooks: the first and last line of the .ipynb file itself that hold the finding's source lines (for
     # annotations on the raw file: GitHub, SARIF); None where they could not be told.
     file_rows: Optional[tuple[int, int]] = None
-    related: tuple = ()
+    # Other places the finding involves (a helper's line in another module), as JSON `related`, SARIF
+    # `relatedLocations`, LSP `relatedInformation`, and "via file:line" in text output.
+    related: tuple[Related, ...] = ()
+
+    def portable(self) -> "Diagnostic":
+        """This finding without syntax-tree nodes, so it can cross a process boundary (and be cached)."""
+        if self.node is None and (self.fix is None or not self.fix.changes):
+            return self
+        fix = None if self.fix is None else replace(self.fix, changes={})
+        return replace(self, node=None, fix=fix)
 
     def sort_key(self) -> tuple:
         cell = -1 if self.cell is None else self.cell
         return (self.filename, cell, self.location.row, self.location.column, self.code)
+
+
+class InternalError(str):
+    """The line for a crash inside a rule: an error message that fails the run (exit 2). Its parts stay with
+    it, so that a view can place the line elsewhere (a notebook's cell)."""
+
+    code: str = ""
+    row: Optional[int] = None
+    reason: str = ""
+
+
+def internal_error(code: str, filename: str, row: Optional[int], reason: str) -> InternalError:
+    """The one line a crash inside a rule prints: `internal error in GPU101 on train.py:12: <reason>`.
+
+    The only place this line is formatted: whatever runs the rules hands (code, row, reason) here."""
+    where = f"{filename}:{row}" if row else filename
+    error = InternalError(f"internal error in {code} on {where}: {reason}")
+    error.code, error.row, error.reason = code, row, reason
+    return error

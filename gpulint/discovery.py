@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path
 from typing import Iterator, Optional
 
+import click
 import pathspec
 
-from gpulint.config import DEFAULT_EXCLUDE, Settings
+from gpulint.config import Settings
 
 SOURCE_SUFFIXES = (".py", ".pyi")
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -36,24 +39,71 @@ def _wanted(name: str, settings: Settings) -> bool:
     return name.endswith(SOURCE_SUFFIXES) or (settings.include_notebooks and name.endswith(NOTEBOOK_SUFFIX))
 
 
+def warn(message: str) -> None:
+    from gpulint.output.common import printable
+
+    click.echo(f"gpulint: warning: {printable(message)}", err=True)
+
+
+def _readable(path: Path, settings: Settings, named: bool) -> bool:
+    """Whether to hand `path` to the reader. Never opens it (opening a FIFO can block forever).
+
+    Skipped with a warning: FIFOs, sockets and devices found in a walk, and files above `max-file-size`.
+    Handed on, for the reader's one-line error: broken links and link loops (a mistake to fix), and any
+    non-regular file named on the command line (exit 2).
+    """
+    try:
+        st = os.stat(path)
+    except OSError:
+        return True  # broken link, link loop, permission: the reader says which, as an error
+    if not stat.S_ISREG(st.st_mode):
+        if named:
+            return True
+        from gpulint.files import file_kind
+
+        warn(f"{path}: {file_kind(st.st_mode)}, not a regular file; skipped")
+        return False
+    if settings.max_file_size and st.st_size > settings.max_file_size:
+        warn(f"{path}: {format_size(st.st_size)}, larger than max-file-size ({format_size(settings.max_file_size)}); "
+             f"skipped")
+        return False
+    return True
+
+
+def _loops(path: Path) -> bool:
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
+
+
+def format_size(size: int) -> str:
+    for unit, factor in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if size >= factor:
+            return f"{size / factor:.1f} {unit}"
+    return f"{size} bytes"
+
+
 def iter_files(paths: list[Path], settings: Settings, force_exclude: bool = False) -> Iterator[Path]:
     """Files to lint, in a stable order.
 
     Paths named explicitly are linted even if excluded, like Ruff, unless `force_exclude` (pre-commit passes
-    every staged file by name, and `exclude` must still hold there).
+    every staged file by name, and `exclude` must still hold there). Only regular files are read; see
+    `_readable` for the rest.
     """
-    exclude = _spec([*DEFAULT_EXCLUDE, *settings.exclude, *settings.extend_exclude])
+    exclude = _spec([*settings.exclude, *settings.extend_exclude])
     seen: set[Path] = set()
     root = settings.root.resolve()
     for given in paths:
         if not given.exists() and not given.is_symlink():
             raise PathError(f"{given}: no such file or directory")
         if given.is_symlink() and not given.exists():
-            raise PathError(f"{given}: broken symbolic link")
+            raise PathError(f"{given}: {'symbolic link loop' if _loops(given) else 'broken symbolic link'}")
         if force_exclude and _excluded_anywhere(given, root, exclude):
             continue
-        if given.is_file():
-            if given.resolve() not in seen:
+        if not given.is_dir():  # a file, or a FIFO, socket or device named explicitly: the reader refuses those
+            if given.resolve() not in seen and _readable(given, settings, named=True):
                 seen.add(given.resolve())
                 yield given
             continue
@@ -125,7 +175,9 @@ def _walk_dir(directory: Path, root: Path, settings: Settings, exclude, ignores)
         path = Path(entry.path)
         try:
             is_dir = entry.is_dir()
-        except OSError:
+        except OSError as exc:  # a symbolic link loop (ELOOP), or a file that vanished meanwhile
+            if _wanted(entry.name, settings) and entry.is_symlink():
+                warn(f"{path}: {'symbolic link loop' if exc.errno == errno.ELOOP else exc.strerror}; skipped")
             continue
         if _excluded(path, is_dir, root, exclude, ignores):
             continue
@@ -133,5 +185,5 @@ def _walk_dir(directory: Path, root: Path, settings: Settings, exclude, ignores)
             if entry.is_symlink():
                 continue  # do not follow directory links: they loop, and lead out of the project
             yield from _walk_dir(path, root, settings, exclude, ignores)
-        elif _wanted(entry.name, settings):
+        elif _wanted(entry.name, settings) and _readable(path, settings, named=False):
             yield path

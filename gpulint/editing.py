@@ -16,6 +16,7 @@ from gpulint import suppression
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _NOQA = suppression._NOQA  # the very pattern the engine reads back, so what we write is what it honours
+_CODE = suppression._CODE
 _NOT_CODE = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
              tokenize.ENDMARKER}
 
@@ -131,4 +132,18 @@ def with_noqa(source: str, code: str, rows: tuple[int, ...]) -> Optional[str]:
         new = "".join(lines[: row - 1]) + new_line + ending + "".join(lines[row:])
         if suppression.parse(new).suppresses(code, rows):
             return new
+    return None
+
+
+def noqa_code_at(line: str, character: int, units: Units = utf16_units) -> Optional[tuple[str, int, int]]:
+    """The code under the cursor in a `# noqa: CODE, ...` comment on `line`, and its start and end columns
+    (in `units`), so that hovering a suppression explains the rule it silences; None elsewhere."""
+    for comment in _NOQA.finditer(line):
+        if comment.group("codes") is None:
+            continue
+        base = comment.start("codes")
+        for code in _CODE.finditer(comment.group("codes")):
+            start, end = units(line[: base + code.start()]), units(line[: base + code.end()])
+            if start <= character <= end:
+                return code.group().upper(), start, end
     return None

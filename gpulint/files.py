@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import glob
 import io
 import os
@@ -18,7 +19,7 @@ class FileError(Exception):
     """A file that cannot be linted (unreadable, binary, undecodable): one line for the user."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class SourceFile:
     path: Path
     text: str
@@ -28,20 +29,7 @@ class SourceFile:
 
     @classmethod
     def read(cls, path: Path) -> "SourceFile":
-        try:
-            st = path.stat()
-            if stat.S_ISDIR(st.st_mode):
-                raise FileError(f"{path}: is a directory")
-            raw = path.read_bytes()
-        except FileError:
-            raise
-        except FileNotFoundError:
-            what = "broken symbolic link" if path.is_symlink() else "no such file"
-            raise FileError(f"{path}: {what}") from None
-        except PermissionError:
-            raise FileError(f"{path}: permission denied") from None
-        except OSError as exc:
-            raise FileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        raw, st = read_regular(path)
         return cls(path, decode(raw, path), _encoding(raw), raw, st.st_mtime_ns)
 
     def encode(self, text: str) -> bytes:
@@ -54,12 +42,61 @@ class SourceFile:
             if self.path.read_bytes() != self.raw:
                 raise FileError(f"{self.path}: changed on disk while gpulint was fixing it; not overwritten")
             mode = stat.S_IMODE(self.path.stat().st_mode)
-        except OSError as exc:
-            raise FileError(f"{self.path}: cannot write ({exc.strerror or exc})") from None
-        remove_stale_temps(self.path)
-        atomic_write(self.path, data, mode)
-        self.raw = data
-        self.text = text
+            if not os.access(self.path, os.W_OK):  # a read-only file stays as it is, even though the
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))  # directory allows a rename
+            remove_stale_temps(self.path)
+            atomic_write(self.path, data, mode)
+        except OSError as exc:  # disk full, file too large, read-only file system, permission denied
+            raise FileError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, in words."""
+    for test, what in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def read_regular(path: Path) -> tuple[bytes, os.stat_result]:
+    """The bytes of `path` and its stat, refusing anything but a regular file without ever blocking.
+
+    Opened with O_NONBLOCK (opening a FIFO nobody writes to would wait forever) and checked with fstat on the
+    open descriptor, so a file swapped for a pipe or a device between discovery and here is refused too.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        what = "broken symbolic link" if path.is_symlink() else "no such file"
+        raise FileError(f"{path}: {what}") from None
+    except PermissionError:
+        raise FileError(f"{path}: permission denied") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise FileError(f"{path}: symbolic link loop") from None
+        if exc.errno == errno.EISDIR:
+            raise FileError(f"{path}: is a directory") from None
+        raise FileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = file_kind(st.st_mode)
+            raise FileError(f"{path}: is a directory" if stat.S_ISDIR(st.st_mode) else
+                            f"{path}: {kind}, not a regular file; not read")
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks), st
+    except OSError as exc:
+        raise FileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
 
 
 TEMP_SUFFIX = ".gpulint-tmp"

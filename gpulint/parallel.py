@@ -15,8 +15,8 @@ from typing import Optional
 from gpulint.cache import Cache
 from gpulint.config import Settings
 from gpulint.diagnostics import FixMode
-from gpulint.engine import FileOutcome, content_hash, lint_file_safely
-from gpulint.files import FileError, SourceFile, decode
+from gpulint.files import FileError
+from gpulint.pipeline import FileOutcome, Input, lint_file_safely
 
 # Below this many files to parse, starting workers costs more than it saves.
 MIN_FILES_PER_WORKER = 4
@@ -31,71 +31,65 @@ def default_jobs() -> int:
 
 def lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: bool, want_edits: bool,
                jobs: Optional[int] = None, cache: Optional[Cache] = None) -> list[FileOutcome]:
+    """Each file is read and hashed once, here: the hash finds its cache entry, and on a miss the text read
+    goes to the worker that lints it."""
     outcomes: list[Optional[FileOutcome]] = [None] * len(files)
     cacheable = cache is not None and mode is FixMode.NONE
-    todo: list[int] = []
+    todo: list[tuple[int, Input]] = []
     for i, path in enumerate(files):
-        hit = _from_cache(cache, path, want_edits) if cacheable and _cacheable(path) else None
+        try:
+            source = Input.read(path)
+        except FileError as exc:
+            outcomes[i] = FileOutcome(path, errors=(str(exc),))
+            continue
+        hit = _from_cache(cache, source, want_edits) if cacheable and _cacheable(source) else None
         if hit is not None:
             outcomes[i] = hit
         else:
-            todo.append(i)
+            todo.append((i, source))
 
     jobs = default_jobs() if jobs is None else max(1, jobs)
     workers = min(jobs, len(todo) // MIN_FILES_PER_WORKER)
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        for i in todo:
-            outcomes[i] = lint_file_safely(files[i], settings, mode, write=write, want_edits=want_edits)
+        for i, source in todo:
+            outcomes[i] = lint_file_safely(files[i], settings, mode, write=write, want_edits=want_edits,
+                                           source=source).portable()
     else:
         import gpulint.runner  # noqa: F401  (imported before forking: workers start with LibCST loaded)
         from gpulint.rule import all_rules
 
         all_rules()
-        todo.sort(key=lambda i: -_size(files[i]))
+        todo.sort(key=lambda item: -len(item[1].text))
         context = multiprocessing.get_context("fork")
-        tasks = [(i, files[i], settings, mode, write, want_edits) for i in todo]
+        tasks = [(i, files[i], source, settings, mode, write, want_edits) for i, source in todo]
         with context.Pool(workers) as pool:
             for i, outcome in pool.imap_unordered(_work, tasks, chunksize=1):
                 outcomes[i] = outcome
 
     if cacheable:
-        for i in todo:
+        for i, source in todo:
             outcome = outcomes[i]
-            if outcome is not None and not outcome.errors and outcome.content_hash is not None \
-                    and _cacheable(files[i]):
-                key = cache.key(files[i], outcome.content_hash, want_edits)
-                cache.put(key, outcome.diagnostics)
+            if outcome is not None and not outcome.errors and _cacheable(source):
+                cache.put(cache.key(files[i], source.digest, want_edits), list(outcome.diagnostics),
+                          outcome.dependencies)
     return outcomes  # type: ignore[return-value]
 
 
 def _work(task) -> tuple[int, FileOutcome]:
-    i, path, settings, mode, write, want_edits = task
-    return i, lint_file_safely(path, settings, mode, write=write, want_edits=want_edits).portable()
+    i, path, source, settings, mode, write, want_edits = task
+    return i, lint_file_safely(path, settings, mode, write=write, want_edits=want_edits,
+                               source=source).portable()
 
 
-def _cacheable(path: Path) -> bool:
-    return path.suffix != ".ipynb"  # notebooks: findings live in cells; linted each time
+def _cacheable(source: Input) -> bool:
+    return not source.is_notebook  # notebooks: findings live in cells; linted each time
 
 
-def _from_cache(cache: Cache, path: Path, want_edits: bool) -> Optional[FileOutcome]:
+def _from_cache(cache: Cache, source: Input, want_edits: bool) -> Optional[FileOutcome]:
     """The outcome stored for this exact content, or None (then the file is linted)."""
-    try:
-        source = SourceFile.read(path)
-    except FileError:
-        return None  # the worker reports it
-    name = str(path)
-    digest = content_hash(source.raw)
-    diagnostics = cache.get(cache.key(path, digest, want_edits), name)
+    diagnostics = cache.get(cache.key(source.path, source.digest, want_edits), source.name)
     if diagnostics is None:
         return None
-    outcome = FileOutcome(path, diagnostics, content_hash=digest)
-    if diagnostics:
-        outcome.sources[(name, None)] = source.text  # the output prints the lines under findings
-    return outcome
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
+    # The output prints the lines under findings.
+    sources = {(source.name, None): source.text} if diagnostics else {}
+    return FileOutcome(source.path, tuple(diagnostics), sources, content_hash=source.digest)

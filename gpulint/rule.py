@@ -57,9 +57,9 @@ class Severity(str, enum.Enum):
 class Example:
     """A small program for a rule's own test (tests/test_rule_examples.py runs every one).
 
-    VALID examples must produce no finding of the rule. INVALID ones must produce exactly one finding of it whose
-    message contains `message` (if given), and, where `fixed` is given, `gpulint check --fix --unsafe-fixes`
-    must turn `code` into `fixed` (None: the finding has no fix).
+    VALID examples (plain strings) must produce no finding of the rule. An INVALID one must produce `count`
+    findings of it whose message contains `message`, and `--fix --unsafe-fixes` with only that rule enabled must
+    turn `code` into `fixed` (None: the rule offers no fix there, the code stays as it is).
     """
 
     code: str

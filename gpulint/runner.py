@@ -5,21 +5,22 @@ Everything here works on text in memory; reading and writing files is the caller
 
 from __future__ import annotations
 
-import ast
+import bisect
 import functools
 import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from dataclasses import dataclass, field
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from gpulint import bigfile
 from gpulint import fixes as fixing
 from gpulint import suppression
 from gpulint.analysis import ModuleAnalysis
-from gpulint.diagnostics import Diagnostic, FixMode, Position
 from gpulint.checker import run_rules
+from gpulint.diagnostics import Diagnostic, FixMode, InternalError, Position, internal_error
 from gpulint.rule import all_rules
 
 MAX_FIX_PASSES = 10
@@ -31,12 +32,19 @@ class LintResult:
     diagnostics: list[Diagnostic]
     source: str  # the text after fixes (the input when nothing was fixed)
     fixed_count: int = 0
-    errors: list[str] = field(default_factory=list)  # internal errors of single rules, reported, not raised
+    # One line each, naming the file: rules that crashed (`diagnostics.internal_error`) or could not follow the
+    # code; reported, not raised.
+    errors: list[str] = field(default_factory=list)
     # The syntax tree the diagnostics' fixes refer to (for edits computed later, as the language server does).
     module: Optional[cst.Module] = field(default=None, repr=False)
 
     def changed(self, original: str) -> bool:
         return self.source != original
+
+    @property
+    def crashed(self) -> bool:
+        """A rule raised: the run must end with exit 2 even though the other findings print."""
+        return any(isinstance(e, InternalError) for e in self.errors)
 
 
 @functools.lru_cache(maxsize=64)
@@ -75,7 +83,7 @@ def python_syntax_error(source: str, filename: str) -> tuple[Optional[Diagnostic
     valid for a newer Python, which LibCST may parse: the second value says whether to let it try.
     """
     try:
-        ast.parse(source, filename or "<string>")
+        bigfile.python_parse(source, filename or "<string>")
     except SyntaxError as exc:
         message = exc.msg or "invalid syntax"
         deep = any(t in message for t in _TOO_DEEP)
@@ -98,44 +106,66 @@ def syntax_error_diagnostic(exc: cst.ParserSyntaxError, filename: str) -> Diagno
     return _gpu001(f"{message} (LibCST's parser)", filename, exc.raw_line, exc.raw_column + 1)
 
 
-def _run_rules(analysis: ModuleAnalysis, codes: frozenset[str], report_periodic: bool,
-               errors: list[str]) -> list[Diagnostic]:
-    found, failures = run_rules(analysis, codes, report_periodic)
-    for failure in failures:
-        if failure.reason.startswith("too deeply nested"):
-            errors.append(f"too deeply nested for {failure.code}'s analysis; {failure.code} not checked")
-        else:
-            errors.append(f"internal error in {failure.code} ({failure.reason}); "
-                          f"please report it with the file that triggered it")
-    return found
+class RuleFailure(NamedTuple):
+    """A rule that raised: which rule, at which node (None: not at a node), and why ("": too deeply nested)."""
+
+    code: str
+    node: Optional[cst.CSTNode]
+    reason: str
 
 
-def _place(diagnostics: list[Diagnostic], analysis: ModuleAnalysis, source: str, filename: str) -> None:
-    """Attach line/column to reported nodes. Positions are resolved only for files that have findings.
+def _run_rules(analysis: ModuleAnalysis, codes: frozenset[str],
+               report_periodic: bool) -> tuple[list[Diagnostic], list[RuleFailure]]:
+    """Every enabled rule over the module (gpulint.checker): (findings, failures of rules that raised)."""
+    found, errors = run_rules(analysis, codes, report_periodic)
+    failures = [RuleFailure(e.code, None, "") if e.reason.startswith("too deeply nested")
+                else RuleFailure(e.code, e.node, e.reason) for e in errors]
+    return found, failures
+
+
+def _failure_messages(failures: list[RuleFailure], positions: dict, filename: str) -> list[str]:
+    messages = []
+    for f in failures:
+        if not f.reason:
+            messages.append(f"{filename}: too deeply nested for {f.code}'s analysis; {f.code} not checked")
+            continue
+        where = positions.get(f.node) if f.node is not None else None
+        messages.append(internal_error(f.code, filename, where.start.line if where else None, f.reason))
+    return messages
+
+
+def _positions(analysis: ModuleAnalysis, source: str, nodes: list) -> dict:
+    """Line/column of the given nodes. Positions are resolved only for files that have findings.
 
     LibCST's PositionProvider regenerates the whole module; here only the top-level statements that hold a
-    finding are, each in a module of its own, then shifted by the lines before it in the source.
+    node are, each in a module of its own, then shifted by the lines before it in the source.
     """
-    if not diagnostics:
-        return
-    by_statement: dict = {}
-    for d in diagnostics:
-        d.filename = filename
-        if d.node is not None:
-            by_statement.setdefault(_top_level(analysis, d.node), []).append(d)
+    by_statement = dict.fromkeys(_top_level(analysis, node) for node in nodes if node is not None)
     module = analysis.module
+    offsets = _TopLevelOffsets(module, source)
     positions: dict = {}
-    for statement, found in by_statement.items():
-        shifted = _statement_positions(module, statement, source)
+    nodes_by_statement: dict = {}
+    for node in nodes:
+        if node is not None:
+            nodes_by_statement.setdefault(_top_level(analysis, node), []).append(node)
+    for statement, wanted in nodes_by_statement.items():
+        shifted = _statement_positions(module, statement, source, offsets)
         if shifted is None:  # not locatable on its own: resolve the whole module once
-            positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-            break
-        positions.update(shifted)
-    for d in diagnostics:
-        where = positions.get(d.node) if d.node is not None else None
-        if where is not None:
-            d.location = Position(where.start.line, where.start.column + 1)
-            d.end_location = Position(where.end.line, where.end.column + 1)
+            return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        resolved, lines_before = shifted
+        for node in wanted:  # shift only the nodes asked for, not every node of the statement
+            if node in resolved:
+                positions[node] = _shift(resolved[node], lines_before)
+    return positions
+
+
+def _placed(d: Diagnostic, positions: dict, filename: str) -> Diagnostic:
+    """A rule's finding with its file and position: a new value, the finding itself is left as it was."""
+    where = positions.get(d.node) if d.node is not None else None
+    if where is None:
+        return replace(d, filename=filename)
+    return replace(d, filename=filename, location=Position(where.start.line, where.start.column + 1),
+                   end_location=Position(where.end.line, where.end.column + 1))
 
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -148,21 +178,47 @@ def _top_level(analysis: ModuleAnalysis, node: cst.CSTNode) -> Optional[cst.CSTN
     return current if parent is not None else None
 
 
-def _statement_positions(module: cst.Module, statement: Optional[cst.CSTNode], source: str) -> Optional[dict]:
+class _TopLevelOffsets:
+    """Where each top-level statement starts in the source, and the line it starts on: one pass for the file.
+
+    (Searching the source for each statement's text, and counting the newlines before it, cost a pass over
+    the whole file per statement with findings: quadratic in the file's size.)"""
+
+    def __init__(self, module: cst.Module, source: str) -> None:
+        self.module = module
+        self.source = source
+        self._starts: Optional[dict] = None
+        self._line_starts: Optional[list[int]] = None
+
+    def start(self, statement: cst.CSTNode) -> Optional[int]:
+        if self._starts is None:
+            self._starts = {}
+            code = self.module.code_for_node
+            offset = sum(len(code(line)) for line in self.module.header)
+            for body in self.module.body:
+                self._starts[body] = offset
+                offset += len(code(body))
+        return self._starts.get(statement)
+
+    def line(self, offset: int) -> int:
+        """Lines (\\n, \\r\\n or \\r ended) before `offset`."""
+        if self._line_starts is None:
+            self._line_starts = [m.end() for m in _NEWLINE.finditer(self.source)]
+        return bisect.bisect_right(self._line_starts, offset)
+
+
+def _statement_positions(module: cst.Module, statement: Optional[cst.CSTNode], source: str,
+                         offsets: _TopLevelOffsets) -> Optional[tuple[dict, int]]:
     if statement is None:
         return None
     alone = cst.Module(body=[statement], header=(), footer=(), default_newline=module.default_newline,
                        default_indent=module.default_indent, has_trailing_newline=True)
     wrapper = MetadataWrapper(alone, unsafe_skip_copy=True)
     code = wrapper.module.code
-    offset = source.find(code)
-    if offset < 0 or source.find(code, offset + 1) >= 0:
-        return None  # not found, or found twice: which one is it?
-    if offset and source[offset - 1] not in "\r\n":
-        return None
-    lines_before = len(_NEWLINE.findall(source, 0, offset))
-    resolved = wrapper.resolve(PositionProvider)
-    return {node: _shift(where, lines_before) for node, where in resolved.items()}
+    offset = offsets.start(statement)
+    if offset is None or source[offset:offset + len(code)] != code:
+        return None  # not where the module's own code puts it (e.g. no final newline): resolve the module
+    return wrapper.resolve(PositionProvider), offsets.line(offset)
 
 
 def _shift(where, lines: int):
@@ -174,11 +230,16 @@ def _shift(where, lines: int):
                      CodePosition(where.end.line + lines, where.end.column))
 
 
-def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic: bool, errors: list[str]):
-    module = cst.parse_module(source)
-    analysis = ModuleAnalysis(module, source, Path(filename) if filename and Path(filename).is_file() else None)
-    diagnostics = _run_rules(analysis, codes, report_periodic, errors)
-    _place(diagnostics, analysis, source, filename)
+def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic: bool, errors: list[str],
+             path: Optional[Path] = None):
+    module = bigfile.parse_module(source)  # big files piece by piece: memory bounded by the tree
+    analysis = ModuleAnalysis(module, source, path)
+    found, failures = _run_rules(analysis, codes, report_periodic)
+    diagnostics: list[Diagnostic] = []
+    if found or failures:
+        positions = _positions(analysis, source, [d.node for d in found] + [f.node for f in failures])
+        diagnostics = [_placed(d, positions, filename) for d in found]
+        errors.extend(_failure_messages(failures, positions, filename))
     if diagnostics:
         sup = suppression.parse(source)
         diagnostics = [d for d in diagnostics
@@ -188,7 +249,8 @@ def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic:
 
 
 def lint_source(source: str, filename: str, codes: frozenset[str], *, report_periodic: bool = False,
-                fix: FixMode = FixMode.NONE, want_edits: bool = False, prefilter: bool = True) -> LintResult:
+                fix: FixMode = FixMode.NONE, want_edits: bool = False, prefilter: bool = True,
+                path: Optional[Path] = None) -> LintResult:
     """Lint `source`; with `fix`, apply fixes pass by pass until none is left (Ruff's loop).
 
     `prefilter=False` parses every file (the property tests compare both ways).
@@ -200,7 +262,7 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
     if syntax_error is None and prefilter and not could_have_findings(source, codes):
         return LintResult([], source)
     try:
-        analysis, diagnostics = _analyse(source, filename, codes, report_periodic, errors)
+        analysis, diagnostics = _analyse(source, filename, codes, report_periodic, errors, path)
     except cst.ParserSyntaxError as exc:
         found = syntax_error or syntax_error_diagnostic(exc, filename)
         return LintResult([found] if SYNTAX_ERROR in codes else [], source)
@@ -210,7 +272,7 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
         found = syntax_error or _gpu001(f"LibCST cannot represent this file ({exc})", filename, 1, 1)
         return LintResult([found] if SYNTAX_ERROR in codes else [], source)
     except RecursionError:
-        return LintResult([], source, errors=["too deeply nested for gpulint's analysis; not checked"])
+        return LintResult([], source, errors=[f"{filename}: too deeply nested for gpulint's analysis; not checked"])
 
     fixed_count = 0
     current = source
@@ -223,20 +285,19 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
         if new_text == current:
             break
         try:
-            analysis, diagnostics = _analyse(new_text, filename, codes, report_periodic, errors)
+            analysis, diagnostics = _analyse(new_text, filename, codes, report_periodic, errors, path)
             if syntax_error is None:  # the input compiled: the output must too
                 compile(new_text, filename or "<fixed>", "exec", dont_inherit=True)
         except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
             # A fix that breaks the code is a bug of ours: keep the last good text and say so.
-            errors.append(f"a fix produced invalid code ({exc.__class__.__name__}); it was not applied")
-            analysis, diagnostics = _analyse(current, filename, codes, report_periodic, errors)
+            errors.append(f"{filename}: a fix produced invalid code ({exc.__class__.__name__}); it was not applied")
+            analysis, diagnostics = _analyse(current, filename, codes, report_periodic, errors, path)
             break
         fixed_count += len(chosen)
         current = new_text
 
     if want_edits:
-        for d in diagnostics:
-            d.edits = fixing.edits_for(d, analysis.module, current)
+        diagnostics = [replace(d, edits=fixing.edits_for(d, analysis.module, current)) for d in diagnostics]
     return LintResult(diagnostics, current, fixed_count, errors, module=analysis.module)
 
 

@@ -10,27 +10,36 @@ message to the client is sent from the event loop.
 from __future__ import annotations
 
 import asyncio
+import os
+import json
 import logging
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
 from pygls.lsp.server import LanguageServer
-from pygls.uris import to_fs_path
+from pygls.protocol import LanguageServerProtocol
+from pygls.uris import from_fs_path, to_fs_path
 
 from gpulint import __version__
 from gpulint.config import ConfigError, Settings, find_config, load
 from gpulint.diagnostics import Applicability, Diagnostic, FixMode
-from gpulint.editing import TextChange, lsp_lines, minimal_change, spot, with_noqa
+from gpulint.editing import TextChange, lsp_lines, minimal_change, noqa_code_at, spot, with_noqa
 from gpulint.files import source_lines
 from gpulint.fixes import edits_for
 from gpulint.rule import all_rules, rule_url
-from gpulint.runner import lint_source
+from gpulint.pipeline import FileOutcome, Input, content_hash, lint_input
 
-DEBOUNCE_SECONDS = 0.2
+DEBOUNCE_SECONDS = 0.05  # a burst of keystrokes is linted once; short, so feedback stays well under 200 ms
+# Buffers larger than this get one informational diagnostic instead of a lint (the CLI's `max-file-size`
+# setting, when there is one, is the place for a configurable limit; this is the default it would have).
+MAX_FILE_SIZE = 5 * 1024 * 1024
+TOO_LARGE = "file-too-large"  # the code of the one informational diagnostic a too-large buffer gets
+CONTENT_CACHE_SIZE = 32  # recent texts whose findings are kept: undo/redo and reopening cost nothing
 FIX_ALL_KIND = "source.fixAll.gpulint"
 CONFIG_NAMES = ("pyproject.toml", "gpulint.toml", ".gpulint.toml")
 PYTHON_SUFFIXES = (".py", ".pyi")
@@ -50,12 +59,59 @@ class Linted:
     module: Optional[object] = None  # the syntax tree the diagnostics' fixes refer to
 
 
+@dataclass(frozen=True)
+class _Rejected:
+    """A message pygls could not turn into a request or notification (wrong shape, invalid params)."""
+
+    id: object
+    error: JsonRpcException
+    is_request: bool
+
+
+def _message_id(data: object) -> object:
+    value = data.get("id") if isinstance(data, dict) else None
+    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+
+
+class Protocol(LanguageServerProtocol):
+    """pygls' protocol, plus the JSON-RPC 2.0 error replies it leaves out, so that no client waits forever.
+
+    pygls already answers an unknown method with -32601 and a cancelled request with -32800; a message whose
+    params do not validate, or that is not a JSON-RPC message at all, it only logs. Here a request gets
+    -32602 / -32600 with its id, and a body that is not JSON gets -32700 with id null (GpulintServer's
+    report_server_error); a broken notification is logged, as notifications get no reply.
+    """
+
+    def reply_error(self, msg_id: object, error: JsonRpcException) -> None:
+        """An error reply; `id` is null, not left out, when the request's id could not be read (JSON-RPC 2.0)."""
+        self._send_data({"jsonrpc": "2.0", "id": msg_id,
+                         "error": {"code": error.code, "message": error.message}})
+
+    def structure_message(self, data):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            return _Rejected(_message_id(data), exc, "id" in data and "method" in data)
+
+    def handle_message(self, message) -> None:
+        if isinstance(message, _Rejected):
+            if message.is_request:
+                self.reply_error(message.id, message.error)
+            return
+        if not hasattr(message, "jsonrpc"):  # valid JSON, but not an object with "jsonrpc" (a list, a number)
+            self.reply_error(_message_id(message), JsonRpcInvalidRequest())
+            return
+        super().handle_message(message)
+
+
 class GpulintServer(LanguageServer):
     def __init__(self) -> None:
         # Full sync: pygls applies incremental changes with str.splitlines, which miscounts lines holding a
         # form feed or \u2028; the whole text is cheap next to a parse.
-        super().__init__("gpulint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        super().__init__("gpulint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full,
+                         protocol_cls=Protocol)
         self.linted: dict[str, Linted] = {}
+        self.by_content: dict[tuple, Linted] = {}  # (content hash, settings) -> findings, oldest first
         self.pending: dict[str, asyncio.Task] = {}
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpulint-lint")
         self._settings: dict[Path, Settings] = {}
@@ -66,6 +122,12 @@ class GpulintServer(LanguageServer):
         self._config_errors_before: set[str] = set()  # shown before it: not shown again
 
     # -- messages -----------------------------------------------------------------------------------------
+    def report_server_error(self, error: Exception, source) -> None:
+        """pygls calls this when a message body cannot be read: its reply is -32700, id null (JSON-RPC 2.0)."""
+        if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
+            self.protocol.reply_error(None, JsonRpcParseError())
+        super().report_server_error(error, source)
+
     def log(self, message: str, kind: types.MessageType = types.MessageType.Error) -> None:
         self.window_log_message(types.LogMessageParams(type=kind, message=f"gpulint: {message}"))
 
@@ -104,6 +166,7 @@ class GpulintServer(LanguageServer):
         self._config_errors_before = self._config_errors
         self._config_errors = set()
         self.linted.clear()
+        self.by_content.clear()
         for uri in list(self.workspace.text_documents):
             self.lint_later(uri, delay=0)
 
@@ -119,7 +182,7 @@ class GpulintServer(LanguageServer):
         return await asyncio.get_running_loop().run_in_executor(self.worker, function, *args)
 
     async def lint(self, uri: str) -> Optional[Linted]:
-        """Findings for the buffer as it is now; None if it is not a Python document or linting failed."""
+        """Findings for the buffer as it is now; None if it is not an open Python document or linting failed."""
         if not self.is_python(uri):
             return None
         document = self.workspace.get_text_document(uri)
@@ -127,24 +190,38 @@ class GpulintServer(LanguageServer):
         fs_path = to_fs_path(uri)
         path = Path(fs_path) if fs_path else None
         settings = self.settings_for(path)
+        key = (content_hash(source.encode("utf-8", "surrogatepass")), id(settings))
         cached = self.linted.get(uri)
+        if cached is None or cached.source != source or cached.settings is not settings:
+            cached = self.by_content.get(key)  # the same text seen before (undo, reopen, another buffer)
         if cached is not None and cached.source == source and cached.settings is settings:
+            self.linted[uri] = cached
             return cached
-        codes = settings.enabled_codes(path)
         name = str(path) if path else uri
+
+        def work():
+            current = self.workspace.text_documents.get(uri)
+            if current is None or current.source != source:
+                return None  # a newer version arrived while this waited for the worker: it gets its own lint
+            return lint_buffer(source, name, path, settings)
+
         try:
-            result = await self.run(lambda: lint_source(source, name, codes,
-                                                        report_periodic=settings.report_periodic))
+            result = await self.run(work)
         except Exception:  # the server must outlive any bug of ours
             self.log(f"internal error while linting {name}:\n{traceback.format_exc()}")
+            return None
+        if result is None:
             return None
         for error in result.errors:
             self.log(f"{name}: {error}", types.MessageType.Warning)
         lines = lsp_lines(source)
         units = self.workspace.position_codec.client_num_units
-        linted = Linted(source, result.diagnostics, [to_lsp(d, lines, units) for d in result.diagnostics],
+        linted = Linted(source, list(result.diagnostics), [to_lsp(d, lines, units) for d in result.diagnostics],
                         settings=settings, module=result.module)
         self.linted[uri] = linted
+        self.by_content[key] = linted
+        while len(self.by_content) > CONTENT_CACHE_SIZE:
+            self.by_content.pop(next(iter(self.by_content)))
         return linted
 
     async def publish(self, uri: str) -> None:
@@ -188,16 +265,15 @@ class GpulintServer(LanguageServer):
         computing every finding's edits at each lint costs a whole-module fix and diff per finding (seconds on
         a large file with many findings; see benchmarks/lsp_latency.py)."""
         if d.fix is not None and not d.edits and linted.module is not None:
-            d.edits = await self.run(edits_for, d, linted.module, linted.source)
+            return replace(d, edits=await self.run(edits_for, d, linted.module, linted.source))
         return d
 
     async def fix_all(self, uri: str, linted: Linted) -> str:
         if linted.fixed_all is None:
             path = to_fs_path(uri)
-            codes = linted.settings.enabled_codes(Path(path) if path else None)
-            result = await self.run(lambda: lint_source(linted.source, path or uri, codes, fix=FixMode.SAFE,
-                                                        report_periodic=linted.settings.report_periodic))
-            linted.fixed_all = result.source
+            result = await self.run(lint_buffer, linted.source, path or uri, Path(path) if path else None,
+                                    linted.settings, FixMode.SAFE)
+            linted.fixed_all = result.text
         return linted.fixed_all
 
     def edit(self, uri: str, old: str, new: str) -> Optional[types.WorkspaceEdit]:
@@ -208,6 +284,23 @@ class GpulintServer(LanguageServer):
         return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
             text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=document.version),
             edits=[to_text_edit(change)])])
+
+
+def lint_buffer(source: str, name: str, path: Optional[Path], settings: Settings,
+                fix: FixMode = FixMode.NONE) -> FileOutcome:
+    """The one place the server calls the linter: an editor's buffer, never written to disk.
+
+    A buffer over MAX_FILE_SIZE is not linted: one informational finding says so (the CLI skips such files).
+    """
+    size = len(source.encode("utf-8", "surrogatepass"))
+    if size > MAX_FILE_SIZE:
+        return FileOutcome(path or Path(name), (_too_large(name, size),), text=source)
+    return lint_input(Input.from_text(source, name, path), settings, fix, write=False)
+
+
+def _too_large(name: str, size: int) -> Diagnostic:
+    return Diagnostic(TOO_LARGE, "file-too-large", f"{Path(name).name} is {size / 1e6:.1f} MB, over the "
+                      f"{MAX_FILE_SIZE / 1e6:.0f} MB limit for one file: gpulint does not lint it")
 
 
 def _mtime(path: Optional[Path]) -> Optional[int]:
@@ -226,6 +319,9 @@ def lsp_range(d: Diagnostic, lines: list[str], units) -> types.Range:
 
 def to_lsp(d: Diagnostic, lines: list[str], units) -> types.Diagnostic:
     rule = all_rules().get(d.code)
+    if rule is None:  # not a rule's finding: the buffer was not linted (too large)
+        return types.Diagnostic(range=lsp_range(d, lines, units), message=d.message, code=d.code,
+                                severity=types.DiagnosticSeverity.Information, source="gpulint")
     return types.Diagnostic(
         range=lsp_range(d, lines, units),
         message=d.message,
@@ -235,7 +331,16 @@ def to_lsp(d: Diagnostic, lines: list[str], units) -> types.Diagnostic:
         code_description=types.CodeDescription(href=rule_url(d.code)),
         source="gpulint",
         data={"fix": d.fix.applicability.value if d.fix else None},
+        related_information=[_related(r) for r in d.related] or None,
     )
+
+
+def _related(r) -> types.DiagnosticRelatedInformation:
+    """Where a helper called in the loop pays the cost: a location in another file of the project."""
+    where = types.Position(line=max(r.row - 1, 0), character=0)
+    uri = from_fs_path(os.path.abspath(r.filename)) or r.filename
+    return types.DiagnosticRelatedInformation(location=types.Location(uri=uri, range=types.Range(where, where)),
+                                              message=r.message or "the cost is paid here")
 
 
 def to_text_edit(change: TextChange) -> types.TextEdit:
@@ -261,6 +366,24 @@ def _engine_fix(source: str, d: Diagnostic) -> str:
         cursor = e.end_location.row - 1
     out.extend(lines[cursor:])
     return "".join(out)
+
+
+def rule_docs(rule) -> str:
+    """The Markdown that hover shows for a rule (the one place that says where it comes from)."""
+    return rule.documentation()
+
+
+def _noqa_hover(source: str, position: types.Position, units) -> Optional[types.Hover]:
+    """Hovering a code in a `# noqa:` comment shows that rule's documentation (it has no finding to hover)."""
+    lines = lsp_lines(source)
+    line = lines[position.line].rstrip("\r\n") if position.line < len(lines) else ""
+    found = noqa_code_at(line, position.character, units)
+    rule = all_rules().get(found[0]) if found else None
+    if rule is None:
+        return None
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=rule_docs(rule)),
+                       range=types.Range(start=types.Position(position.line, found[1]),
+                                         end=types.Position(position.line, found[2])))
 
 
 def _wanted(only: Optional[list[str]], kind: str) -> bool:
@@ -360,8 +483,8 @@ def build() -> GpulintServer:
         found = [(d, lsp_d) for d, lsp_d in zip(linted.diagnostics, linted.lsp)
                  if d.code in rules and _touches(lsp_d.range, here)]
         if not found:
-            return None
-        text = "\n\n---\n\n".join(dict.fromkeys(rules[d.code].documentation() for d, _ in found))
+            return _noqa_hover(linted.source, params.position, ls.workspace.position_codec.client_num_units)
+        text = "\n\n---\n\n".join(dict.fromkeys(rule_docs(rules[d.code]) for d, _ in found))
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
                            range=found[0][1].range)
 

@@ -8,10 +8,13 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Optional
 
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,?\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
-_FILE = re.compile(r"^#\s*gpulint\s*:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,?\s*[A-Z]+[0-9]+)*))?\s*$",
-                   re.IGNORECASE)
-_CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
+# The codes: a comma-separated list of words (so `foo-bar` and `GPU1O1` are read as the unknown codes they are,
+# not as "no codes": a bare noqa), then more codes after spaces; a trailing remark (`# noqa: E402 (why)`) is not.
+_LIST = r"[^\s,#()]+(?:\s*,\s*[^\s,#()]+)*(?:\s+[A-Z]+[0-9]+[A-Z0-9]*(?=\s|,|$))*"
+_NOQA = re.compile(rf"#\s*noqa(?::\s*(?P<codes>{_LIST}))?", re.IGNORECASE)
+_FILE = re.compile(rf"^#\s*gpulint\s*:\s*noqa(?::\s*(?P<codes>{_LIST}))?\s*$", re.IGNORECASE)
+_CODE = re.compile(r"[^\s,]+")  # one word of a codes list
+_FOREIGN = re.compile(r"[A-Z]+[0-9]+")  # another tool's code (E501, F401): not ours to judge
 
 ALL = None  # a bare noqa suppresses every code
 
@@ -20,6 +23,8 @@ ALL = None  # a bare noqa suppresses every code
 class Suppressions:
     lines: dict[int, Optional[set[str]]] = field(default_factory=dict)
     file_codes: Optional[set[str]] = field(default_factory=set)  # None: the whole file is off
+    # (row, word) for each word of a codes list that is no code of gpulint's: it suppresses nothing
+    unknown: list[tuple[int, str]] = field(default_factory=list)
 
     def suppresses(self, code: str, rows: tuple[int, ...]) -> bool:
         if self.file_codes is None or code in (self.file_codes or ()):
@@ -32,9 +37,24 @@ class Suppressions:
         return False
 
 
-def _codes(match: re.Match) -> Optional[set[str]]:
+def _codes(match: re.Match, row: int = 0, unknown: Optional[list] = None) -> Optional[set[str]]:
+    """The codes a noqa comment names (None: a bare noqa). Unknown words are set aside, never read as "all"."""
     text = match.group("codes")
-    return None if text is None else {c.upper() for c in _CODE.findall(text)}
+    if text is None:
+        return None
+    from gpulint.codes import known_codes
+
+    known = known_codes()
+    codes = set()
+    for word in _CODE.findall(text):
+        upper = word.upper()
+        if upper in known:
+            codes.add(upper)
+        elif _FOREIGN.fullmatch(upper) and not upper.startswith("GPU"):
+            continue
+        elif unknown is not None:
+            unknown.append((row, word))
+    return codes
 
 
 def parse(source: str) -> Suppressions:
@@ -51,7 +71,7 @@ def parse(source: str) -> Suppressions:
             continue
         file_match = _FILE.match(tok.string)
         if file_match and tok.line.strip() == tok.string.strip():
-            codes = _codes(file_match)
+            codes = _codes(file_match, tok.start[0], result.unknown)
             if codes is None:
                 result.file_codes = None
             elif result.file_codes is not None:
@@ -59,5 +79,5 @@ def parse(source: str) -> Suppressions:
             continue
         match = _NOQA.search(tok.string)
         if match:
-            result.lines[tok.start[0]] = _codes(match)
+            result.lines[tok.start[0]] = _codes(match, tok.start[0], result.unknown)
     return result

@@ -122,7 +122,8 @@ def test_huge_file_is_linted(project):
     data = FINDING + 'DATA = """\n' + blob * 100_000 + '"""\n'
     assert len(data) > 10_000_000
     (project / "huge.py").write_text(data)
-    result = run("--fix", "--unsafe-fixes", "--output-format", "concise", "huge.py")
+    # above the default max-file-size (5 MB, tests/test_faults.py): linted when the limit allows it
+    result = run("--max-file-size", "20MB", "--fix", "--unsafe-fixes", "--output-format", "concise", "huge.py")
     assert result.exit_code == 1
     assert "huge.py:9:11: GPU101" in result.stdout
     assert (project / "huge.py").read_text() == data.replace("    torch.cuda.empty_cache()\n", "")
@@ -166,16 +167,16 @@ def test_missing_path_exits_2(project):
 
 
 def test_an_internal_error_costs_one_file_not_the_run(project, monkeypatch):
-    import gpulint.engine
+    import gpulint.pipeline
 
-    real = gpulint.engine.lint_file
+    real = gpulint.pipeline.lint_file
 
     def flaky(path, *args, **kwargs):
         if path.name == "boom.py":
             raise RuntimeError("kaboom")
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(gpulint.engine, "lint_file", flaky)
+    monkeypatch.setattr(gpulint.pipeline, "lint_file", flaky)
     (project / "boom.py").write_text("x = 1\n")
     result = run("--jobs", "1", "--output-format", "concise", ".")
     assert result.exit_code == 1

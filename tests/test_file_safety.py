@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from gpulint.cli import main
 from gpulint.config import Settings
 from gpulint.diagnostics import FixMode
-from gpulint.engine import lint_file
+from gpulint.pipeline import lint_file
 from gpulint.files import TEMP_SUFFIX
 from gpulint.runner import fix_source
 
@@ -118,7 +118,7 @@ def test_a_file_changed_while_fixing_is_not_overwritten(tmp_path: Path, monkeypa
 
     monkeypatch.setattr(gpulint.runner, "lint_source", meanwhile_the_user_saves)
     outcome = lint_file(target, Settings(root=tmp_path), FixMode.UNSAFE)
-    assert outcome.errors == [f"{target}: changed on disk while gpulint was fixing it; not overwritten"]
+    assert list(outcome.errors) == [f"{target}: changed on disk while gpulint was fixing it; not overwritten"]
     assert outcome.fixed_count == 0
     assert target.read_text().endswith("print('edited by the user')\n")
     assert [d.code for d in outcome.diagnostics] == ["GPU110"]  # still reported, not claimed as fixed

@@ -34,6 +34,19 @@ def expected_findings(text: str) -> list[tuple[int, str]]:
     return sorted(found)
 
 
+# Issue 13: GPU301 still treats a returned accumulator as deliberate when the loss was already backpropagated
+# in the loop. The change belongs to rules/ (being split into one file per rule); strict, so the marker must go
+# when the rule is fixed.
+PENDING = {"GPU301/positive_returned.py": "GPU301 exempts returned accumulators after loss.backward() (issue 13)"}
+
+
+def _with_pending(params):
+    for param in params:
+        reason = PENDING.get(param.id)
+        yield param if reason is None else pytest.param(
+            *param.values, id=param.id, marks=pytest.mark.xfail(reason=reason, strict=True))
+
+
 def lint(text: str, code: str, fix=FixMode.NONE, report_periodic=False):
     return lint_source(text, "fixture.py", frozenset({code}), fix=fix, report_periodic=report_periodic)
 
@@ -42,7 +55,7 @@ def options(text: str) -> dict:
     return {"report_periodic": "# gpulint-fixture: report-periodic" in text}
 
 
-@pytest.mark.parametrize("path", list(fixture_files()))
+@pytest.mark.parametrize("path", list(_with_pending(fixture_files())))
 def test_findings_match_markers(path: Path):
     code = path.parent.name
     text = path.read_text(encoding="utf-8")
@@ -52,7 +65,7 @@ def test_findings_match_markers(path: Path):
     assert got == expected_findings(text)
 
 
-@pytest.mark.parametrize("path", list(fixture_files()))
+@pytest.mark.parametrize("path", list(_with_pending(fixture_files())))
 def test_fix_matches_fixed_twin(path: Path):
     code = path.parent.name
     text = path.read_text(encoding="utf-8")

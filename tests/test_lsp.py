@@ -210,6 +210,23 @@ async def test_hover_shows_the_rule_docs(client, workspace):
     assert "## Fix safety" in hover.contents.value and hover.range == target.range
 
 
+async def test_hover_on_a_noqa_code_shows_the_rule_it_silences(client, workspace):
+    path = workspace / "hover_noqa.py"
+    text = SOURCE.replace("torch.cuda.empty_cache()", "torch.cuda.empty_cache()  # noqa: GPU101, gpu110")
+    found = await open_document(client, path, text)
+    assert not [d for d in found if d.code == "GPU110"]  # silenced: no finding left to hover
+    line = next(i for i, t in enumerate(lsp_lines(text)) if "# noqa" in t)
+    column = lsp_lines(text)[line].index("gpu110") + 2
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
+        position=types.Position(line=line, character=column)))
+    assert hover is not None and hover.contents.value.startswith("GPU110 `empty-cache-in-loop`")
+    assert (hover.range.start.character, hover.range.end.character) == (column - 2, column + 4)
+    elsewhere = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=path.as_uri()), position=types.Position(line=0, character=0)))
+    assert elsewhere is None
+
+
 async def test_syntax_error_buffer_keeps_the_server_alive(client, workspace):
     path = workspace / "broken.py"
     await open_document(client, path)
@@ -319,12 +336,12 @@ async def test_fixes_in_files_with_other_line_endings_and_no_final_newline(clien
 
 # A server whose engine raises on one document: the bug is logged, the server lives on.
 _FAULTY = ("import gpulint.server as s\n"
-           "real = s.lint_source\n"
+           "real = s.lint_input\n"
            "def faulty(source, *args, **kwargs):\n"
-           "    if 'BOOM' in source:\n"
+           "    if 'BOOM' in source.text:\n"
            "        raise RuntimeError('engine bug')\n"
            "    return real(source, *args, **kwargs)\n"
-           "s.lint_source = faulty\n"
+           "s.lint_input = faulty\n"
            "s.serve()\n")
 
 

@@ -92,12 +92,16 @@ def test_syntax_error_in_a_cell(notebook):
     assert "nb.ipynb:cell 3:" in result.output and "GPU001" in result.output
 
 
-def test_broken_notebook_is_one_line(notebook, tmp_path):
+def test_broken_notebook_is_one_finding_not_a_failed_run(notebook, tmp_path):
+    # Issue 14: an unreadable notebook is one finding on that file (exit 1, like any finding), never exit 2.
     (tmp_path / "bad.ipynb").write_text("{ not json")
-    result = CliRunner().invoke(main, ["check", "bad.ipynb"])
-    assert result.exit_code == 2
-    assert "bad.ipynb: not a readable notebook" in result.output
-    assert "Traceback" not in result.output
+    result = CliRunner().invoke(main, ["check", "--output-format", "concise", "bad.ipynb", "nb.ipynb"])
+    assert result.exit_code == 1
+    found = [line for line in result.output.splitlines() if line.startswith("bad.ipynb")]
+    assert found == ["bad.ipynb:1:3: GPU001 not a readable notebook: Expecting property name enclosed in "
+                     "double quotes"]
+    assert "nb.ipynb:cell" in result.output  # the other notebook is still linted
+    assert "Traceback" not in result.output and "error" not in result.output
 
 
 def test_ipython_assignments_and_continued_shell_lines_do_not_hide_the_notebook(tmp_path, monkeypatch):

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -40,11 +41,19 @@ def test_check_without_pygls_works(tmp_path):
     assert result.returncode == 1 and "t.py:7:11: GPU101" in result.stdout
 
 
-def test_notebook_without_nbformat_is_skipped_in_one_line_and_the_run_goes_on(tmp_path):
+def test_notebooks_need_no_extra(tmp_path):
+    # Issue 14: the README's CI line (base install) must not fail on a repository with a notebook: notebooks
+    # are JSON, read with the standard library, linted and fixed without nbformat.
     shutil.copy(ROOT / "fixtures" / "notebooks" / "naive_training.ipynb", tmp_path / "nb.ipynb")
     (tmp_path / "t.py").write_text(LOOP)
-    result = gpulint_without("nbformat", "check", "--no-cache", "-j", "1", ".", cwd=tmp_path)
-    assert result.returncode == 1  # the finding in t.py
+    result = gpulint_without("nbformat", "check", "--no-cache", "-j", "1", "--output-format", "concise", ".",
+                             cwd=tmp_path)
+    assert result.returncode == 1  # the findings
     assert "t.py:7:11: GPU101" in result.stdout
-    errors = [line for line in result.stderr.splitlines() if line]
-    assert errors == ["gpulint: error: nb.ipynb: notebooks need nbformat (pip install 'gpulint[notebook]'); skipped"]
+    assert "nb.ipynb:cell 3:" in result.stdout
+    assert [line for line in result.stderr.splitlines() if line] == []
+    before = (tmp_path / "nb.ipynb").read_text()
+    fixed = gpulint_without("nbformat", "--fix", "--no-cache", "nb.ipynb", cwd=tmp_path)
+    assert fixed.returncode == 1 and "Fixed" in fixed.stdout, fixed.stderr
+    after = (tmp_path / "nb.ipynb").read_text()
+    assert after != before and json.loads(after)["cells"]  # still a notebook

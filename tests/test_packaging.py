@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import shutil
 import subprocess
 import sys
@@ -31,7 +32,13 @@ def wheel(tmp_path_factory) -> Path:
 def test_wheel_layout(wheel: Path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "gpulint/rules/__init__.py" in names
-    assert "gpulint/rules/host_sync.py" in names
+    assert "gpulint/rules/host_sync/item_in_loop.py" in names
+    from gpulint.rule import all_rules
+
+    rules_root = ROOT / "rules"
+    for code, cls in all_rules().items():  # every rule's own file ships, whatever family folder it is in
+        shipped = "gpulint/rules/" + Path(inspect.getfile(cls)).resolve().relative_to(rules_root).as_posix()
+        assert shipped in names, f"{code}'s file is missing from the wheel: add its package to pyproject.toml"
     assert "gpulint/verify/probe.py" in names  # `gpulint verify` runs it as `python -m gpulint.verify.probe`
     assert not [n for n in names if n.startswith("rules/")], "a top-level `rules` package would be installed"
     top_level = {n.split("/")[0] for n in names if not n.startswith("gpulint-")}

@@ -103,3 +103,53 @@ def test_fix_hook_fixes_the_file(precommit, env, repo):
     assert (repo / "train.py").read_text() == text  # nothing left that --fix can do
     assert "files were modified" not in again.stdout
 
+
+
+def _readme_config(repo_url: str) -> str:
+    """The README's .pre-commit-config.yaml, pointed at `repo_url`, with both hooks enabled."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = next(b for b in readme.split("```yaml\n")[1:] if ".pre-commit-config.yaml" in b).split("```")[0]
+    return block.replace("<this repository's URL>", repo_url).replace("# - id: gpulint-fix", "- id: gpulint-fix")
+
+
+def test_readme_rev_names_a_real_ref_and_autoupdate_pins_it(precommit, env, hook_repo, tmp_path):
+    # The user's step: paste the README's snippet, run the hooks, then `pre-commit autoupdate`.
+    shadow, snapshot = hook_repo
+    if git("branch", "--show-current", cwd=shadow, env=env).strip() != "main":
+        git("branch", "-f", "main", snapshot, cwd=shadow, env=env)  # the published repository's main branch
+    user = tmp_path / "user"
+    git("init", "-q", str(user), cwd=tmp_path, env=env)
+    (user / ".pre-commit-config.yaml").write_text(_readme_config(shadow.as_uri()))
+    (user / "train.py").write_text(EXAMPLE)
+    git("add", ".", cwd=user, env=env)
+    run = pre_commit_run(precommit, env, user, "gpulint", "train.py")
+    assert run.returncode == 1 and "train.py:23:12: GPU108" in run.stdout, run.stdout + run.stderr
+    update = subprocess.run([*precommit, "autoupdate"], cwd=user, env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert update.returncode == 0, update.stdout + update.stderr
+    config = (user / ".pre-commit-config.yaml").read_text()
+    assert f"rev: {snapshot}" in config  # no tags yet: pinned to main's commit, an immutable rev
+
+
+def test_try_repo_from_a_clean_clone_runs_both_hooks_on_code_and_a_notebook(precommit, env, hook_repo, tmp_path):
+    # `pre-commit try-repo` from a fresh clone, as a contributor (or a user before pinning) runs it.
+    shadow, _ = hook_repo
+    clone = tmp_path / "clean-clone"
+    git("clone", "-q", "--no-local", str(shadow), str(clone), cwd=tmp_path, env=env)
+    user = tmp_path / "user"
+    git("init", "-q", str(user), cwd=tmp_path, env=env)
+    (user / "train.py").write_text(EXAMPLE)
+    shutil.copy(ROOT / "fixtures" / "notebooks" / "naive_training.ipynb", user / "train.ipynb")
+    git("add", ".", cwd=user, env=env)
+
+    def try_repo(hook: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*precommit, "try-repo", str(clone), hook, "--files", "train.py", "train.ipynb"],
+                              cwd=user, env=env, capture_output=True, text=True, timeout=600)
+
+    check = try_repo("gpulint")
+    assert check.returncode == 1, check.stdout + check.stderr
+    assert "train.py:23:12: GPU108" in check.stdout and "train.ipynb:cell 4:6:8: GPU108" in check.stdout
+    fix = try_repo("gpulint-fix")
+    assert "files were modified by this hook" in fix.stdout, fix.stdout + fix.stderr
+    assert "non_blocking=True" in (user / "train.py").read_text()
+    assert "non_blocking=True" in (user / "train.ipynb").read_text()

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import difflib
 import os
+from pathlib import Path
 
 import hypothesmith
 import libcst as cst
+import pytest
 from hypothesis import HealthCheck, Phase, example, find, given, settings
 from hypothesis import strategies as st
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -206,3 +208,16 @@ def test_grammar_programs(source: str):
 def test_arbitrary_text_never_raises(text: str):
     result = lint_source(text, "gen.py", CODES, fix=FixMode.UNSAFE)
     assert isinstance(result.diagnostics, list)
+    assert result.errors == []  # no rule crashed (a crash is reported in `errors`, never raised)
+
+
+REAL_FILES = sorted(p for folder in ("fixtures", "tests/data", "benchmarks")
+                    for p in (Path(__file__).resolve().parent.parent / folder).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: str(p.relative_to(p.parents[2])))
+def test_real_files_raise_no_rule_error(path: Path):
+    """Every Python file the tests and benchmarks use: no rule crashes on it, fixed or not."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    for fix in (FixMode.NONE, FixMode.UNSAFE):
+        assert lint_source(text, path.name, CODES, fix=fix, report_periodic=True).errors == []

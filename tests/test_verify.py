@@ -158,3 +158,27 @@ def test_bad_input_is_one_line(args, message):
     result = CliRunner().invoke(main, ["verify", *args])
     assert result.exit_code == 2
     assert result.output.strip() == message
+
+
+def test_safe_fixes_that_leave_the_syncs_say_unsafe_fixes_would_remove_them():
+    # The user's step (issue 14): verify without --unsafe-fixes; the NaN check's sync needs GPU108's unsafe fix.
+    code, doc = verify_json(str(DATA / "naive_train.py"), "--parallel", "--", "--steps", "8")
+    assert code == 1
+    assert doc["summary"].startswith("FAIL: host reads per step did not drop")
+    assert "the syncs left need unsafe fixes (" in doc["summary"] and "naive_train.py:30: GPU108" in doc["summary"]
+    assert doc["summary"].endswith("rerun with --unsafe-fixes")
+
+
+def test_per_line_table_shows_lines_of_the_users_file_not_of_the_fixed_program():
+    # GPU108's fix adds lines above the `.item()` log line (36): the fixed program's reads there must still be
+    # reported at line 36, and every line shown must be a line of the original file holding that read.
+    result = verify(str(DATA / "naive_train.py"), "--unsafe-fixes", "--parallel", "--", "--steps", "16")
+    assert result.exit_code == 0, result.output
+    assert "naive_train.py:36 item         0.08 -> 0.08" in result.output
+    code, doc = verify_json(str(DATA / "naive_train.py"), "--unsafe-fixes", "--parallel", "--", "--steps", "16")
+    source = (DATA / "naive_train.py").read_text().splitlines()
+    for site in doc["ranks"][0]["fixed"]["host_reads_by_line"]:
+        assert Path(site["file"]).name == "naive_train.py"
+        assert 1 <= site["line"] <= len(source)
+    fixed_lines = {s["line"] for s in doc["ranks"][0]["fixed"]["host_reads_by_line"]}
+    assert fixed_lines == {35, 36}  # the periodic check (anchored at `if step % 10 == 0:`) and the log line

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from pathlib import Path
 from typing import Callable, Optional, TypeVar
 
@@ -43,11 +44,11 @@ class ModuleAnalysis:
             value = self._facts[provider] = provider(self)
             return value
 
-    @property
+    @cached_property  # the accessor is memoized too: rules read these on every node
     def kinds(self) -> KindInference:
         return self.fact(_kinds)
 
-    @property
+    @cached_property  # the accessor is memoized too: rules read these on every node
     def loops(self) -> LoopAnalysis:
         return self.fact(_loops)
 
@@ -71,7 +72,7 @@ class ModuleAnalysis:
         return self.module.code_for_node(node)
 
     # -- facts several rule families need --------------------------------------------------------------------
-    @property
+    @cached_property  # the accessor is memoized too: rules read these on every node
     def targets_gpu(self) -> bool:
         """The module mentions a device at all. Syncs in code that never leaves the CPU cost nothing."""
         return self.fact(_targets_gpu)

@@ -10,6 +10,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from gpulint.analysis import Kind, ModuleAnalysis
+from gpulint.analysis.tree import child_nodes
 from gpulint.syntax import method_call
 
 
@@ -58,7 +59,7 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         yield current
         if current is not node and isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        stack.extend(reversed(current.children))
+        stack.extend(reversed(child_nodes(current)))  # not `.children`: that rebuilds every node
 
 
 def _base_name(target: cst.BaseExpression) -> Optional[cst.Name]:
@@ -390,7 +391,21 @@ def under_no_grad(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
 
 
 def _backwarded_names(analysis: ModuleAnalysis, scope: cst.CSTNode) -> set[str]:
-    """Names that feed a `.backward()` (or are returned) in `scope`: accumulated on purpose, for gradients."""
+    """Names that feed a `.backward()` (or are returned) in `scope`: accumulated on purpose, for gradients.
+
+    Computed once per scope: a module-level scope asked once per finding would make a big file quadratic."""
+    known = analysis.fact(_backwarded_by_scope)
+    if scope not in known:
+        known[scope] = _scan_backwarded_names(analysis, scope)
+    return known[scope]
+
+
+def _backwarded_by_scope(analysis: ModuleAnalysis) -> dict:
+    """Fact provider: scope -> names fed to backward, filled in as scopes are asked about."""
+    return {}
+
+
+def _scan_backwarded_names(analysis: ModuleAnalysis, scope: cst.CSTNode) -> set[str]:
     names: set[str] = set()
     assigns: list[tuple[set[str], set[str]]] = []
     for node in _walk(scope):

@@ -16,6 +16,7 @@ from gpulint.analysis.calls import module_calls, project_calls
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.libraries import Effect, fact_for_method
 from gpulint.analysis.project import FunctionSummary, LoaderFact
+from gpulint.analysis.tree import child_nodes
 from gpulint.syntax import argument, positional, string_value
 
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
@@ -314,7 +315,7 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         yield current
         if current is not node and isinstance(current, (cst.FunctionDef, cst.ClassDef)):
             continue
-        stack.extend(reversed(current.children))
+        stack.extend(reversed(child_nodes(current)))  # not `.children`: that rebuilds every node
 
 
 def data_facts(analysis: ModuleAnalysis) -> DataFacts:

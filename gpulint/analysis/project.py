@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional, Union
@@ -59,6 +60,15 @@ def relative(path: Path, root: Optional[Path]) -> str:
     return path.as_posix()
 
 
+def display_path(path: Path) -> str:
+    """How output names another file: relative to the working directory when inside it (as the linted files
+    are named), else absolute."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except (ValueError, OSError):
+        return path.as_posix()
+
+
 @dataclass(frozen=True)
 class LoaderFact:
     """A `DataLoader` a function returns: where it is built and whether it pins memory (None: cannot tell)."""
@@ -81,6 +91,8 @@ class FunctionSummary:
     always_syncs: Optional[Sink] = None
     returns_host_scalar: Optional[Sink] = None
     returns_loader: Optional[LoaderFact] = None
+    # The project modules this summary was computed from (its own and every helper's it follows).
+    dependencies: frozenset = frozenset()
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
                           bound_method: bool = False) -> Optional[Sink]:
@@ -236,6 +248,7 @@ class Project:
     # -- modules -----------------------------------------------------------------------------------------------
     def module(self, path: Path) -> Optional[ModuleInfo]:
         path = path.resolve()
+        _record(path)
         overlay = self._overlays.get(path)
         if overlay is not None:
             return overlay
@@ -363,7 +376,10 @@ class Project:
         key = (path.resolve(), qualname)
         with self._lock:
             if key in self._functions:
-                return self._functions[key]
+                found = self._functions[key]
+                for dependency in found.dependencies if found is not None else (key[0],):
+                    _record(dependency)
+                return found
             if key in self._active or len(self._active) > MAX_DEPTH:
                 return None  # recursion: the inner call is unknown
             info = self.module(key[0])
@@ -375,9 +391,13 @@ class Project:
                 return None
             self._active.add(key)
             try:
-                summary = _Summarizer(self, info, node, qualname, cls).run()
+                with recording() as used:
+                    summary = _Summarizer(self, info, node, qualname, cls).run()
             finally:
                 self._active.discard(key)
+            summary.dependencies = frozenset(used | {key[0]})
+            for dependency in summary.dependencies:
+                _record(dependency)
             self._functions[key] = summary
             return summary
 
@@ -690,6 +710,37 @@ def _nested_statements(stmt: ast.stmt) -> Iterator[ast.stmt]:
             yield inner
     for handler in getattr(stmt, "handlers", []) or []:
         yield from handler.body
+
+
+_RECORDING = threading.local()
+
+
+@contextmanager
+def recording():
+    """Collect the project modules consulted inside the block (a linted file's cache entry depends on them)."""
+    outer = getattr(_RECORDING, "paths", None)
+    paths: set[Path] = set()
+    _RECORDING.paths = paths
+    try:
+        yield paths
+    finally:
+        _RECORDING.paths = outer
+        if outer is not None:
+            outer.update(paths)
+
+
+def _record(path: Path) -> None:
+    paths = getattr(_RECORDING, "paths", None)
+    if paths is not None:
+        paths.add(path)
+
+
+def file_digest(path: str) -> str:
+    """The content digest of a file ('-' when it cannot be read): what a cached result's dependency records."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return "-"
 
 
 _PROJECTS: dict[Path, Project] = {}

@@ -1,12 +1,14 @@
-"""Output formats. Each takes the findings of a run and returns the text to print."""
+"""Output formats. Each takes the finished result of a run (a `Report`) and returns the text to print."""
 
 from __future__ import annotations
 
 from typing import Callable
 
-from gpulint.output import concise, full, github, json_format, json_lines, junit, sarif
+from gpulint.output import (azure, concise, full, github, gitlab, json_format, json_lines, junit, pylint, rdjson,
+                            sarif)
+from gpulint.output.report import Report
 
-FORMATS: dict[str, Callable] = {
+FORMATS: dict[str, Callable[[Report], str]] = {
     "full": full.render,
     "concise": concise.render,
     "json": json_format.render,
@@ -14,4 +16,8 @@ FORMATS: dict[str, Callable] = {
     "github": github.render,
     "sarif": sarif.render,
     "junit": junit.render,
+    "gitlab": gitlab.render,
+    "pylint": pylint.render,
+    "azure": azure.render,
+    "rdjson": rdjson.render,
 }

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from gpulint.files import source_lines
-from gpulint.output.common import display_location, fix_marker
+from gpulint.output.common import display_location, fix_marker, via
+from gpulint.output.report import Report
 
 
-def render(diagnostics, sources, summary) -> str:
+def render(report: Report) -> str:
+    diagnostics = report.diagnostics
     out: list[str] = []
     for d in diagnostics:
-        out.append(f"{display_location(d)}: {d.code} {fix_marker(d)}{d.message}")
-        lines = [line.rstrip("\r\n") for line in source_lines(sources.get((d.filename, d.cell), ""))]
+        out.append(f"{display_location(d)}: {d.code} {fix_marker(d)}{d.message}{via(d)}")
+        lines = [line.rstrip("\r\n") for line in source_lines(report.sources.get((d.filename, d.cell), ""))]
         row = d.location.row
         if 1 <= row <= len(lines):
             text = lines[row - 1].expandtabs(1)
@@ -27,6 +29,6 @@ def render(diagnostics, sources, summary) -> str:
             else:
                 out.append(f"  = fix available (unsafe, --unsafe-fixes): {d.fix.message}")
         out.append("")
-    if summary:
-        out.append(summary)
+    if report.summary:
+        out.append(report.summary)
     return "\n".join(out) + ("\n" if out else "")

@@ -1,6 +1,9 @@
 """GitHub Actions workflow commands: each finding becomes an annotation on the pull request's diff."""
 
 from __future__ import annotations
+from gpulint.output.report import Report
+
+from gpulint.output.common import printable
 
 
 def _escape_data(text: str) -> str:
@@ -22,10 +25,11 @@ def _position(d) -> str:
     return ""
 
 
-def render(diagnostics, sources, summary) -> str:
+def render(report: Report) -> str:
+    diagnostics = report.diagnostics
     lines = []
     for d in diagnostics:
         where = f"cell {d.cell + 1}, line {d.location.row}: " if d.cell is not None else ""
-        props = f"file={_escape_property(d.filename)}{_position(d)},title={_escape_property(f'{d.code} ({d.name})')}"
+        props = f"file={_escape_property(printable(d.filename))}{_position(d)},title={_escape_property(f'{d.code} ({d.name})')}"
         lines.append(f"::error {props}::{_escape_data(f'{where}{d.code} {d.message}')}")
     return "\n".join(lines) + ("\n" if lines else "")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from gpulint.output.common import url
+from gpulint.output.report import Report
 
 
 def to_dict(d) -> dict:
@@ -30,11 +31,14 @@ def to_dict(d) -> dict:
         "fix": fix,
         "url": url(d),
         "noqa_row": d.location.row,
+        "related": [{"filename": r.filename, "location": {"row": r.row, "column": 1}, "message": r.message}
+                    for r in d.related],
     }
     if d.cell is not None:
         item["cell"] = d.cell + 1
     return item
 
 
-def render(diagnostics, sources, summary) -> str:
+def render(report: Report) -> str:
+    diagnostics = report.diagnostics
     return json.dumps([to_dict(d) for d in diagnostics], indent=2) + "\n"

@@ -5,16 +5,19 @@ from __future__ import annotations
 from collections import defaultdict
 from xml.etree import ElementTree as ET
 
-from gpulint.output.common import display_location
+from gpulint.output.common import display_location, printable
+from gpulint.output.report import Report
 
 
-def render(diagnostics, sources, summary) -> str:
+def render(report: Report) -> str:
+    diagnostics = report.diagnostics
     by_file: dict[str, list] = defaultdict(list)
     for d in diagnostics:
         by_file[d.filename].append(d)
     suite = ET.Element("testsuite", name="gpulint", tests=str(len(diagnostics)),
                        failures=str(len(diagnostics)), errors="0", skipped="0")
-    for filename, found in sorted(by_file.items()):
+    for name, found in sorted(by_file.items()):
+        filename = printable(name)  # XML 1.0 cannot hold most control characters at all, escaped or not
         for d in found:
             case = ET.SubElement(suite, "testcase", classname=filename,
                                  name=f"{d.code} at {display_location(d)}", file=filename,

@@ -11,6 +11,7 @@ from urllib.parse import quote
 from gpulint import __version__
 from gpulint.output.common import url
 from gpulint.diagnostics import rule_url
+from gpulint.output.report import Report
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://gpulint.dev"
@@ -54,7 +55,8 @@ def _rules() -> list[dict]:
     return rules
 
 
-def render(diagnostics, sources, summary) -> str:
+def render(report: Report) -> str:
+    diagnostics = report.diagnostics
     rules = _rules()
     index = {r["id"]: i for i, r in enumerate(rules)}
     results = []
@@ -75,6 +77,12 @@ def render(diagnostics, sources, summary) -> str:
             "message": {"text": message},
             "locations": [{"physicalLocation": location}],
         }
+        if d.related:
+            result["relatedLocations"] = [
+                {"id": i, "message": {"text": r.message or "where the cost is paid"},
+                 "physicalLocation": {"artifactLocation": {"uri": _artifact_uri(r.filename)},
+                                      "region": {"startLine": r.row}}}
+                for i, r in enumerate(d.related)]
         if d.code in index:
             result["ruleIndex"] = index[d.code]
         if d.cell is not None:

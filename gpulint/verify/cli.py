@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from gpulint.config import ConfigError, parse_size
 from gpulint.verify import report
 from gpulint.verify.compare import ATOL, RTOL, Tolerance, compare_rank
 from gpulint.verify.launch import Options, Program, launch
@@ -65,9 +66,11 @@ def _script(path: Path, what: str) -> Path:
 @click.option("--parallel", is_flag=True,
               help="Run both programs at once: faster (CI), but their step times are then not comparable.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for Python, NumPy and torch.")
+@click.option("--max-memory", default="0",
+              help="Kill a program whose processes use more resident memory than this (e.g. 8GB; 0: no limit).")
 @click.option("--output-format", type=click.Choice(["full", "json"]), default="full", show_default=True)
 def verify(script, script_args, fixed, unsafe_fixes, max_steps, warmup, profile_steps, device, timeout, nproc,
-           rtol, atol, parallel, seed, output_format) -> None:
+           rtol, atol, parallel, seed, max_memory, output_format) -> None:
     """Run SCRIPT and its fixed version and show that the fix cuts syncs and keeps the outputs.
 
     Arguments after `--` go to both programs. Exit 0: fewer syncs per step and the same outputs; 1: the fix did
@@ -82,8 +85,12 @@ def verify(script, script_args, fixed, unsafe_fixes, max_steps, warmup, profile_
         raise _fail(f"gpulint verify needs PyTorch in this Python environment ({sys.executable})")
     if nproc and importlib.util.find_spec("torch.distributed.run") is None:
         raise _fail("--nproc-per-node needs torch.distributed (torchrun), which this PyTorch lacks")
+    try:
+        memory = parse_size(max_memory, "--max-memory")
+    except ConfigError as exc:
+        raise _fail(str(exc))
     options = Options(max_steps=max_steps, warmup=warmup, profile_steps=profile_steps, device=device,
-                      timeout=timeout, seed=seed, nproc=nproc or 0, parallel=parallel)
+                      timeout=timeout, seed=seed, nproc=nproc or 0, parallel=parallel, max_memory=memory)
     tolerance = Tolerance(rtol=rtol, atol=atol)
     root = project_root(script)
     args = list(script_args)
@@ -112,10 +119,29 @@ def _verify(programs: list[Program], options: Options, tolerance: Tolerance, pro
             if runs[-1].failure(expected):
                 break
     for run in runs:
+        for warning in run.warnings():
+            click.echo(f"gpulint verify: warning: {warning}", err=True)
+    for run in runs:
         if run.failure(expected):
             return report.failed_run(run, options, tolerance, runs[0])
     original, fixed = runs
     if fixed.program.fix and not any(rank.get("fixed_modules") for rank in fixed.ranks):
         return report.nothing_fixed(original, fixed, options, tolerance)
     ranks = [compare_rank(a, b, tolerance) for a, b in zip(original.ranks, fixed.ranks)]
-    return report.judge(original, fixed, ranks, options, tolerance)
+    hint = ""
+    if fixed.program.fix is not None:
+        from gpulint.verify.lines import original_sites, unsafe_only_findings
+
+        unsafe = fixed.program.fix == "unsafe"
+        for r, rank in zip(ranks, fixed.ranks):  # lines of the user's files, not of the fixed program
+            r.fixed.sites = original_sites(r.fixed.sites, rank.get("fixed_modules") or {}, unsafe)
+        if not unsafe and not all(r.syncs_dropped for r in ranks):
+            left = list(dict.fromkeys(unsafe_only_findings(
+                [original.program.script, *(fixed.ranks[0].get("fixed_modules") or {})])))
+            if left:
+                hint = (f"; the syncs left need unsafe fixes ({', '.join(report.relative(w) for w in left)}): "
+                        f"rerun with --unsafe-fixes")
+    verdict = report.judge(original, fixed, ranks, options, tolerance)
+    if hint and verdict.exit_code == report.FAIL:
+        verdict.summary += hint
+    return verdict

@@ -80,6 +80,12 @@ def _fmt(value: Optional[float], digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def relative(where: str) -> str:
+    """`path:rest` with the path made relative to the current folder (when under it)."""
+    path, sep, rest = where.partition(":")
+    return _rel(path) + sep + rest
+
+
 def _rel(path: str) -> str:
     """Relative to the current folder when under it, else as given."""
     try:

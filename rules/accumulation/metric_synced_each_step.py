@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from gpulint.rule import Family, FixAvailability, FixSafety, Safety
+from gpulint.rule import Example, Family, FixAvailability, FixSafety, Safety
+from gpulint.rules._examples import ACCUMULATING_STEP
 from gpulint.rules.accumulation.synced_base import _SyncedAccumulationRule
 
 
@@ -48,5 +49,12 @@ class MetricSyncedEachStep(_SyncedAccumulationRule):
     message = "a metric is copied to the host every step only to be summed; count on the device and read once"
     family = Family.ACCUMULATION
     fix_availability = FixAvailability.SOMETIMES
-    fix_safety = FixSafety(Safety.UNSAFE, "a count becomes an int64 tensor, so ratios divide in float32 and can differ in the last digits")
+    fix_safety = FixSafety(
+        Safety.UNSAFE, "a count becomes an int64 tensor, so ratios divide in float32 and can differ in the last digits")
+    VALID = [ACCUMULATING_STEP + "    total += (out.argmax(1) == y).sum()\nprint(total)\n"]
+    INVALID = [
+        Example(ACCUMULATING_STEP + "    total += (out.argmax(1) == y).sum().item()\nprint(total)\n",
+                message="a metric is copied to the host every step only to be summed",
+                fixed=ACCUMULATING_STEP + "    total += (out.argmax(1) == y).sum().detach()\nprint(int(total))\n"),
+    ]
     metric = True

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from gpulint.rule import Family, FixAvailability, FixSafety, Safety
+from gpulint.rule import Example, Family, FixAvailability, FixSafety, Safety
+from gpulint.rules._examples import ACCUMULATING_STEP
 from gpulint.rules.accumulation.synced_base import _SyncedAccumulationRule
 
 
@@ -56,5 +57,13 @@ class SyncedLossAccumulation(_SyncedAccumulationRule):
     message = "summing `.item()` every step syncs with the GPU each time; sum the detached tensor on the device"
     family = Family.ACCUMULATION
     fix_availability = FixAvailability.SOMETIMES
-    fix_safety = FixSafety(Safety.UNSAFE, "the sum is computed in the loss's dtype on the device, so printed values can differ in the last digits")
+    fix_safety = FixSafety(
+        Safety.UNSAFE, "the sum is computed in the loss's dtype on the device, so printed values can differ in "
+                       "the last digits")
+    VALID = [ACCUMULATING_STEP + "    total += loss.detach()\nprint(total)\n"]
+    INVALID = [
+        Example(ACCUMULATING_STEP + "    total += loss.item()\nprint(total)\n",
+                message="summing `.item()` every step syncs with the GPU each time",
+                fixed=ACCUMULATING_STEP + "    total += loss.detach()\nprint(float(total))\n"),
+    ]
     metric = False

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.rule import GpuRule, Family, FixAvailability, FixSafety, Safety
+from gpulint.rule import GpuRule, Example, Family, FixAvailability, FixSafety, Safety
+from gpulint.rules._examples import ACCUMULATING_STEP
 from gpulint.syntax import method_call
-from gpulint.analysis.accumulators import _backwarded_names, _base_name, _bindings, _method, _self_referencing, carries_graph, certainly_tensor, under_no_grad
+from gpulint.analysis.accumulators import (_backwarded_names, _base_name, _bindings, _method, _self_referencing,
+                                           carries_graph, certainly_tensor, under_no_grad)
 
 
 class UndetachedAccumulation(GpuRule):
@@ -57,7 +59,15 @@ class UndetachedAccumulation(GpuRule):
     message = "accumulating a value that carries autograd history keeps every step's graph alive; add `.detach()`"
     family = Family.ACCUMULATION
     fix_availability = FixAvailability.SOMETIMES
-    fix_safety = FixSafety(Safety.SAFE, 'the values are the same; only the autograd graph, which nothing backpropagates through, is dropped')
+    fix_safety = FixSafety(
+        Safety.SAFE, "the values are the same; only the autograd graph, which nothing backpropagates through, "
+                     "is dropped")
+    VALID = [ACCUMULATING_STEP + "    total += loss.detach()\nprint(total)\n"]
+    INVALID = [
+        Example(ACCUMULATING_STEP + "    total += loss\nprint(total)\n",
+                message="accumulating a value that carries autograd history keeps eve",
+                fixed=ACCUMULATING_STEP + "    total += loss.detach()\nprint(total)\n"),
+    ]
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign)):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.rule import GpuRule, Family
+from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
 from gpulint.analysis.host_reads import _to_host_call
 
 
@@ -47,7 +48,12 @@ class CpuInLoop(GpuRule):
     message = "blocking copy to the host every iteration waits for the GPU; keep the tensor on the device and " \
               "copy once"
     family = Family.HOST_SYNC
-    defers_to = ('GPU302', 'GPU303')  # `total += loss.item()`: their finding carries the fix
+    defers_to = ("GPU302", "GPU303")  # `total += loss.item()`: their finding carries the fix
+    VALID = [TRAIN_STEP + "host = loss.cpu()\n"]
+    INVALID = [
+        Example(TRAIN_STEP + "    host = loss.cpu()\n",
+                message="blocking copy to the host every iteration waits for the GPU"),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         if not _to_host_call(self, node):

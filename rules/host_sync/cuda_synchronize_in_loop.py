@@ -6,7 +6,8 @@ from typing import Optional
 
 import libcst as cst
 
-from gpulint.rule import GpuRule, Family
+from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
 
 
 class CudaSynchronizeInLoop(GpuRule):
@@ -45,6 +46,11 @@ class CudaSynchronizeInLoop(GpuRule):
     _CALLS = {"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize",
               "torch.mps.synchronize", "torch.cuda.current_stream.synchronize"}
     family = Family.HOST_SYNC
+    VALID = [TRAIN_STEP + "torch.cuda.synchronize()\n"]
+    INVALID = [
+        Example(TRAIN_STEP + "    torch.cuda.synchronize()\n",
+                message="`torch.cuda.synchronize()` every iteration stalls the CPU un"),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         q = self._qualified(node)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.rule import GpuRule, Family
+from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
 from gpulint.syntax import argument, method_call
 
 
@@ -46,6 +47,11 @@ class DataDependentShape(GpuRule):
                   "torch.argwhere": "argwhere", "torch.unique_consecutive": "unique_consecutive"}
     _METHODS = {"nonzero", "masked_select", "unique", "argwhere", "unique_consecutive"}
     family = Family.HOST_SYNC
+    VALID = [TRAIN_STEP + "idx = torch.nonzero(x)\n"]
+    INVALID = [
+        Example(TRAIN_STEP + "    idx = torch.nonzero(x)\n",
+                message="`nonzero` has a data-dependent output shape: PyTorch syncs e"),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         op = None

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.rule import GpuRule, Family, FixAvailability, FixSafety, Safety
+from gpulint.rule import GpuRule, Example, Family, FixAvailability, FixSafety, Safety
+from gpulint.rules._examples import TRAIN_STEP
 
 
 class EmptyCacheInLoop(GpuRule):
@@ -42,7 +43,14 @@ class EmptyCacheInLoop(GpuRule):
     message = "`torch.cuda.empty_cache()` every iteration syncs and forces fresh cudaMalloc calls; remove it"
     family = Family.HOST_SYNC
     fix_availability = FixAvailability.ALWAYS
-    fix_safety = FixSafety(Safety.UNSAFE, "memory stays in PyTorch's cache instead of being released to other processes")
+    fix_safety = FixSafety(
+        Safety.UNSAFE, "memory stays in PyTorch's cache instead of being released to other processes")
+    VALID = [TRAIN_STEP + "torch.cuda.empty_cache()\n"]
+    INVALID = [
+        Example(TRAIN_STEP + "    torch.cuda.empty_cache()\n",
+                message="`torch.cuda.empty_cache()` every iteration syncs and forces ",
+                fixed=TRAIN_STEP + ""),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.analysis.qualified(node.func) not in ("torch.cuda.empty_cache", "torch.accelerator.empty_cache"):

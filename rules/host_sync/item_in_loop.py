@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.rule import GpuRule, Family
+from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
 from gpulint.syntax import method_call
 from gpulint.analysis.host_reads import _NOT_TENSOR, _on_host_already, inside_nan_check
 
@@ -53,7 +54,12 @@ class ItemInLoop(GpuRule):
     name = "item-in-loop"
     message = "`.item()` every iteration blocks the CPU until the GPU catches up; keep the value on the device"
     family = Family.HOST_SYNC
-    defers_to = ('GPU302', 'GPU303')  # `total += loss.item()`: their finding carries the fix
+    defers_to = ("GPU302", "GPU303")  # `total += loss.item()`: their finding carries the fix
+    VALID = [TRAIN_STEP + "print(loss.item())\n"]
+    INVALID = [
+        Example(TRAIN_STEP + "    print(loss.item())\n",
+                message="`.item()` every iteration blocks the CPU until the GPU catch"),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         attr = method_call(node, "item")

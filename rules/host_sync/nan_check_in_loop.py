@@ -6,7 +6,8 @@ from typing import Optional
 
 import libcst as cst
 
-from gpulint.rule import GpuRule, Family, FixAvailability, FixSafety, Safety
+from gpulint.rule import GpuRule, Example, Family, FixAvailability, FixSafety, Safety
+from gpulint.rules._examples import TRAIN_STEP
 from gpulint.fixes import fresh_name
 from gpulint.syntax import flat_statements
 from gpulint.analysis.host_reads import _FLAG_NAMES, _before, check_kind, nan_check
@@ -68,7 +69,13 @@ class NanCheckInLoop(GpuRule):
               "flag and check it periodically"
     family = Family.HOST_SYNC
     fix_availability = FixAvailability.SOMETIMES
-    fix_safety = FixSafety(Safety.UNSAFE, 'the reaction to a NaN/Inf comes at the next periodic check, not in the step it appeared')
+    fix_safety = FixSafety(
+        Safety.UNSAFE, "the reaction to a NaN/Inf comes at the next periodic check, not in the step it appeared")
+    VALID = [TRAIN_STEP + "if torch.isnan(loss):\n    print('nan')\n"]
+    INVALID = [
+        Example(TRAIN_STEP + "    if torch.isnan(loss):\n        break\n",
+                message="NaN/Inf check every iteration blocks the CPU until the GPU c"),
+    ]
 
     def visit_If(self, node: cst.If) -> None:
         found = nan_check(self.analysis, node.test)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.rule import GpuRule, Family
+from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
 from gpulint.syntax import method_call
 from gpulint.analysis.host_reads import _NOT_TENSOR, _on_host_already
 
@@ -45,6 +46,11 @@ class NumpyInLoop(GpuRule):
     name = "numpy-in-loop"
     message = "`.numpy()` every iteration copies the tensor to the host and waits for the GPU"
     family = Family.HOST_SYNC
+    VALID = [TRAIN_STEP + "arr = loss.detach().numpy()\n"]
+    INVALID = [
+        Example(TRAIN_STEP + "    arr = loss.detach().numpy()\n",
+                message="`.numpy()` every iteration copies the tensor to the host and"),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         attr = method_call(node, "numpy")

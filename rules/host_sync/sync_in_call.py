@@ -7,6 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from gpulint.analysis.calls import HelperCost, module_calls, project_calls
+from gpulint.analysis.project import display_path
 from gpulint.diagnostics import Related
 from gpulint.rule import Example, Family, GpuRule
 
@@ -62,7 +63,7 @@ class SyncInCall(GpuRule):
 
     code = "GPU112"
     name = "sync-in-call"
-    message = "`{call}` syncs every step: {callee} {what} ({where})"
+    message = "a call every step reaches a host read of a tensor inside the helper or library it calls"
     family = Family.HOST_SYNC
     added_in = "0.2.0"
     VALID = (
@@ -145,14 +146,11 @@ class SyncInCall(GpuRule):
             self.report(node, f"`{text or self._call_text(node)}` syncs every step: `{cost.callee}`: "
                               f"{cost.library.reason} ({cost.library.source})", where=where)
             return
-        calls = self._facts()
-        root = calls.project.root
         sink = cost.sink
         what = f"calls `{sink.what}`" + (" on what it is given" if cost.argument is not None else "")
-        message = self.message.format(call=text or self._call_text(node), callee=f"`{cost.callee}`", what=what,
-                                      where=sink.where(root))
+        message = f"`{text or self._call_text(node)}` syncs every step: `{cost.callee}` {what}"
         self.report(node, message, where=where,
-                    related=(Related(sink.where(root).rsplit(":", 1)[0], sink.line, f"`{sink.what}` here"),))
+                    related=(Related(display_path(sink.path), sink.line, f"`{sink.what}` here"),))
 
     def _call_text(self, node: cst.Call) -> str:
         """`logger.update(loss=...)`: the callee with its arguments elided, short enough for a message."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.rule import GpuRule, Family
+from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
 from gpulint.syntax import method_call, positional
 
 
@@ -40,6 +41,11 @@ class TensorFormatted(GpuRule):
     name = "tensor-formatted"
     message = "formatting a tensor every iteration copies it to the host and waits for the GPU; log periodically"
     family = Family.HOST_SYNC
+    VALID = [TRAIN_STEP + "text = f'{loss}'\n"]
+    INVALID = [
+        Example(TRAIN_STEP + "    text = f'{loss}'\n",
+                message="formatting a tensor every iteration copies it to the host an"),
+    ]
 
     def _flag(self, expr: cst.BaseExpression) -> None:
         if self.analysis.is_tensor(expr):

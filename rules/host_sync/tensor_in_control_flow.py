@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.rule import GpuRule, Family
+from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
 from gpulint.analysis.host_reads import nan_check
 
 
@@ -43,6 +44,11 @@ class TensorInControlFlow(GpuRule):
     name = "tensor-in-control-flow"
     message = "branching on a tensor's value calls `bool()` on it every iteration: the CPU waits for the GPU"
     family = Family.HOST_SYNC
+    VALID = [TRAIN_STEP + "if loss > 0:\n    pass\n"]
+    INVALID = [
+        Example(TRAIN_STEP + "    if loss > 0:\n        pass\n",
+                message="branching on a tensor's value calls `bool()` on it every ite"),
+    ]
 
     def _check(self, test: cst.BaseExpression) -> None:
         if not self.analysis.is_tensor(test) and not self._truthiness_of_tensor(test):

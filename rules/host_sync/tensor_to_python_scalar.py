@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.rule import GpuRule, Family
+from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
 from gpulint.analysis.host_reads import inside_nan_check
 
 
@@ -40,7 +41,12 @@ class TensorToPythonScalar(GpuRule):
     name = "tensor-to-python-scalar"
     message = "`{fn}()` of a tensor every iteration blocks the CPU until the GPU catches up"
     family = Family.HOST_SYNC
-    defers_to = ('GPU302', 'GPU303')  # `total += loss.item()`: their finding carries the fix
+    defers_to = ("GPU302", "GPU303")  # `total += loss.item()`: their finding carries the fix
+    VALID = [TRAIN_STEP + "value = float(loss)\n"]
+    INVALID = [
+        Example(TRAIN_STEP + "    value = float(loss)\n",
+                message="`float()` of a tensor every iteration blocks the CPU until t"),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         if not isinstance(node.func, cst.Name) or node.func.value not in ("float", "int", "bool"):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.rule import GpuRule, Family
+from gpulint.rule import GpuRule, Example, Family
+from gpulint.rules._examples import TRAIN_STEP
 from gpulint.syntax import method_call
 from gpulint.analysis.host_reads import _on_host_already
 
@@ -45,6 +46,11 @@ class TolistInLoop(GpuRule):
     message = "`.tolist()` every iteration copies the tensor to the host and waits for the GPU; collect on the " \
               "device and convert once"
     family = Family.HOST_SYNC
+    VALID = [TRAIN_STEP + "rows = x.tolist()\n"]
+    INVALID = [
+        Example(TRAIN_STEP + "    rows = x.tolist()\n",
+                message="`.tolist()` every iteration copies the tensor to the host an"),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         attr = method_call(node, "tolist")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.analysis import GPU_HINT
-from gpulint.rule import Rule, Family, FixAvailability, FixSafety, Safety
+from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
+from gpulint.rules._examples import LOADER_TO_GPU
 from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, keyword
 from gpulint.syntax import argument
 from gpulint.analysis.data import _true, pinned
@@ -56,7 +57,14 @@ class CopyWithoutNonBlocking(Rule):
     message = "copy of a pinned batch to the GPU without `non_blocking=True` blocks the CPU every step"
     family = Family.TRANSFERS
     fix_availability = FixAvailability.ALWAYS
-    fix_safety = FixSafety(Safety.SAFE, 'a host-to-device copy is ordered before every kernel queued after it on the same stream')
+    fix_safety = FixSafety(
+        Safety.SAFE, "a host-to-device copy is ordered before every kernel queued after it on the same stream")
+    VALID = [LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True")]
+    INVALID = [
+        Example(LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking=""),
+                message="copy of a pinned batch to the GPU without `non_blocking=True",
+                fixed=LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True")),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = data_facts(self.analysis)

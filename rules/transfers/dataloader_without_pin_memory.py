@@ -5,10 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.analysis import GPU_HINT
-from gpulint.rule import Rule, Family, FixAvailability, FixSafety, Safety
-from gpulint.analysis.calls import project_calls
+from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
+from gpulint.rules._examples import LOADER_TO_GPU
 from gpulint.analysis.data_facts import append_keyword, data_facts, is_dataloader
-from gpulint.analysis.project import relative as _relative
+from gpulint.analysis.project import display_path
 from gpulint.diagnostics import Related
 from gpulint.analysis.data import _true, would_pin
 
@@ -63,18 +63,22 @@ class DataLoaderWithoutPinMemory(Rule):
     message = "`DataLoader` without `pin_memory=True` feeds a GPU: host-to-device copies block and cannot overlap"
     family = Family.TRANSFERS
     fix_availability = FixAvailability.ALWAYS
-    fix_safety = FixSafety(Safety.SAFE, 'batches hold the same values; only the host memory they live in changes')
+    fix_safety = FixSafety(Safety.SAFE, "batches hold the same values; only the host memory they live in changes")
+    VALID = [LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True")]
+    INVALID = [
+        Example(LOADER_TO_GPU.format(pin="", non_blocking="non_blocking=True"),
+                message="`DataLoader` without `pin_memory=True` feeds a GPU: host-to-",
+                fixed=LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True")),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         made = None if is_dataloader(self.analysis, node) else data_facts(self.analysis).factory(node)
         if (made is None and not is_dataloader(self.analysis, node)) or not would_pin(self, node):
             return
         if made is not None:  # built in a factory: the fix belongs there, the cost is paid here
-            calls = self.analysis.fact(project_calls)
-            where = f"{_relative(made.path, calls.project.root)}:{made.line}"
             self.report(node, f"`{self.analysis.code(node.func)}(...)` returns a `DataLoader` without "
-                              f"`pin_memory=True` ({where}) whose batches go to a GPU: host-to-device copies block "
-                              f"and cannot overlap", related=(Related(where.rsplit(":", 1)[0], made.line,
+                              f"`pin_memory=True` whose batches go to a GPU: host-to-device copies block "
+                              f"and cannot overlap", related=(Related(display_path(made.path), made.line,
                                                                       "the `DataLoader` is built here"),))
             return
         fix = self.fix("Add `pin_memory=True`", {node: lambda updated: append_keyword(updated, "pin_memory",

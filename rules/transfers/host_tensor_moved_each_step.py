@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.analysis import GPU_HINT
-from gpulint.rule import Rule, Family, FixAvailability, FixSafety, Safety
+from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
+from gpulint.rules._examples import TRAIN_STEP
 from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, has_star_args, keyword
 from gpulint.syntax import argument, positional
 from gpulint.analysis.data import _FACTORIES, _RANDOM, _SAME_ON_DEVICE
@@ -60,7 +61,15 @@ class HostTensorMovedEachStep(Rule):
               "the device with `device=`"
     family = Family.TRANSFERS
     fix_availability = FixAvailability.SOMETIMES
-    fix_safety = FixSafety(Safety.SAFE, 'deterministic factories compute the same values on the device (random ones are offered as unsafe fixes)')
+    fix_safety = FixSafety(
+        Safety.SAFE, "deterministic factories compute the same values on the device (random ones are offered as "
+                     "unsafe fixes)")
+    VALID = [TRAIN_STEP + "noise = torch.zeros(2).cuda()\n"]
+    INVALID = [
+        Example(TRAIN_STEP + "    noise = torch.zeros(2).cuda()\n",
+                message="`torch.zeros` builds a tensor on the host and copies it to t",
+                fixed=TRAIN_STEP + '    noise = torch.zeros(2, device="cuda")\n'),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         if data_facts(self.analysis).copy_target(node) != ACCELERATOR:

@@ -7,7 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from gpulint.analysis import GPU_HINT, Kind, LoopRole
-from gpulint.rule import Rule, Family
+from gpulint.rule import Rule, Example, Family
 from gpulint.analysis.data_facts import TENSOR_DATASETS, data_facts, is_dataloader, keyword
 from gpulint.analysis.data import _dataset, _feeds_a_step
 
@@ -65,6 +65,27 @@ class TensorDatasetLoaderOnGpu(Rule):
     message = "`DataLoader` over an in-memory `TensorDataset` collates every batch sample by sample on the CPU; " \
               "keep the tensors on the GPU and index batches with a device `torch.randperm`"
     family = Family.TRANSFERS
+    VALID = [
+        """\
+import torch
+model = torch.nn.Linear(2, 2).cuda()
+X = torch.randn(100, 2)
+for x in X.split(8):
+    model(x.cuda()).sum().backward()
+""",
+    ]
+    INVALID = [
+        Example("""\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+X = torch.randn(100, 2)
+loader = DataLoader(TensorDataset(X), batch_size=8)
+model = torch.nn.Linear(2, 2).cuda()
+for (x,) in loader:
+    model(x.cuda()).sum().backward()
+""",
+                message="`DataLoader` over an in-memory `TensorDataset` collates ever"),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         if not is_dataloader(self.analysis, node):

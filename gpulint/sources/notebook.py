@@ -1,7 +1,9 @@
-"""Jupyter notebooks: lint the code cells as one module (cell 5's loop uses cell 2's model) and write fixes back.
+"""Jupyter notebooks: the code cells are one module (cell 5's loop uses cell 2's model); fixes go back in cells.
 
-IPython syntax (`%magic`, `!shell`, `%%cell magics`, `obj?`) is swapped for placeholders that keep every line
-where it was, so positions map straight back to cells, and swapped back after fixing.
+The notebook is read with the standard library's json (the format is JSON: no extra needed). IPython syntax
+(`%magic`, `!shell`, `%%cell magics`, `obj?`) is swapped for placeholders that keep every line where it was, so
+positions map straight back to cells, and swapped back after fixing. A cell with a syntax error is masked whole
+(one GPU001 in that cell) so the other cells are still linted and fixed.
 """
 
 from __future__ import annotations
@@ -10,15 +12,13 @@ import json
 import re
 from bisect import bisect_right
 from itertools import accumulate
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Optional
 
-from gpulint.config import Settings
-from gpulint.diagnostics import Diagnostic, Edit, Position
-from gpulint.engine import FileOutcome
-from gpulint.files import FileError, SourceFile
-from gpulint.runner import FixMode, lint_source
+from gpulint.diagnostics import Diagnostic, Edit, InternalError, Position, internal_error
+from gpulint.sources import Finished, Input
+
+SYNTAX_ERROR = "GPU001"
 
 _BOUNDARY = "# gpulint-cell-boundary-{}"
 _BOUNDARY_RE = re.compile(r"^# gpulint-cell-boundary-(\d+)$")
@@ -69,6 +69,10 @@ class _Masker:
                 out.append(line)
         return "\n".join(out)
 
+    def mask_all(self, source: str) -> str:
+        """Every line a top-level placeholder: a cell that does not parse, kept out of the module as it is."""
+        return "\n".join(self._placeholder(line, "") for line in source.split("\n"))
+
     def _placeholder(self, line: str, indent: Optional[str] = None) -> str:
         self.lines.append(line)
         if indent is None:
@@ -85,18 +89,43 @@ class _Masker:
         return "\n".join(restore(line) for line in source.split("\n"))
 
 
-def _code_cells(nb) -> list[_Cell]:
-    return [_Cell(i, cell.source) for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+class NotReadable(ValueError):
+    """Not a notebook this version of the format can hold: (message, row, column) for one GPU001."""
 
 
-def _join(cells: list[_Cell], masker: _Masker) -> tuple[str, list[tuple[int, int]]]:
-    """One module text, and for each line of it (1-based) the (cell index, line in cell), or (-1, 0)."""
+def _cell_text(source) -> str:
+    if isinstance(source, list) and all(isinstance(piece, str) for piece in source):
+        return "".join(source)
+    if isinstance(source, str):
+        return source
+    raise NotReadable("a cell's source is neither a string nor a list of strings")
+
+
+def _load(text: str) -> tuple[dict, list[_Cell]]:
+    """The notebook's JSON and its code cells (nbformat 4), or NotReadable."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise NotReadable(exc.msg, exc.lineno, exc.colno) from None
+    except (ValueError, RecursionError) as exc:
+        raise NotReadable(str(exc) or type(exc).__name__) from None
+    cells = data.get("cells") if isinstance(data, dict) else None
+    if not isinstance(cells, list) or not all(isinstance(cell, dict) for cell in cells):
+        raise NotReadable("no list of cells (nbformat 4 expected)")
+    return data, [_Cell(i, _cell_text(cell.get("source", ""))) for i, cell in enumerate(cells)
+                  if cell.get("cell_type") == "code"]
+
+
+def _join(cells: list[_Cell], masker: _Masker, broken: frozenset = frozenset()) -> tuple[str, list]:
+    """One module text, and for each line of it (1-based) the (cell index, line in cell), or (-1, 0).
+
+    The cells in `broken` (indexes) are masked whole."""
     parts: list[str] = []
     where: list[tuple[int, int]] = [(-1, 0)]  # index 0 unused: rows are 1-based
     for cell in cells:
         parts.append(_BOUNDARY.format(cell.index))
         where.append((-1, 0))
-        body = masker.mask(cell.source)
+        body = masker.mask_all(cell.source) if cell.index in broken else masker.mask(cell.source)
         for n, line in enumerate(body.split("\n"), start=1):
             parts.append(line)
             where.append((cell.index, n))
@@ -199,44 +228,33 @@ def _cell_edits(d: Diagnostic, where: list[tuple[int, int]], masker: _Masker, ce
     return tuple(edits)
 
 
-def _locate_in_file(diagnostics: list[Diagnostic], raw_text: str) -> None:
-    """Set each finding's `file_rows`: where its lines are written in the notebook file itself."""
-    rows = _file_rows(raw_text) if diagnostics else None
-    if rows is None:
-        return
-    for d in diagnostics:
-        if d.cell is None:
-            continue
-        cell_rows = rows.get(d.cell, [])
-        if 0 < d.location.row <= len(cell_rows):
-            end = d.end_location.row
-            d.file_rows = (cell_rows[d.location.row - 1],
-                           cell_rows[end - 1] if d.location.row <= end <= len(cell_rows) else
-                           cell_rows[d.location.row - 1])
+def _in_file(d: Diagnostic, rows: Optional[dict[int, list[int]]]) -> Diagnostic:
+    """`d` with its `file_rows`: where its lines are written in the notebook file itself."""
+    if rows is None or d.cell is None:
+        return d
+    cell_rows = rows.get(d.cell, [])
+    if not 0 < d.location.row <= len(cell_rows):
+        return d
+    end = d.end_location.row
+    return replace(d, file_rows=(cell_rows[d.location.row - 1],
+                                 cell_rows[end - 1] if d.location.row <= end <= len(cell_rows) else
+                                 cell_rows[d.location.row - 1]))
 
 
 def _place(d: Diagnostic, where: list[tuple[int, int]]) -> Diagnostic:
+    """`d` at its cell and its line in that cell (a finding of the virtual module comes in)."""
     row = d.location.row
     cell, line = where[row] if 0 < row < len(where) else (-1, 0)
     end_row = d.end_location.row
     end_cell, end_line = where[end_row] if 0 < end_row < len(where) else (cell, line)
-    d.cell = cell if cell >= 0 else None
-    d.location = Position(line, d.location.column)
-    d.end_location = Position(end_line, d.end_location.column) if end_cell == cell else Position(line, 1_000)
-    return d
+    end = Position(end_line, d.end_location.column) if end_cell == cell else Position(line, 1_000)
+    return replace(d, cell=cell if cell >= 0 else None, location=Position(line, d.location.column),
+                   end_location=end)
 
 
-def _dump(raw_text: str, nb, new_sources: dict[int, str]) -> str:
-    """The notebook with new cell sources, formatted as the file was."""
-    import nbformat
-
-    canonical = nbformat.writes(nb) + "\n"
-    if canonical == raw_text or canonical.rstrip("\n") == raw_text.rstrip("\n"):
-        for index, source in new_sources.items():
-            nb.cells[index].source = source
-        text = nbformat.writes(nb)
-        return text + ("\n" if raw_text.endswith("\n") else "")
-    # Not in nbformat's canonical layout: edit the JSON itself so key order and indentation stay.
+def _dump(raw_text: str, new_sources: dict[int, str]) -> str:
+    """The notebook with new cell sources, formatted as the file was: its key order, indentation, escapes
+    (nbformat's own layout, one-space indent and sorted keys, is one case of this)."""
     data = json.loads(raw_text)
     for index, source in new_sources.items():
         old = data["cells"][index]["source"]
@@ -253,59 +271,79 @@ def _indent_of(raw_text: str) -> Optional[int]:
     return len(m.group(1)) if m else None
 
 
-def lint_notebook(path: Path, settings: Settings, fix: FixMode = FixMode.NONE, *, write: bool = True,
-                  want_edits: bool = False, display_name: Optional[str] = None) -> FileOutcome:
-    name = display_name or str(path)
-    outcome = FileOutcome(path)
-    try:
-        import nbformat
-    except ImportError:
-        outcome.errors.append(f"{name}: notebooks need nbformat (pip install 'gpulint[notebook]'); skipped")
-        return outcome
-    try:
-        source = SourceFile.read(path)
-    except FileError as exc:
-        outcome.errors.append(str(exc))
-        return outcome
-    try:
-        nb = nbformat.reads(source.text, as_version=nbformat.NO_CONVERT)
-        cells = _code_cells(nb)
-    except Exception as exc:  # nbformat raises several kinds for malformed JSON
-        outcome.errors.append(f"{name}: not a readable notebook ({type(exc).__name__}: "
-                              f"{str(exc).splitlines()[0][:200] if str(exc) else 'invalid'})")
-        return outcome
-    masker = _Masker()
-    text, where = _join(cells, masker)
-    codes = settings.enabled_codes(path)
-    result = lint_source(text, name, codes, report_periodic=settings.report_periodic, fix=fix,
-                         want_edits=want_edits)
-    outcome.errors.extend(f"{name}: {e}" for e in result.errors)
-    fixed_sources: dict[int, str] = {}
-    if result.changed(text):
-        split = _split(masker.unmask(result.source), cells)
-        if split is None:
-            outcome.errors.append(f"{name}: a fix moved code across cells; notebook left unchanged")
-            result = lint_source(text, name, codes, report_periodic=settings.report_periodic,
-                                 want_edits=want_edits)
-        else:
-            fixed_sources = {i: s for i, s in split.items() if s != nb.cells[i].source}
-            _, where = _join([_Cell(c.index, split[c.index]) for c in cells], _Masker())
+def _cell_syntax_errors(cells: list[_Cell]) -> dict[int, Diagnostic]:
+    """GPU001 for each cell that does not parse on its own (a notebook runs its cells one by one)."""
+    from gpulint.runner import python_syntax_error
+
+    found = {}
     for cell in cells:
-        outcome.sources[(name, cell.index)] = fixed_sources.get(cell.index, cell.source)
-    outcome.diagnostics = [_place(d, where) for d in result.diagnostics]
-    for d in outcome.diagnostics:
-        if d.edits:
-            d.edits = _cell_edits(d, where, masker, outcome.sources.get((name, d.cell), ""))
-    new_text = _dump(source.text, nb, fixed_sources) if fixed_sources else source.text
-    _locate_in_file(outcome.diagnostics, new_text)
-    if fixed_sources:
-        outcome.fixed_count = result.fixed_count
-        outcome.original, outcome.fixed = source.text, new_text
-        if write:
-            try:
-                source.write(new_text)
-            except FileError as exc:
-                outcome.errors.append(str(exc))
-                outcome.fixed = None
-                outcome.fixed_count = 0
-    return outcome
+        error, _ = python_syntax_error(_Masker().mask(cell.source), "")
+        if error is not None:
+            found[cell.index] = replace(error, cell=cell.index)
+    return found
+
+
+class NotebookView:
+    """A notebook as one virtual module, and the way back: findings to cells, the fixed module to the file."""
+
+    def __init__(self, source: Input) -> None:
+        self.input = source
+        self.unreadable: Optional[Diagnostic] = None
+        self.isolated: tuple[Diagnostic, ...] = ()
+        self.masker = _Masker()
+        self.cells: list[_Cell] = []
+        self.text = ""
+        try:
+            _, self.cells = _load(source.text)
+        except NotReadable as exc:
+            message, row, column = (*exc.args, 1, 1)[:3]
+            where = Position(row, column)
+            self.unreadable = Diagnostic(SYNTAX_ERROR, "syntax-error", f"not a readable notebook: {message}",
+                                         filename=source.name, location=where, end_location=where)
+            return
+        self.text, self.where = _join(self.cells, self.masker)
+        from gpulint.runner import python_syntax_error
+
+        if python_syntax_error(self.text, "")[0] is not None:
+            # Isolate the cells that do not parse; if the others then do, lint them without those.
+            broken = _cell_syntax_errors(self.cells)
+            if broken:
+                masker = _Masker()
+                text, where = _join(self.cells, masker, frozenset(broken))
+                if python_syntax_error(text, "")[0] is None:
+                    self.masker, self.text, self.where = masker, text, where
+                    self.isolated = tuple(replace(d, filename=source.name) for d in broken.values())
+
+    def finish(self, result, codes: frozenset[str]) -> Optional[Finished]:
+        """The findings placed in cells and the notebook text after fixes; None if a fix crossed cells."""
+        name = self.input.name
+        where, fixed_sources = self.where, {}
+        if result.changed(self.text):
+            split = _split(self.masker.unmask(result.source), self.cells)
+            if split is None:
+                return None
+            fixed_sources = {i: s for i, s in split.items() if s != self._source(i)}
+            _, where = _join([_Cell(c.index, split[c.index]) for c in self.cells], _Masker())
+        sources = {(name, cell.index): fixed_sources.get(cell.index, cell.source) for cell in self.cells}
+        diagnostics = [_place(d, where) for d in result.diagnostics]
+        diagnostics = [replace(d, edits=_cell_edits(d, where, self.masker, sources.get((name, d.cell), "")))
+                       if d.edits else d for d in diagnostics]
+        diagnostics += [d for d in self.isolated if d.code in codes]
+        text = _dump(self.input.text, fixed_sources) if fixed_sources else self.input.text
+        rows = _file_rows(text) if diagnostics else None
+        diagnostics = sorted((_in_file(d, rows) for d in diagnostics), key=Diagnostic.sort_key)
+        return Finished(tuple(diagnostics), sources, text)
+
+    def place_errors(self, errors: list[str]) -> list[str]:
+        """Crashes of rules at their cell and line (`nb.ipynb:cell 3:4`), as findings are shown."""
+        placed = []
+        for e in errors:
+            if isinstance(e, InternalError) and e.row and 0 < e.row < len(self.where) \
+                    and self.where[e.row][0] >= 0:
+                cell, line = self.where[e.row]
+                e = internal_error(e.code, f"{self.input.name}:cell {cell + 1}", line, e.reason)
+            placed.append(e)
+        return placed
+
+    def _source(self, index: int) -> str:
+        return next(c.source for c in self.cells if c.index == index)

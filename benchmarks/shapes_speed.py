@@ -1,0 +1,266 @@
+"""Time the program shapes of benchmarks/programs/shapes/ three ways: as written, after
+`gpulint check --fix --unsafe-fixes`, and optimised by hand (`<name>_hand.py`).
+
+Two halves, so that the GPU machine needs neither gpulint nor libcst:
+
+    python benchmarks/shapes_speed.py --prepare DIR     # here: copy the programs, let gpulint fix one copy
+    python benchmarks/shapes_speed.py --run DIR         # on the GPU machine: time them, print a markdown table
+
+`--prepare` writes DIR/as_written/<name>.py, DIR/gpulint/<name>.py (fixed in place by the gpulint on PATH or of
+this checkout), DIR/hand/<name>.py, and DIR/gpulint_findings.txt (what gpulint reported and fixed).
+
+`--run` runs the variants interleaved, one process each (round 1: A B C of every shape, round 2: A B C ...), reads
+the `STEP_MS` line each program prints (milliseconds per step timed inside the program after its warm-up, with a
+device synchronise at both ends) and the `FINAL <loss> <checksum>` line, and reports per shape and variant the
+median ms/step over rounds with a 95% bootstrap interval, and the speedup against the as-written program (ratio of
+medians, rounds resampled in pairs since they are interleaved) with its 95% interval. Raw lines go to --raw as they
+come, so a run cut short still leaves its data.
+"""
+import argparse
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SHAPES_DIR = Path(__file__).resolve().parent / "programs" / "shapes"
+VARIANTS = ("as_written", "gpulint", "hand")
+# Ablations of the hand-optimised programs: one lever taken back out, to see which lever pays. Each is made by
+# text substitution from `<name>_hand.py`, only for the shapes listed.
+AUTOCAST = "with torch.autocast(device, dtype=torch.bfloat16, enabled=use_cuda):"
+ABLATIONS = {
+    "hand_fp32": (("resnet_mapstyle", "diffusion_unet"),
+                  [(AUTOCAST, AUTOCAST.replace("enabled=use_cuda", "enabled=False"))]),
+    "hand_no_layout": (("resnet_mapstyle", "diffusion_unet"),
+                       [("torch.backends.cudnn.benchmark = True", "torch.backends.cudnn.benchmark = False"),
+                        (", memory_format=torch.channels_last)", ")"),
+                        (".contiguous(memory_format=torch.channels_last)", "")]),
+}
+
+
+def shape_names(folder):
+    return sorted(p.stem for p in Path(folder).glob("*.py") if not p.stem.endswith("_hand"))
+
+
+def prepare(out_dir, gpulint_cmd):
+    out = Path(out_dir)
+    if out.exists():
+        shutil.rmtree(out)
+    names = shape_names(SHAPES_DIR)
+    for variant in VARIANTS:
+        (out / variant).mkdir(parents=True)
+    for name in names:
+        shutil.copy(SHAPES_DIR / f"{name}.py", out / "as_written" / f"{name}.py")
+        shutil.copy(SHAPES_DIR / f"{name}_hand.py", out / "hand" / f"{name}.py")
+        for ablation, (shapes, substitutions) in ABLATIONS.items():
+            if name in shapes:
+                source = (SHAPES_DIR / f"{name}_hand.py").read_text()
+                for old, new in substitutions:
+                    if old not in source:
+                        sys.exit(f"error: ablation {ablation}: {old!r} not in {name}_hand.py")
+                    source = source.replace(old, new)
+                (out / ablation).mkdir(exist_ok=True)
+                (out / ablation / f"{name}.py").write_text(source)
+    # Fix in a scratch folder outside any repository, so that no project's pyproject.toml (whose `exclude` may
+    # name benchmarks/programs) or .gitignore changes what gpulint sees.
+    with tempfile.TemporaryDirectory() as scratch:
+        files = []
+        for name in names:
+            shutil.copy(SHAPES_DIR / f"{name}.py", Path(scratch) / f"{name}.py")
+            files.append(f"{name}.py")
+        report = subprocess.run(gpulint_cmd + ["check", "--no-cache", "--output-format", "concise", *files],
+                                cwd=scratch, capture_output=True, text=True)
+        fixed = subprocess.run(gpulint_cmd + ["check", "--fix", "--unsafe-fixes", "--no-cache", "--output-format",
+                                              "concise", *files], cwd=scratch, capture_output=True, text=True)
+        if fixed.returncode not in (0, 1):
+            sys.exit(f"error: gpulint --fix failed: {fixed.stderr.strip().splitlines()[-1:]}")
+        for name in names:
+            shutil.copy(Path(scratch) / f"{name}.py", out / "gpulint" / f"{name}.py")
+    version = subprocess.run(gpulint_cmd + ["--version"], capture_output=True, text=True).stdout.strip()
+    (out / "gpulint_findings.txt").write_text(
+        f"# {version}\n# findings before fixing\n{report.stdout}\n# left after --fix --unsafe-fixes\n{fixed.stdout}")
+    print(f"prepared {len(names)} shapes in {out} ({version})")
+
+
+def run_one(path, steps, timeout, tiny=False):
+    command = [sys.executable, str(path), "--steps", str(steps)] + (["--tiny"] if tiny else [])
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    step_ms = final = None
+    for line in proc.stdout.splitlines():
+        if line.startswith("STEP_MS "):
+            step_ms = float(line.split()[1])
+        elif line.startswith("FINAL "):
+            final = " ".join(line.split()[1:])
+    if proc.returncode != 0 or step_ms is None or final is None:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        return None, f"FAILED rc={proc.returncode}: {' | '.join(tail)}"
+    return step_ms, final
+
+
+def bootstrap(samples, statistic, resamples=4000, seed=0):
+    """95% percentile interval of statistic(resampled index list)."""
+    rng = random.Random(seed)
+    n = len(samples)
+    values = sorted(statistic([rng.randrange(n) for _ in range(n)]) for _ in range(resamples))
+    return values[int(0.025 * resamples)], values[int(0.975 * resamples) - 1]
+
+
+def median_ci(xs):
+    """'median [lo, hi]' of ms/step over rounds."""
+    lo, hi = bootstrap(xs, lambda idx: statistics.median(xs[i] for i in idx))
+    return f"{statistics.median(xs):.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+def speedup_ci(base, xs):
+    """(speedup, 'speedup [lo, hi]'): ratio of medians, rounds resampled in pairs (they ran interleaved)."""
+    def ratio(idx):
+        return statistics.median(base[i] for i in idx) / statistics.median(xs[i] for i in idx)
+
+    lo, hi = bootstrap(xs, ratio)
+    value = ratio(range(len(xs)))
+    return value, f"{value:.2f}x [{lo:.2f}, {hi:.2f}]"
+
+
+def summarise(times, names):
+    """times[name][variant] is a list of ms/step, one per round (None where a run failed)."""
+    rows = ["| shape | as written ms/step | gpulint-fixed ms/step | hand-optimised ms/step | gpulint speedup | "
+            "hand speedup | gpulint share of hand's gain |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    for name in names:
+        cells, speedups = [], {}
+        if any(all(x is None for x in times[name].get(v) or [None]) for v in VARIANTS):
+            continue  # a run of ablations only
+        rounds = [i for i in range(len(times[name]["as_written"]))
+                  if all(times[name][v][i] is not None for v in VARIANTS)]
+        if not rounds:
+            rows.append(f"| {name} | failed | | | | | |")
+            continue
+        for variant in VARIANTS:
+            cells.append(median_ci([times[name][variant][i] for i in rounds]))
+        base = [times[name]["as_written"][i] for i in rounds]
+        for variant in ("gpulint", "hand"):
+            speedups[variant], cell = speedup_ci(base, [times[name][variant][i] for i in rounds])
+            cells.append(cell)
+        gain = speedups["hand"] - 1
+        share = f"{100 * (speedups['gpulint'] - 1) / gain:.0f}%" if gain > 0.02 else "n/a"
+        rows.append(f"| {name} (n={len(rounds)}) | " + " | ".join(cells) + f" | {share} |")
+    return "\n".join(rows)
+
+
+def summarise_ablations(times, names):
+    rows = ["| shape | variant | ms/step | speedup vs as written |", "| --- | --- | --- | --- |"]
+    for name in names:
+        for variant, xs_all in times[name].items():
+            if variant in ("as_written", "gpulint") or not xs_all:
+                continue
+            rounds = [i for i, x in enumerate(xs_all) if x is not None and times[name]["as_written"][i] is not None]
+            if not rounds:
+                continue
+            xs = [xs_all[i] for i in rounds]
+            _, speedup = speedup_ci([times[name]["as_written"][i] for i in rounds], xs)
+            rows.append(f"| {name} | {variant} | {median_ci(xs)} | {speedup} |")
+    return "\n".join(rows)
+
+
+def load_raw(paths):
+    """Read RAW lines of one or more --raw files back (to pool runs): {shape: {variant: [ms, ...]}} by round."""
+    by_round = {}
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            if not line.startswith("RAW "):
+                continue
+            fields = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
+            key = (path, int(fields["round"]))
+            ms = None if fields["step_ms"] == "None" else float(fields["step_ms"])
+            by_round.setdefault(key, {}).setdefault(fields["shape"], {})[fields["variant"]] = ms
+    names = sorted({n for r in by_round.values() for n in r})
+    variants = list(VARIANTS) + sorted({v for r in by_round.values() for s in r.values() for v in s} - set(VARIANTS))
+    times = {n: {v: [] for v in variants} for n in names}
+    for key in sorted(by_round):
+        for n in names:
+            row = by_round[key].get(n, {})
+            if "as_written" not in row:
+                continue
+            for v in variants:
+                times[n][v].append(row.get(v))
+    return times, names
+
+
+def run(dir_, rounds, steps, raw_path, only, timeout, tiny=False, budget=None, first_round=1, variants=None):
+    folder = Path(dir_)
+    names = [n for n in shape_names(folder / "as_written") if not only or n in only]
+    extras = sorted(p.name for p in folder.iterdir() if p.is_dir() and p.name.startswith("hand_"))
+    times = {n: {v: [] for v in VARIANTS + tuple(extras)} for n in names}
+    raw = open(raw_path, "a") if raw_path else None
+
+    def log(line):
+        print(line, flush=True)
+        if raw:
+            raw.write(line + "\n")
+            raw.flush()
+
+    log(f"# shapes_speed: {len(names)} shapes x {len(VARIANTS)} variants x {rounds} rounds, --steps {steps}, "
+        f"python {sys.version.split()[0]}")
+    started = time.perf_counter()
+    for r in range(rounds):
+        round_started = time.perf_counter()
+        for name in names:
+            for variant in VARIANTS + tuple(extras):
+                if variants and variant not in variants or not (folder / variant / f"{name}.py").exists():
+                    continue
+                try:
+                    step_ms, final = run_one(folder / variant / f"{name}.py", steps, timeout, tiny)
+                except subprocess.TimeoutExpired:
+                    step_ms, final = None, f"FAILED timeout {timeout}s"
+                times[name][variant].append(step_ms)
+                log(f"RAW round={first_round + r} shape={name} variant={variant} step_ms={step_ms} final={final} "
+                    f"t={time.perf_counter() - started:.1f}s")
+        elapsed = time.perf_counter() - started
+        if budget and r + 1 < rounds and elapsed + (time.perf_counter() - round_started) > budget:
+            log(f"# stopping after {r + 1} rounds: another round would pass the {budget:.0f}s budget")
+            break
+    table = summarise(times, names) + "\n\n" + summarise_ablations(times, names)
+    log("")
+    log(table)
+    if raw:
+        raw.close()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--prepare", metavar="DIR", help="copy the programs into DIR and let gpulint fix one copy")
+    mode.add_argument("--run", metavar="DIR", help="time the variants in DIR (made by --prepare)")
+    mode.add_argument("--summarise", metavar="RAW", nargs="+", help="print the tables for one or more --raw files")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
+    parser.add_argument("--steps", type=int, default=200, help="training steps per program run (default 200)")
+    parser.add_argument("--raw", help="append the raw lines and the table to this file")
+    parser.add_argument("--only", nargs="*", help="time only these shapes")
+    parser.add_argument("--variants", nargs="*", help="time only these variants (folders of DIR)")
+    parser.add_argument("--timeout", type=float, default=120, help="seconds before one program run is abandoned")
+    parser.add_argument("--first-round", type=int, default=1, help="number of the first round (to continue a run)")
+    parser.add_argument("--tiny", action="store_true", help="pass --tiny to the programs (a CPU smoke test)")
+    parser.add_argument("--budget-s", type=float, default=None,
+                        help="start no new round that would end past this many seconds")
+    parser.add_argument("--gpulint", default=None, help="gpulint command (default: `python -m gpulint`)")
+    args = parser.parse_args()
+    if args.summarise:
+        times, names = load_raw(args.summarise)
+        print(summarise(times, names) + "\n\n" + summarise_ablations(times, names))
+    elif args.prepare:
+        cmd = args.gpulint.split() if args.gpulint else [sys.executable, "-m", "gpulint"]
+        prepare(args.prepare, cmd)
+    else:
+        if not (Path(args.run) / "as_written").is_dir():
+            sys.exit(f"error: {args.run} holds no prepared programs (run --prepare first)")
+        if args.rounds < 1 or args.steps < 2:
+            sys.exit("error: --rounds must be >= 1 and --steps >= 2")
+        run(args.run, args.rounds, args.steps, args.raw, args.only, args.timeout, args.tiny, args.budget_s,
+            args.first_round, args.variants)
+
+
+if __name__ == "__main__":
+    main()
