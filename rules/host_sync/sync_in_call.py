@@ -12,6 +12,17 @@ from gpulint.diagnostics import Related
 from gpulint.rule import Example, Family, GpuRule
 
 
+# A loop logging its loss to TensorBoard; `{log}` is how.
+_BOARD = ("import torch\n"
+          "from torch.utils.tensorboard import SummaryWriter\n"
+          "writer = SummaryWriter()\n"
+          "model = torch.nn.Linear(2, 1).cuda()\n"
+          "for step, x in enumerate(loader):\n"
+          "    loss = model(x.cuda()).sum()\n"
+          "    loss.backward()\n"
+          "{log}")
+
+
 class SyncInCall(GpuRule):
     """A call every step into a helper or library that reads a tensor back to the host.
 
@@ -67,46 +78,20 @@ class SyncInCall(GpuRule):
     family = Family.HOST_SYNC
     added_in = "0.2.0"
     VALID = (
-        # A helper fed a host number: no read inside (GPU101 reports the `.item()` in the loop instead).
-        "import torch\n"
-        "from torch.utils.tensorboard import SummaryWriter\n"
-        "writer = SummaryWriter()\n"
-        "model = torch.nn.Linear(2, 1).cuda()\n"
-        "for step, x in enumerate(loader):\n"
-        "    loss = model(x.cuda()).sum()\n"
-        "    loss.backward()\n"
-        "    if step % 100 == 0:\n"
-        "        writer.add_scalar('loss', loss, step)\n",
-        # Lightning's self.log keeps the tensor: not a read at the call.
-        "import torch\n"
-        "model = torch.nn.Linear(2, 1).cuda()\n"
-        "for x in loader:\n"
-        "    loss = model(x.cuda()).sum()\n"
-        "    loss.backward()\n"
-        "    self.log('loss', loss)\n",
+        # Periodic logging: the read happens every 100 steps only.
+        _BOARD.format(log="    if step % 100 == 0:\n        writer.add_scalar('loss', loss, step)\n"),
+        # A host number: no read inside (GPU101 reports the `.item()` in the loop instead).
+        _BOARD.format(log="    writer.add_scalar('loss', loss.item(), step)\n"),
     )
     INVALID = (
-        Example(
-            "import torch\n"
-            "from torch.utils.tensorboard import SummaryWriter\n"
-            "writer = SummaryWriter()\n"
-            "model = torch.nn.Linear(2, 1).cuda()\n"
-            "for step, x in enumerate(loader):\n"
-            "    loss = model(x.cuda()).sum()\n"
-            "    loss.backward()\n"
-            "    writer.add_scalar('loss', loss, step)\n",
-            message="SummaryWriter.add_scalar",
-        ),
-        Example(
-            "import torch\n"
-            "scaler = torch.cuda.amp.GradScaler()\n"
-            "model = torch.nn.Linear(2, 1).cuda()\n"
-            "for x in loader:\n"
-            "    loss = model(x.cuda()).sum()\n"
-            "    scaler.scale(loss).backward()\n"
-            "    print(scaler.get_scale())\n",
-            message="GradScaler.get_scale",
-        ),
+        Example(_BOARD.format(log="    writer.add_scalar('loss', loss, step)\n"), message="SummaryWriter.add_scalar"),
+        Example("import torch\n"
+                "scaler = torch.cuda.amp.GradScaler()\n"
+                "model = torch.nn.Linear(2, 1).cuda()\n"
+                "for x in loader:\n"
+                "    loss = model(x.cuda()).sum()\n"
+                "    scaler.scale(loss).backward()\n"
+                "    print(scaler.get_scale())\n", message="GradScaler.get_scale"),
     )
 
     def _facts(self):
