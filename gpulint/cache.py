@@ -19,6 +19,7 @@ from typing import Optional
 import gpulint
 from gpulint.config import Settings
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position, Related
+from gpulint.analysis.project import file_digest
 from gpulint.files import atomic_write
 
 FORMAT = 1  # bump when the entry layout changes
@@ -68,18 +69,23 @@ class Cache:
         return self.entries / key[:2] / f"{key}.json"
 
     def get(self, key: str, filename: str) -> Optional[list[Diagnostic]]:
+        """The findings stored under `key`, unless a project file they depend on has changed since."""
         if not self.enabled:
             return None
         try:
             data = json.loads(self._entry(key).read_bytes())
+            for path, digest in data.get("dependencies", []):
+                if file_digest(path) != digest:
+                    return None  # a helper module changed: its summary may have, so lint the file again
             return [_diagnostic(item, filename) for item in data["diagnostics"]]
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return None  # missing, half-written by an older tool, or corrupt: lint the file again
 
-    def put(self, key: str, diagnostics: list[Diagnostic]) -> None:
+    def put(self, key: str, diagnostics: list[Diagnostic], dependencies=()) -> None:
         if not self.enabled:
             return
-        data = json.dumps({"diagnostics": [_record(d) for d in diagnostics]}, separators=(",", ":"))
+        data = json.dumps({"diagnostics": [_record(d) for d in diagnostics],
+                           "dependencies": [list(d) for d in dependencies]}, separators=(",", ":"))
         entry = self._entry(key)
         try:
             if not self.directory.exists():

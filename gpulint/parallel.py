@@ -74,7 +74,8 @@ def lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: b
         for i, source in todo:
             outcome = outcomes[i]
             if outcome is not None and not outcome.errors and _cacheable(source):
-                cache.put(cache.key(files[i], source.digest, want_edits), list(outcome.diagnostics))
+                cache.put(cache.key(files[i], source.digest, want_edits), list(outcome.diagnostics),
+                          outcome.dependencies)
     for i, found in notices.items():  # from the text read above: no file is read a second time for them
         if found and outcomes[i] is not None:
             outcomes[i] = replace(outcomes[i], warnings=found)

@@ -15,6 +15,7 @@ from typing import Mapping, Optional
 from gpulint.config import Settings
 from gpulint.diagnostics import Diagnostic, FixMode
 from gpulint.files import FileError
+from gpulint.analysis.project import file_digest, recording
 from gpulint.sources import Input, content_hash, view_of
 
 __all__ = ["FileOutcome", "Input", "content_hash", "lint_file", "lint_file_safely", "lint_input"]
@@ -37,6 +38,9 @@ class FileOutcome:
     text: Optional[str] = field(default=None, repr=False)  # the whole text after fixes (stdin prints it)
     # The syntax tree the findings' fixes refer to (the language server computes a fix's edits from it).
     module: Optional[object] = field(default=None, repr=False, compare=False)
+    # Other files of the project whose contents the findings depend on (helpers followed across modules), with
+    # their content digests: a cached result is valid only while each still has that digest.
+    dependencies: tuple[tuple[str, str], ...] = ()
     warnings: tuple[str, ...] = ()  # one-line notices that fail nothing (an unknown code in a noqa comment)
 
     def portable(self) -> "FileOutcome":
@@ -56,17 +60,21 @@ def lint_input(source: Input, settings: Settings, fix: FixMode = FixMode.NONE, *
     if view.unreadable is not None:
         found = (view.unreadable,) if view.unreadable.code in codes else ()
         return FileOutcome(path, found, {}, content_hash=source.digest, text=source.text)
-    result = runner.lint_source(view.text, source.name, codes, report_periodic=settings.report_periodic,
-                                fix=fix, want_edits=want_edits)
+    with recording() as consulted:
+        result = runner.lint_source(view.text, source.name, codes, path=source.path,
+                                    report_periodic=settings.report_periodic, fix=fix, want_edits=want_edits)
+    own = source.path.resolve() if source.path is not None else None
+    dependencies = tuple(sorted((str(p), file_digest(str(p))) for p in consulted if p != own))
     errors = view.place_errors(result.errors)
     finished = view.finish(result, codes)
     if finished is None:
         errors.append(f"{source.name}: a fix moved code across cells; notebook left unchanged")
-        result = runner.lint_source(view.text, source.name, codes, report_periodic=settings.report_periodic,
-                                    want_edits=want_edits)
+        result = runner.lint_source(view.text, source.name, codes, path=source.path,
+                                    report_periodic=settings.report_periodic, want_edits=want_edits)
         errors.extend(view.place_errors(result.errors))
         finished = view.finish(result, codes)
     outcome = FileOutcome(path, finished.diagnostics, finished.sources, content_hash=source.digest,
+                          dependencies=dependencies,
                           errors=tuple(errors), fatal=result.crashed, text=finished.text, module=result.module)
     if finished.text == source.text:
         return outcome

@@ -108,11 +108,11 @@ class Rule:
 
     # -- reporting ---------------------------------------------------------------------------------------------
     def report(self, node: cst.CSTNode, message: Optional[str] = None, *, fix: Optional[Fix] = None,
-               where: Optional[Execution] = None) -> None:
+               where: Optional[Execution] = None, related: tuple = ()) -> None:
         text = message or self.message
         if where is not None and where.periodic:
             text = f"{text} (runs periodically: {where.reason}; fine if intended)"
-        self.diagnostics.append(Diagnostic(self.code, self.name, text, node=node, fix=fix))
+        self.diagnostics.append(Diagnostic(self.code, self.name, text, node=node, fix=fix, related=related))
 
     def where(self, node: cst.CSTNode) -> Optional[Execution]:
         """The execution context if a per-step finding at `node` should be reported, else None."""

@@ -9,6 +9,7 @@ import bisect
 import functools
 import re
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import NamedTuple, Optional
 
 import libcst as cst
@@ -229,9 +230,10 @@ def _shift(where, lines: int):
                      CodePosition(where.end.line + lines, where.end.column))
 
 
-def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic: bool, errors: list[str]):
+def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic: bool, errors: list[str],
+             path: Optional[Path] = None):
     module = bigfile.parse_module(source)  # big files piece by piece: memory bounded by the tree
-    analysis = ModuleAnalysis(module, source)
+    analysis = ModuleAnalysis(module, source, path)
     found, failures = _run_rules(analysis, codes, report_periodic)
     diagnostics: list[Diagnostic] = []
     if found or failures:
@@ -247,7 +249,8 @@ def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic:
 
 
 def lint_source(source: str, filename: str, codes: frozenset[str], *, report_periodic: bool = False,
-                fix: FixMode = FixMode.NONE, want_edits: bool = False, prefilter: bool = True) -> LintResult:
+                fix: FixMode = FixMode.NONE, want_edits: bool = False, prefilter: bool = True,
+                path: Optional[Path] = None) -> LintResult:
     """Lint `source`; with `fix`, apply fixes pass by pass until none is left (Ruff's loop).
 
     `prefilter=False` parses every file (the property tests compare both ways).
@@ -259,7 +262,7 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
     if syntax_error is None and prefilter and not could_have_findings(source, codes):
         return LintResult([], source)
     try:
-        analysis, diagnostics = _analyse(source, filename, codes, report_periodic, errors)
+        analysis, diagnostics = _analyse(source, filename, codes, report_periodic, errors, path)
     except cst.ParserSyntaxError as exc:
         found = syntax_error or syntax_error_diagnostic(exc, filename)
         return LintResult([found] if SYNTAX_ERROR in codes else [], source)
@@ -282,13 +285,13 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
         if new_text == current:
             break
         try:
-            analysis, diagnostics = _analyse(new_text, filename, codes, report_periodic, errors)
+            analysis, diagnostics = _analyse(new_text, filename, codes, report_periodic, errors, path)
             if syntax_error is None:  # the input compiled: the output must too
                 compile(new_text, filename or "<fixed>", "exec", dont_inherit=True)
         except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
             # A fix that breaks the code is a bug of ours: keep the last good text and say so.
             errors.append(f"{filename}: a fix produced invalid code ({exc.__class__.__name__}); it was not applied")
-            analysis, diagnostics = _analyse(current, filename, codes, report_periodic, errors)
+            analysis, diagnostics = _analyse(current, filename, codes, report_periodic, errors, path)
             break
         fixed_count += len(chosen)
         current = new_text

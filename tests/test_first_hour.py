@@ -216,7 +216,7 @@ def test_new_flags_and_formats_are_in_help():
 
 # -- 7. GPU201's fix on scripts that also run without CUDA (the change belongs to rules/, see the fixture) ------
 
-PENDING = ROOT / "tests" / "data" / "pending" / "GPU201"  # outside fixtures/: the behaviour snapshot stays as it was
+PENDING = ROOT / "fixtures" / "rules" / "GPU201"
 
 
 def test_gpu201_findings_on_cpu_capable_scripts_stay_as_they_are():
@@ -227,8 +227,6 @@ def test_gpu201_findings_on_cpu_capable_scripts_stay_as_they_are():
     assert rows == [n for n, line in enumerate(text.splitlines(), 1) if "# expect: GPU201" in line]
 
 
-@pytest.mark.xfail(strict=True, reason="GPU201's fix still writes pin_memory=True; the change lives in rules/ "
-                                       "(being split per rule): move tests/data/pending/GPU201/ to fixtures/rules/GPU201/ then")
 def test_gpu201_fix_pins_only_when_cuda_is_used():
     from gpulint.diagnostics import FixMode
     from gpulint.runner import lint_source

@@ -37,7 +37,7 @@ def expected_findings(text: str) -> list[tuple[int, str]]:
 # Issue 13: GPU301 still treats a returned accumulator as deliberate when the loss was already backpropagated
 # in the loop. The change belongs to rules/ (being split into one file per rule); strict, so the marker must go
 # when the rule is fixed.
-PENDING = {"GPU301/positive_returned.py": "GPU301 exempts returned accumulators after loss.backward() (issue 13)"}
+PENDING: dict[str, str] = {}  # fixtures whose rule change is still to come: id -> reason (strict xfail)
 
 
 def _with_pending(params):

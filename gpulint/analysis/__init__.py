@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
+from pathlib import Path
 from typing import Callable, Optional, TypeVar
 
 import libcst as cst
@@ -25,8 +26,11 @@ class ModuleAnalysis:
     plugs in the same way: a callable that reads what it needs from the analysis and returns its fact.
     """
 
-    def __init__(self, module: cst.Module, source: Optional[str] = None) -> None:
+    def __init__(self, module: cst.Module, source: Optional[str] = None, path: Optional[Path] = None) -> None:
         self.module = module
+        # The file on disk the module is (or stands for): the key to its project (analysis/project.py).
+        # None for text with no file (an unnamed stdin): then nothing outside the module is consulted.
+        self.path = path
         # The text the module was parsed from (module.code would regenerate it: a full codegen pass).
         self.source = source
         self.index = SyntaxIndex().build(module)

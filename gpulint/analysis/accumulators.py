@@ -394,10 +394,30 @@ def _backwarded_names(analysis: ModuleAnalysis, scope: cst.CSTNode) -> set[str]:
     """Names that feed a `.backward()` (or are returned) in `scope`: accumulated on purpose, for gradients.
 
     Computed once per scope: a module-level scope asked once per finding would make a big file quadratic."""
+    return _scopes_names(analysis, scope)[0]
+
+
+def _returned_names(analysis: ModuleAnalysis, scope: cst.CSTNode) -> set[str]:
+    """Names whose value the function returns (directly or through the names they are computed from)."""
+    return _scopes_names(analysis, scope)[1]
+
+
+def _scopes_names(analysis: ModuleAnalysis, scope: cst.CSTNode) -> tuple[set[str], set[str]]:
     known = analysis.fact(_backwarded_by_scope)
     if scope not in known:
         known[scope] = _scan_backwarded_names(analysis, scope)
     return known[scope]
+
+
+def backwarded_in(analysis: ModuleAnalysis, block: cst.CSTNode, value: cst.CSTNode) -> bool:
+    """A `.backward()` in `block` runs through a name `value` is made of: each step's graph is used (and freed)
+    there, so whatever keeps the value afterwards only keeps a dead graph alive."""
+    names = {n.value for n in _walk(value) if isinstance(n, cst.Name)}
+    for node in _walk(block):
+        if isinstance(node, cst.Call) and method_call(node, "backward"):
+            if names & {n.value for n in _walk(node.func) if isinstance(n, cst.Name)}:
+                return True
+    return False
 
 
 def _backwarded_by_scope(analysis: ModuleAnalysis) -> dict:
@@ -405,8 +425,9 @@ def _backwarded_by_scope(analysis: ModuleAnalysis) -> dict:
     return {}
 
 
-def _scan_backwarded_names(analysis: ModuleAnalysis, scope: cst.CSTNode) -> set[str]:
+def _scan_backwarded_names(analysis: ModuleAnalysis, scope: cst.CSTNode) -> tuple[set[str], set[str]]:
     names: set[str] = set()
+    returned: set[str] = set()
     assigns: list[tuple[set[str], set[str]]] = []
     for node in _walk(scope):
         if isinstance(node, cst.Call):
@@ -414,18 +435,19 @@ def _scan_backwarded_names(analysis: ModuleAnalysis, scope: cst.CSTNode) -> set[
             if method_call(node, "backward") or q in ("torch.autograd.backward", "torch.autograd.grad"):
                 names |= {n.value for n in _walk(node) if isinstance(n, cst.Name)}
         elif isinstance(node, cst.Return) and node.value is not None:
-            names |= {n.value for n in _walk(node.value) if isinstance(n, cst.Name)}
+            returned |= {n.value for n in _walk(node.value) if isinstance(n, cst.Name)}
         elif isinstance(node, cst.Assign):
             targets = {n.value for t in node.targets for n in _walk(t.target) if isinstance(n, cst.Name)}
             assigns.append((targets, {n.value for n in _walk(node.value) if isinstance(n, cst.Name)}))
-    changed = True
-    while changed:
-        changed = False
-        for targets, sources in assigns:
-            if targets & names and not sources <= names:
-                names |= sources
-                changed = True
-    return names
+    for found in (names, returned):
+        changed = True
+        while changed:
+            changed = False
+            for targets, sources in assigns:
+                if targets & found and not sources <= found:
+                    found |= sources
+                    changed = True
+    return names, returned
 
 
 def _self_referencing(analysis: ModuleAnalysis, assign: cst.Assign, name: str) -> bool:

@@ -8,6 +8,7 @@ then `with dt[1]:`, or a direct `utils.all_reduce_mean(loss)`.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -15,6 +16,7 @@ from typing import Optional
 import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Sink
 
 MAX_BINDINGS = 4
@@ -26,19 +28,101 @@ class HelperCost:
     argument that reaches it (None when the helper syncs whatever it is given, as a timer does)."""
 
     callee: str
-    sink: Sink
+    sink: Optional[Sink]  # None for a library call: `library` says what it does instead
     argument: Optional[cst.BaseExpression] = None
+    library: Optional[LibraryFact] = None
 
 
-class ProjectCalls:
+class ModuleCalls:
+    """Calls of one module resolved with what the module alone shows: library objects and their classes."""
+
+    def __init__(self, analysis) -> None:
+        self.analysis = analysis
+        self.index = analysis.index
+        self._self_attributes: Optional[dict[tuple[int, str], list[cst.BaseExpression]]] = None
+
+    def library_cost(self, call: cst.Call) -> Optional[tuple[LibraryFact, Optional[cst.BaseExpression]]]:
+        """A library call the table (analysis/libraries.py) says reads tensors back: (fact, the tensor argument
+        that is read, or None when the call reads device state of its own, as `scaler.get_scale()` does)."""
+        func = call.func
+        fact = None
+        if isinstance(func, cst.Attribute):
+            fact = fact_for_method(self.constructor(func.value), func.attr.value)
+        if fact is None:
+            fact = fact_for_function(self.analysis.qualified(func))
+        if fact is None:
+            return None
+        if fact.effect is Effect.SYNCS:
+            return fact, None
+        if fact.effect is Effect.SYNCS_TENSOR_ARGS:
+            for arg in call.args:
+                for value in _argument_values(arg.value):
+                    if self.analysis.is_tensor(value):
+                        return fact, value
+        return None
+
+    def constructor(self, expr: cst.BaseExpression) -> Optional[str]:
+        """The qualified name of the class an object was built from (`scaler = torch.cuda.amp.GradScaler()`,
+        `self.writer = SummaryWriter(...)`), when every binding agrees."""
+        values: list[cst.BaseExpression] = []
+        if isinstance(expr, cst.Name):
+            bindings = self.index.visible_bindings(expr)
+            if not bindings or any(b.kind != "assign" or b.index is not None for b in bindings):
+                return None
+            values = [b.value for b in bindings]
+        elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            values = self.self_attributes(expr)
+        elif isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.value, cst.Name):
+            # `dt[1]` with `dt = Profile(), Profile()`: every element must be built from the same class
+            bindings = self.index.visible_bindings(expr.value)
+            if len(bindings) != 1 or not isinstance(bindings[0].value, (cst.Tuple, cst.List)):
+                return None
+            values = [e.value for e in bindings[0].value.elements]
+        names = {self.class_name(v.func) if isinstance(v, cst.Call) else None for v in values}
+        return names.pop() if len(names) == 1 else None
+
+    def class_name(self, func: cst.BaseExpression) -> Optional[str]:
+        """The qualified name a constructor call names, through the module's imports."""
+        return self.analysis.qualified(func)
+
+    def self_attributes(self, attr: cst.Attribute) -> list[cst.BaseExpression]:
+        """Every value assigned to `self.<name>` in the class around `attr`."""
+        if self._self_attributes is None:
+            found: dict[tuple[int, str], list[cst.BaseExpression]] = {}
+            for node in self.index.nodes:
+                if isinstance(node, cst.Assign) and len(node.targets) == 1:
+                    target = node.targets[0].target
+                    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                            and target.value.value == "self":
+                        cls = self._class_of(node)
+                        if cls is not None:
+                            found.setdefault((id(cls), target.attr.value), []).append(node.value)
+            self._self_attributes = found
+        cls = self._class_of(attr)
+        if cls is None:
+            return []
+        return self._self_attributes.get((id(cls), attr.attr.value), [])
+
+    def _class_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
+        for ancestor in self.index.ancestors(node):
+            if isinstance(ancestor, cst.ClassDef):
+                return ancestor
+        return None
+
+
+class ProjectCalls(ModuleCalls):
     """Resolves calls and `with` items of one module to summaries of the project's functions and classes."""
 
     def __init__(self, analysis, project: Project, path: Path) -> None:
-        self.analysis = analysis
-        self.index = analysis.index
+        super().__init__(analysis)
         self.project = project
         self.path = path.resolve()
-        self._self_attributes: Optional[dict[tuple[int, str], list[cst.BaseExpression]]] = None
+
+    def class_name(self, func: cst.BaseExpression) -> Optional[str]:
+        """Through the project's re-exports as well (`from utils.general import Profile`, a library class)."""
+        dotted = dotted_name(func)
+        external = self.project.external_name(self.path, dotted) if dotted else None
+        return external or self.analysis.qualified(func)
 
     # -- what a node costs ----------------------------------------------------------------------------------
     def call_cost(self, call: cst.Call) -> Optional[HelperCost]:
@@ -68,11 +152,20 @@ class ProjectCalls:
             found = self._lookup(item.item.func)
             cls = found if isinstance(found, ClassSummary) else None
         if cls is None:
-            return None
+            return self._library_with(item)
         for method in ("__enter__", "__exit__"):
             summary = self.project.method(cls, method)
             if summary is not None and summary.always_syncs is not None:
                 return HelperCost(f"{cls.name}.{method}", summary.always_syncs)
+        return None
+
+    def _library_with(self, item: cst.WithItem) -> Optional[HelperCost]:
+        target = item.item.func if isinstance(item.item, cst.Call) else item.item
+        name = self.class_name(target) if isinstance(item.item, cst.Call) else self.constructor(item.item)
+        for method in ("__enter__", "__exit__"):
+            fact = fact_for_method(name, method)
+            if fact is not None and fact.effect is Effect.SYNCS:
+                return HelperCost(f"{name.rsplit('.', 1)[-1]}.{method}", None, library=fact)
         return None
 
     # -- resolution -------------------------------------------------------------------------------------------
@@ -149,32 +242,42 @@ class ProjectCalls:
         first = classes[0]
         return first if all(c is first for c in classes) else None
 
-    def self_attributes(self, attr: cst.Attribute) -> list[cst.BaseExpression]:
-        """Every value assigned to `self.<name>` in the class around `attr`."""
-        if self._self_attributes is None:
-            found: dict[tuple[int, str], list[cst.BaseExpression]] = {}
-            for node in self.index.nodes:
-                if isinstance(node, cst.Assign) and len(node.targets) == 1:
-                    target = node.targets[0].target
-                    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
-                            and target.value.value == "self":
-                        cls = self._class_of(node)
-                        if cls is not None:
-                            found.setdefault((id(cls), target.attr.value), []).append(node.value)
-            self._self_attributes = found
-        cls = self._class_of(attr)
-        if cls is None:
-            return []
-        return self._self_attributes.get((id(cls), attr.attr.value), [])
-
-    def _class_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
-        for ancestor in self.index.ancestors(node):
-            if isinstance(ancestor, cst.ClassDef):
-                return ancestor
-        return None
-
     def _lookup(self, func: cst.BaseExpression):
         dotted = dotted_name(func)
         if dotted is None or dotted.split(".")[0] == "self":
             return None
         return self.project.lookup(self.path, dotted)
+
+
+def _argument_values(value: cst.BaseExpression):
+    """An argument and, for a dict or list literal (`wandb.log({"loss": loss})`), its values."""
+    yield value
+    if isinstance(value, cst.Dict):
+        for element in value.elements:
+            if isinstance(element, cst.DictElement):
+                yield element.value
+    elif isinstance(value, (cst.List, cst.Tuple)):
+        for element in value.elements:
+            yield element.value
+
+
+def project_calls(analysis) -> Optional[ProjectCalls]:
+    """Fact provider (`analysis.fact(project_calls)`): calls into the project of the linted file, or None when
+    the module has no file. The linted text is used for the file itself when it differs from the disk (an
+    editor's unsaved buffer, stdin, a notebook's joined cells)."""
+    from gpulint.analysis.project import project_for
+
+    if analysis.path is None:
+        return None
+    path = Path(analysis.path)
+    project = project_for(path)
+    text = analysis.source if analysis.source is not None else analysis.module.code
+    on_disk = project.module(path)
+    if on_disk is None or on_disk.digest != hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest():
+        project.set_text(path, text)
+    return ProjectCalls(analysis, project, path)
+
+
+def module_calls(analysis) -> ModuleCalls:
+    """Fact provider: calls of the module resolved with what the module alone shows (no file needed)."""
+    return ModuleCalls(analysis)

@@ -30,7 +30,13 @@ def _dataset(call: cst.Call) -> Optional[cst.BaseExpression]:
 def would_pin(rule: Rule, loader: cst.Call) -> bool:
     """GPU201 asks for `pin_memory=True` on this `DataLoader(...)`: its batches go to an accelerator."""
     facts = data_facts(rule.analysis)
-    if keyword(loader, "pin_memory") is not None or has_star_args(loader):
+    if facts.prepared(loader):
+        return False  # Accelerate moves the batches itself
+    made = facts.factory(loader)
+    if made is not None:
+        if made.pinned is not False:
+            return False
+    elif keyword(loader, "pin_memory") is not None or has_star_args(loader):
         return False
     if facts.on_device(_dataset(loader)):
         return False  # pinning a CUDA tensor raises: the data is on the device already
@@ -57,6 +63,12 @@ def _feeds_a_step(rule: Rule, loop: cst.For) -> bool:
 
 def pinned(rule: Rule, loader: cst.Call) -> bool:
     """The loader pins its batches, or will once GPU201's fix is applied (same `--fix` run)."""
+    facts = data_facts(rule.analysis)
+    if facts.prepared(loader):
+        return False  # Accelerate moves the batches itself: the user's `.to(device)` copies nothing
+    made = facts.factory(loader)
+    if made is not None:
+        return made.pinned is True  # a factory's loader gets no fix here
     pin = keyword(loader, "pin_memory")
     if pin is not None:
         return not is_false(pin.value)

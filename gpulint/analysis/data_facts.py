@@ -12,11 +12,15 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from gpulint.analysis import Kind, ModuleAnalysis
+from gpulint.analysis.calls import module_calls, project_calls
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.libraries import Effect, fact_for_method
+from gpulint.analysis.project import FunctionSummary, LoaderFact
 from gpulint.analysis.tree import child_nodes
 from gpulint.syntax import argument, positional, string_value
 
-DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
+DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
+               "torchdata.stateful_dataloader.StatefulDataLoader", "torchdata.stateful_dataloader.StatefulDataLoader"}
 TENSOR_DATASETS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
 _WRAPPERS = {"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "zip", "islice", "itertools.islice"}
 _DEVICE_NAMES = ("device", "dev", "gpu", "rank", "local_rank", "device_id", "gpu_id")
@@ -67,6 +71,34 @@ class DataFacts:
         self._calls_of: Optional[dict[int, list[cst.Call]]] = None
         self._loops_over: Optional[dict[int, list[cst.For]]] = None
         self._self_attrs: Optional[dict[str, list[cst.BaseExpression]]] = None
+        self._prepared: Optional[set[int]] = None
+
+    # -- loaders built elsewhere ----------------------------------------------------------------------------
+    def factory(self, call: cst.CSTNode) -> Optional[LoaderFact]:
+        """What a call to a loader factory of the project returns (`create_dataloader(...)`, in this module or
+        another): where its `DataLoader` is built and whether it pins. None when `call` is not one."""
+        if not isinstance(call, cst.Call) or is_dataloader(self.analysis, call):
+            return None
+        calls = self.analysis.fact(project_calls)
+        dotted = dotted_name(call.func)
+        if calls is None or dotted is None or dotted.split(".")[0] == "self":
+            return None
+        found = calls.project.lookup(calls.path, dotted)
+        return found.returns_loader if isinstance(found, FunctionSummary) else None
+
+    def prepared(self, loader: cst.Call) -> bool:
+        """The loader is handed to a library that moves its batches to the device itself (Accelerate's
+        `accelerator.prepare(...)`, see analysis/libraries.py): pinning and non_blocking advice do not apply."""
+        if self._prepared is None:
+            self._prepared = set()
+            calls = self.analysis.fact(module_calls)
+            for node in self.index.nodes:
+                if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+                    fact = fact_for_method(calls.constructor(node.func.value), node.func.attr.value)
+                    if fact is not None and fact.effect is Effect.DEVICE_BATCHES:
+                        for arg in node.args:
+                            self._prepared.update(id(c) for c in self.loaders(arg.value))
+        return id(loader) in self._prepared
 
     # -- which DataLoader(...) an expression holds -------------------------------------------------------------
     def loaders(self, expr: cst.CSTNode, depth: int = 0) -> list[cst.Call]:
@@ -79,7 +111,7 @@ class DataFacts:
         if isinstance(expr, cst.Call):
             if dotted_name(expr.func) in _WRAPPERS:
                 return [c for arg in positional(expr) for c in self.loaders(arg, depth + 1)]
-            return []
+            return [expr] if self.factory(expr) is not None else []
         if isinstance(expr, cst.Name):
             found: list[cst.Call] = []
             for b in self.bindings(expr):

@@ -74,6 +74,10 @@ _OTHER_BUILTINS = {"str", "repr", "format", "list", "dict", "tuple", "set", "fro
                    "print", "open", "isinstance", "type", "getattr", "hasattr", "vars", "iter", "map", "filter"}
 
 
+def _assigns_none(b: Binding) -> bool:
+    return b.kind == "assign" and isinstance(b.value, cst.Name) and b.value.value == "None"
+
+
 def _join(kinds: list[Kind]) -> Kind:
     known = {k for k in kinds if k is not Kind.UNKNOWN}
     if not known:
@@ -135,6 +139,8 @@ class KindInference:
         self._in_progress.add(key)
         try:
             kinds = [self._binding_kind(b) for b in bindings]
+            # `x = None` in one branch and a tensor in the other: an optional tensor is a tensor where used.
+            kinds = [k for b, k in zip(bindings, kinds) if not _assigns_none(b)] or kinds
             result = _join(kinds)
             if result is Kind.TENSOR and Kind.NUMBER in kinds:
                 # Tensor wins over number only for accumulators started at a literal (`total = 0.0`); a name

@@ -68,6 +68,12 @@ FACTS: tuple[LibraryFact, ...] = (
                 "prepared DataLoaders are DataLoaderShard objects that move each batch to the accelerator's "
                 "device (send_to_device) before yielding it",
                 "Accelerate docs: Accelerator.prepare; accelerate/data_loader.py (DataLoaderShard.__iter__)"),
+    LibraryFact("ultralytics.utils.ops.Profile.__enter__", Effect.SYNCS,
+                "the timer calls torch.cuda.synchronize() when its device is CUDA, on entry and on exit",
+                "ultralytics/utils/ops.py (Profile.__enter__, Profile.__exit__, Profile.time)"),
+    LibraryFact("ultralytics.utils.ops.Profile.__exit__", Effect.SYNCS,
+                "the timer calls torch.cuda.synchronize() when its device is CUDA, on entry and on exit",
+                "ultralytics/utils/ops.py (Profile.__enter__, Profile.__exit__, Profile.time)"),
     LibraryFact("torch.distributed.all_reduce", Effect.NO_HOST_SYNC,
                 "with NCCL the collective is queued on a CUDA stream; the host continues unless the result is "
                 "read back",

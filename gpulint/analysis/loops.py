@@ -84,8 +84,10 @@ class LoopAnalysis:
                 helper = self.local_function(node)
                 if helper is not None and self._function_has_hot_loop(helper):
                     return LoopRole.EPOCH
-        if self._body_trains(loop):
-            return LoopRole.HOT  # e.g. `for step ...: for micro in range(accum): ...; optimizer.step()`
+        # `for step ...: for micro in range(accum): ...; optimizer.step()` is hot; an epoch loop that only clears
+        # gradients around its inner training loop (`optimizer.zero_grad()` once per epoch) is not.
+        if self._body_trains(loop, beside_hot_loop=nested_hot):
+            return LoopRole.HOT
         return LoopRole.EPOCH if nested_hot else LoopRole.COLD
 
     def _loops_over_batches(self, loop: Loop) -> bool:
@@ -110,10 +112,13 @@ class LoopAnalysis:
                 return any(self._iterates_batches(a) for a in args)
         return self.kinds.of(iterable) is Kind.LOADER
 
-    def _body_trains(self, loop: Loop) -> bool:
-        """The loop's own body (not nested loops) runs a backward pass, an optimizer step or a forward pass."""
+    def _body_trains(self, loop: Loop, beside_hot_loop: bool = False) -> bool:
+        """The loop's own body (not nested loops) runs a backward pass, an optimizer step or a forward pass
+        (beside a hot inner loop, clearing gradients does not count)."""
         for node in _walk_body(loop, into_loops=False):
             if isinstance(node, cst.Call) and self.is_training_call(node, follow_helpers=True):
+                if beside_hot_loop and isinstance(node.func, cst.Attribute) and node.func.attr.value == "zero_grad":
+                    continue
                 return True
         return False
 
@@ -243,14 +248,17 @@ class LoopAnalysis:
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
             op = test.comparisons[0].operator
             sides = (test.left, test.comparisons[0].comparator)
-            equal = isinstance(op, cst.Equal) != negated
-            unequal = isinstance(op, cst.NotEqual) != negated
+            # The test as it holds after negation: `not (a == b)` is `a != b`, `not (a >= b)` is `a < b`.
+            equal = isinstance(op, cst.NotEqual) if negated else isinstance(op, cst.Equal)
+            unequal = isinstance(op, cst.Equal) if negated else isinstance(op, cst.NotEqual)
             if any(_has_modulo(s) for s in sides):
                 if equal:
                     return f"`{_code(test)}`"
                 return None
             if equal and any(self._is_counter(s) for s in sides):
                 return f"`{_code(test)}`"
+            if self._bounded(test.left, op, test.comparisons[0].comparator, negated):
+                return f"`{_code(test)}` (a bounded number of times)"
             if not unequal and any(self._reads_clock(s) for s in sides):
                 return f"`{_code(test)}` (time-based)"
             return None
@@ -283,6 +291,16 @@ class LoopAnalysis:
                 if reason:
                     return reason
         return None
+
+    def _bounded(self, left: cst.BaseExpression, op, right: cst.BaseExpression, negated: bool) -> bool:
+        """`batch_i < 3`, `printed <= 5`: true for a fixed, literal number of iterations only."""
+        below = (cst.LessThan, cst.LessThanEqual)
+        above = (cst.GreaterThan, cst.GreaterThanEqual)
+        if isinstance(right, cst.Integer) and self._is_counter(left):
+            return isinstance(op, above if negated else below)
+        if isinstance(left, cst.Integer) and self._is_counter(right):
+            return isinstance(op, below if negated else above)
+        return False
 
     def _is_counter(self, node: cst.BaseExpression) -> bool:
         """An iteration counter: a loop index, or a name bumped by `+= 1`, or one named like one."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional, Union
@@ -46,13 +47,26 @@ class Sink:
     what: str
 
     def where(self, relative_to: Optional[Path] = None) -> str:
-        path = self.path
-        if relative_to is not None:
-            try:
-                path = path.relative_to(relative_to)
-            except ValueError:
-                pass
-        return f"{path.as_posix()}:{self.line}"
+        return f"{relative(self.path, relative_to)}:{self.line}"
+
+
+def relative(path: Path, root: Optional[Path]) -> str:
+    """`path` relative to the project root (as messages name it), else as it is."""
+    if root is not None:
+        try:
+            return path.relative_to(root).as_posix()
+        except ValueError:
+            pass
+    return path.as_posix()
+
+
+def display_path(path: Path) -> str:
+    """How output names another file: relative to the working directory when inside it (as the linted files
+    are named), else absolute."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except (ValueError, OSError):
+        return path.as_posix()
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,8 @@ class FunctionSummary:
     always_syncs: Optional[Sink] = None
     returns_host_scalar: Optional[Sink] = None
     returns_loader: Optional[LoaderFact] = None
+    # The project modules this summary was computed from (its own and every helper's it follows).
+    dependencies: frozenset = frozenset()
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
                           bound_method: bool = False) -> Optional[Sink]:
@@ -232,6 +248,7 @@ class Project:
     # -- modules -----------------------------------------------------------------------------------------------
     def module(self, path: Path) -> Optional[ModuleInfo]:
         path = path.resolve()
+        _record(path)
         overlay = self._overlays.get(path)
         if overlay is not None:
             return overlay
@@ -308,6 +325,31 @@ class Project:
                 return self.lookup(owner, f"{attr}.{rest}" if rest else attr, depth + 1)
         return None
 
+    def external_name(self, importer: Path, dotted: str, depth: int = 0) -> Optional[str]:
+        """The qualified name outside the project that `dotted` (as written in `importer`) stands for, following
+        the project's own re-exports: `Profile` imported from `utils.general`, which imports it from
+        `ultralytics.utils.ops`, is `ultralytics.utils.ops.Profile`. None when it is defined in the project or
+        cannot be told."""
+        info = self.module(importer)
+        if info is None or depth > MAX_DEPTH:
+            return None
+        head, _, rest = dotted.partition(".")
+        if head not in info.imports:
+            return None
+        module, attr, level = info.imports[head]
+        if attr is None:
+            target = self.resolver.resolve(module, info.path, level)
+            if target is None:
+                return f"{module}.{rest}" if (rest and not level) else (module if not level else None)
+            return self.external_name(target, rest, depth + 1) if rest else None
+        owner = self.resolver.resolve(module, info.path, level) if (module or level) else None
+        if owner is None:
+            full = f"{module}.{attr}" if module else attr
+            return None if level else (f"{full}.{rest}" if rest else full)
+        if owner == info.path:
+            return None
+        return self.external_name(owner, f"{attr}.{rest}" if rest else attr, depth + 1)
+
     def _lookup_dotted(self, dotted: str, importer: Path) -> Optional[Summary]:
         parts = dotted.split(".")
         for cut in range(len(parts) - 1, 0, -1):
@@ -334,7 +376,10 @@ class Project:
         key = (path.resolve(), qualname)
         with self._lock:
             if key in self._functions:
-                return self._functions[key]
+                found = self._functions[key]
+                for dependency in found.dependencies if found is not None else (key[0],):
+                    _record(dependency)
+                return found
             if key in self._active or len(self._active) > MAX_DEPTH:
                 return None  # recursion: the inner call is unknown
             info = self.module(key[0])
@@ -346,9 +391,13 @@ class Project:
                 return None
             self._active.add(key)
             try:
-                summary = _Summarizer(self, info, node, qualname, cls).run()
+                with recording() as used:
+                    summary = _Summarizer(self, info, node, qualname, cls).run()
             finally:
                 self._active.discard(key)
+            summary.dependencies = frozenset(used | {key[0]})
+            for dependency in summary.dependencies:
+                _record(dependency)
             self._functions[key] = summary
             return summary
 
@@ -403,6 +452,9 @@ class _Summarizer:
             guard = conditional or not _gpu_guard(stmt.test)
             if _periodic(stmt.test):
                 return  # `if self.count % 100 == 0:` logging inside a helper is deliberate
+            if _flag(stmt.test) and not _gpu_guard(stmt.test):
+                self._block(stmt.orelse, True)
+                return  # `if self.autobalance:`: an option we cannot see the value of; not assumed on
             self._block(stmt.body, guard)
             self._block(stmt.orelse, True)
             return
@@ -605,6 +657,13 @@ def _periodic(test: ast.expr) -> bool:
     return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test))
 
 
+def _flag(test: ast.expr) -> bool:
+    """A bare option test: `if verbose:`, `if self.autobalance:`, `if not args.quiet:`."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    return isinstance(test, (ast.Name, ast.Attribute))
+
+
 def _gpu_guard(test: ast.expr) -> bool:
     """`if self.cuda:`, `if torch.cuda.is_available():`, `if x.device.type == "cuda":` hold on a GPU."""
     text = ast.unparse(test).lower()
@@ -651,6 +710,37 @@ def _nested_statements(stmt: ast.stmt) -> Iterator[ast.stmt]:
             yield inner
     for handler in getattr(stmt, "handlers", []) or []:
         yield from handler.body
+
+
+_RECORDING = threading.local()
+
+
+@contextmanager
+def recording():
+    """Collect the project modules consulted inside the block (a linted file's cache entry depends on them)."""
+    outer = getattr(_RECORDING, "paths", None)
+    paths: set[Path] = set()
+    _RECORDING.paths = paths
+    try:
+        yield paths
+    finally:
+        _RECORDING.paths = outer
+        if outer is not None:
+            outer.update(paths)
+
+
+def _record(path: Path) -> None:
+    paths = getattr(_RECORDING, "paths", None)
+    if paths is not None:
+        paths.add(path)
+
+
+def file_digest(path: str) -> str:
+    """The content digest of a file ('-' when it cannot be read): what a cached result's dependency records."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return "-"
 
 
 _PROJECTS: dict[Path, Project] = {}

@@ -7,8 +7,9 @@ import libcst as cst
 from gpulint.rule import GpuRule, Example, Family, FixAvailability, FixSafety, Safety
 from gpulint.rules._examples import ACCUMULATING_STEP
 from gpulint.syntax import method_call
-from gpulint.analysis.accumulators import (_backwarded_names, _base_name, _bindings, _method, _self_referencing,
-                                           carries_graph, certainly_tensor, under_no_grad)
+from gpulint.analysis.accumulators import (_backwarded_names, _base_name, _bindings, _method, _returned_names,
+                                           _self_referencing, backwarded_in, carries_graph, certainly_tensor,
+                                           under_no_grad)
 
 
 class UndetachedAccumulation(GpuRule):
@@ -103,6 +104,11 @@ class UndetachedAccumulation(GpuRule):
         name = _base_name(accumulator)
         scope = self.analysis.index.enclosing_scope(node)
         if name is not None and name.value in _backwarded_names(self.analysis, scope):
+            return
+        # Returned for the caller to backpropagate: fine, unless the loop already ran backward through the
+        # value each step (then the returned accumulator only keeps every step's spent graph alive).
+        if name is not None and name.value in _returned_names(self.analysis, scope) and \
+                not backwarded_in(self.analysis, where.loop.body, value):
             return
         fix = None
         if certainly_tensor(self.analysis, value):

@@ -7,7 +7,10 @@ import libcst as cst
 from gpulint.analysis import GPU_HINT
 from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
 from gpulint.rules._examples import LOADER_TO_GPU
-from gpulint.analysis.data_facts import append_keyword, is_dataloader
+from gpulint.analysis.data_facts import append_keyword, data_facts, is_dataloader
+from gpulint.analysis.project import display_path
+from gpulint.diagnostics import Related
+from gpulint.syntax import argument
 from gpulint.analysis.data import _true, would_pin
 
 
@@ -39,7 +42,11 @@ class DataLoaderWithoutPinMemory(Rule):
     ```
 
     ## Fix
-    Adds `pin_memory=True` to the call.
+    Adds `pin_memory=True` to the call; where the script picks its device at run time, it pins only when that
+    device is CUDA, so the script still runs quietly on CPU-only machines: `pin_memory=torch.cuda.is_available()`
+    for `device = "cuda" if torch.cuda.is_available() else "cpu"`, `pin_memory=device.type == "cuda"` for
+    `device = torch.device(args.device)`. No fix for a loader built in a factory of another function or module:
+    the finding is at the call, naming the factory.
 
     ## Fix safety
     Safe: batches hold the same values; only the host memory they live in changes. On a machine without an
@@ -70,8 +77,47 @@ class DataLoaderWithoutPinMemory(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not is_dataloader(self.analysis, node) or not would_pin(self, node):
+        made = None if is_dataloader(self.analysis, node) else data_facts(self.analysis).factory(node)
+        if (made is None and not is_dataloader(self.analysis, node)) or not would_pin(self, node):
             return
-        fix = self.fix("Add `pin_memory=True`", {node: lambda updated: append_keyword(updated, "pin_memory",
-                                                                                      _true())}, safe=True)
+        if made is not None:  # built in a factory: the fix belongs there, the cost is paid here
+            self.report(node, f"`{self.analysis.code(node.func)}(...)` returns a `DataLoader` without "
+                              f"`pin_memory=True` whose batches go to a GPU: host-to-device copies block "
+                              f"and cannot overlap", related=(Related(display_path(made.path), made.line,
+                                                                      "the `DataLoader` is built here"),))
+            return
+        value = self._pin_value(node)
+        text = cst.Module([]).code_for_node(value)
+        fix = self.fix(f"Add `pin_memory={text}`",
+                       {node: lambda updated: append_keyword(updated, "pin_memory", value)}, safe=True)
         self.report(node, fix=fix)
+
+    def _pin_value(self, loader: cst.Call) -> cst.BaseExpression:
+        """`True` where the batches certainly go to CUDA; where the script picks its device at run time, pin only
+        when that device is CUDA (pinning on a CPU-only machine warns on every run): `torch.cuda.is_available()`
+        for `device = "cuda" if torch.cuda.is_available() else "cpu"`, `<device>.type == "cuda"` for a device
+        built from the script's own flag (`device = torch.device(args.device)`)."""
+        device = self._copy_device(loader)
+        if isinstance(device, cst.Name):
+            bindings = self.analysis.index.visible_bindings(device)
+            values = [b.value for b in bindings if b.kind == "assign" and b.index is None]
+            if len(values) == 1 and len(bindings) == 1:
+                value = values[0]
+                if isinstance(value, cst.IfExp) and "is_available" in self.analysis.code(value.test):
+                    return cst.parse_expression("torch.cuda.is_available()") \
+                        if self.analysis.index.imports.qualify(cst.Name("torch")) == "torch" else _true()
+                if isinstance(value, cst.Call) and self.analysis.qualified(value.func) == "torch.device" \
+                        and value.args and not isinstance(value.args[0].value, cst.SimpleString):
+                    return cst.parse_expression(f'{device.value}.type == "cuda"')
+        return _true()
+
+    def _copy_device(self, loader: cst.Call):
+        """The device argument of the first copy of this loader's batches (`x.to(device)`), if any."""
+        facts = data_facts(self.analysis)
+        for loop in facts.loops_over(loader):
+            for call in facts.body_calls(loop):
+                if facts.copy_target(call) is not None and isinstance(call.func, cst.Attribute) \
+                        and call.func.attr.value == "to" and facts.batch_loop(call.func.value) is loop:
+                    target = argument(call, "device", 0)
+                    return target.value if target is not None else None
+        return None

@@ -1,0 +1,143 @@
+"""GPU112 `sync-in-call`."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from gpulint.analysis.calls import HelperCost, module_calls, project_calls
+from gpulint.analysis.project import display_path
+from gpulint.diagnostics import Related
+from gpulint.rule import Example, Family, GpuRule
+
+
+# A loop logging its loss to TensorBoard; `{log}` is how.
+_BOARD = ("import torch\n"
+          "from torch.utils.tensorboard import SummaryWriter\n"
+          "writer = SummaryWriter()\n"
+          "model = torch.nn.Linear(2, 1).cuda()\n"
+          "for step, x in enumerate(loader):\n"
+          "    loss = model(x.cuda()).sum()\n"
+          "    loss.backward()\n"
+          "{log}")
+
+
+class SyncInCall(GpuRule):
+    """A call every step into a helper or library that reads a tensor back to the host.
+
+    ## What it does
+    Follows the calls a training or evaluation loop makes every step into the project's own modules (a metric
+    logger's `update(**kwargs)`, an `all_reduce_mean(x)` helper, a timer used as `with dt[1]:`, a method of a
+    trainer class) and into well-known libraries (`scaler.get_scale()`, TensorBoard's `add_scalar`,
+    `wandb.log`, tqdm's `set_postfix`), and flags the call when what it reaches reads a device tensor back to
+    the host: `.item()`, `.cpu()`, `.tolist()`, `float(t)`, or `torch.cuda.synchronize()`. The finding sits at
+    the call in the loop, where the cost is paid every step; the helper's line is its related location.
+
+    ## Why it is slow
+    The read inside the helper is a host-device synchronisation like any other (see GPU101): the CPU waits for
+    every queued kernel, the GPU then idles while Python prepares the next step. Real projects keep these reads
+    one call away from the loop (`metric_logger.update(loss=loss)` in DeiT-style engines, timers that
+    synchronise around every forward pass), where a file-by-file linter cannot see them.
+
+    ## Example
+    ```python
+    # utils.py
+    class MetricLogger:
+        def update(self, **kwargs):
+            for k, v in kwargs.items():
+                if isinstance(v, torch.Tensor):
+                    v = v.item()
+                self.meters[k].update(v)
+
+    # train.py
+    for x, y in loader:
+        loss = criterion(model(x.cuda()), y.cuda())
+        ...
+        metric_logger.update(loss=loss)   # one sync per step, inside utils.py
+    ```
+    Hand the helper device tensors and let it convert only when it prints (keep a device-side sum and read it
+    every `print_freq` steps), or call the helper under the loop's logging condition.
+
+    ## Fix
+    None: the change belongs in the helper, which other code may rely on.
+
+    ## Fix safety
+    No fix.
+
+    ## When it is fine
+    Calls under a periodic condition (`if step % 100 == 0:`), helpers whose read is itself periodic, helpers fed
+    host numbers (`meter.update(loss.item())`: GPU101 reports the `.item()` there), library calls that only
+    store the tensor (Lightning's `self.log`), and modules that never use a GPU. Imports that cannot be resolved
+    inside the project are unknown and never reported.
+    """
+
+    code = "GPU112"
+    name = "sync-in-call"
+    message = "a call every step reaches a host read of a tensor inside the helper or library it calls"
+    family = Family.HOST_SYNC
+    added_in = "0.2.0"
+    VALID = (
+        # Periodic logging: the read happens every 100 steps only.
+        _BOARD.format(log="    if step % 100 == 0:\n        writer.add_scalar('loss', loss, step)\n"),
+        # A host number: no read inside (GPU101 reports the `.item()` in the loop instead).
+        _BOARD.format(log="    writer.add_scalar('loss', loss.item(), step)\n"),
+    )
+    INVALID = (
+        Example(_BOARD.format(log="    writer.add_scalar('loss', loss, step)\n"), message="SummaryWriter.add_scalar"),
+        Example("import torch\n"
+                "scaler = torch.cuda.amp.GradScaler()\n"
+                "model = torch.nn.Linear(2, 1).cuda()\n"
+                "for x in loader:\n"
+                "    loss = model(x.cuda()).sum()\n"
+                "    scaler.scale(loss).backward()\n"
+                "    print(scaler.get_scale())\n", message="GradScaler.get_scale"),
+    )
+
+    def _facts(self):
+        return self.analysis.fact(project_calls)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        where = self.where(node)
+        if not where:
+            return
+        calls = self._facts()
+        cost: Optional[HelperCost] = calls.call_cost(node) if calls is not None else None
+        if cost is not None:
+            self._report(node, cost, where)
+            return
+        found = self._library(node)
+        if found is not None:
+            fact, argument = found
+            callee = ".".join(fact.target.split(".")[-2:]) if "." in fact.target else fact.target
+            self._report(node, HelperCost(callee, None, argument, library=fact), where)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        calls = self._facts()
+        if calls is None:
+            return
+        where = self.where(node)
+        if not where:
+            return
+        cost = calls.with_cost(node)
+        if cost is not None:
+            self._report(node, cost, where, text=f"with {self.analysis.code(node.item)}")
+
+    def _library(self, node: cst.Call):
+        return (self._facts() or self.analysis.fact(module_calls)).library_cost(node)
+
+    def _report(self, node: cst.CSTNode, cost: HelperCost, where, text: Optional[str] = None) -> None:
+        if cost.library is not None:  # a library: its documented behaviour, no place in the user's files
+            self.report(node, f"`{text or self._call_text(node)}` syncs every step: `{cost.callee}`: "
+                              f"{cost.library.reason} ({cost.library.source})", where=where)
+            return
+        sink = cost.sink
+        what = f"calls `{sink.what}`" + (" on what it is given" if cost.argument is not None else "")
+        message = f"`{text or self._call_text(node)}` syncs every step: `{cost.callee}` {what}"
+        self.report(node, message, where=where,
+                    related=(Related(display_path(sink.path), sink.line, f"`{sink.what}` here"),))
+
+    def _call_text(self, node: cst.Call) -> str:
+        """`logger.update(loss=...)`: the callee with its arguments elided, short enough for a message."""
+        func = self.analysis.code(node.func)
+        return f"{func}(...)" if node.args else f"{func}()"

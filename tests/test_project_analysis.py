@@ -1,0 +1,87 @@
+"""Project-wide analysis end to end: a training script whose syncs live in helper modules of its project.
+
+fixtures/projects/helpers: scripts/train.py imports a metric logger, a reduce helper and a timer from
+src/trainkit/, and builds its loaders with factories of src/trainkit/data.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "helpers"
+EXPECTED = {
+    ("scripts/train.py", 13, "GPU201"),  # create_dataloader(...) builds an unpinned DataLoader in data.py
+    ("scripts/train.py", 20, "GPU112"),  # with dt[0]: Profile.__enter__ synchronizes
+    ("scripts/train.py", 25, "GPU112"),  # logger.update(loss=loss): MetricLogger.update calls .item()
+    ("scripts/train.py", 27, "GPU112"),  # all_reduce_mean(loss) returns x.item()
+    ("scripts/train.py", 32, "GPU202"),  # a batch of the pinned factory's loader copied without non_blocking
+}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "helpers"
+    shutil.copytree(FIXTURE, root)
+    return root
+
+
+def check(root: Path, *args: str, stdin: str | None = None):
+    out = subprocess.run([sys.executable, "-m", "gpulint", "check", "--output-format", "json", *args],
+                         cwd=root, capture_output=True, text=True, input=stdin, timeout=120)
+    assert out.returncode in (0, 1), out.stderr
+    return json.loads(out.stdout)
+
+
+def found(items) -> set:
+    return {(Path(d["filename"]).as_posix(), d["location"]["row"], d["code"]) for d in items}
+
+
+def test_whole_project_reports_costs_at_the_calls_in_the_loop(project: Path):
+    items = check(project, "--no-cache", ".")
+    assert found(items) == EXPECTED  # nothing inside the helpers themselves: they are not loops
+
+
+def test_one_file_named_is_enough(project: Path):
+    """pre-commit passes only the changed file: the helpers are still read, findings only in that file."""
+    assert found(check(project, "--no-cache", "scripts/train.py")) == EXPECTED
+
+
+def test_findings_name_the_helper_and_carry_its_line(project: Path):
+    items = {d["location"]["row"]: d for d in check(project, "--no-cache", "scripts/train.py")}
+    logger = items[25]
+    assert "`logger.update(...)` syncs every step: `MetricLogger.update` calls `.item()`" in logger["message"]
+    assert logger["related"] == [{"filename": "src/trainkit/meters.py", "location": {"row": 25, "column": 1},
+                                  "message": "`.item()` here"}]
+    assert items[20]["related"][0]["filename"] == "src/trainkit/meters.py"
+    assert items[13]["related"][0] == {"filename": "src/trainkit/data.py", "location": {"row": 5, "column": 1},
+                                       "message": "the `DataLoader` is built here"}
+    concise = subprocess.run([sys.executable, "-m", "gpulint", "check", "--no-cache", "--output-format",
+                              "concise", "scripts/train.py"], cwd=project, capture_output=True, text=True)
+    assert "(via src/trainkit/meters.py:25)" in concise.stdout
+
+
+def test_stdin_with_a_file_name_reads_the_project_too(project: Path):
+    text = (project / "scripts" / "train.py").read_text()
+    items = check(project, "--stdin-filename", "scripts/train.py", stdin=text)
+    assert {(d["location"]["row"], d["code"]) for d in items} == {(row, code) for _, row, code in EXPECTED}
+
+
+def test_cached_result_follows_an_edit_of_the_helper(project: Path):
+    first = found(check(project, "scripts/train.py"))
+    assert ("scripts/train.py", 25, "GPU112") in first
+    meters = project / "src" / "trainkit" / "meters.py"
+    meters.write_text(meters.read_text().replace("                v = v.item()\n", "                v = v.detach()\n"))
+    second = found(check(project, "scripts/train.py"))
+    assert second == first - {("scripts/train.py", 25, "GPU112")}
+    assert second == found(check(project, "--no-cache", "scripts/train.py"))
+
+
+def test_periodic_call_of_a_syncing_helper_is_not_reported(project: Path):
+    items = check(project, "--no-cache", "scripts/train.py")
+    assert not any(d["location"]["row"] == 29 for d in items)  # print(all_reduce_mean(loss)) every 100 steps
