@@ -329,3 +329,38 @@ def test_tensor_math_loops(name: str):
         test_execution_frequency(name)
     finally:
         del CASES[name]
+
+
+TENSOR_LOOP_CASES_NOT_HOT = {
+    "an interactive `while True` loop": """
+        while True:
+            src = encode(input())
+            out = (src * 2).cpu()  # outside
+    """,
+    "an epoch loop handing the model to an imported train()": """
+        from utils import train
+        for epoch in range(1, epochs + 1):
+            acc = train(model, loader)
+            history.append(acc.item())  # outside
+    """,
+    "a generation loop calling a model's method": """
+        for k in range(num_samples):
+            y = model.generate(x, 100)
+            print(y[0].tolist())  # outside
+    """,
+    "a plotting loop": """
+        import matplotlib.pyplot as plt
+        for i in range(n):
+            plt.subplot(3, 3, i + 1)
+            plt.imshow(images[i].cpu().numpy())  # outside
+    """,
+}
+
+
+@pytest.mark.parametrize("name", list(TENSOR_LOOP_CASES_NOT_HOT))
+def test_tensor_math_loops_that_stay_cold(name: str):
+    CASES[name] = TENSOR_LOOP_CASES_NOT_HOT[name]
+    try:
+        test_execution_frequency(name)
+    finally:
+        del CASES[name]

@@ -110,8 +110,23 @@ class LoopAnalysis:
         if isinstance(function, cst.Lambda) or isinstance(function, cst.FunctionDef) and (
                 function.name.value in _SETUP_METHODS or self._called_from_a_loop(function)):
             return False
-        return any(isinstance(n, (cst.Call, cst.BinaryOperation)) and self._computes_tensor(n)
-                   for n in _walk_body(loop, into_loops=True))
+        if isinstance(loop, cst.While) and isinstance(loop.test, (cst.Name, cst.Integer)):
+            return False  # `while True:`: an interactive or serving loop, paced by its input
+        body = list(_walk_body(loop, into_loops=True))
+        if any(isinstance(n, cst.Call) and self._not_tensor_math_loop(n) for n in body):
+            return False
+        return any(isinstance(n, (cst.Call, cst.BinaryOperation)) and self._computes_tensor(n) for n in body)
+
+    def _not_tensor_math_loop(self, call: cst.Call) -> bool:
+        """A call that marks the loop as something else: it hands a model or a loader on (an epoch loop:
+        `train(model, loader)`), runs a model's method (generation: `model.generate(...)`), or plots."""
+        if any(self.kinds.of(a.value) in (Kind.MODULE, Kind.LOADER) for a in call.args):
+            return True
+        func = call.func
+        if isinstance(func, cst.Attribute) and self.kinds.of(func.value) is Kind.MODULE:
+            return True
+        name = self.kinds.qualified(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        return name is not None and name.startswith(("matplotlib.", "seaborn.", "PIL."))
 
     def _computes_tensor(self, node: Union[cst.Call, cst.BinaryOperation]) -> bool:
         """Math on a tensor the loop already has: an operator or a call whose result is a tensor and that takes
