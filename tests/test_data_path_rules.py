@@ -8,7 +8,7 @@ import pytest
 from gpulint.rule import all_rules
 from gpulint.runner import FixMode, lint_source
 
-CODES = [c for c in ("GPU409", "GPU410", "GPU412", "GPU413") if c in all_rules()]
+CODES = [c for c in ("GPU204", "GPU409", "GPU410", "GPU412", "GPU413") if c in all_rules()]
 
 
 def _lint(code: str, text: str, fix: FixMode = FixMode.NONE):

@@ -125,3 +125,113 @@ def _last_top_import(body) -> Optional[cst.SimpleStatementLine]:
         else:
             break
     return last
+
+
+# -- GPU204's rewrite: a TensorDataset loader becomes device-resident tensors indexed by a device permutation -----
+_RESIDENT_KEYWORDS = {"dataset", "batch_size", "shuffle", "drop_last", "pin_memory", "num_workers"}
+
+
+def resident_loader(analysis: ModuleAnalysis, loader: cst.Call, dataset: cst.Call):
+    """The changes (node -> replacement) that turn `name = DataLoader(TensorDataset(a, b), ...)` and the one
+    loop over `name` into device tensors and batches indexed on the device, or None where that is not exact."""
+    from gpulint.analysis.data_facts import data_facts
+
+    facts = data_facts(analysis)
+    assign = analysis.parent(loader)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or \
+            not isinstance(assign.targets[0].target, cst.Name) or _dataset_arg(loader) is not dataset:
+        return None
+    name = assign.targets[0].target.value
+    options = _loader_options(loader)
+    if options is None or not dataset.args or any(
+            a.keyword is not None or a.star or not _named_here(analysis, a.value) for a in dataset.args):
+        return None
+    loops = facts.loops_over(loader)
+    uses = [n for n in analysis.index.nodes if isinstance(n, cst.Name) and n.value == name
+            and n is not assign.targets[0].target]
+    if len(loops) != 1 or len(uses) != 1 or not analysis.index.is_ancestor_or_self(loops[0].iter, uses[0]):
+        return None
+    device = _batch_device(analysis, loops[0])
+    if device is None or not _defined_before(analysis, device, loader):
+        return None
+    tensors = f"{name}_tensors"
+    if any(isinstance(n, cst.Name) and n.value == tensors for n in analysis.index.nodes):
+        return None
+    dev = analysis.code(device)
+    moved = ", ".join(f"{analysis.code(a.value)}.to({dev})" for a in dataset.args)
+    shuffle, drop_last, batch = options
+    order = "randperm" if shuffle else "arange"
+    count = f"len({tensors}[0])"
+    batches = f"torch.{order}({count}, device={dev}).split({batch})"
+    if drop_last:
+        batches = f"{batches}[:{count} // {batch}]"
+    return {
+        assign: assign.with_changes(targets=[cst.AssignTarget(cst.Name(tensors))],
+                                    value=cst.parse_expression(f"({moved}{',' if len(dataset.args) == 1 else ''})")),
+        uses[0]: cst.parse_expression(f"([t[i] for t in {tensors}] for i in {batches})"),
+    }
+
+
+def _dataset_arg(loader: cst.Call):
+    from gpulint.analysis.data import _dataset
+
+    return _dataset(loader)
+
+
+def _loader_options(loader: cst.Call):
+    """(shuffle, drop_last, batch size text) when every argument can be carried over exactly, else None."""
+    values = {}
+    for i, arg in enumerate(loader.args):
+        key = arg.keyword.value if arg.keyword is not None else ("dataset" if i == 0 else None)
+        if key not in _RESIDENT_KEYWORDS or arg.star:
+            return None
+        values[key] = arg.value
+    flags = []
+    for key in ("shuffle", "drop_last"):
+        value = values.get(key, cst.Name("False"))
+        if not isinstance(value, cst.Name) or value.value not in ("True", "False"):
+            return None
+        flags.append(value.value == "True")
+    workers = values.get("num_workers", cst.Integer("0"))
+    batch = values.get("batch_size", cst.Integer("1"))
+    if not (isinstance(workers, cst.Integer) and workers.value == "0") or not isinstance(batch, (cst.Name,
+                                                                                              cst.Integer)):
+        return None
+    return flags[0], flags[1], batch.value
+
+
+def _named_here(analysis: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """A name this file assigns (the tensor is created here, not handed in)."""
+    if not isinstance(expr, cst.Name):
+        return False
+    bindings = analysis.index.visible_bindings(expr)
+    return bool(bindings) and all(b.kind == "assign" for b in bindings)
+
+
+def _batch_device(analysis: ModuleAnalysis, loop: cst.For) -> Optional[cst.BaseExpression]:
+    """The device the loop copies its batch to (`x.to(device)`, `x.cuda()`), when it names one plainly."""
+    from gpulint.analysis.data_facts import ACCELERATOR, data_facts
+
+    facts = data_facts(analysis)
+    found = []
+    for call in facts.body_calls(loop):
+        if facts.copy_target(call) == ACCELERATOR and facts.batch_loop(call.func.value) is loop:  # type: ignore
+            if call.func.attr.value == "cuda":  # type: ignore[union-attr]
+                found.append(cst.SimpleString('"cuda"') if not call.args else None)
+            else:
+                found.append(call.args[0].value if call.args and call.args[0].keyword is None else None)
+    codes = {analysis.code(f) for f in found if f is not None}
+    if not found or None in found or len(codes) != 1:
+        return None
+    device = found[0]
+    return device if isinstance(device, (cst.Name, cst.SimpleString)) else None
+
+
+def _defined_before(analysis: ModuleAnalysis, device: cst.BaseExpression, loader: cst.Call) -> bool:
+    if isinstance(device, cst.SimpleString):
+        return True
+    bindings = analysis.index.visible_bindings(device)
+    if not bindings or any(b.kind != "assign" or b.source is None for b in bindings):
+        return False
+    order = {id(n): i for i, n in enumerate(analysis.index.nodes)}
+    return all(order.get(id(b.source), len(order)) < order[id(loader)] for b in bindings)
