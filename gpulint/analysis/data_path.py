@@ -43,6 +43,16 @@ class DataPathFacts:
         return any(isinstance(n, cst.Attribute) and n.attr.value in _CUDNN_NAMES
                    and _CUDNN_CHOICE.search(self.analysis.code(n)) for n in self.analysis.index.nodes)
 
+    @property
+    def trains_in_a_loop(self) -> bool:
+        """`.backward()` and `.step()` calls inside loops: the module is a training script, not a model
+        definition or a profiling utility."""
+        index = self.analysis.index
+        found = {n.func.attr.value for n in index.nodes if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+                 and n.func.attr.value in ("backward", "step")
+                 and any(isinstance(a, (cst.For, cst.While)) for a in index.ancestors(n))}
+        return found == {"backward", "step"}
+
     def imports(self, name: str) -> bool:
         """`import <name>` binds `name` at the top of the module."""
         return name in self.top_imports

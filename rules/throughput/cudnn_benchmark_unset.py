@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.analysis import GPU_HINT, LoopRole
+from gpulint.analysis import GPU_HINT
 from gpulint.analysis.data_facts import data_facts
 from gpulint.analysis.data_path import data_path_facts
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Rule, Safety
@@ -26,8 +26,8 @@ class CudnnBenchmarkUnset(Rule):
     """A convolutional network trained on CUDA without `torch.backends.cudnn.benchmark = True`.
 
     ## What it does
-    Flags the first `nn.Conv1d/2d/3d` (or transposed convolution) of a module that trains on CUDA (a training
-    loop, and a "cuda" device, `.cuda()` or `torch.cuda.*` in the module) when the module never sets
+    Flags the first `nn.Conv1d/2d/3d` (or transposed convolution) of a module that trains on CUDA (a
+    `.backward()` and a `.step()` inside loops, and a "cuda" device, `.cuda()` or `torch.cuda.*` in the module) when the module never sets
     `torch.backends.cudnn.benchmark` (nor `cudnn.deterministic`, nor `torch.use_deterministic_algorithms`).
 
     ## Why it is slow
@@ -91,10 +91,8 @@ class CudnnBenchmarkUnset(Rule):
         facts = data_path_facts(self.analysis)
         if not facts.conv_layers or facts.chooses_cudnn_algorithms or not data_facts(self.analysis).clearly_cuda():
             return
-        loops = self.analysis.loops
-        if not any(isinstance(n, (cst.For, cst.While)) and loops.role(n) is LoopRole.HOT
-                   for n in self.analysis.index.nodes):
-            return
+        if not facts.trains_in_a_loop:
+            return  # a model definition or a utility module: the training script decides
         fix = None
         anchor = facts.import_anchor
         if anchor is not None and facts.imports("torch"):
