@@ -322,15 +322,6 @@ TENSOR_LOOP_CASES = {
 }
 
 
-@pytest.mark.parametrize("name", list(TENSOR_LOOP_CASES))
-def test_tensor_math_loops(name: str):
-    CASES[name] = TENSOR_LOOP_CASES[name]
-    try:
-        test_execution_frequency(name)
-    finally:
-        del CASES[name]
-
-
 TENSOR_LOOP_CASES_NOT_HOT = {
     "an interactive `while True` loop": """
         while True:
@@ -357,9 +348,9 @@ TENSOR_LOOP_CASES_NOT_HOT = {
 }
 
 
-@pytest.mark.parametrize("name", list(TENSOR_LOOP_CASES_NOT_HOT))
-def test_tensor_math_loops_that_stay_cold(name: str):
-    CASES[name] = TENSOR_LOOP_CASES_NOT_HOT[name]
+@pytest.mark.parametrize("name", list(TENSOR_LOOP_CASES) + list(TENSOR_LOOP_CASES_NOT_HOT))
+def test_tensor_math_loops(name: str):
+    CASES[name] = {**TENSOR_LOOP_CASES, **TENSOR_LOOP_CASES_NOT_HOT}[name]
     try:
         test_execution_frequency(name)
     finally:

@@ -27,8 +27,9 @@ class CudnnBenchmarkUnset(Rule):
 
     ## What it does
     Flags the first `nn.Conv1d/2d/3d` (or transposed convolution) of a module that trains on CUDA (a
-    `.backward()` and a `.step()` inside loops, and a "cuda" device, `.cuda()` or `torch.cuda.*` in the module) when the module never sets
-    `torch.backends.cudnn.benchmark` (nor `cudnn.deterministic`, nor `torch.use_deterministic_algorithms`).
+    `.backward()` and a `.step()` inside loops, and a "cuda" device, `.cuda()` or `torch.cuda.*` in the
+    module) when the module never sets `torch.backends.cudnn.benchmark` (nor `cudnn.deterministic`, nor
+    `torch.use_deterministic_algorithms`).
 
     ## Why it is slow
     By default cuDNN picks a convolution algorithm from heuristics. With `benchmark = True` it times the
@@ -78,8 +79,9 @@ class CudnnBenchmarkUnset(Rule):
     added_in = "0.2.0"
     VALID = (
         _HEAD + "torch.backends.cudnn.benchmark = False  # variable input sizes\n" + _BODY,
-        _HEAD + "model = nn.Sequential(nn.Linear(3, 16)).cuda()\nopt = torch.optim.SGD(model.parameters())\n"
-                "for x, y in loader:\n    model(x.cuda()).sum().backward()\n",
+        _HEAD + "model = nn.Sequential(nn.Linear(3, 16)).cuda()\n"
+                "opt = torch.optim.SGD(model.parameters())\n"
+                "for x, y in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\n",
         _HEAD + "model = nn.Sequential(nn.Conv2d(3, 16, 3))\nfor x, y in loader:\n    model(x).sum().backward()\n",
     )
     INVALID = (
