@@ -339,6 +339,11 @@ TENSOR_LOOP_CASES_NOT_HOT = {
             y = model.generate(x, 100)
             print(y[0].tolist())  # outside
     """,
+    "printing samples already generated": """
+        y = model.generate(x, 100)
+        for i in range(num_samples):
+            print(tokenizer.decode(y[i].cpu().squeeze()))  # outside
+    """,
     "a plotting loop": """
         import matplotlib.pyplot as plt
         for i in range(n):

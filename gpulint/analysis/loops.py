@@ -130,17 +130,19 @@ class LoopAnalysis:
 
     def _computes_tensor(self, node: Union[cst.Call, cst.BinaryOperation]) -> bool:
         """Math on a tensor the loop already has: an operator or a call whose result is a tensor and that takes
-        one (a bare factory such as `torch.zeros(3)` is not), or a read of a tensor's value (`.cpu()`, `.item()`).
+        one (a bare factory such as `torch.zeros(3)` is not), or a read of a value it computes (`.cpu()`, `.item()`).
         """
         if isinstance(node, cst.BinaryOperation):
             return self.kinds.of(node) is Kind.TENSOR
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in ("cpu", "item") and not node.args:
-            return self.kinds.of(func.value) in (Kind.TENSOR, Kind.UNKNOWN)
+            # of a value computed here (`(a * b).sum().cpu()`), not of an element read out (`y[i].cpu()`)
+            return isinstance(func.value, (cst.Call, cst.BinaryOperation)) and \
+                self.kinds.of(func.value) in (Kind.TENSOR, Kind.UNKNOWN)
         if self.kinds.of(node) is not Kind.TENSOR:
             return False
         if isinstance(func, cst.Attribute) and self.kinds.of(func.value) is Kind.TENSOR:
-            return True
+            return not _copied_to_host(func.value)  # `y[i].cpu().squeeze()` is host work
         return any(self.kinds.of(a.value) is Kind.TENSOR for a in node.args)
 
     def _called_from_a_loop(self, fn: cst.FunctionDef) -> bool:
@@ -378,6 +380,18 @@ class LoopAnalysis:
 _SETUP_METHODS = {"__init__", "__getitem__", "__len__", "__iter__", "__next__", "reset_parameters",
                   "_init_weights", "init_weights"}
 _MANY = 8  # fewer literal iterations than this is a handful of items, not a hot loop
+
+
+def _copied_to_host(expr: cst.BaseExpression) -> bool:
+    """`expr` is, or is computed from, a `.cpu()` copy along its chain of calls and subscripts."""
+    while isinstance(expr, (cst.Call, cst.Attribute, cst.Subscript)):
+        if isinstance(expr, cst.Call):
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "cpu":
+                return True
+            expr = expr.func
+        else:
+            expr = expr.value
+    return False
 
 
 def _many_range_iterations(iterable: cst.BaseExpression) -> bool:
