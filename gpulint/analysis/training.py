@@ -13,15 +13,17 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from gpulint.analysis import ModuleAnalysis
-from gpulint.analysis.data_facts import ACCELERATOR, _walk, data_facts, keyword
+from gpulint.analysis.data_facts import _walk, data_facts, keyword
 from gpulint.analysis.loops import LoopRole
-from gpulint.syntax import argument
+from gpulint.syntax import argument, string_value
 
 # Any spelling of lower precision or of a choice about matmul precision: the module decided, say nothing.
 _REDUCED_PRECISION = re.compile(r"autocast|\.half\(|bfloat16|float16|\bfp16\b|\bbf16\b|mixed_precision|"
                                 r"\bamp\b|GradScaler|set_float32_matmul_precision|allow_tf32|"
-                                r"\bdtype\s*=|\bprecision\b", re.IGNORECASE)
+                                r"\bdtype\s*=|\bprecision\b|\baccelerate\b|Accelerator\(|deepspeed|lightning|"
+                                r"\bFabric\(", re.IGNORECASE)
 _MODULE_MOVES = ("to", "cuda")
+_DTYPES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16", "int64", "long", "int32"}
 
 
 class TrainingFacts:
@@ -89,37 +91,62 @@ class TrainingFacts:
         return last
 
     # -- where a model lives -----------------------------------------------------------------------------------
-    def module_on_accelerator(self, name: cst.Name) -> bool:
-        """The model `name` is moved to an accelerator by this module: `Net().to(device)`, `model.cuda()`,
-        `model = model.to("cuda")`, or built with `device=<accelerator>`."""
-        facts = data_facts(self.analysis)
-        for b in facts.bindings(name):
-            if b.kind == "assign" and b.value is not None and self._moved(b.value):
-                return True
+    def module_on_cuda(self, name: cst.Name) -> bool:
+        """Every move of the model `name` that this module makes goes to a CUDA device, and there is one:
+        `Net().to("cuda")`, `model.cuda()`, `model = model.to(device)` with `device = torch.device("cuda")`,
+        or built with `device="cuda"`. A device that may be another accelerator or the CPU makes it unknown."""
+        moves: list[Optional[bool]] = []
+        for b in data_facts(self.analysis).bindings(name):
+            if b.kind == "assign" and b.value is not None:
+                moves.extend(self._moves(b.value))
         scope = self.index.enclosing_scope(name)
         for node in self.index.nodes:
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
                     isinstance(node.func.value, cst.Name) and node.func.value.value == name.value and \
-                    self.index.enclosing_scope(node) is scope and self._moved(node):
-                return True
-        return False
+                    self.index.enclosing_scope(node) is scope:
+                moves.extend(self._moves(node))
+        return bool(moves) and all(moves)
 
-    def _moved(self, expr: cst.CSTNode) -> bool:
-        facts = data_facts(self.analysis)
+    def _moves(self, expr: cst.CSTNode) -> Iterator[bool]:
+        """For each device move in `expr` (`.to(...)`, `.cuda()`, `device=`): whether it certainly goes to CUDA."""
         for node in _walk(expr):
             if not isinstance(node, cst.Call):
                 continue
             func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in _MODULE_MOVES and not any(a.star for a in
-                                                                                               node.args):
+            if isinstance(func, cst.Attribute) and func.attr.value in _MODULE_MOVES:
                 if func.attr.value == "cuda":
-                    return True
+                    yield True
+                    continue
                 target = argument(node, "device", 0)
-                if target is not None and facts.device_of(target.value) == ACCELERATOR:
-                    return True
+                if target is not None and not _is_dtype(self.analysis, target.value):
+                    yield self.cuda_device(target.value)
+                    continue
             device = keyword(node, "device")
-            if device is not None and facts.device_of(device.value) == ACCELERATOR:
-                return True
+            if device is not None:
+                yield self.cuda_device(device.value)
+
+    def cuda_device(self, expr: cst.CSTNode, depth: int = 0) -> bool:
+        """`expr` names a CUDA device: "cuda:0", `torch.device("cuda")`, a device index, `"cuda" if ... else
+        "cpu"`, or a name every assignment of which is one of these."""
+        if depth > 4:
+            return False
+        text = string_value(expr)
+        if text is not None:
+            return text.startswith("cuda")
+        if isinstance(expr, cst.FormattedString):
+            return "".join(p.value for p in expr.parts if isinstance(p, cst.FormattedStringText)).startswith("cuda")
+        if isinstance(expr, cst.Integer):
+            return True
+        if isinstance(expr, cst.IfExp):
+            return self.cuda_device(expr.body, depth + 1) or self.cuda_device(expr.orelse, depth + 1)
+        if isinstance(expr, cst.Call):
+            q = self.analysis.qualified(expr.func)
+            if q == "torch.device" and expr.args:
+                return self.cuda_device(expr.args[0].value, depth + 1)
+            return q == "torch.cuda.current_device"
+        if isinstance(expr, cst.Name):
+            values = [b.value for b in data_facts(self.analysis).bindings(expr)]
+            return bool(values) and all(v is not None and self.cuda_device(v, depth + 1) for v in values)
         return False
 
     def parameter_owners(self, expr: cst.CSTNode, depth: int = 0) -> Iterator[cst.Name]:
@@ -138,6 +165,11 @@ class TrainingFacts:
                 for b in data_facts(self.analysis).bindings(node):
                     if b.kind == "assign" and b.value is not None:
                         yield from self.parameter_owners(b.value, depth + 1)
+
+
+def _is_dtype(analysis: ModuleAnalysis, expr: cst.CSTNode) -> bool:
+    q = analysis.qualified(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+    return q is not None and q.startswith("torch.") and q.split(".")[-1] in _DTYPES
 
 
 def _is_attribute_name(analysis: ModuleAnalysis, name: cst.Name) -> bool:

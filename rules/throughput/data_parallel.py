@@ -15,7 +15,8 @@ class DataParallel(GpuRule):
     """`nn.DataParallel(model)` in a training script: single-process multi-GPU, slower than DDP.
 
     ## What it does
-    Flags `torch.nn.DataParallel(...)` in a module that trains (a loop running `backward()` every step).
+    Flags `torch.nn.DataParallel(...)` in a training script: a module that trains (a loop running `backward()`
+    every step) and is an entry point (an `if __name__ == "__main__":` block or a top-level training loop).
 
     ## Why it is slow
     DataParallel runs one Python process that, every step, scatters the batch from GPU 0, replicates the model
@@ -46,7 +47,7 @@ class DataParallel(GpuRule):
     No automatic fix.
 
     ## When it is fine
-    Inference or evaluation scripts, quick experiments on a single GPU (DataParallel over one device is a
+    Library modules and tests (they do not decide how a job is launched), inference or evaluation scripts, quick experiments on a single GPU (DataParallel over one device is a
     no-op wrapper), and environments where only one process can be started: suppress with `# noqa: GPU407`.
     """
 
@@ -70,6 +71,8 @@ class DataParallel(GpuRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.analysis.targets_gpu and self.analysis.qualified(node.func) in DATA_PARALLEL \
-                and training_facts(self.analysis).training_loops():
+        if not self.analysis.targets_gpu or self.analysis.qualified(node.func) not in DATA_PARALLEL:
+            return
+        facts = training_facts(self.analysis)
+        if facts.training_loops() and facts.entry_point():
             self.report(node)

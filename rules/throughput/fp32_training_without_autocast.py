@@ -53,8 +53,9 @@ class Fp32TrainingWithoutAutocast(GpuRule):
     Wraps the statements that compute the forward pass and the loss (from the first model call up to, not
     including, `backward()`) in `with torch.autocast("cuda", dtype=torch.bfloat16):`. bf16 has fp32's exponent
     range, so no GradScaler is needed; the fix never writes fp16. Offered only when those statements are
-    consecutive simple assignments in the same block as `backward()` and `torch` is imported as `torch`;
-    otherwise the finding has no fix.
+    consecutive simple assignments in the same block as `backward()`, include the model call itself (not only
+    a loss over an output computed earlier, behind a `zero_grad()` or in another block), and `torch` is
+    imported as `torch`; otherwise the finding has no fix.
 
     ## Fix safety
     Unsafe: the forward pass is computed in bf16 (8 bits of mantissa), so activations, the loss and the
@@ -95,8 +96,10 @@ class Fp32TrainingWithoutAutocast(GpuRule):
     def visit_Call(self, node: cst.Call) -> None:
         if not isinstance(node.func, cst.Attribute) or node.func.attr.value != "backward":
             return
-        if self.analysis.qualified(node.func.value) in ("torch", "torch.autograd"):
-            return
+        receiver = node.func.value
+        head = receiver.value if isinstance(receiver, cst.Name) else None
+        if head is not None and head in self.analysis.index.imports.aliases:
+            return  # `torch.autograd.backward(...)`, `dist_autograd.backward(ctx, ...)`: not a loss tensor
         facts = training_facts(self.analysis)
         where = self.where(node)
         if where is None or not where.every_iteration or facts.chose_precision() or not facts.trains_on_cuda():
@@ -120,6 +123,8 @@ class Fp32TrainingWithoutAutocast(GpuRule):
         if start is None:
             return None
         run = run[start:]
+        if len(run) == 1 and not self._runs_model(run[0].body[0].value, nested_only=True):  # type: ignore
+            return None  # only `loss = criterion(out, y)`: the forward pass is elsewhere
         if not any(isinstance(t.target, cst.Name) and t.target.value == loss.value
                    for stmt in run for t in stmt.body[0].targets):  # type: ignore[attr-defined]
             return None
@@ -129,9 +134,11 @@ class Fp32TrainingWithoutAutocast(GpuRule):
         changes = {run[0]: wrapped, **{stmt: cst.RemoveFromParent() for stmt in run[1:]}}
         return self.fix("Wrap the forward pass and the loss in bf16 `torch.autocast`", changes, safe=False)
 
-    def _runs_model(self, stmt: cst.CSTNode) -> bool:
+    def _runs_model(self, stmt: cst.CSTNode, nested_only: bool = False) -> bool:
+        """`stmt` calls a model (with `nested_only`: somewhere below its outermost call, as in
+        `criterion(model(x), y)` or `model(x).sum()`)."""
         return any(isinstance(n, cst.Call) and self.analysis.kind(n.func) is Kind.MODULE
-                   for n in _nodes(stmt))
+                   for n in _nodes(stmt) if not (nested_only and n is stmt))
 
 
 def _nodes(node: cst.CSTNode):

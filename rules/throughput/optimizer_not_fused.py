@@ -88,7 +88,7 @@ class OptimizerNotFused(GpuRule):
             return
         facts = training_facts(self.analysis)
         owners = list(facts.parameter_owners(params.value))
-        if not owners or not all(facts.module_on_accelerator(o) for o in owners):
+        if not owners or not all(facts.module_on_cuda(o) for o in owners):
             return
         if not data_facts(self.analysis).clearly_cuda():
             return
