@@ -115,4 +115,4 @@ class ConvBiasBeforeBatchNorm(Rule):
         name = func.attr.value
         return sum(1 for n in self.analysis.index.nodes if isinstance(n, cst.Attribute) and n.attr.value == name
                    and isinstance(n.value, cst.Name) and n.value.value == "self"
-                   and not isinstance(self.analysis.parent(self.analysis.parent(n)), cst.Assign))
+                   and not isinstance(self.analysis.parent(n), cst.AssignTarget))
