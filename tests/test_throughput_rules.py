@@ -100,3 +100,17 @@ def test_gpu405_fix_changes_weights_of_parameters_without_a_gradient_so_it_is_un
     assert all(a.equal(b) for a, b in zip(before[:2], after[:2]))
     assert not all(a.equal(b) for a, b in zip(before[2:], after[2:]))
     assert RULES["GPU405"].fix_safety.level.value == "unsafe"
+
+
+def test_throughput_rules_are_preview_rules_run_only_when_selected(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from gpulint.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(RULES["GPU402"].INVALID[0].code)
+    default = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "concise", "train.py"])
+    assert "GPU402" not in default.output
+    chosen = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "concise", "--select", "GPU4",
+                                       "train.py"])
+    assert "train.py:3:7: GPU402" in chosen.output

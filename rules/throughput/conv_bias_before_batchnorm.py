@@ -60,6 +60,7 @@ class ConvBiasBeforeBatchNorm(Rule):
     fix_availability = FixAvailability.ALWAYS
     fix_safety = FixSafety(Safety.UNSAFE, "removes parameters: checkpoints and parameter groups change")
     added_in = "0.2.0"
+    preview = True
     VALID = (
         "import torch.nn as nn\nblock = nn.Sequential(nn.Conv2d(3, 8, 3, bias=False), nn.BatchNorm2d(8))\n",
         "import torch.nn as nn\nblock = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.BatchNorm2d(8))\n",

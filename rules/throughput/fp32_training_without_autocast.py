@@ -76,6 +76,7 @@ class Fp32TrainingWithoutAutocast(GpuRule):
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(Safety.UNSAFE, "forward pass and loss are computed in bf16: values change")
     added_in = "0.2.0"
+    preview = True
     VALID = (
         "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
         "for x in loader:\n    with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n"

@@ -62,6 +62,7 @@ class OptimizerNotFused(GpuRule):
     fix_availability = FixAvailability.ALWAYS
     fix_safety = FixSafety(Safety.UNSAFE, "the fused kernel rounds differently: parameters differ in the last bits")
     added_in = "0.2.0"
+    preview = True
     VALID = (
         "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\n"
         "opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)\n",

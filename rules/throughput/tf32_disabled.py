@@ -64,6 +64,7 @@ class Tf32Disabled(GpuRule):
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(Safety.UNSAFE, "fp32 matmuls round inputs to TF32 (10-bit mantissa): results change")
     added_in = "0.2.0"
+    preview = True
     VALID = (
         "import torch\ntorch.set_float32_matmul_precision(\"high\")\nmodel = torch.nn.Linear(4, 2).cuda()\n"
         "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
