@@ -20,7 +20,9 @@ class OptimizerNotFused(GpuRule):
     ## What it does
     Flags `torch.optim.Adam(...)`, `AdamW(...)` and `SGD(...)` built over the `.parameters()` of a model that
     the same module moves to a CUDA device (`model.to(device)`, `model.cuda()`), when neither `fused=` nor
-    `foreach=` is given.
+    `foreach=` is given. Every move of that model must go to CUDA: a device that may be another accelerator
+    (`torch.accelerator.current_accelerator()`, `accelerator.device`) or a function's parameter keeps it silent.
+    A preview rule: it runs when selected (`--select GPU4`).
 
     ## Why it is slow
     The default implementation on CUDA is `foreach`: a handful of multi-tensor kernels per step, each still
@@ -46,11 +48,14 @@ class OptimizerNotFused(GpuRule):
     ## Fix safety
     Unsafe: the fused kernel computes the same update in a different order, so parameters differ from the
     foreach result in the last bits after each step, and training curves drift apart over many steps. It also
-    requires floating-point parameters on a device the fused kernel supports.
+    requires floating-point parameters on a device the fused kernel supports: where a script falls back to
+    the CPU (`"cuda" if torch.cuda.is_available() else "cpu"`), fused Adam/AdamW/SGD on CPU needs PyTorch 2.4 or
+    later.
 
     ## When it is fine
     `fused=` or `foreach=` given (either is a decision), `**kwargs` that may carry them, optimizers without a
-    fused implementation (Adamax, NAdam, RAdam, LBFGS, ...), parameters the module does not certainly put on a
+    fused implementation (Adamax, NAdam, RAdam, LBFGS, ...; Adagrad's is left alone because older releases
+    fuse it on the CPU only), parameters the module does not certainly put on a
     GPU (CPU-only scripts, a device chosen elsewhere), and tiny models where the optimizer is a negligible part
     of the step.
     """
