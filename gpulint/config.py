@@ -51,8 +51,11 @@ class Settings:
     def enabled_codes(self, path: Optional[Path] = None) -> frozenset[str]:
         from gpulint.rule import all_rules
 
-        codes = set(all_rules())
-        selected = {c for c in codes if _matches(c, self.select + self.extend_select)}
+        rules = all_rules()
+        chosen = self.select + self.extend_select
+        # Preview rules run only when a pattern names them more closely than "GPU"/"ALL" (`--select GPU4`).
+        selected = {c for c, rule in rules.items() if _matches(c, chosen) and
+                    (not rule.preview or _matches(c, [p for p in chosen if p not in ("GPU", "ALL")]))}
         selected -= {c for c in selected if _matches(c, self.ignore)}
         if path is not None and self.per_file_ignores:
             rel = self.relative(path)

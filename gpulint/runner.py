@@ -302,7 +302,7 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
 
 
 def fix_source(source: str, *, unsafe: bool = False, filename: str = "<string>") -> str:
-    """The fixed text of `source` with every rule enabled: what `gpulint check --fix` would write."""
-    codes = frozenset(all_rules())
+    """The fixed text of `source` with the default rules enabled: what `gpulint check --fix` would write."""
+    codes = frozenset(code for code, rule in all_rules().items() if not rule.preview)
     mode = FixMode.UNSAFE if unsafe else FixMode.SAFE
     return lint_source(source, filename, codes, fix=mode).source

@@ -256,3 +256,107 @@ def test_value_kinds(source, name, kind):
     analysis = ModuleAnalysis(cst.parse_module(text))
     names = [n for n in analysis.index.nodes if isinstance(n, cst.Name) and n.value == name]
     assert analysis.kind(names[-1]) is kind
+
+
+# Loops with no model that do tensor math many times (iterative solvers, k-means, sampling) are hot; a handful
+# of items, setup code, or a loop some other loop calls is not.
+TENSOR_LOOP_CASES = {
+    "the guides' measured loop: a reduction copied to the host each iteration": """
+        def inefficient(t1, t2, iterations=1000):
+            results = []
+            for _ in range(iterations):
+                result = (t1 * t2).sum().cpu().numpy()  # every
+                results.append(result)
+            return results
+    """,
+    "k-means over device tensors": """
+        pts = torch.randn(1000, 2, device="cuda")
+        centers = pts[:8]
+        for it in range(max_iter):
+            assign = torch.cdist(pts, centers).argmin(1)  # every
+            for k in range(8):
+                centers[k] = pts[assign == k].mean(0)  # every
+    """,
+    "a while loop with a tensor condition": """
+        x = torch.ones(10, device="cuda")
+        while x.norm() > 1e-3:
+            x = x * 0.5  # every
+    """,
+    "a literal range of 8 or more": """
+        x = torch.ones(10, device="cuda")
+        for i in range(8):
+            x = x @ w  # every
+    """,
+    "a handful of items is not hot": """
+        x = torch.ones(10, device="cuda")
+        for i in range(3):
+            y = x * i  # outside
+        for name in ["a", "b"]:
+            y = x.sum()  # outside
+        for i in range(2, 9):
+            y = x + i  # outside
+    """,
+    "no tensor math: only factories": """
+        for i in range(100):
+            buf = torch.zeros(3)  # outside
+    """,
+    "setup code and an inner loop under a periodic guard stay as they were": """
+        class M(nn.Module):
+            def __init__(self):
+                for i in range(n):
+                    self.table = self.table * 2  # outside
+        for step, (x, y) in enumerate(loader):
+            loss = model(x)
+            if step % 100 == 0:
+                for i in range(n):
+                    s = loss * i  # periodic
+    """,
+    "a function that a loop calls is judged by its caller": """
+        def refine(x):
+            for i in range(n):
+                x = x * 0.5  # outside
+            return x
+        for name in ["a", "b"]:
+            refine(t)
+    """,
+}
+
+
+TENSOR_LOOP_CASES_NOT_HOT = {
+    "an interactive `while True` loop": """
+        while True:
+            src = encode(input())
+            out = (src * 2).cpu()  # outside
+    """,
+    "an epoch loop handing the model to an imported train()": """
+        from utils import train
+        for epoch in range(1, epochs + 1):
+            acc = train(model, loader)
+            history.append(acc.item())  # outside
+    """,
+    "a generation loop calling a model's method": """
+        for k in range(num_samples):
+            y = model.generate(x, 100)
+            print(y[0].tolist())  # outside
+    """,
+    "printing samples already generated": """
+        y = model.generate(x, 100)
+        for i in range(num_samples):
+            print(tokenizer.decode(y[i].cpu().squeeze()))  # outside
+    """,
+    "a plotting loop": """
+        import matplotlib.pyplot as plt
+        for i in range(n):
+            plt.subplot(3, 3, i + 1)
+            plt.imshow(images[i].cpu().numpy())  # outside
+    """,
+}
+
+
+@pytest.mark.parametrize("name", list(TENSOR_LOOP_CASES) + list(TENSOR_LOOP_CASES_NOT_HOT))
+def test_tensor_math_loops(name: str):
+    CASES[name] = {**TENSOR_LOOP_CASES, **TENSOR_LOOP_CASES_NOT_HOT}[name]
+    try:
+        test_execution_frequency(name)
+    finally:
+        del CASES[name]

@@ -141,7 +141,7 @@ def test_notebook_findings_are_in_cell_order(project):
     nb = nbformat.v4.new_notebook()
     loop = ("for step in range(10):\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n")
     nb.cells = [nbformat.v4.new_code_cell("import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"
-                                          "opt = torch.optim.SGD(model.parameters())\nx = torch.ones(2).cuda()\n"
+                                          "opt = torch.optim.SGD(model.parameters())\nx = torch.ones(2, device=\"cuda\")\n"
                                           + loop + "    print(loss.item())"),
                 nbformat.v4.new_code_cell(loop.replace("    opt.step()", "    opt.step(); print(loss.item())"))]
     nbformat.write(nb, project / "order.ipynb")

@@ -195,7 +195,7 @@ def test_the_template_generator_reaches_findings_and_fixes():
 @given(hypothesmith.from_grammar())
 def test_grammar_programs(source: str):
     # As written (mostly skipped by the prefilter), and with GPU evidence so every rule really runs.
-    for text in (source, "import torch\nx = torch.zeros(1).cuda()\n" + source):
+    for text in (source, "import torch\nx = torch.zeros(1, device=\"cpu\").cuda()\n" + source):
         try:
             compile(text, "gen.py", "exec")
         except (SyntaxError, ValueError):

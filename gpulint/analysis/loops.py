@@ -88,7 +88,73 @@ class LoopAnalysis:
         # gradients around its inner training loop (`optimizer.zero_grad()` once per epoch) is not.
         if self._body_trains(loop, beside_hot_loop=nested_hot):
             return LoopRole.HOT
-        return LoopRole.EPOCH if nested_hot else LoopRole.COLD
+        if nested_hot:
+            return LoopRole.EPOCH
+        return LoopRole.HOT if self._iterates_tensor_math(loop) else LoopRole.COLD
+
+    def _iterates_tensor_math(self, loop: Loop) -> bool:
+        """A loop with no model that does tensor math many times: an iterative solver, k-means, sampling.
+
+        Only an outermost loop of its function (an inner loop runs as often as the outer one decides), that
+        iterates `range(...)` of a non-literal or literal length >= 8 or is a `while` loop, in a function no loop
+        of the module calls and that is not data-side or setup code (`__init__`, `__getitem__`, ...), and
+        whose body computes a tensor (a call or an operator whose result is one).
+        """
+        if isinstance(loop, cst.For) and not _many_range_iterations(loop.iter):
+            return False
+        function = None
+        for parent in self.index.ancestors(loop):
+            if isinstance(parent, (cst.For, cst.While)) and parent is not loop:
+                return False
+            if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                function = parent
+                break
+        if isinstance(function, cst.Lambda) or isinstance(function, cst.FunctionDef) and (
+                function.name.value in _SETUP_METHODS or self._called_from_a_loop(function)):
+            return False
+        if isinstance(loop, cst.While) and isinstance(loop.test, (cst.Name, cst.Integer)):
+            return False  # `while True:`: an interactive or serving loop, paced by its input
+        body = list(_walk_body(loop, into_loops=True))
+        if any(isinstance(n, cst.Call) and self._not_tensor_math_loop(n) for n in body):
+            return False
+        return any(isinstance(n, (cst.Call, cst.BinaryOperation)) and self._computes_tensor(n) for n in body)
+
+    def _not_tensor_math_loop(self, call: cst.Call) -> bool:
+        """A call that marks the loop as something else: it hands a model or a loader on (an epoch loop:
+        `train(model, loader)`), runs a model's method (generation: `model.generate(...)`), or plots."""
+        if any(self.kinds.of(a.value) in (Kind.MODULE, Kind.LOADER) for a in call.args):
+            return True
+        func = call.func
+        if isinstance(func, cst.Attribute) and self.kinds.of(func.value) is Kind.MODULE:
+            return True
+        name = self.kinds.qualified(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        return name is not None and name.startswith(("matplotlib.", "seaborn.", "PIL."))
+
+    def _computes_tensor(self, node: Union[cst.Call, cst.BinaryOperation]) -> bool:
+        """Math on a tensor the loop already has: an operator or a call whose result is a tensor and that takes
+        one (a bare factory such as `torch.zeros(3)` is not), or a read of a value it computes (`.cpu()`, `.item()`).
+        """
+        if isinstance(node, cst.BinaryOperation):
+            return self.kinds.of(node) is Kind.TENSOR
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("cpu", "item") and not node.args:
+            # of a value computed here (`(a * b).sum().cpu()`), not of an element read out (`y[i].cpu()`)
+            return isinstance(func.value, (cst.Call, cst.BinaryOperation)) and \
+                self.kinds.of(func.value) in (Kind.TENSOR, Kind.UNKNOWN)
+        if self.kinds.of(node) is not Kind.TENSOR:
+            return False
+        if isinstance(func, cst.Attribute) and self.kinds.of(func.value) is Kind.TENSOR:
+            return not _copied_to_host(func.value)  # `y[i].cpu().squeeze()` is host work
+        return any(self.kinds.of(a.value) is Kind.TENSOR for a in node.args)
+
+    def _called_from_a_loop(self, fn: cst.FunctionDef) -> bool:
+        key = ("called", id(fn))
+        if key not in self._trains:
+            self._trains[key] = any(
+                isinstance(n, cst.Call) and self.local_function(n) is fn and not self.index.is_ancestor_or_self(
+                    fn, n) and any(isinstance(a, (cst.For, cst.While)) for a in self.index.ancestors(n))
+                for n in self.index.nodes)
+        return self._trains[key]
 
     def _loops_over_batches(self, loop: Loop) -> bool:
         return isinstance(loop, cst.For) and self.kinds.iteration_kind(loop.iter, None) is Kind.TENSOR \
@@ -327,6 +393,40 @@ class LoopAnalysis:
         if isinstance(node, cst.BinaryOperation):
             return self._reads_clock(node.left) or self._reads_clock(node.right)
         return False
+
+
+_SETUP_METHODS = {"__init__", "__getitem__", "__len__", "__iter__", "__next__", "reset_parameters",
+                  "_init_weights", "init_weights"}
+_MANY = 8  # fewer literal iterations than this is a handful of items, not a hot loop
+
+
+def _copied_to_host(expr: cst.BaseExpression) -> bool:
+    """`expr` is, or is computed from, a `.cpu()` copy along its chain of calls and subscripts."""
+    while isinstance(expr, (cst.Call, cst.Attribute, cst.Subscript)):
+        if isinstance(expr, cst.Call):
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "cpu":
+                return True
+            expr = expr.func
+        else:
+            expr = expr.value
+    return False
+
+
+def _many_range_iterations(iterable: cst.BaseExpression) -> bool:
+    """`range(n)` with `n` not a literal, or a literal range of at least `_MANY` items."""
+    if not isinstance(iterable, cst.Call) or dotted_name(iterable.func) != "range" or not iterable.args:
+        return False
+    values = []
+    for arg in iterable.args:
+        if arg.keyword is not None or arg.star:
+            return False
+        value = arg.value
+        negative = isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
+        literal = value.expression if negative else value
+        if not isinstance(literal, cst.Integer):
+            return True
+        values.append(-literal.evaluated_value if negative else literal.evaluated_value)
+    return len(range(*values)) >= _MANY
 
 
 def _has_modulo(node: cst.CSTNode) -> bool:

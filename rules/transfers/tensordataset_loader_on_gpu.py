@@ -7,9 +7,22 @@ from typing import Optional
 import libcst as cst
 
 from gpulint.analysis import GPU_HINT, Kind, LoopRole
-from gpulint.rule import Rule, Example, Family
-from gpulint.analysis.data_facts import TENSOR_DATASETS, data_facts, is_dataloader, keyword
+from gpulint.rule import Example, Family, FixAvailability, FixSafety, Rule, Safety
+from gpulint.analysis.data_facts import ACCELERATOR, TENSOR_DATASETS, data_facts, is_dataloader, keyword
 from gpulint.analysis.data import _dataset, _feeds_a_step
+from gpulint.analysis.data_path import data_path_facts, resident_loader
+
+_PROGRAM = """import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+device = "cuda"
+X, Y = torch.randn(1024, 8), torch.randint(0, 2, (1024,))
+{loader}
+for epoch in range(3):
+    {loop}
+        loss = model(x.to(device)).sum()
+        loss.backward()
+"""
 
 
 class TensorDatasetLoaderOnGpu(Rule):
@@ -48,10 +61,21 @@ class TensorDatasetLoaderOnGpu(Rule):
     256, drop_last=False), batch_size=None, pin_memory=True)` (0.64 s in the same measurement).
 
     ## Fix
-    None: the rewrite changes the loop's structure, and only the author knows whether the data fits on the GPU.
+    Where the rewrite is exact, moves the tensors to the device once in place of the loader
+    (`train_loader_tensors = (X.to(device), Y.to(device))`) and makes the loop iterate batches indexed there:
+    `for x, y in ([t[i] for t in train_loader_tensors] for i in torch.randperm(len(train_loader_tensors[0]),
+    device=device).split(256)):` (`torch.arange` for `shuffle=False`, the last partial batch sliced off for
+    `drop_last=True`). The loop's body stays as it was; its `.to(device)` becomes a no-op. Only when the loader is
+    `name = DataLoader(TensorDataset(a, b, ...), ...)` with tensors named in this file, its other arguments are
+    `batch_size`/`shuffle`/`drop_last` given as names or literals (and `pin_memory`, `num_workers=0`), exactly
+    one loop uses the name (no `len(loader)`, no second loop), the loop copies its batch to a device named by a
+    variable defined before the loader (or a string), and the module does `import torch`.
 
     ## Fix safety
-    No fix.
+    Unsafe: the whole dataset must fit in GPU memory (only the author knows), and with `shuffle=True` the order
+    comes from the device's generator: each epoch still visits every sample exactly once, in batches of the same
+    sizes, but not in the order the CPU generator would have drawn. With `shuffle=False` the batches are the same
+    tensors, bit for bit.
 
     ## When it is fine
     Datasets too large for GPU memory, loaders that already fetch whole batches (`batch_size=None` with a
@@ -65,27 +89,27 @@ class TensorDatasetLoaderOnGpu(Rule):
     message = "`DataLoader` over an in-memory `TensorDataset` collates every batch sample by sample on the CPU; " \
               "keep the tensors on the GPU and index batches with a device `torch.randperm`"
     family = Family.TRANSFERS
-    VALID = [
-        """\
-import torch
-model = torch.nn.Linear(2, 2).cuda()
-X = torch.randn(100, 2)
-for x in X.split(8):
-    model(x.cuda()).sum().backward()
-""",
-    ]
-    INVALID = [
-        Example("""\
-import torch
-from torch.utils.data import DataLoader, TensorDataset
-X = torch.randn(100, 2)
-loader = DataLoader(TensorDataset(X), batch_size=8)
-model = torch.nn.Linear(2, 2).cuda()
-for (x,) in loader:
-    model(x.cuda()).sum().backward()
-""",
-                message="`DataLoader` over an in-memory `TensorDataset` collates ever"),
-    ]
+    fix_availability = FixAvailability.SOMETIMES
+    fix_safety = FixSafety(Safety.UNSAFE, "the data must fit in GPU memory, and a shuffled order comes from the "
+                                          "device's generator (same samples per epoch, different order)")
+    VALID = (
+        _PROGRAM.format(loader="loader = DataLoader(TensorDataset(X.to(device), Y.to(device)), batch_size=64)",
+                        loop="for x, y in loader:"),
+        _PROGRAM.format(loader="loader = DataLoader(TensorDataset(X, Y), batch_size=None, sampler=sampler)",
+                        loop="for x, y in loader:"),
+    )
+    INVALID = (
+        Example(_PROGRAM.format(loader="loader = DataLoader(TensorDataset(X, Y), batch_size=64, shuffle=True)",
+                                loop="for x, y in loader:"),
+                message="TensorDataset",
+                fixed=_PROGRAM.format(
+                    loader="loader_tensors = (X.to(device), Y.to(device))",
+                    loop="for x, y in ([t[i] for t in loader_tensors] for i in torch.randperm("
+                         "len(loader_tensors[0]), device=device).split(64)):")),
+        Example(_PROGRAM.format(loader="loader = DataLoader(TensorDataset(X, Y), batch_size=64, drop_last=True)",
+                                loop="for x, y in loader:\n        print(len(loader))"),
+                message="TensorDataset", fixed=None),
+    )
 
     def visit_Call(self, node: cst.Call) -> None:
         if not is_dataloader(self.analysis, node):
@@ -100,7 +124,14 @@ for (x,) in loader:
         loops = [loop for loop in facts.loops_over(node) if self.analysis.loops.role(loop) is LoopRole.HOT]
         if any(facts.moves_batches(loop) for loop in loops) or \
                 facts.clearly_cuda() and any(_feeds_a_step(self, loop) for loop in loops):
-            self.report(node)
+            self.report(node, fix=self._fix(node, dataset))
+
+    def _fix(self, loader: cst.Call, dataset: cst.Call):
+        plan = resident_loader(self.analysis, loader, dataset)
+        if plan is None or not data_path_facts(self.analysis).imports("torch"):
+            return None
+        return self.fix("Keep the tensors on the device and index batches with a device `torch.randperm`",
+                        plan, safe=False)
 
     def _tensor_dataset(self, expr: Optional[cst.BaseExpression], depth: int = 0) -> Optional[cst.Call]:
         if expr is None or depth > 4:

@@ -17,7 +17,7 @@ print(f"training for {args.steps} steps at lr {args.lr}")
 device = "cuda" if torch.cuda.is_available() else "cpu"
 features = torch.randn(512, 16)
 labels = (features[:, 0] > 0).long()
-loader = DataLoader(TensorDataset(features, labels), batch_size=32, shuffle=True)
+loader = DataLoader(TensorDataset(features, labels), batch_size=32, shuffle=True)  # noqa: GPU204 (this test is about GPU108; a device permutation would change the order)
 model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 2)).to(device)
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
 loss_fn = nn.CrossEntropyLoss()

@@ -1,0 +1,247 @@
+"""Module-wide facts about the data path and the model's shape, for the throughput rules (GPU409-GPU413).
+
+Which map-style dataset classes do per-sample work in `__getitem__`, whether the script has a
+`if __name__ == "__main__":` guard (DataLoader workers on spawn platforms need one), where a statement can go
+after the imports, which convolution layers the module builds, and whether it already chooses cuDNN's
+algorithm policy. Built once per module through `analysis.fact(data_path_facts)`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+from gpulint.analysis import ModuleAnalysis
+from gpulint.analysis.data_facts import _walk
+from gpulint.syntax import string_value
+
+_CONVS = {f"torch.nn.{kind}{n}d" for kind in ("Conv", "ConvTranspose", "LazyConv") for n in (1, 2, 3)}
+# Calls in `__getitem__` that are bookkeeping, not per-sample work.
+_TRIVIAL_CALLS = {"int", "float", "len", "tuple", "list", "str", "bool", "dict", "super", "isinstance", "range"}
+# Setting any of these is a decision about cuDNN's algorithm choice: GPU413 stays silent.
+_CUDNN_CHOICE = re.compile(r"cudnn\.(benchmark|deterministic)$|\buse_deterministic_algorithms$")
+_CUDNN_NAMES = {"benchmark", "deterministic", "use_deterministic_algorithms"}
+_ITERABLE_DATASETS = {"torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset"}
+
+
+class DataPathFacts:
+    def __init__(self, analysis: ModuleAnalysis) -> None:
+        self.analysis = analysis
+        body = analysis.module.body
+        self.main_guard = any(_is_main_guard(stmt) for stmt in body)
+        self.import_anchor = _last_top_import(body)
+        self.top_imports = {alias for stmt in body for alias in _imported_names(stmt)}
+        self.conv_layers = [n for n in analysis.index.nodes if isinstance(n, cst.Call)
+                            and analysis.qualified(n.func) in _CONVS]
+        self._work: dict[str, Optional[str]] = {}
+
+    @property
+    def chooses_cudnn_algorithms(self) -> bool:
+        """The module sets `cudnn.benchmark`/`cudnn.deterministic` or asks for deterministic algorithms."""
+        return any(isinstance(n, cst.Attribute) and n.attr.value in _CUDNN_NAMES
+                   and _CUDNN_CHOICE.search(self.analysis.code(n)) for n in self.analysis.index.nodes)
+
+    @property
+    def trains_in_a_loop(self) -> bool:
+        """`.backward()` and `.step()` calls inside loops: the module is a training script, not a model
+        definition or a profiling utility."""
+        index = self.analysis.index
+        found = {n.func.attr.value for n in index.nodes if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+                 and n.func.attr.value in ("backward", "step")
+                 and any(isinstance(a, (cst.For, cst.While)) for a in index.ancestors(n))}
+        return found == {"backward", "step"}
+
+    def imports(self, name: str) -> bool:
+        """`import <name>` binds `name` at the top of the module."""
+        return name in self.top_imports
+
+    def per_sample_work(self, dataset_class: cst.ClassDef) -> Optional[str]:
+        """What the map-style dataset class's `__getitem__` does per sample (a call it makes), else None."""
+        key = dataset_class.name.value
+        if key not in self._work:
+            self._work[key] = self._compute_work(dataset_class)
+        return self._work[key]
+
+    def dataset_class(self, expr: Optional[cst.BaseExpression], depth: int = 0) -> Optional[cst.ClassDef]:
+        """The class of this module that `expr` (a `MyDataset(...)` call, or a name bound to one) instantiates."""
+        if expr is None or depth > 4:
+            return None
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
+            classes = [n for n in self.analysis.index.nodes if isinstance(n, cst.ClassDef)
+                       and n.name.value == expr.func.value]
+            return classes[0] if len(classes) == 1 else None
+        if isinstance(expr, cst.Name):
+            values = [b.value for b in self.analysis.index.visible_bindings(expr) if b.kind == "assign"]
+            found = [self.dataset_class(v, depth + 1) for v in values]
+            if len(found) == 1:
+                return found[0]
+        return None
+
+    def _compute_work(self, cls: cst.ClassDef) -> Optional[str]:
+        if any(self.analysis.qualified(base.value) in _ITERABLE_DATASETS for base in cls.bases):
+            return None
+        getitem = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef)
+                        and s.name.value == "__getitem__"), None)
+        if getitem is None:
+            return None
+        for node in _walk(getitem.body):
+            if isinstance(node, cst.Call):
+                name = self.analysis.qualified(node.func) if isinstance(node.func, (cst.Name, cst.Attribute)) \
+                    else None
+                if name not in _TRIVIAL_CALLS:
+                    return self.analysis.code(node.func)
+        return None
+
+
+def data_path_facts(analysis: ModuleAnalysis) -> DataPathFacts:
+    return analysis.fact(DataPathFacts)
+
+
+def _is_main_guard(stmt: cst.CSTNode) -> bool:
+    if not isinstance(stmt, cst.If) or not isinstance(stmt.test, cst.Comparison):
+        return False
+    test = stmt.test
+    if len(test.comparisons) != 1 or not isinstance(test.comparisons[0].operator, cst.Equal):
+        return False
+    sides = [test.left, test.comparisons[0].comparator]
+    return any(isinstance(s, cst.Name) and s.value == "__name__" for s in sides) and \
+        any(string_value(s) == "__main__" for s in sides)
+
+
+def _imported_names(stmt: cst.CSTNode) -> list[str]:
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return []
+    names = []
+    for small in stmt.body:
+        if isinstance(small, cst.Import):
+            for alias in small.names:
+                if alias.asname is None and isinstance(alias.name, cst.Name):
+                    names.append(alias.name.value)
+    return names
+
+
+def _last_top_import(body) -> Optional[cst.SimpleStatementLine]:
+    """The last import line of the module's leading block of imports (docstring and comments allowed)."""
+    last = None
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine) and all(
+                isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+            last = stmt
+        elif isinstance(stmt, cst.SimpleStatementLine) and last is None and \
+                all(isinstance(s, cst.Expr) and isinstance(s.value, cst.SimpleString) for s in stmt.body):
+            continue  # the module docstring
+        else:
+            break
+    return last
+
+
+# -- GPU204's rewrite: a TensorDataset loader becomes device-resident tensors indexed by a device permutation -----
+_RESIDENT_KEYWORDS = {"dataset", "batch_size", "shuffle", "drop_last", "pin_memory", "num_workers"}
+
+
+def resident_loader(analysis: ModuleAnalysis, loader: cst.Call, dataset: cst.Call):
+    """The changes (node -> replacement) that turn `name = DataLoader(TensorDataset(a, b), ...)` and the one
+    loop over `name` into device tensors and batches indexed on the device, or None where that is not exact."""
+    from gpulint.analysis.data_facts import data_facts
+
+    facts = data_facts(analysis)
+    assign = analysis.parent(loader)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or \
+            not isinstance(assign.targets[0].target, cst.Name) or _dataset_arg(loader) is not dataset:
+        return None
+    name = assign.targets[0].target.value
+    options = _loader_options(loader)
+    if options is None or not dataset.args or any(
+            a.keyword is not None or a.star or not _named_here(analysis, a.value) for a in dataset.args):
+        return None
+    loops = facts.loops_over(loader)
+    uses = [n for n in analysis.index.nodes if isinstance(n, cst.Name) and n.value == name
+            and n is not assign.targets[0].target]
+    if len(loops) != 1 or len(uses) != 1 or not analysis.index.is_ancestor_or_self(loops[0].iter, uses[0]):
+        return None
+    device = _batch_device(analysis, loops[0])
+    if device is None or not _defined_before(analysis, device, loader):
+        return None
+    tensors = f"{name}_tensors"
+    if any(isinstance(n, cst.Name) and n.value == tensors for n in analysis.index.nodes):
+        return None
+    dev = analysis.code(device)
+    moved = ", ".join(f"{analysis.code(a.value)}.to({dev})" for a in dataset.args)
+    shuffle, drop_last, batch = options
+    order = "randperm" if shuffle else "arange"
+    count = f"len({tensors}[0])"
+    batches = f"torch.{order}({count}, device={dev}).split({batch})"
+    if drop_last:
+        batches = f"{batches}[:{count} // {batch}]"
+    return {
+        assign: assign.with_changes(targets=[cst.AssignTarget(cst.Name(tensors))],
+                                    value=cst.parse_expression(f"({moved}{',' if len(dataset.args) == 1 else ''})")),
+        uses[0]: cst.parse_expression(f"([t[i] for t in {tensors}] for i in {batches})"),
+    }
+
+
+def _dataset_arg(loader: cst.Call):
+    from gpulint.analysis.data import _dataset
+
+    return _dataset(loader)
+
+
+def _loader_options(loader: cst.Call):
+    """(shuffle, drop_last, batch size text) when every argument can be carried over exactly, else None."""
+    values = {}
+    for i, arg in enumerate(loader.args):
+        key = arg.keyword.value if arg.keyword is not None else ("dataset" if i == 0 else None)
+        if key not in _RESIDENT_KEYWORDS or arg.star:
+            return None
+        values[key] = arg.value
+    flags = []
+    for key in ("shuffle", "drop_last"):
+        value = values.get(key, cst.Name("False"))
+        if not isinstance(value, cst.Name) or value.value not in ("True", "False"):
+            return None
+        flags.append(value.value == "True")
+    workers = values.get("num_workers", cst.Integer("0"))
+    batch = values.get("batch_size", cst.Integer("1"))
+    if not (isinstance(workers, cst.Integer) and workers.value == "0") or not isinstance(batch, (cst.Name,
+                                                                                              cst.Integer)):
+        return None
+    return flags[0], flags[1], batch.value
+
+
+def _named_here(analysis: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
+    """A name this file assigns (the tensor is created here, not handed in)."""
+    if not isinstance(expr, cst.Name):
+        return False
+    bindings = analysis.index.visible_bindings(expr)
+    return bool(bindings) and all(b.kind == "assign" for b in bindings)
+
+
+def _batch_device(analysis: ModuleAnalysis, loop: cst.For) -> Optional[cst.BaseExpression]:
+    """The device the loop copies its batch to (`x.to(device)`, `x.cuda()`), when it names one plainly."""
+    from gpulint.analysis.data_facts import ACCELERATOR, data_facts
+
+    facts = data_facts(analysis)
+    found = []
+    for call in facts.body_calls(loop):
+        if facts.copy_target(call) == ACCELERATOR and facts.batch_loop(call.func.value) is loop:  # type: ignore
+            if call.func.attr.value == "cuda":  # type: ignore[union-attr]
+                found.append(cst.SimpleString('"cuda"') if not call.args else None)
+            else:
+                found.append(call.args[0].value if call.args and call.args[0].keyword is None else None)
+    codes = {analysis.code(f) for f in found if f is not None}
+    if not found or None in found or len(codes) != 1:
+        return None
+    device = found[0]
+    return device if isinstance(device, (cst.Name, cst.SimpleString)) else None
+
+
+def _defined_before(analysis: ModuleAnalysis, device: cst.BaseExpression, loader: cst.Call) -> bool:
+    if isinstance(device, cst.SimpleString):
+        return True
+    bindings = analysis.index.visible_bindings(device)
+    if not bindings or any(b.kind != "assign" or b.source is None for b in bindings):
+        return False
+    order = {id(n): i for i, n in enumerate(analysis.index.nodes)}
+    return all(order.get(id(b.source), len(order)) < order[id(loader)] for b in bindings)

@@ -1,0 +1,181 @@
+"""What a module's training does: its training loops, the precision it computes in, and where its model lives.
+
+Shared by the throughput rules (GPU4xx). Every fact here leans towards silence: a module that mentions reduced
+precision anywhere (autocast, `.half()`, "bf16", accelerate's `mixed_precision`, ...) counts as already using it,
+and a model counts as on a GPU only when the module itself moves it there.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from gpulint.analysis import ModuleAnalysis
+from gpulint.analysis.data_facts import _walk, data_facts, keyword
+from gpulint.analysis.loops import LoopRole
+from gpulint.syntax import argument, string_value
+
+# Any spelling of lower precision or of a choice about matmul precision: the module decided, say nothing.
+_REDUCED_PRECISION = re.compile(r"autocast|\.half\(|bfloat16|float16|\bfp16\b|\bbf16\b|mixed_precision|"
+                                r"\bamp\b|GradScaler|set_float32_matmul_precision|allow_tf32|"
+                                r"\bdtype\s*=|\bprecision\b|\baccelerate\b|Accelerator\(|deepspeed|lightning|"
+                                r"\bFabric\(", re.IGNORECASE)
+_MODULE_MOVES = ("to", "cuda")
+_DTYPES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16", "int64", "long", "int32"}
+
+
+class TrainingFacts:
+    """Training loops and precision of one module; built once, on first use."""
+
+    def __init__(self, analysis: ModuleAnalysis) -> None:
+        self.analysis = analysis
+        self.index = analysis.index
+        self._loops: Optional[list[cst.For]] = None
+
+    # -- training loops ----------------------------------------------------------------------------------------
+    def training_loops(self) -> list[cst.For]:
+        """Hot for-loops whose own body (or a step function it calls) runs `.backward()`: each step trains."""
+        if self._loops is None:
+            loops = self.analysis.loops
+            self._loops = [n for n in self.index.nodes if isinstance(n, cst.For)
+                           and loops.role(n) is LoopRole.HOT and self._runs_backward(n.body)]
+        return self._loops
+
+    def _runs_backward(self, body: cst.CSTNode, depth: int = 0) -> bool:
+        for node in _walk(body):
+            if isinstance(node, cst.Call):
+                if isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward":
+                    return True
+                helper = self.analysis.loops.local_function(node)
+                if helper is not None and depth < 2 and self._runs_backward(helper.body, depth + 1):
+                    return True
+        return False
+
+    def trains_on_cuda(self) -> bool:
+        """The module names CUDA itself and trains: forward, backward and step in a loop over batches."""
+        return bool(self.training_loops()) and data_facts(self.analysis).clearly_cuda()
+
+    # -- precision ---------------------------------------------------------------------------------------------
+    def chose_precision(self) -> bool:
+        """The module mentions autocast, a half dtype, a dtype argument or a matmul-precision setting anywhere."""
+        text = self.analysis.source if self.analysis.source is not None else self.analysis.module.code
+        return _REDUCED_PRECISION.search(text) is not None
+
+    def imports_torch_as_torch(self) -> bool:
+        return self.index.imports.aliases.get("torch") == "torch"
+
+    def entry_point(self) -> bool:
+        """A script: an `if __name__ == "__main__":` block, or a training loop at the top level of the module."""
+        for stmt in self.analysis.module.body:
+            if isinstance(stmt, cst.If) and "__name__" in self.analysis.code(stmt.test) \
+                    and "__main__" in self.analysis.code(stmt.test):
+                return True
+        return any(self.analysis.parent(loop) is not None and
+                   isinstance(self.analysis.parent(self.analysis.parent(loop)), cst.Module)
+                   or isinstance(self.analysis.parent(loop), cst.Module) for loop in self.training_loops())
+
+    def last_leading_import(self) -> Optional[cst.SimpleStatementLine]:
+        """The last line of the block of imports at the top of the module (after a docstring), if any."""
+        last = None
+        for stmt in self.analysis.module.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                if all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+                    last = stmt
+                    continue
+                if last is None and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) and \
+                        isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+                    continue  # the docstring
+            break
+        return last
+
+    # -- where a model lives -----------------------------------------------------------------------------------
+    def module_on_cuda(self, name: cst.Name) -> bool:
+        """Every move of the model `name` that this module makes goes to a CUDA device, and there is one:
+        `Net().to("cuda")`, `model.cuda()`, `model = model.to(device)` with `device = torch.device("cuda")`,
+        or built with `device="cuda"`. A device that may be another accelerator or the CPU makes it unknown."""
+        moves: list[Optional[bool]] = []
+        for b in data_facts(self.analysis).bindings(name):
+            if b.kind == "assign" and b.value is not None:
+                moves.extend(self._moves(b.value))
+        scope = self.index.enclosing_scope(name)
+        for node in self.index.nodes:
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+                    isinstance(node.func.value, cst.Name) and node.func.value.value == name.value and \
+                    self.index.enclosing_scope(node) is scope:
+                moves.extend(self._moves(node))
+        return bool(moves) and all(moves)
+
+    def _moves(self, expr: cst.CSTNode) -> Iterator[bool]:
+        """For each device move in `expr` (`.to(...)`, `.cuda()`, `device=`): whether it certainly goes to CUDA."""
+        for node in _walk(expr):
+            if not isinstance(node, cst.Call):
+                continue
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _MODULE_MOVES:
+                if func.attr.value == "cuda":
+                    yield True
+                    continue
+                target = argument(node, "device", 0)
+                if target is not None and not _is_dtype(self.analysis, target.value):
+                    yield self.cuda_device(target.value)
+                    continue
+            device = keyword(node, "device")
+            if device is not None:
+                yield self.cuda_device(device.value)
+
+    def cuda_device(self, expr: cst.CSTNode, depth: int = 0) -> bool:
+        """`expr` names a CUDA device: "cuda:0", `torch.device("cuda")`, a device index, `"cuda" if ... else
+        "cpu"`, or a name every assignment of which is one of these."""
+        if depth > 4:
+            return False
+        text = string_value(expr)
+        if text is not None:
+            return text.startswith("cuda")
+        if isinstance(expr, cst.FormattedString):
+            return "".join(p.value for p in expr.parts if isinstance(p, cst.FormattedStringText)).startswith("cuda")
+        if isinstance(expr, cst.Integer):
+            return True
+        if isinstance(expr, cst.IfExp):
+            return self.cuda_device(expr.body, depth + 1) or self.cuda_device(expr.orelse, depth + 1)
+        if isinstance(expr, cst.Call):
+            q = self.analysis.qualified(expr.func)
+            if q == "torch.device" and expr.args:
+                return self.cuda_device(expr.args[0].value, depth + 1)
+            return q == "torch.cuda.current_device"
+        if isinstance(expr, cst.Name):
+            values = [b.value for b in data_facts(self.analysis).bindings(expr)]
+            return bool(values) and all(v is not None and self.cuda_device(v, depth + 1) for v in values)
+        return False
+
+    def parameter_owners(self, expr: cst.CSTNode, depth: int = 0) -> Iterator[cst.Name]:
+        """The names whose `.parameters()` (or `named_parameters()`) `expr` is built from, through names."""
+        if depth > 3:
+            return
+        for node in _walk(expr):
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+                    node.func.attr.value in ("parameters", "named_parameters"):
+                owner = node.func.value
+                while isinstance(owner, cst.Attribute) and owner.attr.value == "module":
+                    owner = owner.value  # `model.module.parameters()` of a DDP wrapper
+                if isinstance(owner, cst.Name):
+                    yield owner
+            elif isinstance(node, cst.Name) and not _is_attribute_name(self.analysis, node):
+                for b in data_facts(self.analysis).bindings(node):
+                    if b.kind == "assign" and b.value is not None:
+                        yield from self.parameter_owners(b.value, depth + 1)
+
+
+def _is_dtype(analysis: ModuleAnalysis, expr: cst.CSTNode) -> bool:
+    q = analysis.qualified(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+    return q is not None and q.startswith("torch.") and q.split(".")[-1] in _DTYPES
+
+
+def _is_attribute_name(analysis: ModuleAnalysis, name: cst.Name) -> bool:
+    parent = analysis.parent(name)
+    return isinstance(parent, cst.Attribute) and parent.attr is name
+
+
+def training_facts(analysis: ModuleAnalysis) -> TrainingFacts:
+    return analysis.fact(TrainingFacts)

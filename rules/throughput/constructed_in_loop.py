@@ -1,0 +1,87 @@
+"""GPU408 `constructed-in-loop`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from gpulint.analysis import Kind
+from gpulint.rule import Example, Family, GpuRule
+
+# torch.nn names that are not modules (or cost nothing to build).
+_NOT_MODULES = {"Parameter", "Buffer", "ParameterList", "ParameterDict", "Module", "Identity"}
+
+
+class ConstructedInLoop(GpuRule):
+    """A model, layer, optimizer or loss module built anew on every step of a training loop.
+
+    ## What it does
+    Flags calls that construct an `nn.*` layer or loss (`nn.CrossEntropyLoss()`, `nn.Linear(...)`), a model
+    class of the module (a subclass of `nn.Module`), or a `torch.optim` optimizer, on every iteration of a
+    training/eval loop.
+
+    ## Why it is slow
+    Each construction runs Python `__init__` code, registers parameters and buffers, and for layers allocates
+    and randomly initialises fresh weights (then moves them to the GPU if the loop does): host work and
+    transfers on every step that the GPU waits for. An optimizer built each step also loses its state
+    (momentum, Adam moments) and a layer built each step trains nothing: it is usually a bug as well as a cost
+    (PyTorch "Performance Tuning Guide": keep the CPU side of a step minimal).
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = nn.CrossEntropyLoss()(model(x), y)
+    ```
+    Use instead:
+    ```python
+    criterion = nn.CrossEntropyLoss()
+    for x, y in loader:
+        loss = criterion(model(x), y)
+    ```
+
+    ## Fix
+    None: hoisting the construction out of the loop changes which object later code sees, and for layers and
+    optimizers which state is kept; the right place is a decision.
+
+    ## Fix safety
+    No automatic fix.
+
+    ## When it is fine
+    Constructions once per epoch or per run (a new model per fold or per hyper-parameter trial, an optimizer
+    rebuilt when a phase changes), `nn.Parameter(...)`, and code outside hot loops.
+    """
+
+    code = "GPU408"
+    name = "constructed-in-loop"
+    message = "module, loss or optimizer constructed every step: build it once, before the loop"
+    family = Family.THROUGHPUT
+    added_in = "0.2.0"
+    preview = True
+    VALID = (
+        "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\ncriterion = torch.nn.MSELoss()\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in loader:\n    criterion(model(x), x).backward()\n    opt.step()\n",
+        "import torch\nfor trial in range(3):\n    model = torch.nn.Linear(4, 2).cuda()\n"
+        "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    for x in loader:\n        model(x).sum().backward()\n        opt.step()\n",
+    )
+    INVALID = (
+        Example("import torch\nmodel = torch.nn.Linear(4, 2).cuda()\n"
+                "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                "for x, y in loader:\n    torch.nn.CrossEntropyLoss()(model(x), y).backward()\n    opt.step()\n",
+                message="build it once"),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not isinstance(node.func, (cst.Name, cst.Attribute)) or not self._constructs(node):
+            return
+        where = self.where(node)
+        if where is not None:
+            self.report(node, where=where)
+
+    def _constructs(self, node: cst.Call) -> bool:
+        q = self.analysis.qualified(node.func) or ""
+        for prefix in ("torch.nn.", "torch.optim."):
+            if q.startswith(prefix):
+                rest = q[len(prefix):]
+                return "." not in rest and rest[:1].isupper() and rest not in _NOT_MODULES
+        return isinstance(node.func, cst.Name) and self.analysis.kind(node.func) is Kind.MODULE_CLASS

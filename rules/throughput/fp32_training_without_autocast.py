@@ -1,0 +1,150 @@
+"""GPU403 `fp32-training-without-autocast`."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from gpulint.analysis import Kind
+from gpulint.analysis.training import training_facts
+from gpulint.rule import Example, Family, Fix, FixAvailability, FixSafety, GpuRule, Safety
+from gpulint.syntax import statement_of
+
+AUTOCAST = 'torch.autocast("cuda", dtype=torch.bfloat16)'
+
+
+class Fp32TrainingWithoutAutocast(GpuRule):
+    """A CUDA training step computed entirely in fp32: no autocast, no half-precision model.
+
+    ## What it does
+    Flags the `loss.backward()` of a training loop that runs every step, in a module that trains on CUDA and
+    never mentions reduced precision: no `torch.autocast` / `torch.amp.autocast` / `torch.cuda.amp.autocast`,
+    no `.half()` / `.bfloat16()`, no `dtype=` argument, no GradScaler, no `mixed_precision` setting.
+
+    ## Why it is slow
+    In fp32 the matmuls and convolutions of the forward and backward pass run on the slow fp32 path (or TF32),
+    and every activation takes twice the memory traffic of bf16. Under `torch.autocast(..., dtype=torch.bfloat16)`
+    those ops run on the bf16 tensor cores while reductions, softmax and losses stay in fp32 (PyTorch "Automatic
+    Mixed Precision" docs). bf16 autocast was one of the two levers left after the data path on an H100 (the
+    project's measurements in /work/shared/facts.md; the guides' "mixed precision" sections).
+
+    ## Example
+    ```python
+    for x, y in loader:
+        optimizer.zero_grad()
+        out = model(x)
+        loss = criterion(out, y)
+        loss.backward()
+        optimizer.step()
+    ```
+    Use instead:
+    ```python
+    for x, y in loader:
+        optimizer.zero_grad()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            out = model(x)
+            loss = criterion(out, y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Fix
+    Wraps the statements that compute the forward pass and the loss (from the first model call up to, not
+    including, `backward()`) in `with torch.autocast("cuda", dtype=torch.bfloat16):`. bf16 has fp32's exponent
+    range, so no GradScaler is needed; the fix never writes fp16. Offered only when those statements are
+    consecutive simple assignments in the same block as `backward()`, include the model call itself (not only
+    a loss over an output computed earlier, behind a `zero_grad()` or in another block), and `torch` is
+    imported as `torch`; otherwise the finding has no fix.
+
+    ## Fix safety
+    Unsafe: the forward pass is computed in bf16 (8 bits of mantissa), so activations, the loss and the
+    gradients change; most models train to the same accuracy, some (very deep nets without normalisation,
+    losses computed by hand in low precision) need care. Tensors assigned inside the block (the model output)
+    are bf16 afterwards.
+
+    ## When it is fine
+    CPU-only modules, modules that already choose a precision anywhere (autocast, `.half()`, `dtype=`,
+    accelerate's `mixed_precision`, TF32 settings), inference-only loops, and models whose accuracy is known
+    to need fp32: suppress with `# noqa: GPU403`.
+    """
+
+    code = "GPU403"
+    name = "fp32-training-without-autocast"
+    message = "CUDA training step runs in fp32; bf16 `torch.autocast` around forward and loss uses the tensor cores"
+    family = Family.THROUGHPUT
+    fix_availability = FixAvailability.SOMETIMES
+    fix_safety = FixSafety(Safety.UNSAFE, "forward pass and loss are computed in bf16: values change")
+    added_in = "0.2.0"
+    preview = True
+    VALID = (
+        "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in loader:\n    with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n"
+        "        loss = model(x).sum()\n    loss.backward()\n    opt.step()\n",
+        "import torch\nmodel = torch.nn.Linear(4, 2)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n",
+    )
+    INVALID = (
+        Example("import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                "for x in loader:\n    out = model(x)\n    loss = out.sum()\n    loss.backward()\n    opt.step()\n",
+                message="autocast",
+                fixed="import torch\nmodel = torch.nn.Linear(4, 2).cuda()\n"
+                      "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                      "for x in loader:\n    with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n"
+                      "        out = model(x)\n        loss = out.sum()\n    loss.backward()\n    opt.step()\n"),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not isinstance(node.func, cst.Attribute) or node.func.attr.value != "backward":
+            return
+        receiver = node.func.value
+        head = receiver.value if isinstance(receiver, cst.Name) else None
+        if head is not None and head in self.analysis.index.imports.aliases:
+            return  # `torch.autograd.backward(...)`, `dist_autograd.backward(ctx, ...)`: not a loss tensor
+        facts = training_facts(self.analysis)
+        where = self.where(node)
+        if where is None or not where.every_iteration or facts.chose_precision() or not facts.trains_on_cuda():
+            return
+        self.report(node, fix=self._fix(node) if facts.imports_torch_as_torch() else None)
+
+    def _fix(self, call: cst.Call) -> Optional[Fix]:
+        line = statement_of(call, self.analysis.parent)
+        block = self.analysis.parent(line)
+        loss = call.func.value  # type: ignore[union-attr]
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1 or \
+                not isinstance(block, cst.IndentedBlock) or not isinstance(loss, cst.Name):
+            return None
+        run: list[cst.SimpleStatementLine] = []
+        for stmt in reversed(block.body[:list(block.body).index(line)]):
+            if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                    and isinstance(stmt.body[0], cst.Assign)):
+                break
+            run.insert(0, stmt)
+        start = next((i for i, stmt in enumerate(run) if self._runs_model(stmt)), None)
+        if start is None:
+            return None
+        run = run[start:]
+        if len(run) == 1 and not self._runs_model(run[0].body[0].value, nested_only=True):  # type: ignore
+            return None  # only `loss = criterion(out, y)`: the forward pass is elsewhere
+        if not any(isinstance(t.target, cst.Name) and t.target.value == loss.value
+                   for stmt in run for t in stmt.body[0].targets):  # type: ignore[attr-defined]
+            return None
+        inner = [run[0].with_changes(leading_lines=())] + run[1:]
+        wrapped = cst.With(items=[cst.WithItem(cst.parse_expression(AUTOCAST))],
+                           body=cst.IndentedBlock(body=inner), leading_lines=run[0].leading_lines)
+        changes = {run[0]: wrapped, **{stmt: cst.RemoveFromParent() for stmt in run[1:]}}
+        return self.fix("Wrap the forward pass and the loss in bf16 `torch.autocast`", changes, safe=False)
+
+    def _runs_model(self, stmt: cst.CSTNode, nested_only: bool = False) -> bool:
+        """`stmt` calls a model (with `nested_only`: somewhere below its outermost call, as in
+        `criterion(model(x), y)` or `model(x).sum()`)."""
+        return any(isinstance(n, cst.Call) and self.analysis.kind(n.func) is Kind.MODULE
+                   for n in _nodes(stmt) if not (nested_only and n is stmt))
+
+
+def _nodes(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)

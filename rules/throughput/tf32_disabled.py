@@ -1,0 +1,99 @@
+"""GPU404 `tf32-disabled`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from gpulint.analysis.training import training_facts
+from gpulint.rule import Example, Family, FixAvailability, FixSafety, GpuRule, Safety
+
+SETTING = 'torch.set_float32_matmul_precision("high")'
+
+
+class Tf32Disabled(GpuRule):
+    """A CUDA training script doing fp32 matmuls with TF32 left off.
+
+    ## What it does
+    Flags, once per module, the first training loop of a script (a module with an `if __name__ == "__main__":`
+    block or a training loop at its top level) that trains on CUDA in fp32: no autocast or other reduced
+    precision, no `torch.set_float32_matmul_precision(...)`, no `torch.backends.cuda.matmul.allow_tf32 = ...`.
+
+    ## Why it is slow
+    Since PyTorch 1.12 fp32 matmuls on Ampere and newer GPUs default to full fp32 precision, which runs far
+    below the tensor cores' TF32 rate (PyTorch "CUDA semantics", *TensorFloat-32 (TF32) on Ampere (and later)
+    devices*; TorchTidy's "fp32 matmul" pattern). `torch.set_float32_matmul_precision("high")` lets every fp32
+    matmul use TF32 (10-bit mantissa, fp32 range) with no other change to the program.
+
+    ## Example
+    ```python
+    import torch
+
+    model = Net().cuda()
+    for x, y in loader:
+        ...
+    ```
+    Use instead:
+    ```python
+    import torch
+    torch.set_float32_matmul_precision("high")
+
+    model = Net().cuda()
+    for x, y in loader:
+        ...
+    ```
+
+    ## Fix
+    Inserts `torch.set_float32_matmul_precision("high")` once, right after the imports at the top of the
+    module. Offered only when that block imports `torch` as `torch`.
+
+    ## Fix safety
+    Unsafe: matmuls (and, for cuDNN, convolutions already default to TF32) round their inputs to a 10-bit
+    mantissa, so results change at about 1e-3 relative; training is normally unaffected, numerically delicate
+    code (solvers, tests comparing against fp32 references) may not be.
+
+    ## When it is fine
+    Modules that choose a precision anywhere (autocast, `.half()`, `dtype=`, TF32 flags, `mixed_precision`),
+    library modules that are not entry points (the setting is global: the script should decide), CPU-only code,
+    and code that needs strict fp32: say so with `torch.set_float32_matmul_precision("highest")`.
+    """
+
+    code = "GPU404"
+    name = "tf32-disabled"
+    message = "CUDA training in fp32 with TF32 off: `torch.set_float32_matmul_precision(\"high\")` speeds up matmuls"
+    family = Family.THROUGHPUT
+    fix_availability = FixAvailability.SOMETIMES
+    fix_safety = FixSafety(Safety.UNSAFE, "fp32 matmuls round inputs to TF32 (10-bit mantissa): results change")
+    added_in = "0.2.0"
+    preview = True
+    VALID = (
+        "import torch\ntorch.set_float32_matmul_precision(\"high\")\nmodel = torch.nn.Linear(4, 2).cuda()\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n",
+        "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "def train(loader):\n    for x in loader:\n        loss = model(x).sum()\n        loss.backward()\n"
+        "        opt.step()\n",
+    )
+    INVALID = (
+        Example("import torch\n\nmodel = torch.nn.Linear(4, 2).cuda()\n"
+                "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n",
+                message="TF32",
+                fixed="import torch\ntorch.set_float32_matmul_precision(\"high\")\n\n"
+                      "model = torch.nn.Linear(4, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                      "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n"),
+    )
+
+    def visit_For(self, node: cst.For) -> None:
+        facts = training_facts(self.analysis)
+        loops = facts.training_loops()
+        if not loops or loops[0] is not node or not self.analysis.targets_gpu:
+            return
+        if facts.chose_precision() or not facts.trains_on_cuda() or not facts.entry_point():
+            return
+        last = facts.last_leading_import()
+        fix = None
+        if last is not None and facts.imports_torch_as_torch():
+            setting = cst.parse_statement(f"{SETTING}\n")
+            fix = self.fix("Insert `torch.set_float32_matmul_precision(\"high\")` after the imports",
+                           {last: cst.FlattenSentinel([last, setting])}, safe=False)
+        self.report(node, fix=fix)

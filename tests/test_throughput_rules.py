@@ -1,0 +1,116 @@
+"""The throughput rules (GPU4xx): each rule's own VALID/INVALID examples, and the numerics of GPU405's fix.
+
+The examples follow `gpulint.rule.Example`'s contract: VALID code gives no finding of the rule; INVALID code gives
+`count` findings whose message contains `message`, and `--fix --unsafe-fixes` turns it into `fixed` (None: no fix),
+which compiles and is left alone by a second pass.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpulint.diagnostics import FixMode
+from gpulint.rule import all_rules
+from gpulint.runner import lint_source
+
+RULES = {code: rule for code, rule in all_rules().items() if code.startswith("GPU4")}
+VALID = [pytest.param(code, src, id=f"{code}-valid-{i}") for code, rule in RULES.items()
+         for i, src in enumerate(rule.VALID)]
+INVALID = [pytest.param(code, ex, id=f"{code}-invalid-{i}") for code, rule in RULES.items()
+           for i, ex in enumerate(rule.INVALID)]
+
+
+def lint(code: str, source: str, fix=FixMode.NONE):
+    result = lint_source(source, "example.py", frozenset({code}), fix=fix)
+    assert not result.errors
+    return result
+
+
+@pytest.mark.parametrize("code, source", VALID)
+def test_valid_examples_are_silent(code, source):
+    assert lint(code, source).diagnostics == []
+
+
+@pytest.mark.parametrize("code, example", INVALID)
+def test_invalid_examples_report_and_fix(code, example):
+    found = lint(code, example.code).diagnostics
+    assert len(found) == example.count
+    assert all(example.message in d.message for d in found)
+    fixed = lint(code, example.code, FixMode.UNSAFE).source
+    if example.fixed is None:
+        assert fixed == example.code
+        return
+    assert fixed == example.fixed
+    compile(fixed, "fixed.py", "exec")
+    assert lint(code, fixed, FixMode.UNSAFE).source == fixed
+    assert lint(code, fixed).diagnostics == []
+
+
+def test_every_throughput_rule_has_examples():
+    assert sorted(RULES) == ["GPU402", "GPU403", "GPU404", "GPU405", "GPU406", "GPU407", "GPU408"]
+    for rule in RULES.values():
+        assert rule.VALID and rule.INVALID
+
+
+# -- GPU405: what `set_to_none=True` changes, measured on CPU torch -------------------------------------------------
+_RUN = """
+import torch
+torch.manual_seed(0)
+data = [torch.randn(4, 4) for _ in range(5)]
+loader = data
+class Two(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.used = torch.nn.Linear(4, 2)
+        self.unused = torch.nn.Linear(4, 2)
+        self.calls = 0
+    def forward(self, x):  # with USE_ONE_BRANCH, `unused` gets a gradient on the first step only
+        self.calls += 1
+        return self.used(x) if USE_ONE_BRANCH and self.calls > 1 else self.used(x) + self.unused(x)
+"""
+
+
+def _train(example_code: str, use_one_branch: bool) -> list:
+    torch = pytest.importorskip("torch")
+    # The example builds `model = torch.nn.Linear(4, 2).cuda()`: run it on CPU, with a model that may leave
+    # some parameters without a gradient.
+    program = example_code.replace("torch.nn.Linear(4, 2).cuda()", "Two()")
+    scope: dict = {"USE_ONE_BRANCH": use_one_branch}
+    exec(compile(_RUN + program.replace("import torch\n", "", 1), "example.py", "exec"), scope)
+    assert isinstance(scope["model"], torch.nn.Module)
+    return [p.detach().clone() for p in scope["model"].parameters()]
+
+
+def _example_405():
+    return next(ex for ex in RULES["GPU405"].INVALID if ex.fixed is not None)
+
+
+def test_gpu405_fix_gives_the_same_weights_when_every_parameter_gets_a_gradient():
+    example = _example_405()
+    before, after = _train(example.code, False), _train(example.fixed, False)
+    assert len(before) == 4
+    assert all(a.equal(b) for a, b in zip(before, after))  # bit for bit
+
+
+def test_gpu405_fix_changes_weights_of_parameters_without_a_gradient_so_it_is_unsafe():
+    # With momentum, a zero gradient still moves a parameter; a None gradient skips it. This is why the fix is
+    # marked unsafe (see the rule's `## Fix safety`).
+    example = _example_405()
+    before, after = _train(example.code, True), _train(example.fixed, True)
+    assert all(a.equal(b) for a, b in zip(before[:2], after[:2]))
+    assert not all(a.equal(b) for a, b in zip(before[2:], after[2:]))
+    assert RULES["GPU405"].fix_safety.level.value == "unsafe"
+
+
+def test_throughput_rules_are_preview_rules_run_only_when_selected(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from gpulint.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(RULES["GPU402"].INVALID[0].code)
+    default = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "concise", "train.py"])
+    assert "GPU402" not in default.output
+    chosen = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "concise", "--select", "GPU4",
+                                       "train.py"])
+    assert "train.py:3:7: GPU402" in chosen.output
