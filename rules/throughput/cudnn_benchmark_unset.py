@@ -65,6 +65,10 @@ class CudnnBenchmarkUnset(Rule):
     shape is timed again, which can cost more than it saves. Set `torch.backends.cudnn.benchmark = False`
     explicitly to record that decision (the rule then stays silent), as it does for scripts that ask for
     deterministic algorithms.
+
+    A preview rule (off unless selected, e.g. `--extend-select GPU413`): on an H100 the fix made a small ResNet
+    over a map-style loader 0.35x as fast (11.8 -> 34.1 ms/step, docs/benchmarks.md), most likely because the last,
+    smaller batch of each epoch is timed again; measure with `gpulint verify` before keeping it.
     """
 
     needs_text = GPU_HINT
@@ -77,6 +81,7 @@ class CudnnBenchmarkUnset(Rule):
     fix_safety = FixSafety(Safety.UNSAFE, "the auto-tuner may pick nondeterministic algorithms: runs are no longer "
                                           "bit-for-bit reproducible")
     added_in = "0.2.0"
+    preview = True  # measured slower on a shape it fires on; see "When it is fine"
     VALID = (
         _HEAD + "torch.backends.cudnn.benchmark = False  # variable input sizes\n" + _BODY,
         _HEAD + "model = nn.Sequential(nn.Linear(3, 16)).cuda()\n"
