@@ -360,3 +360,23 @@ def test_tensor_math_loops(name: str):
         test_execution_frequency(name)
     finally:
         del CASES[name]
+
+
+def test_an_error_path_that_ends_the_run_runs_at_most_once():
+    from gpulint.diagnostics import FixMode  # noqa: F401
+    from gpulint.runner import lint_source
+
+    text = (
+        "import sys\nimport torch\n"
+        "model = torch.nn.Linear(2, 1).cuda()\n"
+        "for x in loader:\n"
+        "    loss = model(x.cuda()).sum()\n"
+        "    if not torch.isfinite(loss):\n"
+        "        print('Loss is {}, stopping training'.format(loss.item()))\n"
+        "        sys.exit(1)\n"
+        "    loss.backward()\n"
+        "    if loss.item() > 100:\n"
+        "        print('big')\n"
+    )
+    found = [(d.location.row, d.code) for d in lint_source(text, "t.py", frozenset({"GPU101"})).diagnostics]
+    assert found == [(10, "GPU101")]  # the every-step `.item()` still counts; the one before sys.exit does not

@@ -43,6 +43,7 @@ class Execution:
 OUTSIDE = Execution(Frequency.OUTSIDE)
 
 _TIMERS = {"time.time", "time.perf_counter", "time.monotonic", "time.process_time", "timeit.default_timer"}
+_EXITS = {"sys.exit", "exit", "quit", "os._exit", "os.abort"}
 _COUNTER_HINTS = ("step", "iter", "idx", "epoch", "batch", "it", "i", "n", "count", "global_step", "itr")
 
 
@@ -250,6 +251,9 @@ class LoopAnalysis:
                 if reason:
                     periodic = reason
             elif isinstance(parent, cst.IndentedBlock) and periodic is None:
+                if isinstance(self.index.parent.get(parent), (cst.If, cst.Else, cst.ExceptHandler)) \
+                        and self._ends_the_run(parent):
+                    return OUTSIDE  # an error path that raises or exits: it runs at most once
                 reason = self._after_skip_guard(parent, child)
                 if reason:
                     periodic = reason
@@ -346,6 +350,17 @@ class LoopAnalysis:
             if last.startswith(("should_log", "should_eval", "should_save", "is_log", "is_eval")):
                 return f"`{_code(test)}`"
         return None
+
+    def _ends_the_run(self, block: cst.IndentedBlock) -> bool:
+        """The block's last statement raises or exits the program (`raise ...`, `sys.exit(1)`, `exit()`)."""
+        last = block.body[-1] if block.body else None
+        if not isinstance(last, cst.SimpleStatementLine) or not last.body:
+            return False
+        stmt = last.body[-1]
+        if isinstance(stmt, cst.Raise):
+            return True
+        call = stmt.value if isinstance(stmt, cst.Expr) else None
+        return isinstance(call, cst.Call) and self.kinds.qualified(call.func) in _EXITS
 
     def _after_skip_guard(self, block: cst.IndentedBlock, child: cst.CSTNode) -> Optional[str]:
         """`if step % N != 0: continue` earlier in the block makes the rest of the block periodic."""

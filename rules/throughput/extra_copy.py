@@ -63,6 +63,9 @@ class ExtraCopy(HostTensorMovedEachStep):
                                         "ones are offered as unsafe fixes)")
     defers_to = ("GPU203",)
     added_in = "0.2.0"
+    # Outside loops the copy is paid once (GPU203 owns the per-step case): on labelled real code most findings
+    # were one-off setup, so it is a preview rule, off unless selected.
+    preview = True
     needs_text = GPU_HINT
     same_device = "`.to()` copies a tensor to the device it was created on: the call does nothing; remove it"
     VALID = (
