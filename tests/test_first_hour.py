@@ -204,7 +204,7 @@ def test_rdjson_for_reviewdog_carries_fixes_as_suggestions(project):
     assert first["code"]["value"] == "GPU201"
     assert first["location"]["path"] == "train.py"
     assert first["location"]["range"]["start"] == {"line": 11, "column": 10}
-    assert any("pin_memory=True" in s["text"] for s in first["suggestions"])
+    assert any("pin_memory=torch.cuda.is_available()" in s["text"] for s in first["suggestions"])
 
 
 def test_new_flags_and_formats_are_in_help():

@@ -38,7 +38,7 @@ def fixed_copy(tmp_path_factory) -> Path:
 def test_fix_desynchronises_the_loop(fixed_copy: Path):
     fixed = fixed_copy.read_text(encoding="utf-8")
     compile(fixed, str(fixed_copy), "exec")
-    assert "pin_memory=True" in fixed
+    assert "pin_memory=torch.cuda.is_available()" in fixed
     assert fixed.count("non_blocking=True") == 4
     assert "running_loss += loss.detach()" in fixed
     assert ".item()" not in fixed  # no per-step sync is left: sums and the NaN flag stay on the device
@@ -51,7 +51,7 @@ def test_fix_desynchronises_the_loop(fixed_copy: Path):
 def test_safe_fixes_alone_pin_and_copy_asynchronously():
     fixed = lint_source(NAIVE.read_text(encoding="utf-8"), "naive_train.py", frozenset(c for c, r in all_rules().items() if not r.preview),
                         fix=FixMode.SAFE).source
-    assert "pin_memory=True" in fixed and fixed.count("non_blocking=True") == 4
+    assert "pin_memory=torch.cuda.is_available()" in fixed and fixed.count("non_blocking=True") == 4
     assert "loss.item()" in fixed  # the accumulation's fix is unsafe: --fix alone leaves it
 
 

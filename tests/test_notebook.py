@@ -53,7 +53,7 @@ def test_fix_round_trip_keeps_outputs_metadata_and_magics(notebook):
     loop = after.cells[3].source
     assert loop.startswith("%%time\nlosses = []\nfound_nan = False\nfor step")
     assert "found_nan |= torch.isnan(loss).any()" in loop and "losses.append(loss.detach())" in loop
-    assert "pin_memory=True" in after.cells[2].source
+    assert "pin_memory=torch.cuda.is_available()" in after.cells[2].source
     assert after.cells[1].source == before.cells[1].source  # %matplotlib and !nvidia-smi restored
     assert after.cells[5].source == before.cells[5].source  # `model?` untouched
     # Only the changed cells' lines differ in the file.
@@ -79,7 +79,7 @@ def test_non_canonical_formatting_is_kept(notebook):
     text = notebook.read_text()
     assert text.startswith('{\n  "cells": [')
     fixed = json.loads(text)
-    assert "pin_memory=True" in "".join(fixed["cells"][2]["source"])
+    assert "pin_memory=torch.cuda.is_available()" in "".join(fixed["cells"][2]["source"])
     assert fixed["cells"][3]["outputs"] == data["cells"][3]["outputs"]
 
 
@@ -130,7 +130,7 @@ def test_non_ascii_in_a_file_that_escapes_it(notebook):
     assert text.isascii() and "Entra\\u00eenement" in text
     fixed = json.loads(text)
     assert json.dumps(fixed, indent=2) + "\n" == text  # the file's own layout, everywhere
-    assert "pin_memory=True" in "".join(fixed["cells"][2]["source"])
+    assert "pin_memory=torch.cuda.is_available()" in "".join(fixed["cells"][2]["source"])
 
 
 def apply_ruff_edits(text: str, edits: list[dict]) -> str:

@@ -97,7 +97,7 @@ def test_fix_hook_fixes_the_file(precommit, env, repo):
     assert fixed.returncode == 1, fixed.stdout + fixed.stderr  # pre-commit fails a hook that modified files
     assert "files were modified by this hook" in fixed.stdout
     text = (repo / "train.py").read_text()
-    assert "pin_memory=True" in text and "non_blocking=True" in text
+    assert "pin_memory=torch.cuda.is_available()" in text and "non_blocking=True" in text
     assert "running_loss += loss.item()" in text  # unsafe fixes are not applied by default
     again = pre_commit_run(precommit, env, repo, "gpulint-fix", "train.py")
     assert (repo / "train.py").read_text() == text  # nothing left that --fix can do

@@ -47,7 +47,7 @@ def test_invalid_examples_report_and_fix(code, example):
 
 
 def test_every_throughput_rule_has_examples():
-    assert sorted(RULES) == ["GPU402", "GPU403", "GPU404", "GPU405", "GPU406", "GPU407", "GPU408"]
+    assert {"GPU402", "GPU403", "GPU404", "GPU405", "GPU406", "GPU407", "GPU408"} <= set(RULES)  # and every other GPU4xx
     for rule in RULES.values():
         assert rule.VALID and rule.INVALID
 

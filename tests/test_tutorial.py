@@ -32,7 +32,7 @@ def test_fixes_parse_and_leave_fewer_findings():
     for result in (safe, unsafe):
         compile(result.source, "q.py", "exec")
         assert not result.errors
-    assert "pin_memory=True" in safe.source and "non_blocking=True" in safe.source
+    assert "pin_memory=torch.cuda.is_available()" in safe.source and "non_blocking=True" in safe.source
     assert "test_loss += loss_fn(pred, y).item()" in safe.source  # unsafe fixes wait for --unsafe-fixes
     assert len(unsafe.diagnostics) < len(safe.diagnostics) < 9
     assert [d.code for d in unsafe.diagnostics] == ["GPU107"]

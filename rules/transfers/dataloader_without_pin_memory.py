@@ -108,6 +108,9 @@ class DataLoaderWithoutPinMemory(Rule):
                         if self.analysis.index.imports.qualify(cst.Name("torch")) == "torch" else _true()
                 if isinstance(value, cst.Call) and self.analysis.qualified(value.func) == "torch.device" \
                         and value.args and not isinstance(value.args[0].value, cst.SimpleString):
+                    chosen = value.args[0].value
+                    if isinstance(chosen, cst.IfExp) and "is_available" in self.analysis.code(chosen.test):
+                        return cst.parse_expression("torch.cuda.is_available()")
                     return cst.parse_expression(f'{device.value}.type == "cuda"')
         return _true()
 
