@@ -27,3 +27,13 @@ for x in loader:
     x = x.cuda({non_blocking})
     model(x).sum().backward()
 """
+# The head of a training script (model, criterion, loader on the GPU): loop bodies are appended to it.
+SCRIPT_HEAD = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader
+device = torch.device("cuda")
+model = nn.Linear(8, 2).to(device)
+criterion = nn.CrossEntropyLoss()
+loader = DataLoader([1, 2], batch_size=1, pin_memory=True)
+"""

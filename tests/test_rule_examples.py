@@ -34,6 +34,7 @@ def test_invalid_example_is_reported_and_fixed(code: str, example):
     fixed = _lint(code, example.code, FixMode.UNSAFE, example.periodic).source
     assert fixed == (example.fixed if example.fixed is not None else example.code)
     if example.fixed is not None:  # the fix removes what it fixed, and fixing again changes nothing
+        assert _lint(code, fixed, periodic=example.periodic).diagnostics == []
         assert _lint(code, fixed, FixMode.UNSAFE, example.periodic).source == fixed
 
 
