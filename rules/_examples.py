@@ -27,3 +27,49 @@ for x in loader:
     x = x.cuda({non_blocking})
     model(x).sum().backward()
 """
+# The head of a training script (model, criterion, loader on the GPU): loop bodies are appended to it.
+SCRIPT_HEAD = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader
+device = torch.device("cuda")
+model = nn.Linear(8, 2).to(device)
+criterion = nn.CrossEntropyLoss()
+loader = DataLoader([1, 2], batch_size=1, pin_memory=True)
+"""
+# The head of a script that feeds a TensorDataset to the GPU (GPU2xx): loader code is appended to it.
+DATASET_HEAD = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+device = torch.device("cuda")
+model = nn.Linear(8, 2).to(device)
+dataset = TensorDataset(torch.randn(64, 8), torch.randn(64, 2))
+"""
+# Scripts that never touch a GPU: no transfer rule reports in them.
+CPU_ONLY_SCRIPTS = (
+    """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+model = torch.nn.Linear(8, 2)
+loader = DataLoader(TensorDataset(torch.randn(8, 8)), batch_size=2)
+for (x,) in loader:
+    model(x).sum().backward()
+""",
+    # a device variable that is the CPU
+    """\
+import torch
+from torch.utils.data import DataLoader
+dev = "cpu"
+loader = DataLoader([1, 2], batch_size=1)
+for x in loader:
+    x = x.to(dev)
+    model(x).sum().backward()
+""",
+)
+# An explicitly unpinned loader: neither pinning (GPU201) nor non_blocking copies (GPU202) are asked for.
+UNPINNED_LOADER = DATASET_HEAD + """\
+loader = DataLoader(dataset, batch_size=8, pin_memory=False)
+for x, y in loader:
+    model(x.to(device)).sum().backward()
+"""

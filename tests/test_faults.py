@@ -1,7 +1,7 @@
 """Fault injection (issue 13): hostile files, huge files, hostile names, misbehaving programs under `verify`, and
 `check --fix` killed with SIGKILL at random moments. docs/robustness.md lists each case and its result.
 
-The GPU301 "returned accumulator" case lives in fixtures/rules/GPU301/positive_returned.py (tests/test_fixtures.py).
+The GPU301 "returned accumulator" case lives in fixtures/rules/GPU301/positive_returned.py (tests/test_rule_snapshots.py).
 """
 
 from __future__ import annotations
@@ -403,10 +403,9 @@ def _kill_campaign(source: Path, work: Path, runs: int, seed: int) -> dict:
 def test_check_fix_killed_at_random_moments_never_damages_a_file(tmp_path):
     project = tmp_path / "project"
     for path in sorted((REPO / "fixtures" / "rules").glob("GPU*/positive*.py")):
-        if not path.name.endswith(".fixed.py"):
-            target = project / path.parent.name / path.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(path.read_bytes())
+        target = project / path.parent.name / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
     seen = _kill_campaign(project, tmp_path / "work", runs=20, seed=13)
     assert seen["runs"] == 20 and seen["original"] and seen["fixed"]
 

@@ -33,7 +33,9 @@ def test_invalid_example_is_reported_and_fixed(code: str, example):
     assert all(example.message in d.message for d in found)
     fixed = _lint(code, example.code, FixMode.UNSAFE, example.periodic).source
     assert fixed == (example.fixed if example.fixed is not None else example.code)
-    if example.fixed is not None:  # the fix removes what it fixed, and fixing again changes nothing
+    if example.fixed is not None:  # the fix compiles, removes what it fixed, and fixing again changes nothing
+        compile(fixed, "fixed.py", "exec")
+        assert _lint(code, fixed, periodic=example.periodic).diagnostics == []
         assert _lint(code, fixed, FixMode.UNSAFE, example.periodic).source == fixed
 
 

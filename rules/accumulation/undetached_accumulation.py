@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.rule import GpuRule, Example, Family, FixAvailability, FixSafety, Safety
-from gpulint.rules._examples import ACCUMULATING_STEP
+from gpulint.rules._examples import ACCUMULATING_STEP, SCRIPT_HEAD
 from gpulint.syntax import method_call
 from gpulint.analysis.accumulators import (_backwarded_names, _base_name, _bindings, _method, _returned_names,
                                            _self_referencing, backwarded_in, carries_graph, certainly_tensor,
@@ -63,11 +63,30 @@ class UndetachedAccumulation(GpuRule):
     fix_safety = FixSafety(
         Safety.SAFE, "the values are the same; only the autograd graph, which nothing backpropagates through, "
                      "is dropped")
-    VALID = [ACCUMULATING_STEP + "    total += loss.detach()\nprint(total)\n"]
+    VALID = [
+        ACCUMULATING_STEP + "    total += loss.detach()\nprint(total)\n",
+        # gradient accumulation through an alias: the sum is backpropagated, not leaked
+        SCRIPT_HEAD + "acc = 0\nfor step, (x, y) in enumerate(loader):\n    acc = acc + criterion(model(x), y)\n"
+                      "    if step % 4 == 3:\n        scaled = acc / 4\n        scaled.backward()\n        acc = 0\n",
+        # `no_grad` around the loop
+        SCRIPT_HEAD + "with torch.no_grad():\n    total = 0\n    for x, y in loader:\n"
+                      "        total += criterion(model(x), y)\n",
+        # `set_grad_enabled(False)` is `no_grad`
+        SCRIPT_HEAD + "total = 0\nwith torch.set_grad_enabled(False):\n    for x, y in loader:\n"
+                      "        total += criterion(model(x), y)\n",
+    ]
+    _SUM_PRINTED = ("total = 0\nfor x, y in loader:\n    loss = criterion(model(x), y)\n    loss.backward()\n"
+                    "    total += loss{}\nprint(f\"{{total:.3f}}\")\n")
+    _OUTPUT_LIST = ("class Net(nn.Module):\n    def forward(self, x):\n        return x, x\nnet = Net()\nouts = []\n"
+                    "for x, y in loader:\n    net(x)[0].sum().backward()\n    outs.append(net(x))\n")
     INVALID = [
         Example(ACCUMULATING_STEP + "    total += loss\nprint(total)\n",
                 message="accumulating a value that carries autograd history keeps eve",
                 fixed=ACCUMULATING_STEP + "    total += loss.detach()\nprint(total)\n"),
+        # an undetached sum printed with a format spec: detached, then quiet
+        Example(SCRIPT_HEAD + _SUM_PRINTED.format(""), fixed=SCRIPT_HEAD + _SUM_PRINTED.format(".detach()")),
+        # a list of model outputs that may be tuples: reported, no fix
+        Example(SCRIPT_HEAD + _OUTPUT_LIST),
     ]
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:

@@ -6,7 +6,7 @@ import libcst as cst
 
 from gpulint.analysis import GPU_HINT
 from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
-from gpulint.rules._examples import LOADER_TO_GPU
+from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, LOADER_TO_GPU, UNPINNED_LOADER
 from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, keyword
 from gpulint.syntax import argument
 from gpulint.analysis.data import _true, pinned
@@ -59,11 +59,24 @@ class CopyWithoutNonBlocking(Rule):
     fix_availability = FixAvailability.ALWAYS
     fix_safety = FixSafety(
         Safety.SAFE, "a host-to-device copy is ordered before every kernel queued after it on the same stream")
-    VALID = [LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True")]
+    VALID = [LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True"), UNPINNED_LOADER,
+             *CPU_ONLY_SCRIPTS]
+    _THROUGH_ARGUMENT = ("def run(model, *, data):\n    for batch in data:\n"
+                         "        batch = {{k: v.to(device{}) for k, v in batch.items()}}\n"
+                         "        model(batch[\"x\"]).sum().backward()\n"
+                         "run(model, data=DataLoader(dataset, pin_memory=True))\n")
+    _SAME_NAME = ("plain = DataLoader(dataset, pin_memory=False)\npinned = DataLoader(dataset, pin_memory=True)\n"
+                  "for batch in plain:\n    model(batch[0].to(device)).sum().backward()\n"
+                  "for batch in pinned:\n    model(batch[0].to(device{})).sum().backward()\n")
     INVALID = [
         Example(LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking=""),
                 message="copy of a pinned batch to the GPU without `non_blocking=True",
                 fixed=LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True")),
+        # the loader reaches the loop through a function's keyword argument
+        Example(DATASET_HEAD + _THROUGH_ARGUMENT.format(""),
+                fixed=DATASET_HEAD + _THROUGH_ARGUMENT.format(", non_blocking=True")),
+        # one loop variable name over two loaders: each copy resolves to its own loop's loader
+        Example(DATASET_HEAD + _SAME_NAME.format(""), fixed=DATASET_HEAD + _SAME_NAME.format(", non_blocking=True")),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

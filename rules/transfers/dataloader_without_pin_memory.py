@@ -6,7 +6,7 @@ import libcst as cst
 
 from gpulint.analysis import GPU_HINT
 from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
-from gpulint.rules._examples import LOADER_TO_GPU
+from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, LOADER_TO_GPU, UNPINNED_LOADER
 from gpulint.analysis.data_facts import append_keyword, data_facts, is_dataloader
 from gpulint.analysis.project import display_path
 from gpulint.diagnostics import Related
@@ -69,11 +69,16 @@ class DataLoaderWithoutPinMemory(Rule):
     family = Family.TRANSFERS
     fix_availability = FixAvailability.ALWAYS
     fix_safety = FixSafety(Safety.SAFE, "batches hold the same values; only the host memory they live in changes")
-    VALID = [LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True")]
+    VALID = [LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True"), UNPINNED_LOADER,
+             *CPU_ONLY_SCRIPTS]
+    _MULTILINE = "loader = DataLoader(\n    dataset,\n    batch_size=8,\n{})\nfor x, y in loader:\n" \
+                 "    model(x.cuda()).sum().backward()\n"
     INVALID = [
         Example(LOADER_TO_GPU.format(pin="", non_blocking="non_blocking=True"),
                 message="`DataLoader` without `pin_memory=True` feeds a GPU: host-to-",
                 fixed=LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True")),
+        # a multi-line call keeps one argument per line
+        Example(DATASET_HEAD + _MULTILINE.format(""), fixed=DATASET_HEAD + _MULTILINE.format("    pin_memory=True,\n")),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

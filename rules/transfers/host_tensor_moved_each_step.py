@@ -6,7 +6,7 @@ import libcst as cst
 
 from gpulint.analysis import GPU_HINT
 from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
-from gpulint.rules._examples import TRAIN_STEP
+from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, TRAIN_STEP
 from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, has_star_args, keyword
 from gpulint.syntax import argument, positional
 from gpulint.analysis.data import _FACTORIES, _RANDOM, _SAME_ON_DEVICE
@@ -64,11 +64,16 @@ class HostTensorMovedEachStep(Rule):
     fix_safety = FixSafety(
         Safety.SAFE, "deterministic factories compute the same values on the device (random ones are offered as "
                      "unsafe fixes)")
-    VALID = [TRAIN_STEP + "noise = torch.zeros(2).cuda()\n"]
+    VALID = [TRAIN_STEP + "noise = torch.zeros(2).cuda()\n", *CPU_ONLY_SCRIPTS]
+    _CAST = ("loader = DataLoader(dataset, pin_memory=True)\nfor x, y in loader:\n    t = {}\n"
+             "    model(x.to(device, non_blocking=True) * t[0]).sum().backward()\n")
     INVALID = [
         Example(TRAIN_STEP + "    noise = torch.zeros(2).cuda()\n",
                 message="`torch.zeros` builds a tensor on the host and copies it to t",
                 fixed=TRAIN_STEP + '    noise = torch.zeros(2, device="cuda")\n'),
+        # the dtype conversion stays a cast after creation: tensor(..., dtype=float64) would not round via float32
+        Example(DATASET_HEAD + _CAST.format("torch.tensor([0.1, 0.2]).to(device, torch.float64, non_blocking=True)"),
+                fixed=DATASET_HEAD + _CAST.format("torch.tensor([0.1, 0.2], device=device).to(torch.float64)")),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

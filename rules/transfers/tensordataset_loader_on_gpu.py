@@ -8,6 +8,7 @@ import libcst as cst
 
 from gpulint.analysis import GPU_HINT, Kind, LoopRole
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Rule, Safety
+from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD
 from gpulint.analysis.data_facts import ACCELERATOR, TENSOR_DATASETS, data_facts, is_dataloader, keyword
 from gpulint.analysis.data import _dataset, _feeds_a_step
 from gpulint.analysis.data_path import data_path_facts, resident_loader
@@ -97,6 +98,7 @@ class TensorDatasetLoaderOnGpu(Rule):
                         loop="for x, y in loader:"),
         _PROGRAM.format(loader="loader = DataLoader(TensorDataset(X, Y), batch_size=None, sampler=sampler)",
                         loop="for x, y in loader:"),
+        *CPU_ONLY_SCRIPTS,
     )
     INVALID = (
         Example(_PROGRAM.format(loader="loader = DataLoader(TensorDataset(X, Y), batch_size=64, shuffle=True)",
@@ -109,6 +111,9 @@ class TensorDatasetLoaderOnGpu(Rule):
         Example(_PROGRAM.format(loader="loader = DataLoader(TensorDataset(X, Y), batch_size=64, drop_last=True)",
                                 loop="for x, y in loader:\n        print(len(loader))"),
                 message="TensorDataset", fixed=None),
+        # a loader used across epochs: reported once, without a fix
+        Example(DATASET_HEAD + "loader = DataLoader(dataset, batch_size=8, pin_memory=True)\nfor epoch in range(2):\n"
+                "    for x, y in loader:\n        model(x.to(device, non_blocking=True)).sum().backward()\n"),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
