@@ -19,8 +19,7 @@ from typing import Optional
 import gpulint
 from gpulint.config import Settings
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position, Related
-from gpulint.analysis.project import file_digest
-from gpulint.files import atomic_write
+from gpulint.files import atomic_write, file_digest
 
 FORMAT = 1  # bump when the entry layout changes
 _TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import glob
 import io
 import os
@@ -190,3 +191,11 @@ def source_lines(text: str) -> list[str]:
     """Lines as Python, LibCST and LSP count them: ended by \\n, \\r\\n or \\r only. (str.splitlines also
     splits at form feeds and other breaks, which would shift every row after one.)"""
     return [line for line in _LINE_END.split(text) if line]
+
+
+def file_digest(path: str) -> str:
+    """The content digest of a file ('-' when it cannot be read): what a cached result's dependency records."""
+    try:
+        return hashlib.sha256(read_regular(Path(path))[0]).hexdigest()
+    except FileError:
+        return "-"

@@ -14,8 +14,7 @@ from typing import Mapping, Optional
 
 from gpulint.config import Settings
 from gpulint.diagnostics import Diagnostic, FixMode
-from gpulint.files import FileError
-from gpulint.analysis.project import file_digest, recording
+from gpulint.files import FileError, file_digest
 from gpulint.sources import Input, content_hash, view_of
 
 __all__ = ["FileOutcome", "Input", "content_hash", "lint_file", "lint_file_safely", "lint_input"]
@@ -60,6 +59,8 @@ def lint_input(source: Input, settings: Settings, fix: FixMode = FixMode.NONE, *
     if view.unreadable is not None:
         found = (view.unreadable,) if view.unreadable.code in codes else ()
         return FileOutcome(path, found, {}, content_hash=source.digest, text=source.text)
+    from gpulint.analysis.project import recording  # the project model: only when something is linted
+
     with recording() as consulted:
         result = runner.lint_source(view.text, source.name, codes, path=source.path,
                                     report_periodic=settings.report_periodic, fix=fix, want_edits=want_edits)

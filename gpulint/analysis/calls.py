@@ -117,6 +117,7 @@ class ProjectCalls(ModuleCalls):
         super().__init__(analysis)
         self.project = project
         self.path = path.resolve()
+        self._found: dict[str, object] = {}
 
     def class_name(self, func: cst.BaseExpression) -> Optional[str]:
         """Through the project's re-exports as well (`from utils.general import Profile`, a library class)."""
@@ -246,7 +247,9 @@ class ProjectCalls(ModuleCalls):
         dotted = dotted_name(func)
         if dotted is None or dotted.split(".")[0] == "self":
             return None
-        return self.project.lookup(self.path, dotted)
+        if dotted not in self._found:  # one project lookup per name in this module
+            self._found[dotted] = self.project.lookup(self.path, dotted)
+        return self._found[dotted]
 
 
 def _argument_values(value: cst.BaseExpression):

@@ -72,6 +72,7 @@ class DataFacts:
         self._loops_over: Optional[dict[int, list[cst.For]]] = None
         self._self_attrs: Optional[dict[str, list[cst.BaseExpression]]] = None
         self._prepared: Optional[set[int]] = None
+        self._factories: dict[str, Optional[LoaderFact]] = {}
 
     # -- loaders built elsewhere ----------------------------------------------------------------------------
     def factory(self, call: cst.CSTNode) -> Optional[LoaderFact]:
@@ -79,12 +80,14 @@ class DataFacts:
         another): where its `DataLoader` is built and whether it pins. None when `call` is not one."""
         if not isinstance(call, cst.Call) or is_dataloader(self.analysis, call):
             return None
-        calls = self.analysis.fact(project_calls)
         dotted = dotted_name(call.func)
-        if calls is None or dotted is None or dotted.split(".")[0] == "self":
+        if dotted is None or dotted.split(".")[0] == "self":
             return None
-        found = calls.project.lookup(calls.path, dotted)
-        return found.returns_loader if isinstance(found, FunctionSummary) else None
+        if dotted not in self._factories:  # one project lookup per name, not per call
+            calls = self.analysis.fact(project_calls)
+            found = calls.project.lookup(calls.path, dotted) if calls is not None else None
+            self._factories[dotted] = found.returns_loader if isinstance(found, FunctionSummary) else None
+        return self._factories[dotted]
 
     def prepared(self, loader: cst.Call) -> bool:
         """The loader is handed to a library that moves its batches to the device itself (Accelerate's

@@ -144,8 +144,15 @@ class ImportResolver:
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
         self.search = [self.root, self.root / "src"]
+        self._memo: dict[tuple, Optional[Path]] = {}
 
     def resolve(self, module: str, importer: Path, level: int = 0) -> Optional[Path]:
+        key = (module, importer.parent, level)
+        if key not in self._memo:  # the file system is asked once per name and folder in a run
+            self._memo[key] = self._resolve(module, importer, level)
+        return self._memo[key]
+
+    def _resolve(self, module: str, importer: Path, level: int) -> Optional[Path]:
         parts = [p for p in module.split(".") if p] if module else []
         if level:
             base = importer.resolve().parent
@@ -230,7 +237,14 @@ class Project:
         self._functions: dict[tuple[Path, str], Optional[FunctionSummary]] = {}
         self._lock = threading.RLock()
         self._active: set[tuple[Path, str]] = set()
-        self._overlays: dict[Path, ModuleInfo] = {}  # unsaved editor buffers, stdin: text that is not on disk
+        self._overlays: dict[Path, ModuleInfo] = {}
+        self._resolve_memo: dict[Path, Path] = {}  # unsaved editor buffers, stdin: text that is not on disk
+
+    def _resolved(self, path: Path) -> Path:
+        found = self._resolve_memo.get(path)
+        if found is None:
+            found = self._resolve_memo[path] = path.resolve()
+        return found
 
     def set_text(self, path: Path, text: Optional[str]) -> None:
         """Use `text` as the content of `path` (an editor's unsaved buffer); None goes back to the disk."""
@@ -247,7 +261,7 @@ class Project:
 
     # -- modules -----------------------------------------------------------------------------------------------
     def module(self, path: Path) -> Optional[ModuleInfo]:
-        path = path.resolve()
+        path = self._resolved(path)
         _record(path)
         overlay = self._overlays.get(path)
         if overlay is not None:
@@ -373,7 +387,7 @@ class Project:
         return None
 
     def function(self, path: Path, qualname: str) -> Optional[FunctionSummary]:
-        key = (path.resolve(), qualname)
+        key = (self._resolved(path), qualname)
         with self._lock:
             if key in self._functions:
                 found = self._functions[key]
@@ -733,14 +747,6 @@ def _record(path: Path) -> None:
     paths = getattr(_RECORDING, "paths", None)
     if paths is not None:
         paths.add(path)
-
-
-def file_digest(path: str) -> str:
-    """The content digest of a file ('-' when it cannot be read): what a cached result's dependency records."""
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return "-"
 
 
 _PROJECTS: dict[Path, Project] = {}
