@@ -10,6 +10,7 @@ from torch.utils.data import Dataset
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=300)
+parser.add_argument("--warmup", type=int, default=50, help="steps run before the timing starts")
 parser.add_argument("--tiny", action="store_true", help="small sizes for a CPU smoke test")
 args = parser.parse_args()
 
@@ -99,7 +100,7 @@ def lr_lambda(current_step):
 lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda)
 loss_fn = nn.CrossEntropyLoss()
 
-warmup = min(50, args.steps // 2)
+warmup = min(args.warmup, args.steps // 2)
 step = 0
 start = now()
 total_loss = torch.zeros((), device=device)

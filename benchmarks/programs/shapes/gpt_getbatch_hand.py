@@ -12,6 +12,7 @@ from torch import nn
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=300)
+parser.add_argument("--warmup", type=int, default=50, help="steps run before the timing starts")
 parser.add_argument("--tiny", action="store_true", help="small sizes for a CPU smoke test")
 args = parser.parse_args()
 
@@ -106,7 +107,7 @@ def now():
 model = GPT().to(device)
 optimizer = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=use_cuda)
 
-warmup = min(50, args.steps // 2)
+warmup = min(args.warmup, args.steps // 2)
 start = now()
 running_loss = torch.zeros((), device=device)
 for step in range(args.steps):

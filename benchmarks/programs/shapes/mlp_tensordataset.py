@@ -9,6 +9,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=300)
+parser.add_argument("--warmup", type=int, default=50, help="steps run before the timing starts")
 parser.add_argument("--tiny", action="store_true", help="small sizes for a CPU smoke test")
 args = parser.parse_args()
 
@@ -36,7 +37,7 @@ model = nn.Sequential(
 criterion = nn.CrossEntropyLoss()
 optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
 
-warmup = min(50, args.steps // 2)
+warmup = min(args.warmup, args.steps // 2)
 step = 0
 start = now()
 running_loss = 0.0

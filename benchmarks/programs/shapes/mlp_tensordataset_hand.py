@@ -8,6 +8,7 @@ from torch import nn
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=300)
+parser.add_argument("--warmup", type=int, default=50, help="steps run before the timing starts")
 parser.add_argument("--tiny", action="store_true", help="small sizes for a CPU smoke test")
 args = parser.parse_args()
 
@@ -38,7 +39,7 @@ model = nn.Sequential(
 criterion = nn.CrossEntropyLoss()
 optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, fused=use_cuda)
 
-warmup = min(50, args.steps // 2)
+warmup = min(args.warmup, args.steps // 2)
 step = 0
 start = now()
 running_loss = torch.zeros((), device=device)

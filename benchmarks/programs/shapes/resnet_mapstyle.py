@@ -80,6 +80,7 @@ def now():
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=50, help="steps run before the timing starts")
     parser.add_argument("--tiny", action="store_true", help="small sizes for a CPU smoke test")
     args = parser.parse_args()
 
@@ -93,7 +94,7 @@ def main():
     criterion = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
 
-    warmup = min(50, args.steps // 2)
+    warmup = min(args.warmup, args.steps // 2)
     step = 0
     start = now()
     running_loss = 0.0
