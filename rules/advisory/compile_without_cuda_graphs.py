@@ -10,7 +10,7 @@ from gpulint.analysis import GPU_HINT
 from gpulint.analysis.data_facts import append_keyword, has_star_args, keyword
 from gpulint.analysis.training import training_facts
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Rule, Safety
-from gpulint.syntax import argument
+from gpulint.syntax import argument, string_value
 
 _LAYERS = {"torch.nn.Linear": ("in_features", "out_features"), "torch.nn.Conv2d": ("in_channels", "out_channels")}
 _SMALL = 1024  # every layer at most this wide: kernels of microseconds, launch-bound
@@ -24,7 +24,7 @@ class CompileWithoutCudaGraphs(Rule):
     """An advisory: `torch.compile` of a small model in the default mode, where CUDA graphs would cut launches.
 
     ## What it does
-    Flags `torch.compile(model)` without `mode=` (or `options=`) in a module that trains on CUDA, when every
+    Flags `torch.compile(model)` without `mode=` (or `options=`, or a backend other than Inductor) in a module that trains on CUDA, when every
     `nn.Linear` / `nn.Conv2d` the module builds has literal sizes of at most 1024 (and there is at least one):
     a small model whose kernels each take microseconds. An advisory (family GPU5xx): off by default and only run
     when selected (`--select GPU5`).
@@ -86,6 +86,9 @@ class CompileWithoutCudaGraphs(Rule):
             return
         if keyword(node, "mode") is not None or keyword(node, "options") is not None:
             return
+        backend = keyword(node, "backend")
+        if backend is not None and string_value(backend.value) != "inductor":
+            return  # CUDA graphs are an Inductor mode
         largest = self._largest_layer()
         if largest is None or largest > _SMALL or not training_facts(self.analysis).trains_on_cuda():
             return

@@ -25,7 +25,8 @@ class PerSampleLoop(GpuRule):
       on the loop's item made into a batch of one: `model(x.unsqueeze(0))`, `model(x[None])`,
       `model(data[i].unsqueeze(0).to(device))`, with that single argument;
     - per-element writes: `for i in range(n): out[i] = ...` where `out` was created on a device
-      (`torch.zeros(n, device=device)`, `.cuda()`, `.to(device)`).
+      (`torch.zeros(n, device=device)`, `.cuda()`, `.to(device)`), in a model's `forward` or on every
+      iteration of a training/eval loop.
 
     ## Why it is slow
     A batch of one uses a sliver of the GPU: each layer becomes a handful of tiny kernels whose launch cost
@@ -59,7 +60,8 @@ class PerSampleLoop(GpuRule):
     one at a time, autoregressive decoding (each step depends on the previous one: the rule only flags calls
     on the loop's own item, with a single argument, so `model(tokens[None])` on a growing sequence and
     recurrent cells fed their hidden state stay silent), samples of different shapes that cannot be stacked,
-    and host tensors filled element by element (no kernel launches).
+    host tensors filled element by element (no kernel launches), and device tensors filled once (building a
+    re-parameterised kernel at load time, as timm's `reparameterize()` methods do).
     """
 
     code = "GPU416"
@@ -79,8 +81,9 @@ class PerSampleLoop(GpuRule):
         Example("import torch\nmodel = torch.nn.Linear(4, 2).cuda()\npreds = []\nfor x in samples:\n"
                 "    preds.append(model(x.unsqueeze(0).cuda()))\n",
                 message="one sample at a time"),
-        Example("import torch\ndevice = torch.device('cuda')\nout = torch.zeros(100, device=device)\n"
-                "for i in range(100):\n    out[i] = weights[i] * 2\n",
+        Example("import torch\ndevice = torch.device('cuda')\nfor x in loader:\n"
+                "    out = torch.zeros(100, device=device)\n    for i in range(100):\n        out[i] = x[i] * 2\n"
+                "    model(out).sum().backward()\n",
                 message="element by element"),
     )
 
@@ -99,6 +102,8 @@ class PerSampleLoop(GpuRule):
     def visit_For(self, node: cst.For) -> None:
         if not self.analysis.targets_gpu or not isinstance(node.target, cst.Name) or not _is_range(node.iter):
             return
+        if not self._runs_often(node):
+            return  # a one-time construction (re-parameterising a layer at load time) costs nothing per step
         body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
         writes = [s.body[0] for s in body if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
                   and isinstance(s.body[0], cst.Assign)]
@@ -112,6 +117,13 @@ class PerSampleLoop(GpuRule):
                 self.report(node, "a device tensor written element by element in a Python loop: one kernel and "
                                   "one copy per element; build it with one vectorised expression")
                 return
+
+    def _runs_often(self, loop: cst.For) -> bool:
+        """Every step of a training/eval loop, or in a model's `forward` (which those loops call)."""
+        if self.analysis.execution(loop).every_iteration:
+            return True
+        fn = next((a for a in self.analysis.index.ancestors(loop) if isinstance(a, cst.FunctionDef)), None)
+        return fn is not None and fn.name.value == "forward"
 
     # -- per-sample inference ------------------------------------------------------------------------------------
     def _batch_of_one(self, expr: cst.BaseExpression, loop: cst.For, depth: int = 0) -> bool:
