@@ -11,7 +11,8 @@ from gpulint.analysis.data_path import data_path_facts
 from gpulint.analysis.training import training_facts
 from gpulint.rule import Example, Family, Rule
 
-_COMPILES = re.compile(r"\bcompile\b|torch\.jit|torch_compile|torch\.export|tensorrt|onnx")
+_COMPILES = re.compile(r"\bcompile\b|torch\.jit|torch_compile|torch\.export|tensorrt|onnx|"
+                       r"\bAccelerator\b|deepspeed|lightning")  # frameworks configure compiling outside the code
 _SCRIPT = ("import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU()).cuda()\n"
            "opt = torch.optim.AdamW(model.parameters())\n{compile}"
            "for epoch in range(100):\n    for x in loader:\n        model(x.cuda()).sum().backward()\n"
@@ -25,7 +26,9 @@ class ModelNotCompiled(Rule):
     Flags the training loop of a script (a module with a `__main__` guard or a top-level training loop) that
     trains on CUDA (`backward()` in a loop over batches, with the model on a CUDA device) when nothing in the
     module compiles (`torch.compile`, `model.compile()`, `torch.jit`, `torch.export`, TensorRT/ONNX, a
-    `compile` flag). An advisory (family GPU5xx): off by default and only run when selected (`--select GPU5`).
+    `compile` flag), and the training is not run by a framework that configures compiling outside the code
+    (Accelerate's `Accelerator`, whose `dynamo_backend` comes from `accelerate config`; DeepSpeed;
+    Lightning). An advisory (family GPU5xx): off by default and only run when selected (`--select GPU5`).
 
     ## Why it is slow
     In eager mode every PyTorch operation is its own kernel launched from Python: elementwise chains
