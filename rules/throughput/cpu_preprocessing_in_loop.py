@@ -52,7 +52,8 @@ class CpuPreprocessingInLoop(GpuRule):
     No automatic fix.
 
     ## When it is fine
-    Work on values that are not the batch (`np.mean(losses)` for a log line, learning-rate schedules computed
+    torchvision transforms applied to a batch already on the GPU (`augment(x.to(device))`: they run as
+    kernels, the recommended shape), work on values that are not the batch (`np.mean(losses)` for a log line, learning-rate schedules computed
     with NumPy), work outside the training loop or periodic (visualisation every N steps), code that already
     overlaps it with the GPU (a prefetching thread), and batches so cheap to prepare that the GPU step hides
     them (measure: `torch.profiler` shows the gap between steps).
@@ -87,9 +88,26 @@ class CpuPreprocessingInLoop(GpuRule):
             return
         if any(isinstance(a, cst.Call) and self._host_library(a.func) for a in self._ancestors_in_statement(node)):
             return  # the outer call's finding covers it
+        if self._transform(node.func) and any(self._on_device(a.value, loop) for a in node.args):
+            return  # torchvision transforms on a device tensor run as kernels on the GPU: the recommended shape
         batch = _batch_names(loop)
         if any(isinstance(n, cst.Name) and n.value in batch for a in node.args for n in _walk(a.value)):
             self.report(node)
+
+    def _transform(self, func: cst.BaseExpression) -> bool:
+        q = self.analysis.qualified(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        return q is None or q.startswith("torchvision.transforms.")  # a transform object, or functional
+
+    def _on_device(self, expr: cst.BaseExpression, loop: cst.For) -> bool:
+        """`x.cuda()`, `x.to(device)`, or a name the loop bound to one of them."""
+        if any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ("cuda", "to")
+               for n in _walk(expr)):
+            return True
+        if isinstance(expr, cst.Name):
+            bindings = [b for b in self.analysis.index.visible_bindings(expr)
+                        if b.source is not None and self.analysis.index.is_ancestor_or_self(loop, b.source)]
+            return any(b.value is not None and self._on_device(b.value, loop) for b in bindings)
+        return False
 
     def _host_library(self, func: cst.BaseExpression) -> bool:
         if not isinstance(func, (cst.Name, cst.Attribute)):
