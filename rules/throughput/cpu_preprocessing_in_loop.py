@@ -95,8 +95,17 @@ class CpuPreprocessingInLoop(GpuRule):
             self.report(node)
 
     def _transform(self, func: cst.BaseExpression) -> bool:
-        q = self.analysis.qualified(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
-        return q is None or q.startswith("torchvision.transforms.")  # a transform object, or functional
+        """A torchvision transform: functional (`TF.hflip`) or an object built from `torchvision.transforms`."""
+        if not isinstance(func, (cst.Name, cst.Attribute)):
+            return False
+        if (self.analysis.qualified(func) or "").startswith("torchvision.transforms."):
+            return True
+        bindings = self.analysis.index.visible_bindings(func) if isinstance(func, cst.Name) else []
+        return bool(bindings) and all(
+            b.kind == "assign" and isinstance(b.value, cst.Call) and
+            isinstance(b.value.func, (cst.Name, cst.Attribute)) and
+            (self.analysis.qualified(b.value.func) or "").startswith("torchvision.transforms.")
+            for b in bindings)
 
     def _on_device(self, expr: cst.BaseExpression, loop: cst.For) -> bool:
         """`x.cuda()`, `x.to(device)`, or a name the loop bound to one of them."""
@@ -113,16 +122,7 @@ class CpuPreprocessingInLoop(GpuRule):
         if not isinstance(func, (cst.Name, cst.Attribute)):
             return False
         q = self.analysis.qualified(func) or ""
-        if q.startswith(_CPU_LIBRARIES):
-            return True
-        if isinstance(func, cst.Name):  # a transform object: `train_tf = transforms.Compose([...])`
-            bindings = self.analysis.index.visible_bindings(func)
-            return bool(bindings) and all(
-                b.kind == "assign" and isinstance(b.value, cst.Call) and
-                isinstance(b.value.func, (cst.Name, cst.Attribute)) and
-                (self.analysis.qualified(b.value.func) or "").startswith("torchvision.transforms.")
-                for b in bindings)
-        return False
+        return q.startswith(_CPU_LIBRARIES) or self._transform(func)  # `train_tf = transforms.Compose([...])`
 
     def _ancestors_in_statement(self, node: cst.CSTNode):
         for ancestor in self.analysis.index.ancestors(node):
