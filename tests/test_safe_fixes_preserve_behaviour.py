@@ -5,9 +5,10 @@ run twice, as written and as fixed, from the same seed, on the CPU: CUDA device 
 copies like it does, `pin_memory()` copies without pinning (nothing to pin to without an accelerator). Every tensor,
 number and module (parameters and their gradients) the program leaves behind, and everything it prints, must be
 the same bit for bit (printed tensors compared without their `grad_fn=` annotation: detaching a running total,
-GPU301's fix, removes that annotation and nothing else). The examples name their data (`loader`, `dataset`) without defining it: each is tried with a
-few stand-ins, and the first under which the original runs is used for both runs. Examples that cannot run on the
-CPU under any of them are listed in NOT_RUNNABLE with the reason; tests/test_rule_examples.py checks their text.
+GPU301's fix, removes that annotation and nothing else). The examples name their data (`loader`, `dataset`)
+without defining it: each is tried with a few stand-ins, and the first under which the original runs is used for
+both runs. Examples that cannot run on the CPU under any of them are listed in NOT_RUNNABLE with the reason;
+tests/test_rule_examples.py checks their text.
 """
 
 from __future__ import annotations

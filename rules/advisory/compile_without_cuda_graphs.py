@@ -24,10 +24,10 @@ class CompileWithoutCudaGraphs(Rule):
     """An advisory: `torch.compile` of a small model in the default mode, where CUDA graphs would cut launches.
 
     ## What it does
-    Flags `torch.compile(model)` without `mode=` (or `options=`, or a backend other than Inductor) in a module that trains on CUDA, when every
-    `nn.Linear` / `nn.Conv2d` the module builds has literal sizes of at most 1024 (and there is at least one):
-    a small model whose kernels each take microseconds. An advisory (family GPU5xx): off by default and only run
-    when selected (`--select GPU5`).
+    Flags `torch.compile(model)` without `mode=` (or `options=`, or a backend other than Inductor) in a module
+    that trains on CUDA, when every `nn.Linear` / `nn.Conv2d` the module builds has literal sizes of at most
+    1024 (and there is at least one): a small model whose kernels each take microseconds. An advisory (family
+    GPU5xx): off by default and only run when selected (`--select GPU5`).
 
     ## Why it is slow
     A small model's step is bound by kernel launches, not arithmetic: even fused, each of its kernels is

@@ -99,7 +99,8 @@ class ConvNetWithoutChannelsLast(Rule):
         facts = data_path_facts(self.analysis)
         convs = [c for c in facts.conv_layers if (self.analysis.qualified(c.func) or "").endswith("Conv2d")]
         text = self.analysis.source or ""
-        if not convs or "channels_last" in text or not uses_reduced_precision(self.analysis) or not facts.trains_in_a_loop:
+        if not convs or "channels_last" in text or not uses_reduced_precision(self.analysis) or \
+                not facts.trains_in_a_loop:
             return
         if not data_facts(self.analysis).clearly_cuda():
             return

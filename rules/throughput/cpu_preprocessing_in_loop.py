@@ -53,10 +53,10 @@ class CpuPreprocessingInLoop(GpuRule):
 
     ## When it is fine
     torchvision transforms applied to a batch already on the GPU (`augment(x.to(device))`: they run as
-    kernels, the recommended shape), work on values that are not the batch (`np.mean(losses)` for a log line, learning-rate schedules computed
-    with NumPy), work outside the training loop or periodic (visualisation every N steps), code that already
-    overlaps it with the GPU (a prefetching thread), and batches so cheap to prepare that the GPU step hides
-    them (measure: `torch.profiler` shows the gap between steps).
+    kernels, the recommended shape), work on values that are not the batch (`np.mean(losses)` for a log line,
+    learning-rate schedules computed with NumPy), work outside the training loop or periodic (visualisation
+    every N steps), code that already overlaps it with the GPU (a prefetching thread), and batches so cheap to
+    prepare that the GPU step hides them (measure: `torch.profiler` shows the gap between steps).
     """
 
     code = "GPU417"

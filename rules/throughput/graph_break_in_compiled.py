@@ -65,7 +65,8 @@ class GraphBreakInCompiled(GpuRule):
 
     code = "GPU414"
     name = "graph-break-in-compiled"
-    message = "graph break in a function run by `torch.compile`: eager Python between two graphs, and a sync, every call"
+    message = "graph break in a function run by `torch.compile`: eager Python between two graphs, and a sync, " \
+              "every call"
     family = Family.THROUGHPUT
     added_in = "0.2.0"
     preview = True
