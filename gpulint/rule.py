@@ -29,6 +29,7 @@ class Family(str, enum.Enum):
     TRANSFERS = "transfers"
     ACCUMULATION = "accumulation"
     THROUGHPUT = "throughput"
+    ADVISORY = "advisory"  # GPU5xx: opt-in suggestions whose pay-off depends on the run (preview, `--select GPU5`)
 
 
 class FixAvailability(str, enum.Enum):

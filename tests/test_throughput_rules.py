@@ -1,4 +1,4 @@
-"""The throughput rules (GPU4xx): every one has examples, and the numerics of GPU405's fix.
+"""The throughput rules (GPU4xx) and advisories (GPU5xx): examples, which run by default, and GPU405's fix numerics.
 
 The rules' own VALID/INVALID examples run in tests/test_rule_examples.py (with the same contract: findings, message,
 fixed text that compiles, has no finding left and is left alone by a second pass).
@@ -81,3 +81,35 @@ def test_throughput_rules_are_preview_rules_run_only_when_selected(tmp_path, mon
     chosen = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "concise", "--select", "GPU4",
                                        "train.py"])
     assert "train.py:3:7: GPU402" in chosen.output
+
+
+def _check(tmp_path, monkeypatch, program: str, *options: str) -> str:
+    from click.testing import CliRunner
+
+    from gpulint.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(program)
+    return CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "concise", *options, "train.py"]).output
+
+
+def test_rules_precise_on_labelled_repositories_are_on_by_default(tmp_path, monkeypatch):
+    # docs/rules/preview-decisions.md: GPU405, GPU407 and GPU408 were 100% precise on the trial and labelled
+    # repositories, so they run without being selected; GPU402-GPU404 and GPU406 stay preview.
+    for code in ("GPU405", "GPU407", "GPU408"):
+        assert not RULES[code].preview
+        output = _check(tmp_path, monkeypatch, RULES[code].INVALID[0].code)
+        assert f": {code} " in output, output
+    assert {code for code in ("GPU402", "GPU403", "GPU404", "GPU406") if RULES[code].preview} == \
+        {"GPU402", "GPU403", "GPU404", "GPU406"}
+
+
+def test_advisories_run_only_when_named(tmp_path, monkeypatch):
+    advisories = {code: rule for code, rule in all_rules().items() if rule.family.value == "advisory"}
+    assert set(advisories) == {"GPU501", "GPU502"} and all(code.startswith("GPU5") for code in advisories)
+    program = advisories["GPU502"].INVALID[0].code
+    assert "GPU502" not in _check(tmp_path, monkeypatch, program)
+    assert "GPU502" not in _check(tmp_path, monkeypatch, program, "--select", "GPU")
+    assert "GPU502" not in _check(tmp_path, monkeypatch, program, "--select", "GPU4")
+    assert "GPU502" in _check(tmp_path, monkeypatch, program, "--select", "GPU5")
+    assert "GPU502" in _check(tmp_path, monkeypatch, program, "--extend-select", "GPU502")

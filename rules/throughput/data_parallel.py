@@ -56,7 +56,7 @@ class DataParallel(GpuRule):
     message = "`nn.DataParallel` replicates the model and gathers on GPU 0 every step; use DistributedDataParallel"
     family = Family.THROUGHPUT
     added_in = "0.2.0"
-    preview = True
+    preview = False  # default-on: 100% precise on the labelled repositories (docs/rules/preview-decisions.md)
     VALID = (
         "import torch\nmodel = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2).cuda())\n"
         "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"

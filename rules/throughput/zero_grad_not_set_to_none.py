@@ -69,7 +69,7 @@ class ZeroGradNotSetToNone(GpuRule):
     fix_safety = FixSafety(Safety.UNSAFE, "`.grad` reads None instead of zeros, and optimizers skip parameters "
                                           "without a gradient where zeros still got momentum and weight decay")
     added_in = "0.2.0"
-    preview = True
+    preview = False  # default-on: 100% precise on the labelled repositories (docs/rules/preview-decisions.md)
     VALID = (
         "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
         "for x in loader:\n    opt.zero_grad()\n    model(x).sum().backward()\n    opt.step()\n",
