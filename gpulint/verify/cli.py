@@ -123,7 +123,10 @@ def verify(script, script_args, fixed, unsafe_fixes, max_steps, warmup, profile_
             from gpulint.verify.picture import write_report
 
             verdict.report_path = str(report_path)
-            write_report(verdict, report_path)
+            try:
+                write_report(verdict, report_path)
+            except OSError as exc:
+                raise _fail(f"--report {report_path}: {exc.strerror or exc}")
     finally:
         progress.done()
     render = report.render_json if output_format == "json" else report.render_full
@@ -168,15 +171,18 @@ def _nothing_fixed(fixed: Run) -> bool:
 
 
 def _noise_runs(original: Program, options: Options, progress: Progress):
-    """The original again with seeds seed+1..seed+K: (runs, the failed run or None)."""
-    runs = []
-    for k in range(1, options.noise_runs + 1):
-        program = replace(original, label=f"original (seed {options.seed + k})")
-        run = _launch(program, replace(options, seed=options.seed + k), progress)
-        if run.failure(max(options.nproc, 1)):
-            return runs, run
-        runs.append(run)
-    return runs, None
+    """The original again with seeds seed+1..seed+K, two at a time with --parallel: (runs, the failed run or
+    None)."""
+    jobs = [(replace(original, label=f"original (seed {options.seed + k})"), replace(options, seed=options.seed + k))
+            for k in range(1, options.noise_runs + 1)]
+    if options.parallel:
+        progress.phase("noise band", f"{len(jobs)} more runs of the original")
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            runs = list(pool.map(lambda job: launch(*job), jobs))
+    else:
+        runs = [_launch(program, opts, progress) for program, opts in jobs]
+    failed = next((run for run in runs if run.failure(max(options.nproc, 1))), None)
+    return runs, failed
 
 
 def _verify(programs: list[Program], options: Options, tolerance: Tolerance, progress: Progress) -> report.Verdict:

@@ -33,26 +33,35 @@ class Tolerance:
         return self.within([a], b, unit)
 
     def within(self, band: list[float], b: float, unit: float = 0.0) -> bool:
-        """`b` lies in the span of `band` (the original's runs: one value, or one per noise run) widened by the
-        tolerance; with one value this is |a - b| <= atol + unit + rtol * max(|a|, |b|)."""
+        """`b` lies in the band of the original's runs (`band[0]`, the run with the same seed as the fixed one,
+        then the noise runs) widened by the tolerance; with one run this is
+        |a - b| <= atol + unit + rtol * max(|a|, |b|)."""
         if not math.isfinite(b):
             return any(x == b or (math.isnan(x) and math.isnan(b)) for x in band)
         if not all(math.isfinite(x) for x in band):
             return False
-        low, high = min(band), max(band)
+        low, high = span(band)
         slack = self.atol + unit + self.rtol * max(abs(low), abs(high), abs(b))
         return low - slack <= b <= high + slack
 
 
+def span(band: list[float]) -> tuple[float, float]:
+    """The noise band: centred on the same-seed run of the original, as wide as the farthest other run is from
+    it. The fixed program is accepted when it differs from the original by no more than another seed does."""
+    centre = band[0]
+    width = max(abs(x - centre) for x in band)
+    return centre - width, centre + width
+
+
 def outside(band: list[float], b: float) -> str:
     """How far `b` lies outside the original's band, in words."""
-    low, high = min(band), max(band)
+    low, high = span(band) if all(math.isfinite(x) for x in band) else (min(band), max(band))
     if not (math.isfinite(b) and math.isfinite(low) and math.isfinite(high)):
-        return f"{b:.6g} against {low:.6g}..{high:.6g}"
+        return f"{b:.6g} against the band {low:.6g}..{high:.6g}"
     gap = b - high if b > high else low - b
     side = "above" if b > high else "below"
-    width = high - low
-    widths = f", {gap / width:.1f}x the band's width" if width > 0 else ""
+    width = (high - low) / 2
+    widths = f", {gap / width:.1f}x the band's half-width" if width > 0 else ""
     return f"{gap:.3g} {side} the band {low:.6g}..{high:.6g}{widths}"
 
 
