@@ -30,7 +30,11 @@ def _lint(path: str):
         return None
     codes = frozenset(all_rules())  # preview rules too
     rows: set[int] = set()
-    for d in lint_source(source, path, codes, path=Path(path)).diagnostics:
+    try:
+        found = lint_source(source, path, codes, path=Path(path)).diagnostics
+    except Exception:  # a file the linter cannot take says nothing about what it flags: leave it out
+        return None
+    for d in found:
         rows.update(range(d.location.row, d.end_location.row + 1))
     return rows, suppression.parse(source), codes
 
