@@ -11,6 +11,8 @@ import io
 import random
 from pathlib import Path
 
+from gpulint.verify.compare import span
+
 
 def _losses(run, rank: int = 0) -> list[float]:
     return (run.ranks[rank].get("losses") or []) if run is not None and len(run.ranks) > rank else []
@@ -36,9 +38,9 @@ def figure(verdict):
     before, after = _losses(verdict.original), _losses(verdict.fixed)
     band = [_losses(run) for run in verdict.noise]
     if band:
-        n = min(len(before), *(len(b) for b in band)) if band else len(before)
-        low = [min(before[i], *(b[i] for b in band)) for i in range(n)]
-        high = [max(before[i], *(b[i] for b in band)) for i in range(n)]
+        n = min(len(before), *(len(b) for b in band))
+        spans = [span([before[i], *(b[i] for b in band)]) for i in range(n)]  # the band the verdict used
+        low, high = [lo for lo, _ in spans], [hi for _, hi in spans]
         ax_loss.fill_between(range(1, n + 1), low, high, color="tab:blue", alpha=0.2,
                              label=f"original's noise band ({len(band) + 1} runs)")
     if before or after:
