@@ -80,10 +80,11 @@ def _script(path: Path, what: str) -> Path:
 @click.option("--output-format", type=click.Choice(["full", "json"]), default="full", show_default=True)
 def verify(script, script_args, fixed, unsafe_fixes, max_steps, warmup, profile_steps, device, timeout, nproc,
            rtol, atol, parallel, seed, max_memory, rounds, noise_runs, report_path, output_format) -> None:
-    """Run SCRIPT and its fixed version and show that the fix cuts syncs and keeps the outputs.
+    """Run SCRIPT and its fixed version and show that the fix cuts syncs, is not slower and keeps the outputs.
 
-    Arguments after `--` go to both programs. Exit 0: fewer syncs per step and the same outputs; 1: the fix did
-    not help or changed the results; 2: a program failed to run, or bad input.
+    Arguments after `--` go to both programs. Exit 0: fewer syncs per step, the same outputs (or inside the
+    original's noise band with --noise-runs) and a step not measurably slower; 1: the fix did not help, made the
+    step slower or changed the results; 2: a program failed to run, or bad input.
     """
     script = _script(script, "the script to verify")
     if fixed is not None:
