@@ -57,7 +57,8 @@ def judge(original: Run, fixed: Run, ranks: list[RankComparison], options: Optio
         where = f"rank {r.rank}: " if len(ranks) > 1 else ""
         first = r.first_divergence
         if first is not None:
-            problems.append(f"{where}outputs {'outside the noise band' if r.noise_runs else 'differ'}, first at {first}")
+            how = "outside the noise band" if r.noise_runs else "differ"
+            problems.append(f"{where}outputs {how}, first at {first}")
         elif not r.compared:
             problems.append(f"{where}no outputs to compare (no optimizer step, no backward(), nothing printed)")
         if not r.syncs_dropped:
