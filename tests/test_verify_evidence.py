@@ -8,6 +8,8 @@ import base64
 import importlib.util
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,6 +123,19 @@ def test_png_report_is_just_the_figure(tmp_path: Path):
     result = verify(str(DATA / "paced.py"), "--fixed", str(DATA / "paced_slow.py"), "--rounds", "1",
                     "--report", str(out))
     assert out.read_bytes().startswith(PNG), result.output
+
+
+def test_report_without_matplotlib_installed_is_one_line(tmp_path: Path):
+    # A fresh interpreter in which importing matplotlib fails, as when the extra is not installed.
+    blocked = ("import sys\nclass Missing:\n    def find_spec(self, name, path=None, target=None):\n"
+               "        if name.split('.')[0] == 'matplotlib':\n"
+               "            raise ModuleNotFoundError(name, name=name)\n"
+               "sys.meta_path.insert(0, Missing())\nfrom gpulint.cli import main\nmain()\n")
+    done = subprocess.run([sys.executable, "-c", blocked, "verify", str(DATA / "crash.py"), "--report",
+                           str(tmp_path / "r.html")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == "gpulint: error: --report needs the report extra: pip install 'gpulint[report]'\n"
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_report_without_the_extra_is_one_line_before_anything_runs(monkeypatch, tmp_path: Path):

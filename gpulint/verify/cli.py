@@ -35,6 +35,13 @@ def _fail(message: str) -> click.exceptions.Exit:
     return click.exceptions.Exit(report.ERROR)
 
 
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _script(path: Path, what: str) -> Path:
     if not path.exists():
         raise _fail(f"{path}: no such file ({what})")
@@ -94,7 +101,7 @@ def verify(script, script_args, fixed, unsafe_fixes, max_steps, warmup, profile_
     if report_path is not None:
         if report_path.suffix.lower() not in (".html", ".htm", ".png"):
             raise _fail(f"--report {report_path}: give a .html or a .png file")
-        if importlib.util.find_spec("matplotlib") is None:
+        if not _installed("matplotlib"):
             raise _fail("--report needs the report extra: pip install 'gpulint[report]'")
         if not report_path.resolve().parent.is_dir():
             raise _fail(f"--report {report_path}: no such folder {report_path.parent}")
