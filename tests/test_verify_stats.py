@@ -124,9 +124,11 @@ def test_progress_is_drawn_in_place_on_a_terminal_and_not_elsewhere(monkeypatch)
     shown = Terminal()
     progress = Progress(shown, max_steps=30)
     progress.phase("measuring", "original", 2, 5)
+    progress.step(0)
     progress.step(7)
     progress.done()
     text = shown.getvalue()
+    assert "\rgpulint verify: measuring, original, round 2/5, starting, 0 s\x1b[K" in text
     assert "\rgpulint verify: measuring, original, round 2/5, step 7/30, 0 s\x1b[K" in text
     assert text.endswith("\r\x1b[K")  # erased before the report is printed
     quiet = io.StringIO()

@@ -43,7 +43,9 @@ class Progress:
         if not self.enabled:
             return
         text = f"gpulint verify: {self.state}"
-        if steps is not None:
+        if steps == 0:
+            text += ", starting"  # importing, building the model, loading data
+        elif steps is not None:
             text += f", step {steps}" + (f"/{self.max_steps}" if self.max_steps else "")
         text += f", {time.monotonic() - self.started:.0f} s"
         self.stream.write("\r" + text + "\x1b[K")
