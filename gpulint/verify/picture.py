@@ -52,7 +52,10 @@ def figure(verdict):
                      transform=ax_loss.transAxes)
     ax_loss.set_xlabel("backward() call")
     ax_loss.set_ylabel("loss")
-    ax_loss.set_title(f"loss: {r.numerics_text()}", fontsize=10)
+    finite = [x for x in before + after if x == x and abs(x) != float("inf")]
+    if finite and min(finite) > 0 and max(finite) / min(finite) > 100:
+        ax_loss.set_yscale("log")  # a diverging run would flatten the other curve
+    ax_loss.set_title(f"loss: {r.numerics_text().split(':')[0]}", fontsize=10)  # the details are in the text
 
     originals = [pair[0] for pair in verdict.rounds] or [verdict.original]
     fixeds = [pair[1] for pair in verdict.rounds] or [verdict.fixed]
