@@ -36,8 +36,8 @@ def verify_json(*args: str) -> tuple[int, dict]:
 
 def test_nan_check_fix_cuts_host_reads_and_keeps_outputs():
     # GPU108 (unsafe) moves the per-step NaN check into the periodic block; the script's own arguments pass through.
-    code, doc = verify_json(str(DATA / "naive_train.py"), "--unsafe-fixes", "--max-steps", "30", "--",
-                            "--steps", "16", "--lr", "0.1")
+    code, doc = verify_json(str(DATA / "naive_train.py"), "--unsafe-fixes", "--max-steps", "30", "--rounds", "2",
+                            "--", "--steps", "16", "--lr", "0.1")
     assert code == 0, doc["summary"]
     # 13 measured steps (16 minus 3 warm-up): the NaN check's bool() in each, the step-10 log line's .item() once;
     # fixed, the flag's bool() and the .item() both run in the periodic block only.

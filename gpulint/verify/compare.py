@@ -30,11 +30,39 @@ class Tolerance:
     atol: float = ATOL
 
     def close(self, a: float, b: float, unit: float = 0.0) -> bool:
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        if math.isinf(a) or math.isinf(b):
-            return a == b
-        return abs(a - b) <= self.atol + unit + self.rtol * max(abs(a), abs(b))
+        return self.within([a], b, unit)
+
+    def within(self, band: list[float], b: float, unit: float = 0.0) -> bool:
+        """`b` lies in the band of the original's runs (`band[0]`, the run with the same seed as the fixed one,
+        then the noise runs) widened by the tolerance; with one run this is
+        |a - b| <= atol + unit + rtol * max(|a|, |b|)."""
+        if not math.isfinite(b):
+            return any(x == b or (math.isnan(x) and math.isnan(b)) for x in band)
+        if not all(math.isfinite(x) for x in band):
+            return False
+        low, high = span(band)
+        slack = self.atol + unit + self.rtol * max(abs(low), abs(high), abs(b))
+        return low - slack <= b <= high + slack
+
+
+def span(band: list[float]) -> tuple[float, float]:
+    """The noise band: centred on the same-seed run of the original, as wide as the farthest other run is from
+    it. The fixed program is accepted when it differs from the original by no more than another seed does."""
+    centre = band[0]
+    width = max(abs(x - centre) for x in band)
+    return centre - width, centre + width
+
+
+def outside(band: list[float], b: float) -> str:
+    """How far `b` lies outside the original's band, in words."""
+    low, high = span(band) if all(math.isfinite(x) for x in band) else (min(band), max(band))
+    if not (math.isfinite(b) and math.isfinite(low) and math.isfinite(high)):
+        return f"{b:.6g} against the band {low:.6g}..{high:.6g}"
+    gap = b - high if b > high else low - b
+    side = "above" if b > high else "below"
+    width = (high - low) / 2
+    widths = f", {gap / width:.1f}x the band's half-width" if width > 0 else ""
+    return f"{gap:.3g} {side} the band {low:.6g}..{high:.6g}{widths}"
 
 
 @dataclass
@@ -91,6 +119,11 @@ class RankComparison:
     divergences: list[Divergence] = field(default_factory=list)
     max_rel: dict = field(default_factory=dict)  # category -> largest relative difference seen
     ignored_lines: int = 0
+    noise_runs: int = 0  # extra runs of the original (other seeds) whose span is the band
+    tolerance: Tolerance = field(default_factory=Tolerance)
+    identical: bool = True  # every compared value equal to the original's, bit for bit
+    strict: bool = True  # every compared value within the tolerance of the original's (seed run)
+    timing: Optional[object] = None  # stats.Timing over the rounds, when step times are comparable
 
     @property
     def metric(self) -> str:
@@ -109,6 +142,8 @@ class RankComparison:
 
     @property
     def speedup(self) -> Optional[float]:
+        if self.timing is not None:
+            return self.timing.speedup.value
         a, b = self.original.step_ms, self.fixed.step_ms
         return a / b if a and b else None
 
@@ -116,25 +151,75 @@ class RankComparison:
     def first_divergence(self) -> Optional[Divergence]:
         return min(self.divergences, key=lambda d: d.order) if self.divergences else None
 
+    @property
+    def numerics(self) -> str:
+        """identical | within_tolerance | within_noise_band | outside_noise_band | differ | nothing_compared"""
+        if self.divergences:
+            return "outside_noise_band" if self.noise_runs else "differ"
+        if not self.compared:
+            return "nothing_compared"
+        if self.identical:
+            return "identical"
+        return "within_tolerance" if self.strict else "within_noise_band"
 
-def compare_rank(original: dict, fixed: dict, tol: Tolerance) -> RankComparison:
-    result = RankComparison(original.get("rank", 0), Measure.of(original), Measure.of(fixed))
-    _compare_steps(result, original, fixed)
-    _compare_checksums(result, original, fixed, tol)
-    _compare_losses(result, original, fixed, tol)
-    _compare_printed(result, original, fixed, tol)
+    def numerics_text(self) -> str:
+        """The verdict on the outputs in words, exactly one of the forms docs/verify.md lists."""
+        tol = self.tolerance
+        return {
+            "identical": "identical",
+            "within_tolerance": f"match within tolerance (rtol {tol.rtol:g}, atol {tol.atol:g})",
+            "within_noise_band": f"within the original's noise band ({self.noise_runs + 1} runs)",
+            "outside_noise_band": f"outside the noise band: {self.first_divergence}",
+            "differ": f"differ, first at {self.first_divergence}",
+            "nothing_compared": "nothing compared",
+        }[self.numerics]
+
+
+def compare_rank(original: dict, fixed: dict, tol: Tolerance, noise: list[dict] = ()) -> RankComparison:
+    """`noise`: the same rank of the original's extra runs (other seeds); their span, with the tolerance, is
+    what the fixed program must stay inside."""
+    result = RankComparison(original.get("rank", 0), Measure.of(original), Measure.of(fixed),
+                            noise_runs=len(noise), tolerance=tol)
+    runs = [original, *noise]
+    _compare_steps(result, runs, fixed)
+    _compare_checksums(result, runs, fixed, tol)
+    _compare_losses(result, runs, fixed, tol)
+    _compare_printed(result, runs, fixed, tol)
     return result
+
+
+def _check(result: RankComparison, tol: Tolerance, band: list[float], y: float, unit: float = 0.0) -> bool:
+    """Whether `y` is accepted against `band` (the seed run first); notes whether it is identical or within the
+    strict tolerance of the seed run."""
+    x = band[0]
+    if not (x == y or (math.isnan(x) and math.isnan(y))):
+        result.identical = False
+    if not tol.close(x, y, unit):
+        result.strict = False
+    return tol.within(band, y, unit)
+
+
+def _band_text(result: RankComparison, band: list[float], y: float, what: str) -> str:
+    if result.noise_runs:
+        return f"{what} is {y:.6g} in the fixed run, {outside(band, y)} ({len(band)} runs of the original)"
+    return f"{what} is {band[0]:.6g} in the original, {y:.6g} in the fixed run"
 
 
 def _unit_name(rank: dict) -> str:
     return {"optimizer": "optimizer steps", "loader": "DataLoader batches"}.get(rank.get("unit"), "steps")
 
 
-def _compare_steps(result: RankComparison, original: dict, fixed: dict) -> None:
-    a, b = original.get("steps", 0), fixed.get("steps", 0)
-    if a != b or original.get("unit") != fixed.get("unit"):
+def _compare_steps(result: RankComparison, runs: list[dict], fixed: dict) -> None:
+    original = runs[0]
+    counts = [r.get("steps", 0) for r in runs if r.get("unit") == original.get("unit")]
+    b = fixed.get("steps", 0)
+    if b != counts[0]:
+        result.identical = result.strict = False
+    if original.get("unit") != fixed.get("unit") or not min(counts) <= b <= max(counts):
+        a = counts[0]
+        seen = f" ({min(counts)} to {max(counts)} over {len(runs)} runs)" if len(runs) > 1 else ""
         result.divergences.append(Divergence(
-            "steps", f"the original ran {a} {_unit_name(original)}, the fixed program {b} {_unit_name(fixed)}",
+            "steps", f"the original ran {a} {_unit_name(original)}{seen}, the fixed program {b} {_unit_name(fixed)}",
             min(a, b) + 0.9))
 
 
@@ -143,43 +228,57 @@ def _relative(a: float, b: float) -> float:
     return abs(a - b) / scale if scale and math.isfinite(scale) else (0.0 if a == b else math.inf)
 
 
-def _compare_checksums(result: RankComparison, original: dict, fixed: dict, tol: Tolerance) -> None:
+def _compare_checksums(result: RankComparison, runs: list[dict], fixed: dict, tol: Tolerance) -> None:
+    original = runs[0]
     rows_a, rows_b = original.get("checksums") or [], fixed.get("checksums") or []
+    others = [r.get("checksums") or [] for r in runs[1:]]
     names = original.get("parameter_names") or []
     worst = 0.0
     for step, ((opt_a, norms_a), (opt_b, norms_b)) in enumerate(zip(rows_a, rows_b), start=1):
         if opt_a != opt_b or len(norms_a[0]) != len(norms_b[0]):
             result.divergences.append(Divergence(f"step {step}", "a different optimizer stepped", step))
             break
+        same = [o[step - 1][1] for o in others if len(o) >= step and o[step - 1][0] == opt_a
+                and len(o[step - 1][1][0]) == len(norms_a[0])]
         mismatch = None
-        for kind, (xs, ys) in zip(("L1 norm", "L2 norm"), zip(norms_a, norms_b)):
-            for i, (x, y) in enumerate(zip(xs, ys)):
-                worst = max(worst, _relative(x, y))
-                if mismatch is None and not tol.close(x, y):
+        for k, (kind, ys) in enumerate(zip(("L1 norm", "L2 norm"), norms_b)):
+            for i, y in enumerate(ys):
+                band = [norms_a[k][i], *(n[k][i] for n in same)]
+                worst = max(worst, _relative(band[0], y))
+                if not _check(result, tol, band, y) and mismatch is None:
                     name = names[opt_a][i] if opt_a < len(names) and i < len(names[opt_a]) else f"#{i}"
-                    mismatch = f"parameter {name} ({kind}) is {x:.6g} in the original, {y:.6g} in the fixed run"
+                    mismatch = _band_text(result, band, y, f"parameter {name} ({kind})")
         if mismatch:
             result.divergences.append(Divergence(f"step {step}", mismatch, step))
             break
+    if len(rows_a) != len(rows_b):
+        result.identical = result.strict = False
     if rows_a and rows_b:
         result.compared.append(f"parameters after {min(len(rows_a), len(rows_b))} optimizer steps")
         result.max_rel["parameters"] = worst
 
 
-def _compare_losses(result: RankComparison, original: dict, fixed: dict, tol: Tolerance) -> None:
+def _compare_losses(result: RankComparison, runs: list[dict], fixed: dict, tol: Tolerance) -> None:
+    original = runs[0]
     a, b = original.get("losses") or [], fixed.get("losses") or []
+    others = [r.get("losses") or [] for r in runs[1:]]
     per_step = len(a) / max(original.get("steps") or 1, 1)
+    lengths = [len(a), *(len(o) for o in others)]
     if len(a) != len(b):
+        result.identical = result.strict = False
+    if not min(lengths) <= len(b) <= max(lengths):
         result.divergences.append(Divergence(
             "backward()", f"called {len(a)} times in the original, {len(b)} in the fixed run",
             min(len(a), len(b)) / max(per_step, 1e-9) + 0.5))  # the first backward() one run lacks
     worst = 0.0
     for i, (x, y) in enumerate(zip(a, b), start=1):
+        band = [x, *(o[i - 1] for o in others if len(o) >= i)]
         worst = max(worst, _relative(x, y))
-        if not tol.close(x, y):
+        if not _check(result, tol, band, y):
+            step = i / max(per_step, 1e-9)
             result.divergences.append(Divergence(
-                f"backward #{i}", f"loss {x:.6g} in the original, {y:.6g} in the fixed run",
-                i / max(per_step, 1e-9) - 0.5))  # a step's loss comes before its update
+                f"backward #{i}" + (f" (step {math.ceil(step)})" if result.noise_runs else ""),
+                _band_text(result, band, y, "loss"), step - 0.5))  # a step's loss comes before its update
             break
     if a and b:
         result.compared.append(f"{min(len(a), len(b))} losses")
@@ -211,9 +310,11 @@ def _last_digit(literal: str) -> float:
     return 10.0 ** (int(exponent or 0) - decimals)
 
 
-def _compare_printed(result: RankComparison, original: dict, fixed: dict, tol: Tolerance) -> None:
+def _compare_printed(result: RankComparison, runs: list[dict], fixed: dict, tol: Tolerance) -> None:
+    original = runs[0]
     lines_a, ignored_a = printed_numbers(original.get("printed", ""))
     lines_b, ignored_b = printed_numbers(fixed.get("printed", ""))
+    others = [printed_numbers(r.get("printed", ""))[0] for r in runs[1:]]
     steps_a = original.get("printed_line_steps") or []
     result.ignored_lines = max(ignored_a, ignored_b)
 
@@ -222,17 +323,25 @@ def _compare_printed(result: RankComparison, original: dict, fixed: dict, tol: T
         return (f" (after step {step})" if step else " (before the first step)"), step + 0.25
 
     count = 0
-    for (n, line_a, xs), (_, line_b, ys) in zip(lines_a, lines_b):
-        values_differ = len(xs) != len(ys) or any(
-            not tol.close(x, y, unit=max(ux, uy)) for (x, ux), (y, uy) in zip(xs, ys))
+    for index, ((n, line_a, xs), (_, line_b, ys)) in enumerate(zip(lines_a, lines_b)):
+        same = [o[index][2] for o in others if len(o) > index and len(o[index][2]) == len(xs)]
+        values_differ = len(xs) != len(ys)
+        for j, ((x, ux), (y, uy)) in enumerate(zip(xs, ys)):
+            if not _check(result, tol, [x, *(s[j][0] for s in same)], y, unit=max(ux, uy)):
+                values_differ = True
         if values_differ:
             label, order = after(n)
-            result.divergences.append(Divergence(
-                f"printed line {n}{label}", f"{line_a!r} in the original, {line_b!r} in the fixed run", order))
+            what = f"{line_a!r} in the original, {line_b!r} in the fixed run"
+            if result.noise_runs:
+                what += f", outside what {len(runs)} runs of the original printed"
+            result.divergences.append(Divergence(f"printed line {n}{label}", what, order))
             break
         count += len(xs)
     else:
+        counts = [len(lines_a), *(len(o) for o in others)]
         if len(lines_a) != len(lines_b):
+            result.identical = result.strict = False
+        if not min(counts) <= len(lines_b) <= max(counts):
             first_extra = (lines_a if len(lines_a) > len(lines_b) else lines_b)[min(len(lines_a), len(lines_b))]
             label, order = after(first_extra[0]) if len(lines_a) > len(lines_b) else ("", result.original.steps)
             result.divergences.append(Divergence(

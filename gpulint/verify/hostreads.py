@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 from collections import Counter
+
+CALLERS = 3  # user frames kept above each read (the caller chain shown for reads no rule flagged)
 
 # Methods whose result lives on the host, so they wait for the device.
 READ_METHODS = ("item", "tolist", "numpy", "cpu", "__bool__", "__float__", "__int__", "__index__",
@@ -31,9 +34,17 @@ class HostReads:
         self.device_count = 0
         self.counting = True
         self.sites: Counter = Counter()  # (file, line, method, on a device) -> reads while `self.counting`
+        self.window = 0  # the step window now running (set by the step recorder)
+        self.site_windows: Counter = Counter()  # site -> windows it was read in
+        self._last_window: dict = {}
+        self.callers: dict = {}  # site -> Counter of caller chains ((file, line, function), ...) of user frames
         here = os.path.dirname(os.path.abspath(__file__))
         self._skip = (os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,
                       os.path.dirname(here) + os.sep)
+        paths = sysconfig.get_paths()
+        libraries = {os.path.abspath(paths[k]) + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib")
+                     if paths.get(k)}
+        self._not_user = self._skip + tuple(sorted(libraries)) + ("<",)
 
     def install(self) -> None:
         tensor = self.torch.Tensor
@@ -53,7 +64,23 @@ class HostReads:
         self.count += 1
         self.device_count += on_device
         if self.counting:
-            self.sites[(filename, frame.f_lineno, name, on_device)] += 1
+            site = (filename, frame.f_lineno, name, on_device)
+            self.sites[site] += 1
+            if self._last_window.get(site) != self.window:
+                self._last_window[site] = self.window
+                self.site_windows[site] += 1
+            self.callers.setdefault(site, Counter())[self._chain(frame.f_back)] += 1
+
+    def _chain(self, frame) -> tuple:
+        """The user frames above a read (a few, nearest first): files of torch, gpulint, the standard library and
+        installed packages are passed over. A handful of attribute reads per host read, no traceback object."""
+        chain = []
+        while frame is not None and len(chain) < CALLERS:
+            filename = frame.f_code.co_filename
+            if not filename.startswith(self._not_user):
+                chain.append((filename, frame.f_lineno, frame.f_code.co_name))
+            frame = frame.f_back
+        return tuple(chain)
 
     def _wrap(self, original, name: str, *, method: bool):
         def wrapper(*args, **kwargs):

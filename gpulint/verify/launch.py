@@ -14,7 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 GRACE_SECONDS = 3.0  # between SIGTERM and SIGKILL
 POLL_SECONDS = 0.2  # how often the memory of a running program is measured
@@ -42,6 +42,9 @@ class Options:
     nproc: int = 0  # 0: a plain process; N: torchrun --nproc-per-node N
     parallel: bool = False  # both programs at once (their step times are then not comparable)
     max_memory: int = 0  # bytes of resident memory for the program and every process it starts; 0: no limit
+    rounds: int = 5  # original and fixed run this many times each, interleaved
+    noise_runs: int = 0  # extra runs of the original with seeds seed+1..seed+K: the noise band
+    progress: bool = False  # the probe writes its step count for the parent's progress line
 
 
 @dataclass
@@ -127,7 +130,9 @@ def command(options: Options, config: Path) -> list[str]:
     return [sys.executable, *probe]
 
 
-def launch(program: Program, options: Options) -> Run:
+def launch(program: Program, options: Options, watch: Optional[Callable[[int], None]] = None) -> Run:
+    """Run `program` once; `watch(steps)` is called while it runs (with the steps rank 0 has done so far) when
+    options.progress is on."""
     run = Run(program)
     with tempfile.TemporaryDirectory(prefix="gpulint-verify-") as tmp:
         results = Path(tmp, "results")
@@ -137,6 +142,7 @@ def launch(program: Program, options: Options) -> Run:
             "script": str(program.script), "args": list(program.args), "fix": program.fix,
             "root": str(program.root), "results": str(results), "seed": options.seed, "device": options.device,
             "max_steps": options.max_steps, "warmup": options.warmup, "profile_steps": options.profile_steps,
+            "progress": bool(options.progress and watch),
         }))
         marker = uuid.uuid4().hex
         started = time.perf_counter()
@@ -144,7 +150,7 @@ def launch(program: Program, options: Options) -> Run:
                                 stdin=subprocess.DEVNULL, env=environment(options, marker), start_new_session=True)
         readers = {name: _Tail(stream) for name, stream in (("stdout", proc.stdout), ("stderr", proc.stderr))}
         try:
-            run.returncode, run.timed_out, run.memory_exceeded = _supervise(proc, options, marker, results)
+            run.returncode, run.timed_out, run.memory_exceeded = _supervise(proc, options, marker, results, watch)
         except BaseException:  # Ctrl-C: leave nothing running behind
             _kill_tree(proc, results, marker)
             raise
@@ -168,10 +174,12 @@ def launch(program: Program, options: Options) -> Run:
     return run
 
 
-def _supervise(proc: subprocess.Popen, options: Options, marker: str, results: Path) -> tuple:
+def _supervise(proc: subprocess.Popen, options: Options, marker: str, results: Path, watch=None) -> tuple:
     """Wait for the program: (return code, timed out, resident bytes when over the memory limit)."""
     deadline = time.monotonic() + options.timeout
     while True:
+        if watch is not None:
+            watch(_steps_done(results))
         try:
             return proc.wait(timeout=min(POLL_SECONDS, max(deadline - time.monotonic(), 0.01))), False, 0
         except subprocess.TimeoutExpired:
@@ -184,6 +192,13 @@ def _supervise(proc: subprocess.Popen, options: Options, marker: str, results: P
         if time.monotonic() >= deadline:
             _kill_tree(proc, results, marker)
             return proc.returncode, True, 0
+
+
+def _steps_done(results: Path) -> int:
+    try:
+        return int(Path(results, "progress0").read_text().strip() or 0)
+    except (OSError, ValueError):
+        return 0
 
 
 class _Tail:

@@ -141,7 +141,9 @@ def main(config_path: str) -> int:
         reads = HostReads(torch)
         reads.install()
         recorder = StepRecorder(torch, reads, max_steps=config["max_steps"], warmup=config["warmup"],
-                                profile_steps=config["profile_steps"])
+                                profile_steps=config["profile_steps"],
+                                progress_path=os.path.join(config["results"], f"progress{rank}")
+                                if config.get("progress") else "")
         recorder.install()
         tee.steps_so_far = recorder.steps_so_far
         _count_sync_warnings(recorder)

@@ -9,6 +9,7 @@ from typing import Optional
 
 from gpulint.verify.compare import RankComparison, Tolerance
 from gpulint.verify.launch import Options, Run
+from gpulint.verify.stats import SLOWER
 
 PASS, FAIL, ERROR = 0, 1, 2
 
@@ -23,6 +24,10 @@ class Verdict:
     tolerance: Tolerance
     ranks: list[RankComparison] = field(default_factory=list)
     details: str = ""  # the failing program's traceback or stderr
+    rounds: list = field(default_factory=list)  # (original run, fixed run) per round
+    noise: list = field(default_factory=list)  # the original's runs with seeds seed+1..seed+K
+    unflagged: list = field(default_factory=list)  # per rank: per-step host reads no rule reports (unflagged.py)
+    report_path: str = ""
 
 
 def failed_run(run: Run, options: Options, tolerance: Tolerance, original: Run) -> Verdict:
@@ -52,12 +57,17 @@ def judge(original: Run, fixed: Run, ranks: list[RankComparison], options: Optio
         where = f"rank {r.rank}: " if len(ranks) > 1 else ""
         first = r.first_divergence
         if first is not None:
-            problems.append(f"{where}outputs differ, first at {first}")
+            how = "outside the noise band" if r.noise_runs else "differ"
+            problems.append(f"{where}outputs {how}, first at {first}")
         elif not r.compared:
             problems.append(f"{where}no outputs to compare (no optimizer step, no backward(), nothing printed)")
         if not r.syncs_dropped:
             problems.append(f"{where}{_metric_name(r)} per step did not drop "
                             f"({_fmt(r.per_step('original'))} -> {_fmt(r.per_step('fixed'))})")
+        if r.timing is not None and r.timing.verdict == SLOWER:
+            t = r.timing
+            problems.append(f"{where}the fixed program is slower: step time {t.original.value:.3f} -> "
+                            f"{t.fixed.value:.3f} ms, {t.sentence()}")
     verdict = Verdict(FAIL if problems else PASS, "", original, fixed, options, tolerance, ranks)
     if problems:
         verdict.summary = "FAIL: " + "; ".join(problems)
@@ -66,10 +76,23 @@ def judge(original: Run, fixed: Run, ranks: list[RankComparison], options: Optio
         change = f"{_metric_name(r)} per step {_fmt(r.per_step('original'))} -> {_fmt(r.per_step('fixed'))}"
         if len(ranks) > 1:
             change += f" on rank 0 (all {len(ranks)} ranks dropped)"
-        timed = r.speedup and r.original.time_source == "CUDA events" and not options.parallel
-        speed = f", {r.speedup:.2f}x step speed" if timed else ""
-        verdict.summary = f"PASS: {change}{speed}; outputs match (rtol {tolerance.rtol:g}, atol {tolerance.atol:g})"
+        verdict.summary = f"PASS: {change}; {_outputs_match(r)}; {_speed(r, options)}"
     return verdict
+
+
+def _outputs_match(r: RankComparison) -> str:
+    """The outputs part of a PASS line: `outputs match: identical`, `outputs match within tolerance (...)`,
+    `outputs match: within the original's noise band (n runs)`."""
+    text = r.numerics_text()
+    return f"outputs {text}" if text.startswith("match") else f"outputs match: {text}"
+
+
+def _speed(r: RankComparison, options: Options) -> str:
+    if options.parallel:
+        return "step times not compared (--parallel ran both programs at once)"
+    if r.timing is None:
+        return "no step times to compare"
+    return f"step time: {r.timing.sentence()}"
 
 
 def _metric_name(r: RankComparison) -> str:
@@ -112,6 +135,9 @@ def render_full(v: Verdict) -> str:
     if v.details:
         out.append("")
         out.extend(v.details.splitlines())
+    if v.report_path:
+        out.append("")
+        out.append(f"report: {_rel(v.report_path)}")
     out.append("")
     out.append(v.summary)
     return "\n".join(out) + "\n"
@@ -140,7 +166,8 @@ def _rank_table(r: RankComparison, v: Verdict) -> list[str]:
     unit = {"optimizer": "optimizer steps", "loader": "DataLoader batches"}.get(a.unit, "steps")
     limit = f" (stopped at --max-steps)" if v.options.max_steps and a.steps >= v.options.max_steps else ""
     steps = f"{a.steps} {unit}" + (f" (fixed: {b.steps})" if b.steps != a.steps else "")
-    rows = [f"{steps}{limit}, {v.options.warmup} of them warm-up", "",
+    rounds = f"; syncs, reads and outputs from round 1 of {len(v.rounds)}" if len(v.rounds) > 1 else ""
+    rows = [f"{steps}{limit}, {v.options.warmup} of them warm-up{rounds}", "",
             f"{'':34}{'original':>10}{'fixed':>10}"]
     if a.syncs is not None or b.syncs is not None:
         rows.append(f"{'syncs / step (' + (a.sync_source or b.sync_source or '') + ')':34}"
@@ -152,13 +179,27 @@ def _rank_table(r: RankComparison, v: Verdict) -> list[str]:
     if a.step_ms is not None or b.step_ms is not None:
         speed = "   (ran in parallel: not comparable)" if v.options.parallel else \
             f"   {r.speedup:.2f}x" if r.speedup else ""
-        rows.append(f"{'step time, ms (' + (a.time_source or b.time_source or '') + ')':34}"
+        label = "median step time, ms" if r.timing else "step time, ms"
+        rows.append(f"{label + ' (' + (a.time_source or b.time_source or '') + ')':34}"
                     f"{_fmt(a.step_ms, 3):>10}{_fmt(b.step_ms, 3):>10}{speed}")
+        if r.timing is not None:
+            t = r.timing
+            rows.append(f"{'  95% interval, low':34}{_fmt(t.original.low, 3):>10}{_fmt(t.fixed.low, 3):>10}"
+                        f"   {t.speedup.low:.2f}x")
+            rows.append(f"{'  95% interval, high':34}{_fmt(t.original.high, 3):>10}{_fmt(t.fixed.high, 3):>10}"
+                        f"   {t.speedup.high:.2f}x")
+            rows.append(f"{'  steps timed (' + str(t.rounds) + ' interleaved rounds)':34}"
+                        f"{t.steps[0]:>10}{t.steps[1]:>10}")
     rows.append("")
     for what in r.compared:
         key = "parameters" if what.startswith("parameters") else "losses" if what.endswith("losses") else None
         worst = f" (largest relative difference {r.max_rel[key]:.1e})" if key in r.max_rel else ""
-        rows.append(f"{what}: {'compared' if r.divergences else 'match'}{worst}")
+        word = "compared" if r.divergences else "within the band" if r.numerics == "within_noise_band" else "match"
+        rows.append(f"{what}: {word}{worst}")
+    if r.compared:
+        rows.append(f"outputs: {r.numerics_text()}")
+    if r.timing is not None and not v.options.parallel:
+        rows.append(f"step time: {r.timing.sentence()}")
     if r.ignored_lines:
         rows.append(f"{r.ignored_lines} printed lines with timings left out of the comparison")
     for d in sorted(r.divergences, key=lambda d: d.order):
@@ -168,6 +209,22 @@ def _rank_table(r: RankComparison, v: Verdict) -> list[str]:
         rows.append("")
         rows.append("host reads per step, by line (original -> fixed):")
         rows.extend(sites)
+    rank = v.ranks.index(r)
+    rows.extend(_unflagged_rows(v.unflagged[rank] if rank < len(v.unflagged) else []))
+    return rows
+
+
+def _unflagged_rows(sites: list[dict], limit: int = 8) -> list[str]:
+    if not sites:
+        return []
+    rows = ["", "seen at run time, not flagged by any rule (host reads per step, original):"]
+    for site in sites[:limit]:
+        rows.append(f"  {_rel(site['file'])}:{site['line']} {site['method']:<10} {site['per_step']:>6.2f}")
+        if site["callers"]:
+            rows.append("    called from " + " <- ".join(f"{_rel(c['file'])}:{c['line']} ({c['function']})"
+                                                      for c in site["callers"]))
+    if len(sites) > limit:
+        rows.append(f"  ... and {len(sites) - limit} more (--output-format json lists them all)")
     return rows
 
 
@@ -186,11 +243,16 @@ def render_json(v: Verdict) -> str:
         "summary": v.summary,
         "script": str(v.original.program.script),
         "options": {"max_steps": v.options.max_steps, "warmup": v.options.warmup, "device": v.options.device,
-                    "parallel": v.options.parallel,
+                    "parallel": v.options.parallel, "rounds": len(v.rounds) or v.options.rounds,
+                    "noise_runs": v.options.noise_runs, "seed": v.options.seed,
                     "nproc_per_node": v.options.nproc, "rtol": v.tolerance.rtol, "atol": v.tolerance.atol},
         "programs": {run.program.label: _run_json(run) for run in (v.original, v.fixed) if run is not None},
         "ranks": [_rank_json(r, comparable_times=not v.options.parallel) for r in v.ranks],
     }
+    for rank, sites in zip(doc["ranks"], v.unflagged):
+        rank["seen_at_run_time_not_flagged"] = sites
+    if v.report_path:
+        doc["report"] = v.report_path
     if v.details:
         doc["details"] = v.details
     return json.dumps(doc, indent=2) + "\n"
@@ -216,6 +278,9 @@ def _rank_json(r: RankComparison, comparable_times: bool) -> dict:
     return {"rank": r.rank, "metric": r.metric, "syncs_dropped": r.syncs_dropped,
             "speedup": r.speedup if comparable_times else None,
             "outputs_match": not r.divergences and bool(r.compared), "compared": r.compared,
+            "numerics": {"verdict": r.numerics, "text": r.numerics_text(), "noise_runs": r.noise_runs,
+                         "band_runs": r.noise_runs + 1},
+            "timing": r.timing.as_dict() if r.timing is not None and comparable_times else None,
             "max_relative_difference": r.max_rel,
             "first_divergence": {"where": first.where, "what": first.what} if first else None,
             "divergences": [{"where": d.where, "what": d.what} for d in r.divergences],

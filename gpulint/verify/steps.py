@@ -13,8 +13,11 @@ windows after warm-up on the CPU.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
+
+PROGRESS_EVERY = 0.25  # seconds between two writes of the step count for the parent's progress line
 
 # CUDA runtime and driver calls that block the host until the device (or a stream, or an event) is done.
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
@@ -29,7 +32,8 @@ class StopRun(BaseException):
 
 
 class StepRecorder:
-    def __init__(self, torch, host_reads, *, max_steps: int, warmup: int, profile_steps: int) -> None:
+    def __init__(self, torch, host_reads, *, max_steps: int, warmup: int, profile_steps: int,
+                 progress_path: str = "") -> None:
         self.torch = torch
         self.host_reads = host_reads
         self.max_steps = max_steps
@@ -42,6 +46,10 @@ class StepRecorder:
         self.sync_warnings = 0
         self._counting_warnings = False
         host_reads.counting = warmup == 0
+        # The step count for the parent's progress line: rewritten in place at most every PROGRESS_EVERY seconds
+        # (one pwrite of a few bytes, no sync), only when the parent shows progress.
+        self._progress_fd = os.open(progress_path, os.O_WRONLY | os.O_CREAT, 0o600) if progress_path else None
+        self._progress_at = 0.0
 
     def _reset(self) -> None:
         self.host_counts: list[int] = []
@@ -114,7 +122,12 @@ class StepRecorder:
         torch = self.torch
         self.host_counts.append(self.host_reads.count)
         self.device_counts.append(self.host_reads.device_count)
-        self.clock.append(time.perf_counter())
+        now = time.perf_counter()
+        self.clock.append(now)
+        self.host_reads.window = len(self.host_counts)
+        if self._progress_fd is not None and now - self._progress_at >= PROGRESS_EVERY:
+            self._progress_at = now
+            os.pwrite(self._progress_fd, b"%-12d" % len(self.host_counts), 0)
         event = None
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             event = torch.cuda.Event(enable_timing=True)
@@ -208,6 +221,8 @@ class StepRecorder:
             "host_reads_of": "device tensors" if on_gpu else "all tensors",
             "host_read_sites": [[f, line, name, k] for (f, line, name, on_device), k in self.host_reads.sites.items()
                                 if on_device or not on_gpu],
+            "host_read_callers": self._callers(on_gpu),
+            "measured_windows": len(windows),
             "step_times_ms": self._step_times(windows),
             "losses": [float(x) for x in _to_host(torch, self.losses)],
             "checksums": self._checksums_on_host(),
@@ -215,6 +230,15 @@ class StepRecorder:
         }
         result["syncs"] = self._sync_summary()
         return result
+
+    def _callers(self, on_gpu: bool) -> list:
+        """[file, line, method, windows it was read in, [[file, line, function], ...]] per site: the windows tell
+        a read made every step from one made once (after the loop, in a periodic log); the chain is the most
+        frequent one of user frames above the read."""
+        reads = self.host_reads
+        return [[f, line, name, reads.site_windows[site],
+                 [list(frame) for frame in reads.callers[site].most_common(1)[0][0]] if reads.callers.get(site) else []]
+                for site in reads.sites for f, line, name, on_device in [site] if on_device or not on_gpu]
 
     def _loop_on_gpu(self) -> bool:
         torch = self.torch

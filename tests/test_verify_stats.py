@@ -1,0 +1,139 @@
+"""The verifier's judgement, without running anything: the step-time interval and its verdict, the noise band, the
+exact wording of the numerics verdict, the reads no rule flags, the progress line. No torch needed."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from gpulint.verify import stats
+from gpulint.verify.compare import Tolerance, compare_rank
+from gpulint.verify.progress import ENV, Progress, wanted
+from gpulint.verify.unflagged import unflagged
+
+DATA = Path(__file__).parent / "data" / "verify"
+
+
+def _steps(centre: float, n: int = 20, spread: float = 0.05) -> list[float]:
+    """n step times around `centre`, spread deterministically (+-spread relative)."""
+    return [centre * (1 + spread * ((i * 7 % n) / n - 0.5) * 2) for i in range(n)]
+
+
+def test_a_fix_that_halves_the_step_is_faster_with_an_interval_above_one():
+    t = stats.timing([_steps(10.0) for _ in range(5)], [_steps(5.0) for _ in range(5)])
+    assert t.verdict == stats.FASTER
+    assert 1.0 < t.speedup.low <= 2.0 <= t.speedup.high < 2.3
+    assert t.original.low <= 10.0 <= t.original.high and t.rounds == 5 and t.steps == (100, 100)
+    assert t.sentence().startswith("2.00x, faster (95% CI ")
+
+
+def test_a_fix_that_slows_the_step_is_slower_with_an_interval_below_one():
+    t = stats.timing([_steps(10.0) for _ in range(2)], [_steps(11.5) for _ in range(2)])
+    assert t.verdict == stats.SLOWER and t.speedup.high < 1.0
+    assert t.sentence().startswith("0.87x, slower (95% CI ")
+
+
+def test_overlapping_step_times_are_no_measurable_change():
+    # The same distribution on both sides, rounds drifting up and down: the interval contains 1.
+    t = stats.timing([_steps(10.0 + r, spread=0.3) for r in range(5)],
+                     [_steps(10.0 + (r * 3) % 5, spread=0.3) for r in range(5)])
+    assert t.verdict == stats.SAME and t.speedup.low < 1.0 < t.speedup.high
+    assert t.sentence().startswith("no measurable change (")
+    assert t.as_dict()["verdict"] == "no measurable change"
+
+
+def test_rounds_are_paired_so_a_drift_shared_by_both_programs_does_not_blur_the_speedup():
+    # The machine gets 3x slower over the rounds; the fix is 2x in every round.
+    slow = [_steps(10.0 * (1 + r / 2)) for r in range(5)]
+    fast = [_steps(5.0 * (1 + r / 2)) for r in range(5)]
+    t = stats.timing(slow, fast)
+    assert (t.original.high - t.original.low) / t.original.value > 0.3  # each program's median is uncertain
+    assert 1.8 < t.speedup.low and t.speedup.high < 2.2  # the ratio is not
+
+
+def test_the_interval_is_reproducible_and_none_without_times():
+    args = ([_steps(3.0, spread=0.4)] * 3, [_steps(2.9, spread=0.4)] * 3)
+    assert stats.timing(*args).as_dict() == stats.timing(*args).as_dict()
+    assert stats.timing([[]], [[1.0]]) is None
+
+
+def _rank(losses, norms, printed="", steps=None) -> dict:
+    return {"rank": 0, "unit": "optimizer", "steps": steps or len(losses), "losses": losses,
+            "checksums": [[0, [[n], [n]]] for n in norms], "parameter_names": [["weight"]], "printed": printed,
+            "printed_line_steps": [len(losses)] * printed.count("\n")}
+
+
+def test_numerics_verdict_says_exactly_which_kind_of_match():
+    tol = Tolerance()
+    original = _rank([1.0, 0.5], [2.0, 2.1], "final 0.50\n")
+    assert compare_rank(original, _rank([1.0, 0.5], [2.0, 2.1], "final 0.50\n"), tol).numerics_text() == \
+        "identical"
+    close = compare_rank(original, _rank([1.0, 0.50001], [2.0, 2.1], "final 0.50\n"), tol)
+    assert close.numerics_text() == "match within tolerance (rtol 0.0001, atol 1e-06)"
+    moved = _rank([1.0, 0.52], [2.0, 2.12], "final 0.52\n")
+    strict = compare_rank(original, moved, tol)
+    assert strict.numerics == "differ" and str(strict.first_divergence) == \
+        "backward #2: loss is 0.5 in the original, 0.52 in the fixed run"
+    # Other seeds of the original move the loss by up to 0.05: a 0.02 change is inside their band.
+    noise = [_rank([1.0, 0.45], [2.0, 2.05], "final 0.45\n"), _rank([1.0, 0.53], [2.0, 2.13], "final 0.53\n")]
+    banded = compare_rank(original, moved, tol, noise)
+    assert banded.numerics == "within_noise_band" and not banded.divergences
+    assert banded.numerics_text() == "within the original's noise band (3 runs)"
+    far = compare_rank(original, _rank([1.0, 0.7], [2.0, 2.1], "final 0.50\n"), tol, noise)
+    assert far.numerics == "outside_noise_band"
+    assert far.numerics_text() == (
+        "outside the noise band: backward #2 (step 2): loss is 0.7 in the fixed run, 0.15 above the band 0.45..0.55, "
+        "3.0x the band's half-width (3 runs of the original)")
+
+
+def test_the_band_is_centred_on_the_same_seed_run():
+    # The same-seed run sits at the edge of the other seeds' values: the band reaches as far on the other side.
+    tol = Tolerance(rtol=0, atol=0)
+    assert tol.within([1.0, 1.2], 0.85) and not tol.within([1.0, 1.2], 0.75)
+    assert tol.within([1.0], 1.0) and not tol.within([1.0], 1.0 + 1e-9)
+
+
+def test_reads_no_rule_flags_are_listed_with_their_callers():
+    script = str(DATA / "naive_train.py")  # line 30: the NaN check GPU108 flags; 36: the periodic log line
+    helper = str(DATA / "seeded.py")  # line 14: int() in a helper, called from line 23; flagged by nothing
+    rank = {"measured_windows": 10,
+            "host_read_sites": [[script, 30, "__bool__", 10], [helper, 14, "__int__", 10], [script, 36, "item", 1]],
+            "host_read_callers": [[script, 30, "__bool__", 10, []],
+                                  [helper, 14, "__int__", 10, [[helper, 23, "<module>"]]],
+                                  [script, 36, "item", 1, []]]}  # once in 10 steps: not a per-step read
+    assert unflagged(rank) == [{"file": helper, "line": 14, "method": "__int__", "per_step": 1.0,
+                                "callers": [{"file": helper, "line": 23, "function": "<module>"}]}]
+    # A read whose caller's line is flagged (the rule reported the call) is not a blind spot.
+    rank["host_read_callers"][1][4] = [[script, 30, "<module>"]]
+    assert unflagged(rank) == []
+
+
+def test_progress_is_drawn_in_place_on_a_terminal_and_not_elsewhere(monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.delenv(ENV, raising=False)
+    assert wanted(Terminal()) and not wanted(io.StringIO())
+    monkeypatch.setenv(ENV, "1")
+    assert wanted(io.StringIO())
+    monkeypatch.setenv(ENV, "0")
+    assert not wanted(Terminal())
+
+    monkeypatch.delenv(ENV)
+    shown = Terminal()
+    progress = Progress(shown, max_steps=30)
+    progress.phase("measuring", "original", 2, 5)
+    progress.step(0)
+    progress.step(7)
+    progress.done()
+    text = shown.getvalue()
+    assert "\rgpulint verify: measuring, original, round 2/5, starting, 0 s\x1b[K" in text
+    assert "\rgpulint verify: measuring, original, round 2/5, step 7/30, 0 s\x1b[K" in text
+    assert text.endswith("\r\x1b[K")  # erased before the report is printed
+    quiet = io.StringIO()
+    progress = Progress(quiet)
+    progress.phase("measuring", "original", 1, 5)
+    progress.step(3)
+    progress.done()
+    assert quiet.getvalue() == ""
