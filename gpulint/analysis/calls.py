@@ -16,6 +16,7 @@ from typing import Optional
 import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.kinds import Kind
 from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Sink
 
@@ -136,15 +137,114 @@ class ProjectCalls(ModuleCalls):
             return HelperCost(name, summary.always_syncs)
         position = 0
         for arg in call.args:
-            if arg.star:
+            if arg.star == "**":  # `update(**losses)`: every value reaches **kwargs (or a named parameter)
+                sink = summary.sink_params.get(summary.double_star or "") or \
+                    next(iter(summary.sink_params.values()), None)
+            elif arg.star == "*":
+                sink = summary.sink_params.get(summary.star or "")
+            else:
+                keyword = arg.keyword.value if arg.keyword is not None else None
+                sink = summary.sink_for_argument(None if keyword else position, keyword, bound)
+                if keyword is None:
+                    position += 1
+            if sink is None:
                 continue
-            keyword = arg.keyword.value if arg.keyword is not None else None
-            sink = summary.sink_for_argument(None if keyword else position, keyword, bound)
-            if keyword is None:
-                position += 1
-            if sink is not None and self.analysis.is_tensor(arg.value):
+            if self.carries_tensor(arg.value) or sink.through == "parameters" and self.analysis.kind(
+                    arg.value) is Kind.MODULE:
                 return HelperCost(name, sink, arg.value)
         return None
+
+    def carries_tensor(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """`expr` holds a tensor, or a dict, tuple or list of them, as far as the module and the project's
+        summaries tell: the value a project helper returns (`grad_norm = loss_scaler(...)`, `reduce_dict(d)`
+        handing back what it is given), an element of such a dict, a comprehension over one."""
+        if self.analysis.is_tensor(expr):
+            return True
+        if depth > 4:
+            return False
+        if isinstance(expr, cst.Subscript):
+            return self.carries_tensor(expr.value, depth + 1)
+        if isinstance(expr, cst.BinaryOperation):
+            return self.carries_tensor(expr.left, depth + 1) or self.carries_tensor(expr.right, depth + 1)
+        if isinstance(expr, cst.DictComp):
+            return self.carries_tensor(expr.value, depth + 1)
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+            return self.carries_tensor(expr.elt, depth + 1)
+        if isinstance(expr, cst.Dict):
+            return any(isinstance(e, cst.DictElement) and self.carries_tensor(e.value, depth + 1)
+                       for e in expr.elements)
+        if isinstance(expr, cst.Name):
+            return self._bindings_carry(expr, depth)
+        if isinstance(expr, cst.Call):
+            return self._call_carries(expr, depth)
+        return False
+
+    def _bindings_carry(self, name: cst.Name, depth: int) -> bool:
+        bindings = [b for b in self.index.visible_bindings(name)
+                    if not (isinstance(b.value, cst.Name) and b.value.value == "None")]
+        # Inside a comprehension its own `for` binds the name (comprehensions share the function's scope here).
+        own = [b for b in bindings if isinstance(b.source, cst.CompFor) and b.source in self._comp_fors(name)]
+        bindings = own or bindings
+        if not bindings or len(bindings) > MAX_BINDINGS:
+            return False
+        for b in bindings:
+            if b.kind in ("assign", "walrus") and b.value is not None and (
+                    b.index is None or isinstance(b.value, cst.Call)):
+                carries = self.carries_tensor(b.value, depth + 1)
+            elif b.kind == "for" and b.value is not None:
+                carries = self._iteration_carries(b.value, b.index, depth)
+            else:
+                carries = False
+            if not carries:
+                return False
+        return True
+
+    def _comp_fors(self, node: cst.CSTNode) -> list[cst.CompFor]:
+        found = []
+        for ancestor in self.index.ancestors(node):
+            if isinstance(ancestor, (cst.DictComp, cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+                comp_for = ancestor.for_in
+                while comp_for is not None:
+                    found.append(comp_for)
+                    comp_for = comp_for.inner_for_in
+            elif isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+                break
+        return found
+
+    def _iteration_carries(self, iterable: cst.BaseExpression, index: Optional[int], depth: int) -> bool:
+        """The loop target of `for k, v in d.items()` (v: what the dict holds), `zip(a, b)`, or a container."""
+        if isinstance(iterable, cst.Call):
+            func = iterable.func
+            args = [a.value for a in iterable.args if not a.star]
+            if isinstance(func, cst.Attribute) and func.attr.value in ("items", "values"):
+                if func.attr.value == "items" and index != 1:
+                    return False
+                return self.carries_tensor(func.value, depth + 1)
+            if isinstance(func, cst.Name) and func.value == "zip":
+                return index is not None and index < len(args) and self.carries_tensor(args[index], depth + 1)
+        return index is None and self.carries_tensor(iterable, depth + 1)
+
+    def _call_carries(self, call: cst.Call, depth: int) -> bool:
+        func = call.func
+        if isinstance(func, cst.Name) and func.value in ("sum", "max", "min", "abs"):
+            return any(self.carries_tensor(a.value, depth + 1) for a in call.args)
+        if isinstance(func, cst.Attribute) and func.attr.value == "values" and not call.args:
+            return self.carries_tensor(func.value, depth + 1)
+        target = self.callee(call, own_module=True)
+        if target is None:
+            return False
+        summary, bound = target[1], target[2]
+        if summary.returns_tensor:
+            return True
+        params = summary.params[1:] if bound and summary.params else summary.params
+        for position, arg in enumerate(call.args):
+            if arg.star:
+                break
+            name = arg.keyword.value if arg.keyword is not None else (
+                params[position] if position < len(params) else None)
+            if name in summary.returns_params and self.carries_tensor(arg.value, depth + 1):
+                return True
+        return False
 
     def with_cost(self, item: cst.WithItem) -> Optional[HelperCost]:
         """A context manager whose `__enter__` or `__exit__` synchronises (a timer)."""
@@ -170,14 +270,14 @@ class ProjectCalls(ModuleCalls):
         return None
 
     # -- resolution -------------------------------------------------------------------------------------------
-    def callee(self, call: cst.Call) -> Optional[tuple[str, FunctionSummary, bool]]:
+    def callee(self, call: cst.Call, own_module: bool = False) -> Optional[tuple[str, FunctionSummary, bool]]:
         """(display name, summary, called through an instance) for a call into the project, else None.
 
         Calls the module's own loop analysis already follows (`helper(...)`, `self.helper(...)` of this file) are
-        left to it, so no cost is reported twice.
+        left to it, so no cost is reported twice (`own_module` resolves them too, for what they return).
         """
         func = call.func
-        if self.analysis.loops.local_function(call) is not None:
+        if not own_module and self.analysis.loops.local_function(call) is not None:
             return None
         if isinstance(func, cst.Attribute):
             cls = self.instance_class(func.value)
@@ -186,12 +286,15 @@ class ProjectCalls(ModuleCalls):
                 return (f"{cls.name}.{func.attr.value}", method, True) if method is not None else None
         else:
             cls = self.instance_class(func)
-            if cls is not None:  # `meter(x)`: __call__ of an instance
+            if cls is not None:  # `meter(x)`: __call__ of an instance; `criterion(out, y)`: a module's forward
                 method = self.project.method(cls, "__call__")
-                return (f"{cls.name}.__call__", method, True) if method is not None else None
+                if method is not None:
+                    return f"{cls.name}.__call__", method, True
+                method = self.project.method(cls, "forward") if self.project.is_module_class(cls) else None
+                return (f"{cls.name}.forward", method, True) if method is not None else None
         found = self._lookup(func)
         if isinstance(found, FunctionSummary):
-            if found.path == self.path and isinstance(func, cst.Name):
+            if found.path == self.path and isinstance(func, cst.Name) and not own_module:
                 return None  # a function of this module: the in-file analysis owns it
             return found.qualname, found, False
         return None
@@ -209,6 +312,8 @@ class ProjectCalls(ModuleCalls):
         values: list[cst.BaseExpression] = []
         if isinstance(expr, cst.Name):
             bindings = self.index.visible_bindings(expr)
+            if len(bindings) == 1 and bindings[0].kind == "param":
+                return self._parameter_class(bindings[0])
             if not bindings or len(bindings) > MAX_BINDINGS or any(
                     b.kind not in ("assign", "walrus") or b.index is not None for b in bindings):
                 return None
@@ -235,6 +340,13 @@ class ProjectCalls(ModuleCalls):
             else:
                 return None
         return self._agree(classes)
+
+    def _parameter_class(self, binding) -> Optional[ClassSummary]:
+        """A parameter of a top-level function of this module: the class every project call site passes."""
+        fn = binding.source
+        if not isinstance(fn, cst.FunctionDef) or not isinstance(self.index.parent.get(fn), cst.Module):
+            return None
+        return self.project.parameter_class(self.path, fn.name.value, binding.name)
 
     @staticmethod
     def _agree(classes: list[Optional[ClassSummary]]) -> Optional[ClassSummary]:

@@ -132,7 +132,9 @@ class SyncInCall(GpuRule):
                               f"{cost.library.reason} ({cost.library.source})", where=where)
             return
         sink = cost.sink
-        what = f"calls `{sink.what}`" + (" on what it is given" if cost.argument is not None else "")
+        given = " on the parameters of the module it is given" if sink.through == "parameters" else \
+            " on what it is given"
+        what = f"calls `{sink.what}`" + (given if cost.argument is not None else "")
         message = f"`{text or self._call_text(node)}` syncs every step: `{cost.callee}` {what}"
         self.report(node, message, where=where,
                     related=(Related(display_path(sink.path), sink.line, f"`{sink.what}` here"),))
