@@ -41,16 +41,12 @@ class ModuleCalls:
         self.analysis = analysis
         self.index = analysis.index
         self._self_attributes: Optional[dict[tuple[int, str], list[cst.BaseExpression]]] = None
+        self._carrying: set[int] = set()  # bindings being decided by carries_tensor (cycles)
 
     def library_cost(self, call: cst.Call) -> Optional[tuple[LibraryFact, Optional[cst.BaseExpression]]]:
         """A library call the table (analysis/libraries.py) says reads tensors back: (fact, the tensor argument
         that is read, or None when the call reads device state of its own, as `scaler.get_scale()` does)."""
-        func = call.func
-        fact = None
-        if isinstance(func, cst.Attribute):
-            fact = fact_for_method(self.constructor(func.value), func.attr.value)
-        if fact is None:
-            fact = fact_for_function(self.analysis.qualified(func))
+        fact = self._library_fact(call)
         if fact is None:
             return None
         if fact.effect is Effect.SYNCS:
@@ -58,9 +54,103 @@ class ModuleCalls:
         if fact.effect is Effect.SYNCS_TENSOR_ARGS:
             for arg in call.args:
                 for value in _argument_values(arg.value):
-                    if self.analysis.is_tensor(value):
+                    if self.carries_tensor(value):
                         return fact, value
         return None
+
+    def _library_fact(self, call: cst.Call) -> Optional[LibraryFact]:
+        func = call.func
+        fact = None
+        if isinstance(func, cst.Attribute):
+            fact = fact_for_method(self.constructor(func.value), func.attr.value)
+        return fact or fact_for_function(self.analysis.qualified(func))
+
+    def carries_tensor(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """`expr` holds a tensor, or a dict, tuple or list of them, as far as the module and the project's
+        summaries tell: the value a project helper returns (`grad_norm = loss_scaler(...)`, `reduce_dict(d)`
+        handing back what it is given), an element of such a dict, a comprehension over one."""
+        if self.analysis.is_tensor(expr):
+            return True
+        if depth > 4:
+            return False
+        if isinstance(expr, cst.Subscript):
+            return self.carries_tensor(expr.value, depth + 1)
+        if isinstance(expr, cst.BinaryOperation):
+            return self.carries_tensor(expr.left, depth + 1) or self.carries_tensor(expr.right, depth + 1)
+        if isinstance(expr, cst.DictComp):
+            return self.carries_tensor(expr.value, depth + 1)
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+            return self.carries_tensor(expr.elt, depth + 1)
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            return any(self.carries_tensor(e.value, depth + 1) for e in expr.elements)
+        if isinstance(expr, cst.Dict):
+            return any(isinstance(e, cst.DictElement) and self.carries_tensor(e.value, depth + 1)
+                       for e in expr.elements)
+        if isinstance(expr, cst.Name):
+            return self._bindings_carry(expr, depth)
+        if isinstance(expr, cst.Call):
+            return self._call_carries(expr, depth)
+        return False
+
+    def _bindings_carry(self, name: cst.Name, depth: int) -> bool:
+        bindings = [b for b in self.index.visible_bindings(name)
+                    if not (isinstance(b.value, cst.Name) and b.value.value == "None")]
+        # Inside a comprehension its own `for` binds the name (comprehensions share the function's scope here).
+        own = [b for b in bindings if isinstance(b.source, cst.CompFor) and b.source in self._comp_fors(name)]
+        bindings = own or bindings
+        if not bindings or len(bindings) > MAX_BINDINGS:
+            return False
+        for b in bindings:
+            if id(b) in self._carrying:
+                continue  # `x, y = gather((x, y))`: the binding being decided says nothing about itself
+            self._carrying.add(id(b))
+            if b.kind in ("assign", "walrus") and b.value is not None and (
+                    b.index is None or isinstance(b.value, cst.Call)):
+                carries = self.carries_tensor(b.value, depth + 1)
+            elif b.kind == "for" and b.value is not None:
+                carries = self._iteration_carries(b.value, b.index, depth)
+            else:
+                carries = False
+            self._carrying.discard(id(b))
+            if not carries:
+                return False
+        return True
+
+    def _comp_fors(self, node: cst.CSTNode) -> list[cst.CompFor]:
+        found = []
+        for ancestor in self.index.ancestors(node):
+            if isinstance(ancestor, (cst.DictComp, cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+                comp_for = ancestor.for_in
+                while comp_for is not None:
+                    found.append(comp_for)
+                    comp_for = comp_for.inner_for_in
+            elif isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+                break
+        return found
+
+    def _iteration_carries(self, iterable: cst.BaseExpression, index: Optional[int], depth: int) -> bool:
+        """The loop target of `for k, v in d.items()` (v: what the dict holds), `zip(a, b)`, or a container."""
+        if isinstance(iterable, cst.Call):
+            func = iterable.func
+            args = [a.value for a in iterable.args if not a.star]
+            if isinstance(func, cst.Attribute) and func.attr.value in ("items", "values"):
+                if func.attr.value == "items" and index != 1:
+                    return False
+                return self.carries_tensor(func.value, depth + 1)
+            if isinstance(func, cst.Name) and func.value == "zip":
+                return index is not None and index < len(args) and self.carries_tensor(args[index], depth + 1)
+        return index is None and self.carries_tensor(iterable, depth + 1)
+
+    def _call_carries(self, call: cst.Call, depth: int) -> bool:
+        func = call.func
+        if isinstance(func, cst.Name) and func.value in ("sum", "max", "min", "abs"):
+            return any(self.carries_tensor(a.value, depth + 1) for a in call.args)
+        if isinstance(func, cst.Attribute) and func.attr.value == "values" and not call.args:
+            return self.carries_tensor(func.value, depth + 1)
+        fact = self._library_fact(call)
+        if fact is not None and fact.effect is Effect.RETURNS_TENSOR_ARGS:
+            return bool(call.args) and self.carries_tensor(call.args[0].value, depth + 1)
+        return False
 
     def constructor(self, expr: cst.BaseExpression) -> Optional[str]:
         """The qualified name of the class an object was built from (`scaler = torch.cuda.amp.GradScaler()`,
@@ -154,82 +244,10 @@ class ProjectCalls(ModuleCalls):
                 return HelperCost(name, sink, arg.value)
         return None
 
-    def carries_tensor(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
-        """`expr` holds a tensor, or a dict, tuple or list of them, as far as the module and the project's
-        summaries tell: the value a project helper returns (`grad_norm = loss_scaler(...)`, `reduce_dict(d)`
-        handing back what it is given), an element of such a dict, a comprehension over one."""
-        if self.analysis.is_tensor(expr):
-            return True
-        if depth > 4:
-            return False
-        if isinstance(expr, cst.Subscript):
-            return self.carries_tensor(expr.value, depth + 1)
-        if isinstance(expr, cst.BinaryOperation):
-            return self.carries_tensor(expr.left, depth + 1) or self.carries_tensor(expr.right, depth + 1)
-        if isinstance(expr, cst.DictComp):
-            return self.carries_tensor(expr.value, depth + 1)
-        if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
-            return self.carries_tensor(expr.elt, depth + 1)
-        if isinstance(expr, cst.Dict):
-            return any(isinstance(e, cst.DictElement) and self.carries_tensor(e.value, depth + 1)
-                       for e in expr.elements)
-        if isinstance(expr, cst.Name):
-            return self._bindings_carry(expr, depth)
-        if isinstance(expr, cst.Call):
-            return self._call_carries(expr, depth)
-        return False
-
-    def _bindings_carry(self, name: cst.Name, depth: int) -> bool:
-        bindings = [b for b in self.index.visible_bindings(name)
-                    if not (isinstance(b.value, cst.Name) and b.value.value == "None")]
-        # Inside a comprehension its own `for` binds the name (comprehensions share the function's scope here).
-        own = [b for b in bindings if isinstance(b.source, cst.CompFor) and b.source in self._comp_fors(name)]
-        bindings = own or bindings
-        if not bindings or len(bindings) > MAX_BINDINGS:
-            return False
-        for b in bindings:
-            if b.kind in ("assign", "walrus") and b.value is not None and (
-                    b.index is None or isinstance(b.value, cst.Call)):
-                carries = self.carries_tensor(b.value, depth + 1)
-            elif b.kind == "for" and b.value is not None:
-                carries = self._iteration_carries(b.value, b.index, depth)
-            else:
-                carries = False
-            if not carries:
-                return False
-        return True
-
-    def _comp_fors(self, node: cst.CSTNode) -> list[cst.CompFor]:
-        found = []
-        for ancestor in self.index.ancestors(node):
-            if isinstance(ancestor, (cst.DictComp, cst.ListComp, cst.SetComp, cst.GeneratorExp)):
-                comp_for = ancestor.for_in
-                while comp_for is not None:
-                    found.append(comp_for)
-                    comp_for = comp_for.inner_for_in
-            elif isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
-                break
-        return found
-
-    def _iteration_carries(self, iterable: cst.BaseExpression, index: Optional[int], depth: int) -> bool:
-        """The loop target of `for k, v in d.items()` (v: what the dict holds), `zip(a, b)`, or a container."""
-        if isinstance(iterable, cst.Call):
-            func = iterable.func
-            args = [a.value for a in iterable.args if not a.star]
-            if isinstance(func, cst.Attribute) and func.attr.value in ("items", "values"):
-                if func.attr.value == "items" and index != 1:
-                    return False
-                return self.carries_tensor(func.value, depth + 1)
-            if isinstance(func, cst.Name) and func.value == "zip":
-                return index is not None and index < len(args) and self.carries_tensor(args[index], depth + 1)
-        return index is None and self.carries_tensor(iterable, depth + 1)
-
     def _call_carries(self, call: cst.Call, depth: int) -> bool:
-        func = call.func
-        if isinstance(func, cst.Name) and func.value in ("sum", "max", "min", "abs"):
-            return any(self.carries_tensor(a.value, depth + 1) for a in call.args)
-        if isinstance(func, cst.Attribute) and func.attr.value == "values" and not call.args:
-            return self.carries_tensor(func.value, depth + 1)
+        """Also what project helpers return: a tensor, or the argument they are given (`reduce_dict(d)`)."""
+        if super()._call_carries(call, depth):
+            return True
         target = self.callee(call, own_module=True)
         if target is None:
             return False
