@@ -21,6 +21,7 @@ from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, f
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Sink
 
 MAX_BINDINGS = 4
+MAX_CARRY_DEPTH = 10  # names, comprehensions and helper returns followed to decide what an argument holds
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class ModuleCalls:
         handing back what it is given), an element of such a dict, a comprehension over one."""
         if self.analysis.is_tensor(expr):
             return True
-        if depth > 4:
+        if depth > MAX_CARRY_DEPTH:
             return False
         if isinstance(expr, cst.Subscript):
             return self.carries_tensor(expr.value, depth + 1)

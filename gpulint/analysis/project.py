@@ -724,7 +724,7 @@ class _Summarizer:
                                                    if isinstance(element, ast.Name) else None)
                 if loader is not None:
                     break
-        if loader is not None and self.summary.returns_loader is None:
+        if loader is not None and self.summary.returns_loader is None and not self.quiet:
             self.summary.returns_loader = loader
         if sink is None and self._tensor_level(value):
             self.summary.returns_tensor = True
