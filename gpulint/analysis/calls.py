@@ -105,9 +105,8 @@ class ModuleCalls:
             if id(b) in self._carrying:
                 continue  # `x, y = gather((x, y))`: the binding being decided says nothing about itself
             self._carrying.add(id(b))
-            if b.kind in ("assign", "walrus") and b.value is not None and (
-                    b.index is None or isinstance(b.value, cst.Call)):
-                carries = self.carries_tensor(b.value, depth + 1)
+            if b.kind in ("assign", "walrus") and b.value is not None:
+                carries = self._element_carries(b.value, b.index, depth)
             elif b.kind == "for" and b.value is not None:
                 carries = self._iteration_carries(b.value, b.index, depth)
             else:
@@ -116,6 +115,17 @@ class ModuleCalls:
             if not carries:
                 return False
         return True
+
+    def _element_carries(self, value: cst.BaseExpression, index: Optional[int], depth: int) -> bool:
+        """What `x` gets from `x = value` (index None) or `x, y = value` (element `index`)."""
+        if index is None or isinstance(value, cst.Call):
+            return self.carries_tensor(value, depth + 1)
+        if isinstance(value, (cst.Tuple, cst.List)):
+            return index < len(value.elements) and self.carries_tensor(value.elements[index].value, depth + 1)
+        if isinstance(value, cst.IfExp):  # `a, b = model(x) if train else (model(x), None)`
+            return self._element_carries(value.body, index, depth + 1) and \
+                self._element_carries(value.orelse, index, depth + 1)
+        return False
 
     def _comp_fors(self, node: cst.CSTNode) -> list[cst.CompFor]:
         found = []

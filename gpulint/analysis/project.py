@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+import re
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,7 +33,8 @@ from gpulint.analysis.kinds import (TENSOR_ATTRS_OTHER, TENSOR_METHODS_NUMBER, T
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 # Host reads of a tensor: each waits for the GPU. (`.to("cpu")` is recognised separately.)
-SINK_METHODS = {"item": ".item()", "tolist": ".tolist()", "cpu": ".cpu()", "numpy": ".numpy()"}
+SINK_METHODS = {"item": ".item()", "tolist": ".tolist()", "cpu": ".cpu()", "numpy": ".numpy()",
+                "nonzero": ".nonzero()"}
 SINK_BUILTINS = {"float", "int", "bool"}
 SYNC_CALLS = {"torch.cuda.synchronize", "torch.cuda.current_stream().synchronize", "torch.cuda.Event.synchronize"}
 LOADER_CLASSES = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
@@ -594,6 +596,7 @@ class _Summarizer:
         self.parameter_views: set[str] = set()  # names iterating a module argument's parameters
         self.classes: dict[str, ClassSummary] = {}  # names bound to an instance of a project class
         self.quiet = 0  # > 0: inside a block whose reads are not the call's (periodic, an option)
+        self.masks: set[str] = set()  # names bound to a boolean tensor computed from a parameter
 
     def run(self) -> FunctionSummary:
         self._block(self.fn.body, conditional=False)
@@ -610,16 +613,20 @@ class _Summarizer:
         if isinstance(stmt, ast.If):
             self._expressions(stmt.test, conditional)
             guard = conditional or not _gpu_guard(stmt.test)
-            if _periodic(stmt.test) or _flag(stmt.test) and not _gpu_guard(stmt.test):
+            option = _flag(stmt.test) and not _gpu_guard(stmt.test) and self._tainted_by(stmt.test) is None
+            off_gpu = _off_gpu(stmt.test)
+            if _periodic(stmt.test) or option or off_gpu:
                 # `if self.count % 100 == 0:` logging inside a helper is deliberate; `if self.autobalance:` is an
-                # option we cannot see the value of, not assumed on. Their reads are not the call's; what they
-                # bind and return still is (`if update_grad: norm = clip_grad_norm_(...)`; `return norm`).
+                # option we cannot see the value of (nor its `else`: `if self.pt: ... else: im.cpu().numpy()`),
+                # not assumed either way; `if mps:` is not taken on a CUDA run. Their reads are not the call's;
+                # what they bind and return still is (`if update_grad: norm = clip_grad_norm_(...)`).
                 self.quiet += 1
                 self._block(stmt.body, True)
+                if not off_gpu:
+                    self._block(stmt.orelse, True)
                 self.quiet -= 1
-                if _periodic(stmt.test):
-                    return
-                self._block(stmt.orelse, True)
+                if off_gpu:
+                    self._block(stmt.orelse, conditional)  # the branch a GPU run takes
                 return
             self._block(stmt.body, guard)
             self._block(stmt.orelse, True)
@@ -695,13 +702,17 @@ class _Summarizer:
                     self.tensors[name] = max(level, self.tensors.get(name, 0)) if augmented else level
                 elif not augmented and not _is_none(value):  # `else: norm = None`: an optional tensor
                     self.tensors.pop(name, None)
+                if self._is_mask(value):
+                    self.masks.add(name)
+                elif not augmented:
+                    self.masks.discard(name)
                 if views:
                     self.parameter_views.add(name)
                 elif not augmented:
                     self.parameter_views.discard(name)
                 if sink is not None:
                     self.host_scalars[name] = sink
-                    if not augmented:
+                    if not augmented and not self.quiet:  # a branch maybe not taken keeps what came before
                         self.taint.pop(name, None)
                 elif source is not None:
                     self.taint[name] = source
@@ -740,6 +751,29 @@ class _Summarizer:
         for node in ast.walk(expr):
             if isinstance(node, ast.Call):
                 self._call(node, conditional)
+            elif isinstance(node, ast.Subscript) and not self.quiet and self._is_mask(node.slice):
+                # `x[x[:, 4] > conf]`: the result's size depends on the data, so the host waits for the mask.
+                param = self._tainted_by(node.value)
+                if param is not None and param not in self.summary.sink_params:
+                    self.summary.sink_params[param] = Sink(self.info.path, node.lineno, "boolean-mask indexing")
+
+    def _is_mask(self, index: ast.expr) -> bool:
+        """A boolean tensor computed from a parameter: `x[..., 4] > t`, a name bound to one, `m1 & m2`, `~m`,
+        `masks[i]`, or a tuple index holding one (`x[mask, :]`)."""
+        if isinstance(index, ast.Tuple):
+            return any(self._is_mask(e) for e in index.elts)
+        if isinstance(index, ast.Name):
+            return index.id in self.masks
+        if isinstance(index, ast.Subscript):
+            return self._is_mask(index.value)
+        if isinstance(index, ast.Compare):
+            return not any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in index.ops) and \
+                self._tainted_by(index) is not None
+        if isinstance(index, ast.BinOp) and isinstance(index.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
+            return self._is_mask(index.left) or self._is_mask(index.right)
+        if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.Invert):
+            return self._is_mask(index.operand)
+        return False
 
     def _call(self, call: ast.Call, conditional: bool) -> None:
         if self.quiet:
@@ -794,7 +828,7 @@ class _Summarizer:
     def _read_of(self, call: ast.Call) -> Optional[tuple[str, ast.expr]]:
         func = call.func
         if isinstance(func, ast.Attribute):
-            if func.attr in SINK_METHODS and not call.args and not call.keywords:
+            if func.attr in SINK_METHODS and not call.args and (not call.keywords or func.attr == "nonzero"):
                 return SINK_METHODS[func.attr], func.value
             if func.attr == "to" and call.args and _is_cpu(call.args[0]) and not _non_blocking(call):
                 return '.to("cpu")', func.value
@@ -805,7 +839,7 @@ class _Summarizer:
     def _host_read(self, value: ast.expr) -> Optional[Sink]:
         if isinstance(value, ast.Call):
             read = self._read_of(value)
-            if read is not None and self._maybe_tensor(read[1]):
+            if read is not None and read[0] != ".nonzero()" and self._maybe_tensor(read[1]):
                 return Sink(self.info.path, value.lineno, read[0])
             callee = self._callee(value)
             if callee is not None and callee[0].returns_host_scalar is not None:
@@ -930,10 +964,16 @@ class _Summarizer:
         return None
 
     def _tainted_by(self, expr: ast.expr) -> Optional[str]:
-        """The parameter whose value flows into `expr` (through names, attributes, arithmetic, calls)."""
-        for node in ast.walk(expr):
+        """The parameter whose value flows into `expr` (through names, attributes, arithmetic, calls); not through
+        host metadata of a tensor (`x.shape`, `x.size()`, `len(x)`, `x.device`), which reading costs nothing."""
+        pending = [expr]
+        while pending:
+            node = pending.pop()
             if isinstance(node, ast.Name) and node.id in self.taint:
                 return self.taint[node.id]
+            if _metadata(node):
+                continue
+            pending.extend(reversed(list(ast.iter_child_nodes(node))))
         return None
 
 
@@ -980,9 +1020,14 @@ def _argument(call: ast.Call, position: Optional[int], keyword: str):
                 return _UNKNOWN
             if index == position:
                 return arg
-    if any(kw.arg is None for kw in call.keywords):
+    if any(kw.arg is None and not _options(kw.value) for kw in call.keywords):
         return _UNKNOWN
     return None
+
+
+def _options(value: ast.expr) -> bool:
+    """`run(**vars(opt))`: the values of parsed command-line options, never instances of project classes."""
+    return isinstance(value, ast.Call) and _dotted(value.func) == "vars"
 
 
 def _scopes(tree: ast.Module) -> Iterator[tuple[list[ast.Call], dict]]:
@@ -1022,6 +1067,28 @@ def _flag(test: ast.expr) -> bool:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test = test.operand
     return isinstance(test, (ast.Name, ast.Attribute))
+
+
+def _metadata(node: ast.AST) -> bool:
+    """`x.shape`, `x.dtype`, `x.device`, `x.size()`, `x.dim()`, `len(x)`: known on the host without a sync."""
+    if isinstance(node, ast.Attribute):
+        return node.attr in TENSOR_ATTRS_OTHER or node.attr == "device"
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            return func.attr in ("size", "dim", "ndimension", "numel", "nelement", "element_size", "stride",
+                                 "is_contiguous", "get_device")
+        return isinstance(func, ast.Name) and func.id in ("len", "isinstance", "type", "id")
+    return False
+
+
+def _off_gpu(test: ast.expr) -> bool:
+    """`if mps:`, `if device.type == "cpu":`: a branch for another backend, not taken on a CUDA run."""
+    if any(isinstance(n, ast.Compare) and any(isinstance(op, (ast.NotEq, ast.IsNot, ast.NotIn)) for op in n.ops)
+           for n in ast.walk(test)):
+        return False  # `if x.device.type != "cpu":` is the GPU branch
+    words = set(re.findall(r"[a-z]+", ast.unparse(test).lower()))
+    return bool(words & {"mps", "cpu", "xla", "tpu"}) and "not" not in words
 
 
 def _gpu_guard(test: ast.expr) -> bool:

@@ -134,7 +134,8 @@ class SyncInCall(GpuRule):
         sink = cost.sink
         given = " on the parameters of the module it is given" if sink.through == "parameters" else \
             " on what it is given"
-        what = f"calls `{sink.what}`" + (given if cost.argument is not None else "")
+        what = (f"calls `{sink.what}`" if sink.what.endswith(")") else f"does {sink.what}") + (
+            given if cost.argument is not None else "")
         message = f"`{text or self._call_text(node)}` syncs every step: `{cost.callee}` {what}"
         self.report(node, message, where=where,
                     related=(Related(display_path(sink.path), sink.line, f"`{sink.what}` here"),))
