@@ -162,3 +162,50 @@ def test_evaluate_metric_fed_host_lists_is_fine(tmp_path):
     (tmp_path / "ev.py").write_text(METRIC_LOOP.format(
         line="metric.add_batch(predictions=predictions.tolist(), references=references.tolist())"))
     assert {d["location"]["row"] for d in check(tmp_path, "ev.py")} == {13}
+
+
+HELPERS = """
+import torch
+
+
+def nms(prediction, conf_thres=0.25):
+    xc = prediction[..., 4] > conf_thres
+    out = []
+    for xi, x in enumerate(prediction):
+        x = x[xc[xi]]
+        out.append(x)
+    return out
+
+
+def crop(x, size):
+    h = int(x.shape[0])
+    return x[:, : min(h, size)]
+
+
+def to_backend(im, onnx=False):
+    device = im.device
+    if "mps" in device.type:
+        im = im.cpu()
+    if onnx:
+        return im.cpu().numpy()
+    else:
+        return im.float().numpy()
+"""
+
+
+def test_mask_indexing_in_a_helper_is_a_read_and_shapes_are_not(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    project = Project(tmp_path)
+    nms = project.lookup(tmp_path / "helpers.py", "nms")
+    assert nms.sink_for_argument(0, None).what == "boolean-mask indexing"
+    assert nms.sink_for_argument(0, None).line == 9  # x = x[xc[xi]]
+    assert project.lookup(tmp_path / "helpers.py", "crop").sink_params == {}  # int() of a shape
+
+
+def test_branches_not_taken_on_a_cuda_run_are_not_the_calls(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    backend = Project(tmp_path).lookup(tmp_path / "helpers.py", "to_backend")
+    # `if "mps" in ...` is another backend; `if onnx:` and its `else` are options we cannot see
+    assert backend.sink_params == {}

@@ -597,6 +597,7 @@ class _Summarizer:
         self.classes: dict[str, ClassSummary] = {}  # names bound to an instance of a project class
         self.quiet = 0  # > 0: inside a block whose reads are not the call's (periodic, an option)
         self.masks: set[str] = set()  # names bound to a boolean tensor computed from a parameter
+        self.computed: set[str] = set()  # names the function assigns itself
 
     def run(self) -> FunctionSummary:
         self._block(self.fn.body, conditional=False)
@@ -613,7 +614,7 @@ class _Summarizer:
         if isinstance(stmt, ast.If):
             self._expressions(stmt.test, conditional)
             guard = conditional or not _gpu_guard(stmt.test)
-            option = _flag(stmt.test) and not _gpu_guard(stmt.test) and self._tainted_by(stmt.test) is None
+            option = _flag(stmt.test) and not _gpu_guard(stmt.test) and not self._computed(stmt.test)
             off_gpu = _off_gpu(stmt.test)
             if _periodic(stmt.test) or option or off_gpu:
                 # `if self.count % 100 == 0:` logging inside a helper is deliberate; `if self.autobalance:` is an
@@ -692,6 +693,7 @@ class _Summarizer:
         for target in targets:
             classes = self._classes_of(value)
             for position, name in enumerate(_target_names(target)):
+                self.computed.add(name)
                 cls = classes[0] if isinstance(target, ast.Name) and len(classes) == 1 else (
                     classes[position] if isinstance(target, ast.Tuple) and position < len(classes) else None)
                 if cls is not None:
@@ -901,6 +903,13 @@ class _Summarizer:
             return max((self._tensor_level(a, bound) for a in call.args), default=0)
         callee = self._callee(call)
         return TENSOR if callee is not None and callee[0].returns_tensor else 0
+
+    def _computed(self, test: ast.expr) -> bool:
+        """`if nt:` with `nt = targets.shape[0]` earlier in the function: a value computed from the data, not an
+        option (a parameter, `self.verbose`, `args.quiet`) whose value the call cannot show."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test = test.operand
+        return isinstance(test, ast.Name) and test.id in self.computed
 
     def _through_parameters(self, expr: ast.expr) -> bool:
         return any(isinstance(n, ast.Name) and n.id in self.parameter_views for n in ast.walk(expr))
