@@ -166,22 +166,58 @@ class ModuleCalls:
     def constructor(self, expr: cst.BaseExpression) -> Optional[str]:
         """The qualified name of the class an object was built from (`scaler = torch.cuda.amp.GradScaler()`,
         `self.writer = SummaryWriter(...)`), when every binding agrees."""
+        calls = self.built_by(expr)
+        names = {self.class_name(call.func) for call in calls} if calls else {None}
+        return names.pop() if len(names) == 1 else None
+
+    def built_by(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[list[cst.Call]]:
+        """The calls that build what `expr` holds, through every binding the module shows: `x = Cls(...)`,
+        `self.x = Cls(...)` anywhere in the class, `dt[1]` with `dt = (Profile(), Profile())` or a comprehension
+        of them, a name bound to another such name. None when any binding is something else."""
+        if depth > 3:
+            return None
+        if isinstance(expr, cst.Call):
+            return [expr]
+        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
+            return self._elements_built_by(expr.value, depth)
         values: list[cst.BaseExpression] = []
         if isinstance(expr, cst.Name):
             bindings = self.index.visible_bindings(expr)
-            if not bindings or any(b.kind != "assign" or b.index is not None for b in bindings):
+            if not bindings or len(bindings) > MAX_BINDINGS or any(
+                    b.kind not in ("assign", "walrus") or b.index is not None or b.value is None for b in bindings):
                 return None
             values = [b.value for b in bindings]
         elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             values = self.self_attributes(expr)
-        elif isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.value, cst.Name):
-            # `dt[1]` with `dt = Profile(), Profile()`: every element must be built from the same class
-            bindings = self.index.visible_bindings(expr.value)
-            if len(bindings) != 1 or not isinstance(bindings[0].value, (cst.Tuple, cst.List)):
+        return self._all_built_by(values, depth)
+
+    def _elements_built_by(self, container: cst.BaseExpression, depth: int) -> Optional[list[cst.Call]]:
+        values: list[cst.BaseExpression] = []
+        if isinstance(container, cst.Name):
+            bindings = self.index.visible_bindings(container)
+            if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None:
                 return None
-            values = [e.value for e in bindings[0].value.elements]
-        names = {self.class_name(v.func) if isinstance(v, cst.Call) else None for v in values}
-        return names.pop() if len(names) == 1 else None
+            values = [bindings[0].value]
+        elif isinstance(container, cst.Attribute):
+            values = self.self_attributes(container)
+        elements: list[cst.BaseExpression] = []
+        for value in values:
+            if isinstance(value, (cst.Tuple, cst.List)):
+                elements.extend(e.value for e in value.elements)
+            elif isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+                elements.append(value.elt)
+            else:
+                return None
+        return self._all_built_by(elements, depth)
+
+    def _all_built_by(self, values: list[cst.BaseExpression], depth: int) -> Optional[list[cst.Call]]:
+        calls: list[cst.Call] = []
+        for value in values:
+            found = self.built_by(value, depth + 1)
+            if found is None:
+                return None
+            calls.extend(found)
+        return calls or None
 
     def class_name(self, func: cst.BaseExpression) -> Optional[str]:
         """The qualified name a constructor call names, through the module's imports."""
@@ -278,9 +314,6 @@ class ProjectCalls(ModuleCalls):
     def with_cost(self, item: cst.WithItem) -> Optional[HelperCost]:
         """A context manager whose `__enter__` or `__exit__` synchronises (a timer)."""
         cls = self.instance_class(item.item)
-        if cls is None and isinstance(item.item, cst.Call):
-            found = self._lookup(item.item.func)
-            cls = found if isinstance(found, ClassSummary) else None
         if cls is None:
             return self._library_with(item)
         for method in ("__enter__", "__exit__"):
@@ -290,8 +323,7 @@ class ProjectCalls(ModuleCalls):
         return None
 
     def _library_with(self, item: cst.WithItem) -> Optional[HelperCost]:
-        target = item.item.func if isinstance(item.item, cst.Call) else item.item
-        name = self.class_name(target) if isinstance(item.item, cst.Call) else self.constructor(item.item)
+        name = self.constructor(item.item)
         for method in ("__enter__", "__exit__"):
             fact = fact_for_method(name, method)
             if fact is not None and fact.effect is Effect.SYNCS:
@@ -328,47 +360,19 @@ class ProjectCalls(ModuleCalls):
             return found.qualname, found, False
         return None
 
-    def instance_class(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[ClassSummary]:
-        """The project class `expr` is an instance of, when every binding the module shows agrees."""
-        if depth > 3:
-            return None
-        if isinstance(expr, cst.Call):
-            found = self._lookup(expr.func)
-            return found if isinstance(found, ClassSummary) else None
-        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
-            # `dt[1]` with `dt = (Profile(), Profile())`: every element must be the same class
-            return self._element_class(expr.value, depth)
-        values: list[cst.BaseExpression] = []
+    def instance_class(self, expr: cst.BaseExpression) -> Optional[ClassSummary]:
+        """The project class `expr` is an instance of, when every binding the module shows agrees (or, for a
+        parameter of a top-level function, every call site in the project)."""
         if isinstance(expr, cst.Name):
             bindings = self.index.visible_bindings(expr)
             if len(bindings) == 1 and bindings[0].kind == "param":
                 return self._parameter_class(bindings[0])
-            if not bindings or len(bindings) > MAX_BINDINGS or any(
-                    b.kind not in ("assign", "walrus") or b.index is not None for b in bindings):
-                return None
-            values = [b.value for b in bindings]
-        elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-            values = self.self_attributes(expr)
-        return self._agree([self.instance_class(v, depth + 1) for v in values if v is not None] if values else [])
-
-    def _element_class(self, container: cst.BaseExpression, depth: int) -> Optional[ClassSummary]:
-        values: list[cst.BaseExpression] = []
-        if isinstance(container, cst.Name):
-            bindings = self.index.visible_bindings(container)
-            if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None:
-                return None
-            values = [bindings[0].value]
-        elif isinstance(container, cst.Attribute):
-            values = self.self_attributes(container)
-        classes = []
-        for value in values:
-            if isinstance(value, (cst.Tuple, cst.List)):
-                classes.extend(self.instance_class(e.value, depth + 1) for e in value.elements)
-            elif isinstance(value, (cst.ListComp, cst.GeneratorExp)):
-                classes.append(self.instance_class(value.elt, depth + 1))
-            else:
-                return None
-        return self._agree(classes)
+        calls = self.built_by(expr)
+        if not calls:
+            return None
+        classes = [self._lookup(call.func) for call in calls]
+        first = classes[0]
+        return first if isinstance(first, ClassSummary) and all(c is first for c in classes) else None
 
     def _parameter_class(self, binding) -> Optional[ClassSummary]:
         """A parameter of a top-level function of this module: the class every project call site passes."""
@@ -376,13 +380,6 @@ class ProjectCalls(ModuleCalls):
         if not isinstance(fn, cst.FunctionDef) or not isinstance(self.index.parent.get(fn), cst.Module):
             return None
         return self.project.parameter_class(self.path, fn.name.value, binding.name)
-
-    @staticmethod
-    def _agree(classes: list[Optional[ClassSummary]]) -> Optional[ClassSummary]:
-        if not classes or any(c is None for c in classes):
-            return None
-        first = classes[0]
-        return first if all(c is first for c in classes) else None
 
     def _lookup(self, func: cst.BaseExpression):
         dotted = dotted_name(func)
