@@ -367,6 +367,10 @@ class ProjectCalls(ModuleCalls):
             bindings = self.index.visible_bindings(expr)
             if len(bindings) == 1 and bindings[0].kind == "param":
                 return self._parameter_class(bindings[0])
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            values = self.self_attributes(expr)  # `self.logger = logger` in `__init__(self, logger)`
+            if len(values) == 1 and isinstance(values[0], cst.Name):
+                return self.instance_class(values[0])
         calls = self.built_by(expr)
         if not calls:
             return None
@@ -377,9 +381,16 @@ class ProjectCalls(ModuleCalls):
     def _parameter_class(self, binding) -> Optional[ClassSummary]:
         """A parameter of a top-level function of this module: the class every project call site passes."""
         fn = binding.source
-        if not isinstance(fn, cst.FunctionDef) or not isinstance(self.index.parent.get(fn), cst.Module):
+        if not isinstance(fn, cst.FunctionDef):
             return None
-        return self.project.parameter_class(self.path, fn.name.value, binding.name)
+        owner = self.index.parent.get(fn)
+        if isinstance(owner, cst.Module):
+            return self.project.parameter_class(self.path, fn.name.value, binding.name)
+        cls = self.index.parent.get(owner) if isinstance(owner, cst.IndentedBlock) else None
+        if fn.name.value == "__init__" and isinstance(cls, cst.ClassDef) and \
+                isinstance(self.index.parent.get(cls), cst.Module):
+            return self.project.parameter_class(self.path, f"{cls.name.value}.__init__", binding.name)
+        return None
 
     def _lookup(self, func: cst.BaseExpression):
         dotted = dotted_name(func)

@@ -423,7 +423,8 @@ class Project:
 
     # -- call sites ---------------------------------------------------------------------------------------------
     def parameter_class(self, path: Path, function: str, parameter: str) -> Optional[ClassSummary]:
-        """The project class of what every call site of the top-level `function` (defined in `path`) passes
+        """The project class of what every call site of the top-level `function` (defined in `path`), or of
+        `Class.__init__` (whose call sites are `Class(...)`), passes
         as `parameter`: `train_one_epoch(..., log_writer=utils.TensorboardLogger(...))`, or a name bound to one
         in the caller. `None` passed (or the parameter left at its default) does not disagree: the code using
         the parameter runs when it is not None. Unknown when any site passes something else, when sites
@@ -442,23 +443,31 @@ class Project:
 
     def _parameter_class(self, path: Path, function: str, parameter: str) -> Optional[ClassSummary]:
         info = self.module(path)
-        node = info.functions.get(function) if info is not None else None
+        if info is None:
+            return None
+        owner, _, name = function.rpartition(".")
+        if owner:  # `Trainer.__init__`: its call sites are `Trainer(...)`
+            cls = info.classes.get(owner)
+            node = cls.methods.get(name) if cls is not None and name == "__init__" else None
+        else:
+            cls, node = None, info.functions.get(function)
         if node is None:
             return None
-        positional = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+        positional = [a.arg for a in (*node.args.posonlyargs, *node.args.args)][1 if owner else 0:]
         position = positional.index(parameter) if parameter in positional else None
         found: list = []
-        for file in self._files_mentioning(function):
+        for file in self._files_mentioning(owner or function):
             caller = self.module(file)
             if caller is None:
                 continue
             for calls, assigns in _scopes(caller.tree):
                 for call in calls:
                     dotted = _dotted(call.func)
-                    if dotted is None or dotted.rsplit(".", 1)[-1] != function:
+                    if dotted is None or dotted.rsplit(".", 1)[-1] != (owner or function):
                         continue
                     target = self.lookup(caller.path, dotted)
-                    if not isinstance(target, FunctionSummary) or target.path != path or target.qualname != function:
+                    if (target is not cls) if owner else (not isinstance(target, FunctionSummary) or
+                                                          target.path != path or target.qualname != function):
                         continue
                     argument = _argument(call, position, parameter)
                     if argument is _UNKNOWN:
