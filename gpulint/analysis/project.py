@@ -605,6 +605,7 @@ class _Summarizer:
         self.parameter_views: set[str] = set()  # names iterating a module argument's parameters
         self.classes: dict[str, ClassSummary] = {}  # names bound to an instance of a project class
         self.quiet = 0  # > 0: inside a block whose reads are not the call's (periodic, an option)
+        self.hidden = 0  # > 0: inside such a block's body (a loader it returns is not the function's answer)
         self.masks: set[str] = set()  # names bound to a boolean tensor computed from a parameter
         self.computed: set[str] = set()  # names the function assigns itself
 
@@ -631,9 +632,11 @@ class _Summarizer:
                 # not assumed either way; `if mps:` is not taken on a CUDA run. Their reads are not the call's;
                 # what they bind and return still is (`if update_grad: norm = clip_grad_norm_(...)`).
                 self.quiet += 1
+                self.hidden += 1
                 self._block(stmt.body, True)
+                self.hidden -= 1
                 if not off_gpu:
-                    self._block(stmt.orelse, True)
+                    self._block(stmt.orelse, True)  # an option's `else`: a loader it returns still counts
                 self.quiet -= 1
                 if off_gpu:
                     self._block(stmt.orelse, conditional)  # the branch a GPU run takes
@@ -746,7 +749,7 @@ class _Summarizer:
                                                    if isinstance(element, ast.Name) else None)
                 if loader is not None:
                     break
-        if loader is not None and self.summary.returns_loader is None and not self.quiet:
+        if loader is not None and self.summary.returns_loader is None and not self.hidden:
             self.summary.returns_loader = loader
         if sink is None and self._tensor_level(value):
             self.summary.returns_tensor = True
@@ -1100,13 +1103,16 @@ def _metadata(node: ast.AST) -> bool:
     return False
 
 
+_OTHER_BACKENDS = {"mps", "cpu", "xla", "tpu", "neuron", "xpu", "npu", "hpu", "mlu", "musa", "meta"}
+
+
 def _off_gpu(test: ast.expr) -> bool:
     """`if mps:`, `if device.type == "cpu":`: a branch for another backend, not taken on a CUDA run."""
     if any(isinstance(n, ast.Compare) and any(isinstance(op, (ast.NotEq, ast.IsNot, ast.NotIn)) for op in n.ops)
            for n in ast.walk(test)):
         return False  # `if x.device.type != "cpu":` is the GPU branch
     words = set(re.findall(r"[a-z]+", ast.unparse(test).lower()))
-    return bool(words & {"mps", "cpu", "xla", "tpu"}) and "not" not in words
+    return bool(words & _OTHER_BACKENDS) and "not" not in words
 
 
 def _gpu_guard(test: ast.expr) -> bool:
