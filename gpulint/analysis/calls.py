@@ -20,7 +20,7 @@ from gpulint.analysis.kinds import Kind
 from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Sink
 
-MAX_BINDINGS = 4
+MAX_BINDINGS = 16  # bindings of one name followed (every one must agree)
 MAX_CARRY_DEPTH = 10  # names, comprehensions and helper returns followed to decide what an argument holds
 
 
