@@ -16,10 +16,12 @@ from typing import Optional
 import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.kinds import Kind
 from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Sink
 
-MAX_BINDINGS = 4
+MAX_BINDINGS = 16  # bindings of one name followed (every one must agree)
+MAX_CARRY_DEPTH = 10  # names, comprehensions and helper returns followed to decide what an argument holds
 
 
 @dataclass(frozen=True)
@@ -40,16 +42,12 @@ class ModuleCalls:
         self.analysis = analysis
         self.index = analysis.index
         self._self_attributes: Optional[dict[tuple[int, str], list[cst.BaseExpression]]] = None
+        self._carrying: set[int] = set()  # bindings being decided by carries_tensor (cycles)
 
     def library_cost(self, call: cst.Call) -> Optional[tuple[LibraryFact, Optional[cst.BaseExpression]]]:
         """A library call the table (analysis/libraries.py) says reads tensors back: (fact, the tensor argument
         that is read, or None when the call reads device state of its own, as `scaler.get_scale()` does)."""
-        func = call.func
-        fact = None
-        if isinstance(func, cst.Attribute):
-            fact = fact_for_method(self.constructor(func.value), func.attr.value)
-        if fact is None:
-            fact = fact_for_function(self.analysis.qualified(func))
+        fact = self._library_fact(call)
         if fact is None:
             return None
         if fact.effect is Effect.SYNCS:
@@ -57,29 +55,169 @@ class ModuleCalls:
         if fact.effect is Effect.SYNCS_TENSOR_ARGS:
             for arg in call.args:
                 for value in _argument_values(arg.value):
-                    if self.analysis.is_tensor(value):
+                    if self.carries_tensor(value):
                         return fact, value
         return None
+
+    def _library_fact(self, call: cst.Call) -> Optional[LibraryFact]:
+        func = call.func
+        fact = None
+        if isinstance(func, cst.Attribute):
+            fact = fact_for_method(self.constructor(func.value), func.attr.value)
+        return fact or fact_for_function(self.analysis.qualified(func))
+
+    def carries_tensor(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """`expr` holds a tensor, or a dict, tuple or list of them, as far as the module and the project's
+        summaries tell: the value a project helper returns (`grad_norm = loss_scaler(...)`, `reduce_dict(d)`
+        handing back what it is given), an element of such a dict, a comprehension over one."""
+        if self.analysis.is_tensor(expr):
+            return True
+        if depth > MAX_CARRY_DEPTH:
+            return False
+        if isinstance(expr, cst.Subscript):
+            return self.carries_tensor(expr.value, depth + 1)
+        if isinstance(expr, cst.BinaryOperation):
+            return self.carries_tensor(expr.left, depth + 1) or self.carries_tensor(expr.right, depth + 1)
+        if isinstance(expr, cst.DictComp):
+            return self.carries_tensor(expr.value, depth + 1)
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+            return self.carries_tensor(expr.elt, depth + 1)
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            return any(self.carries_tensor(e.value, depth + 1) for e in expr.elements)
+        if isinstance(expr, cst.Dict):
+            return any(isinstance(e, cst.DictElement) and self.carries_tensor(e.value, depth + 1)
+                       for e in expr.elements)
+        if isinstance(expr, cst.Name):
+            return self._bindings_carry(expr, depth)
+        if isinstance(expr, cst.Call):
+            return self._call_carries(expr, depth)
+        return False
+
+    def _bindings_carry(self, name: cst.Name, depth: int) -> bool:
+        bindings = [b for b in self.index.visible_bindings(name)
+                    if not (isinstance(b.value, cst.Name) and b.value.value == "None")]
+        # Inside a comprehension its own `for` binds the name (comprehensions share the function's scope here).
+        own = [b for b in bindings if isinstance(b.source, cst.CompFor) and b.source in self._comp_fors(name)]
+        bindings = own or bindings
+        if not bindings or len(bindings) > MAX_BINDINGS:
+            return False
+        for b in bindings:
+            if id(b) in self._carrying:
+                continue  # `x, y = gather((x, y))`: the binding being decided says nothing about itself
+            self._carrying.add(id(b))
+            if b.kind in ("assign", "walrus") and b.value is not None:
+                carries = self._element_carries(b.value, b.index, depth)
+            elif b.kind == "for" and b.value is not None:
+                carries = self._iteration_carries(b.value, b.index, depth)
+            else:
+                carries = False
+            self._carrying.discard(id(b))
+            if not carries:
+                return False
+        return True
+
+    def _element_carries(self, value: cst.BaseExpression, index: Optional[int], depth: int) -> bool:
+        """What `x` gets from `x = value` (index None) or `x, y = value` (element `index`)."""
+        if index is None or isinstance(value, cst.Call):
+            return self.carries_tensor(value, depth + 1)
+        if isinstance(value, (cst.Tuple, cst.List)):
+            return index < len(value.elements) and self.carries_tensor(value.elements[index].value, depth + 1)
+        if isinstance(value, cst.IfExp):  # `a, b = model(x) if train else (model(x), None)`
+            return self._element_carries(value.body, index, depth + 1) and \
+                self._element_carries(value.orelse, index, depth + 1)
+        return False
+
+    def _comp_fors(self, node: cst.CSTNode) -> list[cst.CompFor]:
+        found = []
+        for ancestor in self.index.ancestors(node):
+            if isinstance(ancestor, (cst.DictComp, cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+                comp_for = ancestor.for_in
+                while comp_for is not None:
+                    found.append(comp_for)
+                    comp_for = comp_for.inner_for_in
+            elif isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+                break
+        return found
+
+    def _iteration_carries(self, iterable: cst.BaseExpression, index: Optional[int], depth: int) -> bool:
+        """The loop target of `for k, v in d.items()` (v: what the dict holds), `zip(a, b)`, or a container."""
+        if isinstance(iterable, cst.Call):
+            func = iterable.func
+            args = [a.value for a in iterable.args if not a.star]
+            if isinstance(func, cst.Attribute) and func.attr.value in ("items", "values"):
+                if func.attr.value == "items" and index != 1:
+                    return False
+                return self.carries_tensor(func.value, depth + 1)
+            if isinstance(func, cst.Name) and func.value == "zip":
+                return index is not None and index < len(args) and self.carries_tensor(args[index], depth + 1)
+        return index is None and self.carries_tensor(iterable, depth + 1)
+
+    def _call_carries(self, call: cst.Call, depth: int) -> bool:
+        func = call.func
+        if isinstance(func, cst.Name) and func.value in ("sum", "max", "min", "abs"):
+            return any(self.carries_tensor(a.value, depth + 1) for a in call.args)
+        if isinstance(func, cst.Attribute) and func.attr.value == "values" and not call.args:
+            return self.carries_tensor(func.value, depth + 1)
+        fact = self._library_fact(call)
+        if fact is not None and fact.effect is Effect.RETURNS_TENSOR_ARGS:
+            return bool(call.args) and self.carries_tensor(call.args[0].value, depth + 1)
+        return False
 
     def constructor(self, expr: cst.BaseExpression) -> Optional[str]:
         """The qualified name of the class an object was built from (`scaler = torch.cuda.amp.GradScaler()`,
         `self.writer = SummaryWriter(...)`), when every binding agrees."""
+        calls = self.built_by(expr)
+        names = {self.class_name(call.func) for call in calls} if calls else {None}
+        return names.pop() if len(names) == 1 else None
+
+    def built_by(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[list[cst.Call]]:
+        """The calls that build what `expr` holds, through every binding the module shows: `x = Cls(...)`,
+        `self.x = Cls(...)` anywhere in the class, `dt[1]` with `dt = (Profile(), Profile())` or a comprehension
+        of them, a name bound to another such name. None when any binding is something else."""
+        if depth > 3:
+            return None
+        if isinstance(expr, cst.Call):
+            return [expr]
+        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
+            return self._elements_built_by(expr.value, depth)
         values: list[cst.BaseExpression] = []
         if isinstance(expr, cst.Name):
             bindings = self.index.visible_bindings(expr)
-            if not bindings or any(b.kind != "assign" or b.index is not None for b in bindings):
+            if not bindings or len(bindings) > MAX_BINDINGS or any(
+                    b.kind not in ("assign", "walrus") or b.index is not None or b.value is None for b in bindings):
                 return None
             values = [b.value for b in bindings]
         elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             values = self.self_attributes(expr)
-        elif isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.value, cst.Name):
-            # `dt[1]` with `dt = Profile(), Profile()`: every element must be built from the same class
-            bindings = self.index.visible_bindings(expr.value)
-            if len(bindings) != 1 or not isinstance(bindings[0].value, (cst.Tuple, cst.List)):
+        return self._all_built_by(values, depth)
+
+    def _elements_built_by(self, container: cst.BaseExpression, depth: int) -> Optional[list[cst.Call]]:
+        values: list[cst.BaseExpression] = []
+        if isinstance(container, cst.Name):
+            bindings = self.index.visible_bindings(container)
+            if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None:
                 return None
-            values = [e.value for e in bindings[0].value.elements]
-        names = {self.class_name(v.func) if isinstance(v, cst.Call) else None for v in values}
-        return names.pop() if len(names) == 1 else None
+            values = [bindings[0].value]
+        elif isinstance(container, cst.Attribute):
+            values = self.self_attributes(container)
+        elements: list[cst.BaseExpression] = []
+        for value in values:
+            if isinstance(value, (cst.Tuple, cst.List)):
+                elements.extend(e.value for e in value.elements)
+            elif isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+                elements.append(value.elt)
+            else:
+                return None
+        return self._all_built_by(elements, depth)
+
+    def _all_built_by(self, values: list[cst.BaseExpression], depth: int) -> Optional[list[cst.Call]]:
+        calls: list[cst.Call] = []
+        for value in values:
+            found = self.built_by(value, depth + 1)
+            if found is None:
+                return None
+            calls.extend(found)
+        return calls or None
 
     def class_name(self, func: cst.BaseExpression) -> Optional[str]:
         """The qualified name a constructor call names, through the module's imports."""
@@ -136,22 +274,46 @@ class ProjectCalls(ModuleCalls):
             return HelperCost(name, summary.always_syncs)
         position = 0
         for arg in call.args:
-            if arg.star:
+            if arg.star == "**":  # `update(**losses)`: every value reaches **kwargs (or a named parameter)
+                sink = summary.sink_params.get(summary.double_star or "") or \
+                    next(iter(summary.sink_params.values()), None)
+            elif arg.star == "*":
+                sink = summary.sink_params.get(summary.star or "")
+            else:
+                keyword = arg.keyword.value if arg.keyword is not None else None
+                sink = summary.sink_for_argument(None if keyword else position, keyword, bound)
+                if keyword is None:
+                    position += 1
+            if sink is None:
                 continue
-            keyword = arg.keyword.value if arg.keyword is not None else None
-            sink = summary.sink_for_argument(None if keyword else position, keyword, bound)
-            if keyword is None:
-                position += 1
-            if sink is not None and self.analysis.is_tensor(arg.value):
+            if self.carries_tensor(arg.value) or sink.through == "parameters" and self.analysis.kind(
+                    arg.value) is Kind.MODULE:
                 return HelperCost(name, sink, arg.value)
         return None
+
+    def _call_carries(self, call: cst.Call, depth: int) -> bool:
+        """Also what project helpers return: a tensor, or the argument they are given (`reduce_dict(d)`)."""
+        if super()._call_carries(call, depth):
+            return True
+        target = self.callee(call, own_module=True)
+        if target is None:
+            return False
+        summary, bound = target[1], target[2]
+        if summary.returns_tensor:
+            return True
+        params = summary.params[1:] if bound and summary.params else summary.params
+        for position, arg in enumerate(call.args):
+            if arg.star:
+                break
+            name = arg.keyword.value if arg.keyword is not None else (
+                params[position] if position < len(params) else None)
+            if name in summary.returns_params and self.carries_tensor(arg.value, depth + 1):
+                return True
+        return False
 
     def with_cost(self, item: cst.WithItem) -> Optional[HelperCost]:
         """A context manager whose `__enter__` or `__exit__` synchronises (a timer)."""
         cls = self.instance_class(item.item)
-        if cls is None and isinstance(item.item, cst.Call):
-            found = self._lookup(item.item.func)
-            cls = found if isinstance(found, ClassSummary) else None
         if cls is None:
             return self._library_with(item)
         for method in ("__enter__", "__exit__"):
@@ -161,8 +323,7 @@ class ProjectCalls(ModuleCalls):
         return None
 
     def _library_with(self, item: cst.WithItem) -> Optional[HelperCost]:
-        target = item.item.func if isinstance(item.item, cst.Call) else item.item
-        name = self.class_name(target) if isinstance(item.item, cst.Call) else self.constructor(item.item)
+        name = self.constructor(item.item)
         for method in ("__enter__", "__exit__"):
             fact = fact_for_method(name, method)
             if fact is not None and fact.effect is Effect.SYNCS:
@@ -170,14 +331,14 @@ class ProjectCalls(ModuleCalls):
         return None
 
     # -- resolution -------------------------------------------------------------------------------------------
-    def callee(self, call: cst.Call) -> Optional[tuple[str, FunctionSummary, bool]]:
+    def callee(self, call: cst.Call, own_module: bool = False) -> Optional[tuple[str, FunctionSummary, bool]]:
         """(display name, summary, called through an instance) for a call into the project, else None.
 
         Calls the module's own loop analysis already follows (`helper(...)`, `self.helper(...)` of this file) are
-        left to it, so no cost is reported twice.
+        left to it, so no cost is reported twice (`own_module` resolves them too, for what they return).
         """
         func = call.func
-        if self.analysis.loops.local_function(call) is not None:
+        if not own_module and self.analysis.loops.local_function(call) is not None:
             return None
         if isinstance(func, cst.Attribute):
             cls = self.instance_class(func.value)
@@ -186,62 +347,50 @@ class ProjectCalls(ModuleCalls):
                 return (f"{cls.name}.{func.attr.value}", method, True) if method is not None else None
         else:
             cls = self.instance_class(func)
-            if cls is not None:  # `meter(x)`: __call__ of an instance
+            if cls is not None:  # `meter(x)`: __call__ of an instance; `criterion(out, y)`: a module's forward
                 method = self.project.method(cls, "__call__")
-                return (f"{cls.name}.__call__", method, True) if method is not None else None
+                if method is not None:
+                    return f"{cls.name}.__call__", method, True
+                method = self.project.method(cls, "forward") if self.project.is_module_class(cls) else None
+                return (f"{cls.name}.forward", method, True) if method is not None else None
         found = self._lookup(func)
         if isinstance(found, FunctionSummary):
-            if found.path == self.path and isinstance(func, cst.Name):
+            if found.path == self.path and isinstance(func, cst.Name) and not own_module:
                 return None  # a function of this module: the in-file analysis owns it
             return found.qualname, found, False
         return None
 
-    def instance_class(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[ClassSummary]:
-        """The project class `expr` is an instance of, when every binding the module shows agrees."""
-        if depth > 3:
-            return None
-        if isinstance(expr, cst.Call):
-            found = self._lookup(expr.func)
-            return found if isinstance(found, ClassSummary) else None
-        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
-            # `dt[1]` with `dt = (Profile(), Profile())`: every element must be the same class
-            return self._element_class(expr.value, depth)
-        values: list[cst.BaseExpression] = []
+    def instance_class(self, expr: cst.BaseExpression) -> Optional[ClassSummary]:
+        """The project class `expr` is an instance of, when every binding the module shows agrees (or, for a
+        parameter of a top-level function, every call site in the project)."""
         if isinstance(expr, cst.Name):
             bindings = self.index.visible_bindings(expr)
-            if not bindings or len(bindings) > MAX_BINDINGS or any(
-                    b.kind not in ("assign", "walrus") or b.index is not None for b in bindings):
-                return None
-            values = [b.value for b in bindings]
-        elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-            values = self.self_attributes(expr)
-        return self._agree([self.instance_class(v, depth + 1) for v in values if v is not None] if values else [])
-
-    def _element_class(self, container: cst.BaseExpression, depth: int) -> Optional[ClassSummary]:
-        values: list[cst.BaseExpression] = []
-        if isinstance(container, cst.Name):
-            bindings = self.index.visible_bindings(container)
-            if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None:
-                return None
-            values = [bindings[0].value]
-        elif isinstance(container, cst.Attribute):
-            values = self.self_attributes(container)
-        classes = []
-        for value in values:
-            if isinstance(value, (cst.Tuple, cst.List)):
-                classes.extend(self.instance_class(e.value, depth + 1) for e in value.elements)
-            elif isinstance(value, (cst.ListComp, cst.GeneratorExp)):
-                classes.append(self.instance_class(value.elt, depth + 1))
-            else:
-                return None
-        return self._agree(classes)
-
-    @staticmethod
-    def _agree(classes: list[Optional[ClassSummary]]) -> Optional[ClassSummary]:
-        if not classes or any(c is None for c in classes):
+            if len(bindings) == 1 and bindings[0].kind == "param":
+                return self._parameter_class(bindings[0])
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            values = self.self_attributes(expr)  # `self.logger = logger` in `__init__(self, logger)`
+            if len(values) == 1 and isinstance(values[0], cst.Name):
+                return self.instance_class(values[0])
+        calls = self.built_by(expr)
+        if not calls:
             return None
+        classes = [self._lookup(call.func) for call in calls]
         first = classes[0]
-        return first if all(c is first for c in classes) else None
+        return first if isinstance(first, ClassSummary) and all(c is first for c in classes) else None
+
+    def _parameter_class(self, binding) -> Optional[ClassSummary]:
+        """A parameter of a top-level function of this module: the class every project call site passes."""
+        fn = binding.source
+        if not isinstance(fn, cst.FunctionDef):
+            return None
+        owner = self.index.parent.get(fn)
+        if isinstance(owner, cst.Module):
+            return self.project.parameter_class(self.path, fn.name.value, binding.name)
+        cls = self.index.parent.get(owner) if isinstance(owner, cst.IndentedBlock) else None
+        if fn.name.value == "__init__" and isinstance(cls, cst.ClassDef) and \
+                isinstance(self.index.parent.get(cls), cst.Module):
+            return self.project.parameter_class(self.path, f"{cls.name.value}.__init__", binding.name)
+        return None
 
     def _lookup(self, func: cst.BaseExpression):
         dotted = dotted_name(func)

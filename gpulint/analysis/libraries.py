@@ -10,6 +10,11 @@ Effects:
 - DEVICE_BATCHES: the object it returns yields batches already on the device (so `.to(device)` of its batches is a
   no-op and pinning/non_blocking advice does not apply).
 - NO_HOST_SYNC: looks like a sync but is not one by itself (queued on a CUDA stream; the host does not wait).
+- RETURNS_TENSOR_ARGS: no host sync by itself, and hands back the tensors it is given (gathered, still on the
+  device): what it returns is as much a device tensor as its first argument.
+
+`RETURNS` names the library class a factory function returns (`evaluate.load(...)` builds an
+`EvaluationModule`), so `metric = evaluate.load("glue")` then `metric.add_batch(...)` finds the method's fact.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ class Effect(enum.Enum):
     SYNCS_TENSOR_ARGS = "syncs-tensor-args"
     DEVICE_BATCHES = "device-batches"
     NO_HOST_SYNC = "no-host-sync"
+    RETURNS_TENSOR_ARGS = "returns-tensor-args"
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,26 @@ FACTS: tuple[LibraryFact, ...] = (
     LibraryFact("ultralytics.utils.ops.Profile.__exit__", Effect.SYNCS,
                 "the timer calls torch.cuda.synchronize() when its device is CUDA, on entry and on exit",
                 "ultralytics/utils/ops.py (Profile.__enter__, Profile.__exit__, Profile.time)"),
+    LibraryFact("accelerate.Accelerator.check_trigger", Effect.SYNCS,
+                "reduces the trigger flag tensor across processes and tests flag_tensor.item() >= 1 on every "
+                "call",
+                "https://github.com/huggingface/accelerate/blob/main/src/accelerate/accelerator.py "
+                "(Accelerator.check_trigger)"),
+    LibraryFact("accelerate.Accelerator.gather_for_metrics", Effect.RETURNS_TENSOR_ARGS,
+                "tensors go through gather (all_gather queued on the device) and are sliced by the dataloader "
+                "remainder, a Python int: no host read; only non-tensor objects take gather_object (pickling)",
+                "https://github.com/huggingface/accelerate/blob/main/src/accelerate/accelerator.py "
+                "(Accelerator.gather_for_metrics)"),
+    LibraryFact("evaluate.EvaluationModule.add_batch", Effect.SYNCS_TENSOR_ARGS,
+                "the batch is encoded with Features.encode_batch, which casts torch tensors with "
+                ".detach().cpu().numpy() before writing them to Arrow",
+                "https://github.com/huggingface/evaluate/blob/main/src/evaluate/module.py (add_batch); "
+                "datasets/features/features.py (_cast_to_python_objects)"),
+    LibraryFact("evaluate.EvaluationModule.add", Effect.SYNCS_TENSOR_ARGS,
+                "one example is encoded with Features.encode_example: torch tensors become numpy via "
+                ".detach().cpu().numpy()",
+                "https://github.com/huggingface/evaluate/blob/main/src/evaluate/module.py (add); "
+                "datasets/features/features.py (_cast_to_python_objects)"),
     LibraryFact("torch.distributed.all_reduce", Effect.NO_HOST_SYNC,
                 "with NCCL the collective is queued on a CUDA stream; the host continues unless the result is "
                 "read back",
@@ -101,10 +127,19 @@ ALIASES = {
     "accelerate.accelerator.Accelerator": "accelerate.Accelerator",
 }
 
+# Library functions that build an instance of a class of the table: (function, the class, source).
+RETURNS = {
+    "evaluate.load": ("evaluate.EvaluationModule",
+                      "https://huggingface.co/docs/evaluate/package_reference/loading_methods (evaluate.load "
+                      "returns an EvaluationModule)"),
+}
+
 _BY_TARGET = {fact.target: fact for fact in FACTS}
 
 
 def canonical(qualified: str) -> str:
+    if qualified in RETURNS:
+        return RETURNS[qualified][0]
     for old, new in ALIASES.items():
         if qualified == old or qualified.startswith(old + "."):
             return new + qualified[len(old):]

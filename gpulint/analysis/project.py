@@ -20,22 +20,33 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
+import re
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional, Union
 
+from gpulint.analysis.kinds import (TENSOR_ATTRS_OTHER, TENSOR_METHODS_NUMBER, TENSOR_METHODS_OTHER,
+                                    _TORCH_NON_TENSOR, _TORCH_NON_TENSOR_PREFIXES, _TORCH_NUMBER)
+
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 # Host reads of a tensor: each waits for the GPU. (`.to("cpu")` is recognised separately.)
-SINK_METHODS = {"item": ".item()", "tolist": ".tolist()", "cpu": ".cpu()", "numpy": ".numpy()"}
+SINK_METHODS = {"item": ".item()", "tolist": ".tolist()", "cpu": ".cpu()", "numpy": ".numpy()",
+                "nonzero": ".nonzero()"}
 SINK_BUILTINS = {"float", "int", "bool"}
 SYNC_CALLS = {"torch.cuda.synchronize", "torch.cuda.current_stream().synchronize", "torch.cuda.Event.synchronize"}
 LOADER_CLASSES = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
                   "torchdata.stateful_dataloader.StatefulDataLoader", "DataLoader", "StatefulDataLoader"}
-# Tests that hold whenever code runs on a GPU: a sync under them costs on every call there.
-_GPU_GUARDS = ("cuda", "is_available", "device", "gpu")
+# Tests that hold whenever code runs on a GPU, or on several (the runs this linter is for): a sync under them
+# costs on every call there (`if torch.cuda.is_available():`, `if world_size > 1:`, `if args.distributed:`).
+_GPU_GUARDS = ("cuda", "is_available", "device", "gpu", "world_size", "world >", "distributed", "dist_avail",
+               "is_initialized")
 MAX_DEPTH = 6  # transitive summaries: helper -> helper -> ... (deeper calls count as unknown)
+MAX_PROJECT_FILES = 3000  # files searched for the call sites of a function (a parameter's class)
+_SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv", "env"}
+_UNKNOWN = object()
 
 
 @dataclass(frozen=True)
@@ -45,6 +56,9 @@ class Sink:
     path: Path
     line: int
     what: str
+    # "parameters": the read is of the parameters (or their gradients) of a module handed in, as a gradient
+    # clipping helper does with `for p in model.parameters(): p.grad.norm().item()`.
+    through: str = ""
 
     def where(self, relative_to: Optional[Path] = None) -> str:
         return f"{relative(self.path, relative_to)}:{self.line}"
@@ -91,6 +105,11 @@ class FunctionSummary:
     always_syncs: Optional[Sink] = None
     returns_host_scalar: Optional[Sink] = None
     returns_loader: Optional[LoaderFact] = None
+    returns_tensor: bool = False  # some `return` hands back a tensor (or a dict/tuple/list of tensors)
+    returns_params: frozenset = frozenset()  # parameters returned as they are (`return input_dict`)
+    # The project classes of what it returns: one element for `return Cls(...)`, one per element of a tuple
+    # (`return model, criterion`); None where an element is not a project instance or cannot be told.
+    returns_classes: tuple = ()
     # The project modules this summary was computed from (its own and every helper's it follows).
     dependencies: frozenset = frozenset()
 
@@ -187,6 +206,7 @@ class ModuleInfo:
         self.path = path
         self.digest = digest
         self.imports: dict[str, tuple[str, Optional[str], int]] = {}  # local -> (module, attribute, level)
+        self.tree = tree
         self.functions: dict[str, ast.FunctionDef] = {}
         self.classes: dict[str, ClassSummary] = {}
         for stmt in tree.body:
@@ -239,6 +259,8 @@ class Project:
         self._active: set[tuple[Path, str]] = set()
         self._overlays: dict[Path, ModuleInfo] = {}
         self._resolve_memo: dict[Path, Path] = {}  # unsaved editor buffers, stdin: text that is not on disk
+        self._files: Optional[list[Path]] = None
+        self._parameter_classes: dict[tuple, tuple[Optional[ClassSummary], frozenset]] = {}
 
     def _resolved(self, path: Path) -> Path:
         found = self._resolve_memo.get(path)
@@ -258,6 +280,7 @@ class Project:
             new = self._overlays.get(path)
             if (old.digest if old else None) != (new.digest if new else None):
                 self._functions.clear()  # summaries may depend on this module transitively
+                self._parameter_classes.clear()
 
     # -- modules -----------------------------------------------------------------------------------------------
     def module(self, path: Path) -> Optional[ModuleInfo]:
@@ -278,6 +301,7 @@ class Project:
             info = self._parse(path)
             if cached is not None and (cached[1].digest if cached[1] else None) != (info.digest if info else None):
                 self._functions.clear()  # summaries may depend on this module transitively
+                self._parameter_classes.clear()
             self._modules[path] = (stamp, info)
             return info
 
@@ -386,6 +410,135 @@ class Project:
                     return result
         return None
 
+    def is_module_class(self, cls: ClassSummary, depth: int = 0) -> bool:
+        """A subclass of `torch.nn.Module` (directly or through project classes): calling it runs `forward`."""
+        info = self.module(cls.path)
+        for base in cls.bases:
+            if info is not None and info.qualify(base) in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+                return True
+            found = self.lookup(cls.path, base) if base and depth < MAX_DEPTH else None
+            if isinstance(found, ClassSummary) and found is not cls and self.is_module_class(found, depth + 1):
+                return True
+        return False
+
+    # -- call sites ---------------------------------------------------------------------------------------------
+    def parameter_class(self, path: Path, function: str, parameter: str) -> Optional[ClassSummary]:
+        """The project class of what every call site of the top-level `function` (defined in `path`), or of
+        `Class.__init__` (whose call sites are `Class(...)`), passes
+        as `parameter`: `train_one_epoch(..., log_writer=utils.TensorboardLogger(...))`, or a name bound to one
+        in the caller. `None` passed (or the parameter left at its default) does not disagree: the code using
+        the parameter runs when it is not None. Unknown when any site passes something else, when sites
+        disagree, or when no site is found."""
+        key = (self._resolved(path), function, parameter)
+        with self._lock:
+            if key not in self._parameter_classes:
+                self._parameter_classes[key] = (None, frozenset())  # recursion guard
+                with recording() as used:
+                    found = self._parameter_class(key[0], function, parameter)
+                self._parameter_classes[key] = (found, frozenset(used))
+            found, used = self._parameter_classes[key]
+            for dependency in used:
+                _record(dependency)
+            return found
+
+    def _parameter_class(self, path: Path, function: str, parameter: str) -> Optional[ClassSummary]:
+        info = self.module(path)
+        if info is None:
+            return None
+        owner, _, name = function.rpartition(".")
+        if owner:  # `Trainer.__init__`: its call sites are `Trainer(...)`
+            cls = info.classes.get(owner)
+            node = cls.methods.get(name) if cls is not None and name == "__init__" else None
+        else:
+            cls, node = None, info.functions.get(function)
+        if node is None:
+            return None
+        positional = [a.arg for a in (*node.args.posonlyargs, *node.args.args)][1 if owner else 0:]
+        position = positional.index(parameter) if parameter in positional else None
+        found: list = []
+        for file in self._files_mentioning(owner or function):
+            caller = self.module(file)
+            if caller is None:
+                continue
+            for calls, assigns in _scopes(caller.tree):
+                for call in calls:
+                    dotted = _dotted(call.func)
+                    if dotted is None or dotted.rsplit(".", 1)[-1] != (owner or function):
+                        continue
+                    target = self.lookup(caller.path, dotted)
+                    if (target is not cls) if owner else (not isinstance(target, FunctionSummary) or
+                                                          target.path != path or target.qualname != function):
+                        continue
+                    argument = _argument(call, position, parameter)
+                    if argument is _UNKNOWN:
+                        return None
+                    cls = self.class_at(caller, argument, assigns) if argument is not None else None
+                    if cls is _UNKNOWN:
+                        return None
+                    found.append(cls)
+        classes = {id(c): c for c in found if c is not None}
+        return next(iter(classes.values())) if len(classes) == 1 else None
+
+    def class_at(self, info: ModuleInfo, expr: ast.expr, assigns: dict, depth: int = 0):
+        """What a call site passes: a project class instance, None (the literal), or _UNKNOWN."""
+        if isinstance(expr, ast.Constant) and expr.value is None:
+            return None
+        if depth > 3:
+            return _UNKNOWN
+        if isinstance(expr, ast.Call):
+            dotted = _dotted(expr.func)
+            found = self.lookup(info.path, dotted) if dotted else None
+            if isinstance(found, ClassSummary):
+                return found
+            if isinstance(found, FunctionSummary) and len(found.returns_classes) == 1 \
+                    and found.returns_classes[0] is not None:
+                return found.returns_classes[0]
+            return _UNKNOWN
+        if isinstance(expr, ast.Name) and expr.id in assigns:
+            classes = []
+            for value, index in assigns[expr.id]:
+                if index is None:
+                    classes.append(self.class_at(info, value, assigns, depth + 1))
+                elif isinstance(value, ast.Tuple) and index < len(value.elts):
+                    classes.append(self.class_at(info, value.elts[index], assigns, depth + 1))
+                elif isinstance(value, ast.Call):
+                    dotted = _dotted(value.func)
+                    found = self.lookup(info.path, dotted) if dotted else None
+                    returned = found.returns_classes if isinstance(found, FunctionSummary) else ()
+                    classes.append(returned[index] if index < len(returned) and returned[index] is not None
+                                   else _UNKNOWN)
+                else:
+                    classes.append(_UNKNOWN)
+            if any(c is _UNKNOWN for c in classes):
+                return _UNKNOWN
+            known = {id(c): c for c in classes if c is not None}
+            return next(iter(known.values())) if len(known) == 1 else (None if not known else _UNKNOWN)
+        return _UNKNOWN
+
+    def _files_mentioning(self, name: str) -> list[Path]:
+        """The project's Python files whose text contains `name` (callers of a function must name it)."""
+        if self._files is None:
+            files: list[Path] = []
+            for folder, subfolders, names in os.walk(self.root):
+                subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in _SKIPPED_FOLDERS)
+                files.extend(Path(folder) / n for n in sorted(names) if n.endswith(".py"))
+                if len(files) >= MAX_PROJECT_FILES:
+                    break
+            self._files = files[:MAX_PROJECT_FILES]
+        needle = name.encode()
+        found = []
+        for file in self._files:
+            overlay = self._overlays.get(self._resolved(file))
+            if overlay is not None:
+                found.append(file)  # an editor buffer: its module is parsed already
+                continue
+            try:
+                if file.stat().st_size <= 5_000_000 and needle in file.read_bytes():
+                    found.append(file)
+            except OSError:
+                continue
+        return found
+
     def function(self, path: Path, qualname: str) -> Optional[FunctionSummary]:
         key = (self._resolved(path), qualname)
         with self._lock:
@@ -448,6 +601,13 @@ class _Summarizer:
                 self.taint[extra] = extra
         self.host_scalars: dict[str, Sink] = {}  # names bound to a host read (`v = x.item()`)
         self.loaders: dict[str, LoaderFact] = {}
+        self.tensors: dict[str, int] = {}  # names holding a tensor made here: TENSOR, or DEVICE_TENSOR
+        self.parameter_views: set[str] = set()  # names iterating a module argument's parameters
+        self.classes: dict[str, ClassSummary] = {}  # names bound to an instance of a project class
+        self.quiet = 0  # > 0: inside a block whose reads are not the call's (periodic, an option)
+        self.hidden = 0  # > 0: inside such a block's body (a loader it returns is not the function's answer)
+        self.masks: set[str] = set()  # names bound to a boolean tensor computed from a parameter
+        self.computed: set[str] = set()  # names the function assigns itself
 
     def run(self) -> FunctionSummary:
         self._block(self.fn.body, conditional=False)
@@ -464,20 +624,40 @@ class _Summarizer:
         if isinstance(stmt, ast.If):
             self._expressions(stmt.test, conditional)
             guard = conditional or not _gpu_guard(stmt.test)
-            if _periodic(stmt.test):
-                return  # `if self.count % 100 == 0:` logging inside a helper is deliberate
-            if _flag(stmt.test) and not _gpu_guard(stmt.test):
-                self._block(stmt.orelse, True)
-                return  # `if self.autobalance:`: an option we cannot see the value of; not assumed on
+            option = _flag(stmt.test) and not _gpu_guard(stmt.test) and not self._computed(stmt.test)
+            off_gpu = _off_gpu(stmt.test)
+            if _periodic(stmt.test) or option or off_gpu:
+                # `if self.count % 100 == 0:` logging inside a helper is deliberate; `if self.autobalance:` is an
+                # option we cannot see the value of (nor its `else`: `if self.pt: ... else: im.cpu().numpy()`),
+                # not assumed either way; `if mps:` is not taken on a CUDA run. Their reads are not the call's;
+                # what they bind and return still is (`if update_grad: norm = clip_grad_norm_(...)`).
+                self.quiet += 1
+                self.hidden += 1
+                self._block(stmt.body, True)
+                self.hidden -= 1
+                if not off_gpu:
+                    self._block(stmt.orelse, True)  # an option's `else`: a loader it returns still counts
+                self.quiet -= 1
+                if off_gpu:
+                    self._block(stmt.orelse, conditional)  # the branch a GPU run takes
+                return
             self._block(stmt.body, guard)
             self._block(stmt.orelse, True)
             return
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            # The body runs on every call whenever the loop has iterations (a loop over a model's parameters,
+            # over a batch's items): a sync in it is a sync of the call, as one before the loop is.
             self._expressions(stmt.iter, conditional)
             source = self._tainted_by(stmt.iter)
-            if source is not None:
-                for name in _target_names(stmt.target):
+            views = _iterates_parameters(stmt.iter)
+            level = self._tensor_level(stmt.iter)
+            for name in _target_names(stmt.target):
+                if source is not None:
                     self.taint[name] = source
+                if source is not None and views:
+                    self.parameter_views.add(name)
+                if level:
+                    self.tensors[name] = level
             self._block(stmt.body, conditional)
             self._block(stmt.orelse, True)
             return
@@ -520,11 +700,33 @@ class _Summarizer:
         sink = self._host_read(value)
         loader = self._loader(value)
         source = None if sink is not None else self._tainted_by(value)
+        level = 0 if sink is not None else self._tensor_level(value)
+        views = source is not None and self._through_parameters(value)
         for target in targets:
-            for name in _target_names(target):
+            classes = self._classes_of(value)
+            for position, name in enumerate(_target_names(target)):
+                self.computed.add(name)
+                cls = classes[0] if isinstance(target, ast.Name) and len(classes) == 1 else (
+                    classes[position] if isinstance(target, ast.Tuple) and position < len(classes) else None)
+                if cls is not None:
+                    self.classes[name] = cls
+                elif not augmented:
+                    self.classes.pop(name, None)
+                if level:
+                    self.tensors[name] = max(level, self.tensors.get(name, 0)) if augmented else level
+                elif not augmented and not _is_none(value):  # `else: norm = None`: an optional tensor
+                    self.tensors.pop(name, None)
+                if self._is_mask(value):
+                    self.masks.add(name)
+                elif not augmented:
+                    self.masks.discard(name)
+                if views:
+                    self.parameter_views.add(name)
+                elif not augmented:
+                    self.parameter_views.discard(name)
                 if sink is not None:
                     self.host_scalars[name] = sink
-                    if not augmented:
+                    if not augmented and not self.quiet:  # a branch maybe not taken keeps what came before
                         self.taint.pop(name, None)
                 elif source is not None:
                     self.taint[name] = source
@@ -538,7 +740,7 @@ class _Summarizer:
         sink = self._host_read(value)
         if sink is None and isinstance(value, ast.Name):
             sink = self.host_scalars.get(value.id)
-        if sink is not None and self.summary.returns_host_scalar is None:
+        if sink is not None and self.summary.returns_host_scalar is None and not self.quiet:
             self.summary.returns_host_scalar = sink
         loader = self._loader(value)
         if loader is None:
@@ -547,8 +749,15 @@ class _Summarizer:
                                                    if isinstance(element, ast.Name) else None)
                 if loader is not None:
                     break
-        if loader is not None and self.summary.returns_loader is None:
+        if loader is not None and self.summary.returns_loader is None and not self.hidden:
             self.summary.returns_loader = loader
+        if sink is None and self._tensor_level(value):
+            self.summary.returns_tensor = True
+        if isinstance(value, ast.Name) and value.id in self.taint and self.taint[value.id] == value.id:
+            self.summary.returns_params = self.summary.returns_params | {value.id}
+        classes = self._classes_of(value)
+        if any(c is not None for c in classes) and not self.summary.returns_classes:
+            self.summary.returns_classes = classes
 
     # -- expressions ------------------------------------------------------------------------------------------
     def _expressions(self, expr: ast.expr, conditional: bool) -> None:
@@ -556,8 +765,33 @@ class _Summarizer:
         for node in ast.walk(expr):
             if isinstance(node, ast.Call):
                 self._call(node, conditional)
+            elif isinstance(node, ast.Subscript) and not self.quiet and self._is_mask(node.slice):
+                # `x[x[:, 4] > conf]`: the result's size depends on the data, so the host waits for the mask.
+                param = self._tainted_by(node.value)
+                if param is not None and param not in self.summary.sink_params:
+                    self.summary.sink_params[param] = Sink(self.info.path, node.lineno, "boolean-mask indexing")
+
+    def _is_mask(self, index: ast.expr) -> bool:
+        """A boolean tensor computed from a parameter: `x[..., 4] > t`, a name bound to one, `m1 & m2`, `~m`,
+        `masks[i]`, or a tuple index holding one (`x[mask, :]`)."""
+        if isinstance(index, ast.Tuple):
+            return any(self._is_mask(e) for e in index.elts)
+        if isinstance(index, ast.Name):
+            return index.id in self.masks
+        if isinstance(index, ast.Subscript):
+            return self._is_mask(index.value)
+        if isinstance(index, ast.Compare):
+            return not any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in index.ops) and \
+                self._tainted_by(index) is not None
+        if isinstance(index, ast.BinOp) and isinstance(index.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
+            return self._is_mask(index.left) or self._is_mask(index.right)
+        if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.Invert):
+            return self._is_mask(index.operand)
+        return False
 
     def _call(self, call: ast.Call, conditional: bool) -> None:
+        if self.quiet:
+            return
         qualified = self.info.qualify(_dotted(call.func) or "")
         if qualified in SYNC_CALLS or qualified.endswith(".synchronize") and "cuda" in qualified:
             if not conditional and self.summary.always_syncs is None:
@@ -566,9 +800,16 @@ class _Summarizer:
         read = self._read_of(call)
         if read is not None:
             what, operand = read
+            if self._tensor_level(operand) == DEVICE_TENSOR:
+                # A device tensor the helper makes itself (`torch.tensor(x).cuda()`, `torch.as_tensor(n,
+                # device=out.device)`) read back: whatever it is given, the call waits for the GPU.
+                if not conditional and self.summary.always_syncs is None:
+                    self.summary.always_syncs = Sink(self.info.path, call.lineno, what)
+                return
             param = self._tainted_by(operand)
             if param is not None and param not in self.summary.sink_params:
-                self.summary.sink_params[param] = Sink(self.info.path, call.lineno, what)
+                through = "parameters" if self._through_parameters(operand) else ""
+                self.summary.sink_params[param] = Sink(self.info.path, call.lineno, what, through)
             return
         callee = self._callee(call)
         if callee is None:
@@ -601,7 +842,7 @@ class _Summarizer:
     def _read_of(self, call: ast.Call) -> Optional[tuple[str, ast.expr]]:
         func = call.func
         if isinstance(func, ast.Attribute):
-            if func.attr in SINK_METHODS and not call.args and not call.keywords:
+            if func.attr in SINK_METHODS and not call.args and (not call.keywords or func.attr == "nonzero"):
                 return SINK_METHODS[func.attr], func.value
             if func.attr == "to" and call.args and _is_cpu(call.args[0]) and not _non_blocking(call):
                 return '.to("cpu")', func.value
@@ -612,12 +853,96 @@ class _Summarizer:
     def _host_read(self, value: ast.expr) -> Optional[Sink]:
         if isinstance(value, ast.Call):
             read = self._read_of(value)
-            if read is not None and self._maybe_tensor(read[1]):
+            if read is not None and read[0] != ".nonzero()" and self._maybe_tensor(read[1]):
                 return Sink(self.info.path, value.lineno, read[0])
             callee = self._callee(value)
             if callee is not None and callee[0].returns_host_scalar is not None:
                 return callee[0].returns_host_scalar
         return None
+
+    def _tensor_level(self, expr: ast.expr, bound: frozenset = frozenset()) -> int:
+        """TENSOR when `expr` holds a tensor made in this function (or a dict, tuple or list of them),
+        DEVICE_TENSOR when that tensor is on the GPU (`.cuda()`, `.to(device)`, `torch.*(..., device=d)`), else 0.
+        Parameters are not tensors here: what they are is only known at each call site (`returns_params`)."""
+        if isinstance(expr, ast.Name):
+            return TENSOR if expr.id in bound else self.tensors.get(expr.id, 0)
+        if isinstance(expr, ast.Call):
+            return self._call_level(expr, bound)
+        if isinstance(expr, ast.BinOp):
+            return max(self._tensor_level(expr.left, bound), self._tensor_level(expr.right, bound))
+        if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
+            return self._tensor_level(expr.operand, bound)
+        if isinstance(expr, ast.Subscript):
+            return self._tensor_level(expr.value, bound)
+        if isinstance(expr, ast.Attribute):
+            return 0 if expr.attr in TENSOR_ATTRS_OTHER or expr.attr == "device" else \
+                self._tensor_level(expr.value, bound)
+        if isinstance(expr, ast.IfExp):
+            return max(self._tensor_level(expr.body, bound), self._tensor_level(expr.orelse, bound))
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            return max((self._tensor_level(e, bound) for e in expr.elts), default=0)
+        if isinstance(expr, ast.Dict):
+            return max((self._tensor_level(v, bound) for v in expr.values), default=0)
+        if isinstance(expr, (ast.DictComp, ast.ListComp, ast.GeneratorExp)):
+            inner = set(bound)
+            for generator in expr.generators:
+                if self._tensor_level(generator.iter, frozenset(inner)):
+                    inner.update(_target_names(generator.target))
+            element = expr.value if isinstance(expr, ast.DictComp) else expr.elt
+            return self._tensor_level(element, frozenset(inner))
+        return 0
+
+    def _call_level(self, call: ast.Call, bound: frozenset) -> int:
+        func = call.func
+        if isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name) and func.value.id == "self"):
+            method = func.attr
+            if method in ("items", "values", "__getitem__", "get"):
+                return self._tensor_level(func.value, bound)
+            if method in SINK_METHODS or method in TENSOR_METHODS_NUMBER or method in TENSOR_METHODS_OTHER:
+                return 0
+            receiver = self._tensor_level(func.value, bound)
+            if receiver:
+                moves = method == "cuda" or method == "to" and bool(call.args) and not _is_cpu(call.args[0]) \
+                    and not _is_dtype(call.args[0])
+                return DEVICE_TENSOR if moves else receiver
+        qualified = self.info.qualify(_dotted(func) or "")
+        if _makes_tensor(qualified):
+            device = next((kw.value for kw in call.keywords if kw.arg == "device"), None)
+            if device is not None and not _is_cpu(device):
+                return DEVICE_TENSOR
+            return max([TENSOR, *(self._tensor_level(a, bound) for a in call.args)])
+        if isinstance(func, ast.Name) and func.id in ("sum", "max", "min", "abs", "zip", "reversed", "sorted"):
+            return max((self._tensor_level(a, bound) for a in call.args), default=0)
+        callee = self._callee(call)
+        return TENSOR if callee is not None and callee[0].returns_tensor else 0
+
+    def _computed(self, test: ast.expr) -> bool:
+        """`if nt:` with `nt = targets.shape[0]` earlier in the function: a value computed from the data, not an
+        option (a parameter, `self.verbose`, `args.quiet`) whose value the call cannot show."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test = test.operand
+        return isinstance(test, ast.Name) and test.id in self.computed
+
+    def _through_parameters(self, expr: ast.expr) -> bool:
+        return any(isinstance(n, ast.Name) and n.id in self.parameter_views for n in ast.walk(expr))
+
+    def _classes_of(self, value: ast.expr) -> tuple:
+        """The project classes `value` is an instance of: one for `Cls(...)` or a name bound to one, one per
+        element of a tuple or of what a project function returns (`model, criterion = build(args)`)."""
+        if isinstance(value, ast.Tuple):
+            return tuple(self._classes_of(e)[0] if not isinstance(e, ast.Tuple) else None for e in value.elts) \
+                if value.elts else ()
+        if isinstance(value, ast.Name):
+            return (self.classes.get(value.id),)
+        if isinstance(value, ast.Call):
+            dotted = _dotted(value.func)
+            found = self.project.lookup(self.info.path, dotted) if dotted and not dotted.startswith("self.") \
+                else None
+            if isinstance(found, ClassSummary):
+                return (found,)
+            if isinstance(found, FunctionSummary) and found.returns_classes:
+                return found.returns_classes
+        return (None,)
 
     def _maybe_tensor(self, operand: ast.expr) -> bool:
         # `len(x)` and literals are not tensors; anything else may be.
@@ -660,11 +985,98 @@ class _Summarizer:
         return None
 
     def _tainted_by(self, expr: ast.expr) -> Optional[str]:
-        """The parameter whose value flows into `expr` (through names, attributes, arithmetic, calls)."""
-        for node in ast.walk(expr):
+        """The parameter whose value flows into `expr` (through names, attributes, arithmetic, calls); not through
+        host metadata of a tensor (`x.shape`, `x.size()`, `len(x)`, `x.device`), which reading costs nothing."""
+        pending = [expr]
+        while pending:
+            node = pending.pop()
             if isinstance(node, ast.Name) and node.id in self.taint:
                 return self.taint[node.id]
+            if _metadata(node):
+                continue
+            pending.extend(reversed(list(ast.iter_child_nodes(node))))
         return None
+
+
+TENSOR, DEVICE_TENSOR = 1, 2
+
+
+def _makes_tensor(qualified: str) -> bool:
+    """A torch function that returns a tensor (`torch.stack`, `torch.nn.utils.clip_grad_norm_`), not a module,
+    an optimizer or a number."""
+    if not qualified.startswith("torch.") or qualified in _TORCH_NON_TENSOR or qualified in _TORCH_NUMBER:
+        return False
+    if qualified.startswith(_TORCH_NON_TENSOR_PREFIXES) or qualified.startswith("torch.optim."):
+        return False
+    return not qualified.rsplit(".", 1)[-1][:1].isupper()
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _is_dtype(node: ast.expr) -> bool:
+    dotted = _dotted(node) or ""
+    return dotted.startswith("torch.") and any(w in dotted for w in ("float", "int", "half", "bool", "double"))
+
+
+def _iterates_parameters(iterable: ast.expr) -> bool:
+    """`model.parameters()`, `model.named_parameters()`, `m.buffers()`: the tensors a module holds."""
+    for node in ast.walk(iterable):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "parameters", "named_parameters", "buffers", "named_buffers"):
+            return True
+    return False
+
+
+def _argument(call: ast.Call, position: Optional[int], keyword: str):
+    """The expression a call passes for a parameter; None when it is left out, _UNKNOWN when `*args` or
+    `**kwargs` may hold it."""
+    for kw in call.keywords:
+        if kw.arg == keyword:
+            return kw.value
+    if position is not None:
+        for index, arg in enumerate(call.args):
+            if isinstance(arg, ast.Starred):
+                return _UNKNOWN
+            if index == position:
+                return arg
+    if any(kw.arg is None and not _options(kw.value) for kw in call.keywords):
+        return _UNKNOWN
+    return None
+
+
+def _options(value: ast.expr) -> bool:
+    """`run(**vars(opt))`: the values of parsed command-line options, never instances of project classes."""
+    return isinstance(value, ast.Call) and _dotted(value.func) == "vars"
+
+
+def _scopes(tree: ast.Module) -> Iterator[tuple[list[ast.Call], dict]]:
+    """For the module and each function in it: the calls made in that scope and the names it assigns
+    (name -> [(value, element index or None)])."""
+    pending: list[ast.AST] = [tree]
+    while pending:
+        scope = pending.pop()
+        calls: list[ast.Call] = []
+        assigns: dict[str, list] = {}
+        stack = list(ast.iter_child_nodes(scope))
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                pending.append(node)
+                continue
+            if isinstance(node, ast.Call):
+                calls.append(node)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                    if isinstance(target, ast.Name):
+                        assigns.setdefault(target.id, []).append((node.value, None))
+                    elif isinstance(target, ast.Tuple):
+                        for index, element in enumerate(target.elts):
+                            if isinstance(element, ast.Name):
+                                assigns.setdefault(element.id, []).append((node.value, index))
+            stack.extend(ast.iter_child_nodes(node))
+        yield calls, assigns
 
 
 def _periodic(test: ast.expr) -> bool:
@@ -676,6 +1088,31 @@ def _flag(test: ast.expr) -> bool:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test = test.operand
     return isinstance(test, (ast.Name, ast.Attribute))
+
+
+def _metadata(node: ast.AST) -> bool:
+    """`x.shape`, `x.dtype`, `x.device`, `x.size()`, `x.dim()`, `len(x)`: known on the host without a sync."""
+    if isinstance(node, ast.Attribute):
+        return node.attr in TENSOR_ATTRS_OTHER or node.attr == "device"
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            return func.attr in ("size", "dim", "ndimension", "numel", "nelement", "element_size", "stride",
+                                 "is_contiguous", "get_device")
+        return isinstance(func, ast.Name) and func.id in ("len", "isinstance", "type", "id")
+    return False
+
+
+_OTHER_BACKENDS = {"mps", "cpu", "xla", "tpu", "neuron", "xpu", "npu", "hpu", "mlu", "musa", "meta"}
+
+
+def _off_gpu(test: ast.expr) -> bool:
+    """`if mps:`, `if device.type == "cpu":`: a branch for another backend, not taken on a CUDA run."""
+    if any(isinstance(n, ast.Compare) and any(isinstance(op, (ast.NotEq, ast.IsNot, ast.NotIn)) for op in n.ops)
+           for n in ast.walk(test)):
+        return False  # `if x.device.type != "cpu":` is the GPU branch
+    words = set(re.findall(r"[a-z]+", ast.unparse(test).lower()))
+    return bool(words & _OTHER_BACKENDS) and "not" not in words
 
 
 def _gpu_guard(test: ast.expr) -> bool:

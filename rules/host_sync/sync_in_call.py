@@ -29,10 +29,16 @@ class SyncInCall(GpuRule):
     ## What it does
     Follows the calls a training or evaluation loop makes every step into the project's own modules (a metric
     logger's `update(**kwargs)`, an `all_reduce_mean(x)` helper, a timer used as `with dt[1]:`, a method of a
-    trainer class) and into well-known libraries (`scaler.get_scale()`, TensorBoard's `add_scalar`,
-    `wandb.log`, tqdm's `set_postfix`), and flags the call when what it reaches reads a device tensor back to
-    the host: `.item()`, `.cpu()`, `.tolist()`, `float(t)`, or `torch.cuda.synchronize()`. The finding sits at
-    the call in the loop, where the cost is paid every step; the helper's line is its related location.
+    trainer class, a criterion module's `forward`, a gradient-clipping helper looping over a model's
+    parameters) and into well-known libraries (`scaler.get_scale()`, TensorBoard's `add_scalar`, `wandb.log`,
+    tqdm's `set_postfix`, an `evaluate` metric's `add_batch`, Accelerate's `check_trigger()`), and flags the
+    call when what it reaches reads a device tensor back to the host: `.item()`, `.cpu()`, `.tolist()`,
+    `float(t)`, boolean-mask indexing, `.nonzero()`, or `torch.cuda.synchronize()`. The finding sits at the call
+    in the loop, where the cost is paid every step; the helper's line is its related location.
+
+    What an argument holds follows the project: `grad_norm = loss_scaler(...)` is a tensor when the scaler's
+    `__call__` returns one, `{k: v * w for k, v in utils.reduce_dict(losses).items()}` is a dict of tensors, and
+    a parameter such as `log_writer` has the class that every call site of its function passes.
 
     ## Why it is slow
     The read inside the helper is a host-device synchronisation like any other (see GPU101): the CPU waits for
@@ -132,7 +138,10 @@ class SyncInCall(GpuRule):
                               f"{cost.library.reason} ({cost.library.source})", where=where)
             return
         sink = cost.sink
-        what = f"calls `{sink.what}`" + (" on what it is given" if cost.argument is not None else "")
+        given = " on the parameters of the module it is given" if sink.through == "parameters" else \
+            " on what it is given"
+        what = (f"calls `{sink.what}`" if sink.what.endswith(")") else f"does {sink.what}") + (
+            given if cost.argument is not None else "")
         message = f"`{text or self._call_text(node)}` syncs every step: `{cost.callee}` {what}"
         self.report(node, message, where=where,
                     related=(Related(display_path(sink.path), sink.line, f"`{sink.what}` here"),))
