@@ -184,20 +184,25 @@ class GpulintServer(LanguageServer):
         path = to_fs_path(uri)
         return (path or "").endswith(PYTHON_SUFFIXES) or document.language_id == "python"
 
-    async def run(self, function, *args, stale=None):
+    async def run(self, function, *args, stale=None, what: str = ""):
         """`function(*args)` on the worker thread. It is abandoned at its next `incremental.checkpoint()` once
-        `stale()` is true or the request awaiting it is cancelled ($/cancelRequest): it raises
-        `incremental.Cancelled` then."""
+        `stale()` is true or the request awaiting it is cancelled ($/cancelRequest, a newer version's edit):
+        it raises `incremental.Cancelled` then, and the log says so (`what` it was)."""
         abandoned = threading.Event()
+        loop = asyncio.get_running_loop()
 
         def call():
             if stale is None:
                 return function(*args)
-            with incremental.cancellable(lambda: abandoned.is_set() or stale()):
-                return function(*args)
+            try:
+                with incremental.cancellable(lambda: abandoned.is_set() or stale()):
+                    return function(*args)
+            except incremental.Cancelled:
+                loop.call_soon_threadsafe(self.log, f"abandoned {what}", types.MessageType.Log)
+                raise
 
         try:
-            return await asyncio.get_running_loop().run_in_executor(self.worker, call)
+            return await loop.run_in_executor(self.worker, call)
         except asyncio.CancelledError:
             abandoned.set()
             raise
@@ -229,10 +234,9 @@ class GpulintServer(LanguageServer):
             return lint_buffer(source, name, path, settings)
 
         try:
-            result = await self.run(work, stale=stale)
+            result = await self.run(work, stale=stale,
+                                    what=f"the lint of {name} (version {document.version}): outdated or not wanted")
         except incremental.Cancelled:
-            self.log(f"abandoned the lint of {name} (version {document.version}): a newer version arrived",
-                     types.MessageType.Log)
             return None
         except Exception:  # the server must outlive any bug of ours
             self.log(f"internal error while linting {name}:\n{traceback.format_exc()}")
