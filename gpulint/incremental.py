@@ -16,6 +16,7 @@ arrived; the half-done lint is dropped, and nothing it cached is wrong (caches h
 from __future__ import annotations
 
 import ast
+import re
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
@@ -88,19 +89,51 @@ def enable() -> None:
         _reuse = _Reuse()
 
 
+_START = re.compile(r"^(?:@|def |class |async def )", re.MULTILINE)
+MAX_MERGES = 8  # pieces that do not parse alone, in a row, before the whole text is parsed instead
+
+
+def pieces(source: str) -> list[str]:
+    """`source` cut before each top-level `def`/`class` or the first decorator above it.
+
+    A cut that is not between two statements (a `def` at column 0 inside a string, a decorator whose
+    arguments span lines) leaves a piece that does not parse alone: `_each` merges it with the next."""
+    cuts = [0]
+    for match in _START.finditer(source):
+        start = match.start()
+        above = source.rfind("\n", 0, start - 1) + 1
+        if start and not source.startswith("@", above):
+            cuts.append(start)
+    cuts.append(len(source))
+    return [source[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def _each(source: str, parse: Callable[[str], Optional[object]]) -> Optional[list]:
+    """`parse` of each piece, a piece that does not parse taken together with the next; None when the end is
+    reached with a piece that does not parse, or too many in a row do not (then the caller parses the whole)."""
+    results, pending, failures = [], "", 0
+    for part in pieces(source):
+        checkpoint()
+        text = pending + part
+        result = parse(text)
+        if result is None:
+            pending, failures = text, failures + 1
+            if failures > MAX_MERGES:
+                return None
+            continue
+        results.append(result)
+        pending, failures = "", 0
+    return None if pending else results
+
+
 def parse_module(source: str) -> cst.Module:
-    """The module `bigfile.parse_module(source)` gives, reusing the pieces parsed before when reuse is on."""
+    """The module `cst.parse_module(source)` gives, reusing the pieces parsed before when reuse is on."""
     reuse = _reuse
     if reuse is None:
         return bigfile.parse_module(source)
-    parts = bigfile.pieces(source, 1)  # cut before every top-level definition
-    modules = []
-    for part in parts:
-        checkpoint()
-        module = _piece(reuse, part)
-        if module is None:
-            return bigfile.parse_module(source)  # a cut inside a string or bracket: the whole text, as before
-        modules.append(module)
+    modules = _each(source, lambda text: _piece(reuse, text))
+    if modules is None:
+        return bigfile.parse_module(source)  # the error (or the text) as a whole parse has it
     if len(modules) == 1:
         return modules[0]
     first = modules[0]
@@ -124,15 +157,22 @@ def python_parse(source: str, filename: str) -> None:
     reuse = _reuse
     if reuse is None:
         return bigfile.python_parse(source, filename)
-    for part in bigfile.pieces(source, 1):
-        if part in reuse.compiles:
-            continue
+
+    def accepted(text: str) -> Optional[bool]:
+        if text in reuse.compiles:
+            return True
         try:
-            ast.parse(part, filename)
+            ast.parse(text, filename)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
-            ast.parse(source, filename)  # the real error, at its real place (or a wrong cut: then it passes)
-            return
-        reuse.compiles[part] = True
+            return None
+        reuse.compiles[text] = True
+        return True
+
+    if _each(source, accepted) is None:
+        ast.parse(source, filename)  # the real error, at its real place
+
+
+_FAILED = object()
 
 
 def _piece(reuse: _Reuse, text: str) -> Optional[cst.Module]:
@@ -140,18 +180,18 @@ def _piece(reuse: _Reuse, text: str) -> Optional[cst.Module]:
         found = reuse.pieces.get(text)
         if found is not None:
             reuse.pieces.move_to_end(text)
-            return found
+            return None if found is _FAILED else found
     try:
         module = cst.parse_module(text)
     except (cst.ParserSyntaxError, RecursionError):
-        return None
+        module = _FAILED
     with reuse.lock:
         reuse.pieces[text] = module
         reuse.characters += len(text)
         while reuse.characters > CACHE_CHARACTERS and len(reuse.pieces) > 1:
             old, _ = reuse.pieces.popitem(last=False)
             reuse.characters -= len(old)
-    return module
+    return None if module is _FAILED else module
 
 
 def _led(reuse: _Reuse, statement: cst.BaseStatement, lead: tuple) -> cst.BaseStatement:

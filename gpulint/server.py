@@ -339,7 +339,8 @@ class GpulintServer(LanguageServer):
         if linted.fixed_all is None:
             path = to_fs_path(uri)
             result = await self.run(lint_buffer, linted.source, path or uri, Path(path) if path else None,
-                                    linted.settings, FixMode.SAFE)
+                                    linted.settings, FixMode.SAFE, stale=lambda: False,
+                                    what=f"fixing all of {path or uri}: the request was cancelled")
             linted.fixed_all = result.text
         return linted.fixed_all
 
