@@ -132,8 +132,8 @@ def parse_module(source: str) -> cst.Module:
     if reuse is None:
         return bigfile.parse_module(source)
     modules = _each(source, lambda text: _piece(reuse, text))
-    if modules is None:
-        return bigfile.parse_module(source)  # the error (or the text) as a whole parse has it
+    if not modules:  # empty, or a piece that does not parse: the error (or the text) as a whole parse has it
+        return bigfile.parse_module(source)
     if len(modules) == 1:
         return modules[0]
     first = modules[0]

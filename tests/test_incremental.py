@@ -83,6 +83,8 @@ def test_a_module_joined_from_reused_pieces_is_the_whole_parse(reuse, newline, f
     for version in edits(text):
         module = incremental.parse_module(version)
         assert module.code == version
+    for tiny in ("", "\n", "# only a comment", "x = 1"):
+        assert incremental.parse_module(tiny).deep_equals(cst.parse_module(tiny))
         assert module.deep_equals(cst.parse_module(version))
 
 
