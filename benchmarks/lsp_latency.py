@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Optional
 
 from gpulint import incremental
 from gpulint.fixes import edits_for
@@ -85,11 +87,13 @@ def in_process(text: str, repeat: int, where: str, eager_edits: bool) -> None:
 class Server:
     """`gpulint server` on pipes; records when each publishDiagnostics arrives."""
 
-    def __init__(self) -> None:
+    def __init__(self, command: Optional[list[str]] = None) -> None:
         script = Path(sys.executable).with_name("gpulint")
-        command = [str(script), "server"] if script.exists() else [sys.executable, "-m", "gpulint", "server"]
+        if command is None:
+            command = [str(script), "server"] if script.exists() else [sys.executable, "-m", "gpulint", "server"]
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.published: dict[tuple[str, int], float] = {}
+        self.published_cpu: dict[tuple[str, int], float] = {}
         self.replies: dict[int, dict] = {}
         self.cond = threading.Condition()
         threading.Thread(target=self._read, daemon=True).start()
@@ -107,11 +111,20 @@ class Server:
                 if message.get("method") == "textDocument/publishDiagnostics":
                     p = message["params"]
                     self.published[(p["uri"], p.get("version"))] = time.perf_counter()
+                    self.published_cpu[(p["uri"], p.get("version"))] = self.cpu()
                 elif "id" in message and "method" in message:
                     self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
                 elif "id" in message:
                     self.replies[message["id"]] = message
                 self.cond.notify_all()
+
+    def cpu(self) -> float:
+        """CPU seconds the server process has used (Linux): what the lint costs, whatever else the machine runs."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return float("nan")
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def send(self, message: dict) -> None:
         body = json.dumps(message).encode()
@@ -124,14 +137,15 @@ class Server:
                 raise SystemExit("the server did not answer")
 
     def change(self, uri: str, version: int, text: str) -> float:
+        self.sent_cpu = self.cpu()
         sent = time.perf_counter()
         self.send({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
             "textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]}})
         return sent
 
 
-def editor(text: str, keystrokes: int, where: str) -> None:
-    server = Server()
+def editor(text: str, keystrokes: int, where: str, command: Optional[list[str]] = None) -> None:
+    server = Server(command)
     server.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                  "params": {"processId": None, "rootUri": None, "capabilities": {}}})
     server.wait(lambda: 1 in server.replies)
@@ -140,7 +154,7 @@ def editor(text: str, keystrokes: int, where: str) -> None:
     server.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
         "uri": uri, "languageId": "python", "version": 1, "text": text}}})
     server.wait(lambda: (uri, 1) in server.published)
-    version, fresh, undo = 1, [], []
+    version, fresh, undo, cpu = 1, [], [], []
     for burst in range(keystrokes):
         keys = ""
         for key in "abcde":
@@ -150,6 +164,7 @@ def editor(text: str, keystrokes: int, where: str) -> None:
             time.sleep(0.03)
         server.wait(lambda: (uri, version) in server.published)
         fresh.append(server.published[(uri, version)] - last)
+        cpu.append(server.published_cpu[(uri, version)] - server.sent_cpu)
         version += 1  # undo the burst: back to the opened text, which the server has seen
         last = server.change(uri, version, text)
         server.wait(lambda: (uri, version) in server.published)
@@ -162,6 +177,8 @@ def editor(text: str, keystrokes: int, where: str) -> None:
           f"worst {max(fresh) * 1000:6.0f} ms ({keystrokes} bursts)")
     print(f"last keystroke -> diagnostics, undo:      median {statistics.median(undo) * 1000:6.0f} ms, "
           f"worst {max(undo) * 1000:6.0f} ms")
+    print(f"server CPU, last keystroke -> diagnostics: median {statistics.median(cpu) * 1000:6.0f} ms, "
+          f"worst {max(cpu) * 1000:6.0f} ms (new text; on an idle core the wait is about this + the debounce)")
 
 
 def main() -> None:
@@ -173,13 +190,15 @@ def main() -> None:
     parser.add_argument("--where", choices=("end", "middle"), default="end", help="where the keystrokes go")
     parser.add_argument("--no-editor", action="store_true", help="only the in-process figures")
     parser.add_argument("--no-in-process", action="store_true", help="only the end-to-end figures")
+    parser.add_argument("--server", help="the server's command line (default: this checkout's `gpulint server`),"
+                        " e.g. another checkout's to compare")
     parser.add_argument("--eager-edits", action="store_true", help="also time every fix's edits at each lint")
     args = parser.parse_args()
     text = args.file.read_text() if args.file else synthetic(args.copies)
     if not args.no_in_process:
         in_process(text, args.repeat, args.where, args.eager_edits)
     if not args.no_editor:
-        editor(text, args.keystrokes, args.where)
+        editor(text, args.keystrokes, args.where, args.server.split() if args.server else None)
 
 
 if __name__ == "__main__":
