@@ -317,6 +317,7 @@ class GpulintServer(LanguageServer):
             self.run_soon(project_for(path).forget, None)
         else:
             self.run_soon(project_for(path).forget, path)  # a file changed on disk with no buffer open
+
         def affected(linted: Linted) -> bool:
             return created_or_deleted or path in linted.dependencies
 
