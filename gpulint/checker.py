@@ -10,6 +10,7 @@ import libcst as cst
 
 from gpulint.analysis import ModuleAnalysis
 from gpulint.diagnostics import Diagnostic
+from gpulint.incremental import checkpoint
 from gpulint.rule import Rule, all_rules
 
 
@@ -44,7 +45,9 @@ def run_rules(analysis: ModuleAnalysis, codes: Iterable[str],
         for node_type, method in rule._visitors.items():
             handlers.setdefault(node_type, []).append(getattr(rule, method))
     errors: dict[str, RuleError] = {}
-    for node in analysis.index.nodes:
+    for count, node in enumerate(analysis.index.nodes):
+        if not count & 511:
+            checkpoint()  # an editor's lint of an outdated buffer stops here (gpulint.incremental)
         for handler in handlers.get(type(node).__name__, ()):
             code = handler.__self__.code
             if code in errors:

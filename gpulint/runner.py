@@ -15,8 +15,8 @@ from typing import NamedTuple, Optional
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from gpulint import bigfile
 from gpulint import fixes as fixing
+from gpulint import incremental
 from gpulint import suppression
 from gpulint.analysis import ModuleAnalysis
 from gpulint.checker import run_rules
@@ -83,7 +83,7 @@ def python_syntax_error(source: str, filename: str) -> tuple[Optional[Diagnostic
     valid for a newer Python, which LibCST may parse: the second value says whether to let it try.
     """
     try:
-        bigfile.python_parse(source, filename or "<string>")
+        incremental.python_parse(source, filename or "<string>")
     except SyntaxError as exc:
         message = exc.msg or "invalid syntax"
         deep = any(t in message for t in _TOO_DEEP)
@@ -193,11 +193,10 @@ class _TopLevelOffsets:
     def start(self, statement: cst.CSTNode) -> Optional[int]:
         if self._starts is None:
             self._starts = {}
-            code = self.module.code_for_node
-            offset = sum(len(code(line)) for line in self.module.header)
+            offset = sum(len(self.module.code_for_node(line)) for line in self.module.header)
             for body in self.module.body:
                 self._starts[body] = offset
-                offset += len(code(body))
+                offset += len(incremental.code_for(self.module, body))
         return self._starts.get(statement)
 
     def line(self, offset: int) -> int:
@@ -211,14 +210,21 @@ def _statement_positions(module: cst.Module, statement: Optional[cst.CSTNode], s
                          offsets: _TopLevelOffsets) -> Optional[tuple[dict, int]]:
     if statement is None:
         return None
-    alone = cst.Module(body=[statement], header=(), footer=(), default_newline=module.default_newline,
-                       default_indent=module.default_indent, has_trailing_newline=True)
-    wrapper = MetadataWrapper(alone, unsafe_skip_copy=True)
-    code = wrapper.module.code
+    shape = (module.default_newline, module.default_indent)
+    code, resolved = incremental.positions(shape, statement, lambda: _alone_positions(module, statement))
     offset = offsets.start(statement)
     if offset is None or source[offset:offset + len(code)] != code:
         return None  # not where the module's own code puts it (e.g. no final newline): resolve the module
-    return wrapper.resolve(PositionProvider), offsets.line(offset)
+    return resolved, offsets.line(offset)
+
+
+def _alone_positions(module: cst.Module, statement: cst.CSTNode) -> tuple[str, dict]:
+    """The statement's code and its nodes' positions, rendered in a module of its own (its code is the
+    statement's own code in `module`: same defaults, nothing around it)."""
+    alone = cst.Module(body=[statement], header=(), footer=(), default_newline=module.default_newline,
+                       default_indent=module.default_indent, has_trailing_newline=True)
+    return incremental.code_for(module, statement), \
+        MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
 def _shift(where, lines: int):
@@ -232,9 +238,12 @@ def _shift(where, lines: int):
 
 def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic: bool, errors: list[str],
              path: Optional[Path] = None):
-    module = bigfile.parse_module(source)  # big files piece by piece: memory bounded by the tree
+    # big files piece by piece: memory bounded by the tree (in an editor, unchanged pieces are reused)
+    module = incremental.parse_module(source)
+    incremental.checkpoint()
     analysis = ModuleAnalysis(module, source, path)
     found, failures = _run_rules(analysis, codes, report_periodic)
+    incremental.checkpoint()
     diagnostics: list[Diagnostic] = []
     if found or failures:
         positions = _positions(analysis, source, [d.node for d in found] + [f.node for f in failures])

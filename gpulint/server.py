@@ -13,6 +13,7 @@ import asyncio
 import os
 import json
 import logging
+import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -31,8 +32,10 @@ from gpulint.diagnostics import Applicability, Diagnostic, FixMode
 from gpulint.editing import TextChange, lsp_lines, minimal_change, noqa_code_at, spot, with_noqa
 from gpulint.files import source_lines
 from gpulint.fixes import edits_for
+from gpulint import incremental
 from gpulint.rule import all_rules, rule_url
 from gpulint.pipeline import FileOutcome, Input, content_hash, lint_input
+from gpulint.analysis.project import project_for
 
 DEBOUNCE_SECONDS = 0.05  # a burst of keystrokes is linted once; short, so feedback stays well under 200 ms
 # Buffers larger than this get one informational diagnostic instead of a lint (the CLI's `max-file-size`
@@ -57,6 +60,7 @@ class Linted:
     fixed_all: Optional[str] = None
     settings: Settings = field(default_factory=Settings)
     module: Optional[object] = None  # the syntax tree the diagnostics' fixes refer to
+    dependencies: frozenset = frozenset()  # other project modules the findings were computed from
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,8 @@ class GpulintServer(LanguageServer):
         self._mtimes: dict[Path, Optional[int]] = {}
         self._config_errors: set[str] = set()  # shown since the last reload
         self._config_errors_before: set[str] = set()  # shown before it: not shown again
+        self._overlaid: dict[str, Optional[str]] = {}  # uri -> the buffer text the project model has for it
+        self._unsaved_files: set[str] = set()  # documents opened before their file existed (a new module)
 
     # -- messages -----------------------------------------------------------------------------------------
     def report_server_error(self, error: Exception, source) -> None:
@@ -178,8 +184,28 @@ class GpulintServer(LanguageServer):
         path = to_fs_path(uri)
         return (path or "").endswith(PYTHON_SUFFIXES) or document.language_id == "python"
 
-    async def run(self, function, *args):
-        return await asyncio.get_running_loop().run_in_executor(self.worker, function, *args)
+    async def run(self, function, *args, stale=None, what: str = ""):
+        """`function(*args)` on the worker thread. It is abandoned at its next `incremental.checkpoint()` once
+        `stale()` is true or the request awaiting it is cancelled ($/cancelRequest, a newer version's edit):
+        it raises `incremental.Cancelled` then, and the log says so (`what` it was)."""
+        abandoned = threading.Event()
+        loop = asyncio.get_running_loop()
+
+        def call():
+            if stale is None:
+                return function(*args)
+            try:
+                with incremental.cancellable(lambda: abandoned.is_set() or stale()):
+                    return function(*args)
+            except incremental.Cancelled:
+                loop.call_soon_threadsafe(self.log, f"abandoned {what}", types.MessageType.Log)
+                raise
+
+        try:
+            return await loop.run_in_executor(self.worker, call)
+        except asyncio.CancelledError:
+            abandoned.set()
+            raise
 
     async def lint(self, uri: str) -> Optional[Linted]:
         """Findings for the buffer as it is now; None if it is not an open Python document or linting failed."""
@@ -199,25 +225,29 @@ class GpulintServer(LanguageServer):
             return cached
         name = str(path) if path else uri
 
-        def work():
+        def stale() -> bool:  # a newer version arrived, or the document was closed: this lint is wasted
             current = self.workspace.text_documents.get(uri)
-            if current is None or current.source != source:
-                return None  # a newer version arrived while this waited for the worker: it gets its own lint
+            return current is None or current.source != source
+
+        def work():
+            self.share_buffers()
             return lint_buffer(source, name, path, settings)
 
         try:
-            result = await self.run(work)
+            result = await self.run(work, stale=stale,
+                                    what=f"the lint of {name} (version {document.version}): outdated or not wanted")
+        except incremental.Cancelled:
+            return None
         except Exception:  # the server must outlive any bug of ours
             self.log(f"internal error while linting {name}:\n{traceback.format_exc()}")
-            return None
-        if result is None:
             return None
         for error in result.errors:
             self.log(f"{name}: {error}", types.MessageType.Warning)
         lines = lsp_lines(source)
         units = self.workspace.position_codec.client_num_units
         linted = Linted(source, list(result.diagnostics), [to_lsp(d, lines, units) for d in result.diagnostics],
-                        settings=settings, module=result.module)
+                        settings=settings, module=result.module,
+                        dependencies=frozenset(Path(p) for p, _ in result.dependencies))
         self.linted[uri] = linted
         self.by_content[key] = linted
         while len(self.by_content) > CONTENT_CACHE_SIZE:
@@ -258,6 +288,44 @@ class GpulintServer(LanguageServer):
         if task is not None:
             task.cancel()
         self.linted.pop(uri, None)
+        self._unsaved_files.discard(uri)
+        path = _python_path(uri)
+        if path is not None and self._overlaid.pop(uri, None) is not None:
+            self.run_soon(project_for(path).set_text, path, None)  # the module is the file on disk again
+
+    # -- other modules of the project --------------------------------------------------------------------------
+    def run_soon(self, function, *args) -> None:
+        """`function(*args)` on the worker thread, after what is queued there (the project model is used there)."""
+        self.worker.submit(function, *args)
+
+    def share_buffers(self) -> None:
+        """On the worker thread: the project model sees every open Python buffer, not the file on disk, so a
+        helper edited in the editor counts in the files that import it before it is saved."""
+        for uri, document in list(self.workspace.text_documents.items()):
+            path = _python_path(uri)
+            source = document.source
+            if path is not None and self._overlaid.get(uri) != source:
+                project_for(path).set_text(path, source)
+                self._overlaid[uri] = source
+
+    def module_changed(self, path: Path, *, created_or_deleted: bool = False) -> None:
+        """The module at `path` changed (an edit, a save, a file watcher): lint again the open documents whose
+        findings were computed from it. A module created or deleted may change what any import names: then
+        the import resolution is forgotten and every open document is linted again."""
+        path = path.resolve()
+        if created_or_deleted:
+            self.run_soon(project_for(path).forget, None)
+        else:
+            self.run_soon(project_for(path).forget, path)  # a file changed on disk with no buffer open
+
+        def affected(linted: Linted) -> bool:
+            return created_or_deleted or path in linted.dependencies
+
+        for key in [key for key, linted in self.by_content.items() if affected(linted)]:
+            del self.by_content[key]
+        for uri in [uri for uri, linted in self.linted.items() if affected(linted)]:
+            del self.linted[uri]
+            self.lint_later(uri)
 
     # -- code actions --------------------------------------------------------------------------------------
     async def with_edits(self, linted: Linted, d: Diagnostic) -> Diagnostic:
@@ -272,7 +340,8 @@ class GpulintServer(LanguageServer):
         if linted.fixed_all is None:
             path = to_fs_path(uri)
             result = await self.run(lint_buffer, linted.source, path or uri, Path(path) if path else None,
-                                    linted.settings, FixMode.SAFE)
+                                    linted.settings, FixMode.SAFE, stale=lambda: False,
+                                    what=f"fixing all of {path or uri}: the request was cancelled")
             linted.fixed_all = result.text
         return linted.fixed_all
 
@@ -284,6 +353,11 @@ class GpulintServer(LanguageServer):
         return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
             text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=document.version),
             edits=[to_text_edit(change)])])
+
+
+def _python_path(uri: str) -> Optional[Path]:
+    path = to_fs_path(uri)
+    return Path(path).resolve() if path and path.endswith(PYTHON_SUFFIXES) else None
 
 
 def lint_buffer(source: str, name: str, path: Optional[Path], settings: Settings,
@@ -404,25 +478,38 @@ def build() -> GpulintServer:
                     types.Registration(id="gpulint-config", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                                        register_options=types.DidChangeWatchedFilesRegistrationOptions(
                                            watchers=[types.FileSystemWatcher(glob_pattern=f"**/{name}")
-                                                     for name in CONFIG_NAMES]))]))
+                                                     for name in CONFIG_NAMES + ("*.py",)]))]))
             except Exception as exc:  # a client that cannot watch still gets didSave reloads
                 ls.log(f"could not watch configuration files ({exc})", types.MessageType.Info)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: GpulintServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.lint_later(params.text_document.uri, delay=0)
+        uri = params.text_document.uri
+        path = _python_path(uri)
+        if path is not None and not path.exists():
+            ls._unsaved_files.add(uri)  # its first save creates a module that imports may name
+        ls.lint_later(uri, delay=0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: GpulintServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.lint_later(params.text_document.uri)
+        uri = params.text_document.uri
+        ls.lint_later(uri)
+        path = _python_path(uri)
+        if path is not None:
+            ls.module_changed(path)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: GpulintServer, params: types.DidSaveTextDocumentParams) -> None:
-        path = to_fs_path(params.text_document.uri)
+        uri = params.text_document.uri
+        path = to_fs_path(uri)
         if path and Path(path).name in CONFIG_NAMES:
             ls.reload_settings()
-        else:
-            ls.lint_later(params.text_document.uri, delay=0)
+            return
+        ls.lint_later(uri, delay=0)
+        if _python_path(uri) is not None:
+            created = uri in ls._unsaved_files
+            ls._unsaved_files.discard(uri)
+            ls.module_changed(Path(path), created_or_deleted=created)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: GpulintServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -434,6 +521,11 @@ def build() -> GpulintServer:
     def watched(ls: GpulintServer, params: types.DidChangeWatchedFilesParams) -> None:
         if any(Path(to_fs_path(c.uri) or "").name in CONFIG_NAMES for c in params.changes):
             ls.reload_settings()
+            return
+        for c in params.changes:
+            path = _python_path(c.uri)
+            if path is not None:
+                ls.module_changed(path, created_or_deleted=c.type != types.FileChangeType.Changed)
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
         code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.SourceFixAll, FIX_ALL_KIND]))
@@ -493,4 +585,5 @@ def build() -> GpulintServer:
 
 def serve() -> None:
     all_rules()  # import the rules once, before any worker thread needs them
+    incremental.enable()  # an editor lints the same buffer again and again: reuse what did not change
     build().start_io()

@@ -5,6 +5,7 @@ One server serves the whole module (starting one costs ~1.5 s); each test uses i
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import textwrap
@@ -42,6 +43,7 @@ SOURCE = textwrap.dedent("""\
         torch.cuda.empty_cache()
 """)
 ALL = frozenset(all_rules())
+WAIT = 60  # seconds: reached only when the server never publishes
 
 
 def make_client() -> LanguageClient:
@@ -97,8 +99,12 @@ async def diagnostics_after(client: LanguageClient, uri: str, send) -> list[type
     """Send a notification, then wait for the diagnostics of `uri` (other documents may publish meanwhile)."""
     client.diagnostics.pop(uri, None)
     send()
-    while uri not in client.diagnostics:
-        await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+
+    async def published() -> None:
+        while uri not in client.diagnostics:
+            await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+
+    await asyncio.wait_for(published(), WAIT)  # a server that never publishes fails the test, not hangs it
     return client.diagnostics[uri]
 
 
@@ -265,6 +271,78 @@ async def test_config_is_read_and_reloaded(client, workspace):
     shown = client.messages[messages:]
     assert len(shown) == 1 and shown[0].type == types.MessageType.Error and "NOPE" in shown[0].message
 
+
+
+TRAIN = textwrap.dedent("""\
+    import torch
+    import utils
+    from helpers2 import report
+
+    device = "cuda"
+    model = torch.nn.Linear(4, 2).to(device)
+    for step in range(100):
+        x = torch.randn(8, 4, device=device)
+        loss = model(x).sum()
+        loss.backward()
+        utils.log_loss(loss)
+        report(loss)
+""")
+SYNCING_HELPER = "def log_loss(loss):\n    print(loss.item())\n"
+QUIET_HELPER = "def log_loss(loss):\n    print(loss)\n"
+
+
+def watched_file(client: LanguageClient, path: Path, kind: types.FileChangeType):
+    return lambda: client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+        changes=[types.FileEvent(uri=path.as_uri(), type=kind)]))
+
+
+def calls_flagged(found: list[types.Diagnostic]) -> list[int]:
+    """Lines (1-based) of the helper calls reported as syncing every step."""
+    return sorted(d.range.start.line + 1 for d in found if d.code == "GPU112")
+
+
+async def test_open_documents_are_linted_again_when_a_module_they_import_changes(client, workspace):
+    project = workspace / "deps"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("")
+    utils, train = project / "utils.py", project / "train.py"
+    utils.write_text(SYNCING_HELPER)
+    assert calls_flagged(await open_document(client, train, TRAIN)) == [11]  # `utils.log_loss(loss)`
+
+    # The helper edited in the editor, not saved: train.py's findings follow the buffer.
+    await open_document(client, utils, SYNCING_HELPER)
+    found = await diagnostics_after(client, train.as_uri(), lambda: change(client, utils, QUIET_HELPER, 2))
+    assert calls_flagged(found) == []
+    found = await diagnostics_after(client, train.as_uri(), lambda: change(client, utils, SYNCING_HELPER, 3))
+    assert calls_flagged(found) == [11]
+    # Closed unsaved: the module is the file on disk again; written and saved elsewhere: the file watcher.
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=utils.as_uri())))
+    utils.write_text(QUIET_HELPER)
+    found = await diagnostics_after(client, train.as_uri(), watched_file(client, utils, types.FileChangeType.Changed))
+    assert calls_flagged(found) == []
+
+    # A module created after the server started: `from helpers2 import report` names it from now on.
+    (project / "helpers2.py").write_text("def report(x):\n    return x.tolist()\n")
+    found = await diagnostics_after(client, train.as_uri(),
+                                    watched_file(client, project / "helpers2.py", types.FileChangeType.Created))
+    assert calls_flagged(found) == [12]
+
+
+async def test_saving_a_new_module_counts_for_the_documents_that_import_it(neovim, workspace):
+    """Neovim watches no files on Linux: the first save of a new module is what tells the server."""
+    project = workspace / "newmodule"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("")
+    (project / "utils.py").write_text(QUIET_HELPER)
+    train, helper = project / "train.py", project / "helpers2.py"
+    assert calls_flagged(await open_document(neovim, train, TRAIN)) == []
+    text = "def report(x):\n    return x.tolist()\n"
+    await open_document(neovim, helper, text)  # a new buffer: nothing on disk yet
+    helper.write_text(text)
+    found = await diagnostics_after(neovim, train.as_uri(), lambda: neovim.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=helper.as_uri()))))
+    assert calls_flagged(found) == [12]
 
 
 @pytest_lsp.fixture(scope="module", config=ClientServerConfig(

@@ -218,6 +218,23 @@ def test_cancel_request_is_honoured(wire, doc):
     assert_alive(wire, doc)
 
 
+def test_an_edit_abandons_the_running_lint_of_a_big_document(wire, doc):
+    """The lint of an outdated version stops where it is: the newest version waits for no more than that."""
+    big = SCRIPT + "".join(f"\ndef copy_{i}():\n" + textwrap.indent(SCRIPT, "    ") for i in range(400))
+    wire.diagnostics(open_doc(wire, "before-big.py", SCRIPT + "# new text\n"), 1)  # earlier tests' lints done
+    uri = open_doc(wire, "big.py", big)
+    time.sleep(2)  # not a measurement: the lint of version 1 (tens of seconds) is under way by then
+    small = SCRIPT.replace("        torch.cuda.empty_cache()\n", "")
+    wire.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                           "contentChanges": [{"text": small}]})
+    final = wire.diagnostics(uri, 2)
+    assert sorted(lsp_key(d) for d in final) == cli_findings({"big.py": small}, wire.cwd)["big.py"]
+    logged = [n["params"]["message"] for n in wire.notifications if n["method"] == "window/logMessage"]
+    assert any("abandoned the lint of" in m and "big.py (version 1)" in m for m in logged), logged
+    assert not [n for n in wire.notifications if n["method"] == "textDocument/publishDiagnostics"
+                and n["params"]["uri"] == uri and n["params"].get("version") == 1]
+
+
 def test_a_burst_of_edits_settles_on_the_latest_version(wire, doc):
     uri = open_doc(wire, "burst.py", SCRIPT)
     lines = SCRIPT.splitlines(keepends=True)

@@ -279,8 +279,20 @@ class Project:
                     self._overlays[path] = info
             new = self._overlays.get(path)
             if (old.digest if old else None) != (new.digest if new else None):
-                self._functions.clear()  # summaries may depend on this module transitively
-                self._parameter_classes.clear()
+                self.forget(path)
+
+    def forget(self, path: Optional[Path] = None) -> None:
+        """Drop the summaries that may depend on `path` (its own functions', and those computed through it: a
+        summary records every module it read); None: every summary and import resolution (a module was created
+        or deleted, so what an import names may change)."""
+        with self._lock:
+            self._parameter_classes.clear()  # found from call sites in any module
+            if path is None:
+                self._functions.clear()
+                self.resolver = ImportResolver(self.root)
+                return
+            self._functions = {key: found for key, found in self._functions.items() if key[0] != path and (
+                found is None or path not in found.dependencies)}
 
     # -- modules -----------------------------------------------------------------------------------------------
     def module(self, path: Path) -> Optional[ModuleInfo]:
@@ -300,8 +312,7 @@ class Project:
                 return cached[1]
             info = self._parse(path)
             if cached is not None and (cached[1].digest if cached[1] else None) != (info.digest if info else None):
-                self._functions.clear()  # summaries may depend on this module transitively
-                self._parameter_classes.clear()
+                self.forget(path)
             self._modules[path] = (stamp, info)
             return info
 

@@ -1,0 +1,233 @@
+"""What the lints of an editor's buffer can share with the previous ones, and how to abandon one midway.
+
+An editor re-lints the same buffer after each burst of typing; most of it did not change. When reuse is on
+(the language server turns it on; the CLI lints each file once and does not), parsing is done per top-level
+definition, as `bigfile` cuts a big module, and each piece's syntax tree is kept by its text: an unchanged
+piece keeps its very nodes. So do the renderings the runner needs for positions (each top-level statement's
+code and the positions of its nodes), kept by statement node. Findings cannot change: the module is the one
+`bigfile.parse_module` joins from the same pieces (tests/test_faults.py compares such joins with a whole parse),
+and a position is what rendering that same node gave before.
+
+Cancellation: `cancellable(stale)` around a lint makes `checkpoint()` (between pieces, between phases, every few
+hundred nodes of the rules' walk) raise `Cancelled` once `stale()` is true, e.g. a newer version of the buffer
+arrived; the half-done lint is dropped, and nothing it cached is wrong (caches hold only finished values).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import threading
+from collections import OrderedDict
+from contextlib import contextmanager
+from typing import Callable, Iterator, Optional
+
+import libcst as cst
+
+from gpulint import bigfile
+
+CACHE_CHARACTERS = 8 * 1024 * 1024  # parsed pieces kept, by total text size (LRU)
+STATEMENTS = 4096  # top-level statements whose renderings are kept
+
+
+class Cancelled(BaseException):
+    """The lint was abandoned (a BaseException, so that no `except Exception` of a rule swallows it)."""
+
+
+_local = threading.local()
+
+
+@contextmanager
+def cancellable(stale: Callable[[], bool]) -> Iterator[None]:
+    outer = getattr(_local, "stale", None)
+    _local.stale = stale
+    try:
+        yield
+    finally:
+        _local.stale = outer
+
+
+def checkpoint() -> None:
+    stale = getattr(_local, "stale", None)
+    if stale is not None and stale():
+        raise Cancelled()
+
+
+class _Reuse:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pieces: OrderedDict[str, cst.Module] = OrderedDict()
+        self.characters = 0
+        # By node (strong references, so bounded by count; a value may hold its own key):
+        self.compiles = _Recent(STATEMENTS)  # pieces CPython's parser accepted
+        self.led = _Recent(STATEMENTS)  # a piece's first statement -> (lead lines, it with them before it)
+        self.code = _Recent(STATEMENTS)  # top-level statement -> (module shape, its code)
+        self.positions = _Recent(STATEMENTS // 8)  # statement -> (module shape, (code, node positions))
+
+
+class _Recent(OrderedDict):
+    """A dict that keeps its `size` most recently stored entries."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def __setitem__(self, key, value) -> None:
+        super().__setitem__(key, value)
+        self.move_to_end(key)
+        while len(self) > self.size:
+            self.popitem(last=False)
+
+
+_reuse: Optional[_Reuse] = None
+
+
+def enable() -> None:
+    """Keep parses and renderings for the next lints of the same text (the language server calls this)."""
+    global _reuse
+    if _reuse is None:
+        _reuse = _Reuse()
+
+
+_START = re.compile(r"^(?:@|def |class |async def )", re.MULTILINE)
+MAX_MERGES = 8  # pieces that do not parse alone, in a row, before the whole text is parsed instead
+
+
+def pieces(source: str) -> list[str]:
+    """`source` cut before each top-level `def`/`class` or the first decorator above it.
+
+    A cut that is not between two statements (a `def` at column 0 inside a string, a decorator whose
+    arguments span lines) leaves a piece that does not parse alone: `_each` merges it with the next."""
+    cuts = [0]
+    for match in _START.finditer(source):
+        start = match.start()
+        above = source.rfind("\n", 0, start - 1) + 1
+        if start and not source.startswith("@", above):
+            cuts.append(start)
+    cuts.append(len(source))
+    return [source[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def _each(source: str, parse: Callable[[str], Optional[object]]) -> Optional[list]:
+    """`parse` of each piece, a piece that does not parse taken together with the next; None when the end is
+    reached with a piece that does not parse, or too many in a row do not (then the caller parses the whole)."""
+    results, pending, failures = [], "", 0
+    for part in pieces(source):
+        checkpoint()
+        text = pending + part
+        result = parse(text)
+        if result is None:
+            pending, failures = text, failures + 1
+            if failures > MAX_MERGES:
+                return None
+            continue
+        results.append(result)
+        pending, failures = "", 0
+    return None if pending else results
+
+
+def parse_module(source: str) -> cst.Module:
+    """The module `cst.parse_module(source)` gives, reusing the pieces parsed before when reuse is on."""
+    reuse = _reuse
+    if reuse is None:
+        return bigfile.parse_module(source)
+    modules = _each(source, lambda text: _piece(reuse, text))
+    if not modules:  # empty, or a piece that does not parse: the error (or the text) as a whole parse has it
+        return bigfile.parse_module(source)
+    if len(modules) == 1:
+        return modules[0]
+    first = modules[0]
+    if not first.body or any(m.default_indent != first.default_indent or m.default_newline != first.default_newline
+                             or m.encoding != first.encoding or not m.body for m in modules):
+        return bigfile.parse_module(source)
+    body: list[cst.BaseStatement] = list(first.body)
+    carried: tuple = tuple(first.footer)
+    for module in modules[1:]:
+        statements = list(module.body)
+        lead = (*carried, *module.header)
+        if lead:
+            statements[0] = _led(reuse, statements[0], lead)
+        body.extend(statements)
+        carried = tuple(module.footer)
+    return first.with_changes(body=body, footer=carried, has_trailing_newline=modules[-1].has_trailing_newline)
+
+
+def python_parse(source: str, filename: str) -> None:
+    """`bigfile.python_parse`: raise CPython's SyntaxError for `source`, skipping the pieces it accepted before."""
+    reuse = _reuse
+    if reuse is None:
+        return bigfile.python_parse(source, filename)
+
+    def accepted(text: str) -> Optional[bool]:
+        if text in reuse.compiles:
+            return True
+        try:
+            ast.parse(text, filename)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        reuse.compiles[text] = True
+        return True
+
+    if _each(source, accepted) is None:
+        ast.parse(source, filename)  # the real error, at its real place
+
+
+_FAILED = object()
+
+
+def _piece(reuse: _Reuse, text: str) -> Optional[cst.Module]:
+    with reuse.lock:
+        found = reuse.pieces.get(text)
+        if found is not None:
+            reuse.pieces.move_to_end(text)
+            return None if found is _FAILED else found
+    try:
+        module = cst.parse_module(text)
+    except (cst.ParserSyntaxError, RecursionError):
+        module = _FAILED
+    with reuse.lock:
+        reuse.pieces[text] = module
+        reuse.characters += len(text)
+        while reuse.characters > CACHE_CHARACTERS and len(reuse.pieces) > 1:
+            old, _ = reuse.pieces.popitem(last=False)
+            reuse.characters -= len(old)
+    return None if module is _FAILED else module
+
+
+def _led(reuse: _Reuse, statement: cst.BaseStatement, lead: tuple) -> cst.BaseStatement:
+    """`statement` with `lead` (EmptyLine nodes) before its own leading lines; the same node for the same lead."""
+    with reuse.lock:
+        known = reuse.led.get(statement)
+        if known is not None and known[0] == lead:  # a tuple of nodes: equal when the very same nodes
+            return known[1]
+    led = statement.with_changes(leading_lines=[*lead, *statement.leading_lines])
+    with reuse.lock:
+        reuse.led[statement] = (lead, led)
+    return led
+
+
+def code_for(module: cst.Module, statement: cst.CSTNode) -> str:
+    """`module.code_for_node(statement)`, rendered once per statement node when reuse is on."""
+    reuse = _reuse
+    if reuse is None:
+        return module.code_for_node(statement)
+    shape = (module.default_indent, module.default_newline)
+    known = reuse.code.get(statement)
+    if known is None or known[0] != shape:
+        known = reuse.code[statement] = (shape, module.code_for_node(statement))
+    return known[1]
+
+
+def positions(shape: tuple, statement: cst.CSTNode, compute: Callable[[], Optional[tuple]]) -> Optional[tuple]:
+    """`compute()` (a statement's code and node positions when rendered alone in a module of `shape`), once per
+    statement node when reuse is on."""
+    reuse = _reuse
+    if reuse is None:
+        return compute()
+    known = reuse.positions.get(statement)
+    if known is None or known[0] != shape:
+        value = compute()
+        if value is None:
+            return None
+        known = reuse.positions[statement] = (shape, value)
+    return known[1]
