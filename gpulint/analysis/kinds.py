@@ -116,6 +116,41 @@ class KindInference:
             else at
         return self._name_in_scope(name, scope)
 
+    def on_host(self, node: cst.CSTNode, depth: int = 0) -> bool:
+        """A value known to be in host memory: a copy to the host (`.cpu()`, `.to("cpu")`, `.numpy()`,
+        `.tolist()`, `.item()`), `torch.from_numpy(...)`, or what is indexed or computed from such values alone
+        (`correct[i]`, `host.sum()`, `host * 2`). Reading it into Python waits for no GPU. False when unsure."""
+        if depth > _MAX_HOST_DEPTH:
+            return False
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute):
+                method = func.attr.value
+                if method in ("cpu", "numpy", "tolist", "item"):
+                    return True
+                if method == "to":
+                    return _names_cpu(self, node)
+                if method == "cuda":
+                    return False
+                return self.on_host(func.value, depth + 1)
+            return self.qualified(func) == "torch.from_numpy" if isinstance(func, (cst.Name, cst.Attribute)) \
+                else False
+        if isinstance(node, (cst.Subscript, cst.Attribute)):
+            return self.on_host(node.value, depth + 1)
+        if isinstance(node, cst.UnaryOperation):
+            return self.on_host(node.expression, depth + 1)
+        if isinstance(node, (cst.BinaryOperation, cst.Comparison)):
+            sides = [node.left, node.right] if isinstance(node, cst.BinaryOperation) else \
+                [node.left, *(c.comparator for c in node.comparisons)]
+            hosts = [self.on_host(side, depth + 1) for side in sides]
+            return any(hosts) and all(h or self.of(side) is Kind.NUMBER for h, side in zip(hosts, sides))
+        if isinstance(node, cst.Name):
+            scope = self.index.enclosing_scope(node)
+            bindings = self.index.lookup(node.value, scope) if scope is not None else []
+            return bool(bindings) and all(b.kind == "assign" and b.index is None and b.value is not None and
+                                          self.on_host(b.value, depth + 1) for b in bindings)
+        return False
+
     # -- names -------------------------------------------------------------------------------------------------
     def _name_in_scope(self, name: str, scope: Optional[Scope]) -> Kind:
         while scope is not None:
@@ -194,7 +229,8 @@ class KindInference:
                 if index == 0:
                     return Kind.NUMBER
                 return self.iteration_kind(args[0], None)
-            if fn in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "islice", "itertools.islice") and args:
+            if fn in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "islice", "itertools.islice", "reversed") \
+                    and args:
                 return self.iteration_kind(args[0], index)
             if fn == "zip" and args:
                 if index is not None and index < len(args):
@@ -247,6 +283,8 @@ class KindInference:
                 return base
             return Kind.UNKNOWN
         if isinstance(node, cst.BinaryOperation):
+            if is_text(node):
+                return Kind.OTHER  # `"%g" % t`, `"-" * 20`: a str, whatever is formatted into it
             return _arith(self.of(node.left), self.of(node.right))
         if isinstance(node, cst.UnaryOperation):
             if isinstance(node.operator, cst.Not):
@@ -381,6 +419,30 @@ class KindInference:
         if method in ("cuda", "to") and receiver is Kind.UNKNOWN and _looks_like_tensor_name(func.value):
             return Kind.TENSOR
         return Kind.UNKNOWN
+
+
+_MAX_HOST_DEPTH = 8
+
+
+def _names_cpu(inference: KindInference, call: cst.Call) -> bool:
+    """`x.to("cpu")`, `x.to(device="cpu")`, `x.to(torch.device("cpu"))`."""
+    target = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
+    if target is None and call.args and call.args[0].keyword is None:
+        target = call.args[0].value
+    if isinstance(target, cst.Call) and isinstance(target.func, (cst.Name, cst.Attribute)) and \
+            inference.qualified(target.func) == "torch.device" and target.args:
+        target = target.args[0].value
+    return isinstance(target, cst.SimpleString) and isinstance(target.evaluated_value, str) and \
+        target.evaluated_value.split(":")[0] == "cpu"
+
+
+def is_text(node: cst.BaseExpression) -> bool:
+    """A str-valued expression: a string literal, or `+`, `*` or `%` with a string on the left (`"%11s" * 2 +
+    "%g"`, `"%g" % t`)."""
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return True
+    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Multiply, cst.Modulo)) \
+        and is_text(node.left)
 
 
 def _looks_like_tensor_name(node: cst.BaseExpression) -> bool:
