@@ -311,6 +311,30 @@ TENSOR_LOOP_CASES = {
                 for i in range(n):
                     s = loss * i  # periodic
     """,
+    "a k-NN chunk loop in a function a config loop calls runs per chunk": """
+        def knn(train_features, test_features, n, chunk):
+            top1 = 0.0
+            for idx in range(0, n, chunk):
+                feats = test_features[idx:idx + chunk]
+                sim = torch.mm(feats, train_features)
+                correct = sim.topk(5).indices.eq(0)
+                top1 = top1 + correct.sum().item()  # every
+            return top1
+        for k in config.ks:
+            knn(train, test, 1000, 100)
+    """,
+    "the same chunk loop called periodically from a training loop is periodic": """
+        def knn(train_features, test_features, n, chunk):
+            top1 = 0.0
+            for idx in range(0, n, chunk):
+                sim = torch.mm(test_features[idx:idx + chunk], train_features)
+                top1 = top1 + sim.topk(5).indices.eq(0).sum().item()  # periodic
+            return top1
+        for step, (x, y) in enumerate(loader):
+            model(x).sum().backward()
+            if step % 100 == 0:
+                knn(train, test, 1000, 100)
+    """,
     "a function that a loop calls is judged by its caller": """
         def refine(x):
             for i in range(n):
