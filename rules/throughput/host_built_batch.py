@@ -8,6 +8,7 @@ import libcst as cst
 
 from gpulint.analysis import GPU_HINT
 from gpulint.analysis.data_facts import ACCELERATOR, data_facts
+from gpulint.analysis.data import _SAME_ON_DEVICE
 from gpulint.analysis.data_path import data_path_facts
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Rule, Safety
 from gpulint.syntax import positional
@@ -41,7 +42,8 @@ class HostBuiltBatch(Rule):
     ## What it does
     Flags `x.to(device)` / `x.cuda()` where `x` was just built on the host with `torch.stack`, `torch.cat`,
     `torch.from_numpy`, `torch.tensor` or `torch.as_tensor` (typically a `get_batch()` helper slicing a numpy
-    array), and this runs every iteration of a training loop, directly or in a helper the loop calls.
+    array), and this runs every iteration of a training loop, directly or in a helper the loop calls. Also
+    flags `torch.from_numpy(frame).to(device)` written in one expression (an inference loop over frames).
 
     ## Why it is slow
     A copy from pageable memory is staged through a driver bounce buffer and blocks the Python thread until it
@@ -65,11 +67,16 @@ class HostBuiltBatch(Rule):
     and build the batch there (`ix = torch.randint(..., device=device)`, `x = data[ix[:, None] +
     torch.arange(block, device=device)]`): nothing crosses PCIe per step.
 
+    For a small tensor (one image, a few numbers) pinning is not obviously faster: `pin_memory()` allocates
+    page-locked memory and copies into it on the CPU first, so the win is that the CPU no longer waits for the
+    GPU work queued before the copy, not a faster copy. Measure before and after (`gpulint verify`).
+
     ## Fix
     Pins the batch and copies it with `non_blocking=True`: `x.cuda()` becomes
     `x.pin_memory().cuda(non_blocking=True)`; `x.to(device)` becomes `(x.pin_memory() if
     torch.cuda.is_available() else x).to(device, non_blocking=True)` (pinning raises on a machine without an
-    accelerator). No fix for `.to()` with other arguments, or when the module does not `import torch`.
+    accelerator). No fix for `.to()` with other arguments, when the module does not `import torch`, or for
+    `torch.from_numpy(...).to(device)` in one expression (report only: see above for small tensors).
 
     ## Fix safety
     Safe: the batch holds the same values. The pinned host tensor is freshly built each call and PyTorch's
@@ -106,6 +113,13 @@ class HostBuiltBatch(Rule):
         if facts.copy_target(node) != ACCELERATOR:
             return
         receiver = node.func.value  # type: ignore[union-attr]
+        if self._from_numpy(receiver):
+            # `torch.from_numpy(frame).float().to(device)`: no fix (pinning a small tensor costs about what
+            # it saves; the finding is that the copy blocks, every step)
+            where = self.where(node)
+            if where:
+                self.report(node, where=where)
+            return
         if not isinstance(receiver, cst.Name) or facts.batch_loop(receiver) is not None:
             return  # direct factories are GPU203's; loader batches GPU201/GPU202's
         builder = self._host_builder(receiver, node)
@@ -114,6 +128,14 @@ class HostBuiltBatch(Rule):
         where = self.where(node)
         if where:
             self.report(node, where=where, fix=self._fix(node, receiver))
+
+    def _from_numpy(self, expr: cst.BaseExpression) -> bool:
+        """`torch.from_numpy(a)`, possibly converted on the way (`.float()`, `.unsqueeze(0)`, ...): host memory
+        the numpy array owns, pageable."""
+        while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
+                expr.func.attr.value in _SAME_ON_DEVICE:
+            expr = expr.func.value
+        return isinstance(expr, cst.Call) and self.analysis.qualified(expr.func) == "torch.from_numpy"
 
     def _host_builder(self, name: cst.Name, copy: cst.Call) -> Optional[str]:
         bindings = [b for b in data_facts(self.analysis).bindings(name) if b.value is not copy]
