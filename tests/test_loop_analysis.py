@@ -47,6 +47,18 @@ CASES = {
             if it > 10:
                 break
     """,
+    "while True taking batches with next() from an iterator over a loader": """
+        it = iter(loader)
+        while True:
+            x, y = next(it)
+            total = x.sum().cpu()  # every
+    """,
+    "while loop over next() of an iterator that is not a loader's": """
+        it = iter(names)
+        while True:
+            name = next(it)
+            total = table.sum().cpu()  # outside
+    """,
     "periodic guard": """
         for step, (x, y) in enumerate(loader):
             out = model(x)
