@@ -259,6 +259,11 @@ KIND_CASES = [
     ("v = (pred == y).sum()", "v", Kind.UNKNOWN),
     ("pred = model(x)\nv = (pred == y).sum()", "v", Kind.TENSOR),
     ("def f(t: torch.Tensor):\n    v = t\n    return v", "v", Kind.TENSOR),
+    # `v /= 255` keeps the kind `v` had: a number on the right says nothing about it
+    ("for v, w in loader:\n    v = v.float()\n    v /= 255", "v", Kind.TENSOR),
+    ("v = '%g' % model(x).sum()", "v", Kind.OTHER),
+    ("v = ('%11s' * 2 + '%g') % (1, 2)", "v", Kind.OTHER),
+    ("det = model(x)\nfor *v, conf, cls in reversed(det):\n    pass", "cls", Kind.TENSOR),
 ]
 
 

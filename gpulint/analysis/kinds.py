@@ -199,8 +199,10 @@ class KindInference:
             kind = self.of(b.value)
             return self._element(kind, b)
         if b.kind == "augassign":
+            # `total += loss` makes a tensor of `total`; `im /= 255` keeps whatever `im` was: the other
+            # bindings decide (a number on the right says nothing about the target).
             kind = self.of(b.value)
-            return kind if kind in (Kind.TENSOR, Kind.NUMPY, Kind.NUMBER) else Kind.UNKNOWN
+            return kind if kind in (Kind.TENSOR, Kind.NUMPY) else Kind.UNKNOWN
         if b.kind == "for":
             return self.iteration_kind(b.value, b.index)
         if b.kind == "param":

@@ -90,4 +90,5 @@ class DataDependentShape(GpuRule):
             return  # x[mask] = v goes through masked_fill_/index_put_ without reading a count
         where = self.where(node)
         if where:
-            self.report(node, self.message.format(op="x[mask]"), where=where)
+            self.report(node, self.message.format(op="x[mask]" if len(node.slice) == 1 else "x[..., mask, ...]"),
+                        where=where)
