@@ -1,67 +1,45 @@
-"""Which host-to-device copy spellings synchronise, and what pinning a small per-step tensor costs.
+"""Which host-to-device copies wait for the GPU (GPU203/GPU410 docs). Needs CUDA."""
+import statistics, time
+import numpy as np, torch
 
-Run on a machine with a CUDA GPU: `python benchmarks/host_copies.py`. For each spelling it reports whether
-`torch.cuda.set_sync_debug_mode("error")` raises (the copy waits for the GPU), and the median time of the call
-while the GPU is busy with queued work (a 4096x4096 matmul chain), so a synchronising copy shows the wait.
-The figures quoted in the GPU203/GPU410 rule documentation come from this script.
-"""
-
-from __future__ import annotations
-
-import statistics
-import time
-
-import numpy as np
-import torch
+d = torch.device("cuda")
+b = torch.randn(4096, 4096, device=d)
 
 
-def _syncs(fn) -> bool:
-    torch.cuda.synchronize()
-    torch.cuda.set_sync_debug_mode("error")
+def syncs(f):  # PyTorch's detector
+    torch.cuda.synchronize(); torch.cuda.set_sync_debug_mode("error")
     try:
-        fn()
-        return False
+        f(); return False
     except RuntimeError:
         return True
     finally:
         torch.cuda.set_sync_debug_mode("default")
 
 
-def _time_busy(fn, busy: torch.Tensor, repeat: int = 20) -> float:
-    times = []
-    for _ in range(repeat):
-        for _ in range(8):
-            busy = busy @ busy  # queue about a few milliseconds of GPU work
-            busy = busy / busy.norm()
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-        torch.cuda.synchronize()
-    return statistics.median(times) * 1e3
+def ms(f, busy, r=20):  # median, ~20 ms of GPU work queued or none
+    global b
+    ts = []
+    for _ in range(r):
+        for _ in range(8 if busy else 0):
+            b = b @ b; b = b / b.norm()
+        s = time.perf_counter(); f(); ts.append(time.perf_counter() - s); torch.cuda.synchronize()
+    return statistics.median(ts) * 1e3
 
 
-def main() -> None:
-    dev = torch.device("cuda")
-    image = np.random.randint(0, 255, (640, 640, 3), dtype=np.uint8)
-    small = (640.0, 480.0, 640.0, 480.0)
-    crops = [torch.randn(3, 224, 224).pin_memory() for _ in range(4)]
-    busy = torch.randn(4096, 4096, device=dev)
-    cases = {
-        "torch.tensor(python numbers, device=cuda)": lambda: torch.tensor(small, device=dev),
-        "torch.from_numpy(image).to(cuda)": lambda: torch.from_numpy(image).to(dev),
-        "torch.from_numpy(image).pin_memory().to(cuda, non_blocking=True)":
-            lambda: torch.from_numpy(image).pin_memory().to(dev, non_blocking=True),
-        "torch.tensor(python numbers).pin_memory().to(cuda, non_blocking=True)":
-            lambda: torch.tensor(small).pin_memory().to(dev, non_blocking=True),
-        "torch.cat(pinned crops).cuda(non_blocking=True)": lambda: torch.cat(crops).cuda(non_blocking=True),
-        "pinned crop .cuda(non_blocking=True)": lambda: crops[0].cuda(non_blocking=True),
-    }
-    print(f"{torch.cuda.get_device_name()} torch {torch.__version__}")
-    print(f"{'spelling':72} {'syncs':>5} {'ms (GPU busy)':>14}")
-    for name, fn in cases.items():
-        fn()  # warm up allocators
-        print(f"{name:72} {str(_syncs(fn)):>5} {_time_busy(fn, busy):14.3f}")
-
-
-if __name__ == "__main__":
-    main()
+img = np.random.randint(0, 255, (640, 640, 3), dtype=np.uint8)
+nums = (640.0, 480.0, 640.0, 480.0)
+crops = [torch.randn(3, 224, 224).pin_memory() for _ in range(4)]
+C = {"torch.tensor(numbers, device=cuda)": lambda: torch.tensor(nums, device=d),
+     "torch.from_numpy(img).to(cuda)": lambda: torch.from_numpy(img).to(d),
+     "from_numpy(img).pin_memory().to(cuda, non_blocking)":
+         lambda: torch.from_numpy(img).pin_memory().to(d, non_blocking=True),
+     "tensor(numbers).pin_memory().to(cuda, non_blocking)":
+         lambda: torch.tensor(nums).pin_memory().to(d, non_blocking=True),
+     "torch.cat(pinned crops).cuda(non_blocking)": lambda: torch.cat(crops).cuda(non_blocking=True),
+     "pinned crop.cuda(non_blocking)": lambda: crops[0].cuda(non_blocking=True),
+     "int(cuda scalar)": lambda: int(b[0, 0])}
+print(torch.cuda.get_device_name(), torch.__version__)
+print(f"{'call':58} {'debug-mode sync':>15} {'ms, GPU idle':>12} {'ms, GPU busy':>12}")
+for n, f in C.items():
+    f()
+    print(f"{n:58} {str(syncs(f)):>15} {ms(f, False):12.3f} {ms(f, True):12.3f}")

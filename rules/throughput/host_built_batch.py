@@ -67,16 +67,20 @@ class HostBuiltBatch(Rule):
     and build the batch there (`ix = torch.randint(..., device=device)`, `x = data[ix[:, None] +
     torch.arange(block, device=device)]`): nothing crosses PCIe per step.
 
-    For a small tensor (one image, a few numbers) pinning is not obviously faster: `pin_memory()` allocates
-    page-locked memory and copies into it on the CPU first, so the win is that the CPU no longer waits for the
-    GPU work queued before the copy, not a faster copy. Measure before and after (`gpulint verify`).
+    For a small tensor (one 640x640 image) the copy itself is not faster pinned: on an H100 with the GPU idle,
+    `torch.from_numpy(img).to(device)` took 0.125 ms and `.pin_memory().to(device, non_blocking=True)` 0.100 ms.
+    The difference is the wait: with 21 ms of GPU work queued, the pageable copy returned after 21.4 ms (it
+    waits for that work) and the pinned one after 0.5 ms (`benchmarks/host_copies.py`,
+    `benchmarks/results/host_copies_h100.txt`). A loop that reads results back every iteration anyway (an
+    inference loop that draws each frame's boxes) gains little until those reads go too.
 
     ## Fix
     Pins the batch and copies it with `non_blocking=True`: `x.cuda()` becomes
     `x.pin_memory().cuda(non_blocking=True)`; `x.to(device)` becomes `(x.pin_memory() if
     torch.cuda.is_available() else x).to(device, non_blocking=True)` (pinning raises on a machine without an
     accelerator). No fix for `.to()` with other arguments, when the module does not `import torch`, or for
-    `torch.from_numpy(...).to(device)` in one expression (report only: see above for small tensors).
+    `torch.from_numpy(...).to(device)` in one expression (report only: whether pinning pays depends on what
+    else the loop waits for, see above).
 
     ## Fix safety
     Safe: the batch holds the same values. The pinned host tensor is freshly built each call and PyTorch's
