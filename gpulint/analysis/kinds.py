@@ -124,6 +124,8 @@ class KindInference:
             return False
         if isinstance(node, cst.Call):
             func = node.func
+            if isinstance(func, (cst.Name, cst.Attribute)) and self.qualified(func) == "torch.from_numpy":
+                return True
             if isinstance(func, cst.Attribute):
                 method = func.attr.value
                 if method in ("cpu", "numpy", "tolist", "item"):
@@ -133,8 +135,7 @@ class KindInference:
                 if method == "cuda":
                     return False
                 return self.on_host(func.value, depth + 1)
-            return self.qualified(func) == "torch.from_numpy" if isinstance(func, (cst.Name, cst.Attribute)) \
-                else False
+            return False
         if isinstance(node, (cst.Subscript, cst.Attribute)):
             return self.on_host(node.value, depth + 1)
         if isinstance(node, cst.UnaryOperation):
@@ -147,9 +148,36 @@ class KindInference:
         if isinstance(node, cst.Name):
             scope = self.index.enclosing_scope(node)
             bindings = self.index.lookup(node.value, scope) if scope is not None else []
+            last = self._last_assignment(node, bindings)
+            if last is not None:
+                return self.on_host(last, depth + 1)
             return bool(bindings) and all(b.kind == "assign" and b.index is None and b.value is not None and
                                           self.on_host(b.value, depth + 1) for b in bindings)
         return False
+
+    def _last_assignment(self, name: cst.Name, bindings: list[Binding]) -> Optional[cst.BaseExpression]:
+        """The value of the plain assignment (`x = value`) that runs last before `name` is read, found by going
+        back through the statements of the enclosing blocks; None when that is not plain to see (the name is
+        bound again in a loop around the read, or last bound by a compound statement or an unpacking)."""
+        sources = [b.source for b in bindings if b.source is not None]
+        child: cst.CSTNode = name
+        for parent in self.index.ancestors(name):
+            if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return None
+            if isinstance(parent, (cst.For, cst.While)) and any(
+                    self.index.is_ancestor_or_self(parent, src) for src in sources):
+                return None  # a later iteration may read what the loop assigns
+            if isinstance(parent, (cst.IndentedBlock, cst.Module)):
+                before = parent.body[:next((i for i, st in enumerate(parent.body) if st is child), 0)]
+                for stmt in reversed(before):
+                    found = [src for src in sources if self.index.is_ancestor_or_self(stmt, src)]
+                    if found:
+                        plain = isinstance(stmt, cst.SimpleStatementLine) and len(found) == 1 and \
+                            isinstance(found[0], cst.Assign) and len(found[0].targets) == 1 and \
+                            isinstance(found[0].targets[0].target, cst.Name)
+                        return found[0].value if plain else None  # type: ignore[union-attr]
+            child = parent
+        return None
 
     # -- names -------------------------------------------------------------------------------------------------
     def _name_in_scope(self, name: str, scope: Optional[Scope]) -> Kind:
