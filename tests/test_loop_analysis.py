@@ -264,6 +264,9 @@ KIND_CASES = [
     ("v = '%g' % model(x).sum()", "v", Kind.OTHER),
     ("v = ('%11s' * 2 + '%g') % (1, 2)", "v", Kind.OTHER),
     ("det = model(x)\nfor *v, conf, cls in reversed(det):\n    pass", "cls", Kind.TENSOR),
+    # iterating a name that holds a tensor in one branch and a list of tensors in another yields tensors
+    ("pred = model(x)\nif split:\n    pred = [pred, None]\nfor v in pred:\n    pass", "v", Kind.TENSOR),
+    ("rows = model(x)\nif split:\n    rows = ['a', 'b']\nfor v in rows:\n    pass", "v", Kind.UNKNOWN),
 ]
 
 

@@ -280,6 +280,8 @@ class KindInference:
                 held = self.of(iterable.func.value)
                 return Kind.TENSOR if held is Kind.TENSOR else Kind.UNKNOWN
         kind = self.of(iterable)
+        if kind is Kind.UNKNOWN and isinstance(iterable, cst.Name):
+            kind = self._iterated_bindings(iterable)
         if kind is Kind.LOADER:
             return Kind.TENSOR
         if kind is Kind.TENSOR:
@@ -287,6 +289,22 @@ class KindInference:
         if kind is Kind.NUMPY:
             return Kind.NUMPY
         return Kind.UNKNOWN
+
+    def _iterated_bindings(self, name: cst.Name) -> Kind:
+        """What iterating `name` yields when its values disagree in kind: a tensor in one branch and a list of
+        tensors in another (`pred = model(x)` ... `pred = [pred, None]`) both yield tensors."""
+        scope = self.index.enclosing_scope(name)
+        values = [b.value for b in self.index.lookup(name.value, scope) if b.kind == "assign" and b.index is None
+                  and b.value is not None and not _assigns_none(b)] if scope is not None else []
+        kinds = []
+        for value in values:
+            if isinstance(value, (cst.List, cst.Tuple)):
+                elements = [e.value for e in value.elements if not isinstance(e, cst.StarredElement)
+                            and not (isinstance(e.value, cst.Name) and e.value.value == "None")]
+                kinds.append(_join([self.of(e) for e in elements]) if elements else Kind.UNKNOWN)
+            else:
+                kinds.append(self.of(value))
+        return Kind.TENSOR if _join(kinds) is Kind.TENSOR else Kind.UNKNOWN
 
     # -- expressions -------------------------------------------------------------------------------------------
     def _infer(self, node: cst.CSTNode) -> Kind:
