@@ -47,6 +47,18 @@ CASES = {
             if it > 10:
                 break
     """,
+    "while True taking batches with next() from an iterator over a loader": """
+        it = iter(loader)
+        while True:
+            x, y = next(it)
+            total = x.sum().cpu()  # every
+    """,
+    "while loop over next() of an iterator that is not a loader's": """
+        it = iter(names)
+        while True:
+            name = next(it)
+            total = table.sum().cpu()  # outside
+    """,
     "periodic guard": """
         for step, (x, y) in enumerate(loader):
             out = model(x)
@@ -247,6 +259,14 @@ KIND_CASES = [
     ("v = (pred == y).sum()", "v", Kind.UNKNOWN),
     ("pred = model(x)\nv = (pred == y).sum()", "v", Kind.TENSOR),
     ("def f(t: torch.Tensor):\n    v = t\n    return v", "v", Kind.TENSOR),
+    # `v /= 255` keeps the kind `v` had: a number on the right says nothing about it
+    ("for v, w in loader:\n    v = v.float()\n    v /= 255", "v", Kind.TENSOR),
+    ("v = '%g' % model(x).sum()", "v", Kind.OTHER),
+    ("v = ('%11s' * 2 + '%g') % (1, 2)", "v", Kind.OTHER),
+    ("det = model(x)\nfor *v, conf, cls in reversed(det):\n    pass", "cls", Kind.TENSOR),
+    # iterating a name that holds a tensor in one branch and a list of tensors in another yields tensors
+    ("pred = model(x)\nif split:\n    pred = [pred, None]\nfor v in pred:\n    pass", "v", Kind.TENSOR),
+    ("rows = model(x)\nif split:\n    rows = ['a', 'b']\nfor v in rows:\n    pass", "v", Kind.UNKNOWN),
 ]
 
 
@@ -310,6 +330,30 @@ TENSOR_LOOP_CASES = {
             if step % 100 == 0:
                 for i in range(n):
                     s = loss * i  # periodic
+    """,
+    "a k-NN chunk loop in a function a config loop calls runs per chunk": """
+        def knn(train_features, test_features, n, chunk):
+            top1 = 0.0
+            for idx in range(0, n, chunk):
+                feats = test_features[idx:idx + chunk]
+                sim = torch.mm(feats, train_features)
+                correct = sim.topk(5).indices.eq(0)
+                top1 = top1 + correct.sum().item()  # every
+            return top1
+        for k in config.ks:
+            knn(train, test, 1000, 100)
+    """,
+    "the same chunk loop called periodically from a training loop is periodic": """
+        def knn(train_features, test_features, n, chunk):
+            top1 = 0.0
+            for idx in range(0, n, chunk):
+                sim = torch.mm(test_features[idx:idx + chunk], train_features)
+                top1 = top1 + sim.topk(5).indices.eq(0).sum().item()  # periodic
+            return top1
+        for step, (x, y) in enumerate(loader):
+            model(x).sum().backward()
+            if step % 100 == 0:
+                knn(train, test, 1000, 100)
     """,
     "a function that a loop calls is judged by its caller": """
         def refine(x):

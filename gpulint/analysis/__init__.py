@@ -59,6 +59,10 @@ class ModuleAnalysis:
     def is_tensor(self, node: cst.CSTNode) -> bool:
         return self.kinds.of(node) is Kind.TENSOR
 
+    def is_device_tensor(self, node: cst.CSTNode) -> bool:
+        """A tensor not known to be in host memory (`correct = (a == b).cpu()`: `correct[i]` is on the host)."""
+        return self.kinds.of(node) is Kind.TENSOR and not self.kinds.on_host(node)
+
     def execution(self, node: cst.CSTNode) -> Execution:
         return self.loops.execution(node)
 

@@ -75,6 +75,18 @@ def pinned(rule: Rule, loader: cst.Call) -> bool:
     return would_pin(rule, loader)
 
 
+def pinning_unknown(rule: Rule, loader: cst.Call) -> bool:
+    """Whether the loader pins cannot be told: a project factory whose `pin_memory` is not a literal, or a
+    `DataLoader(..., **options)` that may carry it (an Accelerate-prepared loader is known: it moves itself)."""
+    facts = data_facts(rule.analysis)
+    if facts.prepared(loader):
+        return False
+    made = facts.factory(loader)
+    if made is not None:
+        return made.pinned is None
+    return keyword(loader, "pin_memory") is None and has_star_args(loader)
+
+
 _FACTORIES = {"zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor", "as_tensor",
               "zeros_like", "ones_like", "empty_like", "full_like", "rand", "randn", "randint", "randperm",
               "rand_like", "randn_like", "randint_like"}

@@ -7,7 +7,7 @@ rebuilt in a comprehension), and whether a `.to(...)`/`.cuda(...)` sends a tenso
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Union
 
 import libcst as cst
 
@@ -27,6 +27,7 @@ _DEVICE_NAMES = ("device", "dev", "gpu", "rank", "local_rank", "device_id", "gpu
 _MAX_DEPTH = 6
 
 CPU, ACCELERATOR = "cpu", "accelerator"
+Loop = Union[cst.For, cst.While]
 
 
 def is_dataloader(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
@@ -69,7 +70,7 @@ class DataFacts:
         self.analysis = analysis
         self.index = analysis.index
         self._calls_of: Optional[dict[int, list[cst.Call]]] = None
-        self._loops_over: Optional[dict[int, list[cst.For]]] = None
+        self._loops_over: Optional[dict[int, list[Loop]]] = None
         self._self_attrs: Optional[dict[str, list[cst.BaseExpression]]] = None
         self._prepared: Optional[set[int]] = None
         self._factories: dict[str, Optional[LoaderFact]] = {}
@@ -128,25 +129,66 @@ class DataFacts:
             return [c for v in self.self_attributes().get(expr.attr.value, []) for c in self.loaders(v, depth + 1)]
         return []
 
-    def loops_over(self, loader: cst.Call) -> list[cst.For]:
-        """The for-loops of this module that iterate `loader`."""
+    def iterates_a_loader(self, expr: cst.CSTNode, depth: int = 0) -> bool:
+        """`expr` yields a loader's batches, built here or not: a `DataLoader(...)` this module can see, a value
+        known to be a loader (`train_loader = create_dataloader(...)`), or one of those through names and
+        wrappers, including an unknown one given it first (`TQDM(enumerate(loader))`, a progress bar)."""
+        if depth > _MAX_DEPTH or expr is None:
+            return False
+        if self.loaders(expr) or self.analysis.kind(expr) is Kind.LOADER:
+            return True
+        if isinstance(expr, cst.Call):
+            args = positional(expr)
+            return bool(args) and self.iterates_a_loader(args[0], depth + 1)
+        if isinstance(expr, cst.Name):
+            return any(self.iterates_a_loader(b.value, depth + 1) for b in self.bindings(expr)
+                       if b.kind in ("assign", "walrus") and b.index is None)
+        return False
+
+    def loops_over(self, loader: cst.Call) -> list[Loop]:
+        """The loops of this module that iterate `loader`: `for batch in loader:`, and `while` loops that take
+        the next batch of an iterator over it (`it = iter(loader)` ... `while True: batch = next(it)`)."""
         if self._loops_over is None:
             self._loops_over = {}
             for node in self.index.nodes:
-                if isinstance(node, cst.For):
-                    for call in {id(c): c for c in self.loaders(node.iter)}.values():
+                if isinstance(node, (cst.For, cst.While)):
+                    for call in {id(c): c for c in self.loop_loaders(node)}.values():
                         self._loops_over.setdefault(id(call), []).append(node)
         return self._loops_over.get(id(loader), [])
 
+    def loop_loaders(self, loop: Loop) -> list[cst.Call]:
+        """The `DataLoader(...)` calls whose batches `loop` takes, one per iteration."""
+        if isinstance(loop, cst.For):
+            return self.loaders(loop.iter)
+        return [c for node in _walk(loop.body) if isinstance(node, cst.Call) and self._innermost_loop(node) is loop
+                for c in self._next_of(node)]
+
+    def _next_of(self, call: cst.Call) -> list[cst.Call]:
+        """`next(it)` where `it` iterates a loader: that loader."""
+        if dotted_name(call.func) != "next" or not call.args or call.args[0].keyword is not None:
+            return []
+        return self.loaders(call.args[0].value)
+
+    def _innermost_loop(self, node: cst.CSTNode) -> Optional[Loop]:
+        for parent in self.index.ancestors(node):
+            if isinstance(parent, (cst.For, cst.While)):
+                return parent
+            if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return None
+        return None
+
     # -- which loop's batch a value comes from -----------------------------------------------------------------
     def batch_loop(self, expr: cst.CSTNode, within: Optional[cst.CSTNode] = None,
-                   depth: int = 0) -> Optional[cst.For]:
+                   depth: int = 0) -> Optional[Loop]:
         """The loop over a DataLoader, around `within` (default: `expr`), whose batch `expr` is part of."""
         within = expr if within is None else within
         if depth > _MAX_DEPTH:
             return None
         if isinstance(expr, cst.Subscript):
             return self.batch_loop(expr.value, within, depth + 1)
+        if isinstance(expr, cst.Call) and self._next_of(expr):
+            loop = self._innermost_loop(expr)  # `batch = next(it)`: one batch per iteration of this loop
+            return loop if loop is not None and self.index.is_ancestor_or_self(loop.body, within) else None
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
             if expr.func.attr.value in ("items", "values", "to", "cuda"):
                 return self.batch_loop(expr.func.value, within, depth + 1)
@@ -154,7 +196,7 @@ class DataFacts:
         if not isinstance(expr, cst.Name):
             return None
         for b in self.bindings(expr):
-            if b.kind == "for" and isinstance(b.source, cst.For) and self.loaders(b.source.iter):
+            if b.kind == "for" and isinstance(b.source, cst.For) and self.iterates_a_loader(b.source.iter):
                 if self.index.is_ancestor_or_self(b.source.body, within):
                     return b.source
                 continue
@@ -164,7 +206,7 @@ class DataFacts:
                     return loop
         return None
 
-    def moves_batches(self, loop: cst.For) -> bool:
+    def moves_batches(self, loop: Loop) -> bool:
         """The loop copies one of its batches to an accelerator in its own body."""
         for node in _walk(loop.body):
             if isinstance(node, cst.Call) and self.copy_target(node) == ACCELERATOR:
@@ -173,7 +215,7 @@ class DataFacts:
                     return True
         return False
 
-    def body_calls(self, loop: cst.For) -> Iterator[cst.Call]:
+    def body_calls(self, loop: Loop) -> Iterator[cst.Call]:
         return (n for n in _walk(loop.body) if isinstance(n, cst.Call))
 
     # -- where a copy goes -------------------------------------------------------------------------------------

@@ -159,7 +159,8 @@ def resident_loader(analysis: ModuleAnalysis, loader: cst.Call, dataset: cst.Cal
     loops = facts.loops_over(loader)
     uses = [n for n in analysis.index.nodes if isinstance(n, cst.Name) and n.value == name
             and n is not assign.targets[0].target]
-    if len(loops) != 1 or len(uses) != 1 or not analysis.index.is_ancestor_or_self(loops[0].iter, uses[0]):
+    if len(loops) != 1 or len(uses) != 1 or not isinstance(loops[0], cst.For) or \
+            not analysis.index.is_ancestor_or_self(loops[0].iter, uses[0]):
         return None
     device = _batch_device(analysis, loops[0])
     if device is None or not _defined_before(analysis, device, loader):

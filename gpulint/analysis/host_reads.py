@@ -29,7 +29,7 @@ _MODULE_ONLY_METHODS = {"parameters", "named_parameters", "state_dict", "modules
 def _to_host_call(rule: Rule, node: cst.CSTNode) -> bool:
     """`.cpu()` or `.to("cpu")` (blocking) on something that may be a tensor."""
     attr = method_call(node, ("cpu", "to"))
-    if attr is None or rule.analysis.kind(attr.value) in _NOT_TENSOR:
+    if attr is None or rule.analysis.kind(attr.value) in _NOT_TENSOR or rule.analysis.kinds.on_host(attr.value):
         return False
     user = rule.analysis.parent(node)
     if isinstance(user, cst.Attribute) and user.attr.value in _MODULE_ONLY_METHODS:
@@ -50,7 +50,10 @@ def _to_host_call(rule: Rule, node: cst.CSTNode) -> bool:
 
 
 def _on_host_already(rule: Rule, receiver: cst.BaseExpression) -> bool:
-    """`x.cpu().numpy()`: the copy (and the sync) happened at `.cpu()`, which is reported there."""
+    """`x.cpu().numpy()`: the copy (and the sync) happened at `.cpu()`, which is reported there; likewise a value
+    read from an earlier host copy (`correct = (a == b).cpu()` ... `correct[i].item()`)."""
+    if rule.analysis.kinds.on_host(receiver):
+        return True
     while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute):
         if _to_host_call(rule, receiver):
             return True

@@ -116,6 +116,69 @@ class KindInference:
             else at
         return self._name_in_scope(name, scope)
 
+    def on_host(self, node: cst.CSTNode, depth: int = 0) -> bool:
+        """A value known to be in host memory: a copy to the host (`.cpu()`, `.to("cpu")`, `.numpy()`,
+        `.tolist()`, `.item()`), `torch.from_numpy(...)`, or what is indexed or computed from such values alone
+        (`correct[i]`, `host.sum()`, `host * 2`). Reading it into Python waits for no GPU. False when unsure."""
+        if depth > _MAX_HOST_DEPTH:
+            return False
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, (cst.Name, cst.Attribute)) and self.qualified(func) == "torch.from_numpy":
+                return True
+            if isinstance(func, cst.Attribute):
+                method = func.attr.value
+                if method in ("cpu", "numpy", "tolist", "item"):
+                    return True
+                if method == "to":
+                    return _names_cpu(self, node)
+                if method == "cuda":
+                    return False
+                return self.on_host(func.value, depth + 1)
+            return False
+        if isinstance(node, (cst.Subscript, cst.Attribute)):
+            return self.on_host(node.value, depth + 1)
+        if isinstance(node, cst.UnaryOperation):
+            return self.on_host(node.expression, depth + 1)
+        if isinstance(node, (cst.BinaryOperation, cst.Comparison)):
+            sides = [node.left, node.right] if isinstance(node, cst.BinaryOperation) else \
+                [node.left, *(c.comparator for c in node.comparisons)]
+            hosts = [self.on_host(side, depth + 1) for side in sides]
+            return any(hosts) and all(h or self.of(side) is Kind.NUMBER for h, side in zip(hosts, sides))
+        if isinstance(node, cst.Name):
+            scope = self.index.enclosing_scope(node)
+            bindings = self.index.lookup(node.value, scope) if scope is not None else []
+            last = self._last_assignment(node, bindings)
+            if last is not None:
+                return self.on_host(last, depth + 1)
+            return bool(bindings) and all(b.kind == "assign" and b.index is None and b.value is not None and
+                                          self.on_host(b.value, depth + 1) for b in bindings)
+        return False
+
+    def _last_assignment(self, name: cst.Name, bindings: list[Binding]) -> Optional[cst.BaseExpression]:
+        """The value of the plain assignment (`x = value`) that runs last before `name` is read, found by going
+        back through the statements of the enclosing blocks; None when that is not plain to see (the name is
+        bound again in a loop around the read, or last bound by a compound statement or an unpacking)."""
+        sources = [b.source for b in bindings if b.source is not None]
+        child: cst.CSTNode = name
+        for parent in self.index.ancestors(name):
+            if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return None
+            if isinstance(parent, (cst.For, cst.While)) and any(
+                    self.index.is_ancestor_or_self(parent, src) for src in sources):
+                return None  # a later iteration may read what the loop assigns
+            if isinstance(parent, (cst.IndentedBlock, cst.Module)):
+                before = parent.body[:next((i for i, st in enumerate(parent.body) if st is child), 0)]
+                for stmt in reversed(before):
+                    found = [src for src in sources if self.index.is_ancestor_or_self(stmt, src)]
+                    if found:
+                        plain = isinstance(stmt, cst.SimpleStatementLine) and len(found) == 1 and \
+                            isinstance(found[0], cst.Assign) and len(found[0].targets) == 1 and \
+                            isinstance(found[0].targets[0].target, cst.Name)
+                        return found[0].value if plain else None  # type: ignore[union-attr]
+            child = parent
+        return None
+
     # -- names -------------------------------------------------------------------------------------------------
     def _name_in_scope(self, name: str, scope: Optional[Scope]) -> Kind:
         while scope is not None:
@@ -164,8 +227,10 @@ class KindInference:
             kind = self.of(b.value)
             return self._element(kind, b)
         if b.kind == "augassign":
+            # `total += loss` makes a tensor of `total`; `im /= 255` keeps whatever `im` was: the other
+            # bindings decide (a number on the right says nothing about the target).
             kind = self.of(b.value)
-            return kind if kind in (Kind.TENSOR, Kind.NUMPY, Kind.NUMBER) else Kind.UNKNOWN
+            return kind if kind in (Kind.TENSOR, Kind.NUMPY) else Kind.UNKNOWN
         if b.kind == "for":
             return self.iteration_kind(b.value, b.index)
         if b.kind == "param":
@@ -194,7 +259,8 @@ class KindInference:
                 if index == 0:
                     return Kind.NUMBER
                 return self.iteration_kind(args[0], None)
-            if fn in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "islice", "itertools.islice") and args:
+            if fn in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "islice", "itertools.islice", "reversed") \
+                    and args:
                 return self.iteration_kind(args[0], index)
             if fn == "zip" and args:
                 if index is not None and index < len(args):
@@ -214,6 +280,8 @@ class KindInference:
                 held = self.of(iterable.func.value)
                 return Kind.TENSOR if held is Kind.TENSOR else Kind.UNKNOWN
         kind = self.of(iterable)
+        if kind is Kind.UNKNOWN and isinstance(iterable, cst.Name):
+            kind = self._iterated_bindings(iterable)
         if kind is Kind.LOADER:
             return Kind.TENSOR
         if kind is Kind.TENSOR:
@@ -221,6 +289,22 @@ class KindInference:
         if kind is Kind.NUMPY:
             return Kind.NUMPY
         return Kind.UNKNOWN
+
+    def _iterated_bindings(self, name: cst.Name) -> Kind:
+        """What iterating `name` yields when its values disagree in kind: a tensor in one branch and a list of
+        tensors in another (`pred = model(x)` ... `pred = [pred, None]`) both yield tensors."""
+        scope = self.index.enclosing_scope(name)
+        values = [b.value for b in self.index.lookup(name.value, scope) if b.kind == "assign" and b.index is None
+                  and b.value is not None and not _assigns_none(b)] if scope is not None else []
+        kinds = []
+        for value in values:
+            if isinstance(value, (cst.List, cst.Tuple)):
+                elements = [e.value for e in value.elements if not isinstance(e, cst.StarredElement)
+                            and not (isinstance(e.value, cst.Name) and e.value.value == "None")]
+                kinds.append(_join([self.of(e) for e in elements]) if elements else Kind.UNKNOWN)
+            else:
+                kinds.append(self.of(value))
+        return Kind.TENSOR if _join(kinds) is Kind.TENSOR else Kind.UNKNOWN
 
     # -- expressions -------------------------------------------------------------------------------------------
     def _infer(self, node: cst.CSTNode) -> Kind:
@@ -247,6 +331,8 @@ class KindInference:
                 return base
             return Kind.UNKNOWN
         if isinstance(node, cst.BinaryOperation):
+            if is_text(node):
+                return Kind.OTHER  # `"%g" % t`, `"-" * 20`: a str, whatever is formatted into it
             return _arith(self.of(node.left), self.of(node.right))
         if isinstance(node, cst.UnaryOperation):
             if isinstance(node.operator, cst.Not):
@@ -381,6 +467,30 @@ class KindInference:
         if method in ("cuda", "to") and receiver is Kind.UNKNOWN and _looks_like_tensor_name(func.value):
             return Kind.TENSOR
         return Kind.UNKNOWN
+
+
+_MAX_HOST_DEPTH = 8
+
+
+def _names_cpu(inference: KindInference, call: cst.Call) -> bool:
+    """`x.to("cpu")`, `x.to(device="cpu")`, `x.to(torch.device("cpu"))`."""
+    target = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
+    if target is None and call.args and call.args[0].keyword is None:
+        target = call.args[0].value
+    if isinstance(target, cst.Call) and isinstance(target.func, (cst.Name, cst.Attribute)) and \
+            inference.qualified(target.func) == "torch.device" and target.args:
+        target = target.args[0].value
+    return isinstance(target, cst.SimpleString) and isinstance(target.evaluated_value, str) and \
+        target.evaluated_value.split(":")[0] == "cpu"
+
+
+def is_text(node: cst.BaseExpression) -> bool:
+    """A str-valued expression: a string literal, or `+`, `*` or `%` with a string on the left (`"%11s" * 2 +
+    "%g"`, `"%g" % t`)."""
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return True
+    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Multiply, cst.Modulo)) \
+        and is_text(node.left)
 
 
 def _looks_like_tensor_name(node: cst.BaseExpression) -> bool:

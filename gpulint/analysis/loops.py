@@ -149,17 +149,41 @@ class LoopAnalysis:
         return any(self.kinds.of(a.value) is Kind.TENSOR for a in node.args)
 
     def _called_from_a_loop(self, fn: cst.FunctionDef) -> bool:
+        """Some training or eval loop calls `fn` (one that iterates batches or trains in its own body): how often
+        `fn`'s loop runs is then its caller's business (every step, or under `if step % N == 0:`). A call from
+        any other loop (`for k in args.nb_knn: knn_classifier(...)`) leaves `fn`'s own loop to decide."""
         key = ("called", id(fn))
         if key not in self._trains:
             self._trains[key] = any(
                 isinstance(n, cst.Call) and self.local_function(n) is fn and not self.index.is_ancestor_or_self(
-                    fn, n) and any(isinstance(a, (cst.For, cst.While)) for a in self.index.ancestors(n))
+                    fn, n) and any(isinstance(a, (cst.For, cst.While)) and self._trains_by_itself(a)
+                                   for a in self.index.ancestors(n))
                 for n in self.index.nodes)
         return self._trains[key]
 
+    def _trains_by_itself(self, loop: Loop) -> bool:
+        """The loop iterates batches or runs a model, backward pass or optimizer step in its own body (helpers
+        not followed: this is asked while a helper's own role is being decided)."""
+        return self._loops_over_batches(loop) or any(
+            isinstance(n, cst.Call) and self.is_training_call(n) for n in _walk_body(loop, into_loops=False))
+
     def _loops_over_batches(self, loop: Loop) -> bool:
-        return isinstance(loop, cst.For) and self.kinds.iteration_kind(loop.iter, None) is Kind.TENSOR \
-            and self._iterates_batches(loop.iter)
+        if isinstance(loop, cst.While):
+            # `it = iter(loader)` ... `while True: batch = next(it)`: one batch per iteration
+            return any(isinstance(n, cst.Call) and self._next_batch(n) for n in _walk_body(loop, into_loops=False))
+        return self.kinds.iteration_kind(loop.iter, None) is Kind.TENSOR and self._iterates_batches(loop.iter)
+
+    def _next_batch(self, call: cst.Call) -> bool:
+        """`next(it)` where `it` is a loader, or a name bound only to iterators over loaders (`iter(loader)`)."""
+        if dotted_name(call.func) != "next" or not call.args or call.args[0].keyword is not None:
+            return False
+        it = call.args[0].value
+        if self._iterates_batches(it):
+            return True
+        scope = self.index.enclosing_scope(it) if isinstance(it, cst.Name) else None
+        values = [b.value for b in self.index.lookup(it.value, scope)] if scope is not None else []  # type: ignore
+        return bool(values) and all(isinstance(v, cst.Call) and dotted_name(v.func) == "iter" and v.args and
+                                    self._iterates_batches(v.args[0].value) for v in values)
 
     def _function_has_hot_loop(self, fn: cst.FunctionDef) -> bool:
         key = ("loop", id(fn))

@@ -13,8 +13,9 @@ class DataDependentShape(GpuRule):
     """An operation whose output size depends on the data, every iteration.
 
     ## What it does
-    Flags `nonzero()`, boolean-mask indexing `x[mask]`, `masked_select`, `unique`, one-argument `torch.where`,
-    `argwhere` and `repeat_interleave` without `output_size` on every iteration of a training/eval loop.
+    Flags `nonzero()`, boolean-mask indexing `x[mask]` (also inside a tuple index: `x[mask, 1:]`, `x[:, keep]`),
+    `masked_select`, `unique`, one-argument `torch.where`, `argwhere` and `repeat_interleave` without
+    `output_size` on every iteration of a training/eval loop.
 
     ## Why it is slow
     PyTorch must know how many elements the result has before it can allocate it, so it copies a count from the
@@ -65,7 +66,7 @@ class DataDependentShape(GpuRule):
             op = "repeat_interleave without output_size"
         else:
             attr = method_call(node, tuple(self._METHODS) + ("repeat_interleave",))
-            if attr is not None and self.analysis.is_tensor(attr.value):
+            if attr is not None and self.analysis.is_device_tensor(attr.value):
                 if attr.attr.value != "repeat_interleave":
                     op = attr.attr.value
                 elif argument(node, "output_size") is None and node.args and \
@@ -78,14 +79,16 @@ class DataDependentShape(GpuRule):
             self.report(node, self.message.format(op=op), where=where)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if not self.analysis.is_tensor(node.value) or len(node.slice) != 1:
+        if not self.analysis.is_device_tensor(node.value):
             return
-        index = node.slice[0].slice
-        if not isinstance(index, cst.Index) or not self.analysis.is_bool_tensor(index.value):
+        # `x[mask]`, and a mask in any position of a tuple index: `x[mask, 1:]`, `x[:, keep]`
+        if not any(isinstance(e.slice, cst.Index) and self.analysis.is_bool_tensor(e.slice.value)
+                   for e in node.slice):
             return
         parent = self.analysis.parent(node)
         if isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.AugAssign) and parent.target is node):
             return  # x[mask] = v goes through masked_fill_/index_put_ without reading a count
         where = self.where(node)
         if where:
-            self.report(node, self.message.format(op="x[mask]"), where=where)
+            self.report(node, self.message.format(op="x[mask]" if len(node.slice) == 1 else "x[..., mask, ...]"),
+                        where=where)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from gpulint.analysis.kinds import is_text
 from gpulint.rule import GpuRule, Example, Family
 from gpulint.rules._examples import TRAIN_STEP
 from gpulint.syntax import method_call, positional
@@ -48,7 +49,7 @@ class TensorFormatted(GpuRule):
     ]
 
     def _flag(self, expr: cst.BaseExpression) -> None:
-        if self.analysis.is_tensor(expr):
+        if self.analysis.is_device_tensor(expr):
             where = self.where(expr)
             if where:
                 self.report(expr, where=where)
@@ -67,8 +68,9 @@ class TensorFormatted(GpuRule):
         self._flag(node.expression)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if isinstance(node.operator, cst.Modulo) and isinstance(node.left, (cst.SimpleString,
-                                                                            cst.ConcatenatedString)):
+        # `"%g" % t`, `("%11s" * 2 + "%11.4g" * 3) % (epoch, *mloss)`: each tensor formatted, a starred one too
+        # (its elements are formatted one by one: still one copy to the host per tensor).
+        if isinstance(node.operator, cst.Modulo) and is_text(node.left):
             right = node.right
             for expr in [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]:
                 self._flag(expr)

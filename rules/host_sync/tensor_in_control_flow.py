@@ -51,7 +51,7 @@ class TensorInControlFlow(GpuRule):
     ]
 
     def _check(self, test: cst.BaseExpression) -> None:
-        if not self.analysis.is_tensor(test) and not self._truthiness_of_tensor(test):
+        if not self.analysis.is_device_tensor(test) and not self._truthiness_of_tensor(test):
             return
         if nan_check(self.analysis, test) is not None:
             return
@@ -61,9 +61,9 @@ class TensorInControlFlow(GpuRule):
 
     def _truthiness_of_tensor(self, test: cst.BaseExpression) -> bool:
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            return self.analysis.is_tensor(test.expression)
+            return self.analysis.is_device_tensor(test.expression)
         if isinstance(test, cst.BooleanOperation):
-            return self.analysis.is_tensor(test.left) or self._truthiness_of_tensor(test.left)
+            return self.analysis.is_device_tensor(test.left) or self._truthiness_of_tensor(test.left)
         return False
 
     def visit_If(self, node: cst.If) -> None:

@@ -53,7 +53,7 @@ class TensorToPythonScalar(GpuRule):
             return
         if len(node.args) != 1 or node.args[0].keyword is not None:
             return
-        if not self.analysis.is_tensor(node.args[0].value) or inside_nan_check(self, node):
+        if not self.analysis.is_device_tensor(node.args[0].value) or inside_nan_check(self, node):
             return
         where = self.where(node)
         if where:

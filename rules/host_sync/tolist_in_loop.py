@@ -56,7 +56,7 @@ class TolistInLoop(GpuRule):
         attr = method_call(node, "tolist")
         if attr is None or node.args or _on_host_already(self, attr.value):
             return
-        if not self.analysis.is_tensor(attr.value):
+        if not self.analysis.is_device_tensor(attr.value):
             return
         where = self.where(node)
         if where:

@@ -7,10 +7,11 @@ from typing import Optional
 import libcst as cst
 
 from gpulint.analysis import GPU_HINT
-from gpulint.analysis.data_facts import ACCELERATOR, data_facts
+from gpulint.analysis.data_facts import ACCELERATOR, data_facts, keyword
+from gpulint.analysis.data import _SAME_ON_DEVICE
 from gpulint.analysis.data_path import data_path_facts
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Rule, Safety
-from gpulint.syntax import positional
+from gpulint.syntax import is_true, positional
 
 # Calls that assemble a batch in host memory from numpy arrays or Python lists.
 _HOST_BUILDERS = {"torch.stack", "torch.cat", "torch.from_numpy", "torch.tensor", "torch.as_tensor"}
@@ -41,7 +42,11 @@ class HostBuiltBatch(Rule):
     ## What it does
     Flags `x.to(device)` / `x.cuda()` where `x` was just built on the host with `torch.stack`, `torch.cat`,
     `torch.from_numpy`, `torch.tensor` or `torch.as_tensor` (typically a `get_batch()` helper slicing a numpy
-    array), and this runs every iteration of a training loop, directly or in a helper the loop calls.
+    array), and this runs every iteration of a training loop, directly or in a helper the loop calls. Also
+    flags `torch.from_numpy(frame).to(device)` written in one expression (an inference loop over frames), and
+    `torch.cat(crops).cuda(non_blocking=True)`: the pieces may be pinned, but what `torch.cat`/`torch.stack`
+    return is a new tensor in pageable memory, and from pageable memory `non_blocking=True` still waits (on an
+    H100: 21.4 ms behind 21 ms of queued GPU work, where a pinned tensor's copy returned in 0.07 ms).
 
     ## Why it is slow
     A copy from pageable memory is staged through a driver bounce buffer and blocks the Python thread until it
@@ -65,11 +70,21 @@ class HostBuiltBatch(Rule):
     and build the batch there (`ix = torch.randint(..., device=device)`, `x = data[ix[:, None] +
     torch.arange(block, device=device)]`): nothing crosses PCIe per step.
 
+    For a small tensor (one 640x640 image) the copy itself is not faster pinned: on an H100 with the GPU idle,
+    `torch.from_numpy(img).to(device)` took 0.125 ms and `.pin_memory().to(device, non_blocking=True)` 0.100 ms.
+    The difference is the wait: with 21 ms of GPU work queued, the pageable copy returned after 21.4 ms (it
+    waits for that work) and the pinned one after 0.5 ms (`benchmarks/host_copies.py`,
+    `benchmarks/results/host_copies_h100.txt`). A loop that reads results back every iteration anyway (an
+    inference loop that draws each frame's boxes) gains little until those reads go too.
+
     ## Fix
     Pins the batch and copies it with `non_blocking=True`: `x.cuda()` becomes
     `x.pin_memory().cuda(non_blocking=True)`; `x.to(device)` becomes `(x.pin_memory() if
     torch.cuda.is_available() else x).to(device, non_blocking=True)` (pinning raises on a machine without an
-    accelerator). No fix for `.to()` with other arguments, or when the module does not `import torch`.
+    accelerator). No fix for `.to()` with other arguments, when the module does not `import torch`, or for
+    `torch.from_numpy(...).to(device)` in one expression (report only: whether pinning pays depends on what
+    else the loop waits for, see above), nor for `torch.cat(...).cuda(non_blocking=True)` (pinning raises if
+    the pieces are on the device after all).
 
     ## Fix safety
     Safe: the batch holds the same values. The pinned host tensor is freshly built each call and PyTorch's
@@ -86,6 +101,8 @@ class HostBuiltBatch(Rule):
     name = "host-built-batch"
     message = "batch built on the host every step and copied from pageable memory: the copy blocks; pin it and " \
               "copy with `non_blocking=True` (or keep the data on the device)"
+    fresh = "`{builder}` makes a new tensor in pageable memory, so `non_blocking=True` does not apply: the copy " \
+            "still waits for the GPU every step; pin it (`.pin_memory()`) or build it on the device"
     family = Family.THROUGHPUT
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(Safety.SAFE, "the batch holds the same values; the copy runs on the stream that uses it")
@@ -106,6 +123,15 @@ class HostBuiltBatch(Rule):
         if facts.copy_target(node) != ACCELERATOR:
             return
         receiver = node.func.value  # type: ignore[union-attr]
+        built = self._built_inline(receiver)
+        if built == "torch.from_numpy" or (built and is_true(getattr(keyword(node, "non_blocking"), "value", None))):
+            # `torch.from_numpy(frame).float().to(device)`, `torch.cat(crops).cuda(non_blocking=True)`: report
+            # only (a fix would pin, which raises if the pieces were on the device after all)
+            where = self.where(node)
+            if where:
+                self.report(node, None if built == "torch.from_numpy" else self.fresh.format(builder=built),
+                            where=where)
+            return
         if not isinstance(receiver, cst.Name) or facts.batch_loop(receiver) is not None:
             return  # direct factories are GPU203's; loader batches GPU201/GPU202's
         builder = self._host_builder(receiver, node)
@@ -114,6 +140,15 @@ class HostBuiltBatch(Rule):
         where = self.where(node)
         if where:
             self.report(node, where=where, fix=self._fix(node, receiver))
+
+    def _built_inline(self, expr: cst.BaseExpression) -> Optional[str]:
+        """`torch.from_numpy(a)` (host memory the numpy array owns), `torch.cat(...)` or `torch.stack(...)` (a
+        new tensor), possibly converted on the way (`.float()`, `.unsqueeze(0)`, ...): which one, else None."""
+        while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
+                expr.func.attr.value in _SAME_ON_DEVICE:
+            expr = expr.func.value
+        q = self.analysis.qualified(expr.func) if isinstance(expr, cst.Call) else None
+        return q if q in ("torch.from_numpy", "torch.cat", "torch.stack") else None
 
     def _host_builder(self, name: cst.Name, copy: cst.Call) -> Optional[str]:
         bindings = [b for b in data_facts(self.analysis).bindings(name) if b.value is not copy]

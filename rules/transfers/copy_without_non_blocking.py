@@ -8,8 +8,8 @@ from gpulint.analysis import GPU_HINT
 from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
 from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, LOADER_TO_GPU, UNPINNED_LOADER
 from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, keyword
-from gpulint.syntax import argument
-from gpulint.analysis.data import _true, pinned
+from gpulint.syntax import argument, is_true
+from gpulint.analysis.data import _true, pinned, pinning_unknown
 
 
 class CopyWithoutNonBlocking(Rule):
@@ -18,7 +18,11 @@ class CopyWithoutNonBlocking(Rule):
     ## What it does
     Flags `.to(device)` and `.cuda()` of a batch (or part of one: unpacked, indexed, or rebuilt in a
     comprehension such as `[t.to(device) for t in batch]`) inside a loop over a `DataLoader` that pins memory,
-    or that GPU201 will make pin memory, every iteration.
+    or that GPU201 will make pin memory, every iteration. The loop may take its batches with `next()`
+    (`it = iter(loader)` ... `while True: batch = next(it)`). Where the loader is built out of sight (a factory
+    whose `pin_memory=` is a setting, or a loader reached only through a progress bar), a copy of the same
+    batch that passes `non_blocking=True` is taken as the author's word that the batches are pinned on GPU
+    runs: `imgs.to(device, non_blocking=True)` beside `labels.to(device)` flags the second.
 
     ## Why it is slow
     Without `non_blocking=True` the copy blocks the Python thread until it completes, even from pinned memory,
@@ -55,6 +59,8 @@ class CopyWithoutNonBlocking(Rule):
     code = "GPU202"
     name = "copy-without-non-blocking"
     message = "copy of a pinned batch to the GPU without `non_blocking=True` blocks the CPU every step"
+    beside = "copy of a batch to the GPU without `non_blocking=True`, where another copy of the same batch has " \
+             "it: this one blocks the CPU every step"
     family = Family.TRANSFERS
     fix_availability = FixAvailability.ALWAYS
     fix_safety = FixSafety(
@@ -91,9 +97,14 @@ class CopyWithoutNonBlocking(Rule):
         loop = facts.batch_loop(receiver)
         if loop is None or not self.analysis.index.is_ancestor_or_self(loop.body, node):
             return
-        loaders = facts.loaders(loop.iter)
+        loaders = facts.loop_loaders(loop)
+        message = None
         if not loaders or not all(pinned(self, c) for c in loaders):
-            return
+            # Pinning unknown (a loader built elsewhere): the author's own non-blocking copy of this loop's batch
+            # says the batches are pinned on GPU runs; `non_blocking=True` is harmless where they are not.
+            if not all(pinning_unknown(self, c) for c in loaders) or not self._beside_non_blocking(loop, node):
+                return
+            message = self.beside
         whole_batch = isinstance(receiver, cst.Name) and any(
             b.kind == "for" and b.source is loop and b.index is None for b in facts.bindings(receiver))
         if whole_batch and any(keyword(c, "collate_fn") is not None for c in loaders):
@@ -102,4 +113,11 @@ class CopyWithoutNonBlocking(Rule):
         if where:
             fix = self.fix("Add `non_blocking=True`", {node: lambda updated: append_keyword(
                 updated, "non_blocking", _true())}, safe=True)
-            self.report(node, where=where, fix=fix)
+            self.report(node, message, where=where, fix=fix)
+
+    def _beside_non_blocking(self, loop, copy: cst.Call) -> bool:
+        """Another copy of the same loop's batch to an accelerator passes `non_blocking=True`."""
+        facts = data_facts(self.analysis)
+        return any(call is not copy and facts.copy_target(call) == ACCELERATOR and
+                   is_true(getattr(keyword(call, "non_blocking"), "value", None)) and
+                   facts.batch_loop(call.func.value) is loop for call in facts.body_calls(loop))  # type: ignore

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.analysis import GPU_HINT
+from gpulint.analysis import GPU_HINT, Kind
 from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
 from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, TRAIN_STEP
 from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, has_star_args, keyword
@@ -18,11 +18,17 @@ class HostTensorMovedEachStep(Rule):
     ## What it does
     Flags `torch.zeros(...).to(device)`, `torch.tensor(x).cuda()`, `torch.arange(n).to(x.device)` and other
     torch factories followed by a copy to an accelerator, where this runs every iteration of a training loop.
+    Also flags `torch.tensor(values, device=device)` and `torch.as_tensor(values, device=device)` of Python
+    numbers, lists or numpy arrays every iteration: `device=` does not move where the values are.
 
     ## Why it is slow
     The tensor is allocated and filled by the CPU, then crosses PCIe with a blocking copy from pageable memory,
-    every step. Created on the device it costs one kernel launch (or, for `torch.tensor(data)`, one copy with
-    no intermediate host tensor).
+    every step: PyTorch copies from pageable memory synchronously, so the CPU also waits for the GPU work queued
+    before the copy. Created on the device, `zeros`/`ones`/`arange`/... cost one kernel launch and no copy.
+    `torch.tensor(values, device=device)` is no way out: the values are Python objects on the host, so PyTorch
+    builds the tensor on the host and copies it, the same blocking copy (only an intermediate call is saved).
+    On an H100, `torch.tensor((w, h, w, h), device="cuda")` took 0.02 ms with the GPU idle and 21.4 ms with
+    21 ms of GPU work queued: it waits for all of it, like `.item()` (`benchmarks/host_copies.py`).
 
     ## Example
     ```python
@@ -36,9 +42,16 @@ class HostTensorMovedEachStep(Rule):
         pos = torch.arange(x.shape[1], device=x.device).to(torch.float32)
     ```
 
+    For values known only on the host (`torch.tensor((w, h, w, h), device=device)` from a batch's shape), build
+    the tensor once before the loop when the values do not change, or use the Python numbers directly
+    (`boxes[:, 0::2] *= w`): a Python scalar is passed to the kernel as an argument, with no copy.
+
     ## Fix
     Moves the target device into the factory as `device=`; a dtype given to `.to()` stays, as `.to(dtype)`
     on the device (so values are cast exactly as before); `non_blocking` is dropped (nothing is copied).
+    No fix for `torch.tensor(values)` of Python numbers, lists or numpy arrays (with `device=` or followed by
+    `.to(device)`): moving `device=` into it would copy the same host values; what replaces it depends on
+    where the values come from.
 
     ## Fix safety
     Safe for deterministic factories (`zeros`, `ones`, `full`, `arange`, `tensor`, ...). Unsafe for random
@@ -49,8 +62,9 @@ class HostTensorMovedEachStep(Rule):
     also changes the dtype).
 
     ## When it is fine
-    Constants built once before the loop, `torch.from_numpy(batch).to(device)` (real data has to cross), and
-    copies outside training loops.
+    Constants built once before the loop, `torch.from_numpy(batch).to(device)` (real data has to cross; GPU410
+    is about how it crosses), `torch.as_tensor(t, device=device)` of a tensor, and copies outside training
+    loops.
     """
 
     # Every finding needs a copy to an accelerator (`.to(`/`.cuda(`) or a "cuda" device in the text.
@@ -59,6 +73,9 @@ class HostTensorMovedEachStep(Rule):
     name = "host-tensor-moved-each-step"
     message = "`torch.{factory}` builds a tensor on the host and copies it to the GPU every step; create it on " \
               "the device with `device=`"
+    from_values = "`torch.{factory}` of host values builds the tensor on the host and copies it from pageable " \
+                  "memory every step, waiting for the GPU (`device=` does not change that); build it once " \
+                  "before the loop, or keep the values as Python scalars"
     family = Family.TRANSFERS
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(
@@ -71,13 +88,19 @@ class HostTensorMovedEachStep(Rule):
         Example(TRAIN_STEP + "    noise = torch.zeros(2).cuda()\n",
                 message="`torch.zeros` builds a tensor on the host and copies it to t",
                 fixed=TRAIN_STEP + '    noise = torch.zeros(2, device="cuda")\n'),
-        # the dtype conversion stays a cast after creation: tensor(..., dtype=float64) would not round via float32
-        Example(DATASET_HEAD + _CAST.format("torch.tensor([0.1, 0.2]).to(device, torch.float64, non_blocking=True)"),
-                fixed=DATASET_HEAD + _CAST.format("torch.tensor([0.1, 0.2], device=device).to(torch.float64)")),
+        # the dtype conversion stays a cast after creation: full(..., dtype=float64) would not round via float32
+        Example(DATASET_HEAD + _CAST.format("torch.full((2,), 0.1).to(device, torch.float64, non_blocking=True)"),
+                fixed=DATASET_HEAD + _CAST.format("torch.full((2,), 0.1, device=device).to(torch.float64)")),
+        # values that live on the host are copied whichever way the tensor is spelt: reported, no fix
+        Example(DATASET_HEAD + _CAST.format("torch.tensor([0.1, 0.2]).to(device, non_blocking=True)"),
+                message="of host values builds the tensor on the host"),
+        Example(DATASET_HEAD + _CAST.format("torch.tensor([0.1, 0.2], device=device)"),
+                message="`device=` does not change that"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
         if data_facts(self.analysis).copy_target(node) != ACCELERATOR:
+            self._from_host_values(node)
             return
         factory, chain = self._factory(node.func.value)  # type: ignore[union-attr]
         if factory is None:
@@ -86,8 +109,30 @@ class HostTensorMovedEachStep(Rule):
         if keyword(factory, "device") is not None:
             return  # built on a device on purpose (often "cpu", then moved): not a host-built tensor by accident
         where = self.where(node)
-        if where:
+        if where and self._of_host_values(factory):
+            # `device=` would copy the same host values: no fix that removes the copy
+            self.report(node, self.from_values.format(factory=name), where=where)
+        elif where:
             self.report(node, self.message.format(factory=name), where=where, fix=self._fix(node, factory, name))
+
+    def _of_host_values(self, factory: cst.Call) -> bool:
+        """`torch.tensor(values)`/`torch.as_tensor(values)` of Python numbers, lists or numpy arrays."""
+        q = self.analysis.qualified(factory.func)
+        data = positional(factory)
+        return q in ("torch.tensor", "torch.as_tensor") and bool(data) and \
+            self.analysis.kind(data[0]) in (Kind.NUMBER, Kind.OTHER, Kind.NUMPY)
+
+    def _from_host_values(self, node: cst.Call) -> None:
+        """`torch.tensor((w, h), device=device)`: the values are on the host, so the tensor is built there and
+        copied, although the call names the device."""
+        device = keyword(node, "device")
+        if device is None or not self._of_host_values(node) or \
+                data_facts(self.analysis).device_of(device.value) != ACCELERATOR:
+            return  # a tensor, or unknown data, may already be on the device
+        where = self.where(node)
+        if where:
+            name = self.analysis.qualified(node.func).split(".")[1]  # type: ignore[union-attr]
+            self.report(node, self.from_values.format(factory=name), where=where)
 
     def _factory(self, expr: cst.BaseExpression):
         chain = []
