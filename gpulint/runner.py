@@ -237,6 +237,60 @@ class _TopLevelOffsets:
         return bisect.bisect_right(self._line_starts, offset)
 
 
+class _FixEdits:
+    """Each finding's fix as text edits of the file, as `fixes.edits_for` computes them, without rebuilding and
+    printing the whole module per finding (quadratic in a module dense with findings): only the top-level
+    statements a fix changes are rebuilt, and spliced into the text at their offsets. Where a statement is not
+    where the module's own printing puts it, the whole module is rebuilt as before."""
+
+    def __init__(self, analysis: ModuleAnalysis, source: str) -> None:
+        self.analysis = analysis
+        self.source = source
+        self.offsets = _TopLevelOffsets(analysis.module, source)
+        self._exact: Optional[bool] = None
+
+    def of(self, d: Diagnostic):
+        if d.fix is None:
+            return ()
+        module = self.analysis.module
+        spliced = self._spliced(d.fix) if self._prints_as_source() else None
+        if spliced is None:
+            return fixing.edits_for(d, module, self.source)
+        return fixing.text_edits(self.source, spliced)
+
+    def _prints_as_source(self) -> bool:
+        if self._exact is None:
+            self._exact = self.analysis.module.code == self.source
+        return self._exact
+
+    def _spliced(self, fix) -> Optional[str]:
+        module = self.analysis.module
+        statements = dict.fromkeys(_top_level(self.analysis, node) for node in fix.changes)
+        if None in statements:
+            return None
+        pieces = []
+        for statement in statements:
+            start = self.offsets.start(statement)
+            old = module.code_for_node(statement)
+            if start is None or self.source[start:start + len(old)] != old:
+                return None
+            new = statement.visit(fixing.Replace(fix.changes))
+            if isinstance(new, cst.FlattenSentinel):
+                text = "".join(module.code_for_node(s) for s in new.nodes)
+            elif isinstance(new, cst.RemovalSentinel):
+                text = ""
+            else:
+                text = module.code_for_node(new)
+            pieces.append((start, start + len(old), text))
+        pieces.sort()
+        out, at = [], 0
+        for start, end, text in pieces:
+            out += [self.source[at:start], text]
+            at = end
+        out.append(self.source[at:])
+        return "".join(out)
+
+
 def _statement_positions(module: cst.Module, statement: Optional[cst.CSTNode], source: str,
                          offsets: _TopLevelOffsets) -> Optional[tuple[dict, int]]:
     if statement is None:
@@ -328,7 +382,8 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
         current = new_text
 
     if want_edits:
-        diagnostics = [replace(d, edits=fixing.edits_for(d, analysis.module, current)) for d in diagnostics]
+        edits = _FixEdits(analysis, current)
+        diagnostics = [replace(d, edits=edits.of(d)) for d in diagnostics]
     return LintResult(diagnostics, current, fixed_count, errors, module=analysis.module)
 
 
