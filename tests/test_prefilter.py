@@ -109,3 +109,35 @@ def test_prefilter_changes_no_finding_on_fixtures(path: Path):
     unfiltered = lint_source(source, str(path), ALL, path=path, prefilter=False)
     assert [(d.code, d.location, d.message) for d in filtered.diagnostics] == \
         [(d.code, d.location, d.message) for d in unfiltered.diagnostics]
+
+
+def _all_sources():
+    for path in _fixture_files():
+        yield str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")
+    for code, cls in all_rules().items():
+        for i, example in enumerate([*cls.VALID, *cls.INVALID]):
+            yield f"{code}-example-{i}", example if isinstance(example, str) else example.code
+    yield "model", MODEL_FILE
+
+
+def test_hot_loop_condition_agrees_with_the_loop_analysis():
+    # HOT_LOOP must over-approximate LoopAnalysis: where it says "no hot loop", the analysis finds none. A change
+    # to analysis/loops.py or kinds.py that makes more loops hot must be mirrored in gpulint/prefilter.py.
+    import libcst as cst
+
+    from gpulint.analysis import LoopRole, ModuleAnalysis
+
+    skipped = []
+    for name, source in _all_sources():
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue  # GPU001's fixtures: never analysed
+        if prefilter.FileFacts(source, tree).holds(prefilter.HOT_LOOP):
+            continue
+        skipped.append(name)
+        analysis = ModuleAnalysis(cst.parse_module(source), source)
+        hot = [n for n in analysis.index.nodes if isinstance(n, (cst.For, cst.While))
+               and analysis.loops.role(n) is not LoopRole.COLD]
+        assert hot == [], f"{name}: a loop the prefilter rules out is {analysis.loops.role(hot[0])}"
+    assert "model" in skipped  # the check is not vacuous
