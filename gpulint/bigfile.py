@@ -47,18 +47,19 @@ def pieces(source: str, size: Optional[int] = None) -> list[str]:
     return [source[a:b] for a, b in zip(cuts, cuts[1:])]
 
 
-def python_parse(source: str, filename: str) -> None:
-    """`ast.parse(source)`, raising the same SyntaxError, without holding the whole file's `ast` tree."""
+def python_parse(source: str, filename: str) -> Optional[ast.Module]:
+    """`ast.parse(source)`, raising the same SyntaxError, without holding the whole file's `ast` tree: the
+    tree of a small source, None for a big one (parsed piece by piece, each tree dropped)."""
     parts = pieces(source)
     if len(parts) == 1:
-        ast.parse(source, filename)
-        return
+        return ast.parse(source, filename)
     for part in parts:
         try:
             ast.parse(part, filename)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             ast.parse(source, filename)  # the real error, at its real place (or a wrong cut: then it passes)
-            return
+            return None
+    return None
 
 
 def parse_module(source: str) -> cst.Module:

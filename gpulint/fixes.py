@@ -20,7 +20,7 @@ def fresh_name(analysis, base: str) -> str:
     return name
 
 
-class _Replace(cst.CSTTransformer):
+class Replace(cst.CSTTransformer):
     def __init__(self, changes: dict) -> None:
         super().__init__()
         self.changes = changes
@@ -38,7 +38,7 @@ def apply(module: cst.Module, fixes: Iterable[Fix]) -> cst.Module:
     changes: dict = {}
     for fix in fixes:
         changes.update(fix.changes)
-    return module.visit(_Replace(changes))
+    return module.visit(Replace(changes))
 
 
 def non_overlapping(fixes: Sequence[Fix], is_ancestor_or_self: Callable) -> list[Fix]:

@@ -152,8 +152,10 @@ def parse_module(source: str) -> cst.Module:
     return first.with_changes(body=body, footer=carried, has_trailing_newline=modules[-1].has_trailing_newline)
 
 
-def python_parse(source: str, filename: str) -> None:
-    """`bigfile.python_parse`: raise CPython's SyntaxError for `source`, skipping the pieces it accepted before."""
+def python_parse(source: str, filename: str) -> Optional[ast.Module]:
+    """`bigfile.python_parse`: raise CPython's SyntaxError for `source`, skipping the pieces it accepted before.
+    Returns the `ast` tree where `bigfile.python_parse` gives one; None when reusing pieces (no whole tree then:
+    the prefilter lets such a buffer through)."""
     reuse = _reuse
     if reuse is None:
         return bigfile.python_parse(source, filename)
@@ -170,6 +172,7 @@ def python_parse(source: str, filename: str) -> None:
 
     if _each(source, accepted) is None:
         ast.parse(source, filename)  # the real error, at its real place
+    return None
 
 
 _FAILED = object()

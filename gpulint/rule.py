@@ -77,6 +77,10 @@ class Rule:
     # Text every file this rule can report in contains (checked before any parse; see runner.could_have_findings).
     # None: the rule may report anywhere, so no file is skipped. Declare it only if it is certainly true.
     needs_text: ClassVar[Optional[re.Pattern]] = None
+    # Conditions of the code, one of which every file this rule can report in meets (gpulint/prefilter.py:
+    # HOT_LOOP for a rule that reports only through `where`). None: none declared. tests/test_prefilter.py
+    # checks every INVALID example against it. Declare it only if it is certainly true.
+    reports_in: ClassVar[Optional[tuple[str, ...]]] = None
     # A code the runner reports itself (GPU001 syntax-error): documented like a rule, no visitors.
     pseudo: ClassVar[bool] = False
 
@@ -97,6 +101,8 @@ class Rule:
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
+        if "reports_in" not in cls.__dict__:
+            cls.reports_in = None  # never inherited: a subclass may report where its base cannot
         if getattr(cls, "code", None):
             if cls.code in REGISTRY and REGISTRY[cls.code] is not cls:
                 raise RuntimeError(f"two rules claim {cls.code}")

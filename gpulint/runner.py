@@ -17,6 +17,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from gpulint import fixes as fixing
 from gpulint import incremental
+from gpulint import prefilter
 from gpulint import suppression
 from gpulint.analysis import ModuleAnalysis
 from gpulint.checker import run_rules
@@ -47,28 +48,52 @@ class LintResult:
         return any(isinstance(e, InternalError) for e in self.errors)
 
 
+class _RuleFilter(NamedTuple):
+    text: Optional[re.Pattern]  # Rule.needs_text
+    conditions: Optional[frozenset[str]]  # Rule.reports_in (gpulint.prefilter)
+
+
 @functools.lru_cache(maxsize=64)
-def _prefilters(codes: frozenset[str]) -> Optional[tuple[re.Pattern, ...]]:
-    """The patterns one of which a file must match for an enabled rule to report in it; None: no shortcut."""
-    patterns: list[re.Pattern] = []
+def _prefilters(codes: frozenset[str]) -> Optional[tuple[_RuleFilter, ...]]:
+    """What a file must hold for each enabled rule to report in it; None: some rule may report anywhere."""
+    filters: list[_RuleFilter] = []
     for code, cls in all_rules().items():
         if code not in codes or getattr(cls, "pseudo", False):
             continue
-        if cls.needs_text is None:
+        if cls.needs_text is None and cls.reports_in is None:
             return None
-        if cls.needs_text not in patterns:
-            patterns.append(cls.needs_text)
-    return tuple(patterns)
+        wanted = _RuleFilter(cls.needs_text, None if cls.reports_in is None else frozenset(cls.reports_in))
+        if wanted not in filters:
+            filters.append(wanted)
+    return tuple(filters)
 
 
-def could_have_findings(source: str, codes: frozenset[str]) -> bool:
+def could_have_findings(source: str, codes: frozenset[str], tree: Optional[object] = None) -> bool:
     """False only if no enabled rule can report in `source`: then the LibCST parse is skipped.
 
-    Sound by construction: each rule declares text its findings need (`Rule.needs_text`), and a rule that
-    declares none disables the shortcut. Syntax errors (GPU001) are found by `python_syntax_error` first.
+    Sound by construction: each rule declares text its findings need (`Rule.needs_text`) and conditions of the
+    code they need (`Rule.reports_in`, checked on CPython's `ast` tree: gpulint/prefilter.py); a rule that
+    declares neither disables the shortcut. Syntax errors (GPU001) are found by `python_syntax_error` first.
+    Without `tree` (a big file, parsed piece by piece) only the text is checked.
     """
-    patterns = _prefilters(codes)
-    return patterns is None or any(p.search(source) for p in patterns)
+    filters = _prefilters(codes)
+    if filters is None:
+        return True
+    facts = None
+    searched: dict[re.Pattern, bool] = {}  # rules share patterns (GPU_HINT): one search each
+    for rule in filters:
+        if rule.text is not None:
+            if rule.text not in searched:
+                searched[rule.text] = rule.text.search(source) is not None
+            if not searched[rule.text]:
+                continue
+        if rule.conditions is None or tree is None:
+            return True
+        if facts is None:
+            facts = prefilter.FileFacts(source, tree)
+        if any(facts.holds(c) for c in rule.conditions):
+            return True
+    return False
 
 
 # CPython's parser refuses nesting it cannot handle with these; LibCST's native parser may crash on the same
@@ -82,17 +107,22 @@ def python_syntax_error(source: str, filename: str) -> tuple[Optional[Diagnostic
     CPython's message and position are the ones users know. A file the running Python rejects may still be
     valid for a newer Python, which LibCST may parse: the second value says whether to let it try.
     """
+    return _python_parse(source, filename)[:2]
+
+
+def _python_parse(source: str, filename: str) -> tuple[Optional[Diagnostic], bool, Optional[object]]:
+    """`python_syntax_error`, and the `ast` tree when there is one (a small file that parses)."""
     try:
-        incremental.python_parse(source, filename or "<string>")
+        tree = incremental.python_parse(source, filename or "<string>")
     except SyntaxError as exc:
         message = exc.msg or "invalid syntax"
         deep = any(t in message for t in _TOO_DEEP)
-        return _gpu001(message, filename, exc.lineno or 1, exc.offset or 1), not deep
+        return _gpu001(message, filename, exc.lineno or 1, exc.offset or 1), not deep, None
     except (RecursionError, MemoryError):
-        return _gpu001("too deeply nested for Python's parser", filename, 1, 1), False
+        return _gpu001("too deeply nested for Python's parser", filename, 1, 1), False, None
     except ValueError as exc:  # null bytes on older Pythons
-        return _gpu001(str(exc), filename, 1, 1), False
-    return None, True
+        return _gpu001(str(exc), filename, 1, 1), False, None
+    return None, True, tree
 
 
 def _gpu001(message: str, filename: str, row: int, column: int) -> Diagnostic:
@@ -206,6 +236,60 @@ class _TopLevelOffsets:
         return bisect.bisect_right(self._line_starts, offset)
 
 
+class _FixEdits:
+    """Each finding's fix as text edits of the file, as `fixes.edits_for` computes them, without rebuilding and
+    printing the whole module per finding (quadratic in a module dense with findings): only the top-level
+    statements a fix changes are rebuilt, and spliced into the text at their offsets. Where a statement is not
+    where the module's own printing puts it, the whole module is rebuilt as before."""
+
+    def __init__(self, analysis: ModuleAnalysis, source: str) -> None:
+        self.analysis = analysis
+        self.source = source
+        self.offsets = _TopLevelOffsets(analysis.module, source)
+        self._exact: Optional[bool] = None
+
+    def of(self, d: Diagnostic):
+        if d.fix is None:
+            return ()
+        module = self.analysis.module
+        spliced = self._spliced(d.fix) if self._prints_as_source() else None
+        if spliced is None:
+            return fixing.edits_for(d, module, self.source)
+        return fixing.text_edits(self.source, spliced)
+
+    def _prints_as_source(self) -> bool:
+        if self._exact is None:
+            self._exact = self.analysis.module.code == self.source
+        return self._exact
+
+    def _spliced(self, fix) -> Optional[str]:
+        module = self.analysis.module
+        statements = dict.fromkeys(_top_level(self.analysis, node) for node in fix.changes)
+        if None in statements:
+            return None
+        pieces = []
+        for statement in statements:
+            start = self.offsets.start(statement)
+            old = module.code_for_node(statement)
+            if start is None or self.source[start:start + len(old)] != old:
+                return None
+            new = statement.visit(fixing.Replace(fix.changes))
+            if isinstance(new, cst.FlattenSentinel):
+                text = "".join(module.code_for_node(s) for s in new.nodes)
+            elif isinstance(new, cst.RemovalSentinel):
+                text = ""
+            else:
+                text = module.code_for_node(new)
+            pieces.append((start, start + len(old), text))
+        pieces.sort()
+        out, at = [], 0
+        for start, end, text in pieces:
+            out += [self.source[at:start], text]
+            at = end
+        out.append(self.source[at:])
+        return "".join(out)
+
+
 def _statement_positions(module: cst.Module, statement: Optional[cst.CSTNode], source: str,
                          offsets: _TopLevelOffsets) -> Optional[tuple[dict, int]]:
     if statement is None:
@@ -265,11 +349,12 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
     `prefilter=False` parses every file (the property tests compare both ways).
     """
     errors: list[str] = []
-    syntax_error, libcst_may_try = python_syntax_error(source, filename)
+    syntax_error, libcst_may_try, tree = _python_parse(source, filename)
     if syntax_error is not None and not libcst_may_try:
         return LintResult([syntax_error] if SYNTAX_ERROR in codes else [], source)
-    if syntax_error is None and prefilter and not could_have_findings(source, codes):
+    if syntax_error is None and prefilter and not could_have_findings(source, codes, tree):
         return LintResult([], source)
+    del tree  # not needed past the prefilter: do not hold it through the analysis
     try:
         analysis, diagnostics = _analyse(source, filename, codes, report_periodic, errors, path)
     except cst.ParserSyntaxError as exc:
@@ -306,7 +391,8 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
         current = new_text
 
     if want_edits:
-        diagnostics = [replace(d, edits=fixing.edits_for(d, analysis.module, current)) for d in diagnostics]
+        edits = _FixEdits(analysis, current)
+        diagnostics = [replace(d, edits=edits.of(d)) for d in diagnostics]
     return LintResult(diagnostics, current, fixed_count, errors, module=analysis.module)
 
 

@@ -45,6 +45,7 @@ class MetricSyncedEachStep(_SyncedAccumulationRule):
     """
 
     code = "GPU303"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "metric-synced-each-step"
     message = "a metric is copied to the host every step only to be summed; count on the device and read once"
     family = Family.ACCUMULATION

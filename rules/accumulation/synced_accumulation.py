@@ -53,6 +53,7 @@ class SyncedLossAccumulation(_SyncedAccumulationRule):
     """
 
     code = "GPU302"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "synced-accumulation"
     message = "summing `.item()` every step syncs with the GPU each time; sum the detached tensor on the device"
     family = Family.ACCUMULATION

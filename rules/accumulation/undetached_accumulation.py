@@ -56,6 +56,7 @@ class UndetachedAccumulation(GpuRule):
     """
 
     code = "GPU301"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "undetached-accumulation"
     message = "accumulating a value that carries autograd history keeps every step's graph alive; add `.detach()`"
     family = Family.ACCUMULATION

@@ -44,6 +44,7 @@ class CpuInLoop(GpuRule):
     """
 
     code = "GPU104"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "cpu-in-loop"
     message = "blocking copy to the host every iteration waits for the GPU; keep the tensor on the device and " \
               "copy once"

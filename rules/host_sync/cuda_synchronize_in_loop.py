@@ -41,6 +41,7 @@ class CudaSynchronizeInLoop(GpuRule):
     """
 
     code = "GPU109"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "cuda-synchronize-in-loop"
     message = "`{call}` every iteration stalls the CPU until the GPU is idle; time with CUDA events instead"
     _CALLS = {"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize",

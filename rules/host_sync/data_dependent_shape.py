@@ -42,6 +42,7 @@ class DataDependentShape(GpuRule):
     """
 
     code = "GPU111"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "data-dependent-shape"
     message = "`{op}` has a data-dependent output shape: PyTorch syncs every iteration to size the result"
     _FUNCTIONS = {"torch.nonzero": "nonzero", "torch.masked_select": "masked_select", "torch.unique": "unique",

@@ -39,6 +39,7 @@ class EmptyCacheInLoop(GpuRule):
     """
 
     code = "GPU110"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "empty-cache-in-loop"
     message = "`torch.cuda.empty_cache()` every iteration syncs and forces fresh cudaMalloc calls; remove it"
     family = Family.HOST_SYNC

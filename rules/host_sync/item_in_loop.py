@@ -51,6 +51,7 @@ class ItemInLoop(GpuRule):
     """
 
     code = "GPU101"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "item-in-loop"
     message = "`.item()` every iteration blocks the CPU until the GPU catches up; keep the value on the device"
     family = Family.HOST_SYNC

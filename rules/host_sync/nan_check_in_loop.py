@@ -64,6 +64,7 @@ class NanCheckInLoop(GpuRule):
     """
 
     code = "GPU108"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "nan-check-in-loop"
     message = "NaN/Inf check every iteration blocks the CPU until the GPU catches up; accumulate a device-side " \
               "flag and check it periodically"

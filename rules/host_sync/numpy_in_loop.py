@@ -43,6 +43,7 @@ class NumpyInLoop(GpuRule):
     """
 
     code = "GPU103"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "numpy-in-loop"
     message = "`.numpy()` every iteration copies the tensor to the host and waits for the GPU"
     family = Family.HOST_SYNC

@@ -79,6 +79,7 @@ class SyncInCall(GpuRule):
     """
 
     code = "GPU112"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "sync-in-call"
     message = "a call every step reaches a host read of a tensor inside the helper or library it calls"
     family = Family.HOST_SYNC

@@ -39,6 +39,7 @@ class TensorFormatted(GpuRule):
     """
 
     code = "GPU107"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "tensor-formatted"
     message = "formatting a tensor every iteration copies it to the host and waits for the GPU; log periodically"
     family = Family.HOST_SYNC

@@ -41,6 +41,7 @@ class TensorInControlFlow(GpuRule):
     """
 
     code = "GPU106"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "tensor-in-control-flow"
     message = "branching on a tensor's value calls `bool()` on it every iteration: the CPU waits for the GPU"
     family = Family.HOST_SYNC

@@ -38,6 +38,7 @@ class TensorToPythonScalar(GpuRule):
     """
 
     code = "GPU105"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "tensor-to-python-scalar"
     message = "`{fn}()` of a tensor every iteration blocks the CPU until the GPU catches up"
     family = Family.HOST_SYNC

@@ -42,6 +42,7 @@ class TolistInLoop(GpuRule):
     """
 
     code = "GPU102"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "tolist-in-loop"
     message = "`.tolist()` every iteration copies the tensor to the host and waits for the GPU; collect on the " \
               "device and convert once"

@@ -51,6 +51,7 @@ class ConstructedInLoop(GpuRule):
     """
 
     code = "GPU408"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "constructed-in-loop"
     message = "module, loss or optimizer constructed every step: build it once, before the loop"
     family = Family.THROUGHPUT

@@ -86,6 +86,7 @@ class DataLoaderWithoutWorkers(Rule):
 
     needs_text = GPU_HINT
     code = "GPU409"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "dataloader-without-workers"
     message = "`DataLoader` without workers over `{cls}`, whose `__getitem__` does per-sample work (`{work}`): " \
               "the GPU waits while the main process prepares every batch; add `num_workers` and " \

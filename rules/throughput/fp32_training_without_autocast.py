@@ -70,6 +70,7 @@ class Fp32TrainingWithoutAutocast(GpuRule):
     """
 
     code = "GPU403"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "fp32-training-without-autocast"
     message = "CUDA training step runs in fp32; bf16 `torch.autocast` around forward and loss uses the tensor cores"
     family = Family.THROUGHPUT

@@ -98,6 +98,7 @@ class HostBuiltBatch(Rule):
 
     needs_text = GPU_HINT
     code = "GPU410"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "host-built-batch"
     message = "batch built on the host every step and copied from pageable memory: the copy blocks; pin it and " \
               "copy with `non_blocking=True` (or keep the data on the device)"

@@ -62,6 +62,7 @@ class ZeroGradNotSetToNone(GpuRule):
     """
 
     code = "GPU405"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "zero-grad-not-set-to-none"
     message = "gradients zeroed with memsets every step; `zero_grad(set_to_none=True)` drops them instead"
     family = Family.THROUGHPUT

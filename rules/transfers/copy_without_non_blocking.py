@@ -57,6 +57,7 @@ class CopyWithoutNonBlocking(Rule):
     # Every finding needs a copy to an accelerator (`.to(`/`.cuda(`) or a "cuda" device in the text.
     needs_text = GPU_HINT
     code = "GPU202"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "copy-without-non-blocking"
     message = "copy of a pinned batch to the GPU without `non_blocking=True` blocks the CPU every step"
     beside = "copy of a batch to the GPU without `non_blocking=True`, where another copy of the same batch has " \

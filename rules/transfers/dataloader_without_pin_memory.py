@@ -64,6 +64,7 @@ class DataLoaderWithoutPinMemory(Rule):
     # Every finding needs a copy to an accelerator (`.to(`/`.cuda(`) or a "cuda" device in the text.
     needs_text = GPU_HINT
     code = "GPU201"
+    reports_in = ("copy-in-for-loop", "cuda-text")  # gpulint/prefilter.py
     name = "dataloader-without-pin-memory"
     message = "`DataLoader` without `pin_memory=True` feeds a GPU: host-to-device copies block and cannot overlap"
     family = Family.TRANSFERS

@@ -70,6 +70,7 @@ class HostTensorMovedEachStep(Rule):
     # Every finding needs a copy to an accelerator (`.to(`/`.cuda(`) or a "cuda" device in the text.
     needs_text = GPU_HINT
     code = "GPU203"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "host-tensor-moved-each-step"
     message = "`torch.{factory}` builds a tensor on the host and copies it to the GPU every step; create it on " \
               "the device with `device=`"

@@ -86,6 +86,7 @@ class TensorDatasetLoaderOnGpu(Rule):
     # Every finding needs a copy to an accelerator (`.to(`/`.cuda(`) or a "cuda" device in the text.
     needs_text = GPU_HINT
     code = "GPU204"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "tensordataset-loader-on-gpu"
     message = "`DataLoader` over an in-memory `TensorDataset` collates every batch sample by sample on the CPU; " \
               "keep the tensors on the GPU and index batches with a device `torch.randperm`"

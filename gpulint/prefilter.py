@@ -1,0 +1,384 @@
+"""Which files no enabled rule can report in, decided on CPython's `ast` (10x cheaper than LibCST's parse).
+
+Each rule declares, in `Rule.reports_in`, a necessary condition of its findings: one of the conditions below.
+A file is parsed with LibCST and analysed only if the condition of some enabled rule holds (or a rule declares
+none). Every condition over-approximates a fact of the analysis (gpulint/analysis/loops.py, kinds.py), so it
+never hides a finding; tests/test_prefilter.py runs every rule's INVALID examples through it, and compares
+filtered and unfiltered findings on generated and real code.
+
+- `HOT_LOOP`: the module may hold a training/evaluation loop (`LoopRole.HOT`). Every finding that goes
+  through `Rule.where` needs one: code runs every iteration or periodically only inside a hot loop, in an epoch
+  loop around one, or in a function called from one. A loop may be hot when (mirroring `LoopAnalysis`):
+  it is a `for` loop and the module may name a loader (`Kind.LOADER` comes only from a `DataLoader` call or
+  annotation, or a name like `loader`/`dl`); or it calls something that may train (`.backward()`, `.step()`,
+  `.zero_grad()`, `.forward()`, a value that may be a model, or a function of the module that does); or it may
+  iterate tensor math (an outermost `for ... in range(...)` or non-constant `while` of a function that is not
+  setup code, with a call or an operator in its body).
+- `COPY_IN_FOR_LOOP`: a `for` loop of the module calls `.to(...)` or `.cuda(...)` in its body (GPU201's
+  `moves_batches`).
+- `CUDA_TEXT`: the text mentions "cuda" (any case).
+
+A rule may declare several (any of them suffices), or `None`: no shortcut, every file is parsed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator, Optional
+
+HOT_LOOP = "hot-loop"
+COPY_IN_FOR_LOOP = "copy-in-for-loop"
+CUDA_TEXT = "cuda-text"
+CONDITIONS = (HOT_LOOP, COPY_IN_FOR_LOOP, CUDA_TEXT)
+
+# The sources of `Kind.LOADER` (analysis/kinds.py): `_LOADER_NAME`, a `...DataLoader` call or annotation.
+_LOADER_TEXT = re.compile(r"loader|\bdl\b|_dl\b|\bdl_")  # searched in the lower-cased text
+# analysis/kinds.py `_MODULE_NAME`: names taken for a model when nothing else is known.
+_MODULE_NAME = re.compile(r"^(model|net|network|module|criterion|loss_fn|lossfn|loss_func|loss_function|"
+                          r".*_model|model_.*|.*_net|.*_criterion|criterion_.*|encoder|decoder|generator|"
+                          r"discriminator|classifier|backbone|ddp_model|raw_model|teacher|student)$")
+_TRAINING_METHODS = {"backward", "step", "zero_grad", "forward"}
+# analysis/kinds.py `_MODULE_METHODS_SELF`: methods of a model that return the model.
+_MODULE_METHODS_SELF = {"to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16",
+                        "requires_grad_", "share_memory", "to_empty", "type"}
+# analysis/loops.py `_SETUP_METHODS`: loops there are never tensor-math loops.
+_SETUP_METHODS = {"__init__", "__getitem__", "__len__", "__iter__", "__next__", "reset_parameters",
+                  "_init_weights", "init_weights"}
+_MANY = 8
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+class FileFacts:
+    """The conditions that hold for one file, from its `ast` tree.
+
+    Statements are walked once (cheap: expressions are not); the expressions of a loop are walked only while
+    no earlier loop has been found possibly hot, and names' assignments only when a loop calls them.
+    """
+
+    def __init__(self, source: str, tree: ast.AST) -> None:
+        self.source = source
+        self.tree = tree
+        # (loop, the function or class it is in, nested in a loop of it, every function it is in)
+        self._loops: list[tuple[ast.AST, Optional[ast.AST], bool, tuple]] = []
+        self._bindings: dict[str, list[ast.AST]] = {}  # name -> values assigned to it anywhere
+        self._annotations: list[tuple[str, ast.AST]] = []  # (name, its annotation)
+        self._functions: dict[str, list[ast.AST]] = {}  # every def of the module, by name
+        self._classes: set[str] = set()
+        self._module_defs: set[str] = set()  # names a module-level def or import binds
+        self._aliases: dict[str, set[str]] = {}  # imported name -> what it may stand for (imports.ImportMap)
+        self._collect(tree.body if isinstance(tree, ast.Module) else [tree], None, False, ())
+        self._held: dict[str, object] = {}
+
+    def holds(self, condition: str) -> bool:
+        if condition == CUDA_TEXT:
+            return "cuda" in self.source.lower()
+        if condition == COPY_IN_FOR_LOOP:
+            if condition not in self._held:
+                self._held[condition] = any(
+                    isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("to", "cuda")
+                    for loop, _, _, _ in self._loops if not isinstance(loop, ast.While)
+                    for statement in loop.body for node in ast.walk(statement))
+            return bool(self._held[condition])
+        if condition == HOT_LOOP:
+            if HOT_LOOP not in self._held:
+                self._held[HOT_LOOP] = any(self._may_be_hot(*loop) for loop in self._loops)
+            return bool(self._held[HOT_LOOP])
+        raise ValueError(f"unknown prefilter condition {condition!r}")
+
+    # -- collecting (statements only) --------------------------------------------------------------------------
+    def _collect(self, statements: list, scope: Optional[ast.AST], in_loop: bool, chain: tuple) -> None:
+        for node in statements:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._functions.setdefault(node.name, []).append(node)
+                if scope is None:
+                    self._module_defs.add(node.name)
+                args = node.args
+                for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+                    if arg is not None and arg.annotation is not None:
+                        self._annotations.append((arg.arg, arg.annotation))
+                self._collect(node.body, node, False, (*chain, node))
+                continue
+            if isinstance(node, ast.ClassDef):
+                self._classes.add(node.name)
+                self._collect(node.body, node, False, chain)
+                continue
+            if isinstance(node, _LOOPS):
+                self._loops.append((node, scope, in_loop, chain))
+                self._collect(node.body, scope, True, chain)
+                self._collect(node.orelse, scope, True, chain)
+                continue
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    self._bind(target, node.value)
+            elif isinstance(node, ast.AnnAssign):  # tree.py binds the annotation when there is no value
+                if isinstance(node.target, ast.Name):
+                    self._annotations.append((node.target.id, node.annotation))
+                self._bind(node.target, node.value if node.value is not None else node.annotation)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                self._import(node, scope)
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(node, field, None)
+                if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                    self._collect(block, scope, in_loop, chain)
+            for handler in getattr(node, "handlers", ()):
+                self._collect(handler.body, scope, in_loop, chain)
+            for case in getattr(node, "cases", ()):
+                self._collect(case.body, scope, in_loop, chain)
+
+    def _import(self, node: ast.AST, scope: Optional[ast.AST]) -> None:
+        """As analysis/imports.py's ImportMap (which leaves relative imports out)."""
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            if isinstance(node, ast.ImportFrom):
+                local = alias.asname or alias.name
+                full = None if node.level or node.module is None else f"{node.module}.{alias.name}"
+            else:
+                local = alias.asname or alias.name.split(".")[0]
+                full = alias.name if alias.asname else local
+            if scope is None:
+                self._module_defs.add(local)
+            if full is not None:
+                self._aliases.setdefault(local, set()).add(full)
+
+    def _qualified(self, node: ast.AST) -> set[str]:
+        """What `ImportMap.qualify` may give for a dotted name (every alias, if imported more than once)."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return set()
+        rest = "".join("." + p for p in reversed(parts))
+        return {head + rest for head in self._aliases.get(node.id, {node.id})}
+
+    def _bind(self, target: ast.AST, value: ast.AST) -> None:
+        """As analysis/tree.py binds: `x, y = a, b` pairwise; an element of an unpacked value is never a model
+        (kinds._element), so only whole values are kept."""
+        if isinstance(target, ast.Name):
+            self._bindings.setdefault(target.id, []).append(value)
+        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+                and len(target.elts) == len(value.elts):
+            for element, part in zip(target.elts, value.elts):
+                if not isinstance(part, ast.Starred):
+                    self._bind(element.value if isinstance(element, ast.Starred) else element, part)
+
+    def _walrus_bindings(self) -> None:
+        """`(name := value)` binds too: looked for only in files that have one."""
+        if "walrus" not in self._held:
+            self._held["walrus"] = True
+            if ":=" in self.source:
+                for node in ast.walk(self.tree):
+                    if isinstance(node, ast.NamedExpr):
+                        self._bind(node.target, node.value)
+
+    # -- models (Kind.MODULE) and model classes (Kind.MODULE_CLASS) ----------------------------------------------
+    def _stored_names(self) -> set[str]:
+        """Every name bound other than by a def or an import (a whole walk: needed only for model-like names)."""
+        if "stored" not in self._held:
+            stored = set(self._bindings) | {name for name, _ in self._annotations} | self._classes
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                    stored.add(node.id)
+                elif isinstance(node, ast.arg):
+                    stored.add(node.arg)
+                elif isinstance(node, ast.ExceptHandler) and node.name:
+                    stored.add(node.name)
+            self._held["stored"] = stored
+        return self._held["stored"]  # type: ignore[return-value]
+
+    def _named_like_a_model(self, name: str) -> bool:
+        """kinds._kind_from_name applies, unless every binding of the name is a module-level def or import."""
+        if _MODULE_NAME.match(name) is None:
+            return False
+        return name not in self._module_defs or name in self._stored_names()
+
+    def _propagated(self, key: str, base) -> set[str]:
+        """Names some value of which `base` accepts, closed under `name = other_name` assignments."""
+        if key not in self._held:
+            self._walrus_bindings()
+            found = {n for n, values in self._bindings.items() if any(base(v) for v in values)}
+            changed = True
+            while changed:
+                changed = False
+                for name, values in self._bindings.items():
+                    if name not in found and any(ref in found for v in values for ref in _names_in(v)):
+                        found.add(name)
+                        changed = True
+            self._held[key] = found
+        return self._held[key]  # type: ignore[return-value]
+
+    def _class_names(self) -> set[str]:
+        return self._propagated("classes", lambda v: any(n in self._classes for n in _names_in(v))) \
+            | self._classes
+
+    def _model_names(self) -> set[str]:
+        annotated = {name for name, annotation in self._annotations if self._may_say_module(annotation)}
+        return self._propagated("models", self._value_may_be_model) | annotated
+
+    def _may_say_module(self, annotation: ast.AST) -> bool:
+        """kinds._annotation_kind gives MODULE: `nn.Module`/`torch.nn.Module`, under any alias, or as a string."""
+        if isinstance(annotation, ast.Constant):
+            return isinstance(annotation.value, str) and "Module" in annotation.value
+        return bool(self._qualified(annotation) & {"torch.nn.Module", "nn.Module"})  # `Optional[...]`: no
+
+    def _value_may_be_model(self, node: ast.AST) -> bool:
+        """Without following names assigned in the module (`_propagated` does)."""
+        if isinstance(node, ast.Name):
+            return self._named_like_a_model(node.id)
+        if isinstance(node, ast.Attribute):
+            return _is_self(node.value) and _MODULE_NAME.match(node.attr) is not None
+        if isinstance(node, ast.Call):
+            return self._call_may_make_model(node)
+        if isinstance(node, ast.IfExp):
+            return self._value_may_be_model(node.body) or self._value_may_be_model(node.orelse)
+        if isinstance(node, ast.BoolOp):
+            return any(self._value_may_be_model(v) for v in node.values)
+        if isinstance(node, ast.NamedExpr):
+            return self._value_may_be_model(node.value)
+        return False
+
+    def _call_may_make_model(self, call: ast.Call) -> bool:
+        """kinds._call: `torch.nn.X(...)`, `torch.compile`, torchvision/timm models, a class of the module,
+        `model.to(...)`-like methods."""
+        func = call.func
+        for q in self._qualified(func):
+            if q.startswith("torch.nn.") and q.rsplit(".", 1)[-1][:1].isupper() or q == "torch.compile" \
+                    or q.startswith(("torchvision.models.", "timm.create_model")):
+                return True
+        if isinstance(func, ast.Name):
+            return func.id in self._class_names()
+        return isinstance(func, ast.Attribute) and func.attr in _MODULE_METHODS_SELF
+
+    def _may_be_model(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in self._model_names() or self._named_like_a_model(node.id)
+        if isinstance(node, (ast.IfExp, ast.BoolOp, ast.NamedExpr)):
+            return any(self._may_be_model(n) for n in ast.iter_child_nodes(node) if isinstance(n, ast.expr))
+        return self._value_may_be_model(node)
+
+    # -- loops -------------------------------------------------------------------------------------------------
+    def _may_train(self, call: ast.Call) -> bool:
+        """`LoopAnalysis.is_training_call` without following helpers."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in _TRAINING_METHODS:
+            return True
+        return self._may_be_model(func)
+
+    def _trains(self, name: str) -> bool:
+        """A function of the module by that name may train in its own body (`LoopAnalysis._function_trains`)."""
+        key = "trains:" + name
+        if key not in self._held:
+            self._held[key] = any(isinstance(n, ast.Call) and self._may_train(n)
+                                  for fn in self._functions.get(name, ()) for n in _walk_body(fn))
+        return bool(self._held[key])
+
+    def _names_a_loader(self) -> bool:
+        if "loader" not in self._held:
+            lower = self.source.lower()
+            self._held["loader"] = "loader" in lower or "dl" in lower and _LOADER_TEXT.search(lower) is not None
+        return bool(self._held["loader"])
+
+    def _called_from_a_loop(self, function: ast.AST) -> bool:
+        """`LoopAnalysis._called_from_a_loop`: the module's only def of that name is called in a loop outside it."""
+        if len(self._functions.get(function.name, ())) != 1:
+            return False
+        if "called" not in self._held:
+            called: dict[str, list[tuple]] = {}
+            for loop, _, _, chain in self._loops:
+                for node in _walk_body(loop):
+                    name = _local_name(node.func) if isinstance(node, ast.Call) else None
+                    if name is not None:
+                        called.setdefault(name, []).append(chain)
+            self._held["called"] = called
+        return any(function not in chain for chain in self._held["called"].get(function.name, ()))
+
+    def _may_iterate_tensor_math(self, loop: ast.AST, function: Optional[ast.AST], nested: bool) -> bool:
+        """`LoopAnalysis._iterates_tensor_math`'s conditions on the loop's shape and place."""
+        if nested or isinstance(function, ast.Lambda):
+            return False
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                function.name in _SETUP_METHODS or self._called_from_a_loop(function)):
+            return False
+        if isinstance(loop, ast.While):
+            test = loop.test  # `while True:`, `while 1:`, `while running:` (LibCST: a Name or an Integer)
+            return not (isinstance(test, ast.Name) or isinstance(test, ast.Constant) and (
+                test.value is None or type(test.value) in (bool, int)))
+        return _many_range_iterations(loop.iter)
+
+    def _may_be_hot(self, loop: ast.AST, function: Optional[ast.AST], nested: bool, chain: tuple) -> bool:
+        if not isinstance(loop, ast.While) and self._names_a_loader():
+            return True  # it may iterate a loader
+        calls_or_math = False
+        for node in _walk_body(loop):
+            if isinstance(node, ast.Call):
+                calls_or_math = True
+                if self._may_train(node):
+                    return True
+                name = _local_name(node.func)
+                if name is not None and name in self._functions and self._trains(name):
+                    return True
+            elif isinstance(node, ast.BinOp):
+                calls_or_math = True
+        return calls_or_math and self._may_iterate_tensor_math(loop, function, nested)
+
+
+def _names_in(value: ast.AST) -> list[str]:
+    """The names whose kind a value's kind is joined from (kinds.py: a name, the branches of `a if c else b`,
+    `a or b`, `(n := a)`)."""
+    if isinstance(value, ast.Name):
+        return [value.id]
+    if isinstance(value, ast.IfExp):
+        return _names_in(value.body) + _names_in(value.orelse)
+    if isinstance(value, ast.BoolOp):
+        return [n for v in value.values for n in _names_in(v)]
+    if isinstance(value, ast.NamedExpr):
+        return _names_in(value.value)
+    return []
+
+
+def _is_self(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def _local_name(func: ast.AST) -> Optional[str]:
+    """The name `LoopAnalysis.local_function` looks up: `f(...)` or `self.f(...)`."""
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute) and _is_self(func.value):
+        return func.attr
+    return None
+
+
+def _walk_body(loop: ast.AST) -> Iterator[ast.AST]:
+    """Nodes of the loop (nested loops included), not of functions, classes or lambdas defined in it."""
+    stack = list(ast.iter_child_nodes(loop))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, _SCOPES):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _many_range_iterations(iterable: ast.AST) -> bool:
+    if not (isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "range"
+            and (iterable.args or iterable.keywords)):
+        return False
+    values = []
+    for arg in iterable.args:  # positional arguments come first, as LibCST's loop meets them
+        if isinstance(arg, ast.Starred):
+            return False
+        negative = isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub)
+        literal = arg.operand if negative else arg
+        if not (isinstance(literal, ast.Constant) and type(literal.value) is int):
+            return True
+        values.append(-literal.value if negative else literal.value)
+    if iterable.keywords:
+        return False
+    try:
+        return len(range(*values)) >= _MANY
+    except (TypeError, ValueError):
+        return True

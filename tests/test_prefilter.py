@@ -1,0 +1,143 @@
+"""The `ast` prefilter (gpulint/prefilter.py): files no enabled rule can report in are never parsed with LibCST.
+
+A rule author cannot break it silently: every INVALID example of every rule must pass the prefilter of that rule
+alone, and on every fixture the findings with and without the prefilter are the same.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from gpulint import prefilter
+from gpulint.rule import all_rules
+from gpulint.runner import could_have_findings, lint_source
+
+ROOT = Path(__file__).resolve().parent.parent
+# Every rule that declares a condition (a rule that declares none turns the shortcut off for every file).
+ALL = frozenset(code for code, cls in all_rules().items()
+                if cls.needs_text is not None or cls.reports_in is not None)
+DEFAULT = frozenset(code for code, cls in all_rules().items() if not cls.preview)
+
+
+def _passes(source: str, codes: frozenset[str]) -> bool:
+    return could_have_findings(source, codes, ast.parse(source))
+
+
+def _invalid_examples():
+    for code, cls in all_rules().items():
+        for i, example in enumerate(cls.INVALID):
+            yield pytest.param(code, example.code, id=f"{code}-{i}")
+
+
+@pytest.mark.parametrize("code, source", list(_invalid_examples()))
+def test_every_invalid_example_passes_its_rules_prefilter(code: str, source: str):
+    assert _passes(source, frozenset({code})), f"{code} reports in code its `reports_in`/`needs_text` would skip"
+
+
+def test_rules_declare_known_conditions_and_none_is_inherited():
+    for code, cls in all_rules().items():
+        assert cls.reports_in is None or set(cls.reports_in) <= set(prefilter.CONDITIONS), code
+    # GPU412 subclasses GPU203's rule but reports outside loops: it must not inherit GPU203's condition.
+    assert all_rules()["GPU203"].reports_in == (prefilter.HOT_LOOP,)
+    assert all_rules()["GPU412"].reports_in is None
+
+
+MODEL_FILE = '''import torch
+import torch.nn as nn
+from .layers import Block
+
+
+class Net(nn.Module):
+    def __init__(self, depth, device=None):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block() for _ in range(depth)])
+        for i in range(depth):
+            self.blocks[i].init(device=device)
+
+    def forward(self, x):
+        for blk in self.blocks:
+            x = blk(x)
+        if x.sum() > 0:
+            x = x.cpu()
+        return x
+'''
+
+
+def test_a_model_definition_with_loops_is_skipped():
+    # Loops over blocks and setup code are not training loops: no rule of the default set can report here.
+    assert not _passes(MODEL_FILE, DEFAULT)
+    assert lint_source(MODEL_FILE, "net.py", DEFAULT, prefilter=False).diagnostics == []
+
+
+@pytest.mark.parametrize("loop", [
+    "for x, y in train_loader:\n    print(x.cpu())\n",  # iterates a loader
+    "for x in data:\n    loss = model(x)\n",  # runs a model
+    "for x in data:\n    out = net_a(x)\n",  # a value assigned from a module of torch.nn
+    "for x in data:\n    step(x)\n",  # calls a function of the module that trains
+    "for x in data:\n    opt.step()\n",  # steps an optimizer
+    "for i in range(n):\n    x = x @ w\n",  # tensor math, many iterations
+    "while err > tol:\n    x = x - g(x)\n",
+])
+def test_what_may_be_a_training_loop_is_parsed(loop: str):
+    head = "import torch\ndevice = 'cpu'\nnet_a = torch.nn.Linear(2, 2)\n" \
+           "def step(x):\n    x.backward()\n\n"
+    assert _passes(head + loop, DEFAULT)
+
+
+@pytest.mark.parametrize("loop", [
+    "for i in range(3):\n    x = x @ w\n",  # a handful of literal iterations
+    "while True:\n    x = x @ w\n",  # a serving loop
+    "for x in items:\n    out.append(helper(x))\n",  # no model, no loader, no training helper
+    "def __init__(self, n):\n    for i in range(n):\n        self.x = self.x @ w\n",  # setup code
+])
+def test_what_cannot_be_a_training_loop_is_skipped(loop: str):
+    source = "import torch\ndevice = 'cpu'\ndef helper(x):\n    return x\n\n" + loop
+    assert not _passes(source, DEFAULT)
+
+
+def _fixture_files():
+    return sorted(p for p in (ROOT / "fixtures").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", _fixture_files(), ids=lambda p: str(p.relative_to(ROOT / "fixtures")))
+def test_prefilter_changes_no_finding_on_fixtures(path: Path):
+    source = path.read_text(encoding="utf-8")
+    filtered = lint_source(source, str(path), ALL, path=path)
+    unfiltered = lint_source(source, str(path), ALL, path=path, prefilter=False)
+    assert [(d.code, d.location, d.message) for d in filtered.diagnostics] == \
+        [(d.code, d.location, d.message) for d in unfiltered.diagnostics]
+
+
+def _all_sources():
+    for path in _fixture_files():
+        yield str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")
+    for code, cls in all_rules().items():
+        for i, example in enumerate([*cls.VALID, *cls.INVALID]):
+            yield f"{code}-example-{i}", example if isinstance(example, str) else example.code
+    yield "model", MODEL_FILE
+
+
+def test_hot_loop_condition_agrees_with_the_loop_analysis():
+    # HOT_LOOP must over-approximate LoopAnalysis: where it says "no hot loop", the analysis finds none. A change
+    # to analysis/loops.py or kinds.py that makes more loops hot must be mirrored in gpulint/prefilter.py.
+    import libcst as cst
+
+    from gpulint.analysis import LoopRole, ModuleAnalysis
+
+    skipped = []
+    for name, source in _all_sources():
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue  # GPU001's fixtures: never analysed
+        if prefilter.FileFacts(source, tree).holds(prefilter.HOT_LOOP):
+            continue
+        skipped.append(name)
+        analysis = ModuleAnalysis(cst.parse_module(source), source)
+        hot = [n for n in analysis.index.nodes if isinstance(n, (cst.For, cst.While))
+               and analysis.loops.role(n) is not LoopRole.COLD]
+        assert hot == [], f"{name}: a loop the prefilter rules out is {analysis.loops.role(hot[0])}"
+    assert "model" in skipped  # the check is not vacuous
