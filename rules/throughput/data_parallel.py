@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from gpulint.analysis.training import training_facts
@@ -52,6 +54,7 @@ class DataParallel(GpuRule):
     """
 
     code = "GPU407"
+    needs_text = re.compile(r"DataParallel")  # every spelling of the class names it (gpulint/prefilter.py)
     name = "data-parallel"
     message = "`nn.DataParallel` replicates the model and gathers on GPU 0 every step; use DistributedDataParallel"
     family = Family.THROUGHPUT
