@@ -37,7 +37,7 @@ def verify_json(*args: str, progress: bool = False):
 def test_a_fix_that_makes_the_step_slower_fails_even_though_it_cuts_syncs():
     # paced_slow.py drops the per-step .item() and keeps every output, but stalls each step for 50 ms.
     result, doc = verify_json(str(DATA / "paced.py"), "--fixed", str(DATA / "paced_slow.py"), "--rounds", "2",
-                              "--warmup", "2", progress=True)
+                              "--warmup", "2", "--speed-verdict", "always", progress=True)
     assert result.exit_code == 1, doc["summary"]
     rank = doc["ranks"][0]
     assert rank["syncs_dropped"] and rank["numerics"]["verdict"] == "identical"
@@ -115,6 +115,16 @@ def test_html_report_embeds_the_loss_curves_and_step_times(tmp_path: Path):
     assert "within the original&#x27;s noise band (2 runs)" in page  # the text report comes along
     assert "<script" not in page and "http" not in page.replace("http-equiv", "")  # self-contained
     assert f"report: {out}" in result.output
+
+
+def test_a_slower_step_on_the_cpu_is_reported_but_not_judged_by_default():
+    # The same pair as above without --speed-verdict: on the CPU the step times are shown, and the fix passes on
+    # what it is for (syncs dropped, outputs identical), since a CPU run cannot say what a GPU would gain.
+    result, doc = verify_json(str(DATA / "paced.py"), "--fixed", str(DATA / "paced_slow.py"), "--rounds", "2",
+                              "--warmup", "2")
+    assert result.exit_code == 0, doc["summary"]
+    assert doc["ranks"][0]["timing"]["verdict"] == "slower"
+    assert "not judged (a CPU run" in doc["summary"] and doc["summary"].startswith("PASS")
 
 
 @needs_matplotlib

@@ -82,11 +82,14 @@ def _script(path: Path, what: str) -> Path:
 @click.option("--noise-runs", type=click.IntRange(min=0), default=0, show_default=True,
               help="Run the original this many more times (seeds seed+1..seed+K) and accept outputs inside the "
                    "band they span (for fixes that change numerics on purpose: autocast, TF32, fused optimizers).")
+@click.option("--speed-verdict", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="When a measurably slower step fails the verification. auto: only when the programs ran on a "
+                   "GPU (gpulint's fixes target the GPU; on the CPU they may cost a little and save nothing).")
 @click.option("--report", "report_path", type=click.Path(path_type=Path),
               help="Write the loss curves and step-time distributions to this .html (self-contained) or .png file.")
 @click.option("--output-format", type=click.Choice(["full", "json"]), default="full", show_default=True)
 def verify(script, script_args, fixed, unsafe_fixes, max_steps, warmup, profile_steps, device, timeout, nproc,
-           rtol, atol, parallel, seed, max_memory, rounds, noise_runs, report_path, output_format) -> None:
+           rtol, atol, parallel, seed, max_memory, rounds, noise_runs, speed_verdict, report_path, output_format) -> None:
     """Run SCRIPT and its fixed version and show that the fix cuts syncs, is not slower and keeps the outputs.
 
     Arguments after `--` go to both programs. Exit 0: fewer syncs per step, the same outputs (or inside the
@@ -115,7 +118,7 @@ def verify(script, script_args, fixed, unsafe_fixes, max_steps, warmup, profile_
         raise _fail(str(exc))
     options = Options(max_steps=max_steps, warmup=warmup, profile_steps=profile_steps, device=device,
                       timeout=timeout, seed=seed, nproc=nproc or 0, parallel=parallel, max_memory=memory,
-                      rounds=1 if parallel else rounds, noise_runs=noise_runs)
+                      rounds=1 if parallel else rounds, noise_runs=noise_runs, speed_verdict=speed_verdict)
     tolerance = Tolerance(rtol=rtol, atol=atol)
     root = project_root(script)
     args = list(script_args)

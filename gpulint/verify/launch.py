@@ -44,6 +44,7 @@ class Options:
     max_memory: int = 0  # bytes of resident memory for the program and every process it starts; 0: no limit
     rounds: int = 5  # original and fixed run this many times each, interleaved
     noise_runs: int = 0  # extra runs of the original with seeds seed+1..seed+K: the noise band
+    speed_verdict: str = "auto"  # auto: a slower step fails only on a GPU run; always; never
     progress: bool = False  # the probe writes its step count for the parent's progress line
 
 

@@ -64,7 +64,7 @@ def judge(original: Run, fixed: Run, ranks: list[RankComparison], options: Optio
         if not r.syncs_dropped:
             problems.append(f"{where}{_metric_name(r)} per step did not drop "
                             f"({_fmt(r.per_step('original'))} -> {_fmt(r.per_step('fixed'))})")
-        if r.timing is not None and r.timing.verdict == SLOWER:
+        if r.timing is not None and r.timing.verdict == SLOWER and _speed_judged(r, options):
             t = r.timing
             problems.append(f"{where}the fixed program is slower: step time {t.original.value:.3f} -> "
                             f"{t.fixed.value:.3f} ms, {t.sentence()}")
@@ -87,11 +87,22 @@ def _outputs_match(r: RankComparison) -> str:
     return f"outputs {text}" if text.startswith("match") else f"outputs match: {text}"
 
 
+def _speed_judged(r: RankComparison, options: Options) -> bool:
+    """Whether a slower step fails: `--speed-verdict`; auto judges GPU runs only (the metric is then the
+    profiler's syncs), since a fix that removes a sync buys nothing on the CPU and may cost a little there."""
+    if options.speed_verdict == "auto":
+        return r.metric == "syncs"
+    return options.speed_verdict == "always"
+
+
 def _speed(r: RankComparison, options: Options) -> str:
     if options.parallel:
         return "step times not compared (--parallel ran both programs at once)"
     if r.timing is None:
         return "no step times to compare"
+    if r.timing.verdict == SLOWER and not _speed_judged(r, options):
+        return (f"step time: {r.timing.sentence()}, not judged (a CPU run; gpulint's fixes target the GPU; "
+                f"--speed-verdict always judges it)")
     return f"step time: {r.timing.sentence()}"
 
 
