@@ -206,13 +206,20 @@ class FileFacts:
         if key not in self._held:
             self._walrus_bindings()
             found = {n for n, values in self._bindings.items() if any(base(v) for v in values)}
-            changed = True
-            while changed:
-                changed = False
+            if "referrers" not in self._held:  # name -> the names assigned a value that is (or picks) it
+                referrers: dict[str, set[str]] = {}
                 for name, values in self._bindings.items():
-                    if name not in found and any(ref in found for v in values for ref in _names_in(v)):
+                    for value in values:
+                        for ref in _names_in(value):
+                            referrers.setdefault(ref, set()).add(name)
+                self._held["referrers"] = referrers
+            referrers = self._held["referrers"]  # type: ignore[assignment]
+            pending = list(found)
+            while pending:
+                for name in referrers.get(pending.pop(), ()):
+                    if name not in found:
                         found.add(name)
-                        changed = True
+                        pending.append(name)
             self._held[key] = found
         return self._held[key]  # type: ignore[return-value]
 
