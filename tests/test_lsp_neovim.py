@@ -13,7 +13,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -99,8 +98,18 @@ SCRIPT = textwrap.dedent("""\
         batch = batch.to(device)
 """)
 
-# The Neovim 0.7-0.10 setup of docs/editors.md (vim.lsp.start_client), then what a user does by hand:
-# wait for the findings, ask for the code actions on the DataLoader line, apply the gpulint quick fix.
+# Both sessions below wait for the findings (a minute at most) and note each one's line and code.
+WAIT_FOR_FINDINGS_LUA = textwrap.dedent("""\
+    if not vim.wait(60000, function() return #vim.diagnostic.get(0) > 0 end, 50) then
+      finish({ error = "no diagnostics" })
+      return
+    end
+    local codes = {}
+    for _, d in ipairs(vim.diagnostic.get(0)) do table.insert(codes, { d.lnum, d.code or d.user_data.lsp.code }) end
+""")
+
+# The calls of docs/editors.md's Neovim 0.7-0.10 setup (vim.lsp.start_client) in a bare init.lua, then what a
+# user does: wait for the findings, ask for the code actions on the DataLoader line, apply the gpulint quick fix.
 INIT_LUA = textwrap.dedent("""\
     local out = os.getenv("GPULINT_TEST_OUT")
     local function finish(result)
@@ -114,12 +123,7 @@ INIT_LUA = textwrap.dedent("""\
       root_dir = vim.fn.getcwd(),
     })
     vim.lsp.buf_attach_client(0, client_id)
-    if not vim.wait(60000, function() return #vim.diagnostic.get(0) > 0 end, 50) then
-      finish({ error = "no diagnostics" })
-      return
-    end
-    local codes = {}
-    for _, d in ipairs(vim.diagnostic.get(0)) do table.insert(codes, { d.lnum, d.code or d.user_data.lsp.code }) end
+""") + WAIT_FOR_FINDINGS_LUA + textwrap.dedent("""\
     vim.api.nvim_win_set_cursor(0, { 5, 12 })
     local params = vim.lsp.util.make_range_params()
     params.context = { diagnostics = vim.lsp.diagnostic.get_line_diagnostics(0), only = { "quickfix" } }
@@ -191,12 +195,7 @@ SESSION_LUA = textwrap.dedent("""\
     local function text() return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\\n") .. "\\n" end
     local function changed_from(before) return function() return text() ~= before end end
     vim.cmd("edit " .. vim.fn.fnameescape(os.getenv("GPULINT_TEST_FILE")))
-    if not vim.wait(60000, function() return #vim.diagnostic.get(0) > 0 end, 50) then
-      finish({ error = "no diagnostics" })
-      return
-    end
-    local codes = {}
-    for _, d in ipairs(vim.diagnostic.get(0)) do table.insert(codes, { d.lnum, d.code or d.user_data.lsp.code }) end
+""") + WAIT_FOR_FINDINGS_LUA + textwrap.dedent("""\
     local original = text()
     vim.api.nvim_win_set_cursor(0, { 5, 12 })
     pick("gpulint (GPU201)")
