@@ -209,8 +209,23 @@ class ModuleInfo:
         self.tree = tree
         self.functions: dict[str, ast.FunctionDef] = {}
         self.classes: dict[str, ClassSummary] = {}
+        self._calls_by_name: Optional[dict[str, list[tuple[ast.Call, dict]]]] = None
         for stmt in tree.body:
             self._top_level(stmt)
+
+    def calls_named(self, name: str) -> list[tuple[ast.Call, dict]]:
+        """The calls in this module of something whose dotted name ends in `name` (`f(...)`, `utils.f(...)`),
+        each with the assignments of its scope (see `_scopes`): built once per module, as call sites of many
+        functions are looked for in the same modules."""
+        if self._calls_by_name is None:
+            index: dict[str, list[tuple[ast.Call, dict]]] = {}
+            for calls, assigns in _scopes(self.tree):
+                for call in calls:
+                    dotted = _dotted(call.func)
+                    if dotted is not None:
+                        index.setdefault(dotted.rsplit(".", 1)[-1], []).append((call, assigns))
+            self._calls_by_name = index
+        return self._calls_by_name.get(name, [])
 
     def _top_level(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Import):
@@ -471,22 +486,18 @@ class Project:
             caller = self.module(file)
             if caller is None:
                 continue
-            for calls, assigns in _scopes(caller.tree):
-                for call in calls:
-                    dotted = _dotted(call.func)
-                    if dotted is None or dotted.rsplit(".", 1)[-1] != (owner or function):
-                        continue
-                    target = self.lookup(caller.path, dotted)
-                    if (target is not cls) if owner else (not isinstance(target, FunctionSummary) or
-                                                          target.path != path or target.qualname != function):
-                        continue
-                    argument = _argument(call, position, parameter)
-                    if argument is _UNKNOWN:
-                        return None
-                    cls = self.class_at(caller, argument, assigns) if argument is not None else None
-                    if cls is _UNKNOWN:
-                        return None
-                    found.append(cls)
+            for call, assigns in caller.calls_named(owner or function):
+                target = self.lookup(caller.path, _dotted(call.func))  # type: ignore[arg-type]
+                if (target is not cls) if owner else (not isinstance(target, FunctionSummary) or
+                                                      target.path != path or target.qualname != function):
+                    continue
+                argument = _argument(call, position, parameter)
+                if argument is _UNKNOWN:
+                    return None
+                passed = self.class_at(caller, argument, assigns) if argument is not None else None
+                if passed is _UNKNOWN:
+                    return None
+                found.append(passed)
         classes = {id(c): c for c in found if c is not None}
         return next(iter(classes.values())) if len(classes) == 1 else None
 
