@@ -5,6 +5,7 @@ Everything here works on text in memory; reading and writing files is the caller
 
 from __future__ import annotations
 
+import ast
 import bisect
 import functools
 import re
@@ -164,7 +165,7 @@ def _failure_messages(failures: list[RuleFailure], positions: dict, filename: st
     return messages
 
 
-def _positions(analysis: ModuleAnalysis, source: str, nodes: list) -> dict:
+def _positions(analysis: ModuleAnalysis, source: str, nodes: list, firsts: Optional[list[int]] = None) -> dict:
     """Line/column of the given nodes. Positions are resolved only for files that have findings.
 
     LibCST's PositionProvider regenerates the whole module; here only the top-level statements that hold a
@@ -172,7 +173,7 @@ def _positions(analysis: ModuleAnalysis, source: str, nodes: list) -> dict:
     """
     by_statement = dict.fromkeys(_top_level(analysis, node) for node in nodes if node is not None)
     module = analysis.module
-    offsets = _TopLevelOffsets(module, source)
+    offsets = _TopLevelOffsets(module, source, firsts)
     positions: dict = {}
     nodes_by_statement: dict = {}
     for node in nodes:
@@ -214,13 +215,18 @@ class _TopLevelOffsets:
     (Searching the source for each statement's text, and counting the newlines before it, cost a pass over
     the whole file per statement with findings: quadratic in the file's size.)"""
 
-    def __init__(self, module: cst.Module, source: str) -> None:
+    def __init__(self, module: cst.Module, source: str, firsts: Optional[list[int]] = None) -> None:
         self.module = module
         self.source = source
         self._starts: Optional[dict] = None
         self._line_starts: Optional[list[int]] = None
+        self._firsts = firsts  # first line of each top-level statement of CPython's tree (decorators included)
+        self._ast_index: Optional[dict] = None
 
     def start(self, statement: cst.CSTNode) -> Optional[int]:
+        quick = self._from_lines(statement) if self._firsts is not None and self._starts is None else None
+        if quick is not None:
+            return quick
         if self._starts is None:
             self._starts = {}
             offset = sum(len(self.module.code_for_node(line)) for line in self.module.header)
@@ -228,6 +234,29 @@ class _TopLevelOffsets:
                 self._starts[body] = offset
                 offset += len(incremental.code_for(self.module, body))
         return self._starts.get(statement)
+
+    def _from_lines(self, statement: cst.CSTNode) -> Optional[int]:
+        """Where `statement` starts, from the line CPython's tree gives its first token, less the blank and
+        comment lines LibCST keeps in front of it: no printing of the statements before it. Checked against the
+        statement's own code; None (then every statement before it is printed) when it is not found there."""
+        if self._ast_index is None:
+            self._ast_index, at = {}, 0
+            for body in self.module.body:  # `a = 1; b = 2` is one LibCST line and two CPython statements
+                self._ast_index[body] = at
+                at += len(body.body) if isinstance(body, cst.SimpleStatementLine) else 1
+            if at != len(self._firsts):  # type: ignore[arg-type]
+                self._firsts = None
+                return None
+        at = self._ast_index.get(statement)
+        if at is None:
+            return None
+        line = self._firsts[at] - len(getattr(statement, "leading_lines", ()))  # type: ignore[index]
+        if self._line_starts is None:
+            self._line_starts = [m.end() for m in _NEWLINE.finditer(self.source)]
+        if not 1 <= line <= len(self._line_starts) + 1:
+            return None
+        offset = self._line_starts[line - 2] if line > 1 else 0
+        return offset if self.source.startswith(incremental.code_for(self.module, statement), offset) else None
 
     def line(self, offset: int) -> int:
         """Lines (\\n, \\r\\n or \\r ended) before `offset`."""
@@ -321,7 +350,7 @@ def _shift(where, lines: int):
 
 
 def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic: bool, errors: list[str],
-             path: Optional[Path] = None):
+             path: Optional[Path] = None, firsts: Optional[list[int]] = None):
     # big files piece by piece: memory bounded by the tree (in an editor, unchanged pieces are reused)
     module = incremental.parse_module(source)
     incremental.checkpoint()
@@ -330,7 +359,7 @@ def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic:
     incremental.checkpoint()
     diagnostics: list[Diagnostic] = []
     if found or failures:
-        positions = _positions(analysis, source, [d.node for d in found] + [f.node for f in failures])
+        positions = _positions(analysis, source, [d.node for d in found] + [f.node for f in failures], firsts)
         diagnostics = [_placed(d, positions, filename) for d in found]
         errors.extend(_failure_messages(failures, positions, filename))
     if diagnostics:
@@ -339,6 +368,11 @@ def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic:
                        if not sup.suppresses(d.code, (d.location.row, d.end_location.row))]
     diagnostics.sort(key=Diagnostic.sort_key)
     return analysis, diagnostics
+
+
+def first_lines(tree: ast.Module) -> list[int]:
+    """The first line of each top-level statement of CPython's tree, decorators included."""
+    return [min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))]) for stmt in tree.body]
 
 
 def lint_source(source: str, filename: str, codes: frozenset[str], *, report_periodic: bool = False,
@@ -354,9 +388,11 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
         return LintResult([syntax_error] if SYNTAX_ERROR in codes else [], source)
     if syntax_error is None and prefilter and not could_have_findings(source, codes, tree):
         return LintResult([], source)
-    del tree  # not needed past the prefilter: do not hold it through the analysis
+    # not needed past the prefilter: do not hold it through the analysis, only where its statements start
+    firsts = first_lines(tree) if isinstance(tree, ast.Module) else None
+    del tree
     try:
-        analysis, diagnostics = _analyse(source, filename, codes, report_periodic, errors, path)
+        analysis, diagnostics = _analyse(source, filename, codes, report_periodic, errors, path, firsts)
     except cst.ParserSyntaxError as exc:
         found = syntax_error or syntax_error_diagnostic(exc, filename)
         return LintResult([found] if SYNTAX_ERROR in codes else [], source)

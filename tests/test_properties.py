@@ -8,6 +8,7 @@ where the rules actually fire. Profiles: `ci` (default, ~30 s) and `long` (GPULI
 from __future__ import annotations
 
 import difflib
+import ast
 import os
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from gpulint.diagnostics import FixMode
 from gpulint.rule import all_rules
-from gpulint.runner import _analyse, lint_source
+from gpulint.runner import _analyse, first_lines, lint_source
 
 settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -132,13 +133,58 @@ def changed_lines_allowed(source: str) -> set[int]:
 
 
 def check_positions(source: str) -> None:
-    """The runner's per-statement positions equal LibCST's whole-module PositionProvider."""
-    analysis, diagnostics = _analyse(source, "gen.py", CODES, True, [])
+    """The runner's per-statement positions equal LibCST's whole-module PositionProvider, with statements found
+    from the lines of CPython's tree (what lint_source does) and by printing the statements before them."""
+    check_positions_found(source, first_lines(ast.parse(source)))
+    check_positions_found(source, None)
+
+
+def check_positions_found(source: str, firsts) -> None:
+    analysis, diagnostics = _analyse(source, "gen.py", CODES, True, [], firsts=firsts)
     full = MetadataWrapper(analysis.module, unsafe_skip_copy=True).resolve(PositionProvider)
     for d in diagnostics:
         where = full[d.node]
         assert (d.location.row, d.location.column) == (where.start.line, where.start.column + 1)
         assert (d.end_location.row, d.end_location.column) == (where.end.line, where.end.column + 1)
+
+
+TOP_LEVEL_SHAPES = '''# a header comment
+
+import torch; import functools
+model = torch.nn.Linear(2, 2).cuda(); opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+# comment before the decorators
+@functools.lru_cache()
+# comment between decorators
+@functools.wraps(print)
+def train(loader):
+    for x in loader:
+        loss = model(x.cuda()).sum()
+        loss.backward()
+        opt.step()
+        print(loss.item())
+    # a trailing comment of the body
+
+# comment before a one-liner
+if True: print(float(model(torch.ones(2).cuda()).sum()))
+class Trainer:
+    """a docstring
+    over lines"""
+    def fit(self, loader):
+        for x in loader:
+            print(model(x.cuda()).sum().item())
+'''
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+@pytest.mark.parametrize("final_newline", [True, False])
+def test_positions_of_statements_found_from_cpython_lines(newline: str, final_newline: bool):
+    source = TOP_LEVEL_SHAPES.replace("\n", newline)
+    if not final_newline:
+        source = source.rstrip()
+    assert len(lint_source(source, "gen.py", CODES).diagnostics) >= 3
+    check_positions(source)
 
 
 def check_program(source: str) -> None:
