@@ -218,14 +218,14 @@ def _uses(analysis: ModuleAnalysis, statement: cst.AugAssign, name: str):
 
     None when some read cannot be rewritten: the name is global/nonlocal, or read by a nested function.
     """
-    scope = analysis.index.enclosing_scope(statement)
-    found = []
-    for node in analysis.index.nodes:
-        if isinstance(node, (cst.Global, cst.Nonlocal)) and any(n.name.value == name for n in node.names) and \
-                analysis.index.is_ancestor_or_self(scope, node):
+    index = analysis.index
+    scope = index.enclosing_scope(statement)
+    for node in (*index.of_type(cst.Global), *index.of_type(cst.Nonlocal)):
+        if any(n.name.value == name for n in node.names) and index.is_ancestor_or_self(scope, node):
             return None
-        if not isinstance(node, cst.Name) or node.value != name or \
-                not analysis.index.is_ancestor_or_self(scope, node):
+    found = []
+    for node in index.names(name):  # in document order
+        if not index.is_ancestor_or_self(scope, node):
             continue
         inner = analysis.index.enclosing_scope(node)
         if inner is not scope:

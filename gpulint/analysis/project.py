@@ -209,8 +209,23 @@ class ModuleInfo:
         self.tree = tree
         self.functions: dict[str, ast.FunctionDef] = {}
         self.classes: dict[str, ClassSummary] = {}
+        self._calls: Optional[dict[str, list[tuple[ast.Call, dict]]]] = None
         for stmt in tree.body:
             self._top_level(stmt)
+
+    def calls_named(self, name: str) -> list[tuple[ast.Call, dict]]:
+        """The calls of `...name(...)` (a dotted callee whose last part is `name`) in this module, each with the
+        names its scope assigns (see `_scopes`), in `_scopes` order: one walk per module, not one per question
+        (the module is immutable, kept while its content is)."""
+        if self._calls is None:
+            calls: dict[str, list[tuple[ast.Call, dict]]] = {}
+            for scope_calls, assigns in _scopes(self.tree):
+                for call in scope_calls:
+                    dotted = _dotted(call.func)
+                    if dotted is not None:
+                        calls.setdefault(dotted.rsplit(".", 1)[-1], []).append((call, assigns))
+            self._calls = calls
+        return self._calls.get(name, [])
 
     def _top_level(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Import):
@@ -471,22 +486,18 @@ class Project:
             caller = self.module(file)
             if caller is None:
                 continue
-            for calls, assigns in _scopes(caller.tree):
-                for call in calls:
-                    dotted = _dotted(call.func)
-                    if dotted is None or dotted.rsplit(".", 1)[-1] != (owner or function):
-                        continue
-                    target = self.lookup(caller.path, dotted)
-                    if (target is not cls) if owner else (not isinstance(target, FunctionSummary) or
-                                                          target.path != path or target.qualname != function):
-                        continue
-                    argument = _argument(call, position, parameter)
-                    if argument is _UNKNOWN:
-                        return None
-                    cls = self.class_at(caller, argument, assigns) if argument is not None else None
-                    if cls is _UNKNOWN:
-                        return None
-                    found.append(cls)
+            for call, assigns in caller.calls_named(owner or function):
+                target = self.lookup(caller.path, _dotted(call.func))
+                if (target is not cls) if owner else (not isinstance(target, FunctionSummary) or
+                                                      target.path != path or target.qualname != function):
+                    continue
+                argument = _argument(call, position, parameter)
+                if argument is _UNKNOWN:
+                    return None
+                cls = self.class_at(caller, argument, assigns) if argument is not None else None
+                if cls is _UNKNOWN:
+                    return None
+                found.append(cls)
         classes = {id(c): c for c in found if c is not None}
         return next(iter(classes.values())) if len(classes) == 1 else None
 

@@ -89,6 +89,9 @@ class SyntaxIndex(cst.CSTVisitor):
         self.imports = ImportMap()
         self._stack: list[cst.CSTNode] = []
         self._scopes: list[Scope] = []
+        self._by_type: Optional[dict[type, list[cst.CSTNode]]] = None
+        self._names: Optional[dict[str, list[cst.Name]]] = None
+        self._order: Optional[dict[int, int]] = None
 
     # -- the walk ---------------------------------------------------------------------------------------------
     def build(self, module: cst.Module) -> "SyntaxIndex":
@@ -135,6 +138,31 @@ class SyntaxIndex(cst.CSTVisitor):
         if isinstance(original_node, SCOPE_TYPES):
             self._scopes.pop()
 
+    # -- tables over `nodes`, built on first use (a rule asking per finding must not scan the module per finding)
+    def of_type(self, kind: type) -> list[cst.CSTNode]:
+        """The nodes of exactly type `kind`, in document order (`nodes` filtered)."""
+        if self._by_type is None:
+            by_type: dict[type, list[cst.CSTNode]] = {}
+            for node in self.nodes:
+                by_type.setdefault(type(node), []).append(node)
+            self._by_type = by_type
+        return self._by_type.get(kind, [])
+
+    def names(self, value: str) -> list[cst.Name]:
+        """The `Name` nodes spelled `value`, in document order."""
+        if self._names is None:
+            names: dict[str, list[cst.Name]] = {}
+            for node in self.of_type(cst.Name):
+                names.setdefault(node.value, []).append(node)  # type: ignore[attr-defined]
+            self._names = names
+        return self._names.get(value, [])
+
+    def order(self, node: cst.CSTNode) -> Optional[int]:
+        """The node's place in `nodes` (document order); None for a node not in this module."""
+        if self._order is None:
+            self._order = {id(n): i for i, n in enumerate(self.nodes)}
+        return self._order.get(id(node))
+
     # -- bindings ----------------------------------------------------------------------------------------------
     @property
     def scope(self) -> Scope:
@@ -168,25 +196,31 @@ class SyntaxIndex(cst.CSTVisitor):
             found = self.lookup(name.value, scope)
             if found:
                 return found
-            scope = self.enclosing_scope(scope) if not isinstance(scope, cst.Module) else None
+            scope = self.enclosing_scope(scope) if type(scope) is not cst.Module else None
         return []
 
     def enclosing_scope(self, node: cst.CSTNode) -> Scope:
-        current = self.parent.get(node)
-        while current is not None and not isinstance(current, SCOPE_TYPES):
-            current = self.parent.get(current)
+        parent = self.parent
+        current = parent.get(node)
+        while current is not None and type(current) not in _SCOPE_SET:  # (no subclasses: isinstance is slow)
+            current = parent.get(current)
         return current  # type: ignore[return-value]
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        current = self.parent.get(node)
+        parent = self.parent
+        current = parent.get(node)
         while current is not None:
             yield current
-            current = self.parent.get(current)
+            current = parent.get(current)
 
     def is_ancestor_or_self(self, ancestor: cst.CSTNode, node: cst.CSTNode) -> bool:
-        if ancestor is node:
-            return True
-        return any(a is ancestor for a in self.ancestors(node))
+        parent = self.parent
+        current = node
+        while current is not None:
+            if current is ancestor:
+                return True
+            current = parent.get(current)
+        return False
 
 
 def _on_assign(idx: SyntaxIndex, node: cst.Assign) -> None:
