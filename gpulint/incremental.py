@@ -131,7 +131,18 @@ def parse_module(source: str) -> cst.Module:
     reuse = _reuse
     if reuse is None:
         return bigfile.parse_module(source)
-    modules = _each(source, lambda text: _piece(reuse, text))
+    seen: set[int] = set()
+
+    def piece(text: str) -> Optional[cst.Module]:
+        module = _piece(reuse, text)
+        if module is not None and id(module) in seen:
+            # The same text twice in the buffer (a definition repeated): a node may stand in one place of a
+            # module only (parents, positions are by node), so the repeat gets nodes of its own.
+            return cst.parse_module(text)
+        seen.add(id(module))
+        return module
+
+    modules = _each(source, piece)
     if not modules:  # empty, or a piece that does not parse: the error (or the text) as a whole parse has it
         return bigfile.parse_module(source)
     if len(modules) == 1:
@@ -201,8 +212,11 @@ def _led(reuse: _Reuse, statement: cst.BaseStatement, lead: tuple) -> cst.BaseSt
     """`statement` with `lead` (EmptyLine nodes) before its own leading lines; the same node for the same lead."""
     with reuse.lock:
         known = reuse.led.get(statement)
-        if known is not None and known[0] == lead:  # a tuple of nodes: equal when the very same nodes
-            return known[1]
+    # The same lead, or one equal to it: lines re-parsed with an edited piece before (its footer) but unchanged,
+    # so the statement after an edited definition keeps its node (and what is kept by node: positions, index).
+    if known is not None and len(known[0]) == len(lead) and all(
+            old is new or old.deep_equals(new) for old, new in zip(known[0], lead)):
+        return known[1]
     led = statement.with_changes(leading_lines=[*lead, *statement.leading_lines])
     with reuse.lock:
         reuse.led[statement] = (lead, led)

@@ -276,6 +276,8 @@ class Project:
         self._resolve_memo: dict[Path, Path] = {}  # unsaved editor buffers, stdin: text that is not on disk
         self._files: Optional[list[Path]] = None
         self._parameter_classes: dict[tuple, tuple[Optional[ClassSummary], frozenset]] = {}
+        # file -> ((mtime, size), {name: whether its text contains it}): a file is read again only once changed
+        self._mentions: dict[str, tuple[tuple[int, int], dict[bytes, bool]]] = {}
 
     def _resolved(self, path: Path) -> Path:
         found = self._resolve_memo.get(path)
@@ -554,12 +556,28 @@ class Project:
             if overlay is not None:
                 found.append(file)  # an editor buffer: its module is parsed already
                 continue
-            try:
-                if file.stat().st_size <= 5_000_000 and needle in file.read_bytes():
-                    found.append(file)
-            except OSError:
-                continue
+            if self._mentions_name(file, needle):
+                found.append(file)
         return found
+
+    def _mentions_name(self, file: Path, needle: bytes) -> bool:
+        key = str(file)
+        try:
+            st = os.stat(key)
+        except OSError:
+            return False
+        stamp = (st.st_mtime_ns, st.st_size)
+        known = self._mentions.get(key)
+        if known is None or known[0] != stamp:
+            known = self._mentions[key] = (stamp, {})
+        answer = known[1].get(needle)
+        if answer is None:
+            try:
+                answer = st.st_size <= 5_000_000 and needle in file.read_bytes()
+            except OSError:
+                return False  # not remembered: unreadable now, perhaps not later
+            known[1][needle] = answer
+        return answer
 
     def function(self, path: Path, qualname: str) -> Optional[FunctionSummary]:
         key = (self._resolved(path), qualname)
