@@ -28,6 +28,7 @@ from gpulint import bigfile
 
 CACHE_CHARACTERS = 8 * 1024 * 1024  # parsed pieces kept, by total text size (LRU)
 STATEMENTS = 4096  # top-level statements whose renderings are kept
+INDEXED_NODES = 400_000  # nodes of the top-level statements whose syntax-index walks are kept (a few files' worth)
 
 
 class Cancelled(BaseException):
@@ -63,6 +64,7 @@ class _Reuse:
         self.led = _Recent(STATEMENTS)  # a piece's first statement -> (lead lines, it with them before it)
         self.code = _Recent(STATEMENTS)  # top-level statement -> (module shape, its code)
         self.positions = _Recent(STATEMENTS // 8)  # statement -> (module shape, (code, node positions))
+        self.indexes = _Weighed(INDEXED_NODES)  # statement -> its syntax index walk (analysis/tree.py)
 
 
 class _Recent(OrderedDict):
@@ -79,7 +81,41 @@ class _Recent(OrderedDict):
             self.popitem(last=False)
 
 
+class _Weighed:
+    """Values by node, the most recently stored kept while their total weight is under `limit`."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.weight = 0
+        self.entries: OrderedDict = OrderedDict()  # key -> (value, weight)
+        self.lock = threading.Lock()
+
+    def get(self, key):
+        with self.lock:
+            found = self.entries.get(key)
+            if found is None:
+                return None
+            self.entries.move_to_end(key)
+            return found[0]
+
+    def put(self, key, value, weight: int) -> None:
+        with self.lock:
+            old = self.entries.pop(key, None)
+            if old is not None:
+                self.weight -= old[1]
+            self.entries[key] = (value, weight)
+            self.weight += weight
+            while self.weight > self.limit and len(self.entries) > 1:
+                _, (_, dropped) = self.entries.popitem(last=False)
+                self.weight -= dropped
+
+
 _reuse: Optional[_Reuse] = None
+
+
+def statement_indexes() -> Optional[_Weighed]:
+    """Where the syntax index keeps each top-level statement's walk, when reuse is on (else None)."""
+    return _reuse.indexes if _reuse is not None else None
 
 
 def enable() -> None:
