@@ -65,6 +65,7 @@ class _Reuse:
         self.code = _Recent(STATEMENTS)  # top-level statement -> (module shape, its code)
         self.positions = _Recent(STATEMENTS // 8)  # statement -> (module shape, (code, node positions))
         self.indexes = _Weighed(INDEXED_NODES)  # statement -> its syntax index walk (analysis/tree.py)
+        self.trees = _Recent(STATEMENTS // 8)  # (lines above, piece) -> its `ast` tree (or _FAILED)
 
 
 class _Recent(OrderedDict):
@@ -220,6 +221,46 @@ def python_parse(source: str, filename: str) -> Optional[ast.Module]:
     if _each(source, accepted) is None:
         ast.parse(source, filename)  # the real error, at its real place
     return None
+
+
+_COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=]", re.MULTILINE)
+
+
+def python_tree(source: str) -> Optional[ast.Module]:
+    """`ast.parse(source)` when reuse is on, from the pieces (`pieces`) parsed before where they start on the
+    same line: each piece is parsed after as many newlines as there are lines above it, so that its nodes carry
+    the line numbers of the whole text, and the bodies are joined. None when reuse is off, or where a whole
+    parse could read the text otherwise (a piece that does not parse, a coding cookie, a BOM, `\\r` line ends,
+    the `barry_as_FLUFL` future): the caller parses the whole text then."""
+    reuse = _reuse
+    if reuse is None or "\r" in source or source.startswith("\ufeff") or "barry_as_FLUFL" in source \
+            or _COOKIE.search("\n".join(source.split("\n", 2)[:2])):
+        return None
+    trees: list[ast.Module] = []
+    lines_above, pending, failures = 0, "", 0
+    for part in pieces(source):
+        text = pending + part
+        key = (lines_above, text)
+        with reuse.lock:
+            tree = reuse.trees.get(key)
+        if tree is None:
+            try:
+                tree = ast.parse("\n" * lines_above + text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = _FAILED
+            with reuse.lock:
+                reuse.trees[key] = tree
+        if tree is _FAILED:  # not a whole statement (a cut inside a string): merged with the next, as `_each`
+            pending, failures = text, failures + 1
+            if failures > MAX_MERGES:
+                return None
+            continue
+        trees.append(tree)
+        lines_above += text.count("\n")
+        pending, failures = "", 0
+    if pending or not trees:
+        return None
+    return ast.Module(body=[stmt for tree in trees for stmt in tree.body], type_ignores=[])
 
 
 _FAILED = object()

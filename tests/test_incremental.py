@@ -231,3 +231,21 @@ def test_positions_from_the_provider_pass_are_libcsts(reuse):
         module = cst.parse_module(path.read_text())
         assert node_positions(module) == dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(
             PositionProvider))
+
+
+@pytest.mark.parametrize("path", EXAMPLES[:10], ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_the_project_models_tree_from_kept_pieces_is_the_whole_parse(path: Path, reuse):
+    """The project model parses the buffer with CPython's `ast` on every edit: from pieces kept by their text and
+    first line, the tree (line numbers included) is the one `ast.parse` gives for the whole text."""
+    import ast
+
+    text = path.read_text()
+    for version in [*edits(text), *edits(text)]:  # the second time from kept pieces
+        try:
+            whole = ast.dump(ast.parse(version), include_attributes=True)
+        except SyntaxError:
+            assert incremental.python_tree(version) is None
+            continue
+        assert ast.dump(incremental.python_tree(version), include_attributes=True) == whole
+    for odd in ("# -*- coding: latin-1 -*-\n" + text, text.replace("\n", "\r\n"), "\ufeff" + text):
+        assert incremental.python_tree(odd) is None  # read otherwise by a whole parse: left to it

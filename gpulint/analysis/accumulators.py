@@ -183,7 +183,20 @@ class SyncedAccumulation:
 
 
 def synced_accumulation(analysis: ModuleAnalysis, call: cst.CSTNode) -> Optional[SyncedAccumulation]:
-    """`total += x.item()` (or `float(x)`, `int(x)`, `x.cpu()`, times or divided by a plain number)."""
+    """`total += x.item()` (or `float(x)`, `int(x)`, `x.cpu()`, times or divided by a plain number).
+
+    Once per call node: GPU302 and GPU303 both ask about every call."""
+    known = analysis.fact(_matches)
+    if call not in known:
+        known[call] = _synced_accumulation(analysis, call)
+    return known[call]
+
+
+def _matches(analysis: ModuleAnalysis) -> dict:
+    return {}
+
+
+def _synced_accumulation(analysis: ModuleAnalysis, call: cst.CSTNode) -> Optional[SyncedAccumulation]:
     if not isinstance(call, cst.Call):
         return None
     tensor = None

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional, Union
 
+from gpulint import incremental
 from gpulint.analysis.kinds import (TENSOR_ATTRS_OTHER, TENSOR_METHODS_NUMBER, TENSOR_METHODS_OTHER,
                                     _TORCH_NON_TENSOR, _TORCH_NON_TENSOR_PREFIXES, _TORCH_NUMBER)
 
@@ -291,7 +292,7 @@ class Project:
         with self._lock:
             old = self._overlays.pop(path, None)
             if text is not None:
-                info = self._parse_text(path, text.encode("utf-8", "surrogatepass"))
+                info = self._parse_text(path, text.encode("utf-8", "surrogatepass"), text)
                 if info is not None:
                     self._overlays[path] = info
             new = self._overlays.get(path)
@@ -344,9 +345,11 @@ class Project:
         return Project._parse_text(path, raw)
 
     @staticmethod
-    def _parse_text(path: Path, raw: bytes) -> Optional[ModuleInfo]:
+    def _parse_text(path: Path, raw: bytes, text: Optional[str] = None) -> Optional[ModuleInfo]:
+        # An editor's buffer: its unchanged definitions' trees are reused (gpulint.incremental; None: not on).
+        tree = incremental.python_tree(text) if text is not None else None
         try:
-            tree = ast.parse(raw, str(path))
+            tree = tree or ast.parse(raw, str(path))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         return ModuleInfo(path, tree, hashlib.sha256(raw).hexdigest())
