@@ -34,6 +34,10 @@ CONDITIONS = (HOT_LOOP, COPY_IN_FOR_LOOP, CUDA_TEXT)
 
 # The sources of `Kind.LOADER` (analysis/kinds.py): `_LOADER_NAME`, a `...DataLoader` call or annotation.
 _LOADER_TEXT = re.compile(r"loader|\bdl\b|_dl\b|\bdl_")  # searched in the lower-cased text
+# analysis/kinds.py `_LOADER_NAME`, for any part of a dotted name (`torch.utils.data.DataLoader`)
+_LOADER_IDENTIFIER = re.compile(r"^(.*loader.*|.*_dl|dl|dl_.*)$", re.IGNORECASE)
+_WORD = re.compile(r"\w+")
+_ANNOTATION_TEXT = re.compile(r"^[\w.\[\], |]*$")  # "DataLoader", "Optional[torch.utils.data.DataLoader]"
 # analysis/kinds.py `_MODULE_NAME`: names taken for a model when nothing else is known.
 _MODULE_NAME = re.compile(r"^(model|net|network|module|criterion|loss_fn|lossfn|loss_func|loss_function|"
                           r".*_model|model_.*|.*_net|.*_criterion|criterion_.*|encoder|decoder|generator|"
@@ -279,8 +283,31 @@ class FileFacts:
     def _names_a_loader(self) -> bool:
         if "loader" not in self._held:
             lower = self.source.lower()
-            self._held["loader"] = "loader" in lower or "dl" in lower and _LOADER_TEXT.search(lower) is not None
+            self._held["loader"] = ("loader" in lower or "dl" in lower and _LOADER_TEXT.search(lower) is not None) \
+                and any(_LOADER_IDENTIFIER.match(name) for name in self._identifiers())
         return bool(self._held["loader"])
+
+    def _identifiers(self) -> Iterator[str]:
+        """Every identifier of the module (names, attributes, parameters, definitions, imports) and every string
+        that could be an annotation (`x: "DataLoader"`): what `Kind.LOADER`'s names come from, without the
+        docstrings, comments and URLs (`https://dl.fbaipublicfiles.com/...`) that the text search also sees."""
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Name):
+                yield node.id
+            elif isinstance(node, ast.Attribute):
+                yield node.attr
+            elif isinstance(node, ast.arg):
+                yield node.arg
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                yield node.name
+            elif isinstance(node, ast.alias):
+                yield node.asname or node.name
+                yield node.name
+            elif isinstance(node, ast.keyword) and node.arg:
+                yield node.arg
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 200 \
+                    and _ANNOTATION_TEXT.match(node.value):
+                yield from _WORD.findall(node.value)
 
     def _called_from_a_loop(self, function: ast.AST) -> bool:
         """`LoopAnalysis._called_from_a_loop`: the module's only def of that name is called in a loop outside it."""

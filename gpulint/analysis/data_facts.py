@@ -15,6 +15,7 @@ from gpulint.analysis import Kind, ModuleAnalysis
 from gpulint.analysis.calls import module_calls, project_calls
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.libraries import Effect, fact_for_method
+from gpulint.analysis.node_types import of_types
 from gpulint.analysis.project import FunctionSummary, LoaderFact
 from gpulint.analysis.tree import child_nodes
 from gpulint.syntax import argument, positional, string_value
@@ -69,11 +70,12 @@ class DataFacts:
     def __init__(self, analysis: ModuleAnalysis) -> None:
         self.analysis = analysis
         self.index = analysis.index
-        self._calls_of: Optional[dict[int, list[cst.Call]]] = None
         self._loops_over: Optional[dict[int, list[Loop]]] = None
         self._self_attrs: Optional[dict[str, list[cst.BaseExpression]]] = None
         self._prepared: Optional[set[int]] = None
         self._factories: dict[str, Optional[LoaderFact]] = {}
+        self._feeds: Optional[bool] = None
+        self._cuda: Optional[bool] = None
 
     # -- loaders built elsewhere ----------------------------------------------------------------------------
     def factory(self, call: cst.CSTNode) -> Optional[LoaderFact]:
@@ -96,8 +98,8 @@ class DataFacts:
         if self._prepared is None:
             self._prepared = set()
             calls = self.analysis.fact(module_calls)
-            for node in self.index.nodes:
-                if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            for node in of_types(self.index, cst.Call):
+                if isinstance(node.func, cst.Attribute):  # type: ignore[attr-defined]
                     fact = fact_for_method(calls.constructor(node.func.value), node.func.attr.value)
                     if fact is not None and fact.effect is Effect.DEVICE_BATCHES:
                         for arg in node.args:
@@ -150,10 +152,9 @@ class DataFacts:
         the next batch of an iterator over it (`it = iter(loader)` ... `while True: batch = next(it)`)."""
         if self._loops_over is None:
             self._loops_over = {}
-            for node in self.index.nodes:
-                if isinstance(node, (cst.For, cst.While)):
-                    for call in {id(c): c for c in self.loop_loaders(node)}.values():
-                        self._loops_over.setdefault(id(call), []).append(node)
+            for node in of_types(self.index, cst.For, cst.While):
+                for call in {id(c): c for c in self.loop_loaders(node)}.values():  # type: ignore[arg-type]
+                    self._loops_over.setdefault(id(call), []).append(node)
         return self._loops_over.get(id(loader), [])
 
     def loop_loaders(self, loop: Loop) -> list[cst.Call]:
@@ -272,9 +273,34 @@ class DataFacts:
         return None
 
     # -- module-wide hints -------------------------------------------------------------------------------------
+    def feeds_an_accelerator(self) -> bool:
+        """A loader of this module may need pinning at all (`would_pin`): the module names CUDA itself, or one
+        of its loops copies its batch to an accelerator. Asked before looking calls up as loader factories of
+        the project, which costs a summary of every function the module calls."""
+        if self._feeds is None:
+            self._feeds = self.clearly_cuda() or any(self._moves_a_batch(call) for call in of_types(self.index, cst.Call))
+        return self._feeds
+
+    def _moves_a_batch(self, call: cst.Call) -> bool:
+        """`call` copies a batch to an accelerator in the body of the loop that takes it (`moves_batches` of
+        that loop), asked of each copy once rather than of each loop's whole body."""
+        if self.copy_target(call) != ACCELERATOR:
+            return False
+        loop = self.batch_loop(call.func.value)  # type: ignore[union-attr]
+        return loop is not None and any(a is loop for a in self.index.ancestors(call)) and \
+            self.index.is_ancestor_or_self(loop.body, call)
+
     def clearly_cuda(self) -> bool:
         """The module names CUDA itself: a "cuda" device string, `.cuda()`, or `torch.cuda.*`."""
-        for node in self.index.nodes:
+        if self._cuda is None:
+            self._cuda = self._names_cuda()
+        return self._cuda
+
+    def _names_cuda(self) -> bool:
+        source = self.analysis.source if self.analysis.source is not None else None
+        if source is not None and "cuda" not in source:
+            return False  # every way below of naming CUDA spells it (an alias is imported by its name)
+        for node in of_types(self.index, cst.SimpleString, cst.Attribute):
             if isinstance(node, cst.SimpleString):
                 text = string_value(node)
                 if text is not None and text.startswith("cuda"):
@@ -326,14 +352,7 @@ class DataFacts:
                 yield arg.value
 
     def _calls_to(self, fn: cst.FunctionDef) -> list[cst.Call]:
-        if self._calls_of is None:
-            self._calls_of = {}
-            for node in self.index.nodes:
-                if isinstance(node, cst.Call):
-                    target = self.analysis.loops.local_function(node)
-                    if target is not None:
-                        self._calls_of.setdefault(id(target), []).append(node)
-        return self._calls_of.get(id(fn), [])
+        return self.analysis.loops.calls_to(fn)
 
     def self_attributes(self) -> dict[str, list[cst.BaseExpression]]:
         """What `self.<name> = value` assigns anywhere in the module."""

@@ -14,6 +14,7 @@ import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind, KindInference
+from gpulint.analysis.node_types import of_types
 from gpulint.analysis.tree import SCOPE_TYPES, SyntaxIndex, child_nodes
 
 Loop = Union[cst.For, cst.While]
@@ -61,6 +62,11 @@ class LoopAnalysis:
         self._exec: dict[int, Execution] = {}
         self._trains: dict = {}
         self._hot_helpers: Optional[dict[int, Execution]] = None
+        self._calls_of: Optional[dict[int, list[cst.Call]]] = None
+        # _compute_execution's walks, by the id of a node passed on the way up (see there)
+        self._walks: dict[int, Execution] = {}
+        self._walks_without_helpers: dict[int, Execution] = {}
+        self._without_helpers = False
 
     # -- loop roles --------------------------------------------------------------------------------------------
     def role(self, loop: Loop) -> LoopRole:
@@ -155,11 +161,20 @@ class LoopAnalysis:
         key = ("called", id(fn))
         if key not in self._trains:
             self._trains[key] = any(
-                isinstance(n, cst.Call) and self.local_function(n) is fn and not self.index.is_ancestor_or_self(
-                    fn, n) and any(isinstance(a, (cst.For, cst.While)) and self._trains_by_itself(a)
-                                   for a in self.index.ancestors(n))
-                for n in self.index.nodes)
+                not self.index.is_ancestor_or_self(fn, n) and any(
+                    isinstance(a, (cst.For, cst.While)) and self._trains_by_itself(a) for a in self.index.ancestors(n))
+                for n in self.calls_to(fn))
         return self._trains[key]
+
+    def calls_to(self, fn: cst.FunctionDef) -> list[cst.Call]:
+        """The calls of this module that `local_function` resolves to `fn`, in document order."""
+        if self._calls_of is None:
+            self._calls_of = {}
+            for node in of_types(self.index, cst.Call):
+                target = self.local_function(node)  # type: ignore[arg-type]
+                if target is not None:
+                    self._calls_of.setdefault(id(target), []).append(node)
+        return self._calls_of.get(id(fn), [])
 
     def _trains_by_itself(self, loop: Loop) -> bool:
         """The loop iterates batches or runs a model, backward pass or optimizer step in its own body (helpers
@@ -262,9 +277,25 @@ class LoopAnalysis:
         return cached
 
     def _compute_execution(self, node: cst.CSTNode) -> Execution:
+        """Walks up from `node`. Every node passed before a periodic guard is found leads to the same answer
+        from there on (the walk above it does not depend on what lies below), so each is remembered: nodes of
+        one statement share their ancestors' work, and a module is walked about once, not once per node."""
+        memo = self._walks_without_helpers if self._without_helpers else self._walks
+        passed: list[int] = []
+        result = self._walk_up(node, memo, passed)
+        for key in passed:
+            memo[key] = result
+        return result
+
+    def _walk_up(self, node: cst.CSTNode, memo: dict[int, Execution], passed: list[int]) -> Execution:
         periodic: Optional[str] = None
         child = node
         for parent in self.index.ancestors(node):
+            if periodic is None:
+                known = memo.get(id(child))
+                if known is not None:
+                    return known
+                passed.append(id(child))
             if isinstance(parent, cst.If) and child is parent.body and periodic is None:
                 reason = self.periodic_test(parent.test)
                 if reason:
@@ -306,10 +337,8 @@ class LoopAnalysis:
         """Functions of this module called from inside a hot loop (one level), with how often they run."""
         if self._hot_helpers is None:
             self._hot_helpers = {}
-            for node in self.index.nodes:
-                if not isinstance(node, cst.Call):
-                    continue
-                fn = self.local_function(node)
+            for node in of_types(self.index, cst.Call):
+                fn = self.local_function(node)  # type: ignore[arg-type]
                 if fn is None or self.index.is_ancestor_or_self(fn, node):
                     continue
                 where = self._execution_without_helpers(node)
@@ -321,11 +350,11 @@ class LoopAnalysis:
         return self._hot_helpers
 
     def _execution_without_helpers(self, node: cst.CSTNode) -> Execution:
-        saved, self._hot_helpers = self._hot_helpers, {}
+        saved, self._hot_helpers, self._without_helpers = self._hot_helpers, {}, True
         try:
             return self._compute_execution(node)
         finally:
-            self._hot_helpers = saved
+            self._hot_helpers, self._without_helpers = saved, False
 
     # -- periodic guards ---------------------------------------------------------------------------------------
     def periodic_test(self, test: cst.BaseExpression, negated: bool = False) -> Optional[str]:

@@ -39,7 +39,7 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """The node's children, read straight from its fields.
+    """The node's children, read straight from its fields, layout tokens (`_TRIVIA`) left out.
 
     LibCST's `children` and `visit` rebuild every node they pass (its `_visit_and_replace_children`), which is
     most of the cost of a walk. The order is that of the fields, which is the source order for statements and
@@ -68,8 +68,19 @@ _NODE, _SEQUENCE, _OTHER = "node", "sequence", "other"
 _KIND: dict[type, str] = {}
 
 
+# Layout tokens: whitespace, comments, commas, brackets, `=` of keywords, the dots of a dotted name. Two thirds
+# of a module's nodes, and no question of the analysis is about them (rules read them, when they must, through
+# their owner's fields: `arg.comma`, `import_from.relative`): they are not walked, indexed or visited.
+_TRIVIA = (cst.BaseParenthesizableWhitespace, cst.Newline, cst.TrailingWhitespace, cst.EmptyLine, cst.Comment,
+           cst.Comma, cst.Dot, cst.AssignEqual, cst.Colon, cst.Semicolon, cst.LeftParen, cst.RightParen,
+           cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace, cst.RightCurlyBrace)
+
+
 def _kind(t: type) -> str:
-    kind = _NODE if issubclass(t, cst.CSTNode) else _SEQUENCE if issubclass(t, (list, tuple)) else _OTHER
+    if issubclass(t, cst.CSTNode):
+        kind = _OTHER if issubclass(t, _TRIVIA) else _NODE
+    else:
+        kind = _SEQUENCE if issubclass(t, (list, tuple)) else _OTHER
     _KIND[t] = kind
     return kind
 

@@ -83,7 +83,9 @@ class DataLoaderWithoutPinMemory(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        made = None if is_dataloader(self.analysis, node) else data_facts(self.analysis).factory(node)
+        facts = data_facts(self.analysis)
+        made = None if is_dataloader(self.analysis, node) or not facts.feeds_an_accelerator() else \
+            facts.factory(node)
         if (made is None and not is_dataloader(self.analysis, node)) or not would_pin(self, node):
             return
         if made is not None:  # built in a factory: the fix belongs there, the cost is paid here
