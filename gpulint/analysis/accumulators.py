@@ -10,6 +10,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from gpulint.analysis import Kind, ModuleAnalysis
+from gpulint.analysis.node_types import of_types
 from gpulint.analysis.tree import child_nodes
 from gpulint.syntax import method_call
 
@@ -233,7 +234,7 @@ def _uses(analysis: ModuleAnalysis, statement: cst.AugAssign, name: str):
     """
     index = analysis.index
     scope = index.enclosing_scope(statement)
-    for node in (*index.of_type(cst.Global), *index.of_type(cst.Nonlocal)):
+    for node in of_types(index, cst.Global, cst.Nonlocal):
         if any(n.name.value == name for n in node.names) and index.is_ancestor_or_self(scope, node):
             return None
     found = []

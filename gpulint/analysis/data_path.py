@@ -15,6 +15,7 @@ import libcst as cst
 
 from gpulint.analysis import ModuleAnalysis
 from gpulint.analysis.data_facts import _walk
+from gpulint.analysis.node_types import of_types
 from gpulint.syntax import string_value
 
 _CONVS = {f"torch.nn.{kind}{n}d" for kind in ("Conv", "ConvTranspose", "LazyConv") for n in (1, 2, 3)}
@@ -69,7 +70,7 @@ class DataPathFacts:
         if expr is None or depth > 4:
             return None
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
-            classes = [n for n in self.analysis.index.of_type(cst.ClassDef) if n.name.value == expr.func.value]
+            classes = [n for n in of_types(self.analysis.index, cst.ClassDef) if n.name.value == expr.func.value]
             return classes[0] if len(classes) == 1 else None
         if isinstance(expr, cst.Name):
             values = [b.value for b in self.analysis.index.visible_bindings(expr) if b.kind == "assign"]

@@ -14,6 +14,7 @@ import libcst as cst
 
 from gpulint import incremental
 from gpulint.analysis.imports import ImportMap
+from gpulint.analysis.node_types import of_types
 
 Scope = Union[cst.Module, cst.FunctionDef, cst.Lambda]
 SCOPE_TYPES = (cst.Module, cst.FunctionDef, cst.Lambda)
@@ -103,7 +104,6 @@ class SyntaxIndex(cst.CSTVisitor):
         self.import_nodes: list[Union[cst.Import, cst.ImportFrom]] = []  # in document order
         self._stack: list[cst.CSTNode] = []
         self._scopes: list[Scope] = []
-        self._by_type: Optional[dict[type, list[cst.CSTNode]]] = None
         self._names: Optional[dict[str, list[cst.Name]]] = None
         self._order: Optional[dict[int, int]] = None
 
@@ -198,20 +198,11 @@ class SyntaxIndex(cst.CSTVisitor):
             self._scopes.pop()
 
     # -- tables over `nodes`, built on first use (a rule asking per finding must not scan the module per finding)
-    def of_type(self, kind: type) -> list[cst.CSTNode]:
-        """The nodes of exactly type `kind`, in document order (`nodes` filtered)."""
-        if self._by_type is None:
-            by_type: dict[type, list[cst.CSTNode]] = {}
-            for node in self.nodes:
-                by_type.setdefault(type(node), []).append(node)
-            self._by_type = by_type
-        return self._by_type.get(kind, [])
-
     def names(self, value: str) -> list[cst.Name]:
         """The `Name` nodes spelled `value`, in document order."""
         if self._names is None:
             names: dict[str, list[cst.Name]] = {}
-            for node in self.of_type(cst.Name):
+            for node in of_types(self, cst.Name):
                 names.setdefault(node.value, []).append(node)  # type: ignore[attr-defined]
             self._names = names
         return self._names.get(value, [])
