@@ -249,3 +249,20 @@ def test_the_project_models_tree_from_kept_pieces_is_the_whole_parse(path: Path,
         assert ast.dump(incremental.python_tree(version), include_attributes=True) == whole
     for odd in ("# -*- coding: latin-1 -*-\n" + text, text.replace("\n", "\r\n"), "\ufeff" + text):
         assert incremental.python_tree(odd) is None  # read otherwise by a whole parse: left to it
+
+
+def test_the_server_holds_the_garbage_collector_off_only_while_a_lint_is_published():
+    """The collector waits while lints are under way (overlapping ones included) and is back once the last one
+    is sent, even when it fails: a server that left it off would grow without bound."""
+    import gc
+
+    pytest.importorskip("pygls")
+    from gpulint.server import collection_deferred
+
+    assert gc.isenabled()
+    with collection_deferred():
+        with pytest.raises(RuntimeError), collection_deferred():
+            assert not gc.isenabled()
+            raise RuntimeError("a lint that failed")
+        assert not gc.isenabled()  # the outer one is still under way
+    assert gc.isenabled()
