@@ -37,7 +37,8 @@ _LOADER_TEXT = re.compile(r"loader|\bdl\b|_dl\b|\bdl_")  # searched in the lower
 # analysis/kinds.py `_LOADER_NAME`, for any part of a dotted name (`torch.utils.data.DataLoader`)
 _LOADER_IDENTIFIER = re.compile(r"^(.*loader.*|.*_dl|dl|dl_.*)$", re.IGNORECASE)
 _WORD = re.compile(r"\w+")
-_ANNOTATION_TEXT = re.compile(r"^[\w.\[\], |]*$")  # "DataLoader", "Optional[torch.utils.data.DataLoader]"
+# a string that may be an annotation: "DataLoader", "Optional[data.DataLoader]", "Union[A, B]", "A | None"
+_ANNOTATION_TEXT = re.compile(r"^[\w.\[\]]+(?:(?:, ?| ?\| ?)[\w.\[\]]+)*$")
 # analysis/kinds.py `_MODULE_NAME`: names taken for a model when nothing else is known.
 _MODULE_NAME = re.compile(r"^(model|net|network|module|criterion|loss_fn|lossfn|loss_func|loss_function|"
                           r".*_model|model_.*|.*_net|.*_criterion|criterion_.*|encoder|decoder|generator|"
@@ -205,13 +206,20 @@ class FileFacts:
         if key not in self._held:
             self._walrus_bindings()
             found = {n for n, values in self._bindings.items() if any(base(v) for v in values)}
-            changed = True
-            while changed:
-                changed = False
+            if "referrers" not in self._held:  # name -> the names assigned a value that is (or picks) it
+                referrers: dict[str, set[str]] = {}
                 for name, values in self._bindings.items():
-                    if name not in found and any(ref in found for v in values for ref in _names_in(v)):
+                    for value in values:
+                        for ref in _names_in(value):
+                            referrers.setdefault(ref, set()).add(name)
+                self._held["referrers"] = referrers
+            referrers = self._held["referrers"]  # type: ignore[assignment]
+            pending = list(found)
+            while pending:
+                for name in referrers.get(pending.pop(), ()):
+                    if name not in found:
                         found.add(name)
-                        changed = True
+                        pending.append(name)
             self._held[key] = found
         return self._held[key]  # type: ignore[return-value]
 
@@ -220,8 +228,10 @@ class FileFacts:
             | self._classes
 
     def _model_names(self) -> set[str]:
-        annotated = {name for name, annotation in self._annotations if self._may_say_module(annotation)}
-        return self._propagated("models", self._value_may_be_model) | annotated
+        if "model names" not in self._held:
+            annotated = {name for name, annotation in self._annotations if self._may_say_module(annotation)}
+            self._held["model names"] = self._propagated("models", self._value_may_be_model) | annotated
+        return self._held["model names"]  # type: ignore[return-value]
 
     def _may_say_module(self, annotation: ast.AST) -> bool:
         """kinds._annotation_kind gives MODULE: `nn.Module`/`torch.nn.Module`, under any alias, or as a string."""
@@ -265,18 +275,63 @@ class FileFacts:
         return self._value_may_be_model(node)
 
     # -- loops -------------------------------------------------------------------------------------------------
-    def _may_train(self, call: ast.Call) -> bool:
-        """`LoopAnalysis.is_training_call` without following helpers."""
+    def _may_train(self, call: ast.Call, function: Optional[ast.AST] = None) -> bool:
+        """`LoopAnalysis.is_training_call` without following helpers, for a call in `function`'s own body."""
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr in _TRAINING_METHODS:
             return True
+        if isinstance(func, ast.Name) and func.id in self._loop_variables(function):
+            # `for stage in self.stages: x = stage(x)`: the loop binds it, and the kind of what a loop yields is
+            # never a model (kinds.iteration_kind), so only the name can make it one (kinds._kind_from_name).
+            return _MODULE_NAME.match(func.id) is not None
         return self._may_be_model(func)
+
+    def _loop_variables(self, function: Optional[ast.AST]) -> frozenset:
+        """Names that `function` binds only as targets of `for` loops or comprehensions (analysis/tree.py's
+        scope: its body without nested functions and lambdas; a nested class body binds in it too)."""
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return frozenset()
+        key = ("loop variables", id(function))
+        if key not in self._held:
+            loop_targets: set[int] = set()
+            stored: set[str] = set()
+            other: set[str] = {a.arg for a in [*function.args.posonlyargs, *function.args.args,
+                                                 *function.args.kwonlyargs, function.args.vararg,
+                                                 function.args.kwarg] if a is not None}
+            stack = list(function.body)
+            while stack:
+                node = stack.pop()
+                if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                    loop_targets.update(id(n) for n in ast.walk(node.target))
+                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                    (stored if id(node) in loop_targets else other).add(node.id)
+                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    other.add(node.name)
+                elif isinstance(node, ast.alias):
+                    other.add((node.asname or node.name).split(".")[0])
+                elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                    other.update(node.names)
+                elif isinstance(node, ast.ExceptHandler) and node.name:
+                    other.add(node.name)
+                elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+                    other.add(node.name)
+                elif isinstance(node, ast.MatchMapping) and node.rest:
+                    other.add(node.rest)
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                    for default in [*node.args.defaults, *node.args.kw_defaults, *node.decorator_list] \
+                            if not isinstance(node, ast.Lambda) else [*node.args.defaults, *node.args.kw_defaults]:
+                        if default is not None:
+                            stack.append(default)
+                    continue  # its own scope
+                stack.extend(ast.iter_child_nodes(node))
+            self._held[key] = frozenset(stored - other)
+        return self._held[key]  # type: ignore[return-value]
 
     def _trains(self, name: str) -> bool:
         """A function of the module by that name may train in its own body (`LoopAnalysis._function_trains`)."""
         key = "trains:" + name
         if key not in self._held:
-            self._held[key] = any(isinstance(n, ast.Call) and self._may_train(n)
+            self._held[key] = any(isinstance(n, ast.Call) and self._may_train(n, fn)
                                   for fn in self._functions.get(name, ()) for n in _walk_body(fn))
         return bool(self._held[key])
 
@@ -343,7 +398,7 @@ class FileFacts:
         for node in _walk_body(loop):
             if isinstance(node, ast.Call):
                 calls_or_math = True
-                if self._may_train(node):
+                if self._may_train(node, function):
                     return True
                 name = _local_name(node.func)
                 if name is not None and name in self._functions and self._trains(name):

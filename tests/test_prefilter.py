@@ -72,6 +72,49 @@ def test_a_model_definition_with_loops_is_skipped():
     assert lint_source(MODEL_FILE, "net.py", DEFAULT, prefilter=False).diagnostics == []
 
 
+STAGED_MODEL = '''
+import torch
+from torch import nn
+
+default_cfgs = {"vit": {"url": "https://dl.fbaipublicfiles.com/vit.pth"}}  # not a loader, a download site
+device = None  # set by the caller
+
+
+class Stage(nn.Module):
+    pass
+
+
+class Net(nn.Module):
+    """Loads with the checkpoint loader."""
+
+    def __init__(self, depths):
+        super().__init__()
+        self.stages = nn.ModuleList()
+        for d in depths:
+            stage = Stage()
+            self.stages.append(stage)
+
+    def forward(self, x):
+        for stage in self.stages:
+            x = stage(x)
+        if x.sum() > 0:
+            x = x.cpu()
+        return x
+'''
+
+
+def test_loop_variables_and_urls_do_not_make_a_training_loop():
+    # `stage` is a model in `__init__`, but in `forward` only the loop binds it; "dl." in a URL and "loader" in a
+    # docstring name no loader. Before, each of the two made the file pass.
+    assert not _passes(STAGED_MODEL, DEFAULT)
+    # The same name bound to a model in the loop's own function: it may be a forward pass of a model.
+    rebound = STAGED_MODEL.replace("        for stage in self.stages:\n",
+                                   "        stage = Stage()\n        for _ in self.stages:\n")
+    assert _passes(rebound, DEFAULT)
+    # A loader named in code (not in a string) still may be iterated.
+    assert _passes(STAGED_MODEL + "\ntrain_loader = None\n", DEFAULT)
+
+
 @pytest.mark.parametrize("loop", [
     "for x, y in train_loader:\n    print(x.cpu())\n",  # iterates a loader
     "for x in data:\n    loss = model(x)\n",  # runs a model
@@ -118,6 +161,7 @@ def _all_sources():
         for i, example in enumerate([*cls.VALID, *cls.INVALID]):
             yield f"{code}-example-{i}", example if isinstance(example, str) else example.code
     yield "model", MODEL_FILE
+    yield "staged model", STAGED_MODEL
 
 
 def test_hot_loop_condition_agrees_with_the_loop_analysis():

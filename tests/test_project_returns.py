@@ -114,6 +114,23 @@ def test_a_call_site_passing_something_unknown_makes_the_parameter_unknown(tmp_p
     assert Project(tmp_path).parameter_class(tmp_path / "helpers.py", "run", "logger").name == "Logger"
 
 
+def test_every_call_site_of_a_constructor_counts(tmp_path):
+    # `Trainer(logger=...)` at two sites passing two classes: unknown. (The class of the first site's argument
+    # used to replace the Trainer class being looked for, so the second site was never compared.)
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "trainer.py").write_text(textwrap.dedent("""
+        class Trainer:
+            def __init__(self, logger):
+                self.logger = logger
+    """))
+    (tmp_path / "loggers.py").write_text("class A:\n    pass\nclass B:\n    pass\n")
+    (tmp_path / "a.py").write_text("from trainer import Trainer\nfrom loggers import A\nTrainer(logger=A())\n")
+    (tmp_path / "b.py").write_text("from trainer import Trainer\nfrom loggers import B\nTrainer(logger=B())\n")
+    assert Project(tmp_path).parameter_class(tmp_path / "trainer.py", "Trainer.__init__", "logger") is None
+    (tmp_path / "b.py").write_text("from trainer import Trainer\nfrom loggers import A\nTrainer(logger=A())\n")
+    assert Project(tmp_path).parameter_class(tmp_path / "trainer.py", "Trainer.__init__", "logger").name == "A"
+
+
 def test_module_classes_run_forward():
     project = Project(FIXTURE)
     criterion = project.lookup(FIXTURE / "main.py", "SetCriterion") or project.lookup(

@@ -210,23 +210,23 @@ class ModuleInfo:
         self.tree = tree
         self.functions: dict[str, ast.FunctionDef] = {}
         self.classes: dict[str, ClassSummary] = {}
-        self._calls: Optional[dict[str, list[tuple[ast.Call, dict]]]] = None
+        self._calls_by_name: Optional[dict[str, list[tuple[ast.Call, dict]]]] = None
         for stmt in tree.body:
             self._top_level(stmt)
 
     def calls_named(self, name: str) -> list[tuple[ast.Call, dict]]:
-        """The calls of `...name(...)` (a dotted callee whose last part is `name`) in this module, each with the
-        names its scope assigns (see `_scopes`), in `_scopes` order: one walk per module, not one per question
-        (the module is immutable, kept while its content is)."""
-        if self._calls is None:
-            calls: dict[str, list[tuple[ast.Call, dict]]] = {}
-            for scope_calls, assigns in _scopes(self.tree):
-                for call in scope_calls:
+        """The calls in this module of something whose dotted name ends in `name` (`f(...)`, `utils.f(...)`),
+        each with the assignments of its scope (see `_scopes`): built once per module, as call sites of many
+        functions are looked for in the same modules."""
+        if self._calls_by_name is None:
+            index: dict[str, list[tuple[ast.Call, dict]]] = {}
+            for calls, assigns in _scopes(self.tree):
+                for call in calls:
                     dotted = _dotted(call.func)
                     if dotted is not None:
-                        calls.setdefault(dotted.rsplit(".", 1)[-1], []).append((call, assigns))
-            self._calls = calls
-        return self._calls.get(name, [])
+                        index.setdefault(dotted.rsplit(".", 1)[-1], []).append((call, assigns))
+            self._calls_by_name = index
+        return self._calls_by_name.get(name, [])
 
     def _top_level(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Import):
@@ -492,17 +492,17 @@ class Project:
             if caller is None:
                 continue
             for call, assigns in caller.calls_named(owner or function):
-                target = self.lookup(caller.path, _dotted(call.func))
+                target = self.lookup(caller.path, _dotted(call.func))  # type: ignore[arg-type]
                 if (target is not cls) if owner else (not isinstance(target, FunctionSummary) or
                                                       target.path != path or target.qualname != function):
                     continue
                 argument = _argument(call, position, parameter)
                 if argument is _UNKNOWN:
                     return None
-                cls = self.class_at(caller, argument, assigns) if argument is not None else None
-                if cls is _UNKNOWN:
+                passed = self.class_at(caller, argument, assigns) if argument is not None else None
+                if passed is _UNKNOWN:
                     return None
-                found.append(cls)
+                found.append(passed)
         classes = {id(c): c for c in found if c is not None}
         return next(iter(classes.values())) if len(classes) == 1 else None
 

@@ -14,6 +14,13 @@ from gpulint.syntax import argument
 from gpulint.analysis.data import _true, would_pin
 
 
+# Where a call's result is kept or handed on (assigned, returned, passed, put in a container, iterated): only
+# there can a loader a factory returns be iterated later. A call whose result is read at once
+# (`create_loader(...).dataset`) or dropped hands no loader on, and is not looked up as a factory.
+_HOLDS_A_VALUE = (cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.Return, cst.Yield, cst.Arg, cst.Element,
+                  cst.StarredElement, cst.DictElement, cst.For, cst.IfExp, cst.BooleanOperation)
+
+
 class DataLoaderWithoutPinMemory(Rule):
     """`DataLoader(...)` without `pin_memory=True` whose batches go to a GPU.
 
@@ -84,8 +91,8 @@ class DataLoaderWithoutPinMemory(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = data_facts(self.analysis)
-        made = None if is_dataloader(self.analysis, node) or not facts.feeds_an_accelerator() else \
-            facts.factory(node)
+        made = None if is_dataloader(self.analysis, node) or not facts.feeds_an_accelerator() or \
+            not isinstance(self.analysis.parent(node), _HOLDS_A_VALUE) else facts.factory(node)
         if (made is None and not is_dataloader(self.analysis, node)) or not would_pin(self, node):
             return
         if made is not None:  # built in a factory: the fix belongs there, the cost is paid here
