@@ -1,6 +1,7 @@
 """What the language server costs per edit: in process (the lint itself) and end to end, as an editor sees it.
 
     python benchmarks/lsp_latency.py [--copies 24] [--file train.py] [--keystrokes 15] [--where end|middle]
+                                     [--typing comment|code]
 
 The buffer is FILE, or the shipped naive training script followed by COPIES functions holding its body (a
 worst case: a finding every few lines). In process: "cold" is a lint of a text never seen (what the CLI does
@@ -10,10 +11,14 @@ when the editor asks (--eager-edits adds what computing every fix's edits at eac
 the synthetic buffer).
 
 End to end (the default; --no-editor skips it): `gpulint server` over stdio, the buffer opened, then KEYSTROKES
-bursts of five keystrokes 30 ms apart, each typing into a comment, at the end of the file or (--where middle)
-on a line of its own in the middle of the file (inside the enclosing function, if any); the figure is the time
-from the last keystroke's didChange to the publishDiagnostics of that version (median and worst), and the same
-with an undo (text seen before: answered from the server's cache).
+bursts of keystrokes 30 ms apart, on a line of their own at the end of the file or (--where middle) in the
+middle of the file (indented as the line after it: inside the enclosing function, if any). With --typing
+comment (the default) a burst types five letters into a comment; with --typing code it types a statement,
+`lr3 = 0.13`, one character at a time, so the versions between keystrokes do not all parse (`lr3 =`) and
+the last one changes the code. The figure is the time from the last keystroke's didChange to the
+publishDiagnostics of that version (median and worst), the server's CPU time over the same span (read from
+/proc: what the lint costs whatever else the machine runs), and the same with an undo (text seen before:
+answered from the server's cache). The load average is printed before and after: the machine may be shared.
 """
 
 from __future__ import annotations
@@ -52,8 +57,16 @@ def synthetic(copies: int) -> str:
                           for i in range(copies))
 
 
+def keystrokes(typing: str, burst: int) -> list[str]:
+    """The line being typed after each keystroke of one burst (each burst types something new)."""
+    if typing == "code":
+        statement = f"lr{burst} = 0.1{burst}"
+        return [statement[:i] for i in range(1, len(statement) + 1)]
+    return [f"# note {burst} " + "abcde"[:i] for i in range(1, 6)]
+
+
 def typed(text: str, where: str, note: str) -> str:
-    """`text` with the comment `note` typed at the end, or on a new line in the middle (indented as the line
+    """`text` with the line `note` typed at the end, or on a new line in the middle (indented as the line
     after it, so that it sits inside the enclosing block)."""
     if where == "end":
         return text + f"{note}\n"
@@ -64,7 +77,7 @@ def typed(text: str, where: str, note: str) -> str:
     return "".join(lines[:middle]) + f"{indent}{note}\n" + "".join(lines[middle:])
 
 
-def in_process(text: str, repeat: int, where: str, eager_edits: bool) -> None:
+def in_process(text: str, repeat: int, where: str, eager_edits: bool, typing: str = "comment") -> None:
     codes = frozenset(all_rules())
     result = lint_source(text, "buffer.py", codes)
     fixable = [d for d in result.diagnostics if d.fix is not None]
@@ -74,8 +87,9 @@ def in_process(text: str, repeat: int, where: str, eager_edits: bool) -> None:
     incremental.enable()
     lint_source(text, "buffer.py", codes)
     edits = iter(range(10**6))
-    per_edit = best(lambda: lint_source(typed(text, where, f"# note {next(edits)}"), "buffer.py", codes), repeat)
-    print(f"per edit ({where}, reuse on):       {per_edit * 1000:8.0f} ms")
+    per_edit = best(lambda: lint_source(typed(text, where, keystrokes(typing, next(edits))[-1]), "buffer.py",
+                                        codes), repeat)
+    print(f"per edit ({where}, {typing}, reuse on): {per_edit * 1000:6.0f} ms")
     if fixable:
         one = best(lambda: edits_for(fixable[0], result.module, text), repeat)
         print(f"per code action (one finding):   {one * 1000:8.0f} ms")
@@ -144,7 +158,8 @@ class Server:
         return sent
 
 
-def editor(text: str, keystrokes: int, where: str, command: Optional[list[str]] = None) -> None:
+def editor(text: str, bursts: int, where: str, command: Optional[list[str]] = None,
+           typing: str = "comment") -> None:
     server = Server(command)
     server.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                  "params": {"processId": None, "rootUri": None, "capabilities": {}}})
@@ -155,12 +170,10 @@ def editor(text: str, keystrokes: int, where: str, command: Optional[list[str]] 
         "uri": uri, "languageId": "python", "version": 1, "text": text}}})
     server.wait(lambda: (uri, 1) in server.published)
     version, fresh, undo, cpu = 1, [], [], []
-    for burst in range(keystrokes):
-        keys = ""
-        for key in "abcde":
-            keys += key
+    for burst in range(bursts):
+        for line in keystrokes(typing, burst):
             version += 1
-            last = server.change(uri, version, typed(text, where, f"# note {burst} {keys}"))
+            last = server.change(uri, version, typed(text, where, line))
             time.sleep(0.03)
         server.wait(lambda: (uri, version) in server.published)
         fresh.append(server.published[(uri, version)] - last)
@@ -170,7 +183,7 @@ def editor(text: str, keystrokes: int, where: str, command: Optional[list[str]] 
         server.wait(lambda: (uri, version) in server.published)
         undo.append(server.published[(uri, version)] - last)
     print(f"last keystroke -> diagnostics, new text:  median {statistics.median(fresh) * 1000:6.0f} ms, "
-          f"worst {max(fresh) * 1000:6.0f} ms ({keystrokes} bursts)")
+          f"worst {max(fresh) * 1000:6.0f} ms ({bursts} bursts typing {typing}, {where})")
     print(f"last keystroke -> diagnostics, undo:      median {statistics.median(undo) * 1000:6.0f} ms, "
           f"worst {max(undo) * 1000:6.0f} ms")
     print(f"server CPU, last keystroke -> diagnostics: median {statistics.median(cpu) * 1000:6.0f} ms, "
@@ -191,6 +204,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keystrokes", type=int, default=15, help="bursts of typing, end to end")
     parser.add_argument("--where", choices=("end", "middle"), default="end", help="where the keystrokes go")
+    parser.add_argument("--typing", choices=("comment", "code"), default="comment",
+                        help="type into a comment, or type a statement (`lr3 = 0.13`) character by character")
     parser.add_argument("--no-editor", action="store_true", help="only the in-process figures")
     parser.add_argument("--no-in-process", action="store_true", help="only the end-to-end figures")
     parser.add_argument("--server", help="the server's command line (default: this checkout's `gpulint server`),"
@@ -198,10 +213,12 @@ def main() -> None:
     parser.add_argument("--eager-edits", action="store_true", help="also time every fix's edits at each lint")
     args = parser.parse_args()
     text = args.file.read_text() if args.file else synthetic(args.copies)
+    print("load average before: %.2f %.2f %.2f" % os.getloadavg())
     if not args.no_in_process:
-        in_process(text, args.repeat, args.where, args.eager_edits)
+        in_process(text, args.repeat, args.where, args.eager_edits, args.typing)
     if not args.no_editor:
-        editor(text, args.keystrokes, args.where, args.server.split() if args.server else None)
+        editor(text, args.keystrokes, args.where, args.server.split() if args.server else None, args.typing)
+    print("load average after:  %.2f %.2f %.2f" % os.getloadavg())
 
 
 if __name__ == "__main__":

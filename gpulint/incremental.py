@@ -28,6 +28,7 @@ from gpulint import bigfile
 
 CACHE_CHARACTERS = 8 * 1024 * 1024  # parsed pieces kept, by total text size (LRU)
 STATEMENTS = 4096  # top-level statements whose renderings are kept
+INDEXED_NODES = 400_000  # nodes of the top-level statements whose syntax-index walks are kept (a few files' worth)
 
 
 class Cancelled(BaseException):
@@ -63,6 +64,8 @@ class _Reuse:
         self.led = _Recent(STATEMENTS)  # a piece's first statement -> (lead lines, it with them before it)
         self.code = _Recent(STATEMENTS)  # top-level statement -> (module shape, its code)
         self.positions = _Recent(STATEMENTS // 8)  # statement -> (module shape, (code, node positions))
+        self.indexes = _Weighed(INDEXED_NODES)  # statement -> its syntax index walk (analysis/tree.py)
+        self.trees = _Recent(STATEMENTS // 8)  # (lines above, piece) -> its `ast` tree (or _FAILED)
 
 
 class _Recent(OrderedDict):
@@ -79,7 +82,41 @@ class _Recent(OrderedDict):
             self.popitem(last=False)
 
 
+class _Weighed:
+    """Values by node, the most recently stored kept while their total weight is under `limit`."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.weight = 0
+        self.entries: OrderedDict = OrderedDict()  # key -> (value, weight)
+        self.lock = threading.Lock()
+
+    def get(self, key):
+        with self.lock:
+            found = self.entries.get(key)
+            if found is None:
+                return None
+            self.entries.move_to_end(key)
+            return found[0]
+
+    def put(self, key, value, weight: int) -> None:
+        with self.lock:
+            old = self.entries.pop(key, None)
+            if old is not None:
+                self.weight -= old[1]
+            self.entries[key] = (value, weight)
+            self.weight += weight
+            while self.weight > self.limit and len(self.entries) > 1:
+                _, (_, dropped) = self.entries.popitem(last=False)
+                self.weight -= dropped
+
+
 _reuse: Optional[_Reuse] = None
+
+
+def statement_indexes() -> Optional[_Weighed]:
+    """Where the syntax index keeps each top-level statement's walk, when reuse is on (else None)."""
+    return _reuse.indexes if _reuse is not None else None
 
 
 def enable() -> None:
@@ -131,7 +168,18 @@ def parse_module(source: str) -> cst.Module:
     reuse = _reuse
     if reuse is None:
         return bigfile.parse_module(source)
-    modules = _each(source, lambda text: _piece(reuse, text))
+    seen: set[int] = set()
+
+    def piece(text: str) -> Optional[cst.Module]:
+        module = _piece(reuse, text)
+        if module is not None and id(module) in seen:
+            # The same text twice in the buffer (a definition repeated): a node may stand in one place of a
+            # module only (parents, positions are by node), so the repeat gets nodes of its own.
+            return cst.parse_module(text)
+        seen.add(id(module))
+        return module
+
+    modules = _each(source, piece)
     if not modules:  # empty, or a piece that does not parse: the error (or the text) as a whole parse has it
         return bigfile.parse_module(source)
     if len(modules) == 1:
@@ -175,6 +223,46 @@ def python_parse(source: str, filename: str) -> Optional[ast.Module]:
     return None
 
 
+_COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=]", re.MULTILINE)
+
+
+def python_tree(source: str) -> Optional[ast.Module]:
+    """`ast.parse(source)` when reuse is on, from the pieces (`pieces`) parsed before where they start on the
+    same line: each piece is parsed after as many newlines as there are lines above it, so that its nodes carry
+    the line numbers of the whole text, and the bodies are joined. None when reuse is off, or where a whole
+    parse could read the text otherwise (a piece that does not parse, a coding cookie, a BOM, `\\r` line ends,
+    the `barry_as_FLUFL` future): the caller parses the whole text then."""
+    reuse = _reuse
+    if reuse is None or "\r" in source or source.startswith("\ufeff") or "barry_as_FLUFL" in source \
+            or _COOKIE.search("\n".join(source.split("\n", 2)[:2])):
+        return None
+    trees: list[ast.Module] = []
+    lines_above, pending, failures = 0, "", 0
+    for part in pieces(source):
+        text = pending + part
+        key = (lines_above, text)
+        with reuse.lock:
+            tree = reuse.trees.get(key)
+        if tree is None:
+            try:
+                tree = ast.parse("\n" * lines_above + text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = _FAILED
+            with reuse.lock:
+                reuse.trees[key] = tree
+        if tree is _FAILED:  # not a whole statement (a cut inside a string): merged with the next, as `_each`
+            pending, failures = text, failures + 1
+            if failures > MAX_MERGES:
+                return None
+            continue
+        trees.append(tree)
+        lines_above += text.count("\n")
+        pending, failures = "", 0
+    if pending or not trees:
+        return None
+    return ast.Module(body=[stmt for tree in trees for stmt in tree.body], type_ignores=[])
+
+
 _FAILED = object()
 
 
@@ -201,8 +289,11 @@ def _led(reuse: _Reuse, statement: cst.BaseStatement, lead: tuple) -> cst.BaseSt
     """`statement` with `lead` (EmptyLine nodes) before its own leading lines; the same node for the same lead."""
     with reuse.lock:
         known = reuse.led.get(statement)
-        if known is not None and known[0] == lead:  # a tuple of nodes: equal when the very same nodes
-            return known[1]
+    # The same lead, or one equal to it: lines re-parsed with an edited piece before (its footer) but unchanged,
+    # so the statement after an edited definition keeps its node (and what is kept by node: positions, index).
+    if known is not None and len(known[0]) == len(lead) and all(
+            old is new or old.deep_equals(new) for old, new in zip(known[0], lead)):
+        return known[1]
     led = statement.with_changes(leading_lines=[*lead, *statement.leading_lines])
     with reuse.lock:
         reuse.led[statement] = (lead, led)

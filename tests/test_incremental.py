@@ -136,3 +136,133 @@ def test_a_stale_lint_stops_at_its_next_checkpoint(reuse):
     fresh = findings(big, "big.py")
     incremental._reuse = saved
     assert len(fresh) >= 50 and findings(big, "big.py") == fresh  # nothing it left behind spoils the next lint
+
+
+def test_a_repeated_definition_gets_positions_of_its_own(reuse):
+    """Two identical definitions are two pieces of the same text: each needs nodes of its own (a shared node
+    gave both findings the line of the second)."""
+    twice = "def f(loader):\n    for x in loader:\n        print(x.cuda().item())\n\n\n"
+    text = "import torch\n\n" + twice + twice + "def g():\n    pass\n"
+    lint_source(text, "t.py", CODES)
+    rows = [d.location.row for d in lint_source(text, "t.py", CODES).diagnostics if d.code == "GPU101"]
+    assert rows == [5, 10]
+
+
+def test_the_definition_after_an_edited_one_keeps_its_node(reuse):
+    """The comment lines above `second` are parsed with the edited `first`; unchanged, they leave `second` (and
+    what is kept by its node: positions, its syntax-index walk) as it was."""
+    before = incremental.parse_module(SCRIPT)
+    after = incremental.parse_module(SCRIPT.replace("print(x.item())", "print(x.item() + 1)"))
+    assert after.body[1] is not before.body[1] and after.body[2] is before.body[2]
+    assert after.code == SCRIPT.replace("print(x.item())", "print(x.item() + 1)")
+
+
+def _index_tables(index) -> tuple:
+    """Everything a syntax index records, nodes by identity."""
+    return ([id(n) for n in index.nodes], {id(k): id(v) for k, v in index.parent.items()},
+            [(key, [(b.name, id(b.scope), b.kind, id(b.value), b.index, id(b.source)) for b in found])
+             for key, found in index.bindings.items()],
+            [(name, [id(f) for f in found]) for name, found in index.functions.items()],
+            [(name, id(c)) for name, c in index.classes.items()], list(index.imports.aliases.items()),
+            [id(n) for n in index.import_nodes])
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_a_syntax_index_merged_from_kept_walks_is_the_whole_walk(path: Path, reuse):
+    from gpulint.analysis.tree import SyntaxIndex
+
+    text = path.read_text()
+    for version in [*edits(text), "import numpy as torch\n" + text, SCRIPT, SCRIPT + "x = [y for y in range(3)]\n"]:
+        try:
+            module = incremental.parse_module(version)
+        except cst.ParserSyntaxError:
+            continue  # a deleted line that broke the syntax
+        merged = [_index_tables(SyntaxIndex().build(module)) for _ in range(2)]  # walked, then kept walks
+        saved, incremental._reuse = incremental._reuse, None
+        whole = _index_tables(SyntaxIndex().build(module))
+        incremental._reuse = saved
+        assert merged == [whole, whole]
+
+
+HELPER = textwrap.dedent("""\
+    import torch
+    from torch.utils.data import DataLoader
+
+    loader = DataLoader(dataset, batch_size=32, num_workers=4, pin_memory=True)
+
+
+    def helper(x):
+        return x.item()
+
+
+    def train(model):
+        for x, y in loader:
+            y = model(x.cuda())
+            helper(y)
+            torch.cuda.synchronize()
+""")
+
+
+@pytest.mark.parametrize("edit", [
+    ("pin_memory=True", "pin_memory=False"),  # a module-level loader: GPU202 on `x.cuda()` in `train` goes
+    ("import torch\n", "import numpy as torch\n"),  # what `torch.cuda` names in `train`
+    ("    return x.item()\n", "    return x.item()\n\n\ndef train(model):\n    pass\n"),  # shadowed
+])
+def test_an_edit_elsewhere_changes_findings_in_an_unchanged_definition(reuse, edit):
+    """`train` is not edited (its piece, nodes and index walk are kept), but what it means depends on the rest of
+    the module: the findings after the edit must be those of a fresh lint, and differ from before."""
+    path = ROOT / "fixtures" / "projects" / "lsp_edit.py"  # a path in a project: helpers are summarised
+    edited = HELPER.replace(*edit)
+    before = [(d.code, d.location.row) for d in lint_source(HELPER, str(path), CODES, path=path).diagnostics]
+    after = [(d.code, d.location.row) for d in lint_source(edited, str(path), CODES, path=path).diagnostics]
+    saved, incremental._reuse = incremental._reuse, None
+    fresh = [(d.code, d.location.row) for d in lint_source(edited, str(path), CODES, path=path).diagnostics]
+    incremental._reuse = saved
+    assert after == fresh and after != before
+    assert incremental.parse_module(edited).body[-1] is incremental.parse_module(HELPER).body[-1]  # kept
+
+
+def test_positions_from_the_provider_pass_are_libcsts(reuse):
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from gpulint.runner import node_positions
+
+    for path in EXAMPLES[:8]:
+        module = cst.parse_module(path.read_text())
+        assert node_positions(module) == dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(
+            PositionProvider))
+
+
+@pytest.mark.parametrize("path", EXAMPLES[:10], ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_the_project_models_tree_from_kept_pieces_is_the_whole_parse(path: Path, reuse):
+    """The project model parses the buffer with CPython's `ast` on every edit: from pieces kept by their text and
+    first line, the tree (line numbers included) is the one `ast.parse` gives for the whole text."""
+    import ast
+
+    text = path.read_text()
+    for version in [*edits(text), *edits(text)]:  # the second time from kept pieces
+        try:
+            whole = ast.dump(ast.parse(version), include_attributes=True)
+        except SyntaxError:
+            assert incremental.python_tree(version) is None
+            continue
+        assert ast.dump(incremental.python_tree(version), include_attributes=True) == whole
+    for odd in ("# -*- coding: latin-1 -*-\n" + text, text.replace("\n", "\r\n"), "\ufeff" + text):
+        assert incremental.python_tree(odd) is None  # read otherwise by a whole parse: left to it
+
+
+def test_the_server_holds_the_garbage_collector_off_only_while_a_lint_is_published():
+    """The collector waits while lints are under way (overlapping ones included) and is back once the last one
+    is sent, even when it fails: a server that left it off would grow without bound."""
+    import gc
+
+    pytest.importorskip("pygls")
+    from gpulint.server import collection_deferred
+
+    assert gc.isenabled()
+    with collection_deferred():
+        with pytest.raises(RuntimeError), collection_deferred():
+            assert not gc.isenabled()
+            raise RuntimeError("a lint that failed")
+        assert not gc.isenabled()  # the outer one is still under way
+    assert gc.isenabled()

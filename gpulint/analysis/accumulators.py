@@ -10,6 +10,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from gpulint.analysis import Kind, ModuleAnalysis
+from gpulint.analysis.node_types import of_types
 from gpulint.analysis.tree import child_nodes
 from gpulint.syntax import method_call
 
@@ -183,7 +184,20 @@ class SyncedAccumulation:
 
 
 def synced_accumulation(analysis: ModuleAnalysis, call: cst.CSTNode) -> Optional[SyncedAccumulation]:
-    """`total += x.item()` (or `float(x)`, `int(x)`, `x.cpu()`, times or divided by a plain number)."""
+    """`total += x.item()` (or `float(x)`, `int(x)`, `x.cpu()`, times or divided by a plain number).
+
+    Once per call node: GPU302 and GPU303 both ask about every call."""
+    known = analysis.fact(_matches)
+    if call not in known:
+        known[call] = _synced_accumulation(analysis, call)
+    return known[call]
+
+
+def _matches(analysis: ModuleAnalysis) -> dict:
+    return {}
+
+
+def _synced_accumulation(analysis: ModuleAnalysis, call: cst.CSTNode) -> Optional[SyncedAccumulation]:
     if not isinstance(call, cst.Call):
         return None
     tensor = None
@@ -218,14 +232,14 @@ def _uses(analysis: ModuleAnalysis, statement: cst.AugAssign, name: str):
 
     None when some read cannot be rewritten: the name is global/nonlocal, or read by a nested function.
     """
-    scope = analysis.index.enclosing_scope(statement)
-    found = []
-    for node in analysis.index.nodes:
-        if isinstance(node, (cst.Global, cst.Nonlocal)) and any(n.name.value == name for n in node.names) and \
-                analysis.index.is_ancestor_or_self(scope, node):
+    index = analysis.index
+    scope = index.enclosing_scope(statement)
+    for node in of_types(index, cst.Global, cst.Nonlocal):
+        if any(n.name.value == name for n in node.names) and index.is_ancestor_or_self(scope, node):
             return None
-        if not isinstance(node, cst.Name) or node.value != name or \
-                not analysis.index.is_ancestor_or_self(scope, node):
+    found = []
+    for node in index.names(name):  # in document order
+        if not index.is_ancestor_or_self(scope, node):
             continue
         inner = analysis.index.enclosing_scope(node)
         if inner is not scope:

@@ -15,6 +15,7 @@ import libcst as cst
 
 from gpulint.analysis import ModuleAnalysis
 from gpulint.analysis.data_facts import _walk
+from gpulint.analysis.node_types import of_types
 from gpulint.syntax import string_value
 
 _CONVS = {f"torch.nn.{kind}{n}d" for kind in ("Conv", "ConvTranspose", "LazyConv") for n in (1, 2, 3)}
@@ -69,8 +70,7 @@ class DataPathFacts:
         if expr is None or depth > 4:
             return None
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
-            classes = [n for n in self.analysis.index.nodes if isinstance(n, cst.ClassDef)
-                       and n.name.value == expr.func.value]
+            classes = [n for n in of_types(self.analysis.index, cst.ClassDef) if n.name.value == expr.func.value]
             return classes[0] if len(classes) == 1 else None
         if isinstance(expr, cst.Name):
             values = [b.value for b in self.analysis.index.visible_bindings(expr) if b.kind == "assign"]
@@ -157,8 +157,7 @@ def resident_loader(analysis: ModuleAnalysis, loader: cst.Call, dataset: cst.Cal
             a.keyword is not None or a.star or not _named_here(analysis, a.value) for a in dataset.args):
         return None
     loops = facts.loops_over(loader)
-    uses = [n for n in analysis.index.nodes if isinstance(n, cst.Name) and n.value == name
-            and n is not assign.targets[0].target]
+    uses = [n for n in analysis.index.names(name) if n is not assign.targets[0].target]
     if len(loops) != 1 or len(uses) != 1 or not isinstance(loops[0], cst.For) or \
             not analysis.index.is_ancestor_or_self(loops[0].iter, uses[0]):
         return None
@@ -166,7 +165,7 @@ def resident_loader(analysis: ModuleAnalysis, loader: cst.Call, dataset: cst.Cal
     if device is None or not _defined_before(analysis, device, loader):
         return None
     tensors = f"{name}_tensors"
-    if any(isinstance(n, cst.Name) and n.value == tensors for n in analysis.index.nodes):
+    if analysis.index.names(tensors):
         return None
     dev = analysis.code(device)
     moved = ", ".join(f"{analysis.code(a.value)}.to({dev})" for a in dataset.args)
@@ -244,5 +243,7 @@ def _defined_before(analysis: ModuleAnalysis, device: cst.BaseExpression, loader
     bindings = analysis.index.visible_bindings(device)
     if not bindings or any(b.kind != "assign" or b.source is None for b in bindings):
         return False
-    order = {id(n): i for i, n in enumerate(analysis.index.nodes)}
-    return all(order.get(id(b.source), len(order)) < order[id(loader)] for b in bindings)
+    index = analysis.index
+    last = len(index.nodes)
+    return all((index.order(b.source) if index.order(b.source) is not None else last) < index.order(loader)
+               for b in bindings)

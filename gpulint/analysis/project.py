@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional, Union
 
+from gpulint import incremental
 from gpulint.analysis.kinds import (TENSOR_ATTRS_OTHER, TENSOR_METHODS_NUMBER, TENSOR_METHODS_OTHER,
                                     _TORCH_NON_TENSOR, _TORCH_NON_TENSOR_PREFIXES, _TORCH_NUMBER)
 
@@ -276,6 +277,8 @@ class Project:
         self._resolve_memo: dict[Path, Path] = {}  # unsaved editor buffers, stdin: text that is not on disk
         self._files: Optional[list[Path]] = None
         self._parameter_classes: dict[tuple, tuple[Optional[ClassSummary], frozenset]] = {}
+        # file -> ((mtime, size), {name: whether its text contains it}): a file is read again only once changed
+        self._mentions: dict[str, tuple[tuple[int, int], dict[bytes, bool]]] = {}
 
     def _resolved(self, path: Path) -> Path:
         found = self._resolve_memo.get(path)
@@ -289,7 +292,7 @@ class Project:
         with self._lock:
             old = self._overlays.pop(path, None)
             if text is not None:
-                info = self._parse_text(path, text.encode("utf-8", "surrogatepass"))
+                info = self._parse_text(path, text.encode("utf-8", "surrogatepass"), text)
                 if info is not None:
                     self._overlays[path] = info
             new = self._overlays.get(path)
@@ -342,9 +345,11 @@ class Project:
         return Project._parse_text(path, raw)
 
     @staticmethod
-    def _parse_text(path: Path, raw: bytes) -> Optional[ModuleInfo]:
+    def _parse_text(path: Path, raw: bytes, text: Optional[str] = None) -> Optional[ModuleInfo]:
+        # An editor's buffer: its unchanged definitions' trees are reused (gpulint.incremental; None: not on).
+        tree = incremental.python_tree(text) if text is not None else None
         try:
-            tree = ast.parse(raw, str(path))
+            tree = tree or ast.parse(raw, str(path))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         return ModuleInfo(path, tree, hashlib.sha256(raw).hexdigest())
@@ -554,12 +559,28 @@ class Project:
             if overlay is not None:
                 found.append(file)  # an editor buffer: its module is parsed already
                 continue
-            try:
-                if file.stat().st_size <= 5_000_000 and needle in file.read_bytes():
-                    found.append(file)
-            except OSError:
-                continue
+            if self._mentions_name(file, needle):
+                found.append(file)
         return found
+
+    def _mentions_name(self, file: Path, needle: bytes) -> bool:
+        key = str(file)
+        try:
+            st = os.stat(key)
+        except OSError:
+            return False
+        stamp = (st.st_mtime_ns, st.st_size)
+        known = self._mentions.get(key)
+        if known is None or known[0] != stamp:
+            known = self._mentions[key] = (stamp, {})
+        answer = known[1].get(needle)
+        if answer is None:
+            try:
+                answer = st.st_size <= 5_000_000 and needle in file.read_bytes()
+            except OSError:
+                return False  # not remembered: unreadable now, perhaps not later
+            known[1][needle] = answer
+        return answer
 
     def function(self, path: Path, qualname: str) -> Optional[FunctionSummary]:
         key = (self._resolved(path), qualname)

@@ -12,7 +12,9 @@ from typing import Iterator, Optional, Union
 
 import libcst as cst
 
+from gpulint import incremental
 from gpulint.analysis.imports import ImportMap
+from gpulint.analysis.node_types import of_types
 
 Scope = Union[cst.Module, cst.FunctionDef, cst.Lambda]
 SCOPE_TYPES = (cst.Module, cst.FunctionDef, cst.Lambda)
@@ -85,6 +87,7 @@ def _kind(t: type) -> str:
 
 
 _SCOPE_SET = frozenset(SCOPE_TYPES)
+_TOP = cst.Module(body=())  # stands for the module's scope in the walk of one top-level statement
 
 
 class SyntaxIndex(cst.CSTVisitor):
@@ -98,14 +101,62 @@ class SyntaxIndex(cst.CSTVisitor):
         self.functions: dict[str, list[cst.FunctionDef]] = {}
         self.classes: dict[str, cst.ClassDef] = {}
         self.imports = ImportMap()
+        self.import_nodes: list[Union[cst.Import, cst.ImportFrom]] = []  # in document order
         self._stack: list[cst.CSTNode] = []
         self._scopes: list[Scope] = []
+        self._names: Optional[dict[str, list[cst.Name]]] = None
+        self._order: Optional[dict[int, int]] = None
 
     # -- the walk ---------------------------------------------------------------------------------------------
     def build(self, module: cst.Module) -> "SyntaxIndex":
-        """The same as `module.visit(self)`, several times faster (see `child_nodes`)."""
+        """The same as `module.visit(self)`, several times faster (see `child_nodes`).
+
+        When an editor's lints share work (gpulint.incremental), each top-level statement's walk is kept by its
+        node: an unchanged definition is not walked again, its tables are merged in (`_merge`)."""
+        kept = incremental.statement_indexes()
+        if kept is None:
+            return self._walk(module)
+        self.nodes.append(module)
+        statements = {id(s) for s in module.body}
+        for child in child_nodes(module):
+            if id(child) not in statements:  # the module's header and footer lines
+                self._scopes.append(module)
+                self._walk(child, module)
+                self._scopes.pop()
+                continue
+            part = kept.get(child)
+            if part is None:
+                part = SyntaxIndex()
+                part._scopes.append(_TOP)
+                part._walk(child)
+                kept.put(child, part, len(part.nodes))
+            self._merge(part, child, module)
+        return self
+
+    def _merge(self, part: "SyntaxIndex", statement: cst.CSTNode, module: cst.Module) -> None:
+        """Add the walk of one top-level statement (made with `_TOP` standing for the module's scope), as the
+        walk of the whole module records it: tables in document order, keys in order of first appearance."""
+        self.parent.update(part.parent)
+        self.parent[statement] = module
+        self.nodes.extend(part.nodes)
+        bindings = self.bindings
+        for (scope, name), found in part.bindings.items():
+            if scope == id(_TOP):
+                bindings.setdefault((id(module), name), []).extend(
+                    Binding(b.name, module, b.kind, b.value, b.index, b.source) for b in found)
+            else:  # a scope inside the statement: its own key
+                bindings[(scope, name)] = list(found)
+        for name, functions in part.functions.items():
+            self.functions.setdefault(name, []).extend(functions)
+        self.classes.update(part.classes)
+        for node in part.import_nodes:
+            self.imports.add(node)
+        self.import_nodes.extend(part.import_nodes)
+
+    def _walk(self, root: cst.CSTNode, up: Optional[cst.CSTNode] = None) -> "SyntaxIndex":
+        """Walk `root`'s subtree (`up`: its parent, if any)."""
         leave = object()
-        work: list = [module]
+        work: list = [root if up is None else (root, up)]
         parent = self.parent
         nodes = self.nodes
         scopes = self._scopes
@@ -146,6 +197,22 @@ class SyntaxIndex(cst.CSTVisitor):
         if isinstance(original_node, SCOPE_TYPES):
             self._scopes.pop()
 
+    # -- tables over `nodes`, built on first use (a rule asking per finding must not scan the module per finding)
+    def names(self, value: str) -> list[cst.Name]:
+        """The `Name` nodes spelled `value`, in document order."""
+        if self._names is None:
+            names: dict[str, list[cst.Name]] = {}
+            for node in of_types(self, cst.Name):
+                names.setdefault(node.value, []).append(node)  # type: ignore[attr-defined]
+            self._names = names
+        return self._names.get(value, [])
+
+    def order(self, node: cst.CSTNode) -> Optional[int]:
+        """The node's place in `nodes` (document order); None for a node not in this module."""
+        if self._order is None:
+            self._order = {id(n): i for i, n in enumerate(self.nodes)}
+        return self._order.get(id(node))
+
     # -- bindings ----------------------------------------------------------------------------------------------
     @property
     def scope(self) -> Scope:
@@ -179,25 +246,31 @@ class SyntaxIndex(cst.CSTVisitor):
             found = self.lookup(name.value, scope)
             if found:
                 return found
-            scope = self.enclosing_scope(scope) if not isinstance(scope, cst.Module) else None
+            scope = self.enclosing_scope(scope) if type(scope) is not cst.Module else None
         return []
 
     def enclosing_scope(self, node: cst.CSTNode) -> Scope:
-        current = self.parent.get(node)
-        while current is not None and not isinstance(current, SCOPE_TYPES):
-            current = self.parent.get(current)
+        parent = self.parent
+        current = parent.get(node)
+        while current is not None and type(current) not in _SCOPE_SET:  # (no subclasses: isinstance is slow)
+            current = parent.get(current)
         return current  # type: ignore[return-value]
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        current = self.parent.get(node)
+        parent = self.parent
+        current = parent.get(node)
         while current is not None:
             yield current
-            current = self.parent.get(current)
+            current = parent.get(current)
 
     def is_ancestor_or_self(self, ancestor: cst.CSTNode, node: cst.CSTNode) -> bool:
-        if ancestor is node:
-            return True
-        return any(a is ancestor for a in self.ancestors(node))
+        parent = self.parent
+        current = node
+        while current is not None:
+            if current is ancestor:
+                return True
+            current = parent.get(current)
+        return False
 
 
 def _on_assign(idx: SyntaxIndex, node: cst.Assign) -> None:
@@ -248,6 +321,7 @@ def _on_class(idx: SyntaxIndex, node: cst.ClassDef) -> None:
 
 def _on_import(idx: SyntaxIndex, node) -> None:
     idx.imports.add(node)
+    idx.import_nodes.append(node)
     if isinstance(node, cst.Import) or not isinstance(node.names, cst.ImportStar):
         for alias in node.names:
             if alias.asname is not None:
