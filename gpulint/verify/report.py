@@ -205,7 +205,8 @@ def _rank_table(r: RankComparison, v: Verdict) -> list[str]:
     for what in r.compared:
         key = "parameters" if what.startswith("parameters") else "losses" if what.endswith("losses") else None
         worst = f" (largest relative difference {r.max_rel[key]:.1e})" if key in r.max_rel else ""
-        word = "compared" if r.divergences else "within the band" if r.numerics == "within_noise_band" else "match"
+        word = "compared" if r.divergences or r.another_seed else \
+            "within the band" if r.numerics == "within_noise_band" else "match"
         rows.append(f"{what}: {word}{worst}")
     if r.compared:
         rows.append(f"outputs: {r.numerics_text()}")
