@@ -129,6 +129,7 @@ class RankComparison:
     band_empty: bool = False  # the noise runs repeated run 0 exactly: the program is deterministic, no band
     another_seed: int = 0  # statistics compared as another seed would be (0: compared step by step)
     trajectory: Optional[Divergence] = None  # the first step-by-step divergence, when compared as another seed
+    another_seed_reason: str = ""  # why the fixed run could not be compared step by step
     seeds_set: dict = field(default_factory=dict)  # seed functions the original called itself -> times
 
     @property
@@ -186,8 +187,8 @@ class RankComparison:
         }[self.numerics]
         if self.another_seed and self.numerics == "within_noise_band":
             text += (f", as another seed: {self.another_seed} statistics (loss-curve windows, final parameter "
-                     f"norms, printed numbers) inside the original runs' prediction band; its first loss differs "
-                     f"from the original's (another data order or initialisation)")
+                     f"norms, printed numbers) inside the original runs' prediction band; "
+                     f"{self.another_seed_reason}")
         if self.noise_runs and self.band_empty:
             runs = f"{self.noise_runs} more run{'s' if self.noise_runs != 1 else ''}"
             text += (f"; the program is deterministic: {runs} with other seeds repeated the first exactly, so there "
@@ -207,8 +208,9 @@ def compare_rank(original: dict, fixed: dict, tol: Tolerance, noise: list[dict] 
     _compare_printed(result, runs, fixed, tol)
     if noise:
         result.band_empty = all(_outputs(run) == _outputs(original) for run in noise)
-        if result.divergences and not result.band_empty and _starts_elsewhere(original, fixed, tol):
-            _compare_as_another_seed(result, runs, fixed, tol)
+        why = _starts_elsewhere(result, original, fixed, tol) if result.divergences and not result.band_empty else ""
+        if why:
+            _compare_as_another_seed(result, runs, fixed, tol, why)
     return result
 
 
@@ -216,12 +218,22 @@ def _outputs(rank: dict) -> tuple:
     return (rank.get("losses"), rank.get("checksums"), printed_numbers(rank.get("printed", ""))[0])
 
 
-def _starts_elsewhere(original: dict, fixed: dict, tol: Tolerance) -> bool:
+def _starts_elsewhere(result: RankComparison, original: dict, fixed: dict, tol: Tolerance) -> str:
     """Whether the fixed run's first loss already differs from the original's: it did not start from the same
     weights on the same batch (a fix that changes the data order, GPU204's device randperm, or the
-    initialisation), so its values cannot be held against the original's step by step."""
+    initialisation), so its values cannot be held against the original's step by step. So too when the fix
+    changed the parameter set (GPU406's `bias=False`): no parameter of one run has a counterpart in the other."""
     a, b = original.get("losses") or [], fixed.get("losses") or []
-    return bool(a and b) and not tol.close(a[0], b[0])
+    if not (a and b):
+        return ""
+    if any(d.what.endswith(_PARAMETER_SET_END) for d in result.divergences):
+        return "the fix changed the parameter set"
+    return "" if tol.close(a[0], b[0]) else \
+        "its first loss differs from the original's (another data order or initialisation)"
+
+
+_PARAMETER_SET_END = "the fix changed the parameter set"
+_PARAMETER_SET = "the fixed program's optimizer holds {b} parameter tensors, the original's {a}: " + _PARAMETER_SET_END
 
 
 BAND_FAMILY_LEVEL = 0.95  # the chance that a run like the original's passes every statistic at once
@@ -242,7 +254,7 @@ def _seed_statistics(runs: list[dict], fixed: dict) -> list[tuple[str, float, li
         out.append((f"mean loss over backward #{first + 1}-#{last} (window {w + 1} of {windows})",
                     last / max(n, 1) * max(runs[0].get("steps") or 1, 1), means[:-1], means[-1], 0.0))
     finals = [(r.get("checksums") or [[None, [[], []]]])[-1] for r in everyone]
-    if all(f[0] is not None and f[0] == finals[0][0] and len(f[1][0]) == len(finals[0][1][0]) for f in finals):
+    if all(f[0] is not None and f[0] == finals[0][0] for f in finals):  # the whole model's, whatever its set
         for kind, total in (("L1", lambda f: sum(f[1][0])), ("L2", lambda f: math.sqrt(sum(v * v for v in f[1][1])))):
             values = [total(f) for f in finals]
             out.append((f"the model's {kind} norm after the last step", math.inf, values[:-1], values[-1], 0.0))
@@ -258,7 +270,8 @@ def _seed_statistics(runs: list[dict], fixed: dict) -> list[tuple[str, float, li
     return out
 
 
-def _compare_as_another_seed(result: RankComparison, runs: list[dict], fixed: dict, tol: Tolerance) -> None:
+def _compare_as_another_seed(result: RankComparison, runs: list[dict], fixed: dict, tol: Tolerance,
+                             why: str) -> None:
     """The fixed run started elsewhere (`_starts_elsewhere`): ask whether it trains like another seed of the
     original. Each statistic must lie in the prediction band of the original's runs (one more run of the original
     would land there; Bonferroni over the statistics, so that a run like the original's passes them all with
@@ -278,9 +291,10 @@ def _compare_as_another_seed(result: RankComparison, runs: list[dict], fixed: di
         if not (math.isfinite(y) and low - slack <= y <= high + slack):
             failed.append(Divergence(what, f"{y:.6g} in the fixed run, outside the original runs' prediction band "
                                            f"{low:.6g}..{high:.6g} ({len(values)} runs, compared as another seed: "
-                                           f"the fixed run's first loss differs from the original's)", order))
+                                           f"{why})", order))
     result.trajectory = result.first_divergence
     result.another_seed = len(found)
+    result.another_seed_reason = why
     result.divergences = failed[:1]
 
 
@@ -331,8 +345,12 @@ def _compare_checksums(result: RankComparison, runs: list[dict], fixed: dict, to
     names = original.get("parameter_names") or []
     worst = 0.0
     for step, ((opt_a, norms_a), (opt_b, norms_b)) in enumerate(zip(rows_a, rows_b), start=1):
-        if opt_a != opt_b or len(norms_a[0]) != len(norms_b[0]):
+        if opt_a != opt_b:
             result.divergences.append(Divergence(f"step {step}", "a different optimizer stepped", step))
+            break
+        if len(norms_a[0]) != len(norms_b[0]):  # GPU406's bias=False, say: no parameter compares with another
+            result.divergences.append(Divergence(f"step {step}", _PARAMETER_SET.format(
+                b=len(norms_b[0]), a=len(norms_a[0])), step))
             break
         same = [o[step - 1][1] for o in others if len(o) >= step and o[step - 1][0] == opt_a
                 and len(o[step - 1][1][0]) == len(norms_a[0])]
