@@ -130,7 +130,8 @@ class RankComparison:
     another_seed: int = 0  # statistics compared as another seed would be (0: compared step by step)
     trajectory: Optional[Divergence] = None  # the first step-by-step divergence, when compared as another seed
     another_seed_reason: str = ""  # why the fixed run could not be compared step by step
-    seeds_set: dict = field(default_factory=dict)  # seed functions the original called itself -> times
+    seeds_set: dict = field(default_factory=dict)  # seed functions the original called itself -> times (as a
+    # noise run counts them: run 0 leaves torch.Generator as it is, so its Generator seeds are not counted)
 
     @property
     def metric(self) -> str:
@@ -200,7 +201,8 @@ def compare_rank(original: dict, fixed: dict, tol: Tolerance, noise: list[dict] 
     """`noise`: the same rank of the original's extra runs (other seeds); their span, with the tolerance, is
     what the fixed program must stay inside."""
     result = RankComparison(original.get("rank", 0), Measure.of(original), Measure.of(fixed),
-                            noise_runs=len(noise), tolerance=tol, seeds_set=original.get("seeds_set") or {})
+                            noise_runs=len(noise), tolerance=tol,
+                            seeds_set=(noise[0] if noise else original).get("seeds_set") or {})
     runs = [original, *noise]
     _compare_steps(result, runs, fixed)
     _compare_checksums(result, runs, fixed, tol)
