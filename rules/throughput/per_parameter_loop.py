@@ -72,7 +72,8 @@ class PerParameterLoop(GpuRule):
     ## Fix safety
     Unsafe. The multi-tensor kernels may round differently from the per-tensor ones on a GPU (the results agree
     to the last bits, not bit for bit), and `zip` stops at the shorter of the two lists where the foreach
-    functions raise when the lists differ in length (an EMA model with other parameters than the model).
+    functions raise when the lists differ in length (an EMA model with other parameters than the model). The
+    loop's variables are no longer bound after it (code that reads `p` after the loop needs its own).
 
     ## When it is fine
     Loops that run once (initialisation, freezing with `requires_grad_(False)`), periodically (an EMA updated
