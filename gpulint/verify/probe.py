@@ -73,8 +73,9 @@ class _SeedOffset:
     torch.manual_seed (= torch.random.manual_seed), torch.cuda.manual_seed(_all), torch.Generator.manual_seed,
     random.seed, numpy.random.seed and numpy.random.default_rng gets `offset` added. Offset 0 (the timing runs,
     the fixed program) changes nothing. Seeds that are not integers (None, strings) pass through unchanged. A seed
-    function called from inside another one (torch.manual_seed seeds the CUDA generators itself) is not offset
-    twice. `calls` counts what the program set, for the report."""
+    function called from inside another one (torch.manual_seed seeds the CUDA generators itself), or from
+    torch's own code (a DataLoader's sampler seeds a fresh Generator each epoch from the global one, already
+    offset), is left alone. `calls` counts what the program set, for the report."""
 
     def __init__(self, torch, offset: int) -> None:
         self.torch = torch
@@ -86,7 +87,7 @@ class _SeedOffset:
         def seeded(seed=None, *args, **kwargs):
             if seed is None and kwargs:
                 seed = kwargs.pop("seed", kwargs.pop("a", None))  # random.seed(a=...), default_rng(seed=...)
-            if self._depth == 0:
+            if self._depth == 0 and not _from_torch(sys._getframe(1)):
                 self.calls[name] = self.calls.get(name, 0) + 1
                 if self.offset and _integral(seed):
                     seed = int(seed) + self.offset
@@ -130,10 +131,22 @@ def _offset_generator(base, offset: _SeedOffset):
 
     class Generator(base, metaclass=GeneratorType):
         def manual_seed(self, seed):
+            if _from_torch(sys._getframe(1)):
+                return super().manual_seed(seed)
             return offset.wrap("torch.Generator.manual_seed", super().manual_seed)(seed)
 
     Generator.__module__, Generator.__qualname__ = "torch", "Generator"
     return Generator
+
+
+_TORCH_WRAPPERS = ("torch._dynamo", "torch._compile")  # torch wraps torch.manual_seed in a dynamo-disabling shim
+
+
+def _from_torch(frame) -> bool:
+    """Whether torch's own code made the call (its decorators around a seed function do not count)."""
+    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith(_TORCH_WRAPPERS):
+        frame = frame.f_back
+    return frame is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] == "torch"
 
 
 def _integral(seed) -> bool:
