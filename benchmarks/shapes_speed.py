@@ -197,7 +197,8 @@ def run(dir_, rounds, steps, raw_path, only, timeout, tiny=False, budget=None, f
         warmup=None):
     folder = Path(dir_)
     names = [n for n in shape_names(folder / "as_written") if not only or n in only]
-    extras = sorted(p.name for p in folder.iterdir() if p.is_dir() and p.name.startswith("hand_"))
+    extras = sorted(p.name for p in folder.iterdir() if p.is_dir() and p.name not in VARIANTS and
+                    (p.name.startswith("hand_") or p.name in (variants or ())))  # ablations: hand_*, or named
     times = {n: {v: [] for v in VARIANTS + tuple(extras)} for n in names}
     raw = open(raw_path, "a") if raw_path else None
 

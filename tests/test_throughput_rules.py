@@ -113,3 +113,66 @@ def test_advisories_run_only_when_named(tmp_path, monkeypatch):
     assert "GPU502" not in _check(tmp_path, monkeypatch, program, "--select", "GPU4")
     assert "GPU502" in _check(tmp_path, monkeypatch, program, "--select", "GPU5")
     assert "GPU502" in _check(tmp_path, monkeypatch, program, "--extend-select", "GPU502")
+
+
+# -- GPU411: the foreach EMA gives the EMA the loop gave, measured on CPU torch ----------------------------------------
+_EMA_PROGRAM = """
+import torch
+device = "cuda" if torch.cuda.is_available() else "cpu"
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)).to(device)
+ema = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)).to(device)
+ema.load_state_dict(model.state_dict())
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+decay = 0.9
+for step in range(20):
+    loss = model(torch.randn(4, 8, device=device)).square().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    with torch.no_grad():
+        for e, p in zip(ema.parameters(), model.parameters()):
+            UPDATE
+"""
+_EMA_UPDATES = {
+    "mul-add": "e.mul_(decay).add_(p, alpha=1 - decay)",
+    "data": "e.data = decay * e.data + (1 - decay) * p.data",
+    "data, operands swapped": "e.data = p.data * (1 - decay) + e.data * decay",
+    "detach": "e.data.mul_(decay).add_(p.detach(), alpha=1 - decay)",
+    "lerp": "e.lerp_(p, 1 - decay)",
+}
+
+
+@pytest.mark.parametrize("update", list(_EMA_UPDATES.values()), ids=list(_EMA_UPDATES))
+def test_gpu411_fix_turns_an_ema_loop_into_foreach_calls_with_the_same_values(update: str):
+    torch = pytest.importorskip("torch")
+    from gpulint.diagnostics import FixMode
+    from gpulint.runner import lint_source
+
+    original = _EMA_PROGRAM.replace("UPDATE", update)
+    fixed = lint_source(original, "ema.py", frozenset({"GPU411"}), fix=FixMode.UNSAFE).source
+    assert "for e, p in zip(" not in fixed and "torch._foreach_" in fixed
+    assert lint_source(original, "ema.py", frozenset({"GPU411"}), fix=FixMode.SAFE).source == original  # unsafe
+
+    def ema_after(program: str) -> list:
+        scope: dict = {}
+        exec(compile(program, "ema.py", "exec"), scope)
+        return [t.detach().clone() for t in scope["ema"].parameters()], [t.detach() for t in
+                                                                         scope["model"].parameters()]
+
+    (before, live), (after, _) = ema_after(original), ema_after(fixed)
+    assert all(torch.allclose(a, b, rtol=1e-6, atol=1e-7) for a, b in zip(before, after))
+    assert not all(torch.allclose(a, b) for a, b in zip(before, live))  # the EMA lags the model: it did move
+
+
+def test_gpu411_offers_no_fix_for_loops_it_does_not_recognise():
+    from gpulint.diagnostics import FixMode
+    from gpulint.runner import lint_source
+
+    for update in ("if p.requires_grad:\n                e.mul_(decay).add_(p, alpha=1 - decay)",  # a condition
+                   "e.mul_(decay).add_(p, alpha=1 - decay)\n            e.clamp_(-1, 1)",  # two statements
+                   "e.mul_(p.norm()).add_(p, alpha=1 - decay)"):  # the weight depends on the parameter
+        program = _EMA_PROGRAM.replace("UPDATE", update)
+        result = lint_source(program, "ema.py", frozenset({"GPU411"}), fix=FixMode.UNSAFE)
+        assert [d.code for d in lint_source(program, "ema.py", frozenset({"GPU411"})).diagnostics] == ["GPU411"]
+        assert result.source == program

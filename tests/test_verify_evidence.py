@@ -157,3 +157,81 @@ def test_report_without_the_extra_is_one_line_before_anything_runs(monkeypatch, 
     result = CliRunner().invoke(main, ["verify", str(DATA / "crash.py"), "--report", str(tmp_path / "r.pdf")])
     assert result.exit_code == 2
     assert result.output.strip() == f"gpulint: error: --report {tmp_path / 'r.pdf'}: give a .html or a .png file"
+
+
+SEEDS_SCRIPT = '''
+import random
+import numpy
+import torch
+from torch.utils.data import DataLoader
+torch.manual_seed(10)
+a = torch.initial_seed()
+torch.cuda.manual_seed_all(10)
+generator = torch.Generator().manual_seed(20)
+random.seed(30)
+r = random.random()
+random.seed(30)
+numpy.random.seed(40)
+n = numpy.random.get_state()[1][0]
+rng = numpy.random.default_rng(seed=50)
+order = [int(b) for b in DataLoader(list(range(6)), shuffle=True, generator=generator)]
+print(a, generator.initial_seed(), r == random.Random(30).random(), n, order,
+      isinstance(torch.default_generator, torch.Generator), isinstance(generator, torch.Generator))
+'''
+
+
+def test_noise_runs_offset_every_seed_the_program_sets_itself(tmp_path: Path):
+    from gpulint.verify.launch import Options, Program, launch
+
+    script = tmp_path / "seeds.py"
+    script.write_text(SEEDS_SCRIPT)
+    printed = [launch(Program("original", script, [], None, tmp_path),
+                      Options(device="cpu", seed_offset=k, max_steps=0)).ranks[0] for k in (0, 3)]
+    as_written, noise_run_3 = (p["printed"].split(maxsplit=4) for p in printed)
+    # Run 0 is the program as written; run 3 adds 3 to each seed (torch's, a Generator's, random's, numpy's).
+    assert as_written[:4] == ["10", "20", "True", "40"]
+    assert noise_run_3[:4] == ["13", "23", "False", "43"]
+    assert as_written[4] != noise_run_3[4]  # the DataLoader's order follows its generator
+    assert as_written[4].endswith("True True\n") and noise_run_3[4].endswith("True True\n")  # isinstance holds
+    assert printed[1]["seeds_set"] == {"torch.manual_seed": 1, "torch.cuda.manual_seed_all": 1,
+                                       "torch.Generator.manual_seed": 1, "random.seed": 2, "numpy.random.seed": 1,
+                                       "numpy.random.default_rng": 1}
+    assert printed[0]["seed_offset"] == 0 and printed[1]["seed_offset"] == 3
+
+
+def test_a_self_seeding_program_gets_a_band_and_a_fix_that_reshuffles_lands_inside_it():
+    # selfseeded.py calls torch.manual_seed(0) itself. GPU204's unsafe fix draws the batches with a randperm instead
+    # of the DataLoader's sampler: another data order, so the losses differ from step 1 on. Run k of the original
+    # offsets the program's own seeds by k, which gives the band a width; the fixed run is compared as another
+    # seed would be (loss-curve windows, final parameter norms, printed numbers) and lands inside.
+    result, doc = verify_json(str(DATA / "selfseeded.py"), "--unsafe-fixes", "--parallel", "--noise-runs", "2")
+    assert result.exit_code == 0, doc["summary"]
+    rank = doc["ranks"][0]
+    assert rank["numerics"]["verdict"] == "within_noise_band"
+    assert rank["numerics"]["text"].startswith("within the original's noise band (3 runs), as another seed: 7 "
+                                               "statistics (loss-curve windows, final parameter norms, printed ")
+    band = rank["noise_band"]
+    assert band["empty"] is False and band["compared_as"] == "another seed" and band["statistics"] == 7
+    assert band["seeds_the_program_set"] == {"torch.manual_seed": 1, "torch.Generator.manual_seed": 1}
+    assert band["step_by_step_divergence"]["where"].startswith(("backward #", "step "))  # step by step: fails
+
+
+def test_a_fix_that_breaks_a_self_seeding_program_is_outside_the_band():
+    # The same fix with the loss multiplied by 10: no other seed of the original trains like that.
+    result = verify(str(DATA / "selfseeded.py"), "--fixed", str(DATA / "selfseeded_loss10.py"), "--parallel",
+                    "--noise-runs", "2")
+    assert result.exit_code == 1
+    summary = result.output.strip().splitlines()[-1]
+    assert re.fullmatch(r"FAIL: outputs outside the noise band, first at mean loss over backward #1-#6 \(window 1 "
+                        r"of 5\): [\d.]+ in the fixed run, outside the original runs' prediction band [\d.]+\.\.[\d.]+ "
+                        r"\(3 runs, compared as another seed: its first loss differs from the original's \(another "
+                        r"data order or initialisation\)\)", summary), summary
+
+
+def test_a_deterministic_program_has_no_band_and_the_report_says_so():
+    result, doc = verify_json(str(DATA / "deterministic.py"), "--unsafe-fixes", "--parallel", "--noise-runs", "1")
+    assert result.exit_code == 0, doc["summary"]
+    rank = doc["ranks"][0]
+    assert rank["numerics"]["verdict"] == "identical" and rank["noise_band"]["empty"] is True
+    assert "outputs match: identical; the program is deterministic: 1 more run with other seeds repeated the " \
+           "first exactly, so there is no noise band (compared with rtol 0.0001, atol 1e-06)" in doc["summary"]

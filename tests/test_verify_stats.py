@@ -137,3 +137,37 @@ def test_progress_is_drawn_in_place_on_a_terminal_and_not_elsewhere(monkeypatch)
     progress.step(3)
     progress.done()
     assert quiet.getvalue() == ""
+
+
+def _run(losses, norms_per_step, printed="") -> dict:
+    """A rank whose optimizer holds len(norms_per_step[0]) parameter tensors."""
+    return {"rank": 0, "unit": "optimizer", "steps": len(losses), "losses": losses,
+            "checksums": [[0, [list(n), list(n)]] for n in norms_per_step],
+            "parameter_names": [[f"p{i}" for i in range(len(norms_per_step[0]))]], "printed": printed,
+            "printed_line_steps": [len(losses)] * printed.count("\n")}
+
+
+def test_a_fix_that_changes_the_parameter_set_is_named_and_compared_as_another_seed():
+    # GPU406's bias=False: the fixed optimizer holds 2 tensors where the original's holds 3.
+    tol = Tolerance()
+    original = _run([2.0, 1.0, 0.5, 0.4, 0.3], [[3.0, 1.0, 0.1]] * 5)
+    noise = [_run([2.1, 1.1, 0.55, 0.42, 0.31], [[3.1, 1.0, 0.1]] * 5),
+             _run([1.9, 0.9, 0.45, 0.38, 0.29], [[2.9, 1.1, 0.1]] * 5)]
+    fixed = _run([2.0, 1.05, 0.52, 0.41, 0.3], [[3.05, 1.05]] * 5)
+    strict = compare_rank(original, fixed, tol)
+    assert str(strict.first_divergence) == ("step 1: the fixed program's optimizer holds 2 parameter tensors, the "
+                                            "original's 3: the fix changed the parameter set")
+    banded = compare_rank(original, fixed, tol, noise)
+    assert banded.numerics == "within_noise_band" and banded.another_seed == 7
+    assert banded.numerics_text().endswith("inside the original runs' prediction band; the fix changed the "
+                                           "parameter set")
+    broken = compare_rank(original, _run([20.0, 10.5, 5.2, 4.1, 3.0], [[3.05, 1.05]] * 5), tol, noise)
+    assert broken.numerics == "outside_noise_band"
+    assert str(broken.first_divergence).startswith("mean loss over backward #1-#1 (window 1 of 5): 20 in the fixed "
+                                                   "run, outside the original runs' prediction band")
+
+
+def test_prediction_band_uses_students_t():
+    assert abs(stats.t_quantile(0.95, 2) - 4.303) < 1e-3 and abs(stats.t_quantile(0.99, 10) - 3.169) < 1e-3
+    low, high = stats.prediction_band([1.0, 2.0, 3.0], 0.95)  # mean 2, sd 1, n 3
+    assert abs((high - 2.0) - 4.303 * (4 / 3) ** 0.5) < 1e-3 and abs((2.0 - low) - (high - 2.0)) < 1e-9

@@ -80,8 +80,9 @@ def _script(path: Path, what: str) -> Path:
 @click.option("--rounds", type=click.IntRange(min=1), default=5, show_default=True,
               help="Run the original and the fixed program this many times each, interleaved, for the step times.")
 @click.option("--noise-runs", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Run the original this many more times (seeds seed+1..seed+K) and accept outputs inside the "
-                   "band they span (for fixes that change numerics on purpose: autocast, TF32, fused optimizers).")
+              help="Run the original this many more times (seeds seed+1..seed+K, also added to the seeds the "
+                   "program sets itself) and accept outputs inside the band they span (for fixes that change "
+                   "numerics on purpose: autocast, TF32, fused optimizers, another data order).")
 @click.option("--speed-verdict", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
               help="When a measurably slower step fails the verification. auto: only when the programs ran on a "
                    "GPU (gpulint's fixes target the GPU; on the CPU they may cost a little and save nothing).")
@@ -183,9 +184,10 @@ def _nothing_fixed(fixed: Run) -> bool:
 
 def _noise_runs(original: Program, options: Options, progress: Progress):
     """The original again with seeds seed+1..seed+K, two at a time with --parallel: (runs, the failed run or
-    None)."""
-    jobs = [(replace(original, label=f"original (seed {options.seed + k})"), replace(options, seed=options.seed + k))
-            for k in range(1, options.noise_runs + 1)]
+    None). Run k also adds k to every seed the program sets itself (`torch.manual_seed(0)` in the script): a
+    program that seeds itself would otherwise repeat run 0 exactly, and its band would have no width."""
+    jobs = [(replace(original, label=f"original (seed {options.seed + k})"),
+             replace(options, seed=options.seed + k, seed_offset=k)) for k in range(1, options.noise_runs + 1)]
     if options.parallel:
         progress.phase("noise band", f"{len(jobs)} more runs of the original")
         with ThreadPoolExecutor(max_workers=2) as pool:

@@ -13,6 +13,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Optional
 
+from gpulint.verify import stats
+
 RTOL = 1e-4
 ATOL = 1e-6
 
@@ -124,6 +126,12 @@ class RankComparison:
     identical: bool = True  # every compared value equal to the original's, bit for bit
     strict: bool = True  # every compared value within the tolerance of the original's (seed run)
     timing: Optional[object] = None  # stats.Timing over the rounds, when step times are comparable
+    band_empty: bool = False  # the noise runs repeated run 0 exactly: the program is deterministic, no band
+    another_seed: int = 0  # statistics compared as another seed would be (0: compared step by step)
+    trajectory: Optional[Divergence] = None  # the first step-by-step divergence, when compared as another seed
+    another_seed_reason: str = ""  # why the fixed run could not be compared step by step
+    seeds_set: dict = field(default_factory=dict)  # seed functions the original called itself -> times (as a
+    # noise run counts them: run 0 leaves torch.Generator as it is, so its Generator seeds are not counted)
 
     @property
     def metric(self) -> str:
@@ -152,10 +160,15 @@ class RankComparison:
         return min(self.divergences, key=lambda d: d.order) if self.divergences else None
 
     @property
+    def banded(self) -> bool:
+        """Whether the noise runs gave a band: they ran, and did not all repeat run 0 exactly."""
+        return bool(self.noise_runs) and not self.band_empty
+
+    @property
     def numerics(self) -> str:
         """identical | within_tolerance | within_noise_band | outside_noise_band | differ | nothing_compared"""
         if self.divergences:
-            return "outside_noise_band" if self.noise_runs else "differ"
+            return "outside_noise_band" if self.banded else "differ"
         if not self.compared:
             return "nothing_compared"
         if self.identical:
@@ -165,7 +178,7 @@ class RankComparison:
     def numerics_text(self) -> str:
         """The verdict on the outputs in words, exactly one of the forms docs/verify.md lists."""
         tol = self.tolerance
-        return {
+        text = {
             "identical": "identical",
             "within_tolerance": f"match within tolerance (rtol {tol.rtol:g}, atol {tol.atol:g})",
             "within_noise_band": f"within the original's noise band ({self.noise_runs + 1} runs)",
@@ -173,19 +186,118 @@ class RankComparison:
             "differ": f"differ, first at {self.first_divergence}",
             "nothing_compared": "nothing compared",
         }[self.numerics]
+        if self.another_seed and self.numerics == "within_noise_band":
+            text += (f", as another seed: {self.another_seed} statistics (loss-curve windows, final parameter "
+                     f"norms, printed numbers) inside the original runs' prediction band; "
+                     f"{self.another_seed_reason}")
+        if self.noise_runs and self.band_empty:
+            runs = f"{self.noise_runs} more run{'s' if self.noise_runs != 1 else ''}"
+            text += (f"; the program is deterministic: {runs} with other seeds repeated the first exactly, so there "
+                     f"is no noise band (compared with rtol {tol.rtol:g}, atol {tol.atol:g})")
+        return text
 
 
 def compare_rank(original: dict, fixed: dict, tol: Tolerance, noise: list[dict] = ()) -> RankComparison:
     """`noise`: the same rank of the original's extra runs (other seeds); their span, with the tolerance, is
     what the fixed program must stay inside."""
     result = RankComparison(original.get("rank", 0), Measure.of(original), Measure.of(fixed),
-                            noise_runs=len(noise), tolerance=tol)
+                            noise_runs=len(noise), tolerance=tol,
+                            seeds_set=(noise[0] if noise else original).get("seeds_set") or {})
     runs = [original, *noise]
     _compare_steps(result, runs, fixed)
     _compare_checksums(result, runs, fixed, tol)
     _compare_losses(result, runs, fixed, tol)
     _compare_printed(result, runs, fixed, tol)
+    if noise:
+        result.band_empty = all(_outputs(run) == _outputs(original) for run in noise)
+        why = _starts_elsewhere(result, original, fixed, tol) if result.divergences and not result.band_empty else ""
+        if why:
+            _compare_as_another_seed(result, runs, fixed, tol, why)
     return result
+
+
+def _outputs(rank: dict) -> tuple:
+    return (rank.get("losses"), rank.get("checksums"), printed_numbers(rank.get("printed", ""))[0])
+
+
+def _starts_elsewhere(result: RankComparison, original: dict, fixed: dict, tol: Tolerance) -> str:
+    """Whether the fixed run's first loss already differs from the original's: it did not start from the same
+    weights on the same batch (a fix that changes the data order, GPU204's device randperm, or the
+    initialisation), so its values cannot be held against the original's step by step. So too when the fix
+    changed the parameter set (GPU406's `bias=False`): no parameter of one run has a counterpart in the other."""
+    a, b = original.get("losses") or [], fixed.get("losses") or []
+    if not (a and b):
+        return ""
+    if any(d.what.endswith(_PARAMETER_SET_END) for d in result.divergences):
+        return "the fix changed the parameter set"
+    return "" if tol.close(a[0], b[0]) else \
+        "its first loss differs from the original's (another data order or initialisation)"
+
+
+_PARAMETER_SET_END = "the fix changed the parameter set"
+_PARAMETER_SET = "the fixed program's optimizer holds {b} parameter tensors, the original's {a}: " + _PARAMETER_SET_END
+
+
+BAND_FAMILY_LEVEL = 0.95  # the chance that a run like the original's passes every statistic at once
+
+
+def _seed_statistics(runs: list[dict], fixed: dict) -> list[tuple[str, float, list[float], float, float]]:
+    """(what, where it falls in the run, the original runs' values, the fixed run's value, printed unit) for each
+    statistic that does not depend on which seed ran: the mean loss over 5 windows of the curve, the whole
+    model's L1 and L2 norm after the last step, every printed number (when all runs printed the same lines)."""
+    everyone = [*runs, fixed]
+    out = []
+    losses = [r.get("losses") or [] for r in everyone]
+    n = min(len(x) for x in losses)
+    windows = min(5, n)
+    for w in range(windows):
+        first, last = w * n // windows, (w + 1) * n // windows
+        means = [statistics.fmean(x[first:last]) for x in losses]
+        out.append((f"mean loss over backward #{first + 1}-#{last} (window {w + 1} of {windows})",
+                    last / max(n, 1) * max(runs[0].get("steps") or 1, 1), means[:-1], means[-1], 0.0))
+    finals = [(r.get("checksums") or [[None, [[], []]]])[-1] for r in everyone]
+    if all(f[0] is not None and f[0] == finals[0][0] for f in finals):  # the whole model's, whatever its set
+        for kind, total in (("L1", lambda f: sum(f[1][0])), ("L2", lambda f: math.sqrt(sum(v * v for v in f[1][1])))):
+            values = [total(f) for f in finals]
+            out.append((f"the model's {kind} norm after the last step", math.inf, values[:-1], values[-1], 0.0))
+    printed = [printed_numbers(r.get("printed", ""))[0] for r in everyone]
+    shape = [(n, len(xs)) for n, _, xs in printed[0]]
+    if all([(n, len(xs)) for n, _, xs in p] == shape for p in printed):
+        steps = runs[0].get("printed_line_steps") or []
+        for i, (line_no, line, xs) in enumerate(printed[-1]):
+            for j, (y, unit) in enumerate(xs):
+                values = [p[i][2][j][0] for p in printed[:-1]]
+                out.append((f"printed line {line_no} ({line!r}), number {j + 1}",
+                            (steps[line_no - 1] if line_no <= len(steps) else 0) + 0.25, values, y, unit))
+    return out
+
+
+def _compare_as_another_seed(result: RankComparison, runs: list[dict], fixed: dict, tol: Tolerance,
+                             why: str) -> None:
+    """The fixed run started elsewhere (`_starts_elsewhere`): ask whether it trains like another seed of the
+    original. Each statistic must lie in the prediction band of the original's runs (one more run of the original
+    would land there; Bonferroni over the statistics, so that a run like the original's passes them all with
+    probability BAND_FAMILY_LEVEL), widened by the tolerance. The steps, backward() and printed-line counts
+    were checked already and still count."""
+    if any(d.where in ("steps", "backward()") or d.where.startswith("printed output")
+           or d.what == "a different optimizer stepped" for d in result.divergences):
+        return
+    found = _seed_statistics(runs, fixed)
+    if not found:
+        return
+    level = 1 - (1 - BAND_FAMILY_LEVEL) / len(found)
+    failed = []
+    for what, order, values, y, unit in found:
+        low, high = stats.prediction_band(values, level)
+        slack = tol.atol + unit + tol.rtol * max(abs(low), abs(high), abs(y))
+        if not (math.isfinite(y) and low - slack <= y <= high + slack):
+            failed.append(Divergence(what, f"{y:.6g} in the fixed run, outside the original runs' prediction band "
+                                           f"{low:.6g}..{high:.6g} ({len(values)} runs, compared as another seed: "
+                                           f"{why})", order))
+    result.trajectory = result.first_divergence
+    result.another_seed = len(found)
+    result.another_seed_reason = why
+    result.divergences = failed[:1]
 
 
 def _check(result: RankComparison, tol: Tolerance, band: list[float], y: float, unit: float = 0.0) -> bool:
@@ -235,8 +347,12 @@ def _compare_checksums(result: RankComparison, runs: list[dict], fixed: dict, to
     names = original.get("parameter_names") or []
     worst = 0.0
     for step, ((opt_a, norms_a), (opt_b, norms_b)) in enumerate(zip(rows_a, rows_b), start=1):
-        if opt_a != opt_b or len(norms_a[0]) != len(norms_b[0]):
+        if opt_a != opt_b:
             result.divergences.append(Divergence(f"step {step}", "a different optimizer stepped", step))
+            break
+        if len(norms_a[0]) != len(norms_b[0]):  # GPU406's bias=False, say: no parameter compares with another
+            result.divergences.append(Divergence(f"step {step}", _PARAMETER_SET.format(
+                b=len(norms_b[0]), a=len(norms_a[0])), step))
             break
         same = [o[step - 1][1] for o in others if len(o) >= step and o[step - 1][0] == opt_a
                 and len(o[step - 1][1][0]) == len(norms_a[0])]

@@ -44,6 +44,7 @@ class Options:
     max_memory: int = 0  # bytes of resident memory for the program and every process it starts; 0: no limit
     rounds: int = 5  # original and fixed run this many times each, interleaved
     noise_runs: int = 0  # extra runs of the original with seeds seed+1..seed+K: the noise band
+    seed_offset: int = 0  # added to every seed the program sets itself (noise run k: k; see probe._SeedOffset)
     speed_verdict: str = "auto"  # auto: a slower step fails only on a GPU run; always; never
     progress: bool = False  # the probe writes its step count for the parent's progress line
 
@@ -141,7 +142,8 @@ def launch(program: Program, options: Options, watch: Optional[Callable[[int], N
         config = Path(tmp, "config.json")
         config.write_text(json.dumps({
             "script": str(program.script), "args": list(program.args), "fix": program.fix,
-            "root": str(program.root), "results": str(results), "seed": options.seed, "device": options.device,
+            "root": str(program.root), "results": str(results), "seed": options.seed,
+            "seed_offset": options.seed_offset, "device": options.device,
             "max_steps": options.max_steps, "warmup": options.warmup, "profile_steps": options.profile_steps,
             "progress": bool(options.progress and watch),
         }))

@@ -67,6 +67,96 @@ def _seed(seed: int) -> None:
     torch.manual_seed(seed)  # every device's generator too
 
 
+class _SeedOffset:
+    """Noise run k of the original (`--noise-runs`) must differ from run 0 even when the program seeds itself
+    (`torch.manual_seed(0)` at the top of a script undoes the probe's seed): every seed the program sets through
+    torch.manual_seed (= torch.random.manual_seed), torch.cuda.manual_seed(_all), torch.Generator.manual_seed,
+    random.seed, numpy.random.seed and numpy.random.default_rng gets `offset` added. Offset 0 (the timing runs,
+    the fixed program) changes nothing. Seeds that are not integers (None, strings) pass through unchanged. A seed
+    function called from inside another one (torch.manual_seed seeds the CUDA generators itself), or from
+    torch's own code (a DataLoader's sampler seeds a fresh Generator each epoch from the global one, already
+    offset), is left alone. `calls` counts what the program set, for the report."""
+
+    def __init__(self, torch, offset: int) -> None:
+        self.torch = torch
+        self.offset = offset
+        self.calls: dict[str, int] = {}
+        self._depth = 0
+
+    def wrap(self, name: str, function):
+        def seeded(seed=None, *args, **kwargs):
+            if seed is None and kwargs:
+                seed = kwargs.pop("seed", kwargs.pop("a", None))  # random.seed(a=...), default_rng(seed=...)
+            if self._depth == 0 and not _from_torch(sys._getframe(1)):
+                self.calls[name] = self.calls.get(name, 0) + 1
+                if self.offset and _integral(seed):
+                    seed = int(seed) + self.offset
+            self._depth += 1
+            try:
+                return function(seed, *args, **kwargs)
+            finally:
+                self._depth -= 1
+
+        seeded.__doc__, seeded.__name__ = function.__doc__, getattr(function, "__name__", name)
+        return seeded
+
+    def install(self) -> None:
+        torch = self.torch
+        seed_torch = self.wrap("torch.manual_seed", torch.random.manual_seed)
+        torch.manual_seed = torch.random.manual_seed = seed_torch
+        for name in ("manual_seed", "manual_seed_all"):
+            setattr(torch.cuda, name, self.wrap(f"torch.cuda.{name}", getattr(torch.cuda, name)))
+        random.seed = self.wrap("random.seed", random.seed)
+        try:
+            import numpy.random
+        except ImportError:
+            pass
+        else:
+            numpy.random.seed = self.wrap("numpy.random.seed", numpy.random.seed)
+            numpy.random.default_rng = self.wrap("numpy.random.default_rng", numpy.random.default_rng)
+        if self.offset:  # the timing runs keep torch's own class
+            torch.Generator = _offset_generator(torch.Generator, self)
+
+
+def _offset_generator(base, offset: _SeedOffset):
+    """torch.Generator's subclass whose manual_seed adds the offset. torch's kernels and DataLoader accept it as a
+    Generator; isinstance(x, torch.Generator) stays true of generators torch made itself (its default ones)."""
+
+    class GeneratorType(type(base)):
+        def __instancecheck__(cls, obj):
+            return isinstance(obj, base)
+
+        def __subclasscheck__(cls, sub):
+            return issubclass(sub, base)
+
+    class Generator(base, metaclass=GeneratorType):
+        def manual_seed(self, seed):
+            if _from_torch(sys._getframe(1)):
+                return super().manual_seed(seed)
+            return offset.wrap("torch.Generator.manual_seed", super().manual_seed)(seed)
+
+    Generator.__module__, Generator.__qualname__ = "torch", "Generator"
+    return Generator
+
+
+_TORCH_WRAPPERS = ("torch._dynamo", "torch._compile")  # torch wraps torch.manual_seed in a dynamo-disabling shim
+
+
+def _from_torch(frame) -> bool:
+    """Whether torch's own code made the call (its decorators around a seed function do not count)."""
+    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith(_TORCH_WRAPPERS):
+        frame = frame.f_back
+    return frame is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] == "torch"
+
+
+def _integral(seed) -> bool:
+    try:
+        return not isinstance(seed, (bool, float, str, bytes, bytearray)) and seed is not None and \
+            int(seed) == seed
+    except (TypeError, ValueError):
+        return False
+
+
 def _deterministic(torch) -> None:
     """Same kernels, same results in both runs where the device allows; warn (do not fail) where it cannot."""
     torch.use_deterministic_algorithms(True, warn_only=True)
@@ -126,13 +216,15 @@ def main(config_path: str) -> int:
         handle.write(str(os.getpid()))
     result: dict = {"rank": rank, "world_size": int(os.environ.get("WORLD_SIZE", "1")), "status": "ok"}
     started = time.perf_counter()
-    recorder = fixer = None
+    recorder = fixer = seeds = None
     tee = _Tee(sys.stdout)
     try:
         import torch
 
         result["torch"] = torch.__version__
         _seed(config["seed"])
+        seeds = _SeedOffset(torch, int(config.get("seed_offset") or 0))
+        seeds.install()
         _deterministic(torch)
         result.update(_device_info(torch, config["device"]))
         from gpulint.verify.hostreads import HostReads
@@ -170,6 +262,9 @@ def main(config_path: str) -> int:
     result["seconds"] = time.perf_counter() - started
     result["printed"] = "".join(tee.kept)
     result["printed_line_steps"] = tee.line_steps
+    if seeds is not None:
+        result["seeds_set"] = seeds.calls
+        result["seed_offset"] = seeds.offset
     if fixer is not None:
         result["fixed_modules"] = fixer.changed
         result["fix_errors"] = fixer.errors

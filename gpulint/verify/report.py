@@ -57,7 +57,7 @@ def judge(original: Run, fixed: Run, ranks: list[RankComparison], options: Optio
         where = f"rank {r.rank}: " if len(ranks) > 1 else ""
         first = r.first_divergence
         if first is not None:
-            how = "outside the noise band" if r.noise_runs else "differ"
+            how = "outside the noise band" if r.banded else "differ"
             problems.append(f"{where}outputs {how}, first at {first}")
         elif not r.compared:
             problems.append(f"{where}no outputs to compare (no optimizer step, no backward(), nothing printed)")
@@ -205,7 +205,8 @@ def _rank_table(r: RankComparison, v: Verdict) -> list[str]:
     for what in r.compared:
         key = "parameters" if what.startswith("parameters") else "losses" if what.endswith("losses") else None
         worst = f" (largest relative difference {r.max_rel[key]:.1e})" if key in r.max_rel else ""
-        word = "compared" if r.divergences else "within the band" if r.numerics == "within_noise_band" else "match"
+        word = "compared" if r.divergences or r.another_seed else \
+            "within the band" if r.numerics == "within_noise_band" else "match"
         rows.append(f"{what}: {word}{worst}")
     if r.compared:
         rows.append(f"outputs: {r.numerics_text()}")
@@ -291,8 +292,20 @@ def _rank_json(r: RankComparison, comparable_times: bool) -> dict:
             "outputs_match": not r.divergences and bool(r.compared), "compared": r.compared,
             "numerics": {"verdict": r.numerics, "text": r.numerics_text(), "noise_runs": r.noise_runs,
                          "band_runs": r.noise_runs + 1},
+            "noise_band": _band_json(r),
             "timing": r.timing.as_dict() if r.timing is not None and comparable_times else None,
             "max_relative_difference": r.max_rel,
             "first_divergence": {"where": first.where, "what": first.what} if first else None,
             "divergences": [{"where": d.where, "what": d.what} for d in r.divergences],
             "original": measure(r.original), "fixed": measure(r.fixed)}
+
+
+def _band_json(r: RankComparison) -> Optional[dict]:
+    """How the noise band was used: null without --noise-runs."""
+    if not r.noise_runs:
+        return None
+    first = r.trajectory
+    return {"runs": r.noise_runs + 1, "empty": r.band_empty,
+            "compared_as": "another seed" if r.another_seed else "step by step",
+            "statistics": r.another_seed or None, "seeds_the_program_set": r.seeds_set,
+            "step_by_step_divergence": {"where": first.where, "what": first.what} if first else None}

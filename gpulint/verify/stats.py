@@ -11,6 +11,7 @@ Standard library only; a fixed seed makes the interval the same for the same num
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from dataclasses import dataclass
@@ -105,3 +106,41 @@ def timing(original: list[list[float]], fixed: list[list[float]], *, iterations:
     steps = (sum(len(a) for a, _ in pairs), sum(len(b) for _, b in pairs))
     return Timing(len(pairs), steps, Interval(med_a, *_percentiles(boot_a)), Interval(med_b, *_percentiles(boot_b)),
                   Interval(med_a / med_b if med_b > 0 else float("inf"), *_percentiles(ratios)))
+
+
+def t_within(t: float, dof: int) -> float:
+    """P(|T| <= t) for Student's t with `dof` degrees of freedom (closed form for integer dof: Abramowitz and
+    Stegun 26.7.3-4)."""
+    theta = math.atan(t / math.sqrt(dof))
+    cos2, term = math.cos(theta) ** 2, 1.0
+    if dof % 2 == 0:
+        total = 1.0
+        for j in range(1, (dof - 2) // 2 + 1):
+            term *= cos2 * (2 * j - 1) / (2 * j)
+            total += term
+        return math.sin(theta) * total
+    total = term = math.cos(theta) if dof > 1 else 0.0
+    for j in range(1, (dof - 3) // 2 + 1):
+        term *= cos2 * (2 * j) / (2 * j + 1)
+        total += term
+    return 2 / math.pi * (theta + math.sin(theta) * total)
+
+
+def t_quantile(level: float, dof: int) -> float:
+    """The t with P(|T| <= t) = level (two-sided), by bisection."""
+    low, high = 0.0, 1.0
+    while t_within(high, dof) < level:
+        high *= 2
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (middle, high) if t_within(middle, dof) < level else (low, middle)
+    return high
+
+
+def prediction_band(values: list[float], level: float) -> tuple[float, float]:
+    """Where one more run would land with probability `level` if the runs are draws of one normal distribution:
+    mean +- t(level, n-1) * sd * sqrt(1 + 1/n) (the prediction interval for a new observation). Needs 2 values."""
+    n = len(values)
+    mean = statistics.fmean(values)
+    half = t_quantile(level, n - 1) * statistics.stdev(values) * math.sqrt(1 + 1 / n)
+    return mean - half, mean + half

@@ -7,7 +7,8 @@ from typing import Optional
 import libcst as cst
 
 from gpulint.analysis.data_facts import _walk
-from gpulint.rule import Example, Family, GpuRule
+from gpulint.analysis.training import training_facts
+from gpulint.rule import Example, Family, FixAvailability, FixSafety, GpuRule, Safety
 
 # In-place tensor methods that update a parameter, its `.data` or its `.grad` (an optimizer or EMA step by hand).
 _UPDATES = {"mul_", "add_", "sub_", "div_", "lerp_", "copy_", "addcmul_", "addcdiv_", "clamp_", "clip_",
@@ -55,11 +56,24 @@ class PerParameterLoop(GpuRule):
     (`torch.optim.swa_utils.AveragedModel(..., use_buffers=True)` or `get_ema_multi_avg_fn` for EMA).
 
     ## Fix
-    None: the loop body is free-form (conditions on `p.grad is None`, per-name exclusions, buffers copied
-    alongside); the foreach shape is written by hand.
+    Offered for the EMA loop `for e, p in zip(ema.parameters(), model.parameters()):` whose body is one update
+    of a recognised shape, where the weights (`d`, `w`) do not depend on the loop's variables:
+    - `e.mul_(d).add_(p, alpha=w)` and `e.data = d * e.data + w * p.data` (operands in either order) become
+      `torch._foreach_mul_(E, d)` then `torch._foreach_add_(E, P, alpha=w)`: the same two operations per
+      element, in the same order;
+    - `e.lerp_(p, w)` becomes `torch._foreach_lerp_(E, P, w)`.
+
+    `E` and `P` are the two parameter lists, taken the way the loop took each element: `list(ema.parameters())`
+    for `e`, `[e.data for e in ema.parameters()]` for `e.data`, `[p.detach() for p in model.parameters()]` for
+    `p.detach()`, so the fixed code runs in the same autograd mode as the loop did. Other loop bodies
+    (conditions on `p.grad is None`, per-name exclusions, buffers copied alongside, hand-written SGD or
+    clipping) have no fix; write the foreach shape by hand. Needs `import torch`.
 
     ## Fix safety
-    No automatic fix.
+    Unsafe. The multi-tensor kernels may round differently from the per-tensor ones on a GPU (the results agree
+    to the last bits, not bit for bit), and `zip` stops at the shorter of the two lists where the foreach
+    functions raise when the lists differ in length (an EMA model with other parameters than the model). The
+    loop's variables are no longer bound after it (code that reads `p` after the loop needs its own).
 
     ## When it is fine
     Loops that run once (initialisation, freezing with `requires_grad_(False)`), periodically (an EMA updated
@@ -73,6 +87,9 @@ class PerParameterLoop(GpuRule):
     message = ("parameters updated one by one in a Python loop every step: one kernel per parameter; "
                "`torch._foreach_*` (or `clip_grad_norm_(..., foreach=True)`) updates them all at once")
     family = Family.THROUGHPUT
+    fix_availability = FixAvailability.SOMETIMES
+    fix_safety = FixSafety(Safety.UNSAFE, "the foreach kernels may round differently in the last bits, and they "
+                                          "raise where zip() would stop at the shorter parameter list")
     added_in = "0.2.0"
     preview = True
     VALID = (
@@ -91,7 +108,21 @@ class PerParameterLoop(GpuRule):
                 "for x in loader:\n    model(x).sum().backward()\n    with torch.no_grad():\n"
                 "        for e, p in zip(ema.parameters(), model.parameters()):\n"
                 "            e.mul_(0.99).add_(p, alpha=0.01)\n",
-                message="torch._foreach_"),
+                message="torch._foreach_",
+                fixed="import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nema = torch.nn.Linear(4, 2).cuda()\n"
+                      "for x in loader:\n    model(x).sum().backward()\n    with torch.no_grad():\n"
+                      "        torch._foreach_mul_(list(ema.parameters()), 0.99)\n"
+                      "        torch._foreach_add_(list(ema.parameters()), list(model.parameters()), alpha=0.01)\n"),
+        Example("import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nema = torch.nn.Linear(4, 2).cuda()\n"
+                "d = 0.999\nfor x in loader:\n    model(x).sum().backward()\n"
+                "    for e, p in zip(ema.parameters(), model.parameters()):\n"
+                "        e.data = d * e.data + (1 - d) * p.data\n",
+                message="torch._foreach_",
+                fixed="import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nema = torch.nn.Linear(4, 2).cuda()\n"
+                      "d = 0.999\nfor x in loader:\n    model(x).sum().backward()\n"
+                      "    torch._foreach_mul_([e.data for e in ema.parameters()], d)\n"
+                      "    torch._foreach_add_([e.data for e in ema.parameters()], [p.data for p in "
+                      "model.parameters()], alpha=(1 - d))\n"),
         Example("import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nfor x in loader:\n"
                 "    model(x).sum().backward()\n    for p in model.parameters():\n"
                 "        p.data.add_(p.grad.data, alpha=-0.1)\n",
@@ -103,8 +134,16 @@ class PerParameterLoop(GpuRule):
         if not names or _update(node, names) is None:
             return
         where = self.where(node)
-        if where is not None:
-            self.report(node, where=where)
+        if where is None:
+            return
+        fix = None
+        statements = _foreach_statements(node) if training_facts(self.analysis).imports_torch_as_torch() else None
+        if statements is not None:
+            fix = self.fix("Update all parameters at once with `torch._foreach_*`",
+                           {node: lambda updated: cst.FlattenSentinel(
+                               [statements[0].with_changes(leading_lines=updated.leading_lines), *statements[1:]])},
+                           safe=False)
+        self.report(node, where=where, fix=fix)
 
 
 def _is_parameters_call(expr: cst.BaseExpression) -> bool:
@@ -159,3 +198,102 @@ def _update(loop: cst.For, names: set[str]) -> Optional[cst.CSTNode]:
             if isinstance(node, cst.AugAssign) and _root_name(node.target) in names:
                 return node  # `p -= lr * p.grad` (under no_grad), `p.grad *= scale`
     return None
+
+
+# -- the fix: recognised EMA loops -----------------------------------------------------------------------------
+_CODE = cst.Module([]).code_for_node
+
+
+def _element(expr: cst.BaseExpression, names: set[str]) -> Optional[tuple[str, str]]:
+    """(loop variable, how the loop took it: "", ".data" or ".detach()") for `e`, `e.data`, `e.detach()`."""
+    if isinstance(expr, cst.Name) and expr.value in names:
+        return expr.value, ""
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "data" and isinstance(expr.value, cst.Name) and \
+            expr.value.value in names:
+        return expr.value.value, ".data"
+    if isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute) and \
+            expr.func.attr.value == "detach" and isinstance(expr.func.value, cst.Name) and \
+            expr.func.value.value in names:
+        return expr.func.value.value, ".detach()"
+    return None
+
+
+def _free_of(expr: cst.BaseExpression, names: set[str]) -> bool:
+    return not any(isinstance(n, cst.Name) and n.value in names for n in _walk(expr)) and \
+        not (isinstance(expr, cst.Name) and expr.value in names)
+
+
+def _weighted(expr: cst.BaseExpression, names: set[str]) -> Optional[tuple[tuple[str, str], cst.BaseExpression]]:
+    """`w * x` or `x * w` with `x` a loop element and `w` free of the loop's variables."""
+    if not (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply)):
+        return None
+    for element, weight in ((expr.left, expr.right), (expr.right, expr.left)):
+        taken = _element(element, names)
+        if taken is not None and _free_of(weight, names):
+            return taken, weight
+    return None
+
+
+def _ema_update(statement: cst.BaseSmallStatement, names: set[str]):
+    """("muladd" | "lerp", target element, source element, d or None, w) for a recognised EMA update."""
+    if isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
+        call = statement.value
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+        if method == "lerp_" and len(call.args) == 2 and call.args[0].keyword is None and \
+                (call.args[1].keyword is None or call.args[1].keyword.value == "weight"):
+            target, source = _element(call.func.value, names), _element(call.args[0].value, names)
+            if target and source and target[1] != ".detach()" and _free_of(call.args[1].value, names):
+                return "lerp", target, source, None, call.args[1].value
+        if method == "add_" and len(call.args) == 2 and call.args[0].keyword is None and \
+                call.args[1].keyword is not None and call.args[1].keyword.value == "alpha":
+            inner = call.func.value
+            if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and \
+                    inner.func.attr.value == "mul_" and len(inner.args) == 1 and inner.args[0].keyword is None:
+                target, source = _element(inner.func.value, names), _element(call.args[0].value, names)
+                d, w = inner.args[0].value, call.args[1].value
+                if target and source and target[1] != ".detach()" and _free_of(d, names) and _free_of(w, names):
+                    return "muladd", target, source, d, w
+    if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+        target = _element(statement.targets[0].target, names)
+        value = statement.value
+        if target and target[1] == ".data" and isinstance(value, cst.BinaryOperation) and \
+                isinstance(value.operator, cst.Add):
+            for kept, added in ((value.left, value.right), (value.right, value.left)):
+                a, b = _weighted(kept, names), _weighted(added, names)
+                if a and b and a[0] == target and b[0][0] != target[0]:
+                    return "muladd", target, b[0], a[1], b[1]
+    return None
+
+
+def _foreach_statements(loop: cst.For) -> Optional[list[cst.BaseStatement]]:
+    """The foreach statements that replace an EMA loop over `zip(a.parameters(), b.parameters())`, or None."""
+    if loop.orelse is not None or loop.asynchronous is not None or not isinstance(loop.target, cst.Tuple):
+        return None
+    it = loop.iter
+    if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "zip" and
+            len(it.args) == 2 and all(_is_parameters_call(a.value) and not a.value.args and a.keyword is None
+                                      and a.star == "" for a in it.args)):
+        return None
+    variables = [e.value.value if isinstance(e.value, cst.Name) else None for e in loop.target.elements]
+    if len(variables) != 2 or None in variables or variables[0] == variables[1]:
+        return None
+    body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else [loop.body]
+    if len(body) != 1 or not isinstance(body[0], (cst.SimpleStatementLine, cst.SimpleStatementSuite)) or \
+            len(body[0].body) != 1:
+        return None
+    update = _ema_update(body[0].body[0], set(variables))
+    if update is None:
+        return None
+    kind, target, source, d, w = update
+    iterables = dict(zip(variables, (_CODE(a.value) for a in it.args)))
+
+    def listed(element: tuple[str, str]) -> str:
+        name, taken = element
+        return f"list({iterables[name]})" if not taken else f"[{name}{taken} for {name} in {iterables[name]}]"
+
+    if kind == "lerp":
+        lines = [f"torch._foreach_lerp_({listed(target)}, {listed(source)}, {_CODE(w)})"]
+    else:
+        lines = [f"torch._foreach_mul_({listed(target)}, {_CODE(d)})",
+                 f"torch._foreach_add_({listed(target)}, {listed(source)}, alpha={_CODE(w)})"]
+    return [cst.parse_statement(line + "\n") for line in lines]
