@@ -36,25 +36,25 @@ def verify_json(*args: str, progress: bool = False):
 
 def test_a_fix_that_makes_the_step_slower_fails_even_though_it_cuts_syncs():
     # paced_slow.py drops the per-step .item() and keeps every output, but stalls each step for 50 ms.
-    result, doc = verify_json(str(DATA / "paced.py"), "--fixed", str(DATA / "paced_slow.py"), "--rounds", "2",
+    result, doc = verify_json(str(DATA / "paced.py"), "--fixed", str(DATA / "paced_slow.py"), "--rounds", "3",
                               "--warmup", "2", "--speed-verdict", "always", progress=True)
     assert result.exit_code == 1, doc["summary"]
     rank = doc["ranks"][0]
     assert rank["syncs_dropped"] and rank["numerics"]["verdict"] == "identical"
     timing = rank["timing"]
     assert timing["verdict"] == "slower" and timing["rounds"] == 2 and timing["speedup"]["high"] < 1.0
-    assert timing["steps"] == [20, 20]  # 10 steps after the warm-up, from each of the 2 rounds
+    assert timing["steps"] == [20, 20]  # 10 steps after the warm-up, from each of the 2 timing rounds (2 and 3)
     assert timing["fixed_ms"]["low"] >= 50.0
     assert re.fullmatch(r"FAIL: the fixed program is slower: step time [\d.]+ -> [\d.]+ ms, 0\.\d\dx, slower "
                         r"\(95% CI 0\.\d\d-0\.\d\dx, 2 rounds\)", doc["summary"]), doc["summary"]
     # The progress line (forced on here: the test's stderr is no terminal) names phase, program, round and step.
-    assert "\rgpulint verify: measuring, original, round 1/2" in result.stderr
-    assert "\rgpulint verify: measuring, fixed, round 2/2" in result.stderr  # round 2 runs the fixed one first
-    assert re.search(r"round \d/2, step \d+/30, \d+ s\x1b\[K", result.stderr)
+    assert "\rgpulint verify: measuring, original, round 1/3" in result.stderr
+    assert "\rgpulint verify: measuring, fixed, round 2/3" in result.stderr  # round 2 runs the fixed one first
+    assert re.search(r"round \d/3, step \d+/30, \d+ s\x1b\[K", result.stderr)
 
 
 def test_interleaved_rounds_alternate_and_the_pass_line_reports_the_speed_honestly():
-    result = verify(str(DATA / "paced_slow.py"), "--fixed", str(DATA / "paced.py"), "--rounds", "2",
+    result = verify(str(DATA / "paced_slow.py"), "--fixed", str(DATA / "paced.py"), "--rounds", "3",
                     "--warmup", "2", progress=False)
     # Without the 50 ms stall and the read, the fixed program is faster: said with its interval.
     assert result.exit_code == 1  # paced.py reads .item() every step, paced_slow.py does not: no syncs dropped
@@ -115,6 +115,20 @@ def test_html_report_embeds_the_loss_curves_and_step_times(tmp_path: Path):
     assert "within the original&#x27;s noise band (2 runs)" in page  # the text report comes along
     assert "<script" not in page and "http" not in page.replace("http-equiv", "")  # self-contained
     assert f"report: {out}" in result.output
+
+
+def test_outputs_are_compared_in_deterministic_mode_and_steps_timed_as_the_program_runs(tmp_path: Path):
+    # Round 1 and the noise runs switch PyTorch's deterministic algorithms on (outputs comparable); rounds 2-N,
+    # whose step times are the speed verdict, run the program with its own settings (a fix turning on cuDNN
+    # autotuning is timed with it).
+    log = tmp_path / "modes.txt"
+    result, doc = verify_json(str(DATA / "mode_log.py"), "--fixed", str(DATA / "mode_log.py"), "--rounds", "3",
+                              "--noise-runs", "1", "--warmup", "2", "--", str(log))
+    assert doc["ranks"][0]["timing"]["rounds"] == 2, doc["summary"]
+    modes = log.read_text().split("\n")[:-1]
+    assert modes == ["True True"] * 2 + ["False False"] * 4 + ["True True"], modes
+    assert "step times from rounds 2-3 (the programs' own settings)" in verify(
+        str(DATA / "mode_log.py"), "--fixed", str(DATA / "mode_log.py"), "--rounds", "3", "--", str(log)).output
 
 
 def test_a_slower_step_on_the_cpu_is_reported_but_not_judged_by_default():

@@ -47,6 +47,9 @@ class Options:
     seed_offset: int = 0  # added to every seed the program sets itself (noise run k: k; see probe._SeedOffset)
     speed_verdict: str = "auto"  # auto: a slower step fails only on a GPU run; always; never
     progress: bool = False  # the probe writes its step count for the parent's progress line
+    # deterministic kernels (round 1, noise runs: outputs compared); the later rounds, which time the steps, run
+    # the program with its own settings (cuDNN autotuning, non-deterministic kernels), as it runs for the user
+    deterministic: bool = True
 
 
 @dataclass
@@ -145,7 +148,7 @@ def launch(program: Program, options: Options, watch: Optional[Callable[[int], N
             "root": str(program.root), "results": str(results), "seed": options.seed,
             "seed_offset": options.seed_offset, "device": options.device,
             "max_steps": options.max_steps, "warmup": options.warmup, "profile_steps": options.profile_steps,
-            "progress": bool(options.progress and watch),
+            "progress": bool(options.progress and watch), "deterministic": options.deterministic,
         }))
         marker = uuid.uuid4().hex
         started = time.perf_counter()

@@ -225,7 +225,8 @@ def main(config_path: str) -> int:
         _seed(config["seed"])
         seeds = _SeedOffset(torch, int(config.get("seed_offset") or 0))
         seeds.install()
-        _deterministic(torch)
+        if config.get("deterministic", True):
+            _deterministic(torch)
         result.update(_device_info(torch, config["device"]))
         from gpulint.verify.hostreads import HostReads
         from gpulint.verify.steps import StepRecorder, StopRun
