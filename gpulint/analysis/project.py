@@ -23,6 +23,7 @@ import hashlib
 import os
 import re
 import threading
+from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,7 @@ MAX_DEPTH = 6  # transitive summaries: helper -> helper -> ... (deeper calls cou
 MAX_PROJECT_FILES = 3000  # files searched for the call sites of a function (a parameter's class)
 _SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv", "env"}
 _UNKNOWN = object()
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -261,6 +263,10 @@ class Project:
         self._resolve_memo: dict[Path, Path] = {}  # unsaved editor buffers, stdin: text that is not on disk
         self._files: Optional[list[Path]] = None
         self._parameter_classes: dict[tuple, tuple[Optional[ClassSummary], frozenset]] = {}
+        # analysis/forward.py: (path, class) -> the hot call site running its `forward`; callers' analyses
+        self.per_step_sites: dict = {}
+        self.caller_analyses: OrderedDict = OrderedDict()
+        self._names: Optional[dict[bytes, list[Path]]] = None  # identifier -> project files that contain it
 
     def _resolved(self, path: Path) -> Path:
         found = self._resolve_memo.get(path)
@@ -287,6 +293,9 @@ class Project:
         or deleted, so what an import names may change)."""
         with self._lock:
             self._parameter_classes.clear()  # found from call sites in any module
+            self.per_step_sites.clear()
+            self.caller_analyses.clear()
+            self._names = None
             if path is None:
                 self._functions.clear()
                 self.resolver = ImportResolver(self.root)
@@ -444,12 +453,13 @@ class Project:
         with self._lock:
             if key not in self._parameter_classes:
                 self._parameter_classes[key] = (None, frozenset())  # recursion guard
-                with recording() as used:
+                with recording() as used, text_dependency():
                     found = self._parameter_class(key[0], function, parameter)
                 self._parameter_classes[key] = (found, frozenset(used))
             found, used = self._parameter_classes[key]
-            for dependency in used:
-                _record(dependency)
+            with text_dependency():  # call sites' arguments: not part of any summary
+                for dependency in used:
+                    _record(dependency)
             return found
 
     def _parameter_class(self, path: Path, function: str, parameter: str) -> Optional[ClassSummary]:
@@ -526,8 +536,28 @@ class Project:
             return next(iter(known.values())) if len(known) == 1 else (None if not known else _UNKNOWN)
         return _UNKNOWN
 
-    def _files_mentioning(self, name: str) -> list[Path]:
-        """The project's Python files whose text contains `name` (callers of a function must name it)."""
+    def files_naming(self, name: str) -> list[Path]:
+        """The project's Python files that contain the identifier `name` (an index built once: one read of
+        each file, however many names are asked), plus editor buffers."""
+        with self._lock:
+            if self._names is None:
+                names: dict[bytes, list[Path]] = {}
+                for file in self._project_files():
+                    try:
+                        if file.stat().st_size > 5_000_000:
+                            continue
+                        words = set(_IDENTIFIER.findall(file.read_bytes()))
+                    except OSError:
+                        continue
+                    for word in words:
+                        names.setdefault(word, []).append(file)
+                self._names = names
+            found = list(self._names.get(name.encode(), ()))
+        known = {self._resolved(f) for f in found}
+        found.extend(p for p in self._overlays if p not in known)
+        return found
+
+    def _project_files(self) -> list[Path]:
         if self._files is None:
             files: list[Path] = []
             for folder, subfolders, names in os.walk(self.root):
@@ -536,9 +566,13 @@ class Project:
                 if len(files) >= MAX_PROJECT_FILES:
                     break
             self._files = files[:MAX_PROJECT_FILES]
+        return self._files
+
+    def _files_mentioning(self, name: str) -> list[Path]:
+        """The project's Python files whose text contains `name` (callers of a function must name it)."""
         needle = name.encode()
         found = []
-        for file in self._files:
+        for file in self._project_files():
             overlay = self._overlays.get(self._resolved(file))
             if overlay is not None:
                 found.append(file)  # an editor buffer: its module is parsed already
@@ -1177,11 +1211,21 @@ def _nested_statements(stmt: ast.stmt) -> Iterator[ast.stmt]:
 _RECORDING = threading.local()
 
 
+class Consulted(set):
+    """The project modules consulted while linting a file. `text` holds those whose *text* the result depends
+    on (call sites read in them: a parameter's class, a model's per-step caller); for the others only their
+    summaries were used (what `summary_digest` covers), so an edit that keeps every summary keeps the result."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.text: set[Path] = set()
+
+
 @contextmanager
 def recording():
     """Collect the project modules consulted inside the block (a linted file's cache entry depends on them)."""
     outer = getattr(_RECORDING, "paths", None)
-    paths: set[Path] = set()
+    paths = Consulted()
     _RECORDING.paths = paths
     try:
         yield paths
@@ -1189,12 +1233,26 @@ def recording():
         _RECORDING.paths = outer
         if outer is not None:
             outer.update(paths)
+            outer.text.update(paths.text)
+
+
+@contextmanager
+def text_dependency():
+    """Modules consulted inside the block count with their whole text (see `Consulted`)."""
+    outer = getattr(_RECORDING, "text_mode", False)
+    _RECORDING.text_mode = True
+    try:
+        yield
+    finally:
+        _RECORDING.text_mode = outer
 
 
 def _record(path: Path) -> None:
     paths = getattr(_RECORDING, "paths", None)
     if paths is not None:
         paths.add(path)
+        if getattr(_RECORDING, "text_mode", False):
+            paths.text.add(path)
 
 
 _PROJECTS: dict[Path, Project] = {}
