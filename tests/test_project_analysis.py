@@ -85,3 +85,33 @@ def test_cached_result_follows_an_edit_of_the_helper(project: Path):
 def test_periodic_call_of_a_syncing_helper_is_not_reported(project: Path):
     items = check(project, "--no-cache", "scripts/train.py")
     assert not any(d["location"]["row"] == 29 for d in items)  # print(all_reduce_mean(loss)) every 100 steps
+
+
+def test_cached_result_survives_an_edit_that_keeps_every_summary(project: Path, monkeypatch):
+    """A comment and a new function nobody calls leave `MetricLogger.update`'s summary as it was: train.py's
+    cached result is used as is (no LibCST parse); only an edit of what `update` costs re-lints it."""
+    from click.testing import CliRunner
+
+    from gpulint.cli import main
+
+    monkeypatch.chdir(project)
+    args = ["check", "--output-format", "concise", "scripts/train.py"]
+    cold = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert "scripts/train.py:25" in cold.output
+    meters = project / "src" / "trainkit" / "meters.py"
+    meters.write_text(meters.read_text() + "\n# smoothing is done on the host\n\n\ndef unrelated(a):\n    return a + 1\n")
+
+    import libcst
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("re-linted although no summary changed")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(libcst, "parse_module", refuse)
+        patched.setattr("gpulint.runner.cst.parse_module", refuse)
+        patched.setattr("gpulint.bigfile.cst.parse_module", refuse)
+        warm = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert warm.output == cold.output
+    meters.write_text(meters.read_text().replace("                v = v.item()\n", "                v = v.detach()\n"))
+    edited = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert "scripts/train.py:25" not in edited.output and "scripts/train.py:27" in edited.output

@@ -66,6 +66,10 @@ class Sink:
         return f"{relative(self.path, relative_to)}:{self.line}"
 
 
+def _sink_key(sink: Optional[Sink]) -> Optional[tuple]:
+    return None if sink is None else (str(sink.path), sink.line, sink.what, sink.through)
+
+
 def relative(path: Path, root: Optional[Path]) -> str:
     """`path` relative to the project root (as messages name it), else as it is."""
     if root is not None:
@@ -114,6 +118,16 @@ class FunctionSummary:
     returns_classes: tuple = ()
     # The project modules this summary was computed from (its own and every helper's it follows).
     dependencies: frozenset = frozenset()
+
+    def fingerprint(self) -> tuple:
+        """Everything a caller may use, as plain values (for `Project.summary_digest`)."""
+        return (self.qualname, self.line, self.params, self.keyword_only, self.star, self.double_star,
+                sorted((k, _sink_key(v)) for k, v in self.sink_params.items()), _sink_key(self.always_syncs),
+                _sink_key(self.returns_host_scalar),
+                None if self.returns_loader is None else (self.returns_loader.line, self.returns_loader.pinned,
+                                                          str(self.returns_loader.path)),
+                self.returns_tensor, sorted(self.returns_params),
+                [None if c is None else (c.name, str(c.path)) for c in self.returns_classes])
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
                           bound_method: bool = False) -> Optional[Sink]:
@@ -342,6 +356,23 @@ class Project:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         return ModuleInfo(path, tree, hashlib.sha256(raw).hexdigest())
+
+    def summary_digest(self, path: Path, qualnames) -> str:
+        """A digest of what a dependent file used of `path`: its imports, its classes (bases, methods) and the
+        summaries of the functions `qualnames` (those it consulted, `Consulted.summaries`). An edit that leaves
+        them as they were (a comment, a new function nobody calls) keeps the digest, and the cache (cache.py)
+        keeps the results of the files that import `path`; one that changes what a consulted function costs or
+        returns changes it. '-' when the file cannot be read or parsed. Costs an `ast` parse, never LibCST."""
+        info = self.module(path)
+        if info is None:
+            return "-"
+        parts: list = [sorted((k, list(v)) for k, v in info.imports.items())]
+        for cls in info.classes.values():
+            parts.append((cls.name, cls.line, list(cls.bases), sorted(cls.methods)))
+        for qualname in sorted(qualnames):
+            summary = self.function(info.path, qualname)
+            parts.append((qualname, None if summary is None else summary.fingerprint()))
+        return hashlib.sha256(repr(parts).encode()).hexdigest()
 
     def dependencies_digest(self, paths: list[Path]) -> str:
         """A digest of the contents of `paths` (the modules a file's findings depend on), for cache keys."""
@@ -586,6 +617,7 @@ class Project:
 
     def function(self, path: Path, qualname: str) -> Optional[FunctionSummary]:
         key = (self._resolved(path), qualname)
+        _record_summary(key[0], qualname)
         with self._lock:
             if key in self._functions:
                 found = self._functions[key]
@@ -1219,6 +1251,7 @@ class Consulted(set):
     def __init__(self) -> None:
         super().__init__()
         self.text: set[Path] = set()
+        self.summaries: dict[Path, set[str]] = {}  # module -> the functions whose summaries were used
 
 
 @contextmanager
@@ -1234,6 +1267,8 @@ def recording():
         if outer is not None:
             outer.update(paths)
             outer.text.update(paths.text)
+            for path, names in paths.summaries.items():
+                outer.summaries.setdefault(path, set()).update(names)
 
 
 @contextmanager
@@ -1245,6 +1280,12 @@ def text_dependency():
         yield
     finally:
         _RECORDING.text_mode = outer
+
+
+def _record_summary(path: Path, qualname: str) -> None:
+    paths = getattr(_RECORDING, "paths", None)
+    if paths is not None:
+        paths.summaries.setdefault(path, set()).add(qualname)
 
 
 def _record(path: Path) -> None:
