@@ -21,7 +21,6 @@ a path counts when the path ends with the module's own path inside the project a
 from __future__ import annotations
 
 import ast
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -40,6 +39,7 @@ _SELF_METHODS = {"to", "cuda", "cpu", "train", "eval", "half", "float", "bfloat1
                  "requires_grad_"}
 _MAX_DEPTH = 4
 _CALLER_ANALYSES = 8  # LibCST analyses of caller files kept per project (the training scripts)
+_CALLER_PARSES = 8  # caller files parsed with LibCST per project and run, at most
 
 
 @dataclass(frozen=True)
@@ -143,28 +143,65 @@ def per_step_site(project: Project, path: Path, class_name: str) -> Optional[Cal
 
 
 def _find_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
+    callers = [info for info in map(project.module, (f for f in project.files_naming(class_name, training=True)
+                                                     if not _is_test(project.root, f)))
+               if info is not None and _may_call_in_hot_loop(project, info, class_name)]
+    if not callers:  # the common case, decided from text and `ast` alone
+        return None
     info = project.module(path)
     cls = info.classes.get(class_name) if info is not None else None
     if cls is None or not project.is_module_class(cls):
         return None
-    for caller in project.files_naming(class_name):
-        caller_info = project.module(caller)
-        if caller_info is None or not _has_loop(caller_info.tree):
+    for caller_info in callers:
+        hot_calls = _hot_calls(project, caller_info.path)
+        if not hot_calls:
             continue
-        analysis = _caller_analysis(project, caller_info.path)
-        if analysis is None:
-            continue
-        site = _hot_call_of(analysis, project, cls)
-        if site is not None:
-            return site
+        analysis = hot_calls[0][0]
+        from gpulint.analysis.calls import project_calls
+
+        calls = analysis.fact(project_calls)
+        resolver = _Instances(calls, project, cls) if calls is not None else None
+        for _, node, target in hot_calls:
+            if resolver is not None and resolver.may_be(target):
+                return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)",
+                                f"{cls.name}.forward")
     return None
 
 
-def _has_loop(tree: ast.Module) -> bool:
-    return any(isinstance(node, (ast.For, ast.While, ast.AsyncFor)) for node in ast.walk(tree))
+def _is_test(root: Path, path: Path) -> bool:
+    """A test module: a model called in a test's loop is not a training step."""
+    try:
+        path = path.resolve().relative_to(root)
+    except ValueError:
+        pass
+    return path.name.startswith("test_") or path.name.endswith("_test.py") or path.name == "conftest.py" or \
+        any(part in ("tests", "test") for part in path.parts[:-1])
 
 
-def _caller_analysis(project: Project, path: Path):
+def _may_call_in_hot_loop(project: Project, info, class_name: str) -> bool:
+    """On the caller's `ast` tree (cached per content), before any LibCST parse: it calls something named
+    `class_name` (a constructor, `pkg.mod.Cls(...)`), and the prefilter's over-approximation of a hot loop
+    holds in it."""
+    from gpulint.prefilter import HOT_LOOP, FileFacts
+
+    cached = project.hot_loop_files.get(info.path)
+    if cached is None or cached[0] != info.digest:
+        called = frozenset(_last_name(n.func) for n in ast.walk(info.tree) if isinstance(n, ast.Call))
+        hot = FileFacts("", info.tree).holds(HOT_LOOP)
+        cached = project.hot_loop_files[info.path] = (info.digest, hot, called)
+    return cached[1] and class_name in cached[2]
+
+
+def _last_name(func: ast.expr) -> Optional[str]:
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else None
+
+
+def _hot_calls(project: Project, path: Path) -> list:
+    """(analysis, call, what is called) for every call of a name or `self.x` (or its `.forward`) that runs every
+    iteration of a hot loop of `path`, from one LibCST parse of it (at most `_CALLER_PARSES` callers are
+    parsed per project and run: past that, a model is not followed, to bound the cost)."""
     from gpulint.analysis import ModuleAnalysis
     from gpulint.bigfile import parse_module
 
@@ -172,37 +209,31 @@ def _caller_analysis(project: Project, path: Path):
     if path in cache:
         cache.move_to_end(path)
         return cache[path]
+    if project.caller_parses >= _CALLER_PARSES:
+        return []
+    project.caller_parses += 1
+    found: list = []
     try:
         text = path.read_text(encoding="utf-8")
         analysis = ModuleAnalysis(parse_module(text), text, path)
+        # Only the caller's own loops: a model that another model's forward calls is not followed (bounded cost).
+        analysis.loops.per_step_caller = None
     except (OSError, UnicodeDecodeError, ValueError, RecursionError, cst.ParserSyntaxError):
         analysis = None
-    cache[path] = analysis
-    while len(cache) > _CALLER_ANALYSES:
-        cache.popitem(last=False)
-    return analysis
-
-
-def _hot_call_of(analysis, project: Project, cls: ClassSummary) -> Optional[CallSite]:
-    from gpulint.analysis.calls import project_calls
-
-    calls = analysis.fact(project_calls)
-    if calls is None:
-        return None
-    resolver = _Instances(calls, project, cls)
-    for node in analysis.index.nodes:
+    for node in analysis.index.nodes if analysis is not None else ():
         if not isinstance(node, cst.Call):
             continue
         func = node.func
         target = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
-        if isinstance(func, cst.Attribute) and target is func:
+        if not (isinstance(target, cst.Name) or isinstance(target, cst.Attribute) and isinstance(
+                target.value, cst.Name) and target.value.value == "self"):
             continue
-        if not resolver.may_be(target) or not analysis.execution(node).every_iteration:
-            continue
-        line = _line_of(analysis, node)
-        code = analysis.code(node.func)
-        return CallSite(analysis.path, line, f"{code}(...)", f"{cls.name}.forward")
-    return None
+        if analysis.execution(node).every_iteration:
+            found.append((analysis, node, target))
+    cache[path] = found
+    while len(cache) > _CALLER_ANALYSES:
+        cache.popitem(last=False)
+    return found
 
 
 def _line_of(analysis, node: cst.CSTNode) -> int:
@@ -297,9 +328,6 @@ class _Instances:
         fn = binding.source
         if not isinstance(fn, cst.FunctionDef):
             return False
-        cross = self.calls._parameter_class(binding)
-        if cross is not None:
-            return _same(cross, self.cls)
         params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
         position = params.index(binding.name) if binding.name in params else None
         found = False
@@ -311,6 +339,9 @@ class _Instances:
             if argument is None or not self.may_be(argument, depth + 1):
                 return False
             found = True
+        if not found:  # no call site in this module: the project's call sites (a top-level function)
+            cross = self.calls._parameter_class(binding)
+            return cross is not None and _same(cross, self.cls)
         return found
 
 
@@ -339,7 +370,3 @@ def _module_dotted(root: Path, path: Path) -> str:
     if parts and parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts) if len(parts) >= 2 else ""
-
-
-def new_caller_cache() -> "OrderedDict[Path, object]":
-    return OrderedDict()

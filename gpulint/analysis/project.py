@@ -49,6 +49,8 @@ MAX_PROJECT_FILES = 3000  # files searched for the call sites of a function (a p
 _SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv", "env"}
 _UNKNOWN = object()
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+# A loop over a loader (`for x in train_loader:`, `it = iter(loader)`) or a backward pass, as text.
+_TRAINING_TEXT = re.compile(rb"\.backward\(|\bin\s[^\n:]*(?i:loader)[^\n]*:|iter\([^\n)]*(?i:loader)")
 
 
 @dataclass(frozen=True)
@@ -280,7 +282,10 @@ class Project:
         # analysis/forward.py: (path, class) -> the hot call site running its `forward`; callers' analyses
         self.per_step_sites: dict = {}
         self.caller_analyses: OrderedDict = OrderedDict()
+        self.caller_parses = 0
+        self.hot_loop_files: dict[Path, tuple[str, bool]] = {}  # path -> (content digest, may hold a hot loop)
         self._names: Optional[dict[bytes, list[Path]]] = None  # identifier -> project files that contain it
+        self._training_files: set[Path] = set()
 
     def _resolved(self, path: Path) -> Path:
         found = self._resolve_memo.get(path)
@@ -309,6 +314,7 @@ class Project:
             self._parameter_classes.clear()  # found from call sites in any module
             self.per_step_sites.clear()
             self.caller_analyses.clear()
+            self.hot_loop_files.clear()
             self._names = None
             if path is None:
                 self._functions.clear()
@@ -567,23 +573,27 @@ class Project:
             return next(iter(known.values())) if len(known) == 1 else (None if not known else _UNKNOWN)
         return _UNKNOWN
 
-    def files_naming(self, name: str) -> list[Path]:
+    def files_naming(self, name: str, training: bool = False) -> list[Path]:
         """The project's Python files that contain the identifier `name` (an index built once: one read of
-        each file, however many names are asked), plus editor buffers."""
+        each file, however many names are asked), plus editor buffers. `training`: only files whose text
+        looks like a training or evaluation loop (a `for` line or `iter(...)` over a loader, or `.backward(`)."""
         with self._lock:
             if self._names is None:
                 names: dict[bytes, list[Path]] = {}
+                self._training_files = set()
                 for file in self._project_files():
                     try:
                         if file.stat().st_size > 5_000_000:
                             continue
-                        words = set(_IDENTIFIER.findall(file.read_bytes()))
+                        raw = file.read_bytes()
                     except OSError:
                         continue
-                    for word in words:
+                    for word in set(_IDENTIFIER.findall(raw)):
                         names.setdefault(word, []).append(file)
+                    if _TRAINING_TEXT.search(raw):
+                        self._training_files.add(file)
                 self._names = names
-            found = list(self._names.get(name.encode(), ()))
+            found = [f for f in self._names.get(name.encode(), ()) if not training or f in self._training_files]
         known = {self._resolved(f) for f in found}
         found.extend(p for p in self._overlays if p not in known)
         return found
