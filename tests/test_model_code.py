@@ -71,11 +71,16 @@ def test_a_model_no_longer_called_in_the_loop_is_quiet_on_the_next_cached_run(pr
     assert found(check(project, "models/queue.py")) == set()
 
 
+def package_project(root: Path) -> None:
+    """A project whose package `pkg` holds the fixture's QueueModel."""
+    (root / "pyproject.toml").write_text("")
+    (root / "pkg").mkdir()
+    shutil.copy(FIXTURE / "models" / "queue.py", root / "pkg" / "queue.py")
+    (root / "pkg" / "__init__.py").write_text("")
+
+
 def test_a_model_only_built_in_a_loop_free_script_is_not_per_step(tmp_path: Path):
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "pkg").mkdir()
-    shutil.copy(FIXTURE / "models" / "queue.py", tmp_path / "pkg" / "queue.py")
-    (tmp_path / "pkg" / "__init__.py").write_text("")
+    package_project(tmp_path)
     (tmp_path / "export.py").write_text(
         "import torch\nfrom pkg.queue import QueueModel\n\nmodel = QueueModel().cuda()\n"
         "torch.onnx.export(model, torch.randn(1, 16).cuda(), 'm.onnx')\nprint(model(torch.randn(2, 16).cuda()))\n")
@@ -85,10 +90,7 @@ def test_a_model_only_built_in_a_loop_free_script_is_not_per_step(tmp_path: Path
 def test_monorepo_import_path_that_ends_with_the_module_path(tmp_path: Path):
     """Code exported from a monorepo keeps imports such as `import corp.research.pkg.queue`: the constructor
     still names `pkg/queue.py` of the project by the end of its path."""
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "pkg").mkdir()
-    shutil.copy(FIXTURE / "models" / "queue.py", tmp_path / "pkg" / "queue.py")
-    (tmp_path / "pkg" / "__init__.py").write_text("")
+    package_project(tmp_path)
     (tmp_path / "train.py").write_text(
         "import torch\nimport corp.research.pkg.queue\nfrom torch.utils.data import DataLoader\n\n"
         "def main(ds):\n    loader = DataLoader(ds, pin_memory=True)\n"

@@ -1281,15 +1281,15 @@ def recording():
                 outer.summaries.setdefault(path, set()).update(names)
 
 
-@contextmanager
-def text_dependency():
-    """Modules consulted inside the block count with their whole text (see `Consulted`)."""
-    outer = getattr(_RECORDING, "text_mode", False)
-    _RECORDING.text_mode = True
-    try:
-        yield
-    finally:
-        _RECORDING.text_mode = outer
+class text_dependency:  # noqa: N801 (used as a context manager, like `recording`)
+    """Modules consulted inside the `with` block count with their whole text (see `Consulted`)."""
+
+    def __enter__(self) -> None:
+        self._outer = getattr(_RECORDING, "text_mode", False)
+        _RECORDING.text_mode = True
+
+    def __exit__(self, *_exc) -> None:
+        _RECORDING.text_mode = self._outer
 
 
 def _record_summary(path: Path, qualname: str) -> None:
