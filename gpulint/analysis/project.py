@@ -120,6 +120,7 @@ class FunctionSummary:
     returns_classes: tuple = ()
     # The project modules this summary was computed from (its own and every helper's it follows).
     dependencies: frozenset = frozenset()
+    consulted: frozenset = frozenset()  # (module, qualname) of the summaries it was computed from
 
     def fingerprint(self) -> tuple:
         """Everything a caller may use, as plain values (for `Project.summary_digest`)."""
@@ -633,6 +634,8 @@ class Project:
                 found = self._functions[key]
                 for dependency in found.dependencies if found is not None else (key[0],):
                     _record(dependency)
+                for path_, name in found.consulted if found is not None else ():
+                    _record_summary(path_, name)  # the helpers' summaries it was computed from (cache.py)
                 return found
             if key in self._active or len(self._active) > MAX_DEPTH:
                 return None  # recursion: the inner call is unknown
@@ -650,6 +653,7 @@ class Project:
             finally:
                 self._active.discard(key)
             summary.dependencies = frozenset(used | {key[0]})
+            summary.consulted = frozenset((p, n) for p, names in used.summaries.items() for n in names)
             for dependency in summary.dependencies:
                 _record(dependency)
             self._functions[key] = summary
