@@ -58,18 +58,14 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
     class (or a method/function of this module that `forward` reaches), else None."""
     if analysis.path is None:
         return None
-    reached = _reached_from_forward(analysis)
-    owner = reached.get(id(fn))
+    owner = analysis.fact(_reached_from_forward).get(id(fn))
     if owner is None:
         return None
     return per_step_site(project_for(Path(analysis.path)), Path(analysis.path), owner)
 
 
 def _reached_from_forward(analysis) -> dict[int, str]:
-    """id(function) -> name of the class whose `forward` reaches it, for every top-level class of the module."""
-    cached = analysis._facts.get(_reached_from_forward)
-    if cached is not None:
-        return cached
+    """Fact provider: id(function) -> name of the class whose `forward` reaches it (top-level classes)."""
     index = analysis.index
     module_functions = {s.name.value: s for s in analysis.module.body if isinstance(s, cst.FunctionDef)}
     reached: dict[int, str] = {}
@@ -95,7 +91,6 @@ def _reached_from_forward(analysis) -> dict[int, str]:
                 elif isinstance(func, cst.Name) and func.value in module_functions \
                         and len(index.functions.get(func.value, [])) == 1:
                     stack.append(module_functions[func.value])
-    analysis._facts[_reached_from_forward] = reached
     return reached
 
 
