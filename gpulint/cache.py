@@ -74,8 +74,8 @@ class Cache:
         try:
             data = json.loads(self._entry(key).read_bytes())
             for path, digest in data.get("dependencies", []):
-                if file_digest(path) != digest:
-                    return None  # a helper module changed: its summary may have, so lint the file again
+                if not _unchanged(path, digest):
+                    return None  # a helper module changed what the result was computed from: lint again
             return [_diagnostic(item, filename) for item in data["diagnostics"]]
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return None  # missing, half-written by an older tool, or corrupt: lint the file again
@@ -93,6 +93,22 @@ class Cache:
             atomic_write(entry, data.encode(), durable=False)
         except OSError:
             self.enabled = False  # a read-only checkout: run without a cache rather than fail
+
+
+def _unchanged(path: str, recorded: str) -> bool:
+    """A dependency still gives what the cached result was computed from: the same content, or, for a module
+    only summaries were used of (`<content>|s:<summaries>|<functions>`, pipeline._dependency_digest), the same
+    summaries of the same functions, recomputed from its new text with `ast` only."""
+    content, _, summaries = recorded.partition("|s:")
+    if file_digest(path) == content:
+        return True
+    if not summaries:
+        return False
+    digest, _, names = summaries.partition("|")
+    from gpulint.analysis.project import project_for  # only when a dependency's text changed
+
+    target = Path(path)
+    return project_for(target).summary_digest(target, [n for n in names.split(",") if n]) == digest
 
 
 def cache_directory(settings: Settings) -> Path:

@@ -65,7 +65,7 @@ def lint_input(source: Input, settings: Settings, fix: FixMode = FixMode.NONE, *
         result = runner.lint_source(view.text, source.name, codes, path=source.path,
                                     report_periodic=settings.report_periodic, fix=fix, want_edits=want_edits)
     own = source.path.resolve() if source.path is not None else None
-    dependencies = tuple(sorted((str(p), file_digest(str(p))) for p in consulted if p != own))
+    dependencies = tuple(sorted((str(p), _dependency_digest(p, consulted)) for p in consulted if p != own))
     errors = view.place_errors(result.errors)
     finished = view.finish(result, codes)
     if finished is None:
@@ -89,6 +89,19 @@ def lint_input(source: Input, settings: Settings, fix: FixMode = FixMode.NONE, *
         unfixed = lint_input(source, settings, FixMode.NONE, write=False, want_edits=want_edits)
         return replace(unfixed, errors=(*outcome.errors, str(exc)), fatal=True)
     return outcome
+
+
+def _dependency_digest(path: Path, consulted) -> str:
+    """What a cached result's dependency records (cache.py): the file's content digest, and for a module of
+    which only summaries were used, also the digest of those summaries and the functions they are of
+    (`<content>|s:<summary digest>|<f,Cls.m>`), so that an edit keeping them keeps the cached result."""
+    digest = file_digest(str(path))
+    if path in consulted.text or digest == "-":
+        return digest
+    from gpulint.analysis.project import project_for
+
+    names = sorted(consulted.summaries.get(path, ()))
+    return f"{digest}|s:{project_for(path).summary_digest(path, names)}|{','.join(names)}"
 
 
 def lint_file(path: Path, settings: Settings, fix: FixMode = FixMode.NONE, *, write: bool = True,

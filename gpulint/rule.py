@@ -16,7 +16,8 @@ from typing import ClassVar, Optional, Sequence
 import libcst as cst
 
 from gpulint.analysis import GPU_HINT, Execution, ModuleAnalysis
-from gpulint.diagnostics import Applicability, Diagnostic, Fix, Replacement, rule_url  # noqa: F401
+from gpulint.analysis.project import display_path
+from gpulint.diagnostics import Applicability, Diagnostic, Fix, Related, Replacement, rule_url  # noqa: F401
 
 
 REGISTRY: dict[str, type["Rule"]] = {}
@@ -122,6 +123,11 @@ class Rule:
         text = message or self.message
         if where is not None and where.periodic:
             text = f"{text} (runs periodically: {where.reason}; fine if intended)"
+        site = where.via if where is not None else None
+        if site is not None:  # model code that a loop in another place runs every step (analysis/forward.py)
+            shown = display_path(site.path)
+            text = f"{text} (in `{site.runs}`, which `{site.code}` runs every step)"
+            related = (*related, Related(shown, site.line, f"`{site.code}` runs `{site.runs}` every step"))
         self.diagnostics.append(Diagnostic(self.code, self.name, text, node=node, fix=fix, related=related))
 
     def where(self, node: cst.CSTNode) -> Optional[Execution]:

@@ -97,6 +97,14 @@ def could_have_findings(source: str, codes: frozenset[str], tree: Optional[objec
     return False
 
 
+def _model_run_every_step(path: Optional[Path], tree: Optional[object]) -> bool:
+    """A file with no hot loop of its own may still hold per-step code: the `forward` of a model that a loop
+    elsewhere in the project calls every step (analysis/forward.py)."""
+    from gpulint.analysis.forward import may_run_every_step
+
+    return may_run_every_step(path, tree)
+
+
 # CPython's parser refuses nesting it cannot handle with these; LibCST's native parser may crash on the same
 # input, so such a file is never handed to it.
 _TOO_DEEP = ("too many nested", "too complex", "too many statically nested")
@@ -394,7 +402,8 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
     syntax_error, libcst_may_try, tree = _python_parse(source, filename)
     if syntax_error is not None and not libcst_may_try:
         return LintResult([syntax_error] if SYNTAX_ERROR in codes else [], source)
-    if syntax_error is None and prefilter and not could_have_findings(source, codes, tree):
+    if syntax_error is None and prefilter and not could_have_findings(source, codes, tree) \
+            and not _model_run_every_step(path, tree):
         return LintResult([], source)
     # not needed past the prefilter: do not hold it through the analysis, only where its statements start
     firsts = first_lines(tree) if isinstance(tree, ast.Module) else None

@@ -85,3 +85,57 @@ def test_cached_result_follows_an_edit_of_the_helper(project: Path):
 def test_periodic_call_of_a_syncing_helper_is_not_reported(project: Path):
     items = check(project, "--no-cache", "scripts/train.py")
     assert not any(d["location"]["row"] == 29 for d in items)  # print(all_reduce_mean(loss)) every 100 steps
+
+
+def test_cached_result_survives_an_edit_that_keeps_every_summary(project: Path, monkeypatch):
+    """A comment and a new function nobody calls leave `MetricLogger.update`'s summary as it was: train.py's
+    cached result is used as is (no LibCST parse); only an edit of what `update` costs re-lints it."""
+    from click.testing import CliRunner
+
+    from gpulint.cli import main
+
+    monkeypatch.chdir(project)
+    args = ["check", "--output-format", "concise", "scripts/train.py"]
+    cold = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert "scripts/train.py:25" in cold.output
+    meters = project / "src" / "trainkit" / "meters.py"
+    meters.write_text(meters.read_text() + "\n# smoothing is done on the host\n\n\ndef unrelated(a):\n    return a + 1\n")
+
+    import libcst
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("re-linted although no summary changed")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(libcst, "parse_module", refuse)
+        patched.setattr("gpulint.runner.cst.parse_module", refuse)
+        patched.setattr("gpulint.bigfile.cst.parse_module", refuse)
+        warm = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert warm.output == cold.output
+    meters.write_text(meters.read_text().replace("                v = v.item()\n", "                v = v.detach()\n"))
+    edited = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert "scripts/train.py:25" not in edited.output and "scripts/train.py:27" in edited.output
+
+
+def test_cached_results_follow_a_helper_of_a_helper(tmp_path: Path, monkeypatch):
+    """Two scripts call `utils.f`, which syncs through `deep.g`: the second script gets `f`'s summary from the
+    run's memory, and its cached result must still depend on `g`'s summary (an edit of deep.py re-lints it)."""
+    from click.testing import CliRunner
+
+    from gpulint.cli import main
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "deep.py").write_text("def g(x):\n    return x.item()\n")
+    (tmp_path / "utils.py").write_text("from deep import g\n\n\ndef f(x):\n    return g(x)\n")
+    script = ("import torch\nfrom torch.utils.data import DataLoader\nfrom utils import f\n\n"
+              "model = torch.nn.Linear(2, 2).cuda()\nfor x in DataLoader([1], pin_memory=True):\n"
+              "    loss = model(x.cuda(non_blocking=True)).sum()\n    loss.backward()\n    f(loss)\n")
+    (tmp_path / "a.py").write_text(script)
+    (tmp_path / "b.py").write_text(script)
+    monkeypatch.chdir(tmp_path)
+    args = ["check", "--jobs", "1", "--output-format", "concise", "a.py", "b.py"]
+    first = CliRunner().invoke(main, args, catch_exceptions=False).output
+    assert "a.py:9" in first and "b.py:9" in first
+    (tmp_path / "deep.py").write_text("def g(x):\n    return x.detach()\n")
+    second = CliRunner().invoke(main, args, catch_exceptions=False).output
+    assert "a.py:9" not in second and "b.py:9" not in second

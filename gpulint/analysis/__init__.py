@@ -111,7 +111,12 @@ def _kinds(analysis: ModuleAnalysis) -> KindInference:
 
 
 def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
-    return LoopAnalysis(analysis.index, analysis.kinds)
+    loops = LoopAnalysis(analysis.index, analysis.kinds)
+    if analysis.path is not None:
+        from gpulint.analysis.forward import per_step_caller
+
+        loops.per_step_caller = lambda fn: per_step_caller(analysis, fn)
+    return loops
 
 
 def _targets_gpu(analysis: ModuleAnalysis) -> bool:

@@ -51,13 +51,22 @@ class ModuleCalls:
         if fact is None:
             return None
         if fact.effect is Effect.SYNCS:
-            return fact, None
+            return None if fact.unless == "fused-optimizer" and self._fused_optimizer(call) else (fact, None)
         if fact.effect is Effect.SYNCS_TENSOR_ARGS:
             for arg in call.args:
                 for value in _argument_values(arg.value):
                     if self.carries_tensor(value):
                         return fact, value
         return None
+
+    def _fused_optimizer(self, call: cst.Call) -> bool:
+        """`scaler.step(opt)` where every binding of `opt` builds it with `fused=True` (its step reads no flag)."""
+        if not call.args or call.args[0].keyword is not None:
+            return False
+        built = self.built_by(call.args[0].value)
+        return bool(built) and all(any(
+            a.keyword is not None and a.keyword.value == "fused" and isinstance(a.value, cst.Name)
+            and a.value.value == "True" for a in c.args) for c in built)
 
     def _library_fact(self, call: cst.Call) -> Optional[LibraryFact]:
         func = call.func

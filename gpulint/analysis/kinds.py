@@ -96,6 +96,7 @@ class KindInference:
         self._cache: dict[int, Kind] = {}
         self._binding_cache: dict[tuple[int, str], Kind] = {}
         self._in_progress: set[tuple[int, str]] = set()
+        self._buffers: Optional[set[str]] = None
 
     # -- public ------------------------------------------------------------------------------------------------
     def of(self, node: cst.CSTNode) -> Kind:
@@ -376,8 +377,20 @@ class KindInference:
         if base is Kind.NUMPY:
             return Kind.OTHER if attr in ("shape", "dtype", "ndim", "size") else Kind.NUMPY
         if isinstance(node.value, cst.Name) and node.value.value == "self":
-            return _kind_from_name(attr)
+            return Kind.TENSOR if attr in self._registered_buffers() else _kind_from_name(attr)
         return Kind.UNKNOWN
+
+    def _registered_buffers(self) -> set[str]:
+        """Names a module registers as buffers (`self.register_buffer("queue_ptr", torch.zeros(1))`): tensors
+        that live where the model lives, on the GPU when it is there."""
+        if self._buffers is None:
+            self._buffers = set()
+            for node in self.index.nodes:
+                if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                        and node.func.attr.value == "register_buffer" and node.args \
+                        and isinstance(node.args[0].value, cst.SimpleString):
+                    self._buffers.add(node.args[0].value.evaluated_value)
+        return self._buffers
 
     def _call(self, node: cst.Call) -> Kind:
         func = node.func

@@ -41,6 +41,9 @@ class LibraryFact:
     effect: Effect
     reason: str
     source: str
+    # A case the effect does not hold in, as the consumer checks it: "fused-optimizer" (the first argument is
+    # an optimizer built with `fused=True`, whose step takes the scale and found_inf on the device).
+    unless: str = ""
 
 
 FACTS: tuple[LibraryFact, ...] = (
@@ -50,6 +53,15 @@ FACTS: tuple[LibraryFact, ...] = (
     LibraryFact("torch.amp.GradScaler.state_dict", Effect.SYNCS,
                 "state_dict() stores get_scale() under 'scale', reading the device scale back",
                 "torch/amp/grad_scaler.py (GradScaler.state_dict)"),
+    LibraryFact("torch.amp.GradScaler.step", Effect.SYNCS,
+                "with scaling enabled, step() tests found_inf with `.item()` (_maybe_opt_step) before "
+                "optimizer.step(), once per call; a fused optimizer (_step_supports_amp_scaling) skips the read",
+                "torch/amp/grad_scaler.py (GradScaler.step, GradScaler._maybe_opt_step), read in torch 2.13",
+                unless="fused-optimizer"),
+    LibraryFact("torch.amp.GradScaler.update", Effect.NO_HOST_SYNC,
+                "found_inf tensors are moved with non_blocking=True and the scale is updated on the device by "
+                "torch._amp_update_scale_: no host read",
+                "torch/amp/grad_scaler.py (GradScaler.update), read in torch 2.13"),
     LibraryFact("torch.utils.tensorboard.SummaryWriter.add_scalar", Effect.SYNCS_TENSOR_ARGS,
                 "a tensor value goes through make_np, which calls .detach().cpu().numpy()",
                 "torch/utils/tensorboard/_utils.py (make_np, _prepare_pytorch); summary.scalar"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 import libcst as cst
 
@@ -31,6 +31,9 @@ class Execution:
     frequency: Frequency
     loop: Optional[Loop] = None  # the training/eval loop the code runs in
     reason: str = ""  # for PERIODIC: why ("under `if step % 100 == 0`")
+    # Model code run every step from a loop in another place (analysis/forward.py: a `forward` and what it
+    # calls): the loop's call site, a `forward.CallSite`; `loop` is then None.
+    via: Optional[object] = None
 
     @property
     def every_iteration(self) -> bool:
@@ -67,6 +70,8 @@ class LoopAnalysis:
         self._walks: dict[int, Execution] = {}
         self._walks_without_helpers: dict[int, Execution] = {}
         self._without_helpers = False
+        # analysis/forward.py: the call site that runs a function every step from a loop elsewhere, or None
+        self.per_step_caller: Optional[Callable[[cst.FunctionDef], Optional[object]]] = None
 
     # -- loop roles --------------------------------------------------------------------------------------------
     def role(self, loop: Loop) -> LoopRole:
@@ -322,7 +327,7 @@ class LoopAnalysis:
                     return Execution(Frequency.PERIODIC, parent, "once per epoch, outside the inner loop")
             elif isinstance(parent, (cst.FunctionDef, cst.Lambda)):
                 if isinstance(parent, cst.FunctionDef):
-                    caller = self.hot_helpers().get(id(parent))
+                    caller = self.hot_helpers().get(id(parent)) or self._model_code(parent)
                     if caller is not None:
                         if periodic and caller.every_iteration:
                             return Execution(Frequency.PERIODIC, caller.loop, periodic)
@@ -348,6 +353,11 @@ class LoopAnalysis:
                 if known is None or (known.periodic and where.every_iteration):
                     self._hot_helpers[id(fn)] = where
         return self._hot_helpers
+
+    def _model_code(self, fn: cst.FunctionDef) -> Optional[Execution]:
+        """A model's `forward` (or what it calls) that a loop elsewhere runs every step (analysis/forward.py)."""
+        site = self.per_step_caller(fn) if self.per_step_caller is not None else None
+        return Execution(Frequency.EVERY_ITERATION, None, via=site) if site is not None else None
 
     def _execution_without_helpers(self, node: cst.CSTNode) -> Execution:
         saved, self._hot_helpers, self._without_helpers = self._hot_helpers, {}, True

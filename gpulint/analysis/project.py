@@ -23,6 +23,7 @@ import hashlib
 import os
 import re
 import threading
+from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,9 @@ MAX_DEPTH = 6  # transitive summaries: helper -> helper -> ... (deeper calls cou
 MAX_PROJECT_FILES = 3000  # files searched for the call sites of a function (a parameter's class)
 _SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv", "env"}
 _UNKNOWN = object()
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+# A loop over a loader (`for x in train_loader:`, `it = iter(loader)`) or a backward pass, as text.
+_TRAINING_TEXT = re.compile(rb"\.backward\(|\bin\s[^\n:]*(?i:loader)[^\n]*:|iter\([^\n)]*(?i:loader)")
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,10 @@ class Sink:
 
     def where(self, relative_to: Optional[Path] = None) -> str:
         return f"{relative(self.path, relative_to)}:{self.line}"
+
+
+def _sink_key(sink: Optional[Sink]) -> Optional[tuple]:
+    return None if sink is None else (str(sink.path), sink.line, sink.what, sink.through)
 
 
 def relative(path: Path, root: Optional[Path]) -> str:
@@ -113,6 +121,17 @@ class FunctionSummary:
     returns_classes: tuple = ()
     # The project modules this summary was computed from (its own and every helper's it follows).
     dependencies: frozenset = frozenset()
+    consulted: frozenset = frozenset()  # (module, qualname) of the summaries it was computed from
+
+    def fingerprint(self) -> tuple:
+        """Everything a caller may use, as plain values (for `Project.summary_digest`)."""
+        return (self.qualname, self.line, self.params, self.keyword_only, self.star, self.double_star,
+                sorted((k, _sink_key(v)) for k, v in self.sink_params.items()), _sink_key(self.always_syncs),
+                _sink_key(self.returns_host_scalar),
+                None if self.returns_loader is None else (self.returns_loader.line, self.returns_loader.pinned,
+                                                          str(self.returns_loader.path)),
+                self.returns_tensor, sorted(self.returns_params),
+                [None if c is None else (c.name, str(c.path)) for c in self.returns_classes])
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
                           bound_method: bool = False) -> Optional[Sink]:
@@ -279,6 +298,13 @@ class Project:
         self._parameter_classes: dict[tuple, tuple[Optional[ClassSummary], frozenset]] = {}
         # file -> ((mtime, size), {name: whether its text contains it}): a file is read again only once changed
         self._mentions: dict[str, tuple[tuple[int, int], dict[bytes, bool]]] = {}
+        # analysis/forward.py: (path, class) -> the hot call site running its `forward`; callers' analyses
+        self.per_step_sites: dict = {}
+        self.caller_analyses: OrderedDict = OrderedDict()
+        self.caller_parses = 0
+        self.hot_loop_files: dict[Path, tuple[str, bool]] = {}  # path -> (content digest, may hold a hot loop)
+        self._names: Optional[dict[bytes, list[Path]]] = None  # identifier -> project files that contain it
+        self._training_files: set[Path] = set()
 
     def _resolved(self, path: Path) -> Path:
         found = self._resolve_memo.get(path)
@@ -305,6 +331,10 @@ class Project:
         or deleted, so what an import names may change)."""
         with self._lock:
             self._parameter_classes.clear()  # found from call sites in any module
+            self.per_step_sites.clear()
+            self.caller_analyses.clear()
+            self.hot_loop_files.clear()
+            self._names = None
             if path is None:
                 self._functions.clear()
                 self.resolver = ImportResolver(self.root)
@@ -353,6 +383,23 @@ class Project:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         return ModuleInfo(path, tree, hashlib.sha256(raw).hexdigest())
+
+    def summary_digest(self, path: Path, qualnames) -> str:
+        """A digest of what a dependent file used of `path`: its imports, its classes (bases, methods) and the
+        summaries of the functions `qualnames` (those it consulted, `Consulted.summaries`). An edit that leaves
+        them as they were (a comment, a new function nobody calls) keeps the digest, and the cache (cache.py)
+        keeps the results of the files that import `path`; one that changes what a consulted function costs or
+        returns changes it. '-' when the file cannot be read or parsed. Costs an `ast` parse, never LibCST."""
+        info = self.module(path)
+        if info is None:
+            return "-"
+        parts: list = [sorted((k, list(v)) for k, v in info.imports.items())]
+        for cls in info.classes.values():
+            parts.append((cls.name, cls.line, list(cls.bases), sorted(cls.methods)))
+        for qualname in sorted(qualnames):
+            summary = self.function(info.path, qualname)
+            parts.append((qualname, None if summary is None else summary.fingerprint()))
+        return hashlib.sha256(repr(parts).encode()).hexdigest()
 
     def dependencies_digest(self, paths: list[Path]) -> str:
         """A digest of the contents of `paths` (the modules a file's findings depend on), for cache keys."""
@@ -464,12 +511,13 @@ class Project:
         with self._lock:
             if key not in self._parameter_classes:
                 self._parameter_classes[key] = (None, frozenset())  # recursion guard
-                with recording() as used:
+                with recording() as used, text_dependency():
                     found = self._parameter_class(key[0], function, parameter)
                 self._parameter_classes[key] = (found, frozenset(used))
             found, used = self._parameter_classes[key]
-            for dependency in used:
-                _record(dependency)
+            with text_dependency():  # call sites' arguments: not part of any summary
+                for dependency in used:
+                    _record(dependency)
             return found
 
     def _parameter_class(self, path: Path, function: str, parameter: str) -> Optional[ClassSummary]:
@@ -542,8 +590,32 @@ class Project:
             return next(iter(known.values())) if len(known) == 1 else (None if not known else _UNKNOWN)
         return _UNKNOWN
 
-    def _files_mentioning(self, name: str) -> list[Path]:
-        """The project's Python files whose text contains `name` (callers of a function must name it)."""
+    def files_naming(self, name: str, training: bool = False) -> list[Path]:
+        """The project's Python files that contain the identifier `name` (an index built once: one read of
+        each file, however many names are asked), plus editor buffers. `training`: only files whose text
+        looks like a training or evaluation loop (a `for` line or `iter(...)` over a loader, or `.backward(`)."""
+        with self._lock:
+            if self._names is None:
+                names: dict[bytes, list[Path]] = {}
+                self._training_files = set()
+                for file in self._project_files():
+                    try:
+                        if file.stat().st_size > 5_000_000:
+                            continue
+                        raw = file.read_bytes()
+                    except OSError:
+                        continue
+                    for word in set(_IDENTIFIER.findall(raw)):
+                        names.setdefault(word, []).append(file)
+                    if _TRAINING_TEXT.search(raw):
+                        self._training_files.add(file)
+                self._names = names
+            found = [f for f in self._names.get(name.encode(), ()) if not training or f in self._training_files]
+        known = {self._resolved(f) for f in found}
+        found.extend(p for p in self._overlays if p not in known)
+        return found
+
+    def _project_files(self) -> list[Path]:
         if self._files is None:
             files: list[Path] = []
             for folder, subfolders, names in os.walk(self.root):
@@ -552,9 +624,13 @@ class Project:
                 if len(files) >= MAX_PROJECT_FILES:
                     break
             self._files = files[:MAX_PROJECT_FILES]
+        return self._files
+
+    def _files_mentioning(self, name: str) -> list[Path]:
+        """The project's Python files whose text contains `name` (callers of a function must name it)."""
         needle = name.encode()
         found = []
-        for file in self._files:
+        for file in self._project_files():
             overlay = self._overlays.get(self._resolved(file))
             if overlay is not None:
                 found.append(file)  # an editor buffer: its module is parsed already
@@ -584,11 +660,14 @@ class Project:
 
     def function(self, path: Path, qualname: str) -> Optional[FunctionSummary]:
         key = (self._resolved(path), qualname)
+        _record_summary(key[0], qualname)
         with self._lock:
             if key in self._functions:
                 found = self._functions[key]
                 for dependency in found.dependencies if found is not None else (key[0],):
                     _record(dependency)
+                for path_, name in found.consulted if found is not None else ():
+                    _record_summary(path_, name)  # the helpers' summaries it was computed from (cache.py)
                 return found
             if key in self._active or len(self._active) > MAX_DEPTH:
                 return None  # recursion: the inner call is unknown
@@ -606,6 +685,7 @@ class Project:
             finally:
                 self._active.discard(key)
             summary.dependencies = frozenset(used | {key[0]})
+            summary.consulted = frozenset((p, n) for p, names in used.summaries.items() for n in names)
             for dependency in summary.dependencies:
                 _record(dependency)
             self._functions[key] = summary
@@ -1209,11 +1289,22 @@ def _nested_statements(stmt: ast.stmt) -> Iterator[ast.stmt]:
 _RECORDING = threading.local()
 
 
+class Consulted(set):
+    """The project modules consulted while linting a file. `text` holds those whose *text* the result depends
+    on (call sites read in them: a parameter's class, a model's per-step caller); for the others only their
+    summaries were used (what `summary_digest` covers), so an edit that keeps every summary keeps the result."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.text: set[Path] = set()
+        self.summaries: dict[Path, set[str]] = {}  # module -> the functions whose summaries were used
+
+
 @contextmanager
 def recording():
     """Collect the project modules consulted inside the block (a linted file's cache entry depends on them)."""
     outer = getattr(_RECORDING, "paths", None)
-    paths: set[Path] = set()
+    paths = Consulted()
     _RECORDING.paths = paths
     try:
         yield paths
@@ -1221,12 +1312,34 @@ def recording():
         _RECORDING.paths = outer
         if outer is not None:
             outer.update(paths)
+            outer.text.update(paths.text)
+            for path, names in paths.summaries.items():
+                outer.summaries.setdefault(path, set()).update(names)
+
+
+class text_dependency:  # noqa: N801 (used as a context manager, like `recording`)
+    """Modules consulted inside the `with` block count with their whole text (see `Consulted`)."""
+
+    def __enter__(self) -> None:
+        self._outer = getattr(_RECORDING, "text_mode", False)
+        _RECORDING.text_mode = True
+
+    def __exit__(self, *_exc) -> None:
+        _RECORDING.text_mode = self._outer
+
+
+def _record_summary(path: Path, qualname: str) -> None:
+    paths = getattr(_RECORDING, "paths", None)
+    if paths is not None:
+        paths.summaries.setdefault(path, set()).add(qualname)
 
 
 def _record(path: Path) -> None:
     paths = getattr(_RECORDING, "paths", None)
     if paths is not None:
         paths.add(path)
+        if getattr(_RECORDING, "text_mode", False):
+            paths.text.add(path)
 
 
 _PROJECTS: dict[Path, Project] = {}

@@ -30,7 +30,8 @@ class SyncInCall(GpuRule):
     Follows the calls a training or evaluation loop makes every step into the project's own modules (a metric
     logger's `update(**kwargs)`, an `all_reduce_mean(x)` helper, a timer used as `with dt[1]:`, a method of a
     trainer class, a criterion module's `forward`, a gradient-clipping helper looping over a model's
-    parameters) and into well-known libraries (`scaler.get_scale()`, TensorBoard's `add_scalar`, `wandb.log`,
+    parameters) and into well-known libraries (`scaler.get_scale()`, `scaler.step(optimizer)` unless the optimizer
+    is fused, TensorBoard's `add_scalar`, `wandb.log`,
     tqdm's `set_postfix`, an `evaluate` metric's `add_batch`, Accelerate's `check_trigger()`), and flags the
     call when what it reaches reads a device tensor back to the host: `.item()`, `.cpu()`, `.tolist()`,
     `float(t)`, boolean-mask indexing, `.nonzero()`, or `torch.cuda.synchronize()`. The finding sits at the call
