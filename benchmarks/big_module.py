@@ -73,7 +73,7 @@ _CHILD = r'''
 import json, resource, sys, time
 from pathlib import Path
 from gpulint.config import Settings
-from gpulint.engine import lint_file
+from gpulint.pipeline import lint_file
 path = Path(sys.argv[1])
 t = time.perf_counter()
 outcome = lint_file(path, Settings(root=path.parent), write=False)
