@@ -297,7 +297,7 @@ class DataFacts:
         return self._cuda
 
     def _names_cuda(self) -> bool:
-        source = self.analysis.source if self.analysis.source is not None else None
+        source = self.analysis.source
         if source is not None and "cuda" not in source:
             return False  # every way below of naming CUDA spells it (an alias is imported by its name)
         for node in of_types(self.index, cst.SimpleString, cst.Attribute):
