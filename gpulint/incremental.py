@@ -163,11 +163,32 @@ def _each(source: str, parse: Callable[[str], Optional[object]]) -> Optional[lis
     return None if pending else results
 
 
+# The last few modules parsed outside an editor, by their text: a training script is parsed once although both
+# its own lint and the model code it calls (analysis/forward.py, which reads the script's loops) need its tree.
+_RECENT_MODULES = 8
+_RECENT_MAX_CHARS = 400_000  # big sources are never kept: memory stays bounded by the one being linted
+_recent_modules: OrderedDict[str, cst.Module] = OrderedDict()
+_recent_lock = threading.Lock()
+
+
 def parse_module(source: str) -> cst.Module:
-    """The module `cst.parse_module(source)` gives, reusing the pieces parsed before when reuse is on."""
+    """The module `cst.parse_module(source)` gives, reusing the pieces parsed before when reuse is on (and,
+    when it is off, a module parsed from the same text a moment ago)."""
     reuse = _reuse
     if reuse is None:
-        return bigfile.parse_module(source)
+        if len(source) > _RECENT_MAX_CHARS:
+            return bigfile.parse_module(source)
+        with _recent_lock:
+            known = _recent_modules.get(source)
+            if known is not None:
+                _recent_modules.move_to_end(source)
+                return known
+        module = bigfile.parse_module(source)
+        with _recent_lock:
+            _recent_modules[source] = module
+            while len(_recent_modules) > _RECENT_MODULES:
+                _recent_modules.popitem(last=False)
+        return module
     seen: set[int] = set()
 
     def piece(text: str) -> Optional[cst.Module]:

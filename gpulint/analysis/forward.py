@@ -198,7 +198,7 @@ def _hot_calls(project: Project, path: Path) -> list:
     iteration of a hot loop of `path`, from one LibCST parse of it (at most `_CALLER_PARSES` callers are
     parsed per project and run: past that, a model is not followed, to bound the cost)."""
     from gpulint.analysis import ModuleAnalysis
-    from gpulint.bigfile import parse_module
+    from gpulint.incremental import parse_module  # the script's own lint may have parsed it a moment ago
 
     cache = project.caller_analyses
     if path in cache:
