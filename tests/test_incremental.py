@@ -3,6 +3,7 @@ parse, findings are exactly those of a fresh lint, and a lint can be abandoned m
 
 from __future__ import annotations
 
+import ast
 import textwrap
 from pathlib import Path
 
@@ -120,17 +121,20 @@ def test_a_script_whose_model_it_trains_is_parsed_once(tmp_path, monkeypatch):
         "    loss.backward()\n    opt.step()\n")
     (tmp_path / "pyproject.toml").write_text("")
     project_for(script).forget(None)
-    parses = []
-    real = bigfile.parse_module
+    parses, project_parses = [], []
+    real, real_ast = bigfile.parse_module, ast.parse
     monkeypatch.setattr(bigfile, "parse_module", lambda text: parses.append(text) or real(text))
+    monkeypatch.setattr(ast, "parse", lambda source, *a, **k: (
+        project_parses.append(source) if isinstance(source, bytes) else None) or real_ast(source, *a, **k))
     saved, incremental._reuse = incremental._reuse, None
     try:
-        incremental._recent_modules.clear()
+        incremental._recent_modules.entries.clear()
         found = lint_source(script.read_text(), str(script), CODES, path=script).diagnostics
     finally:
         incremental._reuse = saved
     assert ("GPU101", 7) in [(d.code, d.location.row) for d in found]  # model code run every step
     assert len(parses) == 1
+    assert project_parses == []  # the project model took the `ast` tree the script's own lint made
 
 
 def test_syntax_errors_are_found_in_pieces_seen_before_and_across_them(reuse):
