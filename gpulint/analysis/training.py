@@ -144,6 +144,10 @@ class TrainingFacts:
             if q == "torch.device" and expr.args:
                 return self.cuda_device(expr.args[0].value, depth + 1)
             return q == "torch.cuda.current_device"
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
+            # `rank % torch.cuda.device_count()`: a CUDA device index (DiT, many DDP scripts)
+            right = expr.right
+            return isinstance(right, cst.Call) and self.analysis.qualified(right.func) == "torch.cuda.device_count"
         if isinstance(expr, cst.Name):
             values = [b.value for b in data_facts(self.analysis).bindings(expr)]
             return bool(values) and all(v is not None and self.cuda_device(v, depth + 1) for v in values)
