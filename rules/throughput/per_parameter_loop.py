@@ -23,7 +23,7 @@ class PerParameterLoop(GpuRule):
     Flags, on every iteration of a training loop, a `for` loop over `model.parameters()` /
     `named_parameters()` (or `zip(...)` of two of them, the EMA shape) whose body updates each parameter in
     place: `p.data.mul_(m).add_(...)`, `p.add_(p.grad, alpha=-lr)`, `p.grad.clamp_(-c, c)`,
-    `ema_p.copy_(...)`. A preview rule: it runs when selected (`--select GPU4`).
+    `ema_p.copy_(...)`.
 
     ## Why it is slow
     Each in-place call is at least one kernel launch per parameter: a model with 200 parameter tensors runs 200
@@ -91,7 +91,6 @@ class PerParameterLoop(GpuRule):
     fix_safety = FixSafety(Safety.UNSAFE, "the foreach kernels may round differently in the last bits, and they "
                                           "raise where zip() would stop at the shorter parameter list")
     added_in = "0.2.0"
-    preview = True
     VALID = (
         # once, before training
         "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nfor p in model.parameters():\n"
