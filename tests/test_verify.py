@@ -92,10 +92,11 @@ def test_crashing_script_exits_2_with_its_error():
 def test_script_that_never_stops_is_killed_with_its_children(tmp_path: Path):
     pid_file = tmp_path / "child.pid"
     started = time.perf_counter()
-    result = verify(str(DATA / "forever.py"), "--timeout", "8", "--", str(pid_file))
-    assert time.perf_counter() - started < 30
+    # 15 s: the verifier's harness starts the script after its own imports, which a loaded machine can stretch
+    result = verify(str(DATA / "forever.py"), "--timeout", "15", "--", str(pid_file))
+    assert time.perf_counter() - started < 45
     assert result.exit_code == 2
-    assert "ERROR: the original program failed: timed out after 8 s" in result.output
+    assert "ERROR: the original program failed: timed out after 15 s" in result.output
     child = int(pid_file.read_text())
     deadline = time.monotonic() + 5
     while _alive(child) and time.monotonic() < deadline:
