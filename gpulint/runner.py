@@ -21,6 +21,7 @@ from gpulint import fixes as fixing
 from gpulint import incremental
 from gpulint import prefilter
 from gpulint import suppression
+from gpulint.bigfile import first_lines
 from gpulint.analysis import ModuleAnalysis
 from gpulint.checker import run_rules
 from gpulint.diagnostics import Diagnostic, FixMode, InternalError, Position, internal_error
@@ -120,10 +121,12 @@ def python_syntax_error(source: str, filename: str) -> tuple[Optional[Diagnostic
     return _python_parse(source, filename)[:2]
 
 
-def _python_parse(source: str, filename: str) -> tuple[Optional[Diagnostic], bool, Optional[object]]:
-    """`python_syntax_error`, and the `ast` tree when there is one (a small file that parses)."""
+def _python_parse(source: str, filename: str,
+                  firsts: Optional[list[int]] = None) -> tuple[Optional[Diagnostic], bool, Optional[object]]:
+    """`python_syntax_error`, and the `ast` tree when there is one (a small file that parses); for a big file,
+    `firsts` receives where its top-level statements start (`bigfile.python_parse`)."""
     try:
-        tree = incremental.python_parse(source, filename or "<string>")
+        tree = incremental.python_parse(source, filename or "<string>", firsts)
     except SyntaxError as exc:
         message = exc.msg or "invalid syntax"
         deep = any(t in message for t in _TOO_DEEP)
@@ -450,10 +453,6 @@ def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic:
     return analysis, diagnostics
 
 
-def first_lines(tree: ast.Module) -> list[int]:
-    """The first line of each top-level statement of CPython's tree, decorators included."""
-    return [min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))]) for stmt in tree.body]
-
 
 def lint_source(source: str, filename: str, codes: frozenset[str], *, report_periodic: bool = False,
                 fix: FixMode = FixMode.NONE, want_edits: bool = False, prefilter: bool = True,
@@ -463,14 +462,15 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
     `prefilter=False` parses every file (the property tests compare both ways).
     """
     errors: list[str] = []
-    syntax_error, libcst_may_try, tree = _python_parse(source, filename)
+    big_file_firsts: list[int] = []
+    syntax_error, libcst_may_try, tree = _python_parse(source, filename, big_file_firsts)
     if syntax_error is not None and not libcst_may_try:
         return LintResult([syntax_error] if SYNTAX_ERROR in codes else [], source)
     if syntax_error is None and prefilter and not could_have_findings(source, codes, tree) \
             and not _model_run_every_step(path, tree):
         return LintResult([], source)
     # not needed past the prefilter: do not hold it through the analysis, only where its statements start
-    firsts = first_lines(tree) if isinstance(tree, ast.Module) else None
+    firsts = first_lines(tree) if isinstance(tree, ast.Module) else big_file_firsts or None
     del tree
     try:
         analysis, diagnostics = _analyse(source, filename, codes, report_periodic, errors, path, firsts)
