@@ -8,7 +8,6 @@ whole-file parse).
 from __future__ import annotations
 
 import ast
-import sys
 from pathlib import Path
 
 import libcst as cst
@@ -21,18 +20,10 @@ from gpulint import bigfile
 from gpulint.analysis import data_facts as data_facts_module
 from gpulint.rule import all_rules
 from gpulint.runner import _alone_positions, first_lines, lint_source
+from test_faults import _generated  # the benchmark's module, N functions of it
 
 REPO = Path(__file__).resolve().parent.parent
 CODES = frozenset(all_rules())
-
-
-def _generated(functions: int) -> str:
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        import big_module
-    finally:
-        sys.path.pop(0)
-    return big_module.HEADER + "".join(big_module.TEMPLATE.format(i=i, e=1, w=2, t=3) for i in range(functions))
 
 
 def _sources() -> list[Path]:
