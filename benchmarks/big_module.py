@@ -1,7 +1,7 @@
 """Generate one big Python module of many small training loops, and time/measure gpulint on it.
 
     python benchmarks/big_module.py write OUT.py --mb 4        # write a ~4 MB module
-    python benchmarks/big_module.py measure --mb 1 2 4 8       # seconds and peak MB per size (fresh process each)
+    python benchmarks/big_module.py measure --mb 1 2 4 --dir /tmp/bigm   # seconds and peak MB per size (fresh process each)
 
 `cpu_seconds` (user + system time of the process, imports included) is what to compare on a shared machine:
 wall-clock `seconds` (the lint alone) grows with whatever else runs.
@@ -88,7 +88,9 @@ print(json.dumps({"seconds": round(spent, 2), "cpu_seconds": round(usage.ru_utim
 def measure(sizes: list[float], workdir: Path) -> list[dict]:
     rows = []
     for mb in sizes:
-        path = workdir / f"big_{mb:g}mb.py"
+        # each size alone in its own folder: the project model walks the folder (never give /tmp itself)
+        path = workdir / f"{mb:g}mb" / "big.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
         functions = write(path, mb)
         out = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True, check=True)
         row = {"mb": mb, "functions": functions, **json.loads(out.stdout)}
@@ -105,7 +107,7 @@ def main() -> None:
     w.add_argument("--mb", type=float, default=1.0)
     m = sub.add_parser("measure")
     m.add_argument("--mb", type=float, nargs="+", default=[1, 2, 4, 8])
-    m.add_argument("--dir", type=Path, default=Path("/tmp"))
+    m.add_argument("--dir", type=Path, required=True, help="a folder of its own (one subfolder per size)")
     args = parser.parse_args()
     if args.command == "write":
         print(f"{args.out}: {write(args.out, args.mb)} functions")

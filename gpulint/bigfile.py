@@ -47,19 +47,31 @@ def pieces(source: str, size: Optional[int] = None) -> list[str]:
     return [source[a:b] for a, b in zip(cuts, cuts[1:])]
 
 
-def python_parse(source: str, filename: str) -> Optional[ast.Module]:
+def python_parse(source: str, filename: str, firsts: Optional[list[int]] = None) -> Optional[ast.Module]:
     """`ast.parse(source)`, raising the same SyntaxError, without holding the whole file's `ast` tree: the
-    tree of a small source, None for a big one (parsed piece by piece, each tree dropped)."""
+    tree of a small source, None for a big one (parsed piece by piece, each tree dropped). For a big one,
+    `firsts` (a list) receives the first line of each top-level statement, decorators included, as the whole
+    tree numbers them (left empty where the pieces' lines might not add up: `\r` line ends)."""
     parts = pieces(source)
     if len(parts) == 1:
         return ast.parse(source, filename)
+    lines_above, found = 0, []
     for part in parts:
         try:
-            ast.parse(part, filename)
+            tree = ast.parse(part, filename)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             ast.parse(source, filename)  # the real error, at its real place (or a wrong cut: then it passes)
             return None
+        found.extend(lines_above + line for line in first_lines(tree))
+        lines_above += part.count("\n")
+    if firsts is not None and "\r" not in source:
+        firsts.extend(found)
     return None
+
+
+def first_lines(tree: ast.Module) -> list[int]:
+    """The first line of each top-level statement of CPython's tree, decorators included."""
+    return [min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))]) for stmt in tree.body]
 
 
 def parse_module(source: str) -> cst.Module:

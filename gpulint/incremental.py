@@ -238,7 +238,7 @@ def parse_module(source: str) -> cst.Module:
     return first.with_changes(body=body, footer=carried, has_trailing_newline=modules[-1].has_trailing_newline)
 
 
-def python_parse(source: str, filename: str) -> Optional[ast.Module]:
+def python_parse(source: str, filename: str, firsts: Optional[list[int]] = None) -> Optional[ast.Module]:
     """`bigfile.python_parse`: raise CPython's SyntaxError for `source`, skipping the pieces it accepted before.
     Returns the `ast` tree where `bigfile.python_parse` gives one; None when reusing pieces (no whole tree then:
     the prefilter lets such a buffer through)."""
@@ -246,7 +246,7 @@ def python_parse(source: str, filename: str) -> Optional[ast.Module]:
     if reuse is None:
         tree = _recent_trees.get(source)
         if tree is None:
-            tree = bigfile.python_parse(source, filename)
+            tree = bigfile.python_parse(source, filename, firsts)
             _recent_trees.put(source, tree)
         return tree  # type: ignore[return-value]
 

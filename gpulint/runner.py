@@ -15,11 +15,13 @@ from typing import NamedTuple, Optional
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst._nodes.internal import CodegenState
 
 from gpulint import fixes as fixing
 from gpulint import incremental
 from gpulint import prefilter
 from gpulint import suppression
+from gpulint.bigfile import first_lines
 from gpulint.analysis import ModuleAnalysis
 from gpulint.checker import run_rules
 from gpulint.diagnostics import Diagnostic, FixMode, InternalError, Position, internal_error
@@ -120,10 +122,12 @@ def python_syntax_error(source: str, filename: str) -> tuple[Optional[Diagnostic
     return _python_parse(source, filename)[:2]
 
 
-def _python_parse(source: str, filename: str) -> tuple[Optional[Diagnostic], bool, Optional[object]]:
-    """`python_syntax_error`, and the `ast` tree when there is one (a small file that parses)."""
+def _python_parse(source: str, filename: str,
+                  firsts: Optional[list[int]] = None) -> tuple[Optional[Diagnostic], bool, Optional[object]]:
+    """`python_syntax_error`, and the `ast` tree when there is one (a small file that parses); for a big file,
+    `firsts` receives where its top-level statements start (`bigfile.python_parse`)."""
     try:
-        tree = incremental.python_parse(source, filename or "<string>")
+        tree = incremental.python_parse(source, filename or "<string>", firsts)
     except SyntaxError as exc:
         message = exc.msg or "invalid syntax"
         deep = any(t in message for t in _TOO_DEEP)
@@ -200,8 +204,9 @@ def _positions(analysis: ModuleAnalysis, source: str, nodes: list, firsts: Optio
             return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
         resolved, lines_before = shifted
         for node in wanted:  # shift only the nodes asked for, not every node of the statement
-            if node in resolved:
-                positions[node] = _shift(resolved[node], lines_before)
+            where = resolved.get(id(node))
+            if where is not None:
+                positions[node] = _range(where, lines_before)
     return positions
 
 
@@ -238,8 +243,9 @@ class _TopLevelOffsets:
         self._firsts = firsts  # first line of each top-level statement of CPython's tree (decorators included)
         self._ast_index: Optional[dict] = None
 
-    def start(self, statement: cst.CSTNode) -> Optional[int]:
-        quick = self._from_lines(statement) if self._firsts is not None and self._starts is None else None
+    def start(self, statement: cst.CSTNode, code: Optional[str] = None) -> Optional[int]:
+        """Where `statement` (whose code is `code`, when the caller rendered it already) starts in the source."""
+        quick = self._from_lines(statement, code) if self._firsts is not None and self._starts is None else None
         if quick is not None:
             return quick
         if self._starts is None:
@@ -250,7 +256,7 @@ class _TopLevelOffsets:
                 offset += len(incremental.code_for(self.module, body))
         return self._starts.get(statement)
 
-    def _from_lines(self, statement: cst.CSTNode) -> Optional[int]:
+    def _from_lines(self, statement: cst.CSTNode, code: Optional[str] = None) -> Optional[int]:
         """Where `statement` starts, from the line CPython's tree gives its first token, less the blank and
         comment lines LibCST keeps in front of it: no printing of the statements before it. Checked against the
         statement's own code; None (then every statement before it is printed) when it is not found there."""
@@ -271,7 +277,9 @@ class _TopLevelOffsets:
         if not 1 <= line <= len(self._line_starts) + 1:
             return None
         offset = self._line_starts[line - 2] if line > 1 else 0
-        return offset if self.source.startswith(incremental.code_for(self.module, statement), offset) else None
+        if code is None:
+            code = incremental.code_for(self.module, statement)
+        return offset if self.source.startswith(code, offset) else None
 
     def line(self, offset: int) -> int:
         """Lines (\\n, \\r\\n or \\r ended) before `offset`."""
@@ -340,18 +348,80 @@ def _statement_positions(module: cst.Module, statement: Optional[cst.CSTNode], s
         return None
     shape = (module.default_newline, module.default_indent)
     code, resolved = incremental.positions(shape, statement, lambda: _alone_positions(module, statement))
-    offset = offsets.start(statement)
+    offset = offsets.start(statement, code)
     if offset is None or source[offset:offset + len(code)] != code:
         return None  # not where the module's own code puts it (e.g. no final newline): resolve the module
     return resolved, offsets.line(offset)
 
 
 def _alone_positions(module: cst.Module, statement: cst.CSTNode) -> tuple[str, dict]:
-    """The statement's code and its nodes' positions, rendered in a module of its own (its code is the
-    statement's own code in `module`: same defaults, nothing around it)."""
-    alone = cst.Module(body=[statement], header=(), footer=(), default_newline=module.default_newline,
-                       default_indent=module.default_indent, has_trailing_newline=True)
-    return incremental.code_for(module, statement), node_positions(alone)
+    """The statement's code and its nodes' positions, as rendering it in a module of its own gives them (its code
+    is the statement's own code in `module`: same defaults, nothing around it): positions by node id, as
+    (start line, start column, end line, end column)."""
+    state = _PositionsState(module.default_indent, module.default_newline)
+    statement._codegen(state)
+    return "".join(state.tokens), state.ranges
+
+
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+
+
+class _PositionsState(CodegenState):
+    """LibCST's `PositionProvidingCodegenState`, the same positions at a third of its cost (it was the largest
+    part of linting a module dense with findings): one rendering gives both the code and the positions, the
+    positions are tuples by node id (no `CodeRange` per node, no `CSTNode.__hash__`), and the syntactic
+    positions are recorded by a plain context manager instead of a generator (tests/test_big_module.py
+    compares both on every fixture)."""
+
+    def __init__(self, indent: str, newline: str) -> None:
+        super().__init__(default_indent=indent, default_newline=newline)
+        self.line, self.column = 1, 0
+        self.starts: list[tuple[int, int]] = []
+        self.ranges: dict[int, tuple[int, int, int, int]] = {}
+
+    def add_indent_tokens(self) -> None:
+        for token in self.indent_tokens:
+            self.add_token(token)
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
+        if "\n" in value or "\r" in value:
+            segments = _LINE_BREAK.split(value)
+            self.line += len(segments) - 1
+            self.column = len(segments[-1])
+        else:
+            self.column += len(value)
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        self.starts.append((self.line, self.column))
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        line, column = self.starts.pop()
+        if id(node) not in self.ranges:  # a syntactic position recorded inside it stands
+            self.ranges[id(node)] = (line, column, self.line, self.column)
+
+    def record_syntactic_position(self, node: cst.CSTNode, *, start_node: Optional[cst.CSTNode] = None,
+                                  end_node: Optional[cst.CSTNode] = None) -> "_Syntactic":
+        return _Syntactic(self, node, start_node, end_node)
+
+
+class _Syntactic:
+    """What `record_syntactic_position` records: the node's extent without its surrounding whitespace, or
+    hoisted from the child nodes named."""
+
+    __slots__ = ("state", "node", "start_node", "end_node", "start")
+
+    def __init__(self, state: _PositionsState, node, start_node, end_node) -> None:
+        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
+
+    def __enter__(self) -> None:
+        self.start = (self.state.line, self.state.column)
+
+    def __exit__(self, *exc) -> None:
+        ranges = self.state.ranges
+        start = ranges[id(self.start_node)][:2] if self.start_node is not None else self.start
+        end = ranges[id(self.end_node)][2:] if self.end_node is not None else (self.state.line, self.state.column)
+        ranges[id(self.node)] = (*start, *end)
 
 
 def node_positions(module: cst.Module) -> dict:
@@ -363,13 +433,11 @@ def node_positions(module: cst.Module) -> dict:
     return provider._computed  # type: ignore[return-value]
 
 
-def _shift(where, lines: int):
+def _range(where: tuple[int, int, int, int], lines: int):
+    """A `CodeRange` from `_PositionsState`'s tuple, `lines` further down."""
     from libcst.metadata import CodePosition, CodeRange
 
-    if not lines:
-        return where
-    return CodeRange(CodePosition(where.start.line + lines, where.start.column),
-                     CodePosition(where.end.line + lines, where.end.column))
+    return CodeRange(CodePosition(where[0] + lines, where[1]), CodePosition(where[2] + lines, where[3]))
 
 
 def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic: bool, errors: list[str],
@@ -393,10 +461,6 @@ def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic:
     return analysis, diagnostics
 
 
-def first_lines(tree: ast.Module) -> list[int]:
-    """The first line of each top-level statement of CPython's tree, decorators included."""
-    return [min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))]) for stmt in tree.body]
-
 
 def lint_source(source: str, filename: str, codes: frozenset[str], *, report_periodic: bool = False,
                 fix: FixMode = FixMode.NONE, want_edits: bool = False, prefilter: bool = True,
@@ -406,14 +470,15 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
     `prefilter=False` parses every file (the property tests compare both ways).
     """
     errors: list[str] = []
-    syntax_error, libcst_may_try, tree = _python_parse(source, filename)
+    big_file_firsts: list[int] = []
+    syntax_error, libcst_may_try, tree = _python_parse(source, filename, big_file_firsts)
     if syntax_error is not None and not libcst_may_try:
         return LintResult([syntax_error] if SYNTAX_ERROR in codes else [], source)
     if syntax_error is None and prefilter and not could_have_findings(source, codes, tree) \
             and not _model_run_every_step(path, tree):
         return LintResult([], source)
     # not needed past the prefilter: do not hold it through the analysis, only where its statements start
-    firsts = first_lines(tree) if isinstance(tree, ast.Module) else None
+    firsts = first_lines(tree) if isinstance(tree, ast.Module) else big_file_firsts or None
     del tree
     try:
         analysis, diagnostics = _analyse(source, filename, codes, report_periodic, errors, path, firsts)

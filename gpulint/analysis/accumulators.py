@@ -53,14 +53,24 @@ def _bindings(analysis: ModuleAnalysis, name: cst.Name):
     return analysis.index.visible_bindings(name)
 
 
+# Exact types, not isinstance: LibCST's node classes are ABCs, whose isinstance costs a Python-level call, and
+# these walks visit every node of every scope with accumulations (a parsed tree holds only these classes).
+_NESTED_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
+
+
 def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
-        if current is not node and isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if current is not node and type(current) in _NESTED_SCOPES:
             continue
         stack.extend(reversed(child_nodes(current)))  # not `.children`: that rebuilds every node
+
+
+def _names(node: cst.CSTNode) -> set[str]:
+    """The identifiers of the `Name` nodes in `node` (nested scopes left out)."""
+    return {n.value for n in _walk(node) if type(n) is cst.Name}  # type: ignore[attr-defined]
 
 
 def _base_name(target: cst.BaseExpression) -> Optional[cst.Name]:
@@ -426,10 +436,10 @@ def _scopes_names(analysis: ModuleAnalysis, scope: cst.CSTNode) -> tuple[set[str
 def backwarded_in(analysis: ModuleAnalysis, block: cst.CSTNode, value: cst.CSTNode) -> bool:
     """A `.backward()` in `block` runs through a name `value` is made of: each step's graph is used (and freed)
     there, so whatever keeps the value afterwards only keeps a dead graph alive."""
-    names = {n.value for n in _walk(value) if isinstance(n, cst.Name)}
+    names = _names(value)
     for node in _walk(block):
-        if isinstance(node, cst.Call) and method_call(node, "backward"):
-            if names & {n.value for n in _walk(node.func) if isinstance(n, cst.Name)}:
+        if type(node) is cst.Call and method_call(node, "backward"):
+            if names & _names(node.func):  # type: ignore[attr-defined]
                 return True
     return False
 
@@ -444,15 +454,16 @@ def _scan_backwarded_names(analysis: ModuleAnalysis, scope: cst.CSTNode) -> tupl
     returned: set[str] = set()
     assigns: list[tuple[set[str], set[str]]] = []
     for node in _walk(scope):
-        if isinstance(node, cst.Call):
+        kind = type(node)
+        if kind is cst.Call:
             q = analysis.qualified(node.func) if isinstance(node.func, (cst.Name, cst.Attribute)) else None
             if method_call(node, "backward") or q in ("torch.autograd.backward", "torch.autograd.grad"):
-                names |= {n.value for n in _walk(node) if isinstance(n, cst.Name)}
-        elif isinstance(node, cst.Return) and node.value is not None:
-            returned |= {n.value for n in _walk(node.value) if isinstance(n, cst.Name)}
-        elif isinstance(node, cst.Assign):
-            targets = {n.value for t in node.targets for n in _walk(t.target) if isinstance(n, cst.Name)}
-            assigns.append((targets, {n.value for n in _walk(node.value) if isinstance(n, cst.Name)}))
+                names |= _names(node)
+        elif kind is cst.Return and node.value is not None:
+            returned |= _names(node.value)
+        elif kind is cst.Assign:
+            targets = {name for t in node.targets for name in _names(t.target)}
+            assigns.append((targets, _names(node.value)))
     for found in (names, returned):
         changed = True
         while changed:

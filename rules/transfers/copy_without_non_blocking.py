@@ -118,7 +118,16 @@ class CopyWithoutNonBlocking(Rule):
 
     def _beside_non_blocking(self, loop, copy: cst.Call) -> bool:
         """Another copy of the same loop's batch to an accelerator passes `non_blocking=True`."""
-        facts = data_facts(self.analysis)
-        return any(call is not copy and facts.copy_target(call) == ACCELERATOR and
-                   is_true(getattr(keyword(call, "non_blocking"), "value", None)) and
-                   facts.batch_loop(call.func.value) is loop for call in facts.body_calls(loop))  # type: ignore
+        return any(call is not copy for call in self._non_blocking_copies(loop))
+
+    def _non_blocking_copies(self, loop) -> list[cst.Call]:
+        """The copies of `loop`'s batch to an accelerator with `non_blocking=True`: the loop's body is walked once
+        for all its copies, not once per copy (quadratic in a loop dense with copies)."""
+        known = self.__dict__.setdefault("_copies_by_loop", {})
+        if id(loop) not in known:
+            facts = data_facts(self.analysis)
+            known[id(loop)] = (loop, [
+                call for call in facts.body_calls(loop) if facts.copy_target(call) == ACCELERATOR and
+                is_true(getattr(keyword(call, "non_blocking"), "value", None)) and
+                facts.batch_loop(call.func.value) is loop])  # type: ignore[attr-defined]
+        return known[id(loop)][1]
