@@ -24,6 +24,9 @@ import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, PositionProvider
 
 _HEADERS = (cst.For, cst.While, cst.If, cst.With)
+# Below this many lines a top-level statement is printed whole, once for all its findings (runner._positions):
+# as cheap as its units one by one.
+SMALL_STATEMENT = 40
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
 
@@ -45,6 +48,8 @@ class UnitPositions:
         if found is None:
             return None
         unit, top = found
+        if unit is top or self._lines_of(top) < SMALL_STATEMENT:
+            return None  # printing the whole statement once is as cheap (runner._positions)
         rendered = self._rendered.get(id(unit), False)
         if rendered is False:
             rendered = self._rendered[id(unit)] = self._render(unit, top)
@@ -82,6 +87,26 @@ class UnitPositions:
             current, child = up, current
 
     # -- the unit's line -------------------------------------------------------------------------------------
+    def _lines_of(self, top: cst.CSTNode) -> int:
+        """How many lines the top-level statement `top` spans (0 when unknown)."""
+        if self.firsts is None or not self._index_tops():
+            return 0
+        at = self._top_index.get(id(top))  # type: ignore[union-attr]
+        if at is None:
+            return 0
+        end = self.firsts[at + 1] if at + 1 < len(self.firsts) else len(self._source_lines()) + 1
+        return end - self.firsts[at]
+
+    def _index_tops(self) -> bool:
+        if self._top_index is None:
+            self._top_index, at = {}, 0
+            for body in self.module.body:  # `a = 1; b = 2` is one LibCST line and two CPython statements
+                self._top_index[id(body)] = at
+                at += len(body.body) if isinstance(body, cst.SimpleStatementLine) else 1
+            if at != len(self.firsts):  # type: ignore[arg-type]
+                self.firsts = None
+        return self.firsts is not None
+
     def _line_of(self, unit: cst.CSTNode, top: cst.CSTNode) -> Optional[int]:
         if self.firsts is None:
             return None
@@ -91,15 +116,9 @@ class UnitPositions:
         return None if lines is None else lines.get(id(unit))
 
     def _pair_top(self, top: cst.CSTNode) -> Optional[dict[int, int]]:
-        if self._top_index is None:
-            self._top_index, at = {}, 0
-            for body in self.module.body:  # `a = 1; b = 2` is one LibCST line and two CPython statements
-                self._top_index[id(body)] = at
-                at += len(body.body) if isinstance(body, cst.SimpleStatementLine) else 1
-            if at != len(self.firsts):  # type: ignore[arg-type]
-                self.firsts = None
-                return None
-        at = self._top_index.get(id(top))
+        if not self._index_tops():
+            return None
+        at = self._top_index.get(id(top))  # type: ignore[union-attr]
         if at is None or self.firsts is None:
             return None
         first = self.firsts[at]
