@@ -173,6 +173,42 @@ CASES = {
                 for b in loader:
                     self.step(b)
     """,
+    "trainer class: the step trains through its helpers, a read two calls deep": """
+        class TrainLoop:
+            def run_loop(self):
+                while True:
+                    batch = next(self.data)
+                    self.run_step(batch)
+            def run_step(self, batch):
+                self.forward_backward(batch)
+                self.optimize()
+            def forward_backward(self, batch):
+                self.model(batch).sum().backward()  # every
+            def optimize(self):
+                self.log_grad_norm()  # every
+                self.opt.step()
+            def log_grad_norm(self):
+                return sum(p.grad.norm() for p in self.params)  # every
+    """,
+    "a step function that calls an epoch function is not a step": """
+        class Trainer:
+            def fit(self):
+                for epoch in range(3):
+                    self.run_epoch()
+            def run_epoch(self):
+                self.train_batches()
+            def train_batches(self):
+                for b in loader:
+                    model(b).sum().backward()  # every
+                done = 1  # outside
+    """,
+    "an ONNX-export branch inside a step runs at export, not every step": """
+        for b in loader:
+            out = model(b)  # every
+            if torch.onnx.is_in_onnx_export():
+                out = torch.from_numpy(out.cpu().numpy())  # outside
+            out.sum().backward()  # every
+    """,
     "epoch function called from an epoch loop": """
         def train(epoch):
             for b in loader:
