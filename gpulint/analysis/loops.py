@@ -257,8 +257,8 @@ class LoopAnalysis:
     def _function_trains(self, fn: cst.FunctionDef) -> bool:
         """A step function: trains outside any loop of its own (one that loops is an epoch function), in its own
         body or through the step functions it calls (`run_step` calling `self.forward_backward(batch)` and
-        `self.optimize()`, a trainer class's shape); one that calls a function looping over batches is an epoch
-        function too."""
+        `self.optimize()`, a trainer class's shape; a sampling step reaching the model through a helper); one that
+        calls a function looping over batches is an epoch function."""
         key = id(fn)
         if key not in self._trains:
             self._trains[key] = False  # recursion guard
