@@ -209,6 +209,14 @@ CASES = {
                 out = torch.from_numpy(out.cpu().numpy())  # outside
             out.sum().backward()  # every
     """,
+    "a sweep over written-out configurations is not a training loop": """
+        def check(hook):
+            model(hook).sum().backward()
+        def main():
+            for hook in ["no", "fp16", "bf16"]:
+                check(hook)
+                m = nn.Linear(2, 2)  # outside
+    """,
     "epoch function called from an epoch loop": """
         def train(epoch):
             for b in loader:

@@ -101,7 +101,9 @@ class LoopAnalysis:
                     return LoopRole.EPOCH
         # `for step ...: for micro in range(accum): ...; optimizer.step()` is hot; an epoch loop that only clears
         # gradients around its inner training loop (`optimizer.zero_grad()` once per epoch) is not.
-        if self._body_trains(loop, beside_hot_loop=nested_hot):
+        # A sweep over configurations written out in the source (`for hook in [NO, FP16, BF16]: run_test(hook)`)
+        # runs a handful of times, not once per batch.
+        if not _over_a_display(loop) and self._body_trains(loop, beside_hot_loop=nested_hot):
             return LoopRole.HOT
         if nested_hot:
             return LoopRole.EPOCH
@@ -520,6 +522,10 @@ def _copied_to_host(expr: cst.BaseExpression) -> bool:
         else:
             expr = expr.value
     return False
+
+
+def _over_a_display(loop: Loop) -> bool:
+    return isinstance(loop, cst.For) and isinstance(loop.iter, (cst.List, cst.Tuple, cst.Set))
 
 
 def _many_range_iterations(iterable: cst.BaseExpression) -> bool:
