@@ -174,21 +174,20 @@ CASES = {
                     self.step(b)
     """,
     "trainer class: the step trains through its helpers, a read two calls deep": """
-        class TrainLoop:
-            def run_loop(self):
-                while True:
-                    batch = next(self.data)
-                    self.run_step(batch)
-            def run_step(self, batch):
-                self.forward_backward(batch)
-                self.optimize()
-            def forward_backward(self, batch):
-                self.model(batch).sum().backward()  # every
-            def optimize(self):
-                self.log_grad_norm()  # every
-                self.opt.step()
-            def log_grad_norm(self):
-                return sum(p.grad.norm() for p in self.params)  # every
+        class Engine:
+            def fit(self, batches):
+                for i in range(self.total_steps):
+                    self.train_one(next(batches))
+            def train_one(self, batch):
+                loss = self.compute_loss(batch)
+                self.apply(loss)
+            def compute_loss(self, batch):
+                return self.net(batch).mean()  # every
+            def apply(self, loss):
+                loss.backward()
+                self.report()  # every
+            def report(self):
+                total = sum(p.grad.norm() for p in self.net.parameters())  # every
     """,
     "a step function that calls an epoch function is not a step": """
         class Trainer:
