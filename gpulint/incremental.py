@@ -163,11 +163,49 @@ def _each(source: str, parse: Callable[[str], Optional[object]]) -> Optional[lis
     return None if pending else results
 
 
+class _RecentByText:
+    """The last few trees parsed outside an editor, by their text: a training script is parsed once although
+    its own lint, the model code it calls (analysis/forward.py reads the script's loops) and the project model
+    (analysis/project.py) each need its tree. Big texts are never kept: memory stays bounded by the file being
+    linted."""
+
+    SIZE = 8
+    MAX_CHARS = 400_000
+
+    def __init__(self) -> None:
+        self.entries: OrderedDict[str, object] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, text: str):
+        with self.lock:
+            known = self.entries.get(text)
+            if known is not None:
+                self.entries.move_to_end(text)
+            return known
+
+    def put(self, text: str, tree) -> None:
+        if tree is None or len(text) > self.MAX_CHARS:
+            return
+        with self.lock:
+            self.entries[text] = tree
+            while len(self.entries) > self.SIZE:
+                self.entries.popitem(last=False)
+
+
+_recent_modules = _RecentByText()  # LibCST modules
+_recent_trees = _RecentByText()  # CPython `ast` trees
+
+
 def parse_module(source: str) -> cst.Module:
-    """The module `cst.parse_module(source)` gives, reusing the pieces parsed before when reuse is on."""
+    """The module `cst.parse_module(source)` gives, reusing the pieces parsed before when reuse is on (and,
+    when it is off, a module parsed from the same text a moment ago)."""
     reuse = _reuse
     if reuse is None:
-        return bigfile.parse_module(source)
+        module = _recent_modules.get(source)
+        if module is None:
+            module = bigfile.parse_module(source)
+            _recent_modules.put(source, module)
+        return module  # type: ignore[return-value]
     seen: set[int] = set()
 
     def piece(text: str) -> Optional[cst.Module]:
@@ -206,7 +244,11 @@ def python_parse(source: str, filename: str) -> Optional[ast.Module]:
     the prefilter lets such a buffer through)."""
     reuse = _reuse
     if reuse is None:
-        return bigfile.python_parse(source, filename)
+        tree = _recent_trees.get(source)
+        if tree is None:
+            tree = bigfile.python_parse(source, filename)
+            _recent_trees.put(source, tree)
+        return tree  # type: ignore[return-value]
 
     def accepted(text: str) -> Optional[bool]:
         if text in reuse.compiles:
@@ -325,3 +367,21 @@ def positions(shape: tuple, statement: cst.CSTNode, compute: Callable[[], Option
             return None
         known = reuse.positions[statement] = (shape, value)
     return known[1]
+
+
+def recent_python_tree(raw: bytes) -> tuple[Optional[str], Optional[ast.Module]]:
+    """(the text of `raw` where it is plain UTF-8 without a coding cookie, the `ast` tree parsed from that text a
+    moment ago if any): the project model then takes the tree the file's own lint made (and the other way)."""
+    if _reuse is not None or raw.startswith(b"\xef\xbb\xbf") or _COOKIE.search(b"\n".join(
+            raw.split(b"\n", 2)[:2]).decode("latin-1")):
+        return None, None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, None
+    return text, _recent_trees.get(text)  # type: ignore[return-value]
+
+
+def remember_python_tree(text: Optional[str], tree: Optional[ast.Module]) -> None:
+    if text is not None and _reuse is None:
+        _recent_trees.put(text, tree)

@@ -24,6 +24,7 @@ from gpulint.analysis import ModuleAnalysis
 from gpulint.checker import run_rules
 from gpulint.diagnostics import Diagnostic, FixMode, InternalError, Position, internal_error
 from gpulint.rule import all_rules
+from gpulint.unit_positions import UnitPositions
 
 MAX_FIX_PASSES = 10
 SYNTAX_ERROR = "GPU001"
@@ -176,16 +177,22 @@ def _failure_messages(failures: list[RuleFailure], positions: dict, filename: st
 def _positions(analysis: ModuleAnalysis, source: str, nodes: list, firsts: Optional[list[int]] = None) -> dict:
     """Line/column of the given nodes. Positions are resolved only for files that have findings.
 
-    LibCST's PositionProvider regenerates the whole module; here only the top-level statements that hold a
-    node are, each in a module of its own, then shifted by the lines before it in the source.
+    LibCST's PositionProvider regenerates the whole module; here only the smallest statement that holds a node
+    is (gpulint/unit_positions.py) or, where that is not possible, the top-level statement that holds it, each
+    in a module of its own, then shifted by the lines before it in the source.
     """
-    by_statement = dict.fromkeys(_top_level(analysis, node) for node in nodes if node is not None)
     module = analysis.module
     offsets = _TopLevelOffsets(module, source, firsts)
     positions: dict = {}
     nodes_by_statement: dict = {}
+    units = UnitPositions(analysis, source, firsts) if firsts is not None else None
     for node in nodes:
-        if node is not None:
+        if node is None:
+            continue
+        where = units.position(node) if units is not None else None
+        if where is not None:  # from the smallest statement holding it (gpulint/unit_positions.py)
+            positions[node] = where
+        else:
             nodes_by_statement.setdefault(_top_level(analysis, node), []).append(node)
     for statement, wanted in nodes_by_statement.items():
         shifted = _statement_positions(module, statement, source, offsets)

@@ -3,6 +3,7 @@ parse, findings are exactly those of a fresh lint, and a lint can be abandoned m
 
 from __future__ import annotations
 
+import ast
 import textwrap
 from pathlib import Path
 
@@ -98,12 +99,42 @@ def test_unchanged_definitions_keep_their_nodes(reuse):
     assert after.body[3].body is third.body  # its leading lines come from the edited piece; the rest is kept
 
 
-def test_without_reuse_nothing_is_kept():
+def test_without_reuse_no_piece_is_kept():
     saved, incremental._reuse = incremental._reuse, None
-    try:
-        assert incremental.parse_module(SCRIPT).body[1] is not incremental.parse_module(SCRIPT).body[1]
+    try:  # the same definition in another text is parsed again: only a whole text seen a moment ago is kept
+        assert incremental.parse_module(SCRIPT).body[1] is not incremental.parse_module(SCRIPT + "\n").body[1]
     finally:
         incremental._reuse = saved
+
+
+def test_a_script_whose_model_it_trains_is_parsed_once(tmp_path, monkeypatch):
+    """The script's lint and the model code in it (analysis/forward.py reads the script's loops to know that
+    `Net.forward` runs every step) share one LibCST parse."""
+    from gpulint import bigfile
+    from gpulint.analysis.project import project_for
+
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
+        "        print(x.sum().item())\n        return x\n\n\nmodel = Net().cuda()\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor x in loader:\n    loss = model(x).sum()\n"
+        "    loss.backward()\n    opt.step()\n")
+    (tmp_path / "pyproject.toml").write_text("")
+    project_for(script).forget(None)
+    parses, project_parses = [], []
+    real, real_ast = bigfile.parse_module, ast.parse
+    monkeypatch.setattr(bigfile, "parse_module", lambda text: parses.append(text) or real(text))
+    monkeypatch.setattr(ast, "parse", lambda source, *a, **k: (
+        project_parses.append(source) if isinstance(source, bytes) else None) or real_ast(source, *a, **k))
+    saved, incremental._reuse = incremental._reuse, None
+    try:
+        incremental._recent_modules.entries.clear()
+        found = lint_source(script.read_text(), str(script), CODES, path=script).diagnostics
+    finally:
+        incremental._reuse = saved
+    assert ("GPU101", 7) in [(d.code, d.location.row) for d in found]  # model code run every step
+    assert len(parses) == 1
+    assert project_parses == []  # the project model took the `ast` tree the script's own lint made
 
 
 def test_syntax_errors_are_found_in_pieces_seen_before_and_across_them(reuse):

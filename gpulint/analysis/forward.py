@@ -198,7 +198,7 @@ def _hot_calls(project: Project, path: Path) -> list:
     iteration of a hot loop of `path`, from one LibCST parse of it (at most `_CALLER_PARSES` callers are
     parsed per project and run: past that, a model is not followed, to bound the cost)."""
     from gpulint.analysis import ModuleAnalysis
-    from gpulint.bigfile import parse_module
+    from gpulint.incremental import parse_module  # the script's own lint may have parsed it a moment ago
 
     cache = project.caller_analyses
     if path in cache:
@@ -232,9 +232,13 @@ def _hot_calls(project: Project, path: Path) -> list:
 
 
 def _line_of(analysis, node: cst.CSTNode) -> int:
-    from gpulint.runner import _positions  # the runner's cheap per-statement positions
+    from gpulint.runner import _positions, first_lines  # the runner's cheap per-statement positions
 
-    position = _positions(analysis, analysis.source, [node]).get(node)
+    try:  # where statements start, so only the statement holding the call is printed (unit_positions.py)
+        firsts = first_lines(ast.parse(analysis.source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        firsts = None
+    position = _positions(analysis, analysis.source, [node], firsts).get(node)
     return position.start.line if position is not None else 1
 
 

@@ -378,8 +378,13 @@ class Project:
     def _parse_text(path: Path, raw: bytes, text: Optional[str] = None) -> Optional[ModuleInfo]:
         # An editor's buffer: its unchanged definitions' trees are reused (gpulint.incremental; None: not on).
         tree = incremental.python_tree(text) if text is not None else None
+        recent_text = None
+        if tree is None and text is None:  # a file on disk: its own lint may have parsed it a moment ago
+            recent_text, tree = incremental.recent_python_tree(raw)
         try:
-            tree = tree or ast.parse(raw, str(path))
+            if tree is None:
+                tree = ast.parse(raw, str(path))
+                incremental.remember_python_tree(recent_text, tree)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         return ModuleInfo(path, tree, hashlib.sha256(raw).hexdigest())

@@ -18,8 +18,10 @@ class Fp32TrainingWithoutAutocast(GpuRule):
     """A CUDA training step computed entirely in fp32: no autocast, no half-precision model.
 
     ## What it does
-    Flags the `loss.backward()` of a training loop that runs every step, in a module that trains on CUDA and
-    never mentions reduced precision: no `torch.autocast` / `torch.amp.autocast` / `torch.cuda.amp.autocast`,
+    Flags the forward pass of a training step that runs every iteration (the step's first model call before
+    `loss.backward()`, or the first call handed the model, such as `diffusion.training_losses(model, x, t)`;
+    `loss.backward()` itself where neither is in its block), in a module that trains on CUDA and never mentions
+    reduced precision: no `torch.autocast` / `torch.amp.autocast` / `torch.cuda.amp.autocast`,
     no `.half()` / `.bfloat16()`, no `dtype=` argument, no GradScaler, no `mixed_precision` setting.
 
     ## Why it is slow
@@ -95,6 +97,10 @@ class Fp32TrainingWithoutAutocast(GpuRule):
                       "        out = model(x)\n        loss = out.sum()\n    loss.backward()\n    opt.step()\n"),
     )
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._reported: set[int] = set()
+
     def visit_Call(self, node: cst.Call) -> None:
         if not isinstance(node.func, cst.Attribute) or node.func.attr.value != "backward":
             return
@@ -106,7 +112,35 @@ class Fp32TrainingWithoutAutocast(GpuRule):
         where = self.where(node)
         if where is None or not where.every_iteration or facts.chose_precision() or not facts.trains_on_cuda():
             return
-        self.report(node, fix=self._fix(node) if facts.imports_torch_as_torch() else None)
+        forward = self._forward(node, where.loop)
+        if forward is not None and id(forward) in self._reported:
+            return  # `if fp16: (loss * scale).backward() else: loss.backward()`: one forward pass, one finding
+        self._reported.add(id(forward or node))
+        self.report(forward or node, fix=self._fix(node) if facts.imports_torch_as_torch() else None, where=where)
+
+    def _forward(self, backward: cst.Call, loop: Optional[cst.CSTNode]) -> Optional[cst.Call]:
+        """Where the fp32 work is: the step's first model call before `backward()` (in its block, or in the
+        blocks around it inside the loop: `out = model(x)`), or else the first call handed a model
+        (`diffusion.training_losses(model, x, t)`)."""
+        parent = self.analysis.parent
+        line = statement_of(backward, parent)
+        before: list[cst.CSTNode] = []
+        while line is not None and line is not loop and not isinstance(line, (cst.FunctionDef, cst.ClassDef)):
+            block = parent(line)
+            if isinstance(block, cst.IndentedBlock):
+                before[:0] = [s for s in block.body[:list(block.body).index(line)]
+                              if isinstance(s, cst.SimpleStatementLine)]
+            line = parent(block) if block is not None else None
+            while line is not None and not isinstance(line, cst.BaseStatement):
+                line = parent(line)  # from an `else:` to its `if`
+        calls = [n for stmt in before for n in _in_order(stmt) if isinstance(n, cst.Call)]
+        for call in calls:
+            if self.analysis.kind(call.func) is Kind.MODULE:
+                return call
+        for call in calls:
+            if any(self.analysis.kind(a.value) is Kind.MODULE for a in call.args):
+                return call
+        return None
 
     def _fix(self, call: cst.Call) -> Optional[Fix]:
         line = statement_of(call, self.analysis.parent)
@@ -141,6 +175,15 @@ class Fp32TrainingWithoutAutocast(GpuRule):
         `criterion(model(x), y)` or `model(x).sum()`)."""
         return any(isinstance(n, cst.Call) and self.analysis.kind(n.func) is Kind.MODULE
                    for n in _nodes(stmt) if not (nested_only and n is stmt))
+
+
+def _in_order(node: cst.CSTNode):
+    """`node` and the nodes below it, in the order they are written."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
 
 
 def _nodes(node: cst.CSTNode):
