@@ -102,9 +102,9 @@ def checkout_at(clone: Path, commit: str, stack: ExitStack) -> Path:
     return tmp
 
 
-def run_gpulint(cmd: list[str], root: Path, config: Path) -> list[dict]:
-    out = subprocess.run([*cmd, "check", "--output-format", "json", "--no-cache", "--exit-zero", "--jobs", "2",
-                          "--config", str(config), str(root)], capture_output=True, text=True, cwd=str(root))
+def run_gpulint(cmd: list[str], root: Path, config: Path, extra: tuple[str, ...] = ()) -> list[dict]:
+    out = subprocess.run([*cmd, "check", *extra, "--output-format", "json", "--no-cache", "--exit-zero", "--jobs",
+                          "2", "--config", str(config), str(root)], capture_output=True, text=True, cwd=str(root))
     if out.returncode != 0:
         raise SystemExit(f"gpulint failed on {root} (exit {out.returncode}): {out.stderr.strip()[:500]}")
     findings = json.loads(out.stdout or "[]")

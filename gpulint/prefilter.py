@@ -328,12 +328,18 @@ class FileFacts:
         return self._held[key]  # type: ignore[return-value]
 
     def _trains(self, name: str) -> bool:
-        """A function of the module by that name may train in its own body (`LoopAnalysis._function_trains`)."""
+        """A function of the module by that name may train in its own body or through the module's functions it
+        calls (`LoopAnalysis._function_trains`)."""
         key = "trains:" + name
         if key not in self._held:
-            self._held[key] = any(isinstance(n, ast.Call) and self._may_train(n, fn)
+            self._held[key] = False  # recursion guard
+            self._held[key] = any(isinstance(n, ast.Call) and (self._may_train(n, fn) or self._calls_trainer(n))
                                   for fn in self._functions.get(name, ()) for n in _walk_body(fn))
         return bool(self._held[key])
+
+    def _calls_trainer(self, call: ast.Call) -> bool:
+        name = _local_name(call.func)
+        return name is not None and name in self._functions and self._trains(name)
 
     def _names_a_loader(self) -> bool:
         if "loader" not in self._held:

@@ -173,6 +173,49 @@ CASES = {
                 for b in loader:
                     self.step(b)
     """,
+    "trainer class: the step trains through its helpers, a read two calls deep": """
+        class Engine:
+            def fit(self, batches):
+                for i in range(self.total_steps):
+                    self.train_one(next(batches))
+            def train_one(self, batch):
+                loss = self.compute_loss(batch)
+                self.apply(loss)
+            def compute_loss(self, batch):
+                return self.net(batch).mean()  # every
+            def apply(self, loss):
+                loss.backward()
+                self.report()  # every
+            def report(self):
+                total = sum(p.grad.norm() for p in self.net.parameters())  # every
+    """,
+    "a step function that calls an epoch function is not a step": """
+        class Trainer:
+            def fit(self):
+                for epoch in range(3):
+                    self.run_epoch()
+            def run_epoch(self):
+                self.train_batches()
+            def train_batches(self):
+                for b in loader:
+                    model(b).sum().backward()  # every
+                done = 1  # outside
+    """,
+    "an ONNX-export branch inside a step runs at export, not every step": """
+        for b in loader:
+            out = model(b)  # every
+            if torch.onnx.is_in_onnx_export():
+                out = torch.from_numpy(out.cpu().numpy())  # outside
+            out.sum().backward()  # every
+    """,
+    "a sweep over written-out configurations is not a training loop": """
+        def check(hook):
+            model(hook).sum().backward()
+        def main():
+            for hook in ["no", "fp16", "bf16"]:
+                check(hook)
+                m = nn.Linear(2, 2)  # outside
+    """,
     "epoch function called from an epoch loop": """
         def train(epoch):
             for b in loader:

@@ -120,6 +120,7 @@ def test_loop_variables_and_urls_do_not_make_a_training_loop():
     "for x in data:\n    loss = model(x)\n",  # runs a model
     "for x in data:\n    out = net_a(x)\n",  # a value assigned from a module of torch.nn
     "for x in data:\n    step(x)\n",  # calls a function of the module that trains
+    "def outer(x):\n    step(x)\n\nfor x in data:\n    outer(x)\n",  # trains through a helper's helper
     "for x in data:\n    opt.step()\n",  # steps an optimizer
     "for i in range(n):\n    x = x @ w\n",  # tensor math, many iterations
     "while err > tol:\n    x = x - g(x)\n",

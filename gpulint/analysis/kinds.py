@@ -210,7 +210,7 @@ class KindInference:
                 # Tensor wins over number only for accumulators started at a literal (`total = 0.0`); a name
                 # rebound to `loss.item()` holds a number from then on: say nothing.
                 numbers = [b for b, k in zip(bindings, kinds) if k is Kind.NUMBER]
-                if not all(b.kind == "assign" and isinstance(b.value, (cst.Integer, cst.Float)) for b in numbers):
+                if not all(b.kind == "assign" and _number_literal(b.value) for b in numbers):
                     result = Kind.UNKNOWN
         finally:
             self._in_progress.discard(key)
@@ -334,6 +334,8 @@ class KindInference:
         if isinstance(node, cst.BinaryOperation):
             if is_text(node):
                 return Kind.OTHER  # `"%g" % t`, `"-" * 20`: a str, whatever is formatted into it
+            if _repeats_a_list(node) and not {self.of(node.left), self.of(node.right)} & {Kind.TENSOR, Kind.NUMPY}:
+                return Kind.OTHER  # `[t] * batch_size`, `[0] + ids`: a Python list
             return _arith(self.of(node.left), self.of(node.right))
         if isinstance(node, cst.UnaryOperation):
             if isinstance(node.operator, cst.Not):
@@ -495,6 +497,19 @@ def _names_cpu(inference: KindInference, call: cst.Call) -> bool:
         target = target.args[0].value
     return isinstance(target, cst.SimpleString) and isinstance(target.evaluated_value, str) and \
         target.evaluated_value.split(":")[0] == "cpu"
+
+
+def _number_literal(node: Optional[cst.BaseExpression]) -> bool:
+    """`0`, `0.0`, `-1.0` (a placeholder such as `norm = -1.0` before the loop that computes it)."""
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+        node = node.expression
+    return isinstance(node, (cst.Integer, cst.Float))
+
+
+def _repeats_a_list(node: cst.BinaryOperation) -> bool:
+    """`[x] * n`, `n * [x]`, `[a] + rest`: a list (or tuple) display repeated or joined."""
+    return isinstance(node.operator, (cst.Multiply, cst.Add)) and any(
+        isinstance(side, (cst.List, cst.ListComp, cst.Tuple)) for side in (node.left, node.right))
 
 
 def is_text(node: cst.BaseExpression) -> bool:

@@ -47,6 +47,9 @@ class Execution:
 OUTSIDE = Execution(Frequency.OUTSIDE)
 
 _TIMERS = {"time.time", "time.perf_counter", "time.monotonic", "time.process_time", "timeit.default_timer"}
+# Tests that hold only while a model is exported or traced, never on a training or evaluation step.
+_EXPORT_TESTS = {"torch.onnx.is_in_onnx_export", "torch.jit.is_tracing"}
+_HELPER_DEPTH = 4  # calls deep that a hot helper makes another function of the module hot
 _EXITS = {"sys.exit", "exit", "quit", "os._exit", "os.abort"}
 _COUNTER_HINTS = ("step", "iter", "idx", "epoch", "batch", "it", "i", "n", "count", "global_step", "itr")
 
@@ -98,7 +101,9 @@ class LoopAnalysis:
                     return LoopRole.EPOCH
         # `for step ...: for micro in range(accum): ...; optimizer.step()` is hot; an epoch loop that only clears
         # gradients around its inner training loop (`optimizer.zero_grad()` once per epoch) is not.
-        if self._body_trains(loop, beside_hot_loop=nested_hot):
+        # A sweep over configurations written out in the source (`for hook in [NO, FP16, BF16]: run_test(hook)`)
+        # runs a handful of times, not once per batch.
+        if not _over_a_display(loop) and self._body_trains(loop, beside_hot_loop=nested_hot):
             return LoopRole.HOT
         if nested_hot:
             return LoopRole.EPOCH
@@ -252,13 +257,23 @@ class LoopAnalysis:
         return False
 
     def _function_trains(self, fn: cst.FunctionDef) -> bool:
-        """A step function: trains outside any loop of its own (one that loops is an epoch function)."""
+        """A step function: trains outside any loop of its own (one that loops is an epoch function), in its own
+        body or through the step functions it calls (`run_step` calling `self.forward_backward(batch)` and
+        `self.optimize()`, a trainer class's shape; a sampling step reaching the model through a helper); one that
+        calls a function looping over batches is an epoch function."""
         key = id(fn)
         if key not in self._trains:
             self._trains[key] = False  # recursion guard
-            self._trains[key] = not self._function_has_hot_loop(fn) and any(
-                isinstance(n, cst.Call) and self.is_training_call(n) for n in _walk_body(fn, into_loops=False))
+            calls = [n for n in _walk_body(fn, into_loops=False) if isinstance(n, cst.Call)]
+            helpers = [h for h in map(self.local_function, calls) if h is not None and h is not fn]
+            self._trains[key] = not self._function_has_hot_loop(fn) and \
+                not any(self._function_loops_over_batches(h) for h in helpers) and \
+                any(self.is_training_call(n, follow_helpers=True) for n in calls)
         return self._trains[key]
+
+    def _function_loops_over_batches(self, fn: cst.FunctionDef) -> bool:
+        return any(isinstance(n, (cst.For, cst.While)) and self._loops_over_batches(n)
+                   for n in _walk_body(fn, into_loops=True))
 
     def local_function(self, call: cst.Call) -> Optional[cst.FunctionDef]:
         """The function or method of this module that `call` calls (`f(...)`, `self.f(...)`), if unambiguous."""
@@ -301,6 +316,8 @@ class LoopAnalysis:
                 if known is not None:
                     return known
                 passed.append(id(child))
+            if isinstance(parent, cst.If) and child is parent.body and self._export_only(parent.test):
+                return OUTSIDE  # `if torch.onnx.is_in_onnx_export():`: runs while a model is exported, not trained
             if isinstance(parent, cst.If) and child is parent.body and periodic is None:
                 reason = self.periodic_test(parent.test)
                 if reason:
@@ -339,19 +356,29 @@ class LoopAnalysis:
         return OUTSIDE
 
     def hot_helpers(self) -> dict[int, Execution]:
-        """Functions of this module called from inside a hot loop (one level), with how often they run."""
+        """Functions of this module called from inside a hot loop, with how often they run: directly, or through
+        other such functions (`run_step` -> `self.optimize()` -> `self._log_grad_norm()`), up to
+        `_HELPER_DEPTH` calls deep."""
         if self._hot_helpers is None:
-            self._hot_helpers = {}
+            calls = []
             for node in of_types(self.index, cst.Call):
                 fn = self.local_function(node)  # type: ignore[arg-type]
-                if fn is None or self.index.is_ancestor_or_self(fn, node):
-                    continue
-                where = self._execution_without_helpers(node)
-                if where.frequency is Frequency.OUTSIDE:
-                    continue
-                known = self._hot_helpers.get(id(fn))
-                if known is None or (known.periodic and where.every_iteration):
-                    self._hot_helpers[id(fn)] = where
+                if fn is not None and not self.index.is_ancestor_or_self(fn, node):
+                    calls.append((node, fn))
+            found: dict[int, Execution] = {}
+            for _ in range(_HELPER_DEPTH):
+                known_before = dict(found)
+                for node, fn in calls:
+                    where = self._execution_given_helpers(node, known_before)
+                    if where.frequency is Frequency.OUTSIDE:
+                        continue
+                    known = found.get(id(fn))
+                    if known is None or (known.periodic and where.every_iteration):
+                        found[id(fn)] = where
+                if found.keys() == known_before.keys() and all(
+                        found[k].frequency is known_before[k].frequency for k in found):
+                    break
+            self._hot_helpers = found
         return self._hot_helpers
 
     def _model_code(self, fn: cst.FunctionDef) -> Optional[Execution]:
@@ -359,12 +386,16 @@ class LoopAnalysis:
         site = self.per_step_caller(fn) if self.per_step_caller is not None else None
         return Execution(Frequency.EVERY_ITERATION, None, via=site) if site is not None else None
 
-    def _execution_without_helpers(self, node: cst.CSTNode) -> Execution:
-        saved, self._hot_helpers, self._without_helpers = self._hot_helpers, {}, True
+    def _execution_given_helpers(self, node: cst.CSTNode, helpers: dict[int, Execution]) -> Execution:
+        """Where `node` runs, taking only `helpers` as the module's hot functions (walks remembered apart)."""
+        saved = self._hot_helpers, self._without_helpers, self._walks_without_helpers
+        self._hot_helpers, self._without_helpers = helpers, True
+        if helpers:
+            self._walks_without_helpers = {}
         try:
             return self._compute_execution(node)
         finally:
-            self._hot_helpers, self._without_helpers = saved, False
+            self._hot_helpers, self._without_helpers, self._walks_without_helpers = saved
 
     # -- periodic guards ---------------------------------------------------------------------------------------
     def periodic_test(self, test: cst.BaseExpression, negated: bool = False) -> Optional[str]:
@@ -413,6 +444,9 @@ class LoopAnalysis:
             if last.startswith(("should_log", "should_eval", "should_save", "is_log", "is_eval")):
                 return f"`{_code(test)}`"
         return None
+
+    def _export_only(self, test: cst.BaseExpression) -> bool:
+        return isinstance(test, cst.Call) and not test.args and self.kinds.qualified(test.func) in _EXPORT_TESTS
 
     def _ends_the_run(self, block: cst.IndentedBlock) -> bool:
         """The block's last statement raises or exits the program (`raise ...`, `sys.exit(1)`, `exit()`)."""
@@ -488,6 +522,10 @@ def _copied_to_host(expr: cst.BaseExpression) -> bool:
         else:
             expr = expr.value
     return False
+
+
+def _over_a_display(loop: Loop) -> bool:
+    return isinstance(loop, cst.For) and isinstance(loop.iter, (cst.List, cst.Tuple, cst.Set))
 
 
 def _many_range_iterations(iterable: cst.BaseExpression) -> bool:
