@@ -186,3 +186,12 @@ def test_hot_loop_condition_agrees_with_the_loop_analysis():
                and analysis.loops.role(n) is not LoopRole.COLD]
         assert hot == [], f"{name}: a loop the prefilter rules out is {analysis.loops.role(hot[0])}"
     assert "model" in skipped  # the check is not vacuous
+
+
+def test_the_default_rules_keep_the_prefilter_on():
+    """A default rule that declares neither `needs_text` nor `reports_in` makes every file go through LibCST
+    (GPU411 did, the moment it left preview): the cold run would be several times slower."""
+    from gpulint.runner import _prefilters
+
+    defaults = frozenset(code for code, rule in all_rules().items() if not rule.preview)
+    assert _prefilters(defaults) is not None

@@ -83,6 +83,7 @@ class PerParameterLoop(GpuRule):
     """
 
     code = "GPU411"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "per-parameter-loop"
     message = ("parameters updated one by one in a Python loop every step: one kernel per parameter; "
                "`torch._foreach_*` (or `clip_grad_norm_(..., foreach=True)`) updates them all at once")
