@@ -131,7 +131,11 @@ class HostTensorMovedEachStep(Rule):
              # also used on the host (kept for a log): the host tensor is the one the program needs
              DATASET_HEAD + "loader = DataLoader(dataset, batch_size=4)\nseen = []\nfor x, y in loader:\n"
              "    t = torch.randint(0, 8, (4,))\n    seen.append(t.tolist())\n"
-             "    model(x.to(device) * t.to(device)[:, None]).sum().backward()\n"]
+             "    model(x.to(device) * t.to(device)[:, None]).sum().backward()\n",
+             # a CPU-only script: the same shape, moved to the CPU device, costs nothing
+             "import torch\nfrom torch.utils.data import DataLoader\ndev = \"cpu\"\nmodel = torch.nn.Linear(8, 2)\n"
+             "loader = DataLoader(torch.randn(16, 8), batch_size=4)\nfor x in loader:\n"
+             "    t = torch.randint(0, 8, (4,))\n    model(x.to(dev) * t.to(dev)[:, None]).sum().backward()\n"]
     _CAST = ("loader = DataLoader(dataset, pin_memory=True)\nfor x, y in loader:\n    t = {}\n"
              "    model(x.to(device, non_blocking=True) * t[0]).sum().backward()\n")
     _LATER = "loader = DataLoader(dataset, batch_size=4)\nfor x, y in loader:\n    {}\n" \
