@@ -168,10 +168,9 @@ def _run_rounds(programs: list[Program], options: Options, progress: Progress):
         order = programs if r % 2 else programs[::-1]
         done = {}
         # round 1 (outputs compared, syncs counted) in deterministic mode under the profiler; the timing rounds as
-        # the program runs for its user, and without the profiler: once started in a process, CUPTI slows every
-        # kernel launch after it stops too (on an H100 the encoder shape's steps read ~5 ms slower after an
-        # 8-step profiler window than with none: docs/benchmarks.md), which hides a fix's gain in a launch-bound
-        # program
+        # the program runs for its user, and without the profiler: the steps after a profiler window run slower
+        # and noisier (1-4 ms on the encoder shape on an H100: docs/benchmarks.md, "Fifth landing"), which hides
+        # a fix's gain in a launch-bound program
         opts = options if r == 1 else replace(options, deterministic=False, profile_steps=0)
         for program in order:
             run = _launch(program, opts, progress, r)
