@@ -240,7 +240,8 @@ class HostTensorMovedEachStep(Rule):
         binding, factory = found
         uses = uses_of(self, binding)
         tables = [(t, single_assignment(self, t.value)) for t in uses.tables]
-        if uses.host or any(b is None or not data_facts(self.analysis).on_device(b.value) and
+        copies = uses.copies + [copy_above(self, rows) for rows in uses.rows]  # `t[:, None].to(device)` too
+        if uses.host or None in copies or any(b is None or not data_facts(self.analysis).on_device(b.value) and
                             copy_above(self, t) is None for t, b in tables):
             return  # also read on the host (or indexes a host table whose rows stay there): it belongs there
         factory_name = self.analysis.qualified(factory.func).split(".")[1]  # type: ignore[union-attr]
@@ -248,7 +249,7 @@ class HostTensorMovedEachStep(Rule):
             self.report(copy, self.from_values.format(factory=factory_name), where=where)
             return
         self.report(copy, self.later.format(factory=factory_name, name=name.value), where=where,
-                    fix=self._fix_later(binding, factory, factory_name, uses.copies, tables))
+                    fix=self._fix_later(binding, factory, factory_name, copies, tables))
 
     def _fix_later(self, binding, factory: cst.Call, name: str, copies: list, tables: list):
         device = copy_device(copies[0])
