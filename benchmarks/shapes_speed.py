@@ -128,6 +128,23 @@ def speedup_ci(base, xs):
     return value, f"{value:.2f}x [{lo:.2f}, {hi:.2f}]"
 
 
+def share_ci(base, fixed, hand):
+    """'[lo, hi]': 95% interval of gpulint's share of the hand twin's gain, (s_gpulint - 1) / (s_hand - 1), rounds
+    resampled in triples (they ran interleaved); resamples where the hand twin gains nothing are left out."""
+    rng = random.Random(0)
+    n, values = len(base), []
+    for _ in range(4000):
+        idx = [rng.randrange(n) for _ in range(n)]
+        b = statistics.median(base[i] for i in idx)
+        g, h = b / statistics.median(fixed[i] for i in idx), b / statistics.median(hand[i] for i in idx)
+        if h - 1 > 0.02:
+            values.append(100 * (g - 1) / (h - 1))
+    if not values:
+        return "[n/a]"
+    values.sort()
+    return f"[{values[int(0.025 * len(values))]:.0f}%, {values[int(0.975 * len(values)) - 1]:.0f}%]"
+
+
 def summarise(times, names):
     """times[name][variant] is a list of ms/step, one per round (None where a run failed)."""
     rows = ["| shape | as written ms/step | gpulint-fixed ms/step | hand-optimised ms/step | gpulint speedup | "
@@ -150,6 +167,8 @@ def summarise(times, names):
             cells.append(cell)
         gain = speedups["hand"] - 1
         share = f"{100 * (speedups['gpulint'] - 1) / gain:.0f}%" if gain > 0.02 else "n/a"
+        if gain > 0.02:
+            share += " " + share_ci(base, *([times[name][v][i] for i in rounds] for v in ("gpulint", "hand")))
         rows.append(f"| {name} (n={len(rounds)}) | " + " | ".join(cells) + f" | {share} |")
     return "\n".join(rows)
 

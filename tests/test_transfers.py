@@ -64,3 +64,43 @@ def test_random_factories_need_unsafe_fixes():
     """
     assert "torch.randn(8).to(device)" in lint(body, codes=("GPU203",), fix=FixMode.SAFE).source
     assert "torch.randn(8, device=device)" in lint(body, codes=("GPU203",), fix=FixMode.UNSAFE).source
+
+
+_DIFFUSION_STEP = """
+    loader = DataLoader(dataset, batch_size=4, pin_memory=True)
+    alphas_cumprod = torch.cumprod(1.0 - torch.linspace(1e-4, 0.02, 1000), dim=0)
+    for x, y in loader:
+        t = torch.randint(0, 1000, (x.shape[0],))
+        a = alphas_cumprod[t].view(-1, 1).to(device)
+        model(x.to(device, non_blocking=True) * a + t.to(device)[:, None]).sum().backward()
+"""
+
+
+def test_timesteps_drawn_on_the_host_and_the_table_they_index_are_reported_and_moved_together():
+    found = lint(_DIFFUSION_STEP, codes=("GPU203",)).diagnostics
+    assert [d.location.row for d in found] == [12, 13]
+    assert "`alphas_cumprod` lives on the host" in found[0].message
+    assert "`t` is built on the host by `torch.randint`" in found[1].message
+    # both fixes are unsafe: a safe run changes nothing
+    assert lint(_DIFFUSION_STEP, codes=("GPU203",), fix=FixMode.SAFE).source == PRELUDE + textwrap.dedent(
+        _DIFFUSION_STEP)
+    fixed = lint(_DIFFUSION_STEP, codes=("GPU203",), fix=FixMode.UNSAFE)
+    assert "alphas_cumprod = torch.cumprod(1.0 - torch.linspace(1e-4, 0.02, 1000), dim=0).to(device)" in fixed.source
+    assert "t = torch.randint(0, 1000, (x.shape[0],), device=device)" in fixed.source
+    assert "a = alphas_cumprod[t].view(-1, 1)\n" in fixed.source
+    assert "* a + t[:, None])" in fixed.source
+    assert not fixed.diagnostics
+
+
+def test_a_step_tensor_also_read_on_the_host_is_left_alone():
+    body = _DIFFUSION_STEP + "    print(t.sum())\n"
+    assert [d.message.split()[0] for d in lint(body, codes=("GPU203",)).diagnostics] == ["`alphas_cumprod`"]
+
+
+def test_the_timesteps_stay_on_the_host_while_the_table_cannot_move():
+    # the table is also read whole on the host: it is reported but not moved, and so the index that reads it
+    # (a host table indexed by a device tensor would raise) is reported without a fix
+    body = textwrap.dedent(_DIFFUSION_STEP) + "print(alphas_cumprod.mean())\n"
+    found = lint(body, codes=("GPU203",)).diagnostics
+    assert len(found) == 2 and all(d.fix is None for d in found)
+    assert lint(body, codes=("GPU203",), fix=FixMode.UNSAFE).source == PRELUDE + textwrap.dedent(body)

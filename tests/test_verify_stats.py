@@ -4,6 +4,7 @@ exact wording of the numerics verdict, the reads no rule flags, the progress lin
 from __future__ import annotations
 
 import io
+import random
 from pathlib import Path
 
 from gpulint.verify import stats
@@ -171,3 +172,47 @@ def test_prediction_band_uses_students_t():
     assert abs(stats.t_quantile(0.95, 2) - 4.303) < 1e-3 and abs(stats.t_quantile(0.99, 10) - 3.169) < 1e-3
     low, high = stats.prediction_band([1.0, 2.0, 3.0], 0.95)  # mean 2, sd 1, n 3
     assert abs((high - 2.0) - 4.303 * (4 / 3) ** 0.5) < 1e-3 and abs((2.0 - low) - (high - 2.0)) < 1e-9
+
+
+def test_the_warm_up_is_cut_where_the_step_times_settle():
+    # 15 slow first steps (a fused optimizer's first calls, autotuning), then a settled series with a spike.
+    noise = random.Random(0)
+    settled = [16.0 + noise.gauss(0, 0.5) for _ in range(100)]
+    settled[60] = 90.0  # one slow step late in the run (a log line that syncs) is no warm-up
+    cut = stats.settled([30.0] * 15 + settled)
+    assert 15 <= cut <= 20
+    assert stats.settled(settled) == 0  # nothing to cut in a settled series
+    assert stats.settled([30.0, 16.0, 16.0]) == 0  # too short to tell
+
+
+def test_timing_rounds_run_without_the_profiler_and_the_deterministic_settings(monkeypatch):
+    # Round 1 counts the syncs (profiler) and compares outputs (deterministic kernels, deterministic cuBLAS
+    # workspace); rounds 2-N, which time the steps, run neither: a profiler once started slows later launches.
+    from gpulint.verify import cli
+    from gpulint.verify.launch import Options, Program, Run, environment
+
+    seen = []
+
+    def fake_launch(program, options, watch=None):
+        seen.append((program.label, options.profile_steps, options.deterministic))
+        return Run(program, ranks=[{"rank": 0, "status": "ok", "fixed_modules": {"m": 1}}], returncode=0)
+
+    monkeypatch.setattr(cli, "launch", fake_launch)
+    programs = [Program(label, Path("x.py"), [], None, Path(".")) for label in ("original", "fixed")]
+    rounds, failed, _ = cli._run_rounds(programs, Options(rounds=3, profile_steps=8), Progress(enabled=False))
+    assert failed is None and len(rounds) == 3
+    assert seen[:2] == [("original", 8, True), ("fixed", 8, True)]
+    assert {(profile, deterministic) for _, profile, deterministic in seen[2:]} == {(0, False)}
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    assert environment(Options(deterministic=True))["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+    assert "CUBLAS_WORKSPACE_CONFIG" not in environment(Options(deterministic=False))
+
+
+def test_step_times_of_a_run_leave_out_its_slow_start():
+    from gpulint.verify import cli
+    from gpulint.verify.launch import Program, Run
+
+    noise = random.Random(1)
+    times = [40.0] * 10 + [16.0 + noise.gauss(0, 0.5) for _ in range(60)]
+    run = Run(Program("fixed", Path("x.py"), [], None, Path(".")), ranks=[{"step_times_ms": {"ms": times}}])
+    assert cli._step_times(run, 0) == times[10:]

@@ -167,8 +167,11 @@ def _run_rounds(programs: list[Program], options: Options, progress: Progress):
     for r in range(1, options.rounds + 1):
         order = programs if r % 2 else programs[::-1]
         done = {}
-        # round 1 (outputs compared) in deterministic mode; the timing rounds as the program runs for its user
-        opts = options if r == 1 else replace(options, deterministic=False)
+        # round 1 (outputs compared, syncs counted) in deterministic mode under the profiler; the timing rounds as
+        # the program runs for its user, and without the profiler: the steps after a profiler window run slower
+        # and noisier (1-4 ms on the encoder shape on an H100: docs/benchmarks.md, "Fifth landing"), which hides
+        # a fix's gain in a launch-bound program
+        opts = options if r == 1 else replace(options, deterministic=False, profile_steps=0)
         for program in order:
             run = _launch(program, opts, progress, r)
             done[program.label] = run
@@ -249,5 +252,9 @@ def _verify(programs: list[Program], options: Options, tolerance: Tolerance, pro
 
 
 def _step_times(run: Run, rank: int) -> list[float]:
+    """The rank's step times after its warm-up: `--warmup` steps are never recorded, and the steps before the
+    series settles (stats.settled: a slow start that lasts longer than the fixed warm-up, such as the first
+    steps of a fused optimizer, cuDNN autotuning or the caching allocator growing) are left out too."""
     ranks = run.ranks
-    return ((ranks[rank].get("step_times_ms") or {}).get("ms") or []) if rank < len(ranks) else []
+    times = ((ranks[rank].get("step_times_ms") or {}).get("ms") or []) if rank < len(ranks) else []
+    return times[stats.settled(times):]

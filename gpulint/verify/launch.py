@@ -117,7 +117,8 @@ def _last_line(text: str) -> str:
 def environment(options: Options, marker: str = "") -> dict:
     env = dict(os.environ)
     env[MARKER] = marker
-    env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS; read at CUDA initialisation
+    if options.deterministic:  # deterministic cuBLAS (read at CUDA initialisation); timing runs keep the user's
+        env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     env["PYTHONHASHSEED"] = str(options.seed)
     if options.device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""

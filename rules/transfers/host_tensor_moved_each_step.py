@@ -8,8 +8,11 @@ from gpulint.analysis import GPU_HINT, Kind
 from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
 from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, TRAIN_STEP
 from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, has_star_args, keyword
-from gpulint.syntax import argument, positional
+from gpulint.syntax import positional, statement_of
 from gpulint.analysis.data import _FACTORIES, _RANDOM, _SAME_ON_DEVICE
+from gpulint.rules.transfers._built_then_moved import (
+    built_this_step, exact_on_device, copy_above, copy_device, defined_before, host_table, moved_table,
+    same_device, single_assignment, strip_same_on_device, uses_of, without_copy)
 
 
 class HostTensorMovedEachStep(Rule):
@@ -20,6 +23,13 @@ class HostTensorMovedEachStep(Rule):
     torch factories followed by a copy to an accelerator, where this runs every iteration of a training loop.
     Also flags `torch.tensor(values, device=device)` and `torch.as_tensor(values, device=device)` of Python
     numbers, lists or numpy arrays every iteration: `device=` does not move where the values are.
+
+    The factory and the copy need not be one expression: `t = torch.randint(0, T, (B,))` early in the step and
+    `model(x, t.to(device))` later in the same iteration is the same host build and copy (reported at the copy),
+    when every use of `t` is a copy to the accelerator or an index into a table whose rows go there. A host table
+    defined before the loop and indexed by such a tensor, its rows copied each step
+    (`alphas_cumprod[t].view(-1, 1, 1, 1).to(device)`), is reported too: the gather runs on the CPU and the
+    rows cross PCIe every step.
 
     ## Why it is slow
     The tensor is allocated and filled by the CPU, then crosses PCIe with a blocking copy from pageable memory,
@@ -42,6 +52,23 @@ class HostTensorMovedEachStep(Rule):
         pos = torch.arange(x.shape[1], device=x.device).to(torch.float32)
     ```
 
+    A diffusion step, drawn on the host and copied twice per step:
+    ```python
+    alphas_cumprod = torch.cumprod(1.0 - betas, dim=0)
+    for (x0,) in loader:
+        t = torch.randint(0, T, (x0.shape[0],))
+        a = alphas_cumprod[t].view(-1, 1, 1, 1).to(device)
+        pred = model(a.sqrt() * x0, t.to(device))
+    ```
+    Use instead (the table moved once; the timesteps drawn on the device):
+    ```python
+    alphas_cumprod = torch.cumprod(1.0 - betas, dim=0).to(device)
+    for (x0,) in loader:
+        t = torch.randint(0, T, (x0.shape[0],), device=device)
+        a = alphas_cumprod[t].view(-1, 1, 1, 1)
+        pred = model(a.sqrt() * x0, t)
+    ```
+
     For values known only on the host (`torch.tensor((w, h, w, h), device=device)` from a batch's shape), build
     the tensor once before the loop when the values do not change, or use the Python numbers directly
     (`boxes[:, 0::2] *= w`): a Python scalar is passed to the kernel as an argument, with no copy.
@@ -53,16 +80,30 @@ class HostTensorMovedEachStep(Rule):
     `.to(device)`): moving `device=` into it would copy the same host values; what replaces it depends on
     where the values come from.
 
+    For a tensor bound in the step and copied later, `device=` goes into the factory and every copy of it is
+    dropped (`t.to(device)` becomes `t`); it is offered only when all its copies go to the same device, spelt as
+    a name bound before the loop (or a literal), and, when it also indexes a host table, together with that
+    table's fix. A host table moves once where it is defined (`table = <value>.to(device)`) and its copied
+    rows lose their `.to(device)`: only when every use of the table is such a row copy to that device.
+
     ## Fix safety
     Safe for deterministic factories (`zeros`, `ones`, `full`, `arange`, `tensor`, ...). Unsafe for random
     ones (`rand`, `randn`, `randint`, `randperm`, ...): the device's generator draws different numbers than the
     CPU's, so seeded runs are no longer reproducible against earlier ones. No fix when the factory already has
     `device=`, `requires_grad=` (the result would become a leaf tensor), `out=`, `pin_memory=` or `generator=`
     (a CPU generator cannot drive a CUDA factory), or when the copy's target is another tensor (`.to(other)`
-    also changes the dtype).
+    also changes the dtype). For a tensor bound in the step, safe only for constants (`zeros`, `ones`, `full`,
+    `eye`, their `_like` forms, and `arange` of integer literals), whose values are the same bit for bit on any
+    device; `arange`/`linspace` of other arguments may round differently in a device kernel, so they are
+    unsafe, as are random factories (`torch.randint` on CUDA draws other timesteps than on the CPU for the same
+    seed: training is equivalent, not reproducible against earlier runs). Moving a host table is unsafe: its
+    values stay the same, but it now lives in GPU memory for the whole run, and code gpulint cannot see (another
+    module importing it, a checkpoint saving it) gets a CUDA tensor.
 
     ## When it is fine
-    Constants built once before the loop, `torch.from_numpy(batch).to(device)` (real data has to cross; GPU410
+    A tensor bound in the step that is also used on the host (`history.append(t.tolist())`, `host_table[t]`
+    read on the CPU): it belongs there, and its copy is the one the data needs. A table indexed by the batch's
+    own labels (that is data). Constants built once before the loop, `torch.from_numpy(batch).to(device)` (real data has to cross; GPU410
     is about how it crosses), `torch.as_tensor(t, device=device)` of a tensor, and copies outside training
     loops.
     """
@@ -77,14 +118,28 @@ class HostTensorMovedEachStep(Rule):
     from_values = "`torch.{factory}` of host values builds the tensor on the host and copies it from pageable " \
                   "memory every step, waiting for the GPU (`device=` does not change that); build it once " \
                   "before the loop, or keep the values as Python scalars"
+    later = "`{name}` is built on the host by `torch.{factory}` each step and copied to the GPU later in the " \
+            "step; create it on the device with `device=`"
+    table_rows = "`{table}` lives on the host: indexing it with `{index}` (built this step) and copying the rows " \
+                 "to the GPU costs a copy every step; move `{table}` to the device once, where it is defined"
     family = Family.TRANSFERS
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(
         Safety.SAFE, "deterministic factories compute the same values on the device (random ones are offered as "
                      "unsafe fixes)")
-    VALID = [TRAIN_STEP + "noise = torch.zeros(2).cuda()\n", *CPU_ONLY_SCRIPTS]
+    VALID = [TRAIN_STEP + "noise = torch.zeros(2).cuda()\n", *CPU_ONLY_SCRIPTS,
+             # also used on the host (kept for a log): the host tensor is the one the program needs
+             DATASET_HEAD + "loader = DataLoader(dataset, batch_size=4)\nseen = []\nfor x, y in loader:\n"
+             "    t = torch.randint(0, 8, (4,))\n    seen.append(t.tolist())\n"
+             "    model(x.to(device) * t.to(device)[:, None]).sum().backward()\n",
+             # a CPU-only script: the same shape, moved to the CPU device, costs nothing
+             "import torch\nfrom torch.utils.data import DataLoader\ndev = \"cpu\"\nmodel = torch.nn.Linear(8, 2)\n"
+             "loader = DataLoader(torch.randn(16, 8), batch_size=4)\nfor x in loader:\n"
+             "    t = torch.randint(0, 8, (4,))\n    model(x.to(dev) * t.to(dev)[:, None]).sum().backward()\n"]
     _CAST = ("loader = DataLoader(dataset, pin_memory=True)\nfor x, y in loader:\n    t = {}\n"
              "    model(x.to(device, non_blocking=True) * t[0]).sum().backward()\n")
+    _LATER = "loader = DataLoader(dataset, batch_size=4)\nfor x, y in loader:\n    {}\n" \
+             "    model(x.to(device) * {}).sum().backward()\n"
     INVALID = [
         Example(TRAIN_STEP + "    noise = torch.zeros(2).cuda()\n",
                 message="`torch.zeros` builds a tensor on the host and copies it to t",
@@ -97,6 +152,10 @@ class HostTensorMovedEachStep(Rule):
                 message="of host values builds the tensor on the host"),
         Example(DATASET_HEAD + _CAST.format("torch.tensor([0.1, 0.2], device=device)"),
                 message="`device=` does not change that"),
+        # bound early in the step, copied later: a constant, so the fix is safe
+        Example(DATASET_HEAD + _LATER.format("mask = torch.ones(8)", "mask.to(device)"),
+                message="`mask` is built on the host by `torch.ones` each step",
+                fixed=DATASET_HEAD + _LATER.format("mask = torch.ones(8, device=device)", "mask")),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -105,6 +164,7 @@ class HostTensorMovedEachStep(Rule):
             return
         factory, chain = self._factory(node.func.value)  # type: ignore[union-attr]
         if factory is None:
+            self._built_then_moved(node)
             return
         name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
         if keyword(factory, "device") is not None:
@@ -151,32 +211,79 @@ class HostTensorMovedEachStep(Rule):
         unfixable = ("requires_grad", "out", "pin_memory", "generator")
         if has_star_args(factory) or any(keyword(factory, k) for k in unfixable):
             return None
-        method = copy.func.attr.value  # type: ignore[union-attr]
-        allowed = {"device", "non_blocking"} | ({"dtype"} if method == "to" else set())
-        if any(a.keyword is not None and a.keyword.value not in allowed for a in copy.args):
+        device = copy_device(copy)
+        if device is None:
             return None
-        args = positional(copy)
-        if method == "cuda":
-            device_arg = argument(copy, "device", 0)
-            device = device_arg.value if device_arg is not None else cst.SimpleString('"cuda"')
-            if len(args) > 1:
-                return None
-            rest = None
-        else:
-            device_arg = argument(copy, "device", 0)
-            if device_arg is None or len(args) > 2:
-                return None
-            dtype = argument(copy, "dtype", 1)
-            device = device_arg.value
-            rest = dtype
         built = append_keyword(factory, "device", device.deep_clone())
-        receiver = copy.func.value  # type: ignore[union-attr]
-        replacement = receiver.deep_replace(factory, built) if receiver is not factory else built
-        if rest is not None:
-            rest_arg = rest.with_changes(comma=cst.MaybeSentinel.DEFAULT)
-            replacement = cst.Call(func=cst.Attribute(value=replacement, attr=cst.Name("to")), args=[rest_arg])
-        replacement = replacement.with_changes(lpar=copy.lpar, rpar=copy.rpar)
+        replacement = without_copy(copy.deep_replace(factory, built))  # type: ignore[arg-type]
+        if replacement is None:
+            return None
         random = name in _RANDOM
         note = " (random numbers come from the device's generator)" if random else ""
         return self.fix(f"Create the tensor on the device with `device=`{note}", {copy: replacement},
                         safe=not random)
+
+    # -- built on the host earlier in the step, copied later: `t = torch.randint(...)` ... `t.to(device)` --------
+    def _built_then_moved(self, copy: cst.Call) -> None:
+        base = strip_same_on_device(self, copy.func.value)  # type: ignore[union-attr]
+        if isinstance(base, cst.Name):
+            self._moved_later(copy, base)
+        elif isinstance(base, cst.Subscript) and isinstance(base.value, cst.Name) and len(base.slice) == 1 and \
+                isinstance(base.slice[0].slice, cst.Index) and isinstance(base.slice[0].slice.value, cst.Name):
+            self._table_rows(copy, base, base.slice[0].slice.value)
+
+    def _moved_later(self, copy: cst.Call, name: cst.Name) -> None:
+        found = built_this_step(self, name, copy)
+        where = self.where(copy)
+        if found is None or where is None:
+            return
+        binding, factory = found
+        uses = uses_of(self, binding)
+        tables = [(t, single_assignment(self, t.value)) for t in uses.tables]
+        copies = uses.copies + [copy_above(self, rows) for rows in uses.rows]  # `t[:, None].to(device)` too
+        if uses.host or None in copies or any(b is None or not data_facts(self.analysis).on_device(b.value) and
+                            copy_above(self, t) is None for t, b in tables):
+            return  # also read on the host (or indexes a host table whose rows stay there): it belongs there
+        factory_name = self.analysis.qualified(factory.func).split(".")[1]  # type: ignore[union-attr]
+        if self._of_host_values(factory):
+            self.report(copy, self.from_values.format(factory=factory_name), where=where)
+            return
+        self.report(copy, self.later.format(factory=factory_name, name=name.value), where=where,
+                    fix=self._fix_later(binding, factory, factory_name, copies, tables))
+
+    def _fix_later(self, binding, factory: cst.Call, name: str, copies: list, tables: list):
+        device = copy_device(copies[0])
+        unfixable = ("requires_grad", "out", "pin_memory", "generator")
+        if device is None or has_star_args(factory) or any(keyword(factory, k) for k in unfixable) or \
+                not same_device(self, copies, device) or \
+                not defined_before(self, device, statement_of(binding.source, self.analysis.parent)):
+            return None
+        changes = {factory: append_keyword(factory, "device", device.deep_clone())}
+        for copy in copies:
+            changes[copy] = without_copy(copy)
+        safe = exact_on_device(self, factory)
+        for subscript, table in tables:
+            if data_facts(self.analysis).on_device(table.value):
+                continue
+            moved = moved_table(self, table, device)
+            if moved is None:
+                return None  # a host table indexed by a device tensor would raise
+            changes.update(moved)
+            safe = False
+        if any(v is None for v in changes.values()):
+            return None
+        notes = [" (random numbers come from the device's generator)"] if name in _RANDOM else []
+        notes += [f" and move `{t.value.value}` to the device once" for t, b in tables
+                  if not data_facts(self.analysis).on_device(b.value)][:1]
+        return self.fix(f"Create `{binding.name}` on the device with `device=` and drop its copies{''.join(notes)}",
+                        changes, safe=safe)
+
+    def _table_rows(self, copy: cst.Call, subscript: cst.Subscript, index: cst.Name) -> None:
+        where = self.where(copy)
+        table = host_table(self, subscript, copy)
+        if where is None or table is None or built_this_step(self, index, copy) is None:
+            return
+        moved = moved_table(self, table, copy_device(copy)) if copy_device(copy) is not None else None
+        fix = None if moved is None else self.fix(
+            f"Move `{table.name}` to the device once where it is defined, and index it there", moved, safe=False)
+        self.report(copy, self.table_rows.format(table=table.name, index=index.value), where=where, fix=fix)

@@ -1,0 +1,232 @@
+"""GPU203's second shape: a tensor built on the host by a torch factory in a hot loop, bound to a name, and copied
+to the accelerator later in the same iteration (`t = torch.randint(...)` ... `model(x, t.to(device))`), and a host
+table defined before the loop that such a tensor indexes, the rows copied each step (`table[t].to(device)`).
+
+What it needs to decide, for one name: where it is bound (one binding, in the body of the hot loop that copies
+it), and what every use of it does. A use that is neither a copy to the accelerator nor an index into a table
+whose rows are copied (or that lives on the device) is a use on the host: then the tensor belongs where it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from gpulint.analysis.data import _FACTORIES, _SAME_ON_DEVICE
+from gpulint.analysis.data_facts import ACCELERATOR, data_facts, keyword
+from gpulint.syntax import argument, positional, statement_of
+
+# Factories whose device result equals the host result bit for bit whatever the arguments: constants.
+# (`arange`/`linspace` of floats may round differently in a device kernel; random ones draw other numbers.)
+EXACT_ON_DEVICE = {"zeros", "ones", "full", "eye", "zeros_like", "ones_like", "full_like"}
+
+
+def exact_on_device(rule, factory: cst.Call) -> bool:
+    """The factory computes bit-identical values on an accelerator: a constant, or `arange` of integer literals."""
+    name = rule.analysis.qualified(factory.func).split(".")[1]
+    if name in EXACT_ON_DEVICE:
+        return True
+    return name == "arange" and keyword(factory, "dtype") is None and bool(factory.args) and \
+        all(a.keyword is None and not a.star and isinstance(a.value, cst.Integer) for a in factory.args)
+
+
+@dataclass
+class Uses:
+    """What the uses of one name do: `copies` (calls `.to(<accelerator>)`/`.cuda()`, maybe through methods that
+    compute the same values on either device), `tables` (`table[name]`: the name indexes a table), `rows`
+    (`name[...]`: the name is a table indexed); `host` is True when some use is none of these."""
+
+    copies: list = field(default_factory=list)
+    tables: list = field(default_factory=list)
+    rows: list = field(default_factory=list)
+    host: bool = False
+
+
+def strip_same_on_device(rule, expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`expr` without trailing `.float()`, `.view(...)`, ... calls that compute the same values on any device."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
+            expr.func.attr.value in _SAME_ON_DEVICE and rule.analysis.is_tensor(expr.func.value):
+        expr = expr.func.value
+    return expr
+
+
+def copy_above(rule, expr: cst.BaseExpression) -> Optional[cst.Call]:
+    """The copy to an accelerator that `expr` flows into through same-on-device methods, if any
+    (`expr.long().to(device)` gives the `.to` call)."""
+    analysis = rule.analysis
+    node = expr
+    while True:
+        attr = analysis.parent(node)
+        call = analysis.parent(attr) if isinstance(attr, cst.Attribute) else None
+        if not isinstance(call, cst.Call) or call.func is not attr or attr.value is not node:
+            return None
+        if attr.attr.value in _SAME_ON_DEVICE:
+            node = call
+            continue
+        return call if data_facts(analysis).copy_target(call) == ACCELERATOR else None
+
+
+def single_assignment(rule, name: cst.Name):
+    """The one `name = value` binding `name` refers to, or None (several bindings, a parameter, a loop target)."""
+    bindings = data_facts(rule.analysis).bindings(name)
+    if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None or \
+            bindings[0].value is None or not isinstance(bindings[0].source, cst.Assign) or \
+            len(bindings[0].source.targets) != 1:
+        return None
+    return bindings[0]
+
+
+def uses_of(rule, binding) -> Uses:
+    """Classify every read of the name `binding` binds (the same binding, not a namesake elsewhere)."""
+    analysis = rule.analysis
+    uses = Uses()
+    target = binding.source.targets[0].target
+    for name in analysis.index.names(binding.name):
+        if name is target or [b.source for b in data_facts(analysis).bindings(name)] != [binding.source]:
+            continue
+        copy = copy_above(rule, name)
+        if copy is not None:
+            uses.copies.append(copy)
+            continue
+        table = _table_of(rule, name)
+        if table is not None:
+            uses.tables.append(table)
+            continue
+        subscript = analysis.parent(name)
+        if isinstance(subscript, cst.Subscript) and subscript.value is name:
+            uses.rows.append(subscript)
+            continue
+        uses.host = True
+    return uses
+
+
+def _table_of(rule, index: cst.Name) -> Optional[cst.Subscript]:
+    """`table[index]`, `index` the whole subscript, `table` a name."""
+    analysis = rule.analysis
+    wrapper = analysis.parent(index)
+    element = analysis.parent(wrapper) if isinstance(wrapper, cst.Index) else None
+    subscript = analysis.parent(element) if isinstance(element, cst.SubscriptElement) else None
+    if isinstance(subscript, cst.Subscript) and len(subscript.slice) == 1 and \
+            isinstance(subscript.value, cst.Name):
+        return subscript
+    return None
+
+
+def factory_of(rule, binding) -> Optional[cst.Call]:
+    """The torch factory call (without `device=`) the binding's value starts from."""
+    expr = strip_same_on_device(rule, binding.value)
+    if not isinstance(expr, cst.Call):
+        return None
+    q = rule.analysis.qualified(expr.func)
+    if q is None or not q.startswith("torch.") or q.count(".") != 1 or q.split(".")[1] not in _FACTORIES:
+        return None
+    return None if keyword(expr, "device") is not None else expr
+
+
+def built_this_step(rule, name: cst.Name, at: cst.CSTNode):
+    """(binding, factory) when `name` is bound once, to a torch factory of the host, every iteration of the hot
+    loop that also runs `at`, before it."""
+    binding = single_assignment(rule, name)
+    factory = factory_of(rule, binding) if binding is not None else None
+    if factory is None:
+        return None
+    where = rule.where(factory)
+    if where is None or not where.every_iteration or where.loop is None:
+        return None
+    index = rule.analysis.index
+    if not index.is_ancestor_or_self(where.loop.body, at) or index.order(binding.source) > index.order(at):
+        return None
+    return binding, factory
+
+
+def host_table(rule, subscript: cst.Subscript, copy: cst.Call):
+    """The binding of `subscript`'s table when it is a host tensor bound once, before the loop that runs `copy`."""
+    analysis = rule.analysis
+    binding = single_assignment(rule, subscript.value)
+    where = rule.where(copy)
+    if binding is None or where is None or where.loop is None:
+        return None
+    if analysis.index.is_ancestor_or_self(where.loop, binding.source) or \
+            analysis.index.order(binding.source) > analysis.index.order(where.loop):
+        return None
+    value = binding.value
+    q = analysis.qualified(value.func) if isinstance(value, cst.Call) else None
+    torch_call = q is not None and q.startswith("torch.")
+    if not (torch_call or analysis.is_tensor(value)) or data_facts(analysis).on_device(value):
+        return None
+    return binding
+
+
+def copy_device(copy: cst.Call) -> Optional[cst.BaseExpression]:
+    """The device a `.to(device, ...)`/`.cuda(device)` copy goes to, as written (`"cuda"` for a bare `.cuda()`)."""
+    target = argument(copy, "device", 0)
+    if target is not None:
+        return target.value
+    return cst.SimpleString('"cuda"') if copy.func.attr.value == "cuda" else None  # type: ignore[union-attr]
+
+
+def same_device(rule, copies: list, device: cst.BaseExpression) -> bool:
+    """Every copy goes to the device spelt as `device`."""
+    code = rule.analysis.code
+    spelt = code(device)
+    return all(target is not None and code(target) == spelt for target in map(copy_device, copies))
+
+
+def defined_before(rule, device: cst.BaseExpression, statement: cst.CSTNode) -> bool:
+    """`device` can be evaluated at `statement`: a literal, or a name bound only by earlier statements of the
+    same scope (so moving it there reads the same device)."""
+    if isinstance(device, (cst.SimpleString, cst.Integer)):
+        return True
+    if not isinstance(device, cst.Name):
+        return False
+    index = rule.analysis.index
+    bindings = data_facts(rule.analysis).bindings(device)
+    scope = index.enclosing_scope(statement)
+    return bool(bindings) and all(
+        b.scope is scope and b.source is not None and index.order(b.source) < index.order(statement) and
+        not any(isinstance(a, (cst.For, cst.While)) for a in index.ancestors(b.source))
+        for b in bindings)
+
+
+def moved_table(rule, binding, device: cst.BaseExpression) -> Optional[dict]:
+    """The changes that move a host table to `device` once where it is defined and drop the copies of its rows,
+    when every use of the table is `table[...]` copied to that device; else None."""
+    analysis = rule.analysis
+    uses = uses_of(rule, binding)
+    if uses.host or uses.copies or uses.tables or not uses.rows:
+        return None  # the table itself is read on the host, or copied whole: moving it changes more than rows
+    copies = [copy_above(rule, rows) for rows in uses.rows]
+    if any(c is None for c in copies) or not same_device(rule, copies, device) or \
+            not defined_before(rule, device, statement_of(binding.source, analysis.parent)):
+        return None
+    changes = {}
+    for copy in copies:
+        stripped = without_copy(copy)
+        if stripped is None:
+            return None
+        changes[copy] = stripped
+    value = binding.value
+    receiver = value if isinstance(value, (cst.Call, cst.Name, cst.Attribute, cst.Subscript)) else \
+        value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    changes[value] = cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name("to")),
+                              args=[cst.Arg(device.deep_clone())])
+    return changes
+
+
+def without_copy(copy: cst.Call) -> Optional[cst.BaseExpression]:
+    """`x.to(device)` as `x`, `x.to(device, dtype)` as `x.to(dtype)`, `x.cuda()` as `x`; None for other forms."""
+    method = copy.func.attr.value  # type: ignore[union-attr]
+    allowed = {"device", "non_blocking"} | ({"dtype"} if method == "to" else set())
+    if any(a.keyword is not None and a.keyword.value not in allowed for a in copy.args):
+        return None
+    args = positional(copy)
+    if method == "cuda" and len(args) > 1 or method == "to" and (argument(copy, "device", 0) is None or len(args) > 2):
+        return None
+    receiver = copy.func.value  # type: ignore[union-attr]
+    dtype = argument(copy, "dtype", 1) if method == "to" else None
+    if dtype is not None:
+        receiver = cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name("to")),
+                            args=[dtype.with_changes(comma=cst.MaybeSentinel.DEFAULT)])
+    return receiver.with_changes(lpar=copy.lpar, rpar=copy.rpar)
