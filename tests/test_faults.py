@@ -95,6 +95,24 @@ def test_fifo_in_a_linted_directory_is_skipped_not_read(project):
     assert proc.stderr.splitlines() == ["gpulint: warning: x.py: a named pipe (FIFO), not a regular file; skipped"]
 
 
+def test_a_fifo_beside_a_model_file_never_blocks_the_project_model(project):
+    """Only the named file is linted, but the project model reads its neighbours (which file runs `Net` every
+    step?): a FIFO among them must be passed over, not opened to wait for a writer."""
+    os.mkfifo(project / "x.py")
+    (project / "train.py").write_text(textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+
+
+        class Net(nn.Module):
+            def forward(self, x):
+                print(x.sum().item())
+                return x
+        """) + FINDING.replace("torch.nn.Linear(4, 2)", "Net()"))
+    proc = gpulint("check", "--no-cache", "--output-format", "concise", "train.py", cwd=project, timeout=60)
+    assert "train.py:7:15: GPU101" in proc.stdout, proc.stdout + proc.stderr
+
+
 def test_socket_and_symlink_loop_in_a_directory_are_skipped_with_one_line_each(project):
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(project / "s.py"))

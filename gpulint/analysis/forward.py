@@ -198,6 +198,7 @@ def _hot_calls(project: Project, path: Path) -> list:
     iteration of a hot loop of `path`, from one LibCST parse of it (at most `_CALLER_PARSES` callers are
     parsed per project and run: past that, a model is not followed, to bound the cost)."""
     from gpulint.analysis import ModuleAnalysis
+    from gpulint.files import FileError, read_regular
     from gpulint.incremental import parse_module  # the script's own lint may have parsed it a moment ago
 
     cache = project.caller_analyses
@@ -209,11 +210,11 @@ def _hot_calls(project: Project, path: Path) -> list:
     project.caller_parses += 1
     found: list = []
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path)[0].decode("utf-8")  # never a FIFO or a device: they would block the read
         analysis = ModuleAnalysis(parse_module(text), text, path)
         # Only the caller's own loops: a model that another model's forward calls is not followed (bounded cost).
         analysis.loops.per_step_caller = None
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError, cst.ParserSyntaxError):
+    except (OSError, FileError, UnicodeDecodeError, ValueError, RecursionError, cst.ParserSyntaxError):
         analysis = None
     for node in analysis.index.nodes if analysis is not None else ():
         if not isinstance(node, cst.Call):

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Union
 
 from gpulint import incremental
+from gpulint.files import FileError, read_regular
 from gpulint.analysis.kinds import (TENSOR_ATTRS_OTHER, TENSOR_METHODS_NUMBER, TENSOR_METHODS_OTHER,
                                     _TORCH_NON_TENSOR, _TORCH_NON_TENSOR_PREFIXES, _TORCH_NUMBER)
 
@@ -369,8 +370,8 @@ class Project:
         try:
             if not path.is_file() or path.stat().st_size > 5_000_000:
                 return None
-            raw = path.read_bytes()
-        except OSError:
+            raw = read_regular(path)[0]
+        except (OSError, FileError):
             return None
         return Project._parse_text(path, raw)
 
@@ -607,8 +608,8 @@ class Project:
                     try:
                         if file.stat().st_size > 5_000_000:
                             continue
-                        raw = file.read_bytes()
-                    except OSError:
+                        raw = read_regular(file)[0]
+                    except (OSError, FileError):  # a FIFO, a device: never opened to wait on
                         continue
                     for word in set(_IDENTIFIER.findall(raw)):
                         names.setdefault(word, []).append(file)
@@ -657,8 +658,8 @@ class Project:
         answer = known[1].get(needle)
         if answer is None:
             try:
-                answer = st.st_size <= 5_000_000 and needle in file.read_bytes()
-            except OSError:
+                answer = st.st_size <= 5_000_000 and needle in read_regular(file)[0]
+            except (OSError, FileError):
                 return False  # not remembered: unreadable now, perhaps not later
             known[1][needle] = answer
         return answer
