@@ -126,6 +126,10 @@ def enable() -> None:
         _reuse = _Reuse()
 
 
+def enabled() -> bool:
+    return _reuse is not None
+
+
 _START = re.compile(r"^(?:@|def |class |async def )", re.MULTILINE)
 MAX_MERGES = 8  # pieces that do not parse alone, in a row, before the whole text is parsed instead
 

@@ -1,0 +1,175 @@
+"""An editor's re-lint after an edit that changed no code (a comment typed, blank lines, a re-wrapped call): the
+rules run again only on the top-level statements that were parsed again, and the findings of the others are
+those of the previous lint of the buffer.
+
+This is exact, not a heuristic. The rules are node visitors with no state of their own between nodes (their
+findings are made from the node visited and the module's facts), so a finding is the same whenever the facts
+are. When the new text's Python syntax tree is the previous one's (`semantics`: CPython's `ast`, no positions,
+per definition) every fact is the same, except for what is read from the raw text or from line numbers:
+
+- raw-text facts (`targets_gpu`, a DDP module's `no_sync`, ...): `text_signature` evaluates each of them on
+  both texts, and any difference means no reuse (tests/test_rule_reuse.py fails when a new reader of
+  `analysis.source` appears that the signature does not list);
+- line numbers (a helper's line, in a finding's related locations): such findings are computed again;
+- the project: the other modules consulted (their digests, the import resolution) must be as they were.
+
+A statement is reused only if it is the very node of the previous lint (gpulint.incremental keeps unchanged
+definitions' nodes), so its findings' nodes and fixes are nodes of the new module; positions are computed
+afterwards by the runner as for any finding. The module node itself is new at every lint: rules that look at
+the whole module (`visit_Module`) always run. A lint that is abandoned or in which a rule failed records
+nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from gpulint import incremental
+
+RECORDS = 16  # buffers whose last lint is remembered
+DUMPS = 4096  # pieces whose syntax-tree digest is kept
+
+
+@dataclass
+class _Record:
+    key: tuple  # (codes, report_periodic, semantics, text signature)
+    statements: dict  # top-level statement node -> {rule code: [its raw findings while visiting the statement]}
+    consulted: object  # gpulint.analysis.project.Consulted: every module the findings were computed from
+    digests: dict  # consulted module (not the buffer itself) -> its digest then
+    resolver: object  # the project's import resolution then (a new one when a module was created or deleted)
+
+
+_records: OrderedDict = OrderedDict()
+_dumps: OrderedDict = OrderedDict()
+_lock = threading.Lock()
+
+
+def semantics(source: str) -> Optional[tuple]:
+    """A digest per top-level piece (gpulint.incremental.pieces) of CPython's tree without positions, comments
+    or layout: equal for two texts exactly when their code is; None where a piece does not parse alone."""
+    digests = []
+    pending = ""
+    for part in incremental.pieces(source):
+        text = pending + part
+        with _lock:
+            digest = _dumps.get(text)
+        if digest is None:
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                pending = text
+                continue
+            digest = hashlib.blake2b(ast.dump(tree).encode(), digest_size=16).digest()
+            with _lock:
+                _dumps[text] = digest
+                while len(_dumps) > DUMPS:
+                    _dumps.popitem(last=False)
+        pending = ""
+        digests.append(digest)
+    return None if pending else tuple(digests)
+
+
+def _raw_text_facts() -> list[Callable[[str], object]]:
+    """Every fact a rule or the analysis reads from the raw text (comments included), as a function of it."""
+    from gpulint.analysis import GPU_HINT
+    from gpulint.analysis.precision import _MIXED
+    from gpulint.analysis.training import _REDUCED_PRECISION
+    from gpulint.rule import all_rules
+
+    all_rules()  # imports gpulint.rules
+    ddp = importlib.import_module("gpulint.rules.throughput.ddp_accumulation_without_no_sync")
+    compiled = importlib.import_module("gpulint.rules.advisory.model_not_compiled")
+    patterns = (GPU_HINT, _MIXED, _REDUCED_PRECISION, ddp._HANDLED, compiled._COMPILES)
+    words = ("cuda", "DistributedDataParallel", "capture_scalar_outputs", "channels_last")
+    return [p.search for p in patterns] + [_contains(word) for word in words]
+
+
+def _contains(word: str) -> Callable[[str], bool]:
+    return lambda text: word in text
+
+
+_facts: list = []
+
+
+def text_signature(source: str) -> tuple:
+    if not _facts:
+        _facts.extend(_raw_text_facts())
+    return tuple(bool(fact(source)) for fact in _facts)
+
+
+def run(run) -> None:
+    """Visit with `run` (a checker.Run) the nodes of the module, reusing the findings of the top-level
+    statements that the previous lint of the same buffer visited, where its code is the same (module doc)."""
+    from gpulint.analysis.project import project_for, recording
+
+    analysis = run.analysis
+    source, module, index = analysis.source, analysis.module, analysis.index
+    semantic = semantics(source) if source is not None else None
+    key = (run.codes, run.report_periodic, semantic, text_signature(source) if source is not None else None)
+    name = str(analysis.path)
+    project = project_for(Path(analysis.path)) if analysis.path is not None else None
+    with _lock:
+        previous = _records.pop(name, None)  # replaced by this lint's record, or none if it is abandoned
+    if previous is not None and (semantic is None or previous.key != key or
+                                 not _project_as_before(previous, project)):
+        previous = None
+    body = list(module.body)
+    starts = [index.order(statement) for statement in body]
+    if not body or any(start is None for start in starts) or semantic is None:
+        run.visit(index.nodes)
+        return
+    statements: dict = {}
+    with recording() as consulted:
+        if previous is not None:  # what the reused findings were computed from still counts for this lint
+            consulted.update(previous.consulted)
+            consulted.text.update(previous.consulted.text)
+            for path, names in previous.consulted.summaries.items():
+                consulted.summaries.setdefault(path, set()).update(names)
+        run.visit(index.nodes[:starts[0]])  # the module node and its header
+        for statement, start, end in zip(body, starts, starts[1:] + [len(index.nodes)]):
+            kept = previous.statements.get(statement) if previous is not None else None
+            if kept is not None and _portable(kept, index):
+                run.add(kept)
+            else:
+                kept = run.visit(index.nodes[start:end])
+            statements[statement] = kept
+    if run.errors:
+        return
+    own = Path(analysis.path).resolve() if analysis.path is not None else None
+    digests = {p: _digest(project, p) for p in consulted if p != own} if project is not None else {}
+    with _lock:
+        _records[name] = _Record(key, statements, consulted, digests,
+                                 project.resolver if project is not None else None)
+        while len(_records) > RECORDS:
+            _records.popitem(last=False)
+
+
+def _digest(project, path: Path) -> Optional[str]:
+    info = project.module(path)
+    return None if info is None else info.digest
+
+
+def _project_as_before(previous: _Record, project) -> bool:
+    if project is None:
+        return previous.resolver is None
+    return project.resolver is previous.resolver and all(
+        _digest(project, p) == digest for p, digest in previous.digests.items())
+
+
+def _portable(kept: dict, index) -> bool:
+    """Findings whose nodes are all in the new module, and that name no line (related locations)."""
+    parent = index.parent
+    for found in kept.values():
+        for d in found:
+            if d.related or (d.node is not None and d.node not in parent):
+                return False
+            if d.fix is not None and any(node not in parent for node in d.fix.changes):
+                return False
+    return True
