@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -39,7 +40,9 @@ DUMPS = 4096  # pieces whose syntax-tree digest is kept
 
 @dataclass
 class _Record:
-    key: tuple  # (codes, report_periodic, semantics, text signature)
+    key: tuple  # (codes, report_periodic, text signature)
+    semantic: tuple  # `semantics` of the text: (piece text, digest) per piece
+    source: str
     statements: dict  # top-level statement node -> {rule code: [its raw findings while visiting the statement]}
     consulted: object  # gpulint.analysis.project.Consulted: every module the findings were computed from
     digests: dict  # consulted module (not the buffer itself) -> its digest then
@@ -52,8 +55,9 @@ _lock = threading.Lock()
 
 
 def semantics(source: str) -> Optional[tuple]:
-    """A digest per top-level piece (gpulint.incremental.pieces) of CPython's tree without positions, comments
-    or layout: equal for two texts exactly when their code is; None where a piece does not parse alone."""
+    """(text, digest) per top-level piece (gpulint.incremental.pieces), the digest of CPython's tree without
+    positions, comments or layout: equal for two texts exactly when their code is; None where a piece does not
+    parse alone."""
     digests = []
     pending = ""
     for part in incremental.pieces(source):
@@ -72,7 +76,7 @@ def semantics(source: str) -> Optional[tuple]:
                 while len(_dumps) > DUMPS:
                     _dumps.popitem(last=False)
         pending = ""
-        digests.append(digest)
+        digests.append((text, digest))
     return None if pending else tuple(digests)
 
 
@@ -112,13 +116,13 @@ def run(run) -> None:
     analysis = run.analysis
     source, module, index = analysis.source, analysis.module, analysis.index
     semantic = semantics(source) if source is not None else None
-    key = (run.codes, run.report_periodic, semantic, text_signature(source) if source is not None else None)
+    key = (run.codes, run.report_periodic, text_signature(source) if source is not None else None)
     name = str(analysis.path)
     project = project_for(Path(analysis.path)) if analysis.path is not None else None
     with _lock:
         previous = _records.pop(name, None)  # replaced by this lint's record, or none if it is abandoned
-    if previous is not None and (semantic is None or previous.key != key or
-                                 not _project_as_before(previous, project)):
+    if previous is not None and (semantic is None or previous.key != key or not _project_as_before(
+            previous, project) or not _same_code(previous.semantic, previous.source, semantic, source)):
         previous = None
     body = list(module.body)
     starts = [index.order(statement) for statement in body]
@@ -145,10 +149,72 @@ def run(run) -> None:
     own = Path(analysis.path).resolve() if analysis.path is not None else None
     digests = {p: _digest(project, p) for p in consulted if p != own} if project is not None else {}
     with _lock:
-        _records[name] = _Record(key, statements, consulted, digests,
+        _records[name] = _Record(key, semantic, source, statements, consulted, digests,
                                  project.resolver if project is not None else None)
         while len(_records) > RECORDS:
             _records.popitem(last=False)
+
+
+def _same_code(old: tuple, old_source: str, new: tuple, new_source: str) -> bool:
+    """The two texts' code is the same, or differs only by inert statements (`_without_inert`) in functions."""
+    if len(old) != len(new):
+        return False
+    for (old_text, old_digest), (new_text, new_digest) in zip(old, new):
+        if old_digest != new_digest and \
+                _without_inert(old_text, old_source) != _without_inert(new_text, new_source):
+            return False
+    return True
+
+
+def _without_inert(text: str, source: str) -> Optional[str]:
+    """CPython's tree of `text` (a piece of `source`) without its inert statements, dumped: in a function's
+    body, an assignment of a number (or an arithmetic of numbers) to a name that `source` mentions nowhere else,
+    `lr3 = 0.13` as it is being typed. Such a statement binds a local nothing reads and calls nothing; no fact
+    about another statement can depend on it, and nothing else in the module can tell it is there: no scan of
+    the module looks for a name or a number assigned to a name (rule_reuse's module doc; tested by
+    tests/test_rule_reuse.py against fresh lints)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _strip(node, source)
+    return ast.dump(tree)
+
+
+_BLOCKS = ("body", "orelse", "finalbody")
+
+
+def _strip(function: ast.AST, source: str) -> None:
+    """Remove the inert statements from the blocks of `function` (not from functions or classes inside it:
+    `ast.walk` reaches those, and a class body is not a function's)."""
+    work = [function]
+    while work:
+        node = work.pop()
+        for field in _BLOCKS:
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                block[:] = [stmt for stmt in block if not _inert(stmt, source)]
+                work.extend(stmt for stmt in block if not isinstance(stmt, (
+                    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+        for handler in getattr(node, "handlers", ()) or ():
+            work.append(handler)
+        for case in getattr(node, "cases", ()) or ():
+            work.append(case)
+
+
+def _inert(stmt: ast.stmt, source: str) -> bool:
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+        return False
+    if not all(isinstance(n, (ast.Constant, ast.UnaryOp, ast.BinOp, ast.operator, ast.unaryop, ast.Load))
+               for n in ast.walk(stmt.value)):
+        return False
+    if not all(isinstance(n.value, (int, float, complex)) and not isinstance(n.value, bool)
+               for n in ast.walk(stmt.value) if isinstance(n, ast.Constant)):
+        return False
+    name = stmt.targets[0].id
+    return len(re.findall(rf"\b{re.escape(name)}\b", source)) == 1  # in code, strings or comments
 
 
 def _digest(project, path: Path) -> Optional[str]:

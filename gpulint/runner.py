@@ -406,6 +406,8 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
             and not _model_run_every_step(path, tree):
         return LintResult([], source)
     # not needed past the prefilter: do not hold it through the analysis, only where its statements start
+    if tree is None and syntax_error is None:  # an editor's buffer (gpulint.incremental): from kept pieces
+        tree = incremental.python_tree(source)
     firsts = first_lines(tree) if isinstance(tree, ast.Module) else None
     del tree
     try:

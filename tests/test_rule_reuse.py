@@ -98,7 +98,7 @@ SCRIPTS = [(path, path.read_text()) for path in (ROOT / "fixtures" / "examples" 
 SCRIPTS += [(IN_PROJECT, DDP), (IN_PROJECT, HELPER)]
 WORDS = ["note", "cuda", "device", "DistributedDataParallel", "no_sync", "capture_scalar_outputs", "channels_last",
          "autocast", "bfloat16", "compile", "noqa", "noqa: GPU101", "type: ignore", "x.to(", "def f():", "mps"]
-STATEMENTS = ["lr3 = 0.13", "x = loss.item()", "import torch", "torch = None", "loader = None",
+STATEMENTS = ["lr3 = 0.13", "lr4 = -2e-3 * 4", "loss = 0.5", "steps = 10", "x = loss.item()", "import torch", "torch = None", "loader = None",
               "device = 'cuda'", "model = model.cuda()", "print(float(loss))", "pass"]
 
 
@@ -106,7 +106,7 @@ STATEMENTS = ["lr3 = 0.13", "x = loss.item()", "import torch", "torch = None", "
 def edit(draw, text: str) -> str:
     lines = text.splitlines(keepends=True)
     at = draw(st.integers(0, len(lines)))
-    kind = draw(st.sampled_from(["comment", "comment", "inline", "blank", "code", "delete", "definition"]))
+    kind = draw(st.sampled_from(["comment", "comment", "inline", "blank", "code", "code", "delete", "definition"]))
     if kind == "inline" and lines:
         line = lines[min(at, len(lines) - 1)]
         if line.rstrip("\n").strip() and "#" not in line and not line.rstrip().endswith(("\\", ",", "(")):
@@ -154,19 +154,37 @@ def visited(monkeypatch) -> list[int]:
 
 
 def test_a_comment_typed_reruns_the_rules_on_the_edited_definition_only(reuse, monkeypatch):
-    script, text = SCRIPTS[0]
-    lint(text, script)
+    lint(HELPER, IN_PROJECT)
     nodes = len(__import__("gpulint.analysis", fromlist=["ModuleAnalysis"]).ModuleAnalysis(
-        incremental.parse_module(text), text).index.nodes)
+        incremental.parse_module(HELPER), HELPER).index.nodes)
     counts = visited(monkeypatch)
-    lines = text.splitlines(keepends=True)
-    typed = "".join(lines[:-2] + ["    # typing a note\n"] + lines[-2:])
-    assert lint(typed, script) == fresh(typed, script)
-    assert 0 < sum(counts[:len(counts) // 2]) < nodes // 4  # the reusing lint: the last definition only
+    typed = HELPER.replace("def make():\n", "def make():\n    # typing a note\n")
+    found, seen = lint(typed, IN_PROJECT), sum(counts)
+    assert found == fresh(typed, IN_PROJECT)
+    assert 0 < seen < nodes  # not `helper` nor the imports (`train` is: its finding names a line of `helper`)
     counts.clear()
-    code = "".join(lines[:-2] + ["        lr3 = 0.13\n"] + lines[-2:])  # code changed: every node visited
-    lint(code, script)
+    code = HELPER.replace("def make():\n", "def make():\n    print(1)\n")  # code changed: every node visited
+    lint(code, IN_PROJECT)
     assert sum(counts) >= nodes
+
+
+@pytest.mark.parametrize("statement, reused", [
+    ("lr3 = 0.13", True),  # a number bound to a name used nowhere else: nothing else can tell
+    ("lr3 = -2e-3 * 4", True),
+    ("x = 0.13", False),  # `x` is used elsewhere
+    ("lr3 = 'cuda'", False),  # a string: module-wide scans read strings
+    ("lr3 = y", False),  # reads a name
+])
+def test_a_statement_typed_in_a_function_reruns_the_rules_on_that_function_only_if_inert(
+        reuse, monkeypatch, statement, reused):
+    lint(HELPER, IN_PROJECT)
+    nodes = len(__import__("gpulint.analysis", fromlist=["ModuleAnalysis"]).ModuleAnalysis(
+        incremental.parse_module(HELPER), HELPER).index.nodes)
+    counts = visited(monkeypatch)
+    typed = HELPER.replace("def make():\n", f"def make():\n    {statement}\n")
+    found, seen = lint(typed, IN_PROJECT), sum(counts)
+    assert found == fresh(typed, IN_PROJECT)
+    assert (seen < nodes) == reused, (seen, nodes)
 
 
 def test_a_comment_that_makes_a_module_target_the_gpu_changes_the_findings(reuse):
