@@ -36,6 +36,7 @@ from gpulint import incremental
 
 RECORDS = 16  # buffers whose last lint is remembered
 DUMPS = 4096  # pieces whose syntax-tree digest is kept
+TREES = 16  # pieces whose syntax tree is kept
 
 
 @dataclass
@@ -51,6 +52,7 @@ class _Record:
 
 _records: OrderedDict = OrderedDict()
 _dumps: OrderedDict = OrderedDict()
+_trees: OrderedDict = OrderedDict()  # the pieces parsed last, by text
 _lock = threading.Lock()
 
 
@@ -70,6 +72,7 @@ def semantics(source: str) -> Optional[tuple]:
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 pending = text
                 continue
+            _keep_tree(text, tree)  # compared with the next version's piece (`_same_code`)
             digest = hashlib.blake2b(ast.dump(tree).encode(), digest_size=16).digest()
             with _lock:
                 _dumps[text] = digest
@@ -156,55 +159,71 @@ def run(run) -> None:
 
 
 def _same_code(old: tuple, old_source: str, new: tuple, new_source: str) -> bool:
-    """The two texts' code is the same, or differs only by inert statements (`_without_inert`) in functions."""
+    """The two texts' code is the same, or differs only by inert statements (`_inert`) in functions."""
     if len(old) != len(new):
         return False
     for (old_text, old_digest), (new_text, new_digest) in zip(old, new):
-        if old_digest != new_digest and \
-                _without_inert(old_text, old_source) != _without_inert(new_text, new_source):
+        if old_digest != new_digest and not _equal_but_inert(_tree(old_text), _tree(new_text), old_source,
+                                                             new_source):
             return False
     return True
 
 
-def _without_inert(text: str, source: str) -> Optional[str]:
-    """CPython's tree of `text` (a piece of `source`) without its inert statements, dumped: in a function's
-    body, an assignment of a number (or an arithmetic of numbers) to a name that `source` mentions nowhere else,
-    `lr3 = 0.13` as it is being typed. Such a statement binds a local nothing reads and calls nothing; no fact
-    about another statement can depend on it, and nothing else in the module can tell it is there: no scan of
-    the module looks for a name or a number assigned to a name (rule_reuse's module doc; tested by
-    tests/test_rule_reuse.py against fresh lints)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            _strip(node, source)
-    return ast.dump(tree)
+def _tree(text: str) -> Optional[ast.Module]:
+    with _lock:
+        tree = _trees.get(text)
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        _keep_tree(text, tree)
+    return tree
 
 
-_BLOCKS = ("body", "orelse", "finalbody")
+def _keep_tree(text: str, tree: ast.Module) -> None:
+    with _lock:
+        _trees[text] = tree
+        while len(_trees) > TREES:
+            _trees.popitem(last=False)
 
 
-def _strip(function: ast.AST, source: str) -> None:
-    """Remove the inert statements from the blocks of `function` (not from functions or classes inside it:
-    `ast.walk` reaches those, and a class body is not a function's)."""
-    work = [function]
+_BLOCKS = frozenset(("body", "orelse", "finalbody"))
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _equal_but_inert(old: Optional[ast.AST], new: Optional[ast.AST], old_source: str, new_source: str) -> bool:
+    """The two trees are equal (as `ast.dump` compares them) once the inert statements of the blocks of
+    functions (not of classes inside them) are left out of both."""
+    if old is None or new is None:
+        return False
+    work: list = [(old, new, False)]
     while work:
-        node = work.pop()
-        for field in _BLOCKS:
-            block = getattr(node, field, None)
-            if isinstance(block, list):
-                block[:] = [stmt for stmt in block if not _inert(stmt, source)]
-                work.extend(stmt for stmt in block if not isinstance(stmt, (
-                    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
-        for handler in getattr(node, "handlers", ()) or ():
-            work.append(handler)
-        for case in getattr(node, "cases", ()) or ():
-            work.append(case)
+        a, b, in_function = work.pop()
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, ast.AST):
+            inner = isinstance(a, _FUNCTIONS) or (in_function and not isinstance(a, ast.ClassDef))
+            for field in a._fields:
+                x, y = getattr(a, field, None), getattr(b, field, None)
+                if inner and field in _BLOCKS and isinstance(x, list) and isinstance(y, list):
+                    x = [stmt for stmt in x if not _inert(stmt, old_source)]
+                    y = [stmt for stmt in y if not _inert(stmt, new_source)]
+                work.append((x, y, inner))
+        elif isinstance(a, list):
+            if len(a) != len(b):
+                return False
+            work.extend((x, y, in_function) for x, y in zip(a, b))
+        elif a != b:
+            return False
+    return True
 
 
 def _inert(stmt: ast.stmt, source: str) -> bool:
+    """In a function's body, an assignment of a number (or an arithmetic of numbers) to a name that `source`
+    mentions nowhere else: `lr3 = 0.13` as it is being typed. Such a statement binds a local nothing reads and
+    calls nothing; no fact about another statement can depend on it: no scan of the module looks for a name or
+    a number assigned to a name (module doc; tests/test_rule_reuse.py compares with fresh lints)."""
     if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
         return False
     if not all(isinstance(n, (ast.Constant, ast.UnaryOp, ast.BinOp, ast.operator, ast.unaryop, ast.Load))
