@@ -68,25 +68,28 @@ class Run:
         self.errors: dict[str, RuleError] = {}
         self.count = 0
 
-    def visit(self, nodes: Iterable[cst.CSTNode]) -> dict[str, list[Diagnostic]]:
-        """Run the rules over `nodes`; the findings this adds, by rule."""
-        before = [len(rule.diagnostics) for rule in self.rules]
+    def visit(self, nodes: Iterable[cst.CSTNode], per_node: Optional[dict] = None) -> None:
+        """Run the rules over `nodes`; with `per_node`, record there the findings made at each node
+        (id of the node -> {rule code: findings}: gpulint.rule_reuse)."""
         handlers, errors = self.handlers, self.errors
         for node in nodes:
             if not self.count & 511:
                 checkpoint()  # an editor's lint of an outdated buffer stops here (gpulint.incremental)
             self.count += 1
             for handler in handlers.get(type(node).__name__, ()):
-                code = handler.__self__.code
+                rule = handler.__self__
+                code = rule.code
                 if code in errors:
                     continue
+                before = len(rule.diagnostics)
                 try:
                     handler(node)
                 except RecursionError:  # an expression nested deeper than the rule's recursion can follow
                     errors[code] = RuleError(code, node, "too deeply nested for its analysis; not checked")
                 except Exception as exc:  # one broken rule must not stop the others
                     errors[code] = RuleError(code, node, f"{type(exc).__name__}: {exc}")
-        return {rule.code: rule.diagnostics[n:] for rule, n in zip(self.rules, before) if len(rule.diagnostics) > n}
+                if per_node is not None and len(rule.diagnostics) > before:
+                    per_node.setdefault(id(node), {}).setdefault(code, []).extend(rule.diagnostics[before:])
 
     def add(self, found: dict[str, list[Diagnostic]]) -> None:
         """Findings `visit` gave before, for the same nodes (gpulint.rule_reuse), taken as they are."""

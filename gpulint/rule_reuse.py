@@ -44,10 +44,12 @@ class _Record:
     key: tuple  # (codes, report_periodic, text signature)
     semantic: tuple  # `semantics` of the text: (piece text, digest) per piece
     source: str
-    statements: dict  # top-level statement node -> {rule code: [its raw findings while visiting the statement]}
+    module_nodes: list  # the nodes of the module linted, in order (kept alive: their ids stay theirs)
+    found: dict  # id of a node -> {rule code: [the findings the rules made visiting it]}
     consulted: object  # gpulint.analysis.project.Consulted: every module the findings were computed from
     digests: dict  # consulted module (not the buffer itself) -> its digest then
     resolver: object  # the project's import resolution then (a new one when a module was created or deleted)
+    nodes: Optional[set] = None  # ids of the module's nodes, when first needed
 
 
 _records: OrderedDict = OrderedDict()
@@ -127,35 +129,52 @@ def run(run) -> None:
     if previous is not None and (semantic is None or previous.key != key or not _project_as_before(
             previous, project) or not _same_code(previous.semantic, previous.source, semantic, source)):
         previous = None
-    body = list(module.body)
-    starts = [index.order(statement) for statement in body]
-    if not body or any(start is None for start in starts) or semantic is None:
-        run.visit(index.nodes)
-        return
-    statements: dict = {}
+    found: dict = {}  # id of a node -> {rule code: the findings the rules made visiting it}
     with recording() as consulted:
         if previous is not None:  # what the reused findings were computed from still counts for this lint
             consulted.update(previous.consulted)
             consulted.text.update(previous.consulted.text)
             for path, names in previous.consulted.summaries.items():
                 consulted.summaries.setdefault(path, set()).update(names)
-        run.visit(index.nodes[:starts[0]])  # the module node and its header
-        for statement, start, end in zip(body, starts, starts[1:] + [len(index.nodes)]):
-            kept = previous.statements.get(statement) if previous is not None else None
-            if kept is not None and _portable(kept, index):
-                run.add(kept)
-            else:
-                kept = run.visit(index.nodes[start:end])
-            statements[statement] = kept
-    if run.errors:
+            _visit_new(run, index, previous, found)
+        else:
+            run.visit(index.nodes, found)
+    if run.errors or semantic is None:
         return
     own = Path(analysis.path).resolve() if analysis.path is not None else None
     digests = {p: _digest(project, p) for p in consulted if p != own} if project is not None else {}
     with _lock:
-        _records[name] = _Record(key, semantic, source, statements, consulted, digests,
+        _records[name] = _Record(key, semantic, source, index.nodes, found, consulted, digests,
                                  project.resolver if project is not None else None)
         while len(_records) > RECORDS:
             _records.popitem(last=False)
+
+
+def _visit_new(run, index, previous: _Record, found: dict) -> None:
+    """Visit the nodes that are not the previous lint's (an edited statement and the blocks around it); take the
+    findings made at the others as they were."""
+    old = previous.nodes
+    if old is None:
+        old = previous.nodes = {id(n) for n in previous.module_nodes}
+    nodes = index.nodes
+    pending: list = []
+    for node in nodes:
+        if id(node) not in old:
+            pending.append(node)
+            continue
+        kept = previous.found.get(id(node))
+        if kept is None:
+            continue
+        if not _portable(kept, index):
+            pending.append(node)
+            continue
+        if pending:
+            run.visit(pending, found)
+            pending = []
+        run.add(kept)
+        found[id(node)] = kept
+    if pending:
+        run.visit(pending, found)
 
 
 def _same_code(old: tuple, old_source: str, new: tuple, new_source: str) -> bool:

@@ -144,10 +144,10 @@ def visited(monkeypatch) -> list[int]:
     counts: list[int] = []
     original = checker.Run.visit
 
-    def counting(self, nodes):
+    def counting(self, nodes, per_node=None):
         nodes = list(nodes)
         counts.append(len(nodes))
-        return original(self, nodes)
+        return original(self, nodes, per_node)
 
     monkeypatch.setattr(checker.Run, "visit", counting)
     return counts
