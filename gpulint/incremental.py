@@ -8,6 +8,10 @@ code and the positions of its nodes), kept by statement node. Findings cannot ch
 `bigfile.parse_module` joins from the same pieces (tests/test_faults.py compares such joins with a whole parse),
 and a position is what rendering that same node gave before.
 
+A piece that changed is parsed again only where it changed when it is a function edited inside its body
+(gpulint.splice), and the rules run again only on the nodes that are new when the code is the same as the
+previous lint's or differs by a number bound to an unused name (gpulint.rule_reuse).
+
 Cancellation: `cancellable(stale)` around a lint makes `checkpoint()` (between pieces, between phases, every few
 hundred nodes of the rules' walk) raise `Cancelled` once `stale()` is true, e.g. a newer version of the buffer
 arrived; the half-done lint is dropped, and nothing it cached is wrong (caches hold only finished values).

@@ -65,16 +65,15 @@ def semantics(source: str) -> Optional[tuple]:
     digests = []
     pending = ""
     for part in incremental.pieces(source):
+        incremental.checkpoint()
         text = pending + part
         with _lock:
             digest = _dumps.get(text)
         if digest is None:
-            try:
-                tree = ast.parse(text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = _tree(text)  # kept: compared with the next version's piece (`_same_code`)
+            if tree is None:
                 pending = text
                 continue
-            _keep_tree(text, tree)  # compared with the next version's piece (`_same_code`)
             digest = hashlib.blake2b(ast.dump(tree).encode(), digest_size=16).digest()
             with _lock:
                 _dumps[text] = digest
