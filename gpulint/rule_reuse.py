@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import importlib
 import re
+import sys
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -91,9 +91,9 @@ def _raw_text_facts() -> list[Callable[[str], object]]:
     from gpulint.analysis.training import _REDUCED_PRECISION
     from gpulint.rule import all_rules
 
-    all_rules()  # imports gpulint.rules
-    ddp = importlib.import_module("gpulint.rules.throughput.ddp_accumulation_without_no_sync")
-    compiled = importlib.import_module("gpulint.rules.advisory.model_not_compiled")
+    rules = all_rules()  # the rule loader imports the rules' modules: their patterns are read from there
+    ddp = sys.modules[rules["GPU415"].__module__]  # ddp-accumulation-without-no-sync
+    compiled = sys.modules[rules["GPU501"].__module__]  # model-not-compiled
     patterns = (GPU_HINT, _MIXED, _REDUCED_PRECISION, ddp._HANDLED, compiled._COMPILES)
     words = ("cuda", "DistributedDataParallel", "capture_scalar_outputs", "channels_last")
     return [p.search for p in patterns] + [_contains(word) for word in words]

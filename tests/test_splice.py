@@ -4,7 +4,6 @@ nodes."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import libcst as cst
