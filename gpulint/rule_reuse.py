@@ -34,7 +34,7 @@ from typing import Callable, Optional
 
 from gpulint import incremental
 
-RECORDS = 16  # buffers whose last lint is remembered
+RECORDS = 8  # buffers whose last lint is remembered (each keeps its module alive)
 DUMPS = 4096  # pieces whose syntax-tree digest is kept
 TREES = 16  # pieces whose syntax tree is kept
 
