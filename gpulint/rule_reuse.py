@@ -1,11 +1,13 @@
-"""An editor's re-lint after an edit that changed no code (a comment typed, blank lines, a re-wrapped call): the
-rules run again only on the top-level statements that were parsed again, and the findings of the others are
-those of the previous lint of the buffer.
+"""An editor's re-lint after an edit that changed no code (a comment typed, blank lines, a re-wrapped call), or
+only added a number bound to an unused name in a function (`lr3 = 0.13` as it is typed): the rules visit only
+the nodes that are new (the statements parsed again: gpulint.incremental, gpulint.splice), and the findings made
+at every other node are those of the previous lint of the buffer.
 
 This is exact, not a heuristic. The rules are node visitors with no state of their own between nodes (their
 findings are made from the node visited and the module's facts), so a finding is the same whenever the facts
 are. When the new text's Python syntax tree is the previous one's (`semantics`: CPython's `ast`, no positions,
-per definition) every fact is the same, except for what is read from the raw text or from line numbers:
+per top-level piece), or differs by inert statements (`_inert`), every fact is the same, except for what is read
+from the raw text or from line numbers:
 
 - raw-text facts (`targets_gpu`, a DDP module's `no_sync`, ...): `text_signature` evaluates each of them on
   both texts, and any difference means no reuse (tests/test_rule_reuse.py fails when a new reader of
@@ -13,11 +15,10 @@ per definition) every fact is the same, except for what is read from the raw tex
 - line numbers (a helper's line, in a finding's related locations): such findings are computed again;
 - the project: the other modules consulted (their digests, the import resolution) must be as they were.
 
-A statement is reused only if it is the very node of the previous lint (gpulint.incremental keeps unchanged
-definitions' nodes), so its findings' nodes and fixes are nodes of the new module; positions are computed
-afterwards by the runner as for any finding. The module node itself is new at every lint: rules that look at
-the whole module (`visit_Module`) always run. A lint that is abandoned or in which a rule failed records
-nothing.
+A node's findings are reused only if it is the very node of the previous lint (kept alive by the record, so
+its id is its own), and only if the findings' nodes and fix targets are nodes of the new module; positions are
+computed afterwards by the runner as for any finding. The module node and the blocks around an edit are new:
+rules that look at them run again. A lint that is abandoned or in which a rule failed records nothing.
 """
 
 from __future__ import annotations
