@@ -125,7 +125,7 @@ def run(run) -> None:
     name = str(analysis.path)
     project = project_for(Path(analysis.path)) if analysis.path is not None else None
     with _lock:
-        previous = _records.pop(name, None)  # replaced by this lint's record, or none if it is abandoned
+        previous = _records.get(name)  # replaced by this lint's record (kept if this lint is abandoned)
     if previous is not None and (semantic is None or previous.key != key or not _project_as_before(
             previous, project) or not _same_code(previous.semantic, previous.source, semantic, source)):
         previous = None
@@ -140,12 +140,15 @@ def run(run) -> None:
         else:
             run.visit(index.nodes, found)
     if run.errors or semantic is None:
+        with _lock:
+            _records.pop(name, None)
         return
     own = Path(analysis.path).resolve() if analysis.path is not None else None
     digests = {p: _digest(project, p) for p in consulted if p != own} if project is not None else {}
     with _lock:
         _records[name] = _Record(key, semantic, source, index.nodes, found, consulted, digests,
                                  project.resolver if project is not None else None)
+        _records.move_to_end(name)
         while len(_records) > RECORDS:
             _records.popitem(last=False)
 
