@@ -10,6 +10,7 @@ import libcst as cst
 
 from gpulint.analysis import ModuleAnalysis
 from gpulint.diagnostics import Diagnostic
+from gpulint import incremental
 from gpulint.incremental import checkpoint
 from gpulint.rule import Rule, all_rules
 
@@ -33,37 +34,76 @@ def run_rules(analysis: ModuleAnalysis, codes: Iterable[str],
     A rule's finding is dropped when a rule it `defers_to` reported on the same node: that rule's finding says
     the same thing better (usually with a fix). Rules deferred to run even when not enabled, so that enabling
     fewer rules never adds findings; their own findings are reported only if enabled.
+
+    In an editor (gpulint.incremental on), a re-lint after an edit that changed no code visits only the
+    statements parsed again (gpulint.rule_reuse).
     """
-    registry = all_rules()
-    enabled = {c for c in codes if c in registry and not registry[c].pseudo}
-    wanted = set(enabled)
-    for code in enabled:
-        wanted.update(c for c in registry[code].defers_to if c in registry)
-    rules: list[Rule] = [registry[c](analysis, report_periodic) for c in sorted(wanted)]
-    handlers: dict[str, list] = {}
-    for rule in rules:
-        for node_type, method in rule._visitors.items():
-            handlers.setdefault(node_type, []).append(getattr(rule, method))
-    errors: dict[str, RuleError] = {}
-    for count, node in enumerate(analysis.index.nodes):
-        if not count & 511:
-            checkpoint()  # an editor's lint of an outdated buffer stops here (gpulint.incremental)
-        for handler in handlers.get(type(node).__name__, ()):
-            code = handler.__self__.code
-            if code in errors:
+    run = Run(analysis, codes, report_periodic)
+    if incremental.enabled():
+        from gpulint import rule_reuse
+
+        rule_reuse.run(run)
+    else:
+        run.visit(analysis.index.nodes)
+    return run.finish()
+
+
+class Run:
+    """The enabled rules' pass over (some of) a module's nodes, in document order."""
+
+    def __init__(self, analysis: ModuleAnalysis, codes: Iterable[str], report_periodic: bool) -> None:
+        registry = all_rules()
+        self.analysis = analysis
+        self.codes = frozenset(codes)
+        self.report_periodic = report_periodic
+        self.enabled = {c for c in self.codes if c in registry and not registry[c].pseudo}
+        wanted = set(self.enabled)
+        for code in self.enabled:
+            wanted.update(c for c in registry[code].defers_to if c in registry)
+        self.rules: list[Rule] = [registry[c](analysis, report_periodic) for c in sorted(wanted)]
+        self.handlers: dict[str, list] = {}
+        for rule in self.rules:
+            for node_type, method in rule._visitors.items():
+                self.handlers.setdefault(node_type, []).append(getattr(rule, method))
+        self.errors: dict[str, RuleError] = {}
+        self.count = 0
+
+    def visit(self, nodes: Iterable[cst.CSTNode], per_node: Optional[dict] = None) -> None:
+        """Run the rules over `nodes`; with `per_node`, record there the findings made at each node
+        (id of the node -> {rule code: findings}: gpulint.rule_reuse)."""
+        handlers, errors = self.handlers, self.errors
+        for node in nodes:
+            if not self.count & 511:
+                checkpoint()  # an editor's lint of an outdated buffer stops here (gpulint.incremental)
+            self.count += 1
+            for handler in handlers.get(type(node).__name__, ()):
+                rule = handler.__self__
+                code = rule.code
+                if code in errors:
+                    continue
+                before = len(rule.diagnostics)
+                try:
+                    handler(node)
+                except RecursionError:  # an expression nested deeper than the rule's recursion can follow
+                    errors[code] = RuleError(code, node, "too deeply nested for its analysis; not checked")
+                except Exception as exc:  # one broken rule must not stop the others
+                    errors[code] = RuleError(code, node, f"{type(exc).__name__}: {exc}")
+                if per_node is not None and len(rule.diagnostics) > before:
+                    per_node.setdefault(id(node), {}).setdefault(code, []).extend(rule.diagnostics[before:])
+
+    def add(self, found: dict[str, list[Diagnostic]]) -> None:
+        """Findings `visit` gave before, for the same nodes (gpulint.rule_reuse), taken as they are."""
+        for rule in self.rules:
+            rule.diagnostics.extend(found.get(rule.code, ()))
+
+    def finish(self) -> tuple[list[Diagnostic], list[RuleError]]:
+        rules, enabled, errors = self.rules, self.enabled, self.errors
+        reported: dict[str, set[int]] = {r.code: {id(d.node) for d in r.diagnostics} for r in rules}
+        found: list[Diagnostic] = []
+        for rule in rules:
+            if rule.code not in enabled:
                 continue
-            try:
-                handler(node)
-            except RecursionError:  # an expression nested deeper than the rule's recursion can follow
-                errors[code] = RuleError(code, node, "too deeply nested for its analysis; not checked")
-            except Exception as exc:  # one broken rule must not stop the others
-                errors[code] = RuleError(code, node, f"{type(exc).__name__}: {exc}")
-    reported: dict[str, set[int]] = {r.code: {id(d.node) for d in r.diagnostics} for r in rules}
-    found: list[Diagnostic] = []
-    for rule in rules:
-        if rule.code not in enabled:
-            continue
-        for d in rule.diagnostics:
-            if not any(id(d.node) in reported.get(other, ()) for other in rule.defers_to):
-                found.append(d)
-    return found, [errors[c] for c in sorted(errors) if c in enabled]
+            for d in rule.diagnostics:
+                if not any(id(d.node) in reported.get(other, ()) for other in rule.defers_to):
+                    found.append(d)
+        return found, [errors[c] for c in sorted(errors) if c in enabled]

@@ -8,6 +8,10 @@ code and the positions of its nodes), kept by statement node. Findings cannot ch
 `bigfile.parse_module` joins from the same pieces (tests/test_faults.py compares such joins with a whole parse),
 and a position is what rendering that same node gave before.
 
+A piece that changed is parsed again only where it changed when it is a function edited inside its body
+(gpulint.splice), and the rules run again only on the nodes that are new when the code is the same as the
+previous lint's or differs by a number bound to an unused name (gpulint.rule_reuse).
+
 Cancellation: `cancellable(stale)` around a lint makes `checkpoint()` (between pieces, between phases, every few
 hundred nodes of the rules' walk) raise `Cancelled` once `stale()` is true, e.g. a newer version of the buffer
 arrived; the half-done lint is dropped, and nothing it cached is wrong (caches hold only finished values).
@@ -24,7 +28,7 @@ from typing import Callable, Iterator, Optional
 
 import libcst as cst
 
-from gpulint import bigfile
+from gpulint import bigfile, splice
 
 CACHE_CHARACTERS = 8 * 1024 * 1024  # parsed pieces kept, by total text size (LRU)
 STATEMENTS = 4096  # top-level statements whose renderings are kept
@@ -66,6 +70,10 @@ class _Reuse:
         self.positions = _Recent(STATEMENTS // 8)  # statement -> (module shape, (code, node positions))
         self.indexes = _Weighed(INDEXED_NODES)  # statement -> its syntax index walk (analysis/tree.py)
         self.trees = _Recent(STATEMENTS // 8)  # (lines above, piece) -> its `ast` tree (or _FAILED)
+        self.last: list[str] = []  # the pieces of the last parse, in order (where an edited piece comes from)
+        # A piece spliced from another (gpulint.splice) shares nodes with it: piece text -> the id that their
+        # family has in common (a piece absent here is a family of its own)
+        self.family: dict[str, int] = {}
 
 
 class _Recent(OrderedDict):
@@ -124,6 +132,10 @@ def enable() -> None:
     global _reuse
     if _reuse is None:
         _reuse = _Reuse()
+
+
+def enabled() -> bool:
+    return _reuse is not None
 
 
 _START = re.compile(r"^(?:@|def |class |async def )", re.MULTILINE)
@@ -207,17 +219,24 @@ def parse_module(source: str) -> cst.Module:
             _recent_modules.put(source, module)
         return module  # type: ignore[return-value]
     seen: set[int] = set()
+    texts: list[str] = []
+    last = reuse.last
 
     def piece(text: str) -> Optional[cst.Module]:
-        module = _piece(reuse, text)
-        if module is not None and id(module) in seen:
-            # The same text twice in the buffer (a definition repeated): a node may stand in one place of a
-            # module only (parents, positions are by node), so the repeat gets nodes of its own.
+        origin = last[len(texts)] if len(texts) < len(last) else None
+        texts.append(text)
+        module = _piece(reuse, text, origin)
+        family = reuse.family.get(text, id(module))
+        if module is not None and family in seen:
+            # The same text twice in the buffer (a definition repeated), or a piece spliced from another one
+            # of the buffer (gpulint.splice: they share nodes): a node may stand in one place of a module only
+            # (parents, positions are by node), so the repeat gets nodes of its own.
             return cst.parse_module(text)
-        seen.add(id(module))
+        seen.add(family)
         return module
 
     modules = _each(source, piece)
+    reuse.last = texts
     if not modules:  # empty, or a piece that does not parse: the error (or the text) as a whole parse has it
         return bigfile.parse_module(source)
     if len(modules) == 1:
@@ -308,22 +327,32 @@ def python_tree(source: str) -> Optional[ast.Module]:
 _FAILED = object()
 
 
-def _piece(reuse: _Reuse, text: str) -> Optional[cst.Module]:
+def _piece(reuse: _Reuse, text: str, origin: Optional[str] = None) -> Optional[cst.Module]:
+    """The tree of the piece `text`, kept by text; a new one is spliced from the tree of `origin` (the piece at
+    its place in the previous parse) where only a few statements of a function changed (gpulint.splice)."""
     with reuse.lock:
         found = reuse.pieces.get(text)
         if found is not None:
             reuse.pieces.move_to_end(text)
             return None if found is _FAILED else found
-    try:
-        module = cst.parse_module(text)
-    except (cst.ParserSyntaxError, RecursionError):
-        module = _FAILED
+        before = reuse.pieces.get(origin) if origin is not None else None
+    module = None
+    if before is not None and before is not _FAILED:
+        module = splice.splice(origin, before, text)  # type: ignore[arg-type]
+    if module is not None:
+        reuse.family[text] = reuse.family.get(origin, id(before))  # type: ignore[arg-type]
+    else:
+        try:
+            module = cst.parse_module(text)
+        except (cst.ParserSyntaxError, RecursionError):
+            module = _FAILED
     with reuse.lock:
         reuse.pieces[text] = module
         reuse.characters += len(text)
         while reuse.characters > CACHE_CHARACTERS and len(reuse.pieces) > 1:
             old, _ = reuse.pieces.popitem(last=False)
             reuse.characters -= len(old)
+            reuse.family.pop(old, None)
     return None if module is _FAILED else module
 
 

@@ -478,6 +478,8 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
             and not _model_run_every_step(path, tree):
         return LintResult([], source)
     # not needed past the prefilter: do not hold it through the analysis, only where its statements start
+    if tree is None and syntax_error is None and not big_file_firsts:  # an editor's buffer: from kept pieces
+        tree = incremental.python_tree(source)
     firsts = first_lines(tree) if isinstance(tree, ast.Module) else big_file_firsts or None
     del tree
     try:
