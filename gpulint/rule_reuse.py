@@ -219,6 +219,13 @@ def _equal_but_inert(old: Optional[ast.AST], new: Optional[ast.AST], old_source:
     functions (not of classes inside them) are left out of both."""
     if old is None or new is None:
         return False
+    if isinstance(old, ast.Module) and isinstance(new, ast.Module) and _after_a_definition(old) \
+            and _after_a_definition(new):
+        # A piece that starts with a definition lies after the module's leading imports: an inert statement at
+        # its top level (`lr3 = 0.13` typed between two functions or at the end of the file) moves no insertion
+        # point (the last leading import, the docstring) and binds a name nothing reads.
+        old = ast.Module(body=[s for s in old.body if not _inert(s, old_source)], type_ignores=old.type_ignores)
+        new = ast.Module(body=[s for s in new.body if not _inert(s, new_source)], type_ignores=new.type_ignores)
     work: list = [(old, new, False)]
     while work:
         a, b, in_function = work.pop()
@@ -239,6 +246,10 @@ def _equal_but_inert(old: Optional[ast.AST], new: Optional[ast.AST], old_source:
         elif a != b:
             return False
     return True
+
+
+def _after_a_definition(piece: ast.Module) -> bool:
+    return bool(piece.body) and isinstance(piece.body[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
 
 
 def _inert(stmt: ast.stmt, source: str) -> bool:

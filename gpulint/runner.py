@@ -189,7 +189,9 @@ def _positions(analysis: ModuleAnalysis, source: str, nodes: list, firsts: Optio
     offsets = _TopLevelOffsets(module, source, firsts)
     positions: dict = {}
     nodes_by_statement: dict = {}
-    units = UnitPositions(analysis, source, firsts) if firsts is not None else None
+    # In an editor the top-level statements' positions are kept between lints (incremental.positions), which
+    # is cheaper on every re-lint than printing the units again.
+    units = UnitPositions(analysis, source, firsts) if firsts is not None and not incremental.enabled() else None
     for node in nodes:
         if node is None:
             continue

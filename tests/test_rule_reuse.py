@@ -187,6 +187,25 @@ def test_a_statement_typed_in_a_function_reruns_the_rules_on_that_function_only_
     assert (seen < nodes) == reused, (seen, nodes)
 
 
+@pytest.mark.parametrize("where, reused", [
+    ("end", True),  # typed at the end of the file, after the last function
+    ("between", True),  # typed at the top level between two functions
+    ("header", False),  # among the imports: it could move where a fix inserts its line
+])
+def test_a_number_typed_at_the_top_level_after_a_definition_reruns_no_rule_on_the_rest(
+        reuse, monkeypatch, where, reused):
+    lint(HELPER, IN_PROJECT)
+    nodes = len(__import__("gpulint.analysis", fromlist=["ModuleAnalysis"]).ModuleAnalysis(
+        incremental.parse_module(HELPER), HELPER).index.nodes)
+    counts = visited(monkeypatch)
+    typed = {"end": HELPER + "lr3 = 0.13\n",
+             "between": HELPER.replace("\n\ndef make():\n", "\nlr3 = 0.13\n\ndef make():\n"),
+             "header": HELPER.replace("import torch\n", "import torch\nlr3 = 0.13\n")}[where]
+    found, seen = lint(typed, IN_PROJECT), sum(counts)
+    assert found == fresh(typed, IN_PROJECT)
+    assert (seen < nodes) == reused, (seen, nodes)
+
+
 def test_a_comment_that_makes_a_module_target_the_gpu_changes_the_findings(reuse):
     path = ROOT / "fixtures" / "projects" / "lsp_edit.py"
     text = textwrap.dedent("""\

@@ -33,6 +33,8 @@ class TrainingFacts:
         self.analysis = analysis
         self.index = analysis.index
         self._loops: Optional[list[cst.For]] = None
+        self._chose_precision: Optional[bool] = None
+        self._calls_on: Optional[dict[str, list[cst.Call]]] = None
 
     # -- training loops ----------------------------------------------------------------------------------------
     def training_loops(self) -> list[cst.For]:
@@ -60,8 +62,10 @@ class TrainingFacts:
     # -- precision ---------------------------------------------------------------------------------------------
     def chose_precision(self) -> bool:
         """The module mentions autocast, a half dtype, a dtype argument or a matmul-precision setting anywhere."""
-        text = self.analysis.source if self.analysis.source is not None else self.analysis.module.code
-        return _REDUCED_PRECISION.search(text) is not None
+        if self._chose_precision is None:  # a search of the whole text: once per module, not per call
+            text = self.analysis.source if self.analysis.source is not None else self.analysis.module.code
+            self._chose_precision = _REDUCED_PRECISION.search(text) is not None
+        return self._chose_precision
 
     def imports_torch_as_torch(self) -> bool:
         return self.index.imports.aliases.get("torch") == "torch"
@@ -100,12 +104,20 @@ class TrainingFacts:
             if b.kind == "assign" and b.value is not None:
                 moves.extend(self._moves(b.value))
         scope = self.index.enclosing_scope(name)
-        for node in self.index.nodes:
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
-                    isinstance(node.func.value, cst.Name) and node.func.value.value == name.value and \
-                    self.index.enclosing_scope(node) is scope:
+        for node in self._method_calls_on().get(name.value, ()):
+            if self.index.enclosing_scope(node) is scope:
                 moves.extend(self._moves(node))
         return bool(moves) and all(moves)
+
+    def _method_calls_on(self) -> dict[str, list[cst.Call]]:
+        """`x.method(...)` calls of the module by the name `x`: one pass over the nodes for all look-ups."""
+        if self._calls_on is None:
+            self._calls_on = {}
+            for node in self.index.nodes:
+                if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+                        isinstance(node.func.value, cst.Name):
+                    self._calls_on.setdefault(node.func.value.value, []).append(node)
+        return self._calls_on
 
     def _moves(self, expr: cst.CSTNode) -> Iterator[bool]:
         """For each device move in `expr` (`.to(...)`, `.cuda()`, `device=`): whether it certainly goes to CUDA."""
