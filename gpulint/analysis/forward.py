@@ -27,6 +27,7 @@ from typing import Optional
 
 import libcst as cst
 
+from gpulint.analysis.test_code import is_test_path
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, project_for, text_dependency
 
@@ -139,7 +140,7 @@ def per_step_site(project: Project, path: Path, class_name: str) -> Optional[Cal
 
 def _find_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
     callers = [info for info in map(project.module, (f for f in project.files_naming(class_name, training=True)
-                                                     if not _is_test(project.root, f)))
+                                                     if not is_test_path(f, project.root)))
                if info is not None and _may_call_in_hot_loop(project, info, class_name)]
     if not callers:  # the common case, decided from text and `ast` alone
         return None
@@ -161,16 +162,6 @@ def _find_site(project: Project, path: Path, class_name: str) -> Optional[CallSi
                 return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)",
                                 f"{cls.name}.forward")
     return None
-
-
-def _is_test(root: Path, path: Path) -> bool:
-    """A test module: a model called in a test's loop is not a training step."""
-    try:
-        path = path.resolve().relative_to(root)
-    except ValueError:
-        pass
-    return path.name.startswith("test_") or path.name.endswith("_test.py") or path.name == "conftest.py" or \
-        any(part in ("tests", "test") for part in path.parts[:-1])
 
 
 def _may_call_in_hot_loop(project: Project, info, class_name: str) -> bool:

@@ -1,0 +1,25 @@
+"""Whether a module is test code: a loop in a test is not a training step, and a toy model built in a test is not
+a model trained on a GPU. Used to keep test modules from making project code per-step (analysis/forward.py) and
+by the throughput rules that judge a whole program (they do not report in tests)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+_TEST_DIRS = frozenset(("tests", "test", "testing"))
+
+
+def is_test_path(path: Optional[Path], root: Optional[Path] = None) -> bool:
+    """`test_*.py`, `*_test.py`, `conftest.py`, or a module inside a `tests`/`test`/`testing` folder (below
+    `root` when given, so that a project checked out under a folder named `tests` is not all test code)."""
+    if path is None:
+        return False
+    path = Path(path)
+    if root is not None:
+        try:
+            path = path.resolve().relative_to(Path(root).resolve())
+        except (ValueError, OSError):
+            pass
+    return path.name.startswith("test_") or path.name.endswith("_test.py") or path.name == "conftest.py" or \
+        any(part in _TEST_DIRS for part in path.parts[:-1])
