@@ -66,6 +66,23 @@ def test_random_factories_need_unsafe_fixes():
     assert "torch.randn(8, device=device)" in lint(body, codes=("GPU203",), fix=FixMode.UNSAFE).source
 
 
+def test_host_arithmetic_over_a_factory_is_moved_to_the_device_only_by_an_unsafe_fix():
+    body = """
+        import math
+        loader = DataLoader(dataset, pin_memory=True)
+        for x, y in loader:
+            freqs = torch.exp(-math.log(10000) * torch.arange(0, 8, dtype=torch.float32) / 8).to(device)
+            model(x.to(device, non_blocking=True) * freqs).sum().backward()
+    """
+    found = lint(body, codes=("GPU203",)).diagnostics
+    assert [d.location.row for d in found] == [PRELUDE.count("\n") + 5]
+    assert "the arithmetic on it runs on the host" in found[0].message
+    assert ".to(device)" in lint(body, codes=("GPU203",), fix=FixMode.SAFE).source  # exp may differ in the last bits
+    fixed = lint(body, codes=("GPU203",), fix=FixMode.UNSAFE)
+    assert "torch.exp(-math.log(10000) * torch.arange(0, 8, dtype=torch.float32, device=device) / 8)\n" in fixed.source
+    assert not fixed.diagnostics
+
+
 _DIFFUSION_STEP = """
     loader = DataLoader(dataset, batch_size=4, pin_memory=True)
     alphas_cumprod = torch.cumprod(1.0 - torch.linspace(1e-4, 0.02, 1000), dim=0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
 from gpulint.analysis import GPU_HINT, Kind
@@ -29,7 +31,9 @@ class HostTensorMovedEachStep(Rule):
     when every use of `t` is a copy to the accelerator or an index into a table whose rows go there. A host table
     defined before the loop and indexed by such a tensor, its rows copied each step
     (`alphas_cumprod[t].view(-1, 1, 1, 1).to(device)`), is reported too: the gather runs on the CPU and the
-    rows cross PCIe every step.
+    rows cross PCIe every step. So is arithmetic run on the host over such a factory and copied afterwards:
+    `torch.exp(-math.log(10000) * torch.arange(half) / half).to(t.device)`, the frequencies of a timestep or
+    position embedding rebuilt in every forward.
 
     ## Why it is slow
     The tensor is allocated and filled by the CPU, then crosses PCIe with a blocking copy from pageable memory,
@@ -122,6 +126,8 @@ class HostTensorMovedEachStep(Rule):
             "step; create it on the device with `device=`"
     table_rows = "`{table}` lives on the host: indexing it with `{index}` (built this step) and copying the rows " \
                  "to the GPU costs a copy every step; move `{table}` to the device once, where it is defined"
+    computed = "`torch.{factory}` builds a tensor on the host, the arithmetic on it runs on the host, and the " \
+               "result is copied to the GPU every step; create it on the device with `device=` and compute there"
     family = Family.TRANSFERS
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(
@@ -135,7 +141,11 @@ class HostTensorMovedEachStep(Rule):
              # a CPU-only script: the same shape, moved to the CPU device, costs nothing
              "import torch\nfrom torch.utils.data import DataLoader\ndev = \"cpu\"\nmodel = torch.nn.Linear(8, 2)\n"
              "loader = DataLoader(torch.randn(16, 8), batch_size=4)\nfor x in loader:\n"
-             "    t = torch.randint(0, 8, (4,))\n    model(x.to(dev) * t.to(dev)[:, None]).sum().backward()\n"]
+             "    t = torch.randint(0, 8, (4,))\n    model(x.to(dev) * t.to(dev)[:, None]).sum().backward()\n",
+             # arithmetic with a batch tensor: computed on the device after the copy, nothing built on the host
+             DATASET_HEAD + "loader = DataLoader(dataset, pin_memory=True)\nfor x, y in loader:\n"
+             "    x = x.to(device, non_blocking=True)\n"
+             "    model(torch.exp(x * torch.arange(8, device=device)).to(device)).sum().backward()\n"]
     _CAST = ("loader = DataLoader(dataset, pin_memory=True)\nfor x, y in loader:\n    t = {}\n"
              "    model(x.to(device, non_blocking=True) * t[0]).sum().backward()\n")
     _LATER = "loader = DataLoader(dataset, batch_size=4)\nfor x, y in loader:\n    {}\n" \
@@ -152,6 +162,11 @@ class HostTensorMovedEachStep(Rule):
                 message="of host values builds the tensor on the host"),
         Example(DATASET_HEAD + _CAST.format("torch.tensor([0.1, 0.2], device=device)"),
                 message="`device=` does not change that"),
+        # host arithmetic over a factory, then copied (a sinusoidal embedding's frequencies); `scale` may not be a
+        # Python number, so no fix (tests/test_transfers.py has the fixed form, an unsafe fix)
+        Example(DATASET_HEAD + "scale = get_scale()\n" + _CAST.format(
+                    "torch.exp(-scale * torch.arange(0, 8, dtype=torch.float32) / 8).to(device)"),
+                message="the arithmetic on it runs on the host"),
         # bound early in the step, copied later: a constant, so the fix is safe
         Example(DATASET_HEAD + _LATER.format("mask = torch.ones(8)", "mask.to(device)"),
                 message="`mask` is built on the host by `torch.ones` each step",
@@ -164,7 +179,8 @@ class HostTensorMovedEachStep(Rule):
             return
         factory, chain = self._factory(node.func.value)  # type: ignore[union-attr]
         if factory is None:
-            self._built_then_moved(node)
+            if not self._computed_on_host(node):
+                self._built_then_moved(node)
             return
         name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
         if keyword(factory, "device") is not None:
@@ -222,6 +238,33 @@ class HostTensorMovedEachStep(Rule):
         note = " (random numbers come from the device's generator)" if random else ""
         return self.fix(f"Create the tensor on the device with `device=`{note}", {copy: replacement},
                         safe=not random)
+
+    # -- computed on the host from factories, then copied: `torch.exp(-c * torch.arange(n) / n).to(device)` -----
+    def _computed_on_host(self, copy: cst.Call) -> bool:
+        """Report a copy of host arithmetic over torch factories (a sinusoidal embedding's frequencies built
+        every forward); True when reported. Fixed (unsafe: the device's `exp`/`sin` may differ in the last bits)
+        by building each factory on the device, where every other operand is a Python number."""
+        base = strip_same_on_device(self, copy.func.value)  # type: ignore[union-attr]
+        found = _HostMath(self.analysis).factories(base)
+        if not found or (len(found.factories) == 1 and base is found.factories[0]):
+            return False
+        where = self.where(copy)
+        if where is None:
+            return False
+        first = self.analysis.qualified(found.factories[0].func).split(".")[1]  # type: ignore[union-attr]
+        device = copy_device(copy)
+        fix = None
+        if found.numbers_only and device is not None and not any(
+                has_star_args(f) or any(keyword(f, k) for k in _UNFIXABLE) for f in found.factories):
+            built = copy.func.value  # type: ignore[union-attr]
+            for f in found.factories:
+                built = built.deep_replace(f, append_keyword(f, "device", device.deep_clone()))
+            replacement = without_copy(copy.with_changes(func=copy.func.with_changes(value=built)))
+            if replacement is not None:
+                fix = self.fix("Create the tensors on the device with `device=` and compute there", {copy: replacement},
+                               safe=False)
+        self.report(copy, self.computed.format(factory=first), where=where, fix=fix)
+        return True
 
     # -- built on the host earlier in the step, copied later: `t = torch.randint(...)` ... `t.to(device)` --------
     def _built_then_moved(self, copy: cst.Call) -> None:
@@ -287,3 +330,73 @@ class HostTensorMovedEachStep(Rule):
         fix = None if moved is None else self.fix(
             f"Move `{table.name}` to the device once where it is defined, and index it there", moved, safe=False)
         self.report(copy, self.table_rows.format(table=table.name, index=index.value), where=where, fix=fix)
+
+
+_UNFIXABLE = ("requires_grad", "out", "pin_memory", "generator")
+# torch functions and tensor methods that compute elementwise (or along one axis) on the device of their inputs.
+_ELEMENTWISE = frozenset(("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "sinh",
+                          "cosh", "tanh", "sigmoid", "sqrt", "rsqrt", "pow", "abs", "neg", "reciprocal", "floor",
+                          "ceil", "round", "clamp", "outer", "cumsum", "cumprod", "mul", "div", "add", "sub"))
+
+
+class _Found:
+    def __init__(self) -> None:
+        self.factories: list = []
+        self.numbers_only = True  # every operand that is not a factory's result is a Python number
+
+
+class _HostMath:
+    """The torch factories (without `device=`) an expression computes from on the host, with Python numbers as
+    the only other operands (or unknown names, which then rule out a fix); None for anything else."""
+
+    def __init__(self, analysis) -> None:
+        self.analysis = analysis
+
+    def factories(self, expr: cst.BaseExpression) -> Optional[_Found]:
+        found = _Found()
+        return found if self._tensor(expr, found) else None
+
+    def _tensor(self, expr, found: _Found) -> bool:
+        """`expr` is a host tensor computed from factories."""
+        if isinstance(expr, cst.Call):
+            q = self.analysis.qualified(expr.func)
+            name = q.split(".")[1] if q is not None and q.startswith("torch.") and q.count(".") == 1 else None
+            if name in _FACTORIES and name not in ("tensor", "as_tensor") and not name.endswith("_like"):
+                if keyword(expr, "device") is not None or any(a.star for a in expr.args):
+                    return False
+                found.factories.append(expr)
+                return True
+            if name in _ELEMENTWISE:
+                return self._operands([a.value for a in expr.args if a.keyword is None], found)
+            if isinstance(expr.func, cst.Attribute) and (expr.func.attr.value in _ELEMENTWISE or
+                                                        expr.func.attr.value in _SAME_ON_DEVICE):
+                return self._tensor(expr.func.value, found) and all(
+                    self._number(a.value, found) for a in expr.args if a.keyword is None)
+            return False
+        if isinstance(expr, cst.BinaryOperation):
+            return self._operands([expr.left, expr.right], found)
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+            return self._tensor(expr.expression, found)
+        return False
+
+    def _operands(self, operands: list, found: _Found) -> bool:
+        tensors = [o for o in operands if self._tensor(o, found)]
+        return bool(tensors) and all(o in tensors or self._number(o, found) for o in operands)
+
+    def _number(self, expr, found: _Found) -> bool:
+        """A Python number (or, where unknown, a value that is not known to be a tensor: no fix then)."""
+        if isinstance(expr, (cst.Integer, cst.Float)):
+            return True
+        if isinstance(expr, cst.UnaryOperation):
+            return self._number(expr.expression, found)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._number(expr.left, found) and self._number(expr.right, found)
+        if isinstance(expr, cst.Call) and (self.analysis.qualified(expr.func) or "").startswith("math."):
+            return all(self._number(a.value, found) for a in expr.args)
+        kind = self.analysis.kind(expr)
+        if kind == Kind.NUMBER:
+            return True
+        if kind in (Kind.TENSOR, Kind.NUMPY):
+            return False
+        found.numbers_only = False
+        return True
