@@ -222,6 +222,8 @@ class ModuleCalls:
     def _all_built_by(self, values: list[cst.BaseExpression], depth: int) -> Optional[list[cst.Call]]:
         calls: list[cst.Call] = []
         for value in values:
+            if isinstance(value, cst.Name) and value.value == "None":
+                continue  # `val_loader = None` until an option builds it: a method called on it never runs on None
             found = self.built_by(value, depth + 1)
             if found is None:
                 return None

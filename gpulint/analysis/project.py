@@ -117,6 +117,10 @@ class FunctionSummary:
     returns_loader: Optional[LoaderFact] = None
     returns_tensor: bool = False  # some `return` hands back a tensor (or a dict/tuple/list of tensors)
     returns_params: frozenset = frozenset()  # parameters returned as they are (`return input_dict`)
+    # Every `return` that hands back tensors hands back tensors it built on the host (`torch.stack`,
+    # `torch.tensor`, `torch.from_numpy`, ...; sliced or viewed, never moved or pinned): a `get_batch`/`next_batch`
+    # whose caller copies the batch to the GPU from pageable memory (GPU410). Where the first one is built.
+    returns_host_batch: Optional[Sink] = None
     # The project classes of what it returns: one element for `return Cls(...)`, one per element of a tuple
     # (`return model, criterion`); None where an element is not a project instance or cannot be told.
     returns_classes: tuple = ()
@@ -131,7 +135,7 @@ class FunctionSummary:
                 _sink_key(self.returns_host_scalar),
                 None if self.returns_loader is None else (self.returns_loader.line, self.returns_loader.pinned,
                                                           str(self.returns_loader.path)),
-                self.returns_tensor, sorted(self.returns_params),
+                self.returns_tensor, sorted(self.returns_params), _sink_key(self.returns_host_batch),
                 [None if c is None else (c.name, str(c.path)) for c in self.returns_classes])
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
@@ -737,6 +741,8 @@ class _Summarizer:
         self.hidden = 0  # > 0: inside such a block's body (a loader it returns is not the function's answer)
         self.masks: set[str] = set()  # names bound to a boolean tensor computed from a parameter
         self.computed: set[str] = set()  # names the function assigns itself
+        self.host_batches: dict[str, Sink] = {}  # names bound to a tensor built here on the host (`torch.stack`)
+        self.other_returns = False  # some `return` hands back a tensor not built on the host here
 
     def run(self) -> FunctionSummary:
         self._block(self.fn.body, conditional=False)
@@ -830,6 +836,7 @@ class _Summarizer:
         loader = self._loader(value)
         source = None if sink is not None else self._tainted_by(value)
         level = 0 if sink is not None else self._tensor_level(value)
+        whole_host = self._host_batch(value)
         views = source is not None and self._through_parameters(value)
         for target in targets:
             classes = self._classes_of(value)
@@ -864,6 +871,37 @@ class _Summarizer:
                     self.host_scalars.pop(name, None)
                 if loader is not None:
                     self.loaders[name] = loader
+                host = whole_host if isinstance(target, ast.Name) else (
+                    self._host_batch(value.elts[position]) if isinstance(target, ast.Tuple) and
+                    isinstance(value, ast.Tuple) and position < len(value.elts) else
+                    whole_host if isinstance(target, ast.Tuple) and isinstance(value, ast.Call) else None)
+                if host is not None:
+                    self.host_batches[name] = host
+                elif not augmented:
+                    self.host_batches.pop(name, None)
+
+    def _host_batch(self, value: ast.expr) -> Optional[Sink]:
+        """Where `value` was built on the host: a `torch.stack`/`cat`/`tensor`/`as_tensor`/`from_numpy` call
+        without `device=`, or a name bound to one, through slices and methods that keep it where it is."""
+        while True:
+            if isinstance(value, ast.Subscript):
+                value = value.value
+            elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                    value.func.attr in _STAYS_ON_HOST:
+                value = value.func.value
+            else:
+                break
+        if isinstance(value, ast.Name):
+            return self.host_batches.get(value.id)
+        if isinstance(value, ast.Call):
+            callee = self._callee(value)
+            if callee is not None and callee[0].returns_host_batch is not None:
+                return callee[0].returns_host_batch  # `x, y = get_batch(...)` in a helper of the loop
+            qualified = self.info.qualify(_dotted(value.func) or "")
+            if qualified in _HOST_BATCH_BUILDERS and not any(kw.arg == "device" or kw.arg is None
+                                                             for kw in value.keywords):
+                return Sink(self.info.path, value.lineno, f"`{qualified}`")
+        return None
 
     def _returns(self, value: ast.expr) -> None:
         sink = self._host_read(value)
@@ -882,6 +920,15 @@ class _Summarizer:
             self.summary.returns_loader = loader
         if sink is None and self._tensor_level(value):
             self.summary.returns_tensor = True
+        elements = value.elts if isinstance(value, ast.Tuple) else [value]
+        tensors = [e for e in elements if self._tensor_level(e)]
+        hosts = [self._host_batch(e) for e in tensors]
+        if tensors and all(hosts) and not self.other_returns:
+            if self.summary.returns_host_batch is None:
+                self.summary.returns_host_batch = hosts[0]
+        elif tensors:
+            self.other_returns = True
+            self.summary.returns_host_batch = None
         if isinstance(value, ast.Name) and value.id in self.taint and self.taint[value.id] == value.id:
             self.summary.returns_params = self.summary.returns_params | {value.id}
         classes = self._classes_of(value)
@@ -1128,6 +1175,14 @@ class _Summarizer:
 
 
 TENSOR, DEVICE_TENSOR = 1, 2
+
+
+# Torch calls that build a new tensor in pageable host memory from host data (a batch assembled on the host).
+_HOST_BATCH_BUILDERS = frozenset(("torch.stack", "torch.cat", "torch.tensor", "torch.as_tensor", "torch.from_numpy",
+                                  "torch.LongTensor", "torch.FloatTensor"))
+# Tensor methods whose result stays where the tensor is (not `.to`, `.cuda`, `.pin_memory`).
+_STAYS_ON_HOST = frozenset(("view", "reshape", "long", "float", "int", "double", "half", "contiguous", "clone",
+                            "unsqueeze", "squeeze", "flatten", "t", "permute", "transpose", "type"))
 
 
 def _makes_tensor(qualified: str) -> bool:

@@ -9,8 +9,10 @@ import libcst as cst
 from gpulint.analysis import GPU_HINT
 from gpulint.analysis.data_facts import ACCELERATOR, data_facts, keyword
 from gpulint.analysis.data import _SAME_ON_DEVICE
+from gpulint.analysis.calls import project_calls
 from gpulint.analysis.data_path import data_path_facts
-from gpulint.rule import Example, Family, FixAvailability, FixSafety, Rule, Safety
+from gpulint.analysis.project import display_path
+from gpulint.rule import Example, Family, FixAvailability, FixSafety, Related, Rule, Safety
 from gpulint.syntax import is_true, positional
 
 # Calls that assemble a batch in host memory from numpy arrays or Python lists.
@@ -42,7 +44,10 @@ class HostBuiltBatch(Rule):
     ## What it does
     Flags `x.to(device)` / `x.cuda()` where `x` was just built on the host with `torch.stack`, `torch.cat`,
     `torch.from_numpy`, `torch.tensor` or `torch.as_tensor` (typically a `get_batch()` helper slicing a numpy
-    array), and this runs every iteration of a training loop, directly or in a helper the loop calls. Also
+    array), and this runs every iteration of a training loop, directly or in a helper the loop calls. The
+    build may also sit in a project function or method whose every `return` hands back tensors it built on the
+    host (`x, y = train_loader.next_batch()` then `x.to(device)` in the loop): the copy is reported in the loop,
+    naming the helper, with the line that builds the batch as related location. Also
     flags `torch.from_numpy(frame).to(device)` written in one expression (an inference loop over frames), and
     `torch.cat(crops).cuda(non_blocking=True)`: the pieces may be pinned, but what `torch.cat`/`torch.stack`
     return is a new tensor in pageable memory, and from pageable memory `non_blocking=True` still waits (on an
@@ -104,6 +109,8 @@ class HostBuiltBatch(Rule):
               "copy with `non_blocking=True` (or keep the data on the device)"
     fresh = "`{builder}` makes a new tensor in pageable memory, so `non_blocking=True` does not apply: the copy " \
             "still waits for the GPU every step; pin it (`.pin_memory()`) or build it on the device"
+    returned = "`{helper}` returns a batch it built on the host, and it is copied here from pageable memory " \
+               "every step: the copy blocks; pin it and copy with `non_blocking=True` (or build it on the device)"
     family = Family.THROUGHPUT
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(Safety.SAFE, "the batch holds the same values; the copy runs on the stream that uses it")
@@ -137,10 +144,44 @@ class HostBuiltBatch(Rule):
             return  # direct factories are GPU203's; loader batches GPU201/GPU202's
         builder = self._host_builder(receiver, node)
         if builder is None:
+            returned = self._returned_by_helper(receiver, node)
+            where = self.where(node) if returned is not None else None
+            if where:
+                helper, sink = returned
+                self.report(node, self.returned.format(helper=helper), where=where,
+                            fix=self._fix(node, receiver),
+                            related=(Related(display_path(sink.path), sink.line,
+                                             f"{sink.what} builds it on the host"),))
             return
         where = self.where(node)
         if where:
             self.report(node, where=where, fix=self._fix(node, receiver))
+
+    def _returned_by_helper(self, name: cst.Name, copy: cst.Call):
+        """(helper, where it builds) when every binding of `name` takes what a project function or method
+        returns, and every tensor that returns is built on the host there (`x, y = loader.next_batch()`)."""
+        calls = project_calls(self.analysis)
+        where = self.where(copy)
+        if calls is None or where is None or not where.every_iteration or where.loop is None:
+            return None
+        index = self.analysis.index
+        before = [b for b in data_facts(self.analysis).bindings(name)
+                  if index.is_ancestor_or_self(where.loop.body, b.source) and index.order(b.source) < index.order(copy)
+                  and not index.is_ancestor_or_self(b.source, copy)]
+        if not before:
+            return None
+        last = max(before, key=lambda b: index.order(b.source))  # the binding this step's copy reads
+        node = self.analysis.parent(last.source)
+        while node is not None and node is not where.loop.body:
+            if isinstance(node, (cst.If, cst.Try, cst.For, cst.While, cst.With)):
+                return None  # bound only on some iterations (or several times): not told here
+            node = self.analysis.parent(node)
+        if last.kind != "assign" or not isinstance(last.value, cst.Call):
+            return None
+        target = calls.callee(last.value, own_module=True)
+        if target is None or target[1].returns_host_batch is None:
+            return None
+        return target[0], target[1].returns_host_batch
 
     def _built_inline(self, expr: cst.BaseExpression) -> Optional[str]:
         """`torch.from_numpy(a)` (host memory the numpy array owns), `torch.cat(...)` or `torch.stack(...)` (a
