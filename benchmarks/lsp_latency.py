@@ -1,7 +1,7 @@
 """What the language server costs per edit: in process (the lint itself) and end to end, as an editor sees it.
 
     python benchmarks/lsp_latency.py [--copies 24] [--file train.py] [--keystrokes 15] [--where end|middle]
-                                     [--typing comment|code]
+                                     [--typing comment|code|read]
 
 The buffer is FILE, or the shipped naive training script followed by COPIES functions holding its body (a
 worst case: a finding every few lines). In process: "cold" is a lint of a text never seen (what the CLI does
@@ -15,7 +15,9 @@ bursts of keystrokes 30 ms apart, on a line of their own at the end of the file 
 middle of the file (indented as the line after it: inside the enclosing function, if any). With --typing
 comment (the default) a burst types five letters into a comment; with --typing code it types a statement,
 `lr3 = 0.13`, one character at a time, so the versions between keystrokes do not all parse (`lr3 =`) and
-the last one changes the code. The figure is the time from the last keystroke's didChange to the
+the last one changes the code (a number bound to a new name: the rules rerun only where the tree changed);
+with --typing read it types `v3 = loss.item()`, a statement that reads a tensor (no reuse: every rule runs
+on the whole module). The figure is the time from the last keystroke's didChange to the
 publishDiagnostics of that version (median and worst), the server's CPU time over the same span (read from
 /proc: what the lint costs whatever else the machine runs), and the same with an undo (text seen before:
 answered from the server's cache). The load average is printed before and after: the machine may be shared.
@@ -59,8 +61,8 @@ def synthetic(copies: int) -> str:
 
 def keystrokes(typing: str, burst: int) -> list[str]:
     """The line being typed after each keystroke of one burst (each burst types something new)."""
-    if typing == "code":
-        statement = f"lr{burst} = 0.1{burst}"
+    if typing in ("code", "read"):
+        statement = f"lr{burst} = 0.1{burst}" if typing == "code" else f"v{burst} = loss.item()"
         return [statement[:i] for i in range(1, len(statement) + 1)]
     return [f"# note {burst} " + "abcde"[:i] for i in range(1, 6)]
 
@@ -204,8 +206,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keystrokes", type=int, default=15, help="bursts of typing, end to end")
     parser.add_argument("--where", choices=("end", "middle"), default="end", help="where the keystrokes go")
-    parser.add_argument("--typing", choices=("comment", "code"), default="comment",
-                        help="type into a comment, or type a statement (`lr3 = 0.13`) character by character")
+    parser.add_argument("--typing", choices=("comment", "code", "read"), default="comment",
+                        help="type into a comment, a number bound to a new name (`lr3 = 0.13`), or a statement "
+                             "that reads a tensor (`v3 = loss.item()`), character by character")
     parser.add_argument("--no-editor", action="store_true", help="only the in-process figures")
     parser.add_argument("--no-in-process", action="store_true", help="only the end-to-end figures")
     parser.add_argument("--server", help="the server's command line (default: this checkout's `gpulint server`),"

@@ -35,6 +35,7 @@ class ModuleAnalysis:
         self.source = source
         self.index = SyntaxIndex().build(module)
         self._facts: dict[Callable, object] = {}
+        self._qualified: dict[int, Optional[str]] = {}
 
     def fact(self, provider: Callable[["ModuleAnalysis"], T]) -> T:
         """The fact `provider` computes for this module, computed on the first call only."""
@@ -67,7 +68,13 @@ class ModuleAnalysis:
         return self.loops.execution(node)
 
     def qualified(self, node: cst.BaseExpression):
-        return self.index.imports.qualify(node)
+        """The qualified name of a Name/Attribute chain (memoised per node: every rule asks for every call)."""
+        key = id(node)
+        try:
+            return self._qualified[key]
+        except KeyError:
+            found = self._qualified[key] = self.index.imports.qualify(node)
+            return found
 
     def parent(self, node: cst.CSTNode):
         return self.index.parent.get(node)

@@ -30,6 +30,13 @@ def _dataset(call: cst.Call) -> Optional[cst.BaseExpression]:
 def would_pin(rule: Rule, loader: cst.Call) -> bool:
     """GPU201 asks for `pin_memory=True` on this `DataLoader(...)`: its batches go to an accelerator."""
     facts = data_facts(rule.analysis)
+    found = facts.would_pin.get(id(loader))
+    if found is None:
+        found = facts.would_pin[id(loader)] = _would_pin(rule, facts, loader)
+    return found
+
+
+def _would_pin(rule: Rule, facts, loader: cst.Call) -> bool:
     if facts.prepared(loader):
         return False  # Accelerate moves the batches itself
     made = facts.factory(loader)

@@ -76,6 +76,10 @@ class DataFacts:
         self._factories: dict[str, Optional[LoaderFact]] = {}
         self._feeds: Optional[bool] = None
         self._cuda: Optional[bool] = None
+        # per node, memoised: every rule asks them of the same calls and loops
+        self._copy_targets: dict[int, Optional[str]] = {}
+        self._moves: dict[int, bool] = {}
+        self.would_pin: dict[int, bool] = {}  # analysis/data.py would_pin, per loader
 
     # -- loaders built elsewhere ----------------------------------------------------------------------------
     def factory(self, call: cst.CSTNode) -> Optional[LoaderFact]:
@@ -209,12 +213,12 @@ class DataFacts:
 
     def moves_batches(self, loop: Loop) -> bool:
         """The loop copies one of its batches to an accelerator in its own body."""
-        for node in _walk(loop.body):
-            if isinstance(node, cst.Call) and self.copy_target(node) == ACCELERATOR:
-                receiver = node.func.value  # type: ignore[union-attr]
-                if self.batch_loop(receiver) is loop:
-                    return True
-        return False
+        found = self._moves.get(id(loop))
+        if found is None:
+            found = self._moves[id(loop)] = any(
+                isinstance(node, cst.Call) and self.copy_target(node) == ACCELERATOR and
+                self.batch_loop(node.func.value) is loop for node in _walk(loop.body))  # type: ignore[union-attr]
+        return found
 
     def body_calls(self, loop: Loop) -> Iterator[cst.Call]:
         return (n for n in _walk(loop.body) if isinstance(n, cst.Call))
@@ -222,6 +226,12 @@ class DataFacts:
     # -- where a copy goes -------------------------------------------------------------------------------------
     def copy_target(self, call: cst.Call) -> Optional[str]:
         """ACCELERATOR for `.cuda()`/`.to(<device>)` of a possible tensor, CPU for copies to the host, else None."""
+        key = id(call)
+        if key not in self._copy_targets:
+            self._copy_targets[key] = self._copy_target(call)
+        return self._copy_targets[key]
+
+    def _copy_target(self, call: cst.Call) -> Optional[str]:
         func = call.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda") or has_star_args(call):
             return None
