@@ -28,7 +28,7 @@ import hashlib
 import re
 import sys
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
@@ -265,8 +265,22 @@ def _inert(stmt: ast.stmt, source: str) -> bool:
     if not all(isinstance(n.value, (int, float, complex)) and not isinstance(n.value, bool)
                for n in ast.walk(stmt.value) if isinstance(n, ast.Constant)):
         return False
-    name = stmt.targets[0].id
-    return len(re.findall(rf"\b{re.escape(name)}\b", source)) == 1  # in code, strings or comments
+    return _words(source)[stmt.targets[0].id] == 1  # mentioned once in the text: code, strings or comments
+
+
+_WORD = re.compile(r"\w+")
+_word_counts: list = []  # [(source, counts)] of the last two texts: the previous and the new version
+
+
+def _words(source: str) -> Counter:
+    """How often each word occurs in `source` (one pass per text, not one search per statement)."""
+    for text, counts in _word_counts:
+        if text is source:
+            return counts
+    counts = Counter(_WORD.findall(source))
+    _word_counts.append((source, counts))
+    del _word_counts[:-2]
+    return counts
 
 
 def _digest(project, path: Path) -> Optional[str]:
