@@ -20,6 +20,12 @@ class NanCheckInLoop(GpuRule):
     Flags NaN/Inf guards such as `if torch.isnan(loss).any(): break` that run on every iteration of a
     training loop.
 
+    Also flags the per-tensor form, `if any(not torch.isfinite(p.grad).all() for p in params):` (or
+    `if not all(...)`), a loss-scaling overflow check written by hand: Python's `any`/`all` read one device
+    boolean per tensor, so it is one sync per parameter every step (reported, no fix: stack the per-tensor
+    flags on the device, `torch.stack([torch.isfinite(p.grad).all() for p in params]).all()`, and read that
+    one flag, or let `torch.amp.GradScaler` skip the step).
+
     ## Why it is slow
     The `if` needs the answer on the host, so every step ends with a blocking sync just to learn that nothing
     went wrong.
@@ -72,19 +78,49 @@ class NanCheckInLoop(GpuRule):
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(
         Safety.UNSAFE, "the reaction to a NaN/Inf comes at the next periodic check, not in the step it appeared")
-    VALID = [TRAIN_STEP + "if torch.isnan(loss):\n    print('nan')\n"]
+    VALID = [TRAIN_STEP + "if torch.isnan(loss):\n    print('nan')\n",
+             # a generator over Python numbers: no tensor read
+             TRAIN_STEP + "    if any(math.isnan(v) for v in [1.0, 2.0]):\n        continue\n",
+             # every 100 steps: deliberate
+             TRAIN_STEP + "    if i % 100 == 0 and any(not torch.isfinite(p.grad).all() for p in model.parameters()):\n"
+                          "        print('overflow')\n"]
     INVALID = [
         Example(TRAIN_STEP + "    if torch.isnan(loss):\n        break\n",
                 message="NaN/Inf check every iteration blocks the CPU until the GPU c"),
+        Example(TRAIN_STEP + "    if any(not torch.isfinite(p.grad).all() for p in model.parameters()):\n"
+                             "        continue\n", message="one sync per tensor"),
+        Example(TRAIN_STEP + "    if not all(torch.isfinite(p.grad).all() for p in model.parameters()):\n"
+                             "        continue\n", message="`all(...)` over a generator"),
     ]
+
+    per_tensor = "NaN/Inf check of each tensor in Python (`{reducer}(...)` over a generator) every iteration: one " \
+                 "sync per tensor; stack the flags on the device and read one (`torch.stack([...]).all()`)"
 
     def visit_If(self, node: cst.If) -> None:
         found = nan_check(self.analysis, node.test)
         if found is None:
+            reducer = self._per_tensor(node.test)
+            where = self.where(node.test) if reducer else None
+            if where:
+                self.report(node.test, self.per_tensor.format(reducer=reducer), where=where)
             return
         where = self.where(node.test)
         if where:
             self.report(node.test, fix=self._fix(node, found[0], where), where=where)
+
+    def _per_tensor(self, test: cst.BaseExpression) -> Optional[str]:
+        """`any(<nan check> for ...)`, `not all(<finite check> for ...)` and the like: which reducer, else None."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test = test.expression
+        if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value in ("any", "all")
+                and self.analysis.qualified(test.func) in ("any", "all") and len(test.args) == 1
+                and isinstance(test.args[0].value, (cst.GeneratorExp, cst.ListComp))):
+            return None
+        element = test.args[0].value.elt
+        negated = cst.UnaryOperation(operator=cst.Not(), expression=element)
+        if nan_check(self.analysis, element) is None and nan_check(self.analysis, negated) is None:
+            return None
+        return test.func.value
 
     def _fix(self, node: cst.If, flag_expr: cst.BaseExpression, where):
         """Accumulate the check into a device flag; react to it where the loop already syncs."""
