@@ -89,13 +89,13 @@ def _raw_text_facts() -> list[Callable[[str], object]]:
     """Every fact a rule or the analysis reads from the raw text (comments included), as a function of it."""
     from gpulint.analysis import GPU_HINT
     from gpulint.analysis.precision import _MIXED
-    from gpulint.analysis.training import _REDUCED_PRECISION
+    from gpulint.analysis.training import _FREEZES, _REDUCED_PRECISION
     from gpulint.rule import all_rules
 
     rules = all_rules()  # the rule loader imports the rules' modules: their patterns are read from there
     ddp = sys.modules[rules["GPU415"].__module__]  # ddp-accumulation-without-no-sync
     compiled = sys.modules[rules["GPU501"].__module__]  # model-not-compiled
-    patterns = (GPU_HINT, _MIXED, _REDUCED_PRECISION, ddp._HANDLED, compiled._COMPILES)
+    patterns = (GPU_HINT, _MIXED, _REDUCED_PRECISION, _FREEZES, ddp._HANDLED, compiled._COMPILES)
     words = ("cuda", "DistributedDataParallel", "capture_scalar_outputs", "channels_last")
     return [p.search for p in patterns] + [_contains(word) for word in words]
 

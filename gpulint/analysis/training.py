@@ -35,6 +35,7 @@ class TrainingFacts:
         self._loops: Optional[list[cst.For]] = None
         self._chose_precision: Optional[bool] = None
         self._calls_on: Optional[dict[str, list[cst.Call]]] = None
+        self._toy: Optional[bool] = None
 
     # -- training loops ----------------------------------------------------------------------------------------
     def training_loops(self) -> list[cst.For]:
@@ -181,6 +182,152 @@ class TrainingFacts:
                 for b in data_facts(self.analysis).bindings(node):
                     if b.kind == "assign" and b.value is not None:
                         yield from self.parameter_owners(b.value, depth + 1)
+
+
+    # -- models too small for the throughput levers ---------------------------------------------------------
+    def worth_a_lever(self) -> bool:
+        """Not a test module (a test's toy model) and not a toy program (`toy_program`)."""
+        from gpulint.analysis.test_code import is_test_path
+
+        return not is_test_path(self.analysis.path) and not self.toy_program()
+
+    def matmul_heavy(self) -> bool:
+        """The module builds its model's layers itself, with linear/attention/embedding layers and no
+        convolutions: fp32 matmuls (TF32's domain). A convolutional network already runs its convolutions in
+        TF32 by default (`torch.backends.cudnn.allow_tf32`), and a model built elsewhere cannot be told."""
+        from gpulint.analysis.node_types import of_types
+
+        if self._built_elsewhere():
+            return False
+        built = {self.analysis.qualified(n.func) for n in of_types(self.index, cst.Call)} & _WEIGHT_LAYERS
+        return bool(built) and not any("Conv" in q for q in built)
+
+    def _built_elsewhere(self) -> bool:
+        """Some model of the module comes from elsewhere: a registry (`models.__dict__[arch](...)`), a model
+        library, a class of another module: what it computes cannot be read here."""
+        from gpulint.analysis.kinds import Kind
+        from gpulint.analysis.node_types import of_types
+
+        local = {c.name.value for c in of_types(self.index, cst.ClassDef)}
+        for node in of_types(self.index, cst.Call):
+            func = node.func  # type: ignore[attr-defined]
+            q = self.analysis.qualified(func)
+            if isinstance(func, cst.Subscript) or q is not None and (
+                    q.startswith(_MODEL_LIBRARIES) or q.endswith(("from_pretrained", "create_model"))):
+                return True
+            if self.analysis.kind(func) is Kind.MODULE_CLASS and not (isinstance(func, cst.Name) and func.value in local) \
+                    and not (q or "").startswith("torch."):
+                return True
+        return False
+
+    def toy_program(self) -> bool:
+        """The module builds exactly one layer with weights (`torch.nn.Linear(20, 1)`, a DDP tutorial's
+        placeholder) and no other model (no project `nn.Module`, no library model factory): nothing a Tensor
+        Core, TF32 or a fused optimizer speeds up measurably."""
+        if self._toy is None:
+            from gpulint.analysis.kinds import Kind
+            from gpulint.analysis.node_types import of_types
+
+            layers = 0
+            sizes: list[Optional[int]] = []
+            self._toy = False
+            for node in of_types(self.index, cst.Call):
+                q = self.analysis.qualified(node.func)  # type: ignore[attr-defined]
+                if isinstance(node.func, cst.Subscript) or q is not None and (
+                        q.startswith(_MODEL_LIBRARIES) or q.endswith(("from_pretrained", "create_model"))):
+                    return False  # `models.__dict__[arch](...)`, a registry, a library's model: a real model
+                if q is None or isinstance(node.func, cst.Attribute) and q.split(".")[-1] in _MODULE_MOVES:
+                    continue  # `Net().cuda()`, `model.to(device)`: the model was counted where it was built
+                if q in _WEIGHT_LAYERS:
+                    layers += 1
+                    sizes.append(self._weights(node))
+                elif q.startswith("torch.nn.") or q in _MODEL_WRAPPERS:
+                    continue  # activations, norms, losses, containers, DDP
+                elif self.analysis.kind(node) is Kind.MODULE or self.analysis.kind(node.func) is Kind.MODULE_CLASS:
+                    return False  # a real model built here
+            # one layer, or layers whose sizes are written out and small (the tutorial MLP `Linear(32, 64)`)
+            self._toy = layers == 1 or bool(sizes) and None not in sizes and sum(sizes) < _TOY_WEIGHTS  # type: ignore
+        return self._toy
+
+    def _weights(self, layer: cst.Call) -> Optional[int]:
+        """In x out of a layer whose first two sizes are integers written in the module, else None."""
+        args = [a.value for a in layer.args if a.keyword is None and not a.star][:2]
+        values = [self._integer(a) for a in args]
+        if len(values) != 2 or None in values:
+            return None
+        return values[0] * values[1]  # type: ignore[operator]
+
+    def _integer(self, expr: cst.BaseExpression) -> Optional[int]:
+        if isinstance(expr, cst.Integer):
+            return int(expr.evaluated_value)
+        if isinstance(expr, cst.Name):
+            bindings = data_facts(self.analysis).bindings(expr)
+            if len(bindings) == 1 and bindings[0].kind == "assign" and isinstance(bindings[0].value, cst.Integer):
+                return int(bindings[0].value.evaluated_value)
+        return None
+
+    def probe_parameters(self, params: cst.CSTNode) -> bool:
+        """An optimizer's parameters that are a linear probe's: a `requires_grad` filter in a module that freezes
+        parameters itself (`param.requires_grad = False` for all but the head: a frozen backbone's trainable
+        head), or the parameters of a module whose class, defined in this module, builds one layer with weights
+        (`LinearClassifier` of a linear evaluation)."""
+        source = self.analysis.source if self.analysis.source is not None else self.analysis.module.code
+        if _FREEZES.search(source):
+            texts = [self.analysis.code(params)] + [
+                self.analysis.code(b.value) for name in _names_in(params)
+                for b in data_facts(self.analysis).bindings(name) if b.kind == "assign" and b.value is not None]
+            if any("requires_grad" in text for text in texts):
+                return True
+        owners = list(self.parameter_owners(params))
+        return bool(owners) and all(self._one_layer_class(o) for o in owners)
+
+    def _one_layer_class(self, owner: cst.Name) -> bool:
+        from gpulint.analysis.node_types import of_types
+
+        classes = {c.name.value: c for c in of_types(self.index, cst.ClassDef)}
+        for b in data_facts(self.analysis).bindings(owner):
+            value = b.value
+            while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+                    value.func.attr.value in _MODULE_MOVES:
+                value = value.func.value
+            if b.kind == "assign" and isinstance(value, cst.Name):
+                continue  # `probe = probe.cuda()`: the binding it moves decides
+            if b.kind != "assign" or not isinstance(value, cst.Call):
+                return False
+            if self.analysis.qualified(value.func) in _WEIGHT_LAYERS | _MODEL_WRAPPERS:
+                continue  # one layer, or a wrapper (DDP) of the model the other bindings build
+            cls = classes.get(value.func.value) if isinstance(value.func, cst.Name) else None
+            if cls is None or sum(1 for n in _all_below(cls) if isinstance(n, cst.Call) and
+                                  self.analysis.qualified(n.func) in _WEIGHT_LAYERS) != 1:
+                return False
+        return True
+
+
+_TOY_WEIGHTS = 100_000  # below this many weights in all (written-out sizes), a model is a toy for these levers
+_MODEL_LIBRARIES = ("torchvision.models", "timm.", "transformers.", "torch.hub.", "diffusers.")
+_FREEZES = re.compile(r"requires_grad\s*=\s*False|requires_grad_\(\s*False")
+# Layers with weights: one of them alone is a placeholder or a linear probe, not a model worth a lever.
+_WEIGHT_LAYERS = frozenset(f"torch.nn.{name}" for name in (
+    "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+    "Embedding", "EmbeddingBag", "LSTM", "GRU", "RNN", "MultiheadAttention", "Transformer",
+    "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer"))
+_MODEL_WRAPPERS = frozenset(("torch.compile", "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
+                             "torch.nn.parallel.DataParallel", "torch.nn.SyncBatchNorm.convert_sync_batchnorm"))
+
+
+def _all_below(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`node` and every node below it, nested definitions included (a class's methods)."""
+    from gpulint.analysis.tree import child_nodes
+
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(child_nodes(current))
+
+
+def _names_in(expr: cst.CSTNode) -> list[cst.Name]:
+    return [n for n in _walk(expr) if isinstance(n, cst.Name)]
 
 
 def _is_dtype(analysis: ModuleAnalysis, expr: cst.CSTNode) -> bool:

@@ -68,7 +68,8 @@ class Fp32TrainingWithoutAutocast(GpuRule):
     ## When it is fine
     CPU-only modules, modules that already choose a precision anywhere (autocast, `.half()`, `dtype=`,
     accelerate's `mixed_precision`, TF32 settings), inference-only loops, and models whose accuracy is known
-    to need fp32: suppress with `# noqa: GPU403`.
+    to need fp32: suppress with `# noqa: GPU403`. Also left alone: a program whose only model is one layer
+    (`torch.nn.Linear(20, 1)`, a tutorial's placeholder: nothing for Tensor Cores to do) and test modules.
     """
 
     code = "GPU403"
@@ -79,19 +80,21 @@ class Fp32TrainingWithoutAutocast(GpuRule):
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(Safety.UNSAFE, "forward pass and loss are computed in bf16: values change")
     added_in = "0.2.0"
-    preview = True
     VALID = (
-        "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10)).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
         "for x in loader:\n    with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n"
         "        loss = model(x).sum()\n    loss.backward()\n    opt.step()\n",
-        "import torch\nmodel = torch.nn.Linear(4, 2)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10))\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n",
+        # a placeholder model of one layer (a DDP tutorial): nothing for Tensor Cores
+        "import torch\nmodel = torch.nn.Linear(20, 1).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
         "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n",
     )
     INVALID = (
-        Example("import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        Example("import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10)).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
                 "for x in loader:\n    out = model(x)\n    loss = out.sum()\n    loss.backward()\n    opt.step()\n",
                 message="autocast",
-                fixed="import torch\nmodel = torch.nn.Linear(4, 2).cuda()\n"
+                fixed="import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10)).cuda()\n"
                       "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
                       "for x in loader:\n    with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n"
                       "        out = model(x)\n        loss = out.sum()\n    loss.backward()\n    opt.step()\n"),
@@ -110,7 +113,8 @@ class Fp32TrainingWithoutAutocast(GpuRule):
             return  # `torch.autograd.backward(...)`, `dist_autograd.backward(ctx, ...)`: not a loss tensor
         facts = training_facts(self.analysis)
         where = self.where(node)
-        if where is None or not where.every_iteration or facts.chose_precision() or not facts.trains_on_cuda():
+        if where is None or not where.every_iteration or facts.chose_precision() or not facts.trains_on_cuda() \
+                or not facts.worth_a_lever():
             return
         forward = self._forward(node, where.loop)
         if forward is not None and id(forward) in self._reported:

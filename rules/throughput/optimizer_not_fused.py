@@ -20,9 +20,10 @@ class OptimizerNotFused(GpuRule):
     ## What it does
     Flags `torch.optim.Adam(...)`, `AdamW(...)` and `SGD(...)` built over the `.parameters()` of a model that
     the same module moves to a CUDA device (`model.to(device)`, `model.cuda()`), when neither `fused=` nor
-    `foreach=` is given. Every move of that model must go to CUDA: a device that may be another accelerator
-    (`torch.accelerator.current_accelerator()`, `accelerator.device`) or a function's parameter keeps it silent.
-    A preview rule: it runs when selected (`--select GPU4`).
+    `foreach=` is given, in a module that trains on CUDA in a loop. Every move of that model must go to CUDA: a
+    device that may be another accelerator (`torch.accelerator.current_accelerator()`, `accelerator.device`) or
+    a function's parameter keeps it silent. On by default since it was precise on every finding on 20 real
+    repositories (docs/rules/preview-decisions.md, third measurement).
 
     ## Why it is slow
     The default implementation on CUDA is `foreach`: a handful of multi-tensor kernels per step, each still
@@ -57,7 +58,9 @@ class OptimizerNotFused(GpuRule):
     fused implementation (Adamax, NAdam, RAdam, LBFGS, ...; Adagrad's is left alone because older releases
     fuse it on the CPU only), parameters the module does not certainly put on a
     GPU (CPU-only scripts, a device chosen elsewhere), and tiny models where the optimizer is a negligible part
-    of the step.
+    of the step: a program whose only model is one layer (`torch.nn.Linear(20, 1)` in a DDP tutorial), a linear
+    probe (an optimizer over a class of this module that builds one layer, or a `requires_grad` filter in a
+    module that freezes the backbone), and test modules.
     """
 
     code = "GPU402"
@@ -67,21 +70,29 @@ class OptimizerNotFused(GpuRule):
     fix_availability = FixAvailability.ALWAYS
     fix_safety = FixSafety(Safety.UNSAFE, "the fused kernel rounds differently: parameters differ in the last bits")
     added_in = "0.2.0"
-    preview = True
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py: only modules that train (trains_on_cuda)
+    _MODEL = "import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10)){move}\n"
+    _LOOP = "for x in loader:\n    model(x).sum().backward()\n    opt.step()\n"
     VALID = (
-        "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\n"
-        "opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)\n",
-        "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\n"
-        "opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)\n",
-        "import torch\nmodel = torch.nn.Linear(4, 2)\nopt = torch.optim.AdamW(model.parameters(), lr=1e-3)\n",
-        "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nopt = torch.optim.NAdam(model.parameters())\n",
+        _MODEL.format(move=".cuda()") + "opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)\n" + _LOOP,
+        _MODEL.format(move=".cuda()") + "opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)\n" + _LOOP,
+        _MODEL.format(move="") + "opt = torch.optim.AdamW(model.parameters(), lr=1e-3)\n" + _LOOP,
+        _MODEL.format(move=".cuda()") + "opt = torch.optim.NAdam(model.parameters())\n" + _LOOP,
+        # a placeholder model of one layer (a DDP tutorial's `nn.Linear(20, 1)`): nothing to fuse worth a change
+        "import torch\nmodel = torch.nn.Linear(20, 1).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        + _LOOP,
+        # a linear probe: only the head trains, the frozen backbone's parameters are filtered out
+        _MODEL.format(move=".cuda()") + "for name, p in model.named_parameters():\n    if not name.startswith('1.'):\n"
+        "        p.requires_grad = False\n"
+        "opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)\n" + _LOOP,
+        # built, but never trained in this module (a factory of optimizers)
+        _MODEL.format(move=".cuda()") + "opt = torch.optim.AdamW(model.parameters(), lr=1e-3)\n",
     )
     INVALID = (
-        Example("import torch\nmodel = torch.nn.Linear(4, 2).to(\"cuda\")\n"
-                "opt = torch.optim.AdamW(model.parameters(), lr=1e-3)\n",
+        Example(_MODEL.format(move=".to(\"cuda\")") + "opt = torch.optim.AdamW(model.parameters(), lr=1e-3)\n" + _LOOP,
                 message="fused=True",
-                fixed="import torch\nmodel = torch.nn.Linear(4, 2).to(\"cuda\")\n"
-                      "opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)\n"),
+                fixed=_MODEL.format(move=".to(\"cuda\")") +
+                "opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)\n" + _LOOP),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -93,6 +104,8 @@ class OptimizerNotFused(GpuRule):
         if params is None:
             return
         facts = training_facts(self.analysis)
+        if not facts.trains_on_cuda() or not facts.worth_a_lever() or facts.probe_parameters(params.value):
+            return  # no training loop here, a test or a toy, a linear probe: the update costs next to nothing
         owners = list(facts.parameter_owners(params.value))
         if not owners or not all(facts.module_on_cuda(o) for o in owners):
             return

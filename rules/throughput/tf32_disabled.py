@@ -64,22 +64,30 @@ class Tf32Disabled(GpuRule):
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(Safety.UNSAFE, "fp32 matmuls round inputs to TF32 (10-bit mantissa): results change")
     added_in = "0.2.0"
+    reports_in = ("hot-loop",)  # gpulint/prefilter.py
     preview = True
     VALID = (
-        "import torch\ntorch.set_float32_matmul_precision(\"high\")\nmodel = torch.nn.Linear(4, 2).cuda()\n"
+        "import torch\ntorch.set_float32_matmul_precision(\"high\")\nmodel = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10)).cuda()\n"
         "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
         "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n",
-        "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10)).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
         "def train(loader):\n    for x in loader:\n        loss = model(x).sum()\n        loss.backward()\n"
         "        opt.step()\n",
+        # a placeholder model of one layer (a DDP tutorial)
+        "import torch\nmodel = torch.nn.Linear(20, 1).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n",
+        # a convolutional network: cuDNN runs its convolutions in TF32 already
+        "import torch\nmodel = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.Flatten(), torch.nn.LazyLinear(2)).cuda()\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n",
     )
     INVALID = (
-        Example("import torch\n\nmodel = torch.nn.Linear(4, 2).cuda()\n"
+        Example("import torch\n\nmodel = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10)).cuda()\n"
                 "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
                 "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n",
                 message="TF32",
                 fixed="import torch\ntorch.set_float32_matmul_precision(\"high\")\n\n"
-                      "model = torch.nn.Linear(4, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                      "model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10)).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
                       "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n"),
     )
 
@@ -88,7 +96,8 @@ class Tf32Disabled(GpuRule):
         loops = facts.training_loops()
         if not loops or loops[0] is not node or not self.analysis.targets_gpu:
             return
-        if facts.chose_precision() or not facts.trains_on_cuda() or not facts.entry_point():
+        if facts.chose_precision() or not facts.trains_on_cuda() or not facts.entry_point() or \
+                not facts.worth_a_lever() or not facts.matmul_heavy():
             return
         last = facts.last_leading_import()
         fix = None
