@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from typing import Optional
 
 import libcst as cst
@@ -12,6 +14,10 @@ from gpulint.rule import Example, Family, Fix, FixAvailability, FixSafety, GpuRu
 from gpulint.syntax import statement_of
 
 AUTOCAST = 'torch.autocast("cuda", dtype=torch.bfloat16)'
+
+
+_GPT = ("import torch\nfrom model import GPT\nmodel = GPT().cuda()\nopt = torch.optim.AdamW(model.parameters(), fused=True)\n"
+        "for x, y in loader:\n{forward}    opt.zero_grad(set_to_none=True)\n    loss.backward()\n    opt.step()\n")
 
 
 class Fp32TrainingWithoutAutocast(GpuRule):
@@ -98,6 +104,10 @@ class Fp32TrainingWithoutAutocast(GpuRule):
                       "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
                       "for x in loader:\n    with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n"
                       "        out = model(x)\n        loss = out.sum()\n    loss.backward()\n    opt.step()\n"),
+        # a model that returns its loss (nanoGPT style), `zero_grad()` between the forward and `backward()`
+        Example(_GPT.format(forward="    loss = model(x, y)\n"), message="autocast",
+                fixed=_GPT.format(forward="    with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n"
+                                          "        loss = model(x, y)\n")),
     )
 
     def __init__(self, *args, **kwargs) -> None:
@@ -155,6 +165,8 @@ class Fp32TrainingWithoutAutocast(GpuRule):
             return None
         run: list[cst.SimpleStatementLine] = []
         for stmt in reversed(block.body[:list(block.body).index(line)]):
+            if not run and _zeroes_gradients(stmt):
+                continue  # `optimizer.zero_grad()` between the loss and `backward()`: it stays outside the block
             if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
                     and isinstance(stmt.body[0], cst.Assign)):
                 break
@@ -163,7 +175,8 @@ class Fp32TrainingWithoutAutocast(GpuRule):
         if start is None:
             return None
         run = run[start:]
-        if len(run) == 1 and not self._runs_model(run[0].body[0].value, nested_only=True):  # type: ignore
+        if len(run) == 1 and not self._runs_model(run[0].body[0].value, nested_only=True) and \
+                not _calls_the_model(run[0].body[0].value):  # type: ignore[attr-defined]
             return None  # only `loss = criterion(out, y)`: the forward pass is elsewhere
         if not any(isinstance(t.target, cst.Name) and t.target.value == loss.value
                    for stmt in run for t in stmt.body[0].targets):  # type: ignore[attr-defined]
@@ -179,6 +192,21 @@ class Fp32TrainingWithoutAutocast(GpuRule):
         `criterion(model(x), y)` or `model(x).sum()`)."""
         return any(isinstance(n, cst.Call) and self.analysis.kind(n.func) is Kind.MODULE
                    for n in _nodes(stmt) if not (nested_only and n is stmt))
+
+
+_CRITERION = re.compile(r"criterion|loss", re.IGNORECASE)
+
+
+def _calls_the_model(value: cst.BaseExpression) -> bool:
+    """`model(x, y)` (a model that returns its loss, nanoGPT style), not `criterion(out, y)`/`loss_fn(...)`."""
+    return isinstance(value, cst.Call) and isinstance(value.func, (cst.Name, cst.Attribute)) and \
+        not _CRITERION.search(value.func.value if isinstance(value.func, cst.Name) else value.func.attr.value)
+
+
+def _zeroes_gradients(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and \
+        isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call) and \
+        isinstance(stmt.body[0].value.func, cst.Attribute) and stmt.body[0].value.func.attr.value == "zero_grad"
 
 
 def _in_order(node: cst.CSTNode):
