@@ -95,7 +95,8 @@ def _raw_text_facts() -> list[Callable[[str], object]]:
     rules = all_rules()  # the rule loader imports the rules' modules: their patterns are read from there
     ddp = sys.modules[rules["GPU415"].__module__]  # ddp-accumulation-without-no-sync
     compiled = sys.modules[rules["GPU501"].__module__]  # model-not-compiled
-    patterns = (GPU_HINT, _MIXED, _REDUCED_PRECISION, _FREEZES, ddp._HANDLED, compiled._COMPILES)
+    cudnn = sys.modules[rules["GPU413"].__module__]  # cudnn-benchmark-unset
+    patterns = (GPU_HINT, _MIXED, _REDUCED_PRECISION, _FREEZES, ddp._HANDLED, compiled._COMPILES, cudnn._ONE_SHAPE)
     words = ("cuda", "DistributedDataParallel", "capture_scalar_outputs", "channels_last")
     return [p.search for p in patterns] + [_contains(word) for word in words]
 

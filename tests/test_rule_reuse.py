@@ -274,7 +274,8 @@ def test_every_reader_of_the_raw_text_is_in_the_text_signature():
         "gpulint/analysis/data_facts.py",  # "cuda"
         "gpulint/analysis/forward.py",  # a caller's line (related locations: not reused)
         "gpulint/analysis/precision.py",  # _MIXED
-        "gpulint/analysis/training.py",  # _REDUCED_PRECISION
+        "gpulint/analysis/training.py",  # _REDUCED_PRECISION, _FREEZES
+        "rules/throughput/cudnn_benchmark_unset.py",  # _ONE_SHAPE
         "rules/throughput/graph_break_in_compiled.py",  # "capture_scalar_outputs"
         "rules/throughput/conv_net_without_channels_last.py",  # "channels_last" (and visit_Module: always run)
         "rules/throughput/ddp_accumulation_without_no_sync.py",  # "DistributedDataParallel", _HANDLED

@@ -245,17 +245,25 @@ class TrainingFacts:
                     continue  # activations, norms, losses, containers, DDP
                 elif self.analysis.kind(node) is Kind.MODULE or self.analysis.kind(node.func) is Kind.MODULE_CLASS:
                     return False  # a real model built here
-            # one layer, or layers whose sizes are written out and small (the tutorial MLP `Linear(32, 64)`)
-            self._toy = layers == 1 or bool(sizes) and None not in sizes and sum(sizes) < _TOY_WEIGHTS  # type: ignore
+            # layers whose sizes are written out and small (the tutorial MLP `Linear(32, 64)`), or one layer of
+            # sizes not written out (a probe's `Linear(dim, classes)` alone)
+            self._toy = sizes == [None] or bool(sizes) and None not in sizes and sum(sizes) < _TOY_WEIGHTS  # type: ignore
         return self._toy
 
     def _weights(self, layer: cst.Call) -> Optional[int]:
         """In x out of a layer whose first two sizes are integers written in the module, else None."""
-        args = [a.value for a in layer.args if a.keyword is None and not a.star][:2]
-        values = [self._integer(a) for a in args]
+        args = [a.value for a in layer.args if a.keyword is None and not a.star]
+        values = [self._integer(a) for a in args[:2]]
         if len(values) != 2 or None in values:
             return None
-        return values[0] * values[1]  # type: ignore[operator]
+        weights = values[0] * values[1]  # type: ignore[operator]
+        q = self.analysis.qualified(layer.func) or ""
+        if "Conv" in q:  # times the kernel's size per dimension (`Conv2d(64, 256, 3)`: 3 x 3)
+            kernel = self._integer(args[2]) if len(args) > 2 else None
+            if kernel is None:
+                return None
+            weights *= kernel ** int(q[-2]) if q[-2].isdigit() else kernel
+        return weights
 
     def _integer(self, expr: cst.BaseExpression) -> Optional[int]:
         if isinstance(expr, cst.Integer):
