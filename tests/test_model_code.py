@@ -20,6 +20,8 @@ EXPECTED = {
     ("models/queue.py", 16, "GPU105"),  # int(self.ptr): a registered buffer, in a method forward calls
     ("models/queue.py", 21, "GPU203"),  # torch.randperm(n).cuda() in another method forward calls
     ("models/heads.py", 14, "GPU101"),  # .item() in a forward run once per evaluation batch (under no_grad)
+    ("train.py", 12, "GPU403"),  # the step's forward in fp32 (QueueModel on CUDA, no autocast anywhere)
+    ("train.py", 31, "GPU402"),  # SGD over the CUDA QueueModel without fused=True
 }
 
 

@@ -74,7 +74,10 @@ class Fp32TrainingWithoutAutocast(GpuRule):
     ## When it is fine
     CPU-only modules, modules that already choose a precision anywhere (autocast, `.half()`, `dtype=`,
     accelerate's `mixed_precision`, TF32 settings), inference-only loops, and models whose accuracy is known
-    to need fp32: suppress with `# noqa: GPU403`. Also left alone: a program whose only model is one layer
+    to need fp32: suppress with `# noqa: GPU403`. No automatic fix where the module builds `nn.GroupNorm`
+    layers (a diffusion UNet): autocast runs `group_norm` in fp32, so every GroupNorm casts the bf16 activations
+    around it, and on an H100 a small UNet ran slower with bf16 than without (docs/benchmarks.md, the UNet
+    ablation); it is still reported, to be measured with `gpulint verify`. Also left alone: a program whose only model is one layer
     (`torch.nn.Linear(20, 1)`, a tutorial's placeholder: nothing for Tensor Cores to do) and test modules.
     """
 
@@ -104,6 +107,11 @@ class Fp32TrainingWithoutAutocast(GpuRule):
                       "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
                       "for x in loader:\n    with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n"
                       "        out = model(x)\n        loss = out.sum()\n    loss.backward()\n    opt.step()\n"),
+        # GroupNorm layers (a diffusion UNet): reported, no automatic fix (autocast casts around each GroupNorm)
+        Example("import torch\nimport torch.nn as nn\nmodel = nn.Sequential(nn.Conv2d(3, 64, 3), nn.GroupNorm(8, 64), "
+                "nn.Conv2d(64, 256, 3)).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                "for x in loader:\n    out = model(x)\n    loss = out.sum()\n    loss.backward()\n    opt.step()\n",
+                message="autocast"),
         # a model that returns its loss (nanoGPT style), `zero_grad()` between the forward and `backward()`
         Example(_GPT.format(forward="    loss = model(x, y)\n"), message="autocast",
                 fixed=_GPT.format(forward="    with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n"
@@ -157,6 +165,8 @@ class Fp32TrainingWithoutAutocast(GpuRule):
         return None
 
     def _fix(self, call: cst.Call) -> Optional[Fix]:
+        if self._builds_group_norm():
+            return None  # autocast runs group_norm in fp32: casts around every GroupNorm (a UNet measured slower)
         line = statement_of(call, self.analysis.parent)
         block = self.analysis.parent(line)
         loss = call.func.value  # type: ignore[union-attr]
@@ -186,6 +196,12 @@ class Fp32TrainingWithoutAutocast(GpuRule):
                            body=cst.IndentedBlock(body=inner), leading_lines=run[0].leading_lines)
         changes = {run[0]: wrapped, **{stmt: cst.RemoveFromParent() for stmt in run[1:]}}
         return self.fix("Wrap the forward pass and the loss in bf16 `torch.autocast`", changes, safe=False)
+
+    def _builds_group_norm(self) -> bool:
+        from gpulint.analysis.node_types import of_types
+
+        return any(self.analysis.qualified(n.func) == "torch.nn.GroupNorm"  # type: ignore[attr-defined]
+                   for n in of_types(self.analysis.index, cst.Call))
 
     def _runs_model(self, stmt: cst.CSTNode, nested_only: bool = False) -> bool:
         """`stmt` calls a model (with `nested_only`: somewhere below its outermost call, as in
