@@ -168,6 +168,18 @@ def test_a_comment_typed_reruns_the_rules_on_the_edited_definition_only(reuse, m
     assert sum(counts) >= nodes
 
 
+def assert_reused_after_typing(monkeypatch, typed: str, reused: bool) -> None:
+    """HELPER linted, then `typed`: the findings are a fresh lint's, and the rules visited fewer nodes than the
+    module has exactly when the edit was reused."""
+    lint(HELPER, IN_PROJECT)
+    nodes = len(__import__("gpulint.analysis", fromlist=["ModuleAnalysis"]).ModuleAnalysis(
+        incremental.parse_module(HELPER), HELPER).index.nodes)
+    counts = visited(monkeypatch)
+    found, seen = lint(typed, IN_PROJECT), sum(counts)
+    assert found == fresh(typed, IN_PROJECT)
+    assert (seen < nodes) == reused, (seen, nodes)
+
+
 @pytest.mark.parametrize("statement, reused", [
     ("lr3 = 0.13", True),  # a number bound to a name used nowhere else: nothing else can tell
     ("lr3 = -2e-3 * 4", True),
@@ -177,14 +189,7 @@ def test_a_comment_typed_reruns_the_rules_on_the_edited_definition_only(reuse, m
 ])
 def test_a_statement_typed_in_a_function_reruns_the_rules_on_that_function_only_if_inert(
         reuse, monkeypatch, statement, reused):
-    lint(HELPER, IN_PROJECT)
-    nodes = len(__import__("gpulint.analysis", fromlist=["ModuleAnalysis"]).ModuleAnalysis(
-        incremental.parse_module(HELPER), HELPER).index.nodes)
-    counts = visited(monkeypatch)
-    typed = HELPER.replace("def make():\n", f"def make():\n    {statement}\n")
-    found, seen = lint(typed, IN_PROJECT), sum(counts)
-    assert found == fresh(typed, IN_PROJECT)
-    assert (seen < nodes) == reused, (seen, nodes)
+    assert_reused_after_typing(monkeypatch, HELPER.replace("def make():\n", f"def make():\n    {statement}\n"), reused)
 
 
 @pytest.mark.parametrize("where, reused", [
@@ -194,16 +199,10 @@ def test_a_statement_typed_in_a_function_reruns_the_rules_on_that_function_only_
 ])
 def test_a_number_typed_at_the_top_level_after_a_definition_reruns_no_rule_on_the_rest(
         reuse, monkeypatch, where, reused):
-    lint(HELPER, IN_PROJECT)
-    nodes = len(__import__("gpulint.analysis", fromlist=["ModuleAnalysis"]).ModuleAnalysis(
-        incremental.parse_module(HELPER), HELPER).index.nodes)
-    counts = visited(monkeypatch)
     typed = {"end": HELPER + "lr3 = 0.13\n",
              "between": HELPER.replace("\n\ndef make():\n", "\nlr3 = 0.13\n\ndef make():\n"),
              "header": HELPER.replace("import torch\n", "import torch\nlr3 = 0.13\n")}[where]
-    found, seen = lint(typed, IN_PROJECT), sum(counts)
-    assert found == fresh(typed, IN_PROJECT)
-    assert (seen < nodes) == reused, (seen, nodes)
+    assert_reused_after_typing(monkeypatch, typed, reused)
 
 
 def test_a_comment_that_makes_a_module_target_the_gpu_changes_the_findings(reuse):
