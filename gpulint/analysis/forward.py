@@ -39,6 +39,7 @@ _WRAPPERS = {"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.dis
 _SELF_METHODS = {"to", "cuda", "cpu", "train", "eval", "half", "float", "bfloat16", "double", "to_empty",
                  "requires_grad_"}
 _MAX_DEPTH = 4
+_MAX_ENTRIES = 6  # entry points tried per function
 _CALLER_ANALYSES = 8  # LibCST analyses of caller files kept per project (the training scripts)
 _CALLER_PARSES = 8  # caller files parsed with LibCST per project and run, at most
 
@@ -56,32 +57,42 @@ class CallSite:
 # -- the linted module's side: which functions are per-step model code ---------------------------------------------
 def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
     """The hot call site that runs `fn` every step, when `fn` is the `forward` of a top-level project module
-    class (or a method/function of this module that `forward` reaches), else None."""
+    class, a method of a top-level class or a top-level function that a loop elsewhere calls every step (or a
+    method/function of this module that one of them reaches), else None."""
     if analysis.path is None:
         return None
-    owner = analysis.fact(_reached_from_forward).get(id(fn))
-    if owner is None:
+    entries = analysis.fact(_entries).get(id(fn))
+    if not entries:
         return None
-    return per_step_site(project_for(Path(analysis.path)), Path(analysis.path), owner)
+    project = project_for(Path(analysis.path))
+    path = Path(analysis.path)
+    for owner, member in entries:
+        site = per_step_site(project, path, owner) if member == "forward" and owner is not None else \
+            member_site(project, path, owner, member)
+        if site is not None:
+            return site
+    return None
 
 
-def _reached_from_forward(analysis) -> dict[int, str]:
-    """Fact provider: id(function) -> name of the class whose `forward` reaches it (top-level classes)."""
+def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
+    """Fact provider: id(function) -> the entry points that reach it, as (class or None, method or function):
+    the `forward` of top-level classes first, then their other methods (`__call__` included, other dunders
+    not: construction and printing are not steps), then top-level functions. A function is reached from an
+    entry through `self.method(...)` calls of its class and calls of the module's own functions."""
     index = analysis.index
     module_functions = {s.name.value: s for s in analysis.module.body if isinstance(s, cst.FunctionDef)}
-    reached: dict[int, str] = {}
-    for stmt in analysis.module.body:
-        if not isinstance(stmt, cst.ClassDef) or not isinstance(stmt.body, cst.IndentedBlock):
-            continue
-        methods = {s.name.value: s for s in stmt.body.body if isinstance(s, cst.FunctionDef)}
-        if "forward" not in methods:
-            continue
-        stack = [methods["forward"]]
+    reached: dict[int, list[tuple[Optional[str], str]]] = {}
+
+    def reach(start: cst.FunctionDef, entry: tuple[Optional[str], str], methods: dict) -> None:
+        stack, seen = [start], set()
         while stack:
             fn = stack.pop()
-            if id(fn) in reached:
+            if id(fn) in seen:
                 continue
-            reached[id(fn)] = stmt.name.value
+            seen.add(id(fn))
+            known = reached.setdefault(id(fn), [])
+            if entry not in known and len(known) < _MAX_ENTRIES:
+                known.append(entry)
             for node in _own_nodes(fn):
                 if not isinstance(node, cst.Call):
                     continue
@@ -92,7 +103,24 @@ def _reached_from_forward(analysis) -> dict[int, str]:
                 elif isinstance(func, cst.Name) and func.value in module_functions \
                         and len(index.functions.get(func.value, [])) == 1:
                     stack.append(module_functions[func.value])
+
+    classes = [(stmt, {s.name.value: s for s in stmt.body.body if isinstance(s, cst.FunctionDef)})
+               for stmt in analysis.module.body
+               if isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock)]
+    for stmt, methods in classes:
+        if "forward" in methods:
+            reach(methods["forward"], (stmt.name.value, "forward"), methods)
+    for stmt, methods in classes:
+        for name, method in methods.items():
+            if name != "forward" and _entry_method(name):
+                reach(method, (stmt.name.value, name), methods)
+    for name, fn in module_functions.items():
+        reach(fn, (None, name), {})
     return reached
+
+
+def _entry_method(name: str) -> bool:
+    return name == "__call__" or not (name.startswith("__") and name.endswith("__"))
 
 
 def _own_nodes(fn: cst.FunctionDef):
@@ -105,16 +133,27 @@ def _own_nodes(fn: cst.FunctionDef):
 
 
 def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
-    """For the prefilter: some top-level class of the module (its `ast` tree) has a `forward` that a project
-    loop calls every step. Only then is a file with no loop of its own worth LibCST's parse."""
+    """For the prefilter: some top-level class of the module (its `ast` tree) has a `forward`, a method or a
+    function that a project loop calls every step. Only then is a file with no loop of its own worth LibCST's
+    parse."""
     if path is None or not isinstance(tree, ast.Module):
         return False
+    project = project_for(path)
     names = [s.name for s in tree.body if isinstance(s, ast.ClassDef) and any(
         isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "forward" for m in s.body)]
-    if not names:
-        return False
-    project = project_for(path)
-    return any(per_step_site(project, path, name) is not None for name in names)
+    if any(per_step_site(project, path, name) is not None for name in names):
+        return True
+    hot = hot_call_names(project)
+    for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name in hot:
+            if member_site(project, path, None, stmt.name) is not None:
+                return True
+        elif isinstance(stmt, ast.ClassDef):
+            for m in stmt.body:
+                if isinstance(m, ast.FunctionDef) and m.name != "forward" and m.name in hot and \
+                        _entry_method(m.name) and member_site(project, path, stmt.name, m.name) is not None:
+                    return True
+    return False
 
 
 # -- the project's side: is the class called every step anywhere? -------------------------------------------------
@@ -157,25 +196,130 @@ def _find_site(project: Project, path: Path, class_name: str) -> Optional[CallSi
 
         calls = analysis.fact(project_calls)
         resolver = _Instances(calls, project, cls) if calls is not None else None
-        for _, node, target in hot_calls:
+        for _, node, func in hot_calls:
+            target = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
+            if not (isinstance(target, cst.Name) or isinstance(target, cst.Attribute) and isinstance(
+                    target.value, cst.Name) and target.value.value == "self"):
+                continue
             if resolver is not None and resolver.may_be(target):
                 return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)",
                                 f"{cls.name}.forward")
     return None
 
 
+def member_site(project: Project, path: Path, owner: Optional[str], member: str) -> Optional[CallSite]:
+    """A call, every iteration of a hot loop of some project file, of the method `member` of an instance of
+    the top-level class `owner` (or of a subclass that inherits it or calls it through `super()`), or of the
+    top-level function `member` when `owner` is None, both defined in `path`."""
+    from gpulint.analysis.project import _record, recording
+
+    if member not in hot_call_names(project):  # the common case: no hot loop of the project calls that name
+        return None
+    path = path.resolve()
+    key = (path, owner, member)
+    sites = project.per_step_sites
+    with project._lock:
+        if key not in sites:
+            sites[key] = (None, frozenset())  # recursion guard
+            with recording() as used, text_dependency():
+                found = _find_member_site(project, path, owner, member)
+            sites[key] = (found, frozenset(used))
+        found, used = sites[key]
+        with text_dependency():
+            for dependency in used:
+                _record(dependency)
+        return found
+
+
+def _find_member_site(project: Project, path: Path, owner: Optional[str], member: str) -> Optional[CallSite]:
+    info = project.module(path)
+    if info is None:
+        return None
+    cls = info.classes.get(owner) if owner is not None else None
+    if owner is not None and cls is None:
+        return None
+    if owner is None and member not in info.functions:
+        return None
+    from gpulint.analysis.calls import project_calls
+
+    for caller in project.files_naming(member, training=True):
+        if is_test_path(caller, project.root):
+            continue
+        caller_info = project.module(caller)
+        if caller_info is None or member not in _hot_file(project, caller_info)[1]:
+            continue
+        hot_calls = _hot_calls(project, caller_info.path)
+        if not hot_calls:
+            continue
+        analysis = hot_calls[0][0]
+        calls = analysis.fact(project_calls)
+        if calls is None:
+            continue
+        resolver = _Instances(calls, project, cls, member) if cls is not None else None
+        for _, node, func in hot_calls:
+            if resolver is not None:
+                if not (isinstance(func, cst.Attribute) and func.attr.value == member
+                        and resolver.may_be(func.value)):
+                    continue
+                runs = f"{cls.name}.{member}"
+            else:
+                last = func.attr.value if isinstance(func, cst.Attribute) else (
+                    func.value if isinstance(func, cst.Name) else None)
+                if last != member:
+                    continue
+                found = calls._lookup(func)
+                if not (isinstance(found, FunctionSummary) and found.qualname == member
+                        and found.path.resolve() == path):
+                    continue
+                runs = member
+            return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)", runs)
+    return None
+
+
+def hot_call_names(project: Project) -> frozenset:
+    """The names (last parts) of every call in the project's files that may hold a hot loop, and of the
+    callables handed to `functools.partial` there: a function or method by another name is never called
+    every step from elsewhere. Computed once per project state, from `ast` trees alone."""
+    with project._lock:
+        known = project.per_step_sites.get("hot-call-names")
+        if known is None:
+            names: set = set()
+            for file in project.training_files():
+                if is_test_path(file, project.root):
+                    continue
+                info = project.module(file)
+                if info is not None:
+                    hot, called = _hot_file(project, info)
+                    if hot:
+                        names |= called
+            known = project.per_step_sites["hot-call-names"] = frozenset(names)
+        return known
+
+
 def _may_call_in_hot_loop(project: Project, info, class_name: str) -> bool:
     """On the caller's `ast` tree (cached per content), before any LibCST parse: it calls something named
     `class_name` (a constructor, `pkg.mod.Cls(...)`), and the prefilter's over-approximation of a hot loop
     holds in it."""
+    hot, called = _hot_file(project, info)
+    return hot and class_name in called
+
+
+def _hot_file(project: Project, info) -> tuple[bool, frozenset]:
+    """(the prefilter's over-approximation of a hot loop holds in the module, the last names of its calls and
+    of the callables it hands to `functools.partial`), cached per content."""
     from gpulint.prefilter import HOT_LOOP, FileFacts
 
     cached = project.hot_loop_files.get(info.path)
     if cached is None or cached[0] != info.digest:
-        called = frozenset(_last_name(n.func) for n in ast.walk(info.tree) if isinstance(n, ast.Call))
+        called = set()
+        for n in ast.walk(info.tree):
+            if isinstance(n, ast.Call):
+                called.add(_last_name(n.func))
+                if _last_name(n.func) == "partial" and n.args:
+                    called.add(_last_name(n.args[0]))
         hot = FileFacts("", info.tree).holds(HOT_LOOP)
-        cached = project.hot_loop_files[info.path] = (info.digest, hot, called)
-    return cached[1] and class_name in cached[2]
+        cached = project.hot_loop_files[info.path] = (info.digest, hot, frozenset(called))
+    return cached[1], cached[2]
 
 
 def _last_name(func: ast.expr) -> Optional[str]:
@@ -185,9 +329,10 @@ def _last_name(func: ast.expr) -> Optional[str]:
 
 
 def _hot_calls(project: Project, path: Path) -> list:
-    """(analysis, call, what is called) for every call of a name or `self.x` (or its `.forward`) that runs every
-    iteration of a hot loop of `path`, from one LibCST parse of it (at most `_CALLER_PARSES` callers are
-    parsed per project and run: past that, a model is not followed, to bound the cost)."""
+    """(analysis, call, what is called) for every call that runs every iteration of a hot loop of `path`, from
+    one LibCST parse of it (at most `_CALLER_PARSES` callers are parsed per project and run: past that, a
+    model is not followed, to bound the cost). What is called is the call's function, or for a name bound to
+    `functools.partial(f, ...)`, `f`."""
     from gpulint.analysis import ModuleAnalysis
     from gpulint.files import FileError, read_regular
     from gpulint.incremental import parse_module  # the script's own lint may have parsed it a moment ago
@@ -210,17 +355,27 @@ def _hot_calls(project: Project, path: Path) -> list:
     for node in analysis.index.nodes if analysis is not None else ():
         if not isinstance(node, cst.Call):
             continue
-        func = node.func
-        target = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
-        if not (isinstance(target, cst.Name) or isinstance(target, cst.Attribute) and isinstance(
-                target.value, cst.Name) and target.value.value == "self"):
-            continue
         if analysis.execution(node).every_iteration:
-            found.append((analysis, node, target))
+            found.append((analysis, node, _partial_target(analysis, node.func)))
     cache[path] = found
     while len(cache) > _CALLER_ANALYSES:
         cache.popitem(last=False)
     return found
+
+
+def _partial_target(analysis, func: cst.BaseExpression) -> cst.BaseExpression:
+    """`f` for a name bound only to `functools.partial(f, ...)` (`compute = partial(self.loss, model, x)` then
+    `compute()`), else `func` itself."""
+    if not isinstance(func, cst.Name):
+        return func
+    bindings = analysis.index.visible_bindings(func)
+    if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None:
+        return func
+    value = bindings[0].value
+    if isinstance(value, cst.Call) and analysis.qualified(value.func) == "functools.partial" and value.args \
+            and value.args[0].keyword is None and not value.args[0].star:
+        return value.args[0].value
+    return func
 
 
 def _line_of(analysis, node: cst.CSTNode) -> int:
@@ -237,11 +392,12 @@ def _line_of(analysis, node: cst.CSTNode) -> int:
 class _Instances:
     """Whether an expression of a caller module may hold an instance of `cls` (and nothing else)."""
 
-    def __init__(self, calls, project: Project, cls: ClassSummary) -> None:
+    def __init__(self, calls, project: Project, cls: ClassSummary, member: Optional[str] = None) -> None:
         self.calls = calls
         self.index = calls.index
         self.project = project
         self.cls = cls
+        self.member = member  # a method of `cls`: an instance of a subclass that runs it counts too
         self._suffix = _module_dotted(project.root, cls.path)
         self._memo: dict[int, bool] = {}
 
@@ -264,6 +420,10 @@ class _Instances:
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             values = self.calls.self_attributes(expr)
             return bool(values) and all(self.may_be(v, depth + 1) for v in values)
+        if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or):
+            # `sampler or UniformSampler(diffusion)`: either side is what the name holds
+            return self.may_be(expr.right, depth + 1) and (
+                self.may_be(expr.left, depth + 1) or self._none_by_default(expr.left))
         if not isinstance(expr, cst.Name):
             return False
         bindings = self.index.visible_bindings(expr)
@@ -304,9 +464,9 @@ class _Instances:
     def _constructs(self, call: cst.Call) -> bool:
         found = self.calls._lookup(call.func)
         if isinstance(found, ClassSummary):
-            return _same(found, self.cls)
+            return self._matches(found)
         if isinstance(found, FunctionSummary):
-            return bool(found.returns_classes) and all(c is not None and _same(c, self.cls)
+            return bool(found.returns_classes) and all(c is not None and self._matches(c)
                                                        for c in found.returns_classes[:1])
         dotted = dotted_name(call.func) or ""
         qualified = self.calls.analysis.qualified(call.func) or dotted
@@ -332,8 +492,55 @@ class _Instances:
             found = True
         if not found:  # no call site in this module: the project's call sites (a top-level function)
             cross = self.calls._parameter_class(binding)
-            return cross is not None and _same(cross, self.cls)
+            return cross is not None and self._matches(cross)
         return found
+
+    def _none_by_default(self, expr: cst.BaseExpression) -> bool:
+        """A parameter whose default is None that no call site of this module passes (`sampler=None`, then
+        `self.sampler = sampler or UniformSampler(...)`): the `or` gives its right side."""
+        if not isinstance(expr, cst.Name):
+            return False
+        bindings = self.index.visible_bindings(expr)
+        if len(bindings) != 1 or bindings[0].kind != "param" or not isinstance(bindings[0].source, cst.FunctionDef):
+            return False
+        fn = bindings[0].source
+        params = [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]
+        param = next((p for p in params if p.name.value == expr.value), None)
+        if param is None or not (isinstance(param.default, cst.Name) and param.default.value == "None"):
+            return False
+        positions = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        position = positions.index(expr.value) if expr.value in positions else None
+        for node in self.calls.analysis.loops.calls_to(fn):
+            argument = _argument(node, position, expr.value)
+            if argument is not None and not (isinstance(argument, cst.Name) and argument.value == "None"):
+                return False
+        return True
+
+    def _matches(self, found: ClassSummary) -> bool:
+        """`found` is the class, or (for a method) a project subclass whose `member` runs the class's own: not
+        overridden on the way up, or overridden by methods that call `super().member(...)`."""
+        if _same(found, self.cls):
+            return True
+        if self.member is None:
+            return False
+        seen = 0
+        current: Optional[ClassSummary] = found
+        while current is not None and seen <= _MAX_DEPTH:
+            if _same(current, self.cls):
+                return True
+            own = current.methods.get(self.member)
+            if own is not None and not _calls_super(own, self.member):
+                return False
+            bases = [self.project.lookup(current.path, b) for b in current.bases if b]
+            current = next((b for b in bases if isinstance(b, ClassSummary) and b is not current), None)
+            seen += 1
+        return False
+
+
+def _calls_super(fn: ast.FunctionDef, member: str) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == member
+               and isinstance(n.func.value, ast.Call) and isinstance(n.func.value.func, ast.Name)
+               and n.func.value.func.id == "super" for n in ast.walk(fn))
 
 
 def _argument(call: cst.Call, position: Optional[int], name: str) -> Optional[cst.BaseExpression]:

@@ -625,6 +625,16 @@ class Project:
         found.extend(p for p in self._overlays if p not in known)
         return found
 
+    def training_files(self) -> list[Path]:
+        """The project files whose text looks like a training or evaluation loop (see `files_naming`), plus
+        editor buffers."""
+        self.files_naming("")  # builds the index once
+        with self._lock:
+            found = sorted(self._training_files)
+        known = {self._resolved(f) for f in found}
+        found.extend(p for p in self._overlays if p not in known)
+        return found
+
     def _project_files(self) -> list[Path]:
         if self._files is None:
             files: list[Path] = []
