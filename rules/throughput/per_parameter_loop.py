@@ -7,6 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from gpulint.analysis.data_facts import _walk
+from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.training import training_facts
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, GpuRule, Safety
 
@@ -130,7 +131,7 @@ class PerParameterLoop(GpuRule):
     )
 
     def visit_For(self, node: cst.For) -> None:
-        names = _parameter_names(node)
+        names = _parameter_names(node, self.analysis)
         if not names or _update(node, names) is None:
             return
         where = self.where(node)
@@ -151,23 +152,80 @@ def _is_parameters_call(expr: cst.BaseExpression) -> bool:
         expr.func.attr.value in _ITERATORS
 
 
-def _parameter_names(loop: cst.For) -> set[str]:
-    """The loop variables that stand for one parameter each (`p`, `name, p`, or the pairs of a zip)."""
+def _parameter_names(loop: cst.For, analysis=None) -> set[str]:
+    """The loop variables that stand for one parameter each (`p`, `name, p`, or the pairs of a zip), and the
+    names of dicts of parameters the body indexes (`ema_params[name]`)."""
     it, target = loop.iter, loop.target
-    if _is_parameters_call(it):
-        assert isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute)
-        if it.func.attr.value == "named_parameters":
-            if isinstance(target, cst.Tuple) and len(target.elements) == 2:
-                target = target.elements[1].value
-            else:
-                return set()
+    kind = _yields_parameters(it, analysis, loop)
+    if kind == "named":
+        if isinstance(target, cst.Tuple) and len(target.elements) == 2:
+            target = target.elements[1].value
+        else:
+            return set()
+        return ({target.value} | _parameter_dicts(analysis, loop)) if isinstance(target, cst.Name) else set()
+    if kind == "each":
         return {target.value} if isinstance(target, cst.Name) else set()
     if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "zip" and \
-            it.args and all(_is_parameters_call(a.value) and
-                            a.value.func.attr.value == "parameters" for a in it.args) and \
-            isinstance(target, cst.Tuple):
+            it.args and all(not a.star and _yields_parameters(a.value, analysis, loop) == "each"
+                            for a in it.args) and isinstance(target, cst.Tuple):
         return {e.value.value for e in target.elements if isinstance(e.value, cst.Name)}
     return set()
+
+
+def _yields_parameters(expr: cst.BaseExpression, analysis, loop: cst.For, depth: int = 0) -> Optional[str]:
+    """"each" when iterating `expr` yields a parameter at a time, "named" for (name, parameter) pairs, else None:
+    `m.parameters()`, `m.named_parameters()`, `list(...)` of one, a dict of named parameters' `.items()` /
+    `.values()`, a name bound only to one of these, or a sequence named for parameters (`model_params`,
+    `self.master_params`, a helper's `target_params` argument)."""
+    if depth > 3:
+        return None
+    if _is_parameters_call(expr):
+        return "named" if expr.func.attr.value == "named_parameters" else "each"  # type: ignore[attr-defined]
+    if isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute) and \
+            expr.func.attr.value in ("items", "values") and _dict_of_parameters(expr.func.value, analysis, loop):
+        return "named" if expr.func.attr.value == "items" else "each"
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("list", "tuple") \
+            and len(expr.args) == 1 and not expr.args[0].star:
+        return _yields_parameters(expr.args[0].value, analysis, loop, depth + 1)
+    name = expr.value if isinstance(expr, cst.Name) else (
+        expr.attr.value if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name)
+        and expr.value.value == "self" else None)
+    if name is None:
+        return None
+    if isinstance(expr, cst.Name) and analysis is not None:
+        values = _single_value(analysis, expr)
+        if values is not None:
+            return _yields_parameters(values, analysis, loop, depth + 1)
+    lowered = name.lower()
+    return "each" if lowered.endswith(("params", "parameters")) and not lowered.startswith("num_") else None
+
+
+def _single_value(analysis, name: cst.Name) -> Optional[cst.BaseExpression]:
+    bindings = analysis.index.visible_bindings(name)
+    if len(bindings) == 1 and bindings[0].kind == "assign" and bindings[0].index is None and \
+            bindings[0].value is not None:
+        return bindings[0].value
+    return None
+
+
+def _dict_of_parameters(expr: cst.BaseExpression, analysis, loop: cst.For) -> bool:
+    """`OrderedDict(m.named_parameters())` / `dict(...)`, or a name bound only to one."""
+    if isinstance(expr, cst.Name) and analysis is not None:
+        value = _single_value(analysis, expr)
+        return value is not None and _dict_of_parameters(value, analysis, loop)
+    return isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").rsplit(".", 1)[-1] in (
+        "OrderedDict", "dict") and len(expr.args) == 1 and not expr.args[0].star and \
+        _is_parameters_call(expr.args[0].value) and expr.args[0].value.func.attr.value == "named_parameters"
+
+
+def _parameter_dicts(analysis, loop: cst.For) -> set[str]:
+    """Names the loop's body indexes that hold dicts of named parameters (`ema_params[name]`)."""
+    found = set()
+    for node in _walk(loop.body):
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and \
+                _dict_of_parameters(node.value, analysis, loop):
+            found.add(node.value.value)
+    return found
 
 
 def _root_name(expr: cst.BaseExpression) -> Optional[str]:
@@ -175,6 +233,11 @@ def _root_name(expr: cst.BaseExpression) -> Optional[str]:
     while True:
         if isinstance(expr, cst.Attribute) and expr.attr.value in ("data", "grad"):
             expr = expr.value
+        elif isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute) and \
+                expr.func.attr.value == "detach":
+            expr = expr.func.value  # `p.detach().mul_(d)`: a view of the same storage
+        elif isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name):
+            expr = expr.value  # `ema_params[name]`: a dict of parameters indexed by the loop's key
         elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
                 expr.func.attr.value in _UPDATES:
             expr = expr.func.value
