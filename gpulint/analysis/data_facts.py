@@ -13,6 +13,7 @@ import libcst as cst
 
 from gpulint.analysis import Kind, ModuleAnalysis
 from gpulint.analysis.calls import module_calls, project_calls
+from gpulint.analysis.generators import yielded_source
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.libraries import Effect, fact_for_method
 from gpulint.analysis.node_types import of_types
@@ -121,6 +122,9 @@ class DataFacts:
         if isinstance(expr, cst.Call):
             if dotted_name(expr.func) in _WRAPPERS:
                 return [c for arg in positional(expr) for c in self.loaders(arg, depth + 1)]
+            handed_on = self._generator_source(expr)
+            if handed_on is not None:  # `cycle(loader)`: a generator that yields the loader's batches
+                return self.loaders(handed_on, depth + 1)
             return [expr] if self.factory(expr) is not None else []
         if isinstance(expr, cst.Name):
             found: list[cst.Call] = []
@@ -134,6 +138,27 @@ class DataFacts:
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             return [c for v in self.self_attributes().get(expr.attr.value, []) for c in self.loaders(v, depth + 1)]
         return []
+
+    def _generator_source(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        """For a call of a generator of this module that hands on the items of one iterable: that iterable,
+        as the caller gives it (the argument, for a parameter) or as the generator builds it."""
+        fn = self.analysis.loops.local_function(call)
+        source = yielded_source(fn) if fn is not None else None
+        if not isinstance(source, cst.Name):
+            return source
+        params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        if source.value not in params and source.value not in {p.name.value for p in fn.params.kwonly_params}:
+            return source
+        position = params.index(source.value) if source.value in params else None
+        if isinstance(call.func, cst.Attribute) and position is not None:
+            position -= 1  # `self.cycle(loader)`: `self` is the first parameter
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == source.value:
+                return arg.value
+        args = [a for a in call.args if a.keyword is None]
+        if position is None or position < 0 or any(a.star for a in args) or position >= len(args):
+            return None
+        return args[position].value
 
     def iterates_a_loader(self, expr: cst.CSTNode, depth: int = 0) -> bool:
         """`expr` yields a loader's batches, built here or not: a `DataLoader(...)` this module can see, a value
@@ -164,7 +189,10 @@ class DataFacts:
     def loop_loaders(self, loop: Loop) -> list[cst.Call]:
         """The `DataLoader(...)` calls whose batches `loop` takes, one per iteration."""
         if isinstance(loop, cst.For):
-            return self.loaders(loop.iter)
+            found = self.loaders(loop.iter)
+            if found:
+                return found
+        # `it = iter(loader)` / `batches = cycle(loader)`, then `batch = next(it)` in the loop's own body
         return [c for node in _walk(loop.body) if isinstance(node, cst.Call) and self._innermost_loop(node) is loop
                 for c in self._next_of(node)]
 

@@ -382,6 +382,30 @@ class KindInference:
             return Kind.TENSOR if attr in self._registered_buffers() else _kind_from_name(attr)
         return Kind.UNKNOWN
 
+    def _hands_on_a_loader(self, name: str, call: cst.Call) -> bool:
+        """`name` is the module's one function by that name, a generator handing on the items of a loader: one
+        it builds, or the parameter a call gives a loader (analysis/generators.py)."""
+        from gpulint.analysis.generators import yielded_source
+
+        functions = self.index.functions.get(name, [])
+        if len(functions) != 1:
+            return False
+        fn = functions[0]
+        source = yielded_source(fn)
+        if source is None:
+            return False
+        if self.of(source) is Kind.LOADER:
+            return True
+        params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        if not isinstance(source, cst.Name) or source.value not in params:
+            return False
+        position = params.index(source.value)
+        args = [a for a in call.args if a.keyword is None]
+        given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == source.value),
+                     None) or (args[position].value if position < len(args) and not any(a.star for a in args)
+                               else None)
+        return given is not None and self.of(given) is Kind.LOADER
+
     def _registered_buffers(self) -> set[str]:
         """Names a module registers as buffers (`self.register_buffer("queue_ptr", torch.zeros(1))`): tensors
         that live where the model lives, on the GPU when it is there."""
@@ -411,6 +435,8 @@ class KindInference:
             if func.value in ("abs", "max", "min", "sum"):
                 args = [self.of(a.value) for a in node.args]
                 return Kind.TENSOR if Kind.TENSOR in args else Kind.UNKNOWN
+        if isinstance(func, cst.Name) and self._hands_on_a_loader(func.value, node):
+            return Kind.LOADER  # `cycle(loader)`: a generator of this module yielding the loader's batches
         callee = self.of(func)
         if callee is Kind.MODULE:
             return Kind.TENSOR

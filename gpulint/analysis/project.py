@@ -31,6 +31,7 @@ from typing import Iterator, Optional, Union
 
 from gpulint import incremental
 from gpulint.files import FileError, read_regular
+from gpulint.analysis.generators import yielded_source_ast
 from gpulint.analysis.kinds import (TENSOR_ATTRS_OTHER, TENSOR_METHODS_NUMBER, TENSOR_METHODS_OTHER,
                                     _TORCH_NON_TENSOR, _TORCH_NON_TENSOR_PREFIXES, _TORCH_NUMBER)
 
@@ -756,6 +757,13 @@ class _Summarizer:
 
     def run(self) -> FunctionSummary:
         self._block(self.fn.body, conditional=False)
+        if self.summary.returns_loader is None:
+            # a generator handing on a loader's batches (`loader = DataLoader(...)`; `while True: yield from
+            # loader`) is a loader factory to its callers (analysis/generators.py)
+            source = yielded_source_ast(self.fn)
+            if source is not None:
+                self.summary.returns_loader = self._loader(source) or (
+                    self.loaders.get(source.id) if isinstance(source, ast.Name) else None)
         return self.summary
 
     # -- statements ------------------------------------------------------------------------------------------
@@ -881,6 +889,12 @@ class _Summarizer:
                     self.host_scalars.pop(name, None)
                 if loader is not None:
                     self.loaders[name] = loader
+                elif isinstance(value, ast.Name) and value.id in self.loaders:
+                    self.loaders[name] = self.loaders[value.id]
+                elif not augmented:
+                    # rebound to something else (`model, loader = accelerator.prepare(model, loader)`): the
+                    # name no longer holds that DataLoader
+                    self.loaders.pop(name, None)
                 host = whole_host if isinstance(target, ast.Name) else (
                     self._host_batch(value.elts[position]) if isinstance(target, ast.Tuple) and
                     isinstance(value, ast.Tuple) and position < len(value.elts) else
