@@ -24,7 +24,11 @@ class PerParameterLoop(GpuRule):
     Flags, on every iteration of a training loop, a `for` loop over `model.parameters()` /
     `named_parameters()` (or `zip(...)` of two of them, the EMA shape) whose body updates each parameter in
     place: `p.data.mul_(m).add_(...)`, `p.add_(p.grad, alpha=-lr)`, `p.grad.clamp_(-c, c)`,
-    `ema_p.copy_(...)`.
+    `ema_p.copy_(...)`. The parameters may also come as a `list(...)` of them, a dict of named parameters
+    (`OrderedDict(model.named_parameters())`, iterated with `.items()` or indexed by the loop's key:
+    `ema_params[name].mul_(d)`), or a sequence named for them (`target_params`, `self.master_params`: a
+    helper's arguments); updates through `p.detach()` count. A helper holding such a loop is reported where
+    it is written when a loop (in this module or another) calls it every step.
 
     ## Why it is slow
     Each in-place call is at least one kernel launch per parameter: a model with 200 parameter tensors runs 200
@@ -100,6 +104,9 @@ class PerParameterLoop(GpuRule):
         # reading the parameters is not updating them
         "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nfor x in loader:\n    model(x).sum().backward()\n"
         "    norms = [p.grad.norm() for p in model.parameters()]\n",
+        # a list of numbers named like parameters is not parameters: `num_params` counts
+        "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nnum_params = [1, 2]\nfor x in loader:\n"
+        "    model(x).sum().backward()\n    for n in num_params:\n        total += n\n",
         # zeroing is GPU405's
         "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nfor x in loader:\n"
         "    for p in model.parameters():\n        p.grad.zero_()\n    model(x).sum().backward()\n",
@@ -127,6 +134,23 @@ class PerParameterLoop(GpuRule):
         Example("import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nfor x in loader:\n"
                 "    model(x).sum().backward()\n    for p in model.parameters():\n"
                 "        p.data.add_(p.grad.data, alpha=-0.1)\n",
+                message="one kernel per parameter"),
+        # an EMA over dicts of named parameters, the key indexing the other dict (DiT's `update_ema`)
+        Example("import torch\nfrom collections import OrderedDict\n\n\n@torch.no_grad()\n"
+                "def update_ema(ema, model, decay=0.9999):\n    ema_params = OrderedDict(ema.named_parameters())\n"
+                "    model_params = OrderedDict(model.named_parameters())\n"
+                "    for name, param in model_params.items():\n"
+                "        ema_params[name].mul_(decay).add_(param.data, alpha=1 - decay)\n\n\n"
+                "model = torch.nn.Linear(4, 2).cuda()\nema = torch.nn.Linear(4, 2).cuda()\nfor x in loader:\n"
+                "    model(x).sum().backward()\n    update_ema(ema, model)\n",
+                message="one kernel per parameter"),
+        # a helper given sequences of parameters, updating each through `.detach()`
+        Example("import torch\n\n\ndef update_ema(target_params, source_params, rate=0.99):\n"
+                "    for targ, src in zip(target_params, source_params):\n"
+                "        targ.detach().mul_(rate).add_(src, alpha=1 - rate)\n\n\n"
+                "model = torch.nn.Linear(4, 2).cuda()\nema = [p.clone() for p in model.parameters()]\n"
+                "for x in loader:\n    model(x).sum().backward()\n"
+                "    update_ema(ema, list(model.parameters()))\n",
                 message="one kernel per parameter"),
     )
 
