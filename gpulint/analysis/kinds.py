@@ -468,6 +468,11 @@ class KindInference:
                 return Kind.NUMBER
             if q in _TORCH_NON_TENSOR or q.startswith(_TORCH_NON_TENSOR_PREFIXES):
                 return Kind.OTHER
+            last = q.rsplit(".", 1)[-1]
+            if last.startswith("is_"):
+                return Kind.NUMBER  # `torch.is_autocast_cache_enabled()`: a flag
+            if last.startswith(("get_", "set_")) or last.endswith("_dtype"):
+                return Kind.OTHER  # `torch.get_autocast_gpu_dtype()`, `torch.set_default_device(...)`: settings
             return Kind.TENSOR
         if q.startswith("numpy."):
             return Kind.NUMPY

@@ -103,7 +103,8 @@ class LoopAnalysis:
         # gradients around its inner training loop (`optimizer.zero_grad()` once per epoch) is not.
         # A sweep over configurations written out in the source (`for hook in [NO, FP16, BF16]: run_test(hook)`)
         # runs a handful of times, not once per batch.
-        if not _over_a_display(loop) and self._body_trains(loop, beside_hot_loop=nested_hot):
+        if not _over_a_display(loop) and not _few_range_iterations(loop) and \
+                self._body_trains(loop, beside_hot_loop=nested_hot):
             return LoopRole.HOT
         if nested_hot:
             return LoopRole.EPOCH
@@ -117,7 +118,7 @@ class LoopAnalysis:
         of the module calls and that is not data-side or setup code (`__init__`, `__getitem__`, ...), and
         whose body computes a tensor (a call or an operator whose result is one).
         """
-        if isinstance(loop, cst.For) and not _many_range_iterations(loop.iter):
+        if isinstance(loop, cst.For) and (not _many_range_iterations(loop.iter) or _few_range_iterations(loop)):
             return False
         function = None
         for parent in self.index.ancestors(loop):
@@ -286,7 +287,19 @@ class LoopAnalysis:
         if name is None:
             return None
         candidates = self.index.functions.get(name, [])
+        if len(candidates) > 1 and isinstance(func, cst.Attribute):
+            # `self.run_iter(...)` where several classes of the module define `run_iter`: the caller's own
+            # class's method
+            owner = self._class_of(call)
+            candidates = [c for c in candidates if owner is not None and self._class_of(c) is owner]
         return candidates[0] if len(candidates) == 1 else None
+
+    def _class_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
+        """The innermost class whose method holds `node` (for a method itself: its class)."""
+        for parent in self.index.ancestors(node):
+            if isinstance(parent, cst.ClassDef):
+                return parent
+        return None
 
     # -- where a node runs -------------------------------------------------------------------------------------
     def execution(self, node: cst.CSTNode) -> Execution:
@@ -526,6 +539,18 @@ def _copied_to_host(expr: cst.BaseExpression) -> bool:
 
 def _over_a_display(loop: Loop) -> bool:
     return isinstance(loop, cst.For) and isinstance(loop.iter, (cst.List, cst.Tuple, cst.Set))
+
+
+def _few_range_iterations(loop: Loop) -> bool:
+    """`for _ in range(2 if jit else 1): model(im)` (a warm-up), `range(3)`: fewer than `_MANY` iterations
+    written out in the source, a handful of runs rather than one per batch."""
+    if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call) or \
+            dotted_name(loop.iter.func) != "range" or len(loop.iter.args) != 1:
+        return False
+    value = loop.iter.args[0].value
+    choices = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+    return all(isinstance(c, cst.Integer) and c.evaluated_value < _MANY for c in choices) and \
+        loop.iter.args[0].keyword is None and not loop.iter.args[0].star
 
 
 def _many_range_iterations(iterable: cst.BaseExpression) -> bool:

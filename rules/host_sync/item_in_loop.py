@@ -56,7 +56,10 @@ class ItemInLoop(GpuRule):
     message = "`.item()` every iteration blocks the CPU until the GPU catches up; keep the value on the device"
     family = Family.HOST_SYNC
     defers_to = ("GPU302", "GPU303")  # `total += loss.item()`: their finding carries the fix
-    VALID = [TRAIN_STEP + "print(loss.item())\n"]
+    VALID = [TRAIN_STEP + "print(loss.item())\n",
+             # a warm-up written out as one or two runs is not a loop over batches
+             "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nx = torch.randn(8, 4, device='cuda')\n"
+             "for _ in range(2 if compiled else 1):\n    print(model(x).sum().item())\n"]
     INVALID = [
         Example(TRAIN_STEP + "    print(loss.item())\n",
                 message="`.item()` every iteration blocks the CPU until the GPU catch"),

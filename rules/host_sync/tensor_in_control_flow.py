@@ -45,7 +45,11 @@ class TensorInControlFlow(GpuRule):
     name = "tensor-in-control-flow"
     message = "branching on a tensor's value calls `bool()` on it every iteration: the CPU waits for the GPU"
     family = Family.HOST_SYNC
-    VALID = [TRAIN_STEP + "if loss > 0:\n    pass\n"]
+    VALID = [TRAIN_STEP + "if loss > 0:\n    pass\n",
+             # torch's settings and flags are not tensors
+             "import torch\nfor x in loader:\n    dtype = torch.get_autocast_gpu_dtype()\n"
+             "    if dtype == torch.bfloat16 and torch.is_autocast_cache_enabled():\n        x = x.cuda()\n"
+             "    model(x).sum().backward()\n"]
     INVALID = [
         Example(TRAIN_STEP + "    if loss > 0:\n        pass\n",
                 message="branching on a tensor's value calls `bool()` on it every ite"),
