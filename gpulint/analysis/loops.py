@@ -85,6 +85,8 @@ class LoopAnalysis:
         return role
 
     def _compute_role(self, loop: Loop) -> LoopRole:
+        if _one_pass(loop):
+            return LoopRole.COLD  # `for x in loader: <measure once>; return`: the body runs at most once
         if self._loops_over_batches(loop):
             return LoopRole.HOT
         # A loop around a pass over the data is an epoch loop, even if it also runs the model itself (a sample
@@ -456,6 +458,10 @@ class LoopAnalysis:
             last = name.rsplit(".", 1)[-1]
             if last.startswith(("should_log", "should_eval", "should_save", "is_log", "is_eval")):
                 return f"`{_code(test)}`"
+            helper = self.local_function(test)
+            if helper is not None and _returns_a_modulo_test(helper):
+                # `def divisible_by(n, d): return (n % d) == 0` ... `if divisible_by(step, every):`
+                return f"`{_code(test)}`"
         return None
 
     def _export_only(self, test: cst.BaseExpression) -> bool:
@@ -517,6 +523,13 @@ class LoopAnalysis:
                 return True
         if isinstance(node, cst.BinaryOperation):
             return self._reads_clock(node.left) or self._reads_clock(node.right)
+        if isinstance(node, cst.Name):
+            # `now = time.time()` ... `if now - last_log > every:`: time-throttled logging
+            scope = self.index.enclosing_scope(node)
+            bindings = self.index.lookup(node.value, scope) if scope is not None else []
+            values = [b.value for b in bindings if b.kind == "assign" and b.index is None]
+            return bool(values) and len(values) == len(bindings) and all(
+                isinstance(v, cst.Call) and self._reads_clock(v) for v in values)
         return False
 
 
@@ -539,6 +552,31 @@ def _copied_to_host(expr: cst.BaseExpression) -> bool:
 
 def _over_a_display(loop: Loop) -> bool:
     return isinstance(loop, cst.For) and isinstance(loop.iter, (cst.List, cst.Tuple, cst.Set))
+
+
+def _one_pass(loop: Loop) -> bool:
+    """The loop's body ends with an unconditional `return` or `break` (and holds no `continue` that could skip
+    it): it runs once at most, a throughput probe or a first-batch check, not a loop over batches."""
+    body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else []
+    if not body or not isinstance(body[-1], cst.SimpleStatementLine) or \
+            not any(isinstance(s, (cst.Return, cst.Break)) for s in body[-1].body):
+        return False
+    return not any(isinstance(n, cst.Continue) for n in _walk_body(loop, into_loops=False))
+
+
+def _returns_a_modulo_test(fn: cst.FunctionDef) -> bool:
+    """The function's body is one `return a % b == 0` (a divisibility helper)."""
+    body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else []
+    statements = [s for s in body if not (isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and
+                                          isinstance(s.body[0], cst.Expr) and
+                                          isinstance(s.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))]
+    if len(statements) != 1 or not isinstance(statements[0], cst.SimpleStatementLine) or \
+            len(statements[0].body) != 1 or not isinstance(statements[0].body[0], cst.Return):
+        return False
+    value = statements[0].body[0].value
+    return isinstance(value, cst.Comparison) and len(value.comparisons) == 1 and \
+        isinstance(value.comparisons[0].operator, cst.Equal) and \
+        any(_has_modulo(side) for side in (value.left, value.comparisons[0].comparator))
 
 
 def _few_range_iterations(loop: Loop) -> bool:
