@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterator, Optional
 
 import libcst as cst
 
 from gpulint.analysis.data_facts import append_keyword, data_facts, has_star_args
+from gpulint.analysis.test_code import is_test_path
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Rule, Safety
 from gpulint.syntax import argument, positional
 
@@ -50,7 +52,9 @@ class ConvBiasBeforeBatchNorm(Rule):
     ## When it is fine
     A conv whose output is also used without the BatchNorm (a residual branch, a shared layer), GroupNorm or
     LayerNorm after the conv (the same argument applies, but this rule does not judge it), and models whose
-    checkpoints must keep loading: suppress with `# noqa: GPU406`.
+    checkpoints must keep loading: suppress with `# noqa: GPU406`. Test modules (`test_*.py`, `tests/`) are not
+    reported: a test's toy network is not trained. On by default: each of its 38 findings outside tests in 30
+    repositories was a bias that BatchNorm cancels (docs/rules/preview-decisions.md, fourth measurement).
     """
 
     code = "GPU406"
@@ -60,7 +64,10 @@ class ConvBiasBeforeBatchNorm(Rule):
     fix_availability = FixAvailability.ALWAYS
     fix_safety = FixSafety(Safety.UNSAFE, "removes parameters: checkpoints and parameter groups change")
     added_in = "0.2.0"
-    preview = True
+    preview = False  # default-on: precise on real code (docs/rules/preview-decisions.md, fourth measurement)
+    # Every finding needs a BatchNorm class named in the text (an import, an attribute or an alias of it):
+    # gpulint/prefilter.py skips the other files.
+    needs_text = re.compile(r"BatchNorm")
     VALID = (
         "import torch.nn as nn\nblock = nn.Sequential(nn.Conv2d(3, 8, 3, bias=False), nn.BatchNorm2d(8))\n",
         "import torch.nn as nn\nblock = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.BatchNorm2d(8))\n",
@@ -77,6 +84,8 @@ class ConvBiasBeforeBatchNorm(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self._in_tests():
+            return
         for conv in self._convs_before_norm(node):
             if has_star_args(conv):
                 continue
@@ -86,6 +95,13 @@ class ConvBiasBeforeBatchNorm(Rule):
                 self.report(conv, fix=self.fix("Add `bias=False`", {conv: change}, safe=False))
             elif isinstance(bias.value, cst.Name) and bias.value.value == "True":
                 self.report(conv, fix=self.fix("Write `bias=False`", {bias.value: cst.Name("False")}, safe=False))
+
+    def _in_tests(self) -> bool:
+        """A test module (`test_*.py`, a `tests/` folder): its networks are fixtures, not trained models."""
+        cached = getattr(self, "_tests", None)
+        if cached is None:
+            cached = self._tests = is_test_path(self.analysis.path)
+        return cached
 
     def _convs_before_norm(self, node: cst.Call) -> Iterator[cst.Call]:
         q = self.analysis.qualified(node.func)
