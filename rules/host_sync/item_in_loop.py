@@ -59,7 +59,17 @@ class ItemInLoop(GpuRule):
     VALID = [TRAIN_STEP + "print(loss.item())\n",
              # a warm-up written out as one or two runs is not a loop over batches
              "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nx = torch.randn(8, 4, device='cuda')\n"
-             "for _ in range(2 if compiled else 1):\n    print(model(x).sum().item())\n"]
+             "for _ in range(2 if compiled else 1):\n    print(model(x).sum().item())\n",
+             # logging every N steps through a divisibility helper
+             "import torch\n\n\ndef divisible_by(numer, denom):\n    return (numer % denom) == 0\n\n\n"
+             "model = torch.nn.Linear(2, 2).cuda()\nfor step, x in enumerate(loader):\n    loss = model(x).sum()\n"
+             "    loss.backward()\n    if divisible_by(step, 100):\n        print(loss.item())\n",
+             # logging every few seconds
+             "import time\nimport torch\nmodel = torch.nn.Linear(2, 2).cuda()\nlast = time.time()\n"
+             "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    now = time.time()\n"
+             "    if now - last > 30:\n        print(loss.item())\n        last = now\n",
+             # a first-batch check: the loop ends after one pass
+             TRAIN_STEP + "    print('first batch loss', loss.item())\n    break\n"]
     INVALID = [
         Example(TRAIN_STEP + "    print(loss.item())\n",
                 message="`.item()` every iteration blocks the CPU until the GPU catch"),
