@@ -20,7 +20,7 @@ from gpulint.config import Settings
 from gpulint.diagnostics import FixMode
 from gpulint.files import FileError
 from gpulint.pipeline import FileOutcome, Input, lint_file_safely
-from gpulint.runtime import batch_gc
+from gpulint import runtime
 
 # Below this many files to parse, starting workers costs more than it saves.
 MIN_FILES_PER_WORKER = 4
@@ -37,7 +37,7 @@ def lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: b
                jobs: Optional[int] = None, cache: Optional[Cache] = None) -> list[FileOutcome]:
     """Each file is read and hashed once, here: the hash finds its cache entry, and on a miss the text read
     goes to the worker that lints it."""
-    with batch_gc():
+    with runtime.batch():
         return _lint_files(files, settings, mode, write=write, want_edits=want_edits, jobs=jobs, cache=cache)
 
 

@@ -20,6 +20,7 @@ from libcst._nodes.internal import CodegenState
 from gpulint import fixes as fixing
 from gpulint import incremental
 from gpulint import prefilter
+from gpulint import runtime
 from gpulint import suppression
 from gpulint.bigfile import first_lines
 from gpulint.analysis import ModuleAnalysis
@@ -443,9 +444,10 @@ def _range(where: tuple[int, int, int, int], lines: int):
 
 
 def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic: bool, errors: list[str],
-             path: Optional[Path] = None, firsts: Optional[list[int]] = None):
+             path: Optional[Path] = None, firsts: Optional[list[int]] = None, python_accepted: bool = False):
     # big files piece by piece: memory bounded by the tree (in an editor, unchanged pieces are reused)
-    module = incremental.parse_module(source)
+    with runtime.trusted_parse(python_accepted):  # a batch run: LibCST's node checks are skipped (runtime.py)
+        module = incremental.parse_module(source)
     incremental.checkpoint()
     analysis = ModuleAnalysis(module, source, path)
     found, failures = _run_rules(analysis, codes, report_periodic)
@@ -485,7 +487,8 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
     firsts = first_lines(tree) if isinstance(tree, ast.Module) else big_file_firsts or None
     del tree
     try:
-        analysis, diagnostics = _analyse(source, filename, codes, report_periodic, errors, path, firsts)
+        analysis, diagnostics = _analyse(source, filename, codes, report_periodic, errors, path, firsts,
+                                         python_accepted=syntax_error is None)
     except cst.ParserSyntaxError as exc:
         found = syntax_error or syntax_error_diagnostic(exc, filename)
         return LintResult([found] if SYNTAX_ERROR in codes else [], source)
