@@ -406,8 +406,10 @@ class FileFacts:
         if "tensors" not in self._held:
             from gpulint.prefilter_tensors import TensorFacts
 
-            self._held["tensors"] = TensorFacts(self.tree, self._qualified, self._may_be_model, self.source,
-                                                self._names_a_loader())
+            # (forward.py asks about callers' trees without their text: then loader names come from the tree)
+            loaders = self._names_a_loader() if self.source else any(
+                _LOADER_IDENTIFIER.match(name) for name in self._identifiers())
+            self._held["tensors"] = TensorFacts(self.tree, self._qualified, self._may_be_model, loaders)
         return self._held["tensors"]
 
     def _may_be_hot(self, loop: ast.AST, function: Optional[ast.AST], nested: bool, chain: tuple) -> bool:

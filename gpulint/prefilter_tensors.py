@@ -44,11 +44,11 @@ class TensorFacts:
     """Which names and expressions of one module may be tensors (see the module's docstring)."""
 
     def __init__(self, tree: ast.AST, qualified: Callable[[ast.AST], set], may_be_model: Callable[[ast.AST], bool],
-                 source: str, names_a_loader: bool) -> None:
+                 names_a_loader: bool) -> None:
         self._qualified = qualified
         self._may_be_model = may_be_model
         self._loaders = names_a_loader  # some value of the module may be a `DataLoader` (Kind.LOADER)
-        self._buffers = "register_buffer" in source
+        self._buffers = False  # the module calls `.register_buffer(...)` (found by `_collect`)
         # name -> what binds it: ("value", expr) | ("iterates", expr) | ("tensor", None)
         self._bindings: dict[str, list[tuple[str, Optional[ast.AST]]]] = {}
         self._collect(tree)
@@ -68,6 +68,8 @@ class TensorFacts:
                 self._bind_all(node.target, ("value", node.value))
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
                 self._bind_all(node.target, ("iterates", node.iter))
+            elif isinstance(node, ast.Attribute) and node.attr == "register_buffer":
+                self._buffers = True
             elif isinstance(node, ast.arg):
                 if node.annotation is not None and _mentions_tensor(node.annotation):
                     self._bindings.setdefault(node.arg, []).append(("tensor", None))
