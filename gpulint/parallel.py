@@ -8,7 +8,6 @@ tail.
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -62,6 +61,8 @@ def _lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: 
 
     jobs = default_jobs() if jobs is None else max(1, jobs)
     workers = min(jobs, len(todo) // MIN_FILES_PER_WORKER)
+    import multiprocessing  # only when files are linted: a cached run does without it
+
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         for i, source in todo:
             outcomes[i] = lint_file_safely(files[i], settings, mode, write=write, want_edits=want_edits,
