@@ -7,7 +7,7 @@ tail.
 
 from __future__ import annotations
 
-import multiprocessing
+import gc
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +19,7 @@ from gpulint.config import Settings
 from gpulint.diagnostics import FixMode
 from gpulint.files import FileError
 from gpulint.pipeline import FileOutcome, Input, lint_file_safely
+from gpulint import runtime
 
 # Below this many files to parse, starting workers costs more than it saves.
 MIN_FILES_PER_WORKER = 4
@@ -35,6 +36,12 @@ def lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: b
                jobs: Optional[int] = None, cache: Optional[Cache] = None) -> list[FileOutcome]:
     """Each file is read and hashed once, here: the hash finds its cache entry, and on a miss the text read
     goes to the worker that lints it."""
+    with runtime.batch():
+        return _lint_files(files, settings, mode, write=write, want_edits=want_edits, jobs=jobs, cache=cache)
+
+
+def _lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: bool, want_edits: bool,
+                jobs: Optional[int], cache: Optional[Cache]) -> list[FileOutcome]:
     outcomes: list[Optional[FileOutcome]] = [None] * len(files)
     cacheable = cache is not None and mode is FixMode.NONE
     todo: list[tuple[int, Input]] = []
@@ -54,6 +61,8 @@ def lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: b
 
     jobs = default_jobs() if jobs is None else max(1, jobs)
     workers = min(jobs, len(todo) // MIN_FILES_PER_WORKER)
+    import multiprocessing  # only when files are linted: a cached run does without it
+
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         for i, source in todo:
             outcomes[i] = lint_file_safely(files[i], settings, mode, write=write, want_edits=want_edits,
@@ -63,6 +72,7 @@ def lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: b
         from gpulint.rule import all_rules
 
         all_rules()
+        gc.freeze()  # the modules just imported too: the workers never scan them (gpulint/runtime.py)
         todo.sort(key=lambda item: -len(item[1].text))
         context = multiprocessing.get_context("fork")
         tasks = [(i, files[i], source, settings, mode, write, want_edits) for i, source in todo]

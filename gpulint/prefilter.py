@@ -385,17 +385,32 @@ class FileFacts:
         return any(function not in chain for chain in self._held["called"].get(function.name, ()))
 
     def _may_iterate_tensor_math(self, loop: ast.AST, function: Optional[ast.AST], nested: bool) -> bool:
-        """`LoopAnalysis._iterates_tensor_math`'s conditions on the loop's shape and place."""
+        """`LoopAnalysis._iterates_tensor_math`'s conditions on the loop's shape and place, and on its body."""
         if nested or isinstance(function, ast.Lambda):
             return False
-        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
-                function.name in _SETUP_METHODS or self._called_from_a_loop(function)):
+        # (`LoopAnalysis` also rules out a function a *training* loop calls: that a loop calls it is not enough to
+        # tell here, so that exclusion is not mirrored; timm's naflex_random_erasing.py showed the difference.)
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and function.name in _SETUP_METHODS:
             return False
         if isinstance(loop, ast.While):
             test = loop.test  # `while True:`, `while 1:`, `while running:` (LibCST: a Name or an Integer)
-            return not (isinstance(test, ast.Name) or isinstance(test, ast.Constant) and (
-                test.value is None or type(test.value) in (bool, int)))
-        return _many_range_iterations(loop.iter)
+            if isinstance(test, ast.Name) or isinstance(test, ast.Constant) and (
+                    test.value is None or type(test.value) in (bool, int)):
+                return False
+        elif not _many_range_iterations(loop.iter):
+            return False
+        return self._tensors().body_may_compute_tensor(_walk_body(loop))  # its body may compute a tensor
+
+    def _tensors(self):
+        """Which names and values of the module may be tensors (gpulint/prefilter_tensors.py), on first use."""
+        if "tensors" not in self._held:
+            from gpulint.prefilter_tensors import TensorFacts
+
+            # (forward.py asks about callers' trees without their text: then loader names come from the tree)
+            loaders = self._names_a_loader() if self.source else any(
+                _LOADER_IDENTIFIER.match(name) for name in self._identifiers())
+            self._held["tensors"] = TensorFacts(self.tree, self._qualified, self._may_be_model, loaders)
+        return self._held["tensors"]
 
     def _may_be_hot(self, loop: ast.AST, function: Optional[ast.AST], nested: bool, chain: tuple) -> bool:
         if not isinstance(loop, ast.While) and self._names_a_loader():

@@ -20,6 +20,8 @@ from libcst._nodes.internal import CodegenState
 from gpulint import fixes as fixing
 from gpulint import incremental
 from gpulint import prefilter
+from gpulint import rule_gate
+from gpulint import runtime
 from gpulint import suppression
 from gpulint.bigfile import first_lines
 from gpulint.analysis import ModuleAnalysis
@@ -443,11 +445,15 @@ def _range(where: tuple[int, int, int, int], lines: int):
 
 
 def _analyse(source: str, filename: str, codes: frozenset[str], report_periodic: bool, errors: list[str],
-             path: Optional[Path] = None, firsts: Optional[list[int]] = None):
+             path: Optional[Path] = None, firsts: Optional[list[int]] = None, python_accepted: bool = False,
+             gate: Optional[rule_gate.Gate] = None):
     # big files piece by piece: memory bounded by the tree (in an editor, unchanged pieces are reused)
-    module = incremental.parse_module(source)
+    with runtime.trusted_parse(python_accepted):  # a batch run: LibCST's node checks are skipped (runtime.py)
+        module = incremental.parse_module(source)
     incremental.checkpoint()
     analysis = ModuleAnalysis(module, source, path)
+    if gate is not None:  # no hot loop: the rules that report only around one are not run (rule_gate.py)
+        codes = gate.codes(analysis, codes)
     found, failures = _run_rules(analysis, codes, report_periodic)
     incremental.checkpoint()
     diagnostics: list[Diagnostic] = []
@@ -483,9 +489,11 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
     if tree is None and syntax_error is None and not big_file_firsts:  # an editor's buffer: from kept pieces
         tree = incremental.python_tree(source)
     firsts = first_lines(tree) if isinstance(tree, ast.Module) else big_file_firsts or None
+    gate = rule_gate.Gate(path, tree) if prefilter else None
     del tree
     try:
-        analysis, diagnostics = _analyse(source, filename, codes, report_periodic, errors, path, firsts)
+        analysis, diagnostics = _analyse(source, filename, codes, report_periodic, errors, path, firsts,
+                                         python_accepted=syntax_error is None, gate=gate)
     except cst.ParserSyntaxError as exc:
         found = syntax_error or syntax_error_diagnostic(exc, filename)
         return LintResult([found] if SYNTAX_ERROR in codes else [], source)

@@ -7,6 +7,7 @@ alone, and on every fixture the findings with and without the prefilter are the 
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 import pytest
@@ -126,7 +127,7 @@ def test_loop_variables_and_urls_do_not_make_a_training_loop():
     "while err > tol:\n    x = x - g(x)\n",
 ])
 def test_what_may_be_a_training_loop_is_parsed(loop: str):
-    head = "import torch\ndevice = 'cpu'\nnet_a = torch.nn.Linear(2, 2)\n" \
+    head = "import torch\ndevice = 'cpu'\nnet_a = torch.nn.Linear(2, 2)\nw = torch.eye(4)\nx = torch.ones(4)\n" \
            "def step(x):\n    x.backward()\n\n"
     assert _passes(head + loop, DEFAULT)
 
@@ -195,3 +196,95 @@ def test_the_default_rules_keep_the_prefilter_on():
 
     defaults = frozenset(code for code, rule in all_rules().items() if not rule.preview)
     assert _prefilters(defaults) is not None
+
+
+# A model library's helpers: `range` loops that build configurations and layers, no tensor computed in them
+# (timm has dozens of these). The loop analysis finds no hot loop here; the prefilter must not parse the file.
+CONFIG_LOOPS = '''import torch
+import torch.nn as nn
+
+
+def stage_configs(depth, every, widths, **kwargs):
+    blocks = []
+    for i in range(depth):
+        block_type = "bottle" if i in every else "basic"
+        blocks += [dict(type=block_type, width=int(widths[i] * 1.5), **kwargs)]
+    return tuple(blocks)
+
+
+def dilations(num_stages, output_stride):
+    net_stride, dilation, out = 2, 1, []
+    for _ in range(num_stages):
+        if net_stride >= output_stride:
+            dilation *= 2
+        out.append((net_stride, dilation))
+    return out
+
+
+class Net(nn.Module):
+    def __init__(self, depth):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(depth)])
+
+    def forward(self, x: torch.Tensor, device=None) -> torch.Tensor:
+        x = x.to(device)
+        for layer in self.layers:
+            x = layer(x)
+        return x
+'''
+
+
+def test_loops_that_compute_no_tensor_are_skipped():
+    assert not _passes(CONFIG_LOOPS, DEFAULT)
+    # not for want of a GPU in the text: one `range` loop over a tensor makes it pass
+    assert _passes(CONFIG_LOOPS.replace("out.append((net_stride, dilation))", "out.append(torch.ones(2) * 2)"),
+                   DEFAULT)
+
+
+@pytest.mark.parametrize("body", [
+    "        x = x * widths[i]\n",  # an operator on a tensor (the annotated parameter)
+    "        x = torch.relu(x)\n",  # a torch function
+    "        out.append((x @ x.T).sum().item())\n",  # a value read back from a computed tensor
+    "        y = x.flip(0)\n",  # a method of a tensor
+])
+def test_loops_that_may_compute_a_tensor_are_parsed(body: str):
+    # `step(x, widths, n)` iterates `range(n)` at the top of a function: tensor math there is a hot loop.
+    source = CONFIG_LOOPS + "\n\ndef step(x: torch.Tensor, widths, n):\n    out = []\n    for i in range(n):\n" + body \
+        + "    return out\n"
+    import libcst as cst
+
+    from gpulint.analysis import LoopRole, ModuleAnalysis
+
+    assert _passes(source, DEFAULT)
+    analysis = ModuleAnalysis(cst.parse_module(source), source)  # and the loop analysis agrees
+    assert LoopRole.HOT in {analysis.loops.role(n) for n in analysis.index.nodes if isinstance(n, cst.For)}
+
+
+@pytest.mark.skipif(not os.environ.get("GPULINT_PREFILTER_CORPORA"),
+                    reason="set GPULINT_PREFILTER_CORPORA=dir1:dir2 to check real repositories (minutes)")
+def test_hot_loop_condition_agrees_with_the_loop_analysis_on_corpora():
+    """The same check as above over every Python file of the given checkouts (e.g. /work/trials/* and
+    /work/labelrepos/*): where the prefilter finds no possible hot loop, LibCST's loop analysis finds none."""
+    import libcst as cst
+
+    from gpulint.analysis import LoopRole, ModuleAnalysis
+
+    disagree = []
+    for root in os.environ["GPULINT_PREFILTER_CORPORA"].split(os.pathsep):
+        for path in sorted(Path(root).rglob("*.py")):
+            try:
+                source = path.read_text(encoding="utf-8")
+                tree = ast.parse(source)
+            except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
+                continue
+            if prefilter.FileFacts(source, tree).holds(prefilter.HOT_LOOP) or not any(
+                    isinstance(n, (ast.For, ast.AsyncFor, ast.While)) for n in ast.walk(tree)):
+                continue
+            try:
+                analysis = ModuleAnalysis(cst.parse_module(source), source)
+            except Exception:  # LibCST cannot parse it: never analysed either
+                continue
+            if any(isinstance(n, (cst.For, cst.While)) and analysis.loops.role(n) is not LoopRole.COLD
+                   for n in analysis.index.nodes):
+                disagree.append(str(path))
+    assert disagree == []

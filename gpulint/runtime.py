@@ -1,0 +1,79 @@
+"""Process settings for linting many files in one run (the CLI's batch path, not the language server).
+
+CPython's cyclic garbage collector runs a young collection every 700 container allocations and an old one
+every 100 young ones; parsing builds millions of short-lived nodes (LibCST's and `ast`'s), which are freed by
+reference counting, yet each old collection walks every object alive, the parsed trees and the imported
+modules included. On timm's 136k lines that was a quarter of the CPU time of a cold run. For a batch run the
+collector runs less often (the young threshold 100x higher), and the objects alive after the imports are moved
+out of its sight (`gc.freeze()`, before the workers are forked, which also keeps their pages shared). Garbage
+in cycles is still collected, later: memory stays bounded (benchmarks: peak RSS unchanged on timm).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from typing import Iterator
+
+# (young, middle, old) thresholds during a batch run; CPython's defaults are (700, 10, 10).
+BATCH_THRESHOLDS = (100_000, 50, 100)
+
+
+@contextlib.contextmanager
+def batch_gc() -> Iterator[None]:
+    """Fewer garbage collections while linting many files; the previous settings are restored after."""
+    before = gc.get_threshold()
+    gc.freeze()  # what is alive now (imported modules, settings) is never scanned again
+    gc.set_threshold(*BATCH_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
+
+
+# -- LibCST's node checks -----------------------------------------------------------------------------------------
+# Every LibCST node checks itself when it is built (`CSTNode.__post_init__` -> `_validate`): that parentheses
+# pair, that keywords have the whitespace they need, ... For a tree its own parser builds from text that
+# CPython's parser accepted too, those checks hold (LibCST's own comment there: "It might make more sense to
+# move validation work into the visitor, which would allow us to avoid validating the tree when parsing a
+# file"), and they cost 15-20% of the parse. In a batch run (one thread per process) the first parse of a file
+# CPython accepted skips them; text CPython rejects, fixed text and every node gpulint builds are still checked.
+_batch = False
+
+
+def batch_mode() -> bool:
+    return _batch
+
+
+@contextlib.contextmanager
+def batch() -> Iterator[None]:
+    """A batch run: fewer garbage collections, and trusted parses (see `trusted_parse`)."""
+    global _batch
+    before = _batch
+    _batch = True
+    try:
+        with batch_gc():
+            yield
+    finally:
+        _batch = before
+
+
+@contextlib.contextmanager
+def trusted_parse(python_accepted: bool) -> Iterator[None]:
+    """Within a batch run, and for text CPython's parser accepted: LibCST's nodes are built without their checks."""
+    if not (_batch and python_accepted):
+        yield
+        return
+    from libcst._nodes.base import CSTNode
+
+    checked = CSTNode.__dict__["__post_init__"]
+    CSTNode.__post_init__ = _unchecked  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        CSTNode.__post_init__ = checked  # type: ignore[method-assign]
+
+
+def _unchecked(self) -> None:
+    return None
