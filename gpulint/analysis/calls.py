@@ -18,6 +18,7 @@ import libcst as cst
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind
 from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method
+from gpulint.analysis.node_types import of_types
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Sink
 
 MAX_BINDINGS = 16  # bindings of one name followed (every one must agree)
@@ -35,6 +36,9 @@ class HelperCost:
     library: Optional[LibraryFact] = None
 
 
+_SCALER_READS = ("step", "get_scale", "state_dict")
+
+
 class ModuleCalls:
     """Calls of one module resolved with what the module alone shows: library objects and their classes."""
 
@@ -43,6 +47,7 @@ class ModuleCalls:
         self.index = analysis.index
         self._self_attributes: Optional[dict[tuple[int, str], list[cst.BaseExpression]]] = None
         self._carrying: set[int] = set()  # bindings being decided by carries_tensor (cycles)
+        self._loss_scalers: Optional[set[str]] = None
 
     def library_cost(self, call: cst.Call) -> Optional[tuple[LibraryFact, Optional[cst.BaseExpression]]]:
         """A library call the table (analysis/libraries.py) says reads tensors back: (fact, the tensor argument
@@ -72,8 +77,25 @@ class ModuleCalls:
         func = call.func
         fact = None
         if isinstance(func, cst.Attribute):
-            fact = fact_for_method(self.constructor(func.value), func.attr.value)
+            built = self.constructor(func.value)
+            if built is None and func.attr.value in _SCALER_READS and self._scales_a_loss(func.value):
+                built = "torch.amp.GradScaler"  # built elsewhere, used as one: `scaler.scale(loss).backward()`
+            fact = fact_for_method(built, func.attr.value)
         return fact or fact_for_function(self.analysis.qualified(func))
+
+    def _scales_a_loss(self, receiver: cst.BaseExpression) -> bool:
+        """The module calls `<receiver>.scale(x).backward(...)` (the same expression as written): a gradient
+        scaler, however it was built (a parameter, a tuple from a helper, an attribute of a wrapper)."""
+        if self._loss_scalers is None:
+            self._loss_scalers = set()
+            code = self.analysis.code
+            for node in of_types(self.index, cst.Call):
+                func = node.func  # type: ignore[attr-defined]
+                if isinstance(func, cst.Attribute) and func.attr.value == "backward" and \
+                        isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Attribute) and \
+                        func.value.func.attr.value == "scale" and len(func.value.args) == 1:
+                    self._loss_scalers.add(code(func.value.func.value))
+        return bool(self._loss_scalers) and self.analysis.code(receiver) in self._loss_scalers
 
     def carries_tensor(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """`expr` holds a tensor, or a dict, tuple or list of them, as far as the module and the project's

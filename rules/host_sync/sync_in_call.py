@@ -93,6 +93,12 @@ class SyncInCall(GpuRule):
     )
     INVALID = (
         Example(_BOARD.format(log="    writer.add_scalar('loss', loss, step)\n"), message="SummaryWriter.add_scalar"),
+        # a scaler handed in by the caller is known by its use: `loss_scaler.scale(loss).backward()`
+        Example("import torch\n\n\ndef train_one_epoch(model, loader, optimizer, loss_scaler):\n"
+                "    for x in loader:\n        with torch.autocast('cuda', dtype=torch.float16):\n"
+                "            loss = model(x.cuda(non_blocking=True)).sum()\n"
+                "        loss_scaler.scale(loss).backward()\n        loss_scaler.step(optimizer)\n"
+                "        loss_scaler.update()\n", message="GradScaler.step"),
         Example("import torch\n"
                 "scaler = torch.cuda.amp.GradScaler()\n"
                 "model = torch.nn.Linear(2, 1).cuda()\n"
