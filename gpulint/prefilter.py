@@ -344,7 +344,9 @@ class FileFacts:
     def _names_a_loader(self) -> bool:
         if "loader" not in self._held:
             lower = self.source.lower()
-            self._held["loader"] = ("loader" in lower or "dl" in lower and _LOADER_TEXT.search(lower) is not None) \
+            # without the text (a caller's tree from the project model), the identifiers alone decide
+            self._held["loader"] = (not self.source or "loader" in lower or "dl" in lower and
+                                    _LOADER_TEXT.search(lower) is not None) \
                 and any(_LOADER_IDENTIFIER.match(name) for name in self._identifiers())
         return bool(self._held["loader"])
 

@@ -155,3 +155,41 @@ def test_a_generator_factory_in_another_module_is_a_loader_factory(tmp_path: Pat
     items = check(tmp_path, "--no-cache", "--select", "GPU201,GPU202", "train.py")
     assert [(d["location"]["row"], d["code"]) for d in items] == [(6, "GPU201")]
     assert "`load_data(...)` returns a `DataLoader` without `pin_memory=True`" in items[0]["message"]
+
+
+def test_a_parameter_annotated_with_a_project_class_runs_its_methods(tmp_path: Path):
+    """`def train(trainer: Trainer, ...)`: the trainer is built elsewhere (a CLI entry point), the annotation
+    says what it is; its `train_step`, called for every batch, is per-step code."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "trainer.py").write_text(textwrap.dedent("""\
+        import torch
+
+
+        class Trainer:
+            def __init__(self, model, optimizer):
+                self.model = model.cuda()
+                self.optimizer = optimizer
+
+            def train_step(self, sample):
+                loss = self.model(sample.cuda(non_blocking=True)).mean()
+                loss.backward()
+                self.optimizer.step()
+                self.optimizer.zero_grad(set_to_none=True)
+                return {"loss": loss.item()}
+    """))
+    (tmp_path / "train.py").write_text(textwrap.dedent("""\
+        from torch.utils.data import DataLoader
+
+        from trainer import Trainer
+
+
+        def train(trainer: {annotation}, dataset):
+            loader = DataLoader(dataset, batch_size=32, pin_memory=True, num_workers=4)
+            for sample in loader:
+                log = trainer.train_step(sample)
+    """).replace("{annotation}", '"Trainer"'))
+    items = check(tmp_path, "--no-cache", "--select", "GPU1", ".")
+    assert [(d["filename"], d["location"]["row"]) for d in items] == [("trainer.py", 14)]
+    train = tmp_path / "train.py"
+    train.write_text(train.read_text().replace('trainer: "Trainer"', "trainer"))
+    assert check(tmp_path, "--no-cache", "--select", "GPU1", ".") == []

@@ -399,7 +399,12 @@ class ProjectCalls(ModuleCalls):
         if isinstance(expr, cst.Name):
             bindings = self.index.visible_bindings(expr)
             if len(bindings) == 1 and bindings[0].kind == "param":
-                return self._parameter_class(bindings[0])
+                from gpulint.analysis.forward import annotated_class
+
+                source = bindings[0].source
+                annotated = annotated_class(self, source, bindings[0].name) \
+                    if isinstance(source, cst.FunctionDef) else None
+                return annotated or self._parameter_class(bindings[0])
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             values = self.self_attributes(expr)  # `self.logger = logger` in `__init__(self, logger)`
             if len(values) == 1 and isinstance(values[0], cst.Name):

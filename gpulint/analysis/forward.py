@@ -479,6 +479,9 @@ class _Instances:
         fn = binding.source
         if not isinstance(fn, cst.FunctionDef):
             return False
+        annotated = annotated_class(self.calls, fn, binding.name)
+        if annotated is not None:  # `def train(trainer: Trainer, ...)`: what the signature promises
+            return self._matches(annotated)
         params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
         position = params.index(binding.name) if binding.name in params else None
         found = False
@@ -541,6 +544,28 @@ def _calls_super(fn: ast.FunctionDef, member: str) -> bool:
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == member
                and isinstance(n.func.value, ast.Call) and isinstance(n.func.value.func, ast.Name)
                and n.func.value.func.id == "super" for n in ast.walk(fn))
+
+
+def annotated_class(calls, fn: cst.FunctionDef, name: str) -> Optional[ClassSummary]:
+    """The project class the parameter `name` of `fn` is annotated with (`trainer: Trainer`,
+    `trainer: "Trainer"`, `Optional[Trainer]`), else None."""
+    params = (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
+    param = next((p for p in params if p.name.value == name), None)
+    if param is None or param.annotation is None:
+        return None
+    annotation = param.annotation.annotation
+    if isinstance(annotation, cst.Subscript) and dotted_name(annotation.value) in ("Optional", "typing.Optional") \
+            and len(annotation.slice) == 1 and isinstance(annotation.slice[0].slice, cst.Index):
+        annotation = annotation.slice[0].slice.value
+    if isinstance(annotation, cst.SimpleString):
+        text = annotation.evaluated_value
+        if not isinstance(text, str) or not text.replace(".", "").replace("_", "").isalnum():
+            return None
+        annotation = cst.parse_expression(text)
+    if not isinstance(annotation, (cst.Name, cst.Attribute)):
+        return None
+    found = calls._lookup(annotation)
+    return found if isinstance(found, ClassSummary) else None
 
 
 def _argument(call: cst.Call, position: Optional[int], name: str) -> Optional[cst.BaseExpression]:
