@@ -35,6 +35,8 @@ _MODULE_NAME = re.compile(r"^(model|net|network|module|criterion|loss_fn|lossfn|
                           r".*_model|model_.*|.*_net|.*_criterion|criterion_.*|encoder|decoder|generator|"
                           r"discriminator|classifier|backbone|ddp_model|raw_model|teacher|student)$")
 _LOADER_NAME = re.compile(r"^(.*loader.*|.*_dl|dl|dl_.*|.*dataloader.*)$", re.IGNORECASE)
+# `data_loaders_val`, `loaders`: a collection of loaders (`for name, loader in zip(names, loaders)`), not batches
+_SEVERAL_LOADERS = re.compile(r"loaders|_dls$|^dls$", re.IGNORECASE)
 _OPTIMIZER_NAME = re.compile(r"^(opt|optim|optimizer|optimiser|.*_optimizer|optimizer_.*|.*_opt|opt_.*|"
                              r"scaler|grad_scaler|.*_scaler)$")
 
@@ -568,7 +570,7 @@ def _arith(a: Kind, b: Kind) -> Kind:
 
 
 def _kind_from_name(name: str) -> Kind:
-    if _LOADER_NAME.match(name):
+    if _LOADER_NAME.match(name) and not _SEVERAL_LOADERS.search(name):
         return Kind.LOADER
     if _MODULE_NAME.match(name):
         return Kind.MODULE

@@ -47,7 +47,10 @@ class CudaSynchronizeInLoop(GpuRule):
     _CALLS = {"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize",
               "torch.mps.synchronize", "torch.cuda.current_stream.synchronize"}
     family = Family.HOST_SYNC
-    VALID = [TRAIN_STEP + "torch.cuda.synchronize()\n"]
+    VALID = [TRAIN_STEP + "torch.cuda.synchronize()\n",
+             # a loop over several loaders (one evaluation each), not over batches
+             "import torch\nresults = {}\nfor name, data_loader in zip(names, data_loaders_val):\n"
+             "    torch.cuda.synchronize()\n    results[name] = evaluate(data_loader)\n"]
     INVALID = [
         Example(TRAIN_STEP + "    torch.cuda.synchronize()\n",
                 message="`torch.cuda.synchronize()` every iteration stalls the CPU un"),
