@@ -21,8 +21,9 @@ a tensor" here, never the other way round. It over-approximates kinds.py rule by
 - `self.x` may be a tensor only in a module that registers buffers; any other attribute, subscript or operator
   only through a part that may be one; literals, displays and comprehensions never.
 
-tests/test_prefilter.py checks the prefilter against LibCST's loop analysis on every fixture, rule example and,
-with GPULINT_PREFILTER_CORPORA, on real repositories.
+tests/test_prefilter.py checks that every expression of the fixtures and rule examples that `KindInference` calls
+TENSOR (5,600 of them) may be a tensor here, and the prefilter against LibCST's loop analysis on every fixture,
+rule example and, with GPULINT_PREFILTER_CORPORA, on real repositories.
 """
 
 from __future__ import annotations

@@ -288,3 +288,44 @@ def test_hot_loop_condition_agrees_with_the_loop_analysis_on_corpora():
                    for n in analysis.index.nodes):
                 disagree.append(str(path))
     assert disagree == []
+
+
+def test_every_expression_the_kind_inference_calls_a_tensor_may_be_one():
+    """The tensor-aware prefilter (gpulint/prefilter_tensors.py) over-approximates kinds.py: every name, call,
+    operator, attribute or subscript of the fixtures and rule examples that `KindInference` calls TENSOR is
+    "may be a tensor" there too (the same expression found by its position in CPython's tree)."""
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from gpulint.analysis import Kind, ModuleAnalysis
+
+    pairs = ((cst.Name, ast.Name), (cst.Call, ast.Call), (cst.BinaryOperation, ast.BinOp),
+             (cst.Attribute, ast.Attribute), (cst.Subscript, ast.Subscript))
+    checked = 0
+    for name, source in _all_sources():
+        if not source.isascii():
+            continue  # columns: characters in LibCST, bytes in CPython's tree
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        where = {}
+        for node in ast.walk(tree):
+            if isinstance(node, tuple(a for _, a in pairs)):
+                where.setdefault((type(node), node.lineno, node.col_offset, node.end_lineno, node.end_col_offset),
+                                 node)
+        tensors = prefilter.FileFacts(source, tree)._tensors()
+        wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
+        positions = wrapper.resolve(PositionProvider)
+        analysis = ModuleAnalysis(wrapper.module, source)
+        for node in analysis.index.nodes:
+            kind = next((a for c, a in pairs if type(node) is c), None)
+            if kind is None or analysis.kinds.of(node) is not Kind.TENSOR or getattr(node, "lpar", ()):
+                continue
+            span = positions[node]
+            mirror = where.get((kind, span.start.line, span.start.column, span.end.line, span.end.column))
+            if mirror is None:
+                continue
+            checked += 1
+            assert tensors.may_be_tensor(mirror), f"{name}:{span.start.line}: {ast.unparse(mirror)}"
+    assert checked > 1000  # not vacuous
