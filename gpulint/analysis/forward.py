@@ -167,8 +167,12 @@ def per_step_site(project: Project, path: Path, class_name: str) -> Optional[Cal
     with project._lock:
         if key not in sites:
             sites[key] = (None, frozenset())  # recursion guard: a caller file's analysis may ask about its classes
-            with recording() as used, text_dependency():  # the callers' code, not only their summaries
-                found = _find_site(project, path, class_name)
+            try:
+                with recording() as used, text_dependency():  # the callers' code, not only their summaries
+                    found = _find_site(project, path, class_name)
+            except BaseException:  # an editor's lint abandoned midway (incremental.Cancelled): nothing learnt
+                sites.pop(key, None)
+                raise
             sites[key] = (found, frozenset(used))
         found, used = sites[key]
         with text_dependency():
@@ -221,8 +225,12 @@ def member_site(project: Project, path: Path, owner: Optional[str], member: str)
     with project._lock:
         if key not in sites:
             sites[key] = (None, frozenset())  # recursion guard
-            with recording() as used, text_dependency():
-                found = _find_member_site(project, path, owner, member)
+            try:
+                with recording() as used, text_dependency():
+                    found = _find_member_site(project, path, owner, member)
+            except BaseException:  # an editor's lint abandoned midway (incremental.Cancelled): nothing learnt
+                sites.pop(key, None)
+                raise
             sites[key] = (found, frozenset(used))
         found, used = sites[key]
         with text_dependency():
@@ -243,8 +251,8 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
     from gpulint.analysis.calls import project_calls
 
     for caller in project.files_naming(member, training=True):
-        if is_test_path(caller, project.root):
-            continue
+        if is_test_path(caller, project.root) or project._resolved(caller) == path:
+            continue  # the module's own calls are its loop analysis's business
         caller_info = project.module(caller)
         if caller_info is None or member not in _hot_file(project, caller_info)[1]:
             continue
@@ -335,7 +343,7 @@ def _hot_calls(project: Project, path: Path) -> list:
     `functools.partial(f, ...)`, `f`."""
     from gpulint.analysis import ModuleAnalysis
     from gpulint.files import FileError, read_regular
-    from gpulint.incremental import parse_module  # the script's own lint may have parsed it a moment ago
+    from gpulint.incremental import checkpoint, parse_module  # the script's own lint may have parsed it
 
     cache = project.caller_analyses
     if path in cache:
@@ -352,11 +360,17 @@ def _hot_calls(project: Project, path: Path) -> list:
         analysis.loops.per_step_caller = None
     except (OSError, FileError, UnicodeDecodeError, ValueError, RecursionError, cst.ParserSyntaxError):
         analysis = None
-    for node in analysis.index.nodes if analysis is not None else ():
-        if not isinstance(node, cst.Call):
-            continue
-        if analysis.execution(node).every_iteration:
-            found.append((analysis, node, _partial_target(analysis, node.func)))
+    try:
+        for position, node in enumerate(analysis.index.nodes if analysis is not None else ()):
+            if position % 4096 == 0:
+                checkpoint()  # an editor's lint of an outdated buffer stops here too
+            if not isinstance(node, cst.Call):
+                continue
+            if analysis.execution(node).every_iteration:
+                found.append((analysis, node, _partial_target(analysis, node.func)))
+    except BaseException:  # abandoned: this parse did not count, and nothing is remembered
+        project.caller_parses -= 1
+        raise
     cache[path] = found
     while len(cache) > _CALLER_ANALYSES:
         cache.popitem(last=False)
