@@ -127,6 +127,46 @@ def _copy_of(expr: cst.BaseExpression, code) -> Optional[tuple[str, str]]:
 def _is_len(call: cst.Call) -> bool:
     return isinstance(call.func, cst.Name) and call.func.value == "len" and len(call.args) == 1
 
+# nanoGPT's `get_batch` over a token file mapped once at module level: the device-resident form (unsafe)
+_WINDOWS = """import numpy as np
+import torch
+
+tokens = np.memmap("train.bin", dtype=np.uint16, mode="r")
+device = "cuda" if torch.cuda.is_available() else "cpu"
+block = 8
+
+
+def get_batch():
+    ix = torch.randint(len(tokens) - block, (4,))
+    x = torch.stack([torch.from_numpy(tokens[i:i + block].astype(np.int64)) for i in ix])
+    y = torch.stack([torch.from_numpy(tokens[i + 1:i + 1 + block].astype(np.int64)) for i in ix])
+    return x.to(device), y.to(device)
+
+
+for step in range(100):
+    x, y = get_batch()
+    loss = model(x, y)
+    loss.backward()
+"""
+_WINDOWS_FIXED = _WINDOWS.replace("""
+
+def get_batch():
+    ix = torch.randint(len(tokens) - block, (4,))
+    x = torch.stack([torch.from_numpy(tokens[i:i + block].astype(np.int64)) for i in ix])
+    y = torch.stack([torch.from_numpy(tokens[i + 1:i + 1 + block].astype(np.int64)) for i in ix])
+    return x.to(device), y.to(device)
+""", """
+
+tokens_device = torch.from_numpy(tokens.astype(np.int64)).to(device)
+
+
+def get_batch():
+    ix = torch.randint(len(tokens) - block, (4,), device=device)
+    x = tokens_device[ix[:, None] + torch.arange(block, device=device)]
+    y = tokens_device[ix[:, None] + torch.arange(1, 1 + block, device=device)]
+    return x, y
+""")
+
 
 class HostBuiltBatch(Rule):
     """A batch assembled on the host every step and copied to the GPU from pageable memory.
@@ -181,10 +221,40 @@ class HostBuiltBatch(Rule):
     else the loop waits for, see above), nor for `torch.cat(...).cuda(non_blocking=True)` (pinning raises if
     the pieces are on the device after all).
 
+    With `--unsafe-fixes`, a helper of exactly nanoGPT's shape gets the device-resident form instead: a
+    top-level function whose body is only `ix = torch.randint(len(data) - E, (B,))`, one or more
+    `x = torch.stack([torch.from_numpy(data[i + a:i + b].astype(dtype)) for i in ix])`, the copies of those
+    stacks to one device (`x.to(device)`, `x.cuda()`, in assignments or in the `return`) and the `return`,
+    where `data` is one array bound once by a top-level statement before the function (`np.memmap`,
+    `np.fromfile`, `np.load`, any numpy expression) and read elsewhere only through `len()` or its shape, the
+    device is a literal or a name bound only at the top level before the function, and every window stays
+    inside the array as the host slices did (`a` a literal >= 0, `b` at most `E + 1`). It becomes:
+    ```python
+    data_device = torch.from_numpy(data.astype(np.int64)).to(device)
+
+
+    def get_batch():
+        ix = torch.randint(len(data) - block, (batch,), device=device)
+        x = data_device[ix[:, None] + torch.arange(block, device=device)]
+        y = data_device[ix[:, None] + torch.arange(1, 1 + block, device=device)]
+        return x, y
+    ```
+    Values, dtypes and shapes are those of the host batches: the same `.astype(...)` conversion, applied to
+    the whole array once. Anything else (the array loaded inside the helper, as nanoGPT's `np.memmap` per
+    call; passed in as an argument; changed after its definition; a window without `.astype`, whose dtype
+    such as `uint16` not every device indexes) keeps the pinned copy.
+
     ## Fix safety
-    Safe: the batch holds the same values. The pinned host tensor is freshly built each call and PyTorch's
-    pinned-memory allocator keeps it alive until the asynchronous copy has finished; kernels that use the batch
-    run on the same stream, after the copy.
+    The pinned copy is safe: the batch holds the same values. The pinned host tensor is freshly built each call
+    and PyTorch's pinned-memory allocator keeps it alive until the asynchronous copy has finished; kernels that
+    use the batch run on the same stream, after the copy.
+
+    The device-resident form is unsafe. Memory: the whole array is converted on the host (a full copy in the
+    window's dtype) and then held on the device, `len(data) * 8` bytes for `int64` tokens, which gpulint cannot
+    know fits: OpenWebText's 9 billion tokens would need 72 GB on the device (and the host); Shakespeare's
+    300,000 need 2.4 MB. Randomness: the offsets come from the device's generator, so on a GPU the sequence of
+    batches differs from the original's for the same seed (on CPU it is the same generator and the batches are
+    identical). Start-up: a memory-mapped file is read whole when the module runs.
 
     ## When it is fine
     Batches already pinned (`.pin_memory()`), batches from a `DataLoader` (GPU201/GPU202 cover those), tensors
@@ -203,7 +273,8 @@ class HostBuiltBatch(Rule):
                "every step: the copy blocks; pin it and copy with `non_blocking=True` (or build it on the device)"
     family = Family.THROUGHPUT
     fix_availability = FixAvailability.SOMETIMES
-    fix_safety = FixSafety(Safety.SAFE, "the batch holds the same values; the copy runs on the stream that uses it")
+    fix_safety = FixSafety(Safety.SAFE, "the batch holds the same values; the copy runs on the stream that uses it "
+                                        "(the device-resident form is unsafe: the array must fit on the device)")
     added_in = "0.2.0"
     VALID = (
         _GET_BATCH.format(copy="x = x.pin_memory().to(device, non_blocking=True)"),
@@ -214,6 +285,7 @@ class HostBuiltBatch(Rule):
         Example(_GET_BATCH.format(copy="x = x.to(device)"), message="pageable",
                 fixed=_GET_BATCH.format(copy="x = (x.pin_memory() if torch.cuda.is_available() else x)"
                                              ".to(device, non_blocking=True)")),
+        Example(_WINDOWS, message="pageable", count=2, fixed=_WINDOWS_FIXED),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
