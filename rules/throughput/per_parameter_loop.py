@@ -198,12 +198,15 @@ class PerParameterLoop(GpuRule):
         fix = None
         statements = _foreach_statements(node) if training_facts(self.analysis).imports_torch_as_torch() else None
         if statements is not None:
-            changes = {node: lambda updated: cst.FlattenSentinel(
-                [statements[0].with_changes(leading_lines=updated.leading_lines), *statements[1:]])}
             hoisted = self._hoisted(node, statements)
+            before: list = []
             if hoisted is not None:
                 outer, lists, statements = hoisted
                 before = [cst.parse_statement(f"{name} = list({iterable})\n") for iterable, name in lists.items()]
+            new = statements
+            changes = {node: lambda updated: cst.FlattenSentinel(
+                [new[0].with_changes(leading_lines=updated.leading_lines), *new[1:]])}
+            if before:
                 changes[outer] = lambda updated: cst.FlattenSentinel(
                     [before[0].with_changes(leading_lines=updated.leading_lines), *before[1:],
                      updated.with_changes(leading_lines=())])
@@ -232,18 +235,45 @@ class PerParameterLoop(GpuRule):
             return None
         code = [_CODE(s) for s in statements]
         lists: dict[str, str] = {}
+        built = self._built_before(outer, scope)  # lists an earlier fix built before the same loop
         for arg in loop.iter.args:  # type: ignore[attr-defined]
             iterable = _CODE(arg.value)
             module = arg.value.func.value  # `m` of `m.parameters()`
             if f"list({iterable})" not in "".join(code) or iterable in lists or \
                     not isinstance(module, cst.Name) or not self._keeps_parameters(module.value, scope, outer):
                 continue
-            lists[iterable] = fresh_name(a, f"{module.value}_params")
+            lists[iterable] = built.get(iterable) or fresh_name(a, f"{module.value}_params")
         if not lists:
             return None
         for iterable, name in lists.items():
             code = [c.replace(f"list({iterable})", name) for c in code]
-        return outer, lists, [cst.parse_statement(c) for c in code]
+        return outer, {i: n for i, n in lists.items() if i not in built}, [cst.parse_statement(c) for c in code]
+
+    def _built_before(self, outer: cst.CSTNode, scope) -> dict[str, str]:
+        """{`m.parameters()`: name} for the `name = list(m.parameters())` statements right before `outer`, each
+        name bound once and read only by `torch._foreach_*` calls (what this fix writes), for a second update
+        in the same loop to reuse."""
+        a = self.analysis
+        block = a.parent(outer)
+        body = list(getattr(block, "body", ()))
+        if outer not in body:
+            return {}
+        found: dict[str, str] = {}
+        for line in reversed(body[:body.index(outer)]):
+            stmt = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+            if not (isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0].target,
+                    cst.Name) and isinstance(stmt.value, cst.Call) and isinstance(stmt.value.func, cst.Name)
+                    and stmt.value.func.value == "list" and len(stmt.value.args) == 1
+                    and _is_parameters_call(stmt.value.args[0].value)):
+                break
+            name = stmt.targets[0].target.value
+            if len(a.index.lookup(name, scope)) != 1 or any(
+                    not (isinstance(a.parent(n), cst.Arg) and isinstance(a.parent(a.parent(n)), cst.Call)
+                         and _CODE(a.parent(a.parent(n)).func).startswith("torch._foreach_"))
+                    for n in a.index.names(name) if n is not stmt.targets[0].target):
+                continue
+            found.setdefault(_CODE(stmt.value.args[0].value), name)
+        return found
 
     def _keeps_parameters(self, name: str, scope, outer: cst.CSTNode) -> bool:
         a = self.analysis
