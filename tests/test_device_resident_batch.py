@@ -113,3 +113,28 @@ def test_other_shapes_keep_the_pinned_copy(change):
     fixed = fix_source(source, unsafe=True)
     assert "_device = torch.from_numpy" not in fixed
     assert "pin_memory()" in fixed
+
+
+def _check(path, *args):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "gpulint", "check", "--select", "GPU410", *args, str(path)],
+                          capture_output=True, text=True, cwd=path.parent)
+
+
+def test_cli_shows_both_fixes_and_applies_the_one_allowed(tmp_path):
+    """What a user sees: the unsafe fix with its safe fallback named, `[*]` (fixable with --fix), the same from
+    the cache; --fix writes the pinned copy, --fix --unsafe-fixes the device gather."""
+    path = tmp_path / "train.py"
+    path.write_text(PROGRAM)
+    for run in (_check(path), _check(path)):  # the second read from the cache
+        assert "fix available (unsafe, --unsafe-fixes): Keep `train_data` on the device" in run.stdout
+        assert "with --fix alone (safe): Pin the batch" in run.stdout
+        assert "2 fixable with --fix" in run.stdout
+    concise = _check(path, "--output-format", "concise")
+    assert concise.stdout.count("GPU410 [*]") == 2
+    _check(path, "--fix")
+    assert "pin_memory()" in path.read_text() and "train_data_device" not in path.read_text()
+    path.write_text(PROGRAM)
+    _check(path, "--fix", "--unsafe-fixes")
+    assert "train_data_device[" in path.read_text() and "pin_memory" not in path.read_text()
