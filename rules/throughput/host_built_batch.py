@@ -507,10 +507,13 @@ class HostBuiltBatch(Rule):
                 value = returned[value]
             ret = ret.with_changes(value=value)
         body.append(lines[-1].with_changes(body=[ret]))
+        # blank lines above the helper go above the upload; its comments stay with it
+        lead = list(func.leading_lines)
+        blank = next((k for k, line in enumerate(lead) if line.comment is not None), len(lead))
         new_func = func.with_changes(body=func.body.with_changes(body=docstring + body),
-                                     leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+                                     leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *lead[blank:]])
         upload = cst.parse_statement(f"{on_device} = torch.from_numpy({data}.astype({dtype})).to({device})")
-        upload = upload.with_changes(leading_lines=func.leading_lines)
+        upload = upload.with_changes(leading_lines=lead[:blank])
         return self.fix(f"Keep `{data}` on the device (uploaded once) and gather the windows there",
                         {func: cst.FlattenSentinel([upload, new_func])}, safe=False)
 
