@@ -134,6 +134,8 @@ def clear(directory: Path) -> bool:
 
 def _record(d: Diagnostic) -> list:
     fix = None if d.fix is None else [d.fix.message, d.fix.applicability.value]
+    if d.fix is not None and d.fix.fallback is not None:
+        fix += [d.fix.fallback.message, d.fix.fallback.applicability.value]
     edits = [[e.content, e.location.row, e.location.column, e.end_location.row, e.end_location.column]
              for e in d.edits]
     related = [[r.filename, r.row, r.message] for r in d.related]
@@ -146,6 +148,7 @@ def _diagnostic(item: list, filename: str) -> Diagnostic:
     return Diagnostic(
         code, name, message, filename=filename,
         location=Position(row, column), end_location=Position(end_row, end_column),
-        fix=None if fix is None else Fix(fix[0], Applicability(fix[1]), {}),
+        fix=None if fix is None else Fix(fix[0], Applicability(fix[1]), {},
+                                         Fix(fix[2], Applicability(fix[3]), {}) if len(fix) > 2 else None),
         edits=tuple(Edit(e[0], Position(e[1], e[2]), Position(e[3], e[4])) for e in edits),
         related=tuple(Related(*r) for r in related))

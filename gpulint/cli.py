@@ -227,7 +227,7 @@ def _unified(before: str, after: str, name: str) -> str:
 
 def _summary(diagnostics, fixed: int, mode: FixMode, unsafe_shown: bool, unchecked: int = 0) -> str:
     total = len(diagnostics)
-    safe = sum(1 for d in diagnostics if d.fix and d.fix.applicability.value == "safe")
+    safe = sum(1 for d in diagnostics if d.fix and d.fix.allowed(FixMode.SAFE) is not None)
     unsafe = sum(1 for d in diagnostics if d.fix and d.fix.applicability.value == "unsafe")
     parts = []
     if fixed:
@@ -252,7 +252,7 @@ def _statistics(diagnostics, unsafe_shown: bool) -> str:
     the rule, `[~]` some, `[ ]` none (the marks only when something is fixable), and the rule's name."""
     counts = Counter((d.code, d.name) for d in diagnostics)
     fixable = Counter(d.code for d in diagnostics
-                      if d.fix is not None and (unsafe_shown or d.fix.applicability.value == "safe"))
+                      if d.fix is not None and (unsafe_shown or d.fix.allowed(FixMode.SAFE) is not None))
     width = max((len(str(n)) for n in counts.values()), default=1)
 
     def mark(code: str, n: int) -> str:

@@ -45,12 +45,22 @@ class Fix:
     """A change to the syntax tree, expressed as original node -> replacement.
 
     Several nodes may change together (a flag initialised before a loop and checked after it); the fix is
-    applied whole or not at all.
+    applied whole or not at all. An unsafe fix may carry a safe `fallback`, applied instead where unsafe fixes
+    are not allowed (GPU410: the device-resident batch with --unsafe-fixes, the pinned copy with --fix).
     """
 
     message: str
     applicability: Applicability
     changes: Mapping[cst.CSTNode, Replacement]
+    fallback: Optional["Fix"] = None
+
+    def allowed(self, mode: "FixMode") -> Optional["Fix"]:
+        """The fix `mode` applies here: this one, else its fallback, else None."""
+        if mode.allows(self.applicability):
+            return self
+        if self.fallback is not None and mode.allows(self.fallback.applicability):
+            return self.fallback
+        return None
 
 
 @dataclass(frozen=True)

@@ -508,7 +508,7 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
     fixed_count = 0
     current = source
     for _ in range(MAX_FIX_PASSES if fix is not FixMode.NONE else 0):
-        candidates = [d.fix for d in diagnostics if d.fix is not None and fix.allows(d.fix.applicability)]
+        candidates = [f for f in (d.fix.allowed(fix) for d in diagnostics if d.fix is not None) if f is not None]
         if not candidates:
             break
         chosen = fixing.non_overlapping(candidates, analysis.index.is_ancestor_or_self)

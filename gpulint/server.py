@@ -582,7 +582,7 @@ def build() -> GpulintServer:
                     actions.append(types.CodeAction(
                         title=f"Disable {d.code} for this line", kind=types.CodeActionKind.QuickFix,
                         diagnostics=[lsp_d], edit=ls.edit(uri, source, silenced)))
-        if _wanted(only, FIX_ALL_KIND) and any(d.fix is not None and d.fix.applicability is Applicability.SAFE
+        if _wanted(only, FIX_ALL_KIND) and any(d.fix is not None and d.fix.allowed(FixMode.SAFE) is not None
                                                for d in linted.diagnostics):
             edit = ls.edit(uri, source, await ls.fix_all(uri, linted))
             if edit is not None:

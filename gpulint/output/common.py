@@ -2,14 +2,14 @@ from __future__ import annotations
 
 import re
 
-from gpulint.diagnostics import Diagnostic
+from gpulint.diagnostics import Diagnostic, FixMode
 from gpulint.diagnostics import rule_url
 
 
 def fix_marker(d: Diagnostic) -> str:
     if d.fix is None:
         return ""
-    return "[*] " if d.fix.applicability.value == "safe" else "[-] "
+    return "[*] " if d.fix.allowed(FixMode.SAFE) is not None else "[-] "
 
 
 def url(d: Diagnostic) -> str:

@@ -28,6 +28,8 @@ def render(report: Report) -> str:
                 out.append(f"  = fix available (safe, --fix): {d.fix.message}")
             else:
                 out.append(f"  = fix available (unsafe, --unsafe-fixes): {d.fix.message}")
+                if d.fix.fallback is not None:
+                    out.append(f"  = with --fix alone (safe): {d.fix.fallback.message}")
         out.append("")
     if report.summary:
         out.append(report.summary)

@@ -34,7 +34,9 @@ class ConvNetWithoutChannelsLast(Rule):
     around each convolution or picks slower kernels. PyTorch's "Channels Last Memory Format" tutorial and the
     "Performance Tuning Guide" (*Use channels_last memory format for computer vision models*) report 8-35 %
     faster training of ResNets and similar networks under AMP on Volta and later GPUs; in fp32 without Tensor
-    Cores the gain is small, which is why the rule requires reduced precision.
+    Cores the gain is small, which is why the rule requires reduced precision. In fp32 on an H100 (TF32
+    convolutions) it lost: a small GroupNorm UNet with both its models in `channels_last` ran 10.27 ms a step
+    against 7.88 ms in NCHW (three interleaved rounds, docs/benchmarks.md "Eighth landing").
 
     ## Example
     ```python

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import libcst as cst
@@ -12,6 +13,7 @@ from gpulint.analysis.data import _SAME_ON_DEVICE
 from gpulint.analysis.calls import project_calls
 from gpulint.analysis.data_path import data_path_facts
 from gpulint.analysis.project import display_path
+from gpulint.fixes import fresh_name
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Related, Rule, Safety
 from gpulint.syntax import is_true, positional
 
@@ -36,6 +38,134 @@ for step in range(100):
     loss = model(get_batch())
     loss.backward()
 """
+
+
+# -- the device-resident form (an unsafe fix, with the pinned copy as its safe fallback) -----------------------
+_ARRAY_READS = {"shape", "dtype", "size", "nbytes", "ndim"}  # attributes of the array that read nothing else
+
+
+def _terms(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The terms of a sum (`i + 1 + block_size` -> i, 1, block_size)."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        return _terms(expr.left) + _terms(expr.right)
+    return [expr]
+
+
+def _mentions(node: cst.CSTNode, name: str) -> bool:
+    found = []
+
+    class Find(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value == name:
+                found.append(n)
+
+    node.visit(Find())
+    return bool(found)
+
+
+class _Window:
+    """`torch.from_numpy(DATA[i + a:i + b].astype(DT))` over `for i in IX`: the parts the device form needs."""
+
+    def __init__(self, data: str, dtype: cst.BaseExpression, start: list, stop: list) -> None:
+        self.data, self.dtype, self.start, self.stop = data, dtype, start, stop
+
+
+def _window(comp: cst.BaseExpression, ix: str, qualified) -> Optional[_Window]:
+    if not isinstance(comp, cst.ListComp) or not isinstance(comp.for_in.target, cst.Name):
+        return None
+    loop = comp.for_in
+    if loop.ifs or loop.inner_for_in is not None or loop.asynchronous is not None or \
+            not (isinstance(loop.iter, cst.Name) and loop.iter.value == ix):
+        return None
+    i = loop.target.value
+    elt = comp.elt
+    if not (isinstance(elt, cst.Call) and qualified(elt.func) == "torch.from_numpy" and len(elt.args) == 1
+            and elt.args[0].keyword is None and elt.args[0].star == ""):
+        return None
+    astype = elt.args[0].value
+    if not (isinstance(astype, cst.Call) and isinstance(astype.func, cst.Attribute)
+            and astype.func.attr.value == "astype" and len(astype.args) == 1 and astype.args[0].keyword is None
+            and astype.args[0].star == "" and not _mentions(astype.args[0].value, i)):
+        return None
+    sub = astype.func.value
+    if not (isinstance(sub, cst.Subscript) and isinstance(sub.value, cst.Name) and len(sub.slice) == 1
+            and isinstance(sub.slice[0].slice, cst.Slice)):
+        return None
+    window = sub.slice[0].slice
+    if window.lower is None or window.upper is None or window.step is not None:
+        return None
+    offsets = []
+    for bound in (window.lower, window.upper):
+        terms = _terms(bound)
+        own = [t for t in terms if isinstance(t, cst.Name) and t.value == i and not t.lpar]
+        rest = [t for t in terms if not (isinstance(t, cst.Name) and t.value == i and not t.lpar)]
+        if len(own) != 1 or any(_mentions(t, i) for t in rest):
+            return None
+        offsets.append(rest)
+    return _Window(sub.value.value, astype.args[0].value, offsets[0], offsets[1])
+
+
+def _linear(terms: list, code) -> tuple[tuple, int]:
+    """A sum as (its non-literal terms' code, sorted; the sum of its integer literals)."""
+    const = sum(int(t.value, 0) for t in terms if isinstance(t, cst.Integer))
+    return tuple(sorted(code(t) for t in terms if not isinstance(t, cst.Integer))), const
+
+
+def _copy_of(expr: cst.BaseExpression, code) -> Optional[tuple[str, str]]:
+    """`x.to(device)` -> ("x", "device"); `x.cuda()` -> ("x", '"cuda"'); else None."""
+    if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
+            and isinstance(expr.func.value, cst.Name)):
+        return None
+    method = expr.func.attr.value
+    if method == "cuda" and not expr.args:
+        return expr.func.value.value, '"cuda"'
+    if method == "to" and len(expr.args) == 1 and expr.args[0].keyword is None and expr.args[0].star == "":
+        return expr.func.value.value, code(expr.args[0].value)
+    return None
+
+
+def _is_len(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Name) and call.func.value == "len" and len(call.args) == 1
+
+# nanoGPT's `get_batch` over a token file mapped once at module level: the device-resident form (unsafe)
+_WINDOWS = """import numpy as np
+import torch
+
+tokens = np.memmap("train.bin", dtype=np.uint16, mode="r")
+device = "cuda" if torch.cuda.is_available() else "cpu"
+block = 8
+
+
+def get_batch():
+    ix = torch.randint(len(tokens) - block, (4,))
+    x = torch.stack([torch.from_numpy(tokens[i:i + block].astype(np.int64)) for i in ix])
+    y = torch.stack([torch.from_numpy(tokens[i + 1:i + 1 + block].astype(np.int64)) for i in ix])
+    return x.to(device), y.to(device)
+
+
+for step in range(100):
+    x, y = get_batch()
+    loss = model(x, y)
+    loss.backward()
+"""
+_WINDOWS_FIXED = _WINDOWS.replace("""
+
+def get_batch():
+    ix = torch.randint(len(tokens) - block, (4,))
+    x = torch.stack([torch.from_numpy(tokens[i:i + block].astype(np.int64)) for i in ix])
+    y = torch.stack([torch.from_numpy(tokens[i + 1:i + 1 + block].astype(np.int64)) for i in ix])
+    return x.to(device), y.to(device)
+""", """
+
+tokens_device = torch.from_numpy(tokens.astype(np.int64)).to(device)
+
+
+def get_batch():
+    ix = torch.randint(len(tokens) - block, (4,), device=device)
+    x = tokens_device[ix[:, None] + torch.arange(block, device=device)]
+    y = tokens_device[ix[:, None] + torch.arange(1, 1 + block, device=device)]
+    return x, y
+""")
 
 
 class HostBuiltBatch(Rule):
@@ -91,10 +221,40 @@ class HostBuiltBatch(Rule):
     else the loop waits for, see above), nor for `torch.cat(...).cuda(non_blocking=True)` (pinning raises if
     the pieces are on the device after all).
 
+    With `--unsafe-fixes`, a helper of exactly nanoGPT's shape gets the device-resident form instead: a
+    top-level function whose body is only `ix = torch.randint(len(data) - E, (B,))`, one or more
+    `x = torch.stack([torch.from_numpy(data[i + a:i + b].astype(dtype)) for i in ix])`, the copies of those
+    stacks to one device (`x.to(device)`, `x.cuda()`, in assignments or in the `return`) and the `return`,
+    where `data` is one array bound once by a top-level statement before the function (`np.memmap`,
+    `np.fromfile`, `np.load`, any numpy expression) and read elsewhere only through `len()` or its shape, the
+    device is a literal or a name bound only at the top level before the function, and every window stays
+    inside the array as the host slices did (`a` a literal >= 0, `b` at most `E + 1`). It becomes:
+    ```python
+    data_device = torch.from_numpy(data.astype(np.int64)).to(device)
+
+
+    def get_batch():
+        ix = torch.randint(len(data) - block, (batch,), device=device)
+        x = data_device[ix[:, None] + torch.arange(block, device=device)]
+        y = data_device[ix[:, None] + torch.arange(1, 1 + block, device=device)]
+        return x, y
+    ```
+    Values, dtypes and shapes are those of the host batches: the same `.astype(...)` conversion, applied to
+    the whole array once. Anything else (the array loaded inside the helper, as nanoGPT's `np.memmap` per
+    call; passed in as an argument; changed after its definition; a window without `.astype`, whose dtype
+    such as `uint16` not every device indexes) keeps the pinned copy.
+
     ## Fix safety
-    Safe: the batch holds the same values. The pinned host tensor is freshly built each call and PyTorch's
-    pinned-memory allocator keeps it alive until the asynchronous copy has finished; kernels that use the batch
-    run on the same stream, after the copy.
+    The pinned copy is safe: the batch holds the same values. The pinned host tensor is freshly built each call
+    and PyTorch's pinned-memory allocator keeps it alive until the asynchronous copy has finished; kernels that
+    use the batch run on the same stream, after the copy.
+
+    The device-resident form is unsafe. Memory: the whole array is converted on the host (a full copy in the
+    window's dtype) and then held on the device, `len(data) * 8` bytes for `int64` tokens, which gpulint cannot
+    know fits: OpenWebText's 9 billion tokens would need 72 GB on the device (and the host); Shakespeare's
+    300,000 need 2.4 MB. Randomness: the offsets come from the device's generator, so on a GPU the sequence of
+    batches differs from the original's for the same seed (on CPU it is the same generator and the batches are
+    identical). Start-up: a memory-mapped file is read whole when the module runs.
 
     ## When it is fine
     Batches already pinned (`.pin_memory()`), batches from a `DataLoader` (GPU201/GPU202 cover those), tensors
@@ -113,7 +273,8 @@ class HostBuiltBatch(Rule):
                "every step: the copy blocks; pin it and copy with `non_blocking=True` (or build it on the device)"
     family = Family.THROUGHPUT
     fix_availability = FixAvailability.SOMETIMES
-    fix_safety = FixSafety(Safety.SAFE, "the batch holds the same values; the copy runs on the stream that uses it")
+    fix_safety = FixSafety(Safety.SAFE, "the batch holds the same values; the copy runs on the stream that uses it "
+                                        "(the device-resident form is unsafe: the array must fit on the device)")
     added_in = "0.2.0"
     VALID = (
         _GET_BATCH.format(copy="x = x.pin_memory().to(device, non_blocking=True)"),
@@ -124,6 +285,7 @@ class HostBuiltBatch(Rule):
         Example(_GET_BATCH.format(copy="x = x.to(device)"), message="pageable",
                 fixed=_GET_BATCH.format(copy="x = (x.pin_memory() if torch.cuda.is_available() else x)"
                                              ".to(device, non_blocking=True)")),
+        Example(_WINDOWS, message="pageable", count=2, fixed=_WINDOWS_FIXED),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -155,7 +317,9 @@ class HostBuiltBatch(Rule):
             return
         where = self.where(node)
         if where:
-            self.report(node, where=where, fix=self._fix(node, receiver))
+            pinned, resident = self._fix(node, receiver), self._device_fix(node)
+            fix = dataclasses.replace(resident, fallback=pinned) if resident is not None else pinned
+            self.report(node, where=where, fix=fix)
 
     def _returned_by_helper(self, name: cst.Name, copy: cst.Call):
         """(helper, where it builds) when every binding of `name` takes what a project function or method
@@ -217,3 +381,166 @@ class HostBuiltBatch(Rule):
                    f".to({self.analysis.code(args[0])}, non_blocking=True)"
         replacement = cst.parse_expression(text).with_changes(lpar=copy.lpar, rpar=copy.rpar)
         return self.fix("Pin the batch and copy it with `non_blocking=True`", {copy: replacement}, safe=True)
+
+    def _device_fix(self, copy: cst.Call):
+        """The device-resident form of a `get_batch`-style helper that slices windows of one module-level numpy
+        array at random offsets and copies their stack to the device (see the docstring's Fix), else None."""
+        a = self.analysis
+        func = next((n for n in a.index.ancestors(copy) if isinstance(n, cst.FunctionDef)), None)
+        if func is None or a.parent(func) is not a.module or func.decorators or \
+                not isinstance(func.body, cst.IndentedBlock) or not data_path_facts(a).imports("torch"):
+            return None
+        lines = list(func.body.body)
+        docstring = []
+        if lines and isinstance(lines[0], cst.SimpleStatementLine) and len(lines[0].body) == 1 and \
+                isinstance(lines[0].body[0], cst.Expr) and isinstance(lines[0].body[0].value, cst.SimpleString):
+            docstring = [lines.pop(0)]
+        if any(not isinstance(s, cst.SimpleStatementLine) or len(s.body) != 1 for s in lines) or len(lines) < 3:
+            return None
+        small = [s.body[0] for s in lines]
+        # ix = torch.randint([low,] len(DATA) - E, (B,))
+        first = small[0]
+        if not (isinstance(first, cst.Assign) and len(first.targets) == 1 and isinstance(first.targets[0].target,
+                cst.Name) and isinstance(first.value, cst.Call) and a.qualified(first.value.func) == "torch.randint"):
+            return None
+        ix, draw = first.targets[0].target.value, first.value
+        if len(draw.args) not in (2, 3) or any(arg.keyword is not None or arg.star for arg in draw.args):
+            return None
+        low, high, size = (draw.args[0].value if len(draw.args) == 3 else None), draw.args[-2].value, \
+            draw.args[-1].value
+        if low is not None and not isinstance(low, cst.Integer):
+            return None
+        if not (isinstance(size, cst.Tuple) and len(size.elements) == 1) or not (
+                isinstance(high, cst.BinaryOperation) and isinstance(high.operator, cst.Subtract)
+                and isinstance(high.left, cst.Call) and _is_len(high.left)
+                and len(high.left.args) == 1 and isinstance(high.left.args[0].value, cst.Name)):
+            return None
+        data = high.left.args[0].value.value
+        limit = _linear(_terms(high.right), a.code)
+        # NAME = torch.stack([torch.from_numpy(DATA[i + a:i + b].astype(DT)) for i in ix]), one or more
+        windows: dict[str, _Window] = {}
+        rest = small[1:]
+        while rest and isinstance(rest[0], cst.Assign) and isinstance(rest[0].value, cst.Call) and \
+                a.qualified(rest[0].value.func) == "torch.stack":
+            stmt = rest.pop(0)
+            stack = stmt.value
+            if len(stmt.targets) != 1 or not isinstance(stmt.targets[0].target, cst.Name) or \
+                    len(stack.args) != 1 or stack.args[0].keyword is not None or stack.args[0].star:
+                return None
+            found = _window(stack.args[0].value, ix, a.qualified)
+            name = stmt.targets[0].target.value
+            if found is None or found.data != data or name in windows or name in (ix, data):
+                return None
+            windows[name] = found
+        if not windows or len({a.code(w.dtype) for w in windows.values()}) != 1:
+            return None
+        for w in windows.values():
+            start, stop = _linear(w.start, a.code), _linear(w.stop, a.code)
+            lowest = int(low.value, 0) if low is not None else 0
+            # every window in range, as the host slices were: first index >= 0, last index <= len(DATA) - 1
+            if start[0] or lowest + start[1] < 0 or stop[0] != limit[0] or stop[1] - limit[1] > 1:
+                return None
+        # the copies: `x = x.to(D)`, `x, y = x.to(D), y.to(D)`, or in the return; then `return x, y`
+        copied: dict[str, str] = {}
+
+        def take(expr) -> Optional[str]:
+            found = _copy_of(expr, a.code)
+            if found is None or found[0] not in windows or found[0] in copied:
+                return None
+            copied[found[0]] = found[1]
+            return found[0]
+
+        for stmt in rest[:-1]:
+            if not (isinstance(stmt, cst.Assign) and len(stmt.targets) == 1):
+                return None
+            target, value = stmt.targets[0].target, stmt.value
+            pairs = [(target, value)]
+            if isinstance(target, cst.Tuple) and isinstance(value, cst.Tuple) and \
+                    len(target.elements) == len(value.elements):
+                pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
+            for t, v in pairs:
+                if not isinstance(t, cst.Name) or take(v) != t.value:
+                    return None
+        ret = rest[-1] if rest else None
+        if not isinstance(ret, cst.Return) or ret.value is None:
+            return None
+        parts = [e.value for e in ret.value.elements] if isinstance(ret.value, cst.Tuple) else [ret.value]
+        returned = {}
+        for part in parts:
+            if isinstance(part, cst.Name) and part.value in copied:
+                continue
+            name = take(part)
+            if name is None:
+                return None
+            returned[part] = cst.Name(name)
+        devices = set(copied.values())
+        if set(copied) != set(windows) or len(devices) != 1 or not any(
+                _copy_of(copy, a.code) == (n, d) for n, d in copied.items()):
+            return None
+        device = devices.pop()
+        if not self._module_value(data, func, array=True) or not (
+                device.startswith(('"', "'")) or (device.isidentifier() and self._module_value(device, func))):
+            return None
+        dtype_node = next(iter(windows.values())).dtype
+        root = dtype_node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name) or not self._module_value(root.value, func):
+            return None  # the dtype is read where the helper is defined: module-level names only
+        dtype = a.code(dtype_node)
+        # the new helper: the draw on the device, each window gathered there, the copies gone
+        on_device = fresh_name(a, f"{data}_device")
+        body = [lines[0].with_changes(body=[cst.parse_statement(
+            f"{ix} = {a.code(draw.func)}({', '.join(a.code(x.value) for x in draw.args)}, device={device})").body[0]])]
+        for line, (name, w) in zip(lines[1:], windows.items()):
+            start = _linear(w.start, a.code)[1]
+            stop = " + ".join(a.code(t) for t in w.stop) or "0"
+            span = f"{start}, {stop}" if start else stop
+            body.append(line.with_changes(body=[cst.parse_statement(
+                f"{name} = {on_device}[{ix}[:, None] + torch.arange({span}, device={device})]").body[0]]))
+        if returned:
+            value = ret.value
+            if isinstance(value, cst.Tuple):
+                value = value.with_changes(elements=[e.with_changes(value=returned.get(e.value, e.value))
+                                                     for e in value.elements])
+            else:
+                value = returned[value]
+            ret = ret.with_changes(value=value)
+        body.append(lines[-1].with_changes(body=[ret]))
+        # blank lines above the helper go above the upload; its comments stay with it
+        lead = list(func.leading_lines)
+        blank = next((k for k, line in enumerate(lead) if line.comment is not None), len(lead))
+        new_func = func.with_changes(body=func.body.with_changes(body=docstring + body),
+                                     leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *lead[blank:]])
+        upload = cst.parse_statement(f"{on_device} = torch.from_numpy({data}.astype({dtype})).to({device})")
+        upload = upload.with_changes(leading_lines=lead[:blank])
+        return self.fix(f"Keep `{data}` on the device (uploaded once) and gather the windows there",
+                        {func: cst.FlattenSentinel([upload, new_func])}, safe=False)
+
+    def _module_value(self, name: str, func: cst.FunctionDef, array: bool = False) -> bool:
+        """`name` holds the same value wherever `func` reads it, and already where `func` is defined: bound only
+        by statements of the module's top level before it, by nothing inside `func` or a `global` statement. For
+        the array, also read nowhere else but through `len()` and its shape attributes (nothing mutates it)."""
+        a = self.analysis
+        if a.index.lookup(name, func):
+            return False
+        found = a.index.lookup(name, a.module)
+        if not found or any(a.parent(a.parent(b.source)) is not a.module or a.index.order(b.source) > a.index.order(func)
+                            for b in found) \
+                or (array and (len(found) != 1 or found[0].kind != "assign")):
+            return False
+        for node in a.index.names(name):
+            parent = a.parent(node)
+            if isinstance(parent, cst.NameItem):  # `global name`
+                return False
+            if not array or a.index.is_ancestor_or_self(func, node):
+                continue
+            grand = a.parent(parent) if parent is not None else None
+            if isinstance(parent, cst.AssignTarget) and grand is found[0].source:
+                continue
+            if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call) and _is_len(grand):
+                continue
+            if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in _ARRAY_READS:
+                continue
+            return False
+        return True

@@ -9,12 +9,17 @@ import libcst as cst
 from gpulint.analysis.data_facts import _walk
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.training import training_facts
+from gpulint.fixes import fresh_name
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, GpuRule, Safety
 
 # In-place tensor methods that update a parameter, its `.data` or its `.grad` (an optimizer or EMA step by hand).
 _UPDATES = {"mul_", "add_", "sub_", "div_", "lerp_", "copy_", "addcmul_", "addcdiv_", "clamp_", "clip_",
             "mul", "add", "sub"}
 _ITERATORS = {"parameters", "named_parameters"}
+# Methods of a module that leave its Parameter objects as they are (what a list of them built once still holds).
+# Not `modules()`/`children()`: they hand out submodules, whose parameters can then be replaced.
+_KEEPING = {"parameters", "named_parameters", "buffers", "named_buffers", "state_dict", "load_state_dict", "train",
+            "eval", "zero_grad", "forward", "requires_grad_"}
 
 
 class PerParameterLoop(GpuRule):
@@ -70,7 +75,20 @@ class PerParameterLoop(GpuRule):
 
     `E` and `P` are the two parameter lists, taken the way the loop took each element: `list(ema.parameters())`
     for `e`, `[e.data for e in ema.parameters()]` for `e.data`, `[p.detach() for p in model.parameters()]` for
-    `p.detach()`, so the fixed code runs in the same autograd mode as the loop did. Other loop bodies
+    `p.detach()`, so the fixed code runs in the same autograd mode as the loop did.
+
+    A plain list (`list(ema.parameters())`) is built once, before the outermost loop around the update in the
+    same function (`ema_params = list(ema.parameters())`), where it holds the same Parameter objects on every
+    step: the module is a name bound only before that loop, in the same scope, never named in a `global`, and
+    every later use of it, in the loop or in any function that can see it, is a call of the module
+    (`model(x)`) or of a method that keeps its parameters (`parameters()`, `named_parameters()`, `buffers()`,
+    `state_dict()`, `load_state_dict(...)` without `assign=`, `train()`, `eval()`, `zero_grad()`,
+    `requires_grad_()`). Anything else (`modules()` and `children()`, which hand out submodules whose parameters
+    can be replaced; a submodule or parameter assigned; the module passed to a function, rebound; `self.ema`)
+    keeps the list per step, as does an update inside a helper with no loop of its own. `.data` and `.detach()` lists always stay per step: `.to()`, `.half()` and
+    `load_state_dict(..., assign=True)` give a parameter new `.data`, which a list built once would miss. The
+    per-step `list(m.parameters())` costs a walk over the module tree in Python on every step (three per step
+    for an EMA's two lists), which is what the hoisting saves. Other loop bodies
     (conditions on `p.grad is None`, per-name exclusions, buffers copied alongside, hand-written SGD or
     clipping) have no fix; write the foreach shape by hand. Needs `import torch`.
 
@@ -118,9 +136,25 @@ class PerParameterLoop(GpuRule):
                 "            e.mul_(0.99).add_(p, alpha=0.01)\n",
                 message="torch._foreach_",
                 fixed="import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nema = torch.nn.Linear(4, 2).cuda()\n"
+                      "ema_params = list(ema.parameters())\nmodel_params = list(model.parameters())\n"
                       "for x in loader:\n    model(x).sum().backward()\n    with torch.no_grad():\n"
-                      "        torch._foreach_mul_(list(ema.parameters()), 0.99)\n"
-                      "        torch._foreach_add_(list(ema.parameters()), list(model.parameters()), alpha=0.01)\n"),
+                      "        torch._foreach_mul_(ema_params, 0.99)\n"
+                      "        torch._foreach_add_(ema_params, model_params, alpha=0.01)\n"),
+        # the model's parameter set may change inside the loop (a submodule replaced): the lists stay per step
+        Example("import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(4, 2)).cuda()\n"
+                "ema = torch.nn.Sequential(torch.nn.Linear(4, 2)).cuda()\n"
+                "for step, x in enumerate(loader):\n    if step == 100:\n"
+                "        model[0] = torch.nn.Linear(4, 2).cuda()\n    model(x).sum().backward()\n"
+                "    with torch.no_grad():\n        for e, p in zip(ema.parameters(), model.parameters()):\n"
+                "            e.lerp_(p, 0.01)\n",
+                message="torch._foreach_",
+                fixed="import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(4, 2)).cuda()\n"
+                      "ema = torch.nn.Sequential(torch.nn.Linear(4, 2)).cuda()\n"
+                      "ema_params = list(ema.parameters())\n"
+                      "for step, x in enumerate(loader):\n    if step == 100:\n"
+                      "        model[0] = torch.nn.Linear(4, 2).cuda()\n    model(x).sum().backward()\n"
+                      "    with torch.no_grad():\n"
+                      "        torch._foreach_lerp_(ema_params, list(model.parameters()), 0.01)\n"),
         Example("import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nema = torch.nn.Linear(4, 2).cuda()\n"
                 "d = 0.999\nfor x in loader:\n    model(x).sum().backward()\n"
                 "    for e, p in zip(ema.parameters(), model.parameters()):\n"
@@ -164,11 +198,108 @@ class PerParameterLoop(GpuRule):
         fix = None
         statements = _foreach_statements(node) if training_facts(self.analysis).imports_torch_as_torch() else None
         if statements is not None:
-            fix = self.fix("Update all parameters at once with `torch._foreach_*`",
-                           {node: lambda updated: cst.FlattenSentinel(
-                               [statements[0].with_changes(leading_lines=updated.leading_lines), *statements[1:]])},
-                           safe=False)
+            hoisted = self._hoisted(node, statements)
+            before: list = []
+            if hoisted is not None:
+                outer, lists, statements = hoisted
+                before = [cst.parse_statement(f"{name} = list({iterable})\n") for iterable, name in lists.items()]
+            new = statements
+            changes = {node: lambda updated: cst.FlattenSentinel(
+                [new[0].with_changes(leading_lines=updated.leading_lines), *new[1:]])}
+            if before:
+                changes[outer] = lambda updated: cst.FlattenSentinel(
+                    [before[0].with_changes(leading_lines=updated.leading_lines), *before[1:],
+                     updated.with_changes(leading_lines=())])
+            fix = self.fix("Update all parameters at once with `torch._foreach_*`", changes, safe=False)
         self.report(node, where=where, fix=fix)
+
+    def _hoisted(self, loop: cst.For, statements):
+        """(the outermost loop around `loop` in its scope, {`m.parameters()`: list name}, the foreach statements
+        reading those names) where the plain parameter lists can be built once before that loop, else None.
+
+        Sound when the list holds the same Parameter objects on every step: `m` is a name bound only before
+        that loop in the same scope (no `global`), and every later use of it, here or in any function that can
+        see it, is a call of the module or of a method that keeps its parameters (`parameters()`, `state_dict()`,
+        `load_state_dict(...)` without `assign=`, `train()`, `eval()`, `zero_grad()`, ...): nothing re-assigns a
+        submodule or a parameter. `[p.data for p in ...]` and `[p.detach() ...]` are left per step (`.to()`,
+        `.half()` give a parameter new `.data`)."""
+        a = self.analysis
+        scope = a.index.enclosing_scope(loop)
+        outer = None
+        for node in a.index.ancestors(loop):
+            if node is scope:
+                break
+            if isinstance(node, (cst.For, cst.While)):
+                outer = node
+        if outer is None:
+            return None
+        code = [_CODE(s) for s in statements]
+        lists: dict[str, str] = {}
+        built = self._built_before(outer, scope)  # lists an earlier fix built before the same loop
+        for arg in loop.iter.args:  # type: ignore[attr-defined]
+            iterable = _CODE(arg.value)
+            module = arg.value.func.value  # `m` of `m.parameters()`
+            if f"list({iterable})" not in "".join(code) or iterable in lists or \
+                    not isinstance(module, cst.Name) or not self._keeps_parameters(module.value, scope, outer):
+                continue
+            lists[iterable] = built.get(iterable) or fresh_name(a, f"{module.value}_params")
+        if not lists:
+            return None
+        for iterable, name in lists.items():
+            code = [c.replace(f"list({iterable})", name) for c in code]
+        return outer, {i: n for i, n in lists.items() if i not in built}, [cst.parse_statement(c) for c in code]
+
+    def _built_before(self, outer: cst.CSTNode, scope) -> dict[str, str]:
+        """{`m.parameters()`: name} for the `name = list(m.parameters())` statements right before `outer`, each
+        name bound once and read only by `torch._foreach_*` calls (what this fix writes), for a second update
+        in the same loop to reuse."""
+        a = self.analysis
+        block = a.parent(outer)
+        body = list(getattr(block, "body", ()))
+        if outer not in body:
+            return {}
+        found: dict[str, str] = {}
+        for line in reversed(body[:body.index(outer)]):
+            stmt = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+            if not (isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0].target,
+                    cst.Name) and isinstance(stmt.value, cst.Call) and isinstance(stmt.value.func, cst.Name)
+                    and stmt.value.func.value == "list" and len(stmt.value.args) == 1
+                    and _is_parameters_call(stmt.value.args[0].value)):
+                break
+            name = stmt.targets[0].target.value
+            if len(a.index.lookup(name, scope)) != 1 or any(
+                    not (isinstance(a.parent(n), cst.Arg) and isinstance(a.parent(a.parent(n)), cst.Call)
+                         and _CODE(a.parent(a.parent(n)).func).startswith("torch._foreach_"))
+                    for n in a.index.names(name) if n is not stmt.targets[0].target):
+                continue
+            found.setdefault(_CODE(stmt.value.args[0].value), name)
+        return found
+
+    def _keeps_parameters(self, name: str, scope, outer: cst.CSTNode) -> bool:
+        a = self.analysis
+        index = a.index
+        bindings = index.lookup(name, scope)
+        if not bindings or any(b.kind != "assign" or b.source is None or index.order(b.source) > index.order(outer)
+                               or index.is_ancestor_or_self(outer, b.source) for b in bindings):
+            return False
+        for node in index.names(name):
+            parent = a.parent(node)
+            if isinstance(parent, cst.NameItem):  # `global name` / `nonlocal name`
+                return False
+            where = index.enclosing_scope(node)
+            if where is scope and index.order(node) < index.order(outer):
+                continue  # before the lists are built
+            if where is not scope and index.lookup(name, where):
+                continue  # another function's own `name`
+            grand = a.parent(parent) if parent is not None else None
+            if isinstance(parent, cst.Call) and parent.func is node:
+                continue  # `model(x)`
+            if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in _KEEPING and \
+                    isinstance(grand, cst.Call) and grand.func is parent and \
+                    not any(arg.keyword is not None and arg.keyword.value == "assign" for arg in grand.args):
+                continue
+            return False
+        return True
 
 
 def _is_parameters_call(expr: cst.BaseExpression) -> bool:
