@@ -9,14 +9,12 @@ called every 100 steps and `describe` never.
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from test_model_code import check, found  # the same CLI run and finding keys
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "samplers"
 EXPECTED = {
@@ -31,17 +29,6 @@ def project(tmp_path: Path) -> Path:
     root = tmp_path / "samplers"
     shutil.copytree(FIXTURE, root)
     return root
-
-
-def check(root: Path, *args: str) -> list:
-    out = subprocess.run([sys.executable, "-m", "gpulint", "check", "--output-format", "json", *args],
-                         cwd=root, capture_output=True, text=True, timeout=120)
-    assert out.returncode in (0, 1), out.stderr
-    return json.loads(out.stdout)
-
-
-def found(items) -> set:
-    return {(Path(d["filename"]).as_posix(), d["location"]["row"], d["code"]) for d in items}
 
 
 def test_methods_and_functions_called_every_step_elsewhere_are_per_step_code(project: Path):

@@ -159,18 +159,24 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
 # -- the project's side: is the class called every step anywhere? -------------------------------------------------
 def per_step_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
     """A call, in a hot loop of some project file, of an instance of `class_name` (defined in `path`)."""
+    path = path.resolve()
+    return _remembered(project, (path, class_name), lambda: _find_site(project, path, class_name))
+
+
+def _remembered(project: Project, key: tuple, find) -> Optional[CallSite]:
+    """`find()` once per project state and key, with the files it read recorded as the caller's dependencies
+    (the callers' code, not only their summaries); a recursion guard while it runs (a caller file's analysis
+    may ask about the same class), dropped if the lint is abandoned midway (incremental.Cancelled)."""
     from gpulint.analysis.project import _record, recording
 
-    path = path.resolve()
-    key = (path, class_name)
     sites = project.per_step_sites
     with project._lock:
         if key not in sites:
-            sites[key] = (None, frozenset())  # recursion guard: a caller file's analysis may ask about its classes
+            sites[key] = (None, frozenset())
             try:
-                with recording() as used, text_dependency():  # the callers' code, not only their summaries
-                    found = _find_site(project, path, class_name)
-            except BaseException:  # an editor's lint abandoned midway (incremental.Cancelled): nothing learnt
+                with recording() as used, text_dependency():
+                    found = find()
+            except BaseException:  # nothing learnt
                 sites.pop(key, None)
                 raise
             sites[key] = (found, frozenset(used))
@@ -215,28 +221,10 @@ def member_site(project: Project, path: Path, owner: Optional[str], member: str)
     """A call, every iteration of a hot loop of some project file, of the method `member` of an instance of
     the top-level class `owner` (or of a subclass that inherits it or calls it through `super()`), or of the
     top-level function `member` when `owner` is None, both defined in `path`."""
-    from gpulint.analysis.project import _record, recording
-
     if member not in hot_call_names(project):  # the common case: no hot loop of the project calls that name
         return None
     path = path.resolve()
-    key = (path, owner, member)
-    sites = project.per_step_sites
-    with project._lock:
-        if key not in sites:
-            sites[key] = (None, frozenset())  # recursion guard
-            try:
-                with recording() as used, text_dependency():
-                    found = _find_member_site(project, path, owner, member)
-            except BaseException:  # an editor's lint abandoned midway (incremental.Cancelled): nothing learnt
-                sites.pop(key, None)
-                raise
-            sites[key] = (found, frozenset(used))
-        found, used = sites[key]
-        with text_dependency():
-            for dependency in used:
-                _record(dependency)
-        return found
+    return _remembered(project, (path, owner, member), lambda: _find_member_site(project, path, owner, member))
 
 
 def _find_member_site(project: Project, path: Path, owner: Optional[str], member: str) -> Optional[CallSite]:
