@@ -33,7 +33,7 @@ VARIANTS = ("as_written", "gpulint", "hand")
 # `<name>_hand.py`, only for the shapes listed.
 AUTOCAST = "with torch.autocast(device, dtype=torch.bfloat16, enabled=False):  # bf16 measured slower here"
 ABLATIONS = {
-    "hand_bf16": (("diffusion_unet",),
+    "hand_bf16": (("diffusion_unet", "finetune_encoder"),
                   [(AUTOCAST, "with torch.autocast(device, dtype=torch.bfloat16, enabled=use_cuda):")]),
     "hand_layout": (("resnet_mapstyle",),
                     [("torch.backends.cudnn.benchmark = False  # measured slower here (see the docstring)",
