@@ -33,7 +33,9 @@ def run_rules(analysis: ModuleAnalysis, codes: Iterable[str],
 
     A rule's finding is dropped when a rule it `defers_to` reported on the same node: that rule's finding says
     the same thing better (usually with a fix). Rules deferred to run even when not enabled, so that enabling
-    fewer rules never adds findings; their own findings are reported only if enabled.
+    fewer rules never adds findings; their own findings are reported only if enabled. All of a rule's findings in
+    the module are dropped when an enabled rule it `defers_in_module_to` reported anywhere in it: that rule's fix
+    is the better lever, and a user who turned it off asked for the other one.
 
     In an editor (gpulint.incremental on), a re-lint after an edit that changed no code visits only the
     statements parsed again (gpulint.rule_reuse).
@@ -101,7 +103,8 @@ class Run:
         reported: dict[str, set[int]] = {r.code: {id(d.node) for d in r.diagnostics} for r in rules}
         found: list[Diagnostic] = []
         for rule in rules:
-            if rule.code not in enabled:
+            if rule.code not in enabled or any(reported.get(other) for other in rule.defers_in_module_to
+                                               if other in enabled):
                 continue
             for d in rule.diagnostics:
                 if not any(id(d.node) in reported.get(other, ()) for other in rule.defers_to):

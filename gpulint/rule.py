@@ -97,6 +97,9 @@ class Rule:
     preview: ClassVar[bool] = False
     # Codes whose finding on the same node makes this rule's finding moot (the checker drops it).
     defers_to: ClassVar[tuple[str, ...]] = ()
+    # Codes whose finding anywhere in the module makes this rule's findings there moot (GPU404's TF32 line where
+    # GPU403 puts the step under bf16 autocast): the checker drops them.
+    defers_in_module_to: ClassVar[tuple[str, ...]] = ()
     VALID: ClassVar[Sequence[str]] = ()
     INVALID: ClassVar[Sequence[Example]] = ()
 
@@ -164,7 +167,7 @@ class Rule:
             "fix_safety": None if cls.fix_safety is None else {"level": cls.fix_safety.level.value,
                                                                "reason": cls.fix_safety.reason},
             "severity": cls.severity.value, "needs_gpu": cls.needs_gpu, "added_in": cls.added_in,
-            "defers_to": list(cls.defers_to), "pseudo": cls.pseudo, "preview": cls.preview,
+            "defers_to": list(cls.defers_to), "defers_in_module_to": list(cls.defers_in_module_to), "pseudo": cls.pseudo, "preview": cls.preview,
             "url": rule_url(cls.code),
         }
 

@@ -38,6 +38,26 @@ def test_deferred_to_rule_silences_even_when_not_enabled():
     assert found == []  # enabling fewer rules never adds findings
 
 
+FP32_STEP = """import torch
+model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10)).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_tf32_is_not_suggested_where_autocast_is():
+    """GPU404 defers, module-wide, to an enabled GPU403: under bf16 autocast TF32 adds nothing. With GPU403 off
+    (no mixed precision wanted), TF32 is the lever left and GPU404 reports it."""
+    assert all_rules()["GPU404"].defers_in_module_to == ("GPU403",)
+    found, _ = run_rules(analyse(FP32_STEP), {"GPU403", "GPU404"})
+    assert [d.code for d in found] == ["GPU403"]
+    found, _ = run_rules(analyse(FP32_STEP), {"GPU404"})
+    assert [d.code for d in found] == ["GPU404"]
+
+
 @pytest.fixture
 def broken_rule(monkeypatch):
     class Broken(GpuRule):

@@ -80,9 +80,13 @@ def test_throughput_rules_are_preview_rules_run_only_when_selected(tmp_path, mon
     (tmp_path / "train.py").write_text(RULES["GPU404"].INVALID[0].code)
     default = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "concise", "train.py"])
     assert "GPU404" not in default.output
-    chosen = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "concise", "--select", "GPU4",
+    chosen = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "concise", "--select", "GPU404",
                                        "train.py"])
     assert "train.py:5:1: GPU404" in chosen.output
+    # with GPU403 selected too, its bf16 autocast is the lever named (GPU404 defers to it in the module)
+    family = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "concise", "--select", "GPU4",
+                                       "train.py"])
+    assert "GPU403" in family.output and "GPU404" not in family.output
 
 
 def _check(tmp_path, monkeypatch, program: str, *options: str) -> str:
@@ -156,7 +160,8 @@ def test_toy_programs_linear_probes_and_tests_get_no_throughput_advice(tmp_path,
     assert "GPU40" not in _check(tmp_path, monkeypatch, toy, "--select", "GPU402,GPU403,GPU404")
     real = toy.replace("torch.nn.Linear(20, 1)", "torch.nn.Sequential(torch.nn.Linear(20, 1024), torch.nn.Linear(1024, 1024))")
     found = _check(tmp_path, monkeypatch, real, "--select", "GPU402,GPU403,GPU404")
-    assert {"GPU402", "GPU403", "GPU404"} <= set(re.findall(r"GPU40\d", found)), found
+    assert {"GPU402", "GPU403"} <= set(re.findall(r"GPU40\d", found)), found  # GPU404 defers to GPU403
+    assert "GPU404" in _check(tmp_path, monkeypatch, real, "--select", "GPU404")
     # the same program as a test module: a test's model is no training run
     tests = tmp_path / "tests"
     tests.mkdir()

@@ -10,7 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from gpulint.analysis import LoopRole
-from gpulint.analysis.data_facts import data_facts, has_star_args, is_false, keyword
+from gpulint.analysis.data_facts import data_facts, has_star_args, is_false, keyword, star_keywords
 from gpulint.syntax import argument
 
 if TYPE_CHECKING:  # only for annotations: analysis never imports the rule layer
@@ -25,6 +25,26 @@ def _true() -> cst.Name:
 def _dataset(call: cst.Call) -> Optional[cst.BaseExpression]:
     arg = argument(call, "dataset", 0)
     return arg.value if arg is not None else None
+
+
+_UNKNOWN = cst.Name("__unknown__")  # `pin_memory_of`: `**options` may carry one that cannot be read
+
+
+def pin_memory_of(rule: Rule, loader: cst.Call) -> Optional[cst.BaseExpression]:
+    """The `pin_memory` the call passes: its value, read from a keyword or from a `**options` dict built in the
+    module (`kw = {"pin_memory": True}; DataLoader(ds, **kw)`, analysis/data_facts.star_keywords); None when it
+    passes none; `_UNKNOWN` when `**options` may carry one that cannot be read."""
+    pin = keyword(loader, "pin_memory")
+    if pin is not None:
+        return pin.value
+    if not has_star_args(loader):
+        return None
+    keys = star_keywords(rule.analysis, loader)
+    if keys is None:
+        return _UNKNOWN
+    if "pin_memory" not in keys:
+        return None
+    return keys["pin_memory"] if keys["pin_memory"] is not None else _UNKNOWN
 
 
 def would_pin(rule: Rule, loader: cst.Call) -> bool:
@@ -43,7 +63,7 @@ def _would_pin(rule: Rule, facts, loader: cst.Call) -> bool:
     if made is not None:
         if made.pinned is not False:
             return False
-    elif keyword(loader, "pin_memory") is not None or has_star_args(loader):
+    elif pin_memory_of(rule, loader) is not None:
         return False
     if facts.on_device(_dataset(loader)):
         return False  # pinning a CUDA tensor raises: the data is on the device already
@@ -76,9 +96,11 @@ def pinned(rule: Rule, loader: cst.Call) -> bool:
     made = facts.factory(loader)
     if made is not None:
         return made.pinned is True  # a factory's loader gets no fix here
-    pin = keyword(loader, "pin_memory")
+    pin = pin_memory_of(rule, loader)
+    if pin is _UNKNOWN:
+        return False
     if pin is not None:
-        return not is_false(pin.value)
+        return not is_false(pin)
     return would_pin(rule, loader)
 
 
@@ -91,7 +113,7 @@ def pinning_unknown(rule: Rule, loader: cst.Call) -> bool:
     made = facts.factory(loader)
     if made is not None:
         return made.pinned is None
-    return keyword(loader, "pin_memory") is None and has_star_args(loader)
+    return pin_memory_of(rule, loader) is _UNKNOWN
 
 
 _FACTORIES = {"zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor", "as_tensor",

@@ -65,6 +65,140 @@ def append_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.
     return call.with_changes(args=[*args, new])
 
 
+# What `**options` carries, where it can be read: key -> value (None: more than one value, or not a literal key's).
+StarKeywords = dict[str, Optional[cst.BaseExpression]]
+_READS = {"get", "keys", "items", "values", "copy", "__contains__"}
+
+
+def star_keywords(analysis: ModuleAnalysis, call: cst.Call) -> Optional[StarKeywords]:
+    """The keywords `call`'s `**name` arguments carry, where each `name` is a dict the module builds from literal
+    keys (`kw = {"num_workers": 1}`, `dict(shuffle=True)`) and changes only in ways that name their keys
+    (`kw.update({...})`, `kw.update(other_literal_dict)`, `kw.update(k=v)`, `kw["k"] = v`, `kw.setdefault("k", v)`),
+    wherever in its scope that happens (before or after the call, in any branch: the keys are a superset). None
+    when anything else may add keys: a `*args`, a parameter or another call's result, `kw.update(opts)` of an
+    unknown dict, `kw` handed to a function or deleted from, a second kind of binding."""
+    if not any(a.star for a in call.args):
+        return {}
+    found: StarKeywords = {}
+    for arg in call.args:
+        if not arg.star:
+            continue
+        if arg.star != "**" or not isinstance(arg.value, cst.Name):
+            return None
+        keys = _dict_keys(analysis, arg.value, 0)
+        if keys is None:
+            return None
+        _merge(found, keys)
+    return found
+
+
+def _merge(into: StarKeywords, keys: StarKeywords) -> None:
+    for key, value in keys.items():
+        if key in into and (into[key] is None or value is None or
+                            cst.Module([]).code_for_node(into[key]) != cst.Module([]).code_for_node(value)):
+            into[key] = None
+        else:
+            into[key] = value
+
+
+def _literal_keys(analysis: ModuleAnalysis, value: cst.CSTNode, depth: int) -> Optional[StarKeywords]:
+    """The keys of a dict literal, `dict(k=v, ...)`, or a name bound to one (followed `depth` < 2 times)."""
+    if isinstance(value, cst.Dict):
+        keys: StarKeywords = {}
+        for element in value.elements:
+            if not isinstance(element, cst.DictElement):
+                return None  # `{**other}`
+            key = string_value(element.key)
+            if key is None:
+                return None
+            _merge(keys, {key: element.value})
+        return keys
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict" and \
+            analysis.index.visible_bindings(value.func) == []:
+        if any(a.star or a.keyword is None for a in value.args):
+            return None
+        return {a.keyword.value: a.value for a in value.args}
+    if isinstance(value, cst.Name) and depth < 2:
+        return _dict_keys(analysis, value, depth + 1)
+    return None
+
+
+def _dict_keys(analysis: ModuleAnalysis, name: cst.Name, depth: int) -> Optional[StarKeywords]:
+    index = analysis.index
+    bindings = index.visible_bindings(name)
+    if not bindings or any(b.kind != "assign" or b.index is not None or b.value is None for b in bindings):
+        return None
+    keys: StarKeywords = {}
+    for binding in bindings:
+        found = _literal_keys(analysis, binding.value, depth)
+        if found is None:
+            return None
+        _merge(keys, found)
+    scope = bindings[0].scope
+    stack: list[cst.CSTNode] = [scope]
+    while stack:  # every use of the name in its scope, nested functions included
+        node = stack.pop()
+        stack.extend(child_nodes(node))
+        if not isinstance(node, cst.Name) or node.value != name.value or node is name:
+            continue
+        if index.visible_bindings(node) != bindings:
+            continue  # another variable of the same name (a nested function's own)
+        added = _use(analysis, node, depth)
+        if added is None:
+            return None
+        _merge(keys, added)
+    return keys
+
+
+def _use(analysis: ModuleAnalysis, node: cst.Name, depth: int) -> Optional[StarKeywords]:
+    """The keys one use of the dict adds ({} for a read or its own binding); None for a use that may add any."""
+    parent = analysis.parent(node)
+    if isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.Arg) and parent.star == "**"):
+        return {}
+    if isinstance(parent, cst.Arg) and not parent.star and parent.keyword is None:
+        call = analysis.parent(parent)  # `other.update(kw)`: read, not changed
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "update":
+            return {}
+        return None
+    if isinstance(parent, cst.Attribute) and parent.value is node:
+        call = analysis.parent(parent)
+        method = parent.attr.value
+        if not isinstance(call, cst.Call) or call.func is not parent:
+            return None
+        if method in _READS:
+            return {}
+        if method == "update":
+            keys: StarKeywords = {}
+            for arg in call.args:
+                if arg.star:
+                    return None
+                if arg.keyword is not None:
+                    _merge(keys, {arg.keyword.value: arg.value})
+                    continue
+                found = _literal_keys(analysis, arg.value, depth)
+                if found is None:
+                    return None
+                _merge(keys, found)
+            return keys
+        if method == "setdefault" and call.args and string_value(call.args[0].value) is not None:
+            value = call.args[1].value if len(call.args) > 1 else cst.Name("None")
+            return {string_value(call.args[0].value): value}
+        return None
+    if isinstance(parent, cst.Subscript) and parent.value is node:
+        holder = analysis.parent(parent)
+        if isinstance(holder, cst.AssignTarget):
+            assign = analysis.parent(holder)
+            key = string_value(parent.slice[0].slice.value) \
+                if len(parent.slice) == 1 and isinstance(parent.slice[0].slice, cst.Index) else None
+            if key is None or not isinstance(assign, cst.Assign):
+                return None
+            return {key: assign.value}
+        if isinstance(holder, (cst.Del, cst.AugAssign)) or isinstance(analysis.parent(holder), cst.Del):
+            return None
+        return {}  # `kw["batch_size"]`: read
+    return None
+
+
 class DataFacts:
     """Loader and batch facts for one module; built once, on first use, and shared by the GPU2xx rules."""
 

@@ -54,7 +54,12 @@ class Tf32Disabled(GpuRule):
     ## When it is fine
     Modules that choose a precision anywhere (autocast, `.half()`, `dtype=`, TF32 flags, `mixed_precision`),
     library modules that are not entry points (the setting is global: the script should decide), CPU-only code,
-    and code that needs strict fp32: say so with `torch.set_float32_matmul_precision("highest")`.
+    and code that needs strict fp32: say so with `torch.set_float32_matmul_precision("highest")`. Modules where
+    GPU403 reports the training step's forward pass: its fix puts the step under bf16 autocast, whose matmuls run
+    on the bf16 tensor cores, so the TF32 setting adds nothing there (measured on an H100: the GPT shape of
+    benchmarks/programs/shapes with both fixes ran 0.97x the one with autocast alone, docs/benchmarks.md,
+    seventh landing). Where GPU403 is silent, or turned off (`ignore = ["GPU403"]`: no mixed precision wanted),
+    TF32 remains the lever and this rule reports it.
     """
 
     code = "GPU404"
@@ -66,6 +71,7 @@ class Tf32Disabled(GpuRule):
     added_in = "0.2.0"
     reports_in = ("hot-loop",)  # gpulint/prefilter.py
     preview = True
+    defers_in_module_to = ("GPU403",)  # bf16 autocast runs the matmuls on the tensor cores: TF32 adds nothing
     VALID = (
         "import torch\ntorch.set_float32_matmul_precision(\"high\")\nmodel = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10)).cuda()\n"
         "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"

@@ -18,7 +18,8 @@ class CopyWithoutNonBlocking(Rule):
     ## What it does
     Flags `.to(device)` and `.cuda()` of a batch (or part of one: unpacked, indexed, or rebuilt in a
     comprehension such as `[t.to(device) for t in batch]`) inside a loop over a `DataLoader` that pins memory,
-    or that GPU201 will make pin memory, every iteration. The loop may take its batches with `next()`
+    or that GPU201 will make pin memory, every iteration (`pin_memory=True` passed as a keyword or in a
+    `**kwargs` dict the module builds: `train_kwargs.update({"pin_memory": True, ...})`). The loop may take its batches with `next()`
     (`it = iter(loader)` ... `while True: batch = next(it)`). Where the loader is built out of sight (a factory
     whose `pin_memory=` is a setting, or a loader reached only through a progress bar), a copy of the same
     batch that passes `non_blocking=True` is taken as the author's word that the batches are pinned on GPU

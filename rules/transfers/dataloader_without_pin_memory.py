@@ -27,7 +27,9 @@ class DataLoaderWithoutPinMemory(Rule):
     ## What it does
     Flags a `torch.utils.data.DataLoader(...)` call that does not pass `pin_memory` when a training or
     evaluation loop of the same module copies its batches to an accelerator (`.to(device)`, `.cuda()`), or the
-    module plainly targets CUDA and the loader is iterated in a training loop (or handed elsewhere).
+    module plainly targets CUDA and the loader is iterated in a training loop (or handed elsewhere). Options
+    passed as `**kwargs` count when the dict is built in the module from keys written out (`kw = {...}`,
+    `dict(...)`, `kw.update({...})` or of another such dict, `kw["key"] = ...`), as PyTorch's MNIST example does.
 
     ## Why it is slow
     A copy from pageable host memory is staged through a pinned bounce buffer by the driver and blocks the
@@ -60,7 +62,8 @@ class DataLoaderWithoutPinMemory(Rule):
     accelerator PyTorch warns once and does not pin.
 
     ## When it is fine
-    `pin_memory` given explicitly (even `pin_memory=False`: that is a decision), `**kwargs` that may carry it,
+    `pin_memory` given explicitly (even `pin_memory=False`: that is a decision), `**kwargs` that may carry it
+    (a parameter, a dict updated from one, or handed to a function that may add keys),
     datasets already on the GPU (pinning CUDA tensors raises), loaders whose batches stay on the CPU, and
     modules that never use a GPU. Pinning has a cost of its own (a pin-memory thread copies every batch once
     more): with tiny batches and no workers it can make a step slower, as `gpulint verify` showed on an eval
