@@ -17,6 +17,10 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.tree import Binding, Scope, SyntaxIndex
 
 
+# Calls that iterate what they are given (their first argument's elements, numbered or zipped).
+_ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "islice",
+                                 "itertools.islice", "reversed", "zip"})
+
 class Kind(enum.Enum):
     TENSOR = "tensor"  # a torch.Tensor, or a batch/model output holding tensors
     NUMPY = "numpy"
@@ -253,8 +257,21 @@ class KindInference:
             return kind
         return Kind.TENSOR if kind is Kind.TENSOR else Kind.UNKNOWN
 
+    def wrapper_bound_to(self, iterable: cst.BaseExpression) -> cst.BaseExpression:
+        """For a name bound once, by a plain assignment, to an iteration wrapper (`data_iter =
+        enumerate(val_loader)`, `it = iter(loader)`, `pbar = tqdm(loader)`): that call; else `iterable` itself."""
+        if not isinstance(iterable, cst.Name):
+            return iterable
+        bindings = self.index.visible_bindings(iterable)
+        if len(bindings) == 1 and bindings[0].kind == "assign" and bindings[0].index is None and \
+                isinstance(bindings[0].value, cst.Call) and \
+                dotted_name(bindings[0].value.func) in _ITERATION_WRAPPERS:
+            return bindings[0].value
+        return iterable
+
     def iteration_kind(self, iterable: cst.BaseExpression, index: Optional[int]) -> Kind:
         """Kind of the loop target (element `index` when the target is unpacked)."""
+        iterable = self.wrapper_bound_to(iterable)
         if isinstance(iterable, cst.Call):
             fn = dotted_name(iterable.func)
             args = [a.value for a in iterable.args if a.keyword is None and not a.star]

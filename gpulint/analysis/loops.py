@@ -221,14 +221,17 @@ class LoopAnalysis:
                                     for n in _walk_body(fn, into_loops=True))
         return self._trains[key]
 
-    def _iterates_batches(self, iterable: cst.BaseExpression) -> bool:
-        """A DataLoader (possibly wrapped in enumerate/tqdm/zip), not a tensor's rows or a parameter list."""
+    def _iterates_batches(self, iterable: cst.BaseExpression, depth: int = 0) -> bool:
+        """A DataLoader (possibly wrapped in enumerate/tqdm/zip, directly or through a name bound once to the
+        wrapper: `data_iter = enumerate(val_loader)`), not a tensor's rows or a parameter list."""
+        if depth < 3:
+            iterable = self.kinds.wrapper_bound_to(iterable)
         if isinstance(iterable, cst.Call):
             fn = dotted_name(iterable.func)
             args = [a.value for a in iterable.args if a.keyword is None and not a.star]
             if fn in ("enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "zip", "islice",
                       "itertools.islice") and args:
-                return any(self._iterates_batches(a) for a in args)
+                return any(self._iterates_batches(a, depth + 1) for a in args)
         return self.kinds.of(iterable) is Kind.LOADER
 
     def _body_trains(self, loop: Loop, beside_hot_loop: bool = False) -> bool:
@@ -240,6 +243,10 @@ class LoopAnalysis:
                     continue
                 return True
         return False
+
+    def loops_over_batches(self, loop: Loop) -> bool:
+        """The loop takes a batch of a data loader each iteration (`for x, y in loader`, `next(it)`)."""
+        return self._loops_over_batches(loop)
 
     def is_training_call(self, call: cst.Call, follow_helpers: bool = False) -> bool:
         func = call.func

@@ -37,7 +37,10 @@ class CudaSynchronizeInLoop(GpuRule):
 
     ## When it is fine
     Benchmark code that times a step with a host clock right beside it (`torch.cuda.synchronize()` next to
-    `time.perf_counter()`), periodic checks, code outside loops.
+    `time.perf_counter()`) in a loop that repeats fixed inputs (`for _ in range(iters)`), periodic checks, code
+    outside loops. A loop over a loader's batches (training or evaluation) is reported even beside a timer: the
+    stall is paid every step of the real run, and `torch.cuda.Event(enable_timing=True)` pairs time the step
+    without it.
     """
 
     code = "GPU109"
@@ -50,15 +53,24 @@ class CudaSynchronizeInLoop(GpuRule):
     VALID = [TRAIN_STEP + "torch.cuda.synchronize()\n",
              # a loop over several loaders (one evaluation each), not over batches
              "import torch\nresults = {}\nfor name, data_loader in zip(names, data_loaders_val):\n"
-             "    torch.cuda.synchronize()\n    results[name] = evaluate(data_loader)\n"]
+             "    torch.cuda.synchronize()\n    results[name] = evaluate(data_loader)\n",
+             # a benchmark: the same input timed again and again with a host clock
+             "import time\nimport torch\nmodel = torch.nn.Linear(2, 2).cuda()\nx = torch.randn(8, 2, device=\"cuda\")\n"
+             "for _ in range(100):\n    start = time.perf_counter()\n    model(x).sum().backward()\n"
+             "    torch.cuda.synchronize()\n    times.append(time.perf_counter() - start)\n"]
     INVALID = [
         Example(TRAIN_STEP + "    torch.cuda.synchronize()\n",
                 message="`torch.cuda.synchronize()` every iteration stalls the CPU un"),
+        # an evaluation pass timed batch by batch: the stall is paid on every batch of the real run
+        Example("import time\nimport torch\n\n\ndef validate(model, val_loader, log):\n    end = time.time()\n"
+                "    data_iter = enumerate(val_loader)\n    for i, (images, target) in data_iter:\n"
+                "        output = model(images.cuda(non_blocking=True))\n        torch.cuda.synchronize()\n"
+                "        log(time.time() - end)\n        end = time.time()\n"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
         q = self._qualified(node)
-        if q not in self._CALLS or self._beside_a_timer(node):
+        if q not in self._CALLS or (self._beside_a_timer(node) and self._in_a_benchmark_loop(node)):
             return
         where = self.where(node)
         if where:
@@ -70,6 +82,17 @@ class CudaSynchronizeInLoop(GpuRule):
             inner = self.analysis.qualified(func.value.func)
             return f"{inner}.{func.attr.value}" if inner else None
         return self.analysis.qualified(func)
+
+    def _in_a_benchmark_loop(self, node: cst.Call) -> bool:
+        """The innermost loop around the call repeats a fixed input (`for _ in range(iters)`), not one that takes
+        a loader's batches: timing every step of a training or evaluation pass over data still stalls every
+        step, and CUDA events measure it without the stall."""
+        for parent in self.analysis.index.ancestors(node):
+            if isinstance(parent, (cst.For, cst.While)):
+                return not self.analysis.loops.loops_over_batches(parent)
+            if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return False  # a step helper: how often it runs is its caller's loop
+        return False
 
     def _beside_a_timer(self, node: cst.Call) -> bool:
         from gpulint.syntax import statement_of

@@ -73,6 +73,11 @@ class ItemInLoop(GpuRule):
     INVALID = [
         Example(TRAIN_STEP + "    print(loss.item())\n",
                 message="`.item()` every iteration blocks the CPU until the GPU catch"),
+        # an evaluation loop over a name bound to `enumerate(loader)`, the model reached through a callable
+        Example("def validate(infer_fn, val_loader, log_fn):\n    data_iter = enumerate(val_loader)\n"
+                "    for i, (images, target) in data_iter:\n"
+                "        loss, output = infer_fn(images.cuda(non_blocking=True), target.cuda(non_blocking=True))\n"
+                "        log_fn(loss.detach().item())\n"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
