@@ -141,7 +141,14 @@ class KindInference:
                     return _names_cpu(self, node)
                 if method == "cuda":
                     return False
-                return self.on_host(func.value, depth + 1)
+                if self.on_host(func.value, depth + 1):
+                    return True
+            # `torch.sigmoid(host)`, `F.interpolate(host, size)`: torch computes where its tensor input lives
+            name = self.qualified(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+            if name is not None and name.startswith("torch.") and not any(
+                    a.keyword is not None and a.keyword.value == "device" for a in node.args):
+                first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
+                return first is not None and self.on_host(first, depth + 1)
             return False
         if isinstance(node, (cst.Subscript, cst.Attribute)):
             return self.on_host(node.value, depth + 1)
@@ -151,7 +158,8 @@ class KindInference:
             sides = [node.left, node.right] if isinstance(node, cst.BinaryOperation) else \
                 [node.left, *(c.comparator for c in node.comparisons)]
             hosts = [self.on_host(side, depth + 1) for side in sides]
-            return any(hosts) and all(h or self.of(side) is Kind.NUMBER for h, side in zip(hosts, sides))
+            return any(hosts) and all(h or self.of(side) is Kind.NUMBER or self._number_by_default(side)
+                                      for h, side in zip(hosts, sides))
         if isinstance(node, cst.Name):
             scope = self.index.enclosing_scope(node)
             bindings = self.index.lookup(node.value, scope) if scope is not None else []
@@ -160,6 +168,24 @@ class KindInference:
                 return self.on_host(last, depth + 1)
             return bool(bindings) and all(b.kind == "assign" and b.index is None and b.value is not None and
                                           self.on_host(b.value, depth + 1) for b in bindings)
+        return False
+
+    def _number_by_default(self, node: cst.CSTNode) -> bool:
+        """A parameter whose default is a number literal (`out_threshold=0.5`), never bound again."""
+        if not isinstance(node, cst.Name):
+            return False
+        bindings = self.index.visible_bindings(node)
+        if len(bindings) != 1 or bindings[0].kind != "param":
+            return False
+        fn = bindings[0].scope
+        if not isinstance(fn, cst.FunctionDef):
+            return False
+        for param in (*fn.params.params, *fn.params.kwonly_params):
+            if param.name.value == node.value:
+                default = param.default
+                if isinstance(default, cst.UnaryOperation):
+                    default = default.expression
+                return isinstance(default, (cst.Integer, cst.Float))
         return False
 
     def _last_assignment(self, name: cst.Name, bindings: list[Binding]) -> Optional[cst.BaseExpression]:
@@ -534,7 +560,7 @@ class KindInference:
         return Kind.UNKNOWN
 
 
-_MAX_HOST_DEPTH = 8
+_MAX_HOST_DEPTH = 12
 
 
 def _names_cpu(inference: KindInference, call: cst.Call) -> bool:

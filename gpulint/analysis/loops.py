@@ -51,6 +51,9 @@ _TIMERS = {"time.time", "time.perf_counter", "time.monotonic", "time.process_tim
 _EXPORT_TESTS = {"torch.onnx.is_in_onnx_export", "torch.jit.is_tracing"}
 _HELPER_DEPTH = 4  # calls deep that a hot helper makes another function of the module hot
 _EXITS = {"sys.exit", "exit", "quit", "os._exit", "os.abort"}
+# Names of flags that turn true at the end of a run (`if done or step % N == 0:` saves a last time).
+_END_FLAGS = frozenset({"done", "finished", "is_done", "is_finished", "last", "is_last", "last_step", "is_last_step",
+                        "final_step", "is_final", "is_final_step", "training_done", "end_of_training"})
 _COUNTER_HINTS = ("step", "iter", "idx", "epoch", "batch", "it", "i", "n", "count", "global_step", "itr")
 
 
@@ -342,8 +345,8 @@ class LoopAnalysis:
                 return OUTSIDE  # `if torch.onnx.is_in_onnx_export():`: runs while a model is exported, not trained
             if isinstance(parent, cst.If) and child is parent.body and periodic is None:
                 reason = self.periodic_test(parent.test)
-                if reason:
-                    periodic = reason
+                if reason and not self._steps_an_optimizer(parent.body):
+                    periodic = reason  # (a block that steps the optimizer is gradient accumulation's step: hot)
             elif isinstance(parent, cst.If) and child is parent.orelse and periodic is None:
                 # `if step % N != 0: ... else: <periodic>`
                 reason = self.periodic_test(parent.test, negated=True)
@@ -447,9 +450,13 @@ class LoopAnalysis:
                 return f"`{_code(test)}` (a bounded number of times)"
             if not unequal and any(self._reads_clock(s) for s in sides):
                 return f"`{_code(test)}` (time-based)"
+            if self._moving_threshold(test, op, negated):
+                return f"`{_code(test)}` (a threshold the loop moves on)"
             return None
         if isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.Modulo) and negated:
             return f"`not {_code(test)}`"
+        if isinstance(test, cst.Name) and not negated and self._end_of_run_flag(test):
+            return f"`{test.value}` (the end of the run)"  # `if done or step % N == 0:`
         if isinstance(test, cst.Name) and not negated:
             # `should_log = step % N == 0` ... `if should_log:`
             scope = self.index.enclosing_scope(test)
@@ -471,6 +478,42 @@ class LoopAnalysis:
                 return f"`{_code(test)}`"
         return None
 
+    def _end_of_run_flag(self, name: cst.Name) -> bool:
+        """`done` / `finished` / `is_last_step`: a flag set from a comparison or a literal (`done = cur >= total`,
+        `done = True`), true at the end of the run only. Not one unpacked from a call (`obs, reward, done, info =
+        env.step(a)`)."""
+        if name.value.lower() not in _END_FLAGS:
+            return False
+        bindings = self.index.visible_bindings(name)
+        return bool(bindings) and all(
+            b.kind == "assign" and b.index is None and (
+                isinstance(b.value, cst.Comparison) or
+                isinstance(b.value, cst.Name) and b.value.value in ("True", "False")) for b in bindings)
+
+    def _moving_threshold(self, test: cst.Comparison, op, negated: bool) -> bool:
+        """`cur_nimg >= tick_start_nimg + kimg_per_tick * 1000` (or `step - last_log >= every`, or the negation of
+        `cur < mark + n` in `if ...: continue`), where the loop around the test sets the mark again
+        (`tick_start_nimg = cur_nimg`, `next_log += every`): true once each time the counter passes the mark."""
+        right = test.comparisons[0].comparator
+        if isinstance(op, (cst.GreaterThan, cst.GreaterThanEqual)):
+            big, threshold = (right, test.left) if negated else (test.left, right)
+        elif isinstance(op, (cst.LessThan, cst.LessThanEqual)):
+            big, threshold = (test.left, right) if negated else (right, test.left)
+        else:
+            return False
+        loop = next((a for a in self.index.ancestors(test) if isinstance(a, (cst.For, cst.While))), None)
+        if loop is None:
+            return False
+        added, subtracted = _terms(threshold, cst.Add), _terms(big, cst.Subtract)
+        # a mark plus an interval, or the counter minus a mark: never a bare name (`if step >= limit: continue`)
+        marks = (added if len(added) > 1 else []) + subtracted[1:]
+        return any(isinstance(m, cst.Name) and self._set_in_loop(m, loop) for m in marks)
+
+    def _set_in_loop(self, name: cst.Name, loop: Loop) -> bool:
+        bindings = self.index.visible_bindings(name)
+        return any(b.kind in ("assign", "augassign") and b.source is not None and b.index is None and
+                   self.index.is_ancestor_or_self(loop, b.source) for b in bindings)
+
     def _export_only(self, test: cst.BaseExpression) -> bool:
         return isinstance(test, cst.Call) and not test.args and self.kinds.qualified(test.func) in _EXPORT_TESTS
 
@@ -486,15 +529,46 @@ class LoopAnalysis:
         return isinstance(call, cst.Call) and self.kinds.qualified(call.func) in _EXITS
 
     def _after_skip_guard(self, block: cst.IndentedBlock, child: cst.CSTNode) -> Optional[str]:
-        """`if step % N != 0: continue` earlier in the block makes the rest of the block periodic."""
-        for stmt in block.body:
+        """`if step % N != 0: continue` earlier in the block makes the rest of the block periodic (unless the
+        rest steps the optimizer: then it is gradient accumulation's step, hot)."""
+        for i, stmt in enumerate(block.body):
             if stmt is child:
                 return None
             if isinstance(stmt, cst.If) and stmt.orelse is None and _only_continue(stmt.body):
                 reason = self.periodic_test(stmt.test, negated=True)
-                if reason:
+                if reason and not any(self._steps_an_optimizer(rest) for rest in block.body[i + 1:]):
                     return reason
         return None
+
+    def accumulation_guard(self, node: cst.CSTNode) -> Optional[str]:
+        """The periodic test of an `if` around `node`, inside its innermost loop, whose block steps the optimizer
+        (`if (step + 1) % accum == 0: optimizer.step()`): such a block is hot (it runs on every optimizer step),
+        and rules whose cost is small next to N micro-steps read the guard here."""
+        child: cst.CSTNode = node
+        for parent in self.index.ancestors(node):
+            if isinstance(parent, (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return None
+            if isinstance(parent, cst.If) and child is parent.body and self._steps_an_optimizer(parent.body):
+                reason = self.periodic_test(parent.test)
+                if reason:
+                    return reason
+            child = parent
+        return None
+
+    def _steps_an_optimizer(self, node: cst.CSTNode) -> bool:
+        """`optimizer.step()`, `scaler.step(optimizer)` or `optimizer.zero_grad()` in `node` (nested functions
+        left out): a block under `if (step + 1) % accum == 0:` runs on every optimizer step."""
+        stack: list[cst.CSTNode] = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                continue
+            stack.extend(child_nodes(n))
+            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and \
+                    n.func.attr.value in ("step", "zero_grad") and \
+                    any(self.kinds.of(o) is Kind.OPTIMIZER for o in (n.func.value, *(a.value for a in n.args))):
+                return True
+        return False
 
     def _bounded(self, left: cst.BaseExpression, op, right: cst.BaseExpression, negated: bool) -> bool:
         """`batch_i < 3`, `printed <= 5`: true for a fixed, literal number of iterations only."""
@@ -653,6 +727,13 @@ def _walk_body(loop: Union[Loop, cst.FunctionDef], into_loops: bool):
 
 
 _EMPTY = cst.Module(body=[])
+
+
+def _terms(node: cst.BaseExpression, operator: type) -> list[cst.BaseExpression]:
+    """`a + b * c + d` with `cst.Add`: [a, b * c, d] (left to right); a node of another kind: [node]."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, operator):
+        return _terms(node.left, operator) + _terms(node.right, operator)
+    return [node]
 
 
 def _code(node: cst.CSTNode) -> str:

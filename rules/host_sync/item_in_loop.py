@@ -69,10 +69,23 @@ class ItemInLoop(GpuRule):
              "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    now = time.time()\n"
              "    if now - last > 30:\n        print(loss.item())\n        last = now\n",
              # a first-batch check: the loop ends after one pass
-             TRAIN_STEP + "    print('first batch loss', loss.item())\n    break\n"]
+             TRAIN_STEP + "    print('first batch loss', loss.item())\n    break\n",
+             # once per tick: the rest of the body is skipped until the counter passes a mark the loop moves on,
+             # and a snapshot every N ticks or at the end of the run
+             "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\ncur_nimg = tick_start_nimg = cur_tick = 0\n"
+             "done = False\nwhile True:\n    x = next(batches)\n    loss = model(x).sum()\n    loss.backward()\n"
+             "    cur_nimg += x.shape[0]\n    done = cur_nimg >= total_kimg * 1000\n"
+             "    if (not done) and (cur_tick != 0) and (cur_nimg < tick_start_nimg + kimg_per_tick * 1000):\n"
+             "        continue\n    print(f'tick {cur_tick} loss {loss.item()}')\n"
+             "    if done or cur_tick % snapshot_ticks == 0:\n        print(model(x).sum().item())\n"
+             "    cur_tick += 1\n    tick_start_nimg = cur_nimg\n    if done:\n        break\n"]
     INVALID = [
         Example(TRAIN_STEP + "    print(loss.item())\n",
                 message="`.item()` every iteration blocks the CPU until the GPU catch"),
+        # a guard that skips the iterations past a limit leaves every other iteration reading the loss
+        Example("import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nfor i, x in enumerate(loader):\n"
+                "    step = i // update_freq\n    if step >= steps_per_epoch:\n        continue\n"
+                "    loss = model(x).sum()\n    loss.backward()\n    print(loss.item())\n"),
         # an evaluation loop over a name bound to `enumerate(loader)`, the model reached through a callable
         Example("def validate(infer_fn, val_loader, log_fn):\n    data_iter = enumerate(val_loader)\n"
                 "    for i, (images, target) in data_iter:\n"

@@ -93,6 +93,16 @@ class SyncInCall(GpuRule):
     )
     INVALID = (
         Example(_BOARD.format(log="    writer.add_scalar('loss', loss, step)\n"), message="SummaryWriter.add_scalar"),
+        # gradient accumulation: the block that steps the optimizer runs on every optimizer step (hot, not
+        # periodic logging), whether its guard is a modulo or a counter that moves on (`ni - last_opt_step`)
+        Example("import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nscaler = torch.cuda.amp.GradScaler()\n"
+                "for step, x in enumerate(loader):\n    scaler.scale(model(x).sum()).backward()\n"
+                "    if (step + 1) % accum == 0:\n        scaler.step(optimizer)\n        scaler.update()\n"
+                "        optimizer.zero_grad()\n", message="GradScaler.step"),
+        Example("import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nscaler = torch.cuda.amp.GradScaler()\n"
+                "last_opt_step = -1\nfor ni, x in enumerate(loader):\n    scaler.scale(model(x).sum()).backward()\n"
+                "    if ni - last_opt_step >= accumulate:\n        scaler.step(optimizer)\n        scaler.update()\n"
+                "        optimizer.zero_grad()\n        last_opt_step = ni\n", message="GradScaler.step"),
         # a scaler handed in by the caller is known by its use: `loss_scaler.scale(loss).backward()`
         Example("import torch\n\n\ndef train_one_epoch(model, loader, optimizer, loss_scaler):\n"
                 "    for x in loader:\n        with torch.autocast('cuda', dtype=torch.float16):\n"

@@ -117,12 +117,12 @@ class DdpAccumulationWithoutNoSync(GpuRule):
 
     def _steps_less_often(self, backward: cst.Call) -> bool:
         loop = _enclosing_for(self.analysis, backward)
-        if loop is None:
-            return False
+        if loop is None or self.analysis.loops.accumulation_guard(backward):
+            return False  # (backward and step under the same guard: each backward is stepped)
         for outer in [loop, *_outer_fors(self.analysis, loop)]:
             for step in self._optimizer_steps(outer):
                 step_loop = _enclosing_for(self.analysis, step)
-                if step_loop is loop and self.analysis.execution(step).periodic:
+                if step_loop is loop and self.analysis.loops.accumulation_guard(step):
                     return True  # `if (step + 1) % accum == 0: optimizer.step()`
                 if step_loop is outer and outer is not loop and _counts(loop):
                     return True  # `for micro in range(accum): ...backward()` then `optimizer.step()`

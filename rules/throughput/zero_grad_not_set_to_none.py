@@ -100,7 +100,7 @@ class ZeroGradNotSetToNone(GpuRule):
         if arg is None or not (isinstance(arg.value, cst.Name) and arg.value.value == "False"):
             return
         where = self.where(node)
-        if where is not None:
+        if where is not None and not self.analysis.loops.accumulation_guard(node):
             fix = self.fix("Write `set_to_none=True`", {arg.value: cst.Name("True")}, safe=False)
             self.report(node, where=where, fix=fix)
 
