@@ -394,7 +394,7 @@ def lint_buffer(source: str, name: str, path: Optional[Path], settings: Settings
     size = len(source.encode("utf-8", "surrogatepass"))
     if size > MAX_FILE_SIZE:
         return FileOutcome(path or Path(name), (_too_large(name, size),), text=source)
-    return lint_input(Input.from_text(source, name, path), settings, fix, write=False)
+    return lint_input(Input.from_text(source, name, path), settings, fix, write=False, digests=False)
 
 
 def _too_large(name: str, size: int) -> Diagnostic:

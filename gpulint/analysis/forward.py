@@ -29,6 +29,7 @@ import libcst as cst
 
 from gpulint.analysis.test_code import is_test_path
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.tree import child_nodes
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, project_for, text_dependency
 
 # Calls that hand back (a wrapper of) the module they are given, whose call still runs its `forward`.
@@ -124,12 +125,14 @@ def _entry_method(name: str) -> bool:
 
 
 def _own_nodes(fn: cst.FunctionDef):
+    """The nodes of `fn`'s body, not those of the functions, classes and lambdas in it; layout tokens (commas,
+    whitespace: no call is among them) left out (`child_nodes`: LibCST's `children` rebuilds every node)."""
     stack: list[cst.CSTNode] = [fn.body]
     while stack:
         node = stack.pop()
         yield node
         if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(node.children)
+            stack.extend(child_nodes(node))
 
 
 def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:

@@ -339,9 +339,14 @@ class Project:
             self._parameter_classes.clear()  # found from call sites in any module
             self.per_step_sites.clear()
             self.caller_analyses.clear()
-            self.hot_loop_files.clear()
-            self._names = None
+            # `hot_loop_files` is kept by each file's content digest, so it stays right whatever changed. The
+            # index of names (files on disk) stays right when `path` is an editor's buffer: the buffers are
+            # added to what `files_naming` finds whatever their text, and its file on disk did not change (a
+            # file changed on disk while it is open is forgotten again when its buffer is closed: set_text).
+            if path is None or path not in self._overlays:
+                self._names = None
             if path is None:
+                self.hot_loop_files.clear()
                 self._functions.clear()
                 self.resolver = ImportResolver(self.root)
                 return
