@@ -192,7 +192,7 @@ def _remembered(project: Project, key: tuple, find) -> Optional[CallSite]:
 
 def _find_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
     callers = [info for info in map(project.module, (f for f in project.files_naming(class_name, training=True)
-                                                     if not is_test_path(f, project.root)))
+                                                     if not _is_test(project, f)))
                if info is not None and _may_call_in_hot_loop(project, info, class_name)]
     if not callers:  # the common case, decided from text and `ast` alone
         return None
@@ -242,7 +242,7 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
     from gpulint.analysis.calls import project_calls
 
     for caller in project.files_naming(member, training=True):
-        if is_test_path(caller, project.root) or project._resolved(caller) == path:
+        if _is_test(project, caller) or project._resolved(caller) == path:
             continue  # the module's own calls are its loop analysis's business
         caller_info = project.module(caller)
         if caller_info is None or member not in _hot_file(project, caller_info)[1]:
@@ -284,7 +284,7 @@ def hot_call_names(project: Project) -> frozenset:
         if known is None:
             names: set = set()
             for file in project.training_files():
-                if is_test_path(file, project.root):
+                if _is_test(project, file):
                     continue
                 info = project.module(file)
                 if info is not None:
@@ -293,6 +293,16 @@ def hot_call_names(project: Project) -> frozenset:
                         names |= called
             known = project.per_step_sites["hot-call-names"] = frozenset(names)
         return known
+
+
+def _is_test(project: Project, file: Path) -> bool:
+    """`is_test_path(file, project.root)`, once per file and project (it resolves both paths: two system calls
+    per file of the project on every lint of an editor's buffer otherwise; resolutions are memoised by the
+    project already, `Project._resolved`)."""
+    known = project.test_paths.get(file)
+    if known is None:
+        known = project.test_paths[file] = is_test_path(file, project.root)
+    return known
 
 
 def _may_call_in_hot_loop(project: Project, info, class_name: str) -> bool:

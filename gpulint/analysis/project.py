@@ -309,6 +309,7 @@ class Project:
         self.caller_analyses: OrderedDict = OrderedDict()
         self.caller_parses = 0
         self.hot_loop_files: dict[Path, tuple[str, bool]] = {}  # path -> (content digest, may hold a hot loop)
+        self.test_paths: dict[Path, bool] = {}  # analysis/forward.py: path -> whether it is test code
         self._names: Optional[dict[bytes, list[Path]]] = None  # identifier -> project files that contain it
         self._training_files: set[Path] = set()
 
