@@ -27,6 +27,7 @@ from typing import Optional
 
 import libcst as cst
 
+from gpulint import incremental
 from gpulint.analysis.test_code import is_test_path
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.tree import child_nodes
@@ -94,16 +95,10 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
             known = reached.setdefault(id(fn), [])
             if entry not in known and len(known) < _MAX_ENTRIES:
                 known.append(entry)
-            for node in _own_nodes(fn):
-                if not isinstance(node, cst.Call):
-                    continue
-                func = node.func
-                if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
-                        and func.value.value == "self" and func.attr.value in methods:
-                    stack.append(methods[func.attr.value])
-                elif isinstance(func, cst.Name) and func.value in module_functions \
-                        and len(index.functions.get(func.value, [])) == 1:
-                    stack.append(module_functions[func.value])
+            on_self, by_name = _calls_of(fn)
+            stack.extend(methods[name] for name in on_self if name in methods)
+            stack.extend(module_functions[name] for name in by_name
+                         if name in module_functions and len(index.functions.get(name, [])) == 1)
 
     classes = [(stmt, {s.name.value: s for s in stmt.body.body if isinstance(s, cst.FunctionDef)})
                for stmt in analysis.module.body
@@ -122,6 +117,27 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
 
 def _entry_method(name: str) -> bool:
     return name == "__call__" or not (name.startswith("__") and name.endswith("__"))
+
+
+def _calls_of(fn: cst.FunctionDef) -> tuple[frozenset, frozenset]:
+    """(the methods `fn` calls on `self`, the names it calls), its own calls only (`_own_nodes`). A function of
+    nodes that never change: in an editor, kept by node (`incremental.by_node`) for the next lints, where the
+    unchanged functions keep their nodes."""
+    known = incremental.by_node(_calls_of, fn)
+    if known is not None:
+        return known
+    on_self, by_name = set(), set()
+    for node in _own_nodes(fn):
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            on_self.add(func.attr.value)
+        elif isinstance(func, cst.Name):
+            by_name.add(func.value)
+    found = (frozenset(on_self), frozenset(by_name))
+    incremental.keep_by_node(_calls_of, fn, found)
+    return found
 
 
 def _own_nodes(fn: cst.FunctionDef):
@@ -321,14 +337,29 @@ def _hot_file(project: Project, info) -> tuple[bool, frozenset]:
     cached = project.hot_loop_files.get(info.path)
     if cached is None or cached[0] != info.digest:
         called = set()
-        for n in ast.walk(info.tree):
-            if isinstance(n, ast.Call):
-                called.add(_last_name(n.func))
-                if _last_name(n.func) == "partial" and n.args:
-                    called.add(_last_name(n.args[0]))
+        for stmt in info.tree.body:
+            called |= _called_names(stmt)
         hot = FileFacts("", info.tree).holds(HOT_LOOP)
         cached = project.hot_loop_files[info.path] = (info.digest, hot, frozenset(called))
     return cached[1], cached[2]
+
+
+def _called_names(stmt: ast.stmt) -> frozenset:
+    """The last names of the calls in one top-level statement and of the callables it hands to `partial`. In an
+    editor, kept by statement: the buffer's `ast` tree is joined from kept pieces (incremental.python_tree),
+    so an unchanged statement is the same object (`ast` trees are never modified after the parse)."""
+    known = incremental.by_node(_called_names, stmt)
+    if known is not None:
+        return known
+    called = set()
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.Call):
+            called.add(_last_name(n.func))
+            if _last_name(n.func) == "partial" and n.args:
+                called.add(_last_name(n.args[0]))
+    found = frozenset(called)
+    incremental.keep_by_node(_called_names, stmt, found)
+    return found
 
 
 def _last_name(func: ast.expr) -> Optional[str]:
