@@ -386,7 +386,9 @@ def _hot_calls(project: Project, path: Path) -> list:
     project.caller_parses += 1
     found: list = []
     try:
-        text = read_regular(path)[0].decode("utf-8")  # never a FIFO or a device: they would block the read
+        text = project.text_of(path)  # an editor's unsaved buffer: its text, as the project's `ast` model has it
+        if text is None:
+            text = read_regular(path)[0].decode("utf-8")  # never a FIFO or a device: they would block the read
         analysis = ModuleAnalysis(parse_module(text), text, path)
         # Only the caller's own loops: a model that another model's forward calls is not followed (bounded cost).
         analysis.loops.per_step_caller = None

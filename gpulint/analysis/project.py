@@ -299,6 +299,7 @@ class Project:
         self._lock = threading.RLock()
         self._active: set[tuple[Path, str]] = set()
         self._overlays: dict[Path, ModuleInfo] = {}
+        self._overlay_texts: dict[Path, str] = {}  # the text of each overlay (`text_of`)
         self._resolve_memo: dict[Path, Path] = {}  # unsaved editor buffers, stdin: text that is not on disk
         self._files: Optional[list[Path]] = None
         self._parameter_classes: dict[tuple, tuple[Optional[ClassSummary], frozenset]] = {}
@@ -324,13 +325,20 @@ class Project:
         path = path.resolve()
         with self._lock:
             old = self._overlays.pop(path, None)
+            self._overlay_texts.pop(path, None)
             if text is not None:
                 info = self._parse_text(path, text.encode("utf-8", "surrogatepass"), text)
                 if info is not None:
                     self._overlays[path] = info
+                    self._overlay_texts[path] = text
             new = self._overlays.get(path)
             if (old.digest if old else None) != (new.digest if new else None):
                 self.forget(path)
+
+    def text_of(self, path: Path) -> Optional[str]:
+        """The text an editor's buffer gives the module at `path` (`set_text`), None when the module is the file
+        on disk: what a caller's LibCST analysis must read, as its `ast` summaries do."""
+        return self._overlay_texts.get(self._resolved(path))
 
     def forget(self, path: Optional[Path] = None) -> None:
         """Drop the summaries that may depend on `path` (its own functions', and those computed through it: a
