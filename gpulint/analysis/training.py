@@ -16,6 +16,7 @@ from gpulint.analysis import ModuleAnalysis
 from gpulint.analysis.data_facts import _walk, data_facts, keyword
 from gpulint.analysis.loops import LoopRole
 from gpulint.syntax import argument, string_value
+from gpulint.textsearch import found_in
 
 # Any spelling of lower precision or of a choice about matmul precision: the module decided, say nothing.
 _REDUCED_PRECISION = re.compile(r"autocast|\.half\(|bfloat16|float16|\bfp16\b|\bbf16\b|mixed_precision|"
@@ -65,7 +66,7 @@ class TrainingFacts:
         """The module mentions autocast, a half dtype, a dtype argument or a matmul-precision setting anywhere."""
         if self._chose_precision is None:  # a search of the whole text: once per module, not per call
             text = self.analysis.source if self.analysis.source is not None else self.analysis.module.code
-            self._chose_precision = _REDUCED_PRECISION.search(text) is not None
+            self._chose_precision = found_in(_REDUCED_PRECISION, text)
         return self._chose_precision
 
     def imports_torch_as_torch(self) -> bool:
