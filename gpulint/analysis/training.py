@@ -17,6 +17,7 @@ from gpulint.analysis.data_facts import _walk, data_facts, keyword
 from gpulint.analysis.loops import LoopRole
 from gpulint.syntax import argument, string_value
 from gpulint.textsearch import found_in
+from gpulint.analysis.node_types import of_types
 
 # Any spelling of lower precision or of a choice about matmul precision: the module decided, say nothing.
 _REDUCED_PRECISION = re.compile(r"autocast|\.half\(|bfloat16|float16|\bfp16\b|\bbf16\b|mixed_precision|"
@@ -43,8 +44,8 @@ class TrainingFacts:
         """Hot for-loops whose own body (or a step function it calls) runs `.backward()`: each step trains."""
         if self._loops is None:
             loops = self.analysis.loops
-            self._loops = [n for n in self.index.nodes if isinstance(n, cst.For)
-                           and loops.role(n) is LoopRole.HOT and self._runs_backward(n.body)]
+            self._loops = [n for n in of_types(self.index, cst.For)
+                           if loops.role(n) is LoopRole.HOT and self._runs_backward(n.body)]
         return self._loops
 
     def _runs_backward(self, body: cst.CSTNode, depth: int = 0) -> bool:
@@ -115,9 +116,8 @@ class TrainingFacts:
         """`x.method(...)` calls of the module by the name `x`: one pass over the nodes for all look-ups."""
         if self._calls_on is None:
             self._calls_on = {}
-            for node in self.index.nodes:
-                if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
-                        isinstance(node.func.value, cst.Name):
+            for node in of_types(self.index, cst.Call):
+                if isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name):
                     self._calls_on.setdefault(node.func.value.value, []).append(node)
         return self._calls_on
 
