@@ -69,29 +69,38 @@ class Run:
                 self.handlers.setdefault(node_type, []).append(getattr(rule, method))
         self.errors: dict[str, RuleError] = {}
         self.count = 0
+        # node type -> (handler, its rule's code, its rule's findings) for each rule visiting that type
+        self._by_type: dict[type, tuple] = {}
 
     def visit(self, nodes: Iterable[cst.CSTNode], per_node: Optional[dict] = None) -> None:
         """Run the rules over `nodes`; with `per_node`, record there the findings made at each node
         (id of the node -> {rule code: findings}: gpulint.rule_reuse)."""
-        handlers, errors = self.handlers, self.errors
-        for node in nodes:
-            if not self.count & 511:
-                checkpoint()  # an editor's lint of an outdated buffer stops here (gpulint.incremental)
-            self.count += 1
-            for handler in handlers.get(type(node).__name__, ()):
-                rule = handler.__self__
-                code = rule.code
-                if code in errors:
-                    continue
-                before = len(rule.diagnostics)
-                try:
-                    handler(node)
-                except RecursionError:  # an expression nested deeper than the rule's recursion can follow
-                    errors[code] = RuleError(code, node, "too deeply nested for its analysis; not checked")
-                except Exception as exc:  # one broken rule must not stop the others
-                    errors[code] = RuleError(code, node, f"{type(exc).__name__}: {exc}")
-                if per_node is not None and len(rule.diagnostics) > before:
-                    per_node.setdefault(id(node), {}).setdefault(code, []).extend(rule.diagnostics[before:])
+        errors, by_type = self.errors, self._by_type
+        count = self.count
+        try:
+            for node in nodes:
+                if not count & 511:
+                    checkpoint()  # an editor's lint of an outdated buffer stops here (gpulint.incremental)
+                count += 1
+                kind = type(node)
+                entries = by_type.get(kind)
+                if entries is None:
+                    entries = by_type[kind] = tuple((handler, handler.__self__.code, handler.__self__.diagnostics)
+                                                    for handler in self.handlers.get(kind.__name__, ()))
+                for handler, code, diagnostics in entries:
+                    if errors and code in errors:
+                        continue
+                    before = len(diagnostics)
+                    try:
+                        handler(node)
+                    except RecursionError:  # an expression nested deeper than the rule's recursion can follow
+                        errors[code] = RuleError(code, node, "too deeply nested for its analysis; not checked")
+                    except Exception as exc:  # one broken rule must not stop the others
+                        errors[code] = RuleError(code, node, f"{type(exc).__name__}: {exc}")
+                    if per_node is not None and len(diagnostics) > before:
+                        per_node.setdefault(id(node), {}).setdefault(code, []).extend(diagnostics[before:])
+        finally:
+            self.count = count
 
     def add(self, found: dict[str, list[Diagnostic]]) -> None:
         """Findings `visit` gave before, for the same nodes (gpulint.rule_reuse), taken as they are."""

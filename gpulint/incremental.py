@@ -70,6 +70,7 @@ class _Reuse:
         self.positions = _Recent(STATEMENTS // 8)  # statement -> (module shape, (code, node positions))
         self.indexes = _Weighed(INDEXED_NODES)  # statement -> its syntax index walk (analysis/tree.py)
         self.trees = _Recent(STATEMENTS // 8)  # (lines above, piece) -> its `ast` tree (or _FAILED)
+        self.by_node = _Recent(STATEMENTS)  # (kind, id of a node) -> (the node, a fact of it alone): `by_node`
         self.last: list[str] = []  # the pieces of the last parse, in order (where an edited piece comes from)
         # A piece spliced from another (gpulint.splice) shares nodes with it: piece text -> the id that their
         # family has in common (a piece absent here is a family of its own)
@@ -120,6 +121,24 @@ class _Weighed:
 
 
 _reuse: Optional[_Reuse] = None
+
+
+def by_node(kind: object, node: cst.CSTNode):
+    """What `keep_by_node(kind, node, value)` kept for this very node (None: nothing, or reuse is off). For facts
+    that are a function of the node alone (nodes never change: an unchanged statement keeps its nodes)."""
+    reuse = _reuse
+    if reuse is None:
+        return None
+    with reuse.lock:
+        found = reuse.by_node.get((kind, id(node)))
+    return found[1] if found is not None and found[0] is node else None
+
+
+def keep_by_node(kind: object, node: cst.CSTNode, value) -> None:
+    reuse = _reuse
+    if reuse is not None:
+        with reuse.lock:
+            reuse.by_node[(kind, id(node))] = (node, value)  # the node is kept alive: its id stays its own
 
 
 def statement_indexes() -> Optional[_Weighed]:

@@ -49,8 +49,11 @@ class FileOutcome:
 
 
 def lint_input(source: Input, settings: Settings, fix: FixMode = FixMode.NONE, *, write: bool = True,
-               want_edits: bool = False) -> FileOutcome:
-    """Lint one input through its view; with `fix`, apply fixes and (`write`, a file on disk) write them."""
+               want_edits: bool = False, digests: bool = True) -> FileOutcome:
+    """Lint one input through its view; with `fix`, apply fixes and (`write`, a file on disk) write them.
+
+    `digests=False` (the language server: it needs which modules the findings depend on, not their digests,
+    which only the cache uses) leaves the dependencies' digests empty."""
     from gpulint import runner  # imports LibCST: only when something is parsed
 
     path = source.path or Path(source.name)
@@ -65,7 +68,8 @@ def lint_input(source: Input, settings: Settings, fix: FixMode = FixMode.NONE, *
         result = runner.lint_source(view.text, source.name, codes, path=source.path,
                                     report_periodic=settings.report_periodic, fix=fix, want_edits=want_edits)
     own = source.path.resolve() if source.path is not None else None
-    dependencies = tuple(sorted((str(p), _dependency_digest(p, consulted)) for p in consulted if p != own))
+    dependencies = tuple(sorted((str(p), _dependency_digest(p, consulted) if digests else "")
+                                for p in consulted if p != own))
     errors = view.place_errors(result.errors)
     finished = view.finish(result, codes)
     if finished is None:
@@ -86,7 +90,7 @@ def lint_input(source: Input, settings: Settings, fix: FixMode = FixMode.NONE, *
         source.file.write(finished.text)
     except FileError as exc:
         # Nothing was written: report the findings of the text as it was read, and fail the run at its end.
-        unfixed = lint_input(source, settings, FixMode.NONE, write=False, want_edits=want_edits)
+        unfixed = lint_input(source, settings, FixMode.NONE, write=False, want_edits=want_edits, digests=digests)
         return replace(unfixed, errors=(*outcome.errors, str(exc)), fatal=True)
     return outcome
 

@@ -24,6 +24,7 @@ rules that look at them run again. A lint that is abandoned or in which a rule f
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import re
 import sys
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from gpulint import incremental
+from gpulint.textsearch import found_in
 
 RECORDS = 8  # buffers whose last lint is remembered (each keeps its module alive)
 DUMPS = 4096  # pieces whose syntax-tree digest is kept
@@ -98,7 +100,7 @@ def _raw_text_facts() -> list[Callable[[str], object]]:
     cudnn = sys.modules[rules["GPU413"].__module__]  # cudnn-benchmark-unset
     patterns = (GPU_HINT, _MIXED, _REDUCED_PRECISION, _FREEZES, ddp._HANDLED, compiled._COMPILES, cudnn._ONE_SHAPE)
     words = ("cuda", "DistributedDataParallel", "capture_scalar_outputs", "channels_last")
-    return [p.search for p in patterns] + [_contains(word) for word in words]
+    return [functools.partial(found_in, p) for p in patterns] + [_contains(word) for word in words]
 
 
 def _contains(word: str) -> Callable[[str], bool]:

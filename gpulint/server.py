@@ -246,8 +246,10 @@ class GpulintServer(LanguageServer):
         for error in result.errors:
             self.log(f"{name}: {error}", types.MessageType.Warning)
         lines = lsp_lines(source)
-        units = self.workspace.position_codec.client_num_units
-        linted = Linted(source, list(result.diagnostics), [to_lsp(d, lines, units) for d in result.diagnostics],
+        units = ascii_fast(self.workspace.position_codec.client_num_units)
+        rules = all_rules()
+        linted = Linted(source, list(result.diagnostics), [to_lsp(d, lines, units, rules)
+                                                           for d in result.diagnostics],
                         settings=settings, module=result.module,
                         dependencies=frozenset(Path(p) for p, _ in result.dependencies))
         self.linted[uri] = linted
@@ -394,7 +396,7 @@ def lint_buffer(source: str, name: str, path: Optional[Path], settings: Settings
     size = len(source.encode("utf-8", "surrogatepass"))
     if size > MAX_FILE_SIZE:
         return FileOutcome(path or Path(name), (_too_large(name, size),), text=source)
-    return lint_input(Input.from_text(source, name, path), settings, fix, write=False)
+    return lint_input(Input.from_text(source, name, path), settings, fix, write=False, digests=False)
 
 
 def _too_large(name: str, size: int) -> Diagnostic:
@@ -416,8 +418,14 @@ def lsp_range(d: Diagnostic, lines: list[str], units) -> types.Range:
     return types.Range(start=types.Position(*start), end=types.Position(*end))
 
 
-def to_lsp(d: Diagnostic, lines: list[str], units) -> types.Diagnostic:
-    rule = all_rules().get(d.code)
+def ascii_fast(units):
+    """`units` (how many code units of the client's encoding a text takes), answered `len(text)` for ASCII text
+    (one unit per character in UTF-8, UTF-16 and UTF-32 alike) without pygls's count character by character."""
+    return lambda text: len(text) if text.isascii() else units(text)
+
+
+def to_lsp(d: Diagnostic, lines: list[str], units, rules: Optional[dict] = None) -> types.Diagnostic:
+    rule = (rules if rules is not None else all_rules()).get(d.code)
     if rule is None:  # not a rule's finding: the buffer was not linted (too large)
         return types.Diagnostic(range=lsp_range(d, lines, units), message=d.message, code=d.code,
                                 severity=types.DiagnosticSeverity.Information, source="gpulint")

@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Optional, Sequence
 
 import libcst as cst
+
+
+@functools.lru_cache(maxsize=512)
+def parse_statement(code: str) -> cst.BaseStatement:
+    """`cst.parse_statement(code)`, parsed once per text: a rule building the same fix statement for many findings
+    (a dense buffer, re-linted on every edit in an editor) gets the same node; nodes are immutable, and LibCST
+    shares unchanged nodes between trees anyway."""
+    return cst.parse_statement(code)
+
+
+@functools.lru_cache(maxsize=512)
+def parse_expression(code: str) -> cst.BaseExpression:
+    """`cst.parse_expression(code)`, parsed once per text (see `parse_statement`)."""
+    return cst.parse_expression(code)
 
 
 def argument(call: cst.Call, keyword: str, position: Optional[int] = None) -> Optional[cst.Arg]:

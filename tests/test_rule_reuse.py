@@ -281,3 +281,78 @@ def test_every_reader_of_the_raw_text_is_in_the_text_signature():
         "rules/advisory/model_not_compiled.py",  # _COMPILES (visit_Module: always run)
     }
     assert all(isinstance(x, bool) for x in rule_reuse.text_signature("x = 1\n"))
+
+
+SAMPLERS = ROOT / "fixtures" / "projects" / "samplers"  # train.py's step calls timesteps.py's `log_losses`
+LOG_CALL = '        log_losses({"loss": loss.detach()})\n'
+
+
+def fresh_project(text: str, path: Path, *, on_disk: dict) -> list[tuple]:
+    """A fresh lint of `text` with the other modules as `on_disk` gives them (written there), in a project
+    model that remembers nothing: what `gpulint check` gives for those files."""
+    from gpulint.analysis import project as model
+
+    for file, content in on_disk.items():
+        file.write_text(content)
+    saved = dict(model._PROJECTS)
+    model._PROJECTS.clear()
+    try:
+        return fresh(text, path)
+    finally:
+        model._PROJECTS.clear()
+        model._PROJECTS.update(saved)
+
+
+def test_an_edit_of_the_loop_that_calls_a_helper_every_step_is_seen_by_the_helpers_module(reuse, tmp_path):
+    """The project's name index and hot-loop facts are kept across edits of an open buffer (only its own facts
+    are computed again): removing the per-step call from the buffer must drop the helper's finding elsewhere,
+    and typing it back must bring it back, as a fresh lint of the files finds."""
+    import shutil
+
+    root = tmp_path / "samplers"
+    shutil.copytree(SAMPLERS, root)
+    train, helpers = root / "train.py", root / "diffusion" / "timesteps.py"
+    original, helper_text = train.read_text(), helpers.read_text()
+    project = project_for(train)
+    project.set_text(train, original)  # an open buffer, as the server shares it
+    before = lint(helper_text, helpers)
+    assert ("GPU101", 30) in [(d[0], d[1].row) for d in before]
+    without = original.replace(LOG_CALL, "")
+    for text in (without, original, without):
+        project.set_text(train, text)  # typed in the editor, not saved
+        found = lint(helper_text, helpers)
+        assert found == fresh_project(helper_text, helpers, on_disk={train: text})
+        assert (("GPU101", 30) in [(d[0], d[1].row) for d in found]) == (text == original)
+        train.write_text(original)  # the file on disk stays as it was (only the buffer changed)
+    project.set_text(train, None)
+
+
+def test_an_edit_of_which_helper_a_per_step_function_calls_moves_the_findings(reuse, tmp_path):
+    """The calls each function makes (which of the module's functions a per-step entry reaches) are kept by
+    node between lints: an edit that makes `log_losses` call another function must move the finding to it,
+    although the functions called did not change."""
+    import shutil
+
+    root = tmp_path / "samplers"
+    shutil.copytree(SAMPLERS, root)
+    helpers = root / "diffusion" / "timesteps.py"
+    text = helpers.read_text()
+    body = "    for value in losses.values():\n        print(value.mean().item())\n"
+    assert body in text
+    split = text.replace(body, "    _show(losses)\n") + "\n\ndef _show(losses):\n" + body + \
+        "\n\ndef _quiet(losses):\n" + body
+    other = split.replace("    _show(losses)\n", "    _quiet(losses)\n")
+    project = project_for(helpers)
+    rows = []
+    for edited in (split, other, split):
+        project.set_text(helpers, edited)
+        found = lint(edited, helpers)
+        project.set_text(helpers, None)
+        assert found == fresh_project(edited, helpers, on_disk={helpers: edited})
+        helpers.write_text(text)
+        rows.append(sorted(d[1].row for d in found if d[0] == "GPU101"))
+    lines = split.splitlines()
+    show = next(i for i, line in enumerate(lines, 1) if line.startswith("def _show"))
+    quiet = next(i for i, line in enumerate(lines, 1) if line.startswith("def _quiet"))
+    assert rows[0] == rows[2] and any(show < r < quiet for r in rows[0]) and not any(r > quiet for r in rows[0])
+    assert any(r > quiet for r in rows[1]) and not any(show < r < quiet for r in rows[1])

@@ -248,8 +248,14 @@ def _uses(analysis: ModuleAnalysis, statement: cst.AugAssign, name: str):
         if any(n.name.value == name for n in node.names) and index.is_ancestor_or_self(scope, node):
             return None
     found = []
+    inside = index.subtree(scope)  # the scope's nodes: a range of document order (cheaper than a walk up per read)
     for node in index.names(name):  # in document order
-        if not index.is_ancestor_or_self(scope, node):
+        if inside is not None:
+            place = index.order(node)
+            if place is None and not index.is_ancestor_or_self(scope, node) or place is not None and not \
+                    inside[0] <= place <= inside[1]:
+                continue
+        elif not index.is_ancestor_or_self(scope, node):
             continue
         inner = analysis.index.enclosing_scope(node)
         if inner is not scope:

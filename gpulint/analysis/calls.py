@@ -260,8 +260,8 @@ class ModuleCalls:
         """Every value assigned to `self.<name>` in the class around `attr`."""
         if self._self_attributes is None:
             found: dict[tuple[int, str], list[cst.BaseExpression]] = {}
-            for node in self.index.nodes:
-                if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            for node in of_types(self.index, cst.Assign):
+                if len(node.targets) == 1:
                     target = node.targets[0].target
                     if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
                             and target.value.value == "self":

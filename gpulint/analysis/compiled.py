@@ -13,6 +13,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from gpulint.analysis import ModuleAnalysis
+from gpulint.analysis.node_types import of_types
 
 _COMPILE = "torch.compile"
 _MOVES = {"to", "cuda", "half", "bfloat16", "float", "train", "eval"}
@@ -22,7 +23,7 @@ class CompiledFunctions:
     def __init__(self, analysis: ModuleAnalysis) -> None:
         self.analysis = analysis
         self.functions: set[int] = set()
-        for node in analysis.index.nodes:
+        for node in of_types(analysis.index, cst.FunctionDef, cst.Call):
             if isinstance(node, cst.FunctionDef) and any(self._is_compile(d.decorator) for d in node.decorators):
                 self.functions.add(id(node))
             elif isinstance(node, cst.Call):

@@ -530,12 +530,11 @@ class DataFacts:
         """What `self.<name> = value` assigns anywhere in the module."""
         if self._self_attrs is None:
             self._self_attrs = {}
-            for node in self.index.nodes:
-                if isinstance(node, cst.Assign):
-                    for target in node.targets:
-                        t = target.target
-                        if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
-                            self._self_attrs.setdefault(t.attr.value, []).append(node.value)
+            for node in of_types(self.index, cst.Assign):
+                for target in node.targets:
+                    t = target.target
+                    if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                        self._self_attrs.setdefault(t.attr.value, []).append(node.value)
         return self._self_attrs
 
 

@@ -34,22 +34,22 @@ class DataPathFacts:
         self.main_guard = any(_is_main_guard(stmt) for stmt in body)
         self.import_anchor = _last_top_import(body)
         self.top_imports = {alias for stmt in body for alias in _imported_names(stmt)}
-        self.conv_layers = [n for n in analysis.index.nodes if isinstance(n, cst.Call)
-                            and analysis.qualified(n.func) in _CONVS]
+        self.conv_layers = [n for n in of_types(analysis.index, cst.Call)
+                            if analysis.qualified(n.func) in _CONVS]
         self._work: dict[str, Optional[str]] = {}
 
     @property
     def chooses_cudnn_algorithms(self) -> bool:
         """The module sets `cudnn.benchmark`/`cudnn.deterministic` or asks for deterministic algorithms."""
-        return any(isinstance(n, cst.Attribute) and n.attr.value in _CUDNN_NAMES
-                   and _CUDNN_CHOICE.search(self.analysis.code(n)) for n in self.analysis.index.nodes)
+        return any(n.attr.value in _CUDNN_NAMES and _CUDNN_CHOICE.search(self.analysis.code(n))
+                   for n in of_types(self.analysis.index, cst.Attribute))
 
     @property
     def trains_in_a_loop(self) -> bool:
         """`.backward()` and `.step()` calls inside loops: the module is a training script, not a model
         definition or a profiling utility."""
         index = self.analysis.index
-        found = {n.func.attr.value for n in index.nodes if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+        found = {n.func.attr.value for n in of_types(index, cst.Call) if isinstance(n.func, cst.Attribute)
                  and n.func.attr.value in ("backward", "step")
                  and any(isinstance(a, (cst.For, cst.While)) for a in index.ancestors(n))}
         return found == {"backward", "step"}

@@ -27,8 +27,10 @@ from typing import Optional
 
 import libcst as cst
 
+from gpulint import incremental
 from gpulint.analysis.test_code import is_test_path
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.tree import child_nodes
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, project_for, text_dependency
 
 # Calls that hand back (a wrapper of) the module they are given, whose call still runs its `forward`.
@@ -93,16 +95,10 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
             known = reached.setdefault(id(fn), [])
             if entry not in known and len(known) < _MAX_ENTRIES:
                 known.append(entry)
-            for node in _own_nodes(fn):
-                if not isinstance(node, cst.Call):
-                    continue
-                func = node.func
-                if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
-                        and func.value.value == "self" and func.attr.value in methods:
-                    stack.append(methods[func.attr.value])
-                elif isinstance(func, cst.Name) and func.value in module_functions \
-                        and len(index.functions.get(func.value, [])) == 1:
-                    stack.append(module_functions[func.value])
+            on_self, by_name = _calls_of(fn)
+            stack.extend(methods[name] for name in on_self if name in methods)
+            stack.extend(module_functions[name] for name in by_name
+                         if name in module_functions and len(index.functions.get(name, [])) == 1)
 
     classes = [(stmt, {s.name.value: s for s in stmt.body.body if isinstance(s, cst.FunctionDef)})
                for stmt in analysis.module.body
@@ -123,13 +119,36 @@ def _entry_method(name: str) -> bool:
     return name == "__call__" or not (name.startswith("__") and name.endswith("__"))
 
 
+def _calls_of(fn: cst.FunctionDef) -> tuple[frozenset, frozenset]:
+    """(the methods `fn` calls on `self`, the names it calls), its own calls only (`_own_nodes`). A function of
+    nodes that never change: in an editor, kept by node (`incremental.by_node`) for the next lints, where the
+    unchanged functions keep their nodes."""
+    known = incremental.by_node(_calls_of, fn)
+    if known is not None:
+        return known
+    on_self, by_name = set(), set()
+    for node in _own_nodes(fn):
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            on_self.add(func.attr.value)
+        elif isinstance(func, cst.Name):
+            by_name.add(func.value)
+    found = (frozenset(on_self), frozenset(by_name))
+    incremental.keep_by_node(_calls_of, fn, found)
+    return found
+
+
 def _own_nodes(fn: cst.FunctionDef):
+    """The nodes of `fn`'s body, not those of the functions, classes and lambdas in it; layout tokens (commas,
+    whitespace: no call is among them) left out (`child_nodes`: LibCST's `children` rebuilds every node)."""
     stack: list[cst.CSTNode] = [fn.body]
     while stack:
         node = stack.pop()
         yield node
         if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(node.children)
+            stack.extend(child_nodes(node))
 
 
 def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
@@ -189,7 +208,7 @@ def _remembered(project: Project, key: tuple, find) -> Optional[CallSite]:
 
 def _find_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
     callers = [info for info in map(project.module, (f for f in project.files_naming(class_name, training=True)
-                                                     if not is_test_path(f, project.root)))
+                                                     if not _is_test(project, f)))
                if info is not None and _may_call_in_hot_loop(project, info, class_name)]
     if not callers:  # the common case, decided from text and `ast` alone
         return None
@@ -239,7 +258,7 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
     from gpulint.analysis.calls import project_calls
 
     for caller in project.files_naming(member, training=True):
-        if is_test_path(caller, project.root) or project._resolved(caller) == path:
+        if _is_test(project, caller) or project._resolved(caller) == path:
             continue  # the module's own calls are its loop analysis's business
         caller_info = project.module(caller)
         if caller_info is None or member not in _hot_file(project, caller_info)[1]:
@@ -281,7 +300,7 @@ def hot_call_names(project: Project) -> frozenset:
         if known is None:
             names: set = set()
             for file in project.training_files():
-                if is_test_path(file, project.root):
+                if _is_test(project, file):
                     continue
                 info = project.module(file)
                 if info is not None:
@@ -290,6 +309,16 @@ def hot_call_names(project: Project) -> frozenset:
                         names |= called
             known = project.per_step_sites["hot-call-names"] = frozenset(names)
         return known
+
+
+def _is_test(project: Project, file: Path) -> bool:
+    """`is_test_path(file, project.root)`, once per file and project (it resolves both paths: two system calls
+    per file of the project on every lint of an editor's buffer otherwise; resolutions are memoised by the
+    project already, `Project._resolved`)."""
+    known = project.test_paths.get(file)
+    if known is None:
+        known = project.test_paths[file] = is_test_path(file, project.root)
+    return known
 
 
 def _may_call_in_hot_loop(project: Project, info, class_name: str) -> bool:
@@ -308,14 +337,29 @@ def _hot_file(project: Project, info) -> tuple[bool, frozenset]:
     cached = project.hot_loop_files.get(info.path)
     if cached is None or cached[0] != info.digest:
         called = set()
-        for n in ast.walk(info.tree):
-            if isinstance(n, ast.Call):
-                called.add(_last_name(n.func))
-                if _last_name(n.func) == "partial" and n.args:
-                    called.add(_last_name(n.args[0]))
+        for stmt in info.tree.body:
+            called |= _called_names(stmt)
         hot = FileFacts("", info.tree).holds(HOT_LOOP)
         cached = project.hot_loop_files[info.path] = (info.digest, hot, frozenset(called))
     return cached[1], cached[2]
+
+
+def _called_names(stmt: ast.stmt) -> frozenset:
+    """The last names of the calls in one top-level statement and of the callables it hands to `partial`. In an
+    editor, kept by statement: the buffer's `ast` tree is joined from kept pieces (incremental.python_tree),
+    so an unchanged statement is the same object (`ast` trees are never modified after the parse)."""
+    known = incremental.by_node(_called_names, stmt)
+    if known is not None:
+        return known
+    called = set()
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.Call):
+            called.add(_last_name(n.func))
+            if _last_name(n.func) == "partial" and n.args:
+                called.add(_last_name(n.args[0]))
+    found = frozenset(called)
+    incremental.keep_by_node(_called_names, stmt, found)
+    return found
 
 
 def _last_name(func: ast.expr) -> Optional[str]:
@@ -342,7 +386,9 @@ def _hot_calls(project: Project, path: Path) -> list:
     project.caller_parses += 1
     found: list = []
     try:
-        text = read_regular(path)[0].decode("utf-8")  # never a FIFO or a device: they would block the read
+        text = project.text_of(path)  # an editor's unsaved buffer: its text, as the project's `ast` model has it
+        if text is None:
+            text = read_regular(path)[0].decode("utf-8")  # never a FIFO or a device: they would block the read
         analysis = ModuleAnalysis(parse_module(text), text, path)
         # Only the caller's own loops: a model that another model's forward calls is not followed (bounded cost).
         analysis.loops.per_step_caller = None

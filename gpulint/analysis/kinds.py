@@ -15,6 +15,7 @@ import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.tree import Binding, Scope, SyntaxIndex
+from gpulint.analysis.node_types import of_types
 
 
 # Calls that iterate what they are given (their first argument's elements, numbered or zipped).
@@ -456,8 +457,8 @@ class KindInference:
         that live where the model lives, on the GPU when it is there."""
         if self._buffers is None:
             self._buffers = set()
-            for node in self.index.nodes:
-                if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+            for node in of_types(self.index, cst.Call):
+                if isinstance(node.func, cst.Attribute) \
                         and node.func.attr.value == "register_buffer" and node.args \
                         and isinstance(node.args[0].value, cst.SimpleString):
                     self._buffers.add(node.args[0].value.evaluated_value)

@@ -299,6 +299,7 @@ class Project:
         self._lock = threading.RLock()
         self._active: set[tuple[Path, str]] = set()
         self._overlays: dict[Path, ModuleInfo] = {}
+        self._overlay_texts: dict[Path, str] = {}  # the text of each overlay (`text_of`)
         self._resolve_memo: dict[Path, Path] = {}  # unsaved editor buffers, stdin: text that is not on disk
         self._files: Optional[list[Path]] = None
         self._parameter_classes: dict[tuple, tuple[Optional[ClassSummary], frozenset]] = {}
@@ -309,6 +310,7 @@ class Project:
         self.caller_analyses: OrderedDict = OrderedDict()
         self.caller_parses = 0
         self.hot_loop_files: dict[Path, tuple[str, bool]] = {}  # path -> (content digest, may hold a hot loop)
+        self.test_paths: dict[Path, bool] = {}  # analysis/forward.py: path -> whether it is test code
         self._names: Optional[dict[bytes, list[Path]]] = None  # identifier -> project files that contain it
         self._training_files: set[Path] = set()
 
@@ -323,13 +325,20 @@ class Project:
         path = path.resolve()
         with self._lock:
             old = self._overlays.pop(path, None)
+            self._overlay_texts.pop(path, None)
             if text is not None:
                 info = self._parse_text(path, text.encode("utf-8", "surrogatepass"), text)
                 if info is not None:
                     self._overlays[path] = info
+                    self._overlay_texts[path] = text
             new = self._overlays.get(path)
             if (old.digest if old else None) != (new.digest if new else None):
                 self.forget(path)
+
+    def text_of(self, path: Path) -> Optional[str]:
+        """The text an editor's buffer gives the module at `path` (`set_text`), None when the module is the file
+        on disk: what a caller's LibCST analysis must read, as its `ast` summaries do."""
+        return self._overlay_texts.get(self._resolved(path))
 
     def forget(self, path: Optional[Path] = None) -> None:
         """Drop the summaries that may depend on `path` (its own functions', and those computed through it: a
@@ -339,9 +348,14 @@ class Project:
             self._parameter_classes.clear()  # found from call sites in any module
             self.per_step_sites.clear()
             self.caller_analyses.clear()
-            self.hot_loop_files.clear()
-            self._names = None
+            # `hot_loop_files` is kept by each file's content digest, so it stays right whatever changed. The
+            # index of names (files on disk) stays right when `path` is an editor's buffer: the buffers are
+            # added to what `files_naming` finds whatever their text, and its file on disk did not change (a
+            # file changed on disk while it is open is forgotten again when its buffer is closed: set_text).
+            if path is None or path not in self._overlays:
+                self._names = None
             if path is None:
+                self.hot_loop_files.clear()
                 self._functions.clear()
                 self.resolver = ImportResolver(self.root)
                 return

@@ -16,6 +16,8 @@ from gpulint.analysis import ModuleAnalysis
 from gpulint.analysis.data_facts import _walk, data_facts, keyword
 from gpulint.analysis.loops import LoopRole
 from gpulint.syntax import argument, string_value
+from gpulint.textsearch import found_in
+from gpulint.analysis.node_types import of_types
 
 # Any spelling of lower precision or of a choice about matmul precision: the module decided, say nothing.
 _REDUCED_PRECISION = re.compile(r"autocast|\.half\(|bfloat16|float16|\bfp16\b|\bbf16\b|mixed_precision|"
@@ -42,8 +44,8 @@ class TrainingFacts:
         """Hot for-loops whose own body (or a step function it calls) runs `.backward()`: each step trains."""
         if self._loops is None:
             loops = self.analysis.loops
-            self._loops = [n for n in self.index.nodes if isinstance(n, cst.For)
-                           and loops.role(n) is LoopRole.HOT and self._runs_backward(n.body)]
+            self._loops = [n for n in of_types(self.index, cst.For)
+                           if loops.role(n) is LoopRole.HOT and self._runs_backward(n.body)]
         return self._loops
 
     def _runs_backward(self, body: cst.CSTNode, depth: int = 0) -> bool:
@@ -65,7 +67,7 @@ class TrainingFacts:
         """The module mentions autocast, a half dtype, a dtype argument or a matmul-precision setting anywhere."""
         if self._chose_precision is None:  # a search of the whole text: once per module, not per call
             text = self.analysis.source if self.analysis.source is not None else self.analysis.module.code
-            self._chose_precision = _REDUCED_PRECISION.search(text) is not None
+            self._chose_precision = found_in(_REDUCED_PRECISION, text)
         return self._chose_precision
 
     def imports_torch_as_torch(self) -> bool:
@@ -114,9 +116,8 @@ class TrainingFacts:
         """`x.method(...)` calls of the module by the name `x`: one pass over the nodes for all look-ups."""
         if self._calls_on is None:
             self._calls_on = {}
-            for node in self.index.nodes:
-                if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
-                        isinstance(node.func.value, cst.Name):
+            for node in of_types(self.index, cst.Call):
+                if isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name):
                     self._calls_on.setdefault(node.func.value.value, []).append(node)
         return self._calls_on
 

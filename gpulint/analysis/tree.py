@@ -263,6 +263,23 @@ class SyntaxIndex(cst.CSTVisitor):
             yield current
             current = parent.get(current)
 
+    def subtree(self, node: cst.CSTNode) -> Optional[tuple[int, int]]:
+        """(first, last): the places in `nodes` (`order`) of `node` and of its last descendant; its descendants
+        are exactly the nodes between them (`nodes` is the walk's pre-order). None for a node not indexed."""
+        first = self.order(node)
+        if first is None:
+            return None
+        last, current = first, node
+        while True:
+            children = child_nodes(current)
+            if not children:
+                return first, last
+            current = children[-1]
+            place = self.order(current)
+            if place is None:
+                return None
+            last = place
+
     def is_ancestor_or_self(self, ancestor: cst.CSTNode, node: cst.CSTNode) -> bool:
         parent = self.parent
         current = node

@@ -11,6 +11,7 @@ from gpulint.analysis.data_facts import append_keyword, has_star_args, keyword
 from gpulint.analysis.training import training_facts
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Rule, Safety
 from gpulint.syntax import argument, string_value
+from gpulint.analysis.node_types import of_types
 
 _LAYERS = {"torch.nn.Linear": ("in_features", "out_features"), "torch.nn.Conv2d": ("in_channels", "out_channels")}
 _SMALL = 1024  # every layer at most this wide: kernels of microseconds, launch-bound
@@ -100,9 +101,7 @@ class CompileWithoutCudaGraphs(Rule):
     def _largest_layer(self) -> Optional[int]:
         """The widest literal size of the module's layers; None without layers or with any non-literal size."""
         sizes = []
-        for node in self.analysis.index.nodes:
-            if not isinstance(node, cst.Call):
-                continue
+        for node in of_types(self.analysis.index, cst.Call):
             names = _LAYERS.get(self.analysis.qualified(node.func) or "")
             if names is None:
                 continue

@@ -10,6 +10,7 @@ from gpulint.analysis import GPU_HINT
 from gpulint.analysis.data_path import data_path_facts
 from gpulint.analysis.training import training_facts
 from gpulint.rule import Example, Family, Rule
+from gpulint.textsearch import found_in
 
 _COMPILES = re.compile(r"\bcompile\b|torch\.jit|torch_compile|torch\.export|tensorrt|onnx|"
                        r"\bAccelerator\b|deepspeed|lightning")  # frameworks configure compiling outside the code
@@ -80,7 +81,7 @@ class ModelNotCompiled(Rule):
 
     def visit_Module(self, node: cst.Module) -> None:
         facts = training_facts(self.analysis)
-        if _COMPILES.search(self.analysis.source or ""):
+        if found_in(_COMPILES, self.analysis.source or ""):
             return
         loops = facts.training_loops()
         if not loops or not facts.trains_on_cuda():

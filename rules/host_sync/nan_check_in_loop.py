@@ -9,7 +9,7 @@ import libcst as cst
 from gpulint.rule import GpuRule, Example, Family, FixAvailability, FixSafety, Safety
 from gpulint.rules._examples import TRAIN_STEP
 from gpulint.fixes import fresh_name
-from gpulint.syntax import flat_statements
+from gpulint.syntax import flat_statements, parse_statement
 from gpulint.analysis.host_reads import _FLAG_NAMES, _before, check_kind, nan_check
 
 
@@ -138,11 +138,11 @@ class NanCheckInLoop(GpuRule):
             return None
         check = self.analysis.code(flag_expr)
         flag = fresh_name(self.analysis, _FLAG_NAMES.get(check_kind(check), "found_nonfinite"))
-        accumulate = cst.parse_statement(f"{flag} |= {check}\n")
+        accumulate = parse_statement(f"{flag} |= {check}\n")
         accumulate = accumulate.with_changes(leading_lines=node.leading_lines)
         reaction = cst.If(test=cst.Name(flag), body=node.body)
         changes = {node: accumulate}
-        init = cst.parse_statement(f"{flag} = False\n")
+        init = parse_statement(f"{flag} = False\n")
         if host is not None:
             first = host.body.body[0]
             changes[host] = lambda updated: updated.with_changes(

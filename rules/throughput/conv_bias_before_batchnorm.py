@@ -11,6 +11,7 @@ from gpulint.analysis.data_facts import append_keyword, data_facts, has_star_arg
 from gpulint.analysis.test_code import is_test_path
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Rule, Safety
 from gpulint.syntax import argument, positional
+from gpulint.analysis.node_types import of_types
 
 CONVS = {f"torch.nn.Conv{d}d" for d in (1, 2, 3)} | {f"torch.nn.modules.conv.Conv{d}d" for d in (1, 2, 3)}
 NORMS = {f"torch.nn.BatchNorm{d}d" for d in (1, 2, 3)} | {"torch.nn.SyncBatchNorm"}
@@ -130,6 +131,6 @@ class ConvBiasBeforeBatchNorm(Rule):
 
     def _uses(self, func: cst.Attribute) -> int:
         name = func.attr.value
-        return sum(1 for n in self.analysis.index.nodes if isinstance(n, cst.Attribute) and n.attr.value == name
+        return sum(1 for n in of_types(self.analysis.index, cst.Attribute) if n.attr.value == name
                    and isinstance(n.value, cst.Name) and n.value.value == "self"
                    and not isinstance(self.analysis.parent(n), cst.AssignTarget))

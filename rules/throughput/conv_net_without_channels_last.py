@@ -12,6 +12,7 @@ from gpulint.analysis.data_facts import append_keyword, data_facts, keyword
 from gpulint.analysis.data_path import data_path_facts
 from gpulint.analysis.training import training_facts
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Rule, Safety
+from gpulint.analysis.node_types import of_types
 
 _HEAD = "import torch\nimport torch.nn as nn\n"
 _LOOP = ("opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
@@ -118,8 +119,8 @@ class ConvNetWithoutChannelsLast(Rule):
         """The one `model = ....to(<cuda device>)` assignment of a model this module moves to CUDA."""
         facts = training_facts(self.analysis)
         moves = []
-        for node in self.analysis.index.nodes:
-            if isinstance(node, cst.Assign) and len(node.targets) == 1 and \
+        for node in of_types(self.analysis.index, cst.Assign):
+            if len(node.targets) == 1 and \
                     isinstance(node.targets[0].target, cst.Name) and isinstance(node.value, cst.Call) and \
                     isinstance(node.value.func, cst.Attribute) and node.value.func.attr.value == "to":
                 name = node.targets[0].target

@@ -10,7 +10,7 @@ from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, LOADER_TO_GP
 from gpulint.analysis.data_facts import append_keyword, data_facts, is_dataloader
 from gpulint.analysis.project import display_path
 from gpulint.diagnostics import Related
-from gpulint.syntax import argument
+from gpulint.syntax import argument, parse_expression
 from gpulint.analysis.data import _true, would_pin
 
 
@@ -122,14 +122,14 @@ class DataLoaderWithoutPinMemory(Rule):
             if len(values) == 1 and len(bindings) == 1:
                 value = values[0]
                 if isinstance(value, cst.IfExp) and "is_available" in self.analysis.code(value.test):
-                    return cst.parse_expression("torch.cuda.is_available()") \
+                    return parse_expression("torch.cuda.is_available()") \
                         if self.analysis.index.imports.qualify(cst.Name("torch")) == "torch" else _true()
                 if isinstance(value, cst.Call) and self.analysis.qualified(value.func) == "torch.device" \
                         and value.args and not isinstance(value.args[0].value, cst.SimpleString):
                     chosen = value.args[0].value
                     if isinstance(chosen, cst.IfExp) and "is_available" in self.analysis.code(chosen.test):
-                        return cst.parse_expression("torch.cuda.is_available()")
-                    return cst.parse_expression(f'{device.value}.type == "cuda"')
+                        return parse_expression("torch.cuda.is_available()")
+                    return parse_expression(f'{device.value}.type == "cuda"')
         return _true()
 
     def _copy_device(self, loader: cst.Call):
