@@ -27,8 +27,9 @@ from typing import Optional
 
 import libcst as cst
 
-from gpulint.analysis.test_code import is_test_path
+from gpulint import ast_walk
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.tree import child_nodes
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, project_for, text_dependency
 
 # Calls that hand back (a wrapper of) the module they are given, whose call still runs its `forward`.
@@ -82,6 +83,24 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
     index = analysis.index
     module_functions = {s.name.value: s for s in analysis.module.body if isinstance(s, cst.FunctionDef)}
     reached: dict[int, list[tuple[Optional[str], str]]] = {}
+    callees: dict[int, list[tuple[bool, str]]] = {}  # id(function) -> its own calls `self.m(...)`, `f(...)`
+
+    def own_callees(fn: cst.FunctionDef) -> list[tuple[bool, str]]:
+        """(through `self`, name) of each call in `fn`'s own body: walked once per function, however many
+        entries reach it."""
+        found = callees.get(id(fn))
+        if found is None:
+            found = callees[id(fn)] = []
+            for node in _own_nodes(fn):
+                if not isinstance(node, cst.Call):
+                    continue
+                func = node.func
+                if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+                        and func.value.value == "self":
+                    found.append((True, func.attr.value))
+                elif isinstance(func, cst.Name):
+                    found.append((False, func.value))
+        return found
 
     def reach(start: cst.FunctionDef, entry: tuple[Optional[str], str], methods: dict) -> None:
         stack, seen = [start], set()
@@ -93,16 +112,12 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
             known = reached.setdefault(id(fn), [])
             if entry not in known and len(known) < _MAX_ENTRIES:
                 known.append(entry)
-            for node in _own_nodes(fn):
-                if not isinstance(node, cst.Call):
-                    continue
-                func = node.func
-                if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
-                        and func.value.value == "self" and func.attr.value in methods:
-                    stack.append(methods[func.attr.value])
-                elif isinstance(func, cst.Name) and func.value in module_functions \
-                        and len(index.functions.get(func.value, [])) == 1:
-                    stack.append(module_functions[func.value])
+            for through_self, name in own_callees(fn):
+                if through_self:
+                    if name in methods:
+                        stack.append(methods[name])
+                elif name in module_functions and len(index.functions.get(name, [])) == 1:
+                    stack.append(module_functions[name])
 
     classes = [(stmt, {s.name.value: s for s in stmt.body.body if isinstance(s, cst.FunctionDef)})
                for stmt in analysis.module.body
@@ -124,12 +139,17 @@ def _entry_method(name: str) -> bool:
 
 
 def _own_nodes(fn: cst.FunctionDef):
+    """The nodes of `fn`'s body, not those of functions, classes and lambdas nested in it (layout tokens left
+    out: `child_nodes`, a fraction of the cost of LibCST's `children`, which rebuilds every node it passes)."""
     stack: list[cst.CSTNode] = [fn.body]
     while stack:
         node = stack.pop()
         yield node
-        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(node.children)
+        if not isinstance(node, _NESTED):
+            stack.extend(child_nodes(node))
+
+
+_NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
 def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
@@ -189,7 +209,7 @@ def _remembered(project: Project, key: tuple, find) -> Optional[CallSite]:
 
 def _find_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
     callers = [info for info in map(project.module, (f for f in project.files_naming(class_name, training=True)
-                                                     if not is_test_path(f, project.root)))
+                                                     if not project.is_test(f)))
                if info is not None and _may_call_in_hot_loop(project, info, class_name)]
     if not callers:  # the common case, decided from text and `ast` alone
         return None
@@ -239,7 +259,7 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
     from gpulint.analysis.calls import project_calls
 
     for caller in project.files_naming(member, training=True):
-        if is_test_path(caller, project.root) or project._resolved(caller) == path:
+        if project.is_test(caller) or project._resolved(caller) == path:
             continue  # the module's own calls are its loop analysis's business
         caller_info = project.module(caller)
         if caller_info is None or member not in _hot_file(project, caller_info)[1]:
@@ -281,7 +301,7 @@ def hot_call_names(project: Project) -> frozenset:
         if known is None:
             names: set = set()
             for file in project.training_files():
-                if is_test_path(file, project.root):
+                if project.is_test(file):
                     continue
                 info = project.module(file)
                 if info is not None:
@@ -308,7 +328,7 @@ def _hot_file(project: Project, info) -> tuple[bool, frozenset]:
     cached = project.hot_loop_files.get(info.path)
     if cached is None or cached[0] != info.digest:
         called = set()
-        for n in ast.walk(info.tree):
+        for n in ast_walk.walk(info.tree):
             if isinstance(n, ast.Call):
                 called.add(_last_name(n.func))
                 if _last_name(n.func) == "partial" and n.args:
@@ -545,7 +565,7 @@ class _Instances:
 def _calls_super(fn: ast.FunctionDef, member: str) -> bool:
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == member
                and isinstance(n.func.value, ast.Call) and isinstance(n.func.value.func, ast.Name)
-               and n.func.value.func.id == "super" for n in ast.walk(fn))
+               and n.func.value.func.id == "super" for n in ast_walk.walk(fn))
 
 
 def annotated_class(calls, fn: cst.FunctionDef, name: str) -> Optional[ClassSummary]:

@@ -15,6 +15,8 @@ from typing import Optional, Union
 
 import libcst as cst
 
+from gpulint import ast_walk
+
 _Function = Union[cst.FunctionDef, ast.FunctionDef]
 
 
@@ -78,17 +80,17 @@ def yielded_source_ast(fn: ast.FunctionDef) -> Optional[ast.expr]:
             sources.append(node.value)
             return
         if isinstance(node, ast.Yield):
-            targets = {n.id for l in loops for n in ast.walk(l.target) if isinstance(n, ast.Name)}
+            targets = {n.id for l in loops for n in ast_walk.walk(l.target) if isinstance(n, ast.Name)}
             loop = next((l for l in reversed(loops) if node.value is not None and
-                         {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)} &
-                         {n.id for n in ast.walk(l.target) if isinstance(n, ast.Name)}), None)
+                         {n.id for n in ast_walk.walk(node.value) if isinstance(n, ast.Name)} &
+                         {n.id for n in ast_walk.walk(l.target) if isinstance(n, ast.Name)}), None)
             if loop is None or not targets:
                 ok = False
                 return
             sources.append(loop.iter)
             return
         inner = loops + [node] if isinstance(node, ast.For) else loops
-        for child in ast.iter_child_nodes(node):
+        for child in ast_walk.iter_child_nodes(node):
             visit(child, inner)
 
     for stmt in fn.body:

@@ -29,9 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional, Union
 
-from gpulint import incremental
+from gpulint import ast_walk
+from gpulint import incremental, runtime
 from gpulint.files import FileError, read_regular
 from gpulint.analysis.generators import yielded_source_ast
+from gpulint.analysis.test_code import is_test_path
 from gpulint.analysis.kinds import (TENSOR_ATTRS_OTHER, TENSOR_METHODS_NUMBER, TENSOR_METHODS_OTHER,
                                     _TORCH_NON_TENSOR, _TORCH_NON_TENSOR_PREFIXES, _TORCH_NUMBER)
 
@@ -169,7 +171,21 @@ Summary = Union[FunctionSummary, ClassSummary]
 
 def find_root(path: Path) -> Path:
     """The project root: the nearest folder above `path` with a pyproject.toml, setup.cfg, setup.py or .git;
-    else the file's own folder."""
+    else the file's own folder. In a batch run (`gpulint check`, runtime.batch) the answer is remembered per
+    path: the run's files do not move, and a model of code run every step asks for every function it looks at
+    (an editor's files may gain a pyproject.toml: the language server asks each time)."""
+    if not runtime.batch_mode():
+        return _find_root(path)
+    found = _ROOTS.get(path)
+    if found is None:
+        found = _ROOTS[path] = _find_root(path)
+    return found
+
+
+_ROOTS: dict[Path, Path] = {}
+
+
+def _find_root(path: Path) -> Path:
     path = path.resolve()
     start = path if path.is_dir() else path.parent
     for folder in (start, *start.parents):
@@ -300,6 +316,7 @@ class Project:
         self._active: set[tuple[Path, str]] = set()
         self._overlays: dict[Path, ModuleInfo] = {}
         self._resolve_memo: dict[Path, Path] = {}  # unsaved editor buffers, stdin: text that is not on disk
+        self._tests: dict[Path, bool] = {}  # path -> test code (`is_test`)
         self._files: Optional[list[Path]] = None
         self._parameter_classes: dict[tuple, tuple[Optional[ClassSummary], frozenset]] = {}
         # file -> ((mtime, size), {name: whether its text contains it}): a file is read again only once changed
@@ -311,6 +328,14 @@ class Project:
         self.hot_loop_files: dict[Path, tuple[str, bool]] = {}  # path -> (content digest, may hold a hot loop)
         self._names: Optional[dict[bytes, list[Path]]] = None  # identifier -> project files that contain it
         self._training_files: set[Path] = set()
+
+    def is_test(self, path: Path) -> bool:
+        """`test_code.is_test_path(path, self.root)`, remembered per path (it resolves both paths: asked for
+        every caller file of every class and function a lint looks at)."""
+        found = self._tests.get(path)
+        if found is None:
+            found = self._tests[path] = is_test_path(path, self.root)
+        return found
 
     def _resolved(self, path: Path) -> Path:
         found = self._resolve_memo.get(path)
@@ -343,6 +368,7 @@ class Project:
             self._names = None
             if path is None:
                 self._functions.clear()
+                self._tests.clear()
                 self.resolver = ImportResolver(self.root)
                 return
             self._functions = {key: found for key, found in self._functions.items() if key[0] != path and (
@@ -845,7 +871,7 @@ class _Summarizer:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             self._bind(targets, value, augmented=isinstance(stmt, ast.AugAssign))
             return
-        for child in ast.iter_child_nodes(stmt):
+        for child in ast_walk.iter_child_nodes(stmt):
             if isinstance(child, ast.expr):
                 self._expressions(child, conditional)
 
@@ -962,7 +988,7 @@ class _Summarizer:
     # -- expressions ------------------------------------------------------------------------------------------
     def _expressions(self, expr: ast.expr, conditional: bool) -> None:
         """Record every sink and sync call inside `expr` (lambdas and comprehensions' own scopes included)."""
-        for node in ast.walk(expr):
+        for node in ast_walk.walk(expr):
             if isinstance(node, ast.Call):
                 self._call(node, conditional)
             elif isinstance(node, ast.Subscript) and not self.quiet and self._is_mask(node.slice):
@@ -1124,7 +1150,7 @@ class _Summarizer:
         return isinstance(test, ast.Name) and test.id in self.computed
 
     def _through_parameters(self, expr: ast.expr) -> bool:
-        return any(isinstance(n, ast.Name) and n.id in self.parameter_views for n in ast.walk(expr))
+        return any(isinstance(n, ast.Name) and n.id in self.parameter_views for n in ast_walk.walk(expr))
 
     def _classes_of(self, value: ast.expr) -> tuple:
         """The project classes `value` is an instance of: one for `Cls(...)` or a name bound to one, one per
@@ -1194,7 +1220,7 @@ class _Summarizer:
                 return self.taint[node.id]
             if _metadata(node):
                 continue
-            pending.extend(reversed(list(ast.iter_child_nodes(node))))
+            pending.extend(reversed(list(ast_walk.iter_child_nodes(node))))
         return None
 
 
@@ -1230,7 +1256,7 @@ def _is_dtype(node: ast.expr) -> bool:
 
 def _iterates_parameters(iterable: ast.expr) -> bool:
     """`model.parameters()`, `model.named_parameters()`, `m.buffers()`: the tensors a module holds."""
-    for node in ast.walk(iterable):
+    for node in ast_walk.walk(iterable):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
                 "parameters", "named_parameters", "buffers", "named_buffers"):
             return True
@@ -1267,7 +1293,7 @@ def _scopes(tree: ast.Module) -> Iterator[tuple[list[ast.Call], dict]]:
         scope = pending.pop()
         calls: list[ast.Call] = []
         assigns: dict[str, list] = {}
-        stack = list(ast.iter_child_nodes(scope))
+        stack = list(ast_walk.iter_child_nodes(scope))
         while stack:
             node = stack.pop()
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
@@ -1283,12 +1309,12 @@ def _scopes(tree: ast.Module) -> Iterator[tuple[list[ast.Call], dict]]:
                         for index, element in enumerate(target.elts):
                             if isinstance(element, ast.Name):
                                 assigns.setdefault(element.id, []).append((node.value, index))
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(ast_walk.iter_child_nodes(node))
         yield calls, assigns
 
 
 def _periodic(test: ast.expr) -> bool:
-    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test))
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast_walk.walk(test))
 
 
 def _flag(test: ast.expr) -> bool:
@@ -1317,7 +1343,7 @@ _OTHER_BACKENDS = {"mps", "cpu", "xla", "tpu", "neuron", "xpu", "npu", "hpu", "m
 def _off_gpu(test: ast.expr) -> bool:
     """`if mps:`, `if device.type == "cpu":`: a branch for another backend, not taken on a CUDA run."""
     if any(isinstance(n, ast.Compare) and any(isinstance(op, (ast.NotEq, ast.IsNot, ast.NotIn)) for op in n.ops)
-           for n in ast.walk(test)):
+           for n in ast_walk.walk(test)):
         return False  # `if x.device.type != "cpu":` is the GPU branch
     words = set(re.findall(r"[a-z]+", ast.unparse(test).lower()))
     return bool(words & _OTHER_BACKENDS) and "not" not in words
