@@ -163,15 +163,15 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
         isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "forward" for m in s.body)]
     if any(per_step_site(project, path, name) is not None for name in names):
         return True
-    hot = hot_call_names(project)
     for stmt in tree.body:
-        if isinstance(stmt, ast.FunctionDef) and stmt.name in hot:
+        if isinstance(stmt, ast.FunctionDef) and called_in_a_hot_loop(project, stmt.name):
             if member_site(project, path, None, stmt.name) is not None:
                 return True
         elif isinstance(stmt, ast.ClassDef):
             for m in stmt.body:
-                if isinstance(m, ast.FunctionDef) and m.name != "forward" and m.name in hot and \
-                        _entry_method(m.name) and member_site(project, path, stmt.name, m.name) is not None:
+                if isinstance(m, ast.FunctionDef) and m.name != "forward" and _entry_method(m.name) and \
+                        called_in_a_hot_loop(project, m.name) and \
+                        member_site(project, path, stmt.name, m.name) is not None:
                     return True
     return False
 
@@ -241,7 +241,7 @@ def member_site(project: Project, path: Path, owner: Optional[str], member: str)
     """A call, every iteration of a hot loop of some project file, of the method `member` of an instance of
     the top-level class `owner` (or of a subclass that inherits it or calls it through `super()`), or of the
     top-level function `member` when `owner` is None, both defined in `path`."""
-    if member not in hot_call_names(project):  # the common case: no hot loop of the project calls that name
+    if not called_in_a_hot_loop(project, member):  # the common case: no hot loop of the project calls that name
         return None
     path = path.resolve()
     return _remembered(project, (path, owner, member), lambda: _find_member_site(project, path, owner, member))
@@ -292,23 +292,27 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
     return None
 
 
-def hot_call_names(project: Project) -> frozenset:
-    """The names (last parts) of every call in the project's files that may hold a hot loop, and of the
-    callables handed to `functools.partial` there: a function or method by another name is never called
-    every step from elsewhere. Computed once per project state, from `ast` trees alone."""
+def called_in_a_hot_loop(project: Project, name: str) -> bool:
+    """Some project file (not a test) that may hold a hot loop calls something by the last name `name`, or
+    hands a callable of that name to `functools.partial`: a function or method by another name is never
+    called every step from elsewhere. Decided from `ast` trees alone, once per name and project state, over
+    the training files whose text names it (the identifier index: a call of `name` names it), so a process
+    reads only the callers of the names it asks about, not every training file of the project."""
+    key = ("called in a hot loop", name)
     with project._lock:
-        known = project.per_step_sites.get("hot-call-names")
+        known = project.per_step_sites.get(key)
         if known is None:
-            names: set = set()
-            for file in project.training_files():
+            known = False
+            for file in project.files_naming(name, training=True):
                 if project.is_test(file):
                     continue
                 info = project.module(file)
                 if info is not None:
                     hot, called = _hot_file(project, info)
-                    if hot:
-                        names |= called
-            known = project.per_step_sites["hot-call-names"] = frozenset(names)
+                    if hot and name in called:
+                        known = True
+                        break
+            project.per_step_sites[key] = known
         return known
 
 

@@ -16,6 +16,7 @@ from typing import Optional, Union
 import libcst as cst
 
 from gpulint import ast_walk
+from gpulint.analysis.tree import child_nodes
 
 _Function = Union[cst.FunctionDef, ast.FunctionDef]
 
@@ -41,7 +42,7 @@ def yielded_source(fn: cst.FunctionDef) -> Optional[cst.BaseExpression]:
                 sources.append(loop.iter)
             return
         inner = loops + [node] if isinstance(node, cst.For) else loops
-        for child in node.children:
+        for child in child_nodes(node):  # LibCST's `children` rebuilds every node it passes (tree.py)
             visit(child, inner)
 
     visit(fn.body, [])
@@ -62,7 +63,7 @@ def _uses_target(value: cst.BaseExpression, target: cst.BaseExpression) -> bool:
 def _names(node: cst.CSTNode):
     if isinstance(node, cst.Name):
         yield node
-    for child in node.children:
+    for child in child_nodes(node):
         yield from _names(child)
 
 

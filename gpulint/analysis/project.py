@@ -319,8 +319,6 @@ class Project:
         self._tests: dict[Path, bool] = {}  # path -> test code (`is_test`)
         self._files: Optional[list[Path]] = None
         self._parameter_classes: dict[tuple, tuple[Optional[ClassSummary], frozenset]] = {}
-        # file -> ((mtime, size), {name: whether its text contains it}): a file is read again only once changed
-        self._mentions: dict[str, tuple[tuple[int, int], dict[bytes, bool]]] = {}
         # analysis/forward.py: (path, class) -> the hot call site running its `forward`; callers' analyses
         self.per_step_sites: dict = {}
         self.caller_analyses: OrderedDict = OrderedDict()
@@ -674,36 +672,16 @@ class Project:
         return self._files
 
     def _files_mentioning(self, name: str) -> list[Path]:
-        """The project's Python files whose text contains `name` (callers of a function must name it)."""
-        needle = name.encode()
+        """The project's Python files whose text has the identifier `name` (callers of a function must name
+        it), in the order of the project's files: from the identifier index (`files_naming`), built once with
+        one read of each file, rather than a search of every file per name."""
+        named = set(self.files_naming(name))
         found = []
         for file in self._project_files():
             overlay = self._overlays.get(self._resolved(file))
-            if overlay is not None:
-                found.append(file)  # an editor buffer: its module is parsed already
-                continue
-            if self._mentions_name(file, needle):
-                found.append(file)
+            if overlay is not None or file in named:
+                found.append(file)  # (an editor buffer: its module is parsed already)
         return found
-
-    def _mentions_name(self, file: Path, needle: bytes) -> bool:
-        key = str(file)
-        try:
-            st = os.stat(key)
-        except OSError:
-            return False
-        stamp = (st.st_mtime_ns, st.st_size)
-        known = self._mentions.get(key)
-        if known is None or known[0] != stamp:
-            known = self._mentions[key] = (stamp, {})
-        answer = known[1].get(needle)
-        if answer is None:
-            try:
-                answer = st.st_size <= 5_000_000 and needle in read_regular(file)[0]
-            except (OSError, FileError):
-                return False  # not remembered: unreadable now, perhaps not later
-            known[1][needle] = answer
-        return answer
 
     def function(self, path: Path, qualname: str) -> Optional[FunctionSummary]:
         key = (self._resolved(path), qualname)
