@@ -176,13 +176,16 @@ def find_root(path: Path) -> Path:
     (an editor's files may gain a pyproject.toml: the language server asks each time)."""
     if not runtime.batch_mode():
         return _find_root(path)
+    if _ROOTS.get(None) != runtime.batch_number():  # a new run (tests run many in one process)
+        _ROOTS.clear()
+        _ROOTS[None] = runtime.batch_number()
     found = _ROOTS.get(path)
     if found is None:
         found = _ROOTS[path] = _find_root(path)
-    return found
+    return found  # type: ignore[return-value]
 
 
-_ROOTS: dict[Path, Path] = {}
+_ROOTS: dict = {}  # path -> its root, for the batch run numbered under the key None
 
 
 def _find_root(path: Path) -> Path:
