@@ -179,11 +179,13 @@ def _walk_dir(directory: Path, root: Path, settings: Settings, exclude, ignores)
             if _wanted(entry.name, settings) and entry.is_symlink():
                 warn(f"{path}: {'symbolic link loop' if exc.errno == errno.ELOOP else exc.strerror}; skipped")
             continue
+        if not is_dir and not _wanted(entry.name, settings):
+            continue  # never linted: no need to match it against the exclude and .gitignore patterns
         if _excluded(path, is_dir, root, exclude, ignores):
             continue
         if is_dir:
             if entry.is_symlink():
                 continue  # do not follow directory links: they loop, and lead out of the project
             yield from _walk_dir(path, root, settings, exclude, ignores)
-        elif _wanted(entry.name, settings) and _readable(path, settings, named=False):
+        elif _readable(path, settings, named=False):
             yield path

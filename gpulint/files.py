@@ -194,8 +194,29 @@ def source_lines(text: str) -> list[str]:
 
 
 def file_digest(path: str) -> str:
-    """The content digest of a file ('-' when it cannot be read): what a cached result's dependency records."""
+    """The content digest of a file ('-' when it cannot be read): what a cached result's dependency records.
+
+    In a batch run (runtime.batch) a file's digest is remembered while its stat (modification time, size,
+    inode) stays the same: the helper modules of a project are dependencies of most of its files."""
+    from gpulint import runtime
+
+    stamp = None
+    if runtime.batch_mode():
+        try:
+            st = os.stat(path)
+        except OSError:
+            return "-"
+        stamp = (path, st.st_mtime_ns, st.st_size, st.st_ino)
+        known = _DIGESTS.get(stamp)
+        if known is not None:
+            return known
     try:
-        return hashlib.sha256(read_regular(Path(path))[0]).hexdigest()
+        digest = hashlib.sha256(read_regular(Path(path))[0]).hexdigest()
     except FileError:
         return "-"
+    if stamp is not None:
+        _DIGESTS[stamp] = digest
+    return digest
+
+
+_DIGESTS: dict[tuple, str] = {}

@@ -75,10 +75,16 @@ def _lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: 
         gc.freeze()  # the modules just imported too: the workers never scan them (gpulint/runtime.py)
         todo.sort(key=lambda item: -len(item[1].text))
         context = multiprocessing.get_context("fork")
+        global _worker_cache
+        _worker_cache = cache if cacheable else None  # the workers store their own results (see `_work`)
         tasks = [(i, files[i], source, settings, mode, write, want_edits) for i, source in todo]
-        with context.Pool(workers) as pool:
-            for i, outcome in pool.imap_unordered(_work, tasks, chunksize=1):
-                outcomes[i] = outcome
+        try:
+            with context.Pool(workers) as pool:
+                for i, outcome in pool.imap_unordered(_work, tasks, chunksize=1):
+                    outcomes[i] = outcome
+        finally:
+            _worker_cache = None
+        todo = []  # stored already
 
     if cacheable:
         for i, source in todo:
@@ -92,10 +98,18 @@ def _lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: 
     return outcomes  # type: ignore[return-value]
 
 
+# In a worker: the results cache, where each result is stored as soon as it is found (in parallel, rather than
+# all of them one after the other in the main process once the pool is done).
+_worker_cache: Optional[Cache] = None
+
+
 def _work(task) -> tuple[int, FileOutcome]:
     i, path, source, settings, mode, write, want_edits = task
-    return i, lint_file_safely(path, settings, mode, write=write, want_edits=want_edits,
-                               source=source).portable()
+    outcome = lint_file_safely(path, settings, mode, write=write, want_edits=want_edits, source=source).portable()
+    cache = _worker_cache
+    if cache is not None and not outcome.errors and _cacheable(source):
+        cache.put(cache.key(path, source.digest, want_edits), list(outcome.diagnostics), outcome.dependencies)
+    return i, outcome
 
 
 def _cacheable(source: Input) -> bool:

@@ -27,6 +27,8 @@ import ast
 import re
 from typing import Iterator, Optional
 
+from gpulint import ast_walk
+
 HOT_LOOP = "hot-loop"
 COPY_IN_FOR_LOOP = "copy-in-for-loop"
 CUDA_TEXT = "cuda-text"
@@ -85,7 +87,7 @@ class FileFacts:
                     isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr in ("to", "cuda")
                     for loop, _, _, _ in self._loops if not isinstance(loop, ast.While)
-                    for statement in loop.body for node in ast.walk(statement))
+                    for statement in loop.body for node in ast_walk.walk(statement))
             return bool(self._held[condition])
         if condition == HOT_LOOP:
             if HOT_LOOP not in self._held:
@@ -176,7 +178,7 @@ class FileFacts:
         if "walrus" not in self._held:
             self._held["walrus"] = True
             if ":=" in self.source:
-                for node in ast.walk(self.tree):
+                for node in ast_walk.walk(self.tree):
                     if isinstance(node, ast.NamedExpr):
                         self._bind(node.target, node.value)
 
@@ -185,7 +187,7 @@ class FileFacts:
         """Every name bound other than by a def or an import (a whole walk: needed only for model-like names)."""
         if "stored" not in self._held:
             stored = set(self._bindings) | {name for name, _ in self._annotations} | self._classes
-            for node in ast.walk(self.tree):
+            for node in ast_walk.walk(self.tree):
                 if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                     stored.add(node.id)
                 elif isinstance(node, ast.arg):
@@ -271,7 +273,7 @@ class FileFacts:
         if isinstance(node, ast.Name):
             return node.id in self._model_names() or self._named_like_a_model(node.id)
         if isinstance(node, (ast.IfExp, ast.BoolOp, ast.NamedExpr)):
-            return any(self._may_be_model(n) for n in ast.iter_child_nodes(node) if isinstance(n, ast.expr))
+            return any(self._may_be_model(n) for n in ast_walk.iter_child_nodes(node) if isinstance(n, ast.expr))
         return self._value_may_be_model(node)
 
     # -- loops -------------------------------------------------------------------------------------------------
@@ -302,7 +304,7 @@ class FileFacts:
             while stack:
                 node = stack.pop()
                 if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-                    loop_targets.update(id(n) for n in ast.walk(node.target))
+                    loop_targets.update(id(n) for n in ast_walk.walk(node.target))
                 if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                     (stored if id(node) in loop_targets else other).add(node.id)
                 elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -323,7 +325,7 @@ class FileFacts:
                         if default is not None:
                             stack.append(default)
                     continue  # its own scope
-                stack.extend(ast.iter_child_nodes(node))
+                stack.extend(ast_walk.iter_child_nodes(node))
             self._held[key] = frozenset(stored - other)
         return self._held[key]  # type: ignore[return-value]
 
@@ -354,7 +356,7 @@ class FileFacts:
         """Every identifier of the module (names, attributes, parameters, definitions, imports) and every string
         that could be an annotation (`x: "DataLoader"`): what `Kind.LOADER`'s names come from, without the
         docstrings, comments and URLs (`https://dl.fbaipublicfiles.com/...`) that the text search also sees."""
-        for node in ast.walk(self.tree):
+        for node in ast_walk.walk(self.tree):
             if isinstance(node, ast.Name):
                 yield node.id
             elif isinstance(node, ast.Attribute):
@@ -460,12 +462,12 @@ def _local_name(func: ast.AST) -> Optional[str]:
 
 def _walk_body(loop: ast.AST) -> Iterator[ast.AST]:
     """Nodes of the loop (nested loops included), not of functions, classes or lambdas defined in it."""
-    stack = list(ast.iter_child_nodes(loop))
+    stack = list(ast_walk.iter_child_nodes(loop))
     while stack:
         node = stack.pop()
         yield node
         if not isinstance(node, _SCOPES):
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(ast_walk.iter_child_nodes(node))
 
 
 def _many_range_iterations(iterable: ast.AST) -> bool:

@@ -31,6 +31,8 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional
 
+from gpulint import ast_walk
+
 # kinds.py: calls of these builtins are numbers or other Python values, never tensors.
 _NOT_TENSOR_BUILTINS = {"float", "int", "bool", "len", "round", "complex", "ord", "hash", "id", "str", "repr",
                         "format", "list", "dict", "tuple", "set", "frozenset", "range", "sorted", "print",
@@ -57,7 +59,7 @@ class TensorFacts:
 
     # -- bindings ----------------------------------------------------------------------------------------------
     def _collect(self, tree: ast.AST) -> None:
-        for node in ast.walk(tree):
+        for node in ast_walk.walk(tree):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     self._bind(target, node.value)
@@ -91,7 +93,7 @@ class TensorFacts:
                     self._bind(element, value)
 
     def _bind_all(self, target: ast.AST, how: tuple[str, Optional[ast.AST]]) -> None:
-        for node in ast.walk(target):
+        for node in ast_walk.walk(target):
             if isinstance(node, ast.Name):
                 self._bindings.setdefault(node.id, []).append(how)
 
@@ -210,7 +212,7 @@ def _mentions_tensor(annotation: ast.AST) -> bool:
     """kinds._annotation_kind may say TENSOR: `torch.Tensor`, `Tensor`, `FloatTensor`, `"Tensor"`..."""
     return any(isinstance(n, ast.Name) and "Tensor" in n.id or isinstance(n, ast.Attribute) and "Tensor" in n.attr
                or isinstance(n, ast.Constant) and isinstance(n.value, str) and "Tensor" in n.value
-               for n in ast.walk(annotation))
+               for n in ast_walk.walk(annotation))
 
 
 def _dotted(node: ast.AST) -> Optional[str]:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
+from gpulint import ast_walk
 from gpulint import incremental
 from gpulint.textsearch import found_in
 
@@ -263,10 +264,10 @@ def _inert(stmt: ast.stmt, source: str) -> bool:
     if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
         return False
     if not all(isinstance(n, (ast.Constant, ast.UnaryOp, ast.BinOp, ast.operator, ast.unaryop, ast.Load))
-               for n in ast.walk(stmt.value)):
+               for n in ast_walk.walk(stmt.value)):
         return False
     if not all(isinstance(n.value, (int, float, complex)) and not isinstance(n.value, bool)
-               for n in ast.walk(stmt.value) if isinstance(n, ast.Constant)):
+               for n in ast_walk.walk(stmt.value) if isinstance(n, ast.Constant)):
         return False
     return _words(source)[stmt.targets[0].id] == 1  # mentioned once in the text: code, strings or comments
 

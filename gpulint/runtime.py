@@ -40,18 +40,25 @@ def batch_gc() -> Iterator[None]:
 # file"), and they cost 15-20% of the parse. In a batch run (one thread per process) the first parse of a file
 # CPython accepted skips them; text CPython rejects, fixed text and every node gpulint builds are still checked.
 _batch = False
+_batches = 0  # batch runs entered so far in this process: what is remembered for one run is keyed by it
 
 
 def batch_mode() -> bool:
     return _batch
 
 
+def batch_number() -> int:
+    """Which batch run this is (answers remembered for the length of one run are dropped when it changes)."""
+    return _batches
+
+
 @contextlib.contextmanager
 def batch() -> Iterator[None]:
     """A batch run: fewer garbage collections, and trusted parses (see `trusted_parse`)."""
-    global _batch
+    global _batch, _batches
     before = _batch
     _batch = True
+    _batches += 1
     try:
         with batch_gc():
             yield

@@ -27,8 +27,7 @@ from typing import Optional
 
 import libcst as cst
 
-from gpulint import incremental
-from gpulint.analysis.test_code import is_test_path
+from gpulint import ast_walk, incremental
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.tree import child_nodes
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, project_for, text_dependency
@@ -84,6 +83,15 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
     index = analysis.index
     module_functions = {s.name.value: s for s in analysis.module.body if isinstance(s, cst.FunctionDef)}
     reached: dict[int, list[tuple[Optional[str], str]]] = {}
+    callees: dict[int, list[tuple[bool, str]]] = {}  # id(function) -> its own calls `self.m(...)`, `f(...)`
+
+    def own_callees(fn: cst.FunctionDef) -> list[tuple[bool, str]]:
+        """(through `self`, name) of each call in `fn`'s own body: walked once per function, however many
+        entries reach it (`_calls_of`)."""
+        found = callees.get(id(fn))
+        if found is None:
+            found = callees[id(fn)] = _calls_of(fn)
+        return found
 
     def reach(start: cst.FunctionDef, entry: tuple[Optional[str], str], methods: dict) -> None:
         stack, seen = [start], set()
@@ -95,10 +103,12 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
             known = reached.setdefault(id(fn), [])
             if entry not in known and len(known) < _MAX_ENTRIES:
                 known.append(entry)
-            on_self, by_name = _calls_of(fn)
-            stack.extend(methods[name] for name in on_self if name in methods)
-            stack.extend(module_functions[name] for name in by_name
-                         if name in module_functions and len(index.functions.get(name, [])) == 1)
+            for through_self, name in own_callees(fn):
+                if through_self:
+                    if name in methods:
+                        stack.append(methods[name])
+                elif name in module_functions and len(index.functions.get(name, [])) == 1:
+                    stack.append(module_functions[name])
 
     classes = [(stmt, {s.name.value: s for s in stmt.body.body if isinstance(s, cst.FunctionDef)})
                for stmt in analysis.module.body
@@ -119,36 +129,38 @@ def _entry_method(name: str) -> bool:
     return name == "__call__" or not (name.startswith("__") and name.endswith("__"))
 
 
-def _calls_of(fn: cst.FunctionDef) -> tuple[frozenset, frozenset]:
-    """(the methods `fn` calls on `self`, the names it calls), its own calls only (`_own_nodes`). A function of
-    nodes that never change: in an editor, kept by node (`incremental.by_node`) for the next lints, where the
-    unchanged functions keep their nodes."""
+def _calls_of(fn: cst.FunctionDef) -> list[tuple[bool, str]]:
+    """(through `self`, name) of each call in `fn`'s own body (`_own_nodes`). A function of nodes that never
+    change: in an editor, kept by node (`incremental.by_node`) for the next lints, where the unchanged functions
+    keep their nodes."""
     known = incremental.by_node(_calls_of, fn)
     if known is not None:
         return known
-    on_self, by_name = set(), set()
+    found = []
     for node in _own_nodes(fn):
         if not isinstance(node, cst.Call):
             continue
         func = node.func
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-            on_self.add(func.attr.value)
+            found.append((True, func.attr.value))
         elif isinstance(func, cst.Name):
-            by_name.add(func.value)
-    found = (frozenset(on_self), frozenset(by_name))
+            found.append((False, func.value))
     incremental.keep_by_node(_calls_of, fn, found)
     return found
 
 
 def _own_nodes(fn: cst.FunctionDef):
-    """The nodes of `fn`'s body, not those of the functions, classes and lambdas in it; layout tokens (commas,
-    whitespace: no call is among them) left out (`child_nodes`: LibCST's `children` rebuilds every node)."""
+    """The nodes of `fn`'s body, not those of functions, classes and lambdas nested in it (layout tokens left
+    out: `child_nodes`, a fraction of the cost of LibCST's `children`, which rebuilds every node it passes)."""
     stack: list[cst.CSTNode] = [fn.body]
     while stack:
         node = stack.pop()
         yield node
-        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if not isinstance(node, _NESTED):
             stack.extend(child_nodes(node))
+
+
+_NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
 def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
@@ -162,15 +174,15 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
         isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "forward" for m in s.body)]
     if any(per_step_site(project, path, name) is not None for name in names):
         return True
-    hot = hot_call_names(project)
     for stmt in tree.body:
-        if isinstance(stmt, ast.FunctionDef) and stmt.name in hot:
+        if isinstance(stmt, ast.FunctionDef) and called_in_a_hot_loop(project, stmt.name):
             if member_site(project, path, None, stmt.name) is not None:
                 return True
         elif isinstance(stmt, ast.ClassDef):
             for m in stmt.body:
-                if isinstance(m, ast.FunctionDef) and m.name != "forward" and m.name in hot and \
-                        _entry_method(m.name) and member_site(project, path, stmt.name, m.name) is not None:
+                if isinstance(m, ast.FunctionDef) and m.name != "forward" and _entry_method(m.name) and \
+                        called_in_a_hot_loop(project, m.name) and \
+                        member_site(project, path, stmt.name, m.name) is not None:
                     return True
     return False
 
@@ -208,7 +220,7 @@ def _remembered(project: Project, key: tuple, find) -> Optional[CallSite]:
 
 def _find_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
     callers = [info for info in map(project.module, (f for f in project.files_naming(class_name, training=True)
-                                                     if not _is_test(project, f)))
+                                                     if not project.is_test(f)))
                if info is not None and _may_call_in_hot_loop(project, info, class_name)]
     if not callers:  # the common case, decided from text and `ast` alone
         return None
@@ -240,7 +252,7 @@ def member_site(project: Project, path: Path, owner: Optional[str], member: str)
     """A call, every iteration of a hot loop of some project file, of the method `member` of an instance of
     the top-level class `owner` (or of a subclass that inherits it or calls it through `super()`), or of the
     top-level function `member` when `owner` is None, both defined in `path`."""
-    if member not in hot_call_names(project):  # the common case: no hot loop of the project calls that name
+    if not called_in_a_hot_loop(project, member):  # the common case: no hot loop of the project calls that name
         return None
     path = path.resolve()
     return _remembered(project, (path, owner, member), lambda: _find_member_site(project, path, owner, member))
@@ -258,7 +270,7 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
     from gpulint.analysis.calls import project_calls
 
     for caller in project.files_naming(member, training=True):
-        if _is_test(project, caller) or project._resolved(caller) == path:
+        if project.is_test(caller) or project._resolved(caller) == path:
             continue  # the module's own calls are its loop analysis's business
         caller_info = project.module(caller)
         if caller_info is None or member not in _hot_file(project, caller_info)[1]:
@@ -291,34 +303,28 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
     return None
 
 
-def hot_call_names(project: Project) -> frozenset:
-    """The names (last parts) of every call in the project's files that may hold a hot loop, and of the
-    callables handed to `functools.partial` there: a function or method by another name is never called
-    every step from elsewhere. Computed once per project state, from `ast` trees alone."""
+def called_in_a_hot_loop(project: Project, name: str) -> bool:
+    """Some project file (not a test) that may hold a hot loop calls something by the last name `name`, or
+    hands a callable of that name to `functools.partial`: a function or method by another name is never
+    called every step from elsewhere. Decided from `ast` trees alone, once per name and project state, over
+    the training files whose text names it (the identifier index: a call of `name` names it), so a process
+    reads only the callers of the names it asks about, not every training file of the project."""
+    key = ("called in a hot loop", name)
     with project._lock:
-        known = project.per_step_sites.get("hot-call-names")
+        known = project.per_step_sites.get(key)
         if known is None:
-            names: set = set()
-            for file in project.training_files():
-                if _is_test(project, file):
+            known = False
+            for file in project.files_naming(name, training=True):
+                if project.is_test(file):
                     continue
                 info = project.module(file)
                 if info is not None:
                     hot, called = _hot_file(project, info)
-                    if hot:
-                        names |= called
-            known = project.per_step_sites["hot-call-names"] = frozenset(names)
+                    if hot and name in called:
+                        known = True
+                        break
+            project.per_step_sites[key] = known
         return known
-
-
-def _is_test(project: Project, file: Path) -> bool:
-    """`is_test_path(file, project.root)`, once per file and project (it resolves both paths: two system calls
-    per file of the project on every lint of an editor's buffer otherwise; resolutions are memoised by the
-    project already, `Project._resolved`)."""
-    known = project.test_paths.get(file)
-    if known is None:
-        known = project.test_paths[file] = is_test_path(file, project.root)
-    return known
 
 
 def _may_call_in_hot_loop(project: Project, info, class_name: str) -> bool:
@@ -352,7 +358,7 @@ def _called_names(stmt: ast.stmt) -> frozenset:
     if known is not None:
         return known
     called = set()
-    for n in ast.walk(stmt):
+    for n in ast_walk.walk(stmt):
         if isinstance(n, ast.Call):
             called.add(_last_name(n.func))
             if _last_name(n.func) == "partial" and n.args:
@@ -591,7 +597,7 @@ class _Instances:
 def _calls_super(fn: ast.FunctionDef, member: str) -> bool:
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == member
                and isinstance(n.func.value, ast.Call) and isinstance(n.func.value.func, ast.Name)
-               and n.func.value.func.id == "super" for n in ast.walk(fn))
+               and n.func.value.func.id == "super" for n in ast_walk.walk(fn))
 
 
 def annotated_class(calls, fn: cst.FunctionDef, name: str) -> Optional[ClassSummary]:

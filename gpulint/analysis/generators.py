@@ -15,6 +15,9 @@ from typing import Optional, Union
 
 import libcst as cst
 
+from gpulint import ast_walk
+from gpulint.analysis.tree import child_nodes
+
 _Function = Union[cst.FunctionDef, ast.FunctionDef]
 
 
@@ -39,7 +42,7 @@ def yielded_source(fn: cst.FunctionDef) -> Optional[cst.BaseExpression]:
                 sources.append(loop.iter)
             return
         inner = loops + [node] if isinstance(node, cst.For) else loops
-        for child in node.children:
+        for child in child_nodes(node):  # LibCST's `children` rebuilds every node it passes (tree.py)
             visit(child, inner)
 
     visit(fn.body, [])
@@ -60,7 +63,7 @@ def _uses_target(value: cst.BaseExpression, target: cst.BaseExpression) -> bool:
 def _names(node: cst.CSTNode):
     if isinstance(node, cst.Name):
         yield node
-    for child in node.children:
+    for child in child_nodes(node):
         yield from _names(child)
 
 
@@ -78,17 +81,17 @@ def yielded_source_ast(fn: ast.FunctionDef) -> Optional[ast.expr]:
             sources.append(node.value)
             return
         if isinstance(node, ast.Yield):
-            targets = {n.id for l in loops for n in ast.walk(l.target) if isinstance(n, ast.Name)}
+            targets = {n.id for l in loops for n in ast_walk.walk(l.target) if isinstance(n, ast.Name)}
             loop = next((l for l in reversed(loops) if node.value is not None and
-                         {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)} &
-                         {n.id for n in ast.walk(l.target) if isinstance(n, ast.Name)}), None)
+                         {n.id for n in ast_walk.walk(node.value) if isinstance(n, ast.Name)} &
+                         {n.id for n in ast_walk.walk(l.target) if isinstance(n, ast.Name)}), None)
             if loop is None or not targets:
                 ok = False
                 return
             sources.append(loop.iter)
             return
         inner = loops + [node] if isinstance(node, ast.For) else loops
-        for child in ast.iter_child_nodes(node):
+        for child in ast_walk.iter_child_nodes(node):
             visit(child, inner)
 
     for stmt in fn.body:

@@ -29,9 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional, Union
 
-from gpulint import incremental
+from gpulint import ast_walk
+from gpulint import incremental, runtime
 from gpulint.files import FileError, read_regular
 from gpulint.analysis.generators import yielded_source_ast
+from gpulint.analysis.test_code import is_test_path
 from gpulint.analysis.kinds import (TENSOR_ATTRS_OTHER, TENSOR_METHODS_NUMBER, TENSOR_METHODS_OTHER,
                                     _TORCH_NON_TENSOR, _TORCH_NON_TENSOR_PREFIXES, _TORCH_NUMBER)
 
@@ -169,7 +171,24 @@ Summary = Union[FunctionSummary, ClassSummary]
 
 def find_root(path: Path) -> Path:
     """The project root: the nearest folder above `path` with a pyproject.toml, setup.cfg, setup.py or .git;
-    else the file's own folder."""
+    else the file's own folder. In a batch run (`gpulint check`, runtime.batch) the answer is remembered per
+    path: the run's files do not move, and a model of code run every step asks for every function it looks at
+    (an editor's files may gain a pyproject.toml: the language server asks each time)."""
+    if not runtime.batch_mode():
+        return _find_root(path)
+    if _ROOTS.get(None) != runtime.batch_number():  # a new run (tests run many in one process)
+        _ROOTS.clear()
+        _ROOTS[None] = runtime.batch_number()
+    found = _ROOTS.get(path)
+    if found is None:
+        found = _ROOTS[path] = _find_root(path)
+    return found  # type: ignore[return-value]
+
+
+_ROOTS: dict = {}  # path -> its root, for the batch run numbered under the key None
+
+
+def _find_root(path: Path) -> Path:
     path = path.resolve()
     start = path if path.is_dir() else path.parent
     for folder in (start, *start.parents):
@@ -301,18 +320,24 @@ class Project:
         self._overlays: dict[Path, ModuleInfo] = {}
         self._overlay_texts: dict[Path, str] = {}  # the text of each overlay (`text_of`)
         self._resolve_memo: dict[Path, Path] = {}  # unsaved editor buffers, stdin: text that is not on disk
+        self._tests: dict[Path, bool] = {}  # path -> test code (`is_test`)
         self._files: Optional[list[Path]] = None
         self._parameter_classes: dict[tuple, tuple[Optional[ClassSummary], frozenset]] = {}
-        # file -> ((mtime, size), {name: whether its text contains it}): a file is read again only once changed
-        self._mentions: dict[str, tuple[tuple[int, int], dict[bytes, bool]]] = {}
         # analysis/forward.py: (path, class) -> the hot call site running its `forward`; callers' analyses
         self.per_step_sites: dict = {}
         self.caller_analyses: OrderedDict = OrderedDict()
         self.caller_parses = 0
         self.hot_loop_files: dict[Path, tuple[str, bool]] = {}  # path -> (content digest, may hold a hot loop)
-        self.test_paths: dict[Path, bool] = {}  # analysis/forward.py: path -> whether it is test code
         self._names: Optional[dict[bytes, list[Path]]] = None  # identifier -> project files that contain it
         self._training_files: set[Path] = set()
+
+    def is_test(self, path: Path) -> bool:
+        """`test_code.is_test_path(path, self.root)`, remembered per path (it resolves both paths: asked for
+        every caller file of every class and function a lint looks at)."""
+        found = self._tests.get(path)
+        if found is None:
+            found = self._tests[path] = is_test_path(path, self.root)
+        return found
 
     def _resolved(self, path: Path) -> Path:
         found = self._resolve_memo.get(path)
@@ -357,6 +382,7 @@ class Project:
             if path is None:
                 self.hot_loop_files.clear()
                 self._functions.clear()
+                self._tests.clear()
                 self.resolver = ImportResolver(self.root)
                 return
             self._functions = {key: found for key, found in self._functions.items() if key[0] != path and (
@@ -662,36 +688,16 @@ class Project:
         return self._files
 
     def _files_mentioning(self, name: str) -> list[Path]:
-        """The project's Python files whose text contains `name` (callers of a function must name it)."""
-        needle = name.encode()
+        """The project's Python files whose text has the identifier `name` (callers of a function must name
+        it), in the order of the project's files: from the identifier index (`files_naming`), built once with
+        one read of each file, rather than a search of every file per name."""
+        named = set(self.files_naming(name))
         found = []
         for file in self._project_files():
             overlay = self._overlays.get(self._resolved(file))
-            if overlay is not None:
-                found.append(file)  # an editor buffer: its module is parsed already
-                continue
-            if self._mentions_name(file, needle):
-                found.append(file)
+            if overlay is not None or file in named:
+                found.append(file)  # (an editor buffer: its module is parsed already)
         return found
-
-    def _mentions_name(self, file: Path, needle: bytes) -> bool:
-        key = str(file)
-        try:
-            st = os.stat(key)
-        except OSError:
-            return False
-        stamp = (st.st_mtime_ns, st.st_size)
-        known = self._mentions.get(key)
-        if known is None or known[0] != stamp:
-            known = self._mentions[key] = (stamp, {})
-        answer = known[1].get(needle)
-        if answer is None:
-            try:
-                answer = st.st_size <= 5_000_000 and needle in read_regular(file)[0]
-            except (OSError, FileError):
-                return False  # not remembered: unreadable now, perhaps not later
-            known[1][needle] = answer
-        return answer
 
     def function(self, path: Path, qualname: str) -> Optional[FunctionSummary]:
         key = (self._resolved(path), qualname)
@@ -859,7 +865,7 @@ class _Summarizer:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             self._bind(targets, value, augmented=isinstance(stmt, ast.AugAssign))
             return
-        for child in ast.iter_child_nodes(stmt):
+        for child in ast_walk.iter_child_nodes(stmt):
             if isinstance(child, ast.expr):
                 self._expressions(child, conditional)
 
@@ -976,7 +982,7 @@ class _Summarizer:
     # -- expressions ------------------------------------------------------------------------------------------
     def _expressions(self, expr: ast.expr, conditional: bool) -> None:
         """Record every sink and sync call inside `expr` (lambdas and comprehensions' own scopes included)."""
-        for node in ast.walk(expr):
+        for node in ast_walk.walk(expr):
             if isinstance(node, ast.Call):
                 self._call(node, conditional)
             elif isinstance(node, ast.Subscript) and not self.quiet and self._is_mask(node.slice):
@@ -1138,7 +1144,7 @@ class _Summarizer:
         return isinstance(test, ast.Name) and test.id in self.computed
 
     def _through_parameters(self, expr: ast.expr) -> bool:
-        return any(isinstance(n, ast.Name) and n.id in self.parameter_views for n in ast.walk(expr))
+        return any(isinstance(n, ast.Name) and n.id in self.parameter_views for n in ast_walk.walk(expr))
 
     def _classes_of(self, value: ast.expr) -> tuple:
         """The project classes `value` is an instance of: one for `Cls(...)` or a name bound to one, one per
@@ -1208,7 +1214,7 @@ class _Summarizer:
                 return self.taint[node.id]
             if _metadata(node):
                 continue
-            pending.extend(reversed(list(ast.iter_child_nodes(node))))
+            pending.extend(reversed(list(ast_walk.iter_child_nodes(node))))
         return None
 
 
@@ -1244,7 +1250,7 @@ def _is_dtype(node: ast.expr) -> bool:
 
 def _iterates_parameters(iterable: ast.expr) -> bool:
     """`model.parameters()`, `model.named_parameters()`, `m.buffers()`: the tensors a module holds."""
-    for node in ast.walk(iterable):
+    for node in ast_walk.walk(iterable):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
                 "parameters", "named_parameters", "buffers", "named_buffers"):
             return True
@@ -1281,7 +1287,7 @@ def _scopes(tree: ast.Module) -> Iterator[tuple[list[ast.Call], dict]]:
         scope = pending.pop()
         calls: list[ast.Call] = []
         assigns: dict[str, list] = {}
-        stack = list(ast.iter_child_nodes(scope))
+        stack = list(ast_walk.iter_child_nodes(scope))
         while stack:
             node = stack.pop()
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
@@ -1297,12 +1303,12 @@ def _scopes(tree: ast.Module) -> Iterator[tuple[list[ast.Call], dict]]:
                         for index, element in enumerate(target.elts):
                             if isinstance(element, ast.Name):
                                 assigns.setdefault(element.id, []).append((node.value, index))
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(ast_walk.iter_child_nodes(node))
         yield calls, assigns
 
 
 def _periodic(test: ast.expr) -> bool:
-    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test))
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast_walk.walk(test))
 
 
 def _flag(test: ast.expr) -> bool:
@@ -1331,7 +1337,7 @@ _OTHER_BACKENDS = {"mps", "cpu", "xla", "tpu", "neuron", "xpu", "npu", "hpu", "m
 def _off_gpu(test: ast.expr) -> bool:
     """`if mps:`, `if device.type == "cpu":`: a branch for another backend, not taken on a CUDA run."""
     if any(isinstance(n, ast.Compare) and any(isinstance(op, (ast.NotEq, ast.IsNot, ast.NotIn)) for op in n.ops)
-           for n in ast.walk(test)):
+           for n in ast_walk.walk(test)):
         return False  # `if x.device.type != "cpu":` is the GPU branch
     words = set(re.findall(r"[a-z]+", ast.unparse(test).lower()))
     return bool(words & _OTHER_BACKENDS) and "not" not in words

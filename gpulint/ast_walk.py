@@ -1,0 +1,45 @@
+"""`ast.walk` and `ast.iter_child_nodes`, the same nodes in the same order, at a fraction of the cost.
+
+The standard library's pair goes through two generators per node (`iter_child_nodes` over `iter_fields`); the
+prefilter, the rule gate and the project model walk CPython's trees of every file (and of every caller file a
+model's `forward` is looked for in), so the walk itself was a visible share of a cold run. Here a node's
+children are collected into a list in one loop over its `_fields`, and `walk` is the same breadth-first order
+over a list instead of a deque (tests/test_ast_walk.py compares both on every fixture).
+"""
+
+from __future__ import annotations
+
+from ast import AST
+from typing import Iterator
+
+
+def iter_child_nodes(node: AST) -> list[AST]:
+    """`ast.iter_child_nodes(node)`, as a list."""
+    out: list[AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, AST):
+            out.append(value)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, AST):
+                    out.append(item)
+    return out
+
+
+def walk(node: AST) -> Iterator[AST]:
+    """`ast.walk(node)`: the node, then breadth-first every node below it."""
+    todo = [node]
+    at = 0
+    while at < len(todo):
+        current = todo[at]
+        at += 1
+        for name in current._fields:
+            value = getattr(current, name, None)
+            if isinstance(value, AST):
+                todo.append(value)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, AST):
+                        todo.append(item)
+        yield current
