@@ -1,0 +1,95 @@
+"""Per-step costs that real trainers keep out of sight: library calls whose cost the reviewed table
+(analysis/libraries.py) records, and step functions run through a callable (`gpu_timer(train_step)`, a
+trainer's step method handed to the loop as a parameter).
+
+Every case has its quiet twin: the same code under `if step % 100 == 0:` (periodic logging is deliberate).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from gpulint.analysis.libraries import Effect, fact_for_function, fact_for_method
+from test_model_code import check, found  # the same CLI run and finding keys
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    (root / "pyproject.toml").write_text("")
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+# -- library facts ------------------------------------------------------------------------------------------------
+def test_barrier_and_ema_facts_are_in_the_table():
+    assert fact_for_method("accelerate.Accelerator", "wait_for_everyone").effect is Effect.SYNCS
+    assert fact_for_method("accelerate.accelerator.Accelerator", "wait_for_everyone").effect is Effect.SYNCS
+    assert fact_for_function("torch.distributed.barrier").effect is Effect.SYNCS
+    assert fact_for_method("ema_pytorch.EMA", "update").effect is Effect.SYNCS
+    assert fact_for_method("ema_pytorch.EMA", "copy_params_from_model_to_ema") is None
+
+
+TRAINER = """\
+import torch
+from accelerate import Accelerator
+from ema_pytorch import EMA
+
+
+class Trainer:
+    def __init__(self, model, dl):
+        self.accelerator = Accelerator()
+        self.model = model
+        self.ema = EMA(model, beta=0.995)
+        self.ema.to(self.accelerator.device)
+        self.opt = torch.optim.Adam(model.parameters(), fused=True)
+        self.dl = dl
+        self.step = 0
+
+    def train(self):
+        accelerator = self.accelerator
+        for data in self.dl:
+            loss = self.model(data)
+            accelerator.backward(loss)
+{body}
+            self.step += 1
+"""
+
+
+def test_barrier_and_ema_update_every_step_are_reported(tmp_path):
+    body = ("            accelerator.wait_for_everyone()\n            self.opt.step()\n"
+            "            self.opt.zero_grad()\n            self.ema.update()\n")
+    root = _write(tmp_path, {"train.py": TRAINER.format(body=body)})
+    items = check(root, "--no-cache", "train.py")
+    assert found(items) == {("train.py", 21, "GPU112"), ("train.py", 24, "GPU112")}
+    messages = {d["location"]["row"]: d["message"] for d in items}
+    assert "Accelerator.wait_for_everyone" in messages[21] and "EMA.update" in messages[24]
+
+
+def test_barrier_and_ema_update_under_a_periodic_test_are_fine(tmp_path):
+    body = ("            self.opt.step()\n            self.opt.zero_grad()\n"
+            "            if self.step % 100 == 0:\n                accelerator.wait_for_everyone()\n"
+            "                self.ema.update()\n")
+    root = _write(tmp_path, {"train.py": TRAINER.format(body=body)})
+    assert found(check(root, "--no-cache", "train.py")) == set()
+
+
+def test_a_distributed_barrier_every_step_is_reported_and_one_after_the_loop_is_not(tmp_path):
+    root = _write(tmp_path, {"train.py": """\
+        import torch
+        import torch.distributed as dist
+
+        model = torch.nn.Linear(2, 1).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, foreach=True)
+        for x in loader:
+            loss = model(x.cuda(non_blocking=True)).sum()
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            dist.barrier()
+        dist.barrier()
+        """})
+    assert ("train.py", 11, "GPU112") in found(check(root, "--no-cache", "train.py"))
+    assert ("train.py", 12, "GPU112") not in found(check(root, "--no-cache", "train.py"))
