@@ -93,3 +93,91 @@ def test_a_distributed_barrier_every_step_is_reported_and_one_after_the_loop_is_
         """})
     assert ("train.py", 11, "GPU112") in found(check(root, "--no-cache", "train.py"))
     assert ("train.py", 12, "GPU112") not in found(check(root, "--no-cache", "train.py"))
+
+
+# -- a step closure handed to a helper that calls it ---------------------------------------------------------------
+TIMER = """\
+import torch
+
+
+def gpu_timer(closure, log_timings=True):
+    start = torch.cuda.Event(enable_timing=True)
+    start.record()
+    result = closure()
+    return result
+
+
+def register(closure, hooks):
+    hooks.append(closure)
+"""
+
+CLOSURE_LOOP = """\
+import torch
+from utils.timing import gpu_timer, register
+
+model = torch.nn.Linear(2, 1).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1, foreach=True)
+hooks = []
+for itr, x in enumerate(loader):
+    x = x.cuda(non_blocking=True)
+
+    def train_step():
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        print(loss.item())
+        return loss
+
+{call}
+"""
+
+
+def test_a_closure_run_by_a_timer_every_step_is_per_step_code(tmp_path):
+    root = _write(tmp_path, {"utils/__init__.py": "", "utils/timing.py": TIMER,
+                             "train.py": CLOSURE_LOOP.format(call="    gpu_timer(train_step)")})
+    assert ("train.py", 15, "GPU101") in found(check(root, "--no-cache", "train.py"))
+
+
+def test_a_closure_passed_by_keyword_is_followed_too(tmp_path):
+    root = _write(tmp_path, {"utils/__init__.py": "", "utils/timing.py": TIMER,
+                             "train.py": CLOSURE_LOOP.format(call="    gpu_timer(closure=train_step)")})
+    assert ("train.py", 15, "GPU101") in found(check(root, "--no-cache", "train.py"))
+
+
+def test_a_closure_timed_only_periodically_or_only_stored_is_not_per_step(tmp_path):
+    periodic = "    if itr % 100 == 0:\n        gpu_timer(train_step)"
+    stored = "    register(train_step, hooks)"
+    for call in (periodic, stored):
+        root = _write(tmp_path, {"utils/__init__.py": "", "utils/timing.py": TIMER,
+                                 "train.py": CLOSURE_LOOP.format(call=call)})
+        assert not any(row == 15 for _, row, _ in found(check(root, "--no-cache", "train.py"))), call
+
+
+def test_a_helper_reading_the_parameters_it_is_given_syncs_at_the_call(tmp_path):
+    helper = """\
+    def grad_logger(named_params):
+        total = 0.0
+        for n, p in named_params:
+            if p.grad is not None:
+                total += float(p.grad.norm())
+        return total
+    """
+    loop = """\
+    import torch
+    from stats import grad_logger
+
+    model = torch.nn.Linear(2, 1).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, foreach=True)
+    for step, x in enumerate(loader):
+        model(x.cuda(non_blocking=True)).sum().backward()
+        opt.step()
+        {call}
+        opt.zero_grad(set_to_none=True)
+    """
+    root = _write(tmp_path, {"stats.py": helper, "train.py": loop.format(
+        call="stats = grad_logger(model.named_parameters())")})
+    assert ("train.py", 9, "GPU112") in found(check(root, "--no-cache", "train.py"))
+    root = _write(tmp_path, {"stats.py": helper, "train.py": loop.format(
+        call="stats = grad_logger(model.named_parameters()) if step % 100 == 0 else None")})
+    assert ("train.py", 9, "GPU112") not in found(check(root, "--no-cache", "train.py"))

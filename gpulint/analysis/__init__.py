@@ -123,7 +123,23 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
         from gpulint.analysis.forward import per_step_caller
 
         loops.per_step_caller = lambda fn: per_step_caller(analysis, fn)
+        loops.runs_argument = lambda call, position, keyword: _runs_argument(analysis, call, position, keyword)
     return loops
+
+
+def _runs_argument(analysis: ModuleAnalysis, call: cst.Call, position: Optional[int], keyword: Optional[str]) -> bool:
+    """The project function `call` reaches calls the parameter that receives this argument on every call."""
+    from gpulint.analysis.calls import project_calls
+
+    calls = analysis.fact(project_calls)
+    target = calls.callee(call, own_module=True) if calls is not None else None
+    if target is None:
+        return False
+    summary, bound = target[1], target[2]
+    params = summary.params[1:] if bound and summary.params else summary.params
+    name = keyword if keyword is not None else (params[position] if position is not None and
+                                                 position < len(params) else None)
+    return name is not None and name in summary.calls_params
 
 
 def _targets_gpu(analysis: ModuleAnalysis) -> bool:

@@ -319,8 +319,8 @@ class ProjectCalls(ModuleCalls):
                     position += 1
             if sink is None:
                 continue
-            if self.carries_tensor(arg.value) or sink.through == "parameters" and self.analysis.kind(
-                    arg.value) is Kind.MODULE:
+            if self.carries_tensor(arg.value) or _parameters_of(arg.value) or \
+                    sink.through == "parameters" and self.analysis.kind(arg.value) is Kind.MODULE:
                 return HelperCost(name, sink, arg.value)
         return None
 
@@ -437,6 +437,13 @@ class ProjectCalls(ModuleCalls):
         if dotted not in self._found:  # one project lookup per name in this module
             self._found[dotted] = self.project.lookup(self.path, dotted)
         return self._found[dotted]
+
+
+def _parameters_of(value: cst.BaseExpression) -> bool:
+    """`model.parameters()` / `model.named_parameters()`: a module's parameters (and their gradients) are
+    tensors, so a helper reading what it iterates (`grad_logger(encoder.named_parameters())`) reads them."""
+    return isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute) and \
+        value.func.attr.value in ("parameters", "named_parameters")
 
 
 def _argument_values(value: cst.BaseExpression):

@@ -75,6 +75,9 @@ class LoopAnalysis:
         self._without_helpers = False
         # analysis/forward.py: the call site that runs a function every step from a loop elsewhere, or None
         self.per_step_caller: Optional[Callable[[cst.FunctionDef], Optional[object]]] = None
+        # analysis/__init__.py: whether a call runs the function passed as its argument (by position, or by
+        # keyword) every time it runs (`gpu_timer(train_step)` where `def gpu_timer(closure): ... closure()`)
+        self.runs_argument: Optional[Callable[[cst.Call, Optional[int], Optional[str]], bool]] = None
 
     # -- loop roles --------------------------------------------------------------------------------------------
     def role(self, loop: Loop) -> LoopRole:
@@ -296,6 +299,28 @@ class LoopAnalysis:
             candidates = [c for c in candidates if owner is not None and self._class_of(c) is owner]
         return candidates[0] if len(candidates) == 1 else None
 
+    def passed_functions(self, call: cst.Call) -> list[cst.FunctionDef]:
+        """Functions of this module passed by name to `call` whose callee calls them on every call: a step
+        closure handed to a timer (`gpu_timer(train_step)`) runs wherever, and as often as, the call runs."""
+        if self.runs_argument is None:
+            return []
+        found: list[cst.FunctionDef] = []
+        position = 0
+        for arg in call.args:
+            if arg.star:
+                break
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            value = arg.value
+            if isinstance(value, cst.Name) and value.value in self.index.functions:
+                bindings = self.index.visible_bindings(value)
+                fn = bindings[0].value if len(bindings) == 1 and bindings[0].kind == "def" else None
+                if isinstance(fn, cst.FunctionDef) and \
+                        self.runs_argument(call, None if keyword else position, keyword):
+                    found.append(fn)
+            if keyword is None:
+                position += 1
+        return found
+
     def _class_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
         """The innermost class whose method holds `node` (for a method itself: its class)."""
         for parent in self.index.ancestors(node):
@@ -342,6 +367,11 @@ class LoopAnalysis:
                 reason = self.periodic_test(parent.test, negated=True)
                 if reason:
                     periodic = reason
+            elif isinstance(parent, cst.IfExp) and periodic is None and child is not parent.test:
+                # `stats = log(x) if step % 100 == 0 else None`
+                reason = self.periodic_test(parent.test, negated=child is parent.orelse)
+                if reason:
+                    periodic = reason
             elif isinstance(parent, cst.IndentedBlock) and periodic is None:
                 if isinstance(self.index.parent.get(parent), (cst.If, cst.Else, cst.ExceptHandler)) \
                         and self._ends_the_run(parent):
@@ -380,6 +410,9 @@ class LoopAnalysis:
                 fn = self.local_function(node)  # type: ignore[arg-type]
                 if fn is not None and not self.index.is_ancestor_or_self(fn, node):
                     calls.append((node, fn))
+                for passed in self.passed_functions(node):  # type: ignore[arg-type]
+                    if not self.index.is_ancestor_or_self(passed, node):
+                        calls.append((node, passed))
             found: dict[int, Execution] = {}
             for _ in range(_HELPER_DEPTH):
                 known_before = dict(found)

@@ -125,6 +125,9 @@ class FunctionSummary:
     # The project classes of what it returns: one element for `return Cls(...)`, one per element of a tuple
     # (`return model, criterion`); None where an element is not a project instance or cannot be told.
     returns_classes: tuple = ()
+    # Parameters the function calls itself on every call (`def gpu_timer(closure): ... closure()`), outside a
+    # periodic test or an option: a function passed there runs whenever the call does.
+    calls_params: frozenset = frozenset()
     # The project modules this summary was computed from (its own and every helper's it follows).
     dependencies: frozenset = frozenset()
     consulted: frozenset = frozenset()  # (module, qualname) of the summaries it was computed from
@@ -137,7 +140,8 @@ class FunctionSummary:
                 None if self.returns_loader is None else (self.returns_loader.line, self.returns_loader.pinned,
                                                           str(self.returns_loader.path)),
                 self.returns_tensor, sorted(self.returns_params), _sink_key(self.returns_host_batch),
-                [None if c is None else (c.name, str(c.path)) for c in self.returns_classes])
+                [None if c is None else (c.name, str(c.path)) for c in self.returns_classes],
+                sorted(self.calls_params))
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
                           bound_method: bool = False) -> Optional[Sink]:
@@ -992,6 +996,9 @@ class _Summarizer:
     def _call(self, call: ast.Call, conditional: bool) -> None:
         if self.quiet:
             return
+        if isinstance(call.func, ast.Name) and self.taint.get(call.func.id) == call.func.id \
+                and call.func.id not in self.computed:
+            self.summary.calls_params = self.summary.calls_params | {call.func.id}
         qualified = self.info.qualify(_dotted(call.func) or "")
         if qualified in SYNC_CALLS or qualified.endswith(".synchronize") and "cuda" in qualified:
             if not conditional and self.summary.always_syncs is None:
