@@ -15,6 +15,7 @@ from test_model_code import check, found  # the same CLI run and finding keys
 
 
 def _write(root: Path, files: dict[str, str]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
     (root / "pyproject.toml").write_text("")
     for name, text in files.items():
         path = root / name
@@ -181,3 +182,92 @@ def test_a_helper_reading_the_parameters_it_is_given_syncs_at_the_call(tmp_path)
     root = _write(tmp_path, {"stats.py": helper, "train.py": loop.format(
         call="stats = grad_logger(model.named_parameters()) if step % 100 == 0 else None")})
     assert ("train.py", 9, "GPU112") not in found(check(root, "--no-cache", "train.py"))
+
+
+# -- a loader handed to a class and drawn from with next(self.data) ------------------------------------------------
+EVALUATOR = """\
+import torch
+
+
+class Evaluator:
+    def __init__(self, scorer, data):
+        self.scorer = scorer
+        self.data = {stored}
+
+    def run(self, steps):
+        scores = []
+        step = 0
+        while True:
+            x = next(self.data)
+            x = x.cuda()
+            score = self.scorer(x)
+{read}
+            step += 1
+            if step == steps:
+                return scores
+"""
+
+BUILDER = """\
+import torch
+from torch.utils.data import DataLoader
+from evaluator import Evaluator
+
+
+def load(ds):
+    loader = DataLoader(ds, batch_size=4)
+    while True:
+        yield from loader
+
+
+data = {data}
+Evaluator(model, data).run(1000)
+"""
+
+EVERY_STEP = "            scores.append(score.mean().item())"
+
+
+def _evaluator(root: Path, stored="data", read=EVERY_STEP, data="load(ds)") -> Path:
+    return _write(root, {"evaluator.py": EVALUATOR.format(stored=stored, read=read),
+                         "train.py": BUILDER.format(data=data)})
+
+
+def test_a_stored_loader_drawn_with_next_makes_the_loop_per_step(tmp_path):
+    assert ("evaluator.py", 16, "GPU101") in found(check(_evaluator(tmp_path), "--no-cache", "evaluator.py"))
+
+
+def test_a_stored_iterator_over_the_loader_is_a_loader_too(tmp_path):
+    root = _evaluator(tmp_path, stored="iter(data)", data="DataLoader(ds, batch_size=4, pin_memory=True)")
+    assert ("evaluator.py", 16, "GPU101") in found(check(root, "--no-cache", "evaluator.py"))
+
+
+def test_a_stored_loader_read_periodically_or_not_a_loader_is_quiet(tmp_path):
+    periodic = "            if step % 100 == 0:\n                scores.append(score.mean().item())"
+    root = _evaluator(tmp_path / "periodic", read=periodic)
+    assert not found(check(root, "--no-cache", "evaluator.py"))
+    # a site passes something that is not a loader: the attribute is unknown, the loop is not a batch loop
+    root = _evaluator(tmp_path / "other", data="iter(range(10))")
+    assert not found(check(root, "--no-cache", "evaluator.py"))
+
+
+def test_a_range_loop_drawing_a_batch_each_iteration_is_per_step(tmp_path):
+    root = _write(tmp_path, {"evaluator.py": """\
+        import torch
+
+
+        def score_of(model, x):
+            return model(x).mean()
+
+
+        class Evaluator:
+            def __init__(self, model, data):
+                self.model = model
+                self.data = data
+
+            def run(self, steps):
+                scores = []
+                for step in range(steps):
+                    x = next(self.data).cuda()
+                    scores.append(score_of(self.model, x).item())
+                return scores
+        """, "train.py": BUILDER.format(data="load(ds)")})
+    assert ("evaluator.py", 17, "GPU101") in found(check(root, "--no-cache", "evaluator.py"))

@@ -92,6 +92,11 @@ class LoopAnalysis:
             return LoopRole.COLD  # `for x in loader: <measure once>; return`: the body runs at most once
         if self._loops_over_batches(loop):
             return LoopRole.HOT
+        if isinstance(loop, cst.For) and any(isinstance(n, cst.Call) and self._next_batch(n)
+                                             for n in _walk_body(loop, into_loops=False)):
+            # `for step in range(max_steps): batch = next(self.data)`: one batch per iteration (not counted as a
+            # pass over the data by an enclosing loop: `for micro in range(accum): next(it)` inside a step loop)
+            return LoopRole.HOT
         # A loop around a pass over the data is an epoch loop, even if it also runs the model itself (a sample
         # or an evaluation per epoch): `for epoch ...: for x in loader: ...` or `for epoch ...: train(epoch)`.
         nested_hot = False

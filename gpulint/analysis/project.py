@@ -515,6 +515,59 @@ class Project:
         return False
 
     # -- call sites ---------------------------------------------------------------------------------------------
+    def parameter_loader(self, path: Path, function: str, parameter: str) -> Optional[LoaderFact]:
+        """The DataLoader every call site of `function` (as for `parameter_class`: a top-level function, or
+        `Class.__init__`) passes as `parameter`: a `DataLoader(...)`, what a project loader factory returns (a
+        generator handing on a loader's batches included: `data = load_data(...)`), or a name bound to one in
+        the caller. A trainer that stores it (`self.data = data`) and draws `next(self.data)` every step then
+        iterates batches. Unknown when any site passes something else, or sites pass different loaders."""
+        key = (self._resolved(path), function, parameter, "loader")
+        with self._lock:
+            if key not in self._parameter_classes:
+                self._parameter_classes[key] = (None, frozenset())  # recursion guard
+                with recording() as used, text_dependency():
+                    found = self._parameter_values(key[0], function, parameter, self.loader_at)
+                    loaders = {(f.path, f.line): f for f in found or () if f is not None}
+                    loader = next(iter(loaders.values())) if len(loaders) == 1 else None
+                self._parameter_classes[key] = (loader, frozenset(used))
+            found_loader, used = self._parameter_classes[key]
+            with text_dependency():
+                for dependency in used:
+                    _record(dependency)
+            return found_loader  # type: ignore[return-value]
+
+    def loader_at(self, info: ModuleInfo, expr: ast.expr, assigns: dict, depth: int = 0):
+        """What a call site passes: a LoaderFact, None (the literal), or _UNKNOWN."""
+        if isinstance(expr, ast.Constant) and expr.value is None:
+            return None
+        if depth > 3:
+            return _UNKNOWN
+        if isinstance(expr, ast.Call):
+            qualified = info.qualify(_dotted(expr.func) or "")
+            if qualified in LOADER_CLASSES or qualified.endswith(".DataLoader"):
+                pinned: Optional[bool] = False
+                for kw in expr.keywords:
+                    if kw.arg is None:
+                        pinned = None
+                    elif kw.arg == "pin_memory":
+                        pinned = kw.value.value is True if isinstance(kw.value, ast.Constant) else None
+                return LoaderFact(info.path, expr.lineno, pinned)
+            if qualified in ("iter", "itertools.cycle") and len(expr.args) == 1:
+                return self.loader_at(info, expr.args[0], assigns, depth + 1)
+            dotted = _dotted(expr.func)
+            found = self.lookup(info.path, dotted) if dotted else None
+            if isinstance(found, FunctionSummary) and found.returns_loader is not None:
+                return found.returns_loader
+            return _UNKNOWN
+        if isinstance(expr, ast.Name) and expr.id in assigns:
+            values = [self.loader_at(info, value, assigns, depth + 1) if index is None else _UNKNOWN
+                      for value, index in assigns[expr.id]]
+            if any(v is _UNKNOWN for v in values):
+                return _UNKNOWN
+            known = {(v.path, v.line): v for v in values if v is not None}
+            return next(iter(known.values())) if len(known) == 1 else (None if not known else _UNKNOWN)
+        return _UNKNOWN
+
     def parameter_class(self, path: Path, function: str, parameter: str) -> Optional[ClassSummary]:
         """The project class of what every call site of the top-level `function` (defined in `path`), or of
         `Class.__init__` (whose call sites are `Class(...)`), passes
@@ -536,6 +589,13 @@ class Project:
             return found
 
     def _parameter_class(self, path: Path, function: str, parameter: str) -> Optional[ClassSummary]:
+        found = self._parameter_values(path, function, parameter, self.class_at)
+        classes = {id(c): c for c in found or () if c is not None}
+        return next(iter(classes.values())) if len(classes) == 1 else None
+
+    def _parameter_values(self, path: Path, function: str, parameter: str, resolve) -> Optional[list]:
+        """`resolve(caller, argument, assigns)` of what each project call site of `function` passes as
+        `parameter` (None where it is left out); None when a site's argument cannot be told."""
         info = self.module(path)
         if info is None:
             return None
@@ -562,12 +622,11 @@ class Project:
                 argument = _argument(call, position, parameter)
                 if argument is _UNKNOWN:
                     return None
-                passed = self.class_at(caller, argument, assigns) if argument is not None else None
+                passed = resolve(caller, argument, assigns) if argument is not None else None
                 if passed is _UNKNOWN:
                     return None
                 found.append(passed)
-        classes = {id(c): c for c in found if c is not None}
-        return next(iter(classes.values())) if len(classes) == 1 else None
+        return found
 
     def class_at(self, info: ModuleInfo, expr: ast.expr, assigns: dict, depth: int = 0):
         """What a call site passes: a project class instance, None (the literal), or _UNKNOWN."""
