@@ -271,3 +271,68 @@ def test_a_range_loop_drawing_a_batch_each_iteration_is_per_step(tmp_path):
                 return scores
         """, "train.py": BUILDER.format(data="load(ds)")})
     assert ("evaluator.py", 17, "GPU101") in found(check(root, "--no-cache", "evaluator.py"))
+
+
+# -- a model built through a registry of builders ------------------------------------------------------------------
+MODELS = """\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, x):
+        y = self.fc(x) * torch.ones(1, device=x.device)
+        self.last = y.norm().item()
+        return y
+
+
+def net_small(**kw):
+    return Net(8, **kw)
+
+
+def net_large(**kw):
+    return Net(64, **kw)
+
+
+class Other(nn.Module):
+    def forward(self, x):
+        return x
+
+
+def other(**kw):
+    return Other()
+
+
+NETS = {"small": net_small, "large": net_large}
+MIXED = {"small": net_small, "other": other}
+"""
+
+REGISTRY_LOOP = """\
+import torch
+from models import {registry}
+
+model = {registry}[args.model]().cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1, fused=True)
+with torch.autocast("cuda", dtype=torch.bfloat16):
+    for x in loader:
+        loss = model(x.cuda(non_blocking=True)).sum()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+"""
+
+
+def test_a_model_built_from_a_registry_runs_its_forward_every_step(tmp_path):
+    root = _write(tmp_path, {"models.py": MODELS, "train.py": REGISTRY_LOOP.format(registry="NETS")})
+    items = check(root, "--no-cache", "models.py")
+    assert ("models.py", 12, "GPU101") in found(items)
+    assert next(d for d in items if d["location"]["row"] == 12)["related"][0]["filename"] == "train.py"
+
+
+def test_a_registry_of_different_classes_is_not_followed(tmp_path):
+    root = _write(tmp_path, {"models.py": MODELS, "train.py": REGISTRY_LOOP.format(registry="MIXED")})
+    assert ("models.py", 12, "GPU101") not in found(check(root, "--no-cache", "models.py"))

@@ -412,7 +412,8 @@ class ProjectCalls(ModuleCalls):
         calls = self.built_by(expr)
         if not calls:
             return None
-        classes = [self._lookup(call.func) for call in calls]
+        classes = [self.registry_class(call.func) if isinstance(call.func, cst.Subscript) else
+                   self._lookup(call.func) for call in calls]
         first = classes[0]
         return first if isinstance(first, ClassSummary) and all(c is first for c in classes) else None
 
@@ -429,6 +430,16 @@ class ProjectCalls(ModuleCalls):
                 isinstance(self.index.parent.get(cls), cst.Module):
             return self.project.parameter_class(self.path, f"{cls.name.value}.__init__", binding.name)
         return None
+
+    def registry_class(self, func: cst.BaseExpression) -> Optional[ClassSummary]:
+        """`DiT_models[args.model]` (the function of a call): the one project class every entry of the
+        module-level registry builds (Project.registry_class), else None."""
+        if not isinstance(func, cst.Subscript):
+            return None
+        dotted = dotted_name(func.value)
+        if dotted is None or dotted.split(".")[0] == "self":
+            return None
+        return self.project.registry_class(self.path, dotted)
 
     def _lookup(self, func: cst.BaseExpression):
         dotted = dotted_name(func)

@@ -188,12 +188,16 @@ def _remembered(project: Project, key: tuple, find) -> Optional[CallSite]:
 
 
 def _find_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
-    callers = [info for info in map(project.module, (f for f in project.files_naming(class_name, training=True)
-                                                     if not is_test_path(f, project.root)))
-               if info is not None and _may_call_in_hot_loop(project, info, class_name)]
+    info = project.module(path)
+    callers: list = []
+    # the class's name, and the registries of its module whose every entry builds it (`NETS[args.model](...)`)
+    for name in (class_name, *_registries_building(project, info, class_name)):
+        for caller in map(project.module, (f for f in project.files_naming(name, training=True)
+                                           if not is_test_path(f, project.root))):
+            if caller is not None and caller not in callers and _may_call_in_hot_loop(project, caller, name):
+                callers.append(caller)
     if not callers:  # the common case, decided from text and `ast` alone
         return None
-    info = project.module(path)
     cls = info.classes.get(class_name) if info is not None else None
     if cls is None or not project.is_module_class(cls):
         return None
@@ -292,6 +296,19 @@ def hot_call_names(project: Project) -> frozenset:
         return known
 
 
+def _registries_building(project: Project, info, class_name: str) -> list[str]:
+    """The module-level registries of the module (`NETS = {"small": net_small, ...}`) whose every entry builds
+    the class `class_name` of that module."""
+    if info is None or not info.registries:
+        return []
+    found = []
+    for registry in info.registries.values():
+        cls = project.registry_class(info.path, registry.name)
+        if cls is not None and cls.name == class_name and cls.path == info.path:
+            found.append(registry.name)
+    return found
+
+
 def _may_call_in_hot_loop(project: Project, info, class_name: str) -> bool:
     """On the caller's `ast` tree (cached per content), before any LibCST parse: it calls something named
     `class_name` (a constructor, `pkg.mod.Cls(...)`), and the prefilter's over-approximation of a hot loop
@@ -311,6 +328,8 @@ def _hot_file(project: Project, info) -> tuple[bool, frozenset]:
         for n in ast.walk(info.tree):
             if isinstance(n, ast.Call):
                 called.add(_last_name(n.func))
+                if isinstance(n.func, ast.Subscript):  # `NETS[args.model](...)`: a registry's builder
+                    called.add(_last_name(n.func.value))
                 if _last_name(n.func) == "partial" and n.args:
                     called.add(_last_name(n.args[0]))
         hot = FileFacts("", info.tree).holds(HOT_LOOP)
@@ -464,6 +483,9 @@ class _Instances:
         return isinstance(value, cst.Name) and value.value == name
 
     def _constructs(self, call: cst.Call) -> bool:
+        if isinstance(call.func, cst.Subscript):  # `DiT_models[args.model](...)`: a registry of builders
+            found_class = self.calls.registry_class(call.func)
+            return found_class is not None and self._matches(found_class)
         found = self.calls._lookup(call.func)
         if isinstance(found, ClassSummary):
             return self._matches(found)

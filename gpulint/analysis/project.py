@@ -168,6 +168,16 @@ class ClassSummary:
     bases: tuple[str, ...] = ()
 
 
+@dataclass
+class Registry:
+    """A module-level dict literal of project functions or classes (`DiT_models = {"DiT-XL/2": DiT_XL_2, ...}`):
+    `DiT_models[args.model](...)` builds what one of them builds. `values`: the dotted names, as written."""
+
+    name: str
+    path: Path
+    values: tuple[str, ...]
+
+
 Summary = Union[FunctionSummary, ClassSummary]
 
 
@@ -239,6 +249,7 @@ class ModuleInfo:
         self.tree = tree
         self.functions: dict[str, ast.FunctionDef] = {}
         self.classes: dict[str, ClassSummary] = {}
+        self.registries: dict[str, Registry] = {}
         self._calls_by_name: Optional[dict[str, list[tuple[ast.Call, dict]]]] = None
         for stmt in tree.body:
             self._top_level(stmt)
@@ -275,6 +286,12 @@ class ModuleInfo:
             methods = {s.name: s for s in stmt.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
             bases = tuple(_dotted(b) or "" for b in stmt.bases)
             self.classes[stmt.name] = ClassSummary(stmt.name, self.path, stmt.lineno, methods, bases)  # type: ignore
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and isinstance(stmt.value, ast.Dict) and stmt.value.values:
+            values = [_dotted(v) for v in stmt.value.values]
+            if all(values) and None not in stmt.value.keys:
+                name = stmt.targets[0].id
+                self.registries[name] = Registry(name, self.path, tuple(values))  # type: ignore[arg-type]
         elif isinstance(stmt, (ast.If, ast.Try)):
             # `try: from x import y except ImportError: ...` and `if TYPE_CHECKING:` blocks still bind names.
             for inner in _nested_statements(stmt):
@@ -411,6 +428,7 @@ class Project:
         parts: list = [sorted((k, list(v)) for k, v in info.imports.items())]
         for cls in info.classes.values():
             parts.append((cls.name, cls.line, list(cls.bases), sorted(cls.methods)))
+        parts.append(sorted((r.name, list(r.values)) for r in info.registries.values()))
         for qualname in sorted(qualnames):
             summary = self.function(info.path, qualname)
             parts.append((qualname, None if summary is None else summary.fingerprint()))
@@ -439,6 +457,8 @@ class Project:
                 return self.function(info.path, head)
             if head in info.classes:
                 return info.classes[head]
+            if head in info.registries:
+                return info.registries[head]  # type: ignore[return-value]
         if head in info.imports:
             module, attr, level = info.imports[head]
             if attr is None:  # `import utils` / `import a.b as c`: the rest names something in that module
@@ -502,6 +522,27 @@ class Project:
                 if result is not None:
                     return result
         return None
+
+    def registry_class(self, importer: Path, dotted: str) -> Optional[ClassSummary]:
+        """The project class that every entry of the registry `dotted` (as written in `importer`) builds: a class,
+        or a project function returning one (`def DiT_XL_2(**kw): return DiT(...)`); None when they differ or
+        any entry cannot be told."""
+        registry = self.lookup(importer, dotted)
+        if not isinstance(registry, Registry):
+            return None
+        found: dict = {}
+        for value in registry.values:
+            target = self.lookup(registry.path, value)
+            if isinstance(target, ClassSummary):
+                cls: Optional[ClassSummary] = target
+            elif isinstance(target, FunctionSummary) and len(target.returns_classes) == 1:
+                cls = target.returns_classes[0]
+            else:
+                return None
+            if cls is None:
+                return None
+            found[(cls.path, cls.name)] = cls
+        return next(iter(found.values())) if len(found) == 1 else None
 
     def is_module_class(self, cls: ClassSummary, depth: int = 0) -> bool:
         """A subclass of `torch.nn.Module` (directly or through project classes): calling it runs `forward`."""
@@ -635,6 +676,10 @@ class Project:
         if depth > 3:
             return _UNKNOWN
         if isinstance(expr, ast.Call):
+            if isinstance(expr.func, ast.Subscript):  # `DiT_models[args.model](...)`: a registry of builders
+                registry = _dotted(expr.func.value)
+                found_class = self.registry_class(info.path, registry) if registry else None
+                return found_class if found_class is not None else _UNKNOWN
             dotted = _dotted(expr.func)
             found = self.lookup(info.path, dotted) if dotted else None
             if isinstance(found, ClassSummary):
