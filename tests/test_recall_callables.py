@@ -336,3 +336,29 @@ def test_a_model_built_from_a_registry_runs_its_forward_every_step(tmp_path):
 def test_a_registry_of_different_classes_is_not_followed(tmp_path):
     root = _write(tmp_path, {"models.py": MODELS, "train.py": REGISTRY_LOOP.format(registry="MIXED")})
     assert ("models.py", 12, "GPU101") not in found(check(root, "--no-cache", "models.py"))
+
+
+def test_a_barrier_while_a_cache_is_filled_runs_once_per_key(tmp_path):
+    """A CUDA graph captured on the first call for each model: the barrier and synchronize around the capture
+    run once per key, not every step (the call that replays the graph does run every step)."""
+    root = _write(tmp_path, {"train.py": """\
+        import torch
+        import torch.distributed as dist
+
+        graphs = {}
+        model = torch.nn.Linear(2, 1).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, foreach=True)
+        for x in loader:
+            x = x.cuda(non_blocking=True)
+            if model not in graphs:
+                dist.barrier()
+                torch.cuda.synchronize()
+                graphs[model] = torch.cuda.make_graphed_callables(model, (x,))
+            loss = graphs[model](x).sum()
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            dist.barrier()
+        """})
+    assert {f for f in found(check(root, "--no-cache", "train.py")) if f[2] in ("GPU109", "GPU112")} == \
+        {("train.py", 17, "GPU112")}

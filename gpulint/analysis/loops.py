@@ -364,7 +364,7 @@ class LoopAnalysis:
             if isinstance(parent, cst.If) and child is parent.body and self._export_only(parent.test):
                 return OUTSIDE  # `if torch.onnx.is_in_onnx_export():`: runs while a model is exported, not trained
             if isinstance(parent, cst.If) and child is parent.body and periodic is None:
-                reason = self.periodic_test(parent.test)
+                reason = self.periodic_test(parent.test) or _fills_a_cache(parent)
                 if reason:
                     periodic = reason
             elif isinstance(parent, cst.If) and child is parent.orelse and periodic is None:
@@ -574,6 +574,24 @@ class LoopAnalysis:
 _SETUP_METHODS = {"__init__", "__getitem__", "__len__", "__iter__", "__next__", "reset_parameters",
                   "_init_weights", "init_weights"}
 _MANY = 8  # fewer literal iterations than this is a handful of items, not a hot loop
+
+
+def _fills_a_cache(block: cst.If) -> Optional[str]:
+    """`if key not in self._graphs: ...; self._graphs[key] = build(...)`: the body runs once per key (a cache
+    being filled, a CUDA graph captured), not every time the surrounding code runs."""
+    test = block.test
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.NotIn)):
+        return None
+    key, cache = _code(test.left), _code(test.comparisons[0].comparator)
+    for stmt in block.body.body if isinstance(block.body, cst.IndentedBlock) else ():
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Assign) and any(
+                    isinstance(t.target, cst.Subscript) and _code(t.target.value) == cache
+                    and len(t.target.slice) == 1 and isinstance(t.target.slice[0].slice, cst.Index)
+                    and _code(t.target.slice[0].slice.value) == key for t in small.targets):
+                return "once per key, while a cache is filled"
+    return None
 
 
 def _copied_to_host(expr: cst.BaseExpression) -> bool:
