@@ -362,3 +362,50 @@ def test_a_barrier_while_a_cache_is_filled_runs_once_per_key(tmp_path):
         """})
     assert {f for f in found(check(root, "--no-cache", "train.py")) if f[2] in ("GPU109", "GPU112")} == \
         {("train.py", 17, "GPU112")}
+
+
+# -- a project class wrapping a library object the table knows -----------------------------------------------------
+SCALER = """\
+import torch
+
+
+class ScalerWrapper:
+    def __init__(self):
+        self._scaler = torch.cuda.amp.GradScaler()
+
+    def scale_value(self):
+        return self._scaler.get_scale()
+
+    def tidy(self):
+        self._scaler.update()
+"""
+
+SCALER_LOOP = """\
+import torch
+from scaling import ScalerWrapper
+
+scaler = ScalerWrapper()
+model = torch.nn.Linear(2, 1).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1, foreach=True)
+for step, x in enumerate(loader):
+    loss = model(x.cuda(non_blocking=True)).sum()
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+{line}
+"""
+
+
+def test_a_wrapper_method_reading_the_library_scale_syncs_at_the_call(tmp_path):
+    root = _write(tmp_path, {"scaling.py": SCALER, "train.py": SCALER_LOOP.format(
+        line="    value = scaler.scale_value()\n    scaler.tidy()")})
+    items = check(root, "--no-cache", "train.py")
+    assert found(items) == {("train.py", 12, "GPU112")}
+    assert "GradScaler.get_scale()" in items[0]["message"]
+    assert items[0]["related"][0]["filename"] == "scaling.py" and items[0]["related"][0]["location"]["row"] == 9
+
+
+def test_a_wrapper_method_read_periodically_is_quiet(tmp_path):
+    root = _write(tmp_path, {"scaling.py": SCALER, "train.py": SCALER_LOOP.format(
+        line="    if step % 100 == 0:\n        value = scaler.scale_value()")})
+    assert found(check(root, "--no-cache", "train.py")) == set()

@@ -1124,6 +1124,9 @@ class _Summarizer:
             return
         callee = self._callee(call)
         if callee is None:
+            library = self._library_sync(call)
+            if library is not None and not conditional and self.summary.always_syncs is None:
+                self.summary.always_syncs = library
             return
         summary, bound = callee
         if summary.always_syncs is not None and not conditional and self.summary.always_syncs is None:
@@ -1149,6 +1152,38 @@ class _Summarizer:
                 param = self._tainted_by(arg.value)
                 if param is not None and param not in self.summary.sink_params and summary.sink_params:
                     self.summary.sink_params[param] = next(iter(summary.sink_params.values()))
+
+    def _library_sync(self, call: ast.Call) -> Optional[Sink]:
+        """`self._scaler.step(optimizer)` where the class builds `self._scaler = torch.cuda.amp.GradScaler()`: a
+        library method the reviewed table (analysis/libraries.py) says reads device state back on every call."""
+        from gpulint.analysis.libraries import Effect, fact_for_method
+
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute)
+                and isinstance(func.value.value, ast.Name) and func.value.value.id == "self" and self.cls is not None):
+            return None
+        built = self._self_attribute_library_class(func.value.attr)
+        fact = fact_for_method(built, func.attr)
+        if fact is None or fact.effect is not Effect.SYNCS:
+            return None
+        return Sink(self.info.path, call.lineno, f"{fact.target.rsplit('.', 2)[-2]}.{func.attr}()")
+
+    def _self_attribute_library_class(self, attr: str) -> Optional[str]:
+        """The qualified library class every `self.<attr> = Cls(...)` of the class builds, else None."""
+        found: set[str] = set()
+        for method in self.cls.methods.values():  # type: ignore[union-attr]
+            for node in ast.walk(method):
+                if not isinstance(node, ast.Assign):
+                    continue
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute) and target.attr == attr and \
+                            isinstance(target.value, ast.Name) and target.value.id == "self":
+                        value = node.value
+                        dotted = _dotted(value.func) if isinstance(value, ast.Call) else None
+                        if dotted is None:
+                            return None
+                        found.add(self.info.qualify(dotted))
+        return found.pop() if len(found) == 1 else None
 
     def _read_of(self, call: ast.Call) -> Optional[tuple[str, ast.expr]]:
         func = call.func
