@@ -409,3 +409,78 @@ def test_a_wrapper_method_read_periodically_is_quiet(tmp_path):
     root = _write(tmp_path, {"scaling.py": SCALER, "train.py": SCALER_LOOP.format(
         line="    if step % 100 == 0:\n        value = scaler.scale_value()")})
     assert found(check(root, "--no-cache", "train.py")) == set()
+
+
+# -- a step function handed to the loop as a parameter, or stored by a trainer --------------------------------------
+STEPS = """\
+import torch
+
+
+class Trainer:
+    def __init__(self, model, opt):
+        self.model = model
+        self.opt = opt
+
+    def train_step(self, x):
+        loss = self.model(x).sum()
+        loss.backward()
+        self.opt.step()
+        torch.cuda.synchronize()
+        return loss
+
+
+def quiet_step(model, x):
+    return model(x).sum()
+"""
+
+ENGINE = """\
+import torch
+
+
+def train(train_step, loader):
+    for step, x in enumerate(loader):
+        x = x.cuda(non_blocking=True)
+        loss = train_step(x)
+
+
+class Loop:
+    def __init__(self, fwd_bwd_fn, loader):
+        self.fwd_bwd_fn = fwd_bwd_fn
+        self.loader = loader
+
+    def run(self):
+        for x in self.loader:
+            loss = self.fwd_bwd_fn(x.cuda(non_blocking=True))
+"""
+
+MAIN = """\
+import torch
+from engine import Loop, train
+from steps import Trainer, quiet_step
+
+def main(trainer: Trainer, loader):
+    {call}
+"""
+
+
+def test_a_step_method_passed_to_the_loop_is_paid_at_its_call(tmp_path):
+    root = _write(tmp_path, {"steps.py": STEPS, "engine.py": ENGINE, "main.py": MAIN.format(
+        call="step = trainer.train_step\n    train(step, loader)")})
+    items = check(root, "--no-cache", "engine.py")
+    assert found(items) == {("engine.py", 7, "GPU112")}
+    assert "Trainer.train_step" in items[0]["message"]
+    assert items[0]["related"][0]["filename"] == "steps.py" and items[0]["related"][0]["location"]["row"] == 13
+
+
+def test_a_step_function_stored_by_a_trainer_is_paid_at_its_call(tmp_path):
+    root = _write(tmp_path, {"steps.py": STEPS, "engine.py": ENGINE, "main.py": MAIN.format(
+        call="Loop(trainer.train_step, loader).run()")})
+    assert found(check(root, "--no-cache", "engine.py")) == {("engine.py", 17, "GPU112")}
+
+
+def test_a_step_function_without_a_sync_or_sites_that_disagree_are_quiet(tmp_path):
+    for call in ("train(quiet_step, loader)", "train(trainer.train_step, loader)\n    train(quiet_step, loader)",
+                 "train(lambda x: x, loader)"):
+        root = _write(tmp_path / str(abs(hash(call))), {"steps.py": STEPS, "engine.py": ENGINE,
+                                                         "main.py": MAIN.format(call=call)})
+        assert found(check(root, "--no-cache", "engine.py")) == set(), call

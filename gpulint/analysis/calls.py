@@ -386,11 +386,39 @@ class ProjectCalls(ModuleCalls):
                     return f"{cls.name}.__call__", method, True
                 method = self.project.method(cls, "forward") if self.project.is_module_class(cls) else None
                 return (f"{cls.name}.forward", method, True) if method is not None else None
+        passed = self._passed_function(func)
+        if passed is not None:
+            summary, bound = passed
+            return summary.qualname, summary, bound
         found = self._lookup(func)
         if isinstance(found, FunctionSummary):
             if found.path == self.path and isinstance(func, cst.Name) and not own_module:
                 return None  # a function of this module: the in-file analysis owns it
             return found.qualname, found, False
+        return None
+
+    def _passed_function(self, func: cst.BaseExpression) -> Optional[tuple[FunctionSummary, bool]]:
+        """A callable parameter (`def train(train_step, ...)`: `train_step(x, y)`), or one a class stores
+        (`self.fwd_bwd_fn = fwd_bwd_fn` in `__init__`), resolved through the project's call sites: the project
+        function or bound method every site passes."""
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            values = self.self_attributes(func)
+            if len(values) != 1 or not isinstance(values[0], cst.Name):
+                return None
+            func = values[0]
+        if not isinstance(func, cst.Name):
+            return None
+        bindings = self.index.visible_bindings(func)
+        if len(bindings) != 1 or bindings[0].kind != "param" or not isinstance(bindings[0].source, cst.FunctionDef):
+            return None
+        fn = bindings[0].source
+        owner = self.index.parent.get(fn)
+        if isinstance(owner, cst.Module):
+            return self.project.parameter_function(self.path, fn.name.value, bindings[0].name)
+        cls = self.index.parent.get(owner) if isinstance(owner, cst.IndentedBlock) else None
+        if fn.name.value == "__init__" and isinstance(cls, cst.ClassDef) and \
+                isinstance(self.index.parent.get(cls), cst.Module):
+            return self.project.parameter_function(self.path, f"{cls.name.value}.__init__", bindings[0].name)
         return None
 
     def instance_class(self, expr: cst.BaseExpression) -> Optional[ClassSummary]:

@@ -583,6 +583,8 @@ class Project:
             return None
         if depth > 3:
             return _UNKNOWN
+        if isinstance(expr, ast.Call) and getattr(expr, "annotation_only", False):
+            return _UNKNOWN  # `loader: DataLoader`: a loader, but how it was built is not known here
         if isinstance(expr, ast.Call):
             qualified = info.qualify(_dotted(expr.func) or "")
             if qualified in LOADER_CLASSES or qualified.endswith(".DataLoader"):
@@ -607,6 +609,52 @@ class Project:
                 return _UNKNOWN
             known = {(v.path, v.line): v for v in values if v is not None}
             return next(iter(known.values())) if len(known) == 1 else (None if not known else _UNKNOWN)
+        return _UNKNOWN
+
+    def parameter_function(self, path: Path, function: str, parameter: str) -> Optional[tuple[FunctionSummary, bool]]:
+        """The project function (or bound method: True) every call site of `function` (a top-level function or
+        `Class.__init__`) passes as `parameter`, a callable the callee calls: `train(training_step, ...)` with
+        `training_step = trainer.train_step`, `Trainer(fwd_bwd_fn=forward_backward)`. Unknown when any site
+        passes something else, or sites disagree."""
+        key = (self._resolved(path), function, parameter, "function")
+        with self._lock:
+            if key not in self._parameter_classes:
+                self._parameter_classes[key] = (None, frozenset())  # recursion guard
+                with recording() as used, text_dependency():
+                    found = self._parameter_values(key[0], function, parameter, self.function_at)
+                    functions = {(f[0].path, f[0].qualname): f for f in found or () if f is not None}
+                    result = next(iter(functions.values())) if len(functions) == 1 else None
+                self._parameter_classes[key] = (result, frozenset(used))
+            found_function, used = self._parameter_classes[key]
+            with text_dependency():
+                for dependency in used:
+                    _record(dependency)
+            return found_function  # type: ignore[return-value]
+
+    def function_at(self, info: ModuleInfo, expr: ast.expr, assigns: dict, depth: int = 0):
+        """What a call site passes: (a project function's summary, bound), None (the literal), or _UNKNOWN."""
+        if isinstance(expr, ast.Constant) and expr.value is None:
+            return None
+        if depth > 3:
+            return _UNKNOWN
+        if isinstance(expr, ast.Name) and expr.id in assigns:
+            values = [self.function_at(info, value, assigns, depth + 1) if index is None else _UNKNOWN
+                      for value, index in assigns[expr.id]]
+            if any(v is _UNKNOWN for v in values):
+                return _UNKNOWN
+            known = {(v[0].path, v[0].qualname): v for v in values if v is not None}
+            return next(iter(known.values())) if len(known) == 1 else (None if not known else _UNKNOWN)
+        if isinstance(expr, ast.Name):
+            found = self.lookup(info.path, expr.id)
+            return (found, False) if isinstance(found, FunctionSummary) else _UNKNOWN
+        if isinstance(expr, ast.Attribute):  # `trainer.train_step`: a bound method of a project instance
+            cls = self.class_at(info, expr.value, assigns, depth + 1) if isinstance(expr.value, ast.Name) else None
+            if isinstance(cls, ClassSummary):
+                method = self.method(cls, expr.attr)
+                return (method, True) if method is not None else _UNKNOWN
+            dotted = _dotted(expr)
+            found = self.lookup(info.path, dotted) if dotted else None
+            return (found, False) if isinstance(found, FunctionSummary) else _UNKNOWN
         return _UNKNOWN
 
     def parameter_class(self, path: Path, function: str, parameter: str) -> Optional[ClassSummary]:
@@ -1413,6 +1461,15 @@ def _scopes(tree: ast.Module) -> Iterator[tuple[list[ast.Call], dict]]:
         scope = pending.pop()
         calls: list[ast.Call] = []
         assigns: dict[str, list] = {}
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # `def train_loop(trainer: Trainer, ...)`: the parameter holds what its annotation builds
+            for arg in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs):
+                dotted = _dotted(arg.annotation) if arg.annotation is not None else None
+                if dotted is not None:
+                    built = ast.Call(func=arg.annotation, args=[], keywords=[])
+                    built.lineno = arg.lineno
+                    built.annotation_only = True  # type: ignore[attr-defined]
+                    assigns.setdefault(arg.arg, []).append((built, None))
         stack = list(ast.iter_child_nodes(scope))
         while stack:
             node = stack.pop()
