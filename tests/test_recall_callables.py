@@ -484,3 +484,48 @@ def test_a_step_function_without_a_sync_or_sites_that_disagree_are_quiet(tmp_pat
         root = _write(tmp_path / str(abs(hash(call))), {"steps.py": STEPS, "engine.py": ENGINE,
                                                          "main.py": MAIN.format(call=call)})
         assert found(check(root, "--no-cache", "engine.py")) == set(), call
+
+
+# -- the __call__ of a project object called every step -------------------------------------------------------------
+CALLABLE = """\
+import torch
+
+
+class ScaledBackward:
+    def __init__(self):
+        self._scaler = torch.cuda.amp.GradScaler()
+
+    def __call__(self, loss, optimizer, update=True):
+        self._scaler.scale(loss).backward()
+        if update:
+            self._scaler.step(optimizer)
+            self._scaler.update()
+"""
+
+CALLABLE_LOOP = """\
+import torch
+from scaled import ScaledBackward
+
+backward = ScaledBackward()
+model = torch.nn.Linear(2, 1).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1, foreach=True)
+for step, x in enumerate(loader):
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(x.cuda(non_blocking=True)).sum()
+{call}
+    opt.zero_grad(set_to_none=True)
+"""
+
+
+def test_the_call_method_of_an_object_called_every_step_is_per_step_code(tmp_path):
+    root = _write(tmp_path, {"scaled.py": CALLABLE, "train.py": CALLABLE_LOOP.format(
+        call="    backward(loss, opt, update=True)")})
+    items = check(root, "--no-cache", "scaled.py")
+    assert found(items) == {("scaled.py", 11, "GPU112")}
+    assert items[0]["related"][0]["filename"] == "train.py" and items[0]["related"][0]["location"]["row"] == 10
+
+
+def test_the_call_method_of_an_object_called_periodically_is_quiet(tmp_path):
+    root = _write(tmp_path, {"scaled.py": CALLABLE, "train.py": CALLABLE_LOOP.format(
+        call="    if step % 100 == 0:\n        backward(loss, opt)")})
+    assert found(check(root, "--no-cache", "scaled.py")) == set()

@@ -67,8 +67,12 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
     project = project_for(Path(analysis.path))
     path = Path(analysis.path)
     for owner, member in entries:
-        site = per_step_site(project, path, owner) if member == "forward" and owner is not None else \
-            member_site(project, path, owner, member)
+        if member == "forward" and owner is not None:
+            site = per_step_site(project, path, owner)
+        elif member == "__call__" and owner is not None:
+            site = call_site(project, path, owner)
+        else:
+            site = member_site(project, path, owner, member)
         if site is not None:
             return site
     return None
@@ -143,6 +147,10 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
         isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "forward" for m in s.body)]
     if any(per_step_site(project, path, name) is not None for name in names):
         return True
+    callables = [s.name for s in tree.body if isinstance(s, ast.ClassDef) and any(
+        isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "__call__" for m in s.body)]
+    if any(call_site(project, path, name) is not None for name in callables):
+        return True
     hot = hot_call_names(project)
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef) and stmt.name in hot:
@@ -187,7 +195,15 @@ def _remembered(project: Project, key: tuple, find) -> Optional[CallSite]:
         return found
 
 
-def _find_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
+def call_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
+    """A call, in a hot loop of some project file, of an instance of `class_name` (defined in `path`) that
+    runs its `__call__` (`loss_scaler(loss, optimizer, ...)` every step)."""
+    path = path.resolve()
+    return _remembered(project, (path, class_name, "__call__"),
+                       lambda: _find_site(project, path, class_name, "__call__"))
+
+
+def _find_site(project: Project, path: Path, class_name: str, member: str = "forward") -> Optional[CallSite]:
     info = project.module(path)
     callers: list = []
     # the class's name, and the registries of its module whose every entry builds it (`NETS[args.model](...)`)
@@ -199,7 +215,7 @@ def _find_site(project: Project, path: Path, class_name: str) -> Optional[CallSi
     if not callers:  # the common case, decided from text and `ast` alone
         return None
     cls = info.classes.get(class_name) if info is not None else None
-    if cls is None or not project.is_module_class(cls):
+    if cls is None or not (project.is_module_class(cls) if member == "forward" else member in cls.methods):
         return None
     for caller_info in callers:
         hot_calls = _hot_calls(project, caller_info.path)
@@ -211,13 +227,13 @@ def _find_site(project: Project, path: Path, class_name: str) -> Optional[CallSi
         calls = analysis.fact(project_calls)
         resolver = _Instances(calls, project, cls) if calls is not None else None
         for _, node, func in hot_calls:
-            target = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
+            target = func.value if isinstance(func, cst.Attribute) and func.attr.value == member else func
             if not (isinstance(target, cst.Name) or isinstance(target, cst.Attribute) and isinstance(
                     target.value, cst.Name) and target.value.value == "self"):
                 continue
             if resolver is not None and resolver.may_be(target):
                 return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)",
-                                f"{cls.name}.forward")
+                                f"{cls.name}.{member}")
     return None
 
 
