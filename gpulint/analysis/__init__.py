@@ -114,7 +114,40 @@ class ModuleAnalysis:
 
 
 def _kinds(analysis: ModuleAnalysis) -> KindInference:
-    return KindInference(analysis.index)
+    kinds = KindInference(analysis.index)
+    if analysis.path is not None:
+        kinds.self_attribute_hook = lambda node: _self_attribute_kind(analysis, node)
+    return kinds
+
+
+def _self_attribute_kind(analysis: ModuleAnalysis, node: cst.Attribute) -> Kind:
+    """`self.data` where the class stores an `__init__` parameter (`self.data = data`, or `cycle(data)`,
+    `iter(data)`) that every project call site of the class passes a DataLoader for (a loader factory's result
+    included): a loader (`next(self.data)` draws a batch)."""
+    from gpulint.analysis.calls import project_calls
+
+    calls = analysis.fact(project_calls)
+    if calls is None:
+        return Kind.UNKNOWN
+    values = calls.self_attributes(node)
+    if len(values) != 1:
+        return Kind.UNKNOWN
+    value = values[0]
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and len(value.args) == 1 and \
+            analysis.qualified(value.func) in ("iter", "itertools.cycle", "cycle"):
+        value = value.args[0].value
+    if not isinstance(value, cst.Name):
+        return Kind.UNKNOWN
+    bindings = analysis.index.visible_bindings(value)
+    fn = bindings[0].source if len(bindings) == 1 and bindings[0].kind == "param" else None
+    if not isinstance(fn, cst.FunctionDef) or fn.name.value != "__init__":
+        return Kind.UNKNOWN
+    block = analysis.index.parent.get(fn)
+    cls = analysis.index.parent.get(block) if isinstance(block, cst.IndentedBlock) else None
+    if not isinstance(cls, cst.ClassDef) or not isinstance(analysis.index.parent.get(cls), cst.Module):
+        return Kind.UNKNOWN
+    loader = calls.project.parameter_loader(calls.path, f"{cls.name.value}.__init__", value.value)
+    return Kind.LOADER if loader is not None else Kind.UNKNOWN
 
 
 def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
@@ -123,7 +156,23 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
         from gpulint.analysis.forward import per_step_caller
 
         loops.per_step_caller = lambda fn: per_step_caller(analysis, fn)
+        loops.runs_argument = lambda call, position, keyword: _runs_argument(analysis, call, position, keyword)
     return loops
+
+
+def _runs_argument(analysis: ModuleAnalysis, call: cst.Call, position: Optional[int], keyword: Optional[str]) -> bool:
+    """The project function `call` reaches calls the parameter that receives this argument on every call."""
+    from gpulint.analysis.calls import project_calls
+
+    calls = analysis.fact(project_calls)
+    target = calls.callee(call, own_module=True) if calls is not None else None
+    if target is None:
+        return False
+    summary, bound = target[1], target[2]
+    params = summary.params[1:] if bound and summary.params else summary.params
+    name = keyword if keyword is not None else (params[position] if position is not None and
+                                                 position < len(params) else None)
+    return name is not None and name in summary.calls_params
 
 
 def _targets_gpu(analysis: ModuleAnalysis) -> bool:

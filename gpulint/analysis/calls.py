@@ -319,8 +319,8 @@ class ProjectCalls(ModuleCalls):
                     position += 1
             if sink is None:
                 continue
-            if self.carries_tensor(arg.value) or sink.through == "parameters" and self.analysis.kind(
-                    arg.value) is Kind.MODULE:
+            if self.carries_tensor(arg.value) or _parameters_of(arg.value) or \
+                    sink.through == "parameters" and self.analysis.kind(arg.value) is Kind.MODULE:
                 return HelperCost(name, sink, arg.value)
         return None
 
@@ -386,11 +386,39 @@ class ProjectCalls(ModuleCalls):
                     return f"{cls.name}.__call__", method, True
                 method = self.project.method(cls, "forward") if self.project.is_module_class(cls) else None
                 return (f"{cls.name}.forward", method, True) if method is not None else None
+        passed = self._passed_function(func)
+        if passed is not None:
+            summary, bound = passed
+            return summary.qualname, summary, bound
         found = self._lookup(func)
         if isinstance(found, FunctionSummary):
             if found.path == self.path and isinstance(func, cst.Name) and not own_module:
                 return None  # a function of this module: the in-file analysis owns it
             return found.qualname, found, False
+        return None
+
+    def _passed_function(self, func: cst.BaseExpression) -> Optional[tuple[FunctionSummary, bool]]:
+        """A callable parameter (`def train(train_step, ...)`: `train_step(x, y)`), or one a class stores
+        (`self.fwd_bwd_fn = fwd_bwd_fn` in `__init__`), resolved through the project's call sites: the project
+        function or bound method every site passes."""
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            values = self.self_attributes(func)
+            if len(values) != 1 or not isinstance(values[0], cst.Name):
+                return None
+            func = values[0]
+        if not isinstance(func, cst.Name):
+            return None
+        bindings = self.index.visible_bindings(func)
+        if len(bindings) != 1 or bindings[0].kind != "param" or not isinstance(bindings[0].source, cst.FunctionDef):
+            return None
+        fn = bindings[0].source
+        owner = self.index.parent.get(fn)
+        if isinstance(owner, cst.Module):
+            return self.project.parameter_function(self.path, fn.name.value, bindings[0].name)
+        cls = self.index.parent.get(owner) if isinstance(owner, cst.IndentedBlock) else None
+        if fn.name.value == "__init__" and isinstance(cls, cst.ClassDef) and \
+                isinstance(self.index.parent.get(cls), cst.Module):
+            return self.project.parameter_function(self.path, f"{cls.name.value}.__init__", bindings[0].name)
         return None
 
     def instance_class(self, expr: cst.BaseExpression) -> Optional[ClassSummary]:
@@ -412,7 +440,8 @@ class ProjectCalls(ModuleCalls):
         calls = self.built_by(expr)
         if not calls:
             return None
-        classes = [self._lookup(call.func) for call in calls]
+        classes = [self.registry_class(call.func) if isinstance(call.func, cst.Subscript) else
+                   self._lookup(call.func) for call in calls]
         first = classes[0]
         return first if isinstance(first, ClassSummary) and all(c is first for c in classes) else None
 
@@ -430,6 +459,16 @@ class ProjectCalls(ModuleCalls):
             return self.project.parameter_class(self.path, f"{cls.name.value}.__init__", binding.name)
         return None
 
+    def registry_class(self, func: cst.BaseExpression) -> Optional[ClassSummary]:
+        """`DiT_models[args.model]` (the function of a call): the one project class every entry of the
+        module-level registry builds (Project.registry_class), else None."""
+        if not isinstance(func, cst.Subscript):
+            return None
+        dotted = dotted_name(func.value)
+        if dotted is None or dotted.split(".")[0] == "self":
+            return None
+        return self.project.registry_class(self.path, dotted)
+
     def _lookup(self, func: cst.BaseExpression):
         dotted = dotted_name(func)
         if dotted is None or dotted.split(".")[0] == "self":
@@ -437,6 +476,13 @@ class ProjectCalls(ModuleCalls):
         if dotted not in self._found:  # one project lookup per name in this module
             self._found[dotted] = self.project.lookup(self.path, dotted)
         return self._found[dotted]
+
+
+def _parameters_of(value: cst.BaseExpression) -> bool:
+    """`model.parameters()` / `model.named_parameters()`: a module's parameters (and their gradients) are
+    tensors, so a helper reading what it iterates (`grad_logger(encoder.named_parameters())`) reads them."""
+    return isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute) and \
+        value.func.attr.value in ("parameters", "named_parameters")
 
 
 def _argument_values(value: cst.BaseExpression):

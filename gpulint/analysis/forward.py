@@ -68,8 +68,12 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
     project = project_for(Path(analysis.path))
     path = Path(analysis.path)
     for owner, member in entries:
-        site = per_step_site(project, path, owner) if member == "forward" and owner is not None else \
-            member_site(project, path, owner, member)
+        if member == "forward" and owner is not None:
+            site = per_step_site(project, path, owner)
+        elif member == "__call__" and owner is not None:
+            site = call_site(project, path, owner)
+        else:
+            site = member_site(project, path, owner, member)
         if site is not None:
             return site
     return None
@@ -174,6 +178,10 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
         isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "forward" for m in s.body)]
     if any(per_step_site(project, path, name) is not None for name in names):
         return True
+    callables = [s.name for s in tree.body if isinstance(s, ast.ClassDef) and any(
+        isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "__call__" for m in s.body)]
+    if any(call_site(project, path, name) is not None for name in callables):
+        return True
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef) and called_in_a_hot_loop(project, stmt.name):
             if member_site(project, path, None, stmt.name) is not None:
@@ -218,15 +226,27 @@ def _remembered(project: Project, key: tuple, find) -> Optional[CallSite]:
         return found
 
 
-def _find_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
-    callers = [info for info in map(project.module, (f for f in project.files_naming(class_name, training=True)
-                                                     if not project.is_test(f)))
-               if info is not None and _may_call_in_hot_loop(project, info, class_name)]
+def call_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
+    """A call, in a hot loop of some project file, of an instance of `class_name` (defined in `path`) that
+    runs its `__call__` (`loss_scaler(loss, optimizer, ...)` every step)."""
+    path = path.resolve()
+    return _remembered(project, (path, class_name, "__call__"),
+                       lambda: _find_site(project, path, class_name, "__call__"))
+
+
+def _find_site(project: Project, path: Path, class_name: str, member: str = "forward") -> Optional[CallSite]:
+    info = project.module(path)
+    callers: list = []
+    # the class's name, and the registries of its module whose every entry builds it (`NETS[args.model](...)`)
+    for name in (class_name, *_registries_building(project, info, class_name)):
+        for caller in map(project.module, (f for f in project.files_naming(name, training=True)
+                                           if not project.is_test(f))):
+            if caller is not None and caller not in callers and _may_call_in_hot_loop(project, caller, name):
+                callers.append(caller)
     if not callers:  # the common case, decided from text and `ast` alone
         return None
-    info = project.module(path)
     cls = info.classes.get(class_name) if info is not None else None
-    if cls is None or not project.is_module_class(cls):
+    if cls is None or not (project.is_module_class(cls) if member == "forward" else member in cls.methods):
         return None
     for caller_info in callers:
         hot_calls = _hot_calls(project, caller_info.path)
@@ -238,13 +258,13 @@ def _find_site(project: Project, path: Path, class_name: str) -> Optional[CallSi
         calls = analysis.fact(project_calls)
         resolver = _Instances(calls, project, cls) if calls is not None else None
         for _, node, func in hot_calls:
-            target = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
+            target = func.value if isinstance(func, cst.Attribute) and func.attr.value == member else func
             if not (isinstance(target, cst.Name) or isinstance(target, cst.Attribute) and isinstance(
                     target.value, cst.Name) and target.value.value == "self"):
                 continue
             if resolver is not None and resolver.may_be(target):
                 return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)",
-                                f"{cls.name}.forward")
+                                f"{cls.name}.{member}")
     return None
 
 
@@ -327,6 +347,19 @@ def called_in_a_hot_loop(project: Project, name: str) -> bool:
         return known
 
 
+def _registries_building(project: Project, info, class_name: str) -> list[str]:
+    """The module-level registries of the module (`NETS = {"small": net_small, ...}`) whose every entry builds
+    the class `class_name` of that module."""
+    if info is None or not info.registries:
+        return []
+    found = []
+    for registry in info.registries.values():
+        cls = project.registry_class(info.path, registry.name)
+        if cls is not None and cls.name == class_name and cls.path == info.path:
+            found.append(registry.name)
+    return found
+
+
 def _may_call_in_hot_loop(project: Project, info, class_name: str) -> bool:
     """On the caller's `ast` tree (cached per content), before any LibCST parse: it calls something named
     `class_name` (a constructor, `pkg.mod.Cls(...)`), and the prefilter's over-approximation of a hot loop
@@ -361,6 +394,8 @@ def _called_names(stmt: ast.stmt) -> frozenset:
     for n in ast_walk.walk(stmt):
         if isinstance(n, ast.Call):
             called.add(_last_name(n.func))
+            if isinstance(n.func, ast.Subscript):  # `NETS[args.model](...)`: a registry's builder
+                called.add(_last_name(n.func.value))
             if _last_name(n.func) == "partial" and n.args:
                 called.add(_last_name(n.args[0]))
     found = frozenset(called)
@@ -516,6 +551,9 @@ class _Instances:
         return isinstance(value, cst.Name) and value.value == name
 
     def _constructs(self, call: cst.Call) -> bool:
+        if isinstance(call.func, cst.Subscript):  # `DiT_models[args.model](...)`: a registry of builders
+            found_class = self.calls.registry_class(call.func)
+            return found_class is not None and self._matches(found_class)
         found = self.calls._lookup(call.func)
         if isinstance(found, ClassSummary):
             return self._matches(found)

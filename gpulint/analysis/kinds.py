@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
@@ -104,6 +104,9 @@ class KindInference:
         self._binding_cache: dict[tuple[int, str], Kind] = {}
         self._in_progress: set[tuple[int, str]] = set()
         self._buffers: Optional[set[str]] = None
+        # analysis/__init__.py: the kind of `self.<name>` from what the project passes to the class (a loader
+        # handed to `__init__` and stored), asked only where the module itself cannot tell
+        self.self_attribute_hook: Optional[Callable[[cst.Attribute], Kind]] = None
 
     # -- public ------------------------------------------------------------------------------------------------
     def of(self, node: cst.CSTNode) -> Kind:
@@ -425,7 +428,12 @@ class KindInference:
         if base is Kind.NUMPY:
             return Kind.OTHER if attr in ("shape", "dtype", "ndim", "size") else Kind.NUMPY
         if isinstance(node.value, cst.Name) and node.value.value == "self":
-            return Kind.TENSOR if attr in self._registered_buffers() else _kind_from_name(attr)
+            if attr in self._registered_buffers():
+                return Kind.TENSOR
+            kind = _kind_from_name(attr)
+            if kind is Kind.UNKNOWN and self.self_attribute_hook is not None:
+                kind = self.self_attribute_hook(node)
+            return kind
         return Kind.UNKNOWN
 
     def _hands_on_a_loader(self, name: str, call: cst.Call) -> bool:

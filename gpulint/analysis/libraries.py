@@ -97,6 +97,21 @@ FACTS: tuple[LibraryFact, ...] = (
                 "call",
                 "https://github.com/huggingface/accelerate/blob/main/src/accelerate/accelerator.py "
                 "(Accelerator.check_trigger)"),
+    LibraryFact("accelerate.Accelerator.wait_for_everyone", Effect.SYNCS,
+                "in a multi-process run it calls torch.distributed.barrier() (PartialState.wait_for_everyone); with "
+                "NCCL the barrier is an all-reduce the host waits for, so it blocks until the device work queued "
+                "before it is done, on every call (a single process: a no-op)",
+                "https://github.com/huggingface/accelerate/blob/main/src/accelerate/state.py "
+                "(PartialState.wait_for_everyone); PyTorch docs: torch.distributed.barrier"),
+    LibraryFact("torch.distributed.barrier", Effect.SYNCS,
+                "blocks the calling process until the whole group enters it; with NCCL it runs an all-reduce and "
+                "waits for it on the host (WorkNCCL::synchronize of the barrier's tensor), so the host also waits "
+                "for the device work queued before it",
+                "PyTorch docs: torch.distributed.barrier; torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (barrier)"),
+    LibraryFact("ema_pytorch.EMA.update", Effect.SYNCS,
+                "update() starts with `step = self.step.item()` on the EMA's step buffer (a device tensor once the "
+                "EMA is moved to the GPU), before its update_every test, and reads `self.initted.item()`",
+                "https://github.com/lucidrains/ema-pytorch/blob/main/ema_pytorch/ema_pytorch.py (EMA.update)"),
     LibraryFact("accelerate.Accelerator.gather_for_metrics", Effect.RETURNS_TENSOR_ARGS,
                 "tensors go through gather (all_gather queued on the device) and are sliced by the dataloader "
                 "remainder, a Python int: no host read; only non-tensor objects take gather_object (pickling)",
@@ -137,6 +152,7 @@ ALIASES = {
     "tqdm.auto.tqdm": "tqdm.tqdm",
     "tqdm.notebook.tqdm": "tqdm.tqdm",
     "accelerate.accelerator.Accelerator": "accelerate.Accelerator",
+    "ema_pytorch.ema_pytorch.EMA": "ema_pytorch.EMA",
 }
 
 # Library functions that build an instance of a class of the table: (function, the class, source).

@@ -78,6 +78,9 @@ class LoopAnalysis:
         self._without_helpers = False
         # analysis/forward.py: the call site that runs a function every step from a loop elsewhere, or None
         self.per_step_caller: Optional[Callable[[cst.FunctionDef], Optional[object]]] = None
+        # analysis/__init__.py: whether a call runs the function passed as its argument (by position, or by
+        # keyword) every time it runs (`gpu_timer(train_step)` where `def gpu_timer(closure): ... closure()`)
+        self.runs_argument: Optional[Callable[[cst.Call, Optional[int], Optional[str]], bool]] = None
 
     # -- loop roles --------------------------------------------------------------------------------------------
     def role(self, loop: Loop) -> LoopRole:
@@ -91,6 +94,11 @@ class LoopAnalysis:
         if _one_pass(loop):
             return LoopRole.COLD  # `for x in loader: <measure once>; return`: the body runs at most once
         if self._loops_over_batches(loop):
+            return LoopRole.HOT
+        if isinstance(loop, cst.For) and any(isinstance(n, cst.Call) and self._next_batch(n)
+                                             for n in _walk_body(loop, into_loops=False)):
+            # `for step in range(max_steps): batch = next(self.data)`: one batch per iteration (not counted as a
+            # pass over the data by an enclosing loop: `for micro in range(accum): next(it)` inside a step loop)
             return LoopRole.HOT
         # A loop around a pass over the data is an epoch loop, even if it also runs the model itself (a sample
         # or an evaluation per epoch): `for epoch ...: for x in loader: ...` or `for epoch ...: train(epoch)`.
@@ -306,6 +314,28 @@ class LoopAnalysis:
             candidates = [c for c in candidates if owner is not None and self._class_of(c) is owner]
         return candidates[0] if len(candidates) == 1 else None
 
+    def passed_functions(self, call: cst.Call) -> list[cst.FunctionDef]:
+        """Functions of this module passed by name to `call` whose callee calls them on every call: a step
+        closure handed to a timer (`gpu_timer(train_step)`) runs wherever, and as often as, the call runs."""
+        if self.runs_argument is None:
+            return []
+        found: list[cst.FunctionDef] = []
+        position = 0
+        for arg in call.args:
+            if arg.star:
+                break
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            value = arg.value
+            if isinstance(value, cst.Name) and value.value in self.index.functions:
+                bindings = self.index.visible_bindings(value)
+                fn = bindings[0].value if len(bindings) == 1 and bindings[0].kind == "def" else None
+                if isinstance(fn, cst.FunctionDef) and \
+                        self.runs_argument(call, None if keyword else position, keyword):
+                    found.append(fn)
+            if keyword is None:
+                position += 1
+        return found
+
     def _class_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
         """The innermost class whose method holds `node` (for a method itself: its class)."""
         for parent in self.index.ancestors(node):
@@ -345,11 +375,19 @@ class LoopAnalysis:
                 return OUTSIDE  # `if torch.onnx.is_in_onnx_export():`: runs while a model is exported, not trained
             if isinstance(parent, cst.If) and child is parent.body and periodic is None:
                 reason = self.periodic_test(parent.test)
-                if reason and not self._steps_an_optimizer(parent.body):
-                    periodic = reason  # (a block that steps the optimizer is gradient accumulation's step: hot)
+                if reason and self._steps_an_optimizer(parent.body):
+                    reason = None  # a block that steps the optimizer is gradient accumulation's step: hot
+                reason = reason or _fills_a_cache(parent)
+                if reason:
+                    periodic = reason
             elif isinstance(parent, cst.If) and child is parent.orelse and periodic is None:
                 # `if step % N != 0: ... else: <periodic>`
                 reason = self.periodic_test(parent.test, negated=True)
+                if reason:
+                    periodic = reason
+            elif isinstance(parent, cst.IfExp) and periodic is None and child is not parent.test:
+                # `stats = log(x) if step % 100 == 0 else None`
+                reason = self.periodic_test(parent.test, negated=child is parent.orelse)
                 if reason:
                     periodic = reason
             elif isinstance(parent, cst.IndentedBlock) and periodic is None:
@@ -390,6 +428,9 @@ class LoopAnalysis:
                 fn = self.local_function(node)  # type: ignore[arg-type]
                 if fn is not None and not self.index.is_ancestor_or_self(fn, node):
                     calls.append((node, fn))
+                for passed in self.passed_functions(node):  # type: ignore[arg-type]
+                    if not self.index.is_ancestor_or_self(passed, node):
+                        calls.append((node, passed))
             found: dict[int, Execution] = {}
             for _ in range(_HELPER_DEPTH):
                 known_before = dict(found)
@@ -617,6 +658,24 @@ class LoopAnalysis:
 _SETUP_METHODS = {"__init__", "__getitem__", "__len__", "__iter__", "__next__", "reset_parameters",
                   "_init_weights", "init_weights"}
 _MANY = 8  # fewer literal iterations than this is a handful of items, not a hot loop
+
+
+def _fills_a_cache(block: cst.If) -> Optional[str]:
+    """`if key not in self._graphs: ...; self._graphs[key] = build(...)`: the body runs once per key (a cache
+    being filled, a CUDA graph captured), not every time the surrounding code runs."""
+    test = block.test
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.NotIn)):
+        return None
+    key, cache = _code(test.left), _code(test.comparisons[0].comparator)
+    for stmt in block.body.body if isinstance(block.body, cst.IndentedBlock) else ():
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Assign) and any(
+                    isinstance(t.target, cst.Subscript) and _code(t.target.value) == cache
+                    and len(t.target.slice) == 1 and isinstance(t.target.slice[0].slice, cst.Index)
+                    and _code(t.target.slice[0].slice.value) == key for t in small.targets):
+                return "once per key, while a cache is filled"
+    return None
 
 
 def _copied_to_host(expr: cst.BaseExpression) -> bool:

@@ -127,6 +127,9 @@ class FunctionSummary:
     # The project classes of what it returns: one element for `return Cls(...)`, one per element of a tuple
     # (`return model, criterion`); None where an element is not a project instance or cannot be told.
     returns_classes: tuple = ()
+    # Parameters the function calls itself on every call (`def gpu_timer(closure): ... closure()`), outside a
+    # periodic test or an option: a function passed there runs whenever the call does.
+    calls_params: frozenset = frozenset()
     # The project modules this summary was computed from (its own and every helper's it follows).
     dependencies: frozenset = frozenset()
     consulted: frozenset = frozenset()  # (module, qualname) of the summaries it was computed from
@@ -139,7 +142,8 @@ class FunctionSummary:
                 None if self.returns_loader is None else (self.returns_loader.line, self.returns_loader.pinned,
                                                           str(self.returns_loader.path)),
                 self.returns_tensor, sorted(self.returns_params), _sink_key(self.returns_host_batch),
-                [None if c is None else (c.name, str(c.path)) for c in self.returns_classes])
+                [None if c is None else (c.name, str(c.path)) for c in self.returns_classes],
+                sorted(self.calls_params))
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
                           bound_method: bool = False) -> Optional[Sink]:
@@ -164,6 +168,16 @@ class ClassSummary:
     line: int
     methods: dict[str, ast.FunctionDef] = field(default_factory=dict)
     bases: tuple[str, ...] = ()
+
+
+@dataclass
+class Registry:
+    """A module-level dict literal of project functions or classes (`DiT_models = {"DiT-XL/2": DiT_XL_2, ...}`):
+    `DiT_models[args.model](...)` builds what one of them builds. `values`: the dotted names, as written."""
+
+    name: str
+    path: Path
+    values: tuple[str, ...]
 
 
 Summary = Union[FunctionSummary, ClassSummary]
@@ -254,6 +268,7 @@ class ModuleInfo:
         self.tree = tree
         self.functions: dict[str, ast.FunctionDef] = {}
         self.classes: dict[str, ClassSummary] = {}
+        self.registries: dict[str, Registry] = {}
         self._calls_by_name: Optional[dict[str, list[tuple[ast.Call, dict]]]] = None
         for stmt in tree.body:
             self._top_level(stmt)
@@ -290,6 +305,12 @@ class ModuleInfo:
             methods = {s.name: s for s in stmt.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
             bases = tuple(_dotted(b) or "" for b in stmt.bases)
             self.classes[stmt.name] = ClassSummary(stmt.name, self.path, stmt.lineno, methods, bases)  # type: ignore
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and isinstance(stmt.value, ast.Dict) and stmt.value.values:
+            values = [_dotted(v) for v in stmt.value.values]
+            if all(values) and None not in stmt.value.keys:
+                name = stmt.targets[0].id
+                self.registries[name] = Registry(name, self.path, tuple(values))  # type: ignore[arg-type]
         elif isinstance(stmt, (ast.If, ast.Try)):
             # `try: from x import y except ImportError: ...` and `if TYPE_CHECKING:` blocks still bind names.
             for inner in _nested_statements(stmt):
@@ -447,6 +468,7 @@ class Project:
         parts: list = [sorted((k, list(v)) for k, v in info.imports.items())]
         for cls in info.classes.values():
             parts.append((cls.name, cls.line, list(cls.bases), sorted(cls.methods)))
+        parts.append(sorted((r.name, list(r.values)) for r in info.registries.values()))
         for qualname in sorted(qualnames):
             summary = self.function(info.path, qualname)
             parts.append((qualname, None if summary is None else summary.fingerprint()))
@@ -475,6 +497,8 @@ class Project:
                 return self.function(info.path, head)
             if head in info.classes:
                 return info.classes[head]
+            if head in info.registries:
+                return info.registries[head]  # type: ignore[return-value]
         if head in info.imports:
             module, attr, level = info.imports[head]
             if attr is None:  # `import utils` / `import a.b as c`: the rest names something in that module
@@ -539,6 +563,27 @@ class Project:
                     return result
         return None
 
+    def registry_class(self, importer: Path, dotted: str) -> Optional[ClassSummary]:
+        """The project class that every entry of the registry `dotted` (as written in `importer`) builds: a class,
+        or a project function returning one (`def DiT_XL_2(**kw): return DiT(...)`); None when they differ or
+        any entry cannot be told."""
+        registry = self.lookup(importer, dotted)
+        if not isinstance(registry, Registry):
+            return None
+        found: dict = {}
+        for value in registry.values:
+            target = self.lookup(registry.path, value)
+            if isinstance(target, ClassSummary):
+                cls: Optional[ClassSummary] = target
+            elif isinstance(target, FunctionSummary) and len(target.returns_classes) == 1:
+                cls = target.returns_classes[0]
+            else:
+                return None
+            if cls is None:
+                return None
+            found[(cls.path, cls.name)] = cls
+        return next(iter(found.values())) if len(found) == 1 else None
+
     def is_module_class(self, cls: ClassSummary, depth: int = 0) -> bool:
         """A subclass of `torch.nn.Module` (directly or through project classes): calling it runs `forward`."""
         info = self.module(cls.path)
@@ -551,6 +596,107 @@ class Project:
         return False
 
     # -- call sites ---------------------------------------------------------------------------------------------
+    def parameter_loader(self, path: Path, function: str, parameter: str) -> Optional[LoaderFact]:
+        """The DataLoader every call site of `function` (as for `parameter_class`: a top-level function, or
+        `Class.__init__`) passes as `parameter`: a `DataLoader(...)`, what a project loader factory returns (a
+        generator handing on a loader's batches included: `data = load_data(...)`), or a name bound to one in
+        the caller. A trainer that stores it (`self.data = data`) and draws `next(self.data)` every step then
+        iterates batches. Unknown when any site passes something else, or sites pass different loaders."""
+        key = (self._resolved(path), function, parameter, "loader")
+        with self._lock:
+            if key not in self._parameter_classes:
+                self._parameter_classes[key] = (None, frozenset())  # recursion guard
+                with recording() as used, text_dependency():
+                    found = self._parameter_values(key[0], function, parameter, self.loader_at)
+                    loaders = {(f.path, f.line): f for f in found or () if f is not None}
+                    loader = next(iter(loaders.values())) if len(loaders) == 1 else None
+                self._parameter_classes[key] = (loader, frozenset(used))
+            found_loader, used = self._parameter_classes[key]
+            with text_dependency():
+                for dependency in used:
+                    _record(dependency)
+            return found_loader  # type: ignore[return-value]
+
+    def loader_at(self, info: ModuleInfo, expr: ast.expr, assigns: dict, depth: int = 0):
+        """What a call site passes: a LoaderFact, None (the literal), or _UNKNOWN."""
+        if isinstance(expr, ast.Constant) and expr.value is None:
+            return None
+        if depth > 3:
+            return _UNKNOWN
+        if isinstance(expr, ast.Call) and getattr(expr, "annotation_only", False):
+            return _UNKNOWN  # `loader: DataLoader`: a loader, but how it was built is not known here
+        if isinstance(expr, ast.Call):
+            qualified = info.qualify(_dotted(expr.func) or "")
+            if qualified in LOADER_CLASSES or qualified.endswith(".DataLoader"):
+                pinned: Optional[bool] = False
+                for kw in expr.keywords:
+                    if kw.arg is None:
+                        pinned = None
+                    elif kw.arg == "pin_memory":
+                        pinned = kw.value.value is True if isinstance(kw.value, ast.Constant) else None
+                return LoaderFact(info.path, expr.lineno, pinned)
+            if qualified in ("iter", "itertools.cycle") and len(expr.args) == 1:
+                return self.loader_at(info, expr.args[0], assigns, depth + 1)
+            dotted = _dotted(expr.func)
+            found = self.lookup(info.path, dotted) if dotted else None
+            if isinstance(found, FunctionSummary) and found.returns_loader is not None:
+                return found.returns_loader
+            return _UNKNOWN
+        if isinstance(expr, ast.Name) and expr.id in assigns:
+            values = [self.loader_at(info, value, assigns, depth + 1) if index is None else _UNKNOWN
+                      for value, index in assigns[expr.id]]
+            if any(v is _UNKNOWN for v in values):
+                return _UNKNOWN
+            known = {(v.path, v.line): v for v in values if v is not None}
+            return next(iter(known.values())) if len(known) == 1 else (None if not known else _UNKNOWN)
+        return _UNKNOWN
+
+    def parameter_function(self, path: Path, function: str, parameter: str) -> Optional[tuple[FunctionSummary, bool]]:
+        """The project function (or bound method: True) every call site of `function` (a top-level function or
+        `Class.__init__`) passes as `parameter`, a callable the callee calls: `train(training_step, ...)` with
+        `training_step = trainer.train_step`, `Trainer(fwd_bwd_fn=forward_backward)`. Unknown when any site
+        passes something else, or sites disagree."""
+        key = (self._resolved(path), function, parameter, "function")
+        with self._lock:
+            if key not in self._parameter_classes:
+                self._parameter_classes[key] = (None, frozenset())  # recursion guard
+                with recording() as used, text_dependency():
+                    found = self._parameter_values(key[0], function, parameter, self.function_at)
+                    functions = {(f[0].path, f[0].qualname): f for f in found or () if f is not None}
+                    result = next(iter(functions.values())) if len(functions) == 1 else None
+                self._parameter_classes[key] = (result, frozenset(used))
+            found_function, used = self._parameter_classes[key]
+            with text_dependency():
+                for dependency in used:
+                    _record(dependency)
+            return found_function  # type: ignore[return-value]
+
+    def function_at(self, info: ModuleInfo, expr: ast.expr, assigns: dict, depth: int = 0):
+        """What a call site passes: (a project function's summary, bound), None (the literal), or _UNKNOWN."""
+        if isinstance(expr, ast.Constant) and expr.value is None:
+            return None
+        if depth > 3:
+            return _UNKNOWN
+        if isinstance(expr, ast.Name) and expr.id in assigns:
+            values = [self.function_at(info, value, assigns, depth + 1) if index is None else _UNKNOWN
+                      for value, index in assigns[expr.id]]
+            if any(v is _UNKNOWN for v in values):
+                return _UNKNOWN
+            known = {(v[0].path, v[0].qualname): v for v in values if v is not None}
+            return next(iter(known.values())) if len(known) == 1 else (None if not known else _UNKNOWN)
+        if isinstance(expr, ast.Name):
+            found = self.lookup(info.path, expr.id)
+            return (found, False) if isinstance(found, FunctionSummary) else _UNKNOWN
+        if isinstance(expr, ast.Attribute):  # `trainer.train_step`: a bound method of a project instance
+            cls = self.class_at(info, expr.value, assigns, depth + 1) if isinstance(expr.value, ast.Name) else None
+            if isinstance(cls, ClassSummary):
+                method = self.method(cls, expr.attr)
+                return (method, True) if method is not None else _UNKNOWN
+            dotted = _dotted(expr)
+            found = self.lookup(info.path, dotted) if dotted else None
+            return (found, False) if isinstance(found, FunctionSummary) else _UNKNOWN
+        return _UNKNOWN
+
     def parameter_class(self, path: Path, function: str, parameter: str) -> Optional[ClassSummary]:
         """The project class of what every call site of the top-level `function` (defined in `path`), or of
         `Class.__init__` (whose call sites are `Class(...)`), passes
@@ -572,6 +718,13 @@ class Project:
             return found
 
     def _parameter_class(self, path: Path, function: str, parameter: str) -> Optional[ClassSummary]:
+        found = self._parameter_values(path, function, parameter, self.class_at)
+        classes = {id(c): c for c in found or () if c is not None}
+        return next(iter(classes.values())) if len(classes) == 1 else None
+
+    def _parameter_values(self, path: Path, function: str, parameter: str, resolve) -> Optional[list]:
+        """`resolve(caller, argument, assigns)` of what each project call site of `function` passes as
+        `parameter` (None where it is left out); None when a site's argument cannot be told."""
         info = self.module(path)
         if info is None:
             return None
@@ -598,12 +751,11 @@ class Project:
                 argument = _argument(call, position, parameter)
                 if argument is _UNKNOWN:
                     return None
-                passed = self.class_at(caller, argument, assigns) if argument is not None else None
+                passed = resolve(caller, argument, assigns) if argument is not None else None
                 if passed is _UNKNOWN:
                     return None
                 found.append(passed)
-        classes = {id(c): c for c in found if c is not None}
-        return next(iter(classes.values())) if len(classes) == 1 else None
+        return found
 
     def class_at(self, info: ModuleInfo, expr: ast.expr, assigns: dict, depth: int = 0):
         """What a call site passes: a project class instance, None (the literal), or _UNKNOWN."""
@@ -612,6 +764,10 @@ class Project:
         if depth > 3:
             return _UNKNOWN
         if isinstance(expr, ast.Call):
+            if isinstance(expr.func, ast.Subscript):  # `DiT_models[args.model](...)`: a registry of builders
+                registry = _dotted(expr.func.value)
+                found_class = self.registry_class(info.path, registry) if registry else None
+                return found_class if found_class is not None else _UNKNOWN
             dotted = _dotted(expr.func)
             found = self.lookup(info.path, dotted) if dotted else None
             if isinstance(found, ClassSummary):
@@ -1012,6 +1168,9 @@ class _Summarizer:
     def _call(self, call: ast.Call, conditional: bool) -> None:
         if self.quiet:
             return
+        if isinstance(call.func, ast.Name) and self.taint.get(call.func.id) == call.func.id \
+                and call.func.id not in self.computed:
+            self.summary.calls_params = self.summary.calls_params | {call.func.id}
         qualified = self.info.qualify(_dotted(call.func) or "")
         if qualified in SYNC_CALLS or qualified.endswith(".synchronize") and "cuda" in qualified:
             if not conditional and self.summary.always_syncs is None:
@@ -1033,6 +1192,9 @@ class _Summarizer:
             return
         callee = self._callee(call)
         if callee is None:
+            library = self._library_sync(call)
+            if library is not None and not conditional and self.summary.always_syncs is None:
+                self.summary.always_syncs = library
             return
         summary, bound = callee
         if summary.always_syncs is not None and not conditional and self.summary.always_syncs is None:
@@ -1058,6 +1220,38 @@ class _Summarizer:
                 param = self._tainted_by(arg.value)
                 if param is not None and param not in self.summary.sink_params and summary.sink_params:
                     self.summary.sink_params[param] = next(iter(summary.sink_params.values()))
+
+    def _library_sync(self, call: ast.Call) -> Optional[Sink]:
+        """`self._scaler.step(optimizer)` where the class builds `self._scaler = torch.cuda.amp.GradScaler()`: a
+        library method the reviewed table (analysis/libraries.py) says reads device state back on every call."""
+        from gpulint.analysis.libraries import Effect, fact_for_method
+
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute)
+                and isinstance(func.value.value, ast.Name) and func.value.value.id == "self" and self.cls is not None):
+            return None
+        built = self._self_attribute_library_class(func.value.attr)
+        fact = fact_for_method(built, func.attr)
+        if fact is None or fact.effect is not Effect.SYNCS:
+            return None
+        return Sink(self.info.path, call.lineno, f"{fact.target.rsplit('.', 2)[-2]}.{func.attr}()")
+
+    def _self_attribute_library_class(self, attr: str) -> Optional[str]:
+        """The qualified library class every `self.<attr> = Cls(...)` of the class builds, else None."""
+        found: set[str] = set()
+        for method in self.cls.methods.values():  # type: ignore[union-attr]
+            for node in ast.walk(method):
+                if not isinstance(node, ast.Assign):
+                    continue
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute) and target.attr == attr and \
+                            isinstance(target.value, ast.Name) and target.value.id == "self":
+                        value = node.value
+                        dotted = _dotted(value.func) if isinstance(value, ast.Call) else None
+                        if dotted is None:
+                            return None
+                        found.add(self.info.qualify(dotted))
+        return found.pop() if len(found) == 1 else None
 
     def _read_of(self, call: ast.Call) -> Optional[tuple[str, ast.expr]]:
         func = call.func
@@ -1287,6 +1481,15 @@ def _scopes(tree: ast.Module) -> Iterator[tuple[list[ast.Call], dict]]:
         scope = pending.pop()
         calls: list[ast.Call] = []
         assigns: dict[str, list] = {}
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # `def train_loop(trainer: Trainer, ...)`: the parameter holds what its annotation builds
+            for arg in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs):
+                dotted = _dotted(arg.annotation) if arg.annotation is not None else None
+                if dotted is not None:
+                    built = ast.Call(func=arg.annotation, args=[], keywords=[])
+                    built.lineno = arg.lineno
+                    built.annotation_only = True  # type: ignore[attr-defined]
+                    assigns.setdefault(arg.arg, []).append((built, None))
         stack = list(ast_walk.iter_child_nodes(scope))
         while stack:
             node = stack.pop()

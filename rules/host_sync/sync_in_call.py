@@ -32,7 +32,8 @@ class SyncInCall(GpuRule):
     trainer class, a criterion module's `forward`, a gradient-clipping helper looping over a model's
     parameters) and into well-known libraries (`scaler.get_scale()`, `scaler.step(optimizer)` unless the optimizer
     is fused, TensorBoard's `add_scalar`, `wandb.log`,
-    tqdm's `set_postfix`, an `evaluate` metric's `add_batch`, Accelerate's `check_trigger()`), and flags the
+    tqdm's `set_postfix`, an `evaluate` metric's `add_batch`, Accelerate's `check_trigger()` and
+    `wait_for_everyone()`, `torch.distributed.barrier()`, an `ema_pytorch` EMA's `update()`), and flags the
     call when what it reaches reads a device tensor back to the host: `.item()`, `.cpu()`, `.tolist()`,
     `float(t)`, boolean-mask indexing, `.nonzero()`, or `torch.cuda.synchronize()`. The finding sits at the call
     in the loop, where the cost is paid every step; the helper's line is its related location.
