@@ -593,15 +593,11 @@ class _Instances:
     def _none_by_default(self, expr: cst.BaseExpression) -> bool:
         """A parameter whose default is None that no call site of this module passes (`sampler=None`, then
         `self.sampler = sampler or UniformSampler(...)`): the `or` gives its right side."""
-        if not isinstance(expr, cst.Name):
+        found = self.index.parameter_of(expr) if isinstance(expr, cst.Name) else None
+        if found is None:
             return False
-        bindings = self.index.visible_bindings(expr)
-        if len(bindings) != 1 or bindings[0].kind != "param" or not isinstance(bindings[0].source, cst.FunctionDef):
-            return False
-        fn = bindings[0].source
-        params = [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]
-        param = next((p for p in params if p.name.value == expr.value), None)
-        if param is None or not (isinstance(param.default, cst.Name) and param.default.value == "None"):
+        fn, param = found
+        if not (isinstance(param.default, cst.Name) and param.default.value == "None"):
             return False
         positions = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
         position = positions.index(expr.value) if expr.value in positions else None

@@ -176,21 +176,11 @@ class KindInference:
 
     def _number_by_default(self, node: cst.CSTNode) -> bool:
         """A parameter whose default is a number literal (`out_threshold=0.5`), never bound again."""
-        if not isinstance(node, cst.Name):
-            return False
-        bindings = self.index.visible_bindings(node)
-        if len(bindings) != 1 or bindings[0].kind != "param":
-            return False
-        fn = bindings[0].scope
-        if not isinstance(fn, cst.FunctionDef):
-            return False
-        for param in (*fn.params.params, *fn.params.kwonly_params):
-            if param.name.value == node.value:
-                default = param.default
-                if isinstance(default, cst.UnaryOperation):
-                    default = default.expression
-                return isinstance(default, (cst.Integer, cst.Float))
-        return False
+        found = self.index.parameter_of(node) if isinstance(node, cst.Name) else None
+        default = found[1].default if found is not None else None
+        if isinstance(default, cst.UnaryOperation):
+            default = default.expression
+        return isinstance(default, (cst.Integer, cst.Float))
 
     def _last_assignment(self, name: cst.Name, bindings: list[Binding]) -> Optional[cst.BaseExpression]:
         """The value of the plain assignment (`x = value`) that runs last before `name` is read, found by going

@@ -267,6 +267,17 @@ class SyntaxIndex(cst.CSTVisitor):
     def lookup(self, name: str, scope: Scope) -> list[Binding]:
         return self.bindings.get((id(scope), name), [])
 
+    def parameter_of(self, name: cst.Name) -> Optional[tuple[cst.FunctionDef, cst.Param]]:
+        """The function and the parameter `name` refers to, when its only binding where it stands is a parameter
+        of a `def` (not a lambda's, not one bound again in the body)."""
+        bindings = self.visible_bindings(name)
+        if len(bindings) != 1 or bindings[0].kind != "param" or not isinstance(bindings[0].source, cst.FunctionDef):
+            return None
+        fn = bindings[0].source
+        params = (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
+        param = next((p for p in params if p.name.value == name.value), None)
+        return (fn, param) if param is not None else None
+
     def visible_bindings(self, name: cst.Name) -> list[Binding]:
         """The bindings `name` refers to where it stands: its own scope's, else the nearest enclosing one's."""
         scope = self.enclosing_scope(name)
