@@ -343,7 +343,8 @@ class Project:
         self._resolve_memo: dict[Path, Path] = {}  # unsaved editor buffers, stdin: text that is not on disk
         self._tests: dict[Path, bool] = {}  # path -> test code (`is_test`)
         self._files: Optional[list[Path]] = None
-        self._parameter_classes: dict[tuple, tuple[Optional[ClassSummary], frozenset]] = {}
+        # (path, function, parameter, resolver) -> (the one value every call site passes, the modules read)
+        self._parameter_classes: dict[tuple, tuple[object, frozenset]] = {}
         # analysis/forward.py: (path, class) -> the hot call site running its `forward`; callers' analyses
         self.per_step_sites: dict = {}
         self.caller_analyses: OrderedDict = OrderedDict()
@@ -602,20 +603,7 @@ class Project:
         generator handing on a loader's batches included: `data = load_data(...)`), or a name bound to one in
         the caller. A trainer that stores it (`self.data = data`) and draws `next(self.data)` every step then
         iterates batches. Unknown when any site passes something else, or sites pass different loaders."""
-        key = (self._resolved(path), function, parameter, "loader")
-        with self._lock:
-            if key not in self._parameter_classes:
-                self._parameter_classes[key] = (None, frozenset())  # recursion guard
-                with recording() as used, text_dependency():
-                    found = self._parameter_values(key[0], function, parameter, self.loader_at)
-                    loaders = {(f.path, f.line): f for f in found or () if f is not None}
-                    loader = next(iter(loaders.values())) if len(loaders) == 1 else None
-                self._parameter_classes[key] = (loader, frozenset(used))
-            found_loader, used = self._parameter_classes[key]
-            with text_dependency():
-                for dependency in used:
-                    _record(dependency)
-            return found_loader  # type: ignore[return-value]
+        return self._one_passed(path, function, parameter, self.loader_at, lambda f: (f.path, f.line))
 
     def loader_at(self, info: ModuleInfo, expr: ast.expr, assigns: dict, depth: int = 0):
         """What a call site passes: a LoaderFact, None (the literal), or _UNKNOWN."""
@@ -656,20 +644,7 @@ class Project:
         `Class.__init__`) passes as `parameter`, a callable the callee calls: `train(training_step, ...)` with
         `training_step = trainer.train_step`, `Trainer(fwd_bwd_fn=forward_backward)`. Unknown when any site
         passes something else, or sites disagree."""
-        key = (self._resolved(path), function, parameter, "function")
-        with self._lock:
-            if key not in self._parameter_classes:
-                self._parameter_classes[key] = (None, frozenset())  # recursion guard
-                with recording() as used, text_dependency():
-                    found = self._parameter_values(key[0], function, parameter, self.function_at)
-                    functions = {(f[0].path, f[0].qualname): f for f in found or () if f is not None}
-                    result = next(iter(functions.values())) if len(functions) == 1 else None
-                self._parameter_classes[key] = (result, frozenset(used))
-            found_function, used = self._parameter_classes[key]
-            with text_dependency():
-                for dependency in used:
-                    _record(dependency)
-            return found_function  # type: ignore[return-value]
+        return self._one_passed(path, function, parameter, self.function_at, lambda f: (f[0].path, f[0].qualname))
 
     def function_at(self, info: ModuleInfo, expr: ast.expr, assigns: dict, depth: int = 0):
         """What a call site passes: (a project function's summary, bound), None (the literal), or _UNKNOWN."""
@@ -704,23 +679,27 @@ class Project:
         in the caller. `None` passed (or the parameter left at its default) does not disagree: the code using
         the parameter runs when it is not None. Unknown when any site passes something else, when sites
         disagree, or when no site is found."""
-        key = (self._resolved(path), function, parameter)
+        return self._one_passed(path, function, parameter, self.class_at, id)
+
+    def _one_passed(self, path: Path, function: str, parameter: str, resolve, identity):
+        """The one value (told apart by `identity`) that `resolve` finds every call site passing as
+        `parameter` (`_parameter_values`); None when sites disagree or one cannot be told. Remembered per
+        (function, parameter, kind of value) until a module changes, with the modules read on the way
+        recorded again for the caller's dependencies (call sites' arguments are not part of any summary)."""
+        key = (self._resolved(path), function, parameter, resolve.__name__)
         with self._lock:
             if key not in self._parameter_classes:
                 self._parameter_classes[key] = (None, frozenset())  # recursion guard
                 with recording() as used, text_dependency():
-                    found = self._parameter_class(key[0], function, parameter)
-                self._parameter_classes[key] = (found, frozenset(used))
-            found, used = self._parameter_classes[key]
-            with text_dependency():  # call sites' arguments: not part of any summary
+                    found = self._parameter_values(key[0], function, parameter, resolve)
+                    distinct = {identity(f): f for f in found or () if f is not None}
+                    result = next(iter(distinct.values())) if len(distinct) == 1 else None
+                self._parameter_classes[key] = (result, frozenset(used))
+            result, used = self._parameter_classes[key]
+            with text_dependency():
                 for dependency in used:
                     _record(dependency)
-            return found
-
-    def _parameter_class(self, path: Path, function: str, parameter: str) -> Optional[ClassSummary]:
-        found = self._parameter_values(path, function, parameter, self.class_at)
-        classes = {id(c): c for c in found or () if c is not None}
-        return next(iter(classes.values())) if len(classes) == 1 else None
+            return result
 
     def _parameter_values(self, path: Path, function: str, parameter: str, resolve) -> Optional[list]:
         """`resolve(caller, argument, assigns)` of what each project call site of `function` passes as
