@@ -328,6 +328,16 @@ class ModuleInfo:
         return dotted
 
 
+
+def _loader_identity(fact: "LoaderFact") -> tuple:
+    """A loader is the `DataLoader(...)` call it was built by."""
+    return fact.path, fact.line
+
+
+def _function_identity(found: tuple) -> tuple:
+    """A callable passed on is the project function (or method) it runs, bound or not."""
+    return found[0].path, found[0].qualname
+
 class Project:
     """Lazily parsed modules of one project, cached by content; summaries computed on demand and cached."""
 
@@ -603,7 +613,7 @@ class Project:
         generator handing on a loader's batches included: `data = load_data(...)`), or a name bound to one in
         the caller. A trainer that stores it (`self.data = data`) and draws `next(self.data)` every step then
         iterates batches. Unknown when any site passes something else, or sites pass different loaders."""
-        return self._one_passed(path, function, parameter, self.loader_at, lambda f: (f.path, f.line))
+        return self._one_passed(path, function, parameter, self.loader_at, _loader_identity)
 
     def loader_at(self, info: ModuleInfo, expr: ast.expr, assigns: dict, depth: int = 0):
         """What a call site passes: a LoaderFact, None (the literal), or _UNKNOWN."""
@@ -631,12 +641,7 @@ class Project:
                 return found.returns_loader
             return _UNKNOWN
         if isinstance(expr, ast.Name) and expr.id in assigns:
-            values = [self.loader_at(info, value, assigns, depth + 1) if index is None else _UNKNOWN
-                      for value, index in assigns[expr.id]]
-            if any(v is _UNKNOWN for v in values):
-                return _UNKNOWN
-            known = {(v.path, v.line): v for v in values if v is not None}
-            return next(iter(known.values())) if len(known) == 1 else (None if not known else _UNKNOWN)
+            return self._one_assigned(self.loader_at, _loader_identity, info, expr.id, assigns, depth)
         return _UNKNOWN
 
     def parameter_function(self, path: Path, function: str, parameter: str) -> Optional[tuple[FunctionSummary, bool]]:
@@ -644,7 +649,7 @@ class Project:
         `Class.__init__`) passes as `parameter`, a callable the callee calls: `train(training_step, ...)` with
         `training_step = trainer.train_step`, `Trainer(fwd_bwd_fn=forward_backward)`. Unknown when any site
         passes something else, or sites disagree."""
-        return self._one_passed(path, function, parameter, self.function_at, lambda f: (f[0].path, f[0].qualname))
+        return self._one_passed(path, function, parameter, self.function_at, _function_identity)
 
     def function_at(self, info: ModuleInfo, expr: ast.expr, assigns: dict, depth: int = 0):
         """What a call site passes: (a project function's summary, bound), None (the literal), or _UNKNOWN."""
@@ -653,12 +658,7 @@ class Project:
         if depth > 3:
             return _UNKNOWN
         if isinstance(expr, ast.Name) and expr.id in assigns:
-            values = [self.function_at(info, value, assigns, depth + 1) if index is None else _UNKNOWN
-                      for value, index in assigns[expr.id]]
-            if any(v is _UNKNOWN for v in values):
-                return _UNKNOWN
-            known = {(v[0].path, v[0].qualname): v for v in values if v is not None}
-            return next(iter(known.values())) if len(known) == 1 else (None if not known else _UNKNOWN)
+            return self._one_assigned(self.function_at, _function_identity, info, expr.id, assigns, depth)
         if isinstance(expr, ast.Name):
             found = self.lookup(info.path, expr.id)
             return (found, False) if isinstance(found, FunctionSummary) else _UNKNOWN
@@ -680,6 +680,16 @@ class Project:
         the parameter runs when it is not None. Unknown when any site passes something else, when sites
         disagree, or when no site is found."""
         return self._one_passed(path, function, parameter, self.class_at, id)
+
+    def _one_assigned(self, resolve, identity, info: ModuleInfo, name: str, assigns: dict, depth: int):
+        """What `resolve` finds for the caller's plain assignments of `name`: the one value they agree on (told
+        apart by `identity`), None when all give None, _UNKNOWN for an unpacking, an unknown value or two."""
+        values = [resolve(info, value, assigns, depth + 1) if index is None else _UNKNOWN
+                  for value, index in assigns[name]]
+        if any(v is _UNKNOWN for v in values):
+            return _UNKNOWN
+        known = {identity(v): v for v in values if v is not None}
+        return next(iter(known.values())) if len(known) == 1 else (None if not known else _UNKNOWN)
 
     def _one_passed(self, path: Path, function: str, parameter: str, resolve, identity):
         """The one value (told apart by `identity`) that `resolve` finds every call site passing as
