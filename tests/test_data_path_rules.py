@@ -61,3 +61,83 @@ def test_gpu204_fix_trains_on_the_same_batches(shuffle, drop_last):
             assert len(got_a) == len(got_b) == 100 and len(set(got_a.tolist())) == 100
     xs = {int(y): x for _, xb, yb in before for x, y in zip(xb, yb)}
     assert all(torch.equal(xs[int(y)], x) for _, xa, ya in after for x, y in zip(xa, ya))
+
+
+# -- GPU204 on a dataset class that is a TensorDataset by another name (rows of tensors it holds) ----------------
+CLASS_PROGRAM = """\
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class Rows(Dataset):
+    def __init__(self, n):
+        generator = torch.Generator().manual_seed(0)
+        self.ids = torch.randint(0, 50, (n, 6), generator=generator)
+        self.mask = torch.zeros(n, 6, dtype=torch.long)
+        for i in range(n):
+            self.mask[i, : 1 + i % 6] = 1
+        self.labels = torch.arange(n)
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __getitem__(self, i):
+        return {getitem}
+
+
+seen = []
+loader = DataLoader({dataset}, batch_size=8, shuffle={shuffle})
+for epoch in range(2):
+    for batch in loader:
+        {move}
+        seen.append((epoch, ({rows})))
+"""
+_DICT = dict(getitem='{"input_ids": self.ids[i], "attention_mask": self.mask[i], "labels": self.labels[i]}',
+             move="batch = {k: v.to(device) for k, v in batch.items()}",
+             rows='batch["input_ids"].cpu(), batch["attention_mask"].cpu(), batch["labels"].cpu()')
+_TUPLE = dict(getitem="self.ids[i], self.mask[i], self.labels[i]",
+              move="batch = [t.to(device) for t in batch]",
+              rows="batch[0].cpu(), batch[1].cpu(), batch[2].cpu()")
+
+
+@pytest.mark.parametrize("shape", [_DICT, _TUPLE], ids=["dict", "tuple"])
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("dataset", ["Rows(45)", "named"])
+def test_gpu204_fix_of_a_tensor_row_dataset_class_trains_on_the_same_rows(shape, shuffle, dataset):
+    torch = pytest.importorskip("torch")
+    original = CLASS_PROGRAM.format(dataset="rows" if dataset == "named" else dataset, shuffle=shuffle, **shape)
+    if dataset == "named":
+        original = original.replace("seen = []\n", "seen = []\nrows = Rows(45)\n")
+    findings = _lint("GPU204", original).diagnostics
+    assert [d.code for d in findings] == ["GPU204"] and "`Rows`" in findings[0].message
+    fixed = _lint("GPU204", original, FixMode.UNSAFE).source
+    assert "DataLoader(" not in fixed and "loader_tensors" in fixed
+    compile(fixed, "fixed.py", "exec")
+    before, after = _run(original), _run(fixed)
+    assert [(e, len(b[2])) for e, b in before] == [(e, len(a[2])) for e, a in after]  # same batch sizes
+    if not shuffle:
+        assert all(torch.equal(x, y) for (_, b), (_, a) in zip(before, after) for x, y in zip(b, a))
+        return
+    rows = {int(label): (ids, mask) for _, (i, m, l) in before for ids, mask, label in zip(i, m, l)}
+    for epoch in range(2):  # every row once per epoch, each still paired with its label
+        labels = torch.cat([a[2] for e, a in after if e == epoch]).sort().values
+        assert torch.equal(labels, torch.arange(45))
+    assert all(torch.equal(rows[int(label)][0], ids) and torch.equal(rows[int(label)][1], mask)
+               for _, (i, m, l) in after for ids, mask, label in zip(i, m, l))
+
+
+@pytest.mark.parametrize("getitem,extra", [
+    ('{"input_ids": self.ids[i] + 1, "labels": self.labels[i]}', ""),  # per-sample work
+    ('{"input_ids": self.ids[i], "labels": self.labels[i]}', "\n    def mutate(self):\n        self.ids = None\n"),
+    ('{"input_ids": self.ids[i], "labels": self.labels[i].item()}', ""),
+    ('{"input_ids": self.ids[i], "labels": self.names[i]}', ""),  # a list, not a tensor
+    ('{"input_ids": self.ids[i], "labels": self.labels[0]}', ""),  # not a row of the index
+])
+def test_gpu204_leaves_dataset_classes_that_do_more_than_return_tensor_rows(getitem, extra):
+    source = CLASS_PROGRAM.format(dataset="Rows(45)", shuffle=True, **{**_DICT, "getitem": getitem})
+    source = source.replace("        self.labels = torch.arange(n)\n",
+                            "        self.labels = torch.arange(n)\n        self.names = [str(k) for k in range(n)]\n")
+    source = source.replace("\n\nseen = []", extra + "\n\nseen = []")
+    assert _lint("GPU204", source).diagnostics == []

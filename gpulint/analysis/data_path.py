@@ -9,7 +9,7 @@ algorithm policy. Built once per module through `analysis.fact(data_path_facts)`
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import libcst as cst
 
@@ -25,6 +25,19 @@ _TRIVIAL_CALLS = {"int", "float", "len", "tuple", "list", "str", "bool", "dict",
 _CUDNN_CHOICE = re.compile(r"cudnn\.(benchmark|deterministic)$|\buse_deterministic_algorithms$")
 _CUDNN_NAMES = {"benchmark", "deterministic", "use_deterministic_algorithms"}
 _ITERABLE_DATASETS = {"torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset"}
+_MAP_DATASETS = {"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"}
+
+
+class TensorColumns(NamedTuple):
+    """What a tensor-row dataset class returns per index: `keys` (dict keys, or all None for a tuple), the
+    attribute of each, and which of them `__len__` counts."""
+    keys: tuple
+    attrs: tuple
+    counted: int
+
+    @property
+    def as_dict(self) -> bool:
+        return self.keys[0] is not None
 
 
 class DataPathFacts:
@@ -37,6 +50,7 @@ class DataPathFacts:
         self.conv_layers = [n for n in of_types(analysis.index, cst.Call)
                             if analysis.qualified(n.func) in _CONVS]
         self._work: dict[str, Optional[str]] = {}
+        self._columns: dict[str, Optional[TensorColumns]] = {}
 
     @property
     def chooses_cudnn_algorithms(self) -> bool:
@@ -79,6 +93,72 @@ class DataPathFacts:
                 return found[0]
         return None
 
+    def tensor_columns(self, cls: cst.ClassDef) -> Optional["TensorColumns"]:
+        """The tensors a map-style dataset class of this module holds and returns row by row, when that is all its
+        `__getitem__` does: `return self.x[i], self.y[i]` or `return {"ids": self.ids[i], ...}`, every attribute
+        a host tensor built in `__init__` and nowhere else, `__len__` the length of one of them. Such a class is a
+        `TensorDataset` by another name (GPU204); None for anything else."""
+        key = cls.name.value
+        if key not in self._columns:
+            self._columns[key] = self._compute_columns(cls)
+        return self._columns[key]
+
+    def _compute_columns(self, cls: cst.ClassDef) -> Optional["TensorColumns"]:
+        from gpulint.analysis.data_facts import data_facts
+        from gpulint.analysis.kinds import Kind
+
+        if not any(self.analysis.qualified(base.value) in _MAP_DATASETS for base in cls.bases):
+            return None
+        methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+        getitem, length, init = (methods.get(n) for n in ("__getitem__", "__len__", "__init__"))
+        if getitem is None or length is None or init is None or set(methods) - {"__init__", "__len__", "__getitem__"}:
+            return None
+        params = [p.name.value for p in getitem.params.params]
+        returned = _only_return(getitem)
+        if len(params) != 2 or returned is None:
+            return None
+        if isinstance(returned, cst.Tuple):
+            keys, rows = [None] * len(returned.elements), [e.value for e in returned.elements]
+            if any(isinstance(e, cst.StarredElement) for e in returned.elements):
+                return None
+        elif isinstance(returned, cst.Dict):
+            keys = [string_value(e.key) if isinstance(e, cst.DictElement) else None for e in returned.elements]
+            rows = [e.value for e in returned.elements if isinstance(e, cst.DictElement)]
+            if None in keys or len(rows) != len(keys) or len(set(keys)) != len(keys):
+                return None
+        else:
+            return None
+        attrs = [_self_row(row, params) for row in rows]
+        if not attrs or None in attrs:
+            return None
+        counted = _self_length(_only_return(length), params=[p.name.value for p in length.params.params])
+        if counted not in attrs:
+            return None
+        assigned = {}
+        for method in methods.values():
+            for node in _walk(method.body):
+                targets = []
+                if isinstance(node, cst.Assign):
+                    targets = [t.target for t in node.targets]
+                elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+                    targets = [node.target]
+                for target in targets:
+                    unpacked = isinstance(target, (cst.Tuple, cst.List))
+                    for element in ([e.value for e in target.elements] if unpacked else [target]):
+                        if isinstance(element, cst.Attribute) and isinstance(element.value, cst.Name) and \
+                                element.value.value == "self":
+                            if method is not init or not isinstance(node, cst.Assign) or len(targets) != 1 or \
+                                    element is not target:
+                                return None  # set twice, or outside __init__, or unpacked: not a plain column
+                            assigned.setdefault(element.attr.value, []).append(node.value)
+        facts = data_facts(self.analysis)
+        for attr in set(attrs):
+            values = assigned.get(attr)
+            if not values or len(values) != 1 or self.analysis.kind(values[0]) is not Kind.TENSOR or \
+                    facts.on_device(values[0]):
+                return None
+        return TensorColumns(tuple(keys), tuple(attrs), attrs.index(counted))
+
     def _compute_work(self, cls: cst.ClassDef) -> Optional[str]:
         if any(self.analysis.qualified(base.value) in _ITERABLE_DATASETS for base in cls.bases):
             return None
@@ -97,6 +177,50 @@ class DataPathFacts:
 
 def data_path_facts(analysis: ModuleAnalysis) -> DataPathFacts:
     return analysis.fact(DataPathFacts)
+
+
+def _only_return(function: cst.FunctionDef) -> Optional[cst.BaseExpression]:
+    """The value of a function whose body is one `return <value>` (a docstring before it allowed)."""
+    body = [s for s in function.body.body if not (isinstance(s, cst.SimpleStatementLine) and all(
+        isinstance(x, cst.Expr) and isinstance(x.value, cst.SimpleString) for x in s.body))]
+    if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1 or \
+            not isinstance(body[0].body[0], cst.Return):
+        return None
+    return body[0].body[0].value
+
+
+def _self_row(expr: cst.BaseExpression, params: list) -> Optional[str]:
+    """`x` for `self.x[i]`, where `self` and `i` are the method's two parameters."""
+    if not isinstance(expr, cst.Subscript) or len(expr.slice) != 1 or \
+            not isinstance(expr.slice[0].slice, cst.Index):
+        return None
+    index, value = expr.slice[0].slice.value, expr.value
+    if isinstance(index, cst.Name) and index.value == params[1] and isinstance(value, cst.Attribute) and \
+            isinstance(value.value, cst.Name) and value.value.value == params[0]:
+        return value.attr.value
+    return None
+
+
+def _self_length(expr: Optional[cst.BaseExpression], params: list) -> Optional[str]:
+    """`x` for `len(self.x)`, `self.x.shape[0]` or `self.x.size(0)`."""
+    def attr_of(node):
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and params and \
+                node.value.value == params[0]:
+            return node.attr.value
+        return None
+
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "len" and \
+            len(expr.args) == 1:
+        return attr_of(expr.args[0].value)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "size" and \
+            len(expr.args) == 1 and isinstance(expr.args[0].value, cst.Integer) and expr.args[0].value.value == "0":
+        return attr_of(expr.func.value)
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and \
+            expr.value.attr.value == "shape" and len(expr.slice) == 1 and \
+            isinstance(expr.slice[0].slice, cst.Index) and isinstance(expr.slice[0].slice.value, cst.Integer) and \
+            expr.slice[0].slice.value.value == "0":
+        return attr_of(expr.value.value)
+    return None
 
 
 def _is_main_guard(stmt: cst.CSTNode) -> bool:
@@ -141,9 +265,13 @@ def _last_top_import(body) -> Optional[cst.SimpleStatementLine]:
 _RESIDENT_KEYWORDS = {"dataset", "batch_size", "shuffle", "drop_last", "pin_memory", "num_workers"}
 
 
-def resident_loader(analysis: ModuleAnalysis, loader: cst.Call, dataset: cst.Call):
+def resident_loader(analysis: ModuleAnalysis, loader: cst.Call, dataset: cst.Call,
+                    columns: Optional[TensorColumns] = None):
     """The changes (node -> replacement) that turn `name = DataLoader(TensorDataset(a, b), ...)` and the one
-    loop over `name` into device tensors and batches indexed on the device, or None where that is not exact."""
+    loop over `name` into device tensors and batches indexed on the device, or None where that is not exact.
+    With `columns`, `dataset` builds (or names) an instance of a tensor-row dataset class (`tensor_columns`):
+    its tensors are moved instead, and the batches keep the class's shape (a dict, or a list as
+    `default_collate` makes of tuples)."""
     from gpulint.analysis.data_facts import data_facts
 
     facts = data_facts(analysis)
@@ -153,8 +281,10 @@ def resident_loader(analysis: ModuleAnalysis, loader: cst.Call, dataset: cst.Cal
         return None
     name = assign.targets[0].target.value
     options = _loader_options(loader)
-    if options is None or not dataset.args or any(
-            a.keyword is not None or a.star or not _named_here(analysis, a.value) for a in dataset.args):
+    if options is None:
+        return None
+    if columns is None and (not dataset.args or any(
+            a.keyword is not None or a.star or not _named_here(analysis, a.value) for a in dataset.args)):
         return None
     loops = facts.loops_over(loader)
     uses = [n for n in analysis.index.names(name) if n is not assign.targets[0].target]
@@ -168,18 +298,60 @@ def resident_loader(analysis: ModuleAnalysis, loader: cst.Call, dataset: cst.Cal
     if analysis.index.names(tensors):
         return None
     dev = analysis.code(device)
-    moved = ", ".join(f"{analysis.code(a.value)}.to({dev})" for a in dataset.args)
     shuffle, drop_last, batch = options
     order = "randperm" if shuffle else "arange"
-    count = f"len({tensors}[0])"
+    if columns is None:
+        moved = ", ".join(f"{analysis.code(a.value)}.to({dev})" for a in dataset.args)
+        value = f"({moved}{',' if len(dataset.args) == 1 else ''})"
+        count, row = f"len({tensors}[0])", f"[t[i] for t in {tensors}]"
+        changes = {}
+    else:
+        changes = _columns_source(analysis, assign, dataset, name)
+        if changes is None:
+            return None
+        changes, holder = changes
+        moved = [f"{holder}.{attr}.to({dev})" for attr in columns.attrs]
+        if columns.as_dict:
+            value = "{" + ", ".join(f"{_quoted(k)}: {m}" for k, m in zip(columns.keys, moved)) + "}"
+            count = f"len({tensors}[{_quoted(columns.keys[columns.counted])}])"
+            row = f"{{k: t[i] for k, t in {tensors}.items()}}"
+        else:
+            value = f"({', '.join(moved)}{',' if len(moved) == 1 else ''})"
+            count, row = f"len({tensors}[{columns.counted}])", f"[t[i] for t in {tensors}]"
     batches = f"torch.{order}({count}, device={dev}).split({batch})"
     if drop_last:
         batches = f"{batches}[:{count} // {batch}]"
-    return {
-        assign: assign.with_changes(targets=[cst.AssignTarget(cst.Name(tensors))],
-                                    value=cst.parse_expression(f"({moved}{',' if len(dataset.args) == 1 else ''})")),
-        uses[0]: cst.parse_expression(f"([t[i] for t in {tensors}] for i in {batches})"),
-    }
+    replaced = assign.with_changes(targets=[cst.AssignTarget(cst.Name(tensors))], value=cst.parse_expression(value))
+    line = changes.pop("line", None)
+    if line is None:
+        changes[assign] = replaced
+    else:  # the dataset was built inline: bind it first, on a line of its own
+        statement, first = line
+        changes[statement] = cst.FlattenSentinel([statement.with_changes(body=[first]),
+                                                  cst.SimpleStatementLine(body=[replaced])])
+    changes[uses[0]] = cst.parse_expression(f"({row} for i in {batches})")
+    return changes
+
+
+def _columns_source(analysis: ModuleAnalysis, assign: cst.Assign, dataset: cst.BaseExpression, name: str):
+    """Where the dataset instance comes from: a name this file binds once (nothing to add), or the inline
+    `Cls(...)` call, bound to `<name>_dataset` on a line before the loader's (the line must hold only it)."""
+    if isinstance(dataset, cst.Name):
+        bindings = analysis.index.visible_bindings(dataset)
+        if len(bindings) != 1 or bindings[0].kind != "assign" or not _defined_before(analysis, dataset, assign.value):
+            return None
+        return {}, dataset.value
+    statement = analysis.parent(assign)
+    holder = f"{name}_dataset"
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1 or \
+            analysis.index.names(holder):
+        return None
+    first = cst.Assign(targets=[cst.AssignTarget(cst.Name(holder))], value=dataset)
+    return {"line": (statement, first)}, holder
+
+
+def _quoted(key: str) -> str:
+    return repr(key) if '"' in key else f'"{key}"'
 
 
 def _dataset_arg(loader: cst.Call):

@@ -25,13 +25,40 @@ for epoch in range(3):
         loss.backward()
 """
 
+_ROWS = """import torch
+from torch.utils.data import DataLoader, Dataset
+
+device = "cuda"
+
+
+class Encoded(Dataset):
+    def __init__(self, ids, labels):
+        self.ids = torch.tensor(ids)
+        self.labels = torch.tensor(labels)
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __getitem__(self, i):
+        return {{"input_ids": self.ids[i], "labels": self.labels[i]}}
+
+
+{loader}
+{loop}
+    batch = {{k: v.to(device) for k, v in batch.items()}}
+    model(**batch).loss.backward()
+"""
+
 
 class TensorDatasetLoaderOnGpu(Rule):
     """A `DataLoader` over an in-memory `TensorDataset` feeding a GPU training loop.
 
     ## What it does
     Flags `DataLoader(TensorDataset(x, y), ...)` when a training or evaluation loop iterates the loader and the
-    batches go to an accelerator.
+    batches go to an accelerator. Also a `DataLoader` over a map-style dataset class of the same file that is a
+    `TensorDataset` by another name: its `__getitem__(self, i)` only returns rows of tensors it holds
+    (`return self.x[i], self.y[i]`, or a dict of them, the shape of pre-tokenized fine-tuning data), each built
+    on the host in `__init__` and set nowhere else, and its `__len__` is the length of one of them.
 
     ## Why it is slow
     The tensors are already in memory, yet the loader fetches every sample with its own `__getitem__` call and
@@ -66,7 +93,10 @@ class TensorDatasetLoaderOnGpu(Rule):
     (`train_loader_tensors = (X.to(device), Y.to(device))`) and makes the loop iterate batches indexed there:
     `for x, y in ([t[i] for t in train_loader_tensors] for i in torch.randperm(len(train_loader_tensors[0]),
     device=device).split(256)):` (`torch.arange` for `shuffle=False`, the last partial batch sliced off for
-    `drop_last=True`). The loop's body stays as it was; its `.to(device)` becomes a no-op. Only when the loader is
+    `drop_last=True`). For a tensor-row dataset class the instance's tensors are moved instead
+    (`train_loader_tensors = {"input_ids": ds.input_ids.to(device), ...}`, the instance bound first as
+    `train_loader_dataset = MyDataset(...)` where the loader built it inline), and each batch keeps the
+    class's shape: a dict with the same keys, or a list as `default_collate` makes of tuples. The loop's body stays as it was; its `.to(device)` becomes a no-op. Only when the loader is
     `name = DataLoader(TensorDataset(a, b, ...), ...)` with tensors named in this file, its other arguments are
     `batch_size`/`shuffle`/`drop_last` given as names or literals (and `pin_memory`, `num_workers=0`), exactly
     one loop uses the name (no `len(loader)`, no second loop), the loop copies its batch to a device named by a
@@ -80,7 +110,8 @@ class TensorDatasetLoaderOnGpu(Rule):
 
     ## When it is fine
     Datasets too large for GPU memory, loaders that already fetch whole batches (`batch_size=None` with a
-    batch sampler), datasets other than `TensorDataset` (files, augmentation), and CPU-only modules.
+    batch sampler), datasets that do per-sample work in `__getitem__` (files, decoding, augmentation: GPU409's
+    domain), and CPU-only modules.
     """
 
     # Every finding needs a copy to an accelerator (`.to(`/`.cuda(`) or a "cuda" device in the text.
@@ -99,6 +130,9 @@ class TensorDatasetLoaderOnGpu(Rule):
                         loop="for x, y in loader:"),
         _PROGRAM.format(loader="loader = DataLoader(TensorDataset(X, Y), batch_size=None, sampler=sampler)",
                         loop="for x, y in loader:"),
+        # a dataset class that works per sample (here a cast) is not a TensorDataset by another name
+        _ROWS.format(loader="loader = DataLoader(Encoded(ids, labels), batch_size=32, shuffle=True)",
+                     loop="for batch in loader:").replace("self.labels[i]}", "self.labels[i].float()}"),
         *CPU_ONLY_SCRIPTS,
     )
     INVALID = (
@@ -112,6 +146,15 @@ class TensorDatasetLoaderOnGpu(Rule):
         Example(_PROGRAM.format(loader="loader = DataLoader(TensorDataset(X, Y), batch_size=64, drop_last=True)",
                                 loop="for x, y in loader:\n        print(len(loader))"),
                 message="TensorDataset", fixed=None),
+        # a dataset class that only returns rows of tensors it holds: a TensorDataset by another name
+        Example(_ROWS.format(loader="loader = DataLoader(Encoded(ids, labels), batch_size=32, shuffle=True)",
+                             loop="for batch in loader:"),
+                message="`Encoded`",
+                fixed=_ROWS.format(
+                    loader="loader_dataset = Encoded(ids, labels)\nloader_tensors = {\"input_ids\": "
+                           "loader_dataset.ids.to(device), \"labels\": loader_dataset.labels.to(device)}",
+                    loop="for batch in ({k: t[i] for k, t in loader_tensors.items()} for i in torch.randperm("
+                         "len(loader_tensors[\"labels\"]), device=device).split(32)):")),
         # a loader used across epochs: reported once, without a fix
         Example(DATASET_HEAD + "loader = DataLoader(dataset, batch_size=8, pin_memory=True)\nfor epoch in range(2):\n"
                 "    for x, y in loader:\n        model(x.to(device, non_blocking=True)).sum().backward()\n"),
@@ -121,8 +164,14 @@ class TensorDatasetLoaderOnGpu(Rule):
         if not is_dataloader(self.analysis, node):
             return
         facts = data_facts(self.analysis)
-        dataset = self._tensor_dataset(_dataset(node))
-        if dataset is None or facts.on_device(dataset):
+        dataset, columns, cls = self._tensor_dataset(_dataset(node)), None, None
+        if dataset is None:  # a dataset class of this file that only returns rows of the tensors it holds
+            dataset = _dataset(node)
+            cls = data_path_facts(self.analysis).dataset_class(dataset)
+            columns = data_path_facts(self.analysis).tensor_columns(cls) if cls is not None else None
+            if columns is None:
+                return
+        elif facts.on_device(dataset):
             return
         batch_size = keyword(node, "batch_size")
         if batch_size is not None and isinstance(batch_size.value, cst.Name) and batch_size.value.value == "None":
@@ -130,10 +179,14 @@ class TensorDatasetLoaderOnGpu(Rule):
         loops = [loop for loop in facts.loops_over(node) if self.analysis.loops.role(loop) is LoopRole.HOT]
         if any(facts.moves_batches(loop) for loop in loops) or \
                 facts.clearly_cuda() and any(_feeds_a_step(self, loop) for loop in loops):
-            self.report(node, fix=self._fix(node, dataset))
+            message = None if columns is None else (
+                f"`DataLoader` over `{self.analysis.code(cls.name)}`, whose `__getitem__` only returns rows of "
+                "tensors it holds in memory, collates every batch sample by sample on the CPU; keep the tensors "
+                "on the GPU and index batches with a device `torch.randperm`")
+            self.report(node, message, fix=self._fix(node, dataset, columns))
 
-    def _fix(self, loader: cst.Call, dataset: cst.Call):
-        plan = resident_loader(self.analysis, loader, dataset)
+    def _fix(self, loader: cst.Call, dataset: cst.BaseExpression, columns):
+        plan = resident_loader(self.analysis, loader, dataset, columns)
         if plan is None or not data_path_facts(self.analysis).imports("torch"):
             return None
         return self.fix("Keep the tensors on the device and index batches with a device `torch.randperm`",
