@@ -467,3 +467,78 @@ def test_an_error_path_that_ends_the_run_runs_at_most_once():
     )
     found = [(d.location.row, d.code) for d in lint_source(text, "t.py", frozenset({"GPU101"})).diagnostics]
     assert found == [(10, "GPU101")]  # the every-step `.item()` still counts; the one before sys.exit does not
+
+
+FIRST_PASS = '''\
+import torch
+
+device = torch.device("cuda")
+model = torch.nn.Linear(4, 4).to(device)
+
+
+def generate(x, steps, prompt_size):
+    {init}
+    for _ in range(steps):
+        x = model(x)
+        if {test}:
+            {flag} = {cleared}
+            input_pos = torch.tensor([prompt_size], device=device)
+        {again}
+    return x
+'''
+
+
+@pytest.mark.parametrize("init,test,flag,cleared", [
+    ("prefill = True", "prefill", "prefill", "False"),            # litgpt's prefill step
+    ("done = False", "not done", "done", "True"),                  # a first-pass setup
+])
+def test_a_block_that_clears_its_own_flag_runs_once_not_every_step(init, test, flag, cleared):
+    from gpulint.runner import lint_source
+
+    once = FIRST_PASS.format(init=init, test=test, flag=flag, cleared=cleared, again="")
+    assert lint_source(once, "gen.py", frozenset({"GPU203"})).diagnostics == []
+    # the loop sets the flag again: the block may run on any step
+    again = FIRST_PASS.format(init=init, test=test, flag=flag, cleared=cleared,
+                              again=f"if x.shape[0] > 2:\n            {flag} = {'True' if cleared == 'False' else 'False'}")
+    assert [d.code for d in lint_source(again, "gen.py", frozenset({"GPU203"})).diagnostics] == ["GPU203"]
+
+
+MOVED_LATER = '''\
+import torch
+
+
+class Trainer:
+    def train_step(self, batch):
+        metrics = {{}}
+        {early}
+        if (instance_mask := batch.get("instance_mask")) is not None:
+            metrics["masked"] = (~instance_mask).sum().item()
+        metrics["tokens"] = batch["input_ids"].sum().item()
+        self.optim.zero_grad(set_to_none=True)
+        {late}
+        loss = self.model(batch["input_ids"]).sum()
+        loss.backward()
+        self.optim.step()
+        return metrics
+
+    def fit(self, loader):
+        for batch in loader:
+            self.train_step(batch)
+'''
+
+
+@pytest.mark.parametrize("late", ["batch = move_to_device(batch, self.device)",
+                                  "batch = batch.to(self.device)",
+                                  "batch = batch.cuda()"])
+def test_reads_before_the_function_moves_the_batch_to_the_device_are_host_reads(late):
+    """OLMo's `train_step` counts masked instances on the batch it moves to the GPU two lines later."""
+    from gpulint.runner import lint_source
+
+    source = MOVED_LATER.format(early="", late=late)
+    assert [d.code for d in lint_source(source, "trainer.py", frozenset({"GPU101"})).diagnostics] == []
+    moved_first = MOVED_LATER.format(early=late, late="")  # moved before the reads: they sync
+    assert [d.code for d in lint_source(moved_first, "trainer.py", frozenset({"GPU101"})).diagnostics] == \
+        ["GPU101", "GPU101"]
+    other = MOVED_LATER.format(early="", late="inputs = move_to_device(batch, self.device)")  # not rebound
+    assert [d.code for d in lint_source(other, "trainer.py", frozenset({"GPU101"})).diagnostics] == \
+        ["GPU101", "GPU101"]

@@ -165,14 +165,66 @@ class KindInference:
             return any(hosts) and all(h or self.of(side) is Kind.NUMBER or self._number_by_default(side)
                                       for h, side in zip(hosts, sides))
         if isinstance(node, cst.Name):
+            if self._moved_to_device_later(node):
+                return True
             scope = self.index.enclosing_scope(node)
             bindings = self.index.lookup(node.value, scope) if scope is not None else []
             last = self._last_assignment(node, bindings)
             if last is not None:
                 return self.on_host(last, depth + 1)
-            return bool(bindings) and all(b.kind == "assign" and b.index is None and b.value is not None and
+            return bool(bindings) and all(b.kind in ("assign", "walrus") and b.index is None and b.value is not None and
                                           self.on_host(b.value, depth + 1) for b in bindings)
         return False
+
+    def _moved_to_device_later(self, name: cst.Name) -> bool:
+        """A later statement of the same block moves this very value to the accelerator and rebinds the name
+        (`batch = move_to_device(batch, self.device)`, `x = x.cuda()`), with nothing rebinding it in between: the
+        value read here is still in host memory (OLMo's `batch.get("instance_mask")` counted before the move)."""
+        statement: cst.CSTNode = name
+        for parent in self.index.ancestors(name):
+            if isinstance(parent, (cst.IndentedBlock, cst.Module)):
+                break
+            if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.For, cst.While,
+                                   cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+                return False  # read in a nested scope or loop header: not a plain straight-line read
+            statement = parent
+        block = self.index.parent.get(statement)
+        if not isinstance(block, (cst.IndentedBlock, cst.Module)) or \
+                not isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            return False
+        body = list(block.body)
+        if not any(s is statement for s in body):
+            return False
+        after = body[next(i for i, s in enumerate(body) if s is statement) + 1:]
+        for stmt in after:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                return False  # a compound statement may rebind it on some paths: stop looking
+            for small in stmt.body:
+                targets = small.targets if isinstance(small, cst.Assign) else []
+                if isinstance(small, (cst.AugAssign, cst.AnnAssign)) or \
+                        any(name.value in _target_names(t.target) for t in targets):
+                    return len(targets) == 1 and isinstance(targets[0].target, cst.Name) and \
+                        self._device_copy_of(small.value, name.value)
+        return False
+
+    def _device_copy_of(self, value: cst.BaseExpression, name: str) -> bool:
+        """`name.to(<device>)`, `name.cuda()`, or `<...>to_device(name, ...)`/`move_to_<...>(name, ...)`."""
+        if not isinstance(value, cst.Call):
+            return False
+        func = value.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name:
+            if func.attr.value == "cuda":
+                return True
+            if func.attr.value == "to" and value.args and not _names_cpu(self, value):
+                target = value.args[0].value
+                code = _expression_text(target)
+                return any(word in code.lower() for word in ("device", "cuda", "gpu", "rank"))
+            return False
+        callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) \
+            else ""
+        first = value.args[0].value if value.args and value.args[0].keyword is None else None
+        return isinstance(first, cst.Name) and first.value == name and \
+            (callee.endswith(("to_device", "to_cuda", "to_gpu")) or callee.startswith("move_to"))
 
     def _number_by_default(self, node: cst.CSTNode) -> bool:
         """A parameter whose default is a number literal (`out_threshold=0.5`), never bound again."""
@@ -560,6 +612,22 @@ class KindInference:
 
 
 _MAX_HOST_DEPTH = 12
+
+
+def _target_names(target: cst.BaseExpression) -> set:
+    """The plain names an assignment target binds (`a`, `a, b`, `(a, [b, c])`)."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for e in target.elements for n in _target_names(e.value)}
+    return set()
+
+
+def _expression_text(node: cst.BaseExpression) -> str:
+    return _EMPTY_MODULE.code_for_node(node)
+
+
+_EMPTY_MODULE = cst.Module(body=[])
 
 
 def _names_cpu(inference: KindInference, call: cst.Call) -> bool:

@@ -364,15 +364,26 @@ class LoopAnalysis:
 
     def _walk_up(self, node: cst.CSTNode, memo: dict[int, Execution], passed: list[int]) -> Execution:
         periodic: Optional[str] = None
+        once_in: Optional[Loop] = None  # the loop whose first pass alone runs the block being walked out of
         child = node
         for parent in self.index.ancestors(node):
-            if periodic is None:
+            if periodic is None and once_in is None:
                 known = memo.get(id(child))
                 if known is not None:
                     return known
                 passed.append(id(child))
+            if once_in is not None:
+                if parent is once_in:  # the block runs once each time this loop runs: the loop's context decides
+                    once_in = None
+                child = parent
+                continue
             if isinstance(parent, cst.If) and child is parent.body and self._export_only(parent.test):
                 return OUTSIDE  # `if torch.onnx.is_in_onnx_export():`: runs while a model is exported, not trained
+            if isinstance(parent, cst.If) and child is parent.body and periodic is None:
+                once_in = self._clears_its_flag(parent)
+                if once_in is not None:
+                    child = parent
+                    continue
             if isinstance(parent, cst.If) and child is parent.body and periodic is None:
                 reason = self.periodic_test(parent.test)
                 if reason and self._steps_an_optimizer(parent.body):
@@ -554,6 +565,31 @@ class LoopAnalysis:
         bindings = self.index.visible_bindings(name)
         return any(b.kind in ("assign", "augassign") and b.source is not None and b.index is None and
                    self.index.is_ancestor_or_self(loop, b.source) for b in bindings)
+
+    def _clears_its_flag(self, block: cst.If) -> Optional[Loop]:
+        """`if first: first = False; <once>` (or `if not done: done = True; ...`) in a loop that sets the flag
+        nowhere else: the block runs on the loop's first pass only (a prefill step, a first-batch setup). The
+        loop, else None."""
+        test, on = block.test, "True"
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, on = test.expression, "False"
+        if not isinstance(test, (cst.Name, cst.Attribute)) or not isinstance(block.body, cst.IndentedBlock):
+            return None
+        flag, off = _code(test), "False" if on == "True" else "True"
+        clears = [small for stmt in block.body.body if isinstance(stmt, cst.SimpleStatementLine)
+                  for small in stmt.body if isinstance(small, cst.Assign) and len(small.targets) == 1
+                  and _code(small.targets[0].target) == flag and isinstance(small.value, cst.Name)
+                  and small.value.value == off]
+        loop = next((a for a in self.index.ancestors(block) if isinstance(a, (cst.For, cst.While, cst.FunctionDef,
+                                                                              cst.ClassDef))), None)
+        if not clears or not isinstance(loop, (cst.For, cst.While)):
+            return None
+        for node in _walk_body(loop, into_loops=True):
+            targets = node.targets if isinstance(node, cst.Assign) else \
+                [node] if isinstance(node, (cst.AugAssign, cst.AnnAssign)) else []
+            if any(_code(t.target) == flag for t in targets) and all(node is not c for c in clears):
+                return None  # set again inside the loop: the block may run more than once
+        return loop
 
     def _export_only(self, test: cst.BaseExpression) -> bool:
         return isinstance(test, cst.Call) and not test.args and self.kinds.qualified(test.func) in _EXPORT_TESTS
