@@ -542,3 +542,38 @@ def test_reads_before_the_function_moves_the_batch_to_the_device_are_host_reads(
     other = MOVED_LATER.format(early="", late="inputs = move_to_device(batch, self.device)")  # not rebound
     assert [d.code for d in lint_source(other, "trainer.py", frozenset({"GPU101"})).diagnostics] == \
         ["GPU101", "GPU101"]
+
+
+RUNNING_TOTAL = '''\
+import torch
+
+
+class Recipe:
+    def train(self):
+        running_loss = 0
+        for idx, batch in enumerate(self._dataloader):
+            batch = {{k: v.to(self._device) for k, v in batch.items()}}
+            current_loss = self._loss_step(batch) * self.scale
+            running_loss += {added}
+            current_loss.backward()
+            if (idx + 1) % self._gradient_accumulation_steps == 0:
+                self.optimizer.step()
+                self.optimizer.zero_grad(set_to_none=True)
+                loss_value = (running_loss / 8).item()
+                running_loss = 0
+'''
+
+
+@pytest.mark.parametrize("added", ["current_loss.detach()", "current_loss"])
+def test_a_running_total_started_at_zero_and_fed_a_loss_from_a_helper_is_a_tensor(added):
+    """torchtune's recipes: `running_loss = 0`, `running_loss += current_loss.detach()` where `current_loss` comes
+    from a method (`self._loss_step(batch)`) and is back-propagated: reading the total every optimizer step syncs."""
+    from gpulint.runner import lint_source
+
+    def rows(text):
+        return [d.location.row for d in lint_source(text, "recipe.py", frozenset({"GPU101"})).diagnostics]
+
+    source = RUNNING_TOTAL.format(added=added)
+    read = next(i for i, line in enumerate(source.splitlines(), 1) if "loss_value =" in line)
+    assert rows(source) == [read]
+    assert rows(RUNNING_TOTAL.format(added="current_loss.item()")) == []  # a host float total: nothing to read

@@ -20,6 +20,7 @@ FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "sa
 EXPECTED = {
     ("diffusion/timesteps.py", 13, "GPU410"),  # from_numpy(...).to(device) in the inherited `sample`
     ("diffusion/timesteps.py", 30, "GPU101"),  # .item() in log_losses, called every step
+    ("train.py", 30, "GPU112"),  # the call that pays it: `loss` is back-propagated, so `loss.detach()` is a tensor
     ("diffusion/noise.py", 7, "GPU410"),  # the table copied in `gather`, reached from `loss` via partial()
 }
 

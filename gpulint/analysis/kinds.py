@@ -284,6 +284,9 @@ class KindInference:
             # `x = None` in one branch and a tensor in the other: an optional tensor is a tensor where used.
             kinds = [k for b, k in zip(bindings, kinds) if not _assigns_none(b)] or kinds
             result = _join(kinds)
+            if result is Kind.UNKNOWN and all(k is Kind.UNKNOWN for k in kinds) and \
+                    self._backward_called_on(name, scope):
+                result = Kind.TENSOR  # `loss = self._loss_step(batch) * n` ... `loss.backward()`
             if result is Kind.TENSOR and Kind.NUMBER in kinds:
                 # Tensor wins over number only for accumulators started at a literal (`total = 0.0`); a name
                 # rebound to `loss.item()` holds a number from then on: say nothing.
@@ -294,6 +297,17 @@ class KindInference:
             self._in_progress.discard(key)
         self._binding_cache[key] = result
         return result
+
+    def _backward_called_on(self, name: str, scope: Scope) -> bool:
+        """`name.backward()` is called in `scope`: whatever the name is bound to there is a tensor."""
+        for node in self.index.names(name):
+            attribute = self.index.parent.get(node)
+            if isinstance(attribute, cst.Attribute) and attribute.value is node and \
+                    attribute.attr.value == "backward" and \
+                    isinstance(self.index.parent.get(attribute), cst.Call) and \
+                    self.index.enclosing_scope(node) is scope:
+                return True
+        return False
 
     def _binding_kind(self, b: Binding) -> Kind:
         if b.kind == "assign" or b.kind == "walrus":
@@ -608,6 +622,8 @@ class KindInference:
         # Methods that make tensors whatever we know of the receiver.
         if method in ("cuda", "to") and receiver is Kind.UNKNOWN and _looks_like_tensor_name(func.value):
             return Kind.TENSOR
+        if method == "detach" and not node.args and receiver is Kind.UNKNOWN:
+            return Kind.TENSOR  # only tensors detach from the graph (`running_loss += loss.detach()`)
         return Kind.UNKNOWN
 
 
