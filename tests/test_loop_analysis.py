@@ -577,3 +577,16 @@ def test_a_running_total_started_at_zero_and_fed_a_loss_from_a_helper_is_a_tenso
     read = next(i for i, line in enumerate(source.splitlines(), 1) if "loss_value =" in line)
     assert rows(source) == [read]
     assert rows(RUNNING_TOTAL.format(added="current_loss.item()")) == []  # a host float total: nothing to read
+
+
+def test_an_object_whose_backward_takes_the_loss_is_not_a_tensor():
+    """`accelerator.backward(loss)` back-propagates `loss`; `accelerator` stays an Accelerator (its
+    `check_trigger()` returns a bool: branching on it is not a tensor branch)."""
+    from gpulint.runner import lint_source
+
+    source = (
+        "import torch\nfrom accelerate import Accelerator\n\n\ndef train(model, loader, optimizer, make):\n"
+        "    accelerator = make()\n    for batch in loader:\n        loss = model(batch.to('cuda')).sum()\n"
+        "        accelerator.backward(loss)\n        optimizer.step()\n        if accelerator.check_trigger():\n"
+        "            break\n")
+    assert [d.code for d in lint_source(source, "train.py", frozenset({"GPU106"})).diagnostics] == []

@@ -302,9 +302,11 @@ class KindInference:
         """`name.backward()` is called in `scope`: whatever the name is bound to there is a tensor."""
         for node in self.index.names(name):
             attribute = self.index.parent.get(node)
+            call = self.index.parent.get(attribute)
+            # `loss.backward()`, `loss.backward(retain_graph=True)`; not `accelerator.backward(loss)`
             if isinstance(attribute, cst.Attribute) and attribute.value is node and \
-                    attribute.attr.value == "backward" and \
-                    isinstance(self.index.parent.get(attribute), cst.Call) and \
+                    attribute.attr.value == "backward" and isinstance(call, cst.Call) and \
+                    all(a.keyword is not None for a in call.args) and \
                     self.index.enclosing_scope(node) is scope:
                 return True
         return False
