@@ -190,7 +190,9 @@ def test_the_definition_after_an_edited_one_keeps_its_node(reuse):
 
 def _index_tables(index) -> tuple:
     """Everything a syntax index records, nodes by identity."""
-    return ([id(n) for n in index.nodes], {id(k): id(v) for k, v in index.parent.items()},
+    parents = {id(k): id(v) for k, v in index.parent.items()}
+    assert {k: id(v) for k, v in index.up.items()} == parents  # the id-keyed copy a walk up reads
+    return ([id(n) for n in index.nodes], parents,
             [(key, [(b.name, id(b.scope), b.kind, id(b.value), b.index, id(b.source)) for b in found])
              for key, found in index.bindings.items()],
             [(name, [id(f) for f in found]) for name, found in index.functions.items()],

@@ -77,7 +77,7 @@ class ModuleAnalysis:
             return found
 
     def parent(self, node: cst.CSTNode):
-        return self.index.parent.get(node)
+        return self.index.up.get(id(node))
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)

@@ -124,6 +124,9 @@ class SyntaxIndex(cst.CSTVisitor):
     def __init__(self) -> None:
         super().__init__()
         self.parent: dict[cst.CSTNode, cst.CSTNode] = {}
+        # The same map keyed by `id(node)`: a walk up asks it without LibCST's `CSTNode.__hash__` (a Python call
+        # per step; `ancestors`, `enclosing_scope` and `is_ancestor_or_self` are asked ~100,000 times a lint).
+        self.up: dict[int, cst.CSTNode] = {}
         self.nodes: list[cst.CSTNode] = []
         self.bindings: dict[tuple[int, str], list[Binding]] = {}
         self.functions: dict[str, list[cst.FunctionDef]] = {}
@@ -166,6 +169,8 @@ class SyntaxIndex(cst.CSTVisitor):
         walk of the whole module records it: tables in document order, keys in order of first appearance."""
         self.parent.update(part.parent)
         self.parent[statement] = module
+        self.up.update(part.up)
+        self.up[id(statement)] = module
         self.nodes.extend(part.nodes)
         bindings = self.bindings
         for (scope, name), found in part.bindings.items():
@@ -186,6 +191,7 @@ class SyntaxIndex(cst.CSTVisitor):
         leave = object()
         work: list = [root if up is None else (root, up)]
         parent = self.parent
+        up_by_id = self.up
         nodes = self.nodes
         scopes = self._scopes
         while work:
@@ -196,6 +202,7 @@ class SyntaxIndex(cst.CSTVisitor):
             if type(node) is tuple:  # (child, its parent)
                 node, up = node
                 parent[node] = up
+                up_by_id[id(node)] = up
             nodes.append(node)
             handler = _HANDLERS.get(type(node))
             if handler is not None:
@@ -210,7 +217,7 @@ class SyntaxIndex(cst.CSTVisitor):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self._stack:
-            self.parent[node] = self._stack[-1]
+            self.parent[node] = self.up[id(node)] = self._stack[-1]
         self._stack.append(node)
         self.nodes.append(node)
         handler = _HANDLERS.get(type(node))
@@ -289,18 +296,18 @@ class SyntaxIndex(cst.CSTVisitor):
         return []
 
     def enclosing_scope(self, node: cst.CSTNode) -> Scope:
-        parent = self.parent
-        current = parent.get(node)
+        up = self.up
+        current = up.get(id(node))
         while current is not None and type(current) not in _SCOPE_SET:  # (no subclasses: isinstance is slow)
-            current = parent.get(current)
+            current = up.get(id(current))
         return current  # type: ignore[return-value]
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        parent = self.parent
-        current = parent.get(node)
+        up = self.up
+        current = up.get(id(node))
         while current is not None:
             yield current
-            current = parent.get(current)
+            current = up.get(id(current))
 
     def subtree(self, node: cst.CSTNode) -> Optional[tuple[int, int]]:
         """(first, last): the places in `nodes` (`order`) of `node` and of its last descendant; its descendants
@@ -320,12 +327,12 @@ class SyntaxIndex(cst.CSTVisitor):
             last = place
 
     def is_ancestor_or_self(self, ancestor: cst.CSTNode, node: cst.CSTNode) -> bool:
-        parent = self.parent
+        up = self.up
         current = node
         while current is not None:
             if current is ancestor:
                 return True
-            current = parent.get(current)
+            current = up.get(id(current))
         return False
 
 
