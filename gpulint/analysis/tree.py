@@ -255,19 +255,19 @@ class SyntaxIndex(cst.CSTVisitor):
 
     def bind(self, target: cst.BaseExpression, kind: str, value, source, scope=None, index=None) -> None:
         scope = scope if scope is not None else self.scope
-        if isinstance(target, cst.Name):
+        if type(target) is cst.Name:
             key = (id(scope), target.value)
             self.bindings.setdefault(key, []).append(Binding(target.value, scope, kind, value, index, source))
-        elif isinstance(target, (cst.Tuple, cst.List)):
+        elif type(target) in (cst.Tuple, cst.List):
             elements = [e.value for e in target.elements]
             # `x, y = a, b` binds pairwise; `x, y = pair` binds element i of pair.
-            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
+            if type(value) in (cst.Tuple, cst.List) and len(value.elements) == len(elements):
                 for el, val in zip(elements, value.elements):
-                    if not isinstance(val, cst.StarredElement):
+                    if type(val) is not cst.StarredElement:
                         self.bind(el, kind, val.value, source, scope)
             else:
                 for i, el in enumerate(elements):
-                    if isinstance(el, cst.StarredElement):
+                    if type(el) is cst.StarredElement:
                         el = el.value
                     self.bind(el, kind, value, source, scope, i if index is None else index)
 
@@ -373,7 +373,7 @@ def _on_function(idx: SyntaxIndex, node: cst.FunctionDef) -> None:
     for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
         idx.bind(param.name, "param", param, node, scope=node)
     for star in (params.star_arg, params.star_kwarg):
-        if isinstance(star, cst.Param):
+        if type(star) is cst.Param:
             idx.bind(star.name, "param", None, node, scope=node)
 
 
@@ -385,13 +385,13 @@ def _on_class(idx: SyntaxIndex, node: cst.ClassDef) -> None:
 def _on_import(idx: SyntaxIndex, node) -> None:
     idx.imports.add(node)
     idx.import_nodes.append(node)
-    if isinstance(node, cst.Import) or not isinstance(node.names, cst.ImportStar):
+    if type(node) is cst.Import or type(node.names) is not cst.ImportStar:
         for alias in node.names:
             if alias.asname is not None:
                 idx.bind(alias.asname.name, "import", node, node)
             else:
                 name = alias.name
-                while isinstance(name, cst.Attribute):
+                while type(name) is cst.Attribute:
                     name = name.value
                 idx.bind(name, "import", node, node)
 
