@@ -137,6 +137,7 @@ class SyntaxIndex(cst.CSTVisitor):
         self._scopes: list[Scope] = []
         self._names: Optional[dict[str, list[cst.Name]]] = None
         self._order: Optional[dict[int, int]] = None
+        self._visible: dict[int, list[Binding]] = {}  # `visible_bindings` by id(name): the index does not change
 
     # -- the walk ---------------------------------------------------------------------------------------------
     def build(self, module: cst.Module) -> "SyntaxIndex":
@@ -286,7 +287,14 @@ class SyntaxIndex(cst.CSTVisitor):
         return (fn, param) if param is not None else None
 
     def visible_bindings(self, name: cst.Name) -> list[Binding]:
-        """The bindings `name` refers to where it stands: its own scope's, else the nearest enclosing one's."""
+        """The bindings `name` refers to where it stands: its own scope's, else the nearest enclosing one's
+        (asked again for one name, the answer found the first time: the tables do not change after the walk)."""
+        found = self._visible.get(id(name))
+        if found is None:
+            found = self._visible[id(name)] = self._visible_bindings(name)
+        return found
+
+    def _visible_bindings(self, name: cst.Name) -> list[Binding]:
         scope = self.enclosing_scope(name)
         while scope is not None:
             found = self.lookup(name.value, scope)
