@@ -206,6 +206,7 @@ class DataFacts:
         self.analysis = analysis
         self.index = analysis.index
         self._loops_over: Optional[dict[int, list[Loop]]] = None
+        self._nexts: Optional[dict[int, list[cst.Call]]] = None
         self._self_attrs: Optional[dict[str, list[cst.BaseExpression]]] = None
         self._prepared: Optional[set[int]] = None
         self._factories: dict[str, Optional[LoaderFact]] = {}
@@ -327,8 +328,21 @@ class DataFacts:
             if found:
                 return found
         # `it = iter(loader)` / `batches = cycle(loader)`, then `batch = next(it)` in the loop's own body
-        return [c for node in _walk(loop.body) if type(node) is cst.Call and self._innermost_loop(node) is loop
-                for c in self._next_of(node)]
+        return [c for node in self._next_calls().get(id(loop), ()) for c in self._next_of(node)]
+
+    def _next_calls(self) -> dict[int, list[cst.Call]]:
+        """The module's `next(...)` calls by the loop whose own body holds them (the innermost loop around each,
+        not across a nested function or class), in document order: what a walk of each loop's body found, with
+        one look at the module's calls instead of a walk of every loop's body (loops nest)."""
+        if self._nexts is None:
+            self._nexts = {}
+            for node in of_types(self.index, cst.Call):
+                if dotted_name(node.func) != "next":  # type: ignore[attr-defined]
+                    continue  # (`_next_of` answers nothing for any other call)
+                loop = self._innermost_loop(node)
+                if loop is not None and self.index.is_ancestor_or_self(loop.body, node):
+                    self._nexts.setdefault(id(loop), []).append(node)  # type: ignore[arg-type]
+        return self._nexts
 
     def _next_of(self, call: cst.Call) -> list[cst.Call]:
         """`next(it)` where `it` iterates a loader: that loader."""
