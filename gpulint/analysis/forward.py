@@ -65,8 +65,7 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
     entries = analysis.fact(_entries).get(id(fn))
     if not entries:
         return None
-    project = project_for(Path(analysis.path))
-    path = Path(analysis.path)
+    project, path = analysis.fact(_project_of)
     for owner, member in entries:
         if member == "forward" and owner is not None:
             site = per_step_site(project, path, owner)
@@ -77,6 +76,13 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
         if site is not None:
             return site
     return None
+
+
+def _project_of(analysis) -> tuple[Project, Path]:
+    """Fact provider: the module's project and path, found once per lint (the language server finds the root
+    again for every lint, a walk up the folders: not for every function the loop analysis asks about)."""
+    path = Path(analysis.path)
+    return project_for(path), path
 
 
 def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
