@@ -141,9 +141,9 @@ def _self_attribute_kind(analysis: ModuleAnalysis, node: cst.Attribute) -> Kind:
     fn = bindings[0].source if len(bindings) == 1 and bindings[0].kind == "param" else None
     if type(fn) is not cst.FunctionDef or fn.name.value != "__init__":
         return Kind.UNKNOWN
-    block = analysis.index.parent.get(fn)
-    cls = analysis.index.parent.get(block) if type(block) is cst.IndentedBlock else None
-    if type(cls) is not cst.ClassDef or not isinstance(analysis.index.parent.get(cls), cst.Module):
+    block = analysis.index.up.get(id(fn))
+    cls = analysis.index.up.get(id(block)) if type(block) is cst.IndentedBlock else None
+    if type(cls) is not cst.ClassDef or not isinstance(analysis.index.up.get(id(cls)), cst.Module):
         return Kind.UNKNOWN
     loader = calls.project.parameter_loader(calls.path, f"{cls.name.value}.__init__", value.value)
     return Kind.LOADER if loader is not None else Kind.UNKNOWN

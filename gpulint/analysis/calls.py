@@ -412,12 +412,12 @@ class ProjectCalls(ModuleCalls):
         if len(bindings) != 1 or bindings[0].kind != "param" or not isinstance(bindings[0].source, cst.FunctionDef):
             return None
         fn = bindings[0].source
-        owner = self.index.parent.get(fn)
+        owner = self.index.up.get(id(fn))
         if type(owner) is cst.Module:
             return self.project.parameter_function(self.path, fn.name.value, bindings[0].name)
-        cls = self.index.parent.get(owner) if type(owner) is cst.IndentedBlock else None
+        cls = self.index.up.get(id(owner)) if type(owner) is cst.IndentedBlock else None
         if fn.name.value == "__init__" and type(cls) is cst.ClassDef and \
-                isinstance(self.index.parent.get(cls), cst.Module):
+                isinstance(self.index.up.get(id(cls)), cst.Module):
             return self.project.parameter_function(self.path, f"{cls.name.value}.__init__", bindings[0].name)
         return None
 
@@ -450,12 +450,12 @@ class ProjectCalls(ModuleCalls):
         fn = binding.source
         if type(fn) is not cst.FunctionDef:
             return None
-        owner = self.index.parent.get(fn)
+        owner = self.index.up.get(id(fn))
         if type(owner) is cst.Module:
             return self.project.parameter_class(self.path, fn.name.value, binding.name)
-        cls = self.index.parent.get(owner) if type(owner) is cst.IndentedBlock else None
+        cls = self.index.up.get(id(owner)) if type(owner) is cst.IndentedBlock else None
         if fn.name.value == "__init__" and type(cls) is cst.ClassDef and \
-                isinstance(self.index.parent.get(cls), cst.Module):
+                isinstance(self.index.up.get(id(cls)), cst.Module):
             return self.project.parameter_class(self.path, f"{cls.name.value}.__init__", binding.name)
         return None
 

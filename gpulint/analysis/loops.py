@@ -391,7 +391,7 @@ class LoopAnalysis:
                 if reason:
                     periodic = reason
             elif type(parent) is cst.IndentedBlock and periodic is None:
-                if isinstance(self.index.parent.get(parent), (cst.If, cst.Else, cst.ExceptHandler)) \
+                if type(self.index.up.get(id(parent))) in (cst.If, cst.Else, cst.ExceptHandler) \
                         and self._ends_the_run(parent):
                     return OUTSIDE  # an error path that raises or exits: it runs at most once
                 reason = self._after_skip_guard(parent, child)
