@@ -87,3 +87,20 @@ def test_visible_bindings_remembered_are_those_looked_up(path: Path):
     for name in of_types(index, cst.Name):
         first = index.visible_bindings(name)
         assert index.visible_bindings(name) is first and first == index._visible_bindings(name)
+
+
+def test_the_project_is_found_once_per_lint_not_per_function(tmp_path, monkeypatch):
+    """forward.per_step_caller asks for the module's project through a fact: in the language server
+    `project_for` walks up the folders for the root each time it is called."""
+    from gpulint.analysis import forward
+    from gpulint.rule import all_rules
+    from gpulint.runner import lint_source
+
+    script = tmp_path / "train.py"
+    script.write_text((ROOT / "fixtures" / "examples" / "naive_train.py").read_text() + "".join(
+        f"\n\ndef helper_{i}(x):\n    return x.item() * {i}\n" for i in range(10)))
+    asked = []
+    real = forward.project_for
+    monkeypatch.setattr(forward, "project_for", lambda path: asked.append(path) or real(path))
+    lint_source(script.read_text(), str(script), frozenset(all_rules()), path=script)
+    assert len(asked) <= 1
