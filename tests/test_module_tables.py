@@ -104,3 +104,21 @@ def test_the_project_is_found_once_per_lint_not_per_function(tmp_path, monkeypat
     monkeypatch.setattr(forward, "project_for", lambda path: asked.append(path) or real(path))
     lint_source(script.read_text(), str(script), frozenset(all_rules()), path=script)
     assert len(asked) <= 1
+
+
+@pytest.mark.parametrize("path", FILES[:60], ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_the_reads_of_a_name_in_a_scope_by_bisection_are_those_a_filter_finds(path: Path):
+    from bisect import bisect_left, bisect_right
+
+    module = _parse(path)
+    if module is None:
+        return
+    index = ModuleAnalysis(module, path.read_text()).index
+    scopes = [module, *of_types(index, cst.FunctionDef, cst.ClassDef, cst.Lambda)]
+    for value in {n.value for n in of_types(index, cst.Name)}:
+        places = index.name_places(value)
+        assert places == sorted(places) and places == [index.order(n) for n in index.names(value)]
+        for scope in scopes:
+            first, last = index.subtree(scope)
+            assert index.names(value)[bisect_left(places, first):bisect_right(places, last)] == [
+                n for n in index.names(value) if index.is_ancestor_or_self(scope, n)]

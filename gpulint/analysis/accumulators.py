@@ -4,6 +4,8 @@ autograd graph, `no_grad` regions, and the synced-accumulation matcher (GPU3xx; 
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
@@ -249,13 +251,12 @@ def _uses(analysis: ModuleAnalysis, statement: cst.AugAssign, name: str):
             return None
     found = []
     inside = index.subtree(scope)  # the scope's nodes: a range of document order (cheaper than a walk up per read)
-    for node in index.names(name):  # in document order
-        if inside is not None:
-            place = index.order(node)
-            if place is None and not index.is_ancestor_or_self(scope, node) or place is not None and not \
-                    inside[0] <= place <= inside[1]:
-                continue
-        elif not index.is_ancestor_or_self(scope, node):
+    names = index.names(name)  # in document order
+    if inside is not None:  # the reads in that range, found by bisection (not one test per read in the module)
+        places = index.name_places(name)
+        names = names[bisect_left(places, inside[0]):bisect_right(places, inside[1])]
+    for node in names:
+        if inside is None and not index.is_ancestor_or_self(scope, node):
             continue
         inner = analysis.index.enclosing_scope(node)
         if inner is not scope:

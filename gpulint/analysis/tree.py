@@ -137,6 +137,7 @@ class SyntaxIndex(cst.CSTVisitor):
         self._scopes: list[Scope] = []
         self._names: Optional[dict[str, list[cst.Name]]] = None
         self._order: Optional[dict[int, int]] = None
+        self._name_places: dict[str, list[int]] = {}
         self._visible: dict[int, list[Binding]] = {}  # `visible_bindings` by id(name): the index does not change
 
     # -- the walk ---------------------------------------------------------------------------------------------
@@ -242,6 +243,13 @@ class SyntaxIndex(cst.CSTVisitor):
                 names.setdefault(node.value, []).append(node)  # type: ignore[attr-defined]
             self._names = names
         return self._names.get(value, [])
+
+    def name_places(self, value: str) -> list[int]:
+        """The places in `nodes` (document order, increasing) of the `Name` nodes spelled `value` (`names`)."""
+        places = self._name_places.get(value)
+        if places is None:
+            places = self._name_places[value] = [self.order(n) for n in self.names(value)]  # type: ignore[misc]
+        return places
 
     def order(self, node: cst.CSTNode) -> Optional[int]:
         """The node's place in `nodes` (document order); None for a node not in this module."""
