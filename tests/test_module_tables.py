@@ -122,3 +122,32 @@ def test_the_reads_of_a_name_in_a_scope_by_bisection_are_those_a_filter_finds(pa
             first, last = index.subtree(scope)
             assert index.names(value)[bisect_left(places, first):bisect_right(places, last)] == [
                 n for n in index.names(value) if index.is_ancestor_or_self(scope, n)]
+
+
+PREPARED = textwrap.dedent("""\
+    from accelerate import Accelerator
+    from torch.utils.data import DataLoader
+    accelerator = Accelerator()
+    loader = DataLoader(dataset, batch_size=8)
+    model.train()
+    optimizer.zero_grad()
+    loader = accelerator.prepare(loader)
+    for x in loader:
+        x.to("cuda")
+""")
+
+
+def test_prepared_looks_up_only_the_calls_of_a_method_that_moves_batches(monkeypatch):
+    """DataFacts.prepared asks what built the receiver only of `.prepare(...)`-like calls (the methods the
+    library table says hand back batches on the device), not of every method call of the module."""
+    from gpulint.analysis import calls as calls_module
+
+    asked = []
+    real = calls_module.ModuleCalls.constructor
+    monkeypatch.setattr(calls_module.ModuleCalls, "constructor",
+                        lambda self, expr: asked.append(expr) or real(self, expr))
+    module = cst.parse_module(PREPARED)
+    facts = data_facts(ModuleAnalysis(module, PREPARED))
+    loader = next(c for c in of_types(facts.index, cst.Call) if getattr(c.func, "value", None) == "DataLoader")
+    assert facts.prepared(loader)
+    assert [module.code_for_node(e) for e in asked] == ["accelerator"]

@@ -15,7 +15,7 @@ from gpulint.analysis import Kind, ModuleAnalysis
 from gpulint.analysis.calls import module_calls, project_calls
 from gpulint.analysis.generators import yielded_source
 from gpulint.analysis.imports import dotted_name
-from gpulint.analysis.libraries import Effect, fact_for_method
+from gpulint.analysis.libraries import DEVICE_BATCH_METHODS, Effect, fact_for_method
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.project import FunctionSummary, LoaderFact
 from gpulint.analysis.tree import child_nodes
@@ -239,7 +239,8 @@ class DataFacts:
             self._prepared = set()
             calls = self.analysis.fact(module_calls)
             for node in of_types(self.index, cst.Call):
-                if type(node.func) is cst.Attribute:  # type: ignore[attr-defined]
+                if type(node.func) is cst.Attribute and \
+                        node.func.attr.value in DEVICE_BATCH_METHODS:  # type: ignore[attr-defined]
                     fact = fact_for_method(calls.constructor(node.func.value), node.func.attr.value)
                     if fact is not None and fact.effect is Effect.DEVICE_BATCHES:
                         for arg in node.args:
