@@ -138,6 +138,7 @@ class SyntaxIndex(cst.CSTVisitor):
         self._names: Optional[dict[str, list[cst.Name]]] = None
         self._order: Optional[dict[int, int]] = None
         self._name_places: dict[str, list[int]] = {}
+        self._bound_names: Optional[frozenset[str]] = None
         self._visible: dict[int, list[Binding]] = {}  # `visible_bindings` by id(name): the index does not change
 
     # -- the walk ---------------------------------------------------------------------------------------------
@@ -243,6 +244,12 @@ class SyntaxIndex(cst.CSTVisitor):
                 names.setdefault(node.value, []).append(node)  # type: ignore[attr-defined]
             self._names = names
         return self._names.get(value, [])
+
+    def bound_names(self) -> frozenset[str]:
+        """Every name some scope of the module binds (asked per fix that needs a fresh name)."""
+        if self._bound_names is None:
+            self._bound_names = frozenset(name for (_scope, name) in self.bindings)
+        return self._bound_names
 
     def name_places(self, value: str) -> list[int]:
         """The places in `nodes` (document order, increasing) of the `Name` nodes spelled `value` (`names`)."""
