@@ -13,7 +13,7 @@ from gpulint.files import source_lines
 
 def fresh_name(analysis, base: str) -> str:
     """`base`, or `base_2`, ... : a name no scope of the module binds yet."""
-    taken = {name for (_scope, name) in analysis.index.bindings}
+    taken = analysis.index.bound_names()
     name, n = base, 2
     while name in taken:
         name, n = f"{base}_{n}", n + 1

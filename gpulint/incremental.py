@@ -288,14 +288,14 @@ def python_parse(source: str, filename: str, firsts: Optional[list[int]] = None)
             _recent_trees.put(source, tree)
         return tree  # type: ignore[return-value]
 
+    lines_above = [0]  # as `python_tree` counts them: the tree made here is the one it needs
+
     def accepted(text: str) -> Optional[bool]:
-        if text in reuse.compiles:
-            return True
-        try:
-            ast.parse(text, filename)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
-        reuse.compiles[text] = True
+        if text not in reuse.compiles:
+            if piece_tree(lines_above[0], text) is None:
+                return None
+            reuse.compiles[text] = True
+        lines_above[0] += text.count("\n")
         return True
 
     if _each(source, accepted) is None:
@@ -320,17 +320,8 @@ def python_tree(source: str) -> Optional[ast.Module]:
     lines_above, pending, failures = 0, "", 0
     for part in pieces(source):
         text = pending + part
-        key = (lines_above, text)
-        with reuse.lock:
-            tree = reuse.trees.get(key)
-        if tree is None:
-            try:
-                tree = ast.parse("\n" * lines_above + text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                tree = _FAILED
-            with reuse.lock:
-                reuse.trees[key] = tree
-        if tree is _FAILED:  # not a whole statement (a cut inside a string): merged with the next, as `_each`
+        tree = piece_tree(lines_above, text)
+        if tree is None:  # not a whole statement (a cut inside a string): merged with the next, as `_each`
             pending, failures = text, failures + 1
             if failures > MAX_MERGES:
                 return None
@@ -341,6 +332,28 @@ def python_tree(source: str) -> Optional[ast.Module]:
     if pending or not trees:
         return None
     return ast.Module(body=[stmt for tree in trees for stmt in tree.body], type_ignores=[])
+
+
+def piece_tree(lines_above: int, text: str) -> Optional[ast.Module]:
+    """CPython's tree of one piece, parsed after `lines_above` newlines (its nodes carry the lines of the whole
+    text); None where it does not parse alone. Kept by (lines above, text) when reuse is on: the syntax check
+    (`python_parse`), the buffer's tree (`python_tree`) and the comparison of code (`rule_reuse.semantics`, which
+    reads no position) share one parse of an edited piece instead of three."""
+    reuse = _reuse
+    key = (lines_above, text)
+    if reuse is not None:
+        with reuse.lock:
+            tree = reuse.trees.get(key)
+        if tree is not None:
+            return None if tree is _FAILED else tree
+    try:
+        tree = ast.parse("\n" * lines_above + text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = _FAILED
+    if reuse is not None:
+        with reuse.lock:
+            reuse.trees[key] = tree
+    return None if tree is _FAILED else tree
 
 
 _FAILED = object()

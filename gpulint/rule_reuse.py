@@ -68,13 +68,14 @@ def semantics(source: str) -> Optional[tuple]:
     parse alone."""
     digests = []
     pending = ""
+    lines_above = 0  # as incremental.python_tree counts them: its parse of a piece serves here too
     for part in incremental.pieces(source):
         incremental.checkpoint()
         text = pending + part
         with _lock:
             digest = _dumps.get(text)
         if digest is None:
-            tree = _tree(text)  # kept: compared with the next version's piece (`_same_code`)
+            tree = _tree(text, lines_above)  # kept: compared with the next version's piece (`_same_code`)
             if tree is None:
                 pending = text
                 continue
@@ -84,6 +85,7 @@ def semantics(source: str) -> Optional[tuple]:
                 while len(_dumps) > DUMPS:
                     _dumps.popitem(last=False)
         pending = ""
+        lines_above += text.count("\n")
         digests.append((text, digest))
     return None if pending else tuple(digests)
 
@@ -195,13 +197,15 @@ def _same_code(old: tuple, old_source: str, new: tuple, new_source: str) -> bool
     return True
 
 
-def _tree(text: str) -> Optional[ast.Module]:
+def _tree(text: str, lines_above: int = 0) -> Optional[ast.Module]:
+    """The piece's tree, kept by its text. Positions are never read here (`ast.dump` leaves them out, and so
+    does `_equal_but_inert`), so the tree the syntax check parsed after `lines_above` newlines
+    (incremental.piece_tree) serves as it is."""
     with _lock:
         tree = _trees.get(text)
     if tree is None:
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = incremental.piece_tree(lines_above, text)
+        if tree is None:
             return None
         _keep_tree(text, tree)
     return tree

@@ -228,7 +228,7 @@ _NEWLINE = re.compile(r"\r\n|\r|\n")
 
 def _top_level(analysis: ModuleAnalysis, node: cst.CSTNode) -> Optional[cst.CSTNode]:
     current, parent = node, analysis.parent(node)
-    while parent is not None and not isinstance(parent, cst.Module):
+    while parent is not None and type(parent) is not cst.Module:
         current, parent = parent, analysis.parent(parent)
     return current if parent is not None else None
 
@@ -268,7 +268,7 @@ class _TopLevelOffsets:
             self._ast_index, at = {}, 0
             for body in self.module.body:  # `a = 1; b = 2` is one LibCST line and two CPython statements
                 self._ast_index[body] = at
-                at += len(body.body) if isinstance(body, cst.SimpleStatementLine) else 1
+                at += len(body.body) if type(body) is cst.SimpleStatementLine else 1
             if at != len(self._firsts):  # type: ignore[arg-type]
                 self._firsts = None
                 return None

@@ -152,7 +152,7 @@ def _cst_range(old: cst.Module, path: list[int], block: list, i: int, j: int) ->
     starts, at = [], 0
     for statement in body:
         starts.append(at)
-        at += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+        at += len(statement.body) if type(statement) is cst.SimpleStatementLine else 1
     if at != len(block) or i not in starts or (j not in starts and j != at):
         return None
     return starts.index(i), starts.index(j) if j != at else len(body)
@@ -167,7 +167,7 @@ def _cst_block(old: cst.Module, path: list[int]) -> Optional[list]:
                 return None
             node = body[index]
         block = getattr(node, "body", None)
-        if not isinstance(block, cst.IndentedBlock):
+        if type(block) is not cst.IndentedBlock:
             return None
         node = block
     return list(node.body)
@@ -177,7 +177,7 @@ def _cst_ast_children(block: cst.IndentedBlock) -> Optional[dict]:
     """CPython statement index -> the LibCST statement, for compound ones."""
     found, at = {}, 0
     for statement in block.body:
-        if isinstance(statement, cst.SimpleStatementLine):
+        if type(statement) is cst.SimpleStatementLine:
             at += len(statement.body)
         else:
             found[at] = statement

@@ -42,17 +42,17 @@ def method_call(node: cst.CSTNode, names: Sequence[str] | str) -> Optional[cst.A
     """`node` is `<receiver>.<name>(...)`: return its Attribute, else None."""
     if isinstance(names, str):
         names = (names,)
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in names:
+    if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in names:
         return node.func
     return None
 
 
 def is_true(node: Optional[cst.BaseExpression]) -> bool:
-    return isinstance(node, cst.Name) and node.value == "True"
+    return type(node) is cst.Name and node.value == "True"
 
 
 def string_value(node: Optional[cst.BaseExpression]) -> Optional[str]:
-    if isinstance(node, cst.SimpleString):
+    if type(node) is cst.SimpleString:
         value = node.evaluated_value
         return value if isinstance(value, str) else None
     return None
@@ -71,7 +71,7 @@ def flat_statements(suite: cst.BaseSuite) -> list[cst.BaseSmallStatement | cst.B
     out: list = []
     body = suite.body
     for item in body:
-        if isinstance(item, cst.SimpleStatementLine):
+        if type(item) is cst.SimpleStatementLine:
             out.extend(item.body)
         else:
             out.append(item)

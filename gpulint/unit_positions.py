@@ -70,19 +70,19 @@ class UnitPositions:
         unit = None
         while True:
             if unit is None:
-                if isinstance(current, cst.SimpleStatementLine):
+                if type(current) is cst.SimpleStatementLine:
                     unit = current
                 elif isinstance(current, cst.BaseCompoundStatement) or isinstance(current, cst.BaseSuite):
                     if current is node or not isinstance(current, _HEADERS) or child is getattr(current, "body", None):
                         return None  # a statement itself, a body, a one-line suite, a definition's header
-                    if isinstance(current, cst.If) and isinstance(parent(current), cst.If) \
+                    if type(current) is cst.If and isinstance(parent(current), cst.If) \
                             and parent(current).orelse is current:
                         return None  # `elif`: printed alone it would read `if`
                     unit = current
             up = parent(current)
             if up is None:
                 return None
-            if isinstance(up, cst.Module):
+            if type(up) is cst.Module:
                 return (unit, current) if unit is not None else None
             current, child = up, current
 
@@ -102,7 +102,7 @@ class UnitPositions:
             self._top_index, at = {}, 0
             for body in self.module.body:  # `a = 1; b = 2` is one LibCST line and two CPython statements
                 self._top_index[id(body)] = at
-                at += len(body.body) if isinstance(body, cst.SimpleStatementLine) else 1
+                at += len(body.body) if type(body) is cst.SimpleStatementLine else 1
             if at != len(self.firsts):  # type: ignore[arg-type]
                 self.firsts = None
         return self.firsts is not None
@@ -149,9 +149,9 @@ class UnitPositions:
         if indent is None:
             return None
         alone = unit
-        if not isinstance(unit, cst.SimpleStatementLine):
+        if type(unit) is not cst.SimpleStatementLine:
             changes: dict = {"body": cst.IndentedBlock(body=[cst.SimpleStatementLine([cst.Pass()])])}
-            if isinstance(unit, (cst.For, cst.While, cst.If)):
+            if type(unit) in (cst.For, cst.While, cst.If):
                 changes["orelse"] = None
             alone = unit.with_changes(**changes)
         holder = cst.If(test=cst.Name("True"), body=cst.IndentedBlock(body=[alone], indent=indent)) if indent \
@@ -176,8 +176,8 @@ class UnitPositions:
         """The unit's indentation in the file: the blocks around it, each its own indent or the module's."""
         parts: list[str] = []
         current = self.analysis.parent(unit)
-        while current is not None and not isinstance(current, cst.Module):
-            if isinstance(current, cst.IndentedBlock):
+        while current is not None and type(current) is not cst.Module:
+            if type(current) is cst.IndentedBlock:
                 parts.append(current.indent if current.indent is not None else self.module.default_indent)
             elif isinstance(current, cst.BaseSuite):
                 return None
@@ -190,7 +190,7 @@ def _pair(statements, nodes: list, offset: int, found: dict[int, int]) -> bool:
     the two trees do not line up."""
     at = 0
     for statement in statements:
-        if isinstance(statement, cst.SimpleStatementLine):
+        if type(statement) is cst.SimpleStatementLine:
             if at + len(statement.body) > len(nodes):
                 return False
             found[id(statement)] = nodes[at].lineno + offset
@@ -206,32 +206,32 @@ def _pair(statements, nodes: list, offset: int, found: dict[int, int]) -> bool:
 
 
 def _block(suite) -> Optional[list]:
-    return list(suite.body) if isinstance(suite, cst.IndentedBlock) else None
+    return list(suite.body) if type(suite) is cst.IndentedBlock else None
 
 
 def _pair_compound(statement, node, offset: int, found: dict[int, int]) -> bool:
     pairs: list[tuple] = []
-    if isinstance(statement, cst.For) and isinstance(node, (ast.For, ast.AsyncFor)) or \
-            isinstance(statement, cst.While) and isinstance(node, ast.While):
+    if type(statement) is cst.For and isinstance(node, (ast.For, ast.AsyncFor)) or \
+            type(statement) is cst.While and isinstance(node, ast.While):
         found[id(statement)] = node.lineno + offset
         pairs.append((statement.body, node.body))
         if statement.orelse is not None:
             pairs.append((statement.orelse.body, node.orelse))
-    elif isinstance(statement, cst.If) and isinstance(node, ast.If):
+    elif type(statement) is cst.If and isinstance(node, ast.If):
         found[id(statement)] = node.lineno + offset
         pairs.append((statement.body, node.body))
-        if isinstance(statement.orelse, cst.If):
+        if type(statement.orelse) is cst.If:
             if len(node.orelse) != 1 or not _pair_compound(statement.orelse, node.orelse[0], offset, found):
                 return False
         elif statement.orelse is not None:
             pairs.append((statement.orelse.body, node.orelse))
-    elif isinstance(statement, cst.With) and isinstance(node, (ast.With, ast.AsyncWith)):
+    elif type(statement) is cst.With and isinstance(node, (ast.With, ast.AsyncWith)):
         found[id(statement)] = node.lineno + offset
         pairs.append((statement.body, node.body))
-    elif isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and \
+    elif type(statement) in (cst.FunctionDef, cst.ClassDef) and \
             isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         pairs.append((statement.body, node.body))
-    elif isinstance(statement, cst.Try) and isinstance(node, ast.Try) and \
+    elif type(statement) is cst.Try and isinstance(node, ast.Try) and \
             len(statement.handlers) == len(node.handlers):
         pairs.append((statement.body, node.body))
         pairs.extend((h.body, n.body) for h, n in zip(statement.handlers, node.handlers))

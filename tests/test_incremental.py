@@ -190,7 +190,9 @@ def test_the_definition_after_an_edited_one_keeps_its_node(reuse):
 
 def _index_tables(index) -> tuple:
     """Everything a syntax index records, nodes by identity."""
-    return ([id(n) for n in index.nodes], {id(k): id(v) for k, v in index.parent.items()},
+    parents = {id(k): id(v) for k, v in index.parent.items()}
+    assert {k: id(v) for k, v in index.up.items()} == parents  # the id-keyed copy a walk up reads
+    return ([id(n) for n in index.nodes], parents,
             [(key, [(b.name, id(b.scope), b.kind, id(b.value), b.index, id(b.source)) for b in found])
              for key, found in index.bindings.items()],
             [(name, [id(f) for f in found]) for name, found in index.functions.items()],
@@ -297,3 +299,28 @@ def test_the_server_holds_the_garbage_collector_off_only_while_a_lint_is_publish
             raise RuntimeError("a lint that failed")
         assert not gc.isenabled()  # the outer one is still under way
     assert gc.isenabled()
+
+
+def test_an_edited_piece_is_parsed_by_cpython_once_per_lint(reuse, monkeypatch):
+    """The syntax check, the buffer's `ast` tree and the comparison of code (gpulint.rule_reuse) share one parse
+    of an edited piece (incremental.piece_tree): on a 1,000-line function that was three parses per keystroke."""
+    import ast
+
+    from gpulint import rule_reuse
+
+    text = (ROOT / "fixtures" / "examples" / "naive_train.py").read_text()
+    text += "".join(f"\n\ndef copy_{i}():\n" + "".join(f"    {line}\n" for line in text.splitlines())
+                    for i in range(3))
+    lint_source(text, "s.py", CODES)
+    lines = text.splitlines(keepends=True)
+    middle = len(lines) // 2
+    edited = "".join(lines[:middle] + ["    v3 = loss.item()\n"] + lines[middle:])
+    piece = next(p for p in incremental.pieces(edited) if "v3 = loss.item()" in p)
+    parsed: list[str] = []
+    real = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda source, *a, **k: parsed.append(source) or real(source, *a, **k))
+    with rule_reuse._lock:
+        rule_reuse._trees.clear()
+        rule_reuse._dumps.clear()
+    assert lint_source(edited, "s.py", CODES).diagnostics == lint_source(edited, "s.py", CODES).diagnostics
+    assert len([s for s in parsed if s.endswith(piece)]) == 1

@@ -77,7 +77,7 @@ class ModuleAnalysis:
             return found
 
     def parent(self, node: cst.CSTNode):
-        return self.index.parent.get(node)
+        return self.index.up.get(id(node))
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
@@ -90,21 +90,20 @@ class ModuleAnalysis:
 
     def is_bool_tensor(self, node: cst.CSTNode) -> bool:
         """A boolean mask: a tensor comparison, its negation/combination, or an is* test."""
-        if isinstance(node, cst.Comparison):
+        if type(node) is cst.Comparison:
             return self.is_tensor(node)
-        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
+        if type(node) is cst.UnaryOperation and type(node.operator) is cst.BitInvert:
             return self.is_bool_tensor(node.expression)
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.BitAnd, cst.BitOr,
-                                                                                   cst.BitXor)):
+        if type(node) is cst.BinaryOperation and type(node.operator) in (cst.BitAnd, cst.BitOr, cst.BitXor):
             return self.is_bool_tensor(node.left) or self.is_bool_tensor(node.right)
-        if isinstance(node, cst.Call):
-            q = self.qualified(node.func) if isinstance(node.func, (cst.Name, cst.Attribute)) else None
+        if type(node) is cst.Call:
+            q = self.qualified(node.func) if type(node.func) in (cst.Name, cst.Attribute) else None
             if q in _BOOL_FUNCTIONS:
                 return True
-            if isinstance(node.func, cst.Attribute) and node.func.attr.value in _BOOL_METHODS \
+            if type(node.func) is cst.Attribute and node.func.attr.value in _BOOL_METHODS \
                     and self.is_tensor(node.func.value):
                 return True
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             scope = self.index.enclosing_scope(node)
             bindings = self.index.lookup(node.value, scope) if scope is not None else []
             values = [b.value for b in bindings if b.kind == "assign" and b.index is None]
@@ -133,18 +132,18 @@ def _self_attribute_kind(analysis: ModuleAnalysis, node: cst.Attribute) -> Kind:
     if len(values) != 1:
         return Kind.UNKNOWN
     value = values[0]
-    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and len(value.args) == 1 and \
+    if type(value) is cst.Call and type(value.func) is cst.Name and len(value.args) == 1 and \
             analysis.qualified(value.func) in ("iter", "itertools.cycle", "cycle"):
         value = value.args[0].value
-    if not isinstance(value, cst.Name):
+    if type(value) is not cst.Name:
         return Kind.UNKNOWN
     bindings = analysis.index.visible_bindings(value)
     fn = bindings[0].source if len(bindings) == 1 and bindings[0].kind == "param" else None
-    if not isinstance(fn, cst.FunctionDef) or fn.name.value != "__init__":
+    if type(fn) is not cst.FunctionDef or fn.name.value != "__init__":
         return Kind.UNKNOWN
-    block = analysis.index.parent.get(fn)
-    cls = analysis.index.parent.get(block) if isinstance(block, cst.IndentedBlock) else None
-    if not isinstance(cls, cst.ClassDef) or not isinstance(analysis.index.parent.get(cls), cst.Module):
+    block = analysis.index.up.get(id(fn))
+    cls = analysis.index.up.get(id(block)) if type(block) is cst.IndentedBlock else None
+    if type(cls) is not cst.ClassDef or not isinstance(analysis.index.up.get(id(cls)), cst.Module):
         return Kind.UNKNOWN
     loader = calls.project.parameter_loader(calls.path, f"{cls.name.value}.__init__", value.value)
     return Kind.LOADER if loader is not None else Kind.UNKNOWN

@@ -4,6 +4,8 @@ autograd graph, `no_grad` regions, and the synced-accumulation matcher (GPU3xx; 
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
@@ -74,13 +76,13 @@ def _names(node: cst.CSTNode) -> set[str]:
 
 
 def _base_name(target: cst.BaseExpression) -> Optional[cst.Name]:
-    while isinstance(target, cst.Subscript):
+    while type(target) is cst.Subscript:
         target = target.value
-    return target if isinstance(target, cst.Name) else None
+    return target if type(target) is cst.Name else None
 
 
 def _parenthesized(expr: cst.BaseExpression) -> cst.BaseExpression:
-    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or expr.lpar:
+    if type(expr) in (cst.Name, cst.Attribute, cst.Call, cst.Subscript) or expr.lpar:
         return expr
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
@@ -94,22 +96,22 @@ def dtype_class(analysis: ModuleAnalysis, expr: cst.CSTNode, depth: int = 0) -> 
     """'float', 'int' (integers and booleans), or None when unknown."""
     if depth > _MAX_DEPTH:
         return None
-    if isinstance(expr, cst.Comparison):
+    if type(expr) is cst.Comparison:
         return "int"
-    if isinstance(expr, cst.BinaryOperation):
-        if isinstance(expr.operator, cst.Divide):
+    if type(expr) is cst.BinaryOperation:
+        if type(expr.operator) is cst.Divide:
             return "float"
         sides = {dtype_class(analysis, expr.left, depth + 1), dtype_class(analysis, expr.right, depth + 1)}
         if "float" in sides:
             return "float"
         return "int" if sides == {"int"} else None
-    if isinstance(expr, cst.Integer):
+    if type(expr) is cst.Integer:
         return "int"
-    if isinstance(expr, cst.Float):
+    if type(expr) is cst.Float:
         return "float"
-    if isinstance(expr, cst.Call):
+    if type(expr) is cst.Call:
         func = expr.func
-        q = analysis.qualified(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        q = analysis.qualified(func) if type(func) in (cst.Name, cst.Attribute) else None
         if q is not None and q.startswith("torch.nn.functional."):
             return "float"
         if q in ("torch.sum", "torch.abs"):
@@ -118,7 +120,7 @@ def dtype_class(analysis: ModuleAnalysis, expr: cst.CSTNode, depth: int = 0) -> 
             return "float"
         if q in ("torch.eq", "torch.ne", "torch.argmax", "torch.count_nonzero", "torch.isnan"):
             return "int"
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             name = func.attr.value
             if name in _FLOAT_METHODS:
                 return "float"
@@ -128,17 +130,17 @@ def dtype_class(analysis: ModuleAnalysis, expr: cst.CSTNode, depth: int = 0) -> 
                 return dtype_class(analysis, func.value, depth + 1)
         if analysis.kind(func) is Kind.MODULE:
             return "float"  # a model's or criterion's output
-        callee = func.value if isinstance(func, cst.Name) else (func.attr.value if isinstance(func, cst.Attribute)
+        callee = func.value if type(func) is cst.Name else (func.attr.value if type(func) is cst.Attribute
                                                                  else "")
         if "loss" in callee.lower():
             return "float"  # `loss_function(recon, x, mu, logvar)`: losses are floating point
         return None
-    if isinstance(expr, (cst.Subscript, cst.Attribute)):
-        if isinstance(expr, cst.Attribute) and expr.attr.value not in ("data",):
+    if type(expr) in (cst.Subscript, cst.Attribute):
+        if type(expr) is cst.Attribute and expr.attr.value not in ("data",):
             base = analysis.kind(expr.value)
             return "float" if base is Kind.TENSOR and _from_module(analysis, expr.value) else None
         return dtype_class(analysis, expr.value, depth + 1)
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:
         values = [b.value for b in _bindings(analysis, expr) if b.kind in ("assign", "walrus") and b.index is None]
         kinds = {dtype_class(analysis, v, depth + 1) for v in values if v is not None}
         if len(kinds) == 1 and None not in kinds:
@@ -152,14 +154,14 @@ def dtype_class(analysis: ModuleAnalysis, expr: cst.CSTNode, depth: int = 0) -> 
 def _backpropagated(analysis: ModuleAnalysis, name: cst.Name) -> bool:
     """`name.backward()` is called in the scope that reads `name`."""
     scope = analysis.index.enclosing_scope(name)
-    return any(isinstance(n, cst.Call) and method_call(n, "backward") and isinstance(n.func.value, cst.Name)
+    return any(type(n) is cst.Call and method_call(n, "backward") and type(n.func.value) is cst.Name
                and n.func.value.value == name.value for n in _walk(scope))
 
 
 def _from_module(analysis: ModuleAnalysis, expr: cst.CSTNode) -> bool:
-    if isinstance(expr, cst.Call):
+    if type(expr) is cst.Call:
         return analysis.kind(expr.func) is Kind.MODULE
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:
         values = [b.value for b in _bindings(analysis, expr) if b.kind == "assign"]
         return bool(values) and all(v is not None and _from_module(analysis, v) for v in values)
     return False
@@ -170,14 +172,14 @@ def is_metric(analysis: ModuleAnalysis, expr: cst.CSTNode, depth: int = 0) -> bo
     if depth > _MAX_DEPTH:
         return False
     for node in _walk(expr):
-        if isinstance(node, cst.Comparison):
+        if type(node) is cst.Comparison:
             return True
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             if method_call(node, tuple(_METRIC_METHODS)):
                 return True
             if analysis.qualified(node.func) in ("torch.eq", "torch.ne", "torch.argmax"):
                 return True
-        if isinstance(node, cst.Name) and node is not expr or isinstance(expr, cst.Name) and node is expr:
+        if type(node) is cst.Name and node is not expr or type(expr) is cst.Name and node is expr:
             values = [b.value for b in _bindings(analysis, node) if b.kind == "assign" and b.index is None]
             if len(values) == 1 and values[0] is not None and is_metric(analysis, values[0], depth + 1):
                 return True
@@ -208,7 +210,7 @@ def _matches(analysis: ModuleAnalysis) -> dict:
 
 
 def _synced_accumulation(analysis: ModuleAnalysis, call: cst.CSTNode) -> Optional[SyncedAccumulation]:
-    if not isinstance(call, cst.Call):
+    if type(call) is not cst.Call:
         return None
     tensor = None
     attr = method_call(call, ("item", "cpu"))
@@ -216,7 +218,7 @@ def _synced_accumulation(analysis: ModuleAnalysis, call: cst.CSTNode) -> Optiona
         tensor = attr.value
         if attr.attr.value == "cpu" and isinstance(analysis.parent(analysis.parent(call)), cst.Call):
             return None  # `x.cpu().item()`: the outer call is the match
-    elif isinstance(call.func, cst.Name) and call.func.value in ("float", "int") and len(call.args) == 1 \
+    elif type(call.func) is cst.Name and call.func.value in ("float", "int") and len(call.args) == 1 \
             and call.args[0].keyword is None and analysis.is_tensor(call.args[0].value):
         tensor = call.args[0].value
     if tensor is None:
@@ -226,13 +228,13 @@ def _synced_accumulation(analysis: ModuleAnalysis, call: cst.CSTNode) -> Optiona
         tensor = inner.value
     value: cst.CSTNode = call
     parent = analysis.parent(call)
-    if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, (cst.Multiply, cst.Divide)):
+    if type(parent) is cst.BinaryOperation and type(parent.operator) in (cst.Multiply, cst.Divide):
         other = parent.right if parent.left is call else parent.left
         if analysis.kind(other) is Kind.TENSOR:
             return None
         value, parent = parent, analysis.parent(parent)
-    if not isinstance(parent, cst.AugAssign) or parent.value is not value or \
-            not isinstance(parent.operator, (cst.AddAssign, cst.SubtractAssign)):
+    if type(parent) is not cst.AugAssign or parent.value is not value or \
+            type(parent.operator) not in (cst.AddAssign, cst.SubtractAssign):
         return None
     return SyncedAccumulation(parent, call, tensor, is_metric(analysis, tensor))
 
@@ -249,13 +251,12 @@ def _uses(analysis: ModuleAnalysis, statement: cst.AugAssign, name: str):
             return None
     found = []
     inside = index.subtree(scope)  # the scope's nodes: a range of document order (cheaper than a walk up per read)
-    for node in index.names(name):  # in document order
-        if inside is not None:
-            place = index.order(node)
-            if place is None and not index.is_ancestor_or_self(scope, node) or place is not None and not \
-                    inside[0] <= place <= inside[1]:
-                continue
-        elif not index.is_ancestor_or_self(scope, node):
+    names = index.names(name)  # in document order
+    if inside is not None:  # the reads in that range, found by bisection (not one test per read in the module)
+        places = index.name_places(name)
+        names = names[bisect_left(places, inside[0]):bisect_right(places, inside[1])]
+    for node in names:
+        if inside is None and not index.is_ancestor_or_self(scope, node):
             continue
         inner = analysis.index.enclosing_scope(node)
         if inner is not scope:
@@ -263,15 +264,15 @@ def _uses(analysis: ModuleAnalysis, statement: cst.AugAssign, name: str):
                 return None  # read by a nested function: its reads cannot be rewritten one by one
             continue
         parent = analysis.parent(node)
-        if isinstance(parent, cst.AssignTarget) or isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and \
+        if type(parent) is cst.AssignTarget or type(parent) in (cst.AugAssign, cst.AnnAssign) and \
                 parent.target is node:
             continue  # a reset or another accumulation: tensors and numbers mix
-        if isinstance(parent, (cst.Del, cst.Param, cst.ImportAlias)) or isinstance(parent, cst.Element) and \
+        if type(parent) in (cst.Del, cst.Param, cst.ImportAlias) or type(parent) is cst.Element and \
                 isinstance(analysis.parent(parent), cst.Tuple) and _is_target(analysis, parent):
             continue
-        if isinstance(parent, cst.Arg) and isinstance(analysis.parent(parent), cst.Call):
+        if type(parent) is cst.Arg and isinstance(analysis.parent(parent), cst.Call):
             call = analysis.parent(parent)
-            if isinstance(call.func, cst.Name) and call.func.value in ("float", "int") and len(call.args) == 1:
+            if type(call.func) is cst.Name and call.func.value in ("float", "int") and len(call.args) == 1:
                 continue  # converted already
         found.append((node, not _formatted_as_number(analysis, node)))
     return found
@@ -279,7 +280,7 @@ def _uses(analysis: ModuleAnalysis, statement: cst.AugAssign, name: str):
 
 def _is_target(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
     for a in analysis.index.ancestors(node):
-        if isinstance(a, (cst.AssignTarget, cst.For)):
+        if type(a) in (cst.AssignTarget, cst.For):
             return True
         if isinstance(a, cst.BaseSmallStatement):
             return False
@@ -290,9 +291,9 @@ def _formatted_as_number(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
     """`f"{total / n:.4f}"`: a 0-dim tensor formats exactly like its value when a format spec is given."""
     current = node
     parent = analysis.parent(current)
-    while isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)):
+    while type(parent) in (cst.BinaryOperation, cst.UnaryOperation):
         current, parent = parent, analysis.parent(parent)
-    return isinstance(parent, cst.FormattedStringExpression) and parent.expression is current and \
+    return type(parent) is cst.FormattedStringExpression and parent.expression is current and \
         parent.conversion is None and parent.format_spec is not None and len(parent.format_spec) > 0
 
 
@@ -302,13 +303,13 @@ def carries_graph(analysis: ModuleAnalysis, expr: cst.CSTNode, depth: int = 0) -
     provably does not; None when unknown."""
     if depth > _MAX_DEPTH:
         return None
-    if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.Comparison)):
+    if type(expr) in (cst.Integer, cst.Float, cst.SimpleString, cst.Comparison):
         return False
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:
         states = []
         for b in _bindings(analysis, expr):
             if b.kind in ("assign", "walrus") and b.value is not None:
-                if isinstance(b.value, (cst.Integer, cst.Float)) or (isinstance(b.value, cst.Name)
+                if type(b.value) in (cst.Integer, cst.Float) or (type(b.value) is cst.Name
                                                                    and b.value.value == "None"):
                     continue  # an initial value
                 state = carries_graph(analysis, b.value, depth + 1)
@@ -318,11 +319,11 @@ def carries_graph(analysis: ModuleAnalysis, expr: cst.CSTNode, depth: int = 0) -
             else:
                 states.append(False if b.kind == "for" else None)
         return True if states and all(s is True for s in states) else (False if False in states else None)
-    if isinstance(expr, cst.Call):
+    if type(expr) is cst.Call:
         func = expr.func
-        if isinstance(func, cst.Name) and func.value in ("float", "int", "bool", "len", "str"):
+        if type(func) is cst.Name and func.value in ("float", "int", "bool", "len", "str"):
             return False
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             name = func.attr.value
             if name in _CUTS_GRAPH:
                 return False
@@ -331,21 +332,21 @@ def carries_graph(analysis: ModuleAnalysis, expr: cst.CSTNode, depth: int = 0) -
             receiver = analysis.kind(func.value)
             if receiver is Kind.TENSOR:
                 return carries_graph(analysis, func.value, depth + 1)
-        q = analysis.qualified(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        q = analysis.qualified(func) if type(func) in (cst.Name, cst.Attribute) else None
         if q is not None and (q.startswith("torch.nn.functional.") or q in ("torch.sum", "torch.mean", "torch.stack",
                                                                                "torch.cat", "torch.abs")):
             return True if any(carries_graph(analysis, a.value, depth + 1) for a in expr.args) else None
         if analysis.kind(func) is Kind.MODULE:
             return True
         return None
-    if isinstance(expr, cst.BinaryOperation):
+    if type(expr) is cst.BinaryOperation:
         sides = (carries_graph(analysis, expr.left, depth + 1), carries_graph(analysis, expr.right, depth + 1))
         return True if True in sides else (False if sides == (False, False) else None)
-    if isinstance(expr, cst.UnaryOperation):
+    if type(expr) is cst.UnaryOperation:
         return carries_graph(analysis, expr.expression, depth + 1)
-    if isinstance(expr, cst.Subscript):
+    if type(expr) is cst.Subscript:
         return carries_graph(analysis, expr.value, depth + 1)
-    if isinstance(expr, cst.Attribute):
+    if type(expr) is cst.Attribute:
         if expr.attr.value in ("data", "grad", "shape", "dtype", "device"):
             return False
         if analysis.kind(expr.value) is Kind.TENSOR:
@@ -357,21 +358,21 @@ def certainly_tensor(analysis: ModuleAnalysis, expr: cst.CSTNode, depth: int = 0
     """`.detach()` exists on it: a loss, a reduction, tensor math; not a bare model output (maybe a tuple)."""
     if depth > _MAX_DEPTH:
         return False
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:
         values = [b.value for b in _bindings(analysis, expr) if b.kind == "assign" and b.index is None
-                  and not isinstance(b.value, (cst.Integer, cst.Float))]
+                  and type(b.value) not in (cst.Integer, cst.Float)]
         return bool(values) and all(v is not None and certainly_tensor(analysis, v, depth + 1) for v in values)
-    if isinstance(expr, cst.BinaryOperation):
+    if type(expr) is cst.BinaryOperation:
         return certainly_tensor(analysis, expr.left, depth + 1) or certainly_tensor(analysis, expr.right, depth + 1)
-    if isinstance(expr, cst.UnaryOperation):
+    if type(expr) is cst.UnaryOperation:
         return certainly_tensor(analysis, expr.expression, depth + 1)
-    if isinstance(expr, cst.Call):
+    if type(expr) is cst.Call:
         func = expr.func
-        q = analysis.qualified(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        q = analysis.qualified(func) if type(func) in (cst.Name, cst.Attribute) else None
         if q is not None and (q.startswith("torch.nn.functional.") or q in ("torch.sum", "torch.mean",
                                                                                "torch.stack", "torch.cat")):
             return True
-        if isinstance(func, cst.Attribute) and analysis.kind(func.value) is Kind.TENSOR and \
+        if type(func) is cst.Attribute and analysis.kind(func.value) is Kind.TENSOR and \
                 func.attr.value in ("sum", "mean", "float", "abs", "pow", "exp", "log", "clone", "squeeze",
                                     "norm", "view", "reshape", "flatten"):
             return True
@@ -382,16 +383,16 @@ def certainly_tensor(analysis: ModuleAnalysis, expr: cst.CSTNode, depth: int = 0
 
 def _module_returns_tensor(analysis: ModuleAnalysis, func: cst.BaseExpression) -> bool:
     """A criterion (`criterion`, `loss_fn`, a `torch.nn.*Loss`) or a built-in `torch.nn` layer."""
-    name = func.value if isinstance(func, cst.Name) else (func.attr.value if isinstance(func, cst.Attribute) else "")
+    name = func.value if type(func) is cst.Name else (func.attr.value if type(func) is cst.Attribute else "")
     if any(part in name.lower() for part in _LOSS_NAME):
         return True
-    if isinstance(func, cst.Name):
+    if type(func) is cst.Name:
         values = [b.value for b in _bindings(analysis, func) if b.kind == "assign"]
         for v in values:
-            while isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value in ("to",
+            while type(v) is cst.Call and type(v.func) is cst.Attribute and v.func.attr.value in ("to",
                                                                                                          "cuda"):
                 v = v.func.value
-            if not (isinstance(v, cst.Call) and (analysis.qualified(v.func) or "").startswith("torch.nn.")):
+            if not (type(v) is cst.Call and (analysis.qualified(v.func) or "").startswith("torch.nn.")):
                 return False
         return bool(values)
     return False
@@ -400,21 +401,21 @@ def _module_returns_tensor(analysis: ModuleAnalysis, func: cst.BaseExpression) -
 def under_no_grad(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
     """`node` runs under `torch.no_grad()`/`inference_mode()` (a with-block or a decorated function)."""
     for a in analysis.index.ancestors(node):
-        if isinstance(a, cst.With):
+        if type(a) is cst.With:
             for item in a.items:
                 call = item.item
-                func = call.func if isinstance(call, cst.Call) else call
-                q = analysis.qualified(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+                func = call.func if type(call) is cst.Call else call
+                q = analysis.qualified(func) if type(func) in (cst.Name, cst.Attribute) else None
                 if q in _NO_GRAD:
                     return True
-                if q == "torch.set_grad_enabled" and isinstance(call, cst.Call) and call.args and \
+                if q == "torch.set_grad_enabled" and type(call) is cst.Call and call.args and \
                         isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == "False":
                     return True
-        if isinstance(a, cst.FunctionDef):
+        if type(a) is cst.FunctionDef:
             for dec in a.decorators:
                 d = dec.decorator
-                func = d.func if isinstance(d, cst.Call) else d
-                q = analysis.qualified(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+                func = d.func if type(d) is cst.Call else d
+                q = analysis.qualified(func) if type(func) in (cst.Name, cst.Attribute) else None
                 if q in _NO_GRAD:
                     return True
     return False
@@ -462,7 +463,7 @@ def _scan_backwarded_names(analysis: ModuleAnalysis, scope: cst.CSTNode) -> tupl
     for node in _walk(scope):
         kind = type(node)
         if kind is cst.Call:
-            q = analysis.qualified(node.func) if isinstance(node.func, (cst.Name, cst.Attribute)) else None
+            q = analysis.qualified(node.func) if type(node.func) in (cst.Name, cst.Attribute) else None
             if method_call(node, "backward") or q in ("torch.autograd.backward", "torch.autograd.grad"):
                 names |= _names(node)
         elif kind is cst.Return and node.value is not None:
@@ -483,4 +484,4 @@ def _scan_backwarded_names(analysis: ModuleAnalysis, scope: cst.CSTNode) -> tupl
 
 def _self_referencing(analysis: ModuleAnalysis, assign: cst.Assign, name: str) -> bool:
     """`total = total + x`: an accumulation, not a reset."""
-    return any(isinstance(n, cst.Name) and n.value == name for n in _walk(assign.value))
+    return any(type(n) is cst.Name and n.value == name for n in _walk(assign.value))

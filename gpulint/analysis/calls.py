@@ -70,13 +70,13 @@ class ModuleCalls:
             return False
         built = self.built_by(call.args[0].value)
         return bool(built) and all(any(
-            a.keyword is not None and a.keyword.value == "fused" and isinstance(a.value, cst.Name)
+            a.keyword is not None and a.keyword.value == "fused" and type(a.value) is cst.Name
             and a.value.value == "True" for a in c.args) for c in built)
 
     def _library_fact(self, call: cst.Call) -> Optional[LibraryFact]:
         func = call.func
         fact = None
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             built = self.constructor(func.value)
             if built is None and func.attr.value in _SCALER_READS and self._scales_a_loss(func.value):
                 built = "torch.amp.GradScaler"  # built elsewhere, used as one: `scaler.scale(loss).backward()`
@@ -91,8 +91,8 @@ class ModuleCalls:
             code = self.analysis.code
             for node in of_types(self.index, cst.Call):
                 func = node.func  # type: ignore[attr-defined]
-                if isinstance(func, cst.Attribute) and func.attr.value == "backward" and \
-                        isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Attribute) and \
+                if type(func) is cst.Attribute and func.attr.value == "backward" and \
+                        type(func.value) is cst.Call and type(func.value.func) is cst.Attribute and \
                         func.value.func.attr.value == "scale" and len(func.value.args) == 1:
                     self._loss_scalers.add(code(func.value.func.value))
         return bool(self._loss_scalers) and self.analysis.code(receiver) in self._loss_scalers
@@ -105,30 +105,30 @@ class ModuleCalls:
             return True
         if depth > MAX_CARRY_DEPTH:
             return False
-        if isinstance(expr, cst.Subscript):
+        if type(expr) is cst.Subscript:
             return self.carries_tensor(expr.value, depth + 1)
-        if isinstance(expr, cst.BinaryOperation):
+        if type(expr) is cst.BinaryOperation:
             return self.carries_tensor(expr.left, depth + 1) or self.carries_tensor(expr.right, depth + 1)
-        if isinstance(expr, cst.DictComp):
+        if type(expr) is cst.DictComp:
             return self.carries_tensor(expr.value, depth + 1)
-        if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+        if type(expr) in (cst.ListComp, cst.GeneratorExp):
             return self.carries_tensor(expr.elt, depth + 1)
-        if isinstance(expr, (cst.Tuple, cst.List)):
+        if type(expr) in (cst.Tuple, cst.List):
             return any(self.carries_tensor(e.value, depth + 1) for e in expr.elements)
-        if isinstance(expr, cst.Dict):
-            return any(isinstance(e, cst.DictElement) and self.carries_tensor(e.value, depth + 1)
+        if type(expr) is cst.Dict:
+            return any(type(e) is cst.DictElement and self.carries_tensor(e.value, depth + 1)
                        for e in expr.elements)
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             return self._bindings_carry(expr, depth)
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             return self._call_carries(expr, depth)
         return False
 
     def _bindings_carry(self, name: cst.Name, depth: int) -> bool:
         bindings = [b for b in self.index.visible_bindings(name)
-                    if not (isinstance(b.value, cst.Name) and b.value.value == "None")]
+                    if not (type(b.value) is cst.Name and b.value.value == "None")]
         # Inside a comprehension its own `for` binds the name (comprehensions share the function's scope here).
-        own = [b for b in bindings if isinstance(b.source, cst.CompFor) and b.source in self._comp_fors(name)]
+        own = [b for b in bindings if type(b.source) is cst.CompFor and b.source in self._comp_fors(name)]
         bindings = own or bindings
         if not bindings or len(bindings) > MAX_BINDINGS:
             return False
@@ -149,11 +149,11 @@ class ModuleCalls:
 
     def _element_carries(self, value: cst.BaseExpression, index: Optional[int], depth: int) -> bool:
         """What `x` gets from `x = value` (index None) or `x, y = value` (element `index`)."""
-        if index is None or isinstance(value, cst.Call):
+        if index is None or type(value) is cst.Call:
             return self.carries_tensor(value, depth + 1)
-        if isinstance(value, (cst.Tuple, cst.List)):
+        if type(value) in (cst.Tuple, cst.List):
             return index < len(value.elements) and self.carries_tensor(value.elements[index].value, depth + 1)
-        if isinstance(value, cst.IfExp):  # `a, b = model(x) if train else (model(x), None)`
+        if type(value) is cst.IfExp:  # `a, b = model(x) if train else (model(x), None)`
             return self._element_carries(value.body, index, depth + 1) and \
                 self._element_carries(value.orelse, index, depth + 1)
         return False
@@ -161,33 +161,33 @@ class ModuleCalls:
     def _comp_fors(self, node: cst.CSTNode) -> list[cst.CompFor]:
         found = []
         for ancestor in self.index.ancestors(node):
-            if isinstance(ancestor, (cst.DictComp, cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            if type(ancestor) in (cst.DictComp, cst.ListComp, cst.SetComp, cst.GeneratorExp):
                 comp_for = ancestor.for_in
                 while comp_for is not None:
                     found.append(comp_for)
                     comp_for = comp_for.inner_for_in
-            elif isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+            elif type(ancestor) in (cst.FunctionDef, cst.Lambda):
                 break
         return found
 
     def _iteration_carries(self, iterable: cst.BaseExpression, index: Optional[int], depth: int) -> bool:
         """The loop target of `for k, v in d.items()` (v: what the dict holds), `zip(a, b)`, or a container."""
-        if isinstance(iterable, cst.Call):
+        if type(iterable) is cst.Call:
             func = iterable.func
             args = [a.value for a in iterable.args if not a.star]
-            if isinstance(func, cst.Attribute) and func.attr.value in ("items", "values"):
+            if type(func) is cst.Attribute and func.attr.value in ("items", "values"):
                 if func.attr.value == "items" and index != 1:
                     return False
                 return self.carries_tensor(func.value, depth + 1)
-            if isinstance(func, cst.Name) and func.value == "zip":
+            if type(func) is cst.Name and func.value == "zip":
                 return index is not None and index < len(args) and self.carries_tensor(args[index], depth + 1)
         return index is None and self.carries_tensor(iterable, depth + 1)
 
     def _call_carries(self, call: cst.Call, depth: int) -> bool:
         func = call.func
-        if isinstance(func, cst.Name) and func.value in ("sum", "max", "min", "abs"):
+        if type(func) is cst.Name and func.value in ("sum", "max", "min", "abs"):
             return any(self.carries_tensor(a.value, depth + 1) for a in call.args)
-        if isinstance(func, cst.Attribute) and func.attr.value == "values" and not call.args:
+        if type(func) is cst.Attribute and func.attr.value == "values" and not call.args:
             return self.carries_tensor(func.value, depth + 1)
         fact = self._library_fact(call)
         if fact is not None and fact.effect is Effect.RETURNS_TENSOR_ARGS:
@@ -207,35 +207,35 @@ class ModuleCalls:
         of them, a name bound to another such name. None when any binding is something else."""
         if depth > 3:
             return None
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             return [expr]
-        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
+        if type(expr) is cst.Subscript and len(expr.slice) == 1:
             return self._elements_built_by(expr.value, depth)
         values: list[cst.BaseExpression] = []
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             bindings = self.index.visible_bindings(expr)
             if not bindings or len(bindings) > MAX_BINDINGS or any(
                     b.kind not in ("assign", "walrus") or b.index is not None or b.value is None for b in bindings):
                 return None
             values = [b.value for b in bindings]
-        elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        elif type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
             values = self.self_attributes(expr)
         return self._all_built_by(values, depth)
 
     def _elements_built_by(self, container: cst.BaseExpression, depth: int) -> Optional[list[cst.Call]]:
         values: list[cst.BaseExpression] = []
-        if isinstance(container, cst.Name):
+        if type(container) is cst.Name:
             bindings = self.index.visible_bindings(container)
             if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None:
                 return None
             values = [bindings[0].value]
-        elif isinstance(container, cst.Attribute):
+        elif type(container) is cst.Attribute:
             values = self.self_attributes(container)
         elements: list[cst.BaseExpression] = []
         for value in values:
-            if isinstance(value, (cst.Tuple, cst.List)):
+            if type(value) in (cst.Tuple, cst.List):
                 elements.extend(e.value for e in value.elements)
-            elif isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+            elif type(value) in (cst.ListComp, cst.GeneratorExp):
                 elements.append(value.elt)
             else:
                 return None
@@ -244,7 +244,7 @@ class ModuleCalls:
     def _all_built_by(self, values: list[cst.BaseExpression], depth: int) -> Optional[list[cst.Call]]:
         calls: list[cst.Call] = []
         for value in values:
-            if isinstance(value, cst.Name) and value.value == "None":
+            if type(value) is cst.Name and value.value == "None":
                 continue  # `val_loader = None` until an option builds it: a method called on it never runs on None
             found = self.built_by(value, depth + 1)
             if found is None:
@@ -263,7 +263,7 @@ class ModuleCalls:
             for node in of_types(self.index, cst.Assign):
                 if len(node.targets) == 1:
                     target = node.targets[0].target
-                    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                    if type(target) is cst.Attribute and type(target.value) is cst.Name \
                             and target.value.value == "self":
                         cls = self._class_of(node)
                         if cls is not None:
@@ -276,7 +276,7 @@ class ModuleCalls:
 
     def _class_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
         for ancestor in self.index.ancestors(node):
-            if isinstance(ancestor, cst.ClassDef):
+            if type(ancestor) is cst.ClassDef:
                 return ancestor
         return None
 
@@ -373,7 +373,7 @@ class ProjectCalls(ModuleCalls):
         func = call.func
         if not own_module and self.analysis.loops.local_function(call) is not None:
             return None
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             cls = self.instance_class(func.value)
             if cls is not None:
                 method = self.project.method(cls, func.attr.value)
@@ -392,7 +392,7 @@ class ProjectCalls(ModuleCalls):
             return summary.qualname, summary, bound
         found = self._lookup(func)
         if isinstance(found, FunctionSummary):
-            if found.path == self.path and isinstance(func, cst.Name) and not own_module:
+            if found.path == self.path and type(func) is cst.Name and not own_module:
                 return None  # a function of this module: the in-file analysis owns it
             return found.qualname, found, False
         return None
@@ -401,46 +401,46 @@ class ProjectCalls(ModuleCalls):
         """A callable parameter (`def train(train_step, ...)`: `train_step(x, y)`), or one a class stores
         (`self.fwd_bwd_fn = fwd_bwd_fn` in `__init__`), resolved through the project's call sites: the project
         function or bound method every site passes."""
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
             values = self.self_attributes(func)
             if len(values) != 1 or not isinstance(values[0], cst.Name):
                 return None
             func = values[0]
-        if not isinstance(func, cst.Name):
+        if type(func) is not cst.Name:
             return None
         bindings = self.index.visible_bindings(func)
         if len(bindings) != 1 or bindings[0].kind != "param" or not isinstance(bindings[0].source, cst.FunctionDef):
             return None
         fn = bindings[0].source
-        owner = self.index.parent.get(fn)
-        if isinstance(owner, cst.Module):
+        owner = self.index.up.get(id(fn))
+        if type(owner) is cst.Module:
             return self.project.parameter_function(self.path, fn.name.value, bindings[0].name)
-        cls = self.index.parent.get(owner) if isinstance(owner, cst.IndentedBlock) else None
-        if fn.name.value == "__init__" and isinstance(cls, cst.ClassDef) and \
-                isinstance(self.index.parent.get(cls), cst.Module):
+        cls = self.index.up.get(id(owner)) if type(owner) is cst.IndentedBlock else None
+        if fn.name.value == "__init__" and type(cls) is cst.ClassDef and \
+                isinstance(self.index.up.get(id(cls)), cst.Module):
             return self.project.parameter_function(self.path, f"{cls.name.value}.__init__", bindings[0].name)
         return None
 
     def instance_class(self, expr: cst.BaseExpression) -> Optional[ClassSummary]:
         """The project class `expr` is an instance of, when every binding the module shows agrees (or, for a
         parameter of a top-level function, every call site in the project)."""
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             bindings = self.index.visible_bindings(expr)
             if len(bindings) == 1 and bindings[0].kind == "param":
                 from gpulint.analysis.forward import annotated_class
 
                 source = bindings[0].source
                 annotated = annotated_class(self, source, bindings[0].name) \
-                    if isinstance(source, cst.FunctionDef) else None
+                    if type(source) is cst.FunctionDef else None
                 return annotated or self._parameter_class(bindings[0])
-        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
             values = self.self_attributes(expr)  # `self.logger = logger` in `__init__(self, logger)`
             if len(values) == 1 and isinstance(values[0], cst.Name):
                 return self.instance_class(values[0])
         calls = self.built_by(expr)
         if not calls:
             return None
-        classes = [self.registry_class(call.func) if isinstance(call.func, cst.Subscript) else
+        classes = [self.registry_class(call.func) if type(call.func) is cst.Subscript else
                    self._lookup(call.func) for call in calls]
         first = classes[0]
         return first if isinstance(first, ClassSummary) and all(c is first for c in classes) else None
@@ -448,21 +448,21 @@ class ProjectCalls(ModuleCalls):
     def _parameter_class(self, binding) -> Optional[ClassSummary]:
         """A parameter of a top-level function of this module: the class every project call site passes."""
         fn = binding.source
-        if not isinstance(fn, cst.FunctionDef):
+        if type(fn) is not cst.FunctionDef:
             return None
-        owner = self.index.parent.get(fn)
-        if isinstance(owner, cst.Module):
+        owner = self.index.up.get(id(fn))
+        if type(owner) is cst.Module:
             return self.project.parameter_class(self.path, fn.name.value, binding.name)
-        cls = self.index.parent.get(owner) if isinstance(owner, cst.IndentedBlock) else None
-        if fn.name.value == "__init__" and isinstance(cls, cst.ClassDef) and \
-                isinstance(self.index.parent.get(cls), cst.Module):
+        cls = self.index.up.get(id(owner)) if type(owner) is cst.IndentedBlock else None
+        if fn.name.value == "__init__" and type(cls) is cst.ClassDef and \
+                isinstance(self.index.up.get(id(cls)), cst.Module):
             return self.project.parameter_class(self.path, f"{cls.name.value}.__init__", binding.name)
         return None
 
     def registry_class(self, func: cst.BaseExpression) -> Optional[ClassSummary]:
         """`DiT_models[args.model]` (the function of a call): the one project class every entry of the
         module-level registry builds (Project.registry_class), else None."""
-        if not isinstance(func, cst.Subscript):
+        if type(func) is not cst.Subscript:
             return None
         dotted = dotted_name(func.value)
         if dotted is None or dotted.split(".")[0] == "self":
@@ -481,18 +481,18 @@ class ProjectCalls(ModuleCalls):
 def _parameters_of(value: cst.BaseExpression) -> bool:
     """`model.parameters()` / `model.named_parameters()`: a module's parameters (and their gradients) are
     tensors, so a helper reading what it iterates (`grad_logger(encoder.named_parameters())`) reads them."""
-    return isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute) and \
+    return type(value) is cst.Call and not value.args and type(value.func) is cst.Attribute and \
         value.func.attr.value in ("parameters", "named_parameters")
 
 
 def _argument_values(value: cst.BaseExpression):
     """An argument and, for a dict or list literal (`wandb.log({"loss": loss})`), its values."""
     yield value
-    if isinstance(value, cst.Dict):
+    if type(value) is cst.Dict:
         for element in value.elements:
-            if isinstance(element, cst.DictElement):
+            if type(element) is cst.DictElement:
                 yield element.value
-    elif isinstance(value, (cst.List, cst.Tuple)):
+    elif type(value) in (cst.List, cst.Tuple):
         for element in value.elements:
             yield element.value
 

@@ -24,36 +24,36 @@ class CompiledFunctions:
         self.analysis = analysis
         self.functions: set[int] = set()
         for node in of_types(analysis.index, cst.FunctionDef, cst.Call):
-            if isinstance(node, cst.FunctionDef) and any(self._is_compile(d.decorator) for d in node.decorators):
+            if type(node) is cst.FunctionDef and any(self._is_compile(d.decorator) for d in node.decorators):
                 self.functions.add(id(node))
-            elif isinstance(node, cst.Call):
+            elif type(node) is cst.Call:
                 for fn in self._compiled_by(node):
                     self.functions.add(id(fn))
 
     def _is_compile(self, expr: cst.BaseExpression) -> bool:
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             expr = expr.func
-        return isinstance(expr, (cst.Name, cst.Attribute)) and self.analysis.qualified(expr) == _COMPILE
+        return type(expr) in (cst.Name, cst.Attribute) and self.analysis.qualified(expr) == _COMPILE
 
     def _compiled_by(self, call: cst.Call) -> Iterator[cst.FunctionDef]:
-        if isinstance(call.func, (cst.Name, cst.Attribute)) and self.analysis.qualified(call.func) == _COMPILE:
+        if type(call.func) in (cst.Name, cst.Attribute) and self.analysis.qualified(call.func) == _COMPILE:
             if call.args and call.args[0].keyword is None:
                 yield from self._functions_of(call.args[0].value)
-        elif isinstance(call.func, cst.Attribute) and call.func.attr.value == "compile" and not call.args:
+        elif type(call.func) is cst.Attribute and call.func.attr.value == "compile" and not call.args:
             yield from self._functions_of(call.func.value)  # nn.Module.compile(): compiles forward in place
 
     def _functions_of(self, expr: cst.BaseExpression, depth: int = 0) -> Iterator[cst.FunctionDef]:
         """The function `expr` stands for, or the `forward` of the local model class it is an instance of."""
-        while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _MOVES:
+        while type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in _MOVES:
             expr = expr.func.value  # Net().to(device)
         index = self.analysis.index
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in index.classes:
+        if type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value in index.classes:
             forward = _method(index.classes[expr.func.value], "forward")
             if forward is not None:
                 yield forward
-        elif isinstance(expr, cst.Name) and depth < 3:
+        elif type(expr) is cst.Name and depth < 3:
             for binding in index.visible_bindings(expr):
-                if binding.kind == "def" and isinstance(binding.value, cst.FunctionDef):
+                if binding.kind == "def" and type(binding.value) is cst.FunctionDef:
                     yield binding.value
                 elif binding.kind == "assign" and binding.index is None and binding.value is not None:
                     yield from self._functions_of(binding.value, depth + 1)
@@ -61,14 +61,14 @@ class CompiledFunctions:
     def compiled_function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
         """The compiled function whose own body (not a nested def or lambda) holds `node`, if any."""
         for ancestor in self.analysis.index.ancestors(node):
-            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+            if type(ancestor) in (cst.FunctionDef, cst.Lambda):
                 return ancestor if id(ancestor) in self.functions else None
         return None
 
 
 def _method(cls: cst.ClassDef, name: str) -> Optional[cst.FunctionDef]:
     for stmt in cls.body.body:
-        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+        if type(stmt) is cst.FunctionDef and stmt.name.value == name:
             return stmt
     return None
 

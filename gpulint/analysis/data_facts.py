@@ -15,7 +15,7 @@ from gpulint.analysis import Kind, ModuleAnalysis
 from gpulint.analysis.calls import module_calls, project_calls
 from gpulint.analysis.generators import yielded_source
 from gpulint.analysis.imports import dotted_name
-from gpulint.analysis.libraries import Effect, fact_for_method
+from gpulint.analysis.libraries import DEVICE_BATCH_METHODS, Effect, fact_for_method
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.project import FunctionSummary, LoaderFact
 from gpulint.analysis.tree import child_nodes
@@ -33,7 +33,7 @@ Loop = Union[cst.For, cst.While]
 
 
 def is_dataloader(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.Call) and analysis.qualified(node.func) in DATALOADERS
+    return type(node) is cst.Call and analysis.qualified(node.func) in DATALOADERS
 
 
 def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
@@ -45,7 +45,7 @@ def has_star_args(call: cst.Call) -> bool:
 
 
 def is_false(node: Optional[cst.BaseExpression]) -> bool:
-    return isinstance(node, cst.Name) and node.value == "False"
+    return type(node) is cst.Name and node.value == "False"
 
 
 def append_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
@@ -57,7 +57,7 @@ def append_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.
     if not args:
         return call.with_changes(args=[new])
     last = args[-1]
-    if isinstance(last.comma, cst.Comma):  # trailing comma: the new argument goes on its own line, alike
+    if type(last.comma) is cst.Comma:  # trailing comma: the new argument goes on its own line, alike
         between = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else \
             cst.Comma(whitespace_after=call.whitespace_before_args)
         args[-1] = last.with_changes(comma=between)
@@ -83,7 +83,7 @@ def star_keywords(analysis: ModuleAnalysis, call: cst.Call) -> Optional[StarKeyw
     for arg in call.args:
         if not arg.star:
             continue
-        if arg.star != "**" or not isinstance(arg.value, cst.Name):
+        if arg.star != "**" or type(arg.value) is not cst.Name:
             return None
         keys = _dict_keys(analysis, arg.value, 0)
         if keys is None:
@@ -103,22 +103,22 @@ def _merge(into: StarKeywords, keys: StarKeywords) -> None:
 
 def _literal_keys(analysis: ModuleAnalysis, value: cst.CSTNode, depth: int) -> Optional[StarKeywords]:
     """The keys of a dict literal, `dict(k=v, ...)`, or a name bound to one (followed `depth` < 2 times)."""
-    if isinstance(value, cst.Dict):
+    if type(value) is cst.Dict:
         keys: StarKeywords = {}
         for element in value.elements:
-            if not isinstance(element, cst.DictElement):
+            if type(element) is not cst.DictElement:
                 return None  # `{**other}`
             key = string_value(element.key)
             if key is None:
                 return None
             _merge(keys, {key: element.value})
         return keys
-    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict" and \
+    if type(value) is cst.Call and type(value.func) is cst.Name and value.func.value == "dict" and \
             analysis.index.visible_bindings(value.func) == []:
         if any(a.star or a.keyword is None for a in value.args):
             return None
         return {a.keyword.value: a.value for a in value.args}
-    if isinstance(value, cst.Name) and depth < 2:
+    if type(value) is cst.Name and depth < 2:
         return _dict_keys(analysis, value, depth + 1)
     return None
 
@@ -139,7 +139,7 @@ def _dict_keys(analysis: ModuleAnalysis, name: cst.Name, depth: int) -> Optional
     while stack:  # every use of the name in its scope, nested functions included
         node = stack.pop()
         stack.extend(child_nodes(node))
-        if not isinstance(node, cst.Name) or node.value != name.value or node is name:
+        if type(node) is not cst.Name or node.value != name.value or node is name:
             continue
         if index.visible_bindings(node) != bindings:
             continue  # another variable of the same name (a nested function's own)
@@ -153,17 +153,17 @@ def _dict_keys(analysis: ModuleAnalysis, name: cst.Name, depth: int) -> Optional
 def _use(analysis: ModuleAnalysis, node: cst.Name, depth: int) -> Optional[StarKeywords]:
     """The keys one use of the dict adds ({} for a read or its own binding); None for a use that may add any."""
     parent = analysis.parent(node)
-    if isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.Arg) and parent.star == "**"):
+    if type(parent) is cst.AssignTarget or (type(parent) is cst.Arg and parent.star == "**"):
         return {}
-    if isinstance(parent, cst.Arg) and not parent.star and parent.keyword is None:
+    if type(parent) is cst.Arg and not parent.star and parent.keyword is None:
         call = analysis.parent(parent)  # `other.update(kw)`: read, not changed
-        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "update":
+        if type(call) is cst.Call and type(call.func) is cst.Attribute and call.func.attr.value == "update":
             return {}
         return None
-    if isinstance(parent, cst.Attribute) and parent.value is node:
+    if type(parent) is cst.Attribute and parent.value is node:
         call = analysis.parent(parent)
         method = parent.attr.value
-        if not isinstance(call, cst.Call) or call.func is not parent:
+        if type(call) is not cst.Call or call.func is not parent:
             return None
         if method in _READS:
             return {}
@@ -184,16 +184,16 @@ def _use(analysis: ModuleAnalysis, node: cst.Name, depth: int) -> Optional[StarK
             value = call.args[1].value if len(call.args) > 1 else cst.Name("None")
             return {string_value(call.args[0].value): value}
         return None
-    if isinstance(parent, cst.Subscript) and parent.value is node:
+    if type(parent) is cst.Subscript and parent.value is node:
         holder = analysis.parent(parent)
-        if isinstance(holder, cst.AssignTarget):
+        if type(holder) is cst.AssignTarget:
             assign = analysis.parent(holder)
             key = string_value(parent.slice[0].slice.value) \
                 if len(parent.slice) == 1 and isinstance(parent.slice[0].slice, cst.Index) else None
-            if key is None or not isinstance(assign, cst.Assign):
+            if key is None or type(assign) is not cst.Assign:
                 return None
             return {key: assign.value}
-        if isinstance(holder, (cst.Del, cst.AugAssign)) or isinstance(analysis.parent(holder), cst.Del):
+        if type(holder) in (cst.Del, cst.AugAssign) or isinstance(analysis.parent(holder), cst.Del):
             return None
         return {}  # `kw["batch_size"]`: read
     return None
@@ -206,6 +206,7 @@ class DataFacts:
         self.analysis = analysis
         self.index = analysis.index
         self._loops_over: Optional[dict[int, list[Loop]]] = None
+        self._nexts: Optional[dict[int, list[cst.Call]]] = None
         self._self_attrs: Optional[dict[str, list[cst.BaseExpression]]] = None
         self._prepared: Optional[set[int]] = None
         self._factories: dict[str, Optional[LoaderFact]] = {}
@@ -220,7 +221,7 @@ class DataFacts:
     def factory(self, call: cst.CSTNode) -> Optional[LoaderFact]:
         """What a call to a loader factory of the project returns (`create_dataloader(...)`, in this module or
         another): where its `DataLoader` is built and whether it pins. None when `call` is not one."""
-        if not isinstance(call, cst.Call) or is_dataloader(self.analysis, call):
+        if type(call) is not cst.Call or is_dataloader(self.analysis, call):
             return None
         dotted = dotted_name(call.func)
         if dotted is None or dotted.split(".")[0] == "self":
@@ -238,7 +239,8 @@ class DataFacts:
             self._prepared = set()
             calls = self.analysis.fact(module_calls)
             for node in of_types(self.index, cst.Call):
-                if isinstance(node.func, cst.Attribute):  # type: ignore[attr-defined]
+                if type(node.func) is cst.Attribute and \
+                        node.func.attr.value in DEVICE_BATCH_METHODS:  # type: ignore[attr-defined]
                     fact = fact_for_method(calls.constructor(node.func.value), node.func.attr.value)
                     if fact is not None and fact.effect is Effect.DEVICE_BATCHES:
                         for arg in node.args:
@@ -253,14 +255,14 @@ class DataFacts:
         a = self.analysis
         if is_dataloader(a, expr):
             return [expr]
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             if dotted_name(expr.func) in _WRAPPERS:
                 return [c for arg in positional(expr) for c in self.loaders(arg, depth + 1)]
             handed_on = self._generator_source(expr)
             if handed_on is not None:  # `cycle(loader)`: a generator that yields the loader's batches
                 return self.loaders(handed_on, depth + 1)
             return [expr] if self.factory(expr) is not None else []
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             found: list[cst.Call] = []
             for b in self.bindings(expr):
                 if b.kind in ("assign", "walrus"):
@@ -269,7 +271,7 @@ class DataFacts:
                     for arg in self._arguments_for(b):
                         found.extend(self.loaders(arg, depth + 1))
             return found
-        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
             return [c for v in self.self_attributes().get(expr.attr.value, []) for c in self.loaders(v, depth + 1)]
         return []
 
@@ -278,13 +280,13 @@ class DataFacts:
         as the caller gives it (the argument, for a parameter) or as the generator builds it."""
         fn = self.analysis.loops.local_function(call)
         source = yielded_source(fn) if fn is not None else None
-        if not isinstance(source, cst.Name):
+        if type(source) is not cst.Name:
             return source
         params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
         if source.value not in params and source.value not in {p.name.value for p in fn.params.kwonly_params}:
             return source
         position = params.index(source.value) if source.value in params else None
-        if isinstance(call.func, cst.Attribute) and position is not None:
+        if type(call.func) is cst.Attribute and position is not None:
             position -= 1  # `self.cycle(loader)`: `self` is the first parameter
         for arg in call.args:
             if arg.keyword is not None and arg.keyword.value == source.value:
@@ -302,10 +304,10 @@ class DataFacts:
             return False
         if self.loaders(expr) or self.analysis.kind(expr) is Kind.LOADER:
             return True
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             args = positional(expr)
             return bool(args) and self.iterates_a_loader(args[0], depth + 1)
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             return any(self.iterates_a_loader(b.value, depth + 1) for b in self.bindings(expr)
                        if b.kind in ("assign", "walrus") and b.index is None)
         return False
@@ -322,13 +324,26 @@ class DataFacts:
 
     def loop_loaders(self, loop: Loop) -> list[cst.Call]:
         """The `DataLoader(...)` calls whose batches `loop` takes, one per iteration."""
-        if isinstance(loop, cst.For):
+        if type(loop) is cst.For:
             found = self.loaders(loop.iter)
             if found:
                 return found
         # `it = iter(loader)` / `batches = cycle(loader)`, then `batch = next(it)` in the loop's own body
-        return [c for node in _walk(loop.body) if isinstance(node, cst.Call) and self._innermost_loop(node) is loop
-                for c in self._next_of(node)]
+        return [c for node in self._next_calls().get(id(loop), ()) for c in self._next_of(node)]
+
+    def _next_calls(self) -> dict[int, list[cst.Call]]:
+        """The module's `next(...)` calls by the loop whose own body holds them (the innermost loop around each,
+        not across a nested function or class), in document order: what a walk of each loop's body found, with
+        one look at the module's calls instead of a walk of every loop's body (loops nest)."""
+        if self._nexts is None:
+            self._nexts = {}
+            for node in of_types(self.index, cst.Call):
+                if dotted_name(node.func) != "next":  # type: ignore[attr-defined]
+                    continue  # (`_next_of` answers nothing for any other call)
+                loop = self._innermost_loop(node)
+                if loop is not None and self.index.is_ancestor_or_self(loop.body, node):
+                    self._nexts.setdefault(id(loop), []).append(node)  # type: ignore[arg-type]
+        return self._nexts
 
     def _next_of(self, call: cst.Call) -> list[cst.Call]:
         """`next(it)` where `it` iterates a loader: that loader."""
@@ -338,9 +353,9 @@ class DataFacts:
 
     def _innermost_loop(self, node: cst.CSTNode) -> Optional[Loop]:
         for parent in self.index.ancestors(node):
-            if isinstance(parent, (cst.For, cst.While)):
+            if type(parent) in (cst.For, cst.While):
                 return parent
-            if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
                 return None
         return None
 
@@ -351,19 +366,19 @@ class DataFacts:
         within = expr if within is None else within
         if depth > _MAX_DEPTH:
             return None
-        if isinstance(expr, cst.Subscript):
+        if type(expr) is cst.Subscript:
             return self.batch_loop(expr.value, within, depth + 1)
-        if isinstance(expr, cst.Call) and self._next_of(expr):
+        if type(expr) is cst.Call and self._next_of(expr):
             loop = self._innermost_loop(expr)  # `batch = next(it)`: one batch per iteration of this loop
             return loop if loop is not None and self.index.is_ancestor_or_self(loop.body, within) else None
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        if type(expr) is cst.Call and type(expr.func) is cst.Attribute:
             if expr.func.attr.value in ("items", "values", "to", "cuda"):
                 return self.batch_loop(expr.func.value, within, depth + 1)
             return None
-        if not isinstance(expr, cst.Name):
+        if type(expr) is not cst.Name:
             return None
         for b in self.bindings(expr):
-            if b.kind == "for" and isinstance(b.source, cst.For) and self.iterates_a_loader(b.source.iter):
+            if b.kind == "for" and type(b.source) is cst.For and self.iterates_a_loader(b.source.iter):
                 if self.index.is_ancestor_or_self(b.source.body, within):
                     return b.source
                 continue
@@ -378,12 +393,12 @@ class DataFacts:
         found = self._moves.get(id(loop))
         if found is None:
             found = self._moves[id(loop)] = any(
-                isinstance(node, cst.Call) and self.copy_target(node) == ACCELERATOR and
+                type(node) is cst.Call and self.copy_target(node) == ACCELERATOR and
                 self.batch_loop(node.func.value) is loop for node in _walk(loop.body))  # type: ignore[union-attr]
         return found
 
     def body_calls(self, loop: Loop) -> Iterator[cst.Call]:
-        return (n for n in _walk(loop.body) if isinstance(n, cst.Call))
+        return (n for n in _walk(loop.body) if type(n) is cst.Call)
 
     # -- where a copy goes -------------------------------------------------------------------------------------
     def copy_target(self, call: cst.Call) -> Optional[str]:
@@ -395,7 +410,7 @@ class DataFacts:
 
     def _copy_target(self, call: cst.Call) -> Optional[str]:
         func = call.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda") or has_star_args(call):
+        if type(func) is not cst.Attribute or func.attr.value not in ("to", "cuda") or has_star_args(call):
             return None
         if self.analysis.kind(func.value) in (Kind.MODULE, Kind.MODULE_CLASS, Kind.LOADER, Kind.OPTIMIZER,
                                               Kind.NUMBER, Kind.NUMPY, Kind.DEVICE):
@@ -412,15 +427,15 @@ class DataFacts:
         text = string_value(expr)
         if text is not None:
             return CPU if text.split(":")[0] == "cpu" else (ACCELERATOR if _accelerator_name(text) else None)
-        if isinstance(expr, cst.FormattedString):
-            head = "".join(p.value for p in expr.parts if isinstance(p, cst.FormattedStringText))
+        if type(expr) is cst.FormattedString:
+            head = "".join(p.value for p in expr.parts if type(p) is cst.FormattedStringText)
             return ACCELERATOR if _accelerator_name(head) else None
-        if isinstance(expr, cst.Integer):
+        if type(expr) is cst.Integer:
             return ACCELERATOR  # a CUDA device index
-        if isinstance(expr, cst.IfExp):
+        if type(expr) is cst.IfExp:
             sides = {self.device_of(expr.body, depth + 1), self.device_of(expr.orelse, depth + 1)}
             return ACCELERATOR if ACCELERATOR in sides else (CPU if sides == {CPU} else None)
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             q = self.analysis.qualified(expr.func)
             if q == "torch.device":
                 args = positional(expr) or [a.value for a in expr.args if a.keyword and a.keyword.value == "type"]
@@ -428,11 +443,11 @@ class DataFacts:
             if q in ("torch.cuda.current_device", "torch.accelerator.current_accelerator"):
                 return ACCELERATOR
             return None
-        if isinstance(expr, cst.Attribute):
+        if type(expr) is cst.Attribute:
             if expr.attr.value == "device" or self.analysis.kind(expr) is Kind.DEVICE:
                 return ACCELERATOR  # `x.device`, `self.device`, `args.device`: a device the code chose
             return None
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             values = [b.value for b in self.bindings(expr) if b.kind in ("assign", "walrus")]
             kinds = {self.device_of(v, depth + 1) for v in values if v is not None}
             if kinds == {CPU}:
@@ -473,11 +488,11 @@ class DataFacts:
         if source is not None and "cuda" not in source:
             return False  # every way below of naming CUDA spells it (an alias is imported by its name)
         for node in of_types(self.index, cst.SimpleString, cst.Attribute):
-            if isinstance(node, cst.SimpleString):
+            if type(node) is cst.SimpleString:
                 text = string_value(node)
                 if text is not None and text.startswith("cuda"):
                     return True
-            elif isinstance(node, cst.Attribute):
+            elif type(node) is cst.Attribute:
                 if node.attr.value == "cuda" and isinstance(self.analysis.parent(node), cst.Call):
                     return True
                 q = self.analysis.qualified(node)
@@ -489,19 +504,19 @@ class DataFacts:
         """`expr` (a dataset, a tensor) was built from tensors moved to an accelerator."""
         if expr is None or depth > _MAX_DEPTH:
             return False
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             return any(self.on_device(b.value, depth + 1) for b in self.bindings(expr)
                        if b.kind in ("assign", "walrus"))
         for node in _walk(expr):
-            if isinstance(node, cst.Call):
+            if type(node) is cst.Call:
                 if self.copy_target(node) == ACCELERATOR:
                     return True
                 device = keyword(node, "device")
                 if device is not None and self.device_of(device.value) == ACCELERATOR:
                     return True
-                if node is not expr and isinstance(node.func, cst.Name) and self.on_device(node.func, depth + 1):
+                if node is not expr and type(node.func) is cst.Name and self.on_device(node.func, depth + 1):
                     return True
-            if isinstance(node, cst.Name) and node is not expr and self.on_device(node, depth + 1):
+            if type(node) is cst.Name and node is not expr and self.on_device(node, depth + 1):
                 return True
         return False
 
@@ -512,12 +527,12 @@ class DataFacts:
     def _arguments_for(self, binding) -> Iterator[cst.BaseExpression]:
         """The arguments this module's own calls pass to the parameter `binding`."""
         fn = binding.source
-        if not isinstance(fn, cst.FunctionDef):
+        if type(fn) is not cst.FunctionDef:
             return
         params = list(fn.params.posonly_params) + list(fn.params.params)
         names = [p.name.value for p in params]
         for call in self._calls_to(fn):
-            offset = 1 if names and names[0] in ("self", "cls") and isinstance(call.func, cst.Attribute) else 0
+            offset = 1 if names and names[0] in ("self", "cls") and type(call.func) is cst.Attribute else 0
             arg = argument(call, binding.name, names.index(binding.name) - offset
                            if binding.name in names else None)
             if arg is not None:
@@ -533,7 +548,7 @@ class DataFacts:
             for node in of_types(self.index, cst.Assign):
                 for target in node.targets:
                     t = target.target
-                    if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                    if type(t) is cst.Attribute and type(t.value) is cst.Name and t.value.value == "self":
                         self._self_attrs.setdefault(t.attr.value, []).append(node.value)
         return self._self_attrs
 
@@ -548,7 +563,7 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         current = stack.pop()
         yield current
-        if current is not node and isinstance(current, (cst.FunctionDef, cst.ClassDef)):
+        if current is not node and type(current) in (cst.FunctionDef, cst.ClassDef):
             continue
         stack.extend(reversed(child_nodes(current)))  # not `.children`: that rebuilds every node
 

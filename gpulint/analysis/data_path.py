@@ -63,9 +63,9 @@ class DataPathFacts:
         """`.backward()` and `.step()` calls inside loops: the module is a training script, not a model
         definition or a profiling utility."""
         index = self.analysis.index
-        found = {n.func.attr.value for n in of_types(index, cst.Call) if isinstance(n.func, cst.Attribute)
+        found = {n.func.attr.value for n in of_types(index, cst.Call) if type(n.func) is cst.Attribute
                  and n.func.attr.value in ("backward", "step")
-                 and any(isinstance(a, (cst.For, cst.While)) for a in index.ancestors(n))}
+                 and any(type(a) in (cst.For, cst.While) for a in index.ancestors(n))}
         return found == {"backward", "step"}
 
     def imports(self, name: str) -> bool:
@@ -83,10 +83,10 @@ class DataPathFacts:
         """The class of this module that `expr` (a `MyDataset(...)` call, or a name bound to one) instantiates."""
         if expr is None or depth > 4:
             return None
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
+        if type(expr) is cst.Call and type(expr.func) is cst.Name:
             classes = [n for n in of_types(self.analysis.index, cst.ClassDef) if n.name.value == expr.func.value]
             return classes[0] if len(classes) == 1 else None
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             values = [b.value for b in self.analysis.index.visible_bindings(expr) if b.kind == "assign"]
             found = [self.dataset_class(v, depth + 1) for v in values]
             if len(found) == 1:
@@ -162,13 +162,13 @@ class DataPathFacts:
     def _compute_work(self, cls: cst.ClassDef) -> Optional[str]:
         if any(self.analysis.qualified(base.value) in _ITERABLE_DATASETS for base in cls.bases):
             return None
-        getitem = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef)
+        getitem = next((s for s in cls.body.body if type(s) is cst.FunctionDef
                         and s.name.value == "__getitem__"), None)
         if getitem is None:
             return None
         for node in _walk(getitem.body):
-            if isinstance(node, cst.Call):
-                name = self.analysis.qualified(node.func) if isinstance(node.func, (cst.Name, cst.Attribute)) \
+            if type(node) is cst.Call:
+                name = self.analysis.qualified(node.func) if type(node.func) in (cst.Name, cst.Attribute) \
                     else None
                 if name not in _TRIVIAL_CALLS:
                     return self.analysis.code(node.func)
@@ -224,24 +224,24 @@ def _self_length(expr: Optional[cst.BaseExpression], params: list) -> Optional[s
 
 
 def _is_main_guard(stmt: cst.CSTNode) -> bool:
-    if not isinstance(stmt, cst.If) or not isinstance(stmt.test, cst.Comparison):
+    if type(stmt) is not cst.If or type(stmt.test) is not cst.Comparison:
         return False
     test = stmt.test
     if len(test.comparisons) != 1 or not isinstance(test.comparisons[0].operator, cst.Equal):
         return False
     sides = [test.left, test.comparisons[0].comparator]
-    return any(isinstance(s, cst.Name) and s.value == "__name__" for s in sides) and \
+    return any(type(s) is cst.Name and s.value == "__name__" for s in sides) and \
         any(string_value(s) == "__main__" for s in sides)
 
 
 def _imported_names(stmt: cst.CSTNode) -> list[str]:
-    if not isinstance(stmt, cst.SimpleStatementLine):
+    if type(stmt) is not cst.SimpleStatementLine:
         return []
     names = []
     for small in stmt.body:
-        if isinstance(small, cst.Import):
+        if type(small) is cst.Import:
             for alias in small.names:
-                if alias.asname is None and isinstance(alias.name, cst.Name):
+                if alias.asname is None and type(alias.name) is cst.Name:
                     names.append(alias.name.value)
     return names
 
@@ -250,11 +250,11 @@ def _last_top_import(body) -> Optional[cst.SimpleStatementLine]:
     """The last import line of the module's leading block of imports (docstring and comments allowed)."""
     last = None
     for stmt in body:
-        if isinstance(stmt, cst.SimpleStatementLine) and all(
-                isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+        if type(stmt) is cst.SimpleStatementLine and all(
+                type(s) in (cst.Import, cst.ImportFrom) for s in stmt.body):
             last = stmt
-        elif isinstance(stmt, cst.SimpleStatementLine) and last is None and \
-                all(isinstance(s, cst.Expr) and isinstance(s.value, cst.SimpleString) for s in stmt.body):
+        elif type(stmt) is cst.SimpleStatementLine and last is None and \
+                all(type(s) is cst.Expr and type(s.value) is cst.SimpleString for s in stmt.body):
             continue  # the module docstring
         else:
             break
@@ -276,7 +276,7 @@ def resident_loader(analysis: ModuleAnalysis, loader: cst.Call, dataset: cst.Cal
 
     facts = data_facts(analysis)
     assign = analysis.parent(loader)
-    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or \
+    if type(assign) is not cst.Assign or len(assign.targets) != 1 or \
             not isinstance(assign.targets[0].target, cst.Name) or _dataset_arg(loader) is not dataset:
         return None
     name = assign.targets[0].target.value
@@ -371,20 +371,19 @@ def _loader_options(loader: cst.Call):
     flags = []
     for key in ("shuffle", "drop_last"):
         value = values.get(key, cst.Name("False"))
-        if not isinstance(value, cst.Name) or value.value not in ("True", "False"):
+        if type(value) is not cst.Name or value.value not in ("True", "False"):
             return None
         flags.append(value.value == "True")
     workers = values.get("num_workers", cst.Integer("0"))
     batch = values.get("batch_size", cst.Integer("1"))
-    if not (isinstance(workers, cst.Integer) and workers.value == "0") or not isinstance(batch, (cst.Name,
-                                                                                              cst.Integer)):
+    if not (type(workers) is cst.Integer and workers.value == "0") or type(batch) not in (cst.Name, cst.Integer):
         return None
     return flags[0], flags[1], batch.value
 
 
 def _named_here(analysis: ModuleAnalysis, expr: cst.BaseExpression) -> bool:
     """A name this file assigns (the tensor is created here, not handed in)."""
-    if not isinstance(expr, cst.Name):
+    if type(expr) is not cst.Name:
         return False
     bindings = analysis.index.visible_bindings(expr)
     return bool(bindings) and all(b.kind == "assign" for b in bindings)
@@ -406,11 +405,11 @@ def _batch_device(analysis: ModuleAnalysis, loop: cst.For) -> Optional[cst.BaseE
     if not found or None in found or len(codes) != 1:
         return None
     device = found[0]
-    return device if isinstance(device, (cst.Name, cst.SimpleString)) else None
+    return device if type(device) in (cst.Name, cst.SimpleString) else None
 
 
 def _defined_before(analysis: ModuleAnalysis, device: cst.BaseExpression, loader: cst.Call) -> bool:
-    if isinstance(device, cst.SimpleString):
+    if type(device) is cst.SimpleString:
         return True
     bindings = analysis.index.visible_bindings(device)
     if not bindings or any(b.kind != "assign" or b.source is None for b in bindings):

@@ -65,8 +65,7 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
     entries = analysis.fact(_entries).get(id(fn))
     if not entries:
         return None
-    project = project_for(Path(analysis.path))
-    path = Path(analysis.path)
+    project, path = analysis.fact(_project_of)
     for owner, member in entries:
         if member == "forward" and owner is not None:
             site = per_step_site(project, path, owner)
@@ -79,13 +78,20 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
     return None
 
 
+def _project_of(analysis) -> tuple[Project, Path]:
+    """Fact provider: the module's project and path, found once per lint (the language server finds the root
+    again for every lint, a walk up the folders: not for every function the loop analysis asks about)."""
+    path = Path(analysis.path)
+    return project_for(path), path
+
+
 def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
     """Fact provider: id(function) -> the entry points that reach it, as (class or None, method or function):
     the `forward` of top-level classes first, then their other methods (`__call__` included, other dunders
     not: construction and printing are not steps), then top-level functions. A function is reached from an
     entry through `self.method(...)` calls of its class and calls of the module's own functions."""
     index = analysis.index
-    module_functions = {s.name.value: s for s in analysis.module.body if isinstance(s, cst.FunctionDef)}
+    module_functions = {s.name.value: s for s in analysis.module.body if type(s) is cst.FunctionDef}
     reached: dict[int, list[tuple[Optional[str], str]]] = {}
     callees: dict[int, list[tuple[bool, str]]] = {}  # id(function) -> its own calls `self.m(...)`, `f(...)`
 
@@ -114,9 +120,9 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
                 elif name in module_functions and len(index.functions.get(name, [])) == 1:
                     stack.append(module_functions[name])
 
-    classes = [(stmt, {s.name.value: s for s in stmt.body.body if isinstance(s, cst.FunctionDef)})
+    classes = [(stmt, {s.name.value: s for s in stmt.body.body if type(s) is cst.FunctionDef})
                for stmt in analysis.module.body
-               if isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock)]
+               if type(stmt) is cst.ClassDef and type(stmt.body) is cst.IndentedBlock]
     for stmt, methods in classes:
         if "forward" in methods:
             reach(methods["forward"], (stmt.name.value, "forward"), methods)
@@ -142,12 +148,12 @@ def _calls_of(fn: cst.FunctionDef) -> list[tuple[bool, str]]:
         return known
     found = []
     for node in _own_nodes(fn):
-        if not isinstance(node, cst.Call):
+        if type(node) is not cst.Call:
             continue
         func = node.func
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
             found.append((True, func.attr.value))
-        elif isinstance(func, cst.Name):
+        elif type(func) is cst.Name:
             found.append((False, func.value))
     incremental.keep_by_node(_calls_of, fn, found)
     return found
@@ -258,8 +264,8 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
         calls = analysis.fact(project_calls)
         resolver = _Instances(calls, project, cls) if calls is not None else None
         for _, node, func in hot_calls:
-            target = func.value if isinstance(func, cst.Attribute) and func.attr.value == member else func
-            if not (isinstance(target, cst.Name) or isinstance(target, cst.Attribute) and isinstance(
+            target = func.value if type(func) is cst.Attribute and func.attr.value == member else func
+            if not (type(target) is cst.Name or type(target) is cst.Attribute and isinstance(
                     target.value, cst.Name) and target.value.value == "self"):
                 continue
             if resolver is not None and resolver.may_be(target):
@@ -305,13 +311,13 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
         resolver = _Instances(calls, project, cls, member) if cls is not None else None
         for _, node, func in hot_calls:
             if resolver is not None:
-                if not (isinstance(func, cst.Attribute) and func.attr.value == member
+                if not (type(func) is cst.Attribute and func.attr.value == member
                         and resolver.may_be(func.value)):
                     continue
                 runs = f"{cls.name}.{member}"
             else:
-                last = func.attr.value if isinstance(func, cst.Attribute) else (
-                    func.value if isinstance(func, cst.Name) else None)
+                last = func.attr.value if type(func) is cst.Attribute else (
+                    func.value if type(func) is cst.Name else None)
                 if last != member:
                     continue
                 found = calls._lookup(func)
@@ -439,7 +445,7 @@ def _hot_calls(project: Project, path: Path) -> list:
         for position, node in enumerate(analysis.index.nodes if analysis is not None else ()):
             if position % 4096 == 0:
                 checkpoint()  # an editor's lint of an outdated buffer stops here too
-            if not isinstance(node, cst.Call):
+            if type(node) is not cst.Call:
                 continue
             if analysis.execution(node).every_iteration:
                 found.append((analysis, node, _partial_target(analysis, node.func)))
@@ -455,13 +461,13 @@ def _hot_calls(project: Project, path: Path) -> list:
 def _partial_target(analysis, func: cst.BaseExpression) -> cst.BaseExpression:
     """`f` for a name bound only to `functools.partial(f, ...)` (`compute = partial(self.loss, model, x)` then
     `compute()`), else `func` itself."""
-    if not isinstance(func, cst.Name):
+    if type(func) is not cst.Name:
         return func
     bindings = analysis.index.visible_bindings(func)
     if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None:
         return func
     value = bindings[0].value
-    if isinstance(value, cst.Call) and analysis.qualified(value.func) == "functools.partial" and value.args \
+    if type(value) is cst.Call and analysis.qualified(value.func) == "functools.partial" and value.args \
             and value.args[0].keyword is None and not value.args[0].star:
         return value.args[0].value
     return func
@@ -501,19 +507,19 @@ class _Instances:
         return found
 
     def _compute(self, expr: cst.BaseExpression, depth: int) -> bool:
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             wrapped = self._wrapped(expr)
             if wrapped is not None:
                 return self.may_be(wrapped, depth + 1)
             return self._constructs(expr)
-        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
             values = self.calls.self_attributes(expr)
             return bool(values) and all(self.may_be(v, depth + 1) for v in values)
-        if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or):
+        if type(expr) is cst.BooleanOperation and type(expr.operator) is cst.Or:
             # `sampler or UniformSampler(diffusion)`: either side is what the name holds
             return self.may_be(expr.right, depth + 1) and (
                 self.may_be(expr.left, depth + 1) or self._none_by_default(expr.left))
-        if not isinstance(expr, cst.Name):
+        if type(expr) is not cst.Name:
             return False
         bindings = self.index.visible_bindings(expr)
         if not bindings or len(bindings) > 16:
@@ -535,7 +541,7 @@ class _Instances:
 
     def _wrapped(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _SELF_METHODS:
+        if type(func) is cst.Attribute and func.attr.value in _SELF_METHODS:
             return func.value
         if self.calls.analysis.qualified(func) in _WRAPPERS and call.args and call.args[0].keyword is None \
                 and not call.args[0].star:
@@ -543,15 +549,15 @@ class _Instances:
         return None
 
     def _rewraps(self, value: cst.BaseExpression, name: str) -> bool:
-        while isinstance(value, cst.Call):
+        while type(value) is cst.Call:
             inner = self._wrapped(value)
             if inner is None:
                 return False
             value = inner
-        return isinstance(value, cst.Name) and value.value == name
+        return type(value) is cst.Name and value.value == name
 
     def _constructs(self, call: cst.Call) -> bool:
-        if isinstance(call.func, cst.Subscript):  # `DiT_models[args.model](...)`: a registry of builders
+        if type(call.func) is cst.Subscript:  # `DiT_models[args.model](...)`: a registry of builders
             found_class = self.calls.registry_class(call.func)
             return found_class is not None and self._matches(found_class)
         found = self.calls._lookup(call.func)
@@ -569,7 +575,7 @@ class _Instances:
         """A parameter of a function: every call site in this module passes an instance (or, for a top-level
         function called elsewhere, the project's call sites agree on the class)."""
         fn = binding.source
-        if not isinstance(fn, cst.FunctionDef):
+        if type(fn) is not cst.FunctionDef:
             return False
         annotated = annotated_class(self.calls, fn, binding.name)
         if annotated is not None:  # `def train(trainer: Trainer, ...)`: what the signature promises
@@ -578,7 +584,7 @@ class _Instances:
         position = params.index(binding.name) if binding.name in params else None
         found = False
         for node in self.index.nodes:
-            if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Name) \
+            if type(node) is not cst.Call or type(node.func) is not cst.Name \
                     or node.func.value != fn.name.value or self.calls.analysis.loops.local_function(node) is not fn:
                 continue
             argument = _argument(node, position, binding.name)
@@ -593,17 +599,17 @@ class _Instances:
     def _none_by_default(self, expr: cst.BaseExpression) -> bool:
         """A parameter whose default is None that no call site of this module passes (`sampler=None`, then
         `self.sampler = sampler or UniformSampler(...)`): the `or` gives its right side."""
-        found = self.index.parameter_of(expr) if isinstance(expr, cst.Name) else None
+        found = self.index.parameter_of(expr) if type(expr) is cst.Name else None
         if found is None:
             return False
         fn, param = found
-        if not (isinstance(param.default, cst.Name) and param.default.value == "None"):
+        if not (type(param.default) is cst.Name and param.default.value == "None"):
             return False
         positions = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
         position = positions.index(expr.value) if expr.value in positions else None
         for node in self.calls.analysis.loops.calls_to(fn):
             argument = _argument(node, position, expr.value)
-            if argument is not None and not (isinstance(argument, cst.Name) and argument.value == "None"):
+            if argument is not None and not (type(argument) is cst.Name and argument.value == "None"):
                 return False
         return True
 
@@ -642,15 +648,15 @@ def annotated_class(calls, fn: cst.FunctionDef, name: str) -> Optional[ClassSumm
     if param is None or param.annotation is None:
         return None
     annotation = param.annotation.annotation
-    if isinstance(annotation, cst.Subscript) and dotted_name(annotation.value) in ("Optional", "typing.Optional") \
+    if type(annotation) is cst.Subscript and dotted_name(annotation.value) in ("Optional", "typing.Optional") \
             and len(annotation.slice) == 1 and isinstance(annotation.slice[0].slice, cst.Index):
         annotation = annotation.slice[0].slice.value
-    if isinstance(annotation, cst.SimpleString):
+    if type(annotation) is cst.SimpleString:
         text = annotation.evaluated_value
         if not isinstance(text, str) or not text.replace(".", "").replace("_", "").isalnum():
             return None
         annotation = cst.parse_expression(text)
-    if not isinstance(annotation, (cst.Name, cst.Attribute)):
+    if type(annotation) not in (cst.Name, cst.Attribute):
         return None
     found = calls._lookup(annotation)
     return found if isinstance(found, ClassSummary) else None

@@ -28,10 +28,10 @@ def yielded_source(fn: cst.FunctionDef) -> Optional[cst.BaseExpression]:
 
     def visit(node: cst.CSTNode, loops: list[cst.For]) -> None:
         nonlocal ok
-        if not ok or isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not fn:
+        if not ok or type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda) and node is not fn:
             return
-        if isinstance(node, cst.Yield):
-            if isinstance(node.value, cst.From):
+        if type(node) is cst.Yield:
+            if type(node.value) is cst.From:
                 sources.append(node.value.item)
             else:
                 loop = next((l for l in reversed(loops) if node.value is not None and
@@ -41,7 +41,7 @@ def yielded_source(fn: cst.FunctionDef) -> Optional[cst.BaseExpression]:
                     return
                 sources.append(loop.iter)
             return
-        inner = loops + [node] if isinstance(node, cst.For) else loops
+        inner = loops + [node] if type(node) is cst.For else loops
         for child in child_nodes(node):  # LibCST's `children` rebuilds every node it passes (tree.py)
             visit(child, inner)
 
@@ -61,7 +61,7 @@ def _uses_target(value: cst.BaseExpression, target: cst.BaseExpression) -> bool:
 
 
 def _names(node: cst.CSTNode):
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         yield node
     for child in child_nodes(node):
         yield from _names(child)

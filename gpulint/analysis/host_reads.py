@@ -32,7 +32,7 @@ def _to_host_call(rule: Rule, node: cst.CSTNode) -> bool:
     if attr is None or rule.analysis.kind(attr.value) in _NOT_TENSOR or rule.analysis.kinds.on_host(attr.value):
         return False
     user = rule.analysis.parent(node)
-    if isinstance(user, cst.Attribute) and user.attr.value in _MODULE_ONLY_METHODS:
+    if type(user) is cst.Attribute and user.attr.value in _MODULE_ONLY_METHODS:
         return False  # `m.cpu().parameters()`: m is a model
     if attr.attr.value == "cpu":
         return True
@@ -44,7 +44,7 @@ def _to_host_call(rule: Rule, node: cst.CSTNode) -> bool:
     value = target.value
     if string_value(value) == "cpu":
         return True
-    if isinstance(value, cst.Call) and rule.analysis.qualified(value.func) == "torch.device":
+    if type(value) is cst.Call and rule.analysis.qualified(value.func) == "torch.device":
         return string_value(positional(value)[0] if positional(value) else None) == "cpu"
     return False
 
@@ -54,7 +54,7 @@ def _on_host_already(rule: Rule, receiver: cst.BaseExpression) -> bool:
     read from an earlier host copy (`correct = (a == b).cpu()` ... `correct[i].item()`)."""
     if rule.analysis.kinds.on_host(receiver):
         return True
-    while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute):
+    while type(receiver) is cst.Call and type(receiver.func) is cst.Attribute:
         if _to_host_call(rule, receiver):
             return True
         if receiver.func.attr.value not in ("detach", "float", "double", "half", "long", "int", "contiguous",
@@ -71,23 +71,23 @@ def nan_check(analysis, test: cst.BaseExpression) -> Optional[tuple[str, cst.Bas
     tensor expression without `.item()`/`bool()`, negated where the test was `not ...all()`.
     """
     negated = False
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         negated, test = True, test.expression
     inner = test
     if method_call(inner, "item") and not inner.args:
         inner = inner.func.value
-    if isinstance(inner, cst.Call) and analysis.qualified(inner.func) in ("bool",) and len(inner.args) == 1:
+    if type(inner) is cst.Call and analysis.qualified(inner.func) in ("bool",) and len(inner.args) == 1:
         inner = inner.args[0].value
     reducer = None
     if method_call(inner, ("any", "all")) and not inner.args:
         reducer, core = inner.func.attr.value, inner.func.value
-    elif isinstance(inner, cst.Call) and analysis.qualified(inner.func) in ("torch.any", "torch.all") \
+    elif type(inner) is cst.Call and analysis.qualified(inner.func) in ("torch.any", "torch.all") \
             and len(inner.args) == 1:
         reducer, core = analysis.qualified(inner.func).split(".")[1], inner.args[0].value
     else:
         core = inner
     check = None
-    if isinstance(core, cst.Call):
+    if type(core) is cst.Call:
         q = analysis.qualified(core.func)
         if q in ("torch.isnan", "torch.isinf", "torch.isfinite", "torch.isneginf", "torch.isposinf") \
                 and len(core.args) == 1:
@@ -110,7 +110,7 @@ def nan_check(analysis, test: cst.BaseExpression) -> Optional[tuple[str, cst.Bas
 def inside_nan_check(rule: Rule, node: cst.CSTNode) -> bool:
     """`node` is part of a NaN/Inf test that GPU108 reports; the other rules stay quiet about it."""
     for ancestor in rule.analysis.index.ancestors(node):
-        if isinstance(ancestor, (cst.If, cst.While)):
+        if type(ancestor) in (cst.If, cst.While):
             return nan_check(rule.analysis, ancestor.test) is not None and \
                 rule.analysis.index.is_ancestor_or_self(ancestor.test, node)
         if isinstance(ancestor, cst.BaseStatement):

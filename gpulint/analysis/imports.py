@@ -14,10 +14,10 @@ import libcst as cst
 def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     """`a.b.c` for a chain of Name/Attribute nodes, else None."""
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:
         parts.append(node.attr.value)
         node = node.value
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         parts.append(node.value)
         return ".".join(reversed(parts))
     return None
@@ -34,10 +34,10 @@ class ImportMap:
         self.aliases: dict[str, str] = {}
 
     def add(self, stmt: cst.Import | cst.ImportFrom) -> None:
-        if isinstance(stmt, cst.Import):
+        if type(stmt) is cst.Import:
             for alias in stmt.names:
                 full = _module_name(alias.name)
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                if alias.asname is not None and type(alias.asname.name) is cst.Name:
                     self.aliases[alias.asname.name.value] = full
                 else:
                     # `import torch.nn` binds `torch`.
@@ -47,12 +47,12 @@ class ImportMap:
             if stmt.relative or stmt.module is None:
                 return
             module = _module_name(stmt.module)
-            if isinstance(stmt.names, cst.ImportStar):
+            if type(stmt.names) is cst.ImportStar:
                 return
             for alias in stmt.names:
                 name = _module_name(alias.name)
                 local = name
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                if alias.asname is not None and type(alias.asname.name) is cst.Name:
                     local = alias.asname.name.value
                 self.aliases[local] = f"{module}.{name}"
 

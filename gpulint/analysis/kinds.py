@@ -82,7 +82,7 @@ _OTHER_BUILTINS = {"str", "repr", "format", "list", "dict", "tuple", "set", "fro
 
 
 def _assigns_none(b: Binding) -> bool:
-    return b.kind == "assign" and isinstance(b.value, cst.Name) and b.value.value == "None"
+    return b.kind == "assign" and type(b.value) is cst.Name and b.value.value == "None"
 
 
 def _join(kinds: list[Kind]) -> Kind:
@@ -123,7 +123,7 @@ class KindInference:
         return self.index.imports.qualify(node)
 
     def name_kind(self, name: str, at: cst.CSTNode) -> Kind:
-        scope = self.index.enclosing_scope(at) if not isinstance(at, (cst.Module, cst.FunctionDef, cst.Lambda)) \
+        scope = self.index.enclosing_scope(at) if type(at) not in (cst.Module, cst.FunctionDef, cst.Lambda) \
             else at
         return self._name_in_scope(name, scope)
 
@@ -133,11 +133,11 @@ class KindInference:
         (`correct[i]`, `host.sum()`, `host * 2`). Reading it into Python waits for no GPU. False when unsure."""
         if depth > _MAX_HOST_DEPTH:
             return False
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             func = node.func
-            if isinstance(func, (cst.Name, cst.Attribute)) and self.qualified(func) == "torch.from_numpy":
+            if type(func) in (cst.Name, cst.Attribute) and self.qualified(func) == "torch.from_numpy":
                 return True
-            if isinstance(func, cst.Attribute):
+            if type(func) is cst.Attribute:
                 method = func.attr.value
                 if method in ("cpu", "numpy", "tolist", "item"):
                     return True
@@ -148,23 +148,23 @@ class KindInference:
                 if self.on_host(func.value, depth + 1):
                     return True
             # `torch.sigmoid(host)`, `F.interpolate(host, size)`: torch computes where its tensor input lives
-            name = self.qualified(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+            name = self.qualified(func) if type(func) in (cst.Name, cst.Attribute) else None
             if name is not None and name.startswith("torch.") and not any(
                     a.keyword is not None and a.keyword.value == "device" for a in node.args):
                 first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
                 return first is not None and self.on_host(first, depth + 1)
             return False
-        if isinstance(node, (cst.Subscript, cst.Attribute)):
+        if type(node) in (cst.Subscript, cst.Attribute):
             return self.on_host(node.value, depth + 1)
-        if isinstance(node, cst.UnaryOperation):
+        if type(node) is cst.UnaryOperation:
             return self.on_host(node.expression, depth + 1)
-        if isinstance(node, (cst.BinaryOperation, cst.Comparison)):
-            sides = [node.left, node.right] if isinstance(node, cst.BinaryOperation) else \
+        if type(node) in (cst.BinaryOperation, cst.Comparison):
+            sides = [node.left, node.right] if type(node) is cst.BinaryOperation else \
                 [node.left, *(c.comparator for c in node.comparisons)]
             hosts = [self.on_host(side, depth + 1) for side in sides]
             return any(hosts) and all(h or self.of(side) is Kind.NUMBER or self._number_by_default(side)
                                       for h, side in zip(hosts, sides))
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             if self._moved_to_device_later(node):
                 return True
             scope = self.index.enclosing_scope(node)
@@ -228,11 +228,11 @@ class KindInference:
 
     def _number_by_default(self, node: cst.CSTNode) -> bool:
         """A parameter whose default is a number literal (`out_threshold=0.5`), never bound again."""
-        found = self.index.parameter_of(node) if isinstance(node, cst.Name) else None
+        found = self.index.parameter_of(node) if type(node) is cst.Name else None
         default = found[1].default if found is not None else None
-        if isinstance(default, cst.UnaryOperation):
+        if type(default) is cst.UnaryOperation:
             default = default.expression
-        return isinstance(default, (cst.Integer, cst.Float))
+        return type(default) in (cst.Integer, cst.Float)
 
     def _last_assignment(self, name: cst.Name, bindings: list[Binding]) -> Optional[cst.BaseExpression]:
         """The value of the plain assignment (`x = value`) that runs last before `name` is read, found by going
@@ -241,17 +241,17 @@ class KindInference:
         sources = [b.source for b in bindings if b.source is not None]
         child: cst.CSTNode = name
         for parent in self.index.ancestors(name):
-            if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
                 return None
-            if isinstance(parent, (cst.For, cst.While)) and any(
+            if type(parent) in (cst.For, cst.While) and any(
                     self.index.is_ancestor_or_self(parent, src) for src in sources):
                 return None  # a later iteration may read what the loop assigns
-            if isinstance(parent, (cst.IndentedBlock, cst.Module)):
+            if type(parent) in (cst.IndentedBlock, cst.Module):
                 before = parent.body[:next((i for i, st in enumerate(parent.body) if st is child), 0)]
                 for stmt in reversed(before):
                     found = [src for src in sources if self.index.is_ancestor_or_self(stmt, src)]
                     if found:
-                        plain = isinstance(stmt, cst.SimpleStatementLine) and len(found) == 1 and \
+                        plain = type(stmt) is cst.SimpleStatementLine and len(found) == 1 and \
                             isinstance(found[0], cst.Assign) and len(found[0].targets) == 1 and \
                             isinstance(found[0].targets[0].target, cst.Name)
                         return found[0].value if plain else None  # type: ignore[union-attr]
@@ -267,7 +267,7 @@ class KindInference:
                 if kind is Kind.UNKNOWN:
                     kind = _kind_from_name(name)
                 return kind
-            scope = self.index.enclosing_scope(scope) if not isinstance(scope, cst.Module) else None
+            scope = self.index.enclosing_scope(scope) if type(scope) is not cst.Module else None
         if name == "torch":
             return Kind.OTHER
         return _kind_from_name(name)
@@ -313,7 +313,7 @@ class KindInference:
 
     def _binding_kind(self, b: Binding) -> Kind:
         if b.kind == "assign" or b.kind == "walrus":
-            if isinstance(b.source, cst.AnnAssign):
+            if type(b.source) is cst.AnnAssign:
                 ann = _annotation_kind(self, b.source.annotation.annotation)
                 if ann is not Kind.UNKNOWN:
                     return ann
@@ -330,7 +330,7 @@ class KindInference:
             return self.iteration_kind(b.value, b.index)
         if b.kind == "param":
             param = b.value
-            if isinstance(param, cst.Param) and param.annotation is not None:
+            if type(param) is cst.Param and param.annotation is not None:
                 return _annotation_kind(self, param.annotation.annotation)
             return Kind.UNKNOWN
         if b.kind == "class":
@@ -348,7 +348,7 @@ class KindInference:
     def wrapper_bound_to(self, iterable: cst.BaseExpression) -> cst.BaseExpression:
         """For a name bound once, by a plain assignment, to an iteration wrapper (`data_iter =
         enumerate(val_loader)`, `it = iter(loader)`, `pbar = tqdm(loader)`): that call; else `iterable` itself."""
-        if not isinstance(iterable, cst.Name):
+        if type(iterable) is not cst.Name:
             return iterable
         bindings = self.index.visible_bindings(iterable)
         if len(bindings) == 1 and bindings[0].kind == "assign" and bindings[0].index is None and \
@@ -360,7 +360,7 @@ class KindInference:
     def iteration_kind(self, iterable: cst.BaseExpression, index: Optional[int]) -> Kind:
         """Kind of the loop target (element `index` when the target is unpacked)."""
         iterable = self.wrapper_bound_to(iterable)
-        if isinstance(iterable, cst.Call):
+        if type(iterable) is cst.Call:
             fn = dotted_name(iterable.func)
             args = [a.value for a in iterable.args if a.keyword is None and not a.star]
             if fn == "enumerate" and args:
@@ -376,10 +376,10 @@ class KindInference:
                 return _join([self.iteration_kind(a, None) for a in args])
             if fn == "range":
                 return Kind.NUMBER
-            if isinstance(iterable.func, cst.Attribute) and iterable.func.attr.value == "parameters" \
+            if type(iterable.func) is cst.Attribute and iterable.func.attr.value == "parameters" \
                     and self.of(iterable.func.value) is Kind.MODULE:
                 return Kind.TENSOR
-            if isinstance(iterable.func, cst.Attribute) and iterable.func.attr.value in ("items", "keys",
+            if type(iterable.func) is cst.Attribute and iterable.func.attr.value in ("items", "keys",
                                                                                          "values"):
                 # `for k, v in batch.items()`: keys are names, values are what the mapping holds.
                 method = iterable.func.attr.value
@@ -388,7 +388,7 @@ class KindInference:
                 held = self.of(iterable.func.value)
                 return Kind.TENSOR if held is Kind.TENSOR else Kind.UNKNOWN
         kind = self.of(iterable)
-        if kind is Kind.UNKNOWN and isinstance(iterable, cst.Name):
+        if kind is Kind.UNKNOWN and type(iterable) is cst.Name:
             kind = self._iterated_bindings(iterable)
         if kind is Kind.LOADER:
             return Kind.TENSOR
@@ -406,9 +406,9 @@ class KindInference:
                   and b.value is not None and not _assigns_none(b)] if scope is not None else []
         kinds = []
         for value in values:
-            if isinstance(value, (cst.List, cst.Tuple)):
-                elements = [e.value for e in value.elements if not isinstance(e, cst.StarredElement)
-                            and not (isinstance(e.value, cst.Name) and e.value.value == "None")]
+            if type(value) in (cst.List, cst.Tuple):
+                elements = [e.value for e in value.elements if type(e) is not cst.StarredElement
+                            and not (type(e.value) is cst.Name and e.value.value == "None")]
                 kinds.append(_join([self.of(e) for e in elements]) if elements else Kind.UNKNOWN)
             else:
                 kinds.append(self.of(value))
@@ -416,40 +416,39 @@ class KindInference:
 
     # -- expressions -------------------------------------------------------------------------------------------
     def _infer(self, node: cst.CSTNode) -> Kind:
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             if node.value in ("True", "False"):
                 return Kind.NUMBER
             if node.value == "None":
                 return Kind.OTHER
             return self.name_kind(node.value, node)
-        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
+        if type(node) in (cst.Integer, cst.Float, cst.Imaginary):
             return Kind.NUMBER
-        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List, cst.Dict,
-                             cst.Set, cst.ListComp, cst.DictComp, cst.SetComp, cst.Lambda)):
+        if type(node) in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp, cst.Lambda):
             return Kind.OTHER
-        if isinstance(node, cst.Tuple):
+        if type(node) is cst.Tuple:
             return Kind.OTHER
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             return self._call(node)
-        if isinstance(node, cst.Attribute):
+        if type(node) is cst.Attribute:
             return self._attribute(node)
-        if isinstance(node, cst.Subscript):
+        if type(node) is cst.Subscript:
             base = self.of(node.value)
             if base in (Kind.TENSOR, Kind.NUMPY):
                 return base
             return Kind.UNKNOWN
-        if isinstance(node, cst.BinaryOperation):
+        if type(node) is cst.BinaryOperation:
             if is_text(node):
                 return Kind.OTHER  # `"%g" % t`, `"-" * 20`: a str, whatever is formatted into it
             if _repeats_a_list(node) and not {self.of(node.left), self.of(node.right)} & {Kind.TENSOR, Kind.NUMPY}:
                 return Kind.OTHER  # `[t] * batch_size`, `[0] + ids`: a Python list
             return _arith(self.of(node.left), self.of(node.right))
-        if isinstance(node, cst.UnaryOperation):
-            if isinstance(node.operator, cst.Not):
+        if type(node) is cst.UnaryOperation:
+            if type(node.operator) is cst.Not:
                 return Kind.NUMBER
             return self.of(node.expression)
-        if isinstance(node, cst.Comparison):
-            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
+        if type(node) is cst.Comparison:
+            if any(type(c.operator) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for c in node.comparisons):
                 return Kind.NUMBER
             if len(node.comparisons) > 1:
                 return Kind.NUMBER  # a < b < c goes through bool()
@@ -461,13 +460,13 @@ class KindInference:
             if kinds == [Kind.NUMBER, Kind.NUMBER]:
                 return Kind.NUMBER
             return Kind.UNKNOWN
-        if isinstance(node, cst.IfExp):
+        if type(node) is cst.IfExp:
             return _join([self.of(node.body), self.of(node.orelse)])
-        if isinstance(node, cst.BooleanOperation):
+        if type(node) is cst.BooleanOperation:
             return _join([self.of(node.left), self.of(node.right)])
-        if isinstance(node, cst.NamedExpr):
+        if type(node) is cst.NamedExpr:
             return self.of(node.value)
-        if isinstance(node, cst.Await):
+        if type(node) is cst.Await:
             return Kind.UNKNOWN
         return Kind.UNKNOWN
 
@@ -485,7 +484,7 @@ class KindInference:
             return Kind.TENSOR  # .T, .grad, .data, or a field of a model output
         if base is Kind.NUMPY:
             return Kind.OTHER if attr in ("shape", "dtype", "ndim", "size") else Kind.NUMPY
-        if isinstance(node.value, cst.Name) and node.value.value == "self":
+        if type(node.value) is cst.Name and node.value.value == "self":
             if attr in self._registered_buffers():
                 return Kind.TENSOR
             kind = _kind_from_name(attr)
@@ -509,7 +508,7 @@ class KindInference:
         if self.of(source) is Kind.LOADER:
             return True
         params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
-        if not isinstance(source, cst.Name) or source.value not in params:
+        if type(source) is not cst.Name or source.value not in params:
             return False
         position = params.index(source.value)
         args = [a for a in call.args if a.keyword is None]
@@ -524,7 +523,7 @@ class KindInference:
         if self._buffers is None:
             self._buffers = set()
             for node in of_types(self.index, cst.Call):
-                if isinstance(node.func, cst.Attribute) \
+                if type(node.func) is cst.Attribute \
                         and node.func.attr.value == "register_buffer" and node.args \
                         and isinstance(node.args[0].value, cst.SimpleString):
                     self._buffers.add(node.args[0].value.evaluated_value)
@@ -532,14 +531,14 @@ class KindInference:
 
     def _call(self, node: cst.Call) -> Kind:
         func = node.func
-        qualified = self.qualified(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        qualified = self.qualified(func) if type(func) in (cst.Name, cst.Attribute) else None
         if qualified is not None:
             kind = self._qualified_call(qualified, node)
             if kind is not None:
                 return kind
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             return self._method_call(func, node)
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             if func.value in _NUMBER_BUILTINS:
                 return Kind.NUMBER
             if func.value in _OTHER_BUILTINS:
@@ -547,7 +546,7 @@ class KindInference:
             if func.value in ("abs", "max", "min", "sum"):
                 args = [self.of(a.value) for a in node.args]
                 return Kind.TENSOR if Kind.TENSOR in args else Kind.UNKNOWN
-        if isinstance(func, cst.Name) and self._hands_on_a_loader(func.value, node):
+        if type(func) is cst.Name and self._hands_on_a_loader(func.value, node):
             return Kind.LOADER  # `cycle(loader)`: a generator of this module yielding the loader's batches
         callee = self.of(func)
         if callee is Kind.MODULE:
@@ -653,37 +652,37 @@ def _names_cpu(inference: KindInference, call: cst.Call) -> bool:
     target = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
     if target is None and call.args and call.args[0].keyword is None:
         target = call.args[0].value
-    if isinstance(target, cst.Call) and isinstance(target.func, (cst.Name, cst.Attribute)) and \
+    if type(target) is cst.Call and type(target.func) in (cst.Name, cst.Attribute) and \
             inference.qualified(target.func) == "torch.device" and target.args:
         target = target.args[0].value
-    return isinstance(target, cst.SimpleString) and isinstance(target.evaluated_value, str) and \
+    return type(target) is cst.SimpleString and isinstance(target.evaluated_value, str) and \
         target.evaluated_value.split(":")[0] == "cpu"
 
 
 def _number_literal(node: Optional[cst.BaseExpression]) -> bool:
     """`0`, `0.0`, `-1.0` (a placeholder such as `norm = -1.0` before the loop that computes it)."""
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+    if type(node) is cst.UnaryOperation and type(node.operator) in (cst.Minus, cst.Plus):
         node = node.expression
-    return isinstance(node, (cst.Integer, cst.Float))
+    return type(node) in (cst.Integer, cst.Float)
 
 
 def _repeats_a_list(node: cst.BinaryOperation) -> bool:
     """`[x] * n`, `n * [x]`, `[a] + rest`: a list (or tuple) display repeated or joined."""
-    return isinstance(node.operator, (cst.Multiply, cst.Add)) and any(
-        isinstance(side, (cst.List, cst.ListComp, cst.Tuple)) for side in (node.left, node.right))
+    return type(node.operator) in (cst.Multiply, cst.Add) and any(
+        type(side) in (cst.List, cst.ListComp, cst.Tuple) for side in (node.left, node.right))
 
 
 def is_text(node: cst.BaseExpression) -> bool:
     """A str-valued expression: a string literal, or `+`, `*` or `%` with a string on the left (`"%11s" * 2 +
     "%g"`, `"%g" % t`)."""
-    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+    if type(node) in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
         return True
-    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Multiply, cst.Modulo)) \
+    return type(node) is cst.BinaryOperation and type(node.operator) in (cst.Add, cst.Multiply, cst.Modulo) \
         and is_text(node.left)
 
 
 def _looks_like_tensor_name(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value in ("x", "y", "inputs", "targets", "labels", "images",
+    return type(node) is cst.Name and node.value in ("x", "y", "inputs", "targets", "labels", "images",
                                                          "data", "target", "input", "input_ids", "X", "Y")
 
 
@@ -708,8 +707,8 @@ def _kind_from_name(name: str) -> Kind:
 
 
 def _annotation_kind(inference: KindInference, annotation: cst.BaseExpression) -> Kind:
-    q = inference.qualified(annotation) if isinstance(annotation, (cst.Name, cst.Attribute)) else None
-    if q is None and isinstance(annotation, cst.SimpleString):
+    q = inference.qualified(annotation) if type(annotation) in (cst.Name, cst.Attribute) else None
+    if q is None and type(annotation) is cst.SimpleString:
         q = annotation.evaluated_value if isinstance(annotation.evaluated_value, str) else None
     if q is None:
         return Kind.UNKNOWN
@@ -731,13 +730,13 @@ def _annotation_kind(inference: KindInference, annotation: cst.BaseExpression) -
 
 
 def _is_module_class(inference: KindInference, node: Optional[cst.CSTNode]) -> bool:
-    if not isinstance(node, cst.ClassDef):
+    if type(node) is not cst.ClassDef:
         return False
     for base in node.bases:
-        q = inference.qualified(base.value) if isinstance(base.value, (cst.Name, cst.Attribute)) else None
+        q = inference.qualified(base.value) if type(base.value) in (cst.Name, cst.Attribute) else None
         if q in ("torch.nn.Module", "nn.Module", "Module", "torch.nn.modules.module.Module"):
             return True
-        if isinstance(base.value, cst.Name):
+        if type(base.value) is cst.Name:
             other = inference.index.classes.get(base.value.value)
             if other is not None and other is not node and _is_module_class(inference, other):
                 return True

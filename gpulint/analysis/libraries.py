@@ -163,6 +163,8 @@ RETURNS = {
 }
 
 _BY_TARGET = {fact.target: fact for fact in FACTS}
+# The methods whose fact may say DEVICE_BATCHES (`prepare`): a call by any other name is not looked up.
+DEVICE_BATCH_METHODS = frozenset(f.target.rsplit(".", 1)[-1] for f in FACTS if f.effect is Effect.DEVICE_BATCHES)
 
 
 def canonical(qualified: str) -> str:

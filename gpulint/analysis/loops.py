@@ -95,7 +95,7 @@ class LoopAnalysis:
             return LoopRole.COLD  # `for x in loader: <measure once>; return`: the body runs at most once
         if self._loops_over_batches(loop):
             return LoopRole.HOT
-        if isinstance(loop, cst.For) and any(isinstance(n, cst.Call) and self._next_batch(n)
+        if type(loop) is cst.For and any(type(n) is cst.Call and self._next_batch(n)
                                              for n in _walk_body(loop, into_loops=False)):
             # `for step in range(max_steps): batch = next(self.data)`: one batch per iteration (not counted as a
             # pass over the data by an enclosing loop: `for micro in range(accum): next(it)` inside a step loop)
@@ -104,11 +104,11 @@ class LoopAnalysis:
         # or an evaluation per epoch): `for epoch ...: for x in loader: ...` or `for epoch ...: train(epoch)`.
         nested_hot = False
         for node in _walk_body(loop, into_loops=True):
-            if isinstance(node, (cst.For, cst.While)) and self.role(node) is LoopRole.HOT:
+            if type(node) in (cst.For, cst.While) and self.role(node) is LoopRole.HOT:
                 if self._loops_over_batches(node):
                     return LoopRole.EPOCH
                 nested_hot = True
-            if isinstance(node, cst.Call):
+            if type(node) is cst.Call:
                 helper = self.local_function(node)
                 if helper is not None and self._function_has_hot_loop(helper):
                     return LoopRole.EPOCH
@@ -131,24 +131,24 @@ class LoopAnalysis:
         of the module calls and that is not data-side or setup code (`__init__`, `__getitem__`, ...), and
         whose body computes a tensor (a call or an operator whose result is one).
         """
-        if isinstance(loop, cst.For) and (not _many_range_iterations(loop.iter) or _few_range_iterations(loop)):
+        if type(loop) is cst.For and (not _many_range_iterations(loop.iter) or _few_range_iterations(loop)):
             return False
         function = None
         for parent in self.index.ancestors(loop):
-            if isinstance(parent, (cst.For, cst.While)) and parent is not loop:
+            if type(parent) in (cst.For, cst.While) and parent is not loop:
                 return False
-            if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
                 function = parent
                 break
-        if isinstance(function, cst.Lambda) or isinstance(function, cst.FunctionDef) and (
+        if type(function) is cst.Lambda or type(function) is cst.FunctionDef and (
                 function.name.value in _SETUP_METHODS or self._called_from_a_loop(function)):
             return False
-        if isinstance(loop, cst.While) and isinstance(loop.test, (cst.Name, cst.Integer)):
+        if type(loop) is cst.While and type(loop.test) in (cst.Name, cst.Integer):
             return False  # `while True:`: an interactive or serving loop, paced by its input
         body = list(_walk_body(loop, into_loops=True))
-        if any(isinstance(n, cst.Call) and self._not_tensor_math_loop(n) for n in body):
+        if any(type(n) is cst.Call and self._not_tensor_math_loop(n) for n in body):
             return False
-        return any(isinstance(n, (cst.Call, cst.BinaryOperation)) and self._computes_tensor(n) for n in body)
+        return any(type(n) in (cst.Call, cst.BinaryOperation) and self._computes_tensor(n) for n in body)
 
     def _not_tensor_math_loop(self, call: cst.Call) -> bool:
         """A call that marks the loop as something else: it hands a model or a loader on (an epoch loop:
@@ -156,25 +156,25 @@ class LoopAnalysis:
         if any(self.kinds.of(a.value) in (Kind.MODULE, Kind.LOADER) for a in call.args):
             return True
         func = call.func
-        if isinstance(func, cst.Attribute) and self.kinds.of(func.value) is Kind.MODULE:
+        if type(func) is cst.Attribute and self.kinds.of(func.value) is Kind.MODULE:
             return True
-        name = self.kinds.qualified(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        name = self.kinds.qualified(func) if type(func) in (cst.Name, cst.Attribute) else None
         return name is not None and name.startswith(("matplotlib.", "seaborn.", "PIL."))
 
     def _computes_tensor(self, node: Union[cst.Call, cst.BinaryOperation]) -> bool:
         """Math on a tensor the loop already has: an operator or a call whose result is a tensor and that takes
         one (a bare factory such as `torch.zeros(3)` is not), or a read of a value it computes (`.cpu()`, `.item()`).
         """
-        if isinstance(node, cst.BinaryOperation):
+        if type(node) is cst.BinaryOperation:
             return self.kinds.of(node) is Kind.TENSOR
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in ("cpu", "item") and not node.args:
+        if type(func) is cst.Attribute and func.attr.value in ("cpu", "item") and not node.args:
             # of a value computed here (`(a * b).sum().cpu()`), not of an element read out (`y[i].cpu()`)
-            return isinstance(func.value, (cst.Call, cst.BinaryOperation)) and \
+            return type(func.value) in (cst.Call, cst.BinaryOperation) and \
                 self.kinds.of(func.value) in (Kind.TENSOR, Kind.UNKNOWN)
         if self.kinds.of(node) is not Kind.TENSOR:
             return False
-        if isinstance(func, cst.Attribute) and self.kinds.of(func.value) is Kind.TENSOR:
+        if type(func) is cst.Attribute and self.kinds.of(func.value) is Kind.TENSOR:
             return not _copied_to_host(func.value)  # `y[i].cpu().squeeze()` is host work
         return any(self.kinds.of(a.value) is Kind.TENSOR for a in node.args)
 
@@ -186,7 +186,7 @@ class LoopAnalysis:
         if key not in self._trains:
             self._trains[key] = any(
                 not self.index.is_ancestor_or_self(fn, n) and any(
-                    isinstance(a, (cst.For, cst.While)) and self._trains_by_itself(a) for a in self.index.ancestors(n))
+                    type(a) in (cst.For, cst.While) and self._trains_by_itself(a) for a in self.index.ancestors(n))
                 for n in self.calls_to(fn))
         return self._trains[key]
 
@@ -204,12 +204,12 @@ class LoopAnalysis:
         """The loop iterates batches or runs a model, backward pass or optimizer step in its own body (helpers
         not followed: this is asked while a helper's own role is being decided)."""
         return self._loops_over_batches(loop) or any(
-            isinstance(n, cst.Call) and self.is_training_call(n) for n in _walk_body(loop, into_loops=False))
+            type(n) is cst.Call and self.is_training_call(n) for n in _walk_body(loop, into_loops=False))
 
     def _loops_over_batches(self, loop: Loop) -> bool:
-        if isinstance(loop, cst.While):
+        if type(loop) is cst.While:
             # `it = iter(loader)` ... `while True: batch = next(it)`: one batch per iteration
-            return any(isinstance(n, cst.Call) and self._next_batch(n) for n in _walk_body(loop, into_loops=False))
+            return any(type(n) is cst.Call and self._next_batch(n) for n in _walk_body(loop, into_loops=False))
         return self.kinds.iteration_kind(loop.iter, None) is Kind.TENSOR and self._iterates_batches(loop.iter)
 
     def _next_batch(self, call: cst.Call) -> bool:
@@ -219,16 +219,16 @@ class LoopAnalysis:
         it = call.args[0].value
         if self._iterates_batches(it):
             return True
-        scope = self.index.enclosing_scope(it) if isinstance(it, cst.Name) else None
+        scope = self.index.enclosing_scope(it) if type(it) is cst.Name else None
         values = [b.value for b in self.index.lookup(it.value, scope)] if scope is not None else []  # type: ignore
-        return bool(values) and all(isinstance(v, cst.Call) and dotted_name(v.func) == "iter" and v.args and
+        return bool(values) and all(type(v) is cst.Call and dotted_name(v.func) == "iter" and v.args and
                                     self._iterates_batches(v.args[0].value) for v in values)
 
     def _function_has_hot_loop(self, fn: cst.FunctionDef) -> bool:
         key = ("loop", id(fn))
         if key not in self._trains:
             self._trains[key] = False  # recursion guard
-            self._trains[key] = any(isinstance(n, (cst.For, cst.While)) and self.role(n) is LoopRole.HOT
+            self._trains[key] = any(type(n) in (cst.For, cst.While) and self.role(n) is LoopRole.HOT
                                     for n in _walk_body(fn, into_loops=True))
         return self._trains[key]
 
@@ -237,7 +237,7 @@ class LoopAnalysis:
         wrapper: `data_iter = enumerate(val_loader)`), not a tensor's rows or a parameter list."""
         if depth < 3:
             iterable = self.kinds.wrapper_bound_to(iterable)
-        if isinstance(iterable, cst.Call):
+        if type(iterable) is cst.Call:
             fn = dotted_name(iterable.func)
             args = [a.value for a in iterable.args if a.keyword is None and not a.star]
             if fn in ("enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "zip", "islice",
@@ -249,8 +249,8 @@ class LoopAnalysis:
         """The loop's own body (not nested loops) runs a backward pass, an optimizer step or a forward pass
         (beside a hot inner loop, clearing gradients does not count)."""
         for node in _walk_body(loop, into_loops=False):
-            if isinstance(node, cst.Call) and self.is_training_call(node, follow_helpers=True):
-                if beside_hot_loop and isinstance(node.func, cst.Attribute) and node.func.attr.value == "zero_grad":
+            if type(node) is cst.Call and self.is_training_call(node, follow_helpers=True):
+                if beside_hot_loop and type(node.func) is cst.Attribute and node.func.attr.value == "zero_grad":
                     continue
                 return True
         return False
@@ -261,7 +261,7 @@ class LoopAnalysis:
 
     def is_training_call(self, call: cst.Call, follow_helpers: bool = False) -> bool:
         func = call.func
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             method = func.attr.value
             if method == "backward":
                 return True
@@ -285,7 +285,7 @@ class LoopAnalysis:
         key = id(fn)
         if key not in self._trains:
             self._trains[key] = False  # recursion guard
-            calls = [n for n in _walk_body(fn, into_loops=False) if isinstance(n, cst.Call)]
+            calls = [n for n in _walk_body(fn, into_loops=False) if type(n) is cst.Call]
             helpers = [h for h in map(self.local_function, calls) if h is not None and h is not fn]
             self._trains[key] = not self._function_has_hot_loop(fn) and \
                 not any(self._function_loops_over_batches(h) for h in helpers) and \
@@ -293,21 +293,21 @@ class LoopAnalysis:
         return self._trains[key]
 
     def _function_loops_over_batches(self, fn: cst.FunctionDef) -> bool:
-        return any(isinstance(n, (cst.For, cst.While)) and self._loops_over_batches(n)
+        return any(type(n) in (cst.For, cst.While) and self._loops_over_batches(n)
                    for n in _walk_body(fn, into_loops=True))
 
     def local_function(self, call: cst.Call) -> Optional[cst.FunctionDef]:
         """The function or method of this module that `call` calls (`f(...)`, `self.f(...)`), if unambiguous."""
         func = call.func
         name = None
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             name = func.value
-        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
             name = func.attr.value
         if name is None:
             return None
         candidates = self.index.functions.get(name, [])
-        if len(candidates) > 1 and isinstance(func, cst.Attribute):
+        if len(candidates) > 1 and type(func) is cst.Attribute:
             # `self.run_iter(...)` where several classes of the module define `run_iter`: the caller's own
             # class's method
             owner = self._class_of(call)
@@ -326,10 +326,10 @@ class LoopAnalysis:
                 break
             keyword = arg.keyword.value if arg.keyword is not None else None
             value = arg.value
-            if isinstance(value, cst.Name) and value.value in self.index.functions:
+            if type(value) is cst.Name and value.value in self.index.functions:
                 bindings = self.index.visible_bindings(value)
                 fn = bindings[0].value if len(bindings) == 1 and bindings[0].kind == "def" else None
-                if isinstance(fn, cst.FunctionDef) and \
+                if type(fn) is cst.FunctionDef and \
                         self.runs_argument(call, None if keyword else position, keyword):
                     found.append(fn)
             if keyword is None:
@@ -339,7 +339,7 @@ class LoopAnalysis:
     def _class_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
         """The innermost class whose method holds `node` (for a method itself: its class)."""
         for parent in self.index.ancestors(node):
-            if isinstance(parent, cst.ClassDef):
+            if type(parent) is cst.ClassDef:
                 return parent
         return None
 
@@ -377,38 +377,38 @@ class LoopAnalysis:
                     once_in = None
                 child = parent
                 continue
-            if isinstance(parent, cst.If) and child is parent.body and self._export_only(parent.test):
+            if type(parent) is cst.If and child is parent.body and self._export_only(parent.test):
                 return OUTSIDE  # `if torch.onnx.is_in_onnx_export():`: runs while a model is exported, not trained
-            if isinstance(parent, cst.If) and child is parent.body and periodic is None:
+            if type(parent) is cst.If and child is parent.body and periodic is None:
                 once_in = self._clears_its_flag(parent)
                 if once_in is not None:
                     child = parent
                     continue
-            if isinstance(parent, cst.If) and child is parent.body and periodic is None:
+            if type(parent) is cst.If and child is parent.body and periodic is None:
                 reason = self.periodic_test(parent.test)
                 if reason and self._steps_an_optimizer(parent.body):
                     reason = None  # a block that steps the optimizer is gradient accumulation's step: hot
                 reason = reason or _fills_a_cache(parent)
                 if reason:
                     periodic = reason
-            elif isinstance(parent, cst.If) and child is parent.orelse and periodic is None:
+            elif type(parent) is cst.If and child is parent.orelse and periodic is None:
                 # `if step % N != 0: ... else: <periodic>`
                 reason = self.periodic_test(parent.test, negated=True)
                 if reason:
                     periodic = reason
-            elif isinstance(parent, cst.IfExp) and periodic is None and child is not parent.test:
+            elif type(parent) is cst.IfExp and periodic is None and child is not parent.test:
                 # `stats = log(x) if step % 100 == 0 else None`
                 reason = self.periodic_test(parent.test, negated=child is parent.orelse)
                 if reason:
                     periodic = reason
-            elif isinstance(parent, cst.IndentedBlock) and periodic is None:
-                if isinstance(self.index.parent.get(parent), (cst.If, cst.Else, cst.ExceptHandler)) \
+            elif type(parent) is cst.IndentedBlock and periodic is None:
+                if type(self.index.up.get(id(parent))) in (cst.If, cst.Else, cst.ExceptHandler) \
                         and self._ends_the_run(parent):
                     return OUTSIDE  # an error path that raises or exits: it runs at most once
                 reason = self._after_skip_guard(parent, child)
                 if reason:
                     periodic = reason
-            elif isinstance(parent, (cst.For, cst.While)) and _runs_each_iteration(parent, child):
+            elif type(parent) in (cst.For, cst.While) and _runs_each_iteration(parent, child):
                 role = self.role(parent)
                 if role is LoopRole.HOT:
                     if periodic:
@@ -416,15 +416,15 @@ class LoopAnalysis:
                     return Execution(Frequency.EVERY_ITERATION, parent)
                 if role is LoopRole.EPOCH:
                     return Execution(Frequency.PERIODIC, parent, "once per epoch, outside the inner loop")
-            elif isinstance(parent, (cst.FunctionDef, cst.Lambda)):
-                if isinstance(parent, cst.FunctionDef):
+            elif type(parent) in (cst.FunctionDef, cst.Lambda):
+                if type(parent) is cst.FunctionDef:
                     caller = self.hot_helpers().get(id(parent)) or self._model_code(parent)
                     if caller is not None:
                         if periodic and caller.every_iteration:
                             return Execution(Frequency.PERIODIC, caller.loop, periodic)
                         return caller
                 return OUTSIDE
-            elif isinstance(parent, cst.ClassDef):
+            elif type(parent) is cst.ClassDef:
                 return OUTSIDE
             child = parent
         return OUTSIDE
@@ -477,21 +477,21 @@ class LoopAnalysis:
     # -- periodic guards ---------------------------------------------------------------------------------------
     def periodic_test(self, test: cst.BaseExpression, negated: bool = False) -> Optional[str]:
         """A reason when `test` (or its negation) is true only on some iterations, else None."""
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
             return self.periodic_test(test.expression, not negated)
-        if isinstance(test, cst.BooleanOperation):
+        if type(test) is cst.BooleanOperation:
             left = self.periodic_test(test.left, negated)
             right = self.periodic_test(test.right, negated)
-            is_and = isinstance(test.operator, cst.And) != negated  # De Morgan
+            is_and = type(test.operator) is cst.And != negated  # De Morgan
             if is_and:
                 return left or right
             return left if (left and right) else None
-        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        if type(test) is cst.Comparison and len(test.comparisons) == 1:
             op = test.comparisons[0].operator
             sides = (test.left, test.comparisons[0].comparator)
             # The test as it holds after negation: `not (a == b)` is `a != b`, `not (a >= b)` is `a < b`.
-            equal = isinstance(op, cst.NotEqual) if negated else isinstance(op, cst.Equal)
-            unequal = isinstance(op, cst.Equal) if negated else isinstance(op, cst.NotEqual)
+            equal = type(op) is cst.NotEqual if negated else type(op) is cst.Equal
+            unequal = type(op) is cst.Equal if negated else type(op) is cst.NotEqual
             if any(_has_modulo(s) for s in sides):
                 if equal:
                     return f"`{_code(test)}`"
@@ -505,11 +505,11 @@ class LoopAnalysis:
             if self._moving_threshold(test, op, negated):
                 return f"`{_code(test)}` (a threshold the loop moves on)"
             return None
-        if isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.Modulo) and negated:
+        if type(test) is cst.BinaryOperation and type(test.operator) is cst.Modulo and negated:
             return f"`not {_code(test)}`"
-        if isinstance(test, cst.Name) and not negated and self._end_of_run_flag(test):
+        if type(test) is cst.Name and not negated and self._end_of_run_flag(test):
             return f"`{test.value}` (the end of the run)"  # `if done or step % N == 0:`
-        if isinstance(test, cst.Name) and not negated:
+        if type(test) is cst.Name and not negated:
             # `should_log = step % N == 0` ... `if should_log:`
             scope = self.index.enclosing_scope(test)
             bindings = self.index.lookup(test.value, scope) if scope is not None else []
@@ -518,7 +518,7 @@ class LoopAnalysis:
                 reason = self.periodic_test(bindings[0].value)
                 if reason:
                     return f"`{test.value}` = {reason}"
-        if isinstance(test, cst.Call) and not negated:
+        if type(test) is cst.Call and not negated:
             # `if should_log(step):` `if accelerator.sync_gradients` are framework spellings of the same thing.
             name = dotted_name(test.func) or ""
             last = name.rsplit(".", 1)[-1]
@@ -539,27 +539,27 @@ class LoopAnalysis:
         bindings = self.index.visible_bindings(name)
         return bool(bindings) and all(
             b.kind == "assign" and b.index is None and (
-                isinstance(b.value, cst.Comparison) or
-                isinstance(b.value, cst.Name) and b.value.value in ("True", "False")) for b in bindings)
+                type(b.value) is cst.Comparison or
+                type(b.value) is cst.Name and b.value.value in ("True", "False")) for b in bindings)
 
     def _moving_threshold(self, test: cst.Comparison, op, negated: bool) -> bool:
         """`cur_nimg >= tick_start_nimg + kimg_per_tick * 1000` (or `step - last_log >= every`, or the negation of
         `cur < mark + n` in `if ...: continue`), where the loop around the test sets the mark again
         (`tick_start_nimg = cur_nimg`, `next_log += every`): true once each time the counter passes the mark."""
         right = test.comparisons[0].comparator
-        if isinstance(op, (cst.GreaterThan, cst.GreaterThanEqual)):
+        if type(op) in (cst.GreaterThan, cst.GreaterThanEqual):
             big, threshold = (right, test.left) if negated else (test.left, right)
-        elif isinstance(op, (cst.LessThan, cst.LessThanEqual)):
+        elif type(op) in (cst.LessThan, cst.LessThanEqual):
             big, threshold = (test.left, right) if negated else (right, test.left)
         else:
             return False
-        loop = next((a for a in self.index.ancestors(test) if isinstance(a, (cst.For, cst.While))), None)
+        loop = next((a for a in self.index.ancestors(test) if type(a) in (cst.For, cst.While)), None)
         if loop is None:
             return False
         added, subtracted = _terms(threshold, cst.Add), _terms(big, cst.Subtract)
         # a mark plus an interval, or the counter minus a mark: never a bare name (`if step >= limit: continue`)
         marks = (added if len(added) > 1 else []) + subtracted[1:]
-        return any(isinstance(m, cst.Name) and self._set_in_loop(m, loop) for m in marks)
+        return any(type(m) is cst.Name and self._set_in_loop(m, loop) for m in marks)
 
     def _set_in_loop(self, name: cst.Name, loop: Loop) -> bool:
         bindings = self.index.visible_bindings(name)
@@ -592,18 +592,18 @@ class LoopAnalysis:
         return loop
 
     def _export_only(self, test: cst.BaseExpression) -> bool:
-        return isinstance(test, cst.Call) and not test.args and self.kinds.qualified(test.func) in _EXPORT_TESTS
+        return type(test) is cst.Call and not test.args and self.kinds.qualified(test.func) in _EXPORT_TESTS
 
     def _ends_the_run(self, block: cst.IndentedBlock) -> bool:
         """The block's last statement raises or exits the program (`raise ...`, `sys.exit(1)`, `exit()`)."""
         last = block.body[-1] if block.body else None
-        if not isinstance(last, cst.SimpleStatementLine) or not last.body:
+        if type(last) is not cst.SimpleStatementLine or not last.body:
             return False
         stmt = last.body[-1]
-        if isinstance(stmt, cst.Raise):
+        if type(stmt) is cst.Raise:
             return True
-        call = stmt.value if isinstance(stmt, cst.Expr) else None
-        return isinstance(call, cst.Call) and self.kinds.qualified(call.func) in _EXITS
+        call = stmt.value if type(stmt) is cst.Expr else None
+        return type(call) is cst.Call and self.kinds.qualified(call.func) in _EXITS
 
     def _after_skip_guard(self, block: cst.IndentedBlock, child: cst.CSTNode) -> Optional[str]:
         """`if step % N != 0: continue` earlier in the block makes the rest of the block periodic (unless the
@@ -611,7 +611,7 @@ class LoopAnalysis:
         for i, stmt in enumerate(block.body):
             if stmt is child:
                 return None
-            if isinstance(stmt, cst.If) and stmt.orelse is None and _only_continue(stmt.body):
+            if type(stmt) is cst.If and stmt.orelse is None and _only_continue(stmt.body):
                 reason = self.periodic_test(stmt.test, negated=True)
                 if reason and not any(self._steps_an_optimizer(rest) for rest in block.body[i + 1:]):
                     return reason
@@ -623,9 +623,9 @@ class LoopAnalysis:
         and rules whose cost is small next to N micro-steps read the guard here."""
         child: cst.CSTNode = node
         for parent in self.index.ancestors(node):
-            if isinstance(parent, (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if type(parent) in (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef):
                 return None
-            if isinstance(parent, cst.If) and child is parent.body and self._steps_an_optimizer(parent.body):
+            if type(parent) is cst.If and child is parent.body and self._steps_an_optimizer(parent.body):
                 reason = self.periodic_test(parent.test)
                 if reason:
                     return reason
@@ -638,10 +638,10 @@ class LoopAnalysis:
         stack: list[cst.CSTNode] = [node]
         while stack:
             n = stack.pop()
-            if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
                 continue
             stack.extend(child_nodes(n))
-            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and \
+            if type(n) is cst.Call and type(n.func) is cst.Attribute and \
                     n.func.attr.value in ("step", "zero_grad") and \
                     any(self.kinds.of(o) is Kind.OPTIMIZER for o in (n.func.value, *(a.value for a in n.args))):
                 return True
@@ -651,43 +651,43 @@ class LoopAnalysis:
         """`batch_i < 3`, `printed <= 5`: true for a fixed, literal number of iterations only."""
         below = (cst.LessThan, cst.LessThanEqual)
         above = (cst.GreaterThan, cst.GreaterThanEqual)
-        if isinstance(right, cst.Integer) and self._is_counter(left):
+        if type(right) is cst.Integer and self._is_counter(left):
             return isinstance(op, above if negated else below)
-        if isinstance(left, cst.Integer) and self._is_counter(right):
+        if type(left) is cst.Integer and self._is_counter(right):
             return isinstance(op, below if negated else above)
         return False
 
     def _is_counter(self, node: cst.BaseExpression) -> bool:
         """An iteration counter: a loop index, or a name bumped by `+= 1`, or one named like one."""
-        if isinstance(node, cst.BinaryOperation):
+        if type(node) is cst.BinaryOperation:
             return self._is_counter(node.left) or self._is_counter(node.right)
-        if isinstance(node, cst.Attribute):
+        if type(node) is cst.Attribute:
             return node.attr.value.lower().endswith(_COUNTER_HINTS)
-        if not isinstance(node, cst.Name):
+        if type(node) is not cst.Name:
             return False
         scope = self.index.enclosing_scope(node)
         for b in self.index.lookup(node.value, scope) if scope is not None else []:
             if b.kind == "for" and self.kinds.iteration_kind(b.value, b.index) is Kind.NUMBER:
                 return True
-            if b.kind == "augassign" and isinstance(b.value, cst.Integer):
+            if b.kind == "augassign" and type(b.value) is cst.Integer:
                 return True
         name = node.value.lower()
         return name in _COUNTER_HINTS or name.endswith(("_step", "_iter", "_idx", "step", "_epoch"))
 
     def _reads_clock(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, cst.Call):
-            q = self.kinds.qualified(node.func) if isinstance(node.func, (cst.Name, cst.Attribute)) else None
+        if type(node) is cst.Call:
+            q = self.kinds.qualified(node.func) if type(node.func) in (cst.Name, cst.Attribute) else None
             if q in _TIMERS:
                 return True
-        if isinstance(node, cst.BinaryOperation):
+        if type(node) is cst.BinaryOperation:
             return self._reads_clock(node.left) or self._reads_clock(node.right)
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             # `now = time.time()` ... `if now - last_log > every:`: time-throttled logging
             scope = self.index.enclosing_scope(node)
             bindings = self.index.lookup(node.value, scope) if scope is not None else []
             values = [b.value for b in bindings if b.kind == "assign" and b.index is None]
             return bool(values) and len(values) == len(bindings) and all(
-                isinstance(v, cst.Call) and self._reads_clock(v) for v in values)
+                type(v) is cst.Call and self._reads_clock(v) for v in values)
         return False
 
 
@@ -700,14 +700,14 @@ def _fills_a_cache(block: cst.If) -> Optional[str]:
     """`if key not in self._graphs: ...; self._graphs[key] = build(...)`: the body runs once per key (a cache
     being filled, a CUDA graph captured), not every time the surrounding code runs."""
     test = block.test
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+    if not (type(test) is cst.Comparison and len(test.comparisons) == 1
             and isinstance(test.comparisons[0].operator, cst.NotIn)):
         return None
     key, cache = _code(test.left), _code(test.comparisons[0].comparator)
-    for stmt in block.body.body if isinstance(block.body, cst.IndentedBlock) else ():
-        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
-            if isinstance(small, cst.Assign) and any(
-                    isinstance(t.target, cst.Subscript) and _code(t.target.value) == cache
+    for stmt in block.body.body if type(block.body) is cst.IndentedBlock else ():
+        for small in stmt.body if type(stmt) is cst.SimpleStatementLine else ():
+            if type(small) is cst.Assign and any(
+                    type(t.target) is cst.Subscript and _code(t.target.value) == cache
                     and len(t.target.slice) == 1 and isinstance(t.target.slice[0].slice, cst.Index)
                     and _code(t.target.slice[0].slice.value) == key for t in small.targets):
                 return "once per key, while a cache is filled"
@@ -716,9 +716,9 @@ def _fills_a_cache(block: cst.If) -> Optional[str]:
 
 def _copied_to_host(expr: cst.BaseExpression) -> bool:
     """`expr` is, or is computed from, a `.cpu()` copy along its chain of calls and subscripts."""
-    while isinstance(expr, (cst.Call, cst.Attribute, cst.Subscript)):
-        if isinstance(expr, cst.Call):
-            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "cpu":
+    while type(expr) in (cst.Call, cst.Attribute, cst.Subscript):
+        if type(expr) is cst.Call:
+            if type(expr.func) is cst.Attribute and expr.func.attr.value == "cpu":
                 return True
             expr = expr.func
         else:
@@ -727,30 +727,30 @@ def _copied_to_host(expr: cst.BaseExpression) -> bool:
 
 
 def _over_a_display(loop: Loop) -> bool:
-    return isinstance(loop, cst.For) and isinstance(loop.iter, (cst.List, cst.Tuple, cst.Set))
+    return type(loop) is cst.For and type(loop.iter) in (cst.List, cst.Tuple, cst.Set)
 
 
 def _one_pass(loop: Loop) -> bool:
     """The loop's body ends with an unconditional `return` or `break` (and holds no `continue` that could skip
     it): it runs once at most, a throughput probe or a first-batch check, not a loop over batches."""
-    body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else []
+    body = loop.body.body if type(loop.body) is cst.IndentedBlock else []
     if not body or not isinstance(body[-1], cst.SimpleStatementLine) or \
-            not any(isinstance(s, (cst.Return, cst.Break)) for s in body[-1].body):
+            not any(type(s) in (cst.Return, cst.Break) for s in body[-1].body):
         return False
-    return not any(isinstance(n, cst.Continue) for n in _walk_body(loop, into_loops=False))
+    return not any(type(n) is cst.Continue for n in _walk_body(loop, into_loops=False))
 
 
 def _returns_a_modulo_test(fn: cst.FunctionDef) -> bool:
     """The function's body is one `return a % b == 0` (a divisibility helper)."""
-    body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else []
-    statements = [s for s in body if not (isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and
+    body = fn.body.body if type(fn.body) is cst.IndentedBlock else []
+    statements = [s for s in body if not (type(s) is cst.SimpleStatementLine and len(s.body) == 1 and
                                           isinstance(s.body[0], cst.Expr) and
                                           isinstance(s.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))]
     if len(statements) != 1 or not isinstance(statements[0], cst.SimpleStatementLine) or \
             len(statements[0].body) != 1 or not isinstance(statements[0].body[0], cst.Return):
         return False
     value = statements[0].body[0].value
-    return isinstance(value, cst.Comparison) and len(value.comparisons) == 1 and \
+    return type(value) is cst.Comparison and len(value.comparisons) == 1 and \
         isinstance(value.comparisons[0].operator, cst.Equal) and \
         any(_has_modulo(side) for side in (value.left, value.comparisons[0].comparator))
 
@@ -758,42 +758,42 @@ def _returns_a_modulo_test(fn: cst.FunctionDef) -> bool:
 def _few_range_iterations(loop: Loop) -> bool:
     """`for _ in range(2 if jit else 1): model(im)` (a warm-up), `range(3)`: fewer than `_MANY` iterations
     written out in the source, a handful of runs rather than one per batch."""
-    if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call) or \
+    if type(loop) is not cst.For or type(loop.iter) is not cst.Call or \
             dotted_name(loop.iter.func) != "range" or len(loop.iter.args) != 1:
         return False
     value = loop.iter.args[0].value
-    choices = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
-    return all(isinstance(c, cst.Integer) and c.evaluated_value < _MANY for c in choices) and \
+    choices = [value.body, value.orelse] if type(value) is cst.IfExp else [value]
+    return all(type(c) is cst.Integer and c.evaluated_value < _MANY for c in choices) and \
         loop.iter.args[0].keyword is None and not loop.iter.args[0].star
 
 
 def _many_range_iterations(iterable: cst.BaseExpression) -> bool:
     """`range(n)` with `n` not a literal, or a literal range of at least `_MANY` items."""
-    if not isinstance(iterable, cst.Call) or dotted_name(iterable.func) != "range" or not iterable.args:
+    if type(iterable) is not cst.Call or dotted_name(iterable.func) != "range" or not iterable.args:
         return False
     values = []
     for arg in iterable.args:
         if arg.keyword is not None or arg.star:
             return False
         value = arg.value
-        negative = isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
+        negative = type(value) is cst.UnaryOperation and type(value.operator) is cst.Minus
         literal = value.expression if negative else value
-        if not isinstance(literal, cst.Integer):
+        if type(literal) is not cst.Integer:
             return True
         values.append(-literal.evaluated_value if negative else literal.evaluated_value)
     return len(range(*values)) >= _MANY
 
 
 def _has_modulo(node: cst.CSTNode) -> bool:
-    if isinstance(node, cst.BinaryOperation):
-        return isinstance(node.operator, cst.Modulo) or _has_modulo(node.left) or _has_modulo(node.right)
+    if type(node) is cst.BinaryOperation:
+        return type(node.operator) is cst.Modulo or _has_modulo(node.left) or _has_modulo(node.right)
     return False
 
 
 def _only_continue(body: cst.BaseSuite) -> bool:
-    stmts = body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else []
-    if isinstance(body, cst.IndentedBlock):
-        inner = [s for line in stmts for s in (line.body if isinstance(line, cst.SimpleStatementLine) else [line])]
+    stmts = body.body if type(body) in (cst.IndentedBlock, cst.SimpleStatementSuite) else []
+    if type(body) is cst.IndentedBlock:
+        inner = [s for line in stmts for s in (line.body if type(line) is cst.SimpleStatementLine else [line])]
     else:
         inner = list(stmts)
     return len(inner) == 1 and isinstance(inner[0], cst.Continue)
@@ -803,20 +803,20 @@ def _runs_each_iteration(loop: Loop, child: cst.CSTNode) -> bool:
     """The loop's body and a while-loop's test run per iteration; a for-loop's iterable and else-block do not."""
     if child is loop.body:
         return True
-    return isinstance(loop, cst.While) and child is loop.test
+    return type(loop) is cst.While and child is loop.test
 
 
 def _walk_body(loop: Union[Loop, cst.FunctionDef], into_loops: bool):
     """Nodes of the body, skipping nested function/class definitions (and nested loops unless asked)."""
     stack: list[cst.CSTNode] = [loop.body]
-    if isinstance(loop, cst.While):
+    if type(loop) is cst.While:
         stack.append(loop.test)
     while stack:
         node = stack.pop()
         yield node
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
             continue
-        if not into_loops and isinstance(node, (cst.For, cst.While)):
+        if not into_loops and type(node) in (cst.For, cst.While):
             continue
         stack.extend(reversed(child_nodes(node)))
 
@@ -826,7 +826,7 @@ _EMPTY = cst.Module(body=[])
 
 def _terms(node: cst.BaseExpression, operator: type) -> list[cst.BaseExpression]:
     """`a + b * c + d` with `cst.Add`: [a, b * c, d] (left to right); a node of another kind: [node]."""
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, operator):
+    if type(node) is cst.BinaryOperation and isinstance(node.operator, operator):
         return _terms(node.left, operator) + _terms(node.right, operator)
     return [node]
 

@@ -50,8 +50,8 @@ class TrainingFacts:
 
     def _runs_backward(self, body: cst.CSTNode, depth: int = 0) -> bool:
         for node in _walk(body):
-            if isinstance(node, cst.Call):
-                if isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward":
+            if type(node) is cst.Call:
+                if type(node.func) is cst.Attribute and node.func.attr.value == "backward":
                     return True
                 helper = self.analysis.loops.local_function(node)
                 if helper is not None and depth < 2 and self._runs_backward(helper.body, depth + 1):
@@ -76,7 +76,7 @@ class TrainingFacts:
     def entry_point(self) -> bool:
         """A script: an `if __name__ == "__main__":` block, or a training loop at the top level of the module."""
         for stmt in self.analysis.module.body:
-            if isinstance(stmt, cst.If) and "__name__" in self.analysis.code(stmt.test) \
+            if type(stmt) is cst.If and "__name__" in self.analysis.code(stmt.test) \
                     and "__main__" in self.analysis.code(stmt.test):
                 return True
         return any(self.analysis.parent(loop) is not None and
@@ -87,8 +87,8 @@ class TrainingFacts:
         """The last line of the block of imports at the top of the module (after a docstring), if any."""
         last = None
         for stmt in self.analysis.module.body:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                if all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+            if type(stmt) is cst.SimpleStatementLine:
+                if all(type(s) in (cst.Import, cst.ImportFrom) for s in stmt.body):
                     last = stmt
                     continue
                 if last is None and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) and \
@@ -117,17 +117,17 @@ class TrainingFacts:
         if self._calls_on is None:
             self._calls_on = {}
             for node in of_types(self.index, cst.Call):
-                if isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name):
+                if type(node.func) is cst.Attribute and type(node.func.value) is cst.Name:
                     self._calls_on.setdefault(node.func.value.value, []).append(node)
         return self._calls_on
 
     def _moves(self, expr: cst.CSTNode) -> Iterator[bool]:
         """For each device move in `expr` (`.to(...)`, `.cuda()`, `device=`): whether it certainly goes to CUDA."""
         for node in _walk(expr):
-            if not isinstance(node, cst.Call):
+            if type(node) is not cst.Call:
                 continue
             func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in _MODULE_MOVES:
+            if type(func) is cst.Attribute and func.attr.value in _MODULE_MOVES:
                 if func.attr.value == "cuda":
                     yield True
                     continue
@@ -147,22 +147,22 @@ class TrainingFacts:
         text = string_value(expr)
         if text is not None:
             return text.startswith("cuda")
-        if isinstance(expr, cst.FormattedString):
-            return "".join(p.value for p in expr.parts if isinstance(p, cst.FormattedStringText)).startswith("cuda")
-        if isinstance(expr, cst.Integer):
+        if type(expr) is cst.FormattedString:
+            return "".join(p.value for p in expr.parts if type(p) is cst.FormattedStringText).startswith("cuda")
+        if type(expr) is cst.Integer:
             return True
-        if isinstance(expr, cst.IfExp):
+        if type(expr) is cst.IfExp:
             return self.cuda_device(expr.body, depth + 1) or self.cuda_device(expr.orelse, depth + 1)
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             q = self.analysis.qualified(expr.func)
             if q == "torch.device" and expr.args:
                 return self.cuda_device(expr.args[0].value, depth + 1)
             return q == "torch.cuda.current_device"
-        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
+        if type(expr) is cst.BinaryOperation and type(expr.operator) is cst.Modulo:
             # `rank % torch.cuda.device_count()`: a CUDA device index (DiT, many DDP scripts)
             right = expr.right
-            return isinstance(right, cst.Call) and self.analysis.qualified(right.func) == "torch.cuda.device_count"
-        if isinstance(expr, cst.Name):
+            return type(right) is cst.Call and self.analysis.qualified(right.func) == "torch.cuda.device_count"
+        if type(expr) is cst.Name:
             values = [b.value for b in data_facts(self.analysis).bindings(expr)]
             return bool(values) and all(v is not None and self.cuda_device(v, depth + 1) for v in values)
         return False
@@ -172,14 +172,14 @@ class TrainingFacts:
         if depth > 3:
             return
         for node in _walk(expr):
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+            if type(node) is cst.Call and type(node.func) is cst.Attribute and \
                     node.func.attr.value in ("parameters", "named_parameters"):
                 owner = node.func.value
-                while isinstance(owner, cst.Attribute) and owner.attr.value == "module":
+                while type(owner) is cst.Attribute and owner.attr.value == "module":
                     owner = owner.value  # `model.module.parameters()` of a DDP wrapper
-                if isinstance(owner, cst.Name):
+                if type(owner) is cst.Name:
                     yield owner
-            elif isinstance(node, cst.Name) and not _is_attribute_name(self.analysis, node):
+            elif type(node) is cst.Name and not _is_attribute_name(self.analysis, node):
                 for b in data_facts(self.analysis).bindings(node):
                     if b.kind == "assign" and b.value is not None:
                         yield from self.parameter_owners(b.value, depth + 1)
@@ -213,10 +213,10 @@ class TrainingFacts:
         for node in of_types(self.index, cst.Call):
             func = node.func  # type: ignore[attr-defined]
             q = self.analysis.qualified(func)
-            if isinstance(func, cst.Subscript) or q is not None and (
+            if type(func) is cst.Subscript or q is not None and (
                     q.startswith(_MODEL_LIBRARIES) or q.endswith(("from_pretrained", "create_model"))):
                 return True
-            if self.analysis.kind(func) is Kind.MODULE_CLASS and not (isinstance(func, cst.Name) and func.value in local) \
+            if self.analysis.kind(func) is Kind.MODULE_CLASS and not (type(func) is cst.Name and func.value in local) \
                     and not (q or "").startswith("torch."):
                 return True
         return False
@@ -234,10 +234,10 @@ class TrainingFacts:
             self._toy = False
             for node in of_types(self.index, cst.Call):
                 q = self.analysis.qualified(node.func)  # type: ignore[attr-defined]
-                if isinstance(node.func, cst.Subscript) or q is not None and (
+                if type(node.func) is cst.Subscript or q is not None and (
                         q.startswith(_MODEL_LIBRARIES) or q.endswith(("from_pretrained", "create_model"))):
                     return False  # `models.__dict__[arch](...)`, a registry, a library's model: a real model
-                if q is None or isinstance(node.func, cst.Attribute) and q.split(".")[-1] in _MODULE_MOVES:
+                if q is None or type(node.func) is cst.Attribute and q.split(".")[-1] in _MODULE_MOVES:
                     continue  # `Net().cuda()`, `model.to(device)`: the model was counted where it was built
                 if q in _WEIGHT_LAYERS:
                     layers += 1
@@ -267,9 +267,9 @@ class TrainingFacts:
         return weights
 
     def _integer(self, expr: cst.BaseExpression) -> Optional[int]:
-        if isinstance(expr, cst.Integer):
+        if type(expr) is cst.Integer:
             return int(expr.evaluated_value)
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             bindings = data_facts(self.analysis).bindings(expr)
             if len(bindings) == 1 and bindings[0].kind == "assign" and isinstance(bindings[0].value, cst.Integer):
                 return int(bindings[0].value.evaluated_value)
@@ -296,17 +296,17 @@ class TrainingFacts:
         classes = {c.name.value: c for c in of_types(self.index, cst.ClassDef)}
         for b in data_facts(self.analysis).bindings(owner):
             value = b.value
-            while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+            while type(value) is cst.Call and type(value.func) is cst.Attribute and \
                     value.func.attr.value in _MODULE_MOVES:
                 value = value.func.value
-            if b.kind == "assign" and isinstance(value, cst.Name):
+            if b.kind == "assign" and type(value) is cst.Name:
                 continue  # `probe = probe.cuda()`: the binding it moves decides
-            if b.kind != "assign" or not isinstance(value, cst.Call):
+            if b.kind != "assign" or type(value) is not cst.Call:
                 return False
             if self.analysis.qualified(value.func) in _WEIGHT_LAYERS | _MODEL_WRAPPERS:
                 continue  # one layer, or a wrapper (DDP) of the model the other bindings build
-            cls = classes.get(value.func.value) if isinstance(value.func, cst.Name) else None
-            if cls is None or sum(1 for n in _all_below(cls) if isinstance(n, cst.Call) and
+            cls = classes.get(value.func.value) if type(value.func) is cst.Name else None
+            if cls is None or sum(1 for n in _all_below(cls) if type(n) is cst.Call and
                                   self.analysis.qualified(n.func) in _WEIGHT_LAYERS) != 1:
                 return False
         return True
@@ -336,17 +336,17 @@ def _all_below(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 
 def _names_in(expr: cst.CSTNode) -> list[cst.Name]:
-    return [n for n in _walk(expr) if isinstance(n, cst.Name)]
+    return [n for n in _walk(expr) if type(n) is cst.Name]
 
 
 def _is_dtype(analysis: ModuleAnalysis, expr: cst.CSTNode) -> bool:
-    q = analysis.qualified(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+    q = analysis.qualified(expr) if type(expr) in (cst.Name, cst.Attribute) else None
     return q is not None and q.startswith("torch.") and q.split(".")[-1] in _DTYPES
 
 
 def _is_attribute_name(analysis: ModuleAnalysis, name: cst.Name) -> bool:
     parent = analysis.parent(name)
-    return isinstance(parent, cst.Attribute) and parent.attr is name
+    return type(parent) is cst.Attribute and parent.attr is name
 
 
 def training_facts(analysis: ModuleAnalysis) -> TrainingFacts:

@@ -124,6 +124,9 @@ class SyntaxIndex(cst.CSTVisitor):
     def __init__(self) -> None:
         super().__init__()
         self.parent: dict[cst.CSTNode, cst.CSTNode] = {}
+        # The same map keyed by `id(node)`: a walk up asks it without LibCST's `CSTNode.__hash__` (a Python call
+        # per step; `ancestors`, `enclosing_scope` and `is_ancestor_or_self` are asked ~100,000 times a lint).
+        self.up: dict[int, cst.CSTNode] = {}
         self.nodes: list[cst.CSTNode] = []
         self.bindings: dict[tuple[int, str], list[Binding]] = {}
         self.functions: dict[str, list[cst.FunctionDef]] = {}
@@ -134,6 +137,9 @@ class SyntaxIndex(cst.CSTVisitor):
         self._scopes: list[Scope] = []
         self._names: Optional[dict[str, list[cst.Name]]] = None
         self._order: Optional[dict[int, int]] = None
+        self._name_places: dict[str, list[int]] = {}
+        self._bound_names: Optional[frozenset[str]] = None
+        self._visible: dict[int, list[Binding]] = {}  # `visible_bindings` by id(name): the index does not change
 
     # -- the walk ---------------------------------------------------------------------------------------------
     def build(self, module: cst.Module) -> "SyntaxIndex":
@@ -166,6 +172,8 @@ class SyntaxIndex(cst.CSTVisitor):
         walk of the whole module records it: tables in document order, keys in order of first appearance."""
         self.parent.update(part.parent)
         self.parent[statement] = module
+        self.up.update(part.up)
+        self.up[id(statement)] = module
         self.nodes.extend(part.nodes)
         bindings = self.bindings
         for (scope, name), found in part.bindings.items():
@@ -186,6 +194,7 @@ class SyntaxIndex(cst.CSTVisitor):
         leave = object()
         work: list = [root if up is None else (root, up)]
         parent = self.parent
+        up_by_id = self.up
         nodes = self.nodes
         scopes = self._scopes
         while work:
@@ -196,6 +205,7 @@ class SyntaxIndex(cst.CSTVisitor):
             if type(node) is tuple:  # (child, its parent)
                 node, up = node
                 parent[node] = up
+                up_by_id[id(node)] = up
             nodes.append(node)
             handler = _HANDLERS.get(type(node))
             if handler is not None:
@@ -210,7 +220,7 @@ class SyntaxIndex(cst.CSTVisitor):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self._stack:
-            self.parent[node] = self._stack[-1]
+            self.parent[node] = self.up[id(node)] = self._stack[-1]
         self._stack.append(node)
         self.nodes.append(node)
         handler = _HANDLERS.get(type(node))
@@ -235,6 +245,19 @@ class SyntaxIndex(cst.CSTVisitor):
             self._names = names
         return self._names.get(value, [])
 
+    def bound_names(self) -> frozenset[str]:
+        """Every name some scope of the module binds (asked per fix that needs a fresh name)."""
+        if self._bound_names is None:
+            self._bound_names = frozenset(name for (_scope, name) in self.bindings)
+        return self._bound_names
+
+    def name_places(self, value: str) -> list[int]:
+        """The places in `nodes` (document order, increasing) of the `Name` nodes spelled `value` (`names`)."""
+        places = self._name_places.get(value)
+        if places is None:
+            places = self._name_places[value] = [self.order(n) for n in self.names(value)]  # type: ignore[misc]
+        return places
+
     def order(self, node: cst.CSTNode) -> Optional[int]:
         """The node's place in `nodes` (document order); None for a node not in this module."""
         if self._order is None:
@@ -248,19 +271,19 @@ class SyntaxIndex(cst.CSTVisitor):
 
     def bind(self, target: cst.BaseExpression, kind: str, value, source, scope=None, index=None) -> None:
         scope = scope if scope is not None else self.scope
-        if isinstance(target, cst.Name):
+        if type(target) is cst.Name:
             key = (id(scope), target.value)
             self.bindings.setdefault(key, []).append(Binding(target.value, scope, kind, value, index, source))
-        elif isinstance(target, (cst.Tuple, cst.List)):
+        elif type(target) in (cst.Tuple, cst.List):
             elements = [e.value for e in target.elements]
             # `x, y = a, b` binds pairwise; `x, y = pair` binds element i of pair.
-            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
+            if type(value) in (cst.Tuple, cst.List) and len(value.elements) == len(elements):
                 for el, val in zip(elements, value.elements):
-                    if not isinstance(val, cst.StarredElement):
+                    if type(val) is not cst.StarredElement:
                         self.bind(el, kind, val.value, source, scope)
             else:
                 for i, el in enumerate(elements):
-                    if isinstance(el, cst.StarredElement):
+                    if type(el) is cst.StarredElement:
                         el = el.value
                     self.bind(el, kind, value, source, scope, i if index is None else index)
 
@@ -279,7 +302,14 @@ class SyntaxIndex(cst.CSTVisitor):
         return (fn, param) if param is not None else None
 
     def visible_bindings(self, name: cst.Name) -> list[Binding]:
-        """The bindings `name` refers to where it stands: its own scope's, else the nearest enclosing one's."""
+        """The bindings `name` refers to where it stands: its own scope's, else the nearest enclosing one's
+        (asked again for one name, the answer found the first time: the tables do not change after the walk)."""
+        found = self._visible.get(id(name))
+        if found is None:
+            found = self._visible[id(name)] = self._visible_bindings(name)
+        return found
+
+    def _visible_bindings(self, name: cst.Name) -> list[Binding]:
         scope = self.enclosing_scope(name)
         while scope is not None:
             found = self.lookup(name.value, scope)
@@ -289,18 +319,18 @@ class SyntaxIndex(cst.CSTVisitor):
         return []
 
     def enclosing_scope(self, node: cst.CSTNode) -> Scope:
-        parent = self.parent
-        current = parent.get(node)
+        up = self.up
+        current = up.get(id(node))
         while current is not None and type(current) not in _SCOPE_SET:  # (no subclasses: isinstance is slow)
-            current = parent.get(current)
+            current = up.get(id(current))
         return current  # type: ignore[return-value]
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        parent = self.parent
-        current = parent.get(node)
+        up = self.up
+        current = up.get(id(node))
         while current is not None:
             yield current
-            current = parent.get(current)
+            current = up.get(id(current))
 
     def subtree(self, node: cst.CSTNode) -> Optional[tuple[int, int]]:
         """(first, last): the places in `nodes` (`order`) of `node` and of its last descendant; its descendants
@@ -320,12 +350,12 @@ class SyntaxIndex(cst.CSTVisitor):
             last = place
 
     def is_ancestor_or_self(self, ancestor: cst.CSTNode, node: cst.CSTNode) -> bool:
-        parent = self.parent
+        up = self.up
         current = node
         while current is not None:
             if current is ancestor:
                 return True
-            current = parent.get(current)
+            current = up.get(id(current))
         return False
 
 
@@ -366,7 +396,7 @@ def _on_function(idx: SyntaxIndex, node: cst.FunctionDef) -> None:
     for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
         idx.bind(param.name, "param", param, node, scope=node)
     for star in (params.star_arg, params.star_kwarg):
-        if isinstance(star, cst.Param):
+        if type(star) is cst.Param:
             idx.bind(star.name, "param", None, node, scope=node)
 
 
@@ -378,13 +408,13 @@ def _on_class(idx: SyntaxIndex, node: cst.ClassDef) -> None:
 def _on_import(idx: SyntaxIndex, node) -> None:
     idx.imports.add(node)
     idx.import_nodes.append(node)
-    if isinstance(node, cst.Import) or not isinstance(node.names, cst.ImportStar):
+    if type(node) is cst.Import or type(node.names) is not cst.ImportStar:
         for alias in node.names:
             if alias.asname is not None:
                 idx.bind(alias.asname.name, "import", node, node)
             else:
                 name = alias.name
-                while isinstance(name, cst.Attribute):
+                while type(name) is cst.Attribute:
                     name = name.value
                 idx.bind(name, "import", node, node)
 

@@ -23,11 +23,11 @@ class _SyncedAccumulationRule(GpuRule):
     def _fix(self, match: SyncedAccumulation):
         """Sum on the device; turn the sum back into a Python number where it leaves the loop."""
         target = match.statement.target
-        if not isinstance(target, cst.Name):
+        if type(target) is not cst.Name:
             return None  # an attribute or a dict entry: other code may read it where we cannot see
-        converter = "int" if isinstance(match.sync.func, cst.Name) and match.sync.func.value == "int" else \
+        converter = "int" if type(match.sync.func) is cst.Name and match.sync.func.value == "int" else \
             dtype_class(self.analysis, match.tensor)
-        if converter is None and isinstance(match.sync.func, cst.Name):
+        if converter is None and type(match.sync.func) is cst.Name:
             converter = match.sync.func.value
         if method_call(match.sync, "cpu"):
             converter = None  # the sum was a CPU tensor, not a Python number: nothing to convert back to

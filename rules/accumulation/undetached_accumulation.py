@@ -91,19 +91,19 @@ class UndetachedAccumulation(GpuRule):
     ]
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign)):
+        if type(node.operator) in (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign):
             self._check(node, node.target, node.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         value = node.value
-        if len(node.targets) != 1 or not isinstance(value, cst.BinaryOperation) or \
-                not isinstance(value.operator, (cst.Add, cst.Subtract)):
+        if len(node.targets) != 1 or type(value) is not cst.BinaryOperation or \
+                type(value.operator) not in (cst.Add, cst.Subtract):
             return
         target = node.targets[0].target
         code = self.analysis.code(target)
         if self.analysis.code(value.left) == code:
             self._check(node, target, value.right)
-        elif self.analysis.code(value.right) == code and isinstance(value.operator, cst.Add):
+        elif self.analysis.code(value.right) == code and type(value.operator) is cst.Add:
             self._check(node, target, value.left)
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -145,6 +145,6 @@ class UndetachedAccumulation(GpuRule):
                   self.analysis.index.is_ancestor_or_self(loop.body, b.source)]
         outside = [b for b in bindings if b not in inside]
         # A reset under `if step % N == 0:` still lets N steps' graphs pile up; one every step does not.
-        rebinds = [b for b in inside if not (isinstance(b.source, cst.Assign) and _self_referencing(
+        rebinds = [b for b in inside if not (type(b.source) is cst.Assign and _self_referencing(
             self.analysis, b.source, name.value)) and self.analysis.execution(b.source).every_iteration]
         return bool(outside) and not rebinds

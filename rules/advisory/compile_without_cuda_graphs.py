@@ -107,7 +107,7 @@ class CompileWithoutCudaGraphs(Rule):
                 continue
             for position, name in enumerate(names):
                 arg = argument(node, name, position)
-                if arg is None or not isinstance(arg.value, cst.Integer):
+                if arg is None or type(arg.value) is not cst.Integer:
                     return None
                 sizes.append(int(arg.value.value.replace("_", ""), 0))
         return max(sizes) if sizes else None

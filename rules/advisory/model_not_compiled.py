@@ -86,7 +86,7 @@ class ModelNotCompiled(Rule):
         loops = facts.training_loops()
         if not loops or not facts.trains_on_cuda():
             return
-        at_top = [loop for loop in loops if not any(isinstance(a, (cst.FunctionDef, cst.ClassDef))
+        at_top = [loop for loop in loops if not any(type(a) in (cst.FunctionDef, cst.ClassDef)
                                                     for a in self.analysis.index.ancestors(loop))]
         if at_top or data_path_facts(self.analysis).main_guard:
             self.report((at_top or loops)[0])

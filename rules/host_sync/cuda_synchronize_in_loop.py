@@ -78,7 +78,7 @@ class CudaSynchronizeInLoop(GpuRule):
 
     def _qualified(self, node: cst.Call) -> Optional[str]:
         func = node.func
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
+        if type(func) is cst.Attribute and type(func.value) is cst.Call:
             inner = self.analysis.qualified(func.value.func)
             return f"{inner}.{func.attr.value}" if inner else None
         return self.analysis.qualified(func)
@@ -88,9 +88,9 @@ class CudaSynchronizeInLoop(GpuRule):
         a loader's batches: timing every step of a training or evaluation pass over data still stalls every
         step, and CUDA events measure it without the stall."""
         for parent in self.analysis.index.ancestors(node):
-            if isinstance(parent, (cst.For, cst.While)):
+            if type(parent) in (cst.For, cst.While):
                 return not self.analysis.loops.loops_over_batches(parent)
-            if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
                 return False  # a step helper: how often it runs is its caller's loop
         return False
 
@@ -99,7 +99,7 @@ class CudaSynchronizeInLoop(GpuRule):
 
         stmt = statement_of(node, self.analysis.parent)
         block = self.analysis.parent(stmt) if stmt is not None else None
-        if not isinstance(block, cst.IndentedBlock):
+        if type(block) is not cst.IndentedBlock:
             return False
         body = list(block.body)
         i = next((k for k, s in enumerate(body) if s is stmt), None)

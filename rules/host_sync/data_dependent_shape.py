@@ -83,11 +83,11 @@ class DataDependentShape(GpuRule):
         if not self.analysis.is_device_tensor(node.value):
             return
         # `x[mask]`, and a mask in any position of a tuple index: `x[mask, 1:]`, `x[:, keep]`
-        if not any(isinstance(e.slice, cst.Index) and self.analysis.is_bool_tensor(e.slice.value)
+        if not any(type(e.slice) is cst.Index and self.analysis.is_bool_tensor(e.slice.value)
                    for e in node.slice):
             return
         parent = self.analysis.parent(node)
-        if isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.AugAssign) and parent.target is node):
+        if type(parent) is cst.AssignTarget or (type(parent) is cst.AugAssign and parent.target is node):
             return  # x[mask] = v goes through masked_fill_/index_put_ without reading a count
         where = self.where(node)
         if where:

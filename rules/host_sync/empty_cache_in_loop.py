@@ -63,7 +63,7 @@ class EmptyCacheInLoop(GpuRule):
     def _fix(self, node: cst.Call):
         expr = self.analysis.parent(node)
         line = self.analysis.parent(expr)
-        if not isinstance(expr, cst.Expr) or not isinstance(line, cst.SimpleStatementLine):
+        if type(expr) is not cst.Expr or type(line) is not cst.SimpleStatementLine:
             return None
         block = self.analysis.parent(line)
         if len(line.body) > 1:

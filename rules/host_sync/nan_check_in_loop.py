@@ -110,9 +110,9 @@ class NanCheckInLoop(GpuRule):
 
     def _per_tensor(self, test: cst.BaseExpression) -> Optional[str]:
         """`any(<nan check> for ...)`, `not all(<finite check> for ...)` and the like: which reducer, else None."""
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
             test = test.expression
-        if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value in ("any", "all")
+        if not (type(test) is cst.Call and type(test.func) is cst.Name and test.func.value in ("any", "all")
                 and self.analysis.qualified(test.func) in ("any", "all") and len(test.args) == 1
                 and isinstance(test.args[0].value, (cst.GeneratorExp, cst.ListComp))):
             return None
@@ -127,13 +127,13 @@ class NanCheckInLoop(GpuRule):
         if node.orelse is not None or where.loop is None or not where.every_iteration:
             return None
         body = flat_statements(node.body)
-        if any(isinstance(s, cst.Continue) for s in body) or not body:
+        if any(type(s) is cst.Continue for s in body) or not body:
             return None
         loop = where.loop
         if self.analysis.parent(self.analysis.parent(node)) is not loop:
             return None  # only checks at the top level of the loop's body
         host = self._periodic_block(loop, node)
-        ends_loop = any(isinstance(s, cst.Break) for s in body)
+        ends_loop = any(type(s) is cst.Break for s in body)
         if host is None and ends_loop:
             return None
         check = self.analysis.code(flag_expr)
@@ -162,14 +162,14 @@ class NanCheckInLoop(GpuRule):
         The check moves into this block, so every process (every DDP rank) must run it, or a rank would never
         see its own NaN.
         """
-        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
             return self._every_process_reaches(test.left) and self._every_process_reaches(test.right)
         return self.analysis.loops.periodic_test(test) is not None
 
     def _periodic_block(self, loop, check: cst.If) -> Optional[cst.If]:
         """An `if step % N == 0:` at the top level of the loop body, preferably after the check."""
-        candidates = [s for s in loop.body.body if isinstance(s, cst.If) and s is not check
-                      and isinstance(s.body, cst.IndentedBlock) and self._every_process_reaches(s.test)]
+        candidates = [s for s in loop.body.body if type(s) is cst.If and s is not check
+                      and type(s.body) is cst.IndentedBlock and self._every_process_reaches(s.test)]
         statements = list(loop.body.body)
         after = [c for c in candidates if statements.index(c) > statements.index(check)]
         return (after or candidates or [None])[0]

@@ -57,11 +57,11 @@ class TensorFormatted(GpuRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if isinstance(func, cst.Name) and func.value in ("print", "str", "repr", "format"):
+        if type(func) is cst.Name and func.value in ("print", "str", "repr", "format"):
             args = positional(node)
             for arg in args if func.value == "print" else args[:1]:
                 self._flag(arg)
-        elif method_call(node, "format") and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString)):
+        elif method_call(node, "format") and type(func.value) in (cst.SimpleString, cst.ConcatenatedString):
             for arg in node.args:
                 self._flag(arg.value)
 
@@ -71,7 +71,7 @@ class TensorFormatted(GpuRule):
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         # `"%g" % t`, `("%11s" * 2 + "%11.4g" * 3) % (epoch, *mloss)`: each tensor formatted, a starred one too
         # (its elements are formatted one by one: still one copy to the host per tensor).
-        if isinstance(node.operator, cst.Modulo) and is_text(node.left):
+        if type(node.operator) is cst.Modulo and is_text(node.left):
             right = node.right
-            for expr in [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]:
+            for expr in [e.value for e in right.elements] if type(right) is cst.Tuple else [right]:
                 self._flag(expr)

@@ -65,9 +65,9 @@ class TensorInControlFlow(GpuRule):
             self.report(test, where=where)
 
     def _truthiness_of_tensor(self, test: cst.BaseExpression) -> bool:
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
             return self.analysis.is_device_tensor(test.expression)
-        if isinstance(test, cst.BooleanOperation):
+        if type(test) is cst.BooleanOperation:
             return self.analysis.is_device_tensor(test.left) or self._truthiness_of_tensor(test.left)
         return False
 

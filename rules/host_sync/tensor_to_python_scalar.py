@@ -50,7 +50,7 @@ class TensorToPythonScalar(GpuRule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not isinstance(node.func, cst.Name) or node.func.value not in ("float", "int", "bool"):
+        if type(node.func) is not cst.Name or node.func.value not in ("float", "int", "bool"):
             return
         if len(node.args) != 1 or node.args[0].keyword is not None:
             return

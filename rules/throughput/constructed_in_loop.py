@@ -73,7 +73,7 @@ class ConstructedInLoop(GpuRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not isinstance(node.func, (cst.Name, cst.Attribute)) or not self._constructs(node):
+        if type(node.func) not in (cst.Name, cst.Attribute) or not self._constructs(node):
             return
         where = self.where(node)
         if where is not None:
@@ -85,4 +85,4 @@ class ConstructedInLoop(GpuRule):
             if q.startswith(prefix):
                 rest = q[len(prefix):]
                 return "." not in rest and rest[:1].isupper() and rest not in _NOT_MODULES
-        return isinstance(node.func, cst.Name) and self.analysis.kind(node.func) is Kind.MODULE_CLASS
+        return type(node.func) is cst.Name and self.analysis.kind(node.func) is Kind.MODULE_CLASS

@@ -94,7 +94,7 @@ class ConvBiasBeforeBatchNorm(Rule):
             if bias is None:
                 change = lambda updated: append_keyword(updated, "bias", cst.Name("False"))  # noqa: E731
                 self.report(conv, fix=self.fix("Add `bias=False`", {conv: change}, safe=False))
-            elif isinstance(bias.value, cst.Name) and bias.value.value == "True":
+            elif type(bias.value) is cst.Name and bias.value.value == "True":
                 self.report(conv, fix=self.fix("Write `bias=False`", {bias.value: cst.Name("False")}, safe=False))
 
     def _in_tests(self) -> bool:
@@ -111,7 +111,7 @@ class ConvBiasBeforeBatchNorm(Rule):
             for first, second in zip(items, items[1:]):
                 if self._is(first, CONVS) and self._is(second, NORMS):
                     yield first  # type: ignore[misc]
-        elif isinstance(node.func, cst.Attribute):
+        elif type(node.func) is cst.Attribute:
             # `self.bn(self.conv(x))` in a method
             args = positional(node)
             if len(args) == 1 and isinstance(args[0], cst.Call) and self._is(self._self_layer(node.func), NORMS):
@@ -120,11 +120,11 @@ class ConvBiasBeforeBatchNorm(Rule):
                     yield conv  # type: ignore[misc]
 
     def _is(self, node: Optional[cst.CSTNode], names: set[str]) -> bool:
-        return isinstance(node, cst.Call) and self.analysis.qualified(node.func) in names
+        return type(node) is cst.Call and self.analysis.qualified(node.func) in names
 
     def _self_layer(self, func: cst.BaseExpression) -> Optional[cst.CSTNode]:
         """The single constructor call assigned to `self.<name>` when `func` is `self.<name>`."""
-        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+        if not (type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self"):
             return None
         values = data_facts(self.analysis).self_attributes().get(func.attr.value, [])
         return values[0] if len(values) == 1 else None
@@ -132,5 +132,5 @@ class ConvBiasBeforeBatchNorm(Rule):
     def _uses(self, func: cst.Attribute) -> int:
         name = func.attr.value
         return sum(1 for n in of_types(self.analysis.index, cst.Attribute) if n.attr.value == name
-                   and isinstance(n.value, cst.Name) and n.value.value == "self"
+                   and type(n.value) is cst.Name and n.value.value == "self"
                    and not isinstance(self.analysis.parent(n), cst.AssignTarget))

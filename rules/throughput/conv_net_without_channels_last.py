@@ -121,8 +121,8 @@ class ConvNetWithoutChannelsLast(Rule):
         moves = []
         for node in of_types(self.analysis.index, cst.Assign):
             if len(node.targets) == 1 and \
-                    isinstance(node.targets[0].target, cst.Name) and isinstance(node.value, cst.Call) and \
-                    isinstance(node.value.func, cst.Attribute) and node.value.func.attr.value == "to":
+                    isinstance(node.targets[0].target, cst.Name) and type(node.value) is cst.Call and \
+                    type(node.value.func) is cst.Attribute and node.value.func.attr.value == "to":
                 name = node.targets[0].target
                 if self.analysis.kind(name) is Kind.MODULE and keyword(node.value, "memory_format") is None and \
                         node.value.args and facts.module_on_cuda(name):

@@ -86,40 +86,40 @@ class CpuPreprocessingInLoop(GpuRule):
         loop = self._training_loop(node)
         if loop is None or not self.analysis.execution(node).every_iteration:
             return
-        if any(isinstance(a, cst.Call) and self._host_library(a.func) for a in self._ancestors_in_statement(node)):
+        if any(type(a) is cst.Call and self._host_library(a.func) for a in self._ancestors_in_statement(node)):
             return  # the outer call's finding covers it
         if self._transform(node.func) and any(self._on_device(a.value, loop) for a in node.args):
             return  # torchvision transforms on a device tensor run as kernels on the GPU: the recommended shape
         batch = _batch_names(loop)
-        if any(isinstance(n, cst.Name) and n.value in batch for a in node.args for n in _walk(a.value)):
+        if any(type(n) is cst.Name and n.value in batch for a in node.args for n in _walk(a.value)):
             self.report(node)
 
     def _transform(self, func: cst.BaseExpression) -> bool:
         """A torchvision transform: functional (`TF.hflip`) or an object built from `torchvision.transforms`."""
-        if not isinstance(func, (cst.Name, cst.Attribute)):
+        if type(func) not in (cst.Name, cst.Attribute):
             return False
         if (self.analysis.qualified(func) or "").startswith("torchvision.transforms."):
             return True
-        bindings = self.analysis.index.visible_bindings(func) if isinstance(func, cst.Name) else []
+        bindings = self.analysis.index.visible_bindings(func) if type(func) is cst.Name else []
         return bool(bindings) and all(
-            b.kind == "assign" and isinstance(b.value, cst.Call) and
-            isinstance(b.value.func, (cst.Name, cst.Attribute)) and
+            b.kind == "assign" and type(b.value) is cst.Call and
+            type(b.value.func) in (cst.Name, cst.Attribute) and
             (self.analysis.qualified(b.value.func) or "").startswith("torchvision.transforms.")
             for b in bindings)
 
     def _on_device(self, expr: cst.BaseExpression, loop: cst.For) -> bool:
         """`x.cuda()`, `x.to(device)`, or a name the loop bound to one of them."""
-        if any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ("cuda", "to")
+        if any(type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("cuda", "to")
                for n in _walk(expr)):
             return True
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             bindings = [b for b in self.analysis.index.visible_bindings(expr)
                         if b.source is not None and self.analysis.index.is_ancestor_or_self(loop, b.source)]
             return any(b.value is not None and self._on_device(b.value, loop) for b in bindings)
         return False
 
     def _host_library(self, func: cst.BaseExpression) -> bool:
-        if not isinstance(func, (cst.Name, cst.Attribute)):
+        if type(func) not in (cst.Name, cst.Attribute):
             return False
         q = self.analysis.qualified(func) or ""
         return q.startswith(_CPU_LIBRARIES) or self._transform(func)  # `train_tf = transforms.Compose([...])`
@@ -135,7 +135,7 @@ class CpuPreprocessingInLoop(GpuRule):
         for ancestor in self.analysis.index.ancestors(node):
             if id(ancestor) in loops:
                 return loops[id(ancestor)]
-            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+            if type(ancestor) in (cst.FunctionDef, cst.Lambda):
                 return None
         return None
 
@@ -144,30 +144,30 @@ def _batch_names(loop: cst.For) -> set[str]:
     """The loop's target names, and names the body binds from parts of them (`images = batch["image"]`,
     `x = x.cpu().numpy()`; not a model's output on them)."""
     target = loop.target
-    if isinstance(loop.iter, cst.Call) and isinstance(loop.iter.func, cst.Name):
+    if type(loop.iter) is cst.Call and type(loop.iter.func) is cst.Name:
         if loop.iter.func.value == "range":
             return set()
-        if loop.iter.func.value == "enumerate" and isinstance(target, cst.Tuple) and len(target.elements) == 2:
+        if loop.iter.func.value == "enumerate" and type(target) is cst.Tuple and len(target.elements) == 2:
             target = target.elements[1].value  # not the counter
-    names = {n.value for n in _walk(target) if isinstance(n, cst.Name)}
+    names = {n.value for n in _walk(target) if type(n) is cst.Name}
     for node in _walk(loop.body):
-        if isinstance(node, cst.Assign) and _root(node.value) in names:
+        if type(node) is cst.Assign and _root(node.value) in names:
             for target in node.targets:
-                names |= {n.value for n in _walk(target.target) if isinstance(n, cst.Name)}
-        elif isinstance(node, cst.CompFor):
+                names |= {n.value for n in _walk(target.target) if type(n) is cst.Name}
+        elif type(node) is cst.CompFor:
             if _root(node.iter) in names:
-                names |= {n.value for n in _walk(node.target) if isinstance(n, cst.Name)}
+                names |= {n.value for n in _walk(node.target) if type(n) is cst.Name}
     return names
 
 
 def _root(expr: cst.BaseExpression) -> Optional[str]:
     """`batch` for `batch["image"]`, `x.cpu().numpy()`, `images[0]`: the name a chain of accesses starts from."""
     while True:
-        if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+        if type(expr) in (cst.ListComp, cst.GeneratorExp):
             expr = expr.for_in.iter
-        elif isinstance(expr, (cst.Attribute, cst.Subscript)):
+        elif type(expr) in (cst.Attribute, cst.Subscript):
             expr = expr.value
-        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        elif type(expr) is cst.Call and type(expr.func) is cst.Attribute:
             expr = expr.func.value
         else:
-            return expr.value if isinstance(expr, cst.Name) else None
+            return expr.value if type(expr) is cst.Name else None

@@ -112,7 +112,7 @@ class DataLoaderWithoutWorkers(Rule):
         if not is_dataloader(self.analysis, node) or has_star_args(node):
             return
         workers = keyword(node, "num_workers")
-        if workers is not None and not (isinstance(workers.value, cst.Integer) and workers.value.value == "0"):
+        if workers is not None and not (type(workers.value) is cst.Integer and workers.value.value == "0"):
             return
         if keyword(node, "batch_size") is not None and self.analysis.code(keyword(node, "batch_size").value) \
                 == "None":

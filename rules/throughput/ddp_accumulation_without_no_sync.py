@@ -105,7 +105,7 @@ class DdpAccumulationWithoutNoSync(GpuRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward"):
+        if not (type(node.func) is cst.Attribute and node.func.attr.value == "backward"):
             return
         source = self.analysis.source or ""
         if "DistributedDataParallel" not in source or _HANDLED.search(source):
@@ -130,7 +130,7 @@ class DdpAccumulationWithoutNoSync(GpuRule):
 
     def _optimizer_steps(self, loop: cst.For):
         for node in _walk(loop.body):
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+            if type(node) is cst.Call and type(node.func) is cst.Attribute and \
                     node.func.attr.value == "step" and (
                         self.analysis.kind(node.func.value) is Kind.OPTIMIZER or
                         any(self.analysis.kind(a.value) is Kind.OPTIMIZER for a in node.args)):
@@ -139,9 +139,9 @@ class DdpAccumulationWithoutNoSync(GpuRule):
 
 def _enclosing_for(analysis, node: cst.CSTNode) -> Optional[cst.For]:
     for ancestor in analysis.index.ancestors(node):
-        if isinstance(ancestor, cst.For):
+        if type(ancestor) is cst.For:
             return ancestor
-        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+        if type(ancestor) in (cst.FunctionDef, cst.Lambda):
             return None
     return None
 
@@ -155,5 +155,5 @@ def _outer_fors(analysis, loop: cst.For):
 
 def _counts(loop: cst.For) -> bool:
     """`for micro in range(n):`: a fixed number of micro-steps."""
-    return isinstance(loop.iter, cst.Call) and isinstance(loop.iter.func, cst.Name) and \
+    return type(loop.iter) is cst.Call and type(loop.iter.func) is cst.Name and \
         loop.iter.func.value == "range"

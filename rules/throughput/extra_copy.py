@@ -95,7 +95,7 @@ class ExtraCopy(HostTensorMovedEachStep):
     def _already_there(self, copy: cst.Call) -> bool:
         """`x.to(D)` where every assignment of `x` is a torch factory called with `device=D` (same text)."""
         receiver = copy.func.value  # type: ignore[union-attr]
-        if not isinstance(receiver, cst.Name) or copy.func.attr.value != "to" or len(copy.args) != 1 or \
+        if type(receiver) is not cst.Name or copy.func.attr.value != "to" or len(copy.args) != 1 or \
                 copy.args[0].keyword is not None:  # type: ignore[union-attr]
             return False
         target = self.analysis.code(copy.args[0].value)
@@ -104,7 +104,7 @@ class ExtraCopy(HostTensorMovedEachStep):
         if not values or len(values) != len(bindings):
             return False
         for value in values:
-            factory, chain = self._factory(value) if isinstance(value, cst.Call) else (None, [])
+            factory, chain = self._factory(value) if type(value) is cst.Call else (None, [])
             device = keyword(factory, "device") if factory is not None and not chain else None
             if device is None or self.analysis.code(device.value) != target:
                 return False

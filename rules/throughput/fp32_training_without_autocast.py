@@ -123,10 +123,10 @@ class Fp32TrainingWithoutAutocast(GpuRule):
         self._reported: set[int] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not isinstance(node.func, cst.Attribute) or node.func.attr.value != "backward":
+        if type(node.func) is not cst.Attribute or node.func.attr.value != "backward":
             return
         receiver = node.func.value
-        head = receiver.value if isinstance(receiver, cst.Name) else None
+        head = receiver.value if type(receiver) is cst.Name else None
         if head is not None and head in self.analysis.index.imports.aliases:
             return  # `torch.autograd.backward(...)`, `dist_autograd.backward(ctx, ...)`: not a loss tensor
         facts = training_facts(self.analysis)
@@ -147,15 +147,15 @@ class Fp32TrainingWithoutAutocast(GpuRule):
         parent = self.analysis.parent
         line = statement_of(backward, parent)
         before: list[cst.CSTNode] = []
-        while line is not None and line is not loop and not isinstance(line, (cst.FunctionDef, cst.ClassDef)):
+        while line is not None and line is not loop and type(line) not in (cst.FunctionDef, cst.ClassDef):
             block = parent(line)
-            if isinstance(block, cst.IndentedBlock):
+            if type(block) is cst.IndentedBlock:
                 before[:0] = [s for s in block.body[:list(block.body).index(line)]
-                              if isinstance(s, cst.SimpleStatementLine)]
+                              if type(s) is cst.SimpleStatementLine]
             line = parent(block) if block is not None else None
             while line is not None and not isinstance(line, cst.BaseStatement):
                 line = parent(line)  # from an `else:` to its `if`
-        calls = [n for stmt in before for n in _in_order(stmt) if isinstance(n, cst.Call)]
+        calls = [n for stmt in before for n in _in_order(stmt) if type(n) is cst.Call]
         for call in calls:
             if self.analysis.kind(call.func) is Kind.MODULE:
                 return call
@@ -170,14 +170,14 @@ class Fp32TrainingWithoutAutocast(GpuRule):
         line = statement_of(call, self.analysis.parent)
         block = self.analysis.parent(line)
         loss = call.func.value  # type: ignore[union-attr]
-        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1 or \
-                not isinstance(block, cst.IndentedBlock) or not isinstance(loss, cst.Name):
+        if type(line) is not cst.SimpleStatementLine or len(line.body) != 1 or \
+                type(block) is not cst.IndentedBlock or type(loss) is not cst.Name:
             return None
         run: list[cst.SimpleStatementLine] = []
         for stmt in reversed(block.body[:list(block.body).index(line)]):
             if not run and _zeroes_gradients(stmt):
                 continue  # `optimizer.zero_grad()` between the loss and `backward()`: it stays outside the block
-            if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            if not (type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1
                     and isinstance(stmt.body[0], cst.Assign)):
                 break
             run.insert(0, stmt)
@@ -188,7 +188,7 @@ class Fp32TrainingWithoutAutocast(GpuRule):
         if len(run) == 1 and not self._runs_model(run[0].body[0].value, nested_only=True) and \
                 not _calls_the_model(run[0].body[0].value):  # type: ignore[attr-defined]
             return None  # only `loss = criterion(out, y)`: the forward pass is elsewhere
-        if not any(isinstance(t.target, cst.Name) and t.target.value == loss.value
+        if not any(type(t.target) is cst.Name and t.target.value == loss.value
                    for stmt in run for t in stmt.body[0].targets):  # type: ignore[attr-defined]
             return None
         inner = [run[0].with_changes(leading_lines=())] + run[1:]
@@ -206,7 +206,7 @@ class Fp32TrainingWithoutAutocast(GpuRule):
     def _runs_model(self, stmt: cst.CSTNode, nested_only: bool = False) -> bool:
         """`stmt` calls a model (with `nested_only`: somewhere below its outermost call, as in
         `criterion(model(x), y)` or `model(x).sum()`)."""
-        return any(isinstance(n, cst.Call) and self.analysis.kind(n.func) is Kind.MODULE
+        return any(type(n) is cst.Call and self.analysis.kind(n.func) is Kind.MODULE
                    for n in _nodes(stmt) if not (nested_only and n is stmt))
 
 
@@ -215,12 +215,12 @@ _CRITERION = re.compile(r"criterion|loss", re.IGNORECASE)
 
 def _calls_the_model(value: cst.BaseExpression) -> bool:
     """`model(x, y)` (a model that returns its loss, nanoGPT style), not `criterion(out, y)`/`loss_fn(...)`."""
-    return isinstance(value, cst.Call) and isinstance(value.func, (cst.Name, cst.Attribute)) and \
-        not _CRITERION.search(value.func.value if isinstance(value.func, cst.Name) else value.func.attr.value)
+    return type(value) is cst.Call and type(value.func) in (cst.Name, cst.Attribute) and \
+        not _CRITERION.search(value.func.value if type(value.func) is cst.Name else value.func.attr.value)
 
 
 def _zeroes_gradients(stmt: cst.CSTNode) -> bool:
-    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and \
+    return type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1 and \
         isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call) and \
         isinstance(stmt.body[0].value.func, cst.Attribute) and stmt.body[0].value.func.attr.value == "zero_grad"
 

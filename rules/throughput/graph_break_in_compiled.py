@@ -106,11 +106,11 @@ class GraphBreakInCompiled(GpuRule):
 
     def _break(self, call: cst.Call) -> Optional[str]:
         func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _HOST_READS and not call.args:
+        if type(func) is cst.Attribute and func.attr.value in _HOST_READS and not call.args:
             if func.attr.value == "item" and "capture_scalar_outputs" in (self.analysis.source or ""):
                 return None
             return _HOST_READS[func.attr.value]
-        if isinstance(func, cst.Name) and self.analysis.qualified(func) in (None, func.value):
+        if type(func) is cst.Name and self.analysis.qualified(func) in (None, func.value):
             if func.value == "print" and call.args:
                 return "`print`"
             if func.value in _CASTS and len(call.args) == 1 and self._tensor_value(call.args[0].value):
@@ -120,7 +120,7 @@ class GraphBreakInCompiled(GpuRule):
     def _tensor_value(self, expr: cst.BaseExpression) -> bool:
         if self.analysis.is_tensor(expr) or _reduction_test(expr):
             return True
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             bindings = self.analysis.index.visible_bindings(expr)
             return bool(bindings) and all(b.kind == "assign" and b.index is None and b.value is not None and
                                           _reduction_test(b.value) for b in bindings)
@@ -137,9 +137,9 @@ class GraphBreakInCompiled(GpuRule):
 
 def _reduction_test(test: cst.BaseExpression) -> bool:
     """`x.any()`, `not x.all()`, `y.sum() > 0`: a test whose value is a tensor reduction."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         return _reduction_test(test.expression)
-    if isinstance(test, cst.Comparison):
+    if type(test) is cst.Comparison:
         return any(_reduction_test(side) for side in (test.left, *(c.comparator for c in test.comparisons)))
-    return isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and \
+    return type(test) is cst.Call and type(test.func) is cst.Attribute and \
         test.func.attr.value in _REDUCTIONS and not test.args

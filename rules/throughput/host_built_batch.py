@@ -46,7 +46,7 @@ _ARRAY_READS = {"shape", "dtype", "size", "nbytes", "ndim"}  # attributes of the
 
 def _terms(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
     """The terms of a sum (`i + 1 + block_size` -> i, 1, block_size)."""
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+    if type(expr) is cst.BinaryOperation and type(expr.operator) is cst.Add:
         return _terms(expr.left) + _terms(expr.right)
     return [expr]
 
@@ -71,24 +71,24 @@ class _Window:
 
 
 def _window(comp: cst.BaseExpression, ix: str, qualified) -> Optional[_Window]:
-    if not isinstance(comp, cst.ListComp) or not isinstance(comp.for_in.target, cst.Name):
+    if type(comp) is not cst.ListComp or type(comp.for_in.target) is not cst.Name:
         return None
     loop = comp.for_in
     if loop.ifs or loop.inner_for_in is not None or loop.asynchronous is not None or \
-            not (isinstance(loop.iter, cst.Name) and loop.iter.value == ix):
+            not (type(loop.iter) is cst.Name and loop.iter.value == ix):
         return None
     i = loop.target.value
     elt = comp.elt
-    if not (isinstance(elt, cst.Call) and qualified(elt.func) == "torch.from_numpy" and len(elt.args) == 1
+    if not (type(elt) is cst.Call and qualified(elt.func) == "torch.from_numpy" and len(elt.args) == 1
             and elt.args[0].keyword is None and elt.args[0].star == ""):
         return None
     astype = elt.args[0].value
-    if not (isinstance(astype, cst.Call) and isinstance(astype.func, cst.Attribute)
+    if not (type(astype) is cst.Call and type(astype.func) is cst.Attribute
             and astype.func.attr.value == "astype" and len(astype.args) == 1 and astype.args[0].keyword is None
             and astype.args[0].star == "" and not _mentions(astype.args[0].value, i)):
         return None
     sub = astype.func.value
-    if not (isinstance(sub, cst.Subscript) and isinstance(sub.value, cst.Name) and len(sub.slice) == 1
+    if not (type(sub) is cst.Subscript and type(sub.value) is cst.Name and len(sub.slice) == 1
             and isinstance(sub.slice[0].slice, cst.Slice)):
         return None
     window = sub.slice[0].slice
@@ -97,8 +97,8 @@ def _window(comp: cst.BaseExpression, ix: str, qualified) -> Optional[_Window]:
     offsets = []
     for bound in (window.lower, window.upper):
         terms = _terms(bound)
-        own = [t for t in terms if isinstance(t, cst.Name) and t.value == i and not t.lpar]
-        rest = [t for t in terms if not (isinstance(t, cst.Name) and t.value == i and not t.lpar)]
+        own = [t for t in terms if type(t) is cst.Name and t.value == i and not t.lpar]
+        rest = [t for t in terms if not (type(t) is cst.Name and t.value == i and not t.lpar)]
         if len(own) != 1 or any(_mentions(t, i) for t in rest):
             return None
         offsets.append(rest)
@@ -107,14 +107,14 @@ def _window(comp: cst.BaseExpression, ix: str, qualified) -> Optional[_Window]:
 
 def _linear(terms: list, code) -> tuple[tuple, int]:
     """A sum as (its non-literal terms' code, sorted; the sum of its integer literals)."""
-    const = sum(int(t.value, 0) for t in terms if isinstance(t, cst.Integer))
-    return tuple(sorted(code(t) for t in terms if not isinstance(t, cst.Integer))), const
+    const = sum(int(t.value, 0) for t in terms if type(t) is cst.Integer)
+    return tuple(sorted(code(t) for t in terms if type(t) is not cst.Integer)), const
 
 
 def _copy_of(expr: cst.BaseExpression, code) -> Optional[tuple[str, str]]:
     """`x.to(device)` -> ("x", "device"); `x.cuda()` -> ("x", '"cuda"'); else None."""
-    if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
-            and isinstance(expr.func.value, cst.Name)):
+    if not (type(expr) is cst.Call and type(expr.func) is cst.Attribute
+            and type(expr.func.value) is cst.Name):
         return None
     method = expr.func.attr.value
     if method == "cuda" and not expr.args:
@@ -125,7 +125,7 @@ def _copy_of(expr: cst.BaseExpression, code) -> Optional[tuple[str, str]]:
 
 
 def _is_len(call: cst.Call) -> bool:
-    return isinstance(call.func, cst.Name) and call.func.value == "len" and len(call.args) == 1
+    return type(call.func) is cst.Name and call.func.value == "len" and len(call.args) == 1
 
 # nanoGPT's `get_batch` over a token file mapped once at module level: the device-resident form (unsafe)
 _WINDOWS = """import numpy as np
@@ -302,7 +302,7 @@ class HostBuiltBatch(Rule):
                 self.report(node, None if built == "torch.from_numpy" else self.fresh.format(builder=built),
                             where=where)
             return
-        if not isinstance(receiver, cst.Name) or facts.batch_loop(receiver) is not None:
+        if type(receiver) is not cst.Name or facts.batch_loop(receiver) is not None:
             return  # direct factories are GPU203's; loader batches GPU201/GPU202's
         builder = self._host_builder(receiver, node)
         if builder is None:
@@ -337,10 +337,10 @@ class HostBuiltBatch(Rule):
         last = max(before, key=lambda b: index.order(b.source))  # the binding this step's copy reads
         node = self.analysis.parent(last.source)
         while node is not None and node is not where.loop.body:
-            if isinstance(node, (cst.If, cst.Try, cst.For, cst.While, cst.With)):
+            if type(node) in (cst.If, cst.Try, cst.For, cst.While, cst.With):
                 return None  # bound only on some iterations (or several times): not told here
             node = self.analysis.parent(node)
-        if last.kind != "assign" or not isinstance(last.value, cst.Call):
+        if last.kind != "assign" or type(last.value) is not cst.Call:
             return None
         target = calls.callee(last.value, own_module=True)
         if target is None or target[1].returns_host_batch is None:
@@ -350,10 +350,10 @@ class HostBuiltBatch(Rule):
     def _built_inline(self, expr: cst.BaseExpression) -> Optional[str]:
         """`torch.from_numpy(a)` (host memory the numpy array owns), `torch.cat(...)` or `torch.stack(...)` (a
         new tensor), possibly converted on the way (`.float()`, `.unsqueeze(0)`, ...): which one, else None."""
-        while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
+        while type(expr) is cst.Call and type(expr.func) is cst.Attribute and \
                 expr.func.attr.value in _SAME_ON_DEVICE:
             expr = expr.func.value
-        q = self.analysis.qualified(expr.func) if isinstance(expr, cst.Call) else None
+        q = self.analysis.qualified(expr.func) if type(expr) is cst.Call else None
         return q if q in ("torch.from_numpy", "torch.cat", "torch.stack") else None
 
     def _host_builder(self, name: cst.Name, copy: cst.Call) -> Optional[str]:
@@ -361,7 +361,7 @@ class HostBuiltBatch(Rule):
         values = [b.value for b in bindings if b.kind == "assign" and b.index is None]
         if not values or len(values) != len(bindings):
             return None
-        found = [self.analysis.qualified(v.func) for v in values if isinstance(v, cst.Call)]
+        found = [self.analysis.qualified(v.func) for v in values if type(v) is cst.Call]
         if len(found) == len(values) and all(q in _HOST_BUILDERS for q in found):
             return found[0]
         return None
@@ -386,33 +386,33 @@ class HostBuiltBatch(Rule):
         """The device-resident form of a `get_batch`-style helper that slices windows of one module-level numpy
         array at random offsets and copies their stack to the device (see the docstring's Fix), else None."""
         a = self.analysis
-        func = next((n for n in a.index.ancestors(copy) if isinstance(n, cst.FunctionDef)), None)
+        func = next((n for n in a.index.ancestors(copy) if type(n) is cst.FunctionDef), None)
         if func is None or a.parent(func) is not a.module or func.decorators or \
-                not isinstance(func.body, cst.IndentedBlock) or not data_path_facts(a).imports("torch"):
+                type(func.body) is not cst.IndentedBlock or not data_path_facts(a).imports("torch"):
             return None
         lines = list(func.body.body)
         docstring = []
         if lines and isinstance(lines[0], cst.SimpleStatementLine) and len(lines[0].body) == 1 and \
                 isinstance(lines[0].body[0], cst.Expr) and isinstance(lines[0].body[0].value, cst.SimpleString):
             docstring = [lines.pop(0)]
-        if any(not isinstance(s, cst.SimpleStatementLine) or len(s.body) != 1 for s in lines) or len(lines) < 3:
+        if any(type(s) is not cst.SimpleStatementLine or len(s.body) != 1 for s in lines) or len(lines) < 3:
             return None
         small = [s.body[0] for s in lines]
         # ix = torch.randint([low,] len(DATA) - E, (B,))
         first = small[0]
-        if not (isinstance(first, cst.Assign) and len(first.targets) == 1 and isinstance(first.targets[0].target,
-                cst.Name) and isinstance(first.value, cst.Call) and a.qualified(first.value.func) == "torch.randint"):
+        if not (type(first) is cst.Assign and len(first.targets) == 1 and isinstance(first.targets[0].target,
+                cst.Name) and type(first.value) is cst.Call and a.qualified(first.value.func) == "torch.randint"):
             return None
         ix, draw = first.targets[0].target.value, first.value
         if len(draw.args) not in (2, 3) or any(arg.keyword is not None or arg.star for arg in draw.args):
             return None
         low, high, size = (draw.args[0].value if len(draw.args) == 3 else None), draw.args[-2].value, \
             draw.args[-1].value
-        if low is not None and not isinstance(low, cst.Integer):
+        if low is not None and type(low) is not cst.Integer:
             return None
-        if not (isinstance(size, cst.Tuple) and len(size.elements) == 1) or not (
-                isinstance(high, cst.BinaryOperation) and isinstance(high.operator, cst.Subtract)
-                and isinstance(high.left, cst.Call) and _is_len(high.left)
+        if not (type(size) is cst.Tuple and len(size.elements) == 1) or not (
+                type(high) is cst.BinaryOperation and type(high.operator) is cst.Subtract
+                and type(high.left) is cst.Call and _is_len(high.left)
                 and len(high.left.args) == 1 and isinstance(high.left.args[0].value, cst.Name)):
             return None
         data = high.left.args[0].value.value
@@ -451,23 +451,23 @@ class HostBuiltBatch(Rule):
             return found[0]
 
         for stmt in rest[:-1]:
-            if not (isinstance(stmt, cst.Assign) and len(stmt.targets) == 1):
+            if not (type(stmt) is cst.Assign and len(stmt.targets) == 1):
                 return None
             target, value = stmt.targets[0].target, stmt.value
             pairs = [(target, value)]
-            if isinstance(target, cst.Tuple) and isinstance(value, cst.Tuple) and \
+            if type(target) is cst.Tuple and type(value) is cst.Tuple and \
                     len(target.elements) == len(value.elements):
                 pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
             for t, v in pairs:
-                if not isinstance(t, cst.Name) or take(v) != t.value:
+                if type(t) is not cst.Name or take(v) != t.value:
                     return None
         ret = rest[-1] if rest else None
-        if not isinstance(ret, cst.Return) or ret.value is None:
+        if type(ret) is not cst.Return or ret.value is None:
             return None
-        parts = [e.value for e in ret.value.elements] if isinstance(ret.value, cst.Tuple) else [ret.value]
+        parts = [e.value for e in ret.value.elements] if type(ret.value) is cst.Tuple else [ret.value]
         returned = {}
         for part in parts:
-            if isinstance(part, cst.Name) and part.value in copied:
+            if type(part) is cst.Name and part.value in copied:
                 continue
             name = take(part)
             if name is None:
@@ -483,9 +483,9 @@ class HostBuiltBatch(Rule):
             return None
         dtype_node = next(iter(windows.values())).dtype
         root = dtype_node
-        while isinstance(root, cst.Attribute):
+        while type(root) is cst.Attribute:
             root = root.value
-        if not isinstance(root, cst.Name) or not self._module_value(root.value, func):
+        if type(root) is not cst.Name or not self._module_value(root.value, func):
             return None  # the dtype is read where the helper is defined: module-level names only
         dtype = a.code(dtype_node)
         # the new helper: the draw on the device, each window gathered there, the copies gone
@@ -500,7 +500,7 @@ class HostBuiltBatch(Rule):
                 f"{name} = {on_device}[{ix}[:, None] + torch.arange({span}, device={device})]").body[0]]))
         if returned:
             value = ret.value
-            if isinstance(value, cst.Tuple):
+            if type(value) is cst.Tuple:
                 value = value.with_changes(elements=[e.with_changes(value=returned.get(e.value, e.value))
                                                      for e in value.elements])
             else:
@@ -531,16 +531,16 @@ class HostBuiltBatch(Rule):
             return False
         for node in a.index.names(name):
             parent = a.parent(node)
-            if isinstance(parent, cst.NameItem):  # `global name`
+            if type(parent) is cst.NameItem:  # `global name`
                 return False
             if not array or a.index.is_ancestor_or_self(func, node):
                 continue
             grand = a.parent(parent) if parent is not None else None
-            if isinstance(parent, cst.AssignTarget) and grand is found[0].source:
+            if type(parent) is cst.AssignTarget and grand is found[0].source:
                 continue
-            if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call) and _is_len(grand):
+            if type(parent) is cst.Arg and type(grand) is cst.Call and _is_len(grand):
                 continue
-            if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in _ARRAY_READS:
+            if type(parent) is cst.Attribute and parent.value is node and parent.attr.value in _ARRAY_READS:
                 continue
             return False
         return True

@@ -89,6 +89,6 @@ class MatmulDimsNotMultipleOf8(Rule):
 
 
 def _literal(arg: Optional[cst.Arg]) -> Optional[int]:
-    if arg is not None and isinstance(arg.value, cst.Integer):
+    if arg is not None and type(arg.value) is cst.Integer:
         return int(arg.value.value.replace("_", ""), 0)
     return None

@@ -229,7 +229,7 @@ class PerParameterLoop(GpuRule):
         for node in a.index.ancestors(loop):
             if node is scope:
                 break
-            if isinstance(node, (cst.For, cst.While)):
+            if type(node) in (cst.For, cst.While):
                 outer = node
         if outer is None:
             return None
@@ -240,7 +240,7 @@ class PerParameterLoop(GpuRule):
             iterable = _CODE(arg.value)
             module = arg.value.func.value  # `m` of `m.parameters()`
             if f"list({iterable})" not in "".join(code) or iterable in lists or \
-                    not isinstance(module, cst.Name) or not self._keeps_parameters(module.value, scope, outer):
+                    type(module) is not cst.Name or not self._keeps_parameters(module.value, scope, outer):
                 continue
             lists[iterable] = built.get(iterable) or fresh_name(a, f"{module.value}_params")
         if not lists:
@@ -260,9 +260,9 @@ class PerParameterLoop(GpuRule):
             return {}
         found: dict[str, str] = {}
         for line in reversed(body[:body.index(outer)]):
-            stmt = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
-            if not (isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0].target,
-                    cst.Name) and isinstance(stmt.value, cst.Call) and isinstance(stmt.value.func, cst.Name)
+            stmt = line.body[0] if type(line) is cst.SimpleStatementLine and len(line.body) == 1 else None
+            if not (type(stmt) is cst.Assign and len(stmt.targets) == 1 and isinstance(stmt.targets[0].target,
+                    cst.Name) and type(stmt.value) is cst.Call and type(stmt.value.func) is cst.Name
                     and stmt.value.func.value == "list" and len(stmt.value.args) == 1
                     and _is_parameters_call(stmt.value.args[0].value)):
                 break
@@ -284,7 +284,7 @@ class PerParameterLoop(GpuRule):
             return False
         for node in index.names(name):
             parent = a.parent(node)
-            if isinstance(parent, cst.NameItem):  # `global name` / `nonlocal name`
+            if type(parent) is cst.NameItem:  # `global name` / `nonlocal name`
                 return False
             where = index.enclosing_scope(node)
             if where is scope and index.order(node) < index.order(outer):
@@ -292,10 +292,10 @@ class PerParameterLoop(GpuRule):
             if where is not scope and index.lookup(name, where):
                 continue  # another function's own `name`
             grand = a.parent(parent) if parent is not None else None
-            if isinstance(parent, cst.Call) and parent.func is node:
+            if type(parent) is cst.Call and parent.func is node:
                 continue  # `model(x)`
-            if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in _KEEPING and \
-                    isinstance(grand, cst.Call) and grand.func is parent and \
+            if type(parent) is cst.Attribute and parent.value is node and parent.attr.value in _KEEPING and \
+                    type(grand) is cst.Call and grand.func is parent and \
                     not any(arg.keyword is not None and arg.keyword.value == "assign" for arg in grand.args):
                 continue
             return False
@@ -303,7 +303,7 @@ class PerParameterLoop(GpuRule):
 
 
 def _is_parameters_call(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
+    return type(expr) is cst.Call and type(expr.func) is cst.Attribute and \
         expr.func.attr.value in _ITERATORS
 
 
@@ -313,17 +313,17 @@ def _parameter_names(loop: cst.For, analysis=None) -> set[str]:
     it, target = loop.iter, loop.target
     kind = _yields_parameters(it, analysis, loop)
     if kind == "named":
-        if isinstance(target, cst.Tuple) and len(target.elements) == 2:
+        if type(target) is cst.Tuple and len(target.elements) == 2:
             target = target.elements[1].value
         else:
             return set()
-        return ({target.value} | _parameter_dicts(analysis, loop)) if isinstance(target, cst.Name) else set()
+        return ({target.value} | _parameter_dicts(analysis, loop)) if type(target) is cst.Name else set()
     if kind == "each":
-        return {target.value} if isinstance(target, cst.Name) else set()
-    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "zip" and \
+        return {target.value} if type(target) is cst.Name else set()
+    if type(it) is cst.Call and type(it.func) is cst.Name and it.func.value == "zip" and \
             it.args and all(not a.star and _yields_parameters(a.value, analysis, loop) == "each"
-                            for a in it.args) and isinstance(target, cst.Tuple):
-        return {e.value.value for e in target.elements if isinstance(e.value, cst.Name)}
+                            for a in it.args) and type(target) is cst.Tuple:
+        return {e.value.value for e in target.elements if type(e.value) is cst.Name}
     return set()
 
 
@@ -336,18 +336,18 @@ def _yields_parameters(expr: cst.BaseExpression, analysis, loop: cst.For, depth:
         return None
     if _is_parameters_call(expr):
         return "named" if expr.func.attr.value == "named_parameters" else "each"  # type: ignore[attr-defined]
-    if isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute) and \
+    if type(expr) is cst.Call and not expr.args and type(expr.func) is cst.Attribute and \
             expr.func.attr.value in ("items", "values") and _dict_of_parameters(expr.func.value, analysis, loop):
         return "named" if expr.func.attr.value == "items" else "each"
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("list", "tuple") \
+    if type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value in ("list", "tuple") \
             and len(expr.args) == 1 and not expr.args[0].star:
         return _yields_parameters(expr.args[0].value, analysis, loop, depth + 1)
-    name = expr.value if isinstance(expr, cst.Name) else (
-        expr.attr.value if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name)
+    name = expr.value if type(expr) is cst.Name else (
+        expr.attr.value if type(expr) is cst.Attribute and type(expr.value) is cst.Name
         and expr.value.value == "self" else None)
     if name is None:
         return None
-    if isinstance(expr, cst.Name) and analysis is not None:
+    if type(expr) is cst.Name and analysis is not None:
         values = _single_value(analysis, expr)
         if values is not None:
             return _yields_parameters(values, analysis, loop, depth + 1)
@@ -365,10 +365,10 @@ def _single_value(analysis, name: cst.Name) -> Optional[cst.BaseExpression]:
 
 def _dict_of_parameters(expr: cst.BaseExpression, analysis, loop: cst.For) -> bool:
     """`OrderedDict(m.named_parameters())` / `dict(...)`, or a name bound only to one."""
-    if isinstance(expr, cst.Name) and analysis is not None:
+    if type(expr) is cst.Name and analysis is not None:
         value = _single_value(analysis, expr)
         return value is not None and _dict_of_parameters(value, analysis, loop)
-    return isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").rsplit(".", 1)[-1] in (
+    return type(expr) is cst.Call and (dotted_name(expr.func) or "").rsplit(".", 1)[-1] in (
         "OrderedDict", "dict") and len(expr.args) == 1 and not expr.args[0].star and \
         _is_parameters_call(expr.args[0].value) and expr.args[0].value.func.attr.value == "named_parameters"
 
@@ -377,7 +377,7 @@ def _parameter_dicts(analysis, loop: cst.For) -> set[str]:
     """Names the loop's body indexes that hold dicts of named parameters (`ema_params[name]`)."""
     found = set()
     for node in _walk(loop.body):
-        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and \
+        if type(node) is cst.Subscript and type(node.value) is cst.Name and \
                 _dict_of_parameters(node.value, analysis, loop):
             found.add(node.value.value)
     return found
@@ -386,34 +386,34 @@ def _parameter_dicts(analysis, loop: cst.For) -> set[str]:
 def _root_name(expr: cst.BaseExpression) -> Optional[str]:
     """`p` for `p`, `p.data`, `p.grad`, `p.grad.data`, and chained in-place calls on them."""
     while True:
-        if isinstance(expr, cst.Attribute) and expr.attr.value in ("data", "grad"):
+        if type(expr) is cst.Attribute and expr.attr.value in ("data", "grad"):
             expr = expr.value
-        elif isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute) and \
+        elif type(expr) is cst.Call and not expr.args and type(expr.func) is cst.Attribute and \
                 expr.func.attr.value == "detach":
             expr = expr.func.value  # `p.detach().mul_(d)`: a view of the same storage
-        elif isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name):
+        elif type(expr) is cst.Subscript and type(expr.value) is cst.Name:
             expr = expr.value  # `ema_params[name]`: a dict of parameters indexed by the loop's key
-        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
+        elif type(expr) is cst.Call and type(expr.func) is cst.Attribute and \
                 expr.func.attr.value in _UPDATES:
             expr = expr.func.value
         else:
             break
-    return expr.value if isinstance(expr, cst.Name) else None
+    return expr.value if type(expr) is cst.Name else None
 
 
 def _update(loop: cst.For, names: set[str]) -> Optional[cst.CSTNode]:
     """The first in-place update of a loop variable (or its `.data`/`.grad`) in the loop's body."""
     for node in _walk(loop.body):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and \
                 node.func.attr.value.endswith("_") and node.func.attr.value in _UPDATES and \
                 _root_name(node.func.value) in names:
             return node
-        if isinstance(node, (cst.Assign, cst.AugAssign)):
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            if any(isinstance(t, cst.Attribute) and t.attr.value == "data" and _root_name(t.value) in names
+        if type(node) in (cst.Assign, cst.AugAssign):
+            targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
+            if any(type(t) is cst.Attribute and t.attr.value == "data" and _root_name(t.value) in names
                    for t in targets):
                 return node
-            if isinstance(node, cst.AugAssign) and _root_name(node.target) in names:
+            if type(node) is cst.AugAssign and _root_name(node.target) in names:
                 return node  # `p -= lr * p.grad` (under no_grad), `p.grad *= scale`
     return None
 
@@ -424,26 +424,26 @@ _CODE = cst.Module([]).code_for_node
 
 def _element(expr: cst.BaseExpression, names: set[str]) -> Optional[tuple[str, str]]:
     """(loop variable, how the loop took it: "", ".data" or ".detach()") for `e`, `e.data`, `e.detach()`."""
-    if isinstance(expr, cst.Name) and expr.value in names:
+    if type(expr) is cst.Name and expr.value in names:
         return expr.value, ""
-    if isinstance(expr, cst.Attribute) and expr.attr.value == "data" and isinstance(expr.value, cst.Name) and \
+    if type(expr) is cst.Attribute and expr.attr.value == "data" and type(expr.value) is cst.Name and \
             expr.value.value in names:
         return expr.value.value, ".data"
-    if isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute) and \
-            expr.func.attr.value == "detach" and isinstance(expr.func.value, cst.Name) and \
+    if type(expr) is cst.Call and not expr.args and type(expr.func) is cst.Attribute and \
+            expr.func.attr.value == "detach" and type(expr.func.value) is cst.Name and \
             expr.func.value.value in names:
         return expr.func.value.value, ".detach()"
     return None
 
 
 def _free_of(expr: cst.BaseExpression, names: set[str]) -> bool:
-    return not any(isinstance(n, cst.Name) and n.value in names for n in _walk(expr)) and \
-        not (isinstance(expr, cst.Name) and expr.value in names)
+    return not any(type(n) is cst.Name and n.value in names for n in _walk(expr)) and \
+        not (type(expr) is cst.Name and expr.value in names)
 
 
 def _weighted(expr: cst.BaseExpression, names: set[str]) -> Optional[tuple[tuple[str, str], cst.BaseExpression]]:
     """`w * x` or `x * w` with `x` a loop element and `w` free of the loop's variables."""
-    if not (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply)):
+    if not (type(expr) is cst.BinaryOperation and type(expr.operator) is cst.Multiply):
         return None
     for element, weight in ((expr.left, expr.right), (expr.right, expr.left)):
         taken = _element(element, names)
@@ -454,9 +454,9 @@ def _weighted(expr: cst.BaseExpression, names: set[str]) -> Optional[tuple[tuple
 
 def _ema_update(statement: cst.BaseSmallStatement, names: set[str]):
     """("muladd" | "lerp", target element, source element, d or None, w) for a recognised EMA update."""
-    if isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
+    if type(statement) is cst.Expr and type(statement.value) is cst.Call:
         call = statement.value
-        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+        method = call.func.attr.value if type(call.func) is cst.Attribute else None
         if method == "lerp_" and len(call.args) == 2 and call.args[0].keyword is None and \
                 (call.args[1].keyword is None or call.args[1].keyword.value == "weight"):
             target, source = _element(call.func.value, names), _element(call.args[0].value, names)
@@ -465,17 +465,17 @@ def _ema_update(statement: cst.BaseSmallStatement, names: set[str]):
         if method == "add_" and len(call.args) == 2 and call.args[0].keyword is None and \
                 call.args[1].keyword is not None and call.args[1].keyword.value == "alpha":
             inner = call.func.value
-            if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and \
+            if type(inner) is cst.Call and type(inner.func) is cst.Attribute and \
                     inner.func.attr.value == "mul_" and len(inner.args) == 1 and inner.args[0].keyword is None:
                 target, source = _element(inner.func.value, names), _element(call.args[0].value, names)
                 d, w = inner.args[0].value, call.args[1].value
                 if target and source and target[1] != ".detach()" and _free_of(d, names) and _free_of(w, names):
                     return "muladd", target, source, d, w
-    if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+    if type(statement) is cst.Assign and len(statement.targets) == 1:
         target = _element(statement.targets[0].target, names)
         value = statement.value
-        if target and target[1] == ".data" and isinstance(value, cst.BinaryOperation) and \
-                isinstance(value.operator, cst.Add):
+        if target and target[1] == ".data" and type(value) is cst.BinaryOperation and \
+                type(value.operator) is cst.Add:
             for kept, added in ((value.left, value.right), (value.right, value.left)):
                 a, b = _weighted(kept, names), _weighted(added, names)
                 if a and b and a[0] == target and b[0][0] != target[0]:
@@ -485,17 +485,17 @@ def _ema_update(statement: cst.BaseSmallStatement, names: set[str]):
 
 def _foreach_statements(loop: cst.For) -> Optional[list[cst.BaseStatement]]:
     """The foreach statements that replace an EMA loop over `zip(a.parameters(), b.parameters())`, or None."""
-    if loop.orelse is not None or loop.asynchronous is not None or not isinstance(loop.target, cst.Tuple):
+    if loop.orelse is not None or loop.asynchronous is not None or type(loop.target) is not cst.Tuple:
         return None
     it = loop.iter
-    if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "zip" and
+    if not (type(it) is cst.Call and type(it.func) is cst.Name and it.func.value == "zip" and
             len(it.args) == 2 and all(_is_parameters_call(a.value) and not a.value.args and a.keyword is None
                                       and a.star == "" for a in it.args)):
         return None
-    variables = [e.value.value if isinstance(e.value, cst.Name) else None for e in loop.target.elements]
+    variables = [e.value.value if type(e.value) is cst.Name else None for e in loop.target.elements]
     if len(variables) != 2 or None in variables or variables[0] == variables[1]:
         return None
-    body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else [loop.body]
+    body = loop.body.body if type(loop.body) is cst.IndentedBlock else [loop.body]
     if len(body) != 1 or not isinstance(body[0], (cst.SimpleStatementLine, cst.SimpleStatementSuite)) or \
             len(body[0].body) != 1:
         return None

@@ -100,19 +100,19 @@ class PerSampleLoop(GpuRule):
             self.report(node)
 
     def visit_For(self, node: cst.For) -> None:
-        if not self.analysis.targets_gpu or not isinstance(node.target, cst.Name) or not _is_range(node.iter):
+        if not self.analysis.targets_gpu or type(node.target) is not cst.Name or not _is_range(node.iter):
             return
         if not self._runs_often(node):
             return  # a one-time construction (re-parameterising a layer at load time) costs nothing per step
-        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
-        writes = [s.body[0] for s in body if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
+        body = node.body.body if type(node.body) is cst.IndentedBlock else ()
+        writes = [s.body[0] for s in body if type(s) is cst.SimpleStatementLine and len(s.body) == 1
                   and isinstance(s.body[0], cst.Assign)]
         if not writes or len(writes) != len(body):
             return
         for assign in writes:
             target = assign.targets[0].target
-            if len(assign.targets) == 1 and isinstance(target, cst.Subscript) and \
-                    isinstance(target.value, cst.Name) and _indexed_by(target, node.target.value) and \
+            if len(assign.targets) == 1 and type(target) is cst.Subscript and \
+                    type(target.value) is cst.Name and _indexed_by(target, node.target.value) and \
                     self._device_tensor(target.value):
                 self.report(node, "a device tensor written element by element in a Python loop: one kernel and "
                                   "one copy per element; build it with one vectorised expression")
@@ -122,7 +122,7 @@ class PerSampleLoop(GpuRule):
         """Every step of a training/eval loop, or in a model's `forward` (which those loops call)."""
         if self.analysis.execution(loop).every_iteration:
             return True
-        fn = next((a for a in self.analysis.index.ancestors(loop) if isinstance(a, cst.FunctionDef)), None)
+        fn = next((a for a in self.analysis.index.ancestors(loop) if type(a) is cst.FunctionDef), None)
         return fn is not None and fn.name.value == "forward"
 
     # -- per-sample inference ------------------------------------------------------------------------------------
@@ -131,7 +131,7 @@ class PerSampleLoop(GpuRule):
         inner = _unbatched(expr)
         if inner is not None:
             return self._item_of(_strip_moves(inner), loop)
-        if isinstance(expr, cst.Name) and depth < 2:
+        if type(expr) is cst.Name and depth < 2:
             bindings = self.analysis.index.visible_bindings(expr)
             in_loop = [b for b in bindings if b.source is not None and
                        self.analysis.index.is_ancestor_or_self(loop, b.source)]
@@ -142,11 +142,11 @@ class PerSampleLoop(GpuRule):
     def _item_of(self, expr: cst.BaseExpression, loop: cst.For) -> bool:
         """`expr` is the loop's item: its target (`x`, or one of `x, y`), or a container indexed by it."""
         targets = _target_names(loop.target)
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             return expr.value in targets
-        if isinstance(expr, cst.Subscript) and _is_range(loop.iter) and len(expr.slice) == 1:
+        if type(expr) is cst.Subscript and _is_range(loop.iter) and len(expr.slice) == 1:
             index = expr.slice[0].slice
-            return isinstance(index, cst.Index) and isinstance(index.value, cst.Name) and \
+            return type(index) is cst.Index and type(index.value) is cst.Name and \
                 index.value.value in targets
         return False
 
@@ -159,62 +159,62 @@ class PerSampleLoop(GpuRule):
 
 def _enclosing_for(analysis, node: cst.CSTNode) -> Optional[cst.For]:
     for ancestor in analysis.index.ancestors(node):
-        if isinstance(ancestor, cst.For):
+        if type(ancestor) is cst.For:
             return ancestor
-        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        if type(ancestor) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
             return None
     return None
 
 
 def _strip_moves(expr: cst.BaseExpression) -> cst.BaseExpression:
-    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _MOVES:
+    while type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in _MOVES:
         expr = expr.func.value
     return expr
 
 
 def _unbatched(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
     """`x` for `x.unsqueeze(0)`, `x[None]`, `x[None, ...]`, `x[None, :]`: a batch of one made from `x`."""
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
+    if type(expr) is cst.Call and type(expr.func) is cst.Attribute and \
             expr.func.attr.value == "unsqueeze" and len(expr.args) == 1 and \
             isinstance(expr.args[0].value, cst.Integer) and expr.args[0].value.value == "0":
         return expr.func.value
-    if isinstance(expr, cst.Subscript) and expr.slice:
+    if type(expr) is cst.Subscript and expr.slice:
         first = expr.slice[0].slice
-        if isinstance(first, cst.Index) and isinstance(first.value, cst.Name) and first.value.value == "None" and \
-                all(isinstance(e.slice, cst.Slice) or (isinstance(e.slice, cst.Index) and
-                                                        isinstance(e.slice.value, cst.Ellipsis))
+        if type(first) is cst.Index and type(first.value) is cst.Name and first.value.value == "None" and \
+                all(type(e.slice) is cst.Slice or (type(e.slice) is cst.Index and
+                                                        type(e.slice.value) is cst.Ellipsis)
                     for e in expr.slice[1:]):
             return expr.value
     return None
 
 
 def _target_names(target: cst.BaseExpression) -> set[str]:
-    if isinstance(target, cst.Name):
+    if type(target) is cst.Name:
         return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
+    if type(target) in (cst.Tuple, cst.List):
         return {n for e in target.elements for n in _target_names(e.value)}
     return set()
 
 
 def _is_range(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "range"
+    return type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value == "range"
 
 
 def _indexed_by(target: cst.Subscript, var: str) -> bool:
-    return any(isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Name) and
+    return any(type(e.slice) is cst.Index and type(e.slice.value) is cst.Name and
                e.slice.value.value == var for e in target.slice)
 
 
 def _on_device(value: cst.BaseExpression) -> bool:
     """Created on an accelerator: a `device=` other than "cpu", or ending in `.cuda()` / `.to(<device>)`."""
-    if not isinstance(value, cst.Call):
+    if type(value) is not cst.Call:
         return False
-    if isinstance(value.func, cst.Attribute) and value.func.attr.value in _ON_DEVICE:
+    if type(value.func) is cst.Attribute and value.func.attr.value in _ON_DEVICE:
         if value.func.attr.value == "cuda":
             return True
         return bool(value.args) and string_value(value.args[0].value) not in ("cpu",) and \
             value.args[0].keyword is None and not isinstance(value.args[0].value, cst.Attribute)
     for node in _walk(value):
-        if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value == "device":
+        if type(node) is cst.Arg and node.keyword is not None and node.keyword.value == "device":
             return string_value(node.value) != "cpu"
     return False

@@ -63,7 +63,7 @@ class RequireGradTypo(Rule):
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             attr = target.target
-            if isinstance(attr, cst.Attribute) and attr.attr.value == _TYPO and not self._own_attribute(attr):
+            if type(attr) is cst.Attribute and attr.attr.value == _TYPO and not self._own_attribute(attr):
                 fix = self.fix("Rename to `requires_grad`",
                                {attr.attr: attr.attr.with_changes(value="requires_grad")}, safe=False)
                 self.report(attr, fix=fix)
@@ -74,9 +74,9 @@ class RequireGradTypo(Rule):
         if not owners:
             return False
         receiver = attr.value
-        if isinstance(receiver, cst.Name) and receiver.value == "self":
+        if type(receiver) is cst.Name and receiver.value == "self":
             return any(self.analysis.index.is_ancestor_or_self(cls, attr) for cls in owners.values())
-        if isinstance(receiver, cst.Name):
+        if type(receiver) is cst.Name:
             scope = self.analysis.index.enclosing_scope(receiver)
             bindings = self.analysis.index.lookup(receiver.value, scope) if scope is not None else []
             return bool(bindings) and all(_constructs(b.value, owners) for b in bindings)
@@ -88,4 +88,4 @@ class RequireGradTypo(Rule):
 
 
 def _constructs(value: Optional[cst.BaseExpression], owners: dict[str, cst.ClassDef]) -> bool:
-    return isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in owners
+    return type(value) is cst.Call and type(value.func) is cst.Name and value.func.value in owners

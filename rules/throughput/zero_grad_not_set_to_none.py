@@ -94,10 +94,10 @@ class ZeroGradNotSetToNone(GpuRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not isinstance(node.func, cst.Attribute) or node.func.attr.value != "zero_grad":
+        if type(node.func) is not cst.Attribute or node.func.attr.value != "zero_grad":
             return
         arg = argument(node, "set_to_none", 0)
-        if arg is None or not (isinstance(arg.value, cst.Name) and arg.value.value == "False"):
+        if arg is None or not (type(arg.value) is cst.Name and arg.value.value == "False"):
             return
         where = self.where(node)
         if where is not None and not self.analysis.loops.accumulation_guard(node):
@@ -105,7 +105,7 @@ class ZeroGradNotSetToNone(GpuRule):
             self.report(node, where=where, fix=fix)
 
     def visit_For(self, node: cst.For) -> None:
-        if not _over_parameters(node.iter) or not isinstance(node.target, cst.Name):
+        if not _over_parameters(node.iter) or type(node.target) is not cst.Name:
             return
         zeroing = _zeroing(node, node.target.value)
         if zeroing is None:
@@ -117,27 +117,27 @@ class ZeroGradNotSetToNone(GpuRule):
 
 
 def _over_parameters(iterable: cst.BaseExpression) -> bool:
-    return isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) and \
+    return type(iterable) is cst.Call and type(iterable.func) is cst.Attribute and \
         iterable.func.attr.value == "parameters"
 
 
 def _zeroing(loop: cst.For, var: str) -> Optional[cst.CSTNode]:
     """The `p.grad.zero_()` / `p.grad.data.zero_()` / `p.grad = torch.zeros_like(p)` in the loop's body."""
     for node in _walk(loop.body):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "zero_":
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "zero_":
             if _is_grad_of(node.func.value, var):
                 return node
-        if isinstance(node, cst.Assign) and any(_is_grad_of(t.target, var) for t in node.targets) and \
-                isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Attribute) and \
+        if type(node) is cst.Assign and any(_is_grad_of(t.target, var) for t in node.targets) and \
+                type(node.value) is cst.Call and type(node.value.func) is cst.Attribute and \
                 node.value.func.attr.value == "zeros_like":
             return node
     return None
 
 
 def _is_grad_of(expr: cst.BaseExpression, var: str) -> bool:
-    if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+    if type(expr) is cst.Attribute and expr.attr.value == "data":
         expr = expr.value
-    return isinstance(expr, cst.Attribute) and expr.attr.value == "grad" and \
-        isinstance(expr.value, cst.Name) and expr.value.value == var
+    return type(expr) is cst.Attribute and expr.attr.value == "grad" and \
+        type(expr.value) is cst.Name and expr.value.value == var
 
 

@@ -29,7 +29,7 @@ def exact_on_device(rule, factory: cst.Call) -> bool:
     if name in EXACT_ON_DEVICE:
         return True
     return name == "arange" and keyword(factory, "dtype") is None and bool(factory.args) and \
-        all(a.keyword is None and not a.star and isinstance(a.value, cst.Integer) for a in factory.args)
+        all(a.keyword is None and not a.star and type(a.value) is cst.Integer for a in factory.args)
 
 
 @dataclass
@@ -46,7 +46,7 @@ class Uses:
 
 def strip_same_on_device(rule, expr: cst.BaseExpression) -> cst.BaseExpression:
     """`expr` without trailing `.float()`, `.view(...)`, ... calls that compute the same values on any device."""
-    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
+    while type(expr) is cst.Call and type(expr.func) is cst.Attribute and \
             expr.func.attr.value in _SAME_ON_DEVICE and rule.analysis.is_tensor(expr.func.value):
         expr = expr.func.value
     return expr
@@ -59,8 +59,8 @@ def copy_above(rule, expr: cst.BaseExpression) -> Optional[cst.Call]:
     node = expr
     while True:
         attr = analysis.parent(node)
-        call = analysis.parent(attr) if isinstance(attr, cst.Attribute) else None
-        if not isinstance(call, cst.Call) or call.func is not attr or attr.value is not node:
+        call = analysis.parent(attr) if type(attr) is cst.Attribute else None
+        if type(call) is not cst.Call or call.func is not attr or attr.value is not node:
             return None
         if attr.attr.value in _SAME_ON_DEVICE:
             node = call
@@ -95,7 +95,7 @@ def uses_of(rule, binding) -> Uses:
             uses.tables.append(table)
             continue
         subscript = analysis.parent(name)
-        if isinstance(subscript, cst.Subscript) and subscript.value is name:
+        if type(subscript) is cst.Subscript and subscript.value is name:
             uses.rows.append(subscript)
             continue
         uses.host = True
@@ -106,10 +106,10 @@ def _table_of(rule, index: cst.Name) -> Optional[cst.Subscript]:
     """`table[index]`, `index` the whole subscript, `table` a name."""
     analysis = rule.analysis
     wrapper = analysis.parent(index)
-    element = analysis.parent(wrapper) if isinstance(wrapper, cst.Index) else None
-    subscript = analysis.parent(element) if isinstance(element, cst.SubscriptElement) else None
-    if isinstance(subscript, cst.Subscript) and len(subscript.slice) == 1 and \
-            isinstance(subscript.value, cst.Name):
+    element = analysis.parent(wrapper) if type(wrapper) is cst.Index else None
+    subscript = analysis.parent(element) if type(element) is cst.SubscriptElement else None
+    if type(subscript) is cst.Subscript and len(subscript.slice) == 1 and \
+            type(subscript.value) is cst.Name:
         return subscript
     return None
 
@@ -117,7 +117,7 @@ def _table_of(rule, index: cst.Name) -> Optional[cst.Subscript]:
 def factory_of(rule, binding) -> Optional[cst.Call]:
     """The torch factory call (without `device=`) the binding's value starts from."""
     expr = strip_same_on_device(rule, binding.value)
-    if not isinstance(expr, cst.Call):
+    if type(expr) is not cst.Call:
         return None
     q = rule.analysis.qualified(expr.func)
     if q is None or not q.startswith("torch.") or q.count(".") != 1 or q.split(".")[1] not in _FACTORIES:
@@ -152,7 +152,7 @@ def host_table(rule, subscript: cst.Subscript, copy: cst.Call):
             analysis.index.order(binding.source) > analysis.index.order(where.loop):
         return None
     value = binding.value
-    q = analysis.qualified(value.func) if isinstance(value, cst.Call) else None
+    q = analysis.qualified(value.func) if type(value) is cst.Call else None
     torch_call = q is not None and q.startswith("torch.")
     if not (torch_call or analysis.is_tensor(value)) or data_facts(analysis).on_device(value):
         return None
@@ -177,16 +177,16 @@ def same_device(rule, copies: list, device: cst.BaseExpression) -> bool:
 def defined_before(rule, device: cst.BaseExpression, statement: cst.CSTNode) -> bool:
     """`device` can be evaluated at `statement`: a literal, or a name bound only by earlier statements of the
     same scope (so moving it there reads the same device)."""
-    if isinstance(device, (cst.SimpleString, cst.Integer)):
+    if type(device) in (cst.SimpleString, cst.Integer):
         return True
-    if not isinstance(device, cst.Name):
+    if type(device) is not cst.Name:
         return False
     index = rule.analysis.index
     bindings = data_facts(rule.analysis).bindings(device)
     scope = index.enclosing_scope(statement)
     return bool(bindings) and all(
         b.scope is scope and b.source is not None and index.order(b.source) < index.order(statement) and
-        not any(isinstance(a, (cst.For, cst.While)) for a in index.ancestors(b.source))
+        not any(type(a) in (cst.For, cst.While) for a in index.ancestors(b.source))
         for b in bindings)
 
 
@@ -208,7 +208,7 @@ def moved_table(rule, binding, device: cst.BaseExpression) -> Optional[dict]:
             return None
         changes[copy] = stripped
     value = binding.value
-    receiver = value if isinstance(value, (cst.Call, cst.Name, cst.Attribute, cst.Subscript)) else \
+    receiver = value if type(value) in (cst.Call, cst.Name, cst.Attribute, cst.Subscript) else \
         value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     changes[value] = cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name("to")),
                               args=[cst.Arg(device.deep_clone())])

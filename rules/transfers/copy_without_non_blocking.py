@@ -107,7 +107,7 @@ class CopyWithoutNonBlocking(Rule):
             if not all(pinning_unknown(self, c) for c in loaders) or not self._beside_non_blocking(loop, node):
                 return
             message = self.beside
-        whole_batch = isinstance(receiver, cst.Name) and any(
+        whole_batch = type(receiver) is cst.Name and any(
             b.kind == "for" and b.source is loop and b.index is None for b in facts.bindings(receiver))
         if whole_batch and any(keyword(c, "collate_fn") is not None for c in loaders):
             return

@@ -116,18 +116,18 @@ class DataLoaderWithoutPinMemory(Rule):
         for `device = "cuda" if torch.cuda.is_available() else "cpu"`, `<device>.type == "cuda"` for a device
         built from the script's own flag (`device = torch.device(args.device)`)."""
         device = self._copy_device(loader)
-        if isinstance(device, cst.Name):
+        if type(device) is cst.Name:
             bindings = self.analysis.index.visible_bindings(device)
             values = [b.value for b in bindings if b.kind == "assign" and b.index is None]
             if len(values) == 1 and len(bindings) == 1:
                 value = values[0]
-                if isinstance(value, cst.IfExp) and "is_available" in self.analysis.code(value.test):
+                if type(value) is cst.IfExp and "is_available" in self.analysis.code(value.test):
                     return parse_expression("torch.cuda.is_available()") \
                         if self.analysis.index.imports.qualify(cst.Name("torch")) == "torch" else _true()
-                if isinstance(value, cst.Call) and self.analysis.qualified(value.func) == "torch.device" \
+                if type(value) is cst.Call and self.analysis.qualified(value.func) == "torch.device" \
                         and value.args and not isinstance(value.args[0].value, cst.SimpleString):
                     chosen = value.args[0].value
-                    if isinstance(chosen, cst.IfExp) and "is_available" in self.analysis.code(chosen.test):
+                    if type(chosen) is cst.IfExp and "is_available" in self.analysis.code(chosen.test):
                         return parse_expression("torch.cuda.is_available()")
                     return parse_expression(f'{device.value}.type == "cuda"')
         return _true()
@@ -137,7 +137,7 @@ class DataLoaderWithoutPinMemory(Rule):
         facts = data_facts(self.analysis)
         for loop in facts.loops_over(loader):
             for call in facts.body_calls(loop):
-                if facts.copy_target(call) is not None and isinstance(call.func, cst.Attribute) \
+                if facts.copy_target(call) is not None and type(call.func) is cst.Attribute \
                         and call.func.attr.value == "to" and facts.batch_loop(call.func.value) is loop:
                     target = argument(call, "device", 0)
                     return target.value if target is not None else None

@@ -213,11 +213,11 @@ class HostTensorMovedEachStep(Rule):
 
     def _factory(self, expr: cst.BaseExpression):
         chain = []
-        while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
+        while type(expr) is cst.Call and type(expr.func) is cst.Attribute and \
                 expr.func.attr.value in _SAME_ON_DEVICE and self.analysis.is_tensor(expr.func.value):
             chain.append(expr)
             expr = expr.func.value
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             q = self.analysis.qualified(expr.func)
             if q is not None and q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in _FACTORIES:
                 return expr, chain
@@ -269,9 +269,9 @@ class HostTensorMovedEachStep(Rule):
     # -- built on the host earlier in the step, copied later: `t = torch.randint(...)` ... `t.to(device)` --------
     def _built_then_moved(self, copy: cst.Call) -> None:
         base = strip_same_on_device(self, copy.func.value)  # type: ignore[union-attr]
-        if isinstance(base, cst.Name):
+        if type(base) is cst.Name:
             self._moved_later(copy, base)
-        elif isinstance(base, cst.Subscript) and isinstance(base.value, cst.Name) and len(base.slice) == 1 and \
+        elif type(base) is cst.Subscript and type(base.value) is cst.Name and len(base.slice) == 1 and \
                 isinstance(base.slice[0].slice, cst.Index) and isinstance(base.slice[0].slice.value, cst.Name):
             self._table_rows(copy, base, base.slice[0].slice.value)
 
@@ -358,7 +358,7 @@ class _HostMath:
 
     def _tensor(self, expr, found: _Found) -> bool:
         """`expr` is a host tensor computed from factories."""
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             q = self.analysis.qualified(expr.func)
             name = q.split(".")[1] if q is not None and q.startswith("torch.") and q.count(".") == 1 else None
             if name in _FACTORIES and name not in ("tensor", "as_tensor") and not name.endswith("_like"):
@@ -368,14 +368,14 @@ class _HostMath:
                 return True
             if name in _ELEMENTWISE:
                 return self._operands([a.value for a in expr.args if a.keyword is None], found)
-            if isinstance(expr.func, cst.Attribute) and (expr.func.attr.value in _ELEMENTWISE or
+            if type(expr.func) is cst.Attribute and (expr.func.attr.value in _ELEMENTWISE or
                                                         expr.func.attr.value in _SAME_ON_DEVICE):
                 return self._tensor(expr.func.value, found) and all(
                     self._number(a.value, found) for a in expr.args if a.keyword is None)
             return False
-        if isinstance(expr, cst.BinaryOperation):
+        if type(expr) is cst.BinaryOperation:
             return self._operands([expr.left, expr.right], found)
-        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        if type(expr) is cst.UnaryOperation and type(expr.operator) in (cst.Minus, cst.Plus):
             return self._tensor(expr.expression, found)
         return False
 
@@ -385,13 +385,13 @@ class _HostMath:
 
     def _number(self, expr, found: _Found) -> bool:
         """A Python number (or, where unknown, a value that is not known to be a tensor: no fix then)."""
-        if isinstance(expr, (cst.Integer, cst.Float)):
+        if type(expr) in (cst.Integer, cst.Float):
             return True
-        if isinstance(expr, cst.UnaryOperation):
+        if type(expr) is cst.UnaryOperation:
             return self._number(expr.expression, found)
-        if isinstance(expr, cst.BinaryOperation):
+        if type(expr) is cst.BinaryOperation:
             return self._number(expr.left, found) and self._number(expr.right, found)
-        if isinstance(expr, cst.Call) and (self.analysis.qualified(expr.func) or "").startswith("math."):
+        if type(expr) is cst.Call and (self.analysis.qualified(expr.func) or "").startswith("math."):
             return all(self._number(a.value, found) for a in expr.args)
         kind = self.analysis.kind(expr)
         if kind == Kind.NUMBER:

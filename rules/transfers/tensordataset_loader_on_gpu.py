@@ -174,7 +174,7 @@ class TensorDatasetLoaderOnGpu(Rule):
         elif facts.on_device(dataset):
             return
         batch_size = keyword(node, "batch_size")
-        if batch_size is not None and isinstance(batch_size.value, cst.Name) and batch_size.value.value == "None":
+        if batch_size is not None and type(batch_size.value) is cst.Name and batch_size.value.value == "None":
             return  # a batch sampler feeds whole batches: no per-sample indexing
         loops = [loop for loop in facts.loops_over(node) if self.analysis.loops.role(loop) is LoopRole.HOT]
         if any(facts.moves_batches(loop) for loop in loops) or \
@@ -195,11 +195,11 @@ class TensorDatasetLoaderOnGpu(Rule):
     def _tensor_dataset(self, expr: Optional[cst.BaseExpression], depth: int = 0) -> Optional[cst.Call]:
         if expr is None or depth > 4:
             return None
-        if isinstance(expr, cst.Call) and self.analysis.qualified(expr.func) in TENSOR_DATASETS:
+        if type(expr) is cst.Call and self.analysis.qualified(expr.func) in TENSOR_DATASETS:
             if all(self.analysis.kind(a.value) in (Kind.TENSOR, Kind.UNKNOWN) for a in expr.args):
                 return expr
             return None
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             values = [b.value for b in data_facts(self.analysis).bindings(expr)]
             found = [self._tensor_dataset(v, depth + 1) for v in values]
             if found and all(found):
