@@ -1,0 +1,104 @@
+"""What a batch run (`gpulint check`) keeps and frees between the lints of its files (issue 11, speed5).
+
+- A finished lint leaves no reference cycle holding its trees (`ModuleAnalysis.release`, `FileFacts.release`):
+  they are freed by reference counting, so the batch run's garbage collector can stay idle
+  (gpulint/runtime.py). Checked by collecting with `gc.DEBUG_SAVEALL`: nothing of a lint is left for it.
+- A file's `ast` tree is parsed once per process although both its own lint and the project model (summaries,
+  call sites, the loops of callers) read it (`incremental._recent_trees`): counted, not timed.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import shutil
+from pathlib import Path
+
+import libcst as cst
+
+from gpulint import incremental, runtime
+from gpulint.analysis import ModuleAnalysis, project
+from gpulint.config import Settings
+from gpulint.diagnostics import FixMode
+from gpulint.pipeline import lint_file
+from gpulint.prefilter import FileFacts
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT = ROOT / "fixtures" / "projects" / "models"
+
+
+def _fresh() -> None:
+    project._PROJECTS.clear()
+    project._ROOTS.clear()
+    incremental._recent_modules.clear()
+    incremental._recent_trees.clear()
+
+
+def _lint_all(root: Path, files: list[Path], fix: FixMode = FixMode.NONE) -> list:
+    settings = Settings(root=root)
+    return [lint_file(f, settings, fix, write=False) for f in files]
+
+
+def _cycles_left(root: Path, files: list[Path], fix: FixMode) -> tuple[list, list]:
+    """(the outcomes of a batch lint of `files`, what of its trees and analyses only a collection would free)."""
+    _fresh()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with runtime.batch():
+            gc.collect()
+            gc.set_debug(gc.DEBUG_SAVEALL)
+            outcomes = [o.portable() for o in _lint_all(root, files, fix)]  # as a worker hands them back
+            gc.collect()
+            left = [o for o in gc.garbage if isinstance(o, (cst.Module, ast.Module, ModuleAnalysis, FileFacts))]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if enabled:
+            gc.enable()
+        _fresh()
+    return outcomes, left
+
+
+def test_a_finished_batch_lint_leaves_no_tree_in_a_cycle(tmp_path: Path):
+    root = tmp_path / "models"
+    shutil.copytree(PROJECT, root)
+    (root / ".git").mkdir()
+    outcomes, left = _cycles_left(root, sorted(root.rglob("*.py")), FixMode.NONE)
+    assert sum(bool(o.diagnostics) for o in outcomes) >= 2  # the training script, and the model it runs
+    assert left == []
+
+
+def test_the_passes_of_a_fix_leave_no_tree_in_a_cycle(tmp_path: Path):
+    script = tmp_path / "train.py"
+    shutil.copy(ROOT / "fixtures" / "examples" / "naive_train.py", script)
+    (tmp_path / ".git").mkdir()
+    outcomes, left = _cycles_left(tmp_path, [script], FixMode.UNSAFE)
+    assert outcomes[0].fixed_count > 1
+    assert left == []
+
+
+def test_the_own_lint_and_the_project_model_share_one_ast_parse(tmp_path: Path, monkeypatch):
+    root = tmp_path / "models"
+    shutil.copytree(PROJECT, root)
+    (root / ".git").mkdir()
+    files = sorted(root.rglob("*.py"), key=lambda p: p.name != "train.py")  # the script first: it asks about all
+    parsed: list[str] = []
+    real_parse = ast.parse
+
+    def counting_parse(source, *args, **kwargs):
+        text = source.decode() if isinstance(source, bytes) else source
+        parsed.append(text)
+        return real_parse(source, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", counting_parse)
+    _fresh()
+    try:
+        with runtime.batch():
+            _lint_all(root, files)
+    finally:
+        _fresh()
+    texts = {f.read_text() for f in files}
+    whole_files = [t for t in parsed if t in texts]
+    assert set(whole_files) <= texts and len(whole_files) == len(set(whole_files)), \
+        "a file's ast tree was parsed more than once in one process"
