@@ -102,3 +102,15 @@ def test_the_own_lint_and_the_project_model_share_one_ast_parse(tmp_path: Path, 
     whole_files = [t for t in parsed if t in texts]
     assert set(whole_files) <= texts and len(whole_files) == len(set(whole_files)), \
         "a file's ast tree was parsed more than once in one process"
+
+
+def test_the_training_text_shortcut_agrees_with_its_expression():
+    """`project._training_text` skips `_TRAINING_TEXT`'s search where it cannot match; same answer everywhere."""
+    from gpulint.analysis.project import _TRAINING_TEXT, _training_text
+
+    texts = [p.read_bytes() for p in sorted(ROOT.joinpath("fixtures").rglob("*.py"))]
+    texts += [b"loss.backward()\n", b"x.Backward(\n", b"for b in LOADER:\n", b"for b in my_Loader_x :\n",
+              b"it = iter(train_dl)\n", b"it = iter(DataLoader(ds))\n", b"for a in b: loader\n", b"loader = 1\n",
+              b"for x in (\n  loader):\n", b"", b"in loader:", b"\xff\xfe loader in x:"]
+    assert any(_training_text(t) for t in texts) and not all(_training_text(t) for t in texts)
+    assert [_training_text(t) for t in texts] == [_TRAINING_TEXT.search(t) is not None for t in texts]
