@@ -235,7 +235,11 @@ class _RecentByText:
             self.chars = 0
 
 
-_recent_modules = _RecentByText()  # LibCST modules
+# LibCST modules (about 35 bytes per character of text): a worker that linted a training script finds its tree
+# here when a model file asks which of its calls run every step (analysis/forward.py `_hot_calls`), and the
+# other way round; with 8 kept, 5 of pytorch/examples' 54 LibCST parses in two workers were of a text the same
+# worker had parsed before (issue 11, speed5).
+_recent_modules = _RecentByText(size=64, total_chars=600_000)
 # CPython `ast` trees: more of them, bounded by their texts' total size (a tree is about 40 times its text). In
 # a batch run a worker's project model asks for the trees of the files it lints (summaries, call sites, the
 # loops of callers) before or after their own lints; with 8 trees kept, half the files of pytorch/examples
