@@ -114,3 +114,34 @@ def test_the_training_text_shortcut_agrees_with_its_expression():
               b"for x in (\n  loader):\n", b"", b"in loader:", b"\xff\xfe loader in x:"]
     assert any(_training_text(t) for t in texts) and not all(_training_text(t) for t in texts)
     assert [_training_text(t) for t in texts] == [_TRAINING_TEXT.search(t) is not None for t in texts]
+
+
+def test_a_caller_parsed_for_a_model_file_is_not_parsed_again_for_its_own_lint(tmp_path: Path, monkeypatch):
+    """The model file is linted first: its caller search parses the training script with LibCST (to read which
+    calls its loops make every step); the script's own lint then takes that parse (`incremental._recent_modules`)."""
+    from gpulint import bigfile
+
+    root = tmp_path / "models"
+    shutil.copytree(PROJECT, root)
+    (root / ".git").mkdir()
+    fillers = []
+    for k in range(12):  # more than the 8 modules once kept: each is parsed (a loop over a loader) in between
+        filler = root / f"step_{k}.py"
+        filler.write_text(f"def run_{k}(loader, net, opt):\n    for x in loader:\n"
+                          "        loss = net(x.cuda()).sum()\n        loss.backward()\n        opt.step()\n")
+        fillers.append(filler)
+    script = root / "train.py"
+    models = sorted(p for p in root.rglob("*.py") if p != script and p not in fillers)
+    files = [*models, *fillers, script]  # the model files, then the others, then the script
+    parsed: list[str] = []
+    real_parse = bigfile.parse_module
+    monkeypatch.setattr(bigfile, "parse_module", lambda text, *a, **k: parsed.append(text) or real_parse(text, *a, **k))
+    _fresh()
+    try:
+        with runtime.batch():
+            outcomes = _lint_all(root, files)
+    finally:
+        _fresh()
+    assert any(o.diagnostics for o in outcomes if o.path in models)  # the model's forward: per step
+    assert sum(t in {f.read_text() for f in fillers} for t in parsed) == len(fillers)
+    assert parsed.count(script.read_text()) == 1 and len(parsed) == len(set(parsed))
