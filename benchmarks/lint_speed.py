@@ -9,6 +9,11 @@ processes), warm (cached) gpulint vs TorchFix, and cold lines/s on BIG_CORPUS. R
 machine that slows down slows every tool alike; figures are medians over the rounds, with wall seconds and CPU
 seconds (user + system of the tool's processes, workers included). The cache lives in a temporary folder and the
 corpora's own configuration is ignored (an empty config), so nothing is written into them.
+
+Each gpulint install is byte-compiled first (`python -m compileall` of its `gpulint` and `gpulint.rules`), as
+`pip install` leaves an installed package and as TorchFix's own install is: an editable checkout run with
+PYTHONDONTWRITEBYTECODE=1 (as in the development sessions) would otherwise compile about 100 modules again on
+every run, 0.3 s of a cold run's serial start. `--no-compile` measures the installs as they are.
 """
 
 from __future__ import annotations
@@ -64,6 +69,14 @@ class Runs:
         return statistics.median(c for _, c in self.times[name])
 
 
+def compile_install(python: str) -> None:
+    """Byte-compile the `gpulint` and `gpulint.rules` packages that `python` imports, as pip does on install."""
+    where = subprocess.run(
+        [python, "-c", "import gpulint, gpulint.rules as r; print(gpulint.__path__[0]); print(r.__path__[0])"],
+        capture_output=True, text=True, check=True, cwd=tempfile.gettempdir()).stdout.split()
+    subprocess.run([python, "-m", "compileall", "-q", *where], check=True, stdout=subprocess.DEVNULL)
+
+
 def gpulint_command(python: str, config: Path, jobs: int, corpus: Path, cache: bool = True) -> list[str]:
     return [python, "-m", "gpulint", "check", "--exit-zero", "-q", "--output-format", "concise", "--config",
             str(config), "--jobs", str(jobs), *([] if cache else ["--no-cache"]), str(corpus)]
@@ -78,9 +91,14 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--torchfix-rounds", type=int, default=1, help="TorchFix is slow: fewer rounds")
+    parser.add_argument("--no-compile", action="store_true",
+                        help="do not byte-compile the gpulint installs first (see above)")
     args = parser.parse_args()
     corpus = args.corpus.resolve()
     installs = [("gpulint", sys.executable)] + ([("before", args.before)] if args.before else [])
+    if not args.no_compile:
+        for _, python in installs:
+            compile_install(python)
     runs = Runs()
     with tempfile.TemporaryDirectory() as work:
         for round_ in range(args.rounds):
@@ -108,7 +126,8 @@ def main() -> None:
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.1f} at the end; Python {platform.python_version()}, gpulint {version('gpulint')}, "
           f"libcst {version('libcst')}, torchfix {tf_version}; --jobs {args.jobs}; medians of {args.rounds} "
-          f"interleaved rounds (TorchFix: {min(args.torchfix_rounds, args.rounds) if args.torchfix else 0})")
+          f"interleaved rounds (TorchFix: {min(args.torchfix_rounds, args.rounds) if args.torchfix else 0}); "
+          f"gpulint installs {'as they are' if args.no_compile else 'byte-compiled first'}")
     print()
     torchfix = runs.wall("torchfix") if args.torchfix else None
     print("| run | files | lines | wall s | CPU s | lines/s (wall) | vs torchfix (wall) |")
@@ -129,7 +148,11 @@ def main() -> None:
               f"| {ratio} |")
     print()
     if torchfix:
-        print(f"target cold >= 10x TorchFix: {torchfix / runs.wall('gpulint cold'):.1f}x")
+        print(f"target cold >= 10x TorchFix: {torchfix / runs.wall('gpulint cold'):.1f}x wall, "
+              f"{runs.cpu('torchfix') / runs.cpu('gpulint cold'):.1f}x CPU")
+        if args.before:
+            print(f"before: {torchfix / runs.wall('before cold'):.1f}x wall, "
+                  f"{runs.cpu('torchfix') / runs.cpu('before cold'):.1f}x CPU")
         print(f"target warm >= 50x TorchFix: {torchfix / runs.wall('gpulint warm'):.1f}x")
     if args.big:
         print(f"target cold >= 20,000 lines/s on {args.big.name} ({big_lines:,} lines): "

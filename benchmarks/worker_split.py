@@ -31,8 +31,8 @@ def fresh() -> None:
     """A new worker's state: no project model, no recent parse, no remembered digest or root."""
     project._PROJECTS.clear()
     project._ROOTS.clear()
-    incremental._recent_modules.entries.clear()
-    incremental._recent_trees.entries.clear()
+    incremental._recent_modules.clear()
+    incremental._recent_trees.clear()
     gpulint_files._DIGESTS.clear()
 
 

@@ -203,9 +203,12 @@ class _RecentByText:
     SIZE = 8
     MAX_CHARS = 400_000
 
-    def __init__(self) -> None:
+    def __init__(self, size: int = SIZE, total_chars: Optional[int] = None) -> None:
         self.entries: OrderedDict[str, object] = OrderedDict()
         self.lock = threading.Lock()
+        self.size = size
+        self.total_chars = total_chars  # None: only `size` bounds what is kept
+        self.chars = 0
 
     def get(self, text: str):
         with self.lock:
@@ -218,13 +221,31 @@ class _RecentByText:
         if tree is None or len(text) > self.MAX_CHARS:
             return
         with self.lock:
+            if text not in self.entries:
+                self.chars += len(text)
             self.entries[text] = tree
-            while len(self.entries) > self.SIZE:
-                self.entries.popitem(last=False)
+            self.entries.move_to_end(text)
+            while len(self.entries) > self.size or (self.total_chars is not None and self.chars > self.total_chars
+                                                    and len(self.entries) > 1):
+                self.chars -= len(self.entries.popitem(last=False)[0])
+
+    def clear(self) -> None:
+        with self.lock:
+            self.entries.clear()
+            self.chars = 0
 
 
-_recent_modules = _RecentByText()  # LibCST modules
-_recent_trees = _RecentByText()  # CPython `ast` trees
+# LibCST modules (about 35 bytes per character of text): a worker that linted a training script finds its tree
+# here when a model file asks which of its calls run every step (analysis/forward.py `_hot_calls`), and the
+# other way round; with 8 kept, 5 of pytorch/examples' 54 LibCST parses in two workers were of a text the same
+# worker had parsed before (issue 11, speed5).
+_recent_modules = _RecentByText(size=64, total_chars=600_000)
+# CPython `ast` trees: more of them, bounded by their texts' total size (a tree is about 40 times its text). In
+# a batch run a worker's project model asks for the trees of the files it lints (summaries, call sites, the
+# loops of callers) before or after their own lints; with 8 trees kept, half the files of pytorch/examples
+# were parsed twice by the worker that linted them (issue 11, speed5). The project model holds the trees it
+# parsed anyway, so most entries cost nothing more.
+_recent_trees = _RecentByText(size=256, total_chars=1_000_000)
 
 
 def parse_module(source: str) -> cst.Module:

@@ -78,6 +78,11 @@ class FileFacts:
         self._collect(tree.body if isinstance(tree, ast.Module) else [tree], None, False, ())
         self._held: dict[str, object] = {}
 
+    def release(self) -> None:
+        """Drop what was worked out (the tensor facts hold this object's bound methods: a reference cycle, which
+        would keep the file's tree until a garbage collection; a batch run collects rarely)."""
+        self._held.clear()
+
     def holds(self, condition: str) -> bool:
         if condition == CUDA_TEXT:
             return "cuda" in self.source.lower()

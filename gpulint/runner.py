@@ -87,19 +87,23 @@ def could_have_findings(source: str, codes: frozenset[str], tree: Optional[objec
         return True
     facts = None
     searched: dict[re.Pattern, bool] = {}  # rules share patterns (GPU_HINT): one search each
-    for rule in filters:
-        if rule.text is not None:
-            if rule.text not in searched:
-                searched[rule.text] = rule.text.search(source) is not None
-            if not searched[rule.text]:
-                continue
-        if rule.conditions is None or tree is None:
-            return True
-        if facts is None:
-            facts = prefilter.FileFacts(source, tree)
-        if any(facts.holds(c) for c in rule.conditions):
-            return True
-    return False
+    try:
+        for rule in filters:
+            if rule.text is not None:
+                if rule.text not in searched:
+                    searched[rule.text] = rule.text.search(source) is not None
+                if not searched[rule.text]:
+                    continue
+            if rule.conditions is None or tree is None:
+                return True
+            if facts is None:
+                facts = prefilter.FileFacts(source, tree)
+            if any(facts.holds(c) for c in rule.conditions):
+                return True
+        return False
+    finally:
+        if facts is not None:
+            facts.release()
 
 
 def _model_run_every_step(path: Optional[Path], tree: Optional[object]) -> bool:
@@ -515,6 +519,7 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
         new_text = fixing.apply(analysis.module, chosen).code
         if new_text == current:
             break
+        _release(analysis)  # this pass's analysis is done with: a new one is made for the fixed text
         try:
             analysis, diagnostics = _analyse(new_text, filename, codes, report_periodic, errors, path)
             if syntax_error is None:  # the input compiled: the output must too
@@ -530,7 +535,16 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
     if want_edits:
         edits = _FixEdits(analysis, current)
         diagnostics = [replace(d, edits=edits.of(d)) for d in diagnostics]
+    _release(analysis)
     return LintResult(diagnostics, current, fixed_count, errors, module=analysis.module)
+
+
+def _release(analysis: ModuleAnalysis) -> None:
+    """In a batch run, the analysis of a lint that is done is released (`ModuleAnalysis.release`): its tree is
+    then freed by reference counting rather than by a garbage collection, which a batch run makes rare
+    (gpulint/runtime.py). An editor keeps its analyses' facts for the next lint (gpulint/incremental.py)."""
+    if runtime.batch_mode() and not incremental.enabled():
+        analysis.release()
 
 
 def fix_source(source: str, *, unsafe: bool = False, filename: str = "<string>") -> str:

@@ -128,7 +128,7 @@ def test_a_script_whose_model_it_trains_is_parsed_once(tmp_path, monkeypatch):
         project_parses.append(source) if isinstance(source, bytes) else None) or real_ast(source, *a, **k))
     saved, incremental._reuse = incremental._reuse, None
     try:
-        incremental._recent_modules.entries.clear()
+        incremental._recent_modules.clear()
         found = lint_source(script.read_text(), str(script), CODES, path=script).diagnostics
     finally:
         incremental._reuse = saved

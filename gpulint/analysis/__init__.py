@@ -37,6 +37,16 @@ class ModuleAnalysis:
         self._facts: dict[Callable, object] = {}
         self._qualified: dict[int, Optional[str]] = {}
 
+    def release(self) -> None:
+        """Drop every fact (and the memoized accessors): the facts that close over the analysis (the loop
+        analysis' hooks, `self.analysis` of a fact provider) form reference cycles with it, which only the
+        garbage collector frees; without them the module's tree is freed by reference counting as soon as the
+        last lint that holds it is done (a batch run collects rarely: gpulint/runtime.py). A fact asked for
+        afterwards is computed again."""
+        self._facts.clear()
+        self.__dict__.pop("kinds", None)
+        self.__dict__.pop("loops", None)
+
     def fact(self, provider: Callable[["ModuleAnalysis"], T]) -> T:
         """The fact `provider` computes for this module, computed on the first call only."""
         try:

@@ -384,7 +384,9 @@ def _hot_file(project: Project, info) -> tuple[bool, frozenset]:
         called = set()
         for stmt in info.tree.body:
             called |= _called_names(stmt)
-        hot = FileFacts("", info.tree).holds(HOT_LOOP)
+        facts = FileFacts("", info.tree)
+        hot = facts.holds(HOT_LOOP)
+        facts.release()
         cached = project.hot_loop_files[info.path] = (info.digest, hot, frozenset(called))
     return cached[1], cached[2]
 
@@ -477,7 +479,11 @@ def _line_of(analysis, node: cst.CSTNode) -> int:
     from gpulint.runner import _positions, first_lines  # the runner's cheap per-statement positions
 
     try:  # where statements start, so only the statement holding the call is printed (unit_positions.py)
-        firsts = first_lines(ast.parse(analysis.source))
+        big_file_firsts: list[int] = []
+        # outside an editor, the caller's tree as its own lint and the project model parsed it
+        tree = ast.parse(analysis.source) if incremental.enabled() else \
+            incremental.python_parse(analysis.source, str(analysis.path), big_file_firsts)
+        firsts = first_lines(tree) if isinstance(tree, ast.Module) else big_file_firsts or None
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         firsts = None
     position = _positions(analysis, analysis.source, [node], firsts).get(node)
