@@ -58,11 +58,21 @@ class ModuleCalls:
         if fact.effect is Effect.SYNCS:
             return None if fact.unless == "fused-optimizer" and self._fused_optimizer(call) else (fact, None)
         if fact.effect is Effect.SYNCS_TENSOR_ARGS:
+            if fact.unless == "nan-check-disabled" and self._nan_check_disabled(call):
+                return None
             for arg in call.args:
                 for value in _argument_values(arg.value):
                     if self.carries_tensor(value):
                         return fact, value
         return None
+
+    def _nan_check_disabled(self, call: cst.Call) -> bool:
+        """`metric.update(x)` where every binding of `metric` builds it with `nan_strategy="disable"`."""
+        func = call.func
+        built = self.built_by(func.value) if type(func) is cst.Attribute else None
+        return bool(built) and all(any(
+            a.keyword is not None and a.keyword.value == "nan_strategy" and type(a.value) is cst.SimpleString
+            and a.value.evaluated_value == "disable" for a in c.args) for c in built)
 
     def _fused_optimizer(self, call: cst.Call) -> bool:
         """`scaler.step(opt)` where every binding of `opt` builds it with `fused=True` (its step reads no flag)."""
@@ -208,6 +218,9 @@ class ModuleCalls:
         if depth > 3:
             return None
         if type(expr) is cst.Call:
+            func = expr.func
+            if type(func) is cst.Attribute and func.attr.value in ("to", "cuda") and type(func.value) is cst.Call:
+                return self.built_by(func.value, depth + 1)  # `RunningMean(...).to(device)`: moved, same object
             return [expr]
         if type(expr) is cst.Subscript and len(expr.slice) == 1:
             return self._elements_built_by(expr.value, depth)

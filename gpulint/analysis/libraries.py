@@ -127,6 +127,25 @@ FACTS: tuple[LibraryFact, ...] = (
                 ".detach().cpu().numpy()",
                 "https://github.com/huggingface/evaluate/blob/main/src/evaluate/module.py (add); "
                 "datasets/features/features.py (_cast_to_python_objects)"),
+    *(LibraryFact(f"torchmetrics.{metric}.update", Effect.SYNCS_TENSOR_ARGS,
+                  "update() passes each value through BaseAggregator._cast_and_nan_check_input, which tests "
+                  "`torch.isnan(x).any()` in a Python `if` (a host read of a device flag) on every call, whatever "
+                  "the nan_strategy, unless it is 'disable'" + (
+                      "; RunningMean/RunningSum update their base MeanMetric/SumMetric the same way"
+                      if metric.startswith("Running") else ""),
+                  "torchmetrics/aggregation.py (BaseAggregator._cast_and_nan_check_input, "
+                  f"{metric}.update); torchmetrics/wrappers/running.py (Running.update)",
+                  unless="nan-check-disabled")
+      for metric in ("MeanMetric", "SumMetric", "MaxMetric", "MinMetric", "CatMetric", "RunningMean",
+                     "RunningSum")),
+    LibraryFact("torchvision.ops.nms", Effect.SYNCS_TENSOR_ARGS,
+                "the CUDA kernel computes the suppression mask on the device, then copies it to the host "
+                "(`mask.to(at::kCPU)`) and picks the kept boxes in a CPU loop, on every call",
+                "torchvision/csrc/ops/cuda/nms_kernel.cu (nms_kernel)"),
+    LibraryFact("torchvision.ops.batched_nms", Effect.SYNCS_TENSOR_ARGS,
+                "runs torchvision.ops.nms (once on offset boxes, or once per class for many boxes): the same "
+                "host copy of the suppression mask",
+                "torchvision/ops/boxes.py (batched_nms, _batched_nms_coordinate_trick, _batched_nms_vanilla)"),
     LibraryFact("torch.distributed.all_reduce", Effect.NO_HOST_SYNC,
                 "with NCCL the collective is queued on a CUDA stream; the host continues unless the result is "
                 "read back",
@@ -153,6 +172,8 @@ ALIASES = {
     "tqdm.notebook.tqdm": "tqdm.tqdm",
     "accelerate.accelerator.Accelerator": "accelerate.Accelerator",
     "ema_pytorch.ema_pytorch.EMA": "ema_pytorch.EMA",
+    "torchmetrics.aggregation": "torchmetrics",
+    "torchvision.ops.boxes": "torchvision.ops",
 }
 
 # Library functions that build an instance of a class of the table: (function, the class, source).
