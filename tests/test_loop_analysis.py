@@ -246,6 +246,47 @@ CASES = {
         while (model(x) > 0).any():  # every
             pass
     """,
+    "a base class's loop over self.run_step() runs the subclasses' overrides every iteration": """
+        class TrainerBase:
+            def train(self, start, end):
+                self.before_train()
+                for self.iter in range(start, end):
+                    self.run_step()
+            def before_train(self):
+                pass
+            def run_step(self):
+                raise NotImplementedError
+        class SimpleTrainer(TrainerBase):
+            def before_train(self):
+                self.first = torch.zeros(3).cpu()  # outside
+            def run_step(self):
+                loss = model(x).sum()
+                loss.backward()
+                self.log(loss)
+            def log(self, loss):
+                value = loss.item()  # every
+        class AMPTrainer(SimpleTrainer):
+            def run_step(self):
+                loss = model(x).sum()
+                loss.backward()
+                value = loss.item()  # every
+    """,
+    "an override of a method the base class calls outside its loop is not per-step": """
+        class Base:
+            def fit(self):
+                self.setup()
+                for i in range(10):
+                    self.show(i)
+            def setup(self):
+                pass
+            def show(self, i):
+                print(i)
+        class Child(Base):
+            def setup(self):
+                model(x).sum().backward()  # outside
+            def show(self, i):
+                print(i + 1)  # outside
+    """,
     "generation loop is not a training loop": """
         for k in range(3):
             y = model.generate(x)  # outside

@@ -72,6 +72,7 @@ class LoopAnalysis:
         self._trains: dict = {}
         self._hot_helpers: Optional[dict[int, Execution]] = None
         self._calls_of: Optional[dict[int, list[cst.Call]]] = None
+        self._subclasses: Optional[dict[int, list[cst.ClassDef]]] = None
         # _compute_execution's walks, by the id of a node passed on the way up (see there)
         self._walks: dict[int, Execution] = {}
         self._walks_without_helpers: dict[int, Execution] = {}
@@ -273,8 +274,10 @@ class LoopAnalysis:
             return True
         if follow_helpers:
             helper = self.local_function(call)
-            if helper is not None:
-                return self._function_trains(helper)
+            if helper is not None and self._function_trains(helper):
+                return True
+            # `self.run_step()` in a base class's loop: the subclasses' overrides run in its place
+            return any(self._function_trains(o) for o in self.overrides(call))
         return False
 
     def _function_trains(self, fn: cst.FunctionDef) -> bool:
@@ -313,6 +316,45 @@ class LoopAnalysis:
             owner = self._class_of(call)
             candidates = [c for c in candidates if owner is not None and self._class_of(c) is owner]
         return candidates[0] if len(candidates) == 1 else None
+
+    def overrides(self, call: cst.Call) -> list[cst.FunctionDef]:
+        """For `self.m(...)` in a method of a class of this module: the methods `m` of the module's classes derived
+        from that class (by base name, transitively), which run in its place on their instances (detectron2's
+        `TrainerBase.train` loops over `self.run_step()`; `SimpleTrainer` and `AMPTrainer` define it)."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            return []
+        owner = self._class_of(call)
+        if owner is None:
+            return []
+        name = func.attr.value
+        found = []
+        for derived in self._derived_classes(owner):
+            for stmt in derived.body.body if isinstance(derived.body, cst.IndentedBlock) else ():
+                if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+                    found.append(stmt)
+        return found
+
+    def _derived_classes(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
+        """The classes of this module that derive from `cls` through base classes named in the module (the
+        one class of the module by each name), directly or transitively."""
+        if self._subclasses is None:
+            self._subclasses = {}
+            for other in self.index.classes.values():
+                for base in other.bases:
+                    value = base.value if base.keyword is None else None
+                    parent = self.index.classes.get(value.value) if isinstance(value, cst.Name) else None
+                    if parent is not None and parent is not other:
+                        self._subclasses.setdefault(id(parent), []).append(other)
+        found: list[cst.ClassDef] = []
+        stack = list(self._subclasses.get(id(cls), ()))
+        while stack:
+            other = stack.pop()
+            if other in found:
+                continue
+            found.append(other)
+            stack.extend(self._subclasses.get(id(other), ()))
+        return found
 
     def passed_functions(self, call: cst.Call) -> list[cst.FunctionDef]:
         """Functions of this module passed by name to `call` whose callee calls them on every call: a step
@@ -428,6 +470,9 @@ class LoopAnalysis:
                 fn = self.local_function(node)  # type: ignore[arg-type]
                 if fn is not None and not self.index.is_ancestor_or_self(fn, node):
                     calls.append((node, fn))
+                for override in self.overrides(node):  # type: ignore[arg-type]
+                    if not self.index.is_ancestor_or_self(override, node):
+                        calls.append((node, override))
                 for passed in self.passed_functions(node):  # type: ignore[arg-type]
                     if not self.index.is_ancestor_or_self(passed, node):
                         calls.append((node, passed))
