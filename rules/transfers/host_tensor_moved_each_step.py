@@ -24,7 +24,9 @@ class HostTensorMovedEachStep(Rule):
     Flags `torch.zeros(...).to(device)`, `torch.tensor(x).cuda()`, `torch.arange(n).to(x.device)` and other
     torch factories followed by a copy to an accelerator, where this runs every iteration of a training loop.
     Also flags `torch.tensor(values, device=device)` and `torch.as_tensor(values, device=device)` of Python
-    numbers, lists or numpy arrays every iteration: `device=` does not move where the values are.
+    numbers, lists or numpy arrays every iteration: `device=` does not move where the values are. The legacy
+    constructors (`torch.Tensor(obs).to(device)`, `torch.FloatTensor(x).cuda()`) are the same host build and
+    copy: they accept only host data (an environment's numpy observation, a list).
 
     The factory and the copy need not be one expression: `t = torch.randint(0, T, (B,))` early in the step and
     `model(x, t.to(device))` later in the same iteration is the same host build and copy (reported at the copy),
@@ -82,7 +84,8 @@ class HostTensorMovedEachStep(Rule):
     on the device (so values are cast exactly as before); `non_blocking` is dropped (nothing is copied).
     No fix for `torch.tensor(values)` of Python numbers, lists or numpy arrays (with `device=` or followed by
     `.to(device)`): moving `device=` into it would copy the same host values; what replaces it depends on
-    where the values come from.
+    where the values come from. No fix for the legacy constructors either (`torch.Tensor(...)` takes no
+    `device=`).
 
     For a tensor bound in the step and copied later, `device=` goes into the factory and every copy of it is
     dropped (`t.to(device)` becomes `t`); it is offered only when all its copies go to the same device, spelt as
@@ -126,6 +129,9 @@ class HostTensorMovedEachStep(Rule):
             "step; create it on the device with `device=`"
     table_rows = "`{table}` lives on the host: indexing it with `{index}` (built this step) and copying the rows " \
                  "to the GPU costs a copy every step; move `{table}` to the device once, where it is defined"
+    legacy = "`torch.{factory}(...)` (the legacy constructor) builds the tensor on the host from host data and " \
+             "copies it from pageable memory every step, waiting for the GPU; build it once before the loop, or " \
+             "keep the data on the device"
     computed = "`torch.{factory}` builds a tensor on the host, the arithmetic on it runs on the host, and the " \
                "result is copied to the GPU every step; create it on the device with `device=` and compute there"
     family = Family.TRANSFERS
@@ -162,6 +168,9 @@ class HostTensorMovedEachStep(Rule):
                 message="of host values builds the tensor on the host"),
         Example(DATASET_HEAD + _CAST.format("torch.tensor([0.1, 0.2], device=device)"),
                 message="`device=` does not change that"),
+        # the legacy constructor: a host build from host data, and it takes no `device=`: reported, no fix
+        Example(DATASET_HEAD + _CAST.format("torch.Tensor([0.1, 0.2]).to(device, non_blocking=True)"),
+                message="(the legacy constructor) builds the tensor on the host"),
         # host arithmetic over a factory, then copied (a sinusoidal embedding's frequencies); `scale` may not be a
         # Python number, so no fix (tests/test_transfers.py has the fixed form, an unsafe fix)
         Example(DATASET_HEAD + "scale = get_scale()\n" + _CAST.format(
@@ -178,6 +187,13 @@ class HostTensorMovedEachStep(Rule):
             self._from_host_values(node)
             return
         factory, chain = self._factory(node.func.value)  # type: ignore[union-attr]
+        legacy = self._legacy_constructor(node.func.value) if factory is None else None  # type: ignore[union-attr]
+        if legacy is not None:
+            where = self.where(node)
+            if where:  # `device=` is not an argument of the legacy constructor: reported, no fix
+                self.report(node, self.legacy.format(factory=self.analysis.qualified(legacy.func).split(".")[1]),
+                            where=where)
+            return
         if factory is None:
             if not self._computed_on_host(node):
                 self._built_then_moved(node)
@@ -191,6 +207,17 @@ class HostTensorMovedEachStep(Rule):
             self.report(node, self.from_values.format(factory=name), where=where)
         elif where:
             self.report(node, self.message.format(factory=name), where=where, fix=self._fix(node, factory, name))
+
+    def _legacy_constructor(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
+        """`torch.Tensor(values)` (or `torch.FloatTensor(...)`, ...) under methods that compute the same values
+        on either device: the legacy constructor builds on the CPU from host data (it refuses a CUDA tensor)."""
+        while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
+                expr.func.attr.value in _SAME_ON_DEVICE and self.analysis.is_tensor(expr.func.value):
+            expr = expr.func.value
+        if isinstance(expr, cst.Call) and self.analysis.qualified(expr.func) in _LEGACY_CONSTRUCTORS and \
+                expr.args and not any(a.star for a in expr.args):
+            return expr
+        return None
 
     def _of_host_values(self, factory: cst.Call) -> bool:
         """`torch.tensor(values)`/`torch.as_tensor(values)` of Python numbers, lists or numpy arrays."""
@@ -333,6 +360,10 @@ class HostTensorMovedEachStep(Rule):
 
 
 _UNFIXABLE = ("requires_grad", "out", "pin_memory", "generator")
+# The legacy typed constructors: CPU tensors from host data (or sizes); they take no `device=`.
+_LEGACY_CONSTRUCTORS = frozenset(f"torch.{t}" for t in (
+    "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
+    "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"))
 # torch functions and tensor methods that compute elementwise (or along one axis) on the device of their inputs.
 _ELEMENTWISE = frozenset(("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "sinh",
                           "cosh", "tanh", "sigmoid", "sqrt", "rsqrt", "pow", "abs", "neg", "reciprocal", "floor",
