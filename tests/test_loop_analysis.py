@@ -287,6 +287,28 @@ CASES = {
             def show(self, i):
                 print(i + 1)  # outside
     """,
+    "a block after a compound continue guard runs once per tick (StyleGAN2-ADA)": """
+        it = iter(loader)
+        done = False
+        cur_nimg = cur_tick = tick_start_nimg = 0
+        while True:
+            x = next(it)
+            loss = model(x).sum()  # every
+            loss.backward()
+            cur_nimg += 4
+            if (grid is not None) and (done or cur_tick % snapshot_ticks == 0):
+                a = loss.item()  # periodic
+            done = (cur_nimg >= total_kimg * 1000)
+            if (not done) and (cur_tick != 0) and (cur_nimg < tick_start_nimg + kimg_per_tick * 1000):
+                continue
+            b = loss.item()  # periodic
+            if (rank == 0) and (snapshot_ticks is not None) and (done or cur_tick % snapshot_ticks == 0):
+                c = loss.cpu()  # periodic
+            cur_tick += 1
+            tick_start_nimg = cur_nimg
+            if done:
+                break
+    """,
     "generation loop is not a training loop": """
         for k in range(3):
             y = model.generate(x)  # outside
