@@ -309,6 +309,40 @@ CASES = {
             if done:
                 break
     """,
+    "an RL rollout beside the update loops runs every environment step (cleanrl's PPO)": """
+        class Agent(nn.Module):
+            def act(self, obs):
+                return obs
+        agent = Agent().cuda()
+        for iteration in range(num_iterations):
+            for step in range(num_steps):
+                with torch.no_grad():
+                    action, value = agent.act(next_obs)  # every
+                next_obs, reward, done, info = envs.step(action.cpu().numpy())  # every
+                next_obs = torch.Tensor(next_obs).to(device)  # every
+            returns = compute_returns(rewards)  # periodic
+            for epoch in range(update_epochs):
+                for start in range(0, batch_size, minibatch_size):
+                    loss = agent.loss(b_obs[start:start + minibatch_size])
+                    loss.backward()  # every
+                    optimizer.step()
+            print(loss.item())  # periodic
+    """,
+    "an evaluation rollout after training, or in a loop that does not train, is not per-step": """
+        class Agent(nn.Module):
+            def act(self, obs):
+                return obs
+        agent = Agent().cuda()
+        for b in loader:
+            model(b).sum().backward()
+        for episode in range(num_episodes):
+            for t in range(max_steps):
+                action = agent.act(obs)
+                obs, reward, done, info = env.step(action.cpu().numpy())  # outside
+        for t in range(max_steps):
+            action = agent.act(obs)
+            obs, reward, done, info = env.step(action.cpu().numpy())  # outside
+    """,
     "generation loop is not a training loop": """
         for k in range(3):
             y = model.generate(x)  # outside

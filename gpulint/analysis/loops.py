@@ -122,7 +122,46 @@ class LoopAnalysis:
             return LoopRole.HOT
         if nested_hot:
             return LoopRole.EPOCH
+        if self._rollout(loop):
+            return LoopRole.HOT
         return LoopRole.HOT if self._iterates_tensor_math(loop) else LoopRole.COLD
+
+    def _rollout(self, loop: Loop) -> bool:
+        """An RL rollout: a loop of many iterations whose own body runs a model (`agent(obs)`, a method of a
+        module: `agent.get_action_and_value(next_obs)`) and hands what it returns to another object's `.step(...)`
+        (an environment, `envs.step(action.cpu().numpy())`), placed in a loop whose body also holds a loop that
+        trains (PPO's update loops beside the rollout). Each iteration is an environment step of training."""
+        if isinstance(loop, cst.For) and (not _many_range_iterations(loop.iter) or _few_range_iterations(loop)):
+            return False
+        outer = next((a for a in self.index.ancestors(loop) if isinstance(a, (cst.For, cst.While, cst.FunctionDef,
+                                                                              cst.Lambda, cst.ClassDef))), None)
+        if not isinstance(outer, (cst.For, cst.While)):
+            return False
+        outputs: set = set()  # names bound in the body to what the model returns
+        steps = []
+        for node in _walk_body(loop, into_loops=False):
+            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and self._runs_a_model(node.value):
+                for target in node.targets:
+                    outputs.update(_target_names(target.target))
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+                    node.func.attr.value == "step" and node.args and \
+                    self.kinds.of(node.func.value) not in (Kind.OPTIMIZER, Kind.MODULE):
+                steps.append(node)
+        if not outputs or not any(
+                isinstance(n, cst.Name) and n.value in outputs
+                for step in steps for arg in step.args for n in _names_under(arg.value)):
+            return False
+        return any(isinstance(other, (cst.For, cst.While)) and other is not loop and
+                   not self.index.is_ancestor_or_self(loop, other) and self._trains_by_itself(other)
+                   for other in _walk_body(outer, into_loops=True))
+
+    def _runs_a_model(self, call: cst.Call) -> bool:
+        """`model(x)`, or a method of a module that is not set-up or bookkeeping (`agent.act(obs)`)."""
+        func = call.func
+        if self.kinds.of(func) is Kind.MODULE:
+            return True
+        return isinstance(func, cst.Attribute) and self.kinds.of(func.value) is Kind.MODULE and \
+            not func.attr.value.startswith("_") and func.attr.value not in _MODULE_BOOKKEEPING
 
     def _iterates_tensor_math(self, loop: Loop) -> bool:
         """A loop with no model that does tensor math many times: an iterative solver, k-means, sampling.
@@ -813,6 +852,35 @@ def _runs_each_iteration(loop: Loop, child: cst.CSTNode) -> bool:
     if child is loop.body:
         return True
     return isinstance(loop, cst.While) and child is loop.test
+
+
+# Methods of a module that set it up or read its state, never a forward pass.
+_MODULE_BOOKKEEPING = frozenset({
+    "to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16", "parameters", "named_parameters",
+    "buffers", "named_buffers", "modules", "named_modules", "children", "named_children", "state_dict",
+    "load_state_dict", "zero_grad", "requires_grad_", "apply", "register_buffer", "register_forward_hook",
+    "register_full_backward_hook", "register_forward_pre_hook", "add_module", "get_submodule", "share_memory"})
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    """The names an assignment target binds (`a`, `a, (b, c)`), not attributes or subscripts."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
+def _names_under(expr: cst.CSTNode):
+    """The `Name` nodes of an expression (lambdas included: they are read where they are written)."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            yield node
+        stack.extend(child_nodes(node))
 
 
 def _walk_body(loop: Union[Loop, cst.FunctionDef], into_loops: bool):
