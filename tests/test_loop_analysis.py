@@ -328,6 +328,25 @@ CASES = {
                     optimizer.step()
             print(loss.item())  # periodic
     """,
+    "logging at an episode's end, or in the first steps of a rollout, is not every environment step": """
+        class Agent(nn.Module):
+            def act(self, obs):
+                return obs
+        agent = Agent().cuda()
+        for iteration in range(num_iterations):
+            for step in range(num_steps):
+                action = agent.act(next_obs)
+                next_obs, reward, done, info = envs.step(action.cpu().numpy())  # every
+                for idx, d in enumerate(done):
+                    if d and info["lives"][idx] == 0:
+                        print(values[step].cpu().numpy())  # periodic
+                if 0 <= step <= 2:
+                    print(values[step].item())  # periodic
+                rewards[step] = torch.tensor(reward).to(device)  # every
+            for epoch in range(update_epochs):
+                loss = agent.loss(b_obs)
+                loss.backward()  # every
+    """,
     "an evaluation rollout after training, or in a loop that does not train, is not per-step": """
         class Agent(nn.Module):
             def act(self, obs):

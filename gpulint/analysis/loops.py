@@ -559,6 +559,15 @@ class LoopAnalysis:
             if is_and:
                 return left or right
             return left if (left and right) else None
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 2 and not negated:
+            # `0 <= step <= 2`: a counter between two literals, a fixed number of iterations
+            first, second = test.comparisons
+            below = (cst.LessThan, cst.LessThanEqual)
+            if isinstance(test.left, cst.Integer) and isinstance(second.comparator, cst.Integer) and \
+                    isinstance(first.operator, below) and isinstance(second.operator, below) and \
+                    self._is_counter(first.comparator):
+                return f"`{_code(test)}` (a bounded number of times)"
+            return None
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
             op = test.comparisons[0].operator
             sides = (test.left, test.comparisons[0].comparator)
@@ -582,6 +591,8 @@ class LoopAnalysis:
             return f"`not {_code(test)}`"
         if isinstance(test, cst.Name) and not negated and self._end_of_run_flag(test):
             return f"`{test.value}` (the end of the run)"  # `if done or step % N == 0:`
+        if isinstance(test, cst.Name) and not negated and self._episode_end(test):
+            return f"`{test.value}` (an episode's end)"  # `for idx, d in enumerate(done): if d: <log the return>`
         if isinstance(test, cst.Name) and not negated:
             # `should_log = step % N == 0` ... `if should_log:`
             scope = self.index.enclosing_scope(test)
@@ -614,6 +625,40 @@ class LoopAnalysis:
             b.kind == "assign" and b.index is None and (
                 isinstance(b.value, cst.Comparison) or
                 isinstance(b.value, cst.Name) and b.value.value in ("True", "False")) for b in bindings)
+
+    def _episode_end(self, name: cst.Name) -> bool:
+        """A flag an environment step returns (`obs, reward, done, info = envs.step(action)`: the third or fourth
+        of four or five names unpacked from a `.step(...)` call, Gym's `terminated`/`truncated`), or an element
+        of one (`for idx, d in enumerate(done):`): true when an episode ends, not on every step."""
+        bindings = self.index.visible_bindings(name)
+        if not bindings:
+            return False
+        for b in bindings:
+            if b.kind == "for" and isinstance(b.source, cst.For):
+                iterable = b.source.iter
+                if isinstance(iterable, cst.Call) and dotted_name(iterable.func) == "enumerate" and iterable.args:
+                    if b.index != 1:
+                        return False
+                    iterable = iterable.args[0].value
+                elif b.index is not None:
+                    return False
+                if not (isinstance(iterable, cst.Name) and
+                        all(self._unpacked_from_step(c) for c in self.index.visible_bindings(iterable))):
+                    return False
+            elif not self._unpacked_from_step(b):
+                return False
+        return True
+
+    @staticmethod
+    def _unpacked_from_step(binding) -> bool:
+        source = binding.source
+        if binding.kind != "assign" or binding.index is None or not isinstance(source, cst.Assign) or \
+                len(source.targets) != 1 or not isinstance(source.targets[0].target, (cst.Tuple, cst.List)):
+            return False
+        size = len(source.targets[0].target.elements)
+        value = source.value
+        return size in (4, 5) and binding.index in (2, 3) and binding.index < size - 1 and \
+            isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "step"
 
     def _moving_threshold(self, test: cst.Comparison, op, negated: bool) -> bool:
         """`cur_nimg >= tick_start_nimg + kimg_per_tick * 1000` (or `step - last_log >= every`, or the negation of
