@@ -347,6 +347,30 @@ CASES = {
                 loss = agent.loss(b_obs)
                 loss.backward()  # every
     """,
+    "a modulo guard whose period defaults to 1 in the script's options runs every step": """
+        import argparse
+        from dataclasses import dataclass
+        @dataclass
+        class Args:
+            target_network_frequency: int = 1
+            policy_frequency: int = 2
+        args = tyro.cli(Args)
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--log-every", type=int, default=1)
+        parser.add_argument("--save-every", type=int, default=1)
+        parser.add_argument("--save-every", type=int, default=1000)
+        opts = parser.parse_args()
+        for b in loader:
+            model(b).sum().backward()
+            if step % args.target_network_frequency == 0:
+                soft = 1  # every
+            if step % args.policy_frequency == 0:
+                actor = 1  # periodic
+            if step % opts.log_every == 0:
+                log = 1  # every
+            if step % opts.save_every == 0:
+                save = 1  # periodic
+    """,
     "an evaluation rollout after training, or in a loop that does not train, is not per-step": """
         class Agent(nn.Module):
             def act(self, obs):

@@ -73,6 +73,7 @@ class LoopAnalysis:
         self._hot_helpers: Optional[dict[int, Execution]] = None
         self._calls_of: Optional[dict[int, list[cst.Call]]] = None
         self._subclasses: Optional[dict[int, list[cst.ClassDef]]] = None
+        self._defaults: Optional[dict] = None
         # _compute_execution's walks, by the id of a node passed on the way up (see there)
         self._walks: dict[int, Execution] = {}
         self._walks_without_helpers: dict[int, Execution] = {}
@@ -575,7 +576,7 @@ class LoopAnalysis:
             equal = isinstance(op, cst.NotEqual) if negated else isinstance(op, cst.Equal)
             unequal = isinstance(op, cst.Equal) if negated else isinstance(op, cst.NotEqual)
             if any(_has_modulo(s) for s in sides):
-                if equal:
+                if equal and not any(self._period_one(s) for s in sides):
                     return f"`{_code(test)}`"
                 return None
             if equal and any(self._is_counter(s) for s in sides):
@@ -613,6 +614,49 @@ class LoopAnalysis:
                 # `def divisible_by(n, d): return (n % d) == 0` ... `if divisible_by(step, every):`
                 return f"`{_code(test)}`"
         return None
+
+    def _period_one(self, node: cst.CSTNode) -> bool:
+        """`step % args.every` where the script's own options give `every` the default 1 (a dataclass field
+        `every: int = 1` of the class the options are parsed into, `parser.add_argument("--every", default=1)`):
+        true on every step unless the run says otherwise."""
+        if not isinstance(node, cst.BinaryOperation):
+            return False
+        if not isinstance(node.operator, cst.Modulo):
+            return self._period_one(node.left) or self._period_one(node.right)
+        period = node.right
+        if not (isinstance(period, cst.Attribute) and isinstance(period.value, cst.Name)):
+            return False
+        defaults = self._option_defaults()
+        return defaults.get(period.attr.value) == ["1"]
+
+    def _option_defaults(self) -> dict:
+        """Option name -> the defaults the module gives it, as written (`--target-network-frequency` read as
+        `target_network_frequency`): annotated fields of classes with a literal default, and `add_argument`
+        calls with a literal `default=`."""
+        if self._defaults is None:
+            found: dict = {}
+            for cls in self.index.classes.values():
+                for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+                    for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+                        if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and \
+                                small.value is not None:
+                            found.setdefault(small.target.value, []).append(_literal(small.value))
+            for node in of_types(self.index, cst.Call):
+                func = node.func  # type: ignore[attr-defined]
+                if not (isinstance(func, cst.Attribute) and func.attr.value == "add_argument"):
+                    continue
+                flags = [a.value.evaluated_value for a in node.args  # type: ignore[attr-defined]
+                         if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+                dest = next((a.value for a in node.args if a.keyword is not None  # type: ignore[attr-defined]
+                             and a.keyword.value == "dest"), None)
+                names = [dest.evaluated_value] if isinstance(dest, cst.SimpleString) else \
+                    [f.lstrip("-").replace("-", "_") for f in flags if isinstance(f, str) and f.startswith("--")][:1]
+                default = next((a.value for a in node.args if a.keyword is not None  # type: ignore[attr-defined]
+                                and a.keyword.value == "default"), None)
+                for name in names:
+                    found.setdefault(name, []).append(_literal(default) if default is not None else None)
+            self._defaults = found
+        return self._defaults
 
     def _end_of_run_flag(self, name: cst.Name) -> bool:
         """`done` / `finished` / `is_last_step`: a flag set from a comparison or a literal (`done = cur >= total`,
@@ -875,6 +919,11 @@ def _many_range_iterations(iterable: cst.BaseExpression) -> bool:
             return True
         values.append(-literal.evaluated_value if negative else literal.evaluated_value)
     return len(range(*values)) >= _MANY
+
+
+def _literal(node: cst.BaseExpression) -> Optional[str]:
+    """An int literal's digits (`1`), else None."""
+    return node.value if isinstance(node, cst.Integer) else None
 
 
 def _has_modulo(node: cst.CSTNode) -> bool:
