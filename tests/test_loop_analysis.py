@@ -385,6 +385,13 @@ CASES = {
         for t in range(max_steps):
             action = agent.act(obs)
             obs, reward, done, info = env.step(action.cpu().numpy())  # outside
+        for epoch in range(epochs):
+            for b in loader:
+                model(b).sum().backward()
+            for t in range(num_timesteps):
+                eps = agent.act(x)
+                x = scheduler.step(eps, t, x).prev_sample
+                print(x.cpu())  # periodic
     """,
     "generation loop is not a training loop": """
         for k in range(3):

@@ -129,9 +129,10 @@ class LoopAnalysis:
 
     def _rollout(self, loop: Loop) -> bool:
         """An RL rollout: a loop of many iterations whose own body runs a model (`agent(obs)`, a method of a
-        module: `agent.get_action_and_value(next_obs)`) and hands what it returns to another object's `.step(...)`
-        (an environment, `envs.step(action.cpu().numpy())`), placed in a loop whose body also holds a loop that
-        trains (PPO's update loops beside the rollout). Each iteration is an environment step of training."""
+        module: `agent.get_action_and_value(next_obs)`) and hands what it returns to an environment's step
+        (`obs, reward, done, info = envs.step(action.cpu().numpy())`, `_environment_step`), placed in a loop whose
+        body also holds a loop that trains (PPO's update loops beside the rollout). Each iteration is an
+        environment step of training; a diffusion sampler's `scheduler.step(eps, t, x)` is not an environment."""
         if isinstance(loop, cst.For) and (not _many_range_iterations(loop.iter) or _few_range_iterations(loop)):
             return False
         outer = next((a for a in self.index.ancestors(loop) if isinstance(a, (cst.For, cst.While, cst.FunctionDef,
@@ -141,13 +142,13 @@ class LoopAnalysis:
         outputs: set = set()  # names bound in the body to what the model returns
         steps = []
         for node in _walk_body(loop, into_loops=False):
-            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and self._runs_a_model(node.value):
+            if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Call):
+                continue
+            if self._runs_a_model(node.value):
                 for target in node.targets:
                     outputs.update(_target_names(target.target))
-            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
-                    node.func.attr.value == "step" and node.args and \
-                    self.kinds.of(node.func.value) not in (Kind.OPTIMIZER, Kind.MODULE):
-                steps.append(node)
+            elif _environment_step(node):
+                steps.append(node.value)
         if not outputs or not any(
                 isinstance(n, cst.Name) and n.value in outputs
                 for step in steps for arg in step.args for n in _names_under(arg.value)):
@@ -954,6 +955,16 @@ _MODULE_BOOKKEEPING = frozenset({
     "buffers", "named_buffers", "modules", "named_modules", "children", "named_children", "state_dict",
     "load_state_dict", "zero_grad", "requires_grad_", "apply", "register_buffer", "register_forward_hook",
     "register_full_backward_hook", "register_forward_pre_hook", "add_module", "get_submodule", "share_memory"})
+
+
+def _environment_step(assign: cst.Assign) -> bool:
+    """`obs, reward, done, info = envs.step(action)` (or Gym's five names, `terminated` and `truncated`): a
+    `.step(...)` with arguments whose result is unpacked into four or five targets. A scheduler's or an
+    optimizer's `step` returns one value (`x = scheduler.step(eps, t, x).prev_sample`)."""
+    value = assign.value
+    return len(assign.targets) == 1 and isinstance(assign.targets[0].target, (cst.Tuple, cst.List)) and \
+        len(assign.targets[0].target.elements) in (4, 5) and isinstance(value, cst.Call) and \
+        isinstance(value.func, cst.Attribute) and value.func.attr.value == "step" and bool(value.args)
 
 
 def _target_names(target: cst.BaseExpression) -> list[str]:
