@@ -355,6 +355,11 @@ CASES = {
             target_network_frequency: int = 1
             policy_frequency: int = 2
         args = tyro.cli(Args)
+        class Plain:
+            eval_every: int = 1
+            def __init__(self, eval_every=500):
+                self.eval_every = eval_every
+        plain = Plain()
         parser = argparse.ArgumentParser()
         parser.add_argument("--log-every", type=int, default=1)
         parser.add_argument("--save-every", type=int, default=1)
@@ -370,6 +375,8 @@ CASES = {
                 log = 1  # every
             if step % opts.save_every == 0:
                 save = 1  # periodic
+            if step % plain.eval_every == 0:
+                evaluate = 1  # periodic
     """,
     "an evaluation rollout after training, or in a loop that does not train, is not per-step": """
         class Agent(nn.Module):

@@ -632,11 +632,14 @@ class LoopAnalysis:
 
     def _option_defaults(self) -> dict:
         """Option name -> the defaults the module gives it, as written (`--target-network-frequency` read as
-        `target_network_frequency`): annotated fields of classes with a literal default, and `add_argument`
+        `target_network_frequency`): annotated fields of dataclasses with a literal default, and `add_argument`
         calls with a literal `default=`."""
         if self._defaults is None:
             found: dict = {}
             for cls in self.index.classes.values():
+                if not any((dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
+                            or "").endswith("dataclass") for d in cls.decorators):
+                    continue  # a plain class's attribute may be set again in `__init__`
                 for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
                     for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
                         if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and \
