@@ -12,11 +12,11 @@ a tensor" here, never the other way round. It over-approximates kinds.py rule by
 - a name may be a tensor if any binding of that name anywhere in the module (ignoring scopes: a superset) may
   give one: an assignment, augmented assignment or `:=` of a value that may be a tensor (pairwise for
   `a, b = x, y`, else each name of the target from the whole value, as `tree.py` binds them); an annotation
-  that mentions `Tensor`; a `for`/comprehension target over anything but `range(...)`, unless what it iterates
+  that mentions `Tensor`, or a name back-propagated with `name.backward()`; a `for`/comprehension target over anything but `range(...)`, unless what it iterates
   can yield no tensor. `with ... as x`, imports, `def`, `class` and names nothing binds are never tensors in
   kinds.py (`_kind_from_name` never says `TENSOR`);
 - a call may be a tensor when it may name something in `torch.` (under any alias), is a method of a value that
-  may be a tensor or a model, is `.to`/`.cuda`/`.scale`, is `abs`/`max`/`min`/`sum` of a tensor, or calls
+  may be a tensor or a model, is `.to`/`.cuda`/`.scale`/`.detach`, is `abs`/`max`/`min`/`sum` of a tensor, or calls
   something that may be a model (the prefilter's `_may_be_model`), or anything not a plain name or attribute;
 - `self.x` may be a tensor only in a module that registers buffers; any other attribute, subscript or operator
   only through a part that may be one; literals, displays and comprehensions never.
@@ -73,6 +73,9 @@ class TensorFacts:
                 self._bind_all(node.target, ("iterates", node.iter))
             elif isinstance(node, ast.Attribute) and node.attr == "register_buffer":
                 self._buffers = True
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr == "backward" and isinstance(node.func.value, ast.Name) and not node.args:
+                self._bindings.setdefault(node.func.value.id, []).append(("tensor", None))  # `loss.backward()`
             elif isinstance(node, ast.arg):
                 if node.annotation is not None and _mentions_tensor(node.annotation):
                     self._bindings.setdefault(node.arg, []).append(("tensor", None))
@@ -188,7 +191,7 @@ class TensorFacts:
         method = func.attr
         if method in ("item", "tolist", "numpy") and not call.args:
             return False
-        if method in ("to", "cuda", "scale", "forward", "generate", "__call__"):
+        if method in ("to", "cuda", "scale", "forward", "generate", "__call__", "detach"):
             return True
         return self.may_be_tensor(func.value, names) or self._may_be_model(func.value)
 

@@ -246,6 +246,160 @@ CASES = {
         while (model(x) > 0).any():  # every
             pass
     """,
+    "a base class's loop over self.run_step() runs the subclasses' overrides every iteration": """
+        class TrainerBase:
+            def train(self, start, end):
+                self.before_train()
+                for self.iter in range(start, end):
+                    self.run_step()
+            def before_train(self):
+                pass
+            def run_step(self):
+                raise NotImplementedError
+        class SimpleTrainer(TrainerBase):
+            def before_train(self):
+                self.first = torch.zeros(3).cpu()  # outside
+            def run_step(self):
+                loss = model(x).sum()
+                loss.backward()
+                self.log(loss)
+            def log(self, loss):
+                value = loss.item()  # every
+        class AMPTrainer(SimpleTrainer):
+            def run_step(self):
+                loss = model(x).sum()
+                loss.backward()
+                value = loss.item()  # every
+    """,
+    "an override of a method the base class calls outside its loop is not per-step": """
+        class Base:
+            def fit(self):
+                self.setup()
+                for i in range(10):
+                    self.show(i)
+            def setup(self):
+                pass
+            def show(self, i):
+                print(i)
+        class Child(Base):
+            def setup(self):
+                model(x).sum().backward()  # outside
+            def show(self, i):
+                print(i + 1)  # outside
+    """,
+    "a block after a compound continue guard runs once per tick (StyleGAN2-ADA)": """
+        it = iter(loader)
+        done = False
+        cur_nimg = cur_tick = tick_start_nimg = 0
+        while True:
+            x = next(it)
+            loss = model(x).sum()  # every
+            loss.backward()
+            cur_nimg += 4
+            if (grid is not None) and (done or cur_tick % snapshot_ticks == 0):
+                a = loss.item()  # periodic
+            done = (cur_nimg >= total_kimg * 1000)
+            if (not done) and (cur_tick != 0) and (cur_nimg < tick_start_nimg + kimg_per_tick * 1000):
+                continue
+            b = loss.item()  # periodic
+            if (rank == 0) and (snapshot_ticks is not None) and (done or cur_tick % snapshot_ticks == 0):
+                c = loss.cpu()  # periodic
+            cur_tick += 1
+            tick_start_nimg = cur_nimg
+            if done:
+                break
+    """,
+    "an RL rollout beside the update loops runs every environment step (cleanrl's PPO)": """
+        class Agent(nn.Module):
+            def act(self, obs):
+                return obs
+        agent = Agent().cuda()
+        for iteration in range(num_iterations):
+            for step in range(num_steps):
+                with torch.no_grad():
+                    action, value = agent.act(next_obs)  # every
+                next_obs, reward, done, info = envs.step(action.cpu().numpy())  # every
+                next_obs = torch.Tensor(next_obs).to(device)  # every
+            returns = compute_returns(rewards)  # periodic
+            for epoch in range(update_epochs):
+                for start in range(0, batch_size, minibatch_size):
+                    loss = agent.loss(b_obs[start:start + minibatch_size])
+                    loss.backward()  # every
+                    optimizer.step()
+            print(loss.item())  # periodic
+    """,
+    "logging at an episode's end, or in the first steps of a rollout, is not every environment step": """
+        class Agent(nn.Module):
+            def act(self, obs):
+                return obs
+        agent = Agent().cuda()
+        for iteration in range(num_iterations):
+            for step in range(num_steps):
+                action = agent.act(next_obs)
+                next_obs, reward, done, info = envs.step(action.cpu().numpy())  # every
+                for idx, d in enumerate(done):
+                    if d and info["lives"][idx] == 0:
+                        print(values[step].cpu().numpy())  # periodic
+                if 0 <= step <= 2:
+                    print(values[step].item())  # periodic
+                rewards[step] = torch.tensor(reward).to(device)  # every
+            for epoch in range(update_epochs):
+                loss = agent.loss(b_obs)
+                loss.backward()  # every
+    """,
+    "a modulo guard whose period defaults to 1 in the script's options runs every step": """
+        import argparse
+        from dataclasses import dataclass
+        @dataclass
+        class Args:
+            target_network_frequency: int = 1
+            policy_frequency: int = 2
+        args = tyro.cli(Args)
+        class Plain:
+            eval_every: int = 1
+            def __init__(self, eval_every=500):
+                self.eval_every = eval_every
+        plain = Plain()
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--log-every", type=int, default=1)
+        parser.add_argument("--save-every", type=int, default=1)
+        parser.add_argument("--save-every", type=int, default=1000)
+        opts = parser.parse_args()
+        for b in loader:
+            model(b).sum().backward()
+            if step % args.target_network_frequency == 0:
+                soft = 1  # every
+            if step % args.policy_frequency == 0:
+                actor = 1  # periodic
+            if step % opts.log_every == 0:
+                log = 1  # every
+            if step % opts.save_every == 0:
+                save = 1  # periodic
+            if step % plain.eval_every == 0:
+                evaluate = 1  # periodic
+    """,
+    "an evaluation rollout after training, or in a loop that does not train, is not per-step": """
+        class Agent(nn.Module):
+            def act(self, obs):
+                return obs
+        agent = Agent().cuda()
+        for b in loader:
+            model(b).sum().backward()
+        for episode in range(num_episodes):
+            for t in range(max_steps):
+                action = agent.act(obs)
+                obs, reward, done, info = env.step(action.cpu().numpy())  # outside
+        for t in range(max_steps):
+            action = agent.act(obs)
+            obs, reward, done, info = env.step(action.cpu().numpy())  # outside
+        for epoch in range(epochs):
+            for b in loader:
+                model(b).sum().backward()
+            for t in range(num_timesteps):
+                eps = agent.act(x)
+                x = scheduler.step(eps, t, x).prev_sample
+                print(x.cpu())  # periodic
+    """,
     "generation loop is not a training loop": """
         for k in range(3):
             y = model.generate(x)  # outside

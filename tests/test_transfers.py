@@ -36,6 +36,26 @@ def test_one_fix_run_pins_the_loader_and_makes_its_copies_non_blocking():
 
 
 
+def test_a_written_pin_memory_false_is_reported_and_set_only_by_an_unsafe_fix():
+    """GPU201: `pin_memory=False` on a loader whose batches go to the GPU every step costs the same pageable copies
+    as none passed; its fix reverses a written choice, so `--fix` alone keeps it."""
+    body = """
+        loader = DataLoader(dataset, batch_size=8, pin_memory=False)
+        for x, y in loader:
+            model(x.to(device)).sum().backward()
+    """
+    found = lint(body, codes=("GPU201",))
+    assert [d.message for d in found.diagnostics] == [
+        "`DataLoader` with `pin_memory=False` feeds a GPU every step: host-to-device copies block and cannot overlap"]
+    assert "pin_memory=False" in lint(body, codes=("GPU201",), fix=FixMode.SAFE).source
+    assert "DataLoader(dataset, batch_size=8, pin_memory=True)" in lint(body, codes=("GPU201",),
+                                                                         fix=FixMode.UNSAFE).source
+    kept = body.replace("pin_memory=False)", "pin_memory=False)  # noqa: GPU201")
+    assert not lint(kept, codes=("GPU201",)).diagnostics
+    unseen = body.replace("x.to(device)", "x")  # the batches are not seen going to the device
+    assert not lint(unseen, codes=("GPU201",)).diagnostics
+
+
 def test_device_to_host_copies_never_get_non_blocking():
     result = lint("""
         loader = DataLoader(dataset, batch_size=8, pin_memory=True)

@@ -63,18 +63,26 @@ def _would_pin(rule: Rule, facts, loader: cst.Call) -> bool:
     if made is not None:
         if made.pinned is not False:
             return False
-    elif pin_memory_of(rule, loader) is not None:
+    elif pin_memory_of(rule, loader) is not None and not _written_false(loader):
         return False
     if facts.on_device(_dataset(loader)):
         return False  # pinning a CUDA tensor raises: the data is on the device already
     loops = facts.loops_over(loader)
     if any(facts.moves_batches(loop) for loop in loops):
         return True
+    if made is None and _written_false(loader):
+        return False  # a choice written out: reported only where the batches are seen going to the device
     # No copy in sight (a step helper or a trainer does it): trust a module that plainly targets CUDA, unless
     # every loop over this loader is visibly CPU work (it neither copies anything nor trains).
     if not facts.clearly_cuda():
         return False
     return not loops or any(_feeds_a_step(rule, loop) for loop in loops)
+
+
+def _written_false(loader: cst.Call) -> bool:
+    """`pin_memory=False` written on the call: the same pageable copies as none passed (GPU201 reports it)."""
+    pin = keyword(loader, "pin_memory")
+    return pin is not None and is_false(pin.value)
 
 
 def _feeds_a_step(rule: Rule, loop: cst.For) -> bool:

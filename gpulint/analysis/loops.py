@@ -72,6 +72,8 @@ class LoopAnalysis:
         self._trains: dict = {}
         self._hot_helpers: Optional[dict[int, Execution]] = None
         self._calls_of: Optional[dict[int, list[cst.Call]]] = None
+        self._subclasses: Optional[dict[int, list[cst.ClassDef]]] = None
+        self._defaults: Optional[dict] = None
         # _compute_execution's walks, by the id of a node passed on the way up (see there)
         self._walks: dict[int, Execution] = {}
         self._walks_without_helpers: dict[int, Execution] = {}
@@ -121,7 +123,47 @@ class LoopAnalysis:
             return LoopRole.HOT
         if nested_hot:
             return LoopRole.EPOCH
+        if self._rollout(loop):
+            return LoopRole.HOT
         return LoopRole.HOT if self._iterates_tensor_math(loop) else LoopRole.COLD
+
+    def _rollout(self, loop: Loop) -> bool:
+        """An RL rollout: a loop of many iterations whose own body runs a model (`agent(obs)`, a method of a
+        module: `agent.get_action_and_value(next_obs)`) and hands what it returns to an environment's step
+        (`obs, reward, done, info = envs.step(action.cpu().numpy())`, `_environment_step`), placed in a loop whose
+        body also holds a loop that trains (PPO's update loops beside the rollout). Each iteration is an
+        environment step of training; a diffusion sampler's `scheduler.step(eps, t, x)` is not an environment."""
+        if isinstance(loop, cst.For) and (not _many_range_iterations(loop.iter) or _few_range_iterations(loop)):
+            return False
+        outer = next((a for a in self.index.ancestors(loop) if isinstance(a, (cst.For, cst.While, cst.FunctionDef,
+                                                                              cst.Lambda, cst.ClassDef))), None)
+        if not isinstance(outer, (cst.For, cst.While)):
+            return False
+        outputs: set = set()  # names bound in the body to what the model returns
+        steps = []
+        for node in _walk_body(loop, into_loops=False):
+            if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Call):
+                continue
+            if self._runs_a_model(node.value):
+                for target in node.targets:
+                    outputs.update(_target_names(target.target))
+            elif _environment_step(node):
+                steps.append(node.value)
+        if not outputs or not any(
+                isinstance(n, cst.Name) and n.value in outputs
+                for step in steps for arg in step.args for n in _names_under(arg.value)):
+            return False
+        return any(isinstance(other, (cst.For, cst.While)) and other is not loop and
+                   not self.index.is_ancestor_or_self(loop, other) and self._trains_by_itself(other)
+                   for other in _walk_body(outer, into_loops=True))
+
+    def _runs_a_model(self, call: cst.Call) -> bool:
+        """`model(x)`, or a method of a module that is not set-up or bookkeeping (`agent.act(obs)`)."""
+        func = call.func
+        if self.kinds.of(func) is Kind.MODULE:
+            return True
+        return isinstance(func, cst.Attribute) and self.kinds.of(func.value) is Kind.MODULE and \
+            not func.attr.value.startswith("_") and func.attr.value not in _MODULE_BOOKKEEPING
 
     def _iterates_tensor_math(self, loop: Loop) -> bool:
         """A loop with no model that does tensor math many times: an iterative solver, k-means, sampling.
@@ -273,8 +315,10 @@ class LoopAnalysis:
             return True
         if follow_helpers:
             helper = self.local_function(call)
-            if helper is not None:
-                return self._function_trains(helper)
+            if helper is not None and self._function_trains(helper):
+                return True
+            # `self.run_step()` in a base class's loop: the subclasses' overrides run in its place
+            return any(self._function_trains(o) for o in self.overrides(call))
         return False
 
     def _function_trains(self, fn: cst.FunctionDef) -> bool:
@@ -313,6 +357,45 @@ class LoopAnalysis:
             owner = self._class_of(call)
             candidates = [c for c in candidates if owner is not None and self._class_of(c) is owner]
         return candidates[0] if len(candidates) == 1 else None
+
+    def overrides(self, call: cst.Call) -> list[cst.FunctionDef]:
+        """For `self.m(...)` in a method of a class of this module: the methods `m` of the module's classes derived
+        from that class (by base name, transitively), which run in its place on their instances (detectron2's
+        `TrainerBase.train` loops over `self.run_step()`; `SimpleTrainer` and `AMPTrainer` define it)."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            return []
+        owner = self._class_of(call)
+        if owner is None:
+            return []
+        name = func.attr.value
+        found = []
+        for derived in self._derived_classes(owner):
+            for stmt in derived.body.body if isinstance(derived.body, cst.IndentedBlock) else ():
+                if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+                    found.append(stmt)
+        return found
+
+    def _derived_classes(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
+        """The classes of this module that derive from `cls` through base classes named in the module (the
+        one class of the module by each name), directly or transitively."""
+        if self._subclasses is None:
+            self._subclasses = {}
+            for other in self.index.classes.values():
+                for base in other.bases:
+                    value = base.value if base.keyword is None else None
+                    parent = self.index.classes.get(value.value) if isinstance(value, cst.Name) else None
+                    if parent is not None and parent is not other:
+                        self._subclasses.setdefault(id(parent), []).append(other)
+        found: list[cst.ClassDef] = []
+        stack = list(self._subclasses.get(id(cls), ()))
+        while stack:
+            other = stack.pop()
+            if other in found:
+                continue
+            found.append(other)
+            stack.extend(self._subclasses.get(id(other), ()))
+        return found
 
     def passed_functions(self, call: cst.Call) -> list[cst.FunctionDef]:
         """Functions of this module passed by name to `call` whose callee calls them on every call: a step
@@ -439,6 +522,9 @@ class LoopAnalysis:
                 fn = self.local_function(node)  # type: ignore[arg-type]
                 if fn is not None and not self.index.is_ancestor_or_self(fn, node):
                     calls.append((node, fn))
+                for override in self.overrides(node):  # type: ignore[arg-type]
+                    if not self.index.is_ancestor_or_self(override, node):
+                        calls.append((node, override))
                 for passed in self.passed_functions(node):  # type: ignore[arg-type]
                     if not self.index.is_ancestor_or_self(passed, node):
                         calls.append((node, passed))
@@ -486,6 +572,15 @@ class LoopAnalysis:
             if is_and:
                 return left or right
             return left if (left and right) else None
+        if type(test) is cst.Comparison and len(test.comparisons) == 2 and not negated:
+            # `0 <= step <= 2`: a counter between two literals, a fixed number of iterations
+            first, second = test.comparisons
+            below = (cst.LessThan, cst.LessThanEqual)
+            if isinstance(test.left, cst.Integer) and isinstance(second.comparator, cst.Integer) and \
+                    isinstance(first.operator, below) and isinstance(second.operator, below) and \
+                    self._is_counter(first.comparator):
+                return f"`{_code(test)}` (a bounded number of times)"
+            return None
         if type(test) is cst.Comparison and len(test.comparisons) == 1:
             op = test.comparisons[0].operator
             sides = (test.left, test.comparisons[0].comparator)
@@ -493,7 +588,7 @@ class LoopAnalysis:
             equal = type(op) is cst.NotEqual if negated else type(op) is cst.Equal
             unequal = type(op) is cst.Equal if negated else type(op) is cst.NotEqual
             if any(_has_modulo(s) for s in sides):
-                if equal:
+                if equal and not any(self._period_one(s) for s in sides):
                     return f"`{_code(test)}`"
                 return None
             if equal and any(self._is_counter(s) for s in sides):
@@ -509,6 +604,8 @@ class LoopAnalysis:
             return f"`not {_code(test)}`"
         if type(test) is cst.Name and not negated and self._end_of_run_flag(test):
             return f"`{test.value}` (the end of the run)"  # `if done or step % N == 0:`
+        if type(test) is cst.Name and not negated and self._episode_end(test):
+            return f"`{test.value}` (an episode's end)"  # `for idx, d in enumerate(done): if d: <log the return>`
         if type(test) is cst.Name and not negated:
             # `should_log = step % N == 0` ... `if should_log:`
             scope = self.index.enclosing_scope(test)
@@ -530,6 +627,52 @@ class LoopAnalysis:
                 return f"`{_code(test)}`"
         return None
 
+    def _period_one(self, node: cst.CSTNode) -> bool:
+        """`step % args.every` where the script's own options give `every` the default 1 (a dataclass field
+        `every: int = 1` of the class the options are parsed into, `parser.add_argument("--every", default=1)`):
+        true on every step unless the run says otherwise."""
+        if not isinstance(node, cst.BinaryOperation):
+            return False
+        if not isinstance(node.operator, cst.Modulo):
+            return self._period_one(node.left) or self._period_one(node.right)
+        period = node.right
+        if not (isinstance(period, cst.Attribute) and isinstance(period.value, cst.Name)):
+            return False
+        defaults = self._option_defaults()
+        return defaults.get(period.attr.value) == ["1"]
+
+    def _option_defaults(self) -> dict:
+        """Option name -> the defaults the module gives it, as written (`--target-network-frequency` read as
+        `target_network_frequency`): annotated fields of dataclasses with a literal default, and `add_argument`
+        calls with a literal `default=`."""
+        if self._defaults is None:
+            found: dict = {}
+            for cls in self.index.classes.values():
+                if not any((dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
+                            or "").endswith("dataclass") for d in cls.decorators):
+                    continue  # a plain class's attribute may be set again in `__init__`
+                for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+                    for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+                        if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and \
+                                small.value is not None:
+                            found.setdefault(small.target.value, []).append(_literal(small.value))
+            for node in of_types(self.index, cst.Call):
+                func = node.func  # type: ignore[attr-defined]
+                if not (isinstance(func, cst.Attribute) and func.attr.value == "add_argument"):
+                    continue
+                flags = [a.value.evaluated_value for a in node.args  # type: ignore[attr-defined]
+                         if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+                dest = next((a.value for a in node.args if a.keyword is not None  # type: ignore[attr-defined]
+                             and a.keyword.value == "dest"), None)
+                names = [dest.evaluated_value] if isinstance(dest, cst.SimpleString) else \
+                    [f.lstrip("-").replace("-", "_") for f in flags if isinstance(f, str) and f.startswith("--")][:1]
+                default = next((a.value for a in node.args if a.keyword is not None  # type: ignore[attr-defined]
+                                and a.keyword.value == "default"), None)
+                for name in names:
+                    found.setdefault(name, []).append(_literal(default) if default is not None else None)
+            self._defaults = found
+        return self._defaults
+
     def _end_of_run_flag(self, name: cst.Name) -> bool:
         """`done` / `finished` / `is_last_step`: a flag set from a comparison or a literal (`done = cur >= total`,
         `done = True`), true at the end of the run only. Not one unpacked from a call (`obs, reward, done, info =
@@ -541,6 +684,40 @@ class LoopAnalysis:
             b.kind == "assign" and b.index is None and (
                 type(b.value) is cst.Comparison or
                 type(b.value) is cst.Name and b.value.value in ("True", "False")) for b in bindings)
+
+    def _episode_end(self, name: cst.Name) -> bool:
+        """A flag an environment step returns (`obs, reward, done, info = envs.step(action)`: the third or fourth
+        of four or five names unpacked from a `.step(...)` call, Gym's `terminated`/`truncated`), or an element
+        of one (`for idx, d in enumerate(done):`): true when an episode ends, not on every step."""
+        bindings = self.index.visible_bindings(name)
+        if not bindings:
+            return False
+        for b in bindings:
+            if b.kind == "for" and isinstance(b.source, cst.For):
+                iterable = b.source.iter
+                if isinstance(iterable, cst.Call) and dotted_name(iterable.func) == "enumerate" and iterable.args:
+                    if b.index != 1:
+                        return False
+                    iterable = iterable.args[0].value
+                elif b.index is not None:
+                    return False
+                if not (isinstance(iterable, cst.Name) and
+                        all(self._unpacked_from_step(c) for c in self.index.visible_bindings(iterable))):
+                    return False
+            elif not self._unpacked_from_step(b):
+                return False
+        return True
+
+    @staticmethod
+    def _unpacked_from_step(binding) -> bool:
+        source = binding.source
+        if binding.kind != "assign" or binding.index is None or not isinstance(source, cst.Assign) or \
+                len(source.targets) != 1 or not isinstance(source.targets[0].target, (cst.Tuple, cst.List)):
+            return False
+        size = len(source.targets[0].target.elements)
+        value = source.value
+        return size in (4, 5) and binding.index in (2, 3) and binding.index < size - 1 and \
+            isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "step"
 
     def _moving_threshold(self, test: cst.Comparison, op, negated: bool) -> bool:
         """`cur_nimg >= tick_start_nimg + kimg_per_tick * 1000` (or `step - last_log >= every`, or the negation of
@@ -784,6 +961,11 @@ def _many_range_iterations(iterable: cst.BaseExpression) -> bool:
     return len(range(*values)) >= _MANY
 
 
+def _literal(node: cst.BaseExpression) -> Optional[str]:
+    """An int literal's digits (`1`), else None."""
+    return node.value if isinstance(node, cst.Integer) else None
+
+
 def _has_modulo(node: cst.CSTNode) -> bool:
     if type(node) is cst.BinaryOperation:
         return type(node.operator) is cst.Modulo or _has_modulo(node.left) or _has_modulo(node.right)
@@ -804,6 +986,45 @@ def _runs_each_iteration(loop: Loop, child: cst.CSTNode) -> bool:
     if child is loop.body:
         return True
     return type(loop) is cst.While and child is loop.test
+
+
+# Methods of a module that set it up or read its state, never a forward pass.
+_MODULE_BOOKKEEPING = frozenset({
+    "to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16", "parameters", "named_parameters",
+    "buffers", "named_buffers", "modules", "named_modules", "children", "named_children", "state_dict",
+    "load_state_dict", "zero_grad", "requires_grad_", "apply", "register_buffer", "register_forward_hook",
+    "register_full_backward_hook", "register_forward_pre_hook", "add_module", "get_submodule", "share_memory"})
+
+
+def _environment_step(assign: cst.Assign) -> bool:
+    """`obs, reward, done, info = envs.step(action)` (or Gym's five names, `terminated` and `truncated`): a
+    `.step(...)` with arguments whose result is unpacked into four or five targets. A scheduler's or an
+    optimizer's `step` returns one value (`x = scheduler.step(eps, t, x).prev_sample`)."""
+    value = assign.value
+    return len(assign.targets) == 1 and isinstance(assign.targets[0].target, (cst.Tuple, cst.List)) and \
+        len(assign.targets[0].target.elements) in (4, 5) and isinstance(value, cst.Call) and \
+        isinstance(value.func, cst.Attribute) and value.func.attr.value == "step" and bool(value.args)
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    """The names an assignment target binds (`a`, `a, (b, c)`), not attributes or subscripts."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
+def _names_under(expr: cst.CSTNode):
+    """The `Name` nodes of an expression (lambdas included: they are read where they are written)."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            yield node
+        stack.extend(child_nodes(node))
 
 
 def _walk_body(loop: Union[Loop, cst.FunctionDef], into_loops: bool):

@@ -7,7 +7,7 @@ import libcst as cst
 from gpulint.analysis import GPU_HINT
 from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
 from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, LOADER_TO_GPU, UNPINNED_LOADER
-from gpulint.analysis.data_facts import append_keyword, data_facts, is_dataloader
+from gpulint.analysis.data_facts import append_keyword, data_facts, is_dataloader, keyword
 from gpulint.analysis.project import display_path
 from gpulint.diagnostics import Related
 from gpulint.syntax import argument, parse_expression
@@ -57,18 +57,23 @@ class DataLoaderWithoutPinMemory(Rule):
     `device = torch.device(args.device)`. No fix for a loader built in a factory of another function or module:
     the finding is at the call, naming the factory.
 
+    An explicit `pin_memory=False` on such a loader costs the same as none passed, and is reported too
+    (`DataLoader(ds, batch_size=8, pin_memory=False)` whose batches go to `.to(device)` every step); its fix
+    sets the value (`pin_memory=True`) and is unsafe, since it reverses a choice written out.
+
     ## Fix safety
     Safe: batches hold the same values; only the host memory they live in changes. On a machine without an
-    accelerator PyTorch warns once and does not pin.
+    accelerator PyTorch warns once and does not pin. Unsafe where it replaces a written `pin_memory=False`:
+    the values are the same, but the choice may have been measured (see below).
 
     ## When it is fine
-    `pin_memory` given explicitly (even `pin_memory=False`: that is a decision), `**kwargs` that may carry it
+    `pin_memory=True` (or a value that is not the literal `False`), `**kwargs` that may carry it
     (a parameter, a dict updated from one, or handed to a function that may add keys),
     datasets already on the GPU (pinning CUDA tensors raises), loaders whose batches stay on the CPU, and
     modules that never use a GPU. Pinning has a cost of its own (a pin-memory thread copies every batch once
     more): with tiny batches and no workers it can make a step slower, as `gpulint verify` showed on an eval
     loop of 64x784 batches on an H100 (1.09 -> 1.70 ms/step, docs/benchmarks.md). Measure with
-    `gpulint verify` and pass `pin_memory=False` to keep the loader as it is.
+    `gpulint verify`, and keep a measured `pin_memory=False` with `# noqa: GPU201` on the call.
     """
 
     # Every finding needs a copy to an accelerator (`.to(`/`.cuda(`) or a "cuda" device in the text.
@@ -80,8 +85,8 @@ class DataLoaderWithoutPinMemory(Rule):
     family = Family.TRANSFERS
     fix_availability = FixAvailability.ALWAYS
     fix_safety = FixSafety(Safety.SAFE, "batches hold the same values; only the host memory they live in changes")
-    VALID = [LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True"), UNPINNED_LOADER,
-             *CPU_ONLY_SCRIPTS]
+    VALID = [LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True"),
+             UNPINNED_LOADER.replace("pin_memory=False)", "pin_memory=False)  # noqa: GPU201"), *CPU_ONLY_SCRIPTS]
     _MULTILINE = "loader = DataLoader(\n    dataset,\n    batch_size=8,\n{})\nfor x, y in loader:\n" \
                  "    model(x.cuda()).sum().backward()\n"
     INVALID = [
@@ -90,7 +95,7 @@ class DataLoaderWithoutPinMemory(Rule):
                 fixed=LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True")),
         # a multi-line call keeps one argument per line
         Example(DATASET_HEAD + _MULTILINE.format(""), fixed=DATASET_HEAD + _MULTILINE.format("    pin_memory=True,\n")),
-    ]
+    ]  # `pin_memory=False` written out (an unsafe fix): tests/test_transfers.py
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = data_facts(self.analysis)
@@ -106,6 +111,12 @@ class DataLoaderWithoutPinMemory(Rule):
             return
         value = self._pin_value(node)
         text = cst.Module([]).code_for_node(value)
+        written = keyword(node, "pin_memory")
+        if written is not None:  # `pin_memory=False` written out: the same copies, a decision the fix reverses
+            fix = self.fix(f"Set `pin_memory={text}`", {written.value: lambda _: value}, safe=False)
+            self.report(node, "`DataLoader` with `pin_memory=False` feeds a GPU every step: host-to-device copies "
+                              "block and cannot overlap", fix=fix)
+            return
         fix = self.fix(f"Add `pin_memory={text}`",
                        {node: lambda updated: append_keyword(updated, "pin_memory", value)}, safe=True)
         self.report(node, fix=fix)

@@ -24,7 +24,12 @@ class HostTensorMovedEachStep(Rule):
     Flags `torch.zeros(...).to(device)`, `torch.tensor(x).cuda()`, `torch.arange(n).to(x.device)` and other
     torch factories followed by a copy to an accelerator, where this runs every iteration of a training loop.
     Also flags `torch.tensor(values, device=device)` and `torch.as_tensor(values, device=device)` of Python
-    numbers, lists or numpy arrays every iteration: `device=` does not move where the values are.
+    numbers, lists or numpy arrays every iteration: `device=` does not move where the values are. The legacy
+    constructors (`torch.Tensor(obs).to(device)`, `torch.FloatTensor(x).cuda()`) are the same host build and
+    copy: they accept only host data (an environment's numpy observation, a list).
+    So is indexing a tensor on the device with a numpy array of indices or a list of int literals every step
+    (`b_obs[mb_inds]` for `mb_inds = b_inds[start:end]` of `b_inds = np.arange(n)`, `scores[:, [0, 2]]`):
+    PyTorch turns the index into a host tensor and copies it to the device, a pageable blocking copy.
 
     The factory and the copy need not be one expression: `t = torch.randint(0, T, (B,))` early in the step and
     `model(x, t.to(device))` later in the same iteration is the same host build and copy (reported at the copy),
@@ -82,7 +87,9 @@ class HostTensorMovedEachStep(Rule):
     on the device (so values are cast exactly as before); `non_blocking` is dropped (nothing is copied).
     No fix for `torch.tensor(values)` of Python numbers, lists or numpy arrays (with `device=` or followed by
     `.to(device)`): moving `device=` into it would copy the same host values; what replaces it depends on
-    where the values come from.
+    where the values come from. No fix for the legacy constructors either (`torch.Tensor(...)` takes no
+    `device=`), nor for a host index (where the indices come from decides what replaces them: a device
+    `torch.randperm`, or a device tensor built once before the loop).
 
     For a tensor bound in the step and copied later, `device=` goes into the factory and every copy of it is
     dropped (`t.to(device)` becomes `t`); it is offered only when all its copies go to the same device, spelt as
@@ -126,6 +133,12 @@ class HostTensorMovedEachStep(Rule):
             "step; create it on the device with `device=`"
     table_rows = "`{table}` lives on the host: indexing it with `{index}` (built this step) and copying the rows " \
                  "to the GPU costs a copy every step; move `{table}` to the device once, where it is defined"
+    legacy = "`torch.{factory}(...)` (the legacy constructor) builds the tensor on the host from host data and " \
+             "copies it from pageable memory every step, waiting for the GPU; build it once before the loop, or " \
+             "keep the data on the device"
+    host_index = "`{index}` (a numpy array or a list) indexes the device tensor `{tensor}`: the index is built on " \
+                 "the host and copied to the GPU every step, waiting for it; keep the indices on the device " \
+                 "(`torch.randperm(n, device=...)`, `torch.arange(..., device=...)`)"
     computed = "`torch.{factory}` builds a tensor on the host, the arithmetic on it runs on the host, and the " \
                "result is copied to the GPU every step; create it on the device with `device=` and compute there"
     family = Family.TRANSFERS
@@ -134,6 +147,11 @@ class HostTensorMovedEachStep(Rule):
         Safety.SAFE, "deterministic factories compute the same values on the device (random ones are offered as "
                      "unsafe fixes)")
     VALID = [TRAIN_STEP + "noise = torch.zeros(2).cuda()\n", *CPU_ONLY_SCRIPTS,
+             # a numpy scalar index (`inds[0]`) and a host tensor indexed by a numpy array copy no index
+             DATASET_HEAD.replace("import torch\n", "import numpy as np\nimport torch\n", 1) +
+             "table = torch.randn(64, 8).to(device)\nhost = torch.randn(64, 8)\ninds = np.arange(64)\n"
+             "for step in range(100):\n    x = table[inds[0]] + host[inds[:8]].sum().to(device)\n"
+             "    model(x).sum().backward()\n",
              # also used on the host (kept for a log): the host tensor is the one the program needs
              DATASET_HEAD + "loader = DataLoader(dataset, batch_size=4)\nseen = []\nfor x, y in loader:\n"
              "    t = torch.randint(0, 8, (4,))\n    seen.append(t.tolist())\n"
@@ -162,6 +180,15 @@ class HostTensorMovedEachStep(Rule):
                 message="of host values builds the tensor on the host"),
         Example(DATASET_HEAD + _CAST.format("torch.tensor([0.1, 0.2], device=device)"),
                 message="`device=` does not change that"),
+        # a device tensor indexed with a numpy array every step: the index is copied each time
+        Example(DATASET_HEAD.replace("import torch\n", "import numpy as np\nimport torch\n", 1) +
+                "table = torch.randn(64, 8).to(device)\ninds = np.arange(64)\n"
+                "for step in range(100):\n    np.random.shuffle(inds)\n    mb = inds[:8]\n"
+                "    model(table[mb]).sum().backward()\n",
+                message="`mb` (a numpy array or a list) indexes the device tensor `table`"),
+        # the legacy constructor: a host build from host data, and it takes no `device=`: reported, no fix
+        Example(DATASET_HEAD + _CAST.format("torch.Tensor([0.1, 0.2]).to(device, non_blocking=True)"),
+                message="(the legacy constructor) builds the tensor on the host"),
         # host arithmetic over a factory, then copied (a sinusoidal embedding's frequencies); `scale` may not be a
         # Python number, so no fix (tests/test_transfers.py has the fixed form, an unsafe fix)
         Example(DATASET_HEAD + "scale = get_scale()\n" + _CAST.format(
@@ -178,6 +205,13 @@ class HostTensorMovedEachStep(Rule):
             self._from_host_values(node)
             return
         factory, chain = self._factory(node.func.value)  # type: ignore[union-attr]
+        legacy = self._legacy_constructor(node.func.value) if factory is None else None  # type: ignore[union-attr]
+        if legacy is not None:
+            where = self.where(node)
+            if where:  # `device=` is not an argument of the legacy constructor: reported, no fix
+                self.report(node, self.legacy.format(factory=self.analysis.qualified(legacy.func).split(".")[1]),
+                            where=where)
+            return
         if factory is None:
             if not self._computed_on_host(node):
                 self._built_then_moved(node)
@@ -191,6 +225,80 @@ class HostTensorMovedEachStep(Rule):
             self.report(node, self.from_values.format(factory=name), where=where)
         elif where:
             self.report(node, self.message.format(factory=name), where=where, fix=self._fix(node, factory, name))
+
+    # -- a device tensor indexed by a numpy array or a list of ints: the index crosses every step ---------------
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if not self._certainly_on_device(node.value):
+            return
+        for element in node.slice:
+            index = element.slice.value if isinstance(element.slice, cst.Index) else None
+            if index is None or not self._host_index(index):
+                continue
+            where = self.where(node)
+            if where:
+                self.report(node, self.host_index.format(index=self.analysis.code(index),
+                                                         tensor=self.analysis.code(node.value)), where=where)
+            return
+
+    def _host_index(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """`expr` is certainly a numpy array of indices or a list of int literals (not a numpy scalar, not a
+        tensor): `np.arange(n)`, a slice of one (`b_inds[start:end]`), `[0, 2]`, a name bound only to these."""
+        if depth > 4:
+            return False
+        if isinstance(expr, cst.List):
+            return bool(expr.elements) and all(
+                isinstance(e, cst.Element) and isinstance(e.value, cst.Integer) for e in expr.elements)
+        if isinstance(expr, cst.Call):
+            return (self.analysis.qualified(expr.func) or "") in _NUMPY_INDEX_ARRAYS
+        if isinstance(expr, cst.Subscript):  # a slice of an index array is one
+            return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Slice) and \
+                self._host_index(expr.value, depth + 1)
+        if isinstance(expr, cst.Name):
+            bindings = data_facts(self.analysis).bindings(expr)
+            return bool(bindings) and all(
+                b.kind == "assign" and b.index is None and b.value is not None and
+                self._host_index(b.value, depth + 1) for b in bindings)
+        return False
+
+    def _certainly_on_device(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """`expr` is certainly a tensor on an accelerator: a copy there (`.to(device)`, `.cuda()`), a torch
+        factory with an accelerator `device=`, a view or cast of such a tensor, or a name bound only to these."""
+        if depth > 8:
+            return False
+        facts = data_facts(self.analysis)
+        if isinstance(expr, cst.Call):
+            if facts.copy_target(expr) == ACCELERATOR:
+                return True
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _SAME_DEVICE_METHODS and \
+                    self.analysis.is_tensor(func.value):
+                return self._certainly_on_device(func.value, depth + 1)
+            q = self.analysis.qualified(func) or ""
+            device = keyword(expr, "device")
+            return q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in _FACTORIES and \
+                device is not None and facts.device_of(device.value) == ACCELERATOR
+        if isinstance(expr, cst.BinaryOperation):  # `advantages + values`; `2 * t`
+            sides = (expr.left, expr.right)
+            on_device = [self._certainly_on_device(side, depth + 1) for side in sides]
+            return all(d or isinstance(side, (cst.Integer, cst.Float)) for d, side in zip(on_device, sides)) \
+                and any(on_device)
+        if isinstance(expr, cst.Name):
+            bindings = facts.bindings(expr)
+            return bool(bindings) and all(
+                b.kind == "assign" and b.index is None and b.value is not None and
+                self._certainly_on_device(b.value, depth + 1) for b in bindings)
+        return False
+
+    def _legacy_constructor(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
+        """`torch.Tensor(values)` (or `torch.FloatTensor(...)`, ...) under methods that compute the same values
+        on either device: the legacy constructor builds on the CPU from host data (it refuses a CUDA tensor)."""
+        while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
+                expr.func.attr.value in _SAME_ON_DEVICE and self.analysis.is_tensor(expr.func.value):
+            expr = expr.func.value
+        if isinstance(expr, cst.Call) and self.analysis.qualified(expr.func) in _LEGACY_CONSTRUCTORS and \
+                expr.args and not any(a.star for a in expr.args):
+            return expr
+        return None
 
     def _of_host_values(self, factory: cst.Call) -> bool:
         """`torch.tensor(values)`/`torch.as_tensor(values)` of Python numbers, lists or numpy arrays."""
@@ -333,6 +441,15 @@ class HostTensorMovedEachStep(Rule):
 
 
 _UNFIXABLE = ("requires_grad", "out", "pin_memory", "generator")
+# numpy calls that return an array of indices (never a scalar).
+_NUMPY_INDEX_ARRAYS = frozenset(f"numpy.{f}" for f in (
+    "arange", "array", "argsort", "flatnonzero", "concatenate", "random.permutation"))
+# Tensor methods whose result lives on the device of their receiver.
+_SAME_DEVICE_METHODS = _SAME_ON_DEVICE | {"detach", "permute", "transpose", "narrow", "select", "unflatten"}
+# The legacy typed constructors: CPU tensors from host data (or sizes); they take no `device=`.
+_LEGACY_CONSTRUCTORS = frozenset(f"torch.{t}" for t in (
+    "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
+    "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"))
 # torch functions and tensor methods that compute elementwise (or along one axis) on the device of their inputs.
 _ELEMENTWISE = frozenset(("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "sinh",
                           "cosh", "tanh", "sigmoid", "sqrt", "rsqrt", "pow", "abs", "neg", "reciprocal", "floor",
