@@ -304,12 +304,12 @@ def resident_loader(analysis: ModuleAnalysis, loader: cst.Call, dataset: cst.Cal
         moved = ", ".join(f"{analysis.code(a.value)}.to({dev})" for a in dataset.args)
         value = f"({moved}{',' if len(dataset.args) == 1 else ''})"
         count, row = f"len({tensors}[0])", f"[t[i] for t in {tensors}]"
-        changes = {}
+        line = None
     else:
-        changes = _columns_source(analysis, assign, dataset, name)
-        if changes is None:
+        source = _columns_source(analysis, assign, dataset, name)
+        if source is None:
             return None
-        changes, holder = changes
+        holder, line = source
         moved = [f"{holder}.{attr}.to({dev})" for attr in columns.attrs]
         if columns.as_dict:
             value = "{" + ", ".join(f"{_quoted(k)}: {m}" for k, m in zip(columns.keys, moved)) + "}"
@@ -322,32 +322,32 @@ def resident_loader(analysis: ModuleAnalysis, loader: cst.Call, dataset: cst.Cal
     if drop_last:
         batches = f"{batches}[:{count} // {batch}]"
     replaced = assign.with_changes(targets=[cst.AssignTarget(cst.Name(tensors))], value=cst.parse_expression(value))
-    line = changes.pop("line", None)
+    changes: dict = {uses[0]: cst.parse_expression(f"({row} for i in {batches})")}
     if line is None:
         changes[assign] = replaced
     else:  # the dataset was built inline: bind it first, on a line of its own
         statement, first = line
         changes[statement] = cst.FlattenSentinel([statement.with_changes(body=[first]),
                                                   cst.SimpleStatementLine(body=[replaced])])
-    changes[uses[0]] = cst.parse_expression(f"({row} for i in {batches})")
     return changes
 
 
 def _columns_source(analysis: ModuleAnalysis, assign: cst.Assign, dataset: cst.BaseExpression, name: str):
-    """Where the dataset instance comes from: a name this file binds once (nothing to add), or the inline
-    `Cls(...)` call, bound to `<name>_dataset` on a line before the loader's (the line must hold only it)."""
+    """Where the dataset instance comes from, as (the name that holds it, the line to add or None): a name this
+    file binds once (nothing to add), or the inline `Cls(...)` call, bound to `<name>_dataset` on a line of its
+    own before the loader's (the loader's line must hold only the loader)."""
     if isinstance(dataset, cst.Name):
         bindings = analysis.index.visible_bindings(dataset)
         if len(bindings) != 1 or bindings[0].kind != "assign" or not _defined_before(analysis, dataset, assign.value):
             return None
-        return {}, dataset.value
+        return dataset.value, None
     statement = analysis.parent(assign)
     holder = f"{name}_dataset"
     if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1 or \
             analysis.index.names(holder):
         return None
     first = cst.Assign(targets=[cst.AssignTarget(cst.Name(holder))], value=dataset)
-    return {"line": (statement, first)}, holder
+    return holder, (statement, first)
 
 
 def _quoted(key: str) -> str:
