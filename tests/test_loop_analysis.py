@@ -744,3 +744,19 @@ def test_an_object_whose_backward_takes_the_loss_is_not_a_tensor():
         "        accelerator.backward(loss)\n        optimizer.step()\n        if accelerator.check_trigger():\n"
         "            break\n")
     assert [d.code for d in lint_source(source, "train.py", frozenset({"GPU106"})).diagnostics] == []
+
+
+@pytest.mark.parametrize("count,hot", [("num_attn_heads", False), ("self.num_layers", False), ("depth", False),
+                                       ("num_steps", True), ("n", True)])
+def test_a_tensor_loop_over_a_models_parts_is_not_hot_by_itself(count, hot):
+    """timm's `resize_rel_pos_bias_table` loops `for i in range(num_attn_heads)` doing tensor math once, while a
+    checkpoint is resized: a count of heads, layers, blocks or stages is a handful, not a stream of batches."""
+    from gpulint.runner import lint_source
+
+    source = (
+        "import torch\n\n\ndef resize(self, n, num_steps, depth, num_attn_heads):\n"
+        "    x = torch.ones(10, device=\"cuda\")\n    out = []\n"
+        f"    for i in range({count}):\n        out.append((x * i).sum().cpu())\n"
+        "    return out\n")
+    codes = [d.code for d in lint_source(source, "pos.py", frozenset({"GPU104"})).diagnostics]
+    assert codes == (["GPU104"] if hot else [])

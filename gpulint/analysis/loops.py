@@ -7,6 +7,7 @@ deliberate logging and costs nothing worth reporting. Everything in this module 
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
@@ -956,9 +957,20 @@ def _many_range_iterations(iterable: cst.BaseExpression) -> bool:
         negative = type(value) is cst.UnaryOperation and type(value.operator) is cst.Minus
         literal = value.expression if negative else value
         if type(literal) is not cst.Integer:
-            return True
+            return not _structure_count(literal)
         values.append(-literal.evaluated_value if negative else literal.evaluated_value)
     return len(range(*values)) >= _MANY
+
+
+def _structure_count(node: cst.BaseExpression) -> bool:
+    """`num_attn_heads`, `self.num_layers`, `config.depth`: a count of a model's parts (heads, layers, blocks,
+    stages), a handful to a hundred, not one iteration per batch or sample."""
+    name = node.value if type(node) is cst.Name else node.attr.value if type(node) is cst.Attribute else ""
+    return _STRUCTURE_COUNT.match(name) is not None
+
+
+_STRUCTURE_COUNT = re.compile(r"^(num_|n_)?(attn_|attention_|hidden_|encoder_|decoder_)?"
+                              r"(heads?|layers?|blocks?|stages?)$|^depths?$")
 
 
 def _literal(node: cst.BaseExpression) -> Optional[str]:
