@@ -76,3 +76,22 @@ def flat_statements(suite: cst.BaseSuite) -> list[cst.BaseSmallStatement | cst.B
         else:
             out.append(item)
     return out
+
+
+_EMPTY_MODULE = cst.Module(body=[])
+
+
+def code_of(node: cst.CSTNode) -> str:
+    """The source text of a node, rendered without its module (default formatting of a detached module)."""
+    return _EMPTY_MODULE.code_for_node(node)
+
+
+def target_names(target: cst.BaseExpression) -> list[str]:
+    """The names an assignment target binds (`a`, `a, (b, c)`, `*rest`), not attributes or subscripts."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in target_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return target_names(target.value)
+    return []

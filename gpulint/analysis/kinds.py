@@ -16,6 +16,7 @@ import libcst as cst
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.tree import Binding, Scope, SyntaxIndex
 from gpulint.analysis.node_types import of_types
+from gpulint.syntax import code_of, target_names
 
 
 # Calls that iterate what they are given (their first argument's elements, numbered or zipped).
@@ -202,7 +203,7 @@ class KindInference:
             for small in stmt.body:
                 targets = small.targets if isinstance(small, cst.Assign) else []
                 if isinstance(small, (cst.AugAssign, cst.AnnAssign)) or \
-                        any(name.value in _target_names(t.target) for t in targets):
+                        any(name.value in target_names(t.target) for t in targets):
                     return len(targets) == 1 and isinstance(targets[0].target, cst.Name) and \
                         self._device_copy_of(small.value, name.value)
         return False
@@ -217,7 +218,7 @@ class KindInference:
                 return True
             if func.attr.value == "to" and value.args and not _names_cpu(self, value):
                 target = value.args[0].value
-                code = _expression_text(target)
+                code = code_of(target)
                 return any(word in code.lower() for word in ("device", "cuda", "gpu", "rank"))
             return False
         callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) \
@@ -629,22 +630,6 @@ class KindInference:
 
 
 _MAX_HOST_DEPTH = 12
-
-
-def _target_names(target: cst.BaseExpression) -> set:
-    """The plain names an assignment target binds (`a`, `a, b`, `(a, [b, c])`)."""
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return {n for e in target.elements for n in _target_names(e.value)}
-    return set()
-
-
-def _expression_text(node: cst.BaseExpression) -> str:
-    return _EMPTY_MODULE.code_for_node(node)
-
-
-_EMPTY_MODULE = cst.Module(body=[])
 
 
 def _names_cpu(inference: KindInference, call: cst.Call) -> bool:

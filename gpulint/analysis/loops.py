@@ -17,6 +17,7 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind, KindInference
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.tree import SCOPE_TYPES, SyntaxIndex, child_nodes
+from gpulint.syntax import code_of as _code, target_names as _target_names
 
 Loop = Union[cst.For, cst.While]
 
@@ -1018,17 +1019,6 @@ def _environment_step(assign: cst.Assign) -> bool:
         isinstance(value.func, cst.Attribute) and value.func.attr.value == "step" and bool(value.args)
 
 
-def _target_names(target: cst.BaseExpression) -> list[str]:
-    """The names an assignment target binds (`a`, `a, (b, c)`), not attributes or subscripts."""
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
-
-
 def _names_under(expr: cst.CSTNode):
     """The `Name` nodes of an expression (lambdas included: they are read where they are written)."""
     stack = [expr]
@@ -1054,15 +1044,8 @@ def _walk_body(loop: Union[Loop, cst.FunctionDef], into_loops: bool):
         stack.extend(reversed(child_nodes(node)))
 
 
-_EMPTY = cst.Module(body=[])
-
-
 def _terms(node: cst.BaseExpression, operator: type) -> list[cst.BaseExpression]:
     """`a + b * c + d` with `cst.Add`: [a, b * c, d] (left to right); a node of another kind: [node]."""
     if type(node) is cst.BinaryOperation and isinstance(node.operator, operator):
         return _terms(node.left, operator) + _terms(node.right, operator)
     return [node]
-
-
-def _code(node: cst.CSTNode) -> str:
-    return _EMPTY.code_for_node(node)
