@@ -24,6 +24,11 @@ _REDUCED_PRECISION = re.compile(r"autocast|\.half\(|bfloat16|float16|\bfp16\b|\b
                                 r"\bamp\b|GradScaler|set_float32_matmul_precision|allow_tf32|"
                                 r"\bdtype\s*=|\bprecision\b|\baccelerate\b|Accelerator\(|deepspeed|lightning|"
                                 r"\bFabric\(", re.IGNORECASE)
+# The same choices without the bare `dtype=` (GPU404): a dtype argument counts only through the next pattern.
+_MATMUL_PRECISION = re.compile(_REDUCED_PRECISION.pattern.replace(r"\bdtype\s*=|", ""), re.IGNORECASE)
+# `dtype=` naming something other than an integer, boolean or fp32 dtype: a half/double dtype, a variable.
+_FLOAT_DTYPE_ARGUMENT = re.compile(r"\bdtype\s*=(?!=)(?!\s*(?:torch|np|numpy)\.(?:u?int\d*|long|short|bool|float32|float)\b"
+                                   r"|\s*[\"'](?:u?int\d*|long|bool|float32)[\"'])")
 _MODULE_MOVES = ("to", "cuda")
 _DTYPES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16", "int64", "long", "int32"}
 
@@ -36,6 +41,7 @@ class TrainingFacts:
         self.index = analysis.index
         self._loops: Optional[list[cst.For]] = None
         self._chose_precision: Optional[bool] = None
+        self._chose_matmul_precision: Optional[bool] = None
         self._calls_on: Optional[dict[str, list[cst.Call]]] = None
         self._toy: Optional[bool] = None
 
@@ -70,18 +76,34 @@ class TrainingFacts:
             self._chose_precision = found_in(_REDUCED_PRECISION, text)
         return self._chose_precision
 
+    def chose_matmul_precision(self) -> bool:
+        """As `chose_precision`, but a `dtype=` argument counts only when it names a floating dtype other than
+        fp32 (or a variable): `dtype=torch.long` for token ids, `dtype=np.uint8` for images and an explicit
+        `dtype=torch.float32` choose no precision for the model's matmuls (GPU404)."""
+        if self._chose_matmul_precision is None:
+            text = self.analysis.source if self.analysis.source is not None else self.analysis.module.code
+            self._chose_matmul_precision = found_in(_MATMUL_PRECISION, text) or found_in(_FLOAT_DTYPE_ARGUMENT, text)
+        return self._chose_matmul_precision
+
     def imports_torch_as_torch(self) -> bool:
         return self.index.imports.aliases.get("torch") == "torch"
 
     def entry_point(self) -> bool:
-        """A script: an `if __name__ == "__main__":` block, or a training loop at the top level of the module."""
+        """A script: an `if __name__ == "__main__":` block, or a training loop outside every function and class."""
         for stmt in self.analysis.module.body:
             if type(stmt) is cst.If and "__name__" in self.analysis.code(stmt.test) \
                     and "__main__" in self.analysis.code(stmt.test):
                 return True
-        return any(self.analysis.parent(loop) is not None and
-                   isinstance(self.analysis.parent(self.analysis.parent(loop)), cst.Module)
-                   or isinstance(self.analysis.parent(loop), cst.Module) for loop in self.training_loops())
+        return any(self._at_top_level(loop) for loop in self.training_loops())
+
+    def _at_top_level(self, node: cst.CSTNode) -> bool:
+        """Outside every function and class: the module's own code (in `while step < steps:` too)."""
+        parent = self.analysis.parent(node)
+        while parent is not None and not isinstance(parent, cst.Module):
+            if type(parent) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+                return False
+            parent = self.analysis.parent(parent)
+        return parent is not None
 
     def last_leading_import(self) -> Optional[cst.SimpleStatementLine]:
         """The last line of the block of imports at the top of the module (after a docstring), if any."""
@@ -200,8 +222,18 @@ class TrainingFacts:
 
         if self._built_elsewhere():
             return False
-        built = {self.analysis.qualified(n.func) for n in of_types(self.index, cst.Call)} & _WEIGHT_LAYERS
-        return bool(built) and not any("Conv" in q for q in built)
+        layers = [n for n in of_types(self.index, cst.Call) if self.analysis.qualified(n.func) in _WEIGHT_LAYERS]
+        built = {self.analysis.qualified(n.func) for n in layers}
+        if not built or any("Conv" in q for q in built):  # type: ignore[operator]
+            return False
+        if built & _ATTENTION_LAYERS:
+            return True
+        # widths written out (or bound once to an integer) and all narrow (cleanrl's `Linear(obs, 120)`,
+        # `Linear(120, 84)`, `Linear(64, 64)`): each matmul is a handful of tensor-core tiles, bound by its
+        # launch, and TF32 changes nothing measurable; widths from a config or arguments stay unknown: heavy.
+        sizes = [self._integer(a.value) for n in layers for a in n.args[:2] if a.keyword is None and not a.star]
+        known = [s for s in sizes if s is not None]
+        return not known or max(known) >= _WIDE_MATMUL
 
     def _built_elsewhere(self) -> bool:
         """Some model of the module comes from elsewhere: a registry (`models.__dict__[arch](...)`), a model
@@ -312,6 +344,10 @@ class TrainingFacts:
         return True
 
 
+_WIDE_MATMUL = 512  # a layer this wide (in or out) is where TF32's tensor-core rate can show; narrower ones are launch-bound
+_ATTENTION_LAYERS = frozenset(f"torch.nn.{name}" for name in (
+    "MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+    "TransformerDecoderLayer"))
 _TOY_WEIGHTS = 100_000  # below this many weights in all (written-out sizes), a model is a toy for these levers
 _MODEL_LIBRARIES = ("torchvision.models", "timm.", "transformers.", "torch.hub.", "diffusers.")
 _FREEZES = re.compile(r"requires_grad\s*=\s*False|requires_grad_\(\s*False")
