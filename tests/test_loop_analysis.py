@@ -208,6 +208,18 @@ CASES = {
                 out = torch.from_numpy(out.cpu().numpy())  # outside
             out.sum().backward()  # every
     """,
+    "the no-CUDA branch of a step runs only where there is no GPU": """
+        for b in loader:
+            if torch.cuda.is_available():
+                h = torch.zeros(1, 8).cuda()  # every
+            else:
+                h = torch.zeros(1, 8).cpu()  # outside
+            if not torch.cuda.is_available():
+                h = h.cpu()  # outside
+            elif b is None:
+                h = h.cpu()  # every
+            model(b, h).sum().backward()  # every
+    """,
     "a sweep over written-out configurations is not a training loop": """
         def check(hook):
             model(hook).sum().backward()
@@ -464,6 +476,16 @@ KIND_CASES = [
     # iterating a name that holds a tensor in one branch and a list of tensors in another yields tensors
     ("pred = model(x)\nif split:\n    pred = [pred, None]\nfor v in pred:\n    pass", "v", Kind.TENSOR),
     ("rows = model(x)\nif split:\n    rows = ['a', 'b']\nfor v in rows:\n    pass", "v", Kind.UNKNOWN),
+    # a loader's `labels` rebound to decoded strings and zipped: a `str`-only method call says the element is
+    # text (deep-text-recognition-benchmark's `if pred == gt:` after `gt = gt[:gt.find('[s]')]`)
+    ("for x, labels in loader:\n    labels = converter.decode(labels)\n    for v in labels:\n"
+     "        v = v[:v.find('[s]')]", "v", Kind.UNKNOWN),
+    ("for x, labels in loader:\n    labels = converter.decode(labels)\n    for v in labels:\n"
+     "        v = v[:3]", "v", Kind.TENSOR),
+    # a method named for what it handles is not that thing (BasicSR's checkpoint save looped over the state dict
+    # of `self.get_bare_model(net_)` and read as a forward pass every iteration)
+    ("class T:\n    def save(self, net):\n        v = self.get_bare_model", "v", Kind.UNKNOWN),
+    ("class T:\n    def save(self, net):\n        v = self.bare_model", "v", Kind.MODULE),
 ]
 
 

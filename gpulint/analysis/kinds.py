@@ -40,6 +40,10 @@ class Kind(enum.Enum):
 _MODULE_NAME = re.compile(r"^(model|net|network|module|criterion|loss_fn|lossfn|loss_func|loss_function|"
                           r".*_model|model_.*|.*_net|.*_criterion|criterion_.*|encoder|decoder|generator|"
                           r"discriminator|classifier|backbone|ddp_model|raw_model|teacher|student)$")
+# A name that starts with a verb names a function or method (`self.get_bare_model(net)`, `self.save_model()`,
+# `log_optimizer`), not the model, loader or optimizer its other words mention. (Factories, `self._setup_model(...)`
+# or `build_model(...)`, are left to the name's other words: what they return is the thing named.)
+_VERB_PREFIX = re.compile(r"^_*(get|save|print|export|freeze|unfreeze|update|reset|log|set|apply|convert|copy)_")
 _LOADER_NAME = re.compile(r"^(.*loader.*|.*_dl|dl|dl_.*|.*dataloader.*)$", re.IGNORECASE)
 # `data_loaders_val`, `loaders`: a collection of loaders (`for name, loader in zip(names, loaders)`), not batches
 _SEVERAL_LOADERS = re.compile(r"loaders|_dls$|^dls$", re.IGNORECASE)
@@ -288,6 +292,8 @@ class KindInference:
             if result is Kind.UNKNOWN and all(k is Kind.UNKNOWN for k in kinds) and \
                     self._backward_called_on(name, scope):
                 result = Kind.TENSOR  # `loss = self._loss_step(batch) * n` ... `loss.backward()`
+            if result is Kind.TENSOR and self._used_as_text(name, scope):
+                result = Kind.UNKNOWN  # `gt.find('[s]')`, `pred.lower()`: a str in this scope, whatever else
             if result is Kind.TENSOR and Kind.NUMBER in kinds:
                 # Tensor wins over number only for accumulators started at a literal (`total = 0.0`); a name
                 # rebound to `loss.item()` holds a number from then on: say nothing.
@@ -298,6 +304,19 @@ class KindInference:
             self._in_progress.discard(key)
         self._binding_cache[key] = result
         return result
+
+    def _used_as_text(self, name: str, scope: Scope) -> bool:
+        """A method only `str` has is called on `name` in `scope` (`gt = gt[:gt.find('[s]')]`, `pred.lower()`):
+        the name holds text there, although another binding (a batch element zipped with decoded strings, a
+        loader's `labels` rebound to `converter.decode(...)`) looks like a tensor."""
+        for node in self.index.names(name):
+            attribute = self.index.parent.get(node)
+            if isinstance(attribute, cst.Attribute) and attribute.value is node and \
+                    attribute.attr.value in _STR_ONLY_METHODS and \
+                    isinstance(self.index.parent.get(attribute), cst.Call) and \
+                    self.index.enclosing_scope(node) is scope:
+                return True
+        return False
 
     def _backward_called_on(self, name: str, scope: Scope) -> bool:
         """`name.backward()` is called in `scope`: whatever the name is bound to there is a tensor."""
@@ -644,6 +663,12 @@ def _names_cpu(inference: KindInference, call: cst.Call) -> bool:
         target.evaluated_value.split(":")[0] == "cpu"
 
 
+# Methods of `str` that a tensor does not have (`Tensor.split`, `.count`-like names are left out).
+_STR_ONLY_METHODS = frozenset({"find", "rfind", "lower", "upper", "strip", "lstrip", "rstrip", "startswith",
+                               "endswith", "encode", "isdigit", "isalpha", "isalnum", "isspace", "casefold",
+                               "capitalize", "ljust", "rjust", "zfill", "splitlines", "partition", "rpartition"})
+
+
 def _number_literal(node: Optional[cst.BaseExpression]) -> bool:
     """`0`, `0.0`, `-1.0` (a placeholder such as `norm = -1.0` before the loop that computes it)."""
     if type(node) is cst.UnaryOperation and type(node.operator) in (cst.Minus, cst.Plus):
@@ -682,6 +707,8 @@ def _arith(a: Kind, b: Kind) -> Kind:
 
 
 def _kind_from_name(name: str) -> Kind:
+    if _VERB_PREFIX.match(name):
+        return Kind.UNKNOWN  # `self.get_bare_model`, `build_dataloader`: a function that makes or handles one
     if _LOADER_NAME.match(name) and not _SEVERAL_LOADERS.search(name):
         return Kind.LOADER
     if _MODULE_NAME.match(name):

@@ -464,6 +464,8 @@ class LoopAnalysis:
                 continue
             if type(parent) is cst.If and child is parent.body and self._export_only(parent.test):
                 return OUTSIDE  # `if torch.onnx.is_in_onnx_export():`: runs while a model is exported, not trained
+            if type(parent) is cst.If and self._without_cuda(parent, child):
+                return OUTSIDE  # `else:` of `if torch.cuda.is_available():`: runs only where there is no GPU
             if type(parent) is cst.If and child is parent.body and periodic is None:
                 once_in = self._clears_its_flag(parent)
                 if once_in is not None:
@@ -769,6 +771,18 @@ class LoopAnalysis:
             if any(_code(t.target) == flag for t in targets) and all(node is not c for c in clears):
                 return None  # set again inside the loop: the block may run more than once
         return loop
+
+    def _without_cuda(self, branch: cst.If, child: cst.CSTNode) -> bool:
+        """`child` is the branch of `branch` taken only when CUDA is unavailable: the `else`/`elif` of
+        `if torch.cuda.is_available():`, or the body of `if not torch.cuda.is_available():`."""
+        test = branch.test
+        negated = type(test) is cst.UnaryOperation and type(test.operator) is cst.Not
+        if negated:
+            test = test.expression  # type: ignore[attr-defined]
+        if not (type(test) is cst.Call and not test.args and
+                self.kinds.qualified(test.func) == "torch.cuda.is_available"):
+            return False
+        return child is branch.body if negated else child is branch.orelse
 
     def _export_only(self, test: cst.BaseExpression) -> bool:
         return type(test) is cst.Call and not test.args and self.kinds.qualified(test.func) in _EXPORT_TESTS

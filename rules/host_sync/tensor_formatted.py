@@ -35,7 +35,8 @@ class TensorFormatted(GpuRule):
     No fix.
 
     ## When it is fine
-    Periodic logging (`if step % log_every == 0:`), end-of-epoch summaries, printing shapes or dtypes.
+    Periodic logging (`if step % log_every == 0:`), end-of-epoch summaries, printing shapes or dtypes. A value
+    formatted with the string presentation type (`f"{name:25s}"`) is text: a tensor cannot take that format.
     """
 
     code = "GPU107"
@@ -43,7 +44,10 @@ class TensorFormatted(GpuRule):
     name = "tensor-formatted"
     message = "formatting a tensor every iteration copies it to the host and waits for the GPU; log periodically"
     family = Family.HOST_SYNC
-    VALID = [TRAIN_STEP + "text = f'{loss}'\n"]
+    VALID = [TRAIN_STEP + "text = f'{loss}'\n",
+             # a string presentation type: the value is text (a tensor would raise), here a batch of file names
+             "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nfor x, y in loader:\n    loss = model(x).sum()\n"
+             "    loss.backward()\n    for name in y:\n        print(f'{name:25s}')\n"]
     INVALID = [
         Example(TRAIN_STEP + "    text = f'{loss}'\n",
                 message="formatting a tensor every iteration copies it to the host an"),
@@ -66,6 +70,8 @@ class TensorFormatted(GpuRule):
                 self._flag(arg.value)
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        if _string_spec(node):
+            return  # `f"{name:25s}"`: a tensor cannot take an `s` format (TypeError); the value is text
         self._flag(node.expression)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
@@ -75,3 +81,12 @@ class TensorFormatted(GpuRule):
             right = node.right
             for expr in [e.value for e in right.elements] if type(right) is cst.Tuple else [right]:
                 self._flag(expr)
+
+
+def _string_spec(node: cst.FormattedStringExpression) -> bool:
+    """The format spec is written out and ends in the string presentation type `s` (`:25s`, `:<10s`, `:s`)."""
+    spec = node.format_spec
+    if not spec or not all(type(part) is cst.FormattedStringText for part in spec):
+        return False
+    text = "".join(part.value for part in spec)  # type: ignore[union-attr]
+    return text.endswith("s")
