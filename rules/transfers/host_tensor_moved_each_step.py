@@ -133,7 +133,7 @@ class HostTensorMovedEachStep(Rule):
             "step; create it on the device with `device=`"
     table_rows = "`{table}` lives on the host: indexing it with `{index}` (built this step) and copying the rows " \
                  "to the GPU costs a copy every step; move `{table}` to the device once, where it is defined"
-    legacy = "`torch.{factory}(...)` (the legacy constructor) builds the tensor on the host from host data and " \
+    legacy = "`torch.{factory}(...)` (the legacy constructor) builds the tensor on the host (from host data or sizes) and " \
              "copies it from pageable memory every step, waiting for the GPU; build it once before the loop, or " \
              "keep the data on the device"
     host_index = "`{index}` (a numpy array or a list) indexes the device tensor `{tensor}`: the index is built on " \
@@ -189,6 +189,9 @@ class HostTensorMovedEachStep(Rule):
         # the legacy constructor: a host build from host data, and it takes no `device=`: reported, no fix
         Example(DATASET_HEAD + _CAST.format("torch.Tensor([0.1, 0.2]).to(device, non_blocking=True)"),
                 message="(the legacy constructor) builds the tensor on the host"),
+        # sizes, filled on the host, then copied (deep-text-recognition-benchmark's decoder inputs per batch)
+        Example(DATASET_HEAD + _CAST.format("torch.LongTensor(8, 26).fill_(0).to(device)"),
+                message="`torch.LongTensor(...)` (the legacy constructor) builds the tensor on the host"),
         # host arithmetic over a factory, then copied (a sinusoidal embedding's frequencies); `scale` may not be a
         # Python number, so no fix (tests/test_transfers.py has the fixed form, an unsafe fix)
         Example(DATASET_HEAD + "scale = get_scale()\n" + _CAST.format(
@@ -293,8 +296,9 @@ class HostTensorMovedEachStep(Rule):
         """`torch.Tensor(values)` (or `torch.FloatTensor(...)`, ...) under methods that compute the same values
         on either device: the legacy constructor builds on the CPU from host data (it refuses a CUDA tensor)."""
         while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
-                expr.func.attr.value in _SAME_ON_DEVICE and self.analysis.is_tensor(expr.func.value):
-            expr = expr.func.value
+                (expr.func.attr.value in _SAME_ON_DEVICE or expr.func.attr.value in _FILLS_IN_PLACE) and \
+                self.analysis.is_tensor(expr.func.value):
+            expr = expr.func.value  # `torch.LongTensor(b, n).fill_(0)`: filled on the host, then copied
         if isinstance(expr, cst.Call) and self.analysis.qualified(expr.func) in _LEGACY_CONSTRUCTORS and \
                 expr.args and not any(a.star for a in expr.args):
             return expr
@@ -446,6 +450,8 @@ _NUMPY_INDEX_ARRAYS = frozenset(f"numpy.{f}" for f in (
     "arange", "array", "argsort", "flatnonzero", "concatenate", "random.permutation"))
 # Tensor methods whose result lives on the device of their receiver.
 _SAME_DEVICE_METHODS = _SAME_ON_DEVICE | {"detach", "permute", "transpose", "narrow", "select", "unflatten"}
+# In-place initialisers of a freshly built tensor: they run where the tensor is (the host, for a legacy constructor).
+_FILLS_IN_PLACE = frozenset({"fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_"})
 # The legacy typed constructors: CPU tensors from host data (or sizes); they take no `device=`.
 _LEGACY_CONSTRUCTORS = frozenset(f"torch.{t}" for t in (
     "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
