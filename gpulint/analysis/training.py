@@ -176,17 +176,35 @@ class TrainingFacts:
         if type(expr) is cst.IfExp:
             return self.cuda_device(expr.body, depth + 1) or self.cuda_device(expr.orelse, depth + 1)
         if type(expr) is cst.Call:
+            if type(expr.func) is cst.Attribute and expr.func.attr.value == "format":
+                return (string_value(expr.func.value) or "").startswith("cuda")  # `'cuda:{:d}'.format(rank)`
             q = self.analysis.qualified(expr.func)
             if q == "torch.device" and expr.args:
                 return self.cuda_device(expr.args[0].value, depth + 1)
             return q == "torch.cuda.current_device"
         if type(expr) is cst.BinaryOperation and type(expr.operator) is cst.Modulo:
+            if (string_value(expr.left) or "").startswith("cuda"):
+                return True  # `"cuda:%d" % rank`
             # `rank % torch.cuda.device_count()`: a CUDA device index (DiT, many DDP scripts)
             right = expr.right
             return type(right) is cst.Call and self.analysis.qualified(right.func) == "torch.cuda.device_count"
         if type(expr) is cst.Name:
-            values = [b.value for b in data_facts(self.analysis).bindings(expr)]
+            # a binding on the no-CUDA branch (`if torch.cuda.is_available(): device = torch.device("cuda")
+            # else: device = torch.device("cpu")`) never runs where the GPU is: like `"cuda" if ... else "cpu"`
+            values = [b.value for b in data_facts(self.analysis).bindings(expr)
+                      if b.value is None or not self._without_cuda(b.value)]
             return bool(values) and all(v is not None and self.cuda_device(v, depth + 1) for v in values)
+        return False
+
+    def _without_cuda(self, node: cst.CSTNode) -> bool:
+        """`node` lies on a branch taken only where CUDA is unavailable (analysis/loops.py `_without_cuda`)."""
+        child = node
+        for parent in self.index.ancestors(node):
+            if type(parent) is cst.If and self.analysis.loops._without_cuda(parent, child):
+                return True
+            if type(parent) in (cst.FunctionDef, cst.ClassDef, cst.Module):
+                return False
+            child = parent
         return False
 
     def parameter_owners(self, expr: cst.CSTNode, depth: int = 0) -> Iterator[cst.Name]:

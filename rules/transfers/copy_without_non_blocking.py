@@ -9,7 +9,7 @@ from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safe
 from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, LOADER_TO_GPU, UNPINNED_LOADER
 from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, keyword
 from gpulint.syntax import argument, is_true
-from gpulint.analysis.data import _true, pinned, pinning_unknown
+from gpulint.analysis.data import _true, pin_memory_of, pinned, pinning_unknown
 
 
 class CopyWithoutNonBlocking(Rule):
@@ -61,6 +61,8 @@ class CopyWithoutNonBlocking(Rule):
     reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "copy-without-non-blocking"
     message = "copy of a pinned batch to the GPU without `non_blocking=True` blocks the CPU every step"
+    once_pinned = "copy of a batch to the GPU without `non_blocking=True` blocks the CPU every step; with the " \
+                  "loader pinned (GPU201) it can overlap"
     beside = "copy of a batch to the GPU without `non_blocking=True`, where another copy of the same batch has " \
              "it: this one blocks the CPU every step"
     family = Family.TRANSFERS
@@ -107,6 +109,8 @@ class CopyWithoutNonBlocking(Rule):
             if not all(pinning_unknown(self, c) for c in loaders) or not self._beside_non_blocking(loop, node):
                 return
             message = self.beside
+        elif any(pin_memory_of(self, c) is None and data_facts(self.analysis).factory(c) is None for c in loaders):
+            message = self.once_pinned  # not pinned yet: GPU201 reports the loader, and its fix pins it
         whole_batch = type(receiver) is cst.Name and any(
             b.kind == "for" and b.source is loop and b.index is None for b in facts.bindings(receiver))
         if whole_batch and any(keyword(c, "collate_fn") is not None for c in loaders):
