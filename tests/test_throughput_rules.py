@@ -273,3 +273,20 @@ def test_gpu411_offers_no_fix_for_loops_it_does_not_recognise():
         result = lint_source(program, "ema.py", frozenset({"GPU411"}), fix=FixMode.UNSAFE)
         assert [d.code for d in lint_source(program, "ema.py", frozenset({"GPU411"})).diagnostics] == ["GPU411"]
         assert result.source == program
+
+
+@pytest.mark.parametrize("device_lines", [
+    "device = torch.device('cuda:{:d}'.format(rank))\n",  # hifi-gan
+    "device = torch.device('cuda:%d' % rank)\n",
+    # RTVC: the CPU binding sits on the branch taken only where there is no GPU
+    "if torch.cuda.is_available():\n    device = torch.device('cuda')\nelse:\n    device = torch.device('cpu')\n",
+])
+def test_cuda_devices_written_other_ways_are_cuda(tmp_path, monkeypatch, device_lines):
+    program = ("import torch\nrank = 0\n" + device_lines +
+               "model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10)).to(device)\n"
+               "opt = torch.optim.Adam(model.parameters(), lr=1e-3)\n"
+               "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n")
+    assert ": GPU402 " in _check(tmp_path, monkeypatch, program)
+    cpu = program.replace("'cuda:{:d}'.format(rank)", "'cpu'").replace("'cuda:%d' % rank", "'cpu'") \
+        .replace("device = torch.device('cuda')", "device = torch.device('cpu')")
+    assert ": GPU402 " not in _check(tmp_path, monkeypatch, cpu)
