@@ -1,6 +1,6 @@
 """Model code run every step: the `forward` of a project module that a loop elsewhere calls on every batch.
 
-fixtures/projects/models: train.py builds `QueueModel` (wrapped in DDP) and calls it in its training loop,
+fixtures/projects/models: train.py builds `QueueModel` (wrapped in DDP; its `Gate` submodules run in its forward) and calls it in its training loop,
 calls `ScoredHead` in an evaluation loop under `torch.no_grad()`, and calls `Probe` every 100 steps only.
 `Unused` is never built in the project.
 """
@@ -17,8 +17,11 @@ import pytest
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "models"
 EXPECTED = {
-    ("models/queue.py", 16, "GPU105"),  # int(self.ptr): a registered buffer, in a method forward calls
-    ("models/queue.py", 21, "GPU203"),  # torch.randperm(n).cuda() in another method forward calls
+    ("models/queue.py", 20, "GPU105"),  # int(self.ptr): a registered buffer, in a method forward calls
+    ("models/queue.py", 25, "GPU203"),  # torch.randperm(n).cuda() in another method forward calls
+    # a submodule QueueModel builds in an nn.ModuleList and calls in forward's loop over it (a file that names
+    # no device: the loop's file does); `Exporter`, called only from `describe`, is not reported
+    ("models/submodules.py", 13, "GPU101"),
     ("models/heads.py", 14, "GPU101"),  # .item() in a forward run once per evaluation batch (under no_grad)
     ("train.py", 12, "GPU403"),  # the step's forward in fp32 (QueueModel on CUDA, no autocast anywhere)
     ("train.py", 31, "GPU402"),  # SGD over the CUDA QueueModel without fused=True
@@ -59,15 +62,18 @@ def test_model_file_named_alone_reads_its_callers(project: Path):
 
 def test_findings_carry_the_call_site_in_the_loop(project: Path):
     items = {(d["filename"], d["location"]["row"]): d for d in check(project, "--no-cache", ".")}
-    ptr = items[("models/queue.py", 16)]
+    ptr = items[("models/queue.py", 20)]
     assert "`QueueModel.forward`, which `model(...)` runs every step" in ptr["message"]
     assert ptr["related"] == [{"filename": "train.py", "location": {"row": 12, "column": 1},
                                "message": "`model(...)` runs `QueueModel.forward` every step"}]
     assert items[("models/heads.py", 14)]["related"][0]["location"]["row"] == 24
+    gate = items[("models/submodules.py", 13)]  # a submodule: related to its call in the owner's forward
+    assert "`Gate.forward`, which `gate(...)` runs every step" in gate["message"]
+    assert gate["related"][0]["filename"] == "models/queue.py" and gate["related"][0]["location"]["row"] == 33
 
 
 def test_a_model_no_longer_called_in_the_loop_is_quiet_on_the_next_cached_run(project: Path):
-    assert ("models/queue.py", 16, "GPU105") in found(check(project, "models/queue.py"))
+    assert ("models/queue.py", 20, "GPU105") in found(check(project, "models/queue.py"))
     train = project / "train.py"
     train.write_text(train.read_text().replace("        out = model(x)\n", "        out = x\n"))
     assert found(check(project, "models/queue.py")) == set()
@@ -98,8 +104,8 @@ def test_monorepo_import_path_that_ends_with_the_module_path(tmp_path: Path):
         "def main(ds):\n    loader = DataLoader(ds, pin_memory=True)\n"
         "    model = corp.research.pkg.queue.QueueModel().cuda()\n"
         "    for x in loader:\n        model(x.cuda(non_blocking=True))\n")
-    assert found(check(tmp_path, "--no-cache", "pkg/queue.py")) == {("pkg/queue.py", 16, "GPU105"),
-                                                                  ("pkg/queue.py", 21, "GPU203")}
+    assert found(check(tmp_path, "--no-cache", "pkg/queue.py")) == {("pkg/queue.py", 20, "GPU105"),
+                                                                  ("pkg/queue.py", 25, "GPU203")}
 
 
 SCALER_LOOP = """\

@@ -186,7 +186,11 @@ def _runs_argument(analysis: ModuleAnalysis, call: cst.Call, position: Optional[
 
 def _targets_gpu(analysis: ModuleAnalysis) -> bool:
     text = analysis.source if analysis.source is not None else analysis.module.code
-    return GPU_HINT.search(text) is not None
+    if GPU_HINT.search(text) is not None:
+        return True
+    from gpulint.analysis.forward import feeds_a_gpu
+
+    return feeds_a_gpu(analysis)  # a file of model classes run every step by a loop that names the device
 
 
 # Evidence that tensors go to an accelerator: `.cuda()`, `.to(...)`, a `device`, "cuda" strings, accelerate/XLA.

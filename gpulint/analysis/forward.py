@@ -30,7 +30,7 @@ import libcst as cst
 from gpulint import ast_walk, incremental
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.tree import child_nodes
-from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, project_for, text_dependency
+from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, _dotted, project_for, text_dependency
 
 # Calls that hand back (a wrapper of) the module they are given, whose call still runs its `forward`.
 _WRAPPERS = {"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
@@ -53,6 +53,7 @@ class CallSite:
     line: int
     code: str
     runs: str  # `MoCo.forward`
+    owner: Optional[str] = None  # for a submodule's call in another module's forward: that module's class
 
 
 # -- the linted module's side: which functions are per-step model code ---------------------------------------------
@@ -249,9 +250,11 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
                                            if not project.is_test(f))):
             if caller is not None and caller not in callers and _may_call_in_hot_loop(project, caller, name):
                 callers.append(caller)
-    if not callers:  # the common case, decided from text and `ast` alone
-        return None
     cls = info.classes.get(class_name) if info is not None else None
+    if not callers:  # the common case, decided from text and `ast` alone
+        if member == "forward" and cls is not None and project.is_module_class(cls):
+            return _submodule_site(project, path, cls)
+        return None
     if cls is None or not (project.is_module_class(cls) if member == "forward" else member in cls.methods):
         return None
     for caller_info in callers:
@@ -271,6 +274,93 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
             if resolver is not None and resolver.may_be(target):
                 return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)",
                                 f"{cls.name}.{member}")
+    return None
+
+
+def _submodule_site(project: Project, path: Path, cls: ClassSummary) -> Optional[CallSite]:
+    """The call of an instance of `cls` inside the `forward` of another project module class whose own
+    `forward` runs every step: `self.Prediction = Attention(...)` in `Model.__init__`, `self.Prediction(...)` in
+    `Model.forward` (or in a method `forward` calls), or `self.blocks = nn.ModuleList([Block(...) ...])` and
+    `for blk in self.blocks: x = blk(x)`. The submodule's `forward` runs as often as its owner's."""
+    for file in project.files_naming(cls.name):
+        if project.is_test(file):
+            continue
+        info = project.module(file)
+        if info is None:
+            continue
+        for owner in info.classes.values():
+            if _same(owner, cls) or "forward" not in owner.methods or not project.is_module_class(owner):
+                continue
+            held = _attributes_holding(project, owner, cls)
+            if not held:
+                continue
+            line = _attribute_called(owner, held)
+            if line is None:
+                continue
+            site = per_step_site(project, owner.path, owner.name)
+            if site is not None:
+                return CallSite(owner.path.resolve(), line[0], f"{line[1]}(...)", f"{cls.name}.forward",
+                                owner.name)
+    return None
+
+
+def _attributes_holding(project: Project, owner: ClassSummary, cls: ClassSummary) -> set[str]:
+    """Names X with `self.X = <... cls(...) ...>` in `owner.__init__` (the instance itself or a container
+    built around it: `nn.ModuleList([cls(...) for _ in range(n)])`, `nn.Sequential(cls(...), ...)`)."""
+    init = owner.methods.get("__init__")
+    if init is None:
+        return set()
+    held = set()
+    for node in ast.walk(init):
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target = node.targets[0]
+        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+            continue
+        for call in ast.walk(node.value):
+            if isinstance(call, ast.Call):
+                dotted = _dotted(call.func)
+                found = project.lookup(owner.path, dotted) if dotted else None
+                if isinstance(found, ClassSummary) and _same(found, cls):
+                    held.add(target.attr)
+                    break
+    return held
+
+
+def _attribute_called(owner: ClassSummary, held: set[str]) -> Optional[tuple[int, str]]:
+    """(line, the callee as written) of the first call of a held submodule in `forward` or a method `forward`
+    calls through `self`: `self.X(...)`, `self.X[i](...)`, or a call of the loop variable of `for m in self.X:`."""
+    forward = owner.methods["forward"]
+    methods = [forward] + [owner.methods[name] for name in sorted({
+        n.func.attr for n in ast.walk(forward) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"} & set(owner.methods))
+        if name not in ("__init__", "forward")]
+    for method in methods:
+        loop_names: dict[str, str] = {}
+        for node in ast.walk(method):
+            if isinstance(node, ast.For) and isinstance(node.target, ast.Name) and _held(node.iter, held):
+                loop_names[node.target.id] = _held(node.iter, held)  # type: ignore[assignment]
+        for node in ast.walk(method):
+            if not isinstance(node, ast.Call):
+                continue
+            name = _held(node.func, held)
+            if name is not None:
+                return node.lineno, f"self.{name}" if isinstance(node.func, ast.Attribute) else f"self.{name}[...]"
+            if isinstance(node.func, ast.Name) and node.func.id in loop_names:
+                return node.lineno, node.func.id  # `for gate in self.gates: x = gate(x)`
+    return None
+
+
+def _held(expr: ast.expr, held: set[str]) -> Optional[str]:
+    """`self.X` or `self.X[i]` (or `enumerate(self.X)`) for a held X: X, else None."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in ("enumerate", "zip") \
+            and expr.args:
+        expr = expr.args[0]
+    if isinstance(expr, ast.Subscript):
+        expr = expr.value
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self" and \
+            expr.attr in held:
+        return expr.attr
     return None
 
 
@@ -693,3 +783,33 @@ def _module_dotted(root: Path, path: Path) -> str:
     if parts and parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts) if len(parts) >= 2 else ""
+
+
+def feeds_a_gpu(analysis) -> bool:
+    """A module that names no device itself (a file of `nn.Module` classes) whose model code a training loop
+    runs every step, from a file that does name one (through the owners of submodules: `Gate` in `QueueModel`
+    in the loop of train.py). Asked only when the module's own text has no device hint."""
+    if analysis.path is None or not any(
+            type(s) is cst.ClassDef and type(s.body) is cst.IndentedBlock and
+            any(type(m) is cst.FunctionDef and m.name.value == "forward" for m in s.body.body)
+            for s in analysis.module.body):
+        return False
+    from gpulint.analysis import GPU_HINT
+    from gpulint.textsearch import found_in
+
+    project, path = analysis.fact(_project_of)
+    for stmt in analysis.module.body:
+        if type(stmt) is not cst.ClassDef:
+            continue
+        site, depth = per_step_site(project, path, stmt.name.value), 0
+        while site is not None and depth < _MAX_DEPTH:
+            try:
+                text = site.path.read_text(errors="replace")  # a file already read by the project model
+            except OSError:
+                break
+            if found_in(GPU_HINT, text):
+                return True
+            if site.owner is None:
+                break
+            site, depth = per_step_site(project, site.path, site.owner), depth + 1
+    return False
