@@ -608,6 +608,13 @@ class LoopAnalysis:
             return f"`{test.value}` (the end of the run)"  # `if done or step % N == 0:`
         if type(test) is cst.Name and not negated and self._episode_end(test):
             return f"`{test.value}` (an episode's end)"  # `for idx, d in enumerate(done): if d: <log the return>`
+        if type(test) is cst.Name and not negated and self.per_step_caller is not None:
+            # `def clip_grads(self, collect_metrics=False): ... if collect_metrics:` called every step from
+            # another module as `clip_grads(collect_metrics=should_log)`: the block runs when the caller logs
+            located = self.index.parameter_of(test)
+            site = self.per_step_caller(located[0]) if located is not None else None
+            if site is not None and test.value in getattr(site, "periodic_params", ()):
+                return f"`{test.value}` (passed periodically by `{site.code}`)"
         if type(test) is cst.Name and not negated:
             # `should_log = step % N == 0` ... `if should_log:`
             scope = self.index.enclosing_scope(test)

@@ -138,6 +138,20 @@ class TrainingFacts:
             device = keyword(node, "device")
             if device is not None:
                 yield self.cuda_device(device.value)
+                continue
+            if self._factory_on_cuda(node):
+                yield True  # `model = load_model(path)`: a project factory that moves its model to CUDA
+
+    def _factory_on_cuda(self, call: cst.Call) -> bool:
+        """A project function every `return` of which hands back a model it moved to a CUDA device."""
+        from gpulint.analysis.calls import project_calls
+        from gpulint.analysis.project import FunctionSummary
+
+        if type(call.func) not in (cst.Name, cst.Attribute):
+            return False
+        calls = self.analysis.fact(project_calls)
+        found = calls._lookup(call.func) if calls is not None else None
+        return isinstance(found, FunctionSummary) and found.returns_on_cuda
 
     def cuda_device(self, expr: cst.CSTNode, depth: int = 0) -> bool:
         """`expr` names a CUDA device: "cuda:0", `torch.device("cuda")`, a device index, `"cuda" if ... else
