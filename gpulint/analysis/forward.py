@@ -331,18 +331,33 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
                 runs = member
             target = project.method(cls, member) if cls is not None else project.function(path, member)
             return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)", runs,
-                            _periodic_arguments(analysis, node, target, cls is not None))
+                            _periodic_arguments(project, analysis, node, target, cls is not None))
     return None
 
 
-def _periodic_arguments(analysis, call: cst.Call, target: Optional[FunctionSummary], bound: bool) -> frozenset:
+def _periodic_arguments(project: Project, analysis, call: cst.Call, target: Optional[FunctionSummary],
+                        bound: bool) -> frozenset:
     """The parameters of `target` that `call` passes a value true only on some iterations, as the caller's
-    own loop analysis reads its guards (`collect_param_metrics=should_log_this_step`), or the literal False."""
+    own loop analysis reads its guards (`collect_param_metrics=should_log_this_step`), or the literal False, or
+    leaves at a default of False or None."""
     if target is None:
         return frozenset()
+    from gpulint.analysis.project import _find_function
+
     params = target.params[1:] if bound and target.params else target.params
     found = set()
     position = 0
+    info = project.module(target.path)
+    node = _find_function(info, target.qualname)[0] if info is not None else None
+    if node is not None and not any(arg.star for arg in call.args):
+        args = node.args
+        positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+        defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+        given = {arg.keyword.value for arg in call.args if arg.keyword is not None} | \
+            set(params[:len([arg for arg in call.args if arg.keyword is None])])
+        found = {name for name, default in defaults.items() if name not in given
+                 and isinstance(default, ast.Constant) and (default.value is False or default.value is None)}
     for arg in call.args:
         if arg.star:
             break
