@@ -207,3 +207,56 @@ def test_a_factory_whose_model_stays_on_the_cpu_is_not(tmp_path: Path):
     (tmp_path / "models.py").write_text(MODELS.replace('"cuda" if torch.cuda.is_available() else "cpu"', '"cpu"'))
     (tmp_path / "train.py").write_text(FACTORY_SCRIPT)
     assert ("train.py", 5, "GPU402") not in found(check(tmp_path, "--no-cache", "train.py"))
+
+
+GPU402_SCRIPT = textwrap.dedent("""\
+    import torch
+    {extra}
+
+    model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10)).cuda()
+    opt = {build}
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(8, 512)), pin_memory=True)
+    for (x,) in loader:
+        model(x.cuda(non_blocking=True)).sum().backward()
+        opt.step()
+""")
+
+SUBCLASS = textwrap.dedent("""\
+    class AdamW(torch.optim.AdamW):
+        def __init__(self, *args, record=False, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.record = record
+
+        def step(self, closure=None):
+            if not self.record:
+                return super().step(closure=closure)
+            return None
+""")
+
+
+def _gpu402(tmp_path: Path, extra: str, build: str) -> set:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "train.py").write_text(GPU402_SCRIPT.format(extra=extra, build=build))
+    return {f for f in found(check(tmp_path, "--no-cache", "train.py")) if f[2] == "GPU402"}
+
+
+def test_a_project_subclass_of_a_torch_optimizer_that_keeps_its_update_is_not_fused(tmp_path: Path):
+    assert _gpu402(tmp_path, SUBCLASS, "AdamW(model.parameters(), lr=1e-3)") == {("train.py", 14, "GPU402")}
+
+
+def test_a_subclass_with_its_own_update_or_without_kwargs_is_left_alone(tmp_path: Path):
+    own_step = SUBCLASS.replace("return super().step(closure=closure)", "return self.my_update()")
+    assert _gpu402(tmp_path, own_step, "AdamW(model.parameters(), lr=1e-3)") == set()
+    no_kwargs = SUBCLASS.replace("*args, record=False, **kwargs", "params, lr").replace("*args, **kwargs", "params, lr")
+    assert _gpu402(tmp_path, no_kwargs, "AdamW(model.parameters(), lr=1e-3)") == set()
+
+
+def test_optimizers_chosen_by_name_or_condition(tmp_path: Path):
+    # every candidate has a fused implementation: reported
+    assert _gpu402(tmp_path, "use_sgd = False", "(torch.optim.SGD if use_sgd else torch.optim.AdamW)"
+                   "(model.parameters())") == {("train.py", 5, "GPU402")}
+    assert _gpu402(tmp_path, "", 'getattr(torch.optim, "AdamW")(model.parameters())') == {("train.py", 5, "GPU402")}
+    # one candidate without one (NAdam), or a name read from a config: not
+    assert _gpu402(tmp_path, "use_nadam = False", "(torch.optim.NAdam if use_nadam else torch.optim.AdamW)"
+                   "(model.parameters())") == set()
+    assert _gpu402(tmp_path, "import sys", "getattr(torch.optim, sys.argv[1])(model.parameters())") == set()
