@@ -260,3 +260,22 @@ def test_optimizers_chosen_by_name_or_condition(tmp_path: Path):
     assert _gpu402(tmp_path, "use_nadam = False", "(torch.optim.NAdam if use_nadam else torch.optim.AdamW)"
                    "(model.parameters())") == set()
     assert _gpu402(tmp_path, "import sys", "getattr(torch.optim, sys.argv[1])(model.parameters())") == set()
+
+
+def test_a_clipping_loop_over_a_param_group_in_a_per_step_optimizer_method(tmp_path: Path):
+    optim = OPTIM.replace("        return norms\n", textwrap.indent(textwrap.dedent('''\
+        for group in self.param_groups:
+            self._clip(group)
+        return norms
+
+    def _clip(self, group):
+        for p in group["params"]:
+            p.grad.mul_(0.5)
+    '''), "    "), 1)
+    root = _project(tmp_path, optim, SCRIPT.format(call="optim.clip_and_collect(step)"))
+    assert ("optim.py", 14, "GPU411") in found(check(root, "--no-cache", "optim.py"))
+    # the same loop in a method nobody calls every step stays quiet
+    root2 = tmp_path / "never"
+    root2.mkdir()
+    _project(root2, optim, SCRIPT.format(call="pass"))
+    assert ("optim.py", 14, "GPU411") not in found(check(root2, "--no-cache", "optim.py"))
