@@ -508,7 +508,7 @@ class ProjectCalls(ModuleCalls):
             else:
                 found = self._lookup(call.func)
                 built = (found,) if isinstance(found, ClassSummary) else (
-                    found.returns_union if isinstance(found, FunctionSummary) else ())
+                    self.project.returned_classes(found) if isinstance(found, FunctionSummary) else ())
             if not built:
                 return ()
             union.extend(c for c in built if all(c is not u for u in union))

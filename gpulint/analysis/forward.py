@@ -622,8 +622,9 @@ class _Instances:
         if isinstance(found, ClassSummary):
             return self._matches(found)
         if isinstance(found, FunctionSummary):  # a factory: every class it may return runs the member
-            if found.returns_union:
-                return all(self._matches(c) for c in found.returns_union)
+            returned = self.project.returned_classes(found)
+            if returned:
+                return all(self._matches(c) for c in returned)
             return bool(found.returns_classes) and all(c is not None and self._matches(c)
                                                        for c in found.returns_classes[:1])
         dotted = dotted_name(call.func) or ""

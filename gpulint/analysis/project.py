@@ -142,6 +142,7 @@ class FunctionSummary:
     # return is not a project instance it can tell, the class its return annotation names (`-> Optimizer`);
     # () when neither tells. An instance of one of them is what a call of the function holds.
     returns_union: tuple = ()
+    returns_annotation: Optional[ast.expr] = None  # the return annotation, where `returns_union` is empty
     # Every `return` of a value hands back a model this function moved to a CUDA device
     # (`model = Darknet(cfg).to(device)` with `device = torch.device("cuda" if ... else "cpu")`; `return model`).
     returns_on_cuda: bool = False
@@ -162,6 +163,7 @@ class FunctionSummary:
                 self.returns_tensor, sorted(self.returns_params), _sink_key(self.returns_host_batch),
                 [None if c is None else (c.name, str(c.path)) for c in self.returns_classes],
                 [(c.name, str(c.path)) for c in self.returns_union], self.returns_on_cuda,
+                None if self.returns_annotation is None else ast.dump(self.returns_annotation),
                 sorted(self.calls_params))
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
@@ -614,6 +616,15 @@ class Project:
             found[(cls.path, cls.name)] = cls
         return next(iter(found.values())) if len(found) == 1 else None
 
+    def returned_classes(self, summary: FunctionSummary) -> tuple:
+        """The project classes a call of the function hands back an instance of: every class its `return`s
+        build (`returns_union`), or else the class its return annotation names (`-> Optimizer`); () when
+        neither tells. The annotation is looked up only here, when a caller asks."""
+        if summary.returns_union or summary.returns_annotation is None:
+            return summary.returns_union
+        found = annotation_class(self, summary.path, summary.returns_annotation)
+        return (found,) if found is not None else ()
+
     def is_module_class(self, cls: ClassSummary, depth: int = 0) -> bool:
         """A subclass of `torch.nn.Module` (directly or through project classes): calling it runs `forward`."""
         info = self.module(cls.path)
@@ -945,11 +956,9 @@ class _Summarizer:
 
     def run(self) -> FunctionSummary:
         self._block(self.fn.body, conditional=False)
-        union = self.union
-        if union is None or not union:
-            annotated = self._annotated_return()
-            union = [annotated] if annotated is not None else []
-        self.summary.returns_union = tuple(union)
+        self.summary.returns_union = tuple(self.union or ())
+        if not self.summary.returns_union and self.fn.returns is not None:
+            self.summary.returns_annotation = self.fn.returns  # resolved on use: Project.returned_classes
         self.summary.returns_on_cuda = bool(self.cuda_returns)
         if self.summary.returns_loader is None:
             # a generator handing on a loader's batches (`loader = DataLoader(...)`; `while True: yield from
@@ -1196,12 +1205,6 @@ class _Summarizer:
         if isinstance(expr, ast.Name) and expr.id in self.values:
             return all(self._cuda_device(v, depth + 1) for v in self.values[expr.id])
         return False
-
-    def _annotated_return(self) -> Optional[ClassSummary]:
-        """The project class the return annotation names (`-> Optimizer`, `-> "Optimizer"`,
-        `-> Optional[Optimizer]`), else None."""
-        found = annotation_class(self.project, self.info.path, self.fn.returns)
-        return found if isinstance(found, ClassSummary) else None
 
     # -- expressions ------------------------------------------------------------------------------------------
     def _expressions(self, expr: ast.expr, conditional: bool) -> None:
