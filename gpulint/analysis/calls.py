@@ -8,6 +8,7 @@ then `with dt[1]:`, or a direct `utils.all_reduce_mean(loss)`.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind
 from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method
 from gpulint.analysis.node_types import of_types
-from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Sink
+from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Sink, annotation_class
 
 MAX_BINDINGS = 16  # bindings of one name followed (every one must agree)
 MAX_CARRY_DEPTH = 10  # names, comprehensions and helper returns followed to decide what an argument holds
@@ -46,6 +47,7 @@ class ModuleCalls:
         self.analysis = analysis
         self.index = analysis.index
         self._self_attributes: Optional[dict[tuple[int, str], list[cst.BaseExpression]]] = None
+        self._self_annotations: dict[tuple[int, str], cst.BaseExpression] = {}
         self._carrying: set[int] = set()  # bindings being decided by carries_tensor (cycles)
         self._loss_scalers: Optional[set[str]] = None
 
@@ -270,9 +272,10 @@ class ModuleCalls:
         return self.analysis.qualified(func)
 
     def self_attributes(self, attr: cst.Attribute) -> list[cst.BaseExpression]:
-        """Every value assigned to `self.<name>` in the class around `attr`."""
+        """Every value assigned to `self.<name>` in the class around `attr` (`self.x: T = v` included)."""
         if self._self_attributes is None:
             found: dict[tuple[int, str], list[cst.BaseExpression]] = {}
+            annotations: dict[tuple[int, str], cst.BaseExpression] = {}
             for node in of_types(self.index, cst.Assign):
                 if len(node.targets) == 1:
                     target = node.targets[0].target
@@ -281,11 +284,34 @@ class ModuleCalls:
                         cls = self._class_of(node)
                         if cls is not None:
                             found.setdefault((id(cls), target.attr.value), []).append(node.value)
+            for node in of_types(self.index, cst.AnnAssign):
+                target = node.target
+                if type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == "self":
+                    cls = self._class_of(node)
+                    if cls is not None:
+                        key = (id(cls), target.attr.value)
+                        annotations.setdefault(key, node.annotation.annotation)
+                        if node.value is not None:
+                            found.setdefault(key, []).append(node.value)
+                elif type(target) is cst.Name:  # a class-body field (`optim: Optimizer`, a dataclass's)
+                    line = self.index.up.get(id(node))
+                    block = self.index.up.get(id(line)) if line is not None else None
+                    cls = self.index.up.get(id(block)) if type(block) is cst.IndentedBlock else None
+                    if type(cls) is cst.ClassDef:
+                        annotations.setdefault((id(cls), target.value), node.annotation.annotation)
             self._self_attributes = found
+            self._self_annotations = annotations
         cls = self._class_of(attr)
         if cls is None:
             return []
         return self._self_attributes.get((id(cls), attr.attr.value), [])
+
+    def self_annotation(self, attr: cst.Attribute) -> Optional[cst.BaseExpression]:
+        """The annotation the class around `attr` declares for `self.<name>`: a field in the class body
+        (`optim: Optimizer`, as dataclasses declare them) or `self.<name>: T` in a method; None without one."""
+        self.self_attributes(attr)
+        cls = self._class_of(attr)
+        return self._self_annotations.get((id(cls), attr.attr.value)) if cls is not None else None
 
     def _class_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
         for ancestor in self.index.ancestors(node):
@@ -387,10 +413,14 @@ class ProjectCalls(ModuleCalls):
         if not own_module and self.analysis.loops.local_function(call) is not None:
             return None
         if type(func) is cst.Attribute:
-            cls = self.instance_class(func.value)
-            if cls is not None:
-                method = self.project.method(cls, func.attr.value)
-                return (f"{cls.name}.{func.attr.value}", method, True) if method is not None else None
+            classes = self.instance_classes(func.value)
+            if classes:  # every class it may be runs the same method (`LionW` and `AdamW` inherit it)
+                methods = [self.project.method(cls, func.attr.value) for cls in classes]
+                method = methods[0]
+                if method is None or any(m is not method for m in methods):
+                    return None
+                owner = method.qualname.rpartition(".")[0] if len(classes) > 1 else classes[0].name
+                return f"{owner or classes[0].name}.{func.attr.value}", method, True
         else:
             cls = self.instance_class(func)
             if cls is not None:  # `meter(x)`: __call__ of an instance; `criterion(out, y)`: a module's forward
@@ -437,6 +467,16 @@ class ProjectCalls(ModuleCalls):
     def instance_class(self, expr: cst.BaseExpression) -> Optional[ClassSummary]:
         """The project class `expr` is an instance of, when every binding the module shows agrees (or, for a
         parameter of a top-level function, every call site in the project)."""
+        classes = self.instance_classes(expr)
+        return classes[0] if len(classes) == 1 else None
+
+    def instance_classes(self, expr: cst.BaseExpression, depth: int = 0) -> tuple:
+        """The project classes `expr` may hold an instance of, every one of them known: one, or several where
+        a project factory returns one of several (`build_optimizer` returning `LionW(...)` or `AdamW(...)`);
+        () when unknown. Bindings, `self.x` attributes (assigned, or declared by an annotation), parameters
+        (annotated, or passed by every call site), and the elements of a container a `for` loop iterates."""
+        if depth > 3:
+            return ()
         if type(expr) is cst.Name:
             bindings = self.index.visible_bindings(expr)
             if len(bindings) == 1 and bindings[0].kind == "param":
@@ -445,18 +485,73 @@ class ProjectCalls(ModuleCalls):
                 source = bindings[0].source
                 annotated = annotated_class(self, source, bindings[0].name) \
                     if type(source) is cst.FunctionDef else None
-                return annotated or self._parameter_class(bindings[0])
+                found = annotated or self._parameter_class(bindings[0])
+                return (found,) if found is not None else ()
+            if len(bindings) == 1 and bindings[0].kind == "for" and bindings[0].index is None \
+                    and bindings[0].value is not None:
+                return self.element_classes(bindings[0].value, depth + 1)
         if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
             values = self.self_attributes(expr)  # `self.logger = logger` in `__init__(self, logger)`
             if len(values) == 1 and isinstance(values[0], cst.Name):
-                return self.instance_class(values[0])
+                return self.instance_classes(values[0], depth + 1)
+            if not values:  # only declared: `optim: Optimizer` in the class body
+                found = self.annotation_class(self.self_annotation(expr))
+                return (found,) if found is not None else ()
         calls = self.built_by(expr)
         if not calls:
+            return ()
+        union: list = []
+        for call in calls:
+            if type(call.func) is cst.Subscript:
+                found = self.registry_class(call.func)
+                built: tuple = (found,) if found is not None else ()
+            else:
+                found = self._lookup(call.func)
+                built = (found,) if isinstance(found, ClassSummary) else (
+                    self.project.returned_classes(found) if isinstance(found, FunctionSummary) else ())
+            if not built:
+                return ()
+            union.extend(c for c in built if all(c is not u for u in union))
+        return tuple(union)
+
+    def element_classes(self, container: cst.BaseExpression, depth: int = 0) -> tuple:
+        """The project classes of what a `for` loop over `container` binds: `self.evaluators` declared
+        `List[Evaluator]` (a field or `self.evaluators: List[Evaluator] = ...`), a parameter annotated so, or a
+        list or tuple of instances the module builds (`dt = (Profile(), Profile())`)."""
+        if type(container) is cst.Attribute and type(container.value) is cst.Name \
+                and container.value.value == "self":
+            found = self.annotation_class(self.self_annotation(container), element=True)
+            if found is not None:
+                return (found,)
+        if type(container) is cst.Name:
+            located = self.index.parameter_of(container)
+            if located is not None and located[1].annotation is not None:
+                found = self.annotation_class(located[1].annotation.annotation, element=True)
+                return (found,) if found is not None else ()
+        calls = self._elements_built_by(container, depth) if type(container) in (cst.Name, cst.Attribute) \
+            else None
+        if not calls:
+            return ()
+        union: list = []
+        for call in calls:
+            found = self._lookup(call.func)
+            if not isinstance(found, ClassSummary):
+                return ()
+            if all(found is not u for u in union):
+                union.append(found)
+        return tuple(union)
+
+    def annotation_class(self, annotation: Optional[cst.BaseExpression], element: bool = False) \
+            -> Optional[ClassSummary]:
+        """The project class an annotation names (`Optimizer`, `"Optimizer"`, `Optional[Optimizer]`), or with
+        `element` the class of a container annotation's elements (`List[Evaluator]`); else None."""
+        if annotation is None:
             return None
-        classes = [self.registry_class(call.func) if type(call.func) is cst.Subscript else
-                   self._lookup(call.func) for call in calls]
-        first = classes[0]
-        return first if isinstance(first, ClassSummary) and all(c is first for c in classes) else None
+        try:
+            tree = ast.parse(self.analysis.code(annotation).strip(), mode="eval").body
+        except (SyntaxError, ValueError, RecursionError):
+            return None
+        return annotation_class(self.project, self.path, tree, element)
 
     def _parameter_class(self, binding) -> Optional[ClassSummary]:
         """A parameter of a top-level function of this module: the class every project call site passes."""

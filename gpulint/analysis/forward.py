@@ -54,6 +54,10 @@ class CallSite:
     code: str
     runs: str  # `MoCo.forward`
     owner: Optional[str] = None  # for a submodule's call in another module's forward: that module's class
+    # Parameters of what it runs that the call passes a periodic value (`collect_param_metrics=should_log`,
+    # with `should_log = step % N == 0`) or `False`: a block under `if collect_param_metrics:` there is not
+    # run every step.
+    periodic_params: frozenset = frozenset()
 
 
 # -- the linted module's side: which functions are per-step model code ---------------------------------------------
@@ -415,8 +419,49 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
                         and found.path.resolve() == path):
                     continue
                 runs = member
-            return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)", runs)
+            target = project.method(cls, member) if cls is not None else project.function(path, member)
+            return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)", runs,
+                            periodic_params=_periodic_arguments(project, analysis, node, target, cls is not None))
     return None
+
+
+def _periodic_arguments(project: Project, analysis, call: cst.Call, target: Optional[FunctionSummary],
+                        bound: bool) -> frozenset:
+    """The parameters of `target` that `call` passes a value true only on some iterations, as the caller's
+    own loop analysis reads its guards (`collect_param_metrics=should_log_this_step`), or the literal False, or
+    leaves at a default of False or None."""
+    if target is None:
+        return frozenset()
+    from gpulint.analysis.project import _find_function
+
+    params = target.params[1:] if bound and target.params else target.params
+    found = set()
+    position = 0
+    info = project.module(target.path)
+    node = _find_function(info, target.qualname)[0] if info is not None else None
+    if node is not None and not any(arg.star for arg in call.args):
+        args = node.args
+        positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+        defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+        given = {arg.keyword.value for arg in call.args if arg.keyword is not None} | \
+            set(params[:len([arg for arg in call.args if arg.keyword is None])])
+        found = {name for name, default in defaults.items() if name not in given
+                 and isinstance(default, ast.Constant) and (default.value is False or default.value is None)}
+    for arg in call.args:
+        if arg.star:
+            break
+        if arg.keyword is not None:
+            name: Optional[str] = arg.keyword.value
+        else:
+            name = params[position] if position < len(params) else None
+            position += 1
+        if name is None:
+            continue
+        value = arg.value
+        if (type(value) is cst.Name and value.value == "False") or analysis.loops.periodic_test(value):
+            found.add(name)
+    return frozenset(found)
 
 
 def called_in_a_hot_loop(project: Project, name: str) -> bool:
@@ -610,7 +655,10 @@ class _Instances:
             return self._constructs(expr)
         if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
             values = self.calls.self_attributes(expr)
-            return bool(values) and all(self.may_be(v, depth + 1) for v in values)
+            if not values:  # only declared: `optim: Optimizer` in the class body (a dataclass's field)
+                declared = self.calls.annotation_class(self.calls.self_annotation(expr))
+                return declared is not None and self._matches(declared)
+            return all(self.may_be(v, depth + 1) for v in values)
         if type(expr) is cst.BooleanOperation and type(expr.operator) is cst.Or:
             # `sampler or UniformSampler(diffusion)`: either side is what the name holds
             return self.may_be(expr.right, depth + 1) and (
@@ -620,6 +668,10 @@ class _Instances:
         bindings = self.index.visible_bindings(expr)
         if not bindings or len(bindings) > 16:
             return False
+        if len(bindings) == 1 and bindings[0].kind == "for" and bindings[0].index is None \
+                and bindings[0].value is not None:  # `for evaluator in self.evaluators:`
+            elements = self.calls.element_classes(bindings[0].value, depth + 1)
+            return bool(elements) and all(self._matches(c) for c in elements)
         found = False
         for b in bindings:
             if b.kind == "param":
@@ -659,7 +711,10 @@ class _Instances:
         found = self.calls._lookup(call.func)
         if isinstance(found, ClassSummary):
             return self._matches(found)
-        if isinstance(found, FunctionSummary):
+        if isinstance(found, FunctionSummary):  # a factory: every class it may return runs the member
+            returned = self.project.returned_classes(found)
+            if returned:
+                return all(self._matches(c) for c in returned)
             return bool(found.returns_classes) and all(c is not None and self._matches(c)
                                                        for c in found.returns_classes[:1])
         dotted = dotted_name(call.func) or ""
@@ -743,19 +798,7 @@ def annotated_class(calls, fn: cst.FunctionDef, name: str) -> Optional[ClassSumm
     param = next((p for p in params if p.name.value == name), None)
     if param is None or param.annotation is None:
         return None
-    annotation = param.annotation.annotation
-    if type(annotation) is cst.Subscript and dotted_name(annotation.value) in ("Optional", "typing.Optional") \
-            and len(annotation.slice) == 1 and isinstance(annotation.slice[0].slice, cst.Index):
-        annotation = annotation.slice[0].slice.value
-    if type(annotation) is cst.SimpleString:
-        text = annotation.evaluated_value
-        if not isinstance(text, str) or not text.replace(".", "").replace("_", "").isalnum():
-            return None
-        annotation = cst.parse_expression(text)
-    if type(annotation) not in (cst.Name, cst.Attribute):
-        return None
-    found = calls._lookup(annotation)
-    return found if isinstance(found, ClassSummary) else None
+    return calls.annotation_class(param.annotation.annotation)
 
 
 def _argument(call: cst.Call, position: Optional[int], name: str) -> Optional[cst.BaseExpression]:

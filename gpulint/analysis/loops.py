@@ -449,10 +449,11 @@ class LoopAnalysis:
 
     def _walk_up(self, node: cst.CSTNode, memo: dict[int, Execution], passed: list[int]) -> Execution:
         periodic: Optional[str] = None
+        flag: Optional[cst.Name] = None  # the innermost `if <parameter>:` passed (see `_flag_off`)
         once_in: Optional[Loop] = None  # the loop whose first pass alone runs the block being walked out of
         child = node
         for parent in self.index.ancestors(node):
-            if periodic is None and once_in is None:
+            if periodic is None and once_in is None and flag is None:  # (below a flag: the answer is its own)
                 known = memo.get(id(child))
                 if known is not None:
                     return known
@@ -472,6 +473,9 @@ class LoopAnalysis:
                     child = parent
                     continue
             if type(parent) is cst.If and child is parent.body and periodic is None:
+                if flag is None and type(parent.test) is cst.Name and self.per_step_caller is not None \
+                        and self.index.parameter_of(parent.test) is not None:
+                    flag = parent.test
                 reason = self.periodic_test(parent.test)
                 if reason and self._steps_an_optimizer(parent.body):
                     reason = None  # a block that steps the optimizer is gradient accumulation's step: hot
@@ -506,6 +510,9 @@ class LoopAnalysis:
             elif type(parent) in (cst.FunctionDef, cst.Lambda):
                 if type(parent) is cst.FunctionDef:
                     caller = self.hot_helpers().get(id(parent)) or self._model_code(parent)
+                    reason = self._flag_off(flag, parent, caller) if periodic is None else None
+                    if reason:
+                        return Execution(Frequency.PERIODIC, caller.loop, reason)
                     if caller is not None:
                         if periodic and caller.every_iteration:
                             return Execution(Frequency.PERIODIC, caller.loop, periodic)
@@ -515,6 +522,19 @@ class LoopAnalysis:
                 return OUTSIDE
             child = parent
         return OUTSIDE
+
+    def _flag_off(self, flag: Optional[cst.Name], fn: cst.FunctionDef, caller: Optional[Execution]) -> Optional[str]:
+        """A reason when `fn` is per-step code of a call in another module (`caller.via`) that passes its
+        parameter `flag` a periodic value, `False`, or leaves it at a default of False or None
+        (`clip_grads(collect_metrics=should_log)`, then `if collect_metrics:` in `fn`): the block runs when
+        the caller logs, not every step."""
+        site = caller.via if caller is not None else None
+        if flag is None or site is None or flag.value not in getattr(site, "periodic_params", ()):
+            return None
+        located = self.index.parameter_of(flag)
+        if located is None or located[0] is not fn:
+            return None
+        return f"`{flag.value}` (passed periodically by `{site.code}`)"
 
     def hot_helpers(self) -> dict[int, Execution]:
         """Functions of this module called from inside a hot loop, with how often they run: directly, or through

@@ -137,6 +137,15 @@ class FunctionSummary:
     # The project classes of what it returns: one element for `return Cls(...)`, one per element of a tuple
     # (`return model, criterion`); None where an element is not a project instance or cannot be told.
     returns_classes: tuple = ()
+    # The project classes the function builds and returns, every `return` of a value counted (a factory:
+    # `def build_optimizer(cfg): if ...: return LionW(...) ... return AdamW(...)` gives both), or, where a
+    # return is not a project instance it can tell, the class its return annotation names (`-> Optimizer`);
+    # () when neither tells. An instance of one of them is what a call of the function holds.
+    returns_union: tuple = ()
+    returns_annotation: Optional[ast.expr] = None  # the return annotation, where `returns_union` is empty
+    # Every `return` of a value hands back a model this function moved to a CUDA device
+    # (`model = Darknet(cfg).to(device)` with `device = torch.device("cuda" if ... else "cpu")`; `return model`).
+    returns_on_cuda: bool = False
     # Parameters the function calls itself on every call (`def gpu_timer(closure): ... closure()`), outside a
     # periodic test or an option: a function passed there runs whenever the call does.
     calls_params: frozenset = frozenset()
@@ -153,6 +162,8 @@ class FunctionSummary:
                                                           str(self.returns_loader.path)),
                 self.returns_tensor, sorted(self.returns_params), _sink_key(self.returns_host_batch),
                 [None if c is None else (c.name, str(c.path)) for c in self.returns_classes],
+                [(c.name, str(c.path)) for c in self.returns_union], self.returns_on_cuda,
+                None if self.returns_annotation is None else ast.dump(self.returns_annotation),
                 sorted(self.calls_params))
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
@@ -605,6 +616,15 @@ class Project:
             found[(cls.path, cls.name)] = cls
         return next(iter(found.values())) if len(found) == 1 else None
 
+    def returned_classes(self, summary: FunctionSummary) -> tuple:
+        """The project classes a call of the function hands back an instance of: every class its `return`s
+        build (`returns_union`), or else the class its return annotation names (`-> Optimizer`); () when
+        neither tells. The annotation is looked up only here, when a caller asks."""
+        if summary.returns_union or summary.returns_annotation is None:
+            return summary.returns_union
+        found = annotation_class(self, summary.path, summary.returns_annotation)
+        return (found,) if found is not None else ()
+
     def is_module_class(self, cls: ClassSummary, depth: int = 0) -> bool:
         """A subclass of `torch.nn.Module` (directly or through project classes): calling it runs `forward`."""
         info = self.module(cls.path)
@@ -929,9 +949,17 @@ class _Summarizer:
         self.computed: set[str] = set()  # names the function assigns itself
         self.host_batches: dict[str, Sink] = {}  # names bound to a tensor built here on the host (`torch.stack`)
         self.other_returns = False  # some `return` hands back a tensor not built on the host here
+        self.union: Optional[list] = []  # the classes of every `return` of a value; None once one is not one
+        self.on_cuda: set[str] = set()  # names bound to a model moved to a CUDA device
+        self.values: dict[str, list] = {}  # name -> the values of its plain assignments
+        self.cuda_returns: Optional[bool] = None  # every `return` of a value so far hands back such a model
 
     def run(self) -> FunctionSummary:
         self._block(self.fn.body, conditional=False)
+        self.summary.returns_union = tuple(self.union or ())
+        if not self.summary.returns_union and self.fn.returns is not None:
+            self.summary.returns_annotation = self.fn.returns  # resolved on use: Project.returned_classes
+        self.summary.returns_on_cuda = bool(self.cuda_returns)
         if self.summary.returns_loader is None:
             # a generator handing on a loader's batches (`loader = DataLoader(...)`; `while True: yield from
             # loader`) is a loader factory to its callers (analysis/generators.py)
@@ -1031,7 +1059,14 @@ class _Summarizer:
         level = 0 if sink is not None else self._tensor_level(value)
         whole_host = self._host_batch(value)
         views = source is not None and self._through_parameters(value)
+        moved = self._moved_to_cuda(value)
         for target in targets:
+            if isinstance(target, ast.Name):
+                self.values.setdefault(target.id, []).append(value)
+                if moved:
+                    self.on_cuda.add(target.id)
+                elif not augmented and not (isinstance(value, ast.Name) and value.id == target.id):
+                    self.on_cuda.discard(target.id)
             classes = self._classes_of(value)
             for position, name in enumerate(_target_names(target)):
                 self.computed.add(name)
@@ -1133,6 +1168,43 @@ class _Summarizer:
         classes = self._classes_of(value)
         if any(c is not None for c in classes) and not self.summary.returns_classes:
             self.summary.returns_classes = classes
+        if not _is_none(value) and self.cuda_returns is not False:
+            self.cuda_returns = (isinstance(value, ast.Name) and value.id in self.on_cuda) or \
+                self._moved_to_cuda(value)
+        if self.union is not None and not _is_none(value):
+            one = classes[0] if len(classes) == 1 and not isinstance(value, ast.Tuple) else None
+            if one is None:
+                self.union = None
+            elif all(c is not one for c in self.union):
+                self.union.append(one)
+
+    def _moved_to_cuda(self, value: ast.expr) -> bool:
+        """`X(...).to(device)` / `.cuda()` (or a name bound to one moved again) to a device that is CUDA."""
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
+            return False
+        if value.func.attr == "cuda":
+            return True
+        if value.func.attr != "to":
+            return False
+        device = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "device"), None)
+        return device is not None and self._cuda_device(device)
+
+    def _cuda_device(self, expr: ast.expr, depth: int = 0) -> bool:
+        """`"cuda"`, `"cuda:0"`, `torch.device("cuda" if ... else "cpu")`, or a name every assignment here of
+        which is one (as training.TrainingFacts.cuda_device reads the linted module)."""
+        if depth > 4:
+            return False
+        if isinstance(expr, ast.Constant):
+            return isinstance(expr.value, str) and expr.value.startswith("cuda")
+        if isinstance(expr, ast.IfExp):
+            return self._cuda_device(expr.body, depth + 1) or self._cuda_device(expr.orelse, depth + 1)
+        if isinstance(expr, ast.Call):
+            if self.info.qualify(_dotted(expr.func) or "") == "torch.device" and expr.args:
+                return self._cuda_device(expr.args[0], depth + 1)
+            return False
+        if isinstance(expr, ast.Name) and expr.id in self.values:
+            return all(self._cuda_device(v, depth + 1) for v in self.values[expr.id])
+        return False
 
     # -- expressions ------------------------------------------------------------------------------------------
     def _expressions(self, expr: ast.expr, conditional: bool) -> None:
@@ -1347,6 +1419,9 @@ class _Summarizer:
                 if value.elts else ()
         if isinstance(value, ast.Name):
             return (self.classes.get(value.id),)
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                and value.func.attr in ("to", "cuda") and isinstance(value.func.value, ast.Call):
+            return self._classes_of(value.func.value)  # `Darknet(cfg).to(device)`: the same instance, moved
         if isinstance(value, ast.Call):
             dotted = _dotted(value.func)
             found = self.project.lookup(self.info.path, dotted) if dotted and not dotted.startswith("self.") \
@@ -1430,6 +1505,48 @@ def _makes_tensor(qualified: str) -> bool:
     if qualified.startswith(_TORCH_NON_TENSOR_PREFIXES) or qualified.startswith("torch.optim."):
         return False
     return not qualified.rsplit(".", 1)[-1][:1].isupper()
+
+
+_OPTIONAL = ("Optional", "typing.Optional")
+_CONTAINERS = ("List", "list", "Sequence", "Iterable", "Iterator", "Tuple", "tuple", "Set", "set",
+               "MutableSequence", "Collection", "Deque", "deque")
+
+
+def annotation_class(project: "Project", path: Path, annotation: Optional[ast.expr],
+                     element: bool = False) -> Optional[ClassSummary]:
+    """The project class an annotation (on `ast`) names: `Optimizer`, `"Optimizer"`, `Optional[Optimizer]`;
+    with `element`, the class of the elements of a container annotation (`List[Evaluator]`,
+    `Sequence["Evaluator"]`, `Tuple[Evaluator, ...]`). None for anything else, a library class included."""
+    for _ in range(6):
+        if annotation is None:
+            return None
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            try:
+                annotation = ast.parse(annotation.value.strip(), mode="eval").body
+            except SyntaxError:
+                return None
+            continue
+        if isinstance(annotation, ast.Subscript):
+            head = (_dotted(annotation.value) or "").rpartition("typing.")[2]
+            inner = annotation.slice
+            if head in _OPTIONAL:
+                annotation = inner
+                continue
+            if element and head in _CONTAINERS:
+                if isinstance(inner, ast.Tuple):  # `Tuple[Evaluator, ...]`: one class, any length
+                    if not (len(inner.elts) == 2 and isinstance(inner.elts[1], ast.Constant)
+                            and inner.elts[1].value is Ellipsis):
+                        return None
+                    inner = inner.elts[0]
+                annotation, element = inner, False
+                continue
+            return None
+        break
+    if element:
+        return None
+    dotted = _dotted(annotation) if isinstance(annotation, (ast.Name, ast.Attribute)) else None
+    found = project.lookup(path, dotted) if dotted else None
+    return found if isinstance(found, ClassSummary) else None
 
 
 def _is_none(node: ast.expr) -> bool:

@@ -160,6 +160,63 @@ class TrainingFacts:
             device = keyword(node, "device")
             if device is not None:
                 yield self.cuda_device(device.value)
+                continue
+            if self._factory_on_cuda(node):
+                yield True  # `model = load_model(path)`: a project factory that moves its model to CUDA
+
+    def optimizer_classes(self, func: cst.BaseExpression, depth: int = 0) -> Optional[frozenset]:
+        """The `torch.optim` classes (qualified names) a call of `func` may build, every candidate known:
+        `torch.optim.AdamW`; `getattr(torch.optim, "AdamW")`; a name every binding of which is one of these or
+        a choice between them (`optim_cls = optim.AdamW if c else optim.NAdam`); a project subclass of one
+        that keeps its update and its keyword arguments (`class AdamW(torch.optim.AdamW)`, see
+        `_torch_optimizer_base`). None when any candidate cannot be told (a name read from a config)."""
+        if depth > 4:
+            return None
+        if type(func) is cst.IfExp:
+            body = self.optimizer_classes(func.body, depth + 1)
+            orelse = self.optimizer_classes(func.orelse, depth + 1)
+            return body | orelse if body is not None and orelse is not None else None
+        if type(func) is cst.Call:  # `getattr(torch.optim, "AdamW")`
+            if self.analysis.qualified(func.func) == "getattr" and len(func.args) == 2 \
+                    and self.analysis.qualified(func.args[0].value) == "torch.optim":
+                name = string_value(func.args[1].value)
+                return frozenset({f"torch.optim.{name}"}) if name and name.isidentifier() else None
+            return None
+        qualified = self.analysis.qualified(func) or ""
+        if qualified.startswith("torch.optim."):
+            return frozenset({qualified})
+        if type(func) is cst.Name:
+            bindings = self.index.visible_bindings(func)
+            if bindings and len(bindings) <= 4 and all(b.kind == "assign" and b.index is None and b.value is not None
+                                                      for b in bindings):
+                found: frozenset = frozenset()
+                for b in bindings:
+                    one = self.optimizer_classes(b.value, depth + 1)
+                    if one is None:
+                        return None
+                    found |= one
+                return found or None
+        if type(func) in (cst.Name, cst.Attribute):
+            from gpulint.analysis.calls import project_calls
+            from gpulint.analysis.project import ClassSummary
+
+            calls = self.analysis.fact(project_calls)
+            cls = calls._lookup(func) if calls is not None else None
+            if isinstance(cls, ClassSummary):
+                base = _torch_optimizer_base(calls.project, cls)
+                return frozenset({base}) if base is not None else None
+        return None
+
+    def _factory_on_cuda(self, call: cst.Call) -> bool:
+        """A project function every `return` of which hands back a model it moved to a CUDA device."""
+        from gpulint.analysis.calls import project_calls
+        from gpulint.analysis.project import FunctionSummary
+
+        if type(call.func) not in (cst.Name, cst.Attribute):
+            return False
+        calls = self.analysis.fact(project_calls)
+        found = calls._lookup(call.func) if calls is not None else None
+        return isinstance(found, FunctionSummary) and found.returns_on_cuda
 
     def cuda_device(self, expr: cst.CSTNode, depth: int = 0) -> bool:
         """`expr` names a CUDA device: "cuda:0", `torch.device("cuda")`, a device index, `"cuda" if ... else
@@ -405,3 +462,38 @@ def _is_attribute_name(analysis: ModuleAnalysis, name: cst.Name) -> bool:
 
 def training_facts(analysis: ModuleAnalysis) -> TrainingFacts:
     return analysis.fact(TrainingFacts)
+
+
+def _torch_optimizer_base(project, cls, depth: int = 0) -> Optional[str]:
+    """The `torch.optim` class a project optimizer class builds on (`class AdamW(torch.optim.AdamW, Base)`),
+    when what `fused=` changes still runs and `fused=True` can be passed: every class on the way leaves `step` to
+    torch or calls `super().step(...)` in its override (OLMo's AdamW does, unless it records update metrics),
+    and leaves `__init__` alone or hands its `**kwargs` to `super().__init__(...)`. A subclass with its own
+    update (`step` never calling torch's) makes `fused` moot: None."""
+    import ast
+
+    from gpulint.analysis.forward import _calls_super
+    from gpulint.analysis.project import ClassSummary
+
+    if depth > 4:
+        return None
+    step = cls.methods.get("step")
+    if step is not None and not _calls_super(step, "step"):
+        return None
+    init = cls.methods.get("__init__")
+    if init is not None:
+        kwargs = init.args.kwarg.arg if init.args.kwarg is not None else None
+        if kwargs is None or not any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "__init__"
+                and any(k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kwargs for k in n.keywords)
+                for n in ast.walk(init)):
+            return None
+    info = project.module(cls.path)
+    for base in cls.bases:
+        qualified = info.qualify(base) if info is not None and base else ""
+        if qualified.startswith("torch.optim."):
+            return qualified
+        found = project.lookup(cls.path, base) if base else None
+        if isinstance(found, ClassSummary) and found is not cls:
+            return _torch_optimizer_base(project, found, depth + 1)
+    return None

@@ -22,7 +22,11 @@ class OptimizerNotFused(GpuRule):
     the same module moves to a CUDA device (`model.to(device)`, `model.cuda()`), when neither `fused=` nor
     `foreach=` is given, in a module that trains on CUDA in a loop. Every move of that model must go to CUDA: a
     device that may be another accelerator (`torch.accelerator.current_accelerator()`, `accelerator.device`) or
-    a function's parameter keeps it silent. On by default since it was precise on every finding on 20 real
+    a function's parameter keeps it silent. The class may be named indirectly: a choice between such classes
+    (`optim_cls = optim.AdamW if c else optim.SGD`), `getattr(torch.optim, "AdamW")`, or a project subclass
+    (`class AdamW(torch.optim.AdamW)`) whose `step` leaves the update to torch (or calls `super().step(...)`) and
+    whose `__init__` hands its `**kwargs` on, so `fused=True` reaches torch. A model from a project factory that
+    moves it to CUDA (`model = load_model(path)`) counts as moved. On by default since it was precise on every finding on 20 real
     repositories (docs/rules/preview-decisions.md, third measurement).
 
     ## Why it is slow
@@ -54,7 +58,10 @@ class OptimizerNotFused(GpuRule):
     later.
 
     ## When it is fine
-    `fused=` or `foreach=` given (either is a decision), `**kwargs` that may carry them, optimizers without a
+    `fused=` or `foreach=` given (either is a decision), `**kwargs` that may carry them, a class chosen by a
+    name the module cannot read (`getattr(torch.optim, cfg.name)`) or among candidates one of which has no fused
+    variant (`AdamW if c else NAdam`), a project subclass with its own update (its `step` never runs torch's:
+    `fused` changes nothing) or an `__init__` that cannot pass `fused` on, optimizers without a
     fused implementation (Adamax, NAdam, RAdam, LBFGS, ...; Adagrad's is left alone because older releases
     fuse it on the CPU only), parameters the module does not certainly put on a
     GPU (CPU-only scripts, a device chosen elsewhere), and tiny models where the optimizer is a negligible part
@@ -96,18 +103,24 @@ class OptimizerNotFused(GpuRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self.analysis.targets_gpu or self.analysis.qualified(node.func) not in FUSED_OPTIMIZERS:
-            return
-        if has_star_args(node) or keyword(node, "fused") is not None or keyword(node, "foreach") is not None:
+        if not self.analysis.targets_gpu or has_star_args(node) or keyword(node, "fused") is not None \
+                or keyword(node, "foreach") is not None:
             return
         params = argument(node, "params", 0)
         if params is None:
             return
         facts = training_facts(self.analysis)
+        owners = list(facts.parameter_owners(params.value))
+        if not owners:
+            return
+        # `torch.optim.AdamW`, a choice between such classes, `getattr(torch.optim, "AdamW")`, a project subclass
+        # that keeps torch's update: every class the call may build has a fused implementation
+        built = facts.optimizer_classes(node.func)
+        if not built or not built <= FUSED_OPTIMIZERS:
+            return
         if not facts.trains_on_cuda() or not facts.worth_a_lever() or facts.probe_parameters(params.value):
             return  # no training loop here, a test or a toy, a linear probe: the update costs next to nothing
-        owners = list(facts.parameter_owners(params.value))
-        if not owners or not all(facts.module_on_cuda(o) for o in owners):
+        if not all(facts.module_on_cuda(o) for o in owners):
             return
         if not data_facts(self.analysis).clearly_cuda():
             return

@@ -31,8 +31,9 @@ class PerParameterLoop(GpuRule):
     place: `p.data.mul_(m).add_(...)`, `p.add_(p.grad, alpha=-lr)`, `p.grad.clamp_(-c, c)`,
     `ema_p.copy_(...)`. The parameters may also come as a `list(...)` of them, a dict of named parameters
     (`OrderedDict(model.named_parameters())`, iterated with `.items()` or indexed by the loop's key:
-    `ema_params[name].mul_(d)`), or a sequence named for them (`target_params`, `self.master_params`: a
-    helper's arguments); updates through `p.detach()` count. A helper holding such a loop is reported where
+    `ema_params[name].mul_(d)`), a sequence named for them (`target_params`, `self.master_params`: a
+    helper's arguments), or an optimizer's parameter group (`for p in group["params"]:` in a hand-written
+    `step` or a clipping method of an optimizer wrapper); updates through `p.detach()` count. A helper holding such a loop is reported where
     it is written when a loop (in this module or another) calls it every step.
 
     ## Why it is slow
@@ -342,6 +343,8 @@ def _yields_parameters(expr: cst.BaseExpression, analysis, loop: cst.For, depth:
     if type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value in ("list", "tuple") \
             and len(expr.args) == 1 and not expr.args[0].star:
         return _yields_parameters(expr.args[0].value, analysis, loop, depth + 1)
+    if _param_group_params(expr):
+        return "each"
     name = expr.value if type(expr) is cst.Name else (
         expr.attr.value if type(expr) is cst.Attribute and type(expr.value) is cst.Name
         and expr.value.value == "self" else None)
@@ -399,6 +402,17 @@ def _root_name(expr: cst.BaseExpression) -> Optional[str]:
         else:
             break
     return expr.value if type(expr) is cst.Name else None
+
+
+def _param_group_params(expr: cst.BaseExpression) -> bool:
+    """`group["params"]`: the parameters of an optimizer's parameter group (`for group in self.param_groups:`,
+    or a method's `group` / `param_group` argument), the model's parameters an optimizer or a clipping helper
+    walks one at a time."""
+    if type(expr) is not cst.Subscript or len(expr.slice) != 1 or type(expr.slice[0].slice) is not cst.Index:
+        return False
+    key = expr.slice[0].slice.value
+    return type(key) is cst.SimpleString and key.evaluated_value == "params" and type(expr.value) is cst.Name \
+        and expr.value.value.lower().endswith("group")
 
 
 def _update(loop: cst.For, names: set[str]) -> Optional[cst.CSTNode]:
