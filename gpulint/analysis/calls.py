@@ -312,7 +312,7 @@ class ProjectCalls(ModuleCalls):
     # -- what a node costs ----------------------------------------------------------------------------------
     def call_cost(self, call: cst.Call) -> Optional[HelperCost]:
         """The host read a call reaches through one of its tensor arguments, or that it makes always."""
-        target = self.callee(call)
+        target = self.callee(call) or self.local_callee(call)
         if target is None:
             return None
         name, summary, bound = target
@@ -409,6 +409,31 @@ class ProjectCalls(ModuleCalls):
                 return None  # a function of this module: the in-file analysis owns it
             return found.qualname, found, False
         return None
+
+    def local_callee(self, call: cst.Call) -> Optional[tuple[str, FunctionSummary, bool]]:
+        """A function or method of this module called as `helper(...)` or `self.helper(...)` (what
+        `callee` leaves to the in-file analysis), with the same summary a call from another module gets: the
+        in-file analysis reports the read where it is written; the call site, where its cost is paid every step,
+        is reported here (with the read as related location). Not a call inside the helper itself (recursion)
+        nor a function nested in another (no summary), nor `self.m()` that subclasses of the module override."""
+        fn = self.analysis.loops.local_function(call)
+        if fn is None or any(a is fn for a in self.index.ancestors(call)):
+            return None
+        owner = self.index.up.get(id(fn))
+        if type(owner) is cst.Module:
+            if type(call.func) is not cst.Name:
+                return None
+            qualname = fn.name.value
+        else:
+            cls = self.index.up.get(id(owner)) if type(owner) is cst.IndentedBlock else None
+            if type(cls) is not cst.ClassDef or not isinstance(self.index.up.get(id(cls)), cst.Module) or \
+                    type(call.func) is not cst.Attribute or self.analysis.loops.overrides(call):
+                return None
+            qualname = f"{cls.name.value}.{fn.name.value}"
+        summary = self.project.function(self.path, qualname)
+        if summary is None:
+            return None
+        return qualname, summary, "." in qualname
 
     def _passed_function(self, func: cst.BaseExpression) -> Optional[tuple[FunctionSummary, bool]]:
         """A callable parameter (`def train(train_step, ...)`: `train_step(x, y)`), or one a class stores

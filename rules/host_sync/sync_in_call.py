@@ -38,7 +38,9 @@ class SyncInCall(GpuRule):
     unless `nan_strategy="disable"`), torchvision's `nms`/`batched_nms` on tensors), and flags the
     call when what it reaches reads a device tensor back to the host: `.item()`, `.cpu()`, `.tolist()`,
     `float(t)`, boolean-mask indexing, `.nonzero()`, or `torch.cuda.synchronize()`. The finding sits at the call
-    in the loop, where the cost is paid every step; the helper's line is its related location.
+    in the loop, where the cost is paid every step; the helper's line is its related location. A helper of the
+    same module (`accuracy(output, target)`, `self.train_step(batch)`) is reported the same way at its call,
+    and its read keeps its own finding where it is written.
 
     What an argument holds follows the project: `grad_norm = loss_scaler(...)` is a tensor when the scaler's
     `__call__` returns one, `{k: v * w for k, v in utils.reduce_dict(losses).items()}` is a dict of tensors, and
