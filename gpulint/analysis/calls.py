@@ -17,7 +17,7 @@ import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind
-from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method
+from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method, is_library_class
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Sink
 
@@ -56,7 +56,10 @@ class ModuleCalls:
         if fact is None:
             return None
         if fact.effect is Effect.SYNCS:
-            return None if fact.unless == "fused-optimizer" and self._fused_optimizer(call) else (fact, None)
+            if fact.unless == "fused-optimizer" and self._fused_optimizer(call) or \
+                    fact.unless == "nonfinite-check-off" and self._nonfinite_check_off(call):
+                return None
+            return fact, None
         if fact.effect is Effect.SYNCS_TENSOR_ARGS:
             if fact.unless == "nan-check-disabled" and self._nan_check_disabled(call):
                 return None
@@ -73,6 +76,17 @@ class ModuleCalls:
         return bool(built) and all(any(
             a.keyword is not None and a.keyword.value == "nan_strategy" and type(a.value) is cst.SimpleString
             and a.value.evaluated_value == "disable" for a in c.args) for c in built)
+
+    @staticmethod
+    def _nonfinite_check_off(call: cst.Call) -> bool:
+        """`fabric.clip_gradients(model, opt, max_norm=1.0, error_if_nonfinite=False)`, or a call without
+        `max_norm` (clipping by value computes no norm): no NaN/inf test read on the host."""
+        keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        off = keywords.get("error_if_nonfinite")
+        if type(off) is cst.Name and off.value == "False":
+            return True
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        return "max_norm" not in keywords and len(positional) < 4 and not any(a.star for a in call.args)
 
     def _fused_optimizer(self, call: cst.Call) -> bool:
         """`scaler.step(opt)` where every binding of `opt` builds it with `fused=True` (its step reads no flag)."""
@@ -208,8 +222,30 @@ class ModuleCalls:
         """The qualified name of the class an object was built from (`scaler = torch.cuda.amp.GradScaler()`,
         `self.writer = SummaryWriter(...)`), when every binding agrees."""
         calls = self.built_by(expr)
-        names = {self.class_name(call.func) for call in calls} if calls else {None}
+        if not calls:
+            return self._annotated_library_class(expr)
+        names = {self.class_name(call.func) for call in calls}
         return names.pop() if len(names) == 1 else None
+
+    def _annotated_library_class(self, expr: cst.BaseExpression) -> Optional[str]:
+        """A parameter annotated with a library class of the table (`fabric: L.Fabric`): that class."""
+        if type(expr) is not cst.Name:
+            return None
+        bindings = self.index.visible_bindings(expr)
+        if len(bindings) != 1 or bindings[0].kind != "param":
+            return None
+        param = bindings[0].value
+        annotation = param.annotation.annotation if type(param) is cst.Param and param.annotation else None
+        if type(annotation) is cst.SimpleString and isinstance(annotation.evaluated_value, str):
+            try:
+                annotation = cst.parse_expression(annotation.evaluated_value)
+            except cst.ParserSyntaxError:
+                return None
+            name = self.analysis.index.imports.qualify(annotation) if type(annotation) in (
+                cst.Name, cst.Attribute) else None
+        else:
+            name = self.class_name(annotation) if type(annotation) in (cst.Name, cst.Attribute) else None
+        return name if name is not None and is_library_class(name) else None
 
     def built_by(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[list[cst.Call]]:
         """The calls that build what `expr` holds, through every binding the module shows: `x = Cls(...)`,

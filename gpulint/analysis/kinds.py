@@ -644,8 +644,10 @@ class KindInference:
         # Methods that make tensors whatever we know of the receiver.
         if method in ("cuda", "to") and receiver is Kind.UNKNOWN and _looks_like_tensor_name(func.value):
             return Kind.TENSOR
-        if method == "detach" and not node.args and receiver is Kind.UNKNOWN:
-            return Kind.TENSOR  # only tensors detach from the graph (`running_loss += loss.detach()`)
+        if method == "detach" and not node.args and receiver in (Kind.UNKNOWN, Kind.NUMBER):
+            # only tensors detach from the graph (`running_loss += loss.detach()`); a name also rebound to a
+            # number elsewhere (`loss = meter.compute().item()` when logging) is a tensor where it is detached
+            return Kind.TENSOR
         return Kind.UNKNOWN
 
 

@@ -33,8 +33,9 @@ class SyncInCall(GpuRule):
     parameters) and into well-known libraries (`scaler.get_scale()`, `scaler.step(optimizer)` unless the optimizer
     is fused, TensorBoard's `add_scalar`, `wandb.log`,
     tqdm's `set_postfix`, an `evaluate` metric's `add_batch`, Accelerate's `check_trigger()` and
-    `wait_for_everyone()`, `torch.distributed.barrier()`, an `ema_pytorch` EMA's `update()`, a torchmetrics
-    aggregation metric's `update()` given a tensor (`MeanMetric`, `RunningMean`, ...: a NaN test read on the host
+    `wait_for_everyone()`, Lightning Fabric's `clip_gradients(..., max_norm=...)` (a NaN/inf test of the
+    norm unless `error_if_nonfinite=False`), `torch.distributed.barrier()`, an `ema_pytorch` EMA's `update()`,
+    a torchmetrics aggregation metric's `update()` given a tensor (`MeanMetric`, `RunningMean`, ...: a NaN test read on the host
     unless `nan_strategy="disable"`), torchvision's `nms`/`batched_nms` on tensors), and flags the
     call when what it reaches reads a device tensor back to the host: `.item()`, `.cpu()`, `.tolist()`,
     `float(t)`, boolean-mask indexing, `.nonzero()`, or `torch.cuda.synchronize()`. The finding sits at the call

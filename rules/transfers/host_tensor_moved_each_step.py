@@ -29,6 +29,11 @@ class HostTensorMovedEachStep(Rule):
     numbers, lists or numpy arrays every iteration: `device=` does not move where the values are. The legacy
     constructors (`torch.Tensor(obs).to(device)`, `torch.FloatTensor(x).cuda()`) are the same host build and
     copy: they accept only host data (an environment's numpy observation, a list).
+    In a program that sets a CUDA default tensor type or device (`torch.set_default_tensor_type(
+    'torch.cuda.FloatTensor')`, `torch.set_default_device("cuda")`, in the module or in a project script that
+    imports it), `torch.Tensor([1e10])`, `torch.Tensor(numpy_array)` and `torch.tensor(host_list)` build CUDA
+    tensors from host data: a pageable copy every call (`torch.rand`, `torch.ones`, `torch.linspace` are made on
+    the device and are fine).
     So is indexing a tensor on the device with a numpy array of indices or a list of int literals every step
     (`b_obs[mb_inds]` for `mb_inds = b_inds[start:end]` of `b_inds = np.arange(n)`, `scores[:, [0, 2]]`):
     PyTorch turns the index into a host tensor and copies it to the device, a pageable blocking copy.

@@ -1,0 +1,81 @@
+"""Two shapes of real step loops (litgpt's `fit`, NVIDIA's BERT pre-training):
+
+- a validation pass called every N steps from the step loop (`if step % eval.interval == 0: validate(...)`)
+  does not make the step loop an epoch loop: what runs every step in it is still per-step;
+- a block of the step loop that ends the run (`if step >= max_steps: save(); return`, or `break`) runs once, not
+  every step; the same block in a helper called every step is still per-step there.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from test_model_code import check, found
+
+FIT = """\
+import torch
+
+
+def validate(model, val_loader):
+    losses = []
+    for batch in val_loader:
+        losses.append(model(batch).sum())
+    return torch.stack(losses).mean()
+
+
+def fit(model, optimizer, train_iterator, val_loader, max_steps):
+    model = model.cuda()
+    step = 0
+    total = 0
+    while step < max_steps:
+        step += 1
+        batch = next(train_iterator)
+        loss = model(batch["x"].cuda(non_blocking=True)).sum()
+        loss.backward()
+        optimizer.step()
+        total += loss.item()
+        if step % 100 == 0:
+            print(validate(model, val_loader))
+{ending}
+"""
+
+
+def _lint(root: Path, ending: str) -> set:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "pyproject.toml").write_text("")
+    (root / "train.py").write_text(textwrap.dedent(FIT.format(ending=ending)))
+    return {(line, code) for _, line, code in found(check(root, "--no-cache", "train.py"))}
+
+
+def test_a_periodic_validation_call_keeps_the_step_loop_hot(tmp_path):
+    got = _lint(tmp_path, "")
+    assert (21, "GPU302") in got  # `total += loss.item()` every step
+
+
+def test_a_block_that_ends_the_run_runs_once(tmp_path):
+    ending = ("        if loss.item() < 0.01:\n            torch.cuda.synchronize()\n            return step\n"
+              "        if step == 1000:\n            print(loss.item())\n            break\n"
+              "        if total > 10:\n            print(loss.item())\n")
+    got = _lint(tmp_path, ending)
+    assert (24, "GPU101") in got  # the test itself runs every step
+    assert (25, "GPU109") not in got  # the block returns: once
+    assert (28, "GPU101") not in got  # the block breaks out of the step loop: once
+    assert (31, "GPU101") in got  # an ordinary block: every step
+
+
+def test_a_returning_block_in_a_per_step_helper_is_still_per_step(tmp_path):
+    text = textwrap.dedent(FIT.format(ending="        first_small(loss.view(1))\n")) + textwrap.dedent("""\
+
+
+        def first_small(values):
+            for v in values:
+                if v < 0.01:
+                    print(v.item())
+                    return v
+        """)
+    root = tmp_path
+    (root / "pyproject.toml").write_text("")
+    (root / "train.py").write_text(text)
+    got = {(line, code) for _, line, code in found(check(root, "--no-cache", "train.py"))}
+    assert (31, "GPU101") in got and (24, "GPU112") in got
