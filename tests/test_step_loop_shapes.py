@@ -79,3 +79,65 @@ def test_a_returning_block_in_a_per_step_helper_is_still_per_step(tmp_path):
     (root / "train.py").write_text(text)
     got = {(line, code) for _, line, code in found(check(root, "--no-cache", "train.py"))}
     assert (31, "GPU101") in got and (24, "GPU112") in got
+
+
+GUARDS = """\
+import torch
+
+
+class Trainer:
+    def fit(self, model, loader, optimizer, eval_iters):
+        model = model.cuda()
+        for i, x in enumerate(loader):
+            loss = model(x.cuda(non_blocking=True)).sum()
+            loss.backward()
+            optimizer.step()
+            if i in eval_iters:
+                print(loss.item())
+            if self.control.should_evaluate:
+                print(loss.item())
+            if self.control.should_log:
+                print(loss.item())
+            if loss.item() > 1e3:
+                print("diverging")
+"""
+
+
+def test_chosen_iterations_and_framework_flags_are_periodic(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(GUARDS)
+    got = {(line, code) for _, line, code in found(check(tmp_path, "--no-cache", "train.py"))}
+    assert not {line for line, _ in got} & {12, 14, 16}
+    assert (17, "GPU101") in got  # the test itself reads the loss every step
+
+
+TF_TEST = """\
+import unittest
+
+from transformers import is_tf_available
+
+if is_tf_available():
+    import tensorflow as tf
+
+
+class TFModelTest(unittest.TestCase):
+    def test_outputs(self):
+        for model_class in self.all_model_classes:
+            model = model_class(self.config)
+            outputs = model(self.inputs, device="gpu")
+            for token_id in outputs[0].numpy().tolist():
+                self.assertGreaterEqual(token_id, 0)
+
+    def test_pt_tf_equivalence(self):
+        import torch
+
+        pt_model = torch.nn.Linear(2, 2)
+        for x in self.batches:
+            print(torch.from_numpy(x.numpy()).to(torch.long))
+"""
+
+
+def test_a_tensorflow_module_is_not_pytorch_gpu_code(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "test_modeling_tf.py").write_text(TF_TEST)
+    assert found(check(tmp_path, "--no-cache", "test_modeling_tf.py")) == set()

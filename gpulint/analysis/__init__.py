@@ -200,7 +200,15 @@ def _runs_argument(analysis: ModuleAnalysis, call: cst.Call, position: Optional[
 
 def _targets_gpu(analysis: ModuleAnalysis) -> bool:
     text = analysis.source if analysis.source is not None else analysis.module.code
+    if _OTHER_FRAMEWORK.search(text) is not None and _TORCH_IMPORT.search(text) is None:
+        return False  # TensorFlow/JAX code (a vendored library's TF tests): its tensors are not PyTorch's
     return GPU_HINT.search(text) is not None
+
+
+# Imports of the module itself (at the top level, or in a top-level `if`/`try` block), not inside a function: a
+# TensorFlow test with one PyTorch-equivalence test importing torch locally is TensorFlow code.
+_OTHER_FRAMEWORK = re.compile(r"^ {0,4}(?:import|from)\s+(?:tensorflow|jax|flax)\b", re.MULTILINE)
+_TORCH_IMPORT = re.compile(r"^ {0,4}(?:import|from)\s+torch\b", re.MULTILINE)
 
 
 # Evidence that tensors go to an accelerator: `.cuda()`, `.to(...)`, a `device`, "cuda" strings, accelerate/XLA.

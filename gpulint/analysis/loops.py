@@ -629,6 +629,9 @@ class LoopAnalysis:
                 return None
             if equal and any(self._is_counter(s) for s in sides):
                 return f"`{_code(test)}`"
+            if type(op) is cst.In and not negated and self._is_counter(test.left) and \
+                    not (type(sides[1]) is cst.Call and dotted_name(sides[1].func) == "range"):
+                return f"`{_code(test)}` (chosen iterations)"  # `if i in eval_iters:`, `if step in milestones:`
             if self._bounded(test.left, op, test.comparisons[0].comparator, negated):
                 return f"`{_code(test)}` (a bounded number of times)"
             if not unequal and any(self._reads_clock(s) for s in sides):
@@ -638,6 +641,9 @@ class LoopAnalysis:
             return None
         if type(test) is cst.BinaryOperation and type(test.operator) is cst.Modulo and negated:
             return f"`not {_code(test)}`"
+        if type(test) is cst.Attribute and not negated and \
+                test.attr.value.startswith(("should_log", "should_eval", "should_save")):
+            return f"`{_code(test)}`"  # Hugging Face's `if self.control.should_evaluate:` (every N steps)
         if type(test) is cst.Name and not negated and self._end_of_run_flag(test):
             return f"`{test.value}` (the end of the run)"  # `if done or step % N == 0:`
         if type(test) is cst.Name and not negated and self._episode_end(test):
