@@ -141,3 +141,41 @@ def test_a_tensorflow_module_is_not_pytorch_gpu_code(tmp_path):
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "test_modeling_tf.py").write_text(TF_TEST)
     assert found(check(tmp_path, "--no-cache", "test_modeling_tf.py")) == set()
+
+
+NANOGPT = """\
+import torch
+
+dtype = 'bfloat16' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else 'float16'
+model = torch.nn.Linear(8, 8).cuda()
+optimizer = torch.optim.AdamW(model.parameters())
+scaler = torch.cuda.amp.GradScaler(enabled=(dtype == {enabled}))
+
+
+def estimate_loss():
+    out = []
+    for _ in range(10):
+        out.append(model(torch.randn(4, 8, device='cuda')).sum())
+    return out
+
+
+iter_num = 0
+while True:
+    if iter_num % 100 == 0:
+        print(estimate_loss())
+    loss = model(torch.randn(4, 8, device='cuda')).sum()
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    iter_num += 1
+"""
+
+
+def test_a_scaler_enabled_only_for_float16_is_off_where_bfloat16_is_picked(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(NANOGPT.format(enabled="'float16'"))
+    got = {(line, code) for _, line, code in found(check(tmp_path, "--no-cache", "train.py"))}
+    assert (22, "GPU112") not in got
+    (tmp_path / "train.py").write_text(NANOGPT.format(enabled="'bfloat16'"))  # enabled on the GPU path
+    got = {(line, code) for _, line, code in found(check(tmp_path, "--no-cache", "train.py"))}
+    assert (22, "GPU112") in got

@@ -56,6 +56,8 @@ class ModuleCalls:
         if fact is None:
             return None
         if fact.effect is Effect.SYNCS:
+            if fact.target.startswith("torch.amp.GradScaler.") and self._scaler_disabled(call):
+                return None
             if fact.unless == "fused-optimizer" and self._fused_optimizer(call) or \
                     fact.unless == "nonfinite-check-off" and self._nonfinite_check_off(call):
                 return None
@@ -76,6 +78,36 @@ class ModuleCalls:
         return bool(built) and all(any(
             a.keyword is not None and a.keyword.value == "nan_strategy" and type(a.value) is cst.SimpleString
             and a.value.evaluated_value == "disable" for a in c.args) for c in built)
+
+    def _scaler_disabled(self, call: cst.Call) -> bool:
+        """`scaler.step(opt)` where every binding of `scaler` builds it disabled on a GPU that supports bfloat16:
+        `GradScaler(enabled=False)`, or `enabled=(dtype == 'float16')` with `dtype` bound once to another literal
+        or to `'bfloat16' if ... torch.cuda.is_bf16_supported() ... else 'float16'` (nanoGPT): a disabled scaler
+        reads nothing back."""
+        func = call.func
+        built = self.built_by(func.value) if type(func) is cst.Attribute else None
+        return bool(built) and all(self._disabled_on_gpu(c) for c in built)
+
+    def _disabled_on_gpu(self, built: cst.Call) -> bool:
+        enabled = next((a.value for a in built.args if a.keyword is not None and a.keyword.value == "enabled"), None)
+        if type(enabled) is cst.Name:
+            return enabled.value == "False"
+        if type(enabled) is not cst.Comparison or len(enabled.comparisons) != 1 or \
+                type(enabled.comparisons[0].operator) is not cst.Equal:
+            return False
+        name, literal = enabled.left, enabled.comparisons[0].comparator
+        if type(name) is cst.SimpleString:
+            name, literal = literal, name
+        if type(name) is not cst.Name or type(literal) is not cst.SimpleString or \
+                literal.evaluated_value not in ("float16", "fp16", "half"):
+            return False
+        bindings = self.index.visible_bindings(name)
+        if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None:
+            return False
+        value = bindings[0].value
+        if type(value) is cst.IfExp and "is_bf16_supported" in self.analysis.code(value.test):
+            value = value.body  # the branch taken on Ampere and later GPUs
+        return type(value) is cst.SimpleString and value.evaluated_value != literal.evaluated_value
 
     @staticmethod
     def _nonfinite_check_off(call: cst.Call) -> bool:

@@ -80,7 +80,9 @@ class SyncInCall(GpuRule):
 
     ## When it is fine
     Calls under a periodic condition (`if step % 100 == 0:`), helpers whose read is itself periodic, helpers fed
-    host numbers (`meter.update(loss.item())`: GPU101 reports the `.item()` there), library calls that only
+    host numbers (`meter.update(loss.item())`: GPU101 reports the `.item()` there), a `GradScaler` built disabled
+    (`enabled=False`, or `enabled=(dtype == 'float16')` where the script picks bfloat16 on GPUs that support it),
+    library calls that only
     store the tensor (Lightning's `self.log`), and modules that never use a GPU. Imports that cannot be resolved
     inside the project are unknown and never reported.
     """
