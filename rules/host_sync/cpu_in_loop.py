@@ -6,14 +6,19 @@ import libcst as cst
 
 from gpulint.rule import GpuRule, Example, Family
 from gpulint.rules._examples import TRAIN_STEP
+from gpulint.analysis.default_device import cuda_default
 from gpulint.analysis.host_reads import _to_host_call
+
+_HOST_FACTORIES = frozenset(f"torch.{f}" for f in ("zeros", "ones", "empty", "full"))
 
 
 class CpuInLoop(GpuRule):
     """`.cpu()` or `.to("cpu")` of a tensor every iteration.
 
     ## What it does
-    Flags blocking device-to-host copies, `.cpu()` and `.to("cpu")`, on every iteration of a training/eval loop.
+    Flags blocking device-to-host copies, `.cpu()` and `.to("cpu")`, on every iteration of a training/eval loop,
+    and the implicit one of writing a GPU tensor into a CPU tensor allocated before the loop (`losses =
+    torch.zeros(n)` then `losses[k] = loss` every batch).
 
     ## Why it is slow
     A blocking copy to pageable host memory waits for every queued kernel to finish; the GPU then idles until
@@ -48,13 +53,55 @@ class CpuInLoop(GpuRule):
     name = "cpu-in-loop"
     message = "blocking copy to the host every iteration waits for the GPU; keep the tensor on the device and " \
               "copy once"
+    host_write = "writing a GPU tensor into `{name}`, a CPU tensor (a torch factory without `device=`), copies " \
+                 "it to the host and waits for the GPU every iteration; allocate `{name}` on the device"
     family = Family.HOST_SYNC
     defers_to = ("GPU302", "GPU303")  # `total += loss.item()`: their finding carries the fix
     VALID = [TRAIN_STEP + "host = loss.cpu()\n"]
     INVALID = [
         Example(TRAIN_STEP + "    host = loss.cpu()\n",
                 message="blocking copy to the host every iteration waits for the GPU"),
+        Example("import torch\nmodel = torch.nn.Linear(8, 1).cuda()\nlosses = torch.zeros(100)\n"
+                "for k, x in enumerate(loader):\n    loss = model(x.cuda()).sum()\n    loss.backward()\n"
+                "    losses[k] = loss.detach()\n",
+                message="writing a GPU tensor into `losses`, a CPU tensor"),
     ]
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`losses[k] = loss` where `losses = torch.zeros(n)` was allocated on the host before the loop: writing a
+        GPU tensor into a CPU tensor copies it to the host, a blocking copy every iteration (litgpt's `validate`)."""
+        if len(node.targets) != 1 or type(node.targets[0].target) is not cst.Subscript:
+            return
+        target = node.targets[0].target
+        holder = target.value
+        if type(holder) is not cst.Name or not self._host_allocation(holder):
+            return
+        value = node.value
+        if self.analysis.kinds.on_host(value) or not (self.analysis.is_tensor(value) or self._returns_tensor(value)):
+            return
+        where = self.where(node)
+        if where:
+            self.report(target, self.host_write.format(name=holder.value), where=where)
+
+    def _host_allocation(self, name: cst.Name) -> bool:
+        """`name` is bound once, outside the loop around it, to a torch factory with no `device=` (a CPU
+        tensor), in a program without a CUDA default tensor type."""
+        bindings = self.analysis.index.visible_bindings(name)
+        if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None:
+            return False
+        value = bindings[0].value
+        if type(value) is not cst.Call or \
+                self.analysis.qualified(value.func) not in _HOST_FACTORIES or \
+                any(a.keyword is not None and a.keyword.value in ("device", "out") or a.star for a in value.args):
+            return False
+        loop = self.analysis.execution(name).loop
+        if loop is None or self.analysis.index.is_ancestor_or_self(loop, value):
+            return False  # built in the loop itself: a fresh host buffer each step (another cost, not this one)
+        return self.analysis.fact(cuda_default) is None
+
+    def _returns_tensor(self, value: cst.BaseExpression) -> bool:
+        hook = self.analysis.kinds.returns_tensor_hook
+        return type(value) is cst.Call and hook is not None and hook(value)
 
     def visit_Call(self, node: cst.Call) -> None:
         if not _to_host_call(self, node):
