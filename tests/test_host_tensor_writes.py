@@ -52,3 +52,27 @@ def test_a_gpu_value_written_into_a_cpu_buffer_every_batch_is_a_copy(tmp_path):
 def test_a_buffer_on_the_device_is_fine(tmp_path):
     assert (12, "GPU104") not in _lint(tmp_path, "torch.zeros(max_iters, device='cuda')")
     assert (12, "GPU104") not in _lint(tmp_path / "b", "torch.zeros(max_iters).cuda()")
+
+
+def test_host_values_written_into_a_cpu_buffer_are_fine(tmp_path):
+    text = textwrap.dedent("""\
+        import torch
+
+
+        mask = torch.tril(torch.ones((8, 8)), diagonal=-1)
+
+
+        def collate(model, rows, loader):
+            model = model.cuda()
+            for x in loader:
+                model(x.cuda(non_blocking=True)).sum().backward()
+                tokens = torch.zeros((4, 8), dtype=torch.long)
+                buffer = torch.zeros((4, 8))
+                for i, row in enumerate(rows):
+                    buffer[i, :len(row)] = torch.tensor(row)
+                    buffer[i, 0] = torch.zeros(1)
+                    tokens[i] = mask[i]  # a host table indexed: host to host
+        """)
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(text)
+    assert not any(code == "GPU104" for _, _, code in found(check(tmp_path, "--no-cache", "train.py")))

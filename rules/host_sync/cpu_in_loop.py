@@ -6,9 +6,14 @@ import libcst as cst
 
 from gpulint.rule import GpuRule, Example, Family
 from gpulint.rules._examples import TRAIN_STEP
+from gpulint.analysis import Kind
+from gpulint.analysis.data import _FACTORIES
+from gpulint.analysis.data_facts import ACCELERATOR, data_facts
 from gpulint.analysis.default_device import cuda_default
 from gpulint.analysis.host_reads import _to_host_call
 
+_SAME_DEVICE = frozenset(("detach", "float", "half", "view", "reshape", "squeeze", "unsqueeze", "flatten", "mean",
+                          "sum", "clone", "contiguous", "exp", "log", "sqrt"))
 _HOST_FACTORIES = frozenset(f"torch.{f}" for f in ("zeros", "ones", "empty", "full"))
 
 
@@ -77,7 +82,7 @@ class CpuInLoop(GpuRule):
         if type(holder) is not cst.Name or not self._host_allocation(holder):
             return
         value = node.value
-        if self.analysis.kinds.on_host(value) or not (self.analysis.is_tensor(value) or self._returns_tensor(value)):
+        if self._built_on_host(value) or self.analysis.kinds.on_host(value) or not self._on_device(value):
             return
         where = self.where(node)
         if where:
@@ -98,6 +103,40 @@ class CpuInLoop(GpuRule):
         if loop is None or self.analysis.index.is_ancestor_or_self(loop, value):
             return False  # built in the loop itself: a fresh host buffer each step (another cost, not this one)
         return self.analysis.fact(cuda_default) is None
+
+    def _built_on_host(self, value: cst.BaseExpression) -> bool:
+        """`torch.tensor(row)`, `torch.zeros(...)`, `torch.as_tensor([...])` without `device=`: a CPU tensor."""
+        if type(value) is not cst.Call:
+            return False
+        name = self.analysis.qualified(value.func) or ""
+        return name.startswith("torch.") and name.count(".") == 1 and not any(
+            a.keyword is not None and a.keyword.value == "device" for a in value.args) and \
+            name.split(".")[1] in _FACTORIES | {"tensor", "as_tensor", "Tensor", "from_numpy"}
+
+    def _on_device(self, value: cst.BaseExpression, depth: int = 0) -> bool:
+        """Certainly a GPU tensor: a copy to the accelerator, a model's output, what a project helper returns from
+        one (`chunked_cross_entropy(logits, y)`), a view or reduction of such a value, or a name bound only to
+        these. (A tensor built on the host and indexed, `memory_mask[i]`, is not.)"""
+        if depth > 6:
+            return False
+        if type(value) is cst.Subscript:
+            return self._on_device(value.value, depth + 1)
+        if type(value) is cst.Name:
+            bindings = self.analysis.index.visible_bindings(value)
+            return bool(bindings) and len(bindings) <= 4 and all(
+                b.kind == "assign" and b.index is None and b.value is not None and
+                self._on_device(b.value, depth + 1) for b in bindings)
+        if type(value) is not cst.Call:
+            return False
+        if data_facts(self.analysis).copy_target(value) == ACCELERATOR:
+            return True
+        func = value.func
+        if self.analysis.kind(func) is Kind.MODULE:
+            return True  # `model(x)`
+        if type(func) is cst.Attribute and func.attr.value in _SAME_DEVICE and self._on_device(func.value, depth + 1):
+            return True
+        return self._returns_tensor(value) and any(
+            self._on_device(a.value, depth + 1) for a in value.args if not a.star)
 
     def _returns_tensor(self, value: cst.BaseExpression) -> bool:
         hook = self.analysis.kinds.returns_tensor_hook
