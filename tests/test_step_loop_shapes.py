@@ -179,3 +179,28 @@ def test_a_scaler_enabled_only_for_float16_is_off_where_bfloat16_is_picked(tmp_p
     (tmp_path / "train.py").write_text(NANOGPT.format(enabled="'bfloat16'"))  # enabled on the GPU path
     got = {(line, code) for _, line, code in found(check(tmp_path, "--no-cache", "train.py"))}
     assert (22, "GPU112") in got
+
+
+def test_a_returning_block_inside_nested_step_loops_runs_once(tmp_path):
+    text = textwrap.dedent("""\
+        import torch
+
+
+        def train(model, loader, optimizer, max_steps):
+            model = model.cuda()
+            step = 0
+            while True:
+                for batch in loader:
+                    loss = model(batch.cuda(non_blocking=True)).sum()
+                    loss.backward()
+                    optimizer.step()
+                    step += 1
+                    if step >= max_steps:
+                        torch.cuda.synchronize()
+                        return step
+        """)
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(text)
+    got = {(line, code) for _, line, code in found(check(tmp_path, "--no-cache", "train.py"))}
+    assert (14, "GPU109") not in got
+

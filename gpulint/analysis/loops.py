@@ -499,7 +499,7 @@ class LoopAnalysis:
                     periodic = reason
             elif type(parent) in (cst.For, cst.While) and _runs_each_iteration(parent, child):
                 role = self.role(parent)
-                if role is LoopRole.HOT and leaves is not None and self._outermost_step_loop(parent):
+                if role is LoopRole.HOT and leaves is not None and self._outermost_step_loop(parent, leaves):
                     # `if step >= max_steps: save(); return` (or `break`) in the training loop: the block ends
                     # the training run, so it runs once, not every step
                     return OUTSIDE
@@ -536,11 +536,14 @@ class LoopAnalysis:
             child = parent
         return False
 
-    def _outermost_step_loop(self, loop: Loop) -> bool:
+    def _outermost_step_loop(self, loop: Loop, leaves: str = "break") -> bool:
         """`loop` is a hot loop of a function that nothing runs every step (not a per-step helper, not model
-        code) and no loop of that function encloses: leaving it ends the training (or evaluation) run."""
+        code) and, for a `break`, that no loop of that function encloses (a `return` leaves them all): leaving it
+        ends the training (or evaluation) run."""
         for ancestor in self.index.ancestors(loop):
             if type(ancestor) in (cst.For, cst.While):
+                if leaves == "return":
+                    continue
                 return False
             if type(ancestor) is cst.Lambda:
                 return False
