@@ -21,6 +21,7 @@ EXPECTED = {
     ("diffusion/timesteps.py", 13, "GPU410"),  # from_numpy(...).to(device) in the inherited `sample`
     ("diffusion/timesteps.py", 30, "GPU101"),  # .item() in log_losses, called every step
     ("train.py", 30, "GPU112"),  # the call that pays it: `loss` is back-propagated, so `loss.detach()` is a tensor
+    ("train.py", 20, "GPU112"),  # `self.step(batch)` in the loop: the method syncs on every call (via log_losses)
     ("diffusion/noise.py", 7, "GPU410"),  # the table copied in `gather`, reached from `loss` via partial()
 }
 

@@ -126,7 +126,21 @@ def _kinds(analysis: ModuleAnalysis) -> KindInference:
     kinds = KindInference(analysis.index)
     if analysis.path is not None:
         kinds.self_attribute_hook = lambda node: _self_attribute_kind(analysis, node)
+        kinds.returns_tensor_hook = lambda node: _returns_tensor(analysis, node)
     return kinds
+
+
+def _returns_tensor(analysis: ModuleAnalysis, call: cst.Call) -> bool:
+    """A call of a project function or method (this module's included) whose summary returns a tensor and never a
+    host scalar read from one (`return loss` from `compute_loss(model, x, y)`, not `return loss.item()`)."""
+    from gpulint.analysis.calls import project_calls
+
+    calls = analysis.fact(project_calls)
+    target = (calls.callee(call, own_module=True) or calls.local_callee(call)) if calls is not None else None
+    if target is None:
+        return False
+    summary = target[1]
+    return summary.returns_tensor and summary.returns_host_scalar is None
 
 
 def _self_attribute_kind(analysis: ModuleAnalysis, node: cst.Attribute) -> Kind:
@@ -174,7 +188,7 @@ def _runs_argument(analysis: ModuleAnalysis, call: cst.Call, position: Optional[
     from gpulint.analysis.calls import project_calls
 
     calls = analysis.fact(project_calls)
-    target = calls.callee(call, own_module=True) if calls is not None else None
+    target = (calls.callee(call, own_module=True) or calls.local_callee(call)) if calls is not None else None
     if target is None:
         return False
     summary, bound = target[1], target[2]
@@ -186,11 +200,19 @@ def _runs_argument(analysis: ModuleAnalysis, call: cst.Call, position: Optional[
 
 def _targets_gpu(analysis: ModuleAnalysis) -> bool:
     text = analysis.source if analysis.source is not None else analysis.module.code
+    if _OTHER_FRAMEWORK.search(text) is not None and _TORCH_IMPORT.search(text) is None:
+        return False  # TensorFlow/JAX code (a vendored library's TF tests): its tensors are not PyTorch's
     if GPU_HINT.search(text) is not None:
         return True
     from gpulint.analysis.forward import feeds_a_gpu
 
     return feeds_a_gpu(analysis)  # a file of model classes run every step by a loop that names the device
+
+
+# Imports of the module itself (at the top level, or in a top-level `if`/`try` block), not inside a function: a
+# TensorFlow test with one PyTorch-equivalence test importing torch locally is TensorFlow code.
+_OTHER_FRAMEWORK = re.compile(r"^ {0,4}(?:import|from)\s+(?:tensorflow|jax|flax)\b", re.MULTILINE)
+_TORCH_IMPORT = re.compile(r"^ {0,4}(?:import|from)\s+torch\b", re.MULTILINE)
 
 
 # Evidence that tensors go to an accelerator: `.cuda()`, `.to(...)`, a `device`, "cuda" strings, accelerate/XLA.

@@ -18,7 +18,7 @@ import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind
-from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method
+from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method, is_library_class
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Sink, annotation_class
 
@@ -58,7 +58,12 @@ class ModuleCalls:
         if fact is None:
             return None
         if fact.effect is Effect.SYNCS:
-            return None if fact.unless == "fused-optimizer" and self._fused_optimizer(call) else (fact, None)
+            if fact.target.startswith("torch.amp.GradScaler.") and self._scaler_disabled(call):
+                return None
+            if fact.unless == "fused-optimizer" and self._fused_optimizer(call) or \
+                    fact.unless == "nonfinite-check-off" and self._nonfinite_check_off(call):
+                return None
+            return fact, None
         if fact.effect is Effect.SYNCS_TENSOR_ARGS:
             if fact.unless == "nan-check-disabled" and self._nan_check_disabled(call):
                 return None
@@ -75,6 +80,47 @@ class ModuleCalls:
         return bool(built) and all(any(
             a.keyword is not None and a.keyword.value == "nan_strategy" and type(a.value) is cst.SimpleString
             and a.value.evaluated_value == "disable" for a in c.args) for c in built)
+
+    def _scaler_disabled(self, call: cst.Call) -> bool:
+        """`scaler.step(opt)` where every binding of `scaler` builds it disabled on a GPU that supports bfloat16:
+        `GradScaler(enabled=False)`, or `enabled=(dtype == 'float16')` with `dtype` bound once to another literal
+        or to `'bfloat16' if ... torch.cuda.is_bf16_supported() ... else 'float16'` (nanoGPT): a disabled scaler
+        reads nothing back."""
+        func = call.func
+        built = self.built_by(func.value) if type(func) is cst.Attribute else None
+        return bool(built) and all(self._disabled_on_gpu(c) for c in built)
+
+    def _disabled_on_gpu(self, built: cst.Call) -> bool:
+        enabled = next((a.value for a in built.args if a.keyword is not None and a.keyword.value == "enabled"), None)
+        if type(enabled) is cst.Name:
+            return enabled.value == "False"
+        if type(enabled) is not cst.Comparison or len(enabled.comparisons) != 1 or \
+                type(enabled.comparisons[0].operator) is not cst.Equal:
+            return False
+        name, literal = enabled.left, enabled.comparisons[0].comparator
+        if type(name) is cst.SimpleString:
+            name, literal = literal, name
+        if type(name) is not cst.Name or type(literal) is not cst.SimpleString or \
+                literal.evaluated_value not in ("float16", "fp16", "half"):
+            return False
+        bindings = self.index.visible_bindings(name)
+        if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None:
+            return False
+        value = bindings[0].value
+        if type(value) is cst.IfExp and "is_bf16_supported" in self.analysis.code(value.test):
+            value = value.body  # the branch taken on Ampere and later GPUs
+        return type(value) is cst.SimpleString and value.evaluated_value != literal.evaluated_value
+
+    @staticmethod
+    def _nonfinite_check_off(call: cst.Call) -> bool:
+        """`fabric.clip_gradients(model, opt, max_norm=1.0, error_if_nonfinite=False)`, or a call without
+        `max_norm` (clipping by value computes no norm): no NaN/inf test read on the host."""
+        keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        off = keywords.get("error_if_nonfinite")
+        if type(off) is cst.Name and off.value == "False":
+            return True
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        return "max_norm" not in keywords and len(positional) < 4 and not any(a.star for a in call.args)
 
     def _fused_optimizer(self, call: cst.Call) -> bool:
         """`scaler.step(opt)` where every binding of `opt` builds it with `fused=True` (its step reads no flag)."""
@@ -210,8 +256,30 @@ class ModuleCalls:
         """The qualified name of the class an object was built from (`scaler = torch.cuda.amp.GradScaler()`,
         `self.writer = SummaryWriter(...)`), when every binding agrees."""
         calls = self.built_by(expr)
-        names = {self.class_name(call.func) for call in calls} if calls else {None}
+        if not calls:
+            return self._annotated_library_class(expr)
+        names = {self.class_name(call.func) for call in calls}
         return names.pop() if len(names) == 1 else None
+
+    def _annotated_library_class(self, expr: cst.BaseExpression) -> Optional[str]:
+        """A parameter annotated with a library class of the table (`fabric: L.Fabric`): that class."""
+        if type(expr) is not cst.Name:
+            return None
+        bindings = self.index.visible_bindings(expr)
+        if len(bindings) != 1 or bindings[0].kind != "param":
+            return None
+        param = bindings[0].value
+        annotation = param.annotation.annotation if type(param) is cst.Param and param.annotation else None
+        if type(annotation) is cst.SimpleString and isinstance(annotation.evaluated_value, str):
+            try:
+                annotation = cst.parse_expression(annotation.evaluated_value)
+            except cst.ParserSyntaxError:
+                return None
+            name = self.analysis.index.imports.qualify(annotation) if type(annotation) in (
+                cst.Name, cst.Attribute) else None
+        else:
+            name = self.class_name(annotation) if type(annotation) in (cst.Name, cst.Attribute) else None
+        return name if name is not None and is_library_class(name) else None
 
     def built_by(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[list[cst.Call]]:
         """The calls that build what `expr` holds, through every binding the module shows: `x = Cls(...)`,
@@ -338,7 +406,7 @@ class ProjectCalls(ModuleCalls):
     # -- what a node costs ----------------------------------------------------------------------------------
     def call_cost(self, call: cst.Call) -> Optional[HelperCost]:
         """The host read a call reaches through one of its tensor arguments, or that it makes always."""
-        target = self.callee(call)
+        target = self.callee(call) or self.local_callee(call)
         if target is None:
             return None
         name, summary, bound = target
@@ -439,6 +507,31 @@ class ProjectCalls(ModuleCalls):
                 return None  # a function of this module: the in-file analysis owns it
             return found.qualname, found, False
         return None
+
+    def local_callee(self, call: cst.Call) -> Optional[tuple[str, FunctionSummary, bool]]:
+        """A function or method of this module called as `helper(...)` or `self.helper(...)` (what
+        `callee` leaves to the in-file analysis), with the same summary a call from another module gets: the
+        in-file analysis reports the read where it is written; the call site, where its cost is paid every step,
+        is reported here (with the read as related location). Not a call inside the helper itself (recursion)
+        nor a function nested in another (no summary), nor `self.m()` that subclasses of the module override."""
+        fn = self.analysis.loops.local_function(call)
+        if fn is None or any(a is fn for a in self.index.ancestors(call)):
+            return None
+        owner = self.index.up.get(id(fn))
+        if type(owner) is cst.Module:
+            if type(call.func) is not cst.Name:
+                return None
+            qualname = fn.name.value
+        else:
+            cls = self.index.up.get(id(owner)) if type(owner) is cst.IndentedBlock else None
+            if type(cls) is not cst.ClassDef or not isinstance(self.index.up.get(id(cls)), cst.Module) or \
+                    type(call.func) is not cst.Attribute or self.analysis.loops.overrides(call):
+                return None
+            qualname = f"{cls.name.value}.{fn.name.value}"
+        summary = self.project.function(self.path, qualname)
+        if summary is None:
+            return None
+        return qualname, summary, "." in qualname
 
     def _passed_function(self, func: cst.BaseExpression) -> Optional[tuple[FunctionSummary, bool]]:
         """A callable parameter (`def train(train_step, ...)`: `train_step(x, y)`), or one a class stores

@@ -112,6 +112,9 @@ class KindInference:
         # analysis/__init__.py: the kind of `self.<name>` from what the project passes to the class (a loader
         # handed to `__init__` and stored), asked only where the module itself cannot tell
         self.self_attribute_hook: Optional[Callable[[cst.Attribute], Kind]] = None
+        # analysis/__init__.py: whether a call into the project (`self._loss_step(batch)`, `compute_loss(...)`)
+        # returns a tensor by its summary; asked only for what an accumulator is given (`total += <call>`)
+        self.returns_tensor_hook: Optional[Callable[[cst.Call], bool]] = None
 
     # -- public ------------------------------------------------------------------------------------------------
     def of(self, node: cst.CSTNode) -> Kind:
@@ -345,6 +348,8 @@ class KindInference:
             # `total += loss` makes a tensor of `total`; `im /= 255` keeps whatever `im` was: the other
             # bindings decide (a number on the right says nothing about the target).
             kind = self.of(b.value)
+            if kind is Kind.UNKNOWN and self._project_tensor(b.value):
+                return Kind.TENSOR  # `running_loss += self._loss_step(batch) * n`: the helper returns a tensor
             return kind if kind in (Kind.TENSOR, Kind.NUMPY) else Kind.UNKNOWN
         if b.kind == "for":
             return self.iteration_kind(b.value, b.index)
@@ -358,6 +363,21 @@ class KindInference:
         if b.kind in ("def", "import"):
             return Kind.OTHER
         return Kind.UNKNOWN
+
+    def _project_tensor(self, value: Optional[cst.BaseExpression], depth: int = 0) -> bool:
+        """What an accumulator is given is a tensor a project helper returns: the call, the call scaled
+        (`* n`, `/ accum`), or the call detached (`.detach()`, `.float()`), as the helper's summary says."""
+        if self.returns_tensor_hook is None or value is None or depth > 4:
+            return False
+        if type(value) is cst.BinaryOperation:
+            return self._project_tensor(value.left, depth + 1) or self._project_tensor(value.right, depth + 1)
+        if type(value) is not cst.Call:
+            return False
+        func = value.func
+        if type(func) is cst.Attribute and func.attr.value in ("detach", "float", "mean", "sum") and \
+                type(func.value) is cst.Call:
+            return self._project_tensor(func.value, depth + 1)
+        return self.returns_tensor_hook(value)
 
     def _element(self, kind: Kind, b: Binding) -> Kind:
         # Unpacking a batch or a model output gives tensors; unpacking anything else tells us nothing.
@@ -643,8 +663,10 @@ class KindInference:
         # Methods that make tensors whatever we know of the receiver.
         if method in ("cuda", "to") and receiver is Kind.UNKNOWN and _looks_like_tensor_name(func.value):
             return Kind.TENSOR
-        if method == "detach" and not node.args and receiver is Kind.UNKNOWN:
-            return Kind.TENSOR  # only tensors detach from the graph (`running_loss += loss.detach()`)
+        if method == "detach" and not node.args and receiver in (Kind.UNKNOWN, Kind.NUMBER):
+            # only tensors detach from the graph (`running_loss += loss.detach()`); a name also rebound to a
+            # number elsewhere (`loss = meter.compute().item()` when logging) is a tensor where it is detached
+            return Kind.TENSOR
         return Kind.UNKNOWN
 
 

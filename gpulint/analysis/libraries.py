@@ -42,7 +42,9 @@ class LibraryFact:
     reason: str
     source: str
     # A case the effect does not hold in, as the consumer checks it: "fused-optimizer" (the first argument is
-    # an optimizer built with `fused=True`, whose step takes the scale and found_inf on the device).
+    # an optimizer built with `fused=True`, whose step takes the scale and found_inf on the device);
+    # "nan-check-disabled" (`nan_strategy="disable"`); "nonfinite-check-off" (`error_if_nonfinite=False`, or no
+    # `max_norm`: clipping by value computes no norm).
     unless: str = ""
 
 
@@ -86,6 +88,18 @@ FACTS: tuple[LibraryFact, ...] = (
                 "prepared DataLoaders are DataLoaderShard objects that move each batch to the accelerator's "
                 "device (send_to_device) before yielding it",
                 "Accelerate docs: Accelerator.prepare; accelerate/data_loader.py (DataLoaderShard.__iter__)"),
+    LibraryFact("lightning.fabric.Fabric.setup_dataloaders", Effect.DEVICE_BATCHES,
+                "each loader is wrapped in a _FabricDataLoader whose __iter__ yields "
+                "move_data_to_device(batch, fabric.device) (move_to_device=True by default)",
+                "src/lightning/fabric/fabric.py:412 (Fabric.setup_dataloaders, _setup_dataloader); "
+                "src/lightning/fabric/wrappers.py:316-327 (_FabricDataLoader.__iter__), Lightning 7f0c343"),
+    LibraryFact("lightning.fabric.Fabric.clip_gradients", Effect.SYNCS,
+                "with max_norm, error_if_nonfinite=True by default is passed to torch.nn.utils.clip_grad_norm_, "
+                "which tests the total norm for NaN/inf in a Python `if` (a host read) on every call",
+                "src/lightning/fabric/fabric.py:527-579 (Fabric.clip_gradients, error_if_nonfinite: bool = True); "
+                "src/lightning/fabric/strategies/strategy.py:375-387 (clip_gradients_norm), Lightning 7f0c343; "
+                "torch/nn/utils/clip_grad.py (clip_grad_norm_)",
+                unless="nonfinite-check-off"),
     LibraryFact("ultralytics.utils.ops.Profile.__enter__", Effect.SYNCS,
                 "the timer calls torch.cuda.synchronize() when its device is CUDA, on entry and on exit",
                 "ultralytics/utils/ops.py (Profile.__enter__, Profile.__exit__, Profile.time)"),
@@ -171,6 +185,10 @@ ALIASES = {
     "tqdm.auto.tqdm": "tqdm.tqdm",
     "tqdm.notebook.tqdm": "tqdm.tqdm",
     "accelerate.accelerator.Accelerator": "accelerate.Accelerator",
+    "lightning.Fabric": "lightning.fabric.Fabric",
+    "lightning.fabric.fabric.Fabric": "lightning.fabric.Fabric",
+    "lightning_fabric.Fabric": "lightning.fabric.Fabric",
+    "lightning_fabric.fabric.Fabric": "lightning.fabric.Fabric",
     "ema_pytorch.ema_pytorch.EMA": "ema_pytorch.EMA",
     "torchmetrics.aggregation": "torchmetrics",
     "torchvision.ops.boxes": "torchvision.ops",
@@ -207,3 +225,11 @@ def fact_for_method(class_qualified: Optional[str], method: str) -> Optional[Lib
     if not class_qualified:
         return None
     return _BY_TARGET.get(f"{canonical(class_qualified)}.{method}")
+
+
+_CLASSES = frozenset(f.target.rsplit(".", 1)[0] for f in FACTS)
+
+
+def is_library_class(qualified: str) -> bool:
+    """A class some fact of the table is a method of (`lightning.Fabric` through its alias)."""
+    return canonical(qualified) in _CLASSES

@@ -114,7 +114,8 @@ class LoopAnalysis:
                 nested_hot = True
             if type(node) is cst.Call:
                 helper = self.local_function(node)
-                if helper is not None and self._function_has_hot_loop(helper):
+                if helper is not None and self._function_has_hot_loop(helper) and \
+                        not self._periodic_within(node, loop):
                     return LoopRole.EPOCH
         # `for step ...: for micro in range(accum): ...; optimizer.step()` is hot; an epoch loop that only clears
         # gradients around its inner training loop (`optimizer.zero_grad()` once per epoch) is not.
@@ -451,9 +452,10 @@ class LoopAnalysis:
         periodic: Optional[str] = None
         flag: Optional[cst.Name] = None  # the innermost `if <parameter>:` passed (see `_flag_off`)
         once_in: Optional[Loop] = None  # the loop whose first pass alone runs the block being walked out of
+        leaves: Optional[str] = None  # "return" / "break": the block walked out of ends the loop or the function
         child = node
         for parent in self.index.ancestors(node):
-            if periodic is None and once_in is None and flag is None:  # (below a flag: the answer is its own)
+            if periodic is None and once_in is None and flag is None and leaves is None:
                 known = memo.get(id(child))
                 if known is not None:
                     return known
@@ -496,11 +498,19 @@ class LoopAnalysis:
                 if type(self.index.up.get(id(parent))) in (cst.If, cst.Else, cst.ExceptHandler) \
                         and self._ends_the_run(parent):
                     return OUTSIDE  # an error path that raises or exits: it runs at most once
+                if leaves is None and type(self.index.up.get(id(parent))) in (cst.If, cst.Else):
+                    leaves = _leaves_by(parent)
                 reason = self._after_skip_guard(parent, child)
                 if reason:
                     periodic = reason
             elif type(parent) in (cst.For, cst.While) and _runs_each_iteration(parent, child):
                 role = self.role(parent)
+                if role is LoopRole.HOT and leaves is not None and self._outermost_step_loop(parent, leaves):
+                    # `if step >= max_steps: save(); return` (or `break`) in the training loop: the block ends
+                    # the training run, so it runs once, not every step
+                    return OUTSIDE
+                if leaves == "break":
+                    leaves = None  # a `break` leaves only the innermost loop: the loops above decide
                 if role is LoopRole.HOT:
                     if periodic:
                         return Execution(Frequency.PERIODIC, parent, periodic)
@@ -535,6 +545,33 @@ class LoopAnalysis:
         if located is None or located[0] is not fn:
             return None
         return f"`{flag.value}` (passed periodically by `{site.code}`)"
+
+    def _periodic_within(self, node: cst.CSTNode, loop: Loop) -> bool:
+        """`node` sits in `loop` under `if <periodic test>:` (`if step % eval.interval == 0: validate(...)`): a
+        validation pass every N steps does not make the step loop an epoch loop."""
+        child = node
+        for parent in self.index.ancestors(node):
+            if parent is loop:
+                return False
+            if type(parent) is cst.If and child is parent.body and self.periodic_test(parent.test):
+                return True
+            child = parent
+        return False
+
+    def _outermost_step_loop(self, loop: Loop, leaves: str = "break") -> bool:
+        """`loop` is a hot loop of a function that nothing runs every step (not a per-step helper, not model
+        code) and, for a `break`, that no loop of that function encloses (a `return` leaves them all): leaving it
+        ends the training (or evaluation) run."""
+        for ancestor in self.index.ancestors(loop):
+            if type(ancestor) in (cst.For, cst.While):
+                if leaves == "return":
+                    continue
+                return False
+            if type(ancestor) is cst.Lambda:
+                return False
+            if type(ancestor) is cst.FunctionDef:
+                return self.hot_helpers().get(id(ancestor)) is None and self._model_code(ancestor) is None
+        return True
 
     def hot_helpers(self) -> dict[int, Execution]:
         """Functions of this module called from inside a hot loop, with how often they run: directly, or through
@@ -617,6 +654,9 @@ class LoopAnalysis:
                 return None
             if equal and any(self._is_counter(s) for s in sides):
                 return f"`{_code(test)}`"
+            if type(op) is cst.In and not negated and self._is_counter(test.left) and \
+                    not (type(sides[1]) is cst.Call and dotted_name(sides[1].func) == "range"):
+                return f"`{_code(test)}` (chosen iterations)"  # `if i in eval_iters:`, `if step in milestones:`
             if self._bounded(test.left, op, test.comparisons[0].comparator, negated):
                 return f"`{_code(test)}` (a bounded number of times)"
             if not unequal and any(self._reads_clock(s) for s in sides):
@@ -626,6 +666,9 @@ class LoopAnalysis:
             return None
         if type(test) is cst.BinaryOperation and type(test.operator) is cst.Modulo and negated:
             return f"`not {_code(test)}`"
+        if type(test) is cst.Attribute and not negated and \
+                test.attr.value.startswith(("should_log", "should_eval", "should_save")):
+            return f"`{_code(test)}`"  # Hugging Face's `if self.control.should_evaluate:` (every N steps)
         if type(test) is cst.Name and not negated and self._end_of_run_flag(test):
             return f"`{test.value}` (the end of the run)"  # `if done or step % N == 0:`
         if type(test) is cst.Name and not negated and self._episode_end(test):
@@ -1026,6 +1069,15 @@ def _only_continue(body: cst.BaseSuite) -> bool:
     else:
         inner = list(stmts)
     return len(inner) == 1 and isinstance(inner[0], cst.Continue)
+
+
+def _leaves_by(block: cst.IndentedBlock) -> Optional[str]:
+    """"return" or "break" when the block's last statement is one, else None."""
+    last = block.body[-1] if block.body else None
+    if type(last) is not cst.SimpleStatementLine or not last.body:
+        return None
+    stmt = last.body[-1]
+    return "return" if type(stmt) is cst.Return else "break" if type(stmt) is cst.Break else None
 
 
 def _runs_each_iteration(loop: Loop, child: cst.CSTNode) -> bool:

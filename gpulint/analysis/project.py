@@ -290,6 +290,7 @@ class ModuleInfo:
         self.functions: dict[str, ast.FunctionDef] = {}
         self.classes: dict[str, ClassSummary] = {}
         self.registries: dict[str, Registry] = {}
+        self.star_imports: list[tuple[str, int]] = []  # `from helpers import *`: (module, level)
         self._calls_by_name: Optional[dict[str, list[tuple[ast.Call, dict]]]] = None
         for stmt in tree.body:
             self._top_level(stmt)
@@ -320,6 +321,8 @@ class ModuleInfo:
             for alias in stmt.names:
                 if alias.name != "*":
                     self.imports[alias.asname or alias.name] = (stmt.module or "", alias.name, stmt.level)
+                else:
+                    self.star_imports.append((stmt.module or "", stmt.level))
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self.functions[stmt.name] = stmt  # type: ignore[assignment]
         elif isinstance(stmt, ast.ClassDef):
@@ -546,6 +549,13 @@ class Project:
             owner = self.resolver.resolve(module, info.path, level) if (module or level) else None
             if owner is not None and owner != info.path:
                 return self.lookup(owner, f"{attr}.{rest}" if rest else attr, depth + 1)
+            return None
+        for module, level in info.star_imports:  # `from run_nerf_helpers import *`: a name it defines
+            owner = self.resolver.resolve(module, info.path, level) if (module or level) else None
+            if owner is not None and owner != info.path:
+                found = self.lookup(owner, dotted, depth + 1)
+                if found is not None:
+                    return found
         return None
 
     def external_name(self, importer: Path, dotted: str, depth: int = 0) -> Optional[str]:

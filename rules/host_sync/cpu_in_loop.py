@@ -6,14 +6,24 @@ import libcst as cst
 
 from gpulint.rule import GpuRule, Example, Family
 from gpulint.rules._examples import TRAIN_STEP
+from gpulint.analysis import Kind
+from gpulint.analysis.data import _FACTORIES
+from gpulint.analysis.data_facts import ACCELERATOR, data_facts
+from gpulint.analysis.default_device import cuda_default
 from gpulint.analysis.host_reads import _to_host_call
+
+_SAME_DEVICE = frozenset(("detach", "float", "half", "view", "reshape", "squeeze", "unsqueeze", "flatten", "mean",
+                          "sum", "clone", "contiguous", "exp", "log", "sqrt"))
+_HOST_FACTORIES = frozenset(f"torch.{f}" for f in ("zeros", "ones", "empty", "full"))
 
 
 class CpuInLoop(GpuRule):
     """`.cpu()` or `.to("cpu")` of a tensor every iteration.
 
     ## What it does
-    Flags blocking device-to-host copies, `.cpu()` and `.to("cpu")`, on every iteration of a training/eval loop.
+    Flags blocking device-to-host copies, `.cpu()` and `.to("cpu")`, on every iteration of a training/eval loop,
+    and the implicit one of writing a GPU tensor into a CPU tensor allocated before the loop (`losses =
+    torch.zeros(n)` then `losses[k] = loss` every batch).
 
     ## Why it is slow
     A blocking copy to pageable host memory waits for every queued kernel to finish; the GPU then idles until
@@ -48,13 +58,89 @@ class CpuInLoop(GpuRule):
     name = "cpu-in-loop"
     message = "blocking copy to the host every iteration waits for the GPU; keep the tensor on the device and " \
               "copy once"
+    host_write = "writing a GPU tensor into `{name}`, a CPU tensor (a torch factory without `device=`), copies " \
+                 "it to the host and waits for the GPU every iteration; allocate `{name}` on the device"
     family = Family.HOST_SYNC
     defers_to = ("GPU302", "GPU303")  # `total += loss.item()`: their finding carries the fix
     VALID = [TRAIN_STEP + "host = loss.cpu()\n"]
     INVALID = [
         Example(TRAIN_STEP + "    host = loss.cpu()\n",
                 message="blocking copy to the host every iteration waits for the GPU"),
+        Example("import torch\nmodel = torch.nn.Linear(8, 1).cuda()\nlosses = torch.zeros(100)\n"
+                "for k, x in enumerate(loader):\n    loss = model(x.cuda()).sum()\n    loss.backward()\n"
+                "    losses[k] = loss.detach()\n",
+                message="writing a GPU tensor into `losses`, a CPU tensor"),
     ]
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`losses[k] = loss` where `losses = torch.zeros(n)` was allocated on the host before the loop: writing a
+        GPU tensor into a CPU tensor copies it to the host, a blocking copy every iteration (litgpt's `validate`)."""
+        if len(node.targets) != 1 or type(node.targets[0].target) is not cst.Subscript:
+            return
+        target = node.targets[0].target
+        holder = target.value
+        if type(holder) is not cst.Name or not self._host_allocation(holder):
+            return
+        value = node.value
+        if self._built_on_host(value) or self.analysis.kinds.on_host(value) or not self._on_device(value):
+            return
+        where = self.where(node)
+        if where:
+            self.report(target, self.host_write.format(name=holder.value), where=where)
+
+    def _host_allocation(self, name: cst.Name) -> bool:
+        """`name` is bound once, outside the loop around it, to a torch factory with no `device=` (a CPU
+        tensor), in a program without a CUDA default tensor type."""
+        bindings = self.analysis.index.visible_bindings(name)
+        if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None:
+            return False
+        value = bindings[0].value
+        if type(value) is not cst.Call or \
+                self.analysis.qualified(value.func) not in _HOST_FACTORIES or \
+                any(a.keyword is not None and a.keyword.value in ("device", "out") or a.star for a in value.args):
+            return False
+        loop = self.analysis.execution(name).loop
+        if loop is None or self.analysis.index.is_ancestor_or_self(loop, value):
+            return False  # built in the loop itself: a fresh host buffer each step (another cost, not this one)
+        return self.analysis.fact(cuda_default) is None
+
+    def _built_on_host(self, value: cst.BaseExpression) -> bool:
+        """`torch.tensor(row)`, `torch.zeros(...)`, `torch.as_tensor([...])` without `device=`: a CPU tensor."""
+        if type(value) is not cst.Call:
+            return False
+        name = self.analysis.qualified(value.func) or ""
+        return name.startswith("torch.") and name.count(".") == 1 and not any(
+            a.keyword is not None and a.keyword.value == "device" for a in value.args) and \
+            name.split(".")[1] in _FACTORIES | {"tensor", "as_tensor", "Tensor", "from_numpy"}
+
+    def _on_device(self, value: cst.BaseExpression, depth: int = 0) -> bool:
+        """Certainly a GPU tensor: a copy to the accelerator, a model's output, what a project helper returns from
+        one (`chunked_cross_entropy(logits, y)`), a view or reduction of such a value, or a name bound only to
+        these. (A tensor built on the host and indexed, `memory_mask[i]`, is not.)"""
+        if depth > 6:
+            return False
+        if type(value) is cst.Subscript:
+            return self._on_device(value.value, depth + 1)
+        if type(value) is cst.Name:
+            bindings = self.analysis.index.visible_bindings(value)
+            return bool(bindings) and len(bindings) <= 4 and all(
+                b.kind == "assign" and b.index is None and b.value is not None and
+                self._on_device(b.value, depth + 1) for b in bindings)
+        if type(value) is not cst.Call:
+            return False
+        if data_facts(self.analysis).copy_target(value) == ACCELERATOR:
+            return True
+        func = value.func
+        if self.analysis.kind(func) is Kind.MODULE:
+            return True  # `model(x)`
+        if type(func) is cst.Attribute and func.attr.value in _SAME_DEVICE and self._on_device(func.value, depth + 1):
+            return True
+        return self._returns_tensor(value) and any(
+            self._on_device(a.value, depth + 1) for a in value.args if not a.star)
+
+    def _returns_tensor(self, value: cst.BaseExpression) -> bool:
+        hook = self.analysis.kinds.returns_tensor_hook
+        return type(value) is cst.Call and hook is not None and hook(value)
 
     def visit_Call(self, node: cst.Call) -> None:
         if not _to_host_call(self, node):

@@ -33,12 +33,15 @@ class SyncInCall(GpuRule):
     parameters) and into well-known libraries (`scaler.get_scale()`, `scaler.step(optimizer)` unless the optimizer
     is fused, TensorBoard's `add_scalar`, `wandb.log`,
     tqdm's `set_postfix`, an `evaluate` metric's `add_batch`, Accelerate's `check_trigger()` and
-    `wait_for_everyone()`, `torch.distributed.barrier()`, an `ema_pytorch` EMA's `update()`, a torchmetrics
-    aggregation metric's `update()` given a tensor (`MeanMetric`, `RunningMean`, ...: a NaN test read on the host
+    `wait_for_everyone()`, Lightning Fabric's `clip_gradients(..., max_norm=...)` (a NaN/inf test of the
+    norm unless `error_if_nonfinite=False`), `torch.distributed.barrier()`, an `ema_pytorch` EMA's `update()`,
+    a torchmetrics aggregation metric's `update()` given a tensor (`MeanMetric`, `RunningMean`, ...: a NaN test read on the host
     unless `nan_strategy="disable"`), torchvision's `nms`/`batched_nms` on tensors), and flags the
     call when what it reaches reads a device tensor back to the host: `.item()`, `.cpu()`, `.tolist()`,
     `float(t)`, boolean-mask indexing, `.nonzero()`, or `torch.cuda.synchronize()`. The finding sits at the call
-    in the loop, where the cost is paid every step; the helper's line is its related location.
+    in the loop, where the cost is paid every step; the helper's line is its related location. A helper of the
+    same module (`accuracy(output, target)`, `self.train_step(batch)`) is reported the same way at its call,
+    and its read keeps its own finding where it is written.
 
     What an argument holds follows the project: `grad_norm = loss_scaler(...)` is a tensor when the scaler's
     `__call__` returns one, `{k: v * w for k, v in utils.reduce_dict(losses).items()}` is a dict of tensors, and
@@ -77,7 +80,9 @@ class SyncInCall(GpuRule):
 
     ## When it is fine
     Calls under a periodic condition (`if step % 100 == 0:`), helpers whose read is itself periodic, helpers fed
-    host numbers (`meter.update(loss.item())`: GPU101 reports the `.item()` there), library calls that only
+    host numbers (`meter.update(loss.item())`: GPU101 reports the `.item()` there), a `GradScaler` built disabled
+    (`enabled=False`, or `enabled=(dtype == 'float16')` where the script picks bfloat16 on GPUs that support it),
+    library calls that only
     store the tensor (Lightning's `self.log`), and modules that never use a GPU. Imports that cannot be resolved
     inside the project are unknown and never reported.
     """

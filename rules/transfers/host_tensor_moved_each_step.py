@@ -12,6 +12,8 @@ from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, TRAIN_STEP
 from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, has_star_args, keyword
 from gpulint.syntax import positional, statement_of
 from gpulint.analysis.data import _FACTORIES, _RANDOM, _SAME_ON_DEVICE
+from gpulint.analysis.default_device import cuda_default
+from gpulint.analysis.project import display_path
 from gpulint.rules.transfers._built_then_moved import (
     built_this_step, exact_on_device, copy_above, copy_device, defined_before, host_table, moved_table,
     same_device, single_assignment, strip_same_on_device, uses_of, without_copy)
@@ -27,6 +29,11 @@ class HostTensorMovedEachStep(Rule):
     numbers, lists or numpy arrays every iteration: `device=` does not move where the values are. The legacy
     constructors (`torch.Tensor(obs).to(device)`, `torch.FloatTensor(x).cuda()`) are the same host build and
     copy: they accept only host data (an environment's numpy observation, a list).
+    In a program that sets a CUDA default tensor type or device (`torch.set_default_tensor_type(
+    'torch.cuda.FloatTensor')`, `torch.set_default_device("cuda")`, in the module or in a project script that
+    imports it), `torch.Tensor([1e10])`, `torch.Tensor(numpy_array)` and `torch.tensor(host_list)` build CUDA
+    tensors from host data: a pageable copy every call (`torch.rand`, `torch.ones`, `torch.linspace` are made on
+    the device and are fine).
     So is indexing a tensor on the device with a numpy array of indices or a list of int literals every step
     (`b_obs[mb_inds]` for `mb_inds = b_inds[start:end]` of `b_inds = np.arange(n)`, `scores[:, [0, 2]]`):
     PyTorch turns the index into a host tensor and copies it to the device, a pageable blocking copy.
@@ -136,6 +143,9 @@ class HostTensorMovedEachStep(Rule):
     legacy = "`torch.{factory}(...)` (the legacy constructor) builds the tensor on the host (from host data or sizes) and " \
              "copies it from pageable memory every step, waiting for the GPU; build it once before the loop, or " \
              "keep the data on the device"
+    default_type = "`torch.{factory}(...)` of host data builds a CUDA tensor under the CUDA default tensor type " \
+                   "(set {where}): the data is copied from pageable memory every step, waiting for the GPU; " \
+                   "build it once before the loop, or keep the values as Python scalars"
     host_index = "`{index}` (a numpy array or a list) indexes the device tensor `{tensor}`: the index is built on " \
                  "the host and copied to the GPU every step, waiting for it; keep the indices on the device " \
                  "(`torch.randperm(n, device=...)`, `torch.arange(..., device=...)`)"
@@ -315,13 +325,45 @@ class HostTensorMovedEachStep(Rule):
         """`torch.tensor((w, h), device=device)`: the values are on the host, so the tensor is built there and
         copied, although the call names the device."""
         device = keyword(node, "device")
-        if device is None or not self._of_host_values(node) or \
+        if device is None:
+            self._on_cuda_default(node)
+            return
+        if not self._of_host_values(node) or \
                 data_facts(self.analysis).device_of(device.value) != ACCELERATOR:
             return  # a tensor, or unknown data, may already be on the device
         where = self.where(node)
         if where:
             name = self.analysis.qualified(node.func).split(".")[1]  # type: ignore[union-attr]
             self.report(node, self.from_values.format(factory=name), where=where)
+
+    def _on_cuda_default(self, node: cst.Call) -> None:
+        """`torch.Tensor([1e10])`, `torch.Tensor(numpy_image)`, `torch.tensor(host_list)` in a program that set a
+        CUDA default tensor type or device (analysis/default_device.py): built on the GPU from host data, a
+        pageable copy on every call. Factories that generate their values (`torch.rand`, `torch.ones`,
+        `torch.linspace`) are made on the device and are fine; so is `torch.Tensor(3, 4)` (sizes, no data) and
+        `torch.Tensor(t)` of a tensor. A copy right after it (`.to(device)`) is reported at the copy."""
+        q = self.analysis.qualified(node.func)
+        if q not in ("torch.Tensor", "torch.tensor", "torch.as_tensor") or has_star_args(node) or \
+                len(positional(node)) != 1 or (q == "torch.Tensor" and any(a.keyword is not None for a in node.args)):
+            return
+        data = positional(node)[0]
+        kind = self.analysis.kind(data)
+        host = type(data) in (cst.List, cst.Tuple) or kind is Kind.NUMPY or \
+            (q != "torch.Tensor" and kind in (Kind.NUMBER, Kind.OTHER))
+        if not host or self._copied_right_after(node):
+            return
+        found = self.analysis.fact(cuda_default)
+        if found is None:
+            return
+        where = self.where(node)
+        if where:
+            place = "in this module" if found.path is None else f"at {display_path(found.path)}:{found.line}"
+            self.report(node, self.default_type.format(factory=q.split(".")[1], where=place), where=where)
+
+    def _copied_right_after(self, node: cst.Call) -> bool:
+        attribute = self.analysis.index.parent.get(node)
+        return isinstance(attribute, cst.Attribute) and attribute.value is node and \
+            attribute.attr.value in ("to", "cuda", "cpu", "pin_memory")
 
     def _factory(self, expr: cst.BaseExpression):
         chain = []
