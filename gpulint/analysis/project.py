@@ -368,7 +368,6 @@ class Project:
         # analysis/forward.py: (path, class) -> the hot call site running its `forward`; callers' analyses
         self.per_step_sites: dict = {}
         self.caller_analyses: OrderedDict = OrderedDict()
-        self.caller_parses = 0
         self.hot_loop_files: dict[Path, tuple[str, bool]] = {}  # path -> (content digest, may hold a hot loop)
         self._names: Optional[dict[bytes, list[Path]]] = None  # identifier -> project files that contain it
         self._training_files: set[Path] = set()
