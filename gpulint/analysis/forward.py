@@ -41,7 +41,7 @@ _SELF_METHODS = {"to", "cuda", "cpu", "train", "eval", "half", "float", "bfloat1
                  "requires_grad_"}
 _MAX_DEPTH = 4
 _MAX_ENTRIES = 6  # entry points tried per function
-_CALLER_ANALYSES = 24  # LibCST analyses of caller files kept per project (the training scripts)
+_CALLER_ANALYSES = 64  # LibCST analyses of caller files kept per project (the training scripts)
 # Caller files looked at per question (a class's or a function's hot call site), at most: the first ones in the
 # project's file order that pass the `ast` filters, whether or not this process has analysed them before. The
 # bound is per question, never per process: an answer must not depend on which files a worker linted before
@@ -305,8 +305,13 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
         if project.is_test(caller) or project._resolved(caller) == path:
             continue  # the module's own calls are its loop analysis's business
         caller_info = project.module(caller)
-        if caller_info is None or member not in _hot_file(project, caller_info)[1]:
+        if caller_info is None:
             continue
+        hot, called = _hot_file(project, caller_info)
+        if not (hot and member in called):
+            continue  # as `called_in_a_hot_loop` decides, from `ast` alone
+        if member not in _hot_call_names(project, caller_info.path):
+            continue  # no call run every iteration has that name: decided without the caller's analysis
         if looked_at == _CALLERS_PER_QUESTION:
             break
         looked_at += 1
@@ -457,9 +462,24 @@ def _hot_calls(project: Project, path: Path) -> list:
         if analysis.execution(node).every_iteration:
             found.append((analysis, node, _partial_target(analysis, node.func)))
     cache[path] = found
+    project.hot_call_names[path] = frozenset(
+        func.attr.value if type(func) is cst.Attribute else func.value
+        for _, _, func in found if type(func) in (cst.Attribute, cst.Name))
     while len(cache) > _CALLER_ANALYSES:
         cache.popitem(last=False)
     return found
+
+
+def _hot_call_names(project: Project, path: Path) -> frozenset:
+    """The last names of what the calls of `path` that run every iteration of a hot loop call (`_hot_calls`),
+    kept per caller file for the project's state, without its analysis: a question about a name no hot call of
+    a caller has is answered without parsing that caller again once its analysis has left `caller_analyses`
+    (a monorepo's questions read over a hundred callers; re-parsing them in turn cost minutes)."""
+    known = project.hot_call_names.get(path)
+    if known is None:
+        _hot_calls(project, path)
+        known = project.hot_call_names.get(path, frozenset())
+    return known
 
 
 def _partial_target(analysis, func: cst.BaseExpression) -> cst.BaseExpression:
