@@ -41,8 +41,12 @@ _SELF_METHODS = {"to", "cuda", "cpu", "train", "eval", "half", "float", "bfloat1
                  "requires_grad_"}
 _MAX_DEPTH = 4
 _MAX_ENTRIES = 6  # entry points tried per function
-_CALLER_ANALYSES = 8  # LibCST analyses of caller files kept per project (the training scripts)
-_CALLER_PARSES = 8  # caller files parsed with LibCST per project and run, at most
+_CALLER_ANALYSES = 64  # LibCST analyses of caller files kept per project (the training scripts)
+# Caller files looked at per question (a class's or a function's hot call site), at most: the first ones in the
+# project's file order that pass the `ast` filters, whether or not this process has analysed them before. The
+# bound is per question, never per process: an answer must not depend on which files a worker linted before
+# (a budget shared by all questions of a process made findings change with --jobs and from run to run).
+_CALLERS_PER_QUESTION = 8
 
 
 @dataclass(frozen=True)
@@ -259,6 +263,7 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
         if member == "forward" and cls is not None and project.is_module_class(cls):
             return _submodule_site(project, path, cls)
         return None
+    del callers[_CALLERS_PER_QUESTION:]
     if cls is None or not (project.is_module_class(cls) if member == "forward" else member in cls.methods):
         return None
     for caller_info in callers:
@@ -389,12 +394,21 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
         return None
     from gpulint.analysis.calls import project_calls
 
+    looked_at = 0
     for caller in project.files_naming(member, training=True):
         if project.is_test(caller) or project._resolved(caller) == path:
             continue  # the module's own calls are its loop analysis's business
         caller_info = project.module(caller)
-        if caller_info is None or member not in _hot_file(project, caller_info)[1]:
+        if caller_info is None:
             continue
+        hot, called = _hot_file(project, caller_info)
+        if not (hot and member in called):
+            continue  # as `called_in_a_hot_loop` decides, from `ast` alone
+        if member not in _hot_call_names(project, caller_info.path):
+            continue  # no call run every iteration has that name: decided without the caller's analysis
+        if looked_at == _CALLERS_PER_QUESTION:
+            break
+        looked_at += 1
         hot_calls = _hot_calls(project, caller_info.path)
         if not hot_calls:
             continue
@@ -554,8 +568,8 @@ def _last_name(func: ast.expr) -> Optional[str]:
 
 def _hot_calls(project: Project, path: Path) -> list:
     """(analysis, call, what is called) for every call that runs every iteration of a hot loop of `path`, from
-    one LibCST parse of it (at most `_CALLER_PARSES` callers are parsed per project and run: past that, a
-    model is not followed, to bound the cost). What is called is the call's function, or for a name bound to
+    one LibCST parse of it (kept for the next questions: `_CALLER_ANALYSES`; the questions bound how many
+    callers each looks at, `_CALLERS_PER_QUESTION`). What is called is the call's function, or for a name bound to
     `functools.partial(f, ...)`, `f`."""
     from gpulint.analysis import ModuleAnalysis
     from gpulint.files import FileError, read_regular
@@ -565,9 +579,6 @@ def _hot_calls(project: Project, path: Path) -> list:
     if path in cache:
         cache.move_to_end(path)
         return cache[path]
-    if project.caller_parses >= _CALLER_PARSES:
-        return []
-    project.caller_parses += 1
     found: list = []
     try:
         text = project.text_of(path)  # an editor's unsaved buffer: its text, as the project's `ast` model has it
@@ -578,21 +589,32 @@ def _hot_calls(project: Project, path: Path) -> list:
         analysis.loops.per_step_caller = None
     except (OSError, FileError, UnicodeDecodeError, ValueError, RecursionError, cst.ParserSyntaxError):
         analysis = None
-    try:
-        for position, node in enumerate(analysis.index.nodes if analysis is not None else ()):
-            if position % 4096 == 0:
-                checkpoint()  # an editor's lint of an outdated buffer stops here too
-            if type(node) is not cst.Call:
-                continue
-            if analysis.execution(node).every_iteration:
-                found.append((analysis, node, _partial_target(analysis, node.func)))
-    except BaseException:  # abandoned: this parse did not count, and nothing is remembered
-        project.caller_parses -= 1
-        raise
+    for position, node in enumerate(analysis.index.nodes if analysis is not None else ()):
+        if position % 4096 == 0:
+            checkpoint()  # an editor's lint of an outdated buffer stops here too (abandoned: nothing is kept)
+        if type(node) is not cst.Call:
+            continue
+        if analysis.execution(node).every_iteration:
+            found.append((analysis, node, _partial_target(analysis, node.func)))
     cache[path] = found
+    project.hot_call_names[path] = frozenset(
+        func.attr.value if type(func) is cst.Attribute else func.value
+        for _, _, func in found if type(func) in (cst.Attribute, cst.Name))
     while len(cache) > _CALLER_ANALYSES:
         cache.popitem(last=False)
     return found
+
+
+def _hot_call_names(project: Project, path: Path) -> frozenset:
+    """The last names of what the calls of `path` that run every iteration of a hot loop call (`_hot_calls`),
+    kept per caller file for the project's state, without its analysis: a question about a name no hot call of
+    a caller has is answered without parsing that caller again once its analysis has left `caller_analyses`
+    (a monorepo's questions read over a hundred callers; re-parsing them in turn cost minutes)."""
+    known = project.hot_call_names.get(path)
+    if known is None:
+        _hot_calls(project, path)
+        known = project.hot_call_names.get(path, frozenset())
+    return known
 
 
 def _partial_target(analysis, func: cst.BaseExpression) -> cst.BaseExpression:

@@ -382,7 +382,7 @@ class Project:
         # analysis/forward.py: (path, class) -> the hot call site running its `forward`; callers' analyses
         self.per_step_sites: dict = {}
         self.caller_analyses: OrderedDict = OrderedDict()
-        self.caller_parses = 0
+        self.hot_call_names: dict[Path, frozenset] = {}  # caller path -> last names of its hot calls (forward.py)
         self.hot_loop_files: dict[Path, tuple[str, bool]] = {}  # path -> (content digest, may hold a hot loop)
         self._names: Optional[dict[bytes, list[Path]]] = None  # identifier -> project files that contain it
         self._training_files: set[Path] = set()
@@ -429,6 +429,7 @@ class Project:
             self._parameter_classes.clear()  # found from call sites in any module
             self.per_step_sites.clear()
             self.caller_analyses.clear()
+            self.hot_call_names.clear()
             # `hot_loop_files` is kept by each file's content digest, so it stays right whatever changed. The
             # index of names (files on disk) stays right when `path` is an editor's buffer: the buffers are
             # added to what `files_naming` finds whatever their text, and its file on disk did not change (a
