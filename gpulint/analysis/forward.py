@@ -298,9 +298,12 @@ def _submodule_site(project: Project, path: Path, cls: ClassSummary) -> Optional
         if info is None:
             continue
         for owner in info.classes.values():
-            if _same(owner, cls) or "forward" not in owner.methods or not project.is_module_class(owner):
+            built = _built_in_init(project, owner).get(cls.name)
+            if not built or _same(owner, cls) or "forward" not in owner.methods or \
+                    not project.is_module_class(owner):
                 continue
-            held = _attributes_holding(project, owner, cls)
+            held = {attr for attr, dotted in built
+                    if isinstance(found := project.lookup(owner.path, dotted), ClassSummary) and _same(found, cls)}
             if not held:
                 continue
             line = _attribute_called(owner, held)
@@ -313,14 +316,19 @@ def _submodule_site(project: Project, path: Path, cls: ClassSummary) -> Optional
     return None
 
 
-def _attributes_holding(project: Project, owner: ClassSummary, cls: ClassSummary) -> set[str]:
-    """Names X with `self.X = <... cls(...) ...>` in `owner.__init__` (the instance itself or a container
-    built around it: `nn.ModuleList([cls(...) for _ in range(n)])`, `nn.Sequential(cls(...), ...)`)."""
+def _built_in_init(project: Project, owner: ClassSummary) -> dict[str, list[tuple[str, str]]]:
+    """For `owner.__init__`: the last name of each constructor called in a `self.X = ...` assignment, with the
+    (X, dotted name as written) pairs: `{"Block": [("blocks", "Block")]}` for
+    `self.blocks = nn.ModuleList([Block(...) ...])`. Walked once per class and project state (kept beside the
+    per-step sites, which are cleared together), then a dict lookup for every class asked about."""
+    key = ("built-in-init", owner.path, owner.name, owner.line)
+    with project._lock:
+        known = project.per_step_sites.get(key)
+    if known is not None:
+        return known
+    found: dict[str, list[tuple[str, str]]] = {}
     init = owner.methods.get("__init__")
-    if init is None:
-        return set()
-    held = set()
-    for node in ast.walk(init):
+    for node in ast.walk(init) if init is not None else ():
         if not isinstance(node, ast.Assign) or len(node.targets) != 1:
             continue
         target = node.targets[0]
@@ -329,11 +337,11 @@ def _attributes_holding(project: Project, owner: ClassSummary, cls: ClassSummary
         for call in ast.walk(node.value):
             if isinstance(call, ast.Call):
                 dotted = _dotted(call.func)
-                found = project.lookup(owner.path, dotted) if dotted else None
-                if isinstance(found, ClassSummary) and _same(found, cls):
-                    held.add(target.attr)
-                    break
-    return held
+                if dotted:
+                    found.setdefault(dotted.rsplit(".", 1)[-1], []).append((target.attr, dotted))
+    with project._lock:
+        project.per_step_sites[key] = found
+    return found
 
 
 def _attribute_called(owner: ClassSummary, held: set[str]) -> Optional[tuple[int, str]]:
