@@ -467,7 +467,7 @@ class LoopAnalysis:
                 continue
             if type(parent) is cst.If and child is parent.body and self._export_only(parent.test):
                 return OUTSIDE  # `if torch.onnx.is_in_onnx_export():`: runs while a model is exported, not trained
-            if type(parent) is cst.If and self._without_cuda(parent, child):
+            if type(parent) is cst.If and self.without_cuda(parent, child):
                 return OUTSIDE  # `else:` of `if torch.cuda.is_available():`: runs only where there is no GPU
             if type(parent) is cst.If and child is parent.body and periodic is None:
                 once_in = self._clears_its_flag(parent)
@@ -835,7 +835,7 @@ class LoopAnalysis:
                 return None  # set again inside the loop: the block may run more than once
         return loop
 
-    def _without_cuda(self, branch: cst.If, child: cst.CSTNode) -> bool:
+    def without_cuda(self, branch: cst.If, child: cst.CSTNode) -> bool:
         """`child` is the branch of `branch` taken only when CUDA is unavailable: the `else`/`elif` of
         `if torch.cuda.is_available():`, or the body of `if not torch.cuda.is_available():`."""
         test = branch.test

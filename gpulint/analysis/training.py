@@ -254,10 +254,10 @@ class TrainingFacts:
         return False
 
     def _without_cuda(self, node: cst.CSTNode) -> bool:
-        """`node` lies on a branch taken only where CUDA is unavailable (analysis/loops.py `_without_cuda`)."""
+        """`node` lies on a branch taken only where CUDA is unavailable (`LoopAnalysis.without_cuda`)."""
         child = node
         for parent in self.index.ancestors(node):
-            if type(parent) is cst.If and self.analysis.loops._without_cuda(parent, child):
+            if type(parent) is cst.If and self.analysis.loops.without_cuda(parent, child):
                 return True
             if type(parent) in (cst.FunctionDef, cst.ClassDef, cst.Module):
                 return False
