@@ -28,7 +28,10 @@ class HostTensorMovedEachStep(Rule):
     Also flags `torch.tensor(values, device=device)` and `torch.as_tensor(values, device=device)` of Python
     numbers, lists or numpy arrays every iteration: `device=` does not move where the values are. The legacy
     constructors (`torch.Tensor(obs).to(device)`, `torch.FloatTensor(x).cuda()`) are the same host build and
-    copy: they accept only host data (an environment's numpy observation, a list).
+    copy: they accept only host data (an environment's numpy observation, a list). The CUDA ones given host data
+    (`torch.cuda.FloatTensor(np.random.normal(0, 1, shape))`, often through the GAN scripts' alias
+    `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`) build the values on the host and copy them
+    the same way; given sizes (`Tensor(n, 1).fill_(1.0)`) they allocate and fill on the device, which is fine.
     In a program that sets a CUDA default tensor type or device (`torch.set_default_tensor_type(
     'torch.cuda.FloatTensor')`, `torch.set_default_device("cuda")`, in the module or in a project script that
     imports it), `torch.Tensor([1e10])`, `torch.Tensor(numpy_array)` and `torch.tensor(host_list)` build CUDA
@@ -146,6 +149,9 @@ class HostTensorMovedEachStep(Rule):
     default_type = "`torch.{factory}(...)` of host data builds a CUDA tensor under the CUDA default tensor type " \
                    "(set {where}): the data is copied from pageable memory every step, waiting for the GPU; " \
                    "build it once before the loop, or keep the values as Python scalars"
+    cuda_legacy = "`{call}(...)` ({spelt}) of host data builds the tensor from a numpy array or a list on the host " \
+                  "and copies it from pageable memory every step, waiting for the GPU; draw or build it on the " \
+                  "device (`torch.randn(..., device=...)`, `torch.ones(..., device=...)`) or once before the loop"
     host_index = "`{index}` (a numpy array or a list) indexes the device tensor `{tensor}`: the index is built on " \
                  "the host and copied to the GPU every step, waiting for it; keep the indices on the device " \
                  "(`torch.randperm(n, device=...)`, `torch.arange(..., device=...)`)"
@@ -162,6 +168,9 @@ class HostTensorMovedEachStep(Rule):
              "table = torch.randn(64, 8).to(device)\nhost = torch.randn(64, 8)\ninds = np.arange(64)\n"
              "for step in range(100):\n    x = table[inds[0]] + host[inds[:8]].sum().to(device)\n"
              "    model(x).sum().backward()\n",
+             # a CUDA legacy constructor given sizes allocates on the device (filled there): no host data
+             DATASET_HEAD + "Tensor = torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor\n"
+             "for step in range(100):\n    valid = Tensor(8, 1).fill_(1.0)\n    model(valid).sum().backward()\n",
              # also used on the host (kept for a log): the host tensor is the one the program needs
              DATASET_HEAD + "loader = DataLoader(dataset, batch_size=4)\nseen = []\nfor x, y in loader:\n"
              "    t = torch.randint(0, 8, (4,))\n    seen.append(t.tolist())\n"
@@ -202,6 +211,12 @@ class HostTensorMovedEachStep(Rule):
         # sizes, filled on the host, then copied (deep-text-recognition-benchmark's decoder inputs per batch)
         Example(DATASET_HEAD + _CAST.format("torch.LongTensor(8, 26).fill_(0).to(device)"),
                 message="`torch.LongTensor(...)` (the legacy constructor) builds the tensor on the host"),
+        # a CUDA legacy constructor of numpy data, through the GAN scripts' alias: drawn on the host, copied
+        Example(DATASET_HEAD.replace("import torch\n", "import numpy as np\nimport torch\n", 1) +
+                "Tensor = torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor\n"
+                "for step in range(100):\n    z = Tensor(np.random.normal(0, 1, (8, 4)))\n"
+                "    model(z).sum().backward()\n",
+                message="`Tensor(...)` (torch.cuda.FloatTensor) of host data"),
         # host arithmetic over a factory, then copied (a sinusoidal embedding's frequencies); `scale` may not be a
         # Python number, so no fix (tests/test_transfers.py has the fixed form, an unsafe fix)
         Example(DATASET_HEAD + "scale = get_scale()\n" + _CAST.format(
@@ -215,7 +230,8 @@ class HostTensorMovedEachStep(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         if data_facts(self.analysis).copy_target(node) != ACCELERATOR:
-            self._from_host_values(node)
+            if not self._cuda_legacy(node):
+                self._from_host_values(node)
             return
         factory, chain = self._factory(node.func.value)  # type: ignore[union-attr]
         legacy = self._legacy_constructor(node.func.value) if factory is None else None  # type: ignore[union-attr]
@@ -360,6 +376,45 @@ class HostTensorMovedEachStep(Rule):
             place = "in this module" if found.path is None else f"at {display_path(found.path)}:{found.line}"
             self.report(node, self.default_type.format(factory=q.split(".")[1], where=place), where=where)
 
+    # -- `torch.cuda.FloatTensor(np.random.normal(...))`, often through `Tensor = torch.cuda.FloatTensor if cuda else
+    # torch.FloatTensor`: a CUDA tensor built from host data, a pageable copy on every call ---------------------
+    def _cuda_legacy(self, node: cst.Call) -> bool:
+        """Report a CUDA legacy constructor called with host data (a numpy array, a list or tuple literal); True
+        when the call is one (reported or not). Sizes (`Tensor(n, 1).fill_(1.0)`) allocate on the device: fine."""
+        spelt = self._cuda_legacy_type(node.func)
+        if spelt is None:
+            return False
+        args = positional(node)
+        if len(args) != 1 or len(node.args) != 1 or has_star_args(node):
+            return True
+        data = args[0]
+        if not (type(data) in (cst.List, cst.Tuple) or self.analysis.kind(data) is Kind.NUMPY):
+            return True
+        where = self.where(node)
+        if where:
+            self.report(node, self.cuda_legacy.format(call=self.analysis.code(node.func), spelt=spelt), where=where)
+        return True
+
+    def _cuda_legacy_type(self, func: cst.BaseExpression) -> Optional[str]:
+        """`torch.cuda.FloatTensor`, or a name bound only to it or to a choice between it and the CPU one
+        (`Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`: where a GPU runs, the CUDA one)."""
+        q = self.analysis.qualified(func) or ""
+        if q in _CUDA_LEGACY_CONSTRUCTORS:
+            return q
+        if type(func) is not cst.Name:
+            return None
+        bindings = data_facts(self.analysis).bindings(func)
+        if not bindings or not all(b.kind == "assign" and b.index is None and b.value is not None for b in bindings):
+            return None
+        found = set()
+        for b in bindings:
+            branches = [b.value.body, b.value.orelse] if type(b.value) is cst.IfExp else [b.value]
+            spelt = [self.analysis.qualified(x) or "" for x in branches]
+            if not all(x in _CUDA_LEGACY_CONSTRUCTORS or x in _LEGACY_CONSTRUCTORS for x in spelt):
+                return None
+            found.update(x for x in spelt if x in _CUDA_LEGACY_CONSTRUCTORS)
+        return min(found) if found else None
+
     def _copied_right_after(self, node: cst.Call) -> bool:
         attribute = self.analysis.index.parent.get(node)
         return isinstance(attribute, cst.Attribute) and attribute.value is node and \
@@ -498,6 +553,10 @@ _FILLS_IN_PLACE = frozenset({"fill_", "zero_", "normal_", "uniform_", "random_",
 _LEGACY_CONSTRUCTORS = frozenset(f"torch.{t}" for t in (
     "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
     "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"))
+# The CUDA legacy typed constructors: from host data they build on the host and copy (sizes allocate on the GPU).
+_CUDA_LEGACY_CONSTRUCTORS = frozenset(f"torch.cuda.{t}" for t in (
+    "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor",
+    "CharTensor", "ByteTensor", "BoolTensor"))
 # torch functions and tensor methods that compute elementwise (or along one axis) on the device of their inputs.
 _ELEMENTWISE = frozenset(("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "sinh",
                           "cosh", "tanh", "sigmoid", "sqrt", "rsqrt", "pow", "abs", "neg", "reciprocal", "floor",
