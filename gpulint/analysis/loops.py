@@ -354,6 +354,16 @@ class LoopAnalysis:
         if name is None:
             return None
         candidates = self.index.functions.get(name, [])
+        if type(func) is cst.Name and candidates:
+            # a bare name calls what it is bound to where it stands: not a method, not a function nested in
+            # another function, not when a loop variable or a parameter of that name hides it
+            # (`for block in self.blocks: block(x)` beside a `def block(...)` helper inside `__init__`)
+            bindings = self.index.visible_bindings(func)
+            defs = {id(b.source): b.source for b in bindings if b.kind == "def" and not (
+                type(b.scope) is cst.ClassDef and self.index.enclosing_scope(call) is not b.scope)}
+            if len(defs) != 1 or len(bindings) != 1:
+                return None
+            candidates = [c for c in candidates if id(c) in defs]
         if len(candidates) > 1 and type(func) is cst.Attribute:
             # `self.run_iter(...)` where several classes of the module define `run_iter`: the caller's own
             # class's method

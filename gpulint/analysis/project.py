@@ -244,21 +244,36 @@ class ImportResolver:
         self.root = root.resolve()
         self.search = [self.root, self.root / "src"]
         self._memo: dict[tuple, Optional[Path]] = {}
+        # importer -> the project folders its own top-level `sys.path.append(...)`/`insert(...)` add
+        self.extra: dict[Path, tuple[Path, ...]] = {}
+
+    def add_paths(self, importer: Path, entries: tuple) -> None:
+        """Note the folders `importer` puts on `sys.path` (`ModuleInfo.sys_path`): searched after the usual
+        places, for that file's absolute imports. A path relative to the working directory is tried from the
+        file's folder and from the project root; folders outside the project are left out (never resolved)."""
+        found: list[Path] = []
+        for anchor, rel in entries:
+            for base in ((importer.parent,) if anchor == "file" else (importer.parent, self.root)):
+                folder = Path(os.path.normpath(base / rel))
+                if folder not in found and (folder == self.root or self.root in folder.parents) and folder.is_dir():
+                    found.append(folder)
+        self.extra[importer] = tuple(found)
 
     def resolve(self, module: str, importer: Path, level: int = 0) -> Optional[Path]:
-        key = (module, importer.parent, level)
+        extra = self.extra.get(importer, ()) if self.extra else ()
+        key = (module, importer if extra else importer.parent, level)
         if key not in self._memo:  # the file system is asked once per name and folder in a run
-            self._memo[key] = self._resolve(module, importer, level)
+            self._memo[key] = self._resolve(module, importer, level, extra)
         return self._memo[key]
 
-    def _resolve(self, module: str, importer: Path, level: int) -> Optional[Path]:
+    def _resolve(self, module: str, importer: Path, level: int, extra: tuple = ()) -> Optional[Path]:
         parts = [p for p in module.split(".") if p] if module else []
         if level:
             base = importer.resolve().parent
             for _ in range(level - 1):
                 base = base.parent
             return self._find(base, parts) if parts else self._package(base)
-        for base in (importer.resolve().parent, *self.search):
+        for base in (importer.resolve().parent, *self.search, *extra):
             found = self._find(base, parts)
             if found is not None:
                 return found
@@ -294,6 +309,7 @@ class ModuleInfo:
         self._calls_by_name: Optional[dict[str, list[tuple[ast.Call, dict]]]] = None
         for stmt in tree.body:
             self._top_level(stmt)
+        self.sys_path = _sys_path_entries(tree.body)  # folders this module adds to `sys.path` (ImportResolver)
 
     def calls_named(self, name: str) -> list[tuple[ast.Call, dict]]:
         """The calls in this module of something whose dotted name ends in `name` (`f(...)`, `utils.f(...)`),
@@ -451,7 +467,7 @@ class Project:
         _record(path)
         overlay = self._overlays.get(path)
         if overlay is not None:
-            return overlay
+            return self._with_paths(path, overlay)
         try:
             st = path.stat()
         except OSError:
@@ -460,12 +476,18 @@ class Project:
         with self._lock:
             cached = self._modules.get(path)
             if cached is not None and cached[0] == stamp:
-                return cached[1]
+                return self._with_paths(path, cached[1])
             info = self._parse(path)
             if cached is not None and (cached[1].digest if cached[1] else None) != (info.digest if info else None):
                 self.forget(path)
             self._modules[path] = (stamp, info)
-            return info
+            return self._with_paths(path, info)
+
+    def _with_paths(self, path: Path, info: Optional[ModuleInfo]) -> Optional[ModuleInfo]:
+        """Tell the resolver which folders `info`'s module adds to `sys.path` (again after `forget(None)`)."""
+        if info is not None and info.sys_path and self.resolver.extra.get(path) is None:
+            self.resolver.add_paths(path, info.sys_path)
+        return info
 
     @staticmethod
     def _parse(path: Path) -> Optional[ModuleInfo]:
@@ -1690,6 +1712,103 @@ def _is_cpu(node: ast.expr) -> bool:
 def _non_blocking(call: ast.Call) -> bool:
     return any(kw.arg == "non_blocking" and not (isinstance(kw.value, ast.Constant) and not kw.value.value)
                for kw in call.keywords)
+
+
+def _sys_path_entries(body: list) -> tuple:
+    """The folders a module's top-level code puts on `sys.path` (`sys.path.append('core')`,
+    `sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))`), also under a top-level `if`, `try` or
+    `with`: `("file", rel)` relative to the module's folder, `("cwd", rel)` relative to the working directory.
+    Only what can be read without running anything; an absolute path or an unknown value is left out."""
+    names: dict[str, ast.expr] = {}
+    found: list[tuple[str, str]] = []
+
+    def walk(statements: list) -> None:
+        for stmt in statements:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                names[stmt.targets[0].id] = stmt.value
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                call = stmt.value
+                dotted = _dotted(call.func)
+                arg = call.args[0] if dotted == "sys.path.append" and len(call.args) == 1 else \
+                    call.args[1] if dotted == "sys.path.insert" and len(call.args) == 2 else None
+                entry = _path_value(arg, names, 0) if arg is not None else None
+                if entry is not None and entry[1] != "@":
+                    found.append(entry)
+            elif isinstance(stmt, ast.If):
+                walk(stmt.body)
+                walk(stmt.orelse)
+            elif isinstance(stmt, ast.Try):
+                walk(stmt.body)
+            elif isinstance(stmt, ast.With):
+                walk(stmt.body)
+
+    walk(body)
+    return tuple(found)
+
+
+_SAME_PATH = {"abspath", "realpath", "normpath", "str", "Path", "PurePath", "resolve", "absolute", "fspath"}
+
+
+def _path_value(e: Optional[ast.expr], names: dict, depth: int) -> Optional[tuple[str, str]]:
+    """`(anchor, rel)` for a path expression of `_sys_path_entries`; rel "@" is the module file itself."""
+    if e is None or depth > 8:
+        return None
+    if isinstance(e, ast.Constant) and isinstance(e.value, str):
+        return None if os.path.isabs(e.value) or not e.value.strip() and e.value != "" else ("cwd", e.value or ".")
+    if isinstance(e, ast.Name):
+        if e.id == "__file__":
+            return ("file", "@")
+        return _path_value(names.get(e.id), names, depth + 1) if e.id in names else None
+    if isinstance(e, ast.Subscript) and _dotted(e.value) == "sys.path" and \
+            isinstance(e.slice, ast.Constant) and e.slice.value == 0:
+        return ("file", ".")  # the running script's folder
+    if isinstance(e, ast.Attribute) and e.attr == "parent":
+        return _parent(_path_value(e.value, names, depth + 1))
+    if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Attribute) and e.value.attr == "parents" and \
+            isinstance(e.slice, ast.Constant) and isinstance(e.slice.value, int):
+        found = _path_value(e.value.value, names, depth + 1)
+        for _ in range(e.slice.value + 1):
+            found = _parent(found)
+        return found
+    if isinstance(e, ast.BinOp) and isinstance(e.right, ast.Constant) and isinstance(e.right.value, str):
+        base = _path_value(e.left, names, depth + 1)
+        if base is None or base[1] == "@":
+            return None
+        if isinstance(e.op, ast.Add):  # `dirname(__file__) + '/../'`
+            return (base[0], os.path.normpath(base[1] + e.right.value)) if e.right.value.startswith("/") else None
+        if isinstance(e.op, ast.Div):  # `Path(__file__).parent / "lib"`
+            return (base[0], os.path.normpath(os.path.join(base[1], e.right.value)))
+        return None
+    if not isinstance(e, ast.Call):
+        return None
+    dotted = _dotted(e.func) or (e.func.attr if isinstance(e.func, ast.Attribute) else "")
+    last = dotted.rsplit(".", 1)[-1]
+    if dotted in ("os.getcwd", "getcwd"):
+        return ("cwd", ".")
+    if last in _SAME_PATH and isinstance(e.func, ast.Attribute) and not e.args and \
+            last in ("resolve", "absolute"):
+        return _path_value(e.func.value, names, depth + 1)
+    if not e.args or e.keywords:
+        return None
+    if last == "dirname" and len(e.args) == 1:
+        return _parent(_path_value(e.args[0], names, depth + 1))
+    if last in _SAME_PATH and len(e.args) == 1:
+        return _path_value(e.args[0], names, depth + 1)
+    if last == "join" and dotted.endswith("path.join") or dotted == "join":
+        base = _path_value(e.args[0], names, depth + 1)
+        rest = e.args[1:]
+        if base is None or base[1] == "@" or not all(
+                isinstance(a, ast.Constant) and isinstance(a.value, str) and not os.path.isabs(a.value) for a in rest):
+            return None
+        return (base[0], os.path.normpath(os.path.join(base[1], *(a.value for a in rest))))  # type: ignore
+    return None
+
+
+def _parent(found: Optional[tuple[str, str]]) -> Optional[tuple[str, str]]:
+    if found is None:
+        return None
+    anchor, rel = found
+    return (anchor, ".") if rel == "@" else (anchor, os.path.normpath(os.path.join(rel, "..")))
 
 
 def _dotted(node: ast.expr) -> Optional[str]:
