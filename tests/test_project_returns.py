@@ -229,3 +229,48 @@ def test_branches_not_taken_on_a_cuda_run_are_not_the_calls(tmp_path):
     backend = Project(tmp_path).lookup(tmp_path / "helpers.py", "to_backend")
     # `if "mps" in ...` is another backend; `if onnx:` and its `else` are options we cannot see
     assert backend.sink_params == {}
+
+
+def test_an_accelerator_built_by_a_project_factory_prepares_the_loader(tmp_path):
+    """kohya-ss/sd-scripts: `accelerator = train_util.prepare_accelerator(args)` returns `Accelerator(...)` built
+    in library/train_util.py; the loader it prepares yields device batches, so pinning advice does not apply."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "library").mkdir()
+    (tmp_path / "library" / "__init__.py").write_text("")
+    (tmp_path / "library" / "train_util.py").write_text(textwrap.dedent("""\
+        from accelerate import Accelerator
+
+
+        def prepare_accelerator(args):
+            accelerator = Accelerator(gradient_accumulation_steps=args.steps)
+            return accelerator
+
+
+        def make_other(args):
+            return object()
+        """))
+    script = textwrap.dedent("""\
+        import torch
+        from library import train_util
+
+        accelerator = train_util.{factory}(None)
+        model = torch.nn.Linear(8, 2).cuda()
+        optimizer = torch.optim.AdamW(model.parameters(), fused=True)
+        loader = torch.utils.data.DataLoader(torch.randn(64, 8), batch_size=8)
+        model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+        for x in loader:
+            loss = model(x.to("cuda")).sum()
+            accelerator.backward(loss)
+            optimizer.step()
+        """)
+    (tmp_path / "train.py").write_text(script.format(factory="prepare_accelerator"))
+    out = subprocess.run([sys.executable, "-m", "gpulint", "check", "--output-format", "json", "--no-cache",
+                          "--select", "GPU201,GPU202", "train.py"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120)
+    assert json.loads(out.stdout) == []
+    # an unknown object's `prepare` is not Accelerate's: the unpinned loader and its copies are reported
+    (tmp_path / "train.py").write_text(script.format(factory="make_other"))
+    out = subprocess.run([sys.executable, "-m", "gpulint", "check", "--output-format", "json", "--no-cache",
+                          "--select", "GPU201,GPU202", "train.py"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120)
+    assert {d["code"] for d in json.loads(out.stdout)} == {"GPU201", "GPU202"}

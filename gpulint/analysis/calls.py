@@ -398,9 +398,18 @@ class ProjectCalls(ModuleCalls):
         self._found: dict[str, object] = {}
 
     def class_name(self, func: cst.BaseExpression) -> Optional[str]:
-        """Through the project's re-exports as well (`from utils.general import Profile`, a library class)."""
+        """Through the project's re-exports as well (`from utils.general import Profile`, a library class), and
+        through a project factory that builds and returns one (`accelerator = train_util.prepare_accelerator(args)`
+        whose body returns an `Accelerator(...)`)."""
         dotted = dotted_name(func)
         external = self.project.external_name(self.path, dotted) if dotted else None
+        if external is None and dotted and not dotted.startswith("self."):
+            key = "returns-library:" + dotted
+            if key not in self._found:  # one project lookup per name
+                found = self.project.lookup(self.path, dotted)
+                self._found[key] = found.returns_library if isinstance(found, FunctionSummary) else None
+            if self._found[key] is not None:
+                return self._found[key]  # type: ignore[return-value]
         return external or self.analysis.qualified(func)
 
     # -- what a node costs ----------------------------------------------------------------------------------

@@ -237,7 +237,7 @@ class DataFacts:
         `accelerator.prepare(...)`, see analysis/libraries.py): pinning and non_blocking advice do not apply."""
         if self._prepared is None:
             self._prepared = set()
-            calls = self.analysis.fact(module_calls)
+            calls = self.analysis.fact(project_calls) or self.analysis.fact(module_calls)
             for node in of_types(self.index, cst.Call):
                 if type(node.func) is cst.Attribute and \
                         node.func.attr.value in DEVICE_BATCH_METHODS:  # type: ignore[attr-defined]

@@ -361,9 +361,15 @@ class LoopAnalysis:
             bindings = self.index.visible_bindings(func)
             defs = {id(b.source): b.source for b in bindings if b.kind == "def" and not (
                 type(b.scope) is cst.ClassDef and self.index.enclosing_scope(call) is not b.scope)}
-            if len(defs) != 1 or len(bindings) != 1:
+            if len(bindings) == 1 and bindings[0].kind == "param":
+                # a callable passed in under the name of the module's function or method it usually is
+                # (`train(trainer.train_step, ...)`, then `train_step(x)` in `train`): as before, by name
+                candidates = [c for c in candidates
+                              if type(self.index.enclosing_scope(c)) in (cst.Module, cst.ClassDef)]
+            elif len(defs) != 1 or len(bindings) != 1:
                 return None
-            candidates = [c for c in candidates if id(c) in defs]
+            else:
+                candidates = [c for c in candidates if id(c) in defs]
         if len(candidates) > 1 and type(func) is cst.Attribute:
             # `self.run_iter(...)` where several classes of the module define `run_iter`: the caller's own
             # class's method

@@ -146,6 +146,9 @@ class FunctionSummary:
     # Every `return` of a value hands back a model this function moved to a CUDA device
     # (`model = Darknet(cfg).to(device)` with `device = torch.device("cuda" if ... else "cpu")`; `return model`).
     returns_on_cuda: bool = False
+    # Every `return` of a value hands back an instance of the same library class of analysis/libraries.py's
+    # table, built here (`accelerator = Accelerator(...)`; `return accelerator`): its qualified name.
+    returns_library: Optional[str] = None
     # Parameters the function calls itself on every call (`def gpu_timer(closure): ... closure()`), outside a
     # periodic test or an option: a function passed there runs whenever the call does.
     calls_params: frozenset = frozenset()
@@ -164,7 +167,7 @@ class FunctionSummary:
                 [None if c is None else (c.name, str(c.path)) for c in self.returns_classes],
                 [(c.name, str(c.path)) for c in self.returns_union], self.returns_on_cuda,
                 None if self.returns_annotation is None else ast.dump(self.returns_annotation),
-                sorted(self.calls_params))
+                sorted(self.calls_params), self.returns_library)
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
                           bound_method: bool = False) -> Optional[Sink]:
@@ -986,6 +989,7 @@ class _Summarizer:
         self.on_cuda: set[str] = set()  # names bound to a model moved to a CUDA device
         self.values: dict[str, list] = {}  # name -> the values of its plain assignments
         self.cuda_returns: Optional[bool] = None  # every `return` of a value so far hands back such a model
+        self.library: Optional[list] = []  # the library classes of every `return` of a value (None: not all)
 
     def run(self) -> FunctionSummary:
         self._block(self.fn.body, conditional=False)
@@ -993,6 +997,8 @@ class _Summarizer:
         if not self.summary.returns_union and self.fn.returns is not None:
             self.summary.returns_annotation = self.fn.returns  # resolved on use: Project.returned_classes
         self.summary.returns_on_cuda = bool(self.cuda_returns)
+        if self.library is not None and len(self.library) == 1:
+            self.summary.returns_library = self.library[0]
         if self.summary.returns_loader is None:
             # a generator handing on a loader's batches (`loader = DataLoader(...)`; `while True: yield from
             # loader`) is a loader factory to its callers (analysis/generators.py)
@@ -1204,12 +1210,31 @@ class _Summarizer:
         if not _is_none(value) and self.cuda_returns is not False:
             self.cuda_returns = (isinstance(value, ast.Name) and value.id in self.on_cuda) or \
                 self._moved_to_cuda(value)
+        if self.library is not None and not _is_none(value):
+            library = self._library_class(value)
+            if library is None:
+                self.library = None
+            elif library not in self.library:
+                self.library.append(library)
         if self.union is not None and not _is_none(value):
             one = classes[0] if len(classes) == 1 and not isinstance(value, ast.Tuple) else None
             if one is None:
                 self.union = None
             elif all(c is not one for c in self.union):
                 self.union.append(one)
+
+    def _library_class(self, value: ast.expr, depth: int = 0) -> Optional[str]:
+        """The library class of the table (analysis/libraries.py) `value` is built by: `Accelerator(...)`, or a
+        name whose every plain assignment here is one."""
+        from gpulint.analysis.libraries import canonical, is_library_class
+
+        if isinstance(value, ast.Call):
+            qualified = self.info.qualify(_dotted(value.func) or "")
+            return canonical(qualified) if qualified and is_library_class(qualified) else None
+        if isinstance(value, ast.Name) and depth < 3:
+            found = {self._library_class(v, depth + 1) for v in self.values.get(value.id, ())}
+            return found.pop() if len(found) == 1 else None
+        return None
 
     def _moved_to_cuda(self, value: ast.expr) -> bool:
         """`X(...).to(device)` / `.cuda()` (or a name bound to one moved again) to a device that is CUDA."""
