@@ -49,3 +49,31 @@ def test_an_aggregation_metric_without_the_host_test_or_updated_periodically_is_
                                   "torchvision.ops.batched_nms(x[:, :4], x[:, 4], y, 0.5)"])
 def test_nms_on_device_tensors_every_step_syncs(call):
     assert _codes("None", f"keep = {call}") == ["GPU112"]
+
+
+SCALER = """\
+import torch
+from timm.utils import NativeScaler
+
+model = torch.nn.Linear(8, 2).cuda()
+optimizer = torch.optim.AdamW(model.parameters(), {kind}=True)
+loss_scaler = NativeScaler()
+for step, x in enumerate(loader):
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = model(x.cuda(non_blocking=True)).sum()
+    {line}
+"""
+
+
+@pytest.mark.parametrize("kind,line,expected", [
+    # timm's NativeScaler.__call__ runs GradScaler.step(optimizer): found_inf read with .item() each call
+    ("foreach", "loss_scaler(loss, optimizer, clip_grad=1.0, parameters=model.parameters())", ["GPU112"]),
+    ("foreach", "loss_scaler(loss, optimizer, need_update=True)", ["GPU112"]),
+    # a fused optimizer takes the scale and found_inf on the device: no read
+    ("fused", "loss_scaler(loss, optimizer)", []),
+    # gradient accumulation: the step runs only when the flag says so, which is not told here
+    ("foreach", "loss_scaler(loss, optimizer, need_update=(step + 1) % 4 == 0)", []),
+])
+def test_timm_native_scaler_called_every_step(kind, line, expected):
+    source = "loader = []\n" + SCALER.format(kind=kind, line=line)
+    assert [d.code for d in lint_source(source, "train.py", frozenset({"GPU112"})).diagnostics] == expected

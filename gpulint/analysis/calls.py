@@ -60,7 +60,10 @@ class ModuleCalls:
         if fact.effect is Effect.SYNCS:
             if fact.target.startswith("torch.amp.GradScaler.") and self._scaler_disabled(call):
                 return None
-            if fact.unless == "fused-optimizer" and self._fused_optimizer(call) or \
+            if fact.target.endswith(".__call__") and not self._updates(call):
+                return None
+            if fact.unless == "fused-optimizer" and self._fused_optimizer(
+                    call, 1 if fact.target.endswith(".__call__") else 0) or \
                     fact.unless == "nonfinite-check-off" and self._nonfinite_check_off(call):
                 return None
             return fact, None
@@ -122,14 +125,22 @@ class ModuleCalls:
         positional = [a for a in call.args if a.keyword is None and not a.star]
         return "max_norm" not in keywords and len(positional) < 4 and not any(a.star for a in call.args)
 
-    def _fused_optimizer(self, call: cst.Call) -> bool:
-        """`scaler.step(opt)` where every binding of `opt` builds it with `fused=True` (its step reads no flag)."""
-        if not call.args or call.args[0].keyword is not None:
+    def _fused_optimizer(self, call: cst.Call, position: int = 0) -> bool:
+        """`scaler.step(opt)` where every binding of `opt` builds it with `fused=True` (its step reads no flag);
+        `position` 1 for `loss_scaler(loss, opt, ...)` (timm's NativeScaler)."""
+        if len(call.args) <= position or any(a.keyword is not None for a in call.args[:position + 1]):
             return False
-        built = self.built_by(call.args[0].value)
+        built = self.built_by(call.args[position].value)
         return bool(built) and all(any(
             a.keyword is not None and a.keyword.value == "fused" and type(a.value) is cst.Name
             and a.value.value == "True" for a in c.args) for c in built)
+
+    @staticmethod
+    def _updates(call: cst.Call) -> bool:
+        """`loss_scaler(loss, opt, ..., need_update=...)`: steps the optimizer unless `need_update` is given as
+        anything but `True` (gradient accumulation passes a flag: not told, so not reported)."""
+        flag = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "need_update"), None)
+        return flag is None or type(flag) is cst.Name and flag.value == "True"
 
     def _library_fact(self, call: cst.Call) -> Optional[LibraryFact]:
         func = call.func
@@ -139,7 +150,12 @@ class ModuleCalls:
             if built is None and func.attr.value in _SCALER_READS and self._scales_a_loss(func.value):
                 built = "torch.amp.GradScaler"  # built elsewhere, used as one: `scaler.scale(loss).backward()`
             fact = fact_for_method(built, func.attr.value)
-        return fact or fact_for_function(self.analysis.qualified(func))
+        fact = fact or fact_for_function(self.analysis.qualified(func))
+        if fact is None and type(func) in (cst.Name, cst.Attribute) and call.args:
+            # an instance called (`loss_scaler(loss, optimizer)`): its class's `__call__`
+            built = self.constructor(func)
+            fact = fact_for_method(built, "__call__") if built is not None else None
+        return fact
 
     def _scales_a_loss(self, receiver: cst.BaseExpression) -> bool:
         """The module calls `<receiver>.scale(x).backward(...)` (the same expression as written): a gradient

@@ -60,6 +60,13 @@ FACTS: tuple[LibraryFact, ...] = (
                 "optimizer.step(), once per call; a fused optimizer (_step_supports_amp_scaling) skips the read",
                 "torch/amp/grad_scaler.py (GradScaler.step, GradScaler._maybe_opt_step), read in torch 2.13",
                 unless="fused-optimizer"),
+    LibraryFact("timm.utils.NativeScaler.__call__", Effect.SYNCS,
+                "`loss_scaler(loss, optimizer, ...)` runs backward through its GradScaler and then, with "
+                "need_update=True (the default), `self._scaler.step(optimizer)`, which tests found_inf with "
+                "`.item()` once per call; a fused optimizer skips the read",
+                "timm/utils/cuda.py (NativeScaler.__call__), pytorch-image-models aa4b5850; "
+                "torch/amp/grad_scaler.py (GradScaler._maybe_opt_step)",
+                unless="fused-optimizer"),
     LibraryFact("torch.amp.GradScaler.update", Effect.NO_HOST_SYNC,
                 "found_inf tensors are moved with non_blocking=True and the scale is updated on the device by "
                 "torch._amp_update_scale_: no host read",
@@ -192,6 +199,7 @@ ALIASES = {
     "ema_pytorch.ema_pytorch.EMA": "ema_pytorch.EMA",
     "torchmetrics.aggregation": "torchmetrics",
     "torchvision.ops.boxes": "torchvision.ops",
+    "timm.utils.cuda.NativeScaler": "timm.utils.NativeScaler",
 }
 
 # Library functions that build an instance of a class of the table: (function, the class, source).
