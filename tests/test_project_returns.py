@@ -274,3 +274,52 @@ def test_an_accelerator_built_by_a_project_factory_prepares_the_loader(tmp_path)
                           "--select", "GPU201,GPU202", "train.py"], cwd=tmp_path, capture_output=True, text=True,
                          timeout=120)
     assert {d["code"] for d in json.loads(out.stdout)} == {"GPU201", "GPU202"}
+
+
+def test_a_closure_a_project_factory_returns_is_the_function_called_each_step(tmp_path):
+    """BigGAN-PyTorch: `train = train_fns.GAN_training_function(G, D, ...)` (or, on a dry-run branch, a factory
+    returning a no-op) then `metrics = train(x, y)` every step; the closure reads its losses with `.item()`."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "train_fns.py").write_text(textwrap.dedent("""\
+        def dummy_training_function():
+            def train(x, y):
+                return {}
+            return train
+
+
+        def gan_training_function(G, D, config):
+            def train(x, y):
+                G.optim.zero_grad()
+                loss = D(G(x)).mean()
+                loss.backward()
+                G.optim.step()
+                return {'loss': float(loss.item())}
+            return train
+
+
+        def quiet_training_function(G, D):
+            def train(x, y):
+                loss = D(G(x)).mean()
+                loss.backward()
+                return {'loss': loss.detach()}
+            return train
+        """))
+    script = textwrap.dedent("""\
+        import torch
+        import train_fns
+
+        G = torch.nn.Linear(8, 8).cuda()
+        D = torch.nn.Linear(8, 1).cuda()
+        loader = torch.utils.data.DataLoader(torch.randn(64, 8), batch_size=8, pin_memory=True)
+        if config == 'GAN':
+            train = train_fns.{factory}
+        else:
+            train = train_fns.dummy_training_function()
+        for x in loader:
+            x = x.to('cuda', non_blocking=True)
+            metrics = train(x, None)
+        """)
+    for factory, expected in (("gan_training_function(G, D, {})", [("train.py", 13, "GPU112")]),
+                              ("quiet_training_function(G, D)", [])):
+        (tmp_path / "train.py").write_text(script.format(factory=factory))
+        assert sorted(found(check(tmp_path, "train.py"))) == expected

@@ -526,6 +526,9 @@ class ProjectCalls(ModuleCalls):
         if passed is not None:
             summary, bound = passed
             return summary.qualname, summary, bound
+        closure = self._returned_function(func)
+        if closure is not None:
+            return closure.qualname, closure, False
         found = self._lookup(func)
         if isinstance(found, FunctionSummary):
             if found.path == self.path and type(func) is cst.Name and not own_module:
@@ -581,6 +584,27 @@ class ProjectCalls(ModuleCalls):
                 isinstance(self.index.up.get(id(cls)), cst.Module):
             return self.project.parameter_function(self.path, f"{cls.name.value}.__init__", bindings[0].name)
         return None
+
+    def _returned_function(self, func: cst.BaseExpression) -> Optional[FunctionSummary]:
+        """`train = train_fns.GAN_training_function(G, D, ...)` then `train(x, y)`: the name is bound once, to
+        what a project factory returns, and the factory returns a function it defines (`returns_function`)."""
+        if type(func) is not cst.Name:
+            return None
+        bindings = self.index.visible_bindings(func)
+        if not bindings or len(bindings) > 3 or any(
+                b.kind != "assign" or b.index is not None or type(b.value) is not cst.Call for b in bindings):
+            return None
+        found = []
+        for binding in bindings:  # `train = make_gan_fn(...)` or, on another branch, `train = dummy_fn()`
+            factory = self._lookup(binding.value.func)
+            if not isinstance(factory, FunctionSummary) or factory.returns_function is None:
+                return None
+            closure = self.project.function(factory.path, factory.returns_function)
+            if closure is None:
+                return None
+            if not closure.stub and all(c is not closure for c in found):
+                found.append(closure)
+        return found[0] if len(found) == 1 else None
 
     def instance_class(self, expr: cst.BaseExpression) -> Optional[ClassSummary]:
         """The project class `expr` is an instance of, when every binding the module shows agrees (or, for a

@@ -149,6 +149,12 @@ class FunctionSummary:
     # Every `return` of a value hands back an instance of the same library class of analysis/libraries.py's
     # table, built here (`accelerator = Accelerator(...)`; `return accelerator`): its qualified name.
     returns_library: Optional[str] = None
+    # Every `return` of a value hands back the same function defined in this function's body (a closure
+    # factory: `def make_train_fn(G, D): def train(x, y): ...; return train`): its qualname (`make_train_fn.train`).
+    returns_function: Optional[str] = None
+    # The body does nothing: only a docstring, `pass`, or `return` of a literal (`def train(x, y): return {}`,
+    # the no-op a closure factory hands back for a dry run).
+    stub: bool = False
     # Parameters the function calls itself on every call (`def gpu_timer(closure): ... closure()`), outside a
     # periodic test or an option: a function passed there runs whenever the call does.
     calls_params: frozenset = frozenset()
@@ -167,7 +173,7 @@ class FunctionSummary:
                 [None if c is None else (c.name, str(c.path)) for c in self.returns_classes],
                 [(c.name, str(c.path)) for c in self.returns_union], self.returns_on_cuda,
                 None if self.returns_annotation is None else ast.dump(self.returns_annotation),
-                sorted(self.calls_params), self.returns_library)
+                sorted(self.calls_params), self.returns_library, self.returns_function, self.stub)
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
                           bound_method: bool = False) -> Optional[Sink]:
@@ -950,8 +956,27 @@ def _find_function(info: ModuleInfo, qualname: str):
         return info.functions.get(name), None
     cls = info.classes.get(owner)
     if cls is None:
-        return None, None
+        outer = info.functions.get(owner)  # a closure a top-level factory returns (`returns_function`)
+        return (_nested_function(outer, name) if outer is not None else None), None
     return cls.methods.get(name), cls
+
+
+def _nested_function(fn: ast.AST, name: str) -> Optional[ast.FunctionDef]:
+    """The function `name` defined by a statement of `fn`'s own body (not in a nested function or class), when
+    it is defined once there."""
+    found = []
+    stack = list(getattr(fn, "body", ()))
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if stmt.name == name:
+                found.append(stmt)
+        elif isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
+            for field in ("body", "orelse", "finalbody"):
+                stack.extend(getattr(stmt, field, ()))
+            for handler in getattr(stmt, "handlers", ()):
+                stack.extend(handler.body)
+    return found[0] if len(found) == 1 else None  # type: ignore[return-value]
 
 
 class _Summarizer:
@@ -990,6 +1015,7 @@ class _Summarizer:
         self.values: dict[str, list] = {}  # name -> the values of its plain assignments
         self.cuda_returns: Optional[bool] = None  # every `return` of a value so far hands back such a model
         self.library: Optional[list] = []  # the library classes of every `return` of a value (None: not all)
+        self.closures: Optional[list] = []  # the nested functions every `return` of a value hands back
 
     def run(self) -> FunctionSummary:
         self._block(self.fn.body, conditional=False)
@@ -999,6 +1025,14 @@ class _Summarizer:
         self.summary.returns_on_cuda = bool(self.cuda_returns)
         if self.library is not None and len(self.library) == 1:
             self.summary.returns_library = self.library[0]
+        self.summary.stub = all(isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and
+                                isinstance(stmt.value, ast.Constant) or isinstance(stmt, ast.Return) and (
+                                    stmt.value is None or isinstance(stmt.value, ast.Constant) or
+                                    isinstance(stmt.value, (ast.Dict, ast.List, ast.Tuple)) and
+                                    not getattr(stmt.value, "keys", None) and not getattr(stmt.value, "elts", None))
+                                for stmt in self.fn.body)
+        if self.closures is not None and len(self.closures) == 1 and "." not in self.summary.qualname:
+            self.summary.returns_function = f"{self.summary.qualname}.{self.closures[0]}"
         if self.summary.returns_loader is None:
             # a generator handing on a loader's batches (`loader = DataLoader(...)`; `while True: yield from
             # loader`) is a loader factory to its callers (analysis/generators.py)
@@ -1210,6 +1244,12 @@ class _Summarizer:
         if not _is_none(value) and self.cuda_returns is not False:
             self.cuda_returns = (isinstance(value, ast.Name) and value.id in self.on_cuda) or \
                 self._moved_to_cuda(value)
+        if self.closures is not None and not _is_none(value):
+            nested = value.id if isinstance(value, ast.Name) and _nested_function(self.fn, value.id) else None
+            if nested is None:
+                self.closures = None
+            elif nested not in self.closures:
+                self.closures.append(nested)
         if self.library is not None and not _is_none(value):
             library = self._library_class(value)
             if library is None:
