@@ -11,6 +11,7 @@ import libcst as cst
 
 from gpulint.analysis import LoopRole
 from gpulint.analysis.data_facts import data_facts, has_star_args, is_false, keyword, star_keywords
+from gpulint.analysis.flags import flag_defaults
 from gpulint.syntax import argument
 
 if TYPE_CHECKING:  # only for annotations: analysis never imports the rule layer
@@ -63,14 +64,14 @@ def _would_pin(rule: Rule, facts, loader: cst.Call) -> bool:
     if made is not None:
         if made.pinned is not False:
             return False
-    elif pin_memory_of(rule, loader) is not None and not _written_false(loader):
+    elif pin_memory_of(rule, loader) is not None and not _written_false(loader, rule):
         return False
     if facts.on_device(_dataset(loader)):
         return False  # pinning a CUDA tensor raises: the data is on the device already
     loops = facts.loops_over(loader)
     if any(facts.moves_batches(loop) for loop in loops):
         return True
-    if made is None and _written_false(loader):
+    if made is None and _written_false(loader, rule):
         return False  # a choice written out: reported only where the batches are seen going to the device
     # No copy in sight (a step helper or a trainer does it): trust a module that plainly targets CUDA, unless
     # every loop over this loader is visibly CPU work (it neither copies anything nor trains).
@@ -79,10 +80,17 @@ def _would_pin(rule: Rule, facts, loader: cst.Call) -> bool:
     return not loops or any(_feeds_a_step(rule, loop) for loop in loops)
 
 
-def _written_false(loader: cst.Call) -> bool:
-    """`pin_memory=False` written on the call: the same pageable copies as none passed (GPU201 reports it)."""
+def _written_false(loader: cst.Call, rule: Optional[Rule] = None) -> bool:
+    """`pin_memory=False` written on the call: the same pageable copies as none passed (GPU201 reports it); also
+    `pin_memory=args.pin_mem` for a flag of the module's parser that is off by default (analysis/flags.py)."""
     pin = keyword(loader, "pin_memory")
-    return pin is not None and is_false(pin.value)
+    return pin is not None and (is_false(pin.value) or rule is not None and flag_off(rule, pin.value))
+
+
+def flag_off(rule: Rule, value: cst.BaseExpression) -> bool:
+    """`value` reads a boolean flag of the module's own parser that is False by default (`--pin-mem`,
+    `action='store_true'`)."""
+    return rule.analysis.fact(flag_defaults).default(value) is False
 
 
 def _feeds_a_step(rule: Rule, loop: cst.For) -> bool:
@@ -108,7 +116,7 @@ def pinned(rule: Rule, loader: cst.Call) -> bool:
     if pin is _UNKNOWN:
         return False
     if pin is not None:
-        return not is_false(pin)
+        return not is_false(pin) and not flag_off(rule, pin)
     return would_pin(rule, loader)
 
 

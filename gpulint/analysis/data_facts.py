@@ -229,8 +229,33 @@ class DataFacts:
         if dotted not in self._factories:  # one project lookup per name, not per call
             calls = self.analysis.fact(project_calls)
             found = calls.project.lookup(calls.path, dotted) if calls is not None else None
-            self._factories[dotted] = found.returns_loader if isinstance(found, FunctionSummary) else None
-        return self._factories[dotted]
+            self._factories[dotted] = (found.returns_loader, found) if isinstance(found, FunctionSummary) else None
+        entry = self._factories[dotted]
+        if entry is None:
+            return None
+        made, summary = entry
+        if made is None or made.pin_param is None:
+            return made
+        return LoaderFact(made.path, made.line, self._pinned_by(call, summary, made))
+
+    def _pinned_by(self, call: cst.Call, summary: FunctionSummary, made: LoaderFact) -> Optional[bool]:
+        """Whether this call of a factory whose `pin_memory` is its parameter pins: the argument it passes (a
+        literal, or a flag of the module's parser: analysis/flags.py), else the parameter's default."""
+        from gpulint.analysis.flags import flag_defaults
+
+        param = made.pin_param
+        params = list(summary.params)
+        offset = 1 if params and params[0] in ("self", "cls") else 0
+        index = params.index(param) - offset if param in params else None
+        if any(a.star for a in call.args):
+            return None
+        found = argument(call, param, index)
+        if found is None:
+            return made.pin_default
+        value = found.value
+        if type(value) is cst.Name and value.value in ("True", "False"):
+            return value.value == "True"
+        return self.analysis.fact(flag_defaults).default(value)
 
     def prepared(self, loader: cst.Call) -> bool:
         """The loader is handed to a library that moves its batches to the device itself (Accelerate's

@@ -113,6 +113,11 @@ class LoaderFact:
     path: Path
     line: int
     pinned: Optional[bool]
+    # `pin_memory=<parameter>` (pinned None): the factory's parameter that decides it, and that parameter's
+    # literal default (`def create_loader(..., pin_memory=False)`); a call site's argument resolves it
+    # (analysis/data_facts.py `factory`).
+    pin_param: Optional[str] = None
+    pin_default: Optional[bool] = None
 
 
 @dataclass
@@ -961,6 +966,18 @@ def _find_function(info: ModuleInfo, qualname: str):
     return cls.methods.get(name), cls
 
 
+def _bool_default(fn: ast.FunctionDef, name: str) -> Optional[bool]:
+    """The literal True/False default of parameter `name` of `fn`, else None."""
+    args = fn.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults)) + \
+        [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    for arg, default in pairs:
+        if arg.arg == name:
+            return default.value if isinstance(default, ast.Constant) and isinstance(default.value, bool) else None
+    return None
+
+
 def _nested_function(fn: ast.AST, name: str) -> Optional[ast.FunctionDef]:
     """The function `name` defined by a statement of `fn`'s own body (not in a nested function or class), when
     it is defined once there."""
@@ -1170,10 +1187,13 @@ class _Summarizer:
                 elif not augmented:
                     self.taint.pop(name, None)
                     self.host_scalars.pop(name, None)
+                wrapped = self._wrapped_loader(value)
                 if loader is not None:
                     self.loaders[name] = loader
                 elif isinstance(value, ast.Name) and value.id in self.loaders:
                     self.loaders[name] = self.loaders[value.id]
+                elif wrapped is not None:
+                    self.loaders[name] = wrapped
                 elif not augmented:
                     # rebound to something else (`model, loader = accelerator.prepare(model, loader)`): the
                     # name no longer holds that DataLoader
@@ -1262,6 +1282,18 @@ class _Summarizer:
                 self.union = None
             elif all(c is not one for c in self.union):
                 self.union.append(one)
+
+    def _wrapped_loader(self, value: ast.expr) -> Optional[LoaderFact]:
+        """`PrefetchLoader(loader, ...)`: a project class that iterates (`__iter__`) the loader it is given first
+        hands on that loader's batches, pinned or not (timm's and effdet's prefetchers copy them to the GPU)."""
+        if not isinstance(value, ast.Call) or not value.args or not isinstance(value.args[0], ast.Name) or \
+                value.args[0].id not in self.loaders:
+            return None
+        dotted = _dotted(value.func)
+        found = self.project.lookup(self.info.path, dotted) if dotted and not dotted.startswith("self.") else None
+        if isinstance(found, ClassSummary) and "__iter__" in found.methods:
+            return self.loaders[value.args[0].id]
+        return None
 
     def _library_class(self, value: ast.expr, depth: int = 0) -> Optional[str]:
         """The library class of the table (analysis/libraries.py) `value` is built by: `Accelerator(...)`, or a
@@ -1540,16 +1572,25 @@ class _Summarizer:
         qualified = self.info.qualify(_dotted(value.func) or "")
         if qualified in LOADER_CLASSES or qualified.endswith(".DataLoader"):
             pinned: Optional[bool] = False
+            param = None
             for kw in value.keywords:
                 if kw.arg is None:
                     pinned = None  # `**kwargs`: cannot tell
                 elif kw.arg == "pin_memory":
                     pinned = True if isinstance(kw.value, ast.Constant) and kw.value.value is True else \
                         (False if isinstance(kw.value, ast.Constant) else None)
+                    if isinstance(kw.value, ast.Name) and self.taint.get(kw.value.id) == kw.value.id and \
+                            kw.value.id in (*self.summary.params, *self.summary.keyword_only):
+                        param = kw.value.id  # `pin_memory=pin_memory`, a parameter of this factory
+            if param is not None and pinned is None and not any(kw.arg is None for kw in value.keywords):
+                return LoaderFact(self.info.path, value.lineno, None, param, _bool_default(self.fn, param))
             return LoaderFact(self.info.path, value.lineno, pinned)
         callee = self._callee(value)
         if callee is not None:
-            return callee[0].returns_loader
+            made = callee[0].returns_loader
+            if made is not None and made.pin_param is not None:
+                return LoaderFact(made.path, made.line, None)  # decided by the inner factory's own argument
+            return made
         return None
 
     def _callee(self, call: ast.Call) -> Optional[tuple[FunctionSummary, bool]]:

@@ -11,7 +11,7 @@ from gpulint.analysis.data_facts import append_keyword, data_facts, is_dataloade
 from gpulint.analysis.project import display_path
 from gpulint.diagnostics import Related
 from gpulint.syntax import argument, parse_expression
-from gpulint.analysis.data import _true, would_pin
+from gpulint.analysis.data import _true, flag_off, would_pin
 
 
 # Where a call's result is kept or handed on (assigned, returned, passed, put in a container, iterated): only
@@ -30,6 +30,12 @@ class DataLoaderWithoutPinMemory(Rule):
     module plainly targets CUDA and the loader is iterated in a training loop (or handed elsewhere). Options
     passed as `**kwargs` count when the dict is built in the module from keys written out (`kw = {...}`,
     `dict(...)`, `kw.update({...})` or of another such dict, `kw["key"] = ...`), as PyTorch's MNIST example does.
+    `pin_memory=args.pin_mem` where the module's parser declares `--pin-mem` off by default (`action=
+    'store_true'`, no `set_defaults(pin_mem=True)`) does not pin in the default run: reported, with no fix (the
+    flag's default is the user's to change). A project loader factory whose `pin_memory` is its own parameter
+    (`def create_loader(..., pin_mem=False)`) is judged at each call by the argument it gets (a literal, such a
+    flag, or the parameter's default), also when the factory wraps the loader in a prefetcher class that
+    iterates it.
 
     ## Why it is slow
     A copy from pageable host memory is staged through a pinned bounce buffer by the driver and blocks the
@@ -112,6 +118,11 @@ class DataLoaderWithoutPinMemory(Rule):
         value = self._pin_value(node)
         text = cst.Module([]).code_for_node(value)
         written = keyword(node, "pin_memory")
+        if written is not None and flag_off(self, written.value):  # `pin_memory=args.pin_mem`, off by default
+            self.report(node, f"`DataLoader` with `pin_memory={self.analysis.code(written.value)}`, a flag that is "
+                              f"off by default, feeds a GPU every step: in the default run host-to-device copies "
+                              f"block and cannot overlap; turn the flag on by default")
+            return
         if written is not None:  # `pin_memory=False` written out: the same copies, a decision the fix reverses
             fix = self.fix(f"Set `pin_memory={text}`", {written.value: lambda _: value}, safe=False)
             self.report(node, "`DataLoader` with `pin_memory=False` feeds a GPU every step: host-to-device copies "
