@@ -77,3 +77,38 @@ for step, x in enumerate(loader):
 def test_timm_native_scaler_called_every_step(kind, line, expected):
     source = "loader = []\n" + SCALER.format(kind=kind, line=line)
     assert [d.code for d in lint_source(source, "train.py", frozenset({"GPU112"})).diagnostics] == expected
+
+
+EMA = """\
+import torch
+{imports}
+
+model = torch.nn.Linear(8, 2).cuda()
+optimizer = torch.optim.AdamW(model.parameters(), fused=True)
+
+
+def train_epoch(model, loader, optimizer, model_ema=None):
+    for x in loader:
+        model(x.cuda(non_blocking=True)).sum().backward()
+        optimizer.step()
+        if model_ema is not None:
+            model_ema.update(model)
+
+
+model_ema = None
+if use_ema:
+    model_ema = {ema}(model, decay=0.999)
+train_epoch(model, loader, optimizer, model_ema=model_ema)
+"""
+
+
+@pytest.mark.parametrize("imports,ema,expected", [
+    ("from timm.utils import ModelEmaV2", "ModelEmaV2", ["GPU411"]),
+    ("from timm.utils import *", "ModelEma", ["GPU411"]),  # T2T-ViT's star import
+    ("import timm.utils", "timm.utils.ModelEmaV2", ["GPU411"]),
+    ("from timm.utils import ModelEmaV3", "ModelEmaV3", []),  # foreach by default
+    ("from my_ema import ModelEmaV2", "ModelEmaV2", []),  # not timm's: unknown
+])
+def test_timm_model_ema_updated_every_step_loops_over_the_tensors(imports, ema, expected):
+    source = "loader = []\nuse_ema = True\n" + EMA.format(imports=imports, ema=ema)
+    assert [d.code for d in lint_source(source, "train.py", frozenset({"GPU411"})).diagnostics] == expected

@@ -20,6 +20,7 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind
 from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method, is_library_class
 from gpulint.analysis.node_types import of_types
+from gpulint.syntax import argument
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Sink, annotation_class
 
 MAX_BINDINGS = 16  # bindings of one name followed (every one must agree)
@@ -134,6 +135,10 @@ class ModuleCalls:
         return bool(built) and all(any(
             a.keyword is not None and a.keyword.value == "fused" and type(a.value) is cst.Name
             and a.value.value == "True" for a in c.args) for c in built)
+
+    def library_fact(self, call: cst.Call) -> Optional[LibraryFact]:
+        """The table's fact for this call (analysis/libraries.py), whatever its effect."""
+        return self._library_fact(call)
 
     @staticmethod
     def _updates(call: cst.Call) -> bool:
@@ -273,9 +278,44 @@ class ModuleCalls:
         `self.writer = SummaryWriter(...)`), when every binding agrees."""
         calls = self.built_by(expr)
         if not calls:
-            return self._annotated_library_class(expr)
+            return self._annotated_library_class(expr) or self._passed_library_class(expr)
         names = {self.class_name(call.func) for call in calls}
         return names.pop() if len(names) == 1 else None
+
+    def _passed_library_class(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[str]:
+        """A parameter of a function of this module that every call of it in the module passes an instance of
+        the same library class of the table, or `None` (`train_epoch(..., model_ema=model_ema)` with `model_ema =
+        None` then `model_ema = ModelEmaV2(model)` in `main`): that class. No call passing one: unknown."""
+        if type(expr) is not cst.Name or depth > 2:
+            return None
+        bindings = self.index.visible_bindings(expr)
+        if len(bindings) != 1 or bindings[0].kind != "param" or type(bindings[0].source) is not cst.FunctionDef:
+            return None
+        fn = bindings[0].source
+        names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        found = set()
+        for call in self.analysis.loops.calls_to(fn):
+            if any(a.star for a in call.args):
+                return None
+            index = names.index(expr.value) if expr.value in names else None
+            if index is not None and names and names[0] in ("self", "cls") and type(call.func) is cst.Attribute:
+                index -= 1
+            arg = argument(call, expr.value, index)
+            if arg is None:
+                continue
+            value = arg.value
+            if type(value) is cst.IfExp and type(value.body) is cst.Name and value.body.value == "None":
+                value = value.orelse  # `None if args.no_resume_opt else loss_scaler`
+            if type(value) is cst.Name and value.value == "None":
+                continue
+            built = self.built_by(value)
+            classes = {self.class_name(c.func) for c in built} if built else set()
+            name = classes.pop() if len(classes) == 1 else \
+                None if classes else self._passed_library_class(value, depth + 1)
+            if name is None or not is_library_class(name):
+                return None
+            found.add(name)
+        return found.pop() if len(found) == 1 else None
 
     def _annotated_library_class(self, expr: cst.BaseExpression) -> Optional[str]:
         """A parameter annotated with a library class of the table (`fabric: L.Fabric`): that class."""
@@ -352,8 +392,15 @@ class ModuleCalls:
         return calls or None
 
     def class_name(self, func: cst.BaseExpression) -> Optional[str]:
-        """The qualified name a constructor call names, through the module's imports."""
-        return self.analysis.qualified(func)
+        """The qualified name a constructor call names, through the module's imports; a bare name no import
+        binds, under `from timm.utils import *`, is that module's class when the table knows it there."""
+        name = self.analysis.qualified(func)
+        if name is not None and "." not in name and self.index.imports.star_modules and \
+                not self.index.visible_bindings(func):  # type: ignore[arg-type]
+            for module in self.index.imports.star_modules:
+                if is_library_class(f"{module}.{name}"):
+                    return f"{module}.{name}"
+        return name
 
     def self_attributes(self, attr: cst.Attribute) -> list[cst.BaseExpression]:
         """Every value assigned to `self.<name>` in the class around `attr` (`self.x: T = v` included)."""
@@ -426,7 +473,7 @@ class ProjectCalls(ModuleCalls):
                 self._found[key] = found.returns_library if isinstance(found, FunctionSummary) else None
             if self._found[key] is not None:
                 return self._found[key]  # type: ignore[return-value]
-        return external or self.analysis.qualified(func)
+        return external or super().class_name(func)
 
     # -- what a node costs ----------------------------------------------------------------------------------
     def call_cost(self, call: cst.Call) -> Optional[HelperCost]:

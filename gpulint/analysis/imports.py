@@ -32,6 +32,7 @@ class ImportMap:
 
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
+        self.star_modules: list[str] = []  # `from timm.utils import *`: absolute modules imported with a star
 
     def add(self, stmt: cst.Import | cst.ImportFrom) -> None:
         if type(stmt) is cst.Import:
@@ -48,6 +49,7 @@ class ImportMap:
                 return
             module = _module_name(stmt.module)
             if type(stmt.names) is cst.ImportStar:
+                self.star_modules.append(module)
                 return
             for alias in stmt.names:
                 name = _module_name(alias.name)

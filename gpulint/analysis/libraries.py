@@ -10,6 +10,8 @@ Effects:
 - DEVICE_BATCHES: the object it returns yields batches already on the device (so `.to(device)` of its batches is a
   no-op and pinning/non_blocking advice does not apply).
 - NO_HOST_SYNC: looks like a sync but is not one by itself (queued on a CUDA stream; the host does not wait).
+- PER_PARAMETER_LOOP: no host sync, but a Python loop over the model's tensors, a few kernels per tensor, every
+  call (GPU411 reports it where it runs every step).
 - RETURNS_TENSOR_ARGS: no host sync by itself, and hands back the tensors it is given (gathered, still on the
   device): what it returns is as much a device tensor as its first argument.
 
@@ -30,6 +32,7 @@ class Effect(enum.Enum):
     DEVICE_BATCHES = "device-batches"
     NO_HOST_SYNC = "no-host-sync"
     RETURNS_TENSOR_ARGS = "returns-tensor-args"
+    PER_PARAMETER_LOOP = "per-parameter-loop"
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,14 @@ FACTS: tuple[LibraryFact, ...] = (
                 "timm/utils/cuda.py (NativeScaler.__call__), pytorch-image-models aa4b5850; "
                 "torch/amp/grad_scaler.py (GradScaler._maybe_opt_step)",
                 unless="fused-optimizer"),
+    LibraryFact("timm.utils.ModelEma.update", Effect.PER_PARAMETER_LOOP,
+                "update() loops over the EMA's state_dict in Python and runs `ema_v.copy_(ema_v * decay + "
+                "(1 - decay) * model_v)` for each tensor: three kernels per tensor, every call",
+                "timm/utils/model_ema.py (ModelEma.update), pytorch-image-models aa4b5850"),
+    LibraryFact("timm.utils.ModelEmaV2.update", Effect.PER_PARAMETER_LOOP,
+                "_update() zips the two state_dicts in Python and runs `ema_v.copy_(update_fn(ema_v, model_v))` for "
+                "each tensor, every call (ModelEmaV3 with foreach=True, its default, uses torch._foreach_lerp_)",
+                "timm/utils/model_ema.py (ModelEmaV2._update, ModelEmaV3.update), pytorch-image-models aa4b5850"),
     LibraryFact("torch.amp.GradScaler.update", Effect.NO_HOST_SYNC,
                 "found_inf tensors are moved with non_blocking=True and the scale is updated on the device by "
                 "torch._amp_update_scale_: no host read",
@@ -200,6 +211,7 @@ ALIASES = {
     "torchmetrics.aggregation": "torchmetrics",
     "torchvision.ops.boxes": "torchvision.ops",
     "timm.utils.cuda.NativeScaler": "timm.utils.NativeScaler",
+    "timm.utils.model_ema": "timm.utils",
 }
 
 # Library functions that build an instance of a class of the table: (function, the class, source).

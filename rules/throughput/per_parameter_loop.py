@@ -6,7 +6,9 @@ from typing import Optional
 
 import libcst as cst
 
+from gpulint.analysis.calls import module_calls
 from gpulint.analysis.data_facts import _walk
+from gpulint.analysis.libraries import Effect
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.training import training_facts
 from gpulint.fixes import fresh_name
@@ -34,7 +36,9 @@ class PerParameterLoop(GpuRule):
     `ema_params[name].mul_(d)`), a sequence named for them (`target_params`, `self.master_params`: a
     helper's arguments), or an optimizer's parameter group (`for p in group["params"]:` in a hand-written
     `step` or a clipping method of an optimizer wrapper); updates through `p.detach()` count. A helper holding such a loop is reported where
-    it is written when a loop (in this module or another) calls it every step.
+    it is written when a loop (in this module or another) calls it every step. So is a library call known to
+    run such a loop (`model_ema.update(model)` of timm's `ModelEma`/`ModelEmaV2`, analysis/libraries.py), also
+    where the object reaches the loop as a parameter every call of the function passes it to (or `None`).
 
     ## Why it is slow
     Each in-place call is at least one kernel launch per parameter: a model with 200 parameter tensors runs 200
@@ -188,6 +192,22 @@ class PerParameterLoop(GpuRule):
                 "    update_ema(ema, list(model.parameters()))\n",
                 message="one kernel per parameter"),
     )
+
+    library = ("`{call}(...)` runs {what} every step: {reason}; use a foreach implementation (timm's "
+               "`ModelEmaV3`, whose `foreach=True` is the default)")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """A library call of the table (analysis/libraries.py) that loops over the model's tensors in Python."""
+        if type(node.func) is not cst.Attribute or node.func.attr.value != "update":
+            return
+        fact = module_calls(self.analysis).library_fact(node)
+        if fact is None or fact.effect is not Effect.PER_PARAMETER_LOOP:
+            return
+        where = self.where(node)
+        if where is not None:
+            self.report(node, self.library.format(call=self.analysis.code(node.func),
+                                                  what=f"`{fact.target.rsplit('.', 2)[-2]}.update`",
+                                                  reason=fact.reason), where=where)
 
     def visit_For(self, node: cst.For) -> None:
         names = _parameter_names(node, self.analysis)
