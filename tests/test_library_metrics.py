@@ -4,6 +4,8 @@ Labelled misses of the fifth blind set (litgpt's RunningMean, OLMo's MeanMetric,
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
 from gpulint.runner import lint_source
@@ -112,3 +114,31 @@ train_epoch(model, loader, optimizer, model_ema=model_ema)
 def test_timm_model_ema_updated_every_step_loops_over_the_tensors(imports, ema, expected):
     source = "loader = []\nuse_ema = True\n" + EMA.format(imports=imports, ema=ema)
     assert [d.code for d in lint_source(source, "train.py", frozenset({"GPU411"})).diagnostics] == expected
+
+
+def test_the_receiver_of_a_method_called_with_keywords_only_is_no_library_object():
+    """guided-diffusion's `self._vb_terms_bpd(model=..., x_start=...)`: asking what `self` was passed as, for a
+    method whose calls pass no positional argument, must not look one up (it crashed GPU112 once)."""
+    import libcst as cst
+
+    from gpulint.analysis import ModuleAnalysis
+    from gpulint.analysis.calls import module_calls
+    from gpulint.analysis.node_types import of_types
+
+    source = textwrap.dedent("""\
+        class Diffusion:
+            def terms(self, model, x):
+                return self.posterior(x=x)
+
+            def losses(self, model, x):
+                return self.terms(model=model, x=x)
+
+        def train(ema, x):
+            ema.update(x)
+
+        train(ema=None, x=1)
+        """)
+    analysis = ModuleAnalysis(cst.parse_module(source))
+    calls = module_calls(analysis)
+    receivers = [c.func.value for c in of_types(analysis.index, cst.Call) if isinstance(c.func, cst.Attribute)]
+    assert [calls.constructor(r) for r in receivers] == [None, None, None]

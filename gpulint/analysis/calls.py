@@ -286,7 +286,7 @@ class ModuleCalls:
         """A parameter of a function of this module that every call of it in the module passes an instance of
         the same library class of the table, or `None` (`train_epoch(..., model_ema=model_ema)` with `model_ema =
         None` then `model_ema = ModelEmaV2(model)` in `main`): that class. No call passing one: unknown."""
-        if type(expr) is not cst.Name or depth > 2:
+        if type(expr) is not cst.Name or depth > 2 or expr.value in ("self", "cls"):
             return None
         bindings = self.index.visible_bindings(expr)
         if len(bindings) != 1 or bindings[0].kind != "param" or type(bindings[0].source) is not cst.FunctionDef:
@@ -300,7 +300,7 @@ class ModuleCalls:
             index = names.index(expr.value) if expr.value in names else None
             if index is not None and names and names[0] in ("self", "cls") and type(call.func) is cst.Attribute:
                 index -= 1
-            arg = argument(call, expr.value, index)
+            arg = argument(call, expr.value, index if index is None or index >= 0 else None)
             if arg is None:
                 continue
             value = arg.value

@@ -249,7 +249,7 @@ class DataFacts:
         index = params.index(param) - offset if param in params else None
         if any(a.star for a in call.args):
             return None
-        found = argument(call, param, index)
+        found = argument(call, param, index if index is None or index >= 0 else None)
         if found is None:
             return made.pin_default
         value = found.value
