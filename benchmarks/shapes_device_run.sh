@@ -18,11 +18,14 @@
 # to shapes_speed.py --cpus/--order/--seed; the raw file's header line records them and the CPU set used.
 # MODE=bimodal runs tf32_bimodal.py in pairs of 2 processes, unpinned then pinned (--cpus ${CPUS:-auto}), PAIRS times
 # (default 3), so that the two arms are interleaved; with `auto` of more than 8 CPUs a third arm pins to 8 of them.
+# BUDGET (seconds) goes to --budget-s: no round starts that would end past it. The machine goes back 30 s after a
+# call ends, so a MODE=wait call that comes later finds a fresh machine and no run (twelfth landing, H200): where the
+# calls cannot follow each other within seconds, run `MODE=start WAIT=570 BUDGET=540` alone, one call per run.
 # Check `status` first: the run needs about 1,600 s of device time in all.
 D=$(cd "$(dirname "$0")" && pwd)
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$D"/whl/*.whl >/dev/null 2>&1
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
-OPTS="--order ${ORDER:-fixed} --seed ${SEED:-0}${CPUS:+ --cpus $CPUS}"
+OPTS="--order ${ORDER:-fixed} --seed ${SEED:-0}${CPUS:+ --cpus $CPUS}${BUDGET:+ --budget-s $BUDGET}"
 follow() {  # until the run is done or WAIT seconds pass; then copy what it wrote
   local t0=$SECONDS
   while [ ! -e /tmp/s/done ] && [ $((SECONDS - t0)) -lt ${WAIT:-560} ]; do
