@@ -169,3 +169,18 @@ def test_shuffle_runs_every_variant_once_per_round_reproducibly(tmp_path):
     assert len(firsts) > 1  # as_written is not always the first after another shape
     assert _order(tmp_path, 7, "b.txt") == rounds  # same seed, same order
     assert _order(tmp_path, 8, "c.txt") != rounds
+
+
+def test_tf32_bimodal_takes_the_same_cpus():
+    """tf32_bimodal.py resolves --cpus as shapes_speed.py does and says which set its children get."""
+    import os
+
+    script = str(ROOT / "benchmarks" / "tf32_bimodal.py")
+    cpu = min(os.sched_getaffinity(0))
+    out = subprocess.run([sys.executable, script, "--processes", "0", "--cpus", str(cpu)], capture_output=True,
+                         text=True, check=True, timeout=60).stdout
+    assert out.strip() == f"# tf32_bimodal: 0 processes, cpus={cpu} (given)"
+    bad = subprocess.run([sys.executable, script, "--processes", "0", "--cpus", "100000"], capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode != 0 and bad.stderr.strip().startswith("error: --cpus 100000:")
+    assert "Traceback" not in bad.stderr
