@@ -15,8 +15,16 @@ device synchronise at both ends) and the `FINAL <loss> <checksum>` line, and rep
 median ms/step over rounds with a 95% bootstrap interval, and the speedup against the as-written program (ratio of
 medians, rounds resampled in pairs since they are interleaved) with its 95% interval. Raw lines go to --raw as they
 come, so a run cut short still leaves its data.
+
+Host noise: `--cpus LIST|auto` pins every program run to one CPU set (the child's affinity is set before it execs, so
+its threads and DataLoader workers inherit it); `auto` is the GPU's NUMA-local CPUs (nvidia-smi's PCI bus id ->
+/sys/bus/pci/devices/<id>/local_cpulist), or the first 8 allowed CPUs where that cannot be read. `--order shuffle`
+runs the shapes of each round in a seeded random order, and the variants of each shape in a seeded random order
+(they stay next to each other, so a round's triple of a shape is timed close together), so that no variant always
+runs first, after another shape's program. Both, and the CPU set, are written in the header line of the raw file.
 """
 import argparse
+import os
 import random
 import shutil
 import statistics
@@ -42,6 +50,97 @@ ABLATIONS = {
                      ("augment(images_all[index], mean, std)",
                       "augment(images_all[index], mean, std).contiguous(memory_format=torch.channels_last)")]),
 }
+
+
+def parse_cpulist(text):
+    """'0-3,8,10-11' (the kernel's cpulist format) -> sorted list of ints; ValueError if malformed or empty."""
+    cpus = set()
+    for part in text.strip().split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, sep, hi = part.partition("-")
+        lo, hi = int(lo), int(hi) if sep else int(lo)
+        if lo < 0 or hi < lo:
+            raise ValueError(f"bad CPU range {part!r}")
+        cpus.update(range(lo, hi + 1))
+    if not cpus:
+        raise ValueError(f"no CPUs in {text!r}")
+    return sorted(cpus)
+
+
+def format_cpulist(cpus):
+    """[0, 1, 2, 5] -> '0-2,5'."""
+    parts, cpus = [], sorted(cpus)
+    start = prev = cpus[0]
+    for c in cpus[1:] + [None]:
+        if c is not None and c == prev + 1:
+            prev = c
+            continue
+        parts.append(f"{start}-{prev}" if prev > start else f"{start}")
+        if c is not None:
+            start = prev = c
+    return ",".join(parts)
+
+
+def gpu_local_cpus():
+    """(cpus, how): the NUMA-local CPUs of the first GPU nvidia-smi lists, or (None, why not)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=pci.bus_id", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"nvidia-smi: {exc.__class__.__name__}"
+    ids = [line.strip() for line in out.stdout.splitlines() if line.strip()]
+    if out.returncode != 0 or not ids:
+        return None, "nvidia-smi gave no bus id"
+    domain, _, rest = ids[0].lower().partition(":")  # 00000000:18:00.0 -> 0000:18:00.0 as sysfs spells it
+    bus_id = f"{domain[-4:]}:{rest}"
+    path = Path("/sys/bus/pci/devices") / bus_id / "local_cpulist"
+    try:
+        return parse_cpulist(path.read_text()), f"local_cpulist of GPU {bus_id}"
+    except (OSError, ValueError) as exc:
+        return None, f"{path}: {exc.__class__.__name__}"
+
+
+def resolve_cpus(spec):
+    """(sorted CPU list or None, description) for --cpus. None/'' = not pinned. Raises ValueError for a set that
+    names no CPU this process may use."""
+    if not spec:
+        return None, "not pinned"
+    allowed = sorted(os.sched_getaffinity(0))
+    if spec == "auto":
+        local, how = gpu_local_cpus()
+        cpus = [c for c in local or [] if c in allowed]
+        if not cpus:
+            cpus, how = allowed[:8], f"first {min(8, len(allowed))} allowed CPUs ({how})"
+        return cpus, how
+    cpus = parse_cpulist(spec)
+    outside = [c for c in cpus if c not in allowed]
+    if outside:
+        raise ValueError(f"CPUs {format_cpulist(outside)} are not in this process's affinity "
+                         f"({format_cpulist(allowed)})")
+    return cpus, "given"
+
+
+def pin_to(cpus):
+    """preexec_fn for subprocess: the child's affinity before it execs (None: inherit)."""
+    if not cpus:
+        return None
+    return lambda: os.sched_setaffinity(0, cpus)
+
+
+def round_order(names, variants, order, rng):
+    """The (shape, variant) pairs of one round. fixed: shapes sorted, variants in the given order. shuffle: shapes in
+    a random order, and the variants of each shape in a random order, from rng (seeded once per run)."""
+    names, pairs = list(names), []
+    if order == "shuffle":
+        rng.shuffle(names)
+    for name in names:
+        vs = list(variants)
+        if order == "shuffle":
+            rng.shuffle(vs)
+        pairs.extend((name, v) for v in vs)
+    return pairs
 
 
 def shape_names(folder):
@@ -88,10 +187,10 @@ def prepare(out_dir, gpulint_cmd, extra=()):
     print(f"prepared {len(names)} shapes in {out} ({version})")
 
 
-def run_one(path, steps, timeout, tiny=False, warmup=None):
+def run_one(path, steps, timeout, tiny=False, warmup=None, cpus=None):
     command = [sys.executable, str(path), "--steps", str(steps)] + (["--tiny"] if tiny else [])
     command += ["--warmup", str(warmup)] if warmup is not None else []
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, preexec_fn=pin_to(cpus))
     step_ms = final = None
     for line in proc.stdout.splitlines():
         if line.startswith("STEP_MS "):
@@ -213,7 +312,7 @@ def load_raw(paths):
 
 
 def run(dir_, rounds, steps, raw_path, only, timeout, tiny=False, budget=None, first_round=1, variants=None,
-        warmup=None):
+        warmup=None, cpus=None, cpus_how="not pinned", order="fixed", seed=0):
     folder = Path(dir_)
     names = [n for n in shape_names(folder / "as_written") if not only or n in only]
     extras = sorted(p.name for p in folder.iterdir() if p.is_dir() and p.name not in VARIANTS and
@@ -228,21 +327,23 @@ def run(dir_, rounds, steps, raw_path, only, timeout, tiny=False, budget=None, f
             raw.flush()
 
     log(f"# shapes_speed: {len(names)} shapes x {len(VARIANTS)} variants x {rounds} rounds, --steps {steps}, "
-        f"--warmup {warmup if warmup is not None else 'default'}, python {sys.version.split()[0]}")
+        f"--warmup {warmup if warmup is not None else 'default'}, python {sys.version.split()[0]}, "
+        f"order={order}" + (f" seed={seed}" if order == "shuffle" else "") +
+        f", cpus={format_cpulist(cpus) if cpus else 'all'} ({cpus_how})")
+    rng = random.Random(seed)
     started = time.perf_counter()
     for r in range(rounds):
         round_started = time.perf_counter()
-        for name in names:
-            for variant in VARIANTS + tuple(extras):
-                if variants and variant not in variants or not (folder / variant / f"{name}.py").exists():
-                    continue
-                try:
-                    step_ms, final = run_one(folder / variant / f"{name}.py", steps, timeout, tiny, warmup)
-                except subprocess.TimeoutExpired:
-                    step_ms, final = None, f"FAILED timeout {timeout}s"
-                times[name][variant].append(step_ms)
-                log(f"RAW round={first_round + r} shape={name} variant={variant} step_ms={step_ms} final={final} "
-                    f"t={time.perf_counter() - started:.1f}s")
+        for name, variant in round_order(names, VARIANTS + tuple(extras), order, rng):
+            if variants and variant not in variants or not (folder / variant / f"{name}.py").exists():
+                continue
+            try:
+                step_ms, final = run_one(folder / variant / f"{name}.py", steps, timeout, tiny, warmup, cpus)
+            except subprocess.TimeoutExpired:
+                step_ms, final = None, f"FAILED timeout {timeout}s"
+            times[name][variant].append(step_ms)
+            log(f"RAW round={first_round + r} shape={name} variant={variant} step_ms={step_ms} final={final} "
+                f"t={time.perf_counter() - started:.1f}s")
         elapsed = time.perf_counter() - started
         if budget and r + 1 < rounds and elapsed + (time.perf_counter() - round_started) > budget:
             log(f"# stopping after {r + 1} rounds: another round would pass the {budget:.0f}s budget")
@@ -274,6 +375,13 @@ def main():
     parser.add_argument("--tiny", action="store_true", help="pass --tiny to the programs (a CPU smoke test)")
     parser.add_argument("--budget-s", type=float, default=None,
                         help="start no new round that would end past this many seconds")
+    parser.add_argument("--cpus", default=None, metavar="LIST|auto",
+                        help="pin every program run to these CPUs (e.g. 0-7,16); auto: the GPU's NUMA-local CPUs, "
+                             "else the first 8 allowed (default: not pinned)")
+    parser.add_argument("--order", choices=("fixed", "shuffle"), default="fixed",
+                        help="fixed: shapes and variants in the same order every round; shuffle: a seeded random "
+                             "order of shapes, and of variants within each shape, every round")
+    parser.add_argument("--seed", type=int, default=0, help="seed of --order shuffle (default 0)")
     parser.add_argument("--gpulint", default=None, help="gpulint command (default: `python -m gpulint`)")
     parser.add_argument("--extend-select", default=None,
                         help="with --prepare: rules to add to the default selection (e.g. GPU4 for the preview rules)")
@@ -289,8 +397,12 @@ def main():
             sys.exit(f"error: {args.run} holds no prepared programs (run --prepare first)")
         if args.rounds < 1 or args.steps < 2:
             sys.exit("error: --rounds must be >= 1 and --steps >= 2")
+        try:
+            cpus, how = resolve_cpus(args.cpus)
+        except ValueError as exc:
+            sys.exit(f"error: --cpus {args.cpus}: {exc}")
         run(args.run, args.rounds, args.steps, args.raw, args.only, args.timeout, args.tiny, args.budget_s,
-            args.first_round, args.variants, args.warmup)
+            args.first_round, args.variants, args.warmup, cpus, how, args.order, args.seed)
 
 
 if __name__ == "__main__":

@@ -1,21 +1,30 @@
 """Why the fine-tuning encoder's TF32 gain comes in some processes and not in others (issue 12, encoder shape).
 
     python3 benchmarks/tf32_bimodal.py --processes 8          # on the GPU: 8 fresh processes, one JSON line each
+    python3 benchmarks/tf32_bimodal.py --processes 8 --cpus auto   # each process pinned to the GPU's local CPUs
 
 Each process builds the encoder of benchmarks/programs/shapes/finetune_encoder.py (6 layers, d_model 512, 8 heads,
 batch 32 x 128 tokens, fused AdamW), then times 150 training steps with TF32 off and 150 with it on (order
 alternating between processes), and profiles 5 steps of each with torch.profiler, printing the five CUDA kernels
 that took the most time. If the slow processes run other GEMM kernels than the fast ones, cuBLAS's kernel choice is
 the cause; if they run the same kernels slower, it is the machine (clocks, another tenant).
+
+`--cpus LIST|auto` pins every child process to one CPU set, as benchmarks/shapes_speed.py --cpus does (same
+parsing, same `auto`); the first line printed says which set, and each JSON line has the affinity the child saw.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from shapes_speed import format_cpulist, pin_to, resolve_cpus  # noqa: E402  (beside this file, here and on the device)
 
 
 def one(order: str) -> dict:
@@ -41,7 +50,7 @@ def one(order: str) -> dict:
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    result: dict = {"order": order}
+    result: dict = {"order": order, "cpus": format_cpulist(os.sched_getaffinity(0))}
     for mode in order.split(","):
         torch.set_float32_matmul_precision("high" if mode == "tf32" else "highest")
         for _ in range(30):
@@ -66,13 +75,22 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--processes", type=int, default=8)
     ap.add_argument("--child", default=None)
+    ap.add_argument("--cpus", default=None, metavar="LIST|auto",
+                    help="pin each child process to these CPUs; auto: the GPU's NUMA-local CPUs (default: not pinned)")
     args = ap.parse_args()
     if args.child:
         print(json.dumps(one(args.child)))
         return
+    try:
+        cpus, how = resolve_cpus(args.cpus)
+    except ValueError as exc:
+        sys.exit(f"error: --cpus {args.cpus}: {exc}")
+    print(f"# tf32_bimodal: {args.processes} processes, cpus={format_cpulist(cpus) if cpus else 'all'} ({how})",
+          flush=True)
     for i in range(args.processes):
         order = "fp32,tf32" if i % 2 == 0 else "tf32,fp32"
-        out = subprocess.run([sys.executable, __file__, "--child", order], capture_output=True, text=True)
+        out = subprocess.run([sys.executable, __file__, "--child", order], capture_output=True, text=True,
+                             preexec_fn=pin_to(cpus))
         print(out.stdout.strip() or out.stderr[-800:], flush=True)
 
 
