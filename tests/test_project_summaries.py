@@ -142,3 +142,24 @@ def test_library_table_entries_are_complete_and_resolve_aliases():
     assert fact_for_function("torch.distributed.all_reduce").effect is Effect.NO_HOST_SYNC
     assert fact_for_method("accelerate.accelerator.Accelerator", "prepare").effect is Effect.DEVICE_BATCHES
     assert fact_for_function("numpy.mean") is None
+
+
+def test_math_isnan_of_a_parameter_is_a_host_read(tmp_path):
+    """SlowFast's `misc.check_nan_losses(loss)`: `if math.isnan(loss): raise ...` converts the tensor with
+    `float()` first, a host read on every call."""
+    import subprocess
+    import sys
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "misc.py").write_text("import math\n\n\ndef check_nan_losses(loss):\n    if math.isnan(loss):\n"
+                                      "        raise RuntimeError('NaN')\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\nimport misc\n\nmodel = torch.nn.Linear(2, 2).cuda()\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1, foreach=True)\nfor step in range(10):\n"
+        "    loss = model(torch.randn(2, 2, device='cuda')).sum()\n    misc.check_nan_losses(loss)\n"
+        "    loss.backward()\n    opt.step()\n")
+    out = subprocess.run([sys.executable, "-m", "gpulint", "check", "--no-cache", "--output-format", "concise",
+                          "--select", "GPU112", "train.py"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120)
+    assert "train.py:8:5: GPU112 `misc.check_nan_losses(...)` syncs every step: `check_nan_losses` calls " \
+           "`math.isnan()`" in out.stdout

@@ -42,6 +42,9 @@ ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 SINK_METHODS = {"item": ".item()", "tolist": ".tolist()", "cpu": ".cpu()", "numpy": ".numpy()",
                 "nonzero": ".nonzero()"}
 SINK_BUILTINS = {"float", "int", "bool"}
+# `math` functions of one number: given a tensor, they convert it with `__float__` (a host read) first.
+SINK_MATH = frozenset(f"math.{f}" for f in ("isnan", "isinf", "isfinite", "floor", "ceil", "trunc", "sqrt", "exp",
+                                             "log", "log2", "log10", "fabs"))
 SYNC_CALLS = {"torch.cuda.synchronize", "torch.cuda.current_stream().synchronize", "torch.cuda.Event.synchronize"}
 LOADER_CLASSES = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
                   "torchdata.stateful_dataloader.StatefulDataLoader", "DataLoader", "StatefulDataLoader"}
@@ -1463,6 +1466,9 @@ class _Summarizer:
                 return '.to("cpu")', func.value
         if isinstance(func, ast.Name) and func.id in SINK_BUILTINS and len(call.args) == 1 and not call.keywords:
             return f"{func.id}()", call.args[0]
+        if len(call.args) == 1 and not call.keywords and \
+                self.info.qualify(_dotted(func) or "") in SINK_MATH:  # `math.isnan(loss)`: float(loss) first
+            return f"{self.info.qualify(_dotted(func) or '')}()", call.args[0]
         return None
 
     def _host_read(self, value: ast.expr) -> Optional[Sink]:
