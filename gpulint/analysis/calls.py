@@ -252,6 +252,23 @@ class ModuleCalls:
             return bool(call.args) and self.carries_tensor(call.args[0].value, depth + 1)
         return False
 
+    def cpu_device(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """`"cpu"`, `torch.device("cpu")`, or a name every binding of which is one (`loss_device =
+        torch.device("cpu")`): a device whose tensors live in host memory."""
+        if depth > 3:
+            return False
+        if type(expr) is cst.SimpleString:
+            return isinstance(expr.evaluated_value, str) and expr.evaluated_value.split(":")[0] == "cpu"
+        if type(expr) is cst.Call and type(expr.func) in (cst.Name, cst.Attribute) and \
+                self.analysis.qualified(expr.func) == "torch.device" and len(expr.args) == 1:
+            return self.cpu_device(expr.args[0].value, depth + 1)
+        if type(expr) is cst.Name:
+            bindings = self.index.visible_bindings(expr)
+            return bool(bindings) and len(bindings) <= MAX_BINDINGS and all(
+                b.kind == "assign" and b.index is None and b.value is not None and
+                self.cpu_device(b.value, depth + 1) for b in bindings)
+        return False
+
     def constructor(self, expr: cst.BaseExpression) -> Optional[str]:
         """The qualified name of the class an object was built from (`scaler = torch.cuda.amp.GradScaler()`,
         `self.writer = SummaryWriter(...)`), when every binding agrees."""
@@ -411,6 +428,8 @@ class ProjectCalls(ModuleCalls):
             return None
         name, summary, bound = target
         if summary.always_syncs is not None:
+            if summary.syncs_on_device_of is not None and self._cpu_device_passed(call, summary, bound):
+                return None  # `sync(loss_device)` with `loss_device = torch.device("cpu")`: no CUDA work to wait on
             return HelperCost(name, summary.always_syncs)
         position = 0
         for arg in call.args:
@@ -430,6 +449,23 @@ class ProjectCalls(ModuleCalls):
                     sink.through == "parameters" and self.analysis.kind(arg.value) is Kind.MODULE:
                 return HelperCost(name, sink, arg.value)
         return None
+
+    def _cpu_device_passed(self, call: cst.Call, summary: FunctionSummary, bound: bool) -> bool:
+        """The call passes a CPU device for the parameter the helper's sync depends on."""
+        wanted = summary.syncs_on_device_of
+        params = summary.params[1:] if bound and summary.params else summary.params
+        position = 0
+        for arg in call.args:
+            if arg.star:
+                return False
+            if arg.keyword is not None:
+                if arg.keyword.value == wanted:
+                    return self.cpu_device(arg.value)
+                continue
+            if position < len(params) and params[position] == wanted:
+                return self.cpu_device(arg.value)
+            position += 1
+        return False
 
     def _call_carries(self, call: cst.Call, depth: int) -> bool:
         """Also what project helpers return: a tensor, or the argument they are given (`reduce_dict(d)`)."""

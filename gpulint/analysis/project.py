@@ -149,6 +149,9 @@ class FunctionSummary:
     # Parameters the function calls itself on every call (`def gpu_timer(closure): ... closure()`), outside a
     # periodic test or an option: a function passed there runs whenever the call does.
     calls_params: frozenset = frozenset()
+    # The parameter whose device `always_syncs` waits on: the sync sits under `if device.type == "cuda":` (a
+    # profiling `sync(device)`), so a call passing a CPU device (`torch.device("cpu")`) syncs nothing.
+    syncs_on_device_of: Optional[str] = None
     # The project modules this summary was computed from (its own and every helper's it follows).
     dependencies: frozenset = frozenset()
     consulted: frozenset = frozenset()  # (module, qualname) of the summaries it was computed from
@@ -164,7 +167,7 @@ class FunctionSummary:
                 [None if c is None else (c.name, str(c.path)) for c in self.returns_classes],
                 [(c.name, str(c.path)) for c in self.returns_union], self.returns_on_cuda,
                 None if self.returns_annotation is None else ast.dump(self.returns_annotation),
-                sorted(self.calls_params))
+                sorted(self.calls_params), self.syncs_on_device_of)
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
                           bound_method: bool = False) -> Optional[Sink]:
@@ -964,6 +967,7 @@ class _Summarizer:
         self.on_cuda: set[str] = set()  # names bound to a model moved to a CUDA device
         self.values: dict[str, list] = {}  # name -> the values of its plain assignments
         self.cuda_returns: Optional[bool] = None  # every `return` of a value so far hands back such a model
+        self.device_guard: Optional[str] = None  # inside `if <param>.type == "cuda":`: that parameter
 
     def run(self) -> FunctionSummary:
         self._block(self.fn.body, conditional=False)
@@ -990,6 +994,7 @@ class _Summarizer:
             return  # nested definitions run when called, not here
         if isinstance(stmt, ast.If):
             self._expressions(stmt.test, conditional)
+            self._branch_read(stmt.test)
             guard = conditional or not _gpu_guard(stmt.test)
             option = _flag(stmt.test) and not _gpu_guard(stmt.test) and not self._computed(stmt.test)
             off_gpu = _off_gpu(stmt.test)
@@ -1008,7 +1013,10 @@ class _Summarizer:
                 if off_gpu:
                     self._block(stmt.orelse, conditional)  # the branch a GPU run takes
                 return
+            device = self._device_tested(stmt.test)
+            outer, self.device_guard = self.device_guard, device or self.device_guard
             self._block(stmt.body, guard)
+            self.device_guard = outer
             self._block(stmt.orelse, True)
             return
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
@@ -1030,6 +1038,7 @@ class _Summarizer:
             return
         if isinstance(stmt, ast.While):
             self._expressions(stmt.test, conditional)
+            self._branch_read(stmt.test)
             self._block(stmt.body, True)
             return
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
@@ -1229,6 +1238,51 @@ class _Summarizer:
                 if param is not None and param not in self.summary.sink_params:
                     self.summary.sink_params[param] = Sink(self.info.path, node.lineno, "boolean-mask indexing")
 
+    def _branch_read(self, test: ast.expr) -> None:
+        """`if torch.min(y) < -1.:`, `while (x > 0).any():`: a branch on the value of a tensor computed from a
+        parameter (a reduction or a torch function of it) converts it with `bool()`, a read of that parameter."""
+        if self.quiet:
+            return
+        param = self._value_tested(test)
+        if param is not None and param not in self.summary.sink_params:
+            self.summary.sink_params[param] = Sink(self.info.path, test.lineno, "bool()")  # what `if` calls
+
+    def _value_tested(self, test: ast.expr) -> Optional[str]:
+        if isinstance(test, ast.BoolOp):
+            return next((p for p in map(self._value_tested, test.values) if p is not None), None)
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self._value_tested(test.operand)
+        if isinstance(test, ast.Compare):
+            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in test.ops):
+                return None
+            return next((p for p in map(self._tensor_of_parameter, [test.left, *test.comparators])
+                         if p is not None), None)
+        if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr in ("any", "all"):
+            return self._tensor_of_parameter(test)
+        return None
+
+    def _tensor_of_parameter(self, expr: ast.expr) -> Optional[str]:
+        """The parameter `expr` is a tensor computed from: `torch.min(y)`, `y.max()`, `torch.isnan(y).any()`,
+        `(y > 0).all()`; not a parameter as it is (a number, as often as a tensor), nor its metadata."""
+        if not isinstance(expr, ast.Call):
+            return None
+        func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr in _VALUE_REDUCTIONS and not expr.args:
+            receiver = func.value
+            if isinstance(receiver, ast.Call):
+                inner = self._tensor_of_parameter(receiver)
+                if inner is not None:
+                    return inner
+            if isinstance(receiver, ast.Compare) and not any(
+                    isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in receiver.ops):
+                return self._tainted_by(receiver)  # `(y > 0).all()`: a boolean tensor reduced
+            return None if isinstance(receiver, ast.Call) else self._tainted_by(receiver)  # `y.max()`
+        qualified = self.info.qualify(_dotted(func) or "")
+        if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in _VALUE_FUNCTIONS and expr.args \
+                and not _metadata(expr.args[0]):
+            return self._tainted_by(expr.args[0])
+        return None
+
     def _is_mask(self, index: ast.expr) -> bool:
         """A boolean tensor computed from a parameter: `x[..., 4] > t`, a name bound to one, `m1 & m2`, `~m`,
         `masks[i]`, or a tuple index holding one (`x[mask, :]`)."""
@@ -1256,7 +1310,7 @@ class _Summarizer:
         qualified = self.info.qualify(_dotted(call.func) or "")
         if qualified in SYNC_CALLS or qualified.endswith(".synchronize") and "cuda" in qualified:
             if not conditional and self.summary.always_syncs is None:
-                self.summary.always_syncs = Sink(self.info.path, call.lineno, f"{qualified}()")
+                self._always(Sink(self.info.path, call.lineno, f"{qualified}()"))
             return
         read = self._read_of(call)
         if read is not None:
@@ -1265,7 +1319,7 @@ class _Summarizer:
                 # A device tensor the helper makes itself (`torch.tensor(x).cuda()`, `torch.as_tensor(n,
                 # device=out.device)`) read back: whatever it is given, the call waits for the GPU.
                 if not conditional and self.summary.always_syncs is None:
-                    self.summary.always_syncs = Sink(self.info.path, call.lineno, what)
+                    self._always(Sink(self.info.path, call.lineno, what))
                 return
             param = self._tainted_by(operand)
             if param is not None and param not in self.summary.sink_params:
@@ -1276,11 +1330,17 @@ class _Summarizer:
         if callee is None:
             library = self._library_sync(call)
             if library is not None and not conditional and self.summary.always_syncs is None:
-                self.summary.always_syncs = library
+                self._always(library)
             return
         summary, bound = callee
         if summary.always_syncs is not None and not conditional and self.summary.always_syncs is None:
-            self.summary.always_syncs = summary.always_syncs
+            device = None
+            if summary.syncs_on_device_of is not None:  # `sync(device)` inside `def step(device)`: that parameter
+                arg = _argument(call, summary.params.index(summary.syncs_on_device_of) - int(bound)
+                                if summary.syncs_on_device_of in summary.params else None,
+                                summary.syncs_on_device_of)
+                device = self._tainted_by(arg) if isinstance(arg, ast.expr) else None
+            self._always(summary.always_syncs, device if device is not None else self.device_guard)
         for position, arg in enumerate(a for a in call.args if not isinstance(a, ast.Starred)):
             param = self._tainted_by(arg)
             if param is not None and param not in self.summary.sink_params:
@@ -1302,6 +1362,26 @@ class _Summarizer:
                 param = self._tainted_by(arg.value)
                 if param is not None and param not in self.summary.sink_params and summary.sink_params:
                     self.summary.sink_params[param] = next(iter(summary.sink_params.values()))
+
+    def _always(self, sink: Sink, device: Optional[str] = None) -> None:
+        self.summary.always_syncs = sink
+        self.summary.syncs_on_device_of = device or self.device_guard
+
+    def _device_tested(self, test: ast.expr) -> Optional[str]:
+        """`if device.type == "cuda":` / `if x.device.type == 'cuda':` on a parameter: that parameter."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+            return None
+        sides = [test.left, test.comparators[0]]
+        if not any(isinstance(side, ast.Constant) and side.value == "cuda" for side in sides):
+            return None
+        for side in sides:
+            if isinstance(side, ast.Attribute) and side.attr == "type":
+                inner = side.value.value if isinstance(side.value, ast.Attribute) and side.value.attr == "device" \
+                    else side.value
+                if isinstance(inner, ast.Name) and self.taint.get(inner.id) == inner.id and \
+                        inner.id not in self.computed:
+                    return inner.id
+        return None
 
     def _library_sync(self, call: ast.Call) -> Optional[Sink]:
         """`self._scaler.step(optimizer)` where the class builds `self._scaler = torch.cuda.amp.GradScaler()`: a
@@ -1498,6 +1578,11 @@ class _Summarizer:
 
 
 TENSOR, DEVICE_TENSOR = 1, 2
+
+# Reductions and element-wise tests whose result is a tensor holding values of the data: branching on one reads it.
+_VALUE_REDUCTIONS = frozenset(("any", "all", "min", "max", "sum", "mean", "norm", "amax", "amin"))
+_VALUE_FUNCTIONS = frozenset(("min", "max", "sum", "mean", "any", "all", "norm", "amax", "amin", "isnan", "isinf",
+                              "isfinite", "sigmoid", "abs", "equal", "allclose", "count_nonzero"))
 
 
 # Torch calls that build a new tensor in pageable host memory from host data (a batch assembled on the host).
