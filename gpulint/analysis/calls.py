@@ -413,6 +413,7 @@ class ProjectCalls(ModuleCalls):
         self.project = project
         self.path = path.resolve()
         self._found: dict[str, object] = {}
+        self._properties: Optional[dict[int, tuple[str, frozenset]]] = None
 
     def class_name(self, func: cst.BaseExpression) -> Optional[str]:
         """Through the project's re-exports as well (`from utils.general import Profile`, a library class)."""
@@ -486,6 +487,34 @@ class ProjectCalls(ModuleCalls):
             if name in summary.returns_params and self.carries_tensor(arg.value, depth + 1):
                 return True
         return False
+
+    def property_cost(self, attr: cst.Attribute) -> Optional[HelperCost]:
+        """`self.r` read in a method of a class of this module whose `@property r` reads a device tensor back
+        (`return self.decoder.r.item()`): every read runs that body."""
+        if type(attr.value) is not cst.Name or attr.value.value != "self":
+            return None
+        if self._properties is None:
+            self._properties = {}
+            for stmt in self.analysis.module.body:
+                if type(stmt) is cst.ClassDef and type(stmt.body) is cst.IndentedBlock:
+                    self._properties[id(stmt)] = (stmt.name.value, frozenset(
+                        s.name.value for s in stmt.body.body if type(s) is cst.FunctionDef and any(
+                            type(d.decorator) is cst.Name and d.decorator.value == "property" for d in s.decorators)))
+        name = attr.attr.value
+        if not any(name in props for _, props in self._properties.values()):
+            return None
+        cls = self._class_of(attr)
+        owner = self._properties.get(id(cls)) if cls is not None else None
+        if owner is None or name not in owner[1]:
+            return None
+        parent = self.index.up.get(id(attr))
+        if type(parent) is cst.Call and parent.func is attr or type(parent) is cst.AssignTarget or \
+                type(parent) is cst.AugAssign and parent.target is attr:
+            return None  # a method called, or the setter
+        summary = self.project.function(self.path, f"{owner[0]}.{name}")
+        if summary is None or summary.always_syncs is None:
+            return None
+        return HelperCost(f"{owner[0]}.{name}", summary.always_syncs)
 
     def with_cost(self, item: cst.WithItem) -> Optional[HelperCost]:
         """A context manager whose `__enter__` or `__exit__` synchronises (a timer)."""

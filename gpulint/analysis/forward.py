@@ -123,14 +123,16 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
             if entry not in known and len(known) < _MAX_ENTRIES:
                 known.append(entry)
             for through_self, name in own_callees(fn):
-                if through_self:
+                if through_self == "read":  # `self.r` of a `@property r`: its body runs on every read
+                    if name in methods and _is_property(methods[name]):
+                        stack.append(methods[name])
+                elif through_self:
                     if name in methods:
                         stack.append(methods[name])
                 elif name in module_functions and len(index.functions.get(name, [])) == 1:
                     stack.append(module_functions[name])
 
-    classes = [(stmt, {s.name.value: s for s in stmt.body.body if type(s) is cst.FunctionDef})
-               for stmt in analysis.module.body
+    classes = [(stmt, _methods(stmt)) for stmt in analysis.module.body
                if type(stmt) is cst.ClassDef and type(stmt.body) is cst.IndentedBlock]
     for stmt, methods in classes:
         if "forward" in methods:
@@ -144,6 +146,21 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
     return reached
 
 
+def _methods(cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+    """A class's methods by name; a property's getter, not its `@r.setter`."""
+    methods: dict[str, cst.FunctionDef] = {}
+    for s in cls.body.body:
+        if type(s) is cst.FunctionDef and not (s.name.value in methods and any(
+                type(d.decorator) is cst.Attribute and d.decorator.attr.value in ("setter", "deleter")
+                for d in s.decorators)):
+            methods[s.name.value] = s
+    return methods
+
+
+def _is_property(fn: cst.FunctionDef) -> bool:
+    return any(type(d.decorator) is cst.Name and d.decorator.value == "property" for d in fn.decorators)
+
+
 def _entry_method(name: str) -> bool:
     return name == "__call__" or not (name.startswith("__") and name.endswith("__"))
 
@@ -155,8 +172,11 @@ def _calls_of(fn: cst.FunctionDef) -> list[tuple[bool, str]]:
     known = incremental.by_node(_calls_of, fn)
     if known is not None:
         return known
-    found = []
+    found: list = []
     for node in _own_nodes(fn):
+        if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self":
+            found.append(("read", node.attr.value))  # a property read (callers keep only properties)
+            continue
         if type(node) is not cst.Call:
             continue
         func = node.func

@@ -668,6 +668,8 @@ class KindInference:
             # Whatever the receiver, these leave the tensor world.
             return {"item": Kind.NUMBER, "tolist": Kind.OTHER, "numpy": Kind.NUMPY}[method]
         receiver = self.of(func.value)
+        if type(func.value) is cst.Name and func.value.value == "self" and self.of(func) is Kind.MODULE:
+            return Kind.TENSOR  # `self.decoder(...)`: a submodule the module built, run
         if receiver is Kind.TENSOR:
             if method in TENSOR_METHODS_NUMBER:
                 return Kind.NUMBER

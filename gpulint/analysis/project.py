@@ -192,6 +192,7 @@ class ClassSummary:
     line: int
     methods: dict[str, ast.FunctionDef] = field(default_factory=dict)
     bases: tuple[str, ...] = ()
+    properties: frozenset = frozenset()  # methods read as attributes (`@property`), run on every read
 
 
 @dataclass
@@ -329,9 +330,15 @@ class ModuleInfo:
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self.functions[stmt.name] = stmt  # type: ignore[assignment]
         elif isinstance(stmt, ast.ClassDef):
-            methods = {s.name: s for s in stmt.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            methods: dict = {}
+            for s in stmt.body:
+                if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and not (
+                        s.name in methods and _accessor(s)):  # `@r.setter` keeps the getter `r`
+                    methods[s.name] = s
             bases = tuple(_dotted(b) or "" for b in stmt.bases)
-            self.classes[stmt.name] = ClassSummary(stmt.name, self.path, stmt.lineno, methods, bases)  # type: ignore
+            properties = frozenset(name for name, s in methods.items() if _is_property(s))
+            self.classes[stmt.name] = ClassSummary(stmt.name, self.path, stmt.lineno, methods, bases,  # type: ignore
+                                                   properties)
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
                 and isinstance(stmt.value, ast.Dict) and stmt.value.values:
             values = [_dotted(v) for v in stmt.value.values]
@@ -1232,6 +1239,13 @@ class _Summarizer:
         for node in ast_walk.walk(expr):
             if isinstance(node, ast.Call):
                 self._call(node, conditional)
+            elif isinstance(node, ast.Attribute) and self.cls is not None and node.attr in self.cls.properties \
+                    and isinstance(node.value, ast.Name) and node.value.id == "self" and \
+                    isinstance(node.ctx, ast.Load) and not self.quiet and not conditional and \
+                    self.summary.always_syncs is None:
+                read = self.project.method(self.cls, node.attr)  # `self.r`: the property runs on every read
+                if read is not None and read.always_syncs is not None:
+                    self._always(read.always_syncs)
             elif isinstance(node, ast.Subscript) and not self.quiet and self._is_mask(node.slice):
                 # `x[x[:, 4] > conf]`: the result's size depends on the data, so the host waits for the mask.
                 param = self._tainted_by(node.value)
@@ -1451,6 +1465,8 @@ class _Summarizer:
         if isinstance(expr, ast.Subscript):
             return self._tensor_level(expr.value, bound)
         if isinstance(expr, ast.Attribute):
+            if self._buffer(expr):
+                return DEVICE_TENSOR
             return 0 if expr.attr in TENSOR_ATTRS_OTHER or expr.attr == "device" else \
                 self._tensor_level(expr.value, bound)
         if isinstance(expr, ast.IfExp):
@@ -1491,6 +1507,34 @@ class _Summarizer:
             return max((self._tensor_level(a, bound) for a in call.args), default=0)
         callee = self._callee(call)
         return TENSOR if callee is not None and callee[0].returns_tensor else 0
+
+    def _buffer(self, expr: ast.Attribute) -> bool:
+        """`self.step` or `self.decoder.r`: a buffer the class (or the project module class it builds in
+        `self.decoder`) registers, on the GPU with the model."""
+        if self.cls is None:
+            return False
+        owner = expr.value
+        if isinstance(owner, ast.Name) and owner.id == "self":
+            return expr.attr in _buffers(self.cls)
+        if isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name) and owner.value.id == "self":
+            held = self._self_attribute_class(owner.attr)
+            return held is not None and expr.attr in _buffers(held)
+        return False
+
+    def _self_attribute_class(self, attr: str) -> Optional[ClassSummary]:
+        """The project class every `self.<attr> = Cls(...)` of the class builds, else None."""
+        found: Optional[ClassSummary] = None
+        for method in self.cls.methods.values():  # type: ignore[union-attr]
+            for node in ast.walk(method):
+                if isinstance(node, ast.Assign) and any(
+                        isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
+                        and t.value.id == "self" for t in node.targets):
+                    dotted = _dotted(node.value.func) if isinstance(node.value, ast.Call) else None
+                    cls = self.project.lookup(self.info.path, dotted) if dotted else None
+                    if not isinstance(cls, ClassSummary) or found is not None and found is not cls:
+                        return None
+                    found = cls
+        return found
 
     def _computed(self, test: ast.expr) -> bool:
         """`if nt:` with `nt = targets.shape[0]` earlier in the function: a value computed from the data, not an
@@ -1720,6 +1764,42 @@ def _scopes(tree: ast.Module) -> Iterator[tuple[list[ast.Call], dict]]:
                                 assigns.setdefault(element.id, []).append((node.value, index))
             stack.extend(ast_walk.iter_child_nodes(node))
         yield calls, assigns
+
+
+def _is_property(fn: ast.FunctionDef) -> bool:
+    """`@property` (not `functools.cached_property`, computed once)."""
+    return any(isinstance(d, ast.Name) and d.id == "property" for d in fn.decorator_list)
+
+
+def _accessor(fn: ast.FunctionDef) -> bool:
+    """`@r.setter` / `@r.deleter`."""
+    return any(isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter") for d in fn.decorator_list)
+
+
+def _buffers(cls: ClassSummary) -> frozenset:
+    """The names a module class registers as buffers (`self.register_buffer("step", torch.zeros(1))`) or
+    parameters (`self.step = nn.Parameter(...)`): tensors that move with the module, so on the GPU of a model
+    moved there."""
+    found = _BUFFERS.get(id(cls))
+    if found is not None and found[0] is cls:
+        return found[1]
+    names = set()
+    for method in cls.methods.values():
+        for node in ast.walk(method):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr == "register_buffer" and isinstance(node.func.value, ast.Name) and \
+                    node.func.value.id == "self" and node.args and isinstance(node.args[0], ast.Constant) and \
+                    isinstance(node.args[0].value, str):
+                names.add(node.args[0].value)
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                    (_dotted(node.value.func) or "").rsplit(".", 1)[-1] == "Parameter":
+                names.update(t.attr for t in node.targets if isinstance(t, ast.Attribute) and
+                             isinstance(t.value, ast.Name) and t.value.id == "self")  # `self.step = nn.Parameter(..)`
+    _BUFFERS[id(cls)] = (cls, frozenset(names))
+    return frozenset(names)
+
+
+_BUFFERS: dict[int, tuple] = {}
 
 
 def _periodic(test: ast.expr) -> bool:

@@ -144,6 +144,16 @@ class SyncInCall(GpuRule):
             callee = ".".join(fact.target.split(".")[-2:]) if "." in fact.target else fact.target
             self._report(node, HelperCost(callee, None, argument, library=fact), where)
 
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if type(node.value) is not cst.Name or node.value.value != "self":
+            return
+        calls = self._facts()
+        cost = calls.property_cost(node) if calls is not None else None
+        if cost is not None:
+            where = self.where(node)
+            if where:
+                self._report(node, cost, where, text=self.analysis.code(node))
+
     def visit_WithItem(self, node: cst.WithItem) -> None:
         calls = self._facts()
         if calls is None:
