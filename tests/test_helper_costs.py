@@ -141,3 +141,65 @@ def test_a_cpu_device_passed_or_moved_to_is_the_host(tmp_path: Path):
     got = found(check(root, "--no-cache", "train.py"))
     assert {(line, code) for f, line, code in got if code in ("GPU112", "GPU101")} == {
         (17, "GPU112"), (26, "GPU101")}
+
+
+WINDOWED = """\
+import torch
+
+device = torch.device("cuda")
+model = torch.nn.Linear(4, 4).to(device)
+for x in loader:
+    x = x.to(device, non_blocking=True)
+    window = torch.hann_window(400).to(x.device)
+    spec = torch.stft(x, 400, window=window, return_complex=True)
+    ok = torch.hamming_window(400, device=x.device)
+    loss = model(spec.abs()).mean()
+    loss.backward()
+"""
+
+
+def test_a_window_built_on_the_host_and_moved_each_step(tmp_path: Path):
+    """`torch.hann_window(n).to(device)` every step is a host build and a copy (GPU203), fixed only as an unsafe
+    fix (the device computes the cosines); the window built with `device=` is quiet."""
+    root = _project(tmp_path / "p", {"train.py": WINDOWED})
+    items = [d for d in check(root, "--no-cache", "--select", "GPU203", "train.py")]
+    assert [(d["location"]["row"], d["code"]) for d in items] == [(7, "GPU203")]
+    assert items[0]["fix"]["applicability"] == "unsafe"
+
+
+LOGGER = """\
+from torch.utils.tensorboard import SummaryWriter
+
+
+class TrainLogger(SummaryWriter):
+    def __init__(self, logdir):
+        super().__init__(logdir)
+
+    def log_training(self, loss, grad_norm, lr, iteration):
+        self.add_scalar("training.loss", loss, iteration)
+        self.add_scalar("grad.norm", grad_norm, iteration)
+        self.add_scalar("learning.rate", lr, iteration)
+"""
+
+LOGGED = """\
+import torch
+from logger import TrainLogger
+
+logger = TrainLogger("runs")
+model = torch.nn.Linear(4, 4).cuda()
+for iteration, x in enumerate(loader):
+    loss = model(x.cuda(non_blocking=True)).mean()
+    loss.backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    logger.log_training(loss.item(), grad_norm, 0.1, iteration)
+    logger.log_training(loss.item(), grad_norm.item(), 0.1, iteration)
+"""
+
+
+def test_a_library_method_inherited_by_a_project_class(tmp_path: Path):
+    """`self.add_scalar(..., grad_norm, ...)` in a project subclass of `SummaryWriter` reads the tensor it is given:
+    the loop's `logger.log_training(..., grad_norm, ...)` is reported; given host numbers only, it is not."""
+    root = _project(tmp_path / "p", {"logger.py": LOGGER, "train.py": LOGGED})
+    items = check(root, "--no-cache", "--select", "GPU112", "train.py")
+    assert [d["location"]["row"] for d in items] == [10]
+    assert "SummaryWriter.add_scalar()" in items[0]["message"]

@@ -1345,6 +1345,7 @@ class _Summarizer:
             library = self._library_sync(call)
             if library is not None and not conditional and self.summary.always_syncs is None:
                 self._always(library)
+            self._inherited_library_call(call, conditional)
             return
         summary, bound = callee
         if summary.always_syncs is not None and not conditional and self.summary.always_syncs is None:
@@ -1396,6 +1397,30 @@ class _Summarizer:
                         inner.id not in self.computed:
                     return inner.id
         return None
+
+    def _inherited_library_call(self, call: ast.Call, conditional: bool) -> None:
+        """`self.add_scalar("grad.norm", grad_norm, it)` in a project subclass of a library class of the reviewed
+        table (`class Tacotron2Logger(SummaryWriter)`): the library method's effect, on what this function is
+        given (a tensor argument it reads) or always."""
+        from gpulint.analysis.libraries import Effect, fact_for_method
+
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+                and self.cls is not None and self.cls.bases):
+            return
+        for base in self.cls.bases:
+            fact = fact_for_method(self.info.qualify(base), func.attr) if base else None
+            if fact is None:
+                continue
+            what = f"{fact.target.rsplit('.', 2)[-2]}.{func.attr}()"
+            if fact.effect is Effect.SYNCS and not conditional and self.summary.always_syncs is None:
+                self._always(Sink(self.info.path, call.lineno, what))
+            elif fact.effect is Effect.SYNCS_TENSOR_ARGS:
+                for arg in [*call.args, *(kw.value for kw in call.keywords)]:
+                    param = self._tainted_by(arg.value if isinstance(arg, ast.Starred) else arg)
+                    if param is not None and param not in self.summary.sink_params:
+                        self.summary.sink_params[param] = Sink(self.info.path, call.lineno, what)
+            return
 
     def _library_sync(self, call: ast.Call) -> Optional[Sink]:
         """`self._scaler.step(optimizer)` where the class builds `self._scaler = torch.cuda.amp.GradScaler()`: a
