@@ -203,3 +203,40 @@ def test_a_library_method_inherited_by_a_project_class(tmp_path: Path):
     items = check(root, "--no-cache", "--select", "GPU112", "train.py")
     assert [d["location"]["row"] for d in items] == [10]
     assert "SummaryWriter.add_scalar()" in items[0]["message"]
+
+
+TRAINER = """\
+import torch
+
+
+class SRModel:
+    def __init__(self, net):
+        self.net = net.cuda()
+        self.device = torch.device("cuda")
+
+    def feed_data(self, data):
+        self.lq = data["lq"].to(self.device, non_blocking=True)
+        self.names = data["names"]
+
+    def visuals(self):
+        return {"lq": self.lq.detach().cpu()}
+
+    def labels(self):
+        return list(self.names)
+
+    def validation(self, loader):
+        for val_data in loader:
+            self.feed_data(val_data)
+            with torch.no_grad():
+                self.output = self.net(self.lq)
+            out = self.visuals()
+            names = self.labels()
+"""
+
+
+def test_an_attribute_another_method_moved_to_the_device(tmp_path: Path):
+    """`self.lq` is assigned only copies to the device (in `feed_data`): `visuals()` reading it back with `.cpu()`
+    syncs on every call, so the call in the validation loop is reported; `labels()` reads a host attribute."""
+    root = _project(tmp_path / "p", {"model.py": TRAINER})
+    items = check(root, "--no-cache", "--select", "GPU112", "model.py")
+    assert [d["location"]["row"] for d in items] == [24]

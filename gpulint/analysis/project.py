@@ -1540,7 +1540,7 @@ class _Summarizer:
             return False
         owner = expr.value
         if isinstance(owner, ast.Name) and owner.id == "self":
-            return expr.attr in _buffers(self.cls)
+            return expr.attr in _buffers(self.cls) or expr.attr in _moved_attributes(self.cls)
         if isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name) and owner.value.id == "self":
             held = self._self_attribute_class(owner.attr)
             return held is not None and expr.attr in _buffers(held)
@@ -1825,6 +1825,35 @@ def _buffers(cls: ClassSummary) -> frozenset:
 
 
 _BUFFERS: dict[int, tuple] = {}
+
+
+def _moved_attributes(cls: ClassSummary) -> frozenset:
+    """Attributes every assignment of which, in the class's methods, copies a value to a device
+    (`self.lq = data['lq'].to(self.device)`, `self.x = x.cuda()`): device tensors wherever a method reads them."""
+    found = _MOVED.get(id(cls))
+    if found is not None and found[0] is cls:
+        return found[1]
+    moved: set = set()
+    other: set = set()
+    for method in cls.methods.values():
+        for node in ast.walk(method):
+            if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
+                        target.value.id == "self":
+                    value = node.value
+                    copies = isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and (
+                        value.func.attr == "cuda" or value.func.attr == "to" and bool(value.args) and
+                        not _is_cpu(value.args[0]) and not _is_dtype(value.args[0]))
+                    (moved if copies and not isinstance(node, ast.AugAssign) else other).add(target.attr)
+    result = frozenset(moved - other)
+    _MOVED[id(cls)] = (cls, result)
+    return result
+
+
+_MOVED: dict[int, tuple] = {}
 
 
 def _periodic(test: ast.expr) -> bool:
