@@ -240,3 +240,28 @@ def test_an_attribute_another_method_moved_to_the_device(tmp_path: Path):
     root = _project(tmp_path / "p", {"model.py": TRAINER})
     items = check(root, "--no-cache", "--select", "GPU112", "model.py")
     assert [d["location"]["row"] for d in items] == [24]
+
+
+SAMPLER = """\
+import torch
+import torch.nn.functional as F
+
+
+def train(model, loader, validate):
+    model = model.cuda()
+    for x in loader:
+        logits = model(x.cuda(non_blocking=True))
+        probs = F.softmax(logits, dim=1)
+        dist = torch.distributions.Categorical(probs)
+        quiet = torch.distributions.Categorical(probs, validate_args=False)
+        loss = -(dist.log_prob(dist.sample()) + quiet.entropy()).mean()
+        loss.backward()
+"""
+
+
+def test_a_distribution_validating_its_arguments(tmp_path: Path):
+    """`Categorical(probs)` of a CUDA tensor checks its constraint on the host every step (validation is on by
+    default); `validate_args=False` reads nothing."""
+    root = _project(tmp_path / "p", {"train.py": SAMPLER})
+    items = check(root, "--no-cache", "--select", "GPU112", "train.py")
+    assert [d["location"]["row"] for d in items] == [10]

@@ -65,13 +65,23 @@ class ModuleCalls:
                 return None
             return fact, None
         if fact.effect is Effect.SYNCS_TENSOR_ARGS:
-            if fact.unless == "nan-check-disabled" and self._nan_check_disabled(call):
+            if fact.unless == "nan-check-disabled" and self._nan_check_disabled(call) or \
+                    fact.unless == "validate-args-off" and self._validation_off(call):
                 return None
             for arg in call.args:
                 for value in _argument_values(arg.value):
                     if self.carries_tensor(value):
                         return fact, value
         return None
+
+    def _validation_off(self, call: cst.Call) -> bool:
+        """`Categorical(probs, validate_args=False)`, or a module that turns validation off for every distribution
+        (`Distribution.set_default_validate_args(False)`)."""
+        if any(a.keyword is not None and a.keyword.value == "validate_args" and type(a.value) is cst.Name and
+               a.value.value == "False" for a in call.args):
+            return True
+        text = self.analysis.source if self.analysis.source is not None else ""
+        return "set_default_validate_args(False)" in text
 
     def _nan_check_disabled(self, call: cst.Call) -> bool:
         """`metric.update(x)` where every binding of `metric` builds it with `nan_strategy="disable"`."""

@@ -36,7 +36,9 @@ class SyncInCall(GpuRule):
     `wait_for_everyone()`, Lightning Fabric's `clip_gradients(..., max_norm=...)` (a NaN/inf test of the
     norm unless `error_if_nonfinite=False`), `torch.distributed.barrier()`, an `ema_pytorch` EMA's `update()`,
     a torchmetrics aggregation metric's `update()` given a tensor (`MeanMetric`, `RunningMean`, ...: a NaN test read on the host
-    unless `nan_strategy="disable"`), torchvision's `nms`/`batched_nms` on tensors), and flags the
+    unless `nan_strategy="disable"`), torchvision's `nms`/`batched_nms` on tensors, a
+    `torch.distributions.Categorical` built from a tensor while argument validation is on, as it is by default),
+    and flags the
     call when what it reaches reads a device tensor back to the host: `.item()`, `.cpu()`, `.tolist()`,
     `float(t)`, boolean-mask indexing, `.nonzero()`, a branch on the value of a tensor computed from an argument
     (`if torch.min(y) < -1.:`, `while torch.isnan(y).any():`), a buffer or `nn.Parameter` of the module read back
