@@ -668,8 +668,9 @@ class KindInference:
             # Whatever the receiver, these leave the tensor world.
             return {"item": Kind.NUMBER, "tolist": Kind.OTHER, "numpy": Kind.NUMPY}[method]
         receiver = self.of(func.value)
-        if type(func.value) is cst.Name and func.value.value == "self" and self.of(func) is Kind.MODULE:
-            return Kind.TENSOR  # `self.decoder(...)`: a submodule the module built, run
+        if type(func.value) is cst.Name and func.value.value == "self" and self.of(func) is Kind.MODULE and \
+                _is_module_class(self, next((a for a in self.index.ancestors(node) if type(a) is cst.ClassDef), None)):
+            return Kind.TENSOR  # `self.decoder(...)` in a module's method: a submodule run
         if receiver is Kind.TENSOR:
             if method in TENSOR_METHODS_NUMBER:
                 return Kind.NUMBER

@@ -1263,7 +1263,13 @@ class _Summarizer:
 
     def _value_tested(self, test: ast.expr) -> Optional[str]:
         if isinstance(test, ast.BoolOp):
-            return next((p for p in map(self._value_tested, test.values) if p is not None), None)
+            for value in test.values:
+                if _flag(value):
+                    return None  # `if match_duration and (...).all():`: read only where an option we cannot see is on
+                param = self._value_tested(value)
+                if param is not None:
+                    return param
+            return None
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return self._value_tested(test.operand)
         if isinstance(test, ast.Compare):
