@@ -48,6 +48,12 @@ def checked(y, n_fft):
     return y
 
 
+def optional(y, strict):
+    if strict and (y > 1).all():
+        print("all big")
+    return y
+
+
 def logged(y, step):
     if step % 100 == 0:
         if (y > 1).any():
@@ -57,7 +63,7 @@ def logged(y, step):
 
 TRAIN = """\
 import torch
-from audio import spectrogram, any_nan, checked, logged
+from audio import spectrogram, any_nan, checked, logged, optional
 
 model = torch.nn.Linear(4, 4).cuda()
 for step, (x, y) in enumerate(loader):
@@ -66,6 +72,7 @@ for step, (x, y) in enumerate(loader):
     clean = any_nan(out)
     z = checked(out, 16)
     w = logged(out, step)
+    v = optional(out, args.strict)
     if step % 100 == 0:
         spectrogram(out, 16)
     host = spectrogram(x.numpy(), 16)
@@ -76,8 +83,9 @@ for step, (x, y) in enumerate(loader):
 
 def test_a_branch_on_an_argument_s_value_is_a_read_of_the_call(tmp_path: Path):
     """Reported: the helper branching on `torch.min(y)` and the one looping while `torch.isnan(y).any()`. Quiet:
-    tests of shapes and options, a branch under the helper's own periodic guard, the call under the loop's
-    periodic guard, and a call given a host array."""
+    tests of shapes and options, a test read only when an option is on (`if strict and (y > 1).all():`), a
+    branch under the helper's own periodic guard, the call under the loop's periodic guard, and a call given a
+    host array."""
     root = _project(tmp_path / "p", {"audio.py": AUDIO, "train.py": TRAIN})
     items = check(root, "--no-cache", "train.py")
     assert {(f, line) for f, line, code in found(items) if code == "GPU112"} == {("train.py", 7), ("train.py", 8)}

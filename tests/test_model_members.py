@@ -111,3 +111,31 @@ def test_properties_buffers_and_decoding_loops(tmp_path: Path):
         ("train.py", 7, "GPU112"),  # model(...)
         ("train.py", 11, "GPU112"),  # model.get_step()
     }
+
+
+PIPELINE = """\
+import torch
+
+
+class Pipeline:
+    def __init__(self, model):
+        self.model = model.cuda()
+
+    def __call__(self, features):
+        answers = []
+        for f in features:
+            if self.framework == "tf":
+                start = self.model(f)[0]
+                answers.append(start.numpy())
+        return answers
+"""
+
+
+def test_a_model_attribute_of_a_class_that_is_not_a_module(tmp_path: Path):
+    """`self.model(f)` in a class that is not an `nn.Module` (a pipeline that may wrap a TensorFlow model) is not
+    taken for a submodule returning torch tensors: `.numpy()` of it is not reported."""
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("")
+    (root / "pipe.py").write_text(PIPELINE)
+    assert found(check(root, "--no-cache", "--select", "GPU1", ".")) == set()
