@@ -157,3 +157,54 @@ def _walk(node):
     yield node
     for child in node.children:
         yield from _walk(child)
+
+
+GRID = """\
+import torch
+from torch import nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class GridGenerator(nn.Module):
+    def build(self, c):
+        pad = torch.zeros(c.size(0), 3, 2).float().to(device)
+        return torch.cat([c, pad], dim=1)
+
+    def describe(self):
+        return torch.zeros(3).to(device)
+
+
+class Warp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.grid = GridGenerator()
+        self.loc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.grid.build(self.loc(x))
+"""
+
+GRID_TRAIN = """\
+import torch
+from warp import Warp
+
+model = Warp().cuda()
+opt = torch.optim.Adam(model.parameters(), fused=True)
+for x in loader:
+    loss = model(x.cuda(non_blocking=True)).mean()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_a_method_of_a_submodule_called_in_forward(tmp_path: Path):
+    """`self.grid.build(...)` in a per-step `forward`, where `self.grid = GridGenerator()` is a class of the same
+    module: `build` runs every step too (its host-built `torch.zeros(...).to(device)`); `describe`, which forward
+    never calls, does not."""
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("")
+    (root / "warp.py").write_text(GRID)
+    (root / "train.py").write_text(GRID_TRAIN)
+    assert found(check(root, "--no-cache", "--select", "GPU2", ".")) == {("warp.py", 9, "GPU203")}
