@@ -193,6 +193,9 @@ class ClassSummary:
     methods: dict[str, ast.FunctionDef] = field(default_factory=dict)
     bases: tuple[str, ...] = ()
     properties: frozenset = frozenset()  # methods read as attributes (`@property`), run on every read
+    # computed on first use (`_buffers`, `_moved_attributes`)
+    buffers: Optional[frozenset] = field(default=None, repr=False, compare=False)
+    moved: Optional[frozenset] = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -1811,9 +1814,8 @@ def _buffers(cls: ClassSummary) -> frozenset:
     """The names a module class registers as buffers (`self.register_buffer("step", torch.zeros(1))`) or
     parameters (`self.step = nn.Parameter(...)`): tensors that move with the module, so on the GPU of a model
     moved there."""
-    found = _BUFFERS.get(id(cls))
-    if found is not None and found[0] is cls:
-        return found[1]
+    if cls.buffers is not None:
+        return cls.buffers
     names = set()
     for method in cls.methods.values():
         for node in ast.walk(method):
@@ -1826,19 +1828,15 @@ def _buffers(cls: ClassSummary) -> frozenset:
                     (_dotted(node.value.func) or "").rsplit(".", 1)[-1] == "Parameter":
                 names.update(t.attr for t in node.targets if isinstance(t, ast.Attribute) and
                              isinstance(t.value, ast.Name) and t.value.id == "self")  # `self.step = nn.Parameter(..)`
-    _BUFFERS[id(cls)] = (cls, frozenset(names))
-    return frozenset(names)
-
-
-_BUFFERS: dict[int, tuple] = {}
+    cls.buffers = frozenset(names)
+    return cls.buffers
 
 
 def _moved_attributes(cls: ClassSummary) -> frozenset:
     """Attributes every assignment of which, in the class's methods, copies a value to a device
     (`self.lq = data['lq'].to(self.device)`, `self.x = x.cuda()`): device tensors wherever a method reads them."""
-    found = _MOVED.get(id(cls))
-    if found is not None and found[0] is cls:
-        return found[1]
+    if cls.moved is not None:
+        return cls.moved
     moved: set = set()
     other: set = set()
     for method in cls.methods.values():
@@ -1854,12 +1852,8 @@ def _moved_attributes(cls: ClassSummary) -> frozenset:
                         value.func.attr == "cuda" or value.func.attr == "to" and bool(value.args) and
                         not _is_cpu(value.args[0]) and not _is_dtype(value.args[0]))
                     (moved if copies and not isinstance(node, ast.AugAssign) else other).add(target.attr)
-    result = frozenset(moved - other)
-    _MOVED[id(cls)] = (cls, result)
-    return result
-
-
-_MOVED: dict[int, tuple] = {}
+    cls.moved = frozenset(moved - other)
+    return cls.moved
 
 
 def _periodic(test: ast.expr) -> bool:
