@@ -19,6 +19,7 @@ FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "mo
 EXPECTED = {
     ("models/queue.py", 20, "GPU105"),  # int(self.ptr): a registered buffer, in a method forward calls
     ("models/queue.py", 25, "GPU203"),  # torch.randperm(n).cuda() in another method forward calls
+    ("models/queue.py", 34, "GPU112"),  # self._enqueue(...) in forward: its int(self.ptr) reads the CUDA buffer
     # a submodule QueueModel builds in an nn.ModuleList and calls in forward's loop over it (a file that names
     # no device: the loop's file does); `Exporter`, called only from `describe`, is not reported
     ("models/submodules.py", 13, "GPU101"),
@@ -105,7 +106,8 @@ def test_monorepo_import_path_that_ends_with_the_module_path(tmp_path: Path):
         "    model = corp.research.pkg.queue.QueueModel().cuda()\n"
         "    for x in loader:\n        model(x.cuda(non_blocking=True))\n")
     assert found(check(tmp_path, "--no-cache", "pkg/queue.py")) == {("pkg/queue.py", 20, "GPU105"),
-                                                                  ("pkg/queue.py", 25, "GPU203")}
+                                                                  ("pkg/queue.py", 25, "GPU203"),
+                                                                  ("pkg/queue.py", 34, "GPU112")}
 
 
 SCALER_LOOP = """\

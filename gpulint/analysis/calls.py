@@ -69,13 +69,23 @@ class ModuleCalls:
                 return None
             return fact, None
         if fact.effect is Effect.SYNCS_TENSOR_ARGS:
-            if fact.unless == "nan-check-disabled" and self._nan_check_disabled(call):
+            if fact.unless == "nan-check-disabled" and self._nan_check_disabled(call) or \
+                    fact.unless == "validate-args-off" and self._validation_off(call):
                 return None
             for arg in call.args:
                 for value in _argument_values(arg.value):
                     if self.carries_tensor(value):
                         return fact, value
         return None
+
+    def _validation_off(self, call: cst.Call) -> bool:
+        """`Categorical(probs, validate_args=False)`, or a module that turns validation off for every distribution
+        (`Distribution.set_default_validate_args(False)`)."""
+        if any(a.keyword is not None and a.keyword.value == "validate_args" and type(a.value) is cst.Name and
+               a.value.value == "False" for a in call.args):
+            return True
+        text = self.analysis.source if self.analysis.source is not None else ""
+        return "set_default_validate_args(False)" in text
 
     def _nan_check_disabled(self, call: cst.Call) -> bool:
         """`metric.update(x)` where every binding of `metric` builds it with `nan_strategy="disable"`."""
@@ -273,6 +283,23 @@ class ModuleCalls:
             return bool(call.args) and self.carries_tensor(call.args[0].value, depth + 1)
         return False
 
+    def cpu_device(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """`"cpu"`, `torch.device("cpu")`, or a name every binding of which is one (`loss_device =
+        torch.device("cpu")`): a device whose tensors live in host memory."""
+        if depth > 3:
+            return False
+        if type(expr) is cst.SimpleString:
+            return isinstance(expr.evaluated_value, str) and expr.evaluated_value.split(":")[0] == "cpu"
+        if type(expr) is cst.Call and type(expr.func) in (cst.Name, cst.Attribute) and \
+                self.analysis.qualified(expr.func) == "torch.device" and len(expr.args) == 1:
+            return self.cpu_device(expr.args[0].value, depth + 1)
+        if type(expr) is cst.Name:
+            bindings = self.index.visible_bindings(expr)
+            return bool(bindings) and len(bindings) <= MAX_BINDINGS and all(
+                b.kind == "assign" and b.index is None and b.value is not None and
+                self.cpu_device(b.value, depth + 1) for b in bindings)
+        return False
+
     def constructor(self, expr: cst.BaseExpression) -> Optional[str]:
         """The qualified name of the class an object was built from (`scaler = torch.cuda.amp.GradScaler()`,
         `self.writer = SummaryWriter(...)`), when every binding agrees."""
@@ -459,6 +486,7 @@ class ProjectCalls(ModuleCalls):
         self.project = project
         self.path = path.resolve()
         self._found: dict[str, object] = {}
+        self._properties: Optional[dict[int, tuple[str, frozenset]]] = None
 
     def class_name(self, func: cst.BaseExpression) -> Optional[str]:
         """Through the project's re-exports as well (`from utils.general import Profile`, a library class), and
@@ -483,6 +511,8 @@ class ProjectCalls(ModuleCalls):
             return None
         name, summary, bound = target
         if summary.always_syncs is not None:
+            if summary.syncs_on_device_of is not None and self._cpu_device_passed(call, summary, bound):
+                return None  # `sync(loss_device)` with `loss_device = torch.device("cpu")`: no CUDA work to wait on
             return HelperCost(name, summary.always_syncs)
         position = 0
         for arg in call.args:
@@ -503,6 +533,23 @@ class ProjectCalls(ModuleCalls):
                 return HelperCost(name, sink, arg.value)
         return None
 
+    def _cpu_device_passed(self, call: cst.Call, summary: FunctionSummary, bound: bool) -> bool:
+        """The call passes a CPU device for the parameter the helper's sync depends on."""
+        wanted = summary.syncs_on_device_of
+        params = summary.params[1:] if bound and summary.params else summary.params
+        position = 0
+        for arg in call.args:
+            if arg.star:
+                return False
+            if arg.keyword is not None:
+                if arg.keyword.value == wanted:
+                    return self.cpu_device(arg.value)
+                continue
+            if position < len(params) and params[position] == wanted:
+                return self.cpu_device(arg.value)
+            position += 1
+        return False
+
     def _call_carries(self, call: cst.Call, depth: int) -> bool:
         """Also what project helpers return: a tensor, or the argument they are given (`reduce_dict(d)`)."""
         if super()._call_carries(call, depth):
@@ -522,6 +569,34 @@ class ProjectCalls(ModuleCalls):
             if name in summary.returns_params and self.carries_tensor(arg.value, depth + 1):
                 return True
         return False
+
+    def property_cost(self, attr: cst.Attribute) -> Optional[HelperCost]:
+        """`self.r` read in a method of a class of this module whose `@property r` reads a device tensor back
+        (`return self.decoder.r.item()`): every read runs that body."""
+        if type(attr.value) is not cst.Name or attr.value.value != "self":
+            return None
+        if self._properties is None:
+            self._properties = {}
+            for stmt in self.analysis.module.body:
+                if type(stmt) is cst.ClassDef and type(stmt.body) is cst.IndentedBlock:
+                    self._properties[id(stmt)] = (stmt.name.value, frozenset(
+                        s.name.value for s in stmt.body.body if type(s) is cst.FunctionDef and any(
+                            type(d.decorator) is cst.Name and d.decorator.value == "property" for d in s.decorators)))
+        name = attr.attr.value
+        if not any(name in props for _, props in self._properties.values()):
+            return None
+        cls = self._class_of(attr)
+        owner = self._properties.get(id(cls)) if cls is not None else None
+        if owner is None or name not in owner[1]:
+            return None
+        parent = self.index.up.get(id(attr))
+        if type(parent) is cst.Call and parent.func is attr or type(parent) is cst.AssignTarget or \
+                type(parent) is cst.AugAssign and parent.target is attr:
+            return None  # a method called, or the setter
+        summary = self.project.function(self.path, f"{owner[0]}.{name}")
+        if summary is None or summary.always_syncs is None:
+            return None
+        return HelperCost(f"{owner[0]}.{name}", summary.always_syncs)
 
     def with_cost(self, item: cst.WithItem) -> Optional[HelperCost]:
         """A context manager whose `__enter__` or `__exit__` synchronises (a timer)."""

@@ -134,8 +134,13 @@ def pinning_unknown(rule: Rule, loader: cst.Call) -> bool:
 
 _FACTORIES = {"zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor", "as_tensor",
               "zeros_like", "ones_like", "empty_like", "full_like", "rand", "randn", "randint", "randperm",
-              "rand_like", "randn_like", "randint_like"}
+              "rand_like", "randn_like", "randint_like",
+              # window functions: the STFT window a spectrogram helper builds (`torch.hann_window(n).to(y.device)`)
+              "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window"}
 
+
+# Computed with `cos` (or a Bessel function): a device kernel may differ from the CPU's in the last bits.
+_WINDOWS = {"hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window"}
 
 _RANDOM = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like"}
 

@@ -112,36 +112,83 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
             found = callees[id(fn)] = _calls_of(fn)
         return found
 
-    def reach(start: cst.FunctionDef, entry: tuple[Optional[str], str], methods: dict) -> None:
-        stack, seen = [start], set()
+    def reach(start: cst.FunctionDef, entry: tuple[Optional[str], str], owner: Optional[str]) -> None:
+        stack, seen = [(start, owner)], set()
         while stack:
-            fn = stack.pop()
+            fn, cls = stack.pop()
             if id(fn) in seen:
                 continue
             seen.add(id(fn))
             known = reached.setdefault(id(fn), [])
             if entry not in known and len(known) < _MAX_ENTRIES:
                 known.append(entry)
+            methods = methods_of.get(cls, {}) if cls is not None else {}
             for through_self, name in own_callees(fn):
-                if through_self:
+                if through_self == "read":  # `self.r` of a `@property r`: its body runs on every read
+                    if name in methods and _is_property(methods[name]):
+                        stack.append((methods[name], cls))
+                elif through_self == "held":  # `self.grid.build(x)`: a method of a class this module defines
+                    attribute, _, method = name.partition(".")
+                    other = held.get(cls, {}).get(attribute) if cls is not None else None
+                    if other is not None and method in methods_of[other]:
+                        stack.append((methods_of[other][method], other))
+                elif through_self:
                     if name in methods:
-                        stack.append(methods[name])
+                        stack.append((methods[name], cls))
                 elif name in module_functions and len(index.functions.get(name, [])) == 1:
-                    stack.append(module_functions[name])
+                    stack.append((module_functions[name], cls))
 
-    classes = [(stmt, {s.name.value: s for s in stmt.body.body if type(s) is cst.FunctionDef})
-               for stmt in analysis.module.body
+    classes = [(stmt, _methods(stmt)) for stmt in analysis.module.body
                if type(stmt) is cst.ClassDef and type(stmt.body) is cst.IndentedBlock]
+    methods_of = {stmt.name.value: methods for stmt, methods in classes}
+    held = {stmt.name.value: _held_instances(methods.get("__init__"), methods_of) for stmt, methods in classes}
     for stmt, methods in classes:
         if "forward" in methods:
-            reach(methods["forward"], (stmt.name.value, "forward"), methods)
+            reach(methods["forward"], (stmt.name.value, "forward"), stmt.name.value)
     for stmt, methods in classes:
         for name, method in methods.items():
             if name != "forward" and _entry_method(name):
-                reach(method, (stmt.name.value, name), methods)
+                reach(method, (stmt.name.value, name), stmt.name.value)
     for name, fn in module_functions.items():
-        reach(fn, (None, name), {})
+        reach(fn, (None, name), None)
     return reached
+
+
+def _held_instances(init: Optional[cst.FunctionDef], methods_of: dict) -> dict[str, str]:
+    """`self.grid = GridGenerator(...)` in `__init__`, for a class of this module: attribute -> class (an attribute
+    assigned anything else as well is left out)."""
+    found: dict[str, str] = {}
+    other: set[str] = set()
+    if init is None:
+        return found
+    for node in _own_nodes(init):
+        if type(node) is not cst.Assign or len(node.targets) != 1:
+            continue
+        target = node.targets[0].target
+        if type(target) is not cst.Attribute or type(target.value) is not cst.Name or target.value.value != "self":
+            continue
+        value = node.value
+        name = value.func.value if type(value) is cst.Call and type(value.func) is cst.Name else None
+        if name in methods_of and found.get(target.attr.value, name) == name:
+            found[target.attr.value] = name
+        else:
+            other.add(target.attr.value)
+    return {k: v for k, v in found.items() if k not in other}
+
+
+def _methods(cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+    """A class's methods by name; a property's getter, not its `@r.setter`."""
+    methods: dict[str, cst.FunctionDef] = {}
+    for s in cls.body.body:
+        if type(s) is cst.FunctionDef and not (s.name.value in methods and any(
+                type(d.decorator) is cst.Attribute and d.decorator.attr.value in ("setter", "deleter")
+                for d in s.decorators)):
+            methods[s.name.value] = s
+    return methods
+
+
+def _is_property(fn: cst.FunctionDef) -> bool:
+    return any(type(d.decorator) is cst.Name and d.decorator.value == "property" for d in fn.decorators)
 
 
 def _entry_method(name: str) -> bool:
@@ -155,13 +202,19 @@ def _calls_of(fn: cst.FunctionDef) -> list[tuple[bool, str]]:
     known = incremental.by_node(_calls_of, fn)
     if known is not None:
         return known
-    found = []
+    found: list = []
     for node in _own_nodes(fn):
+        if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self":
+            found.append(("read", node.attr.value))  # a property read (callers keep only properties)
+            continue
         if type(node) is not cst.Call:
             continue
         func = node.func
         if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
             found.append((True, func.attr.value))
+        elif type(func) is cst.Attribute and type(func.value) is cst.Attribute and \
+                type(func.value.value) is cst.Name and func.value.value.value == "self":
+            found.append(("held", f"{func.value.attr.value}.{func.attr.value}"))
         elif type(func) is cst.Name:
             found.append((False, func.value))
     incremental.keep_by_node(_calls_of, fn, found)

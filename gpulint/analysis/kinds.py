@@ -180,8 +180,38 @@ class KindInference:
             last = self._last_assignment(node, bindings)
             if last is not None:
                 return self.on_host(last, depth + 1)
-            return bool(bindings) and all(b.kind in ("assign", "walrus") and b.index is None and b.value is not None and
-                                          self.on_host(b.value, depth + 1) for b in bindings)
+            return bool(bindings) and all(b.kind in ("assign", "walrus") and b.value is not None and (
+                self.on_host(b.value, depth + 1) if b.index is None else self._computed_on_host(b.value, depth))
+                for b in bindings)
+        return False
+
+    def _computed_on_host(self, value: cst.CSTNode, depth: int) -> bool:
+        """`loss, eer = model.loss(embeds.to(loss_device))` with `loss_device = torch.device("cpu")`: a call whose
+        tensor arguments the caller moved to the CPU itself (`.cpu()`, `.to(<a CPU device>)`), deliberately, to
+        compute there; what it hands back lives on the host too."""
+        if type(value) is not cst.Call or not value.args:
+            return False
+        moved = False
+        for arg in value.args:
+            if arg.star:
+                return False
+            if self._moved_to_cpu(arg.value, depth + 1):
+                moved = True
+            elif self.of(arg.value) is Kind.TENSOR:
+                return False
+        return moved
+
+    def _moved_to_cpu(self, node: cst.CSTNode, depth: int) -> bool:
+        if depth > _MAX_HOST_DEPTH:
+            return False
+        if type(node) is cst.Call and type(node.func) is cst.Attribute:
+            if node.func.attr.value == "cpu" or node.func.attr.value == "to" and _names_cpu(self, node):
+                return True
+        if type(node) is cst.Name:
+            scope = self.index.enclosing_scope(node)
+            bindings = self.index.lookup(node.value, scope) if scope is not None else []
+            return bool(bindings) and all(b.kind == "assign" and b.index is None and b.value is not None and
+                                          self._moved_to_cpu(b.value, depth + 1) for b in bindings)
         return False
 
     def _moved_to_device_later(self, name: cst.Name) -> bool:
@@ -638,6 +668,9 @@ class KindInference:
             # Whatever the receiver, these leave the tensor world.
             return {"item": Kind.NUMBER, "tolist": Kind.OTHER, "numpy": Kind.NUMPY}[method]
         receiver = self.of(func.value)
+        if type(func.value) is cst.Name and func.value.value == "self" and self.of(func) is Kind.MODULE and \
+                _is_module_class(self, next((a for a in self.index.ancestors(node) if type(a) is cst.ClassDef), None)):
+            return Kind.TENSOR  # `self.decoder(...)` in a module's method: a submodule run
         if receiver is Kind.TENSOR:
             if method in TENSOR_METHODS_NUMBER:
                 return Kind.NUMBER
@@ -678,9 +711,21 @@ def _names_cpu(inference: KindInference, call: cst.Call) -> bool:
     target = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
     if target is None and call.args and call.args[0].keyword is None:
         target = call.args[0].value
+    return _cpu_device(inference, target)
+
+
+def _cpu_device(inference: KindInference, target: Optional[cst.CSTNode], depth: int = 0) -> bool:
+    """`"cpu"`, `torch.device("cpu")`, or a name every binding of which is one (`loss_device =
+    torch.device("cpu")`)."""
     if type(target) is cst.Call and type(target.func) in (cst.Name, cst.Attribute) and \
             inference.qualified(target.func) == "torch.device" and target.args:
         target = target.args[0].value
+    if type(target) is cst.Name and depth < 3:
+        scope = inference.index.enclosing_scope(target)
+        bindings = inference.index.lookup(target.value, scope) if scope is not None else []
+        return bool(bindings) and len(bindings) <= 8 and all(
+            b.kind == "assign" and b.index is None and b.value is not None and
+            _cpu_device(inference, b.value, depth + 1) for b in bindings)
     return type(target) is cst.SimpleString and isinstance(target.evaluated_value, str) and \
         target.evaluated_value.split(":")[0] == "cpu"
 

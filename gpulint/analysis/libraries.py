@@ -47,7 +47,8 @@ class LibraryFact:
     # A case the effect does not hold in, as the consumer checks it: "fused-optimizer" (the first argument is
     # an optimizer built with `fused=True`, whose step takes the scale and found_inf on the device);
     # "nan-check-disabled" (`nan_strategy="disable"`); "nonfinite-check-off" (`error_if_nonfinite=False`, or no
-    # `max_norm`: clipping by value computes no norm).
+    # `max_norm`: clipping by value computes no norm); "validate-args-off" (`validate_args=False`, or the module
+    # calls `Distribution.set_default_validate_args(False)`).
     unless: str = ""
 
 
@@ -191,6 +192,16 @@ FACTS: tuple[LibraryFact, ...] = (
     LibraryFact("torch.distributed.broadcast", Effect.NO_HOST_SYNC,
                 "as all_reduce: queued on the device stream for CUDA tensors",
                 "PyTorch docs: torch.distributed, 'Synchronous and asynchronous collective operations'"),
+    LibraryFact("torch.distributions.Categorical", Effect.SYNCS_TENSOR_ARGS,
+                "argument validation is on by default (Distribution._validate_args = __debug__): __init__ checks "
+                "the probs/logits constraint and raises unless every element holds, a host test of a device "
+                "bool; validate_args=False (or Distribution.set_default_validate_args(False)) skips it",
+                "torch/distributions/distribution.py (Distribution.__init__), categorical.py",
+                unless="validate-args-off"),
+    LibraryFact("torch.distributions.OneHotCategorical", Effect.SYNCS_TENSOR_ARGS,
+                "builds a Categorical and validates its arguments as it does (on by default)",
+                "torch/distributions/one_hot_categorical.py, distribution.py (Distribution.__init__)",
+                unless="validate-args-off"),
 )
 
 # Older import paths of the same classes.
@@ -212,6 +223,8 @@ ALIASES = {
     "torchvision.ops.boxes": "torchvision.ops",
     "timm.utils.cuda.NativeScaler": "timm.utils.NativeScaler",
     "timm.utils.model_ema": "timm.utils",
+    "torch.distributions.categorical": "torch.distributions",
+    "torch.distributions.one_hot_categorical": "torch.distributions",
 }
 
 # Library functions that build an instance of a class of the table: (function, the class, source).

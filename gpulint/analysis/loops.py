@@ -189,11 +189,26 @@ class LoopAnalysis:
                 function.name.value in _SETUP_METHODS or self._called_from_a_loop(function)):
             return False
         if type(loop) is cst.While and type(loop.test) in (cst.Name, cst.Integer):
-            return False  # `while True:`: an interactive or serving loop, paced by its input
+            # `while True:`: an interactive or serving loop, paced by its input; or a decoder generating
+            return self._decoding_loop(loop, function)
         body = list(_walk_body(loop, into_loops=True))
         if any(type(n) is cst.Call and self._not_tensor_math_loop(n) for n in body):
             return False
         return any(type(n) in (cst.Call, cst.BinaryOperation) and self._computes_tensor(n) for n in body)
+
+    def _decoding_loop(self, loop: cst.While, function) -> bool:
+        """`while True:` in a method of a class, stopped by a `break` under a test of a tensor it computes
+        (`if torch.sigmoid(gate_output.data) > self.gate_threshold: break`): an autoregressive decoder, one
+        iteration per generated frame or token, not a loop paced by input."""
+        if type(function) is not cst.FunctionDef or not any(
+                type(a) is cst.ClassDef for a in self.index.ancestors(function)):
+            return False
+        for node in _walk_body(loop, into_loops=False):
+            if type(node) is cst.If and any(type(n) is cst.Break for n in _walk_body(node, into_loops=False)) \
+                    and any(type(n) in (cst.Call, cst.Comparison) and self.kinds.of(n) is Kind.TENSOR
+                            for n in _nodes_under(node.test)):
+                return True
+        return False
 
     def _not_tensor_math_loop(self, call: cst.Call) -> bool:
         """A call that marks the loop as something else: it hands a model or a loader on (an epoch loop:
@@ -1128,6 +1143,14 @@ def _names_under(expr: cst.CSTNode):
         node = stack.pop()
         if isinstance(node, cst.Name):
             yield node
+        stack.extend(child_nodes(node))
+
+
+def _nodes_under(expr: cst.CSTNode):
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
         stack.extend(child_nodes(node))
 
 

@@ -166,6 +166,9 @@ class FunctionSummary:
     # Parameters the function calls itself on every call (`def gpu_timer(closure): ... closure()`), outside a
     # periodic test or an option: a function passed there runs whenever the call does.
     calls_params: frozenset = frozenset()
+    # The parameter whose device `always_syncs` waits on: the sync sits under `if device.type == "cuda":` (a
+    # profiling `sync(device)`), so a call passing a CPU device (`torch.device("cpu")`) syncs nothing.
+    syncs_on_device_of: Optional[str] = None
     # The project modules this summary was computed from (its own and every helper's it follows).
     dependencies: frozenset = frozenset()
     consulted: frozenset = frozenset()  # (module, qualname) of the summaries it was computed from
@@ -181,7 +184,8 @@ class FunctionSummary:
                 [None if c is None else (c.name, str(c.path)) for c in self.returns_classes],
                 [(c.name, str(c.path)) for c in self.returns_union], self.returns_on_cuda,
                 None if self.returns_annotation is None else ast.dump(self.returns_annotation),
-                sorted(self.calls_params), self.returns_library, self.returns_function, self.stub)
+                sorted(self.calls_params), self.returns_library, self.returns_function, self.stub,
+                self.syncs_on_device_of)
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
                           bound_method: bool = False) -> Optional[Sink]:
@@ -206,6 +210,10 @@ class ClassSummary:
     line: int
     methods: dict[str, ast.FunctionDef] = field(default_factory=dict)
     bases: tuple[str, ...] = ()
+    properties: frozenset = frozenset()  # methods read as attributes (`@property`), run on every read
+    # computed on first use (`_buffers`, `_moved_attributes`)
+    buffers: Optional[frozenset] = field(default=None, repr=False, compare=False)
+    moved: Optional[frozenset] = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -359,9 +367,15 @@ class ModuleInfo:
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self.functions[stmt.name] = stmt  # type: ignore[assignment]
         elif isinstance(stmt, ast.ClassDef):
-            methods = {s.name: s for s in stmt.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            methods: dict = {}
+            for s in stmt.body:
+                if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and not (
+                        s.name in methods and _accessor(s)):  # `@r.setter` keeps the getter `r`
+                    methods[s.name] = s
             bases = tuple(_dotted(b) or "" for b in stmt.bases)
-            self.classes[stmt.name] = ClassSummary(stmt.name, self.path, stmt.lineno, methods, bases)  # type: ignore
+            properties = frozenset(name for name, s in methods.items() if _is_property(s))
+            self.classes[stmt.name] = ClassSummary(stmt.name, self.path, stmt.lineno, methods, bases,  # type: ignore
+                                                   properties)
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
                 and isinstance(stmt.value, ast.Dict) and stmt.value.values:
             values = [_dotted(v) for v in stmt.value.values]
@@ -1036,6 +1050,7 @@ class _Summarizer:
         self.cuda_returns: Optional[bool] = None  # every `return` of a value so far hands back such a model
         self.library: Optional[list] = []  # the library classes of every `return` of a value (None: not all)
         self.closures: Optional[list] = []  # the nested functions every `return` of a value hands back
+        self.device_guard: Optional[str] = None  # inside `if <param>.type == "cuda":`: that parameter
 
     def run(self) -> FunctionSummary:
         self._block(self.fn.body, conditional=False)
@@ -1072,6 +1087,7 @@ class _Summarizer:
             return  # nested definitions run when called, not here
         if isinstance(stmt, ast.If):
             self._expressions(stmt.test, conditional)
+            self._branch_read(stmt.test)
             guard = conditional or not _gpu_guard(stmt.test)
             option = _flag(stmt.test) and not _gpu_guard(stmt.test) and not self._computed(stmt.test)
             off_gpu = _off_gpu(stmt.test)
@@ -1090,7 +1106,10 @@ class _Summarizer:
                 if off_gpu:
                     self._block(stmt.orelse, conditional)  # the branch a GPU run takes
                 return
+            device = self._device_tested(stmt.test)
+            outer, self.device_guard = self.device_guard, device or self.device_guard
             self._block(stmt.body, guard)
+            self.device_guard = outer
             self._block(stmt.orelse, True)
             return
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
@@ -1112,6 +1131,7 @@ class _Summarizer:
             return
         if isinstance(stmt, ast.While):
             self._expressions(stmt.test, conditional)
+            self._branch_read(stmt.test)
             self._block(stmt.body, True)
             return
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
@@ -1345,11 +1365,69 @@ class _Summarizer:
         for node in ast_walk.walk(expr):
             if isinstance(node, ast.Call):
                 self._call(node, conditional)
+            elif isinstance(node, ast.Attribute) and self.cls is not None and node.attr in self.cls.properties \
+                    and isinstance(node.value, ast.Name) and node.value.id == "self" and \
+                    isinstance(node.ctx, ast.Load) and not self.quiet and not conditional and \
+                    self.summary.always_syncs is None:
+                read = self.project.method(self.cls, node.attr)  # `self.r`: the property runs on every read
+                if read is not None and read.always_syncs is not None:
+                    self._always(read.always_syncs)
             elif isinstance(node, ast.Subscript) and not self.quiet and self._is_mask(node.slice):
                 # `x[x[:, 4] > conf]`: the result's size depends on the data, so the host waits for the mask.
                 param = self._tainted_by(node.value)
                 if param is not None and param not in self.summary.sink_params:
                     self.summary.sink_params[param] = Sink(self.info.path, node.lineno, "boolean-mask indexing")
+
+    def _branch_read(self, test: ast.expr) -> None:
+        """`if torch.min(y) < -1.:`, `while (x > 0).any():`: a branch on the value of a tensor computed from a
+        parameter (a reduction or a torch function of it) converts it with `bool()`, a read of that parameter."""
+        if self.quiet:
+            return
+        param = self._value_tested(test)
+        if param is not None and param not in self.summary.sink_params:
+            self.summary.sink_params[param] = Sink(self.info.path, test.lineno, "bool()")  # what `if` calls
+
+    def _value_tested(self, test: ast.expr) -> Optional[str]:
+        if isinstance(test, ast.BoolOp):
+            for value in test.values:
+                if _flag(value):
+                    return None  # `if match_duration and (...).all():`: read only where an option we cannot see is on
+                param = self._value_tested(value)
+                if param is not None:
+                    return param
+            return None
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self._value_tested(test.operand)
+        if isinstance(test, ast.Compare):
+            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in test.ops):
+                return None
+            return next((p for p in map(self._tensor_of_parameter, [test.left, *test.comparators])
+                         if p is not None), None)
+        if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr in ("any", "all"):
+            return self._tensor_of_parameter(test)
+        return None
+
+    def _tensor_of_parameter(self, expr: ast.expr) -> Optional[str]:
+        """The parameter `expr` is a tensor computed from: `torch.min(y)`, `y.max()`, `torch.isnan(y).any()`,
+        `(y > 0).all()`; not a parameter as it is (a number, as often as a tensor), nor its metadata."""
+        if not isinstance(expr, ast.Call):
+            return None
+        func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr in _VALUE_REDUCTIONS and not expr.args:
+            receiver = func.value
+            if isinstance(receiver, ast.Call):
+                inner = self._tensor_of_parameter(receiver)
+                if inner is not None:
+                    return inner
+            if isinstance(receiver, ast.Compare) and not any(
+                    isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in receiver.ops):
+                return self._tainted_by(receiver)  # `(y > 0).all()`: a boolean tensor reduced
+            return None if isinstance(receiver, ast.Call) else self._tainted_by(receiver)  # `y.max()`
+        qualified = self.info.qualify(_dotted(func) or "")
+        if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in _VALUE_FUNCTIONS and expr.args \
+                and not _metadata(expr.args[0]):
+            return self._tainted_by(expr.args[0])
+        return None
 
     def _is_mask(self, index: ast.expr) -> bool:
         """A boolean tensor computed from a parameter: `x[..., 4] > t`, a name bound to one, `m1 & m2`, `~m`,
@@ -1378,7 +1456,7 @@ class _Summarizer:
         qualified = self.info.qualify(_dotted(call.func) or "")
         if qualified in SYNC_CALLS or qualified.endswith(".synchronize") and "cuda" in qualified:
             if not conditional and self.summary.always_syncs is None:
-                self.summary.always_syncs = Sink(self.info.path, call.lineno, f"{qualified}()")
+                self._always(Sink(self.info.path, call.lineno, f"{qualified}()"))
             return
         read = self._read_of(call)
         if read is not None:
@@ -1387,7 +1465,7 @@ class _Summarizer:
                 # A device tensor the helper makes itself (`torch.tensor(x).cuda()`, `torch.as_tensor(n,
                 # device=out.device)`) read back: whatever it is given, the call waits for the GPU.
                 if not conditional and self.summary.always_syncs is None:
-                    self.summary.always_syncs = Sink(self.info.path, call.lineno, what)
+                    self._always(Sink(self.info.path, call.lineno, what))
                 return
             param = self._tainted_by(operand)
             if param is not None and param not in self.summary.sink_params:
@@ -1398,11 +1476,18 @@ class _Summarizer:
         if callee is None:
             library = self._library_sync(call)
             if library is not None and not conditional and self.summary.always_syncs is None:
-                self.summary.always_syncs = library
+                self._always(library)
+            self._inherited_library_call(call, conditional)
             return
         summary, bound = callee
         if summary.always_syncs is not None and not conditional and self.summary.always_syncs is None:
-            self.summary.always_syncs = summary.always_syncs
+            device = None
+            if summary.syncs_on_device_of is not None:  # `sync(device)` inside `def step(device)`: that parameter
+                arg = _argument(call, summary.params.index(summary.syncs_on_device_of) - int(bound)
+                                if summary.syncs_on_device_of in summary.params else None,
+                                summary.syncs_on_device_of)
+                device = self._tainted_by(arg) if isinstance(arg, ast.expr) else None
+            self._always(summary.always_syncs, device if device is not None else self.device_guard)
         for position, arg in enumerate(a for a in call.args if not isinstance(a, ast.Starred)):
             param = self._tainted_by(arg)
             if param is not None and param not in self.summary.sink_params:
@@ -1424,6 +1509,50 @@ class _Summarizer:
                 param = self._tainted_by(arg.value)
                 if param is not None and param not in self.summary.sink_params and summary.sink_params:
                     self.summary.sink_params[param] = next(iter(summary.sink_params.values()))
+
+    def _always(self, sink: Sink, device: Optional[str] = None) -> None:
+        self.summary.always_syncs = sink
+        self.summary.syncs_on_device_of = device or self.device_guard
+
+    def _device_tested(self, test: ast.expr) -> Optional[str]:
+        """`if device.type == "cuda":` / `if x.device.type == 'cuda':` on a parameter: that parameter."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+            return None
+        sides = [test.left, test.comparators[0]]
+        if not any(isinstance(side, ast.Constant) and side.value == "cuda" for side in sides):
+            return None
+        for side in sides:
+            if isinstance(side, ast.Attribute) and side.attr == "type":
+                inner = side.value.value if isinstance(side.value, ast.Attribute) and side.value.attr == "device" \
+                    else side.value
+                if isinstance(inner, ast.Name) and self.taint.get(inner.id) == inner.id and \
+                        inner.id not in self.computed:
+                    return inner.id
+        return None
+
+    def _inherited_library_call(self, call: ast.Call, conditional: bool) -> None:
+        """`self.add_scalar("grad.norm", grad_norm, it)` in a project subclass of a library class of the reviewed
+        table (`class Tacotron2Logger(SummaryWriter)`): the library method's effect, on what this function is
+        given (a tensor argument it reads) or always."""
+        from gpulint.analysis.libraries import Effect, fact_for_method
+
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+                and self.cls is not None and self.cls.bases):
+            return
+        for base in self.cls.bases:
+            fact = fact_for_method(self.info.qualify(base), func.attr) if base else None
+            if fact is None:
+                continue
+            what = f"{fact.target.rsplit('.', 2)[-2]}.{func.attr}()"
+            if fact.effect is Effect.SYNCS and not conditional and self.summary.always_syncs is None:
+                self._always(Sink(self.info.path, call.lineno, what))
+            elif fact.effect is Effect.SYNCS_TENSOR_ARGS:
+                for arg in [*call.args, *(kw.value for kw in call.keywords)]:
+                    param = self._tainted_by(arg.value if isinstance(arg, ast.Starred) else arg)
+                    if param is not None and param not in self.summary.sink_params:
+                        self.summary.sink_params[param] = Sink(self.info.path, call.lineno, what)
+            return
 
     def _library_sync(self, call: ast.Call) -> Optional[Sink]:
         """`self._scaler.step(optimizer)` where the class builds `self._scaler = torch.cuda.amp.GradScaler()`: a
@@ -1496,6 +1625,8 @@ class _Summarizer:
         if isinstance(expr, ast.Subscript):
             return self._tensor_level(expr.value, bound)
         if isinstance(expr, ast.Attribute):
+            if self._buffer(expr):
+                return DEVICE_TENSOR
             return 0 if expr.attr in TENSOR_ATTRS_OTHER or expr.attr == "device" else \
                 self._tensor_level(expr.value, bound)
         if isinstance(expr, ast.IfExp):
@@ -1536,6 +1667,34 @@ class _Summarizer:
             return max((self._tensor_level(a, bound) for a in call.args), default=0)
         callee = self._callee(call)
         return TENSOR if callee is not None and callee[0].returns_tensor else 0
+
+    def _buffer(self, expr: ast.Attribute) -> bool:
+        """`self.step` or `self.decoder.r`: a buffer the class (or the project module class it builds in
+        `self.decoder`) registers, on the GPU with the model."""
+        if self.cls is None:
+            return False
+        owner = expr.value
+        if isinstance(owner, ast.Name) and owner.id == "self":
+            return expr.attr in _buffers(self.cls) or expr.attr in _moved_attributes(self.cls)
+        if isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name) and owner.value.id == "self":
+            held = self._self_attribute_class(owner.attr)
+            return held is not None and expr.attr in _buffers(held)
+        return False
+
+    def _self_attribute_class(self, attr: str) -> Optional[ClassSummary]:
+        """The project class every `self.<attr> = Cls(...)` of the class builds, else None."""
+        found: Optional[ClassSummary] = None
+        for method in self.cls.methods.values():  # type: ignore[union-attr]
+            for node in ast.walk(method):
+                if isinstance(node, ast.Assign) and any(
+                        isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
+                        and t.value.id == "self" for t in node.targets):
+                    dotted = _dotted(node.value.func) if isinstance(node.value, ast.Call) else None
+                    cls = self.project.lookup(self.info.path, dotted) if dotted else None
+                    if not isinstance(cls, ClassSummary) or found is not None and found is not cls:
+                        return None
+                    found = cls
+        return found
 
     def _computed(self, test: ast.expr) -> bool:
         """`if nt:` with `nt = targets.shape[0]` earlier in the function: a value computed from the data, not an
@@ -1632,6 +1791,11 @@ class _Summarizer:
 
 
 TENSOR, DEVICE_TENSOR = 1, 2
+
+# Reductions and element-wise tests whose result is a tensor holding values of the data: branching on one reads it.
+_VALUE_REDUCTIONS = frozenset(("any", "all", "min", "max", "sum", "mean", "norm", "amax", "amin"))
+_VALUE_FUNCTIONS = frozenset(("min", "max", "sum", "mean", "any", "all", "norm", "amax", "amin", "isnan", "isinf",
+                              "isfinite", "sigmoid", "abs", "equal", "allclose", "count_nonzero"))
 
 
 # Torch calls that build a new tensor in pageable host memory from host data (a batch assembled on the host).
@@ -1769,6 +1933,62 @@ def _scopes(tree: ast.Module) -> Iterator[tuple[list[ast.Call], dict]]:
                                 assigns.setdefault(element.id, []).append((node.value, index))
             stack.extend(ast_walk.iter_child_nodes(node))
         yield calls, assigns
+
+
+def _is_property(fn: ast.FunctionDef) -> bool:
+    """`@property` (not `functools.cached_property`, computed once)."""
+    return any(isinstance(d, ast.Name) and d.id == "property" for d in fn.decorator_list)
+
+
+def _accessor(fn: ast.FunctionDef) -> bool:
+    """`@r.setter` / `@r.deleter`."""
+    return any(isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter") for d in fn.decorator_list)
+
+
+def _buffers(cls: ClassSummary) -> frozenset:
+    """The names a module class registers as buffers (`self.register_buffer("step", torch.zeros(1))`) or
+    parameters (`self.step = nn.Parameter(...)`): tensors that move with the module, so on the GPU of a model
+    moved there."""
+    if cls.buffers is not None:
+        return cls.buffers
+    names = set()
+    for method in cls.methods.values():
+        for node in ast.walk(method):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr == "register_buffer" and isinstance(node.func.value, ast.Name) and \
+                    node.func.value.id == "self" and node.args and isinstance(node.args[0], ast.Constant) and \
+                    isinstance(node.args[0].value, str):
+                names.add(node.args[0].value)
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                    (_dotted(node.value.func) or "").rsplit(".", 1)[-1] == "Parameter":
+                names.update(t.attr for t in node.targets if isinstance(t, ast.Attribute) and
+                             isinstance(t.value, ast.Name) and t.value.id == "self")  # `self.step = nn.Parameter(..)`
+    cls.buffers = frozenset(names)
+    return cls.buffers
+
+
+def _moved_attributes(cls: ClassSummary) -> frozenset:
+    """Attributes every assignment of which, in the class's methods, copies a value to a device
+    (`self.lq = data['lq'].to(self.device)`, `self.x = x.cuda()`): device tensors wherever a method reads them."""
+    if cls.moved is not None:
+        return cls.moved
+    moved: set = set()
+    other: set = set()
+    for method in cls.methods.values():
+        for node in ast.walk(method):
+            if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
+                        target.value.id == "self":
+                    value = node.value
+                    copies = isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and (
+                        value.func.attr == "cuda" or value.func.attr == "to" and bool(value.args) and
+                        not _is_cpu(value.args[0]) and not _is_dtype(value.args[0]))
+                    (moved if copies and not isinstance(node, ast.AugAssign) else other).add(target.attr)
+    cls.moved = frozenset(moved - other)
+    return cls.moved
 
 
 def _periodic(test: ast.expr) -> bool:

@@ -36,9 +36,17 @@ class SyncInCall(GpuRule):
     `wait_for_everyone()`, Lightning Fabric's `clip_gradients(..., max_norm=...)` (a NaN/inf test of the
     norm unless `error_if_nonfinite=False`), `torch.distributed.barrier()`, an `ema_pytorch` EMA's `update()`,
     a torchmetrics aggregation metric's `update()` given a tensor (`MeanMetric`, `RunningMean`, ...: a NaN test read on the host
-    unless `nan_strategy="disable"`), torchvision's `nms`/`batched_nms` on tensors), and flags the
+    unless `nan_strategy="disable"`), torchvision's `nms`/`batched_nms` on tensors, a
+    `torch.distributions.Categorical` built from a tensor while argument validation is on, as it is by default),
+    and flags the
     call when what it reaches reads a device tensor back to the host: `.item()`, `.cpu()`, `.tolist()`,
-    `float(t)`, boolean-mask indexing, `.nonzero()`, or `torch.cuda.synchronize()`. The finding sits at the call
+    `float(t)`, boolean-mask indexing, `.nonzero()`, a branch on the value of a tensor computed from an argument
+    (`if torch.min(y) < -1.:`, `while torch.isnan(y).any():`), a buffer or `nn.Parameter` of the module read back
+    (`self.step.data.item()`), a method a project class inherits from a library class of the table (a
+    `SummaryWriter` subclass calling `self.add_scalar(tag, value)`), or `torch.cuda.synchronize()`. A
+    `@property` is a call too: reading `self.r` where `r` returns `self.decoder.r.item()` syncs on every read.
+    A helper that synchronises only `if device.type == "cuda":` costs nothing where the loop passes a CPU
+    device (`sync(loss_device)` with `loss_device = torch.device("cpu")`). The finding sits at the call
     in the loop, where the cost is paid every step; the helper's line is its related location. A helper of the
     same module (`accuracy(output, target)`, `self.train_step(batch)`) is reported the same way at its call,
     and its read keeps its own finding where it is written.
@@ -143,6 +151,16 @@ class SyncInCall(GpuRule):
             fact, argument = found
             callee = ".".join(fact.target.split(".")[-2:]) if "." in fact.target else fact.target
             self._report(node, HelperCost(callee, None, argument, library=fact), where)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if type(node.value) is not cst.Name or node.value.value != "self":
+            return
+        calls = self._facts()
+        cost = calls.property_cost(node) if calls is not None else None
+        if cost is not None:
+            where = self.where(node)
+            if where:
+                self._report(node, cost, where, text=self.analysis.code(node))
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         calls = self._facts()

@@ -11,7 +11,7 @@ from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safe
 from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, TRAIN_STEP
 from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, has_star_args, keyword
 from gpulint.syntax import positional, statement_of
-from gpulint.analysis.data import _FACTORIES, _RANDOM, _SAME_ON_DEVICE
+from gpulint.analysis.data import _FACTORIES, _RANDOM, _SAME_ON_DEVICE, _WINDOWS
 from gpulint.analysis.default_device import cuda_default
 from gpulint.analysis.project import display_path
 from gpulint.rules.transfers._built_then_moved import (
@@ -110,7 +110,8 @@ class HostTensorMovedEachStep(Rule):
     ## Fix safety
     Safe for deterministic factories (`zeros`, `ones`, `full`, `arange`, `tensor`, ...). Unsafe for random
     ones (`rand`, `randn`, `randint`, `randperm`, ...): the device's generator draws different numbers than the
-    CPU's, so seeded runs are no longer reproducible against earlier ones. No fix when the factory already has
+    CPU's, so seeded runs are no longer reproducible against earlier ones. Unsafe for window functions
+    (`hann_window`, `hamming_window`, ...): the device computes their cosines, which may differ in the last bits. No fix when the factory already has
     `device=`, `requires_grad=` (the result would become a leaf tensor), `out=`, `pin_memory=` or `generator=`
     (a CPU generator cannot drive a CUDA factory), or when the copy's target is another tensor (`.to(other)`
     also changes the dtype). For a tensor bound in the step, safe only for constants (`zeros`, `ones`, `full`,
@@ -444,9 +445,10 @@ class HostTensorMovedEachStep(Rule):
         if replacement is None:
             return None
         random = name in _RANDOM
-        note = " (random numbers come from the device's generator)" if random else ""
+        note = " (random numbers come from the device's generator)" if random else \
+            " (the device computes the window's cosines, maybe different in the last bits)" if name in _WINDOWS else ""
         return self.fix(f"Create the tensor on the device with `device=`{note}", {copy: replacement},
-                        safe=not random)
+                        safe=not random and name not in _WINDOWS)
 
     # -- computed on the host from factories, then copied: `torch.exp(-c * torch.arange(n) / n).to(device)` -----
     def _computed_on_host(self, copy: cst.Call) -> bool:
