@@ -142,3 +142,17 @@ def test_the_receiver_of_a_method_called_with_keywords_only_is_no_library_object
     calls = module_calls(analysis)
     receivers = [c.func.value for c in of_types(analysis.index, cst.Call) if isinstance(c.func, cst.Attribute)]
     assert [calls.constructor(r) for r in receivers] == [None, None, None]
+
+
+@pytest.mark.parametrize("line,expected", [
+    ("text = tokenizer.decode(ids[0])", ["GPU112"]),
+    ("texts = tokenizer.batch_decode(ids, skip_special_tokens=True)", ["GPU112"]),
+    ("texts = tokenizer.batch_decode(ids.cpu().tolist())", []),  # already host lists (its own finding)
+])
+def test_a_tokenizer_decoding_device_ids_every_batch_copies_them(line, expected):
+    """transformers' decode/batch_decode turn token ids into lists with to_py_obj (.detach().cpu().tolist())."""
+    source = ("import torch\nfrom transformers import AutoTokenizer\n"
+              "tokenizer = AutoTokenizer.from_pretrained('gpt2')\nmodel = torch.nn.Linear(8, 8).cuda()\n"
+              "for x in loader:\n    ids = model(x.cuda(non_blocking=True)).argmax(-1)\n    " + line + "\n")
+    assert [d.code for d in lint_source("loader = []\n" + source, "eval.py",
+                                        frozenset({"GPU112"})).diagnostics] == expected

@@ -171,6 +171,16 @@ FACTS: tuple[LibraryFact, ...] = (
                   unless="nan-check-disabled")
       for metric in ("MeanMetric", "SumMetric", "MaxMetric", "MinMetric", "CatMetric", "RunningMean",
                      "RunningSum")),
+    LibraryFact("transformers.PreTrainedTokenizerBase.decode", Effect.SYNCS_TENSOR_ARGS,
+                "the token ids go through to_py_obj, which turns a torch tensor into a list with "
+                ".detach().cpu().tolist(), at every call",
+                "transformers/tokenization_utils_base.py (PreTrainedTokenizerBase.decode); "
+                "transformers/utils/generic.py (to_py_obj)"),
+    LibraryFact("transformers.PreTrainedTokenizerBase.batch_decode", Effect.SYNCS_TENSOR_ARGS,
+                "decodes each sequence with decode(), whose to_py_obj copies a torch tensor to the host "
+                "(.detach().cpu().tolist())",
+                "transformers/tokenization_utils_base.py (PreTrainedTokenizerBase.batch_decode, decode); "
+                "transformers/utils/generic.py (to_py_obj)"),
     LibraryFact("torchvision.ops.nms", Effect.SYNCS_TENSOR_ARGS,
                 "the CUDA kernel computes the suppression mask on the device, then copies it to the host "
                 "(`mask.to(at::kCPU)`) and picks the kept boxes in a CPU loop, on every call",
@@ -232,6 +242,13 @@ RETURNS = {
     "evaluate.load": ("evaluate.EvaluationModule",
                       "https://huggingface.co/docs/evaluate/package_reference/loading_methods (evaluate.load "
                       "returns an EvaluationModule)"),
+    **{f"transformers.{tokenizer}.from_pretrained": (
+        "transformers.PreTrainedTokenizerBase",
+        "transformers/tokenization_utils_base.py: every tokenizer class derives from PreTrainedTokenizerBase")
+       for tokenizer in ("AutoTokenizer", "PreTrainedTokenizerFast", "BertTokenizer", "BertTokenizerFast",
+                         "GPT2Tokenizer", "GPT2TokenizerFast", "T5Tokenizer", "T5TokenizerFast", "LlamaTokenizer",
+                         "LlamaTokenizerFast", "CLIPTokenizer", "CLIPTokenizerFast", "RobertaTokenizer",
+                         "RobertaTokenizerFast", "BartTokenizer", "BartTokenizerFast")},
 }
 
 _BY_TARGET = {fact.target: fact for fact in FACTS}
