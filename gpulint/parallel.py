@@ -23,6 +23,12 @@ from gpulint import runtime
 
 # Below this many files to parse, starting workers costs more than it saves.
 MIN_FILES_PER_WORKER = 4
+# Nor below this many lines to lint per worker: each worker builds its own project model (the `ast` parses and
+# summaries of the files its questions reach) and parses the same training scripts with LibCST to answer "which
+# loop calls this every step" (the answers must not depend on the worker, tests/test_determinism.py). On
+# pytorch/examples (93 files, 11,385 lines) a second worker cost about 1 CPU s more than one process, about a
+# third of the run. `GPULINT_LINES_PER_WORKER` overrides it (tests use 1 to always fork).
+LINES_PER_WORKER = 20_000
 
 
 def default_jobs() -> int:
@@ -60,7 +66,7 @@ def _lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: 
             todo.append((i, source))
 
     jobs = default_jobs() if jobs is None else max(1, jobs)
-    workers = min(jobs, len(todo) // MIN_FILES_PER_WORKER)
+    workers = min(jobs, len(todo) // MIN_FILES_PER_WORKER, _worth_workers(todo))
     import multiprocessing  # only when files are linted: a cached run does without it
 
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
@@ -96,6 +102,16 @@ def _lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: 
         if found and outcomes[i] is not None:
             outcomes[i] = replace(outcomes[i], warnings=found)
     return outcomes  # type: ignore[return-value]
+
+
+def _worth_workers(todo: list[tuple[int, Input]]) -> int:
+    """How many workers the amount of text to lint pays for (at least 1)."""
+    try:
+        per_worker = max(1, int(os.environ.get("GPULINT_LINES_PER_WORKER", LINES_PER_WORKER)))
+    except ValueError:
+        per_worker = LINES_PER_WORKER
+    lines = sum(source.text.count("\n") + 1 for _, source in todo)
+    return max(1, lines // per_worker)
 
 
 # In a worker: the results cache, where each result is stored as soon as it is found (in parallel, rather than

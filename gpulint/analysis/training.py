@@ -44,6 +44,7 @@ class TrainingFacts:
         self._chose_matmul_precision: Optional[bool] = None
         self._calls_on: Optional[dict[str, list[cst.Call]]] = None
         self._toy: Optional[bool] = None
+        self._owners: dict[tuple[int, int], tuple[cst.CSTNode, list[cst.Name]]] = {}
 
     # -- training loops ----------------------------------------------------------------------------------------
     def training_loops(self) -> list[cst.For]:
@@ -264,10 +265,20 @@ class TrainingFacts:
             child = parent
         return False
 
-    def parameter_owners(self, expr: cst.CSTNode, depth: int = 0) -> Iterator[cst.Name]:
-        """The names whose `.parameters()` (or `named_parameters()`) `expr` is built from, through names."""
+    def parameter_owners(self, expr: cst.CSTNode, depth: int = 0) -> list[cst.Name]:
+        """The names whose `.parameters()` (or `named_parameters()`) `expr` is built from, through names; each
+        name once, in the order first met. Remembered per expression and depth: a chain of rebindings
+        (`h = h + f(h)` many times over) is followed once per binding, not once per path through it."""
+        key = (id(expr), depth)
+        found = self._owners.get(key)
+        if found is None:
+            found = self._owners[key] = (expr, self._compute_owners(expr, depth))
+        return found[1]
+
+    def _compute_owners(self, expr: cst.CSTNode, depth: int) -> list[cst.Name]:
         if depth > 3:
-            return
+            return []
+        owners: dict[int, cst.Name] = {}
         for node in _walk(expr):
             if type(node) is cst.Call and type(node.func) is cst.Attribute and \
                     node.func.attr.value in ("parameters", "named_parameters"):
@@ -275,12 +286,13 @@ class TrainingFacts:
                 while type(owner) is cst.Attribute and owner.attr.value == "module":
                     owner = owner.value  # `model.module.parameters()` of a DDP wrapper
                 if type(owner) is cst.Name:
-                    yield owner
+                    owners.setdefault(id(owner), owner)
             elif type(node) is cst.Name and not _is_attribute_name(self.analysis, node):
                 for b in data_facts(self.analysis).bindings(node):
                     if b.kind == "assign" and b.value is not None:
-                        yield from self.parameter_owners(b.value, depth + 1)
-
+                        for owner in self.parameter_owners(b.value, depth + 1):
+                            owners.setdefault(id(owner), owner)
+        return list(owners.values())
 
     # -- models too small for the throughput levers ---------------------------------------------------------
     def worth_a_lever(self) -> bool:
