@@ -20,7 +20,8 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind
 from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method, is_library_class
 from gpulint.analysis.node_types import of_types
-from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Sink, annotation_class
+from gpulint.analysis.project import (MODEL_WRAPPERS, MODULE_SELF_METHODS, ClassSummary, FunctionSummary, Project, Sink,
+                                     annotation_class)
 
 MAX_BINDINGS = 16  # bindings of one name followed (every one must agree)
 MAX_CARRY_DEPTH = 10  # names, comprehensions and helper returns followed to decide what an argument holds
@@ -583,6 +584,10 @@ class ProjectCalls(ModuleCalls):
             if len(bindings) == 1 and bindings[0].kind == "for" and bindings[0].index is None \
                     and bindings[0].value is not None:
                 return self.element_classes(bindings[0].value, depth + 1)
+        if type(expr) is cst.Name:
+            through = self._classes_through_calls(expr, depth)
+            if through is not None:
+                return through
         if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
             values = self.self_attributes(expr)  # `self.logger = logger` in `__init__(self, logger)`
             if len(values) == 1 and isinstance(values[0], cst.Name):
@@ -606,6 +611,62 @@ class ProjectCalls(ModuleCalls):
                 return ()
             union.extend(c for c in built if all(c is not u for u in union))
         return tuple(union)
+
+    def _classes_through_calls(self, name: cst.Name, depth: int) -> Optional[tuple]:
+        """`model = load_model(h)`, then `model = apply_gradient_allreduce(model)`, `model, optimizer =
+        amp.initialize(model, optimizer)`, `model, optimizer, lr = load_checkpoint(path, model, optimizer)`:
+        calls that hand back the object they are given (`passed_through`) keep its class, so the name holds
+        the union of what its other bindings build. None where no binding is such a call (the plain
+        look-up decides); () when a binding cannot be told."""
+        bindings = self.index.visible_bindings(name)
+        if not bindings or len(bindings) > MAX_BINDINGS or any(b.kind not in ("assign", "walrus") or b.value is None
+                                                              for b in bindings):
+            return None
+        through = [self.passed_through(b.value, b.index) if type(b.value) is cst.Call else None for b in bindings]
+        if all(t is None for t in through):
+            return None
+        union: list = []
+        for binding, passed in zip(bindings, through):
+            if passed is not None:
+                if type(passed) is cst.Name and passed.value == name.value:
+                    continue  # `model = wrap(model)`: what the name already held
+                found = self.instance_classes(passed, depth + 1)
+            elif binding.index is not None:
+                return ()
+            else:
+                found = self.instance_classes(binding.value, depth + 1)
+            if not found:
+                return ()
+            union.extend(c for c in found if all(c is not u for u in union))
+        return tuple(union)
+
+    def passed_through(self, call: cst.Call, index: Optional[int] = None) -> Optional[cst.BaseExpression]:
+        """The argument of `call` whose object the call hands back (element `index` of a returned tuple, when
+        unpacked): a model wrapper's module (`DDP(model)`), `model.cuda()`'s receiver, apex's
+        `amp.initialize(model, optimizer)`, a project function whose every `return` hands back a parameter
+        (`FunctionSummary.returns_param`, `returns_param_elements`). None when it hands back none."""
+        func = call.func
+        if index is None and type(func) is cst.Attribute and func.attr.value in MODULE_SELF_METHODS \
+                and type(func.value) is cst.Name and func.value.value != "self":
+            return func.value
+        qualified = self.class_name(func) if type(func) in (cst.Name, cst.Attribute) else None
+        if qualified in MODEL_WRAPPERS:
+            return _call_argument(call, 0, "module") if index is None else None
+        if qualified in ("apex.amp.initialize", "amp.initialize"):  # `from apex import amp` in a function
+            model, optimizer = _call_argument(call, 0, "models"), _call_argument(call, 1, "optimizers")
+            if optimizer is None:
+                return model if index is None else None
+            return (model, optimizer)[index] if index in (0, 1) else None
+        target = self.callee(call, own_module=True)
+        if target is None or type(func) is cst.Name and isinstance(self._lookup(func), ClassSummary):
+            return None
+        summary, bound = target[1], target[2]
+        name = summary.returns_param if index is None else (
+            summary.returns_param_elements[index] if index < len(summary.returns_param_elements) else None)
+        if name is None:
+            return None
+        params = summary.params[1:] if bound and summary.params else summary.params
+        return _call_argument(call, params.index(name) if name in params else None, name)
 
     def element_classes(self, container: cst.BaseExpression, depth: int = 0) -> tuple:
         """The project classes of what a `for` loop over `container` binds: `self.evaluators` declared
@@ -677,6 +738,20 @@ class ProjectCalls(ModuleCalls):
         if dotted not in self._found:  # one project lookup per name in this module
             self._found[dotted] = self.project.lookup(self.path, dotted)
         return self._found[dotted]
+
+
+def _call_argument(call: cst.Call, position: Optional[int], name: str) -> Optional[cst.BaseExpression]:
+    """The expression `call` passes for a parameter (by keyword, else by position); None when left out or
+    when `*args` may hold it."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    positional = [a for a in call.args if a.keyword is None]
+    if any(a.star for a in call.args):
+        return None
+    if position is not None and position < len(positional):
+        return positional[position].value
+    return None
 
 
 def _parameters_of(value: cst.BaseExpression) -> bool:

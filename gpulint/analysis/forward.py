@@ -712,6 +712,13 @@ class _Instances:
                     continue  # `model = DDP(model)`: the same model
                 if not self.may_be(b.value, depth + 1):
                     return False
+            elif b.kind == "assign" and b.index is not None and type(b.value) is cst.Call:
+                # `model, optimizer = amp.initialize(model, optimizer)`: element `index` is an argument
+                passed = self.calls.passed_through(b.value, b.index)
+                if type(passed) is cst.Name and passed.value == expr.value:
+                    continue
+                if passed is None or not self.may_be(passed, depth + 1):
+                    return False
             else:
                 return False
             found = True
@@ -724,6 +731,8 @@ class _Instances:
         if self.calls.analysis.qualified(func) in _WRAPPERS and call.args and call.args[0].keyword is None \
                 and not call.args[0].star:
             return call.args[0].value
+        if hasattr(self.calls, "passed_through"):  # `apply_gradient_allreduce(model)`: hands its argument back
+            return self.calls.passed_through(call)
         return None
 
     def _rewraps(self, value: cst.BaseExpression, name: str) -> bool:

@@ -146,6 +146,12 @@ class FunctionSummary:
     # Every `return` of a value hands back a model this function moved to a CUDA device
     # (`model = Darknet(cfg).to(device)` with `device = torch.device("cuda" if ... else "cpu")`; `return model`).
     returns_on_cuda: bool = False
+    # Every `return` of a value hands back one parameter's object itself (`def warm_start(path, model): ...
+    # return model`, through `.to()`/`.cuda()`, a model wrapper or another such function): a caller's
+    # `model = warm_start(path, model)` keeps the class it had. `returns_param_elements`: the same per element
+    # of a returned tuple (`return model, optimizer, lr` gives ("model", "optimizer", None)).
+    returns_param: Optional[str] = None
+    returns_param_elements: tuple = ()
     # Parameters the function calls itself on every call (`def gpu_timer(closure): ... closure()`), outside a
     # periodic test or an option: a function passed there runs whenever the call does.
     calls_params: frozenset = frozenset()
@@ -164,7 +170,7 @@ class FunctionSummary:
                 [None if c is None else (c.name, str(c.path)) for c in self.returns_classes],
                 [(c.name, str(c.path)) for c in self.returns_union], self.returns_on_cuda,
                 None if self.returns_annotation is None else ast.dump(self.returns_annotation),
-                sorted(self.calls_params))
+                sorted(self.calls_params), self.returns_param, self.returns_param_elements)
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
                           bound_method: bool = False) -> Optional[Sink]:
@@ -627,6 +633,18 @@ class Project:
             found[(cls.path, cls.name)] = cls
         return next(iter(found.values())) if len(found) == 1 else None
 
+    def passed_arguments(self, info: ModuleInfo, call: ast.Call) -> Optional[tuple]:
+        """What a call in `info` hands back of its own arguments: (the argument the result is, or None; per element
+        of a returned tuple, the argument it is or None), through a known library call (`DDP(model)`,
+        `amp.initialize(model, optimizer)`) or a project function whose every `return` hands back a parameter
+        (`FunctionSummary.returns_param`); None when it hands back none."""
+        library = library_passed(info.qualify(_dotted(call.func) or ""), call)
+        if library is not None:
+            return library
+        dotted = _dotted(call.func)
+        found = self.lookup(info.path, dotted) if dotted and not dotted.startswith("self.") else None
+        return summary_passed(found, call, False) if isinstance(found, FunctionSummary) else None
+
     def returned_classes(self, summary: FunctionSummary) -> tuple:
         """The project classes a call of the function hands back an instance of: every class its `return`s
         build (`returns_union`), or else the class its return annotation names (`-> Optimizer`); () when
@@ -794,6 +812,9 @@ class Project:
         if depth > 3:
             return _UNKNOWN
         if isinstance(expr, ast.Call):
+            passed = self.passed_arguments(info, expr)
+            if passed is not None and passed[0] is not None:  # `DDP(model)`, `warm_start(path, model)`
+                return self.class_at(info, passed[0], assigns, depth + 1)
             if isinstance(expr.func, ast.Subscript):  # `DiT_models[args.model](...)`: a registry of builders
                 registry = _dotted(expr.func.value)
                 found_class = self.registry_class(info.path, registry) if registry else None
@@ -809,6 +830,15 @@ class Project:
         if isinstance(expr, ast.Name) and expr.id in assigns:
             classes = []
             for value, index in assigns[expr.id]:
+                passed = self.passed_arguments(info, value) if isinstance(value, ast.Call) else None
+                if passed is not None:  # `model = wrap(model)`, `model, opt = amp.initialize(model, opt)`
+                    argument = passed[0] if index is None else (
+                        passed[1][index] if index < len(passed[1]) else None)
+                    if isinstance(argument, ast.Name) and argument.id == expr.id:
+                        continue  # what the name already held
+                    if argument is not None:
+                        classes.append(self.class_at(info, argument, assigns, depth + 1))
+                        continue
                 if index is None:
                     classes.append(self.class_at(info, value, assigns, depth + 1))
                 elif isinstance(value, ast.Tuple) and index < len(value.elts):
@@ -964,6 +994,9 @@ class _Summarizer:
         self.on_cuda: set[str] = set()  # names bound to a model moved to a CUDA device
         self.values: dict[str, list] = {}  # name -> the values of its plain assignments
         self.cuda_returns: Optional[bool] = None  # every `return` of a value so far hands back such a model
+        # name -> the parameter whose object it holds (the parameter itself, `model.cuda()`, `DDP(model)`)
+        self.held: dict[str, str] = {p: p for p in (*self.summary.params, *self.summary.keyword_only) if p != "self"}
+        self.passes: object = None  # what every `return` so far hands back of the parameters (`_passes`)
 
     def run(self) -> FunctionSummary:
         self._block(self.fn.body, conditional=False)
@@ -971,6 +1004,10 @@ class _Summarizer:
         if not self.summary.returns_union and self.fn.returns is not None:
             self.summary.returns_annotation = self.fn.returns  # resolved on use: Project.returned_classes
         self.summary.returns_on_cuda = bool(self.cuda_returns)
+        if isinstance(self.passes, str):
+            self.summary.returns_param = self.passes
+        elif isinstance(self.passes, tuple) and any(self.passes):
+            self.summary.returns_param_elements = self.passes
         if self.summary.returns_loader is None:
             # a generator handing on a loader's batches (`loader = DataLoader(...)`; `while True: yield from
             # loader`) is a loader factory to its callers (analysis/generators.py)
@@ -1074,12 +1111,17 @@ class _Summarizer:
         for target in targets:
             if isinstance(target, ast.Name):
                 self.values.setdefault(target.id, []).append(value)
-                if moved:
+                if moved or self._passed_on_cuda(value):
                     self.on_cuda.add(target.id)
                 elif not augmented and not (isinstance(value, ast.Name) and value.id == target.id):
                     self.on_cuda.discard(target.id)
             classes = self._classes_of(value)
+            held = self._held_elements(value, target)
             for position, name in enumerate(_target_names(target)):
+                if held[position] is not None and not augmented:
+                    self.held[name] = held[position]
+                elif not augmented:
+                    self.held.pop(name, None)
                 self.computed.add(name)
                 cls = classes[0] if isinstance(target, ast.Name) and len(classes) == 1 else (
                     classes[position] if isinstance(target, ast.Tuple) and position < len(classes) else None)
@@ -1182,6 +1224,8 @@ class _Summarizer:
         if not _is_none(value) and self.cuda_returns is not False:
             self.cuda_returns = (isinstance(value, ast.Name) and value.id in self.on_cuda) or \
                 self._moved_to_cuda(value)
+        if not _is_none(value):
+            self._passes_return(value)
         if self.union is not None and not _is_none(value):
             one = classes[0] if len(classes) == 1 and not isinstance(value, ast.Tuple) else None
             if one is None:
@@ -1434,6 +1478,14 @@ class _Summarizer:
                 and value.func.attr in ("to", "cuda") and isinstance(value.func.value, ast.Call):
             return self._classes_of(value.func.value)  # `Darknet(cfg).to(device)`: the same instance, moved
         if isinstance(value, ast.Call):
+            passed = self._passed(value)
+            if passed is not None:  # `model = apply_gradient_allreduce(model)`: the same model
+                whole, elements = passed
+                if whole is not None:
+                    return self._classes_of(whole) if not isinstance(whole, ast.Tuple) else (None,)
+                return tuple(self._classes_of(e)[0] if e is not None and not isinstance(e, ast.Tuple) else None
+                             for e in elements)
+        if isinstance(value, ast.Call):
             dotted = _dotted(value.func)
             found = self.project.lookup(self.info.path, dotted) if dotted and not dotted.startswith("self.") \
                 else None
@@ -1442,6 +1494,71 @@ class _Summarizer:
             if isinstance(found, FunctionSummary) and found.returns_classes:
                 return found.returns_classes
         return (None,)
+
+    def _passed(self, call: ast.Call) -> Optional[tuple]:
+        """What `call` hands back of its arguments (`passed_arguments`), project methods of `self` included."""
+        library = library_passed(self.info.qualify(_dotted(call.func) or ""), call)
+        if library is not None:
+            return library
+        callee = self._callee(call)
+        if callee is None or isinstance(self.project.lookup(self.info.path, _dotted(call.func) or ""), ClassSummary):
+            return None
+        return summary_passed(callee[0], call, callee[1])
+
+    def _held(self, value: ast.expr, depth: int = 0) -> Optional[str]:
+        """The parameter whose object `value` is: the parameter, a name holding it, `model.cuda()`, `DDP(model)`,
+        or a project function handing its argument back (`apply_gradient_allreduce(model)`)."""
+        if depth > 4:
+            return None
+        if isinstance(value, ast.Name):
+            return self.held.get(value.id)
+        if isinstance(value, ast.Call):
+            passed = self._passed(value)
+            if passed is not None and passed[0] is not None:
+                return self._held(passed[0], depth + 1)
+        return None
+
+    def _held_elements(self, value: ast.expr, target: ast.expr) -> list:
+        """For each name `target` binds, the parameter whose object it gets (None where none)."""
+        names = list(_target_names(target))
+        if isinstance(target, ast.Name):
+            return [self._held(value)]
+        if not isinstance(target, ast.Tuple) or any(not isinstance(e, ast.Name) for e in target.elts):
+            return [None] * len(names)
+        if isinstance(value, ast.Tuple) and len(value.elts) == len(names):
+            return [self._held(e) for e in value.elts]
+        if isinstance(value, ast.Call):
+            passed = self._passed(value)
+            if passed is not None and passed[0] is None and len(passed[1]) == len(names):
+                return [self._held(e) if e is not None else None for e in passed[1]]
+        return [None] * len(names)
+
+    def _passes_return(self, value: ast.expr) -> None:
+        """Fold one `return` into `self.passes`: a parameter's name (every return hands it back), a tuple of
+        names or None per element (every return a tuple of that length), or False (neither)."""
+        if self.passes is False:
+            return
+        if isinstance(value, ast.Tuple):
+            found: object = tuple(self._held(e) for e in value.elts)
+        else:
+            found = self._held(value)
+            if found is None:
+                self.passes = False
+                return
+        if self.passes is None:
+            self.passes = found
+        elif isinstance(found, tuple) and isinstance(self.passes, tuple) and len(found) == len(self.passes):
+            self.passes = tuple(a if a == b else None for a, b in zip(found, self.passes))
+        elif found != self.passes:
+            self.passes = False
+
+    def _passed_on_cuda(self, value: ast.expr) -> bool:
+        """`model = apply_gradient_allreduce(model)` of a model moved to CUDA: still that model."""
+        if not isinstance(value, ast.Call):
+            return False
+        passed = self._passed(value)
+        whole = passed[0] if passed is not None else None
+        return isinstance(whole, ast.Name) and whole.id in self.on_cuda
 
     def _maybe_tensor(self, operand: ast.expr) -> bool:
         # `len(x)` and literals are not tensors; anything else may be.
@@ -1576,6 +1693,57 @@ def _iterates_parameters(iterable: ast.expr) -> bool:
                 "parameters", "named_parameters", "buffers", "named_buffers"):
             return True
     return False
+
+
+# Calls that hand back (a wrapper running) the module they are given as first argument.
+MODEL_WRAPPERS = frozenset({
+    "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
+    "torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.compile",
+    "torch.distributed.fsdp.FullyShardedDataParallel", "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
+    "torch.nn.parallel.DistributedDataParallelCPU"})
+# `nn.Module` methods that return the module itself.
+MODULE_SELF_METHODS = frozenset({"to", "cuda", "train", "eval", "half", "float", "bfloat16", "double",
+                                 "requires_grad_"})
+
+
+def library_passed(qualified: str, call: ast.Call) -> Optional[tuple]:
+    """What a known library call hands back of its arguments, as `Project.passed_arguments`: a model wrapper
+    its model; apex's `amp.initialize(model, optimizer, ...)` the pair `(model, optimizer)`, or the model alone
+    when no optimizer is passed (apex documents: "If optimizers args were passed, returns (models,
+    optimizers)"); `module.to(...)`/`.cuda()`/`.train()` the module."""
+    if qualified in MODEL_WRAPPERS:
+        first = _argument(call, 0, "module")
+        return (first, ()) if isinstance(first, ast.expr) else None
+    if qualified in ("apex.amp.initialize", "amp.initialize"):  # `from apex import amp` inside a function
+        model, optimizer = _argument(call, 0, "models"), _argument(call, 1, "optimizers")
+        if not isinstance(model, ast.expr) or optimizer is _UNKNOWN:
+            return None
+        return (model, ()) if optimizer is None else (None, (model, optimizer))
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in MODULE_SELF_METHODS and isinstance(func.value, ast.Name) \
+            and func.value.id != "self":
+        return func.value, ()
+    return None
+
+
+def summary_passed(summary: FunctionSummary, call: ast.Call, bound: bool) -> Optional[tuple]:
+    """The arguments of `call` that the function of `summary` hands back (`returns_param`,
+    `returns_param_elements`), as `Project.passed_arguments`."""
+    params = summary.params[1:] if bound and summary.params else summary.params
+
+    def passed(name: Optional[str]):
+        if name is None:
+            return None
+        found = _argument(call, params.index(name) if name in params else None, name)
+        return found if isinstance(found, ast.expr) else None
+
+    if summary.returns_param is not None:
+        whole = passed(summary.returns_param)
+        return (whole, ()) if whole is not None else None
+    if summary.returns_param_elements:
+        elements = tuple(passed(name) for name in summary.returns_param_elements)
+        return (None, elements) if any(e is not None for e in elements) else None
+    return None
 
 
 def _argument(call: ast.Call, position: Optional[int], keyword: str):
