@@ -295,6 +295,8 @@ class ModuleCalls:
             return [expr]
         if type(expr) is cst.Subscript and len(expr.slice) == 1:
             return self._elements_built_by(expr.value, depth)
+        if type(expr) is cst.IfExp:  # `CTCConverter(...) if ctc else AttnConverter(...)`: either
+            return self._all_built_by([expr.body, expr.orelse], depth)
         values: list[cst.BaseExpression] = []
         if type(expr) is cst.Name:
             bindings = self.index.visible_bindings(expr)
@@ -409,8 +411,32 @@ class ProjectCalls(ModuleCalls):
         """The host read a call reaches through one of its tensor arguments, or that it makes always."""
         target = self.callee(call) or self.local_callee(call)
         if target is None:
-            return None
+            return self._union_cost(call)
         name, summary, bound = target
+        return self._cost(call, name, summary, bound)
+
+    def _union_cost(self, call: cst.Call) -> Optional[HelperCost]:
+        """A method call on an object that may be one of several project classes, each with its own method
+        (`converter.encode(...)` with `converter = CTCLabelConverter(...)` or `AttnLabelConverter(...)`): the
+        cost of every candidate's method, reported (as the first one's) only when each candidate pays one."""
+        func = call.func
+        if type(func) is not cst.Attribute or self.analysis.loops.local_function(call) is not None:
+            return None
+        classes = self.instance_classes(func.value)
+        if len(classes) < 2:
+            return None
+        first: Optional[HelperCost] = None
+        for cls in classes:
+            method = self.project.method(cls, func.attr.value)
+            if method is None:
+                return None
+            cost = self._cost(call, f"{cls.name}.{func.attr.value}", method, True)
+            if cost is None:
+                return None
+            first = first or cost
+        return first
+
+    def _cost(self, call: cst.Call, name: str, summary: FunctionSummary, bound: bool) -> Optional[HelperCost]:
         if summary.always_syncs is not None:
             return HelperCost(name, summary.always_syncs)
         position = 0

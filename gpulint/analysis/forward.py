@@ -428,7 +428,7 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
         for _, node, func in hot_calls:
             if resolver is not None:
                 if not (type(func) is cst.Attribute and func.attr.value == member
-                        and resolver.may_be(func.value)):
+                        and (resolver.may_be(func.value) or resolver.among(func.value))):
                     continue
                 runs = f"{cls.name}.{member}"
             else:
@@ -666,6 +666,15 @@ class _Instances:
         self.member = member  # a method of `cls`: an instance of a subclass that runs it counts too
         self._suffix = _module_dotted(project.root, cls.path)
         self._memo: dict[int, bool] = {}
+
+    def among(self, expr: cst.BaseExpression) -> bool:
+        """For a method: `expr` holds an instance of one of several project classes, every one of them known,
+        and one of them runs the method (`converter = CTCLabelConverter(...)` on one branch,
+        `AttnLabelConverter(...)` on the other): in the configuration that builds it, the hot call runs it."""
+        if self.member is None:
+            return False
+        classes = self.calls.instance_classes(expr)
+        return len(classes) > 1 and any(self._matches(c) for c in classes)
 
     def may_be(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         if depth > _MAX_DEPTH:
