@@ -258,7 +258,7 @@ class DataFacts:
         if type(expr) is cst.Call:
             if dotted_name(expr.func) in _WRAPPERS:
                 return [c for arg in positional(expr) for c in self.loaders(arg, depth + 1)]
-            handed_on = self._generator_source(expr)
+            handed_on = self._generator_source(expr) or self._project_generator_source(expr)
             if handed_on is not None:  # `cycle(loader)`: a generator that yields the loader's batches
                 return self.loaders(handed_on, depth + 1)
             return [expr] if self.factory(expr) is not None else []
@@ -273,7 +273,26 @@ class DataFacts:
             return found
         if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
             return [c for v in self.self_attributes().get(expr.attr.value, []) for c in self.loaders(v, depth + 1)]
+        if type(expr) is cst.Subscript and type(expr.value) is cst.Call and self.factory(expr.value) is not None:
+            return [expr.value]  # `create_loader(...)[0]`: one of the loaders a project factory returns
         return []
+
+    def _project_generator_source(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        """For a call of a project generator (another module's, or a method resolved through its instance:
+        `metric_logger.log_every(data_loader, print_freq)`) that hands on the items of a parameter
+        (`FunctionSummary.yields_param`): the argument the call passes for it."""
+        if type(call.func) not in (cst.Name, cst.Attribute):
+            return None
+        calls = self.analysis.fact(project_calls)
+        target = calls.callee(call, own_module=True) if calls is not None else None
+        if target is None or target[1].yields_param is None:
+            return None
+        summary, bound = target[1], target[2]
+        params = summary.params[1:] if bound and summary.params else summary.params
+        name = summary.yields_param
+        from gpulint.analysis.calls import _call_argument
+
+        return _call_argument(call, params.index(name) if name in params else None, name)
 
     def _generator_source(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """For a call of a generator of this module that hands on the items of one iterable: that iterable,

@@ -152,6 +152,9 @@ class FunctionSummary:
     # of a returned tuple (`return model, optimizer, lr` gives ("model", "optimizer", None)).
     returns_param: Optional[str] = None
     returns_param_elements: tuple = ()
+    # A generator whose every `yield` hands on an item of this parameter (`def log_every(self, iterable, ...):
+    # for obj in iterable: ... yield obj`): iterating a call of it iterates what the caller passes.
+    yields_param: Optional[str] = None
     # Parameters the function calls itself on every call (`def gpu_timer(closure): ... closure()`), outside a
     # periodic test or an option: a function passed there runs whenever the call does.
     calls_params: frozenset = frozenset()
@@ -170,7 +173,7 @@ class FunctionSummary:
                 [None if c is None else (c.name, str(c.path)) for c in self.returns_classes],
                 [(c.name, str(c.path)) for c in self.returns_union], self.returns_on_cuda,
                 None if self.returns_annotation is None else ast.dump(self.returns_annotation),
-                sorted(self.calls_params), self.returns_param, self.returns_param_elements)
+                sorted(self.calls_params), self.returns_param, self.returns_param_elements, self.yields_param)
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
                           bound_method: bool = False) -> Optional[Sink]:
@@ -981,6 +984,7 @@ class _Summarizer:
                 self.taint[extra] = extra
         self.host_scalars: dict[str, Sink] = {}  # names bound to a host read (`v = x.item()`)
         self.loaders: dict[str, LoaderFact] = {}
+        self.loader_lists: dict[str, LoaderFact] = {}  # lists filled with loaders (`loaders.append(loader)`)
         self.tensors: dict[str, int] = {}  # names holding a tensor made here: TENSOR, or DEVICE_TENSOR
         self.parameter_views: set[str] = set()  # names iterating a module argument's parameters
         self.classes: dict[str, ClassSummary] = {}  # names bound to an instance of a project class
@@ -1012,6 +1016,10 @@ class _Summarizer:
             # a generator handing on a loader's batches (`loader = DataLoader(...)`; `while True: yield from
             # loader`) is a loader factory to its callers (analysis/generators.py)
             source = yielded_source_ast(self.fn)
+            if isinstance(source, ast.Name) and source.id in (*self.summary.params, *self.summary.keyword_only) \
+                    and source.id != "self" and not any(isinstance(n, ast.Name) and n.id == source.id and
+                                                        isinstance(n.ctx, ast.Store) for n in ast_walk.walk(self.fn)):
+                self.summary.yields_param = source.id
             if source is not None:
                 self.summary.returns_loader = self._loader(source) or (
                     self.loaders.get(source.id) if isinstance(source, ast.Name) else None)
@@ -1083,6 +1091,8 @@ class _Summarizer:
             return
         if isinstance(stmt, (ast.Raise, ast.Assert)):
             return  # error paths run at most once
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            self._appends_loader(stmt.value)
         if isinstance(stmt, ast.Return):
             if stmt.value is not None:
                 self._expressions(stmt.value, conditional)
@@ -1199,8 +1209,9 @@ class _Summarizer:
         loader = self._loader(value)
         if loader is None:
             for element in (value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]):
-                loader = self._loader(element) or (self.loaders.get(element.id)
-                                                   if isinstance(element, ast.Name) else None)
+                loader = self._loader(element) or (self.loaders.get(element.id) or (
+                    self.loader_lists.get(element.id) if element is value else None)
+                    if isinstance(element, ast.Name) else None)
                 if loader is not None:
                     break
         if loader is not None and self.summary.returns_loader is None and not self.hidden:
@@ -1232,6 +1243,23 @@ class _Summarizer:
                 self.union = None
             elif all(c is not one for c in self.union):
                 self.union.append(one)
+
+    def _appends_loader(self, call: ast.Call) -> None:
+        """`loaders.append(loader)` (in a loop building one loader per dataset): `return loaders` hands back
+        loaders, unpacked by the caller (`train_loader, val_loader = create_loader(...)`) as a tuple of loaders
+        is. Loaders that disagree on pinning make it unknown."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "append" and isinstance(func.value, ast.Name)
+                and len(call.args) == 1 and not call.keywords):
+            return
+        element = call.args[0]
+        loader = self._loader(element) or (self.loaders.get(element.id) if isinstance(element, ast.Name) else None)
+        if loader is None:
+            return
+        known = self.loader_lists.get(func.value.id)
+        if known is not None and known.pinned != loader.pinned:
+            loader = LoaderFact(known.path, known.line, None)
+        self.loader_lists[func.value.id] = known if known is not None and known.pinned == loader.pinned else loader
 
     def _moved_to_cuda(self, value: ast.expr) -> bool:
         """`X(...).to(device)` / `.cuda()` (or a name bound to one moved again) to a device that is CUDA."""
