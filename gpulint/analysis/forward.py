@@ -253,7 +253,8 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
     info = project.module(path)
     callers: list = []
     # the class's name, and the registries of its module whose every entry builds it (`NETS[args.model](...)`)
-    for name in (class_name, *_registries_building(project, info, class_name)):
+    for name in (class_name, *_registries_building(project, info, class_name),
+                 *_factories_building(project, info, class_name)):
         for caller in map(project.module, (f for f in project.files_naming(name, training=True)
                                            if not project.is_test(f))):
             if caller is not None and caller not in callers and _may_call_in_hot_loop(project, caller, name):
@@ -520,6 +521,23 @@ def _registries_building(project: Project, info, class_name: str) -> list[str]:
         cls = project.registry_class(info.path, registry.name)
         if cls is not None and cls.name == class_name and cls.path == info.path:
             found.append(registry.name)
+    return found
+
+
+def _factories_building(project: Project, info, class_name: str) -> list[str]:
+    """The top-level functions of the class's module that build it and return it (`def blip_decoder(**kw):
+    model = BLIP_Decoder(**kw); ...; return model`): a training file calling one builds the class. Only
+    functions that name the class are summarised."""
+    if info is None:
+        return []
+    found = []
+    for name, node in info.functions.items():
+        if not any(isinstance(n, ast.Name) and n.id == class_name for n in ast_walk.walk(node)):
+            continue
+        summary = project.function(info.path, name)
+        returned = project.returned_classes(summary) if summary is not None else ()
+        if len(returned) == 1 and returned[0].name == class_name and returned[0].path == info.path:
+            found.append(name)
     return found
 
 
