@@ -686,13 +686,19 @@ class _Instances:
         self._memo: dict[int, bool] = {}
 
     def among(self, expr: cst.BaseExpression) -> bool:
-        """For a method: `expr` holds an instance of one of several project classes, every one of them known,
-        and one of them runs the method (`converter = CTCLabelConverter(...)` on one branch,
-        `AttnLabelConverter(...)` on the other): in the configuration that builds it, the hot call runs it."""
+        """For a method: `expr` holds an instance of one of several project classes the caller builds itself,
+        every one of them known, and one of them runs the method (`converter = CTCLabelConverter(...)` on one
+        branch, `AttnLabelConverter(...)` on the other): in the configuration that builds it, the hot call runs
+        it. Not through a factory's union (`build_optimizer("lion", ...)`: its argument may pick the class)."""
         if self.member is None:
             return False
-        classes = self.calls.instance_classes(expr)
-        return len(classes) > 1 and any(self._matches(c) for c in classes)
+        calls = self.calls.built_by(expr)  # the caller's own constructor calls: not a factory's union, whose
+        if not calls:                      # choice its arguments may make (`build_optimizer("lion", ...)`)
+            return False
+        classes = [self.calls._lookup(call.func) for call in calls]
+        if not all(isinstance(c, ClassSummary) for c in classes) or len({(c.path, c.name) for c in classes}) < 2:
+            return False
+        return any(self._matches(c) for c in classes)
 
     def may_be(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         if depth > _MAX_DEPTH:
