@@ -139,3 +139,21 @@ def test_a_factory_that_wraps_its_cuda_model_still_returns_a_cuda_model(tmp_path
     train = TRAIN.replace("    if hparams.distributed_run:\n        model = apply_gradient_allreduce(model)\n", "")
     assert train != TRAIN
     assert ADAM in found(check(_project(tmp_path, train=train), "--no-cache", "."))
+
+
+def test_a_name_rebound_through_its_own_method_is_still_analysed(tmp_path: Path):
+    """`y = y.unsqueeze(1)`: resolving what `y.unsqueeze` hands back asks what `y` holds, which asks about the
+    same call again; the question ends (no recursion error), and GPU112 still reports the helper call."""
+    dist = DIST + textwrap.dedent("""\
+
+
+        def loss_of(real, fake):
+            return real.mean().item() + fake.mean().item()
+    """)
+    train = TRAIN.replace("        loss = model(x).sum()\n",
+                          "        loss = model(x).sum()\n        loss = loss.unsqueeze(0)\n"
+                          "        loss = loss.squeeze(0)\n        total = loss_of(loss, loss)\n").replace(
+        "from dist import apply_gradient_allreduce,", "from dist import loss_of, apply_gradient_allreduce,")
+    assert train.count("loss_of") == 2
+    out = check(_project(tmp_path, dist=dist, train=train), "--no-cache", ".")
+    assert ("train.py", 31, "GPU112") in found(out)

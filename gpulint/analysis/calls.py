@@ -399,6 +399,7 @@ class ProjectCalls(ModuleCalls):
         self.project = project
         self.path = path.resolve()
         self._found: dict[str, object] = {}
+        self._passing: set[int] = set()  # calls `passed_through` is resolving (a recursion guard)
 
     def class_name(self, func: cst.BaseExpression) -> Optional[str]:
         """Through the project's re-exports as well (`from utils.general import Profile`, a library class)."""
@@ -683,7 +684,13 @@ class ProjectCalls(ModuleCalls):
             if optimizer is None:
                 return model if index is None else None
             return (model, optimizer)[index] if index in (0, 1) else None
-        target = self.callee(call, own_module=True)
+        if id(call) in self._passing:
+            return None  # `model = model.update(x)`: resolving the receiver asks about this call again
+        self._passing.add(id(call))
+        try:
+            target = self.callee(call, own_module=True)
+        finally:
+            self._passing.discard(id(call))
         if target is None or type(func) is cst.Name and isinstance(self._lookup(func), ClassSummary):
             return None
         summary, bound = target[1], target[2]
