@@ -412,9 +412,33 @@ class DataFacts:
         found = self._moves.get(id(loop))
         if found is None:
             found = self._moves[id(loop)] = any(
-                type(node) is cst.Call and self.copy_target(node) == ACCELERATOR and
-                self.batch_loop(node.func.value) is loop for node in _walk(loop.body))  # type: ignore[union-attr]
+                type(node) is cst.Call and (self.copy_target(node) == ACCELERATOR and
+                                            self.batch_loop(node.func.value) is loop  # type: ignore[union-attr]
+                                            or self._helper_moves(node, loop)) for node in _walk(loop.body))
         return found
+
+    def _helper_moves(self, call: cst.Call, loop: Loop) -> bool:
+        """A project function or method handed the loop's batch that copies it to the GPU on every call
+        (`model.parse_batch(batch)`: `FunctionSummary.moves_params`)."""
+        if not call.args or type(call.func) not in (cst.Name, cst.Attribute):
+            return False
+        calls = self.analysis.fact(project_calls)
+        target = (calls.callee(call, own_module=True) or calls.local_callee(call)) if calls is not None else None
+        if target is None or not target[1].moves_params:
+            return False
+        summary, bound = target[1], target[2]
+        params = summary.params[1:] if bound and summary.params else summary.params
+        position = 0
+        for arg in call.args:
+            if arg.star:
+                return False
+            name = arg.keyword.value if arg.keyword is not None else (
+                params[position] if position < len(params) else None)
+            if arg.keyword is None:
+                position += 1
+            if name in summary.moves_params and self.batch_loop(arg.value) is loop:
+                return True
+        return False
 
     def body_calls(self, loop: Loop) -> Iterator[cst.Call]:
         return (n for n in _walk(loop.body) if type(n) is cst.Call)

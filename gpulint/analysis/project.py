@@ -155,6 +155,10 @@ class FunctionSummary:
     # A generator whose every `yield` hands on an item of this parameter (`def log_every(self, iterable, ...):
     # for obj in iterable: ... yield obj`): iterating a call of it iterates what the caller passes.
     yields_param: Optional[str] = None
+    # Parameters the function copies to the GPU on every call (`x.cuda()`, `x.to(device)`, directly or through
+    # another such function: `parse_batch(batch)` handing the batch's tensors to `to_gpu(x)`): a loop handing it
+    # its batch copies the batch to the device.
+    moves_params: frozenset = frozenset()
     # Parameters the function calls itself on every call (`def gpu_timer(closure): ... closure()`), outside a
     # periodic test or an option: a function passed there runs whenever the call does.
     calls_params: frozenset = frozenset()
@@ -173,7 +177,8 @@ class FunctionSummary:
                 [None if c is None else (c.name, str(c.path)) for c in self.returns_classes],
                 [(c.name, str(c.path)) for c in self.returns_union], self.returns_on_cuda,
                 None if self.returns_annotation is None else ast.dump(self.returns_annotation),
-                sorted(self.calls_params), self.returns_param, self.returns_param_elements, self.yields_param)
+                sorted(self.calls_params), self.returns_param, self.returns_param_elements, self.yields_param,
+                sorted(self.moves_params))
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
                           bound_method: bool = False) -> Optional[Sink]:
@@ -1330,6 +1335,8 @@ class _Summarizer:
             if not conditional and self.summary.always_syncs is None:
                 self.summary.always_syncs = Sink(self.info.path, call.lineno, f"{qualified}()")
             return
+        if not conditional:
+            self._moves_param(call)
         read = self._read_of(call)
         if read is not None:
             what, operand = read
@@ -1374,6 +1381,36 @@ class _Summarizer:
                 param = self._tainted_by(arg.value)
                 if param is not None and param not in self.summary.sink_params and summary.sink_params:
                     self.summary.sink_params[param] = next(iter(summary.sink_params.values()))
+
+    def _moves_param(self, call: ast.Call) -> None:
+        """`x.cuda()` / `x.to(device)` of a value of a parameter (not to the CPU, not a dtype), or a project
+        function moving what this call hands it: the parameter reaches the GPU on every call."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in ("cuda", "to"):
+            target = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device"),
+                                                         None)
+            if func.attr == "cuda" or target is not None and not _is_cpu(target) and not _is_dtype(target):
+                param = self._tainted_by(func.value)
+                if param is not None:
+                    self.summary.moves_params = self.summary.moves_params | {param}
+            return
+        callee = self._callee(call)
+        if callee is None or not callee[0].moves_params:
+            return
+        summary, bound = callee
+        params = summary.params[1:] if bound and summary.params else summary.params
+        for position, arg in enumerate(call.args):
+            if isinstance(arg, ast.Starred):
+                break
+            if position < len(params) and params[position] in summary.moves_params:
+                param = self._tainted_by(arg)
+                if param is not None:
+                    self.summary.moves_params = self.summary.moves_params | {param}
+        for kw in call.keywords:
+            if kw.arg in summary.moves_params:
+                param = self._tainted_by(kw.value)
+                if param is not None:
+                    self.summary.moves_params = self.summary.moves_params | {param}
 
     def _library_sync(self, call: ast.Call) -> Optional[Sink]:
         """`self._scaler.step(optimizer)` where the class builds `self._scaler = torch.cuda.amp.GradScaler()`: a
@@ -1748,9 +1785,9 @@ def library_passed(qualified: str, call: ast.Call) -> Optional[tuple]:
             return None
         return (model, ()) if optimizer is None else (None, (model, optimizer))
     func = call.func
-    if isinstance(func, ast.Attribute) and func.attr in MODULE_SELF_METHODS and isinstance(func.value, ast.Name) \
-            and func.value.id != "self":
-        return func.value, ()
+    if isinstance(func, ast.Attribute) and func.attr in MODULE_SELF_METHODS and \
+            not (isinstance(func.value, ast.Name) and func.value.id == "self"):
+        return func.value, ()  # `model.cuda()`, `Net().cuda()`
     return None
 
 
