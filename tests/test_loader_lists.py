@@ -107,3 +107,16 @@ def test_a_generator_that_yields_something_else_hands_on_nothing(tmp_path: Path)
     utils = UTILS.replace("            yield obj", "            yield i, i + 1")
     assert utils != UTILS
     assert COPY not in found(check(_project(tmp_path, utils=utils), "--no-cache", "."))
+
+
+def test_a_list_of_loaders_chosen_between_a_dataloader_and_another_class_is_unknown(tmp_path: Path):
+    """`loader = HybridLoader(...)` on one branch, `DataLoader(...)` on the other, then appended: the list may
+    hold either, so nothing is known of its pinning (and the function that unpacks it is no loader factory)."""
+    data = DATA.replace("        loader = DataLoader(dataset, batch_size=bs, num_workers=4, pin_memory=True)\n",
+                        "        if pin:\n            loader = HybridLoader(dataset)\n        else:\n"
+                        "            loader = DataLoader(dataset, batch_size=bs, num_workers=4)\n")
+    assert data != DATA
+    train = TRAIN.replace("image = image.to(device)", "image = image.to(device, non_blocking=True)")
+    assert train != TRAIN
+    results = found(check(_project(tmp_path, data=data, train=train), "--no-cache", "."))
+    assert not any(code == "GPU201" for _, _, code in results)

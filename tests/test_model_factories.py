@@ -101,3 +101,18 @@ def test_a_factory_returning_another_class_builds_nothing_here(tmp_path: Path):
     model = MODEL.replace("    model = Decoder(**kwargs)", "    model = Decoder(**kwargs).half_copy()")
     assert model != MODEL
     assert FORWARD not in found(check(_project(tmp_path, model=model), "--no-cache", "."))
+
+
+def test_a_forward_flag_the_hot_call_leaves_at_false_keeps_its_block_quiet(tmp_path: Path):
+    """`def forward(self, image, report=False): ... if report: print(image.sum().item())`, called every step as
+    `model(image)`: the block runs only when a caller asks for the report."""
+    model = MODEL.replace("    def forward(self, image):\n",
+                          "    def forward(self, image, report=False):\n"
+                          "        if report:\n            print(image.sum().item())\n")
+    assert model != MODEL
+    results = found(check(_project(tmp_path, model=model), "--no-cache", "."))
+    assert ("model.py", 13, "GPU203") in results  # the forward is per-step code (lines moved down by two)
+    assert ("model.py", 12, "GPU101") not in results
+    train = TRAIN.replace("loss = model(image)", "loss = model(image, report=True)")
+    results = found(check(_project(tmp_path, model=model, train=train), "--no-cache", "."))
+    assert ("model.py", 12, "GPU101") in results

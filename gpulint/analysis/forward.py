@@ -282,8 +282,10 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
                     target.value, cst.Name) and target.value.value == "self"):
                 continue
             if resolver is not None and resolver.may_be(target):
+                # a flag of `forward` the call leaves at False (`is_report_accuracy=False`) keeps its block quiet
                 return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)",
-                                f"{cls.name}.{member}")
+                                f"{cls.name}.{member}", periodic_params=_periodic_arguments(
+                                    project, analysis, node, project.method(cls, member), True))
     return None
 
 

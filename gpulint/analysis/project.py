@@ -990,6 +990,7 @@ class _Summarizer:
         self.host_scalars: dict[str, Sink] = {}  # names bound to a host read (`v = x.item()`)
         self.loaders: dict[str, LoaderFact] = {}
         self.loader_lists: dict[str, LoaderFact] = {}  # lists filled with loaders (`loaders.append(loader)`)
+        self.unpacked: set[str] = set()  # names unpacked from a call's result (`loader, iters = make(...)`)
         self.tensors: dict[str, int] = {}  # names holding a tensor made here: TENSOR, or DEVICE_TENSOR
         self.parameter_views: set[str] = set()  # names iterating a module argument's parameters
         self.classes: dict[str, ClassSummary] = {}  # names bound to an instance of a project class
@@ -1132,6 +1133,10 @@ class _Summarizer:
                     self.on_cuda.discard(target.id)
             classes = self._classes_of(value)
             held = self._held_elements(value, target)
+            if isinstance(target, ast.Tuple) and isinstance(value, ast.Call):
+                self.unpacked.update(_target_names(target))
+            elif isinstance(target, ast.Name) and not augmented:
+                self.unpacked.discard(target.id)
             for position, name in enumerate(_target_names(target)):
                 if held[position] is not None and not augmented:
                     self.held[name] = held[position]
@@ -1214,6 +1219,8 @@ class _Summarizer:
         loader = self._loader(value)
         if loader is None:
             for element in (value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]):
+                if element is not value and isinstance(element, ast.Name) and element.id in self.unpacked:
+                    continue  # `loader, iters = make_loader(...)`; `return model, iters`: which one is not known
                 loader = self._loader(element) or (self.loaders.get(element.id) or (
                     self.loader_lists.get(element.id) if element is value else None)
                     if isinstance(element, ast.Name) else None)
@@ -1258,6 +1265,8 @@ class _Summarizer:
                 and len(call.args) == 1 and not call.keywords):
             return
         element = call.args[0]
+        if isinstance(element, ast.Name) and not all(self._loader(v) for v in self.values.get(element.id, [None])):
+            return  # `data_loader = HybridDataLoader(...)` on one branch, `DataLoader(...)` on the other
         loader = self._loader(element) or (self.loaders.get(element.id) if isinstance(element, ast.Name) else None)
         if loader is None:
             return
