@@ -116,3 +116,39 @@ def test_a_forward_flag_the_hot_call_leaves_at_false_keeps_its_block_quiet(tmp_p
     train = TRAIN.replace("loss = model(image)", "loss = model(image, report=True)")
     results = found(check(_project(tmp_path, model=model, train=train), "--no-cache", "."))
     assert ("model.py", 12, "GPU101") in results
+
+
+def test_an_accumulation_flag_passed_periodically_keeps_the_optimizer_step_hot(tmp_path: Path):
+    """`loss_scaler(loss, optimizer, update_grad=(i + 1) % accum == 0)` with `if update_grad:
+    self._scaler.step(optimizer)`: the block runs on every optimizer step (gradient accumulation), so
+    GradScaler.step's read stays a per-step cost (GPU112), unlike a logging flag passed the same way."""
+    utils = textwrap.dedent("""\
+        import torch
+
+
+        class NativeScaler:
+            def __init__(self):
+                self._scaler = torch.cuda.amp.GradScaler()
+
+            def __call__(self, loss, optimizer, update_grad=True):
+                self._scaler.scale(loss).backward()
+                if update_grad:
+                    self._scaler.step(optimizer)
+                    self._scaler.update()
+    """)
+    train = textwrap.dedent("""\
+        import torch
+        from utils import NativeScaler
+
+
+        def train(model, loader, optimizer, accum):
+            loss_scaler = NativeScaler()
+            for i, (x, y) in enumerate(loader):
+                with torch.autocast("cuda", dtype=torch.float16):
+                    loss = torch.nn.functional.mse_loss(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+                loss_scaler(loss, optimizer, update_grad=(i + 1) % accum == 0)
+    """)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "utils.py").write_text(utils)
+    (tmp_path / "train.py").write_text(train)
+    assert ("utils.py", 11, "GPU112") in found(check(tmp_path, "--no-cache", "."))

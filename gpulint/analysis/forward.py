@@ -484,9 +484,22 @@ def _periodic_arguments(project: Project, analysis, call: cst.Call, target: Opti
         if name is None:
             continue
         value = arg.value
-        if (type(value) is cst.Name and value.value == "False") or analysis.loops.periodic_test(value):
+        if type(value) is cst.Name and value.value == "False":
             found.add(name)
+        elif analysis.loops.periodic_test(value) and not (node is not None and _steps_under(node, name)):
+            found.add(name)  # not `update_grad=(i + 1) % accum == 0` guarding an optimizer step: that is hot
     return frozenset(found)
+
+
+def _steps_under(fn: ast.FunctionDef, flag: str) -> bool:
+    """`if <flag>:` in `fn` guards an optimizer step (`self._scaler.step(optimizer)`): gradient accumulation,
+    whose block runs on every optimizer step."""
+    for n in ast_walk.walk(fn):
+        if isinstance(n, ast.If) and isinstance(n.test, ast.Name) and n.test.id == flag and any(
+                isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "step"
+                for stmt in n.body for c in ast_walk.walk(stmt)):
+            return True
+    return False
 
 
 def called_in_a_hot_loop(project: Project, name: str) -> bool:
