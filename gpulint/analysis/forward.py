@@ -545,10 +545,18 @@ def _factories_building(project: Project, info, class_name: str) -> list[str]:
     functions that name the class are summarised."""
     if info is None:
         return []
+    cached = project.hot_loop_files.get(("names in functions", info.path))
+    if cached is None or cached[0] != info.digest:  # one walk per module content, not one per class asked
+        named: dict = {}
+        for name, node in info.functions.items():
+            for n in ast_walk.walk(node):
+                if isinstance(n, ast.Name):
+                    named.setdefault(n.id, set()).add(name)
+        cached = project.hot_loop_files[("names in functions", info.path)] = (info.digest, named)
     found = []
-    for name, node in info.functions.items():
-        if not any(isinstance(n, ast.Name) and n.id == class_name for n in ast_walk.walk(node)):
-            continue
+    for name in sorted(cached[1].get(class_name, ())):
+        if not project.files_naming(name, training=True):
+            continue  # no training file names the function: nothing to summarise
         summary = project.function(info.path, name)
         returned = project.returned_classes(summary) if summary is not None else ()
         if len(returned) == 1 and returned[0].name == class_name and returned[0].path == info.path:
