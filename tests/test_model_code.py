@@ -24,6 +24,9 @@ EXPECTED = {
     # no device: the loop's file does); `Exporter`, called only from `describe`, is not reported
     ("models/submodules.py", 13, "GPU101"),
     ("models/heads.py", 14, "GPU101"),  # .item() in a forward run once per evaluation batch (under no_grad)
+    # ... and the call paying it, `head(...)`, where `head` is `ScoredHead().cuda()` passed to `evaluate`
+    # (`.cuda()` hands back the module it is called on: tests/test_passed_through.py)
+    ("train.py", 24, "GPU112"),
     ("train.py", 12, "GPU403"),  # the step's forward in fp32 (QueueModel on CUDA, no autocast anywhere)
     ("train.py", 31, "GPU402"),  # SGD over the CUDA QueueModel without fused=True
 }

@@ -21,7 +21,8 @@ from gpulint.analysis.kinds import Kind
 from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method, is_library_class
 from gpulint.analysis.node_types import of_types
 from gpulint.syntax import argument
-from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Sink, annotation_class
+from gpulint.analysis.project import (MODEL_WRAPPERS, MODULE_SELF_METHODS, ClassSummary, FunctionSummary, Project, Sink,
+                                     annotation_class)
 
 MAX_BINDINGS = 16  # bindings of one name followed (every one must agree)
 MAX_CARRY_DEPTH = 10  # names, comprehensions and helper returns followed to decide what an argument holds
@@ -377,6 +378,8 @@ class ModuleCalls:
             return [expr]
         if type(expr) is cst.Subscript and len(expr.slice) == 1:
             return self._elements_built_by(expr.value, depth)
+        if type(expr) is cst.IfExp:  # `CTCConverter(...) if ctc else AttnConverter(...)`: either
+            return self._all_built_by([expr.body, expr.orelse], depth)
         values: list[cst.BaseExpression] = []
         if type(expr) is cst.Name:
             bindings = self.index.visible_bindings(expr)
@@ -487,6 +490,7 @@ class ProjectCalls(ModuleCalls):
         self.path = path.resolve()
         self._found: dict[str, object] = {}
         self._properties: Optional[dict[int, tuple[str, frozenset]]] = None
+        self._passing: set[int] = set()  # calls `passed_through` is resolving (a recursion guard)
 
     def class_name(self, func: cst.BaseExpression) -> Optional[str]:
         """Through the project's re-exports as well (`from utils.general import Profile`, a library class), and
@@ -508,8 +512,32 @@ class ProjectCalls(ModuleCalls):
         """The host read a call reaches through one of its tensor arguments, or that it makes always."""
         target = self.callee(call) or self.local_callee(call)
         if target is None:
-            return None
+            return self._union_cost(call)
         name, summary, bound = target
+        return self._cost(call, name, summary, bound)
+
+    def _union_cost(self, call: cst.Call) -> Optional[HelperCost]:
+        """A method call on an object that may be one of several project classes, each with its own method
+        (`converter.encode(...)` with `converter = CTCLabelConverter(...)` or `AttnLabelConverter(...)`): the
+        cost of every candidate's method, reported (as the first one's) only when each candidate pays one."""
+        func = call.func
+        if type(func) is not cst.Attribute or self.analysis.loops.local_function(call) is not None:
+            return None
+        classes = self.instance_classes(func.value)
+        if len(classes) < 2:
+            return None
+        first: Optional[HelperCost] = None
+        for cls in classes:
+            method = self.project.method(cls, func.attr.value)
+            if method is None:
+                return None
+            cost = self._cost(call, f"{cls.name}.{func.attr.value}", method, True)
+            if cost is None:
+                return None
+            first = first or cost
+        return first
+
+    def _cost(self, call: cst.Call, name: str, summary: FunctionSummary, bound: bool) -> Optional[HelperCost]:
         if summary.always_syncs is not None:
             if summary.syncs_on_device_of is not None and self._cpu_device_passed(call, summary, bound):
                 return None  # `sync(loss_device)` with `loss_device = torch.device("cpu")`: no CUDA work to wait on
@@ -754,6 +782,10 @@ class ProjectCalls(ModuleCalls):
             if len(bindings) == 1 and bindings[0].kind == "for" and bindings[0].index is None \
                     and bindings[0].value is not None:
                 return self.element_classes(bindings[0].value, depth + 1)
+        if type(expr) is cst.Name:
+            through = self._classes_through_calls(expr, depth)
+            if through is not None:
+                return through
         if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
             values = self.self_attributes(expr)  # `self.logger = logger` in `__init__(self, logger)`
             if len(values) == 1 and isinstance(values[0], cst.Name):
@@ -777,6 +809,68 @@ class ProjectCalls(ModuleCalls):
                 return ()
             union.extend(c for c in built if all(c is not u for u in union))
         return tuple(union)
+
+    def _classes_through_calls(self, name: cst.Name, depth: int) -> Optional[tuple]:
+        """`model = load_model(h)`, then `model = apply_gradient_allreduce(model)`, `model, optimizer =
+        amp.initialize(model, optimizer)`, `model, optimizer, lr = load_checkpoint(path, model, optimizer)`:
+        calls that hand back the object they are given (`passed_through`) keep its class, so the name holds
+        the union of what its other bindings build. None where no binding is such a call (the plain
+        look-up decides); () when a binding cannot be told."""
+        bindings = self.index.visible_bindings(name)
+        if not bindings or len(bindings) > MAX_BINDINGS or any(b.kind not in ("assign", "walrus") or b.value is None
+                                                              for b in bindings):
+            return None
+        through = [self.passed_through(b.value, b.index) if type(b.value) is cst.Call else None for b in bindings]
+        if all(t is None for t in through):
+            return None
+        union: list = []
+        for binding, passed in zip(bindings, through):
+            if passed is not None:
+                if type(passed) is cst.Name and passed.value == name.value:
+                    continue  # `model = wrap(model)`: what the name already held
+                found = self.instance_classes(passed, depth + 1)
+            elif binding.index is not None:
+                return ()
+            else:
+                found = self.instance_classes(binding.value, depth + 1)
+            if not found:
+                return ()
+            union.extend(c for c in found if all(c is not u for u in union))
+        return tuple(union)
+
+    def passed_through(self, call: cst.Call, index: Optional[int] = None) -> Optional[cst.BaseExpression]:
+        """The argument of `call` whose object the call hands back (element `index` of a returned tuple, when
+        unpacked): a model wrapper's module (`DDP(model)`), `model.cuda()`'s receiver, apex's
+        `amp.initialize(model, optimizer)`, a project function whose every `return` hands back a parameter
+        (`FunctionSummary.returns_param`, `returns_param_elements`). None when it hands back none."""
+        func = call.func
+        if index is None and type(func) is cst.Attribute and func.attr.value in MODULE_SELF_METHODS \
+                and type(func.value) is cst.Name and func.value.value != "self":
+            return func.value
+        qualified = self.class_name(func) if type(func) in (cst.Name, cst.Attribute) else None
+        if qualified in MODEL_WRAPPERS:
+            return _call_argument(call, 0, "module") if index is None else None
+        if qualified in ("apex.amp.initialize", "amp.initialize"):  # `from apex import amp` in a function
+            model, optimizer = _call_argument(call, 0, "models"), _call_argument(call, 1, "optimizers")
+            if optimizer is None:
+                return model if index is None else None
+            return (model, optimizer)[index] if index in (0, 1) else None
+        if id(call) in self._passing:
+            return None  # `model = model.update(x)`: resolving the receiver asks about this call again
+        self._passing.add(id(call))
+        try:
+            target = self.callee(call, own_module=True)
+        finally:
+            self._passing.discard(id(call))
+        if target is None or type(func) is cst.Name and isinstance(self._lookup(func), ClassSummary):
+            return None
+        summary, bound = target[1], target[2]
+        name = summary.returns_param if index is None else (
+            summary.returns_param_elements[index] if index < len(summary.returns_param_elements) else None)
+        if name is None:
+            return None
+        params = summary.params[1:] if bound and summary.params else summary.params
+        return _call_argument(call, params.index(name) if name in params else None, name)
 
     def element_classes(self, container: cst.BaseExpression, depth: int = 0) -> tuple:
         """The project classes of what a `for` loop over `container` binds: `self.evaluators` declared
@@ -848,6 +942,20 @@ class ProjectCalls(ModuleCalls):
         if dotted not in self._found:  # one project lookup per name in this module
             self._found[dotted] = self.project.lookup(self.path, dotted)
         return self._found[dotted]
+
+
+def _call_argument(call: cst.Call, position: Optional[int], name: str) -> Optional[cst.BaseExpression]:
+    """The expression `call` passes for a parameter (by keyword, else by position); None when left out or
+    when `*args` may hold it."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    positional = [a for a in call.args if a.keyword is None]
+    if any(a.star for a in call.args):
+        return None
+    if position is not None and position < len(positional):
+        return positional[position].value
+    return None
 
 
 def _parameters_of(value: cst.BaseExpression) -> bool:

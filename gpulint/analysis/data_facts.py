@@ -283,7 +283,7 @@ class DataFacts:
         if type(expr) is cst.Call:
             if dotted_name(expr.func) in _WRAPPERS:
                 return [c for arg in positional(expr) for c in self.loaders(arg, depth + 1)]
-            handed_on = self._generator_source(expr)
+            handed_on = self._generator_source(expr) or self._project_generator_source(expr)
             if handed_on is not None:  # `cycle(loader)`: a generator that yields the loader's batches
                 return self.loaders(handed_on, depth + 1)
             return [expr] if self.factory(expr) is not None else []
@@ -298,7 +298,26 @@ class DataFacts:
             return found
         if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
             return [c for v in self.self_attributes().get(expr.attr.value, []) for c in self.loaders(v, depth + 1)]
+        if type(expr) is cst.Subscript and type(expr.value) is cst.Call and self.factory(expr.value) is not None:
+            return [expr.value]  # `create_loader(...)[0]`: one of the loaders a project factory returns
         return []
+
+    def _project_generator_source(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        """For a call of a project generator (another module's, or a method resolved through its instance:
+        `metric_logger.log_every(data_loader, print_freq)`) that hands on the items of a parameter
+        (`FunctionSummary.yields_param`): the argument the call passes for it."""
+        if type(call.func) not in (cst.Name, cst.Attribute):
+            return None
+        calls = self.analysis.fact(project_calls)
+        target = calls.callee(call, own_module=True) if calls is not None else None
+        if target is None or target[1].yields_param is None:
+            return None
+        summary, bound = target[1], target[2]
+        params = summary.params[1:] if bound and summary.params else summary.params
+        name = summary.yields_param
+        from gpulint.analysis.calls import _call_argument
+
+        return _call_argument(call, params.index(name) if name in params else None, name)
 
     def _generator_source(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """For a call of a generator of this module that hands on the items of one iterable: that iterable,
@@ -418,9 +437,33 @@ class DataFacts:
         found = self._moves.get(id(loop))
         if found is None:
             found = self._moves[id(loop)] = any(
-                type(node) is cst.Call and self.copy_target(node) == ACCELERATOR and
-                self.batch_loop(node.func.value) is loop for node in _walk(loop.body))  # type: ignore[union-attr]
+                type(node) is cst.Call and (self.copy_target(node) == ACCELERATOR and
+                                            self.batch_loop(node.func.value) is loop  # type: ignore[union-attr]
+                                            or self._helper_moves(node, loop)) for node in _walk(loop.body))
         return found
+
+    def _helper_moves(self, call: cst.Call, loop: Loop) -> bool:
+        """A project function or method handed the loop's batch that copies it to the GPU on every call
+        (`model.parse_batch(batch)`: `FunctionSummary.moves_params`)."""
+        if not call.args or type(call.func) not in (cst.Name, cst.Attribute):
+            return False
+        calls = self.analysis.fact(project_calls)
+        target = (calls.callee(call, own_module=True) or calls.local_callee(call)) if calls is not None else None
+        if target is None or not target[1].moves_params:
+            return False
+        summary, bound = target[1], target[2]
+        params = summary.params[1:] if bound and summary.params else summary.params
+        position = 0
+        for arg in call.args:
+            if arg.star:
+                return False
+            name = arg.keyword.value if arg.keyword is not None else (
+                params[position] if position < len(params) else None)
+            if arg.keyword is None:
+                position += 1
+            if name in summary.moves_params and self.batch_loop(arg.value) is loop:
+                return True
+        return False
 
     def body_calls(self, loop: Loop) -> Iterator[cst.Call]:
         return (n for n in _walk(loop.body) if type(n) is cst.Call)

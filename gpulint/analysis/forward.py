@@ -306,7 +306,8 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
     info = project.module(path)
     callers: list = []
     # the class's name, and the registries of its module whose every entry builds it (`NETS[args.model](...)`)
-    for name in (class_name, *_registries_building(project, info, class_name)):
+    for name in (class_name, *_registries_building(project, info, class_name),
+                 *_factories_building(project, info, class_name)):
         for caller in map(project.module, (f for f in project.files_naming(name, training=True)
                                            if not project.is_test(f))):
             if caller is not None and caller not in callers and _may_call_in_hot_loop(project, caller, name):
@@ -334,8 +335,10 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
                     target.value, cst.Name) and target.value.value == "self"):
                 continue
             if resolver is not None and resolver.may_be(target):
+                # a flag of `forward` the call leaves at False (`is_report_accuracy=False`) keeps its block quiet
                 return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)",
-                                f"{cls.name}.{member}")
+                                f"{cls.name}.{member}", periodic_params=_periodic_arguments(
+                                    project, analysis, node, project.method(cls, member), True))
     return None
 
 
@@ -481,7 +484,7 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
         for _, node, func in hot_calls:
             if resolver is not None:
                 if not (type(func) is cst.Attribute and func.attr.value == member
-                        and resolver.may_be(func.value)):
+                        and (resolver.may_be(func.value) or resolver.among(func.value))):
                     continue
                 runs = f"{cls.name}.{member}"
             else:
@@ -534,9 +537,22 @@ def _periodic_arguments(project: Project, analysis, call: cst.Call, target: Opti
         if name is None:
             continue
         value = arg.value
-        if (type(value) is cst.Name and value.value == "False") or analysis.loops.periodic_test(value):
+        if type(value) is cst.Name and value.value == "False":
             found.add(name)
+        elif analysis.loops.periodic_test(value) and not (node is not None and _steps_under(node, name)):
+            found.add(name)  # not `update_grad=(i + 1) % accum == 0` guarding an optimizer step: that is hot
     return frozenset(found)
+
+
+def _steps_under(fn: ast.FunctionDef, flag: str) -> bool:
+    """`if <flag>:` in `fn` guards an optimizer step (`self._scaler.step(optimizer)`): gradient accumulation,
+    whose block runs on every optimizer step."""
+    for n in ast_walk.walk(fn):
+        if isinstance(n, ast.If) and isinstance(n.test, ast.Name) and n.test.id == flag and any(
+                isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "step"
+                for stmt in n.body for c in ast_walk.walk(stmt)):
+            return True
+    return False
 
 
 def called_in_a_hot_loop(project: Project, name: str) -> bool:
@@ -573,6 +589,31 @@ def _registries_building(project: Project, info, class_name: str) -> list[str]:
         cls = project.registry_class(info.path, registry.name)
         if cls is not None and cls.name == class_name and cls.path == info.path:
             found.append(registry.name)
+    return found
+
+
+def _factories_building(project: Project, info, class_name: str) -> list[str]:
+    """The top-level functions of the class's module that build it and return it (`def blip_decoder(**kw):
+    model = BLIP_Decoder(**kw); ...; return model`): a training file calling one builds the class. Only
+    functions that name the class are summarised."""
+    if info is None:
+        return []
+    cached = project.hot_loop_files.get(("names in functions", info.path))
+    if cached is None or cached[0] != info.digest:  # one walk per module content, not one per class asked
+        named: dict = {}
+        for name, node in info.functions.items():
+            for n in ast_walk.walk(node):
+                if isinstance(n, ast.Name):
+                    named.setdefault(n.id, set()).add(name)
+        cached = project.hot_loop_files[("names in functions", info.path)] = (info.digest, named)
+    found = []
+    for name in sorted(cached[1].get(class_name, ())):
+        if not project.files_naming(name, training=True):
+            continue  # no training file names the function: nothing to summarise
+        summary = project.function(info.path, name)
+        returned = project.returned_classes(summary) if summary is not None else ()
+        if len(returned) == 1 and returned[0].name == class_name and returned[0].path == info.path:
+            found.append(name)
     return found
 
 
@@ -720,6 +761,21 @@ class _Instances:
         self._suffix = _module_dotted(project.root, cls.path)
         self._memo: dict[int, bool] = {}
 
+    def among(self, expr: cst.BaseExpression) -> bool:
+        """For a method: `expr` holds an instance of one of several project classes the caller builds itself,
+        every one of them known, and one of them runs the method (`converter = CTCLabelConverter(...)` on one
+        branch, `AttnLabelConverter(...)` on the other): in the configuration that builds it, the hot call runs
+        it. Not through a factory's union (`build_optimizer("lion", ...)`: its argument may pick the class)."""
+        if self.member is None:
+            return False
+        calls = self.calls.built_by(expr)  # the caller's own constructor calls: not a factory's union, whose
+        if not calls:                      # choice its arguments may make (`build_optimizer("lion", ...)`)
+            return False
+        classes = [self.calls._lookup(call.func) for call in calls]
+        if not all(isinstance(c, ClassSummary) for c in classes) or len({(c.path, c.name) for c in classes}) < 2:
+            return False
+        return any(self._matches(c) for c in classes)
+
     def may_be(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         if depth > _MAX_DEPTH:
             return False
@@ -765,6 +821,13 @@ class _Instances:
                     continue  # `model = DDP(model)`: the same model
                 if not self.may_be(b.value, depth + 1):
                     return False
+            elif b.kind == "assign" and b.index is not None and type(b.value) is cst.Call:
+                # `model, optimizer = amp.initialize(model, optimizer)`: element `index` is an argument
+                passed = self.calls.passed_through(b.value, b.index)
+                if type(passed) is cst.Name and passed.value == expr.value:
+                    continue
+                if passed is None or not self.may_be(passed, depth + 1):
+                    return False
             else:
                 return False
             found = True
@@ -777,6 +840,8 @@ class _Instances:
         if self.calls.analysis.qualified(func) in _WRAPPERS and call.args and call.args[0].keyword is None \
                 and not call.args[0].star:
             return call.args[0].value
+        if hasattr(self.calls, "passed_through"):  # `apply_gradient_allreduce(model)`: hands its argument back
+            return self.calls.passed_through(call)
         return None
 
     def _rewraps(self, value: cst.BaseExpression, name: str) -> bool:

@@ -739,6 +739,14 @@ class LoopAnalysis:
         defaults = self._option_defaults()
         return defaults.get(period.attr.value) == ["1"]
 
+    def option_default_is_cuda(self, option: cst.BaseExpression) -> bool:
+        """`args.device` where every default the module's own options give `device` is a CUDA device string
+        (`parser.add_argument('--device', default='cuda')`): CUDA on the run the script ships."""
+        if not (isinstance(option, cst.Attribute) and isinstance(option.value, cst.Name)):
+            return False
+        defaults = self._option_defaults().get(option.attr.value)
+        return bool(defaults) and all(d is not None and d.startswith("str:cuda") for d in defaults)
+
     def _option_defaults(self) -> dict:
         """Option name -> the defaults the module gives it, as written (`--target-network-frequency` read as
         `target_network_frequency`): annotated fields of dataclasses with a literal default, and `add_argument`
@@ -1083,7 +1091,9 @@ _STRUCTURE_COUNT = re.compile(r"^(num_|n_)?(attn_|attention_|hidden_|encoder_|de
 
 
 def _literal(node: cst.BaseExpression) -> Optional[str]:
-    """An int literal's digits (`1`), else None."""
+    """An int literal's digits (`1`), a string literal's text marked `str:` (`str:cuda`), else None."""
+    if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str):
+        return f"str:{node.evaluated_value}"
     return node.value if isinstance(node, cst.Integer) else None
 
 

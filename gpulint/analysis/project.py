@@ -163,6 +163,19 @@ class FunctionSummary:
     # The body does nothing: only a docstring, `pass`, or `return` of a literal (`def train(x, y): return {}`,
     # the no-op a closure factory hands back for a dry run).
     stub: bool = False
+    # Every `return` of a value hands back one parameter's object itself (`def warm_start(path, model): ...
+    # return model`, through `.to()`/`.cuda()`, a model wrapper or another such function): a caller's
+    # `model = warm_start(path, model)` keeps the class it had. `returns_param_elements`: the same per element
+    # of a returned tuple (`return model, optimizer, lr` gives ("model", "optimizer", None)).
+    returns_param: Optional[str] = None
+    returns_param_elements: tuple = ()
+    # A generator whose every `yield` hands on an item of this parameter (`def log_every(self, iterable, ...):
+    # for obj in iterable: ... yield obj`): iterating a call of it iterates what the caller passes.
+    yields_param: Optional[str] = None
+    # Parameters the function copies to the GPU on every call (`x.cuda()`, `x.to(device)`, directly or through
+    # another such function: `parse_batch(batch)` handing the batch's tensors to `to_gpu(x)`): a loop handing it
+    # its batch copies the batch to the device.
+    moves_params: frozenset = frozenset()
     # Parameters the function calls itself on every call (`def gpu_timer(closure): ... closure()`), outside a
     # periodic test or an option: a function passed there runs whenever the call does.
     calls_params: frozenset = frozenset()
@@ -185,7 +198,8 @@ class FunctionSummary:
                 [(c.name, str(c.path)) for c in self.returns_union], self.returns_on_cuda,
                 None if self.returns_annotation is None else ast.dump(self.returns_annotation),
                 sorted(self.calls_params), self.returns_library, self.returns_function, self.stub,
-                self.syncs_on_device_of)
+                self.syncs_on_device_of, self.returns_param, self.returns_param_elements, self.yields_param,
+                sorted(self.moves_params))
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
                           bound_method: bool = False) -> Optional[Sink]:
@@ -680,6 +694,18 @@ class Project:
             found[(cls.path, cls.name)] = cls
         return next(iter(found.values())) if len(found) == 1 else None
 
+    def passed_arguments(self, info: ModuleInfo, call: ast.Call) -> Optional[tuple]:
+        """What a call in `info` hands back of its own arguments: (the argument the result is, or None; per element
+        of a returned tuple, the argument it is or None), through a known library call (`DDP(model)`,
+        `amp.initialize(model, optimizer)`) or a project function whose every `return` hands back a parameter
+        (`FunctionSummary.returns_param`); None when it hands back none."""
+        library = library_passed(info.qualify(_dotted(call.func) or ""), call)
+        if library is not None:
+            return library
+        dotted = _dotted(call.func)
+        found = self.lookup(info.path, dotted) if dotted and not dotted.startswith("self.") else None
+        return summary_passed(found, call, False) if isinstance(found, FunctionSummary) else None
+
     def returned_classes(self, summary: FunctionSummary) -> tuple:
         """The project classes a call of the function hands back an instance of: every class its `return`s
         build (`returns_union`), or else the class its return annotation names (`-> Optimizer`); () when
@@ -847,6 +873,9 @@ class Project:
         if depth > 3:
             return _UNKNOWN
         if isinstance(expr, ast.Call):
+            passed = self.passed_arguments(info, expr)
+            if passed is not None and passed[0] is not None:  # `DDP(model)`, `warm_start(path, model)`
+                return self.class_at(info, passed[0], assigns, depth + 1)
             if isinstance(expr.func, ast.Subscript):  # `DiT_models[args.model](...)`: a registry of builders
                 registry = _dotted(expr.func.value)
                 found_class = self.registry_class(info.path, registry) if registry else None
@@ -862,6 +891,15 @@ class Project:
         if isinstance(expr, ast.Name) and expr.id in assigns:
             classes = []
             for value, index in assigns[expr.id]:
+                passed = self.passed_arguments(info, value) if isinstance(value, ast.Call) else None
+                if passed is not None:  # `model = wrap(model)`, `model, opt = amp.initialize(model, opt)`
+                    argument = passed[0] if index is None else (
+                        passed[1][index] if index < len(passed[1]) else None)
+                    if isinstance(argument, ast.Name) and argument.id == expr.id:
+                        continue  # what the name already held
+                    if argument is not None:
+                        classes.append(self.class_at(info, argument, assigns, depth + 1))
+                        continue
                 if index is None:
                     classes.append(self.class_at(info, value, assigns, depth + 1))
                 elif isinstance(value, ast.Tuple) and index < len(value.elts):
@@ -1035,6 +1073,8 @@ class _Summarizer:
                 self.taint[extra] = extra
         self.host_scalars: dict[str, Sink] = {}  # names bound to a host read (`v = x.item()`)
         self.loaders: dict[str, LoaderFact] = {}
+        self.loader_lists: dict[str, LoaderFact] = {}  # lists filled with loaders (`loaders.append(loader)`)
+        self.unpacked: set[str] = set()  # names unpacked from a call's result (`loader, iters = make(...)`)
         self.tensors: dict[str, int] = {}  # names holding a tensor made here: TENSOR, or DEVICE_TENSOR
         self.parameter_views: set[str] = set()  # names iterating a module argument's parameters
         self.classes: dict[str, ClassSummary] = {}  # names bound to an instance of a project class
@@ -1051,6 +1091,9 @@ class _Summarizer:
         self.library: Optional[list] = []  # the library classes of every `return` of a value (None: not all)
         self.closures: Optional[list] = []  # the nested functions every `return` of a value hands back
         self.device_guard: Optional[str] = None  # inside `if <param>.type == "cuda":`: that parameter
+        # name -> the parameter whose object it holds (the parameter itself, `model.cuda()`, `DDP(model)`)
+        self.held: dict[str, str] = {p: p for p in (*self.summary.params, *self.summary.keyword_only) if p != "self"}
+        self.passes: object = None  # what every `return` so far hands back of the parameters (`_passes`)
 
     def run(self) -> FunctionSummary:
         self._block(self.fn.body, conditional=False)
@@ -1068,10 +1111,18 @@ class _Summarizer:
                                 for stmt in self.fn.body)
         if self.closures is not None and len(self.closures) == 1 and "." not in self.summary.qualname:
             self.summary.returns_function = f"{self.summary.qualname}.{self.closures[0]}"
+        if isinstance(self.passes, str):
+            self.summary.returns_param = self.passes
+        elif isinstance(self.passes, tuple) and any(self.passes):
+            self.summary.returns_param_elements = self.passes
         if self.summary.returns_loader is None:
             # a generator handing on a loader's batches (`loader = DataLoader(...)`; `while True: yield from
             # loader`) is a loader factory to its callers (analysis/generators.py)
             source = yielded_source_ast(self.fn)
+            if isinstance(source, ast.Name) and source.id in (*self.summary.params, *self.summary.keyword_only) \
+                    and source.id != "self" and not any(isinstance(n, ast.Name) and n.id == source.id and
+                                                        isinstance(n.ctx, ast.Store) for n in ast_walk.walk(self.fn)):
+                self.summary.yields_param = source.id
             if source is not None:
                 self.summary.returns_loader = self._loader(source) or (
                     self.loaders.get(source.id) if isinstance(source, ast.Name) else None)
@@ -1148,6 +1199,8 @@ class _Summarizer:
             return
         if isinstance(stmt, (ast.Raise, ast.Assert)):
             return  # error paths run at most once
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            self._appends_loader(stmt.value)
         if isinstance(stmt, ast.Return):
             if stmt.value is not None:
                 self._expressions(stmt.value, conditional)
@@ -1176,12 +1229,21 @@ class _Summarizer:
         for target in targets:
             if isinstance(target, ast.Name):
                 self.values.setdefault(target.id, []).append(value)
-                if moved:
+                if moved or self._passed_on_cuda(value):
                     self.on_cuda.add(target.id)
                 elif not augmented and not (isinstance(value, ast.Name) and value.id == target.id):
                     self.on_cuda.discard(target.id)
             classes = self._classes_of(value)
+            held = self._held_elements(value, target)
+            if isinstance(target, ast.Tuple) and isinstance(value, ast.Call):
+                self.unpacked.update(_target_names(target))
+            elif isinstance(target, ast.Name) and not augmented:
+                self.unpacked.discard(target.id)
             for position, name in enumerate(_target_names(target)):
+                if held[position] is not None and not augmented:
+                    self.held[name] = held[position]
+                elif not augmented:
+                    self.held.pop(name, None)
                 self.computed.add(name)
                 cls = classes[0] if isinstance(target, ast.Name) and len(classes) == 1 else (
                     classes[position] if isinstance(target, ast.Tuple) and position < len(classes) else None)
@@ -1262,8 +1324,11 @@ class _Summarizer:
         loader = self._loader(value)
         if loader is None:
             for element in (value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]):
-                loader = self._loader(element) or (self.loaders.get(element.id)
-                                                   if isinstance(element, ast.Name) else None)
+                if element is not value and isinstance(element, ast.Name) and element.id in self.unpacked:
+                    continue  # `loader, iters = make_loader(...)`; `return model, iters`: which one is not known
+                loader = self._loader(element) or (self.loaders.get(element.id) or (
+                    self.loader_lists.get(element.id) if element is value else None)
+                    if isinstance(element, ast.Name) else None)
                 if loader is not None:
                     break
         if loader is not None and self.summary.returns_loader is None and not self.hidden:
@@ -1299,6 +1364,8 @@ class _Summarizer:
                 self.library = None
             elif library not in self.library:
                 self.library.append(library)
+        if not _is_none(value):
+            self._passes_return(value)
         if self.union is not None and not _is_none(value):
             one = classes[0] if len(classes) == 1 and not isinstance(value, ast.Tuple) else None
             if one is None:
@@ -1330,6 +1397,24 @@ class _Summarizer:
             found = {self._library_class(v, depth + 1) for v in self.values.get(value.id, ())}
             return found.pop() if len(found) == 1 else None
         return None
+    def _appends_loader(self, call: ast.Call) -> None:
+        """`loaders.append(loader)` (in a loop building one loader per dataset): `return loaders` hands back
+        loaders, unpacked by the caller (`train_loader, val_loader = create_loader(...)`) as a tuple of loaders
+        is. Loaders that disagree on pinning make it unknown."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "append" and isinstance(func.value, ast.Name)
+                and len(call.args) == 1 and not call.keywords):
+            return
+        element = call.args[0]
+        if isinstance(element, ast.Name) and not all(self._loader(v) for v in self.values.get(element.id, [None])):
+            return  # `data_loader = HybridDataLoader(...)` on one branch, `DataLoader(...)` on the other
+        loader = self._loader(element) or (self.loaders.get(element.id) if isinstance(element, ast.Name) else None)
+        if loader is None:
+            return
+        known = self.loader_lists.get(func.value.id)
+        if known is not None and known.pinned != loader.pinned:
+            loader = LoaderFact(known.path, known.line, None)
+        self.loader_lists[func.value.id] = known if known is not None and known.pinned == loader.pinned else loader
 
     def _moved_to_cuda(self, value: ast.expr) -> bool:
         """`X(...).to(device)` / `.cuda()` (or a name bound to one moved again) to a device that is CUDA."""
@@ -1458,6 +1543,8 @@ class _Summarizer:
             if not conditional and self.summary.always_syncs is None:
                 self._always(Sink(self.info.path, call.lineno, f"{qualified}()"))
             return
+        if not conditional:
+            self._moves_param(call)
         read = self._read_of(call)
         if read is not None:
             what, operand = read
@@ -1553,6 +1640,35 @@ class _Summarizer:
                     if param is not None and param not in self.summary.sink_params:
                         self.summary.sink_params[param] = Sink(self.info.path, call.lineno, what)
             return
+    def _moves_param(self, call: ast.Call) -> None:
+        """`x.cuda()` / `x.to(device)` of a value of a parameter (not to the CPU, not a dtype), or a project
+        function moving what this call hands it: the parameter reaches the GPU on every call."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in ("cuda", "to"):
+            target = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device"),
+                                                         None)
+            if func.attr == "cuda" or target is not None and not _is_cpu(target) and not _is_dtype(target):
+                param = self._tainted_by(func.value)
+                if param is not None:
+                    self.summary.moves_params = self.summary.moves_params | {param}
+            return
+        callee = self._callee(call)
+        if callee is None or not callee[0].moves_params:
+            return
+        summary, bound = callee
+        params = summary.params[1:] if bound and summary.params else summary.params
+        for position, arg in enumerate(call.args):
+            if isinstance(arg, ast.Starred):
+                break
+            if position < len(params) and params[position] in summary.moves_params:
+                param = self._tainted_by(arg)
+                if param is not None:
+                    self.summary.moves_params = self.summary.moves_params | {param}
+        for kw in call.keywords:
+            if kw.arg in summary.moves_params:
+                param = self._tainted_by(kw.value)
+                if param is not None:
+                    self.summary.moves_params = self.summary.moves_params | {param}
 
     def _library_sync(self, call: ast.Call) -> Optional[Sink]:
         """`self._scaler.step(optimizer)` where the class builds `self._scaler = torch.cuda.amp.GradScaler()`: a
@@ -1718,6 +1834,14 @@ class _Summarizer:
                 and value.func.attr in ("to", "cuda") and isinstance(value.func.value, ast.Call):
             return self._classes_of(value.func.value)  # `Darknet(cfg).to(device)`: the same instance, moved
         if isinstance(value, ast.Call):
+            passed = self._passed(value)
+            if passed is not None:  # `model = apply_gradient_allreduce(model)`: the same model
+                whole, elements = passed
+                if whole is not None:
+                    return self._classes_of(whole) if not isinstance(whole, ast.Tuple) else (None,)
+                return tuple(self._classes_of(e)[0] if e is not None and not isinstance(e, ast.Tuple) else None
+                             for e in elements)
+        if isinstance(value, ast.Call):
             dotted = _dotted(value.func)
             found = self.project.lookup(self.info.path, dotted) if dotted and not dotted.startswith("self.") \
                 else None
@@ -1726,6 +1850,71 @@ class _Summarizer:
             if isinstance(found, FunctionSummary) and found.returns_classes:
                 return found.returns_classes
         return (None,)
+
+    def _passed(self, call: ast.Call) -> Optional[tuple]:
+        """What `call` hands back of its arguments (`passed_arguments`), project methods of `self` included."""
+        library = library_passed(self.info.qualify(_dotted(call.func) or ""), call)
+        if library is not None:
+            return library
+        callee = self._callee(call)
+        if callee is None or isinstance(self.project.lookup(self.info.path, _dotted(call.func) or ""), ClassSummary):
+            return None
+        return summary_passed(callee[0], call, callee[1])
+
+    def _held(self, value: ast.expr, depth: int = 0) -> Optional[str]:
+        """The parameter whose object `value` is: the parameter, a name holding it, `model.cuda()`, `DDP(model)`,
+        or a project function handing its argument back (`apply_gradient_allreduce(model)`)."""
+        if depth > 4:
+            return None
+        if isinstance(value, ast.Name):
+            return self.held.get(value.id)
+        if isinstance(value, ast.Call):
+            passed = self._passed(value)
+            if passed is not None and passed[0] is not None:
+                return self._held(passed[0], depth + 1)
+        return None
+
+    def _held_elements(self, value: ast.expr, target: ast.expr) -> list:
+        """For each name `target` binds, the parameter whose object it gets (None where none)."""
+        names = list(_target_names(target))
+        if isinstance(target, ast.Name):
+            return [self._held(value)]
+        if not isinstance(target, ast.Tuple) or any(not isinstance(e, ast.Name) for e in target.elts):
+            return [None] * len(names)
+        if isinstance(value, ast.Tuple) and len(value.elts) == len(names):
+            return [self._held(e) for e in value.elts]
+        if isinstance(value, ast.Call):
+            passed = self._passed(value)
+            if passed is not None and passed[0] is None and len(passed[1]) == len(names):
+                return [self._held(e) if e is not None else None for e in passed[1]]
+        return [None] * len(names)
+
+    def _passes_return(self, value: ast.expr) -> None:
+        """Fold one `return` into `self.passes`: a parameter's name (every return hands it back), a tuple of
+        names or None per element (every return a tuple of that length), or False (neither)."""
+        if self.passes is False:
+            return
+        if isinstance(value, ast.Tuple):
+            found: object = tuple(self._held(e) for e in value.elts)
+        else:
+            found = self._held(value)
+            if found is None:
+                self.passes = False
+                return
+        if self.passes is None:
+            self.passes = found
+        elif isinstance(found, tuple) and isinstance(self.passes, tuple) and len(found) == len(self.passes):
+            self.passes = tuple(a if a == b else None for a, b in zip(found, self.passes))
+        elif found != self.passes:
+            self.passes = False
+
+    def _passed_on_cuda(self, value: ast.expr) -> bool:
+        """`model = apply_gradient_allreduce(model)` of a model moved to CUDA: still that model."""
+        if not isinstance(value, ast.Call):
+            return False
+        passed = self._passed(value)
+        whole = passed[0] if passed is not None else None
+        return isinstance(whole, ast.Name) and whole.id in self.on_cuda
 
     def _maybe_tensor(self, operand: ast.expr) -> bool:
         # `len(x)` and literals are not tensors; anything else may be.
@@ -1874,6 +2063,57 @@ def _iterates_parameters(iterable: ast.expr) -> bool:
                 "parameters", "named_parameters", "buffers", "named_buffers"):
             return True
     return False
+
+
+# Calls that hand back (a wrapper running) the module they are given as first argument.
+MODEL_WRAPPERS = frozenset({
+    "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
+    "torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.compile",
+    "torch.distributed.fsdp.FullyShardedDataParallel", "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
+    "torch.nn.parallel.DistributedDataParallelCPU"})
+# `nn.Module` methods that return the module itself.
+MODULE_SELF_METHODS = frozenset({"to", "cuda", "train", "eval", "half", "float", "bfloat16", "double",
+                                 "requires_grad_"})
+
+
+def library_passed(qualified: str, call: ast.Call) -> Optional[tuple]:
+    """What a known library call hands back of its arguments, as `Project.passed_arguments`: a model wrapper
+    its model; apex's `amp.initialize(model, optimizer, ...)` the pair `(model, optimizer)`, or the model alone
+    when no optimizer is passed (apex documents: "If optimizers args were passed, returns (models,
+    optimizers)"); `module.to(...)`/`.cuda()`/`.train()` the module."""
+    if qualified in MODEL_WRAPPERS:
+        first = _argument(call, 0, "module")
+        return (first, ()) if isinstance(first, ast.expr) else None
+    if qualified in ("apex.amp.initialize", "amp.initialize"):  # `from apex import amp` inside a function
+        model, optimizer = _argument(call, 0, "models"), _argument(call, 1, "optimizers")
+        if not isinstance(model, ast.expr) or optimizer is _UNKNOWN:
+            return None
+        return (model, ()) if optimizer is None else (None, (model, optimizer))
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in MODULE_SELF_METHODS and \
+            not (isinstance(func.value, ast.Name) and func.value.id == "self"):
+        return func.value, ()  # `model.cuda()`, `Net().cuda()`
+    return None
+
+
+def summary_passed(summary: FunctionSummary, call: ast.Call, bound: bool) -> Optional[tuple]:
+    """The arguments of `call` that the function of `summary` hands back (`returns_param`,
+    `returns_param_elements`), as `Project.passed_arguments`."""
+    params = summary.params[1:] if bound and summary.params else summary.params
+
+    def passed(name: Optional[str]):
+        if name is None:
+            return None
+        found = _argument(call, params.index(name) if name in params else None, name)
+        return found if isinstance(found, ast.expr) else None
+
+    if summary.returns_param is not None:
+        whole = passed(summary.returns_param)
+        return (whole, ()) if whole is not None else None
+    if summary.returns_param_elements:
+        elements = tuple(passed(name) for name in summary.returns_param_elements)
+        return (None, elements) if any(e is not None for e in elements) else None
+    return None
 
 
 def _argument(call: ast.Call, position: Optional[int], keyword: str):

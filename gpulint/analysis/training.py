@@ -246,6 +246,8 @@ class TrainingFacts:
             # `rank % torch.cuda.device_count()`: a CUDA device index (DiT, many DDP scripts)
             right = expr.right
             return type(right) is cst.Call and self.analysis.qualified(right.func) == "torch.cuda.device_count"
+        if type(expr) is cst.Attribute and self.analysis.loops.option_default_is_cuda(expr):
+            return True  # `torch.device(args.device)` with `add_argument('--device', default='cuda')`
         if type(expr) is cst.Name:
             # a binding on the no-CUDA branch (`if torch.cuda.is_available(): device = torch.device("cuda")
             # else: device = torch.device("cpu")`) never runs where the GPU is: like `"cuda" if ... else "cpu"`
