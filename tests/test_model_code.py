@@ -28,6 +28,9 @@ EXPECTED = {
     # (`.cuda()` hands back the module it is called on: tests/test_passed_through.py)
     ("train.py", 24, "GPU112"),
     ("train.py", 12, "GPU403"),  # the step's forward in fp32 (QueueModel on CUDA, no autocast anywhere)
+    # ... and the step's `model(x)` pays QueueModel.forward's read of its CUDA buffer (`model` is the DDP-wrapped
+    # QueueModel main passes: wrappers hand back the module's class, tests/test_passed_through.py)
+    ("train.py", 12, "GPU112"),
     ("train.py", 31, "GPU402"),  # SGD over the CUDA QueueModel without fused=True
 }
 
