@@ -147,7 +147,7 @@ def entry() -> None:
 @click.option("--force-exclude", is_flag=True,
               help="Apply `exclude` to files named on the command line too (for pre-commit and editors).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
-              help="Worker processes at most (default: one per CPU; one per 20,000 lines to lint; 1 lints in "
+              help="Worker processes at most (default: one per CPU; one per 5,000 lines to lint; 1 lints in "
                    "this process).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
 @click.option("--max-file-size", help="Skip files larger than this (e.g. 5MB; 0: no limit).")
