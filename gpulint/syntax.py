@@ -27,11 +27,20 @@ def argument(call: cst.Call, keyword: str, position: Optional[int] = None) -> Op
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == keyword:
             return arg
-    if position is not None:
+    if position is not None and position >= 0:
         positional = [a for a in call.args if a.keyword is None and not a.star]
         if position < len(positional):
             return positional[position]
     return None
+
+
+def argument_for(call: cst.Call, params: list, name: str) -> Optional[cst.Arg]:
+    """The argument `call` passes to parameter `name` of a function whose positional parameters are `params`
+    (a method called as `obj.m(...)` gets its `self`/`cls` from the receiver, not from a positional argument)."""
+    index = params.index(name) if name in params else None
+    if index is not None and params[0] in ("self", "cls") and type(call.func) is cst.Attribute:
+        index -= 1
+    return argument(call, name, index)
 
 
 def positional(call: cst.Call) -> list[cst.BaseExpression]:

@@ -20,7 +20,7 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind
 from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method, is_library_class
 from gpulint.analysis.node_types import of_types
-from gpulint.syntax import argument
+from gpulint.syntax import argument_for
 from gpulint.analysis.project import (MODEL_WRAPPERS, MODULE_SELF_METHODS, ClassSummary, FunctionSummary, Project, Sink,
                                      annotation_class)
 
@@ -325,10 +325,7 @@ class ModuleCalls:
         for call in self.analysis.loops.calls_to(fn):
             if any(a.star for a in call.args):
                 return None
-            index = names.index(expr.value) if expr.value in names else None
-            if index is not None and names and names[0] in ("self", "cls") and type(call.func) is cst.Attribute:
-                index -= 1
-            arg = argument(call, expr.value, index if index is None or index >= 0 else None)
+            arg = argument_for(call, names, expr.value)
             if arg is None:
                 continue
             value = arg.value

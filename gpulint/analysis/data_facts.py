@@ -19,7 +19,7 @@ from gpulint.analysis.libraries import DEVICE_BATCH_METHODS, Effect, fact_for_me
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.project import FunctionSummary, LoaderFact
 from gpulint.analysis.tree import child_nodes
-from gpulint.syntax import argument, positional, string_value
+from gpulint.syntax import argument, argument_for, positional, string_value
 
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
                "torchdata.stateful_dataloader.StatefulDataLoader", "torchdata.stateful_dataloader.StatefulDataLoader"}
@@ -243,13 +243,9 @@ class DataFacts:
         literal, or a flag of the module's parser: analysis/flags.py), else the parameter's default."""
         from gpulint.analysis.flags import flag_defaults
 
-        param = made.pin_param
-        params = list(summary.params)
-        offset = 1 if params and params[0] in ("self", "cls") else 0
-        index = params.index(param) - offset if param in params else None
         if any(a.star for a in call.args):
             return None
-        found = argument(call, param, index if index is None or index >= 0 else None)
+        found = argument_for(call, list(summary.params), made.pin_param)
         if found is None:
             return made.pin_default
         value = found.value
@@ -600,9 +596,7 @@ class DataFacts:
         params = list(fn.params.posonly_params) + list(fn.params.params)
         names = [p.name.value for p in params]
         for call in self._calls_to(fn):
-            offset = 1 if names and names[0] in ("self", "cls") and type(call.func) is cst.Attribute else 0
-            arg = argument(call, binding.name, names.index(binding.name) - offset
-                           if binding.name in names else None)
+            arg = argument_for(call, names, binding.name)
             if arg is not None:
                 yield arg.value
 
