@@ -19,6 +19,10 @@ from gpulint.rules.transfers._built_then_moved import (
     same_device, single_assignment, strip_same_on_device, uses_of, without_copy)
 
 
+# The examples' dataset head with numpy imported too.
+_NUMPY_HEAD = DATASET_HEAD.replace("import torch\n", "import numpy as np\nimport torch\n", 1)
+
+
 class HostTensorMovedEachStep(Rule):
     """A tensor built on the host and copied to the GPU every iteration.
 
@@ -165,7 +169,7 @@ class HostTensorMovedEachStep(Rule):
                      "unsafe fixes)")
     VALID = [TRAIN_STEP + "noise = torch.zeros(2).cuda()\n", *CPU_ONLY_SCRIPTS,
              # a numpy scalar index (`inds[0]`) and a host tensor indexed by a numpy array copy no index
-             DATASET_HEAD.replace("import torch\n", "import numpy as np\nimport torch\n", 1) +
+             _NUMPY_HEAD +
              "table = torch.randn(64, 8).to(device)\nhost = torch.randn(64, 8)\ninds = np.arange(64)\n"
              "for step in range(100):\n    x = table[inds[0]] + host[inds[:8]].sum().to(device)\n"
              "    model(x).sum().backward()\n",
@@ -201,7 +205,7 @@ class HostTensorMovedEachStep(Rule):
         Example(DATASET_HEAD + _CAST.format("torch.tensor([0.1, 0.2], device=device)"),
                 message="`device=` does not change that"),
         # a device tensor indexed with a numpy array every step: the index is copied each time
-        Example(DATASET_HEAD.replace("import torch\n", "import numpy as np\nimport torch\n", 1) +
+        Example(_NUMPY_HEAD +
                 "table = torch.randn(64, 8).to(device)\ninds = np.arange(64)\n"
                 "for step in range(100):\n    np.random.shuffle(inds)\n    mb = inds[:8]\n"
                 "    model(table[mb]).sum().backward()\n",
@@ -213,7 +217,7 @@ class HostTensorMovedEachStep(Rule):
         Example(DATASET_HEAD + _CAST.format("torch.LongTensor(8, 26).fill_(0).to(device)"),
                 message="`torch.LongTensor(...)` (the legacy constructor) builds the tensor on the host"),
         # a CUDA legacy constructor of numpy data, through the GAN scripts' alias: drawn on the host, copied
-        Example(DATASET_HEAD.replace("import torch\n", "import numpy as np\nimport torch\n", 1) +
+        Example(_NUMPY_HEAD +
                 "Tensor = torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor\n"
                 "for step in range(100):\n    z = Tensor(np.random.normal(0, 1, (8, 4)))\n"
                 "    model(z).sum().backward()\n",
