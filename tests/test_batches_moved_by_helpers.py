@@ -11,7 +11,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from test_model_code import check, found  # the same CLI run and finding keys
+from projects import check, found, write_project
 
 UTILS = textwrap.dedent("""\
     import torch
@@ -73,11 +73,7 @@ LOADER = ("train.py", 9, "GPU201")
 
 
 def _project(root: Path, utils: str = UTILS, model: str = MODEL, train: str = TRAIN) -> Path:
-    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (root / "utils.py").write_text(utils)
-    (root / "model.py").write_text(model)
-    (root / "train.py").write_text(train)
-    return root
+    return write_project(root, {"utils.py": utils, "model.py": model, "train.py": train})
 
 
 def test_a_loader_whose_batches_a_project_method_moves_to_the_gpu(tmp_path: Path):

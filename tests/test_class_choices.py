@@ -13,7 +13,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from test_model_code import check, found  # the same CLI run and finding keys
+from projects import check, found, write_project
 
 UTILS = textwrap.dedent("""\
     import torch
@@ -63,10 +63,7 @@ SCORE_CALL = ("train.py", 13, "GPU112")
 
 
 def _project(root: Path, utils: str = UTILS, train: str = TRAIN) -> Path:
-    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (root / "utils.py").write_text(utils)
-    (root / "train.py").write_text(train)
-    return root
+    return write_project(root, {"utils.py": utils, "train.py": train})
 
 
 def test_the_method_of_each_candidate_class_runs_every_step(tmp_path: Path):

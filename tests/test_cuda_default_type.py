@@ -8,12 +8,11 @@ Without the setter, none of it is reported (the same calls build CPU tensors).
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from test_model_code import check, found
+from projects import check, found
 
 HELPERS = """\
 import numpy as np

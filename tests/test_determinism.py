@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_model_code import check
+from projects import check
 
 HELPERS = 10  # more than the callers gpulint analyses per question: the bound must not add up across questions
 

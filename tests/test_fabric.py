@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 from gpulint.analysis.libraries import Effect, fact_for_method
-from test_model_code import check, found
+from projects import check, found
 
 SCRIPT = """\
 import lightning as L

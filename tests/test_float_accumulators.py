@@ -9,7 +9,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from test_model_code import check, found
+from projects import check, found
 
 LOSSES = """\
 import torch.nn.functional as F

@@ -10,20 +10,13 @@
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
-import pytest
-
-from test_model_code import check, found
+from projects import check, found, write_project
 
 
 def _project(root: Path, files: dict[str, str]) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "pyproject.toml").write_text("")
-    for name, text in files.items():
-        (root / name).write_text(textwrap.dedent(text))
-    return root
+    return write_project(root, files, pyproject="", dedent=True)
 
 
 AUDIO = """\

@@ -16,7 +16,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from test_model_code import check, found  # the same CLI run and finding keys
+from projects import check, found, write_project
 
 OPTIM = textwrap.dedent("""\
     import torch
@@ -68,10 +68,7 @@ EXTRA = ("optim.py", 8, "GPU203")  # the same under `if collect:`
 
 
 def _project(root: Path, optim: str, script: str) -> Path:
-    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (root / "optim.py").write_text(optim)
-    (root / "train.py").write_text(script)
-    return root
+    return write_project(root, {"optim.py": optim, "train.py": script})
 
 
 def test_a_method_every_class_of_a_factory_runs_is_per_step_code(tmp_path: Path):

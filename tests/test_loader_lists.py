@@ -15,7 +15,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from test_model_code import check, found  # the same CLI run and finding keys
+from projects import check, found, write_project
 
 DATA = textwrap.dedent("""\
     from torch.utils.data import DataLoader
@@ -76,11 +76,7 @@ COPY = ("train.py", 9, "GPU202")
 
 
 def _project(root: Path, data: str = DATA, utils: str = UTILS, train: str = TRAIN) -> Path:
-    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (root / "data.py").write_text(data)
-    (root / "utils.py").write_text(utils)
-    (root / "train.py").write_text(train)
-    return root
+    return write_project(root, {"data.py": data, "utils.py": utils, "train.py": train})
 
 
 def test_a_loader_unpacked_from_a_factorys_list_through_a_logging_generator(tmp_path: Path):

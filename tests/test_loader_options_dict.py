@@ -15,7 +15,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from test_model_code import check, found
+from projects import check, found
 
 HEAD = """\
 import torch

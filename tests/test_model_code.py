@@ -7,13 +7,12 @@ calls `ScoredHead` in an evaluation loop under `torch.no_grad()`, and calls `Pro
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from projects import check, found
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "models"
 EXPECTED = {
@@ -40,17 +39,6 @@ def project(tmp_path: Path) -> Path:
     root = tmp_path / "models"
     shutil.copytree(FIXTURE, root)
     return root
-
-
-def check(root: Path, *args: str):
-    out = subprocess.run([sys.executable, "-m", "gpulint", "check", "--output-format", "json", *args],
-                         cwd=root, capture_output=True, text=True, timeout=120)
-    assert out.returncode in (0, 1), out.stderr
-    return json.loads(out.stdout)
-
-
-def found(items) -> set:
-    return {(Path(d["filename"]).as_posix(), d["location"]["row"], d["code"]) for d in items}
 
 
 def test_forward_of_a_model_called_every_step_is_per_step_code(project: Path):

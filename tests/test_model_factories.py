@@ -13,7 +13,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from test_model_code import check, found  # the same CLI run and finding keys
+from projects import check, found, write_project
 
 MODEL = textwrap.dedent("""\
     import torch
@@ -76,10 +76,7 @@ ADAMW = ("train.py", 21, "GPU402")
 
 
 def _project(root: Path, model: str = MODEL, train: str = TRAIN) -> Path:
-    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (root / "model.py").write_text(model)
-    (root / "train.py").write_text(train)
-    return root
+    return write_project(root, {"model.py": model, "train.py": train})
 
 
 def test_a_factorys_model_runs_its_forward_every_step(tmp_path: Path):

@@ -12,10 +12,9 @@
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
-from test_model_code import check, found
+from projects import check, found, write_project
 
 MODEL = """\
 import torch
@@ -90,11 +89,7 @@ for step, (x, y) in enumerate(loader):
 
 
 def _project(root: Path) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "pyproject.toml").write_text("")
-    (root / "model.py").write_text(MODEL)
-    (root / "train.py").write_text(TRAIN)
-    return root
+    return write_project(root, {"model.py": MODEL, "train.py": TRAIN}, pyproject="")
 
 
 def test_properties_buffers_and_decoding_loops(tmp_path: Path):

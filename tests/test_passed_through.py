@@ -11,7 +11,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from test_model_code import check, found  # the same CLI run and finding keys
+from projects import check, found, write_project
 
 DIST = textwrap.dedent("""\
     def apply_gradient_allreduce(module):
@@ -96,11 +96,7 @@ ADAM = ("train.py", 15, "GPU402")  # Adam over the CUDA model's parameters, not 
 
 
 def _project(root: Path, dist: str = DIST, model: str = MODEL, train: str = TRAIN) -> Path:
-    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (root / "dist.py").write_text(dist)
-    (root / "model.py").write_text(model)
-    (root / "train.py").write_text(train)
-    return root
+    return write_project(root, {"dist.py": dist, "model.py": model, "train.py": train})
 
 
 def test_reassignments_through_functions_that_return_their_argument_keep_the_class(tmp_path: Path):

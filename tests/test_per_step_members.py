@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_model_code import check, found  # the same CLI run and finding keys
+from projects import check, found
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "samplers"
 EXPECTED = {

@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 from gpulint.analysis.libraries import Effect, fact_for_function, fact_for_method
-from test_model_code import check, found  # the same CLI run and finding keys
+from projects import check, found
 
 
 def _write(root: Path, files: dict[str, str]) -> Path:

@@ -12,14 +12,11 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from test_model_code import check, found
+from projects import check, found, write_project
 
 
 def _project(root: Path, text: str) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "pyproject.toml").write_text("")
-    (root / "train.py").write_text(textwrap.dedent(text))
-    return root
+    return write_project(root, {"train.py": text}, pyproject="", dedent=True)
 
 
 HELPERS = """\

@@ -11,7 +11,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from test_model_code import check, found
+from projects import check, found
 
 FIT = """\
 import torch
