@@ -29,6 +29,7 @@ import libcst as cst
 
 from gpulint import ast_walk, incremental
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.once import once_per_object
 from gpulint.analysis.tree import child_nodes
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, _dotted, project_for, text_dependency
 
@@ -228,7 +229,10 @@ def _own_nodes(fn: cst.FunctionDef):
     while stack:
         node = stack.pop()
         yield node
-        if not isinstance(node, _NESTED):
+        if type(node) is cst.If and once_per_object(node, fn):
+            # `if self.first: ...; self.first = False`: its body runs on the first call only (analysis/once.py)
+            stack.extend(n for n in (node.test, node.orelse) if n is not None)
+        elif not isinstance(node, _NESTED):
             stack.extend(child_nodes(node))
 
 

@@ -115,6 +115,11 @@ class KindInference:
         # analysis/__init__.py: whether a call into the project (`self._loss_step(batch)`, `compute_loss(...)`)
         # returns a tensor by its summary; asked only for what an accumulator is given (`total += <call>`)
         self.returns_tensor_hook: Optional[Callable[[cst.Call], bool]] = None
+        # analysis/__init__.py (analysis/host_values.py): a call whose result is in host memory (a torch factory
+        # without `device=` where no CUDA default is set, a project function returning `.cpu()` copies), and a
+        # parameter every call site of which passes a host value; asked only by `on_host`
+        self.host_call_hook: Optional[Callable[[cst.Call], bool]] = None
+        self.host_param_hook: Optional[Callable[[cst.Name, int], bool]] = None
 
     # -- public ------------------------------------------------------------------------------------------------
     def of(self, node: cst.CSTNode) -> Kind:
@@ -144,6 +149,8 @@ class KindInference:
         if type(node) is cst.Call:
             func = node.func
             if type(func) in (cst.Name, cst.Attribute) and self.qualified(func) == "torch.from_numpy":
+                return True
+            if self.host_call_hook is not None and self.host_call_hook(node):
                 return True
             if type(func) is cst.Attribute:
                 method = func.attr.value
@@ -180,6 +187,8 @@ class KindInference:
             last = self._last_assignment(node, bindings)
             if last is not None:
                 return self.on_host(last, depth + 1)
+            if len(bindings) == 1 and bindings[0].kind == "param" and self.host_param_hook is not None:
+                return self.host_param_hook(node, depth + 1)
             return bool(bindings) and all(b.kind in ("assign", "walrus") and b.value is not None and (
                 self.on_host(b.value, depth + 1) if b.index is None else self._computed_on_host(b.value, depth))
                 for b in bindings)

@@ -16,6 +16,7 @@ import libcst as cst
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind, KindInference
 from gpulint.analysis.node_types import of_types
+from gpulint.analysis.once import once_per_object
 from gpulint.analysis.tree import SCOPE_TYPES, SyntaxIndex, child_nodes
 from gpulint.syntax import code_of as _code, target_names as _target_names
 
@@ -186,7 +187,8 @@ class LoopAnalysis:
                 function = parent
                 break
         if type(function) is cst.Lambda or type(function) is cst.FunctionDef and (
-                function.name.value in _SETUP_METHODS or self._called_from_a_loop(function)):
+                function.name.value in _SETUP_METHODS or self._called_from_a_loop(function) or
+                self._set_up_once(function)):
             return False
         if type(loop) is cst.While and type(loop.test) in (cst.Name, cst.Integer):
             # `while True:`: an interactive or serving loop, paced by its input; or a decoder generating
@@ -249,6 +251,24 @@ class LoopAnalysis:
                     type(a) in (cst.For, cst.While) and self._trains_by_itself(a) for a in self.index.ancestors(n))
                 for n in self.calls_to(fn))
         return self._trains[key]
+
+    def _set_up_once(self, fn: cst.FunctionDef) -> bool:
+        """Every call of `fn` in the module runs under a once-per-object guard (`if self.first:
+        self.masks = self.initialize_masks(x); self.first = False`, analysis/once.py): setup code, as `__init__`
+        is, however many iterations its own loop has."""
+        calls = self.calls_to(fn)
+        return bool(calls) and all(self._under_once_guard(call) for call in calls)
+
+    def _under_once_guard(self, node: cst.CSTNode) -> bool:
+        child = node
+        for parent in self.index.ancestors(node):
+            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+                return False
+            if type(parent) is cst.If and child is parent.body and once_per_object(parent, next(
+                    (a for a in self.index.ancestors(parent) if type(a) is cst.FunctionDef), None)):
+                return True
+            child = parent
+        return False
 
     def calls_to(self, fn: cst.FunctionDef) -> list[cst.Call]:
         """The calls of this module that `local_function` resolves to `fn`, in document order."""
@@ -501,6 +521,9 @@ class LoopAnalysis:
             if type(parent) is cst.If and self.without_cuda(parent, child):
                 return OUTSIDE  # `else:` of `if torch.cuda.is_available():`: runs only where there is no GPU
             if type(parent) is cst.If and child is parent.body and periodic is None:
+                if once_per_object(parent, next((a for a in self.index.ancestors(parent)
+                                                 if type(a) is cst.FunctionDef), None)):
+                    return OUTSIDE  # `if self.first: ...; self.first = False`: the first call only (once.py)
                 once_in = self._clears_its_flag(parent)
                 if once_in is not None:
                     child = parent

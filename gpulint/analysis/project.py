@@ -172,6 +172,9 @@ class FunctionSummary:
     # A generator whose every `yield` hands on an item of this parameter (`def log_every(self, iterable, ...):
     # for obj in iterable: ... yield obj`): iterating a call of it iterates what the caller passes.
     yields_param: Optional[str] = None
+    # Every `return` of a value hands back a copy in host memory (`return loss.detach().cpu()`, `.numpy()`,
+    # `.tolist()`, `.item()`, `.to("cpu")`): what a call of it holds waits for no GPU when read.
+    returns_host_copy: bool = False
     # Parameters the function copies to the GPU on every call (`x.cuda()`, `x.to(device)`, directly or through
     # another such function: `parse_batch(batch)` handing the batch's tensors to `to_gpu(x)`): a loop handing it
     # its batch copies the batch to the device.
@@ -199,7 +202,7 @@ class FunctionSummary:
                 None if self.returns_annotation is None else ast.dump(self.returns_annotation),
                 sorted(self.calls_params), self.returns_library, self.returns_function, self.stub,
                 self.syncs_on_device_of, self.returns_param, self.returns_param_elements, self.yields_param,
-                sorted(self.moves_params))
+                sorted(self.moves_params), self.returns_host_copy)
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
                           bound_method: bool = False) -> Optional[Sink]:
@@ -1094,6 +1097,7 @@ class _Summarizer:
         # name -> the parameter whose object it holds (the parameter itself, `model.cuda()`, `DDP(model)`)
         self.held: dict[str, str] = {p: p for p in (*self.summary.params, *self.summary.keyword_only) if p != "self"}
         self.passes: object = None  # what every `return` so far hands back of the parameters (`_passes`)
+        self.host_copies: Optional[bool] = None  # every `return` of a value so far is a copy to the host
 
     def run(self) -> FunctionSummary:
         self._block(self.fn.body, conditional=False)
@@ -1101,6 +1105,7 @@ class _Summarizer:
         if not self.summary.returns_union and self.fn.returns is not None:
             self.summary.returns_annotation = self.fn.returns  # resolved on use: Project.returned_classes
         self.summary.returns_on_cuda = bool(self.cuda_returns)
+        self.summary.returns_host_copy = bool(self.host_copies)
         if self.library is not None and len(self.library) == 1:
             self.summary.returns_library = self.library[0]
         self.summary.stub = all(isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and
@@ -1316,6 +1321,7 @@ class _Summarizer:
         return None
 
     def _returns(self, value: ast.expr) -> None:
+        self.host_copies = _host_copy(value) and self.host_copies is not False
         sink = self._host_read(value)
         if sink is None and isinstance(value, ast.Name):
             sink = self.host_scalars.get(value.id)
@@ -1980,6 +1986,25 @@ class _Summarizer:
 
 
 TENSOR, DEVICE_TENSOR = 1, 2
+
+
+def _host_copy(value: ast.expr) -> bool:
+    """`loss.detach().cpu()`, `x.cpu().float()`, `t.numpy()`, `t.tolist()`, `t.item()`, `t.to("cpu")`: a value
+    in host memory, whatever the tensor it was read from."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        method = value.func.attr
+        if method in ("cpu", "numpy", "tolist", "item"):
+            return True
+        if method == "to":
+            first = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "device"),
+                                                          None)
+            return isinstance(first, ast.Constant) and isinstance(first.value, str) and \
+                first.value.split(":")[0] == "cpu"
+        if method not in ("detach", "float", "double", "long", "int", "clone", "contiguous", "squeeze", "view",
+                          "reshape", "flatten"):
+            return False
+        value = value.func.value
+    return False
 
 # Reductions and element-wise tests whose result is a tensor holding values of the data: branching on one reads it.
 _VALUE_REDUCTIONS = frozenset(("any", "all", "min", "max", "sum", "mean", "norm", "amax", "amin"))
