@@ -9,11 +9,14 @@ import libcst as cst
 from gpulint.analysis import GPU_HINT
 from gpulint.analysis.data_facts import data_facts
 from gpulint.analysis.data_path import data_path_facts
+from gpulint.analysis.node_types import of_types
 from gpulint.analysis.training import training_facts
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Rule, Safety
 
 # Inputs of one shape: an in-memory TensorDataset, or a fixed-size crop/resize of torchvision.
 _ONE_SHAPE = re.compile(r"\bTensorDataset\(|\b(?:RandomResizedCrop|RandomCrop|CenterCrop)\(\s*\d|\bResize\(\s*[(\[]")
+# Opacus (differential privacy) draws each batch by Poisson sampling: its size changes every step.
+_POISSON = re.compile(r"\bopacus\b")
 _HEAD = """import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
@@ -74,7 +77,9 @@ class CudnnBenchmarkUnset(Rule):
     Inputs whose shape changes from step to step (variable image sizes, variable sequence lengths): each new
     shape is timed again, which can cost more than it saves. Set `torch.backends.cudnn.benchmark = False`
     explicitly to record that decision (the rule then stays silent), as it does for scripts that ask for
-    deterministic algorithms.
+    deterministic algorithms. A module that hands its loader to Opacus' Poisson sampling
+    (`privacy_engine.make_private(...)` without `poisson_sampling=False`, `DPDataLoader`,
+    `UniformWithReplacementSampler`) is not reported: every step draws a batch of a different size.
 
     An early measurement on an H100 had the fix make a small ResNet 0.35x as fast; that was the measurement's
     fault (the first epoch's smaller last batch was auto-tuned inside the timed steps, docs/benchmarks.md "Third
@@ -102,6 +107,10 @@ class CudnnBenchmarkUnset(Rule):
         _HEAD + "model = nn.Sequential(nn.Conv2d(3, 16, 3))\nfor x, y in loader:\n    model(x).sum().backward()\n",
         # inputs whose shape may vary (an image folder without a fixed-size crop): each new shape is timed again
         _HEAD + _BODY.replace("TensorDataset(images, labels)", "ImageFolder(root)"),
+        # differentially private training with Poisson sampling: the batch size changes every step
+        _HEAD + "from opacus import PrivacyEngine\n" + _BODY.replace(
+            "for x, y in loader:", "model, opt, loader = PrivacyEngine().make_private(module=model, optimizer=opt, "
+            "data_loader=loader, noise_multiplier=1.0, max_grad_norm=1.0)\nfor x, y in loader:"),
         # a toy: one small convolution
         _HEAD + _BODY.replace("nn.Conv2d(3, 64, 3), nn.ReLU(), nn.Conv2d(64, 256, 3)", "nn.Conv2d(3, 8, 3)"),
     )
@@ -109,6 +118,24 @@ class CudnnBenchmarkUnset(Rule):
         Example(_HEAD + _BODY, message="cudnn.benchmark",
                 fixed=_HEAD.replace("TensorDataset\n", "TensorDataset\ntorch.backends.cudnn.benchmark = True\n", 1) + _BODY),
     )
+
+    def _poisson_sampled(self) -> bool:
+        """The module hands its loader to Opacus' Poisson sampling: `privacy_engine.make_private(...)` (or
+        `make_private_with_epsilon`) without `poisson_sampling=False`, `DPDataLoader`, or
+        `UniformWithReplacementSampler`. Each step then draws a batch of a random size, so the shape changes
+        every step (even where an option can turn differential privacy off: the script is written for it)."""
+        for call in of_types(self.analysis.index, cst.Call):
+            func = call.func  # type: ignore[attr-defined]
+            name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
+            if name in ("make_private", "make_private_with_epsilon"):
+                if not any(a.keyword is not None and a.keyword.value == "poisson_sampling" and
+                           type(a.value) is cst.Name and a.value.value == "False" for a in call.args):  # type: ignore[attr-defined]
+                    return True
+            elif name in ("DPDataLoader", "UniformWithReplacementSampler") or \
+                    type(func) is cst.Attribute and name == "from_data_loader" and \
+                    type(func.value) is cst.Name and func.value.value == "DPDataLoader":
+                return True
+        return False
 
     def visit_Module(self, node: cst.Module) -> None:
         facts = data_path_facts(self.analysis)
@@ -119,6 +146,8 @@ class CudnnBenchmarkUnset(Rule):
         source = self.analysis.source if self.analysis.source is not None else self.analysis.module.code
         if not _ONE_SHAPE.search(source) or not training_facts(self.analysis).worth_a_lever():
             return  # inputs whose shape may vary (each new shape is timed again), a test, a toy
+        if _POISSON.search(source) and self._poisson_sampled():
+            return  # batches of a size drawn anew every step: each new shape would be timed again
         fix = None
         anchor = facts.import_anchor
         if anchor is not None and facts.imports("torch"):
