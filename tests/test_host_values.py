@@ -146,3 +146,28 @@ def test_a_block_that_clears_its_own_flag_runs_once(tmp_path: Path) -> None:
     root = write_project(tmp_path / "every", {"drop.py": DROP.format(clear="            pass"), "train.py": TRAIN})
     codes = _codes(root, "drop.py")
     assert (16, "GPU106") in codes and (23, "GPU101") in codes, codes
+
+
+SAMPLER = """import torch
+from torch.utils.data import DataLoader
+
+
+def draw(n, k, device=None):
+    return torch.randperm(n, device=device)[:k]
+
+
+model = torch.nn.Linear(4, 2).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in DataLoader(torch.randn(64, 4), batch_size=8):
+    picks = draw(100, 10, device={device})
+    chosen = picks.numpy()
+    model(x.cuda()).sum().backward()
+    opt.step()
+"""
+
+
+def test_a_call_naming_the_cpu_as_its_device_builds_there(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "cpu", {"train.py": SAMPLER.format(device='"cpu"')})
+    assert (13, "GPU103") not in _codes(root, "train.py")
+    root = write_project(tmp_path / "cuda", {"train.py": SAMPLER.format(device='"cuda"')})
+    assert (13, "GPU103") in _codes(root, "train.py")

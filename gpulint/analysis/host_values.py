@@ -3,6 +3,7 @@
 - A torch factory called without `device=` (`torch.randint(0, n, (b,))`, `torch.zeros(n)`, `torch.arange(n)`)
   builds its tensor on the CPU, unless the program sets a CUDA default tensor type or device
   (`analysis/default_device.py`) or the call runs inside a `with` that names a device (`with torch.device(...)`).
+- A call that names the CPU as its `device=` (`sample(population, k, device="cpu")`) builds its result there.
 - A call of a project function or method every `return` of which is a host copy (`return loss.detach().cpu()`:
   `FunctionSummary.returns_host_copy`) holds a host value.
 - A parameter of a function or method of this module is a host value where the function's every call in the
@@ -34,6 +35,11 @@ def host_call(analysis, call: cst.Call) -> bool:
         return _host_factory(analysis, call)
     if type(func) is cst.Attribute and func.attr.value in ("cpu", "numpy", "tolist", "item", "to", "cuda"):
         return False  # copies: `on_host` reads those itself
+    device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
+    if device is not None:
+        from gpulint.analysis.data_facts import CPU, data_facts
+
+        return data_facts(analysis).device_of(device) == CPU  # `sample(n, k, device="cpu")`: built there
     from gpulint.analysis.calls import project_calls
 
     calls = analysis.fact(project_calls)
