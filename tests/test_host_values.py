@@ -171,3 +171,25 @@ def test_a_call_naming_the_cpu_as_its_device_builds_there(tmp_path: Path) -> Non
     assert (13, "GPU103") not in _codes(root, "train.py")
     root = write_project(tmp_path / "cuda", {"train.py": SAMPLER.format(device='"cuda"')})
     assert (13, "GPU103") in _codes(root, "train.py")
+
+
+TYPE_AS = """import torch
+from torch.utils.data import DataLoader
+
+model = torch.nn.Linear(4, 2).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in DataLoader(torch.randn(64, 4), batch_size=8):
+    out = model(x.cuda())
+    keep = torch.ones(out.shape[0]){cast}
+    rows = keep.nonzero()
+    out[rows].sum().backward()
+    opt.step()
+"""
+
+
+def test_a_host_factory_cast_to_a_device_tensor_is_on_the_device(tmp_path: Path) -> None:
+    """`torch.ones(n).type_as(out)` builds on the host and goes where `out` is: its `nonzero()` syncs."""
+    root = write_project(tmp_path / "cast", {"train.py": TYPE_AS.format(cast=".type_as(out)")})
+    assert (9, "GPU111") in _codes(root, "train.py")
+    root = write_project(tmp_path / "host", {"train.py": TYPE_AS.format(cast="")})
+    assert (9, "GPU111") not in _codes(root, "train.py")

@@ -160,6 +160,10 @@ class KindInference:
                     return _names_cpu(self, node)
                 if method == "cuda":
                     return False
+                if method == "type_as":  # `torch.ones(n).type_as(x)` goes where `x` is
+                    return bool(node.args) and self.on_host(node.args[0].value, depth + 1)
+                if method == "type" and node.args:  # `.type(torch.cuda.FloatTensor)` may move it
+                    return False
                 if self.on_host(func.value, depth + 1):
                     return True
             # `torch.sigmoid(host)`, `F.interpolate(host, size)`: torch computes where its tensor input lives
