@@ -21,6 +21,7 @@ from gpulint.analysis.kinds import Kind
 from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method, is_library_class
 from gpulint.analysis.node_types import of_types
 from gpulint.syntax import argument_for
+from gpulint.analysis.project import _UNKNOWN
 from gpulint.analysis.project import (MODEL_WRAPPERS, MODULE_SELF_METHODS, ClassSummary, FunctionSummary, Project, Sink,
                                      annotation_class)
 
@@ -551,7 +552,7 @@ class ProjectCalls(ModuleCalls):
                 sink = summary.sink_for_argument(None if keyword else position, keyword, bound)
                 if keyword is None:
                     position += 1
-            if sink is None:
+            if sink is None or not _runs_at(call, summary, bound, sink):
                 continue
             if self.carries_tensor(arg.value) or _parameters_of(arg.value) or \
                     sink.through == "parameters" and self.analysis.kind(arg.value) is Kind.MODULE:
@@ -994,3 +995,42 @@ def project_calls(analysis) -> Optional[ProjectCalls]:
 def module_calls(analysis) -> ModuleCalls:
     """Fact provider: calls of the module resolved with what the module alone shows (no file needed)."""
     return ModuleCalls(analysis)
+
+
+def _runs_at(call: cst.Call, summary: FunctionSummary, bound: bool, sink) -> bool:
+    """Whether a read the helper makes only for some values of one of its parameters (`Sink.when`: `if
+    reduction == "mean": return x.mean().item()`) runs at `call`, as far as its arguments show: a constant
+    other than those (`reduction="none"`) skips it; anything else, or `**options`, may take it."""
+    if not sink.when:
+        return True
+    name = sink.when[0]
+    params = summary.params[1:] if bound and summary.params else summary.params
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            return True
+        if arg.keyword is not None:
+            matched = arg.keyword.value == name
+        else:
+            matched = position < len(params) and params[position] == name
+            position += 1
+        if matched:
+            return sink.runs_with(_constant(arg.value), True)
+    return sink.runs_with(_UNKNOWN, False)
+
+
+def _constant(node: cst.BaseExpression) -> object:
+    """The value of a literal argument (a string, a number, True/False/None), else `_UNKNOWN`."""
+    if type(node) is cst.SimpleString:
+        try:
+            return node.evaluated_value
+        except Exception:  # noqa: BLE001 - an odd literal: not a constant we can compare
+            return _UNKNOWN
+    if type(node) is cst.Integer:
+        try:
+            return int(node.value.replace("_", ""), 0)
+        except ValueError:
+            return _UNKNOWN
+    if type(node) is cst.Name and node.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[node.value]
+    return _UNKNOWN
