@@ -340,8 +340,11 @@ class KindInference:
             # `loss = loss.item()` on one path: the number says the name held a tensor before the read, not that
             # it always holds a number; the other bindings decide (`loss = loss_fn(out, y)`), and a number
             # literal among them (`top1_err = 0.0` on a path that computes no accuracy) is one alternative.
-            rereads = [k is Kind.NUMBER and _reads_itself(name, b) for b, k in zip(bindings, kinds)]
-            if any(rereads) and not all(rereads):
+            rereads = [k is Kind.NUMBER and _reads_itself(name, b) and not self._type_tested(name, b.source)
+                       for b, k in zip(bindings, kinds)]
+            # Only where the other bindings are assignments: a loop variable (`for qid in zip(ids, preds):
+            # qid = int(qid.item())`) may be an element of a batch left on the host.
+            if any(rereads) and not all(rereads) and all(b.kind == "assign" for b in bindings):
                 kinds = [Kind.UNKNOWN if reread or k is Kind.NUMBER and b.kind == "assign" and
                          _number_literal(b.value) else k for b, k, reread in zip(bindings, kinds, rereads)]
             # `x = None` in one branch and a tensor in the other: an optional tensor is a tensor where used.
@@ -363,6 +366,18 @@ class KindInference:
         self._binding_cache[key] = result
         return result
 
+    def _type_tested(self, name: str, stmt: Optional[cst.CSTNode]) -> bool:
+        """`stmt` runs under `if isinstance(name, ...):` (`if isinstance(v, torch.Tensor): v = v.item()`): the
+        code itself says the name may hold something else, and reads it only when it does not."""
+        for parent in self.index.ancestors(stmt) if stmt is not None else ():
+            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+                return False
+            test = parent.test if type(parent) in (cst.If, cst.IfExp) else None
+            if type(test) is cst.Call and type(test.func) is cst.Name and test.func.value == "isinstance" and \
+                    test.args and type(test.args[0].value) is cst.Name and test.args[0].value.value == name:
+                return True
+        return False
+
     def _after_own_read(self, name: cst.Name) -> Optional[Kind]:
         """Where `name` is read after the statement rebinding it to a host read of its own value (`loss =
         loss.item()`, `loss, acc = loss.item(), acc.item()`) last ran, going back through the statements of the
@@ -373,7 +388,8 @@ class KindInference:
         rereads = self._rereads.get(key)
         if rereads is None:
             rereads = self._rereads[key] = [b.source for b in self.index.lookup(name.value, scope)
-                                            if b.source is not None and _reads_itself(name.value, b)]
+                                            if b.source is not None and _reads_itself(name.value, b)
+                                            and not self._type_tested(name.value, b.source)]
         if not rereads:
             return None
         sources = [b.source for b in self.index.lookup(name.value, scope) if b.source is not None]

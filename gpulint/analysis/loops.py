@@ -603,7 +603,7 @@ class LoopAnalysis:
             return False
         positional = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
         param = located[1]
-        default = _literal(param.default) if param.default is not None else _NOT_CONSTANT
+        default = _constant_value(param.default) if param.default is not None else _NOT_CONSTANT
         calls = [c for c in of_types(self.index, cst.Call)
                  if self.local_function(c) is fn and not self.index.is_ancestor_or_self(fn, c)]  # type: ignore
         if not calls:
@@ -618,9 +618,9 @@ class LoopAnalysis:
                     return False
                 if arg.keyword is not None:
                     if arg.keyword.value == name.value:
-                        value = _literal(arg.value)
+                        value = _constant_value(arg.value)
                 elif position < len(params) and params[position] == name.value:
-                    value = _literal(arg.value)
+                    value = _constant_value(arg.value)
                     position += 1
                 else:
                     position += 1
@@ -1240,7 +1240,7 @@ def _terms(node: cst.BaseExpression, operator: type) -> list[cst.BaseExpression]
 _NOT_CONSTANT = object()
 
 
-def _literal(node: cst.BaseExpression) -> object:
+def _constant_value(node: cst.BaseExpression) -> object:
     """The value of a string, integer or True/False/None literal, else `_NOT_CONSTANT`."""
     if type(node) is cst.SimpleString:
         try:
@@ -1273,7 +1273,7 @@ def _constant_test(test: cst.BaseExpression) -> Optional[tuple[cst.Name, tuple]]
         return None
     if type(left) is not cst.Name or not items:
         return None
-    values = tuple(_literal(item) for item in items)
+    values = tuple(_constant_value(item) for item in items)
     if any(v is _NOT_CONSTANT for v in values):
         return None
     return left, values

@@ -99,9 +99,6 @@ class Sink:
         return f"{relative(self.path, relative_to)}:{self.line}"
 
 
-_UNKNOWN = object()  # an argument whose value a call does not show as a constant
-
-
 def _sink_key(sink: Optional[Sink]) -> Optional[tuple]:
     return None if sink is None else (str(sink.path), sink.line, sink.what, sink.through, repr(sink.when))
 
