@@ -392,12 +392,20 @@ class KindInference:
                                             and not self._type_tested(name.value, b.source)]
         if not rereads:
             return None
+        for parent in self.index.ancestors(name):
+            if type(parent) is cst.AssignTarget:
+                assign = self.index.parent.get(parent)
+                if any(assign is r for r in rereads):
+                    return Kind.UNKNOWN  # the target of `loss = loss.item()` itself: say nothing, as before
+                break
+            if isinstance(parent, (cst.BaseStatement, cst.BaseSmallStatement)):
+                break
         sources = [b.source for b in self.index.lookup(name.value, scope) if b.source is not None]
         child: cst.CSTNode = name
         for parent in self.index.ancestors(name):
-            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module):
+            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
                 return None
-            if type(parent) is cst.IndentedBlock:
+            if type(parent) in (cst.IndentedBlock, cst.Module):
                 before = parent.body[:next((i for i, st in enumerate(parent.body) if st is child), 0)]
                 for stmt in reversed(before):
                     found = [src for src in sources if self.index.is_ancestor_or_self(stmt, src)]
@@ -408,6 +416,8 @@ class KindInference:
                         return None
                     plain = type(stmt) is cst.SimpleStatementLine and len(own) == len(found)
                     return Kind.NUMBER if plain else Kind.UNKNOWN
+                if type(parent) is cst.Module:
+                    return None
             child = parent
         return None
 
