@@ -454,7 +454,9 @@ KIND_CASES = [
     ("v = loss.item()", "v", Kind.NUMBER),
     ("loss = model(x).sum()\nv = 0.0\nv += loss", "v", Kind.TENSOR),
     ("v = 0.0\nv += unknown_thing", "v", Kind.NUMBER),
-    ("v = model(x).sum()\nv = v.item()", "v", Kind.UNKNOWN),
+    # `v = v.item()`: the receiver still holds the tensor (its read is a sync); after the statement, a number
+    ("v = model(x).sum()\nv = v.item()", "v", Kind.TENSOR),
+    ("v = model(x).sum()\nv = v.item()\nprint(v)", "v", Kind.NUMBER),
     ("v = torch.device('cuda')", "v", Kind.OTHER),
     ("v = DataLoader(ds)", "v", Kind.LOADER),
     ("v = torch.optim.Adam(p)", "v", Kind.OPTIMIZER),

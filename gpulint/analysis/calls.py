@@ -21,6 +21,7 @@ from gpulint.analysis.kinds import Kind
 from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method, is_library_class
 from gpulint.analysis.node_types import of_types
 from gpulint.syntax import argument_for
+from gpulint.analysis.project import _UNKNOWN
 from gpulint.analysis.project import (MODEL_WRAPPERS, MODULE_SELF_METHODS, ClassSummary, FunctionSummary, Project, Sink,
                                      annotation_class)
 
@@ -170,8 +171,20 @@ class ModuleCalls:
         if fact is None and type(func) in (cst.Name, cst.Attribute) and call.args:
             # an instance called (`loss_scaler(loss, optimizer)`): its class's `__call__`
             built = self.constructor(func)
-            fact = fact_for_method(built, "__call__") if built is not None else None
+            fact = fact_for_method(built, "__call__") if built is not None else self._union_fact(func, "__call__")
         return fact
+
+    def _union_fact(self, receiver: cst.BaseExpression, method: str) -> Optional[LibraryFact]:
+        """`method` of an object that is an instance of one of several library classes (`library_union`): the
+        table's fact when every candidate has one with the same effect (the one with a stated exception, if any,
+        so that exception is checked), else None: a call free in one configuration is not reported."""
+        classes = self.library_union(receiver)
+        if len(classes) < 2:
+            return None
+        facts = [fact_for_method(name, method) for name in sorted(classes)]
+        if any(f is None for f in facts) or len({f.effect for f in facts}) != 1:  # type: ignore[union-attr]
+            return None
+        return next((f for f in facts if f.unless), facts[0])
 
     def _scales_a_loss(self, receiver: cst.BaseExpression) -> bool:
         """The module calls `<receiver>.scale(x).backward(...)` (the same expression as written): a gradient
@@ -314,6 +327,21 @@ class ModuleCalls:
         """A parameter of a function of this module that every call of it in the module passes an instance of
         the same library class of the table, or `None` (`train_epoch(..., model_ema=model_ema)` with `model_ema =
         None` then `model_ema = ModelEmaV2(model)` in `main`): that class. No call passing one: unknown."""
+        found = self._passed_library_classes(expr, depth)
+        return next(iter(found)) if found is not None and len(found) == 1 else None
+
+    def library_union(self, expr: cst.BaseExpression) -> frozenset:
+        """The library classes of the table an object may be an instance of, each a configuration the program
+        ships: every binding builds one (`loss_scaler = ApexScaler()` on one branch, `NativeScaler()` on
+        another), or every call of the function whose parameter it is passes one of them (or `None`). Empty
+        when anything else may be there."""
+        calls = self.built_by(expr)
+        if calls:
+            names = {self.class_name(c.func) for c in calls}
+            return frozenset(names) if all(n is not None and is_library_class(n) for n in names) else frozenset()
+        return frozenset(self._passed_library_classes(expr) or ())
+
+    def _passed_library_classes(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[set]:
         if type(expr) is not cst.Name or depth > 2 or expr.value in ("self", "cls"):
             return None
         bindings = self.index.visible_bindings(expr)
@@ -334,13 +362,12 @@ class ModuleCalls:
             if type(value) is cst.Name and value.value == "None":
                 continue
             built = self.built_by(value)
-            classes = {self.class_name(c.func) for c in built} if built else set()
-            name = classes.pop() if len(classes) == 1 else \
-                None if classes else self._passed_library_class(value, depth + 1)
-            if name is None or not is_library_class(name):
+            classes = {self.class_name(c.func) for c in built} if built else \
+                self._passed_library_classes(value, depth + 1) or set()
+            if not classes or not all(name is not None and is_library_class(name) for name in classes):
                 return None
-            found.add(name)
-        return found.pop() if len(found) == 1 else None
+            found |= classes
+        return found or None
 
     def _annotated_library_class(self, expr: cst.BaseExpression) -> Optional[str]:
         """A parameter annotated with a library class of the table (`fabric: L.Fabric`): that class."""
@@ -551,7 +578,7 @@ class ProjectCalls(ModuleCalls):
                 sink = summary.sink_for_argument(None if keyword else position, keyword, bound)
                 if keyword is None:
                     position += 1
-            if sink is None:
+            if sink is None or not _runs_at(call, summary, bound, sink):
                 continue
             if self.carries_tensor(arg.value) or _parameters_of(arg.value) or \
                     sink.through == "parameters" and self.analysis.kind(arg.value) is Kind.MODULE:
@@ -994,3 +1021,42 @@ def project_calls(analysis) -> Optional[ProjectCalls]:
 def module_calls(analysis) -> ModuleCalls:
     """Fact provider: calls of the module resolved with what the module alone shows (no file needed)."""
     return ModuleCalls(analysis)
+
+
+def _runs_at(call: cst.Call, summary: FunctionSummary, bound: bool, sink) -> bool:
+    """Whether a read the helper makes only for some values of one of its parameters (`Sink.when`: `if
+    reduction == "mean": return x.mean().item()`) runs at `call`, as far as its arguments show: a constant
+    other than those (`reduction="none"`) skips it; anything else, or `**options`, may take it."""
+    if not sink.when:
+        return True
+    name = sink.when[0]
+    params = summary.params[1:] if bound and summary.params else summary.params
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            return True
+        if arg.keyword is not None:
+            matched = arg.keyword.value == name
+        else:
+            matched = position < len(params) and params[position] == name
+            position += 1
+        if matched:
+            return sink.runs_with(_constant(arg.value), True)
+    return sink.runs_with(_UNKNOWN, False)
+
+
+def _constant(node: cst.BaseExpression) -> object:
+    """The value of a literal argument (a string, a number, True/False/None), else `_UNKNOWN`."""
+    if type(node) is cst.SimpleString:
+        try:
+            return node.evaluated_value
+        except Exception:  # noqa: BLE001 - an odd literal: not a constant we can compare
+            return _UNKNOWN
+    if type(node) is cst.Integer:
+        try:
+            return int(node.value.replace("_", ""), 0)
+        except ValueError:
+            return _UNKNOWN
+    if type(node) is cst.Name and node.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[node.value]
+    return _UNKNOWN

@@ -90,6 +90,23 @@ def _assigns_none(b: Binding) -> bool:
     return b.kind == "assign" and type(b.value) is cst.Name and b.value.value == "None"
 
 
+def _reads_itself(name: str, b: Binding) -> bool:
+    """`loss = loss.item()`, `loss = loss.detach().mean().item()`, `loss = float(loss)`: a plain assignment of
+    a host read of the name's own earlier value."""
+    if b.kind != "assign" or b.index is not None or type(b.value) is not cst.Call:
+        return False
+    call = b.value
+    if type(call.func) is cst.Name and call.func.value in ("float", "int") and len(call.args) == 1:
+        receiver = call.args[0].value
+    elif type(call.func) is cst.Attribute and call.func.attr.value in ("item", "tolist") and not call.args:
+        receiver = call.func.value
+    else:
+        return False
+    while type(receiver) is cst.Call and type(receiver.func) is cst.Attribute:
+        receiver = receiver.func.value
+    return type(receiver) is cst.Name and receiver.value == name
+
+
 def _join(kinds: list[Kind]) -> Kind:
     known = {k for k in kinds if k is not Kind.UNKNOWN}
     if not known:
@@ -109,6 +126,7 @@ class KindInference:
         self._binding_cache: dict[tuple[int, str], Kind] = {}
         self._in_progress: set[tuple[int, str]] = set()
         self._buffers: Optional[set[str]] = None
+        self._rereads: dict[tuple[int, str], list] = {}  # (scope, name) -> statements `x = x.item()` (`_after_own_read`)
         # analysis/__init__.py: the kind of `self.<name>` from what the project passes to the class (a loader
         # handed to `__init__` and stored), asked only where the module itself cannot tell
         self.self_attribute_hook: Optional[Callable[[cst.Attribute], Kind]] = None
@@ -332,6 +350,16 @@ class KindInference:
         self._in_progress.add(key)
         try:
             kinds = [self._binding_kind(b) for b in bindings]
+            # `loss = loss.item()` on one path: the number says the name held a tensor before the read, not that
+            # it always holds a number; the other bindings decide (`loss = loss_fn(out, y)`), and a number
+            # literal among them (`top1_err = 0.0` on a path that computes no accuracy) is one alternative.
+            rereads = [k is Kind.NUMBER and _reads_itself(name, b) and not self._type_tested(name, b.source)
+                       for b, k in zip(bindings, kinds)]
+            # Only where the other bindings are assignments: a loop variable (`for qid in zip(ids, preds):
+            # qid = int(qid.item())`) may be an element of a batch left on the host.
+            if any(rereads) and not all(rereads) and all(b.kind == "assign" for b in bindings):
+                kinds = [Kind.UNKNOWN if reread or k is Kind.NUMBER and b.kind == "assign" and
+                         _number_literal(b.value) else k for b, k, reread in zip(bindings, kinds, rereads)]
             # `x = None` in one branch and a tensor in the other: an optional tensor is a tensor where used.
             kinds = [k for b, k in zip(bindings, kinds) if not _assigns_none(b)] or kinds
             result = _join(kinds)
@@ -350,6 +378,61 @@ class KindInference:
             self._in_progress.discard(key)
         self._binding_cache[key] = result
         return result
+
+    def _type_tested(self, name: str, stmt: Optional[cst.CSTNode]) -> bool:
+        """`stmt` runs under `if isinstance(name, ...):` (`if isinstance(v, torch.Tensor): v = v.item()`): the
+        code itself says the name may hold something else, and reads it only when it does not."""
+        for parent in self.index.ancestors(stmt) if stmt is not None else ():
+            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+                return False
+            test = parent.test if type(parent) in (cst.If, cst.IfExp) else None
+            if type(test) is cst.Call and type(test.func) is cst.Name and test.func.value == "isinstance" and \
+                    test.args and type(test.args[0].value) is cst.Name and test.args[0].value.value == name:
+                return True
+        return False
+
+    def _after_own_read(self, name: cst.Name) -> Optional[Kind]:
+        """Where `name` is read after the statement rebinding it to a host read of its own value (`loss =
+        loss.item()`, `loss, acc = loss.item(), acc.item()`) last ran, going back through the statements of the
+        enclosing blocks: NUMBER; UNKNOWN when that statement is compound and rebinds it so on some path (`if
+        det: loss = loss.item() else: ...`); None when the last binding before the read is not such a read."""
+        scope = self.index.enclosing_scope(name)
+        key = (id(scope), name.value)
+        rereads = self._rereads.get(key)
+        if rereads is None:
+            rereads = self._rereads[key] = [b.source for b in self.index.lookup(name.value, scope)
+                                            if b.source is not None and _reads_itself(name.value, b)
+                                            and not self._type_tested(name.value, b.source)]
+        if not rereads:
+            return None
+        for parent in self.index.ancestors(name):
+            if type(parent) is cst.AssignTarget:
+                assign = self.index.parent.get(parent)
+                if any(assign is r for r in rereads):
+                    return Kind.UNKNOWN  # the target of `loss = loss.item()` itself: say nothing, as before
+                break
+            if isinstance(parent, (cst.BaseStatement, cst.BaseSmallStatement)):
+                break
+        sources = [b.source for b in self.index.lookup(name.value, scope) if b.source is not None]
+        child: cst.CSTNode = name
+        for parent in self.index.ancestors(name):
+            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+                return None
+            if type(parent) in (cst.IndentedBlock, cst.Module):
+                before = parent.body[:next((i for i, st in enumerate(parent.body) if st is child), 0)]
+                for stmt in reversed(before):
+                    found = [src for src in sources if self.index.is_ancestor_or_self(stmt, src)]
+                    if not found:
+                        continue
+                    own = [src for src in found if any(src is r for r in rereads)]
+                    if not own:
+                        return None
+                    plain = type(stmt) is cst.SimpleStatementLine and len(own) == len(found)
+                    return Kind.NUMBER if plain else Kind.UNKNOWN
+                if type(parent) is cst.Module:
+                    return None
+            child = parent
+        return None
 
     def _used_as_text(self, name: str, scope: Scope) -> bool:
         """A method only `str` has is called on `name` in `scope` (`gt = gt[:gt.find('[s]')]`, `pred.lower()`):
@@ -375,7 +458,22 @@ class KindInference:
                     all(a.keyword is not None for a in call.args) and \
                     self.index.enclosing_scope(node) is scope:
                 return True
+            if self._scaled_backward(node) and self.index.enclosing_scope(node) is scope:
+                return True
         return False
+
+    def _scaled_backward(self, node: cst.Name) -> bool:
+        """`scaler.scale(loss).backward()` (a GradScaler, or any `.scale(x)` whose result is backpropagated):
+        the one argument of `scale` is the loss tensor."""
+        arg = self.index.parent.get(node)
+        scale = self.index.parent.get(arg)
+        if not (isinstance(arg, cst.Arg) and arg.keyword is None and isinstance(scale, cst.Call) and
+                len(scale.args) == 1 and type(scale.func) is cst.Attribute and scale.func.attr.value == "scale"):
+            return False
+        attribute = self.index.parent.get(scale)
+        call = self.index.parent.get(attribute)
+        return isinstance(attribute, cst.Attribute) and attribute.value is scale and \
+            attribute.attr.value == "backward" and isinstance(call, cst.Call)
 
     def _binding_kind(self, b: Binding) -> Kind:
         if b.kind == "assign" or b.kind == "walrus":
@@ -504,7 +602,12 @@ class KindInference:
                 return Kind.NUMBER
             if node.value == "None":
                 return Kind.OTHER
-            return self.name_kind(node.value, node)
+            kind = self.name_kind(node.value, node)
+            if kind is not Kind.NUMBER:
+                after = self._after_own_read(node)
+                if after is not None:
+                    return after
+            return kind
         if type(node) in (cst.Integer, cst.Float, cst.Imaginary):
             return Kind.NUMBER
         if type(node) in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp, cst.Lambda):

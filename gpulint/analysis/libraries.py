@@ -71,6 +71,13 @@ FACTS: tuple[LibraryFact, ...] = (
                 "timm/utils/cuda.py (NativeScaler.__call__), pytorch-image-models aa4b5850; "
                 "torch/amp/grad_scaler.py (GradScaler._maybe_opt_step)",
                 unless="fused-optimizer"),
+    LibraryFact("timm.utils.ApexScaler.__call__", Effect.SYNCS,
+                "`loss_scaler(loss, optimizer, ...)` runs backward inside apex's `amp.scale_loss(loss, optimizer)`, "
+                "whose exit unscales the gradients with dynamic loss scaling and tests the overflow buffer on the "
+                "host (one device-to-host read per call), then steps the optimizer",
+                "timm/utils/cuda.py (ApexScaler.__call__), pytorch-image-models aa4b5850; apex/amp/handle.py "
+                "(scale_loss), apex/amp/scaler.py (LossScaler: the overflow buffer read back, 'one D2H memcopy "
+                "and sync')"),
     LibraryFact("timm.utils.ModelEma.update", Effect.PER_PARAMETER_LOOP,
                 "update() loops over the EMA's state_dict in Python and runs `ema_v.copy_(ema_v * decay + "
                 "(1 - decay) * model_v)` for each tensor: three kernels per tensor, every call",
@@ -232,6 +239,7 @@ ALIASES = {
     "torchmetrics.aggregation": "torchmetrics",
     "torchvision.ops.boxes": "torchvision.ops",
     "timm.utils.cuda.NativeScaler": "timm.utils.NativeScaler",
+    "timm.utils.cuda.ApexScaler": "timm.utils.ApexScaler",
     "timm.utils.model_ema": "timm.utils",
     "torch.distributions.categorical": "torch.distributions",
     "torch.distributions.one_hot_categorical": "torch.distributions",

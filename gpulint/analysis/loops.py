@@ -74,6 +74,7 @@ class LoopAnalysis:
         self._exec: dict[int, Execution] = {}
         self._trains: dict = {}
         self._hot_helpers: Optional[dict[int, Execution]] = None
+        self._constant_branches: dict[tuple[int, int], bool] = {}  # `_constant_off`, per branch and function
         self._calls_of: Optional[dict[int, list[cst.Call]]] = None
         self._subclasses: Optional[dict[int, list[cst.ClassDef]]] = None
         self._defaults: Optional[dict] = None
@@ -502,11 +503,12 @@ class LoopAnalysis:
     def _walk_up(self, node: cst.CSTNode, memo: dict[int, Execution], passed: list[int]) -> Execution:
         periodic: Optional[str] = None
         flag: Optional[cst.Name] = None  # the innermost `if <parameter>:` passed (see `_flag_off`)
+        valued: Optional[cst.If] = None  # the innermost `if <parameter> == <constant>:` passed (`_constant_off`)
         once_in: Optional[Loop] = None  # the loop whose first pass alone runs the block being walked out of
         leaves: Optional[str] = None  # "return" / "break": the block walked out of ends the loop or the function
         child = node
         for parent in self.index.ancestors(node):
-            if periodic is None and once_in is None and flag is None and leaves is None:
+            if periodic is None and once_in is None and flag is None and leaves is None and valued is None:
                 known = memo.get(id(child))
                 if known is not None:
                     return known
@@ -532,6 +534,8 @@ class LoopAnalysis:
                 if flag is None and type(parent.test) is cst.Name and self.per_step_caller is not None \
                         and self.index.parameter_of(parent.test) is not None:
                     flag = parent.test
+                if valued is None and type(parent.test) is cst.Comparison:
+                    valued = parent
                 reason = self.periodic_test(parent.test)
                 if reason and self._steps_an_optimizer(parent.body):
                     reason = None  # a block that steps the optimizer is gradient accumulation's step: hot
@@ -573,7 +577,10 @@ class LoopAnalysis:
                     return Execution(Frequency.PERIODIC, parent, "once per epoch, outside the inner loop")
             elif type(parent) in (cst.FunctionDef, cst.Lambda):
                 if type(parent) is cst.FunctionDef:
-                    caller = self.hot_helpers().get(id(parent)) or self._model_code(parent)
+                    local = self.hot_helpers().get(id(parent))
+                    if local is not None and valued is not None and self._constant_off(valued, parent):
+                        return OUTSIDE  # every call of the module passes a value the branch does not test for
+                    caller = local or self._model_code(parent)
                     reason = self._flag_off(flag, parent, caller) if periodic is None else None
                     if reason:
                         return Execution(Frequency.PERIODIC, caller.loop, reason)
@@ -599,6 +606,50 @@ class LoopAnalysis:
         if located is None or located[0] is not fn:
             return None
         return f"`{flag.value}` (passed periodically by `{site.code}`)"
+
+    def _constant_off(self, branch: cst.If, fn: cst.FunctionDef) -> bool:
+        """`if reduction == "mean":` (or `in ("a", "b")`) on a parameter of `fn` that every call of `fn` in this
+        module passes a different constant, or leaves at a default that is one (`compute_top_k(logits, y,
+        reduction="none")`): the branch never runs where the module calls the function."""
+        key = (id(branch), id(fn))
+        if key not in self._constant_branches:
+            self._constant_branches[key] = self._compute_constant_off(branch.test, fn)
+        return self._constant_branches[key]
+
+    def _compute_constant_off(self, test: cst.BaseExpression, fn: cst.FunctionDef) -> bool:
+        tested = _constant_test(test)
+        if tested is None:
+            return False
+        name, values = tested
+        located = self.index.parameter_of(name)
+        if located is None or located[0] is not fn:
+            return False
+        positional = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        param = located[1]
+        default = _constant_value(param.default) if param.default is not None else _NOT_CONSTANT
+        calls = [c for c in of_types(self.index, cst.Call)
+                 if self.local_function(c) is fn and not self.index.is_ancestor_or_self(fn, c)]  # type: ignore
+        if not calls:
+            return False
+        for call in calls:
+            bound = type(call.func) is cst.Attribute  # `self.f(...)`: `self` is not among the arguments
+            params = positional[1:] if bound and positional else positional
+            value = default
+            position = 0
+            for arg in call.args:
+                if arg.star:
+                    return False
+                if arg.keyword is not None:
+                    if arg.keyword.value == name.value:
+                        value = _constant_value(arg.value)
+                elif position < len(params) and params[position] == name.value:
+                    value = _constant_value(arg.value)
+                    position += 1
+                else:
+                    position += 1
+            if value is _NOT_CONSTANT or value in values:
+                return False
+        return True
 
     def _periodic_within(self, node: cst.CSTNode, loop: Loop) -> bool:
         """`node` sits in `loop` under `if <periodic test>:` (`if step % eval.interval == 0: validate(...)`): a
@@ -1207,3 +1258,45 @@ def _terms(node: cst.BaseExpression, operator: type) -> list[cst.BaseExpression]
     if type(node) is cst.BinaryOperation and isinstance(node.operator, operator):
         return _terms(node.left, operator) + _terms(node.right, operator)
     return [node]
+
+
+_NOT_CONSTANT = object()
+
+
+def _constant_value(node: cst.BaseExpression) -> object:
+    """The value of a string, integer or True/False/None literal, else `_NOT_CONSTANT`."""
+    if type(node) is cst.SimpleString:
+        try:
+            return node.evaluated_value
+        except Exception:  # noqa: BLE001 - an odd literal is not a constant we compare
+            return _NOT_CONSTANT
+    if type(node) is cst.Integer:
+        try:
+            return int(node.value.replace("_", ""), 0)
+        except ValueError:
+            return _NOT_CONSTANT
+    if type(node) is cst.Name and node.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[node.value]
+    return _NOT_CONSTANT
+
+
+def _constant_test(test: cst.BaseExpression) -> Optional[tuple[cst.Name, tuple]]:
+    """`name == <constant>`, `<constant> == name` or `name in (<constants>)`: the name and the constants."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    target = test.comparisons[0]
+    left, right = test.left, target.comparator
+    if type(target.operator) is cst.Equal:
+        if type(left) is not cst.Name:
+            left, right = right, left
+        items = [right]
+    elif type(target.operator) is cst.In and type(right) in (cst.Tuple, cst.List, cst.Set):
+        items = [el.value for el in right.elements]  # type: ignore[attr-defined]
+    else:
+        return None
+    if type(left) is not cst.Name or not items:
+        return None
+    values = tuple(_constant_value(item) for item in items)
+    if any(v is _NOT_CONSTANT for v in values):
+        return None
+    return left, values

@@ -25,7 +25,7 @@ import re
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator, Optional, Union
 
@@ -81,13 +81,26 @@ class Sink:
     # "parameters": the read is of the parameters (or their gradients) of a module handed in, as a gradient
     # clipping helper does with `for p in model.parameters(): p.grad.norm().item()`.
     through: str = ""
+    # The read runs only where a parameter holds one of some constants: `if reduction == "mean": return
+    # x.mean().item()` gives ("reduction", ("mean",), True); the last element says whether the parameter's
+    # default (or a call leaving it out) takes the branch. () when the read is not under such a test.
+    when: tuple = ()
+
+    def runs_with(self, value: object, given: bool) -> bool:
+        """Whether the read runs at a call passing `value` (a constant; `_UNKNOWN` for anything else) for the
+        tested parameter (`given`: the call passes it at all)."""
+        if not self.when:
+            return True
+        if not given:
+            return self.when[2]
+        return value is _UNKNOWN or value in self.when[1]
 
     def where(self, relative_to: Optional[Path] = None) -> str:
         return f"{relative(self.path, relative_to)}:{self.line}"
 
 
 def _sink_key(sink: Optional[Sink]) -> Optional[tuple]:
-    return None if sink is None else (str(sink.path), sink.line, sink.what, sink.through)
+    return None if sink is None else (str(sink.path), sink.line, sink.what, sink.through, repr(sink.when))
 
 
 def relative(path: Path, root: Optional[Path]) -> str:
@@ -1094,6 +1107,7 @@ class _Summarizer:
         self.library: Optional[list] = []  # the library classes of every `return` of a value (None: not all)
         self.closures: Optional[list] = []  # the nested functions every `return` of a value hands back
         self.device_guard: Optional[str] = None  # inside `if <param>.type == "cuda":`: that parameter
+        self.value_guard: tuple = ()  # inside `if <param> == <constant>:`: `Sink.when` of the reads there
         # name -> the parameter whose object it holds (the parameter itself, `model.cuda()`, `DDP(model)`)
         self.held: dict[str, str] = {p: p for p in (*self.summary.params, *self.summary.keyword_only) if p != "self"}
         self.passes: object = None  # what every `return` so far hands back of the parameters (`_passes`)
@@ -1164,8 +1178,9 @@ class _Summarizer:
                 return
             device = self._device_tested(stmt.test)
             outer, self.device_guard = self.device_guard, device or self.device_guard
+            outer_value, self.value_guard = self.value_guard, self._constant_tested(stmt.test) or self.value_guard
             self._block(stmt.body, guard)
-            self.device_guard = outer
+            self.device_guard, self.value_guard = outer, outer_value
             self._block(stmt.orelse, True)
             return
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
@@ -1561,9 +1576,9 @@ class _Summarizer:
                     self._always(Sink(self.info.path, call.lineno, what))
                 return
             param = self._tainted_by(operand)
-            if param is not None and param not in self.summary.sink_params:
+            if param is not None and self._sink_open(param):
                 through = "parameters" if self._through_parameters(operand) else ""
-                self.summary.sink_params[param] = Sink(self.info.path, call.lineno, what, through)
+                self._put_sink(param, Sink(self.info.path, call.lineno, what, through))
             return
         callee = self._callee(call)
         if callee is None:
@@ -1583,25 +1598,69 @@ class _Summarizer:
             self._always(summary.always_syncs, device if device is not None else self.device_guard)
         for position, arg in enumerate(a for a in call.args if not isinstance(a, ast.Starred)):
             param = self._tainted_by(arg)
-            if param is not None and param not in self.summary.sink_params:
+            if param is not None and self._sink_open(param):
                 sink = summary.sink_for_argument(position, None, bound)
-                if sink is not None:
-                    self.summary.sink_params[param] = sink
+                if sink is not None and _ast_call_runs(call, summary, bound, sink):
+                    self._put_sink(param, sink)
         for kw in call.keywords:
             param = self._tainted_by(kw.value)
-            if param is None or param in self.summary.sink_params:
+            if param is None or not self._sink_open(param):
                 continue
             if kw.arg is None:  # f(**kwargs): every value reaches f's **kwargs (or its parameters)
                 sink = summary.sink_params.get(summary.double_star or "") or next(iter(summary.sink_params.values()), None)
             else:
                 sink = summary.sink_for_argument(None, kw.arg, bound)
-            if sink is not None:
-                self.summary.sink_params[param] = sink
+            if sink is not None and _ast_call_runs(call, summary, bound, sink):
+                self._put_sink(param, sink)
         for arg in call.args:
             if isinstance(arg, ast.Starred):
                 param = self._tainted_by(arg.value)
                 if param is not None and param not in self.summary.sink_params and summary.sink_params:
                     self.summary.sink_params[param] = next(iter(summary.sink_params.values()))
+
+    def _sink_open(self, param: str) -> bool:
+        """No read is known for `param` yet, or only one under a test of a parameter's value while this one is
+        not (`if reduction == "mean": x.item()`, then an unconditional `x.cpu()`)."""
+        known = self.summary.sink_params.get(param)
+        if known is None or not known.when:
+            return known is None
+        guard = self.value_guard
+        return not guard or guard[0] == known.when[0] and not set(guard[1]) <= set(known.when[1])
+
+    def _put_sink(self, param: str, sink: Sink) -> None:
+        """Records the read `param` reaches, under the value test being walked (or none): a read a callee makes
+        only for some value of its own parameter was already checked against this call (`_ast_call_runs`).
+        Reads under tests of the same parameter add up (`if r == "mean": ... elif r == "sum": ...`)."""
+        guard = self.value_guard
+        known = self.summary.sink_params.get(param)
+        if guard and known is not None and known.when and known.when[0] == guard[0]:
+            self.summary.sink_params[param] = replace(known, when=(
+                guard[0], tuple(dict.fromkeys((*known.when[1], *guard[1]))), known.when[2] or guard[2]))
+            return
+        self.summary.sink_params[param] = replace(sink, when=guard) if sink.when != guard else sink
+
+    def _constant_tested(self, test: ast.expr) -> tuple:
+        """`if reduction == "mean":` / `if mode in ("train", "val"):` on a parameter the function never
+        rebinds: (its name, the constants, whether its default takes the branch); () for any other test."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.In))):
+            return ()
+        left, right = test.left, test.comparators[0]
+        if isinstance(test.ops[0], ast.Eq) and isinstance(left, ast.Constant):
+            left, right = right, left
+        if not isinstance(left, ast.Name) or self.taint.get(left.id) != left.id or left.id in self.computed or \
+                left.id == "self":
+            return ()
+        if isinstance(test.ops[0], ast.Eq):
+            items = [right]
+        elif isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+            items = list(right.elts)
+        else:
+            return ()
+        if not items or not all(isinstance(item, ast.Constant) for item in items):
+            return ()
+        values = tuple(item.value for item in items)  # type: ignore[attr-defined]
+        default = _default_of(self.fn, left.id)
+        return (left.id, values, not isinstance(default, ast.Constant) or default.value in values)
 
     def _always(self, sink: Sink, device: Optional[str] = None) -> None:
         self.summary.always_syncs = sink
@@ -2254,6 +2313,41 @@ def _moved_attributes(cls: ClassSummary) -> frozenset:
                     (moved if copies and not isinstance(node, ast.AugAssign) else other).add(target.attr)
     cls.moved = frozenset(moved - other)
     return cls.moved
+
+
+def _default_of(fn: ast.AST, name: str) -> Optional[ast.expr]:
+    """The default value of parameter `name` of `fn`, or None where it has none."""
+    args = fn.args  # type: ignore[attr-defined]
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    if name in positional:
+        index = positional.index(name) - (len(positional) - len(args.defaults))
+        return args.defaults[index] if index >= 0 else None
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+        if arg.arg == name:
+            return default
+    return None
+
+
+def _ast_call_runs(call: ast.Call, summary: FunctionSummary, bound: bool, sink: Sink) -> bool:
+    """Whether a read the callee makes only for some values of a parameter (`Sink.when`) runs at `call`, as far
+    as the call's arguments show (`compute_top_k(x, y, reduction="none")` skips `if reduction == "mean":`)."""
+    if not sink.when:
+        return True
+    name = sink.when[0]
+    for kw in call.keywords:
+        if kw.arg is None:
+            return True  # `f(**options)`: cannot tell
+        if kw.arg == name:
+            return sink.runs_with(kw.value.value if isinstance(kw.value, ast.Constant) else _UNKNOWN, True)
+    params = summary.params[1:] if bound and summary.params else summary.params
+    if name in params:
+        position = params.index(name)
+        for index, arg in enumerate(call.args):
+            if isinstance(arg, ast.Starred):
+                return True
+            if index == position:
+                return sink.runs_with(arg.value if isinstance(arg, ast.Constant) else _UNKNOWN, True)
+    return sink.runs_with(_UNKNOWN, False)
 
 
 def _periodic(test: ast.expr) -> bool:

@@ -6,11 +6,16 @@ import re
 
 import libcst as cst
 
+from gpulint.analysis.node_types import of_types
 from gpulint.analysis.training import training_facts
 from gpulint.rule import Example, Family, GpuRule
 
 DATA_PARALLEL = {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
                  "torch.nn.parallel.data_parallel.DataParallel"}
+# A script that also wraps its model in one of these (on another branch: `if args.distributed: model = DDP(...)`
+# ... `elif n_gpu > 1: model = DataParallel(model)`) already offers the fast path; DataParallel is its fallback mode.
+DISTRIBUTED = {"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
+               "apex.parallel.DistributedDataParallel", "apex.parallel.distributed.DistributedDataParallel"}
 
 
 class DataParallel(GpuRule):
@@ -49,7 +54,9 @@ class DataParallel(GpuRule):
     No automatic fix.
 
     ## When it is fine
-    Library modules and tests (they do not decide how a job is launched), inference or evaluation scripts, quick experiments on a single GPU (DataParallel over one device is a
+    Scripts that also wrap the model in `DistributedDataParallel` (torch's or apex's) on another branch (`if
+    args.distributed: model = DDP(model) ... elif n_gpu > 1: model = DataParallel(model)`): the fast path is one
+    launch option away, and DataParallel is the fallback for a single-process run. Library modules and tests (they do not decide how a job is launched), inference or evaluation scripts, quick experiments on a single GPU (DataParallel over one device is a
     no-op wrapper), and environments where only one process can be started: suppress with `# noqa: GPU407`.
     """
 
@@ -66,6 +73,11 @@ class DataParallel(GpuRule):
         "for x in loader:\n    model(x).sum().backward()\n    opt.step()\n",
         "import torch\nmodel = torch.nn.DataParallel(torch.nn.Linear(4, 2).cuda())\n"
         "with torch.no_grad():\n    for x in loader:\n        print(model(x))\n",
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "model = torch.nn.Linear(4, 2).cuda()\nif distributed:\n    model = DDP(model)\n"
+        "elif torch.cuda.device_count() > 1:\n    model = torch.nn.DataParallel(model)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in loader:\n    model(x).sum().backward()\n    opt.step()\n",
     )
     INVALID = (
         Example("import torch\nmodel = torch.nn.DataParallel(torch.nn.Linear(4, 2)).cuda()\n"
@@ -78,5 +90,13 @@ class DataParallel(GpuRule):
         if not self.analysis.targets_gpu or self.analysis.qualified(node.func) not in DATA_PARALLEL:
             return
         facts = training_facts(self.analysis)
-        if facts.training_loops() and facts.entry_point():
+        if facts.training_loops() and facts.entry_point() and not self._offers_ddp():
             self.report(node)
+
+    def _offers_ddp(self) -> bool:
+        return self.analysis.fact(_offers_ddp)
+
+
+def _offers_ddp(analysis) -> bool:
+    """The module also wraps a model in DistributedDataParallel (torch's or apex's), anywhere."""
+    return any(analysis.qualified(call.func) in DISTRIBUTED for call in of_types(analysis.index, cst.Call))
