@@ -85,6 +85,8 @@ class LoopAnalysis:
         # analysis/__init__.py: whether a call runs the function passed as its argument (by position, or by
         # keyword) every time it runs (`gpu_timer(train_step)` where `def gpu_timer(closure): ... closure()`)
         self.runs_argument: Optional[Callable[[cst.Call, Optional[int], Optional[str]], bool]] = None
+        # analysis/forward.py: the optimizer a library call steps (`scaler.step(optimizer)`), or None
+        self.stepped_argument: Optional[Callable[[cst.Call], Optional[cst.BaseExpression]]] = None
 
     # -- loop roles --------------------------------------------------------------------------------------------
     def role(self, loop: Loop) -> LoopRole:
@@ -453,6 +455,35 @@ class LoopAnalysis:
                 position += 1
         return found
 
+    def instance_method(self, call: cst.Call) -> Optional[cst.FunctionDef]:
+        """The method of a class of this module that `call` runs on an instance the module builds: `opt.step()`
+        where every binding of `opt` is `opt = Lars(...)` and `Lars` (the module's one class by that name)
+        defines `step`; also `scaler.step(opt)` of a `GradScaler`, which runs `opt.step()`."""
+        func = call.func
+        if type(func) is not cst.Attribute:
+            return None
+        receiver: Optional[cst.BaseExpression] = func.value
+        name = func.attr.value
+        if self.stepped_argument is not None and name == "step" and call.args:
+            stepped = self.stepped_argument(call)
+            if stepped is not None:
+                receiver = stepped
+        if type(receiver) is not cst.Name or not self.index.classes:
+            return None
+        bindings = self.index.visible_bindings(receiver)
+        if not bindings or any(b.kind != "assign" or b.index is not None or type(b.value) is not cst.Call
+                               or type(b.value.func) is not cst.Name for b in bindings):
+            return None
+        built = {b.value.func.value for b in bindings}  # type: ignore[union-attr]
+        if len(built) != 1:
+            return None
+        cls = self.index.classes.get(built.pop())
+        if cls is None or type(cls.body) is not cst.IndentedBlock or \
+                type(self.index.enclosing_scope(cls)) is not cst.Module:
+            return None
+        methods = [m for m in cls.body.body if type(m) is cst.FunctionDef and m.name.value == name]
+        return methods[0] if len(methods) == 1 else None
+
     def _class_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
         """The innermost class whose method holds `node` (for a method itself: its class)."""
         for parent in self.index.ancestors(node):
@@ -620,6 +651,9 @@ class LoopAnalysis:
                 for passed in self.passed_functions(node):  # type: ignore[arg-type]
                     if not self.index.is_ancestor_or_self(passed, node):
                         calls.append((node, passed))
+                method = self.instance_method(node)  # type: ignore[arg-type]
+                if method is not None and not self.index.is_ancestor_or_self(method, node):
+                    calls.append((node, method))
             found: dict[int, Execution] = {}
             for _ in range(_HELPER_DEPTH):
                 known_before = dict(found)
