@@ -307,7 +307,7 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
     callers: list = []
     # the class's name, and the registries of its module whose every entry builds it (`NETS[args.model](...)`)
     for name in (class_name, *_registries_building(project, info, class_name),
-                 *_factories_building(project, info, class_name)):
+                 *_factories_building(project, info, class_name), *_subclasses_in_module(info, class_name)):
         for caller in map(project.module, (f for f in project.files_naming(name, training=True)
                                            if not project.is_test(f))):
             if caller is not None and caller not in callers and _may_call_in_hot_loop(project, caller, name):
@@ -328,7 +328,8 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
         from gpulint.analysis.calls import project_calls
 
         calls = analysis.fact(project_calls)
-        resolver = _Instances(calls, project, cls) if calls is not None else None
+        # an instance of a subclass that inherits `member` (or calls it through `super()`) runs it too
+        resolver = _Instances(calls, project, cls, member) if calls is not None else None
         for _, node, func in hot_calls:
             target = func.value if type(func) is cst.Attribute and func.attr.value == member else func
             if not (type(target) is cst.Name or type(target) is cst.Attribute and isinstance(
@@ -603,6 +604,25 @@ def called_in_a_hot_loop(project: Project, name: str) -> bool:
                         break
             project.per_step_sites[key] = known
         return known
+
+
+def _subclasses_in_module(info, class_name: str) -> list[str]:
+    """The classes of the same module deriving from `class_name` (`MoCo_ViT(MoCo)`), directly or through
+    each other: a script that builds only a subclass (`moco.builder.MoCo_ViT(...)`) runs the base's `forward`
+    without ever naming the base."""
+    if info is None:
+        return []
+    found: list[str] = []
+    wanted = {class_name}
+    changed = True
+    while changed:
+        changed = False
+        for name, cls in info.classes.items():
+            if name not in wanted and any(base.rsplit(".", 1)[-1] in wanted for base in cls.bases):
+                wanted.add(name)
+                found.append(name)
+                changed = True
+    return found
 
 
 def _registries_building(project: Project, info, class_name: str) -> list[str]:
