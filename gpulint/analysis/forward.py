@@ -1097,20 +1097,26 @@ def feeds_a_gpu(analysis) -> bool:
 
 def _steps_a_gpu_optimizer(analysis) -> bool:
     """A module of optimizer classes (a class deriving from `...Optimizer` with its own `step`, LARS written by
-    hand) whose `step` a training loop runs every iteration (`optimizer.step()`, `scaler.step(optimizer)`), from
-    a file that names the device: its parameters are the model's, on that device."""
+    hand) whose `step` a training loop runs every iteration (`optimizer.step()`, `scaler.step(optimizer)`), or of
+    callable helpers whose `__call__` one runs every iteration (an EMA called as `ema(model)`), from a file that
+    names the device: the tensors they update are the model's, on that device."""
     from gpulint.analysis import GPU_HINT
     from gpulint.textsearch import found_in
 
     project = None
     for stmt in analysis.module.body:
-        if type(stmt) is not cst.ClassDef or type(stmt.body) is not cst.IndentedBlock or not any(
-                type(m) is cst.FunctionDef and m.name.value == "step" for m in stmt.body.body) or not any(
-                _base_name(b.value).endswith("Optimizer") for b in stmt.bases if b.keyword is None):
+        if type(stmt) is not cst.ClassDef or type(stmt.body) is not cst.IndentedBlock:
+            continue
+        methods = {m.name.value for m in stmt.body.body if type(m) is cst.FunctionDef}
+        stepped = "step" in methods and any(_base_name(b.value).endswith("Optimizer")
+                                            for b in stmt.bases if b.keyword is None)
+        if not stepped and "__call__" not in methods:
             continue
         if project is None:
             project, path = analysis.fact(_project_of)
-        site = member_site(project, path, stmt.name.value, "step")
+        site = member_site(project, path, stmt.name.value, "step") if stepped else None
+        if site is None and "__call__" in methods:
+            site = call_site(project, path, stmt.name.value)
         if site is None:
             continue
         try:

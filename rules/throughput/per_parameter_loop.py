@@ -387,10 +387,15 @@ def _single_value(analysis, name: cst.Name) -> Optional[cst.BaseExpression]:
 
 
 def _dict_of_parameters(expr: cst.BaseExpression, analysis, loop: cst.For) -> bool:
-    """`OrderedDict(m.named_parameters())` / `dict(...)`, or a name bound only to one."""
+    """`OrderedDict(m.named_parameters())` / `dict(...)`, `m.state_dict()`, or a name bound only to one."""
     if type(expr) is cst.Name and analysis is not None:
         value = _single_value(analysis, expr)
         return value is not None and _dict_of_parameters(value, analysis, loop)
+    if type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value == "state_dict" \
+            and not expr.args:
+        # `m.state_dict()`: its tensors share storage with the module's parameters and buffers, so updating
+        # them in place updates the module (an EMA written over state dicts)
+        return True
     return type(expr) is cst.Call and (dotted_name(expr.func) or "").rsplit(".", 1)[-1] in (
         "OrderedDict", "dict") and len(expr.args) == 1 and not expr.args[0].star and \
         _is_parameters_call(expr.args[0].value) and expr.args[0].value.func.attr.value == "named_parameters"
