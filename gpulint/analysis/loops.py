@@ -484,6 +484,32 @@ class LoopAnalysis:
         methods = [m for m in cls.body.body if type(m) is cst.FunctionDef and m.name.value == name]
         return methods[0] if len(methods) == 1 else None
 
+    def _built_once(self, block: cst.If) -> Optional[str]:
+        """`if self.graph is None: self._capture(...)`: the block sets the attribute it tests, itself or through
+        a method of the same class (DLRM's CUDA-graph capture), so it runs once, not every time around."""
+        test = block.test
+        if not (type(test) is cst.Comparison and len(test.comparisons) == 1
+                and type(test.comparisons[0].operator) is cst.Is
+                and type(test.comparisons[0].comparator) is cst.Name
+                and test.comparisons[0].comparator.value == "None"
+                and type(test.left) is cst.Attribute and type(test.left.value) is cst.Name
+                and test.left.value.value == "self"):
+            return None
+        attr = test.left.attr.value
+        reason = "once, while an attribute tested for None is built"
+        if _assigns_self(block.body, attr):
+            return reason
+        cls = self._class_of(block)
+        if cls is None or type(cls.body) is not cst.IndentedBlock:
+            return None
+        methods = {m.name.value: m for m in cls.body.body if type(m) is cst.FunctionDef}
+        for node in _nodes_under(block.body):
+            if type(node) is cst.Call and type(node.func) is cst.Attribute and \
+                    type(node.func.value) is cst.Name and node.func.value.value == "self" and \
+                    node.func.attr.value in methods and _assigns_self(methods[node.func.attr.value].body, attr):
+                return reason
+        return None
+
     def _class_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
         """The innermost class whose method holds `node` (for a method itself: its class)."""
         for parent in self.index.ancestors(node):
@@ -543,7 +569,7 @@ class LoopAnalysis:
                 reason = self.periodic_test(parent.test)
                 if reason and self._steps_an_optimizer(parent.body):
                     reason = None  # a block that steps the optimizer is gradient accumulation's step: hot
-                reason = reason or _fills_a_cache(parent)
+                reason = reason or _fills_a_cache(parent) or self._built_once(parent)
                 if reason:
                     periodic = reason
             elif type(parent) is cst.If and child is parent.orelse and periodic is None:
@@ -1218,3 +1244,18 @@ def _terms(node: cst.BaseExpression, operator: type) -> list[cst.BaseExpression]
     if type(node) is cst.BinaryOperation and isinstance(node.operator, operator):
         return _terms(node.left, operator) + _terms(node.right, operator)
     return [node]
+
+
+def _assigns_self(body: cst.CSTNode, attr: str) -> bool:
+    """Some statement under `body` (not in a nested function) assigns `self.<attr> = ...`."""
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if type(node) in (cst.FunctionDef, cst.Lambda, cst.ClassDef) and node is not body:
+            continue
+        if type(node) is cst.Assign and any(
+                type(t.target) is cst.Attribute and type(t.target.value) is cst.Name
+                and t.target.value.value == "self" and t.target.attr.value == attr for t in node.targets):
+            return True
+        stack.extend(node.children)
+    return False
