@@ -835,7 +835,7 @@ class _Instances:
                                     for name in (dotted, qualified)):
                 candidates.add((self.cls.path, self.cls.name))  # `moco.optimizer.LARS(...)`: the class itself
                 matched = True
-            elif qualified.startswith("torch."):
+            elif qualified.startswith("torch.optim."):  # a torch optimizer class, not `torch.compile(x)` of x
                 candidates.add(qualified)
             else:
                 return False
