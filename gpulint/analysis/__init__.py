@@ -184,6 +184,9 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
 
         loops.per_step_caller = lambda fn: per_step_caller(analysis, fn)
         loops.runs_argument = lambda call, position, keyword: _runs_argument(analysis, call, position, keyword)
+    from gpulint.analysis.forward import stepped_argument
+
+    loops.stepped_argument = lambda call: stepped_argument(analysis, call)
     return loops
 
 

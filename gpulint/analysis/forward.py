@@ -311,7 +311,7 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
     callers: list = []
     # the class's name, and the registries of its module whose every entry builds it (`NETS[args.model](...)`)
     for name in (class_name, *_registries_building(project, info, class_name),
-                 *_factories_building(project, info, class_name)):
+                 *_factories_building(project, info, class_name), *_subclasses_in_module(info, class_name)):
         for caller in map(project.module, (f for f in project.files_naming(name, training=True)
                                            if not project.is_test(f))):
             if caller is not None and caller not in callers and _may_call_in_hot_loop(project, caller, name):
@@ -332,7 +332,8 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
         from gpulint.analysis.calls import project_calls
 
         calls = analysis.fact(project_calls)
-        resolver = _Instances(calls, project, cls) if calls is not None else None
+        # an instance of a subclass that inherits `member` (or calls it through `super()`) runs it too
+        resolver = _Instances(calls, project, cls, member) if calls is not None else None
         for _, node, func in hot_calls:
             target = func.value if type(func) is cst.Attribute and func.attr.value == member else func
             if not (type(target) is cst.Name or type(target) is cst.Attribute and isinstance(
@@ -488,7 +489,8 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
         for _, node, func in hot_calls:
             if resolver is not None:
                 if not (type(func) is cst.Attribute and func.attr.value == member
-                        and (resolver.may_be(func.value) or resolver.among(func.value))):
+                        and (resolver.may_be(func.value) or resolver.among(func.value))) \
+                        and not _steps_the_argument(analysis, node, member, resolver):
                     continue
                 runs = f"{cls.name}.{member}"
             else:
@@ -505,6 +507,31 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
             return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)", runs,
                             periodic_params=_periodic_arguments(project, analysis, node, target, cls is not None))
     return None
+
+
+def stepped_argument(analysis, call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The optimizer a library call steps: `scaler.step(optimizer)` of a `GradScaler` runs `optimizer.step()`
+    (skipping it only on the steps whose gradients overflowed), so a project optimizer's `step` runs wherever
+    the call runs. None for any other call."""
+    func = call.func
+    if type(func) is not cst.Attribute or func.attr.value != "step" or not call.args or \
+            call.args[0].keyword is not None or call.args[0].star:
+        return None
+    from gpulint.analysis.calls import module_calls
+
+    fact = module_calls(analysis).library_fact(call)
+    if fact is None or fact.target != "torch.amp.GradScaler.step":
+        return None
+    return call.args[0].value
+
+
+def _steps_the_argument(analysis, call: cst.Call, member: str, resolver: "_Instances") -> bool:
+    """`scaler.step(optimizer)` in a caller, where `optimizer` may be an instance of the class asked about and
+    `member` is its `step` (`stepped_argument`)."""
+    if member != "step":
+        return False
+    stepped = stepped_argument(analysis, call)
+    return stepped is not None and (resolver.may_be(stepped) or resolver.among(stepped))
 
 
 def _periodic_arguments(project: Project, analysis, call: cst.Call, target: Optional[FunctionSummary],
@@ -581,6 +608,25 @@ def called_in_a_hot_loop(project: Project, name: str) -> bool:
                         break
             project.per_step_sites[key] = known
         return known
+
+
+def _subclasses_in_module(info, class_name: str) -> list[str]:
+    """The classes of the same module deriving from `class_name` (`MoCo_ViT(MoCo)`), directly or through
+    each other: a script that builds only a subclass (`moco.builder.MoCo_ViT(...)`) runs the base's `forward`
+    without ever naming the base."""
+    if info is None:
+        return []
+    found: list[str] = []
+    wanted = {class_name}
+    changed = True
+    while changed:
+        changed = False
+        for name, cls in info.classes.items():
+            if name not in wanted and any(base.rsplit(".", 1)[-1] in wanted for base in cls.bases):
+                wanted.add(name)
+                found.append(name)
+                changed = True
+    return found
 
 
 def _registries_building(project: Project, info, class_name: str) -> list[str]:
@@ -774,11 +820,50 @@ class _Instances:
             return False
         calls = self.calls.built_by(expr)  # the caller's own constructor calls: not a factory's union, whose
         if not calls:                      # choice its arguments may make (`build_optimizer("lion", ...)`)
+            return self._among_passed(expr)
+        # a torch class on another branch (`LARS(...)` if args.optimizer == 'lars' else `torch.optim.AdamW(...)`)
+        # is one more known candidate: the project class's method still runs in the configuration building it
+        candidates: set = set()
+        matched = False
+        for call in calls:
+            found = self.calls._lookup(call.func)
+            if isinstance(found, ClassSummary):
+                candidates.add((found.path, found.name))
+                matched = matched or self._matches(found)
+                continue
+            if found is not None:
+                return False  # a project factory: its arguments may pick the class
+            dotted = dotted_name(call.func) or ""
+            qualified = self.calls.analysis.qualified(call.func) or dotted
+            if self._suffix and any(f".{name}".endswith(f".{self._suffix}.{self.cls.name}")
+                                    for name in (dotted, qualified)):
+                candidates.add((self.cls.path, self.cls.name))  # `moco.optimizer.LARS(...)`: the class itself
+                matched = True
+            elif qualified.startswith("torch.optim."):  # a torch optimizer class, not `torch.compile(x)` of x
+                candidates.add(qualified)
+            else:
+                return False
+        return matched and len(candidates) >= 2
+
+    def _among_passed(self, expr: cst.BaseExpression) -> bool:
+        """`among` for a parameter (`def train(loader, model, optimizer, scaler):`) that every call site of its
+        function in this module passes a name `among` accepts."""
+        if type(expr) is not cst.Name:
             return False
-        classes = [self.calls._lookup(call.func) for call in calls]
-        if not all(isinstance(c, ClassSummary) for c in classes) or len({(c.path, c.name) for c in classes}) < 2:
+        bindings = self.index.visible_bindings(expr)
+        if len(bindings) != 1 or bindings[0].kind != "param" or type(bindings[0].source) is not cst.FunctionDef:
             return False
-        return any(self._matches(c) for c in classes)
+        fn = bindings[0].source
+        params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        position = params.index(expr.value) if expr.value in params else None
+        sites = self.calls.analysis.loops.calls_to(fn)
+        found = False
+        for node in sites:
+            argument = _argument(node, position, expr.value)
+            if type(argument) is not cst.Name or not self.among(argument):
+                return False
+            found = True
+        return found
 
     def may_be(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         if depth > _MAX_DEPTH:
@@ -984,7 +1069,11 @@ def feeds_a_gpu(analysis) -> bool:
     """A module that names no device itself (a file of `nn.Module` classes) whose model code a training loop
     runs every step, from a file that does name one (through the owners of submodules: `Gate` in `QueueModel`
     in the loop of train.py). Asked only when the module's own text has no device hint."""
-    if analysis.path is None or not any(
+    if analysis.path is None:
+        return False
+    if _steps_a_gpu_optimizer(analysis):
+        return True
+    if not any(
             type(s) is cst.ClassDef and type(s.body) is cst.IndentedBlock and
             any(type(m) is cst.FunctionDef and m.name.value == "forward" for m in s.body.body)
             for s in analysis.module.body):
@@ -1008,3 +1097,43 @@ def feeds_a_gpu(analysis) -> bool:
                 break
             site, depth = per_step_site(project, site.path, site.owner), depth + 1
     return False
+
+
+def _steps_a_gpu_optimizer(analysis) -> bool:
+    """A module of optimizer classes (a class deriving from `...Optimizer` with its own `step`, LARS written by
+    hand) whose `step` a training loop runs every iteration (`optimizer.step()`, `scaler.step(optimizer)`), or of
+    callable helpers whose `__call__` one runs every iteration (an EMA called as `ema(model)`), from a file that
+    names the device: the tensors they update are the model's, on that device."""
+    from gpulint.analysis import GPU_HINT
+    from gpulint.textsearch import found_in
+
+    project = None
+    for stmt in analysis.module.body:
+        if type(stmt) is not cst.ClassDef or type(stmt.body) is not cst.IndentedBlock:
+            continue
+        methods = {m.name.value for m in stmt.body.body if type(m) is cst.FunctionDef}
+        stepped = "step" in methods and any(_base_name(b.value).endswith("Optimizer")
+                                            for b in stmt.bases if b.keyword is None)
+        if not stepped and "__call__" not in methods:
+            continue
+        if project is None:
+            project, path = analysis.fact(_project_of)
+        site = member_site(project, path, stmt.name.value, "step") if stepped else None
+        if site is None and "__call__" in methods:
+            site = call_site(project, path, stmt.name.value)
+        if site is None:
+            continue
+        try:
+            text = site.path.read_text(errors="replace")  # a file already read by the project model
+        except OSError:
+            continue
+        if found_in(GPU_HINT, text):
+            return True
+    return False
+
+
+def _base_name(expr: cst.BaseExpression) -> str:
+    """`Optimizer` of `torch.optim.Optimizer` or `Optimizer`; "" for anything else."""
+    if type(expr) is cst.Attribute:
+        return expr.attr.value
+    return expr.value if type(expr) is cst.Name else ""

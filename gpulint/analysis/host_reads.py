@@ -54,6 +54,11 @@ def _on_host_already(rule: Rule, receiver: cst.BaseExpression) -> bool:
     read from an earlier host copy (`correct = (a == b).cpu()` ... `correct[i].item()`)."""
     if rule.analysis.kinds.on_host(receiver):
         return True
+    if type(receiver) in (cst.Subscript, cst.Attribute):
+        from gpulint.analysis.pinned_stores import stored_pinned
+
+        if stored_pinned(rule.analysis, receiver):  # `self.host_stats[name].item()`: a pinned host buffer
+            return True
     while type(receiver) is cst.Call and type(receiver.func) is cst.Attribute:
         if _to_host_call(rule, receiver):
             return True

@@ -87,6 +87,8 @@ class LoopAnalysis:
         # analysis/__init__.py: whether a call runs the function passed as its argument (by position, or by
         # keyword) every time it runs (`gpu_timer(train_step)` where `def gpu_timer(closure): ... closure()`)
         self.runs_argument: Optional[Callable[[cst.Call, Optional[int], Optional[str]], bool]] = None
+        # analysis/forward.py: the optimizer a library call steps (`scaler.step(optimizer)`), or None
+        self.stepped_argument: Optional[Callable[[cst.Call], Optional[cst.BaseExpression]]] = None
 
     # -- loop roles --------------------------------------------------------------------------------------------
     def role(self, loop: Loop) -> LoopRole:
@@ -474,6 +476,61 @@ class LoopAnalysis:
                 position += 1
         return found
 
+    def instance_method(self, call: cst.Call) -> Optional[cst.FunctionDef]:
+        """The method of a class of this module that `call` runs on an instance the module builds: `opt.step()`
+        where every binding of `opt` is `opt = Lars(...)` and `Lars` (the module's one class by that name)
+        defines `step`; also `scaler.step(opt)` of a `GradScaler`, which runs `opt.step()`."""
+        func = call.func
+        if type(func) is not cst.Attribute:
+            return None
+        receiver: Optional[cst.BaseExpression] = func.value
+        name = func.attr.value
+        if self.stepped_argument is not None and name == "step" and call.args:
+            stepped = self.stepped_argument(call)
+            if stepped is not None:
+                receiver = stepped
+        if type(receiver) is not cst.Name or not self.index.classes:
+            return None
+        bindings = self.index.visible_bindings(receiver)
+        if not bindings or any(b.kind != "assign" or b.index is not None or type(b.value) is not cst.Call
+                               or type(b.value.func) is not cst.Name for b in bindings):
+            return None
+        built = {b.value.func.value for b in bindings}  # type: ignore[union-attr]
+        if len(built) != 1:
+            return None
+        cls = self.index.classes.get(built.pop())
+        if cls is None or type(cls.body) is not cst.IndentedBlock or \
+                type(self.index.enclosing_scope(cls)) is not cst.Module:
+            return None
+        methods = [m for m in cls.body.body if type(m) is cst.FunctionDef and m.name.value == name]
+        return methods[0] if len(methods) == 1 else None
+
+    def _built_once(self, block: cst.If) -> Optional[str]:
+        """`if self.graph is None: self._capture(...)`: the block sets the attribute it tests, itself or through
+        a method of the same class (DLRM's CUDA-graph capture), so it runs once, not every time around."""
+        test = block.test
+        if not (type(test) is cst.Comparison and len(test.comparisons) == 1
+                and type(test.comparisons[0].operator) is cst.Is
+                and type(test.comparisons[0].comparator) is cst.Name
+                and test.comparisons[0].comparator.value == "None"
+                and type(test.left) is cst.Attribute and type(test.left.value) is cst.Name
+                and test.left.value.value == "self"):
+            return None
+        attr = test.left.attr.value
+        reason = "once, while an attribute tested for None is built"
+        if _assigns_self(block.body, attr):
+            return reason
+        cls = self._class_of(block)
+        if cls is None or type(cls.body) is not cst.IndentedBlock:
+            return None
+        methods = {m.name.value: m for m in cls.body.body if type(m) is cst.FunctionDef}
+        for node in _nodes_under(block.body):
+            if type(node) is cst.Call and type(node.func) is cst.Attribute and \
+                    type(node.func.value) is cst.Name and node.func.value.value == "self" and \
+                    node.func.attr.value in methods and _assigns_self(methods[node.func.attr.value].body, attr):
+                return reason
+        return None
+
     def _class_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
         """The innermost class whose method holds `node` (for a method itself: its class)."""
         for parent in self.index.ancestors(node):
@@ -539,7 +596,7 @@ class LoopAnalysis:
                 reason = self.periodic_test(parent.test)
                 if reason and self._steps_an_optimizer(parent.body):
                     reason = None  # a block that steps the optimizer is gradient accumulation's step: hot
-                reason = reason or _fills_a_cache(parent)
+                reason = reason or _fills_a_cache(parent) or self._built_once(parent)
                 if reason:
                     periodic = reason
             elif type(parent) is cst.If and child is parent.orelse and periodic is None:
@@ -694,6 +751,9 @@ class LoopAnalysis:
                 for passed in self.passed_functions(node):  # type: ignore[arg-type]
                     if not self.index.is_ancestor_or_self(passed, node):
                         calls.append((node, passed))
+                method = self.instance_method(node)  # type: ignore[arg-type]
+                if method is not None and not self.index.is_ancestor_or_self(method, node):
+                    calls.append((node, method))
             found: dict[int, Execution] = {}
             for _ in range(_HELPER_DEPTH):
                 known_before = dict(found)
@@ -1300,3 +1360,18 @@ def _constant_test(test: cst.BaseExpression) -> Optional[tuple[cst.Name, tuple]]
     if any(v is _NOT_CONSTANT for v in values):
         return None
     return left, values
+
+
+def _assigns_self(body: cst.CSTNode, attr: str) -> bool:
+    """Some statement under `body` (not in a nested function) assigns `self.<attr> = ...`."""
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if type(node) in (cst.FunctionDef, cst.Lambda, cst.ClassDef) and node is not body:
+            continue
+        if type(node) is cst.Assign and any(
+                type(t.target) is cst.Attribute and type(t.target.value) is cst.Name
+                and t.target.value.value == "self" and t.target.attr.value == attr for t in node.targets):
+            return True
+        stack.extend(node.children)
+    return False

@@ -625,7 +625,12 @@ class Project:
                 if target is None:
                     # `import a.b` binds `a`; `a.b.f` is f in a/b.py
                     return self._lookup_dotted(f"{module}.{rest}" if rest else module, info.path)
-                return self.lookup(target, rest, depth + 1) if rest else None
+                if not rest:
+                    return None
+                found = self.lookup(target, rest, depth + 1)
+                if found is None and "." in rest:
+                    found = self._submodule_lookup(module, rest, info.path, level, depth)
+                return found
             # `from pkg import name` : name may be a module of pkg or a name defined in pkg/__init__.py
             target = self.resolver.resolve(f"{module}.{attr}" if module else attr, info.path, level)
             if target is not None and rest:
@@ -641,6 +646,13 @@ class Project:
                 if found is not None:
                     return found
         return None
+
+    def _submodule_lookup(self, package: str, rest: str, importer: Path, level: int, depth: int) -> Optional[Summary]:
+        """`import moco.builder` then `moco.builder.MoCo_ViT`: the package's `__init__.py` does not name
+        `builder`, the submodule `moco/builder.py` does hold the class (Python binds `moco.builder` on import)."""
+        sub, _, name = rest.partition(".")
+        target = self.resolver.resolve(f"{package}.{sub}", importer, level)
+        return self.lookup(target, name, depth + 1) if target is not None else None
 
     def external_name(self, importer: Path, dotted: str, depth: int = 0) -> Optional[str]:
         """The qualified name outside the project that `dotted` (as written in `importer`) stands for, following

@@ -363,7 +363,7 @@ def _yields_parameters(expr: cst.BaseExpression, analysis, loop: cst.For, depth:
     if type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value in ("list", "tuple") \
             and len(expr.args) == 1 and not expr.args[0].star:
         return _yields_parameters(expr.args[0].value, analysis, loop, depth + 1)
-    if _param_group_params(expr):
+    if _param_group_params(expr, analysis):
         return "each"
     name = expr.value if type(expr) is cst.Name else (
         expr.attr.value if type(expr) is cst.Attribute and type(expr.value) is cst.Name
@@ -387,10 +387,15 @@ def _single_value(analysis, name: cst.Name) -> Optional[cst.BaseExpression]:
 
 
 def _dict_of_parameters(expr: cst.BaseExpression, analysis, loop: cst.For) -> bool:
-    """`OrderedDict(m.named_parameters())` / `dict(...)`, or a name bound only to one."""
+    """`OrderedDict(m.named_parameters())` / `dict(...)`, `m.state_dict()`, or a name bound only to one."""
     if type(expr) is cst.Name and analysis is not None:
         value = _single_value(analysis, expr)
         return value is not None and _dict_of_parameters(value, analysis, loop)
+    if type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value == "state_dict" \
+            and not expr.args:
+        # `m.state_dict()`: its tensors share storage with the module's parameters and buffers, so updating
+        # them in place updates the module (an EMA written over state dicts)
+        return True
     return type(expr) is cst.Call and (dotted_name(expr.func) or "").rsplit(".", 1)[-1] in (
         "OrderedDict", "dict") and len(expr.args) == 1 and not expr.args[0].star and \
         _is_parameters_call(expr.args[0].value) and expr.args[0].value.func.attr.value == "named_parameters"
@@ -424,15 +429,20 @@ def _root_name(expr: cst.BaseExpression) -> Optional[str]:
     return expr.value if type(expr) is cst.Name else None
 
 
-def _param_group_params(expr: cst.BaseExpression) -> bool:
+def _param_group_params(expr: cst.BaseExpression, analysis=None) -> bool:
     """`group["params"]`: the parameters of an optimizer's parameter group (`for group in self.param_groups:`,
     or a method's `group` / `param_group` argument), the model's parameters an optimizer or a clipping helper
-    walks one at a time."""
+    walks one at a time. Any name bound only by `for g in <x>.param_groups:` counts too (LARS's `g["params"]`)."""
     if type(expr) is not cst.Subscript or len(expr.slice) != 1 or type(expr.slice[0].slice) is not cst.Index:
         return False
     key = expr.slice[0].slice.value
-    return type(key) is cst.SimpleString and key.evaluated_value == "params" and type(expr.value) is cst.Name \
-        and expr.value.value.lower().endswith("group")
+    if not (type(key) is cst.SimpleString and key.evaluated_value == "params" and type(expr.value) is cst.Name):
+        return False
+    if expr.value.value.lower().endswith("group"):
+        return True
+    bindings = analysis.index.visible_bindings(expr.value) if analysis is not None else []
+    return bool(bindings) and all(b.kind == "for" and type(b.value) is cst.Attribute
+                                  and b.value.attr.value == "param_groups" for b in bindings)
 
 
 def _update(loop: cst.For, names: set[str]) -> Optional[cst.CSTNode]:
