@@ -20,6 +20,7 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind
 from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method, is_library_class
 from gpulint.analysis.node_types import of_types
+from gpulint.analysis.unmoved import unmoved_loader_element
 from gpulint.syntax import argument_for
 from gpulint.analysis.project import (MODEL_WRAPPERS, MODULE_SELF_METHODS, ClassSummary, FunctionSummary, Project, Sink,
                                      annotation_class)
@@ -553,10 +554,16 @@ class ProjectCalls(ModuleCalls):
                     position += 1
             if sink is None:
                 continue
-            if self.carries_tensor(arg.value) or _parameters_of(arg.value) or \
+            if self.carries_tensor(arg.value) and not self._host_batch_element(arg.value) or \
+                    _parameters_of(arg.value) or \
                     sink.through == "parameters" and self.analysis.kind(arg.value) is Kind.MODULE:
                 return HelperCost(name, sink, arg.value)
         return None
+
+    def _host_batch_element(self, value: cst.BaseExpression) -> bool:
+        """A batch element its loop leaves in host memory (`analysis/unmoved.py`): a helper's reads of it
+        wait for no GPU."""
+        return type(value) is cst.Name and unmoved_loader_element(self.analysis.kinds, value)
 
     def _cpu_device_passed(self, call: cst.Call, summary: FunctionSummary, bound: bool) -> bool:
         """The call passes a CPU device for the parameter the helper's sync depends on."""

@@ -16,6 +16,7 @@ import libcst as cst
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.tree import Binding, Scope, SyntaxIndex
 from gpulint.analysis.node_types import of_types
+from gpulint.analysis.unmoved import unmoved_loader_element
 from gpulint.syntax import code_of, target_names
 
 
@@ -173,7 +174,7 @@ class KindInference:
             return any(hosts) and all(h or self.of(side) is Kind.NUMBER or self._number_by_default(side)
                                       for h, side in zip(hosts, sides))
         if type(node) is cst.Name:
-            if self._moved_to_device_later(node):
+            if self._moved_to_device_later(node) or unmoved_loader_element(self, node):
                 return True
             scope = self.index.enclosing_scope(node)
             bindings = self.index.lookup(node.value, scope) if scope is not None else []
