@@ -109,6 +109,10 @@ class KindInference:
         self._cache: dict[int, Kind] = {}
         self._binding_cache: dict[tuple[int, str], Kind] = {}
         self._in_progress: set[tuple[int, str]] = set()
+        # The names whose bindings were being decided when a question came back to them (`t = t[j]`, asked
+        # from inside `t`): an answer that leaned on such a cut is provisional until that name is decided,
+        # and is not remembered before then (else the order in which rules ask would change the answers).
+        self._cuts: list[tuple[int, str]] = []
         self._buffers: Optional[set[str]] = None
         # analysis/__init__.py: the kind of `self.<name>` from what the project passes to the class (a loader
         # handed to `__init__` and stored), asked only where the module itself cannot tell
@@ -122,8 +126,19 @@ class KindInference:
         key = id(node)
         cached = self._cache.get(key)
         if cached is None:
-            cached = self._cache[key] = self._infer(node)
+            start = len(self._cuts)
+            cached = self._infer(node)
+            if self._settled(start):
+                self._cache[key] = cached
         return cached
+
+    def _settled(self, start: int) -> bool:
+        """No answer since `start` leaned on a name still being decided."""
+        cuts = self._cuts
+        if not self._in_progress:
+            cuts.clear()
+            return True
+        return not any(k in self._in_progress for k in cuts[start:])
 
     def is_tensor(self, node: cst.CSTNode) -> bool:
         return self.of(node) is Kind.TENSOR
@@ -316,7 +331,9 @@ class KindInference:
         if key in self._binding_cache:
             return self._binding_cache[key]
         if key in self._in_progress:
+            self._cuts.append(key)
             return Kind.UNKNOWN
+        start = len(self._cuts)
         self._in_progress.add(key)
         try:
             kinds = [self._binding_kind(b) for b in bindings]
@@ -336,7 +353,8 @@ class KindInference:
                     result = Kind.UNKNOWN
         finally:
             self._in_progress.discard(key)
-        self._binding_cache[key] = result
+        if self._settled(start):
+            self._binding_cache[key] = result
         return result
 
     def _used_as_text(self, name: str, scope: Scope) -> bool:
