@@ -713,7 +713,12 @@ class ProjectCalls(ModuleCalls):
         summary = self.project.function(self.path, qualname)
         if summary is None:
             return None
-        return qualname, summary, "." in qualname
+        # `Trainer.write_metrics(loss_dict, ...)`: a static method called through its class takes its arguments
+        # as its parameters (no `self` to skip)
+        static = type(call.func) is cst.Attribute and not (
+            type(call.func.value) is cst.Name and call.func.value.value == "self") and any(
+            type(d.decorator) is cst.Name and d.decorator.value == "staticmethod" for d in fn.decorators)
+        return qualname, summary, "." in qualname and not static
 
     def _passed_function(self, func: cst.BaseExpression) -> Optional[tuple[FunctionSummary, bool]]:
         """A callable parameter (`def train(train_step, ...)`: `train_step(x, y)`), or one a class stores
