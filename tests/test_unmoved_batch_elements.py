@@ -92,3 +92,29 @@ def test_boxes_the_loop_never_moves_are_host_tensors(project: Path):
     # `score_unmoved_loader`: nothing is moved, so nothing says the batches are on the host
     assert ("evaluate.py", 34, "GPU102") in keys
     assert ("evaluate.py", 35, "GPU112") in keys
+
+
+ENTRY_BY_ENTRY = textwrap.dedent("""\
+    import torch
+    from torch.utils.data import DataLoader
+
+
+    def validate(net, dataset):
+        loader = DataLoader(dataset, batch_size=8, pin_memory=True)
+        for inputs, labels, meta in loader:
+            inputs = inputs.cuda(non_blocking=True)
+            labels = labels.cuda()
+            for key, val in meta.items():
+                meta[key] = val.cuda(non_blocking=True)
+            preds = net(inputs, meta["boxes"])
+            boxes = meta["boxes"].cpu()
+            print(preds.shape, boxes.shape)
+""")
+
+
+def test_an_element_moved_entry_by_entry_is_still_on_the_device(tmp_path: Path):
+    """`meta[key] = val.cuda()` over `meta.items()`: the dict's tensors are moved one by one (SlowFast's `meta`),
+    so `meta["boxes"].cpu()` is a copy that waits for the GPU."""
+    (tmp_path / "validate.py").write_text(ENTRY_BY_ENTRY)
+    keys = found(check(tmp_path, "--no-cache", "--select", "GPU104", "validate.py"))
+    assert ("validate.py", 13, "GPU104") in keys

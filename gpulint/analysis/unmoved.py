@@ -88,13 +88,40 @@ def _moved_in(kinds: "KindInference", loop: cst.For, name: str) -> bool:
         parent = up.get(id(node))
         if type(parent) is cst.Attribute and parent.value is node:
             call = up.get(id(parent))
-            if type(call) is cst.Call and call.func is parent and _moving_method(kinds, parent.attr.value, call):
+            if type(call) is cst.Call and call.func is parent and (
+                    _moving_method(kinds, parent.attr.value, call) or parent.attr.value in ("items", "values")):
+                return True  # moved, or its entries are iterated (and may be moved one by one)
+        elif type(parent) in (cst.For, cst.CompFor) and parent.iter is node:
+            return True  # `for t in targets:` may move each element
+        elif type(parent) is cst.Subscript and parent.value is node:
+            # `meta[key] = val.cuda()`, `inputs[i] = inputs[i].cuda()`: moved entry by entry
+            target = up.get(id(parent))
+            assign = up.get(id(target)) if type(target) is cst.AssignTarget else None
+            if type(assign) is cst.Assign and _holds_a_move(kinds, assign.value):
                 return True
         elif type(parent) is cst.Arg:
             call = up.get(id(parent))
             if type(call) is cst.Call and _moving_helper(call):
                 return True
     return False
+
+
+def _holds_a_move(kinds: "KindInference", value: cst.BaseExpression) -> bool:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and \
+                _moving_method(kinds, node.func.attr.value, node):
+            return True
+        if type(node) is cst.Call and _moving_helper(node):
+            return True
+        stack.extend(n for n in _children(node))
+    return False
+
+
+def _children(node: cst.CSTNode):
+    from gpulint.analysis.tree import child_nodes
+    return child_nodes(node)
 
 
 def _moving_method(kinds: "KindInference", method: str, call: cst.Call) -> bool:
