@@ -103,3 +103,37 @@ def test_pinning_that_cannot_be_told_is_not_reported(tmp_path: Path, train: str)
     assert train != TRAIN
     keys = found(check(_project(tmp_path, train), "--no-cache", "--select", "GPU202", "evaluate.py"))
     assert not {k for k in keys if k[1] in (9, 10)}, keys
+
+
+DECODE = textwrap.dedent("""\
+    import torch
+    from torch.utils.data import DataLoader
+
+
+    def decode(model, data_iter, steps):
+        outputs = []
+        for idx, data in enumerate(data_iter):
+            tokens = data["query"].cuda()
+            for i in range(steps):
+                tokens = torch.cat((tokens, model(tokens).argmax(-1, keepdim=True)), dim=1)
+            outputs.append(tokens.view(-1).cpu())
+        return outputs
+
+
+    def main(model, dataset, steps):
+        valid_loader = DataLoader(dataset, batch_size=4)
+        decode(model, valid_loader, steps)
+""")
+
+
+def test_a_parameter_every_call_passes_a_loader_is_a_loader(tmp_path: Path):
+    """`decode(model, valid_loader, ...)`: `for idx, data in enumerate(data_iter)` is a pass over batches, so the
+    copy after the inner decoding loop runs once per batch, not once per epoch (LoRA's beam search)."""
+    (tmp_path / "decode.py").write_text(DECODE)
+    keys = found(check(tmp_path, "--no-cache", "--select", "GPU104", "decode.py"))
+    assert ("decode.py", 11, "GPU104") in keys
+    # the same function given a list of prepared batches: nothing says the loop is over a loader
+    (tmp_path / "decode.py").write_text(DECODE.replace("decode(model, valid_loader, steps)",
+                                                       "decode(model, [dataset[0], dataset[1]], steps)"))
+    keys = found(check(tmp_path, "--no-cache", "--select", "GPU104", "decode.py"))
+    assert ("decode.py", 11, "GPU104") not in keys

@@ -120,6 +120,8 @@ class KindInference:
         # analysis/__init__.py: whether a call into the project (`self._loss_step(batch)`, `compute_loss(...)`)
         # returns a tensor by its summary; asked only for what an accumulator is given (`total += <call>`)
         self.returns_tensor_hook: Optional[Callable[[cst.Call], bool]] = None
+        # analysis/__init__.py: the kind of a parameter from what the calls of its function pass (a loader)
+        self.parameter_hook: Optional[Callable[[Binding], Kind]] = None
 
     # -- public ------------------------------------------------------------------------------------------------
     def of(self, node: cst.CSTNode) -> Kind:
@@ -405,7 +407,11 @@ class KindInference:
         if b.kind == "param":
             param = b.value
             if type(param) is cst.Param and param.annotation is not None:
-                return _annotation_kind(self, param.annotation.annotation)
+                kind = _annotation_kind(self, param.annotation.annotation)
+                if kind is not Kind.UNKNOWN:
+                    return kind
+            if self.parameter_hook is not None and type(param) is cst.Param and param.default is None:
+                return self.parameter_hook(b)
             return Kind.UNKNOWN
         if b.kind == "class":
             return Kind.MODULE_CLASS if _is_module_class(self, b.value) else Kind.OTHER

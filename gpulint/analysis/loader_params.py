@@ -88,3 +88,38 @@ def passed_loader(analysis, loop: cst.CSTNode):
 def pinned_passed_loader(analysis, loop: cst.CSTNode) -> Optional[bool]:
     found = passed_loader(analysis, loop)
     return None if found is None else found.pinned
+
+
+def parameter_is_loader(analysis, binding) -> bool:
+    """A parameter every call of its function passes a loader (KindInference's `parameter_hook`):
+    `def beam(model, data_iter, args)` called as `beam(net, valid_loader, args)`, so `for idx, data in
+    enumerate(data_iter):` is a pass over batches. The calls of this module are read first (each must pass
+    something whose kind is a loader); a top-level function no call of this module reaches is resolved through
+    the project's call sites (`Project.parameter_loader`). A parameter with a default, or `*args`, is not."""
+    from gpulint.analysis.kinds import Kind
+    from gpulint.syntax import argument_for
+
+    fn = binding.source
+    param = binding.value
+    if type(fn) is not cst.FunctionDef or type(param) is not cst.Param or param.default is not None or \
+            param.star:
+        return False
+    names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    if binding.name not in names and binding.name not in [p.name.value for p in fn.params.kwonly_params]:
+        return False
+    calls = analysis.loops.calls_to(fn)
+    if calls:
+        for call in calls:
+            if any(a.star for a in call.args):
+                return False
+            arg = argument_for(call, names, binding.name)
+            if arg is None or analysis.kinds.of(arg.value) is not Kind.LOADER:
+                return False
+        return True
+    if analysis.path is None or not isinstance(analysis.index.up.get(id(fn)), cst.Module):
+        return False
+    from gpulint.analysis.calls import project_calls
+
+    project = analysis.fact(project_calls)
+    return project is not None and \
+        project.project.parameter_loader(project.path, fn.name.value, binding.name) is not None
