@@ -43,7 +43,8 @@ class HostTensorMovedEachStep(Rule):
     the device and are fine).
     So is indexing a tensor on the device with a numpy array of indices, a list of int literals or a Python
     `range` every step (`b_obs[mb_inds]` for `mb_inds = b_inds[start:end]` of `b_inds = np.arange(n)`,
-    `scores[:, [0, 2]]`, `t[range(n), cls] = 1`):
+    `scores[:, [0, 2]]`, `t[range(n), cls] = 1`), and writing a tensor built on the host from host values into
+    a device tensor (`gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]`):
     PyTorch turns the index into a host tensor and copies it to the device, a pageable blocking copy.
 
     The factory and the copy need not be one expression: `t = torch.randint(0, T, (B,))` early in the step and
@@ -161,6 +162,9 @@ class HostTensorMovedEachStep(Rule):
     host_index = "`{index}` (a numpy array or a list) indexes the device tensor `{tensor}`: the index is built on " \
                  "the host and copied to the GPU every step, waiting for it; keep the indices on the device " \
                  "(`torch.randperm(n, device=...)`, `torch.arange(..., device=...)`)"
+    written = "`torch.{factory}(...)` builds a host tensor that is written into the device tensor `{tensor}`: a " \
+              "pageable copy to the GPU every step, waiting for it; compute it on the device or keep the values " \
+              "as Python scalars"
     host_range = "`{index}` (a Python range) indexes the device tensor `{tensor}`: the index is built on the host " \
                  "and copied to the GPU every step, waiting for it; keep the indices on the device " \
                  "(`torch.arange(n, device=...)`)"
@@ -214,6 +218,12 @@ class HostTensorMovedEachStep(Rule):
                 "for step in range(100):\n    np.random.shuffle(inds)\n    mb = inds[:8]\n"
                 "    model(table[mb]).sum().backward()\n",
                 message="`mb` (a numpy array or a list) indexes the device tensor `table`"),
+        # a host tensor written into a slice of a device tensor: copied every step (a grid's size into a gain)
+        Example(_NUMPY_HEAD +
+                "for step in range(100):\n    gain = torch.ones(6, device=device)\n"
+                "    feats = model(torch.randn(8, 4, device=device))\n"
+                "    gain[2:6] = torch.tensor(feats.shape)[[1, 0, 1, 0]]\n    (feats * gain[2]).sum().backward()\n",
+                message="`torch.tensor(...)` builds a host tensor that is written into the device tensor `gain`"),
         # a one-hot target written through a Python range each step (a detector's class targets)
         Example(_NUMPY_HEAD +
                 "for step in range(100):\n    onehot = torch.zeros(8, 4, device=device)\n"
@@ -268,6 +278,35 @@ class HostTensorMovedEachStep(Rule):
             self.report(node, self.from_values.format(factory=name), where=where)
         elif where:
             self.report(node, self.message.format(factory=name), where=where, fix=self._fix(node, factory, name))
+
+    # -- a host tensor written into a device tensor: the values cross every step ---------------------------------
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]` with `gain` on the device: the right side is built
+        on the host (from host values, without `device=`) and copied into the device tensor, every step."""
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Subscript):
+            return
+        target = node.targets[0].target
+        value = node.value
+        while isinstance(value, cst.Subscript) or (
+                isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and
+                value.func.attr.value in _SAME_ON_DEVICE):
+            value = value.value if isinstance(value, cst.Subscript) else value.func.value  # type: ignore
+        if not isinstance(value, cst.Call) or keyword(value, "device") is not None or has_star_args(value):
+            return
+        q = self.analysis.qualified(value.func) or ""
+        data = positional(value)
+        if q in ("torch.tensor", "torch.as_tensor") and data:
+            first = data[0]
+            host = self.analysis.kind(first) in (Kind.NUMBER, Kind.OTHER, Kind.NUMPY) or (
+                isinstance(first, cst.Attribute) and first.attr.value == "shape")
+        else:
+            host = q == "torch.from_numpy"
+        if not host or not self._certainly_on_device(target.value):
+            return
+        where = self.where(node)
+        if where:
+            self.report(node, self.written.format(factory=q.split(".")[-1],
+                                                  tensor=self.analysis.code(target.value)), where=where)
 
     # -- a device tensor indexed by a numpy array or a list of ints: the index crosses every step ---------------
     def visit_Subscript(self, node: cst.Subscript) -> None:
