@@ -118,6 +118,8 @@ class CopyWithoutNonBlocking(Rule):
                 return
             message = self.beside
         elif any(pin_memory_of(self, c) is None and data_facts(self.analysis).factory(c) is None for c in loaders):
+            if method == "type":
+                return  # GPU201 does not count a `.type()` cast as a copy: it will not pin this loader
             message = self.once_pinned  # not pinned yet: GPU201 reports the loader, and its fix pins it
         if whole_batch and any(keyword(c, "collate_fn") is not None for c in loaders):
             return
