@@ -124,6 +124,7 @@ class ModuleAnalysis:
 
 def _kinds(analysis: ModuleAnalysis) -> KindInference:
     kinds = KindInference(analysis.index)
+    kinds.parameter_hook = lambda binding: _parameter_kind(analysis, binding)
     if analysis.path is not None:
         kinds.self_attribute_hook = lambda node: _self_attribute_kind(analysis, node)
         kinds.returns_tensor_hook = lambda node: _returns_tensor(analysis, node)
@@ -132,6 +133,13 @@ def _kinds(analysis: ModuleAnalysis) -> KindInference:
         kinds.host_call_hook = lambda node: host_call(analysis, node)
         kinds.host_param_hook = lambda node, depth: host_param(analysis, node, depth)
     return kinds
+
+
+def _parameter_kind(analysis: ModuleAnalysis, binding) -> Kind:
+    """A parameter every call site passes a loader to is a loader (`analysis/loader_params.py`)."""
+    from gpulint.analysis.loader_params import parameter_is_loader
+
+    return Kind.LOADER if parameter_is_loader(analysis, binding) else Kind.UNKNOWN
 
 
 def _returns_tensor(analysis: ModuleAnalysis, call: cst.Call) -> bool:

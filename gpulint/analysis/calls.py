@@ -20,6 +20,7 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind
 from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method, is_library_class
 from gpulint.analysis.node_types import of_types
+from gpulint.analysis.unmoved import unmoved_loader_element
 from gpulint.syntax import argument_for
 from gpulint.analysis.project import _UNKNOWN
 from gpulint.analysis.project import (MODEL_WRAPPERS, MODULE_SELF_METHODS, ClassSummary, FunctionSummary, Project, Sink,
@@ -580,10 +581,16 @@ class ProjectCalls(ModuleCalls):
                     position += 1
             if sink is None or not _runs_at(call, summary, bound, sink):
                 continue
-            if self.carries_tensor(arg.value) or _parameters_of(arg.value) or \
+            if self.carries_tensor(arg.value) and not self._host_batch_element(arg.value) or \
+                    _parameters_of(arg.value) or \
                     sink.through == "parameters" and self.analysis.kind(arg.value) is Kind.MODULE:
                 return HelperCost(name, sink, arg.value)
         return None
+
+    def _host_batch_element(self, value: cst.BaseExpression) -> bool:
+        """A batch element its loop leaves in host memory (`analysis/unmoved.py`): a helper's reads of it
+        wait for no GPU."""
+        return type(value) is cst.Name and unmoved_loader_element(self.analysis.kinds, value)
 
     def _cpu_device_passed(self, call: cst.Call, summary: FunctionSummary, bound: bool) -> bool:
         """The call passes a CPU device for the parameter the helper's sync depends on."""
@@ -733,7 +740,12 @@ class ProjectCalls(ModuleCalls):
         summary = self.project.function(self.path, qualname)
         if summary is None:
             return None
-        return qualname, summary, "." in qualname
+        # `Trainer.write_metrics(loss_dict, ...)`: a static method called through its class takes its arguments
+        # as its parameters (no `self` to skip)
+        static = type(call.func) is cst.Attribute and not (
+            type(call.func.value) is cst.Name and call.func.value.value == "self") and any(
+            type(d.decorator) is cst.Name and d.decorator.value == "staticmethod" for d in fn.decorators)
+        return qualname, summary, "." in qualname and not static
 
     def _passed_function(self, func: cst.BaseExpression) -> Optional[tuple[FunctionSummary, bool]]:
         """A callable parameter (`def train(train_step, ...)`: `train_step(x, y)`), or one a class stores

@@ -16,6 +16,7 @@ import libcst as cst
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.tree import Binding, Scope, SyntaxIndex
 from gpulint.analysis.node_types import of_types
+from gpulint.analysis.unmoved import unmoved_loader_element
 from gpulint.syntax import code_of, target_names
 
 
@@ -125,6 +126,10 @@ class KindInference:
         self._cache: dict[int, Kind] = {}
         self._binding_cache: dict[tuple[int, str], Kind] = {}
         self._in_progress: set[tuple[int, str]] = set()
+        # The names whose bindings were being decided when a question came back to them (`t = t[j]`, asked
+        # from inside `t`): an answer that leaned on such a cut is provisional until that name is decided,
+        # and is not remembered before then (else the order in which rules ask would change the answers).
+        self._cuts: list[tuple[int, str]] = []
         self._buffers: Optional[set[str]] = None
         self._rereads: dict[tuple[int, str], list] = {}  # (scope, name) -> statements `x = x.item()` (`_after_own_read`)
         # analysis/__init__.py: the kind of `self.<name>` from what the project passes to the class (a loader
@@ -138,14 +143,27 @@ class KindInference:
         # parameter every call site of which passes a host value; asked only by `on_host`
         self.host_call_hook: Optional[Callable[[cst.Call], bool]] = None
         self.host_param_hook: Optional[Callable[[cst.Name, int], bool]] = None
+        # analysis/__init__.py: the kind of a parameter from what the calls of its function pass (a loader)
+        self.parameter_hook: Optional[Callable[[Binding], Kind]] = None
 
     # -- public ------------------------------------------------------------------------------------------------
     def of(self, node: cst.CSTNode) -> Kind:
         key = id(node)
         cached = self._cache.get(key)
         if cached is None:
-            cached = self._cache[key] = self._infer(node)
+            start = len(self._cuts)
+            cached = self._infer(node)
+            if self._settled(start):
+                self._cache[key] = cached
         return cached
+
+    def _settled(self, start: int) -> bool:
+        """No answer since `start` leaned on a name still being decided."""
+        cuts = self._cuts
+        if not self._in_progress:
+            cuts.clear()
+            return True
+        return not any(k in self._in_progress for k in cuts[start:])
 
     def is_tensor(self, node: cst.CSTNode) -> bool:
         return self.of(node) is Kind.TENSOR
@@ -202,7 +220,7 @@ class KindInference:
             return any(hosts) and all(h or self.of(side) is Kind.NUMBER or self._number_by_default(side)
                                       for h, side in zip(hosts, sides))
         if type(node) is cst.Name:
-            if self._moved_to_device_later(node):
+            if self._moved_to_device_later(node) or unmoved_loader_element(self, node):
                 return True
             scope = self.index.enclosing_scope(node)
             bindings = self.index.lookup(node.value, scope) if scope is not None else []
@@ -346,7 +364,9 @@ class KindInference:
         if key in self._binding_cache:
             return self._binding_cache[key]
         if key in self._in_progress:
+            self._cuts.append(key)
             return Kind.UNKNOWN
+        start = len(self._cuts)
         self._in_progress.add(key)
         try:
             kinds = [self._binding_kind(b) for b in bindings]
@@ -376,7 +396,8 @@ class KindInference:
                     result = Kind.UNKNOWN
         finally:
             self._in_progress.discard(key)
-        self._binding_cache[key] = result
+        if self._settled(start):
+            self._binding_cache[key] = result
         return result
 
     def _type_tested(self, name: str, stmt: Optional[cst.CSTNode]) -> bool:
@@ -497,7 +518,11 @@ class KindInference:
         if b.kind == "param":
             param = b.value
             if type(param) is cst.Param and param.annotation is not None:
-                return _annotation_kind(self, param.annotation.annotation)
+                kind = _annotation_kind(self, param.annotation.annotation)
+                if kind is not Kind.UNKNOWN:
+                    return kind
+            if self.parameter_hook is not None and type(param) is cst.Param and param.default is None:
+                return self.parameter_hook(b)
             return Kind.UNKNOWN
         if b.kind == "class":
             return Kind.MODULE_CLASS if _is_module_class(self, b.value) else Kind.OTHER

@@ -389,6 +389,8 @@ class LoopAnalysis:
             name = func.value
         elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
             name = func.attr.value
+        elif type(func) is cst.Attribute and type(func.value) is cst.Name:
+            return self._static_method(func.value, func.attr.value)
         if name is None:
             return None
         candidates = self.index.functions.get(name, [])
@@ -414,6 +416,21 @@ class LoopAnalysis:
             owner = self._class_of(call)
             candidates = [c for c in candidates if owner is not None and self._class_of(c) is owner]
         return candidates[0] if len(candidates) == 1 else None
+
+    def _static_method(self, owner: cst.Name, name: str) -> Optional[cst.FunctionDef]:
+        """`Trainer.write_metrics(...)`: a `@staticmethod` or `@classmethod` `name` defined in the body of the
+        module's top-level class `owner` (bound by nothing else), called through the class. Its arguments are its
+        parameters as written (a class method's `cls` aside), as for a call through `self`."""
+        bindings = self.index.visible_bindings(owner)
+        if len(bindings) != 1 or bindings[0].kind != "class" or type(bindings[0].source) is not cst.ClassDef:
+            return None
+        cls: cst.ClassDef = bindings[0].source
+        found = [stmt for stmt in (cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ())
+                 if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name]
+        if len(found) != 1 or not any(type(d.decorator) is cst.Name and d.decorator.value in
+                                      ("staticmethod", "classmethod") for d in found[0].decorators):
+            return None
+        return found[0]
 
     def overrides(self, call: cst.Call) -> list[cst.FunctionDef]:
         """For `self.m(...)` in a method of a class of this module: the methods `m` of the module's classes derived
@@ -870,8 +887,35 @@ class LoopAnalysis:
         period = node.right
         if not (isinstance(period, cst.Attribute) and isinstance(period.value, cst.Name)):
             return False
+        if period.value.value == "self" and self._init_default_one(period):
+            return True
         defaults = self._option_defaults()
         return defaults.get(period.attr.value) == ["1"]
+
+    def _init_default_one(self, period: cst.Attribute) -> bool:
+        """`self.gather_metric_period` that the class sets once, in `__init__`, from a parameter whose default is
+        1 (`def __init__(self, ..., gather_metric_period=1)`: `self.gather_metric_period = gather_metric_period`):
+        every step unless a caller passes another period."""
+        cls = self._class_of(period)
+        if cls is None or not isinstance(cls.body, cst.IndentedBlock):
+            return False
+        init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"),
+                    None)
+        if init is None:
+            return False
+        name = period.attr.value
+        stores = []
+        for node in of_types(self.index, cst.Assign, cst.AugAssign, cst.AnnAssign):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if any(isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self"
+                   and t.attr.value == name for t in targets):
+                stores.append(node)
+        if len(stores) != 1 or not isinstance(stores[0], cst.Assign) or \
+                not self.index.is_ancestor_or_self(init, stores[0]) or not isinstance(stores[0].value, cst.Name):
+            return False
+        param = next((p for p in (*init.params.params, *init.params.kwonly_params)
+                      if p.name.value == stores[0].value.value), None)
+        return param is not None and isinstance(param.default, cst.Integer) and param.default.value == "1"
 
     def option_default_is_cuda(self, option: cst.BaseExpression) -> bool:
         """`args.device` where every default the module's own options give `device` is a CUDA device string

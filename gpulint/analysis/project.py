@@ -430,6 +430,32 @@ class ModuleInfo:
 
 
 
+def _pinned_by_options(info: "ModuleInfo", options: ast.expr, assigns: dict, pinned: Optional[bool]):
+    """`DataLoader(ds, **loader_args)` where the caller's scope binds `loader_args` once to `dict(...,
+    pin_memory=True)` or `{"pin_memory": True, ...}` and never updates it: what the options say about pinning
+    (`pinned` unchanged when they leave it out); None when they cannot be told."""
+    if not isinstance(options, ast.Name) or len(assigns.get(options.id, ())) != 1:
+        return None
+    value, index = assigns[options.id][0]
+    if index is not None:
+        return None
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" and \
+            not value.args and all(kw.arg is not None for kw in value.keywords):
+        pairs = [(kw.arg, kw.value) for kw in value.keywords]
+    elif isinstance(value, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str)
+                                             for k in value.keys):
+        pairs = [(k.value, v) for k, v in zip(value.keys, value.values)]  # type: ignore[union-attr]
+    else:
+        return None
+    if any(isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and
+           call.func.value.id == options.id and scope is assigns for call, scope in info.calls_named("update")):
+        return None  # `loader_args.update(...)`: changed after it was built
+    for key, item in pairs:
+        if key == "pin_memory":
+            return item.value is True if isinstance(item, ast.Constant) else None
+    return pinned
+
+
 def _loader_identity(fact: "LoaderFact") -> tuple:
     """A loader is the `DataLoader(...)` call it was built by."""
     return fact.path, fact.line
@@ -777,7 +803,7 @@ class Project:
                 pinned: Optional[bool] = False
                 for kw in expr.keywords:
                     if kw.arg is None:
-                        pinned = None
+                        pinned = _pinned_by_options(info, kw.value, assigns, pinned)
                     elif kw.arg == "pin_memory":
                         pinned = kw.value.value is True if isinstance(kw.value, ast.Constant) else None
                 return LoaderFact(info.path, expr.lineno, pinned)

@@ -10,6 +10,7 @@ from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, LOADER_TO_GP
 from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, keyword
 from gpulint.syntax import argument, is_true
 from gpulint.analysis.data import _true, pin_memory_of, pinned, pinning_unknown
+from gpulint.analysis.loader_params import cuda_type_copy, pinned_passed_loader
 
 
 class CopyWithoutNonBlocking(Rule):
@@ -23,7 +24,10 @@ class CopyWithoutNonBlocking(Rule):
     (`it = iter(loader)` ... `while True: batch = next(it)`). Where the loader is built out of sight (a factory
     whose `pin_memory=` is a setting, or a loader reached only through a progress bar), a copy of the same
     batch that passes `non_blocking=True` is taken as the author's word that the batches are pinned on GPU
-    runs: `imgs.to(device, non_blocking=True)` beside `labels.to(device)` flags the second.
+    runs: `imgs.to(device, non_blocking=True)` beside `labels.to(device)` flags the second. A loop over a
+    function's parameter counts when every call of the function in the project passes a pinned loader (also from
+    another module, `DataLoader(ds, **loader_args)` with `loader_args = dict(..., pin_memory=True)`), and
+    `imgs.type(torch.cuda.FloatTensor)` (or a name bound to that type) is a copy to the GPU like `.cuda()`.
 
     ## Why it is slow
     Without `non_blocking=True` the copy blocks the Python thread until it completes, even from pinned memory,
@@ -91,11 +95,11 @@ class CopyWithoutNonBlocking(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = data_facts(self.analysis)
-        if facts.copy_target(node) != ACCELERATOR:
+        if facts.copy_target(node) != ACCELERATOR and not cuda_type_copy(self.analysis, node):
             return
         method = node.func.attr.value  # type: ignore[union-attr]
-        if keyword(node, "non_blocking") is not None or argument(node, "non_blocking",
-                                                                  1 if method == "cuda" else 2) is not None:
+        if keyword(node, "non_blocking") is not None or argument(
+                node, "non_blocking", 1 if method in ("cuda", "type") else 2) is not None:
             return
         receiver = node.func.value  # type: ignore[union-attr]
         loop = facts.batch_loop(receiver)
@@ -103,16 +107,20 @@ class CopyWithoutNonBlocking(Rule):
             return
         loaders = facts.loop_loaders(loop)
         message = None
-        if not loaders or not all(pinned(self, c) for c in loaders):
+        whole_batch = type(receiver) is cst.Name and any(
+            b.kind == "for" and b.source is loop and b.index is None for b in facts.bindings(receiver))
+        if not loaders and not whole_batch and pinned_passed_loader(self.analysis, loop) is True:
+            pass  # every call of the function passes it a pinned loader (from another module: loader_params.py)
+        elif not loaders or not all(pinned(self, c) for c in loaders):
             # Pinning unknown (a loader built elsewhere): the author's own non-blocking copy of this loop's batch
             # says the batches are pinned on GPU runs; `non_blocking=True` is harmless where they are not.
             if not all(pinning_unknown(self, c) for c in loaders) or not self._beside_non_blocking(loop, node):
                 return
             message = self.beside
         elif any(pin_memory_of(self, c) is None and data_facts(self.analysis).factory(c) is None for c in loaders):
+            if method == "type":
+                return  # GPU201 does not count a `.type()` cast as a copy: it will not pin this loader
             message = self.once_pinned  # not pinned yet: GPU201 reports the loader, and its fix pins it
-        whole_batch = type(receiver) is cst.Name and any(
-            b.kind == "for" and b.source is loop and b.index is None for b in facts.bindings(receiver))
         if whole_batch and any(keyword(c, "collate_fn") is not None for c in loaders):
             return
         where = self.where(node)

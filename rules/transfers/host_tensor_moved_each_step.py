@@ -41,8 +41,10 @@ class HostTensorMovedEachStep(Rule):
     imports it), `torch.Tensor([1e10])`, `torch.Tensor(numpy_array)` and `torch.tensor(host_list)` build CUDA
     tensors from host data: a pageable copy every call (`torch.rand`, `torch.ones`, `torch.linspace` are made on
     the device and are fine).
-    So is indexing a tensor on the device with a numpy array of indices or a list of int literals every step
-    (`b_obs[mb_inds]` for `mb_inds = b_inds[start:end]` of `b_inds = np.arange(n)`, `scores[:, [0, 2]]`):
+    So is indexing a tensor on the device with a numpy array of indices, a list of int literals or a Python
+    `range` every step (`b_obs[mb_inds]` for `mb_inds = b_inds[start:end]` of `b_inds = np.arange(n)`,
+    `scores[:, [0, 2]]`, `t[range(n), cls] = 1`), and writing a tensor built on the host from host values into
+    a device tensor (`gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]`):
     PyTorch turns the index into a host tensor and copies it to the device, a pageable blocking copy.
 
     The factory and the copy need not be one expression: `t = torch.randint(0, T, (B,))` early in the step and
@@ -160,6 +162,12 @@ class HostTensorMovedEachStep(Rule):
     host_index = "`{index}` (a numpy array or a list) indexes the device tensor `{tensor}`: the index is built on " \
                  "the host and copied to the GPU every step, waiting for it; keep the indices on the device " \
                  "(`torch.randperm(n, device=...)`, `torch.arange(..., device=...)`)"
+    written = "`torch.{factory}(...)` builds a host tensor that is written into the device tensor `{tensor}`: a " \
+              "pageable copy to the GPU every step, waiting for it; compute it on the device or keep the values " \
+              "as Python scalars"
+    host_range = "`{index}` (a Python range) indexes the device tensor `{tensor}`: the index is built on the host " \
+                 "and copied to the GPU every step, waiting for it; keep the indices on the device " \
+                 "(`torch.arange(n, device=...)`)"
     computed = "`torch.{factory}` builds a tensor on the host, the arithmetic on it runs on the host, and the " \
                "result is copied to the GPU every step; create it on the device with `device=` and compute there"
     family = Family.TRANSFERS
@@ -210,6 +218,17 @@ class HostTensorMovedEachStep(Rule):
                 "for step in range(100):\n    np.random.shuffle(inds)\n    mb = inds[:8]\n"
                 "    model(table[mb]).sum().backward()\n",
                 message="`mb` (a numpy array or a list) indexes the device tensor `table`"),
+        # a host tensor written into a slice of a device tensor: copied every step (a grid's size into a gain)
+        Example(_NUMPY_HEAD +
+                "for step in range(100):\n    gain = torch.ones(6, device=device)\n"
+                "    feats = model(torch.randn(8, 4, device=device))\n"
+                "    gain[2:6] = torch.tensor(feats.shape)[[1, 0, 1, 0]]\n    (feats * gain[2]).sum().backward()\n",
+                message="`torch.tensor(...)` builds a host tensor that is written into the device tensor `gain`"),
+        # a one-hot target written through a Python range each step (a detector's class targets)
+        Example(_NUMPY_HEAD +
+                "for step in range(100):\n    onehot = torch.zeros(8, 4, device=device)\n"
+                "    onehot[range(8), step % 4] = 1.0\n    model(onehot).sum().backward()\n",
+                message="`range(8)` (a Python range) indexes the device tensor `onehot`"),
         # the legacy constructor: a host build from host data, and it takes no `device=`: reported, no fix
         Example(DATASET_HEAD + _CAST.format("torch.Tensor([0.1, 0.2]).to(device, non_blocking=True)"),
                 message="(the legacy constructor) builds the tensor on the host"),
@@ -260,6 +279,35 @@ class HostTensorMovedEachStep(Rule):
         elif where:
             self.report(node, self.message.format(factory=name), where=where, fix=self._fix(node, factory, name))
 
+    # -- a host tensor written into a device tensor: the values cross every step ---------------------------------
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]` with `gain` on the device: the right side is built
+        on the host (from host values, without `device=`) and copied into the device tensor, every step."""
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Subscript):
+            return
+        target = node.targets[0].target
+        value = node.value
+        while isinstance(value, cst.Subscript) or (
+                isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and
+                value.func.attr.value in _SAME_ON_DEVICE):
+            value = value.value if isinstance(value, cst.Subscript) else value.func.value  # type: ignore
+        if not isinstance(value, cst.Call) or keyword(value, "device") is not None or has_star_args(value):
+            return
+        q = self.analysis.qualified(value.func) or ""
+        data = positional(value)
+        if q in ("torch.tensor", "torch.as_tensor") and data:
+            first = data[0]
+            host = self.analysis.kind(first) in (Kind.NUMBER, Kind.OTHER, Kind.NUMPY) or (
+                isinstance(first, cst.Attribute) and first.attr.value == "shape")
+        else:
+            host = q == "torch.from_numpy"
+        if not host or not self._certainly_on_device(target.value):
+            return
+        where = self.where(node)
+        if where:
+            self.report(node, self.written.format(factory=q.split(".")[-1],
+                                                  tensor=self.analysis.code(target.value)), where=where)
+
     # -- a device tensor indexed by a numpy array or a list of ints: the index crosses every step ---------------
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if not self._certainly_on_device(node.value):
@@ -270,8 +318,10 @@ class HostTensorMovedEachStep(Rule):
                 continue
             where = self.where(node)
             if where:
-                self.report(node, self.host_index.format(index=self.analysis.code(index),
-                                                         tensor=self.analysis.code(node.value)), where=where)
+                message = self.host_range if isinstance(index, cst.Call) and isinstance(index.func, cst.Name) \
+                    and index.func.value == "range" else self.host_index
+                self.report(node, message.format(index=self.analysis.code(index),
+                                                 tensor=self.analysis.code(node.value)), where=where)
             return
 
     def _host_index(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
@@ -283,6 +333,9 @@ class HostTensorMovedEachStep(Rule):
             return bool(expr.elements) and all(
                 isinstance(e, cst.Element) and isinstance(e.value, cst.Integer) for e in expr.elements)
         if isinstance(expr, cst.Call):
+            if isinstance(expr.func, cst.Name) and expr.func.value == "range" and expr.args and \
+                    not self.analysis.index.visible_bindings(expr.func):
+                return True  # `t[range(n), cls] = 1`: the range becomes an index tensor on the host, then is copied
             return (self.analysis.qualified(expr.func) or "") in _NUMPY_INDEX_ARRAYS
         if isinstance(expr, cst.Subscript):  # a slice of an index array is one
             return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Slice) and \

@@ -1,0 +1,125 @@
+"""Copies of a batch GPU202 could not see before: loaders handed in from other modules, and legacy type casts.
+
+- **A loader passed as a parameter** (`def evaluate(net, dataloader, device): for batch in tqdm(dataloader):`),
+  where the calls are in other modules of the project (`evaluate(model, val_loader, ...)` in train.py, with
+  `val_loader = DataLoader(val_set, **loader_args)` and `loader_args = dict(..., pin_memory=True)`): the loader
+  every call site passes (`Project.parameter_loader`) says whether the batches are pinned.
+- **`x.type(torch.cuda.FloatTensor)`** (or a name bound to it: `Tensor = torch.cuda.FloatTensor if cuda else
+  torch.FloatTensor`, then `imgs.type(Tensor)`): a host-to-device copy like `.cuda()`, blocking unless it is
+  given `non_blocking=True` (`Tensor.type(dtype, non_blocking=False)`).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from gpulint.analysis.imports import dotted_name
+from gpulint.syntax import positional
+
+# Iteration wrappers whose elements are the loader's batches (`zip` pairs them: left out).
+_SAME_ELEMENTS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "islice",
+                            "itertools.islice"})
+
+
+def cuda_type_copy(analysis, call: cst.Call) -> bool:
+    """`x.type(T)` where T is a CUDA tensor type (`torch.cuda.FloatTensor`, `"torch.cuda.HalfTensor"`, or a name
+    every binding of which may be one)."""
+    func = call.func
+    if type(func) is not cst.Attribute or func.attr.value != "type" or not call.args:
+        return False
+    first = call.args[0]
+    if first.star or (first.keyword is not None and first.keyword.value != "dtype"):
+        return False
+    return _cuda_type(analysis, first.value, 0)
+
+
+def _cuda_type(analysis, expr: cst.BaseExpression, depth: int) -> bool:
+    if depth > 3:
+        return False
+    if type(expr) is cst.SimpleString:
+        text = expr.evaluated_value
+        return isinstance(text, str) and text.startswith("torch.cuda.") and text.endswith("Tensor")
+    if type(expr) is cst.Attribute:
+        name = analysis.qualified(expr) or ""
+        return name.startswith("torch.cuda.") and name.endswith("Tensor")
+    if type(expr) is cst.IfExp:  # `torch.cuda.FloatTensor if cuda else torch.FloatTensor`: a GPU run copies
+        return _cuda_type(analysis, expr.body, depth + 1) or _cuda_type(analysis, expr.orelse, depth + 1)
+    if type(expr) is cst.Name:
+        bindings = analysis.index.visible_bindings(expr)
+        return bool(bindings) and len(bindings) <= 4 and all(
+            b.kind == "assign" and b.index is None and b.value is not None and
+            _cuda_type(analysis, b.value, depth + 1) for b in bindings)
+    return False
+
+
+def passed_loader(analysis, loop: cst.CSTNode):
+    """The LoaderFact of the loader every project call site passes to the top-level function whose parameter
+    `loop` iterates (`for batch in tqdm(dataloader)` in `def evaluate(net, dataloader, ...)`); None when the
+    loop iterates something else, or the call sites cannot be told or disagree."""
+    if type(loop) is not cst.For:
+        return None
+    iterable: cst.BaseExpression = analysis.kinds.wrapper_bound_to(loop.iter)
+    for _ in range(4):
+        if type(iterable) is not cst.Call or dotted_name(iterable.func) not in _SAME_ELEMENTS:
+            break
+        args = positional(iterable)
+        if not args:
+            return None
+        iterable = analysis.kinds.wrapper_bound_to(args[0])
+    if type(iterable) is not cst.Name:
+        return None
+    bindings = analysis.index.visible_bindings(iterable)
+    if len(bindings) != 1 or bindings[0].kind != "param" or type(bindings[0].source) is not cst.FunctionDef:
+        return None
+    fn: cst.FunctionDef = bindings[0].source
+    if not isinstance(analysis.index.up.get(id(fn)), cst.Module):
+        return None  # a method or a nested function: its call sites are not plain calls of its name
+    from gpulint.analysis.calls import project_calls
+
+    calls = analysis.fact(project_calls)
+    if calls is None:
+        return None
+    found = calls.project.parameter_loader(calls.path, fn.name.value, iterable.value)
+    return found
+
+
+def pinned_passed_loader(analysis, loop: cst.CSTNode) -> Optional[bool]:
+    found = passed_loader(analysis, loop)
+    return None if found is None else found.pinned
+
+
+def parameter_is_loader(analysis, binding) -> bool:
+    """A parameter every call of its function passes a loader (KindInference's `parameter_hook`):
+    `def beam(model, data_iter, args)` called as `beam(net, valid_loader, args)`, so `for idx, data in
+    enumerate(data_iter):` is a pass over batches. The calls of this module are read first (each must pass
+    something whose kind is a loader); a top-level function no call of this module reaches is resolved through
+    the project's call sites (`Project.parameter_loader`). A parameter with a default, or `*args`, is not."""
+    from gpulint.analysis.kinds import Kind
+    from gpulint.syntax import argument_for
+
+    fn = binding.source
+    param = binding.value
+    if type(fn) is not cst.FunctionDef or type(param) is not cst.Param or param.default is not None or \
+            param.star:
+        return False
+    names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    if binding.name not in names and binding.name not in [p.name.value for p in fn.params.kwonly_params]:
+        return False
+    calls = analysis.loops.calls_to(fn)
+    if calls:
+        for call in calls:
+            if any(a.star for a in call.args):
+                return False
+            arg = argument_for(call, names, binding.name)
+            if arg is None or analysis.kinds.of(arg.value) is not Kind.LOADER:
+                return False
+        return True
+    if analysis.path is None or not isinstance(analysis.index.up.get(id(fn)), cst.Module):
+        return False
+    from gpulint.analysis.calls import project_calls
+
+    project = analysis.fact(project_calls)
+    return project is not None and \
+        project.project.parameter_loader(project.path, fn.name.value, binding.name) is not None

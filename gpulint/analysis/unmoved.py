@@ -1,0 +1,151 @@
+"""Batch elements a loop leaves in host memory.
+
+`for _, imgs, targets in loader:` then `imgs = imgs.type(torch.cuda.FloatTensor)` (or `.to(device)`, `.cuda()`):
+the loop moves one element of each batch to the accelerator itself, so the loader hands out host tensors; an
+element of the same batch that the loop never moves (`targets[:, 1].tolist()`, `metrics(outputs, targets)`) is
+still a host tensor, and reading it waits for no GPU. Asked by `KindInference.on_host`, so a rule that reports
+reads of device tensors stays quiet on it.
+
+Only a `for` over a loader (directly or through `enumerate`/`tqdm`/`iter`), with the name bound by nothing but
+the loop's unpacking, and with a sibling element visibly moved in the loop body, counts: without that evidence
+the loader may yield device batches (Accelerate's `prepare`, a collate that moves), and nothing is assumed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from gpulint.analysis.imports import dotted_name
+from gpulint.syntax import code_of, target_names
+
+if TYPE_CHECKING:
+    from gpulint.analysis.kinds import KindInference
+
+# Iteration wrappers whose elements are the loader's batches, unchanged (`zip` pairs them: left out).
+_SAME_ELEMENTS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "islice",
+                            "itertools.islice"})
+_DEVICE_WORDS = ("cuda", "device", "gpu")
+
+
+def unmoved_loader_element(kinds: "KindInference", name: cst.Name) -> bool:
+    """`name` is an element of a loader's batch that its loop never moves while moving a sibling element."""
+    bindings = kinds.index.visible_bindings(name)
+    if len(bindings) != 1:
+        return False
+    b = bindings[0]
+    if b.kind != "for" or b.index is None or type(b.source) is not cst.For:
+        return False
+    loop: cst.For = b.source
+    cache = _cache(kinds)
+    key = (id(loop), name.value)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = _decide(kinds, loop, name.value)
+    return found
+
+
+def _cache(kinds: "KindInference") -> dict:
+    cache = getattr(kinds, "_unmoved_cache", None)
+    if cache is None:
+        cache = kinds._unmoved_cache = {}  # type: ignore[attr-defined]
+    return cache
+
+
+def _decide(kinds: "KindInference", loop: cst.For, name: str) -> bool:
+    if not _iterates_a_loader(kinds, loop.iter):
+        return False
+    if _moved_in(kinds, loop, name):
+        return False
+    return any(_moved_in(kinds, loop, other) for other in target_names(loop.target) if other != name)
+
+
+def _iterates_a_loader(kinds: "KindInference", iterable: cst.BaseExpression, depth: int = 0) -> bool:
+    from gpulint.analysis.kinds import Kind
+    if depth > 4:
+        return False
+    iterable = kinds.wrapper_bound_to(iterable)
+    if type(iterable) is cst.Call:
+        fn = dotted_name(iterable.func)
+        if fn not in _SAME_ELEMENTS:
+            return False
+        args = [a.value for a in iterable.args if a.keyword is None and not a.star]
+        return bool(args) and _iterates_a_loader(kinds, args[0], depth + 1)
+    return kinds.of(iterable) is Kind.LOADER
+
+
+def _moved_in(kinds: "KindInference", loop: cst.For, name: str) -> bool:
+    """Some use of `name` inside the loop copies it to the accelerator (or hands it to a helper that may)."""
+    span = kinds.index.subtree(loop)
+    if span is None:
+        return True  # unsure: treat as moved, so nothing is decided
+    first, last = span
+    up = kinds.index.up
+    for node, place in zip(kinds.index.names(name), kinds.index.name_places(name)):
+        if place is None or not first <= place <= last:
+            continue
+        parent = up.get(id(node))
+        if type(parent) is cst.Attribute and parent.value is node:
+            call = up.get(id(parent))
+            if type(call) is cst.Call and call.func is parent and (
+                    _moving_method(kinds, parent.attr.value, call) or parent.attr.value in ("items", "values")):
+                return True  # moved, or its entries are iterated (and may be moved one by one)
+        elif type(parent) in (cst.For, cst.CompFor) and parent.iter is node:
+            return True  # `for t in targets:` may move each element
+        elif type(parent) is cst.Subscript and parent.value is node:
+            # `meta[key] = val.cuda()`, `inputs[i] = inputs[i].cuda()`: moved entry by entry
+            target = up.get(id(parent))
+            assign = up.get(id(target)) if type(target) is cst.AssignTarget else None
+            if type(assign) is cst.Assign and _holds_a_move(kinds, assign.value):
+                return True
+        elif type(parent) is cst.Arg:
+            call = up.get(id(parent))
+            if type(call) is cst.Call and _moving_helper(call):
+                return True
+    return False
+
+
+def _holds_a_move(kinds: "KindInference", value: cst.BaseExpression) -> bool:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and \
+                _moving_method(kinds, node.func.attr.value, node):
+            return True
+        if type(node) is cst.Call and _moving_helper(node):
+            return True
+        stack.extend(n for n in _children(node))
+    return False
+
+
+def _children(node: cst.CSTNode):
+    from gpulint.analysis.tree import child_nodes
+    return child_nodes(node)
+
+
+def _moving_method(kinds: "KindInference", method: str, call: cst.Call) -> bool:
+    from gpulint.analysis.kinds import _names_cpu
+    if method in ("cuda", "pin_memory"):
+        return True
+    if method == "to":
+        return bool(call.args) and not _names_cpu(kinds, call)
+    if method == "type":
+        # `imgs.type(torch.cuda.FloatTensor)`, or a name bound to it (`Tensor = torch.cuda.FloatTensor if ...`)
+        return bool(call.args) and _mentions_device(kinds, call.args[0].value)
+    return False
+
+
+def _mentions_device(kinds: "KindInference", value: cst.BaseExpression) -> bool:
+    texts = [code_of(value)]
+    if type(value) is cst.Name:
+        texts += [code_of(b.value) for b in kinds.index.visible_bindings(value) if b.value is not None]
+    return any(word in text.lower() for text in texts for word in _DEVICE_WORDS)
+
+
+def _moving_helper(call: cst.Call) -> bool:
+    """`move_to_device(x, ...)`, `to_cuda(x)`, `x_gpu = gpu(x)`: a helper whose name says it moves."""
+    name: Optional[str] = dotted_name(call.func)
+    last = (name or "").rsplit(".", 1)[-1].lower()
+    return any(word in last for word in _DEVICE_WORDS) or any(
+        a.keyword is not None and a.keyword.value == "device" for a in call.args)

@@ -1,0 +1,66 @@
+"""Kinds do not depend on the order in which rules ask (issue 11, recall): `t = t[j]` refers to `t` on both
+sides, so deciding the kind of `t` asks about `t[j]`, which asks about `t` again; that inner question is cut short
+(unknown). The cut answer must not be remembered for the inner `t`, or a later question about `t[j]` (GPU111's
+boolean-mask index, YOLOv3's `build_targets`) gets "unknown" although `t` is a tensor on every path.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+
+from gpulint.analysis import ModuleAnalysis
+from gpulint.analysis.kinds import Kind
+from test_model_code import check, found
+
+TRAIN = textwrap.dedent("""\
+    import torch
+    from torch.utils.data import DataLoader
+
+
+    def main(model, dataset, opt):
+        loader = DataLoader(dataset, batch_size=8, pin_memory=True)
+        for x, boxes in loader:
+            x = x.cuda(non_blocking=True)
+            boxes = boxes.cuda(non_blocking=True)
+            loss = model(x).sum()
+            t = boxes * 2
+            if len(t):
+                j = t[:, 0] > 0.5
+                t = t[j]
+            else:
+                t = boxes[0]
+            loss = loss + t.sum()
+            loss.backward()
+            opt.step()
+""")
+
+
+def test_mask_index_of_a_name_rebound_from_itself_is_reported(tmp_path: Path):
+    (tmp_path / "train.py").write_text(TRAIN)
+    assert ("train.py", 14, "GPU111") in found(check(tmp_path, "--no-cache", "train.py"))
+
+
+def _rebind(module: cst.Module) -> cst.Assign:
+    """The `t = t[j]` statement."""
+    found = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if isinstance(node.value, cst.Subscript) and module.code_for_node(node) == "t = t[j]":
+                found.append(node)
+
+    module.visit(Finder())
+    return found[0]
+
+
+def test_kind_is_the_same_whichever_node_is_asked_first():
+    for first in ("target", "value"):
+        analysis = ModuleAnalysis(cst.parse_module(TRAIN), TRAIN, None)
+        rebind = _rebind(analysis.module)
+        if first == "target":
+            assert analysis.kinds.of(rebind.targets[0].target) is Kind.TENSOR
+        assert analysis.kinds.of(rebind.value) is Kind.TENSOR, first
+        assert analysis.kinds.of(rebind.value.value) is Kind.TENSOR, first
