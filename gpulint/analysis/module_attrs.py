@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from gpulint.analysis.project import ClassSummary, Project
 
 _MAX_BASES = 6
+# `nn.Module` methods that hand back the module itself
+_SAME_MODULE = frozenset({"to", "cuda", "cpu", "train", "eval", "float", "half", "double", "bfloat16",
+                          "requires_grad_", "share_memory"})
 
 
 def holds_module(project: "Project", path: Path, class_name: str, attr: str, cache: dict) -> bool:
@@ -108,9 +111,12 @@ def _assigned(project: "Project", cls: "ClassSummary", attr: str) -> list:
             if isinstance(value, ast.Constant) and value.value is None:
                 continue
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
-                    value.func.attr in ("to", "cuda", "cpu", "train", "eval", "float", "half") and \
+                    value.func.attr in _SAME_MODULE and \
                     isinstance(value.func.value, ast.Attribute) and value.func.value.attr == attr:
                 continue  # `self.policy = self.policy.to(self.device)`: the same object
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                    value.func.attr in _SAME_MODULE and isinstance(value.func.value, ast.Call):
+                value = value.func.value  # `Net().to(device)`: the module built
             dotted = _dotted(value.func) if isinstance(value, ast.Call) else None
             verdicts.append(dotted is not None and not dotted.startswith("self.") and
                             _names_module_class(project, cls.path, value.func))
