@@ -73,6 +73,9 @@ class FileFacts:
         self._annotations: list[tuple[str, ast.AST]] = []  # (name, its annotation)
         self._functions: dict[str, list[ast.AST]] = {}  # every def of the module, by name
         self._classes: set[str] = set()
+        # `self.<attr>` a class declares (`policy: Policy` in its body) or builds from a class (`self.agent =
+        # Agent(...)`): analysis/module_attrs.py may find it an `nn.Module` through the project
+        self._declared_attributes: set[str] = set()
         self._module_defs: set[str] = set()  # names a module-level def or import binds
         self._aliases: dict[str, set[str]] = {}  # imported name -> what it may stand for (imports.ImportMap)
         self._collect(tree.body if isinstance(tree, ast.Module) else [tree], None, False, ())
@@ -125,9 +128,13 @@ class FileFacts:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     self._bind(target, node.value)
+                    if isinstance(target, ast.Attribute) and _is_self(target.value) and _builds_a_class(node.value):
+                        self._declared_attributes.add(target.attr)
             elif isinstance(node, ast.AnnAssign):  # tree.py binds the annotation when there is no value
                 if isinstance(node.target, ast.Name):
                     self._annotations.append((node.target.id, node.annotation))
+                    if isinstance(scope, ast.ClassDef):
+                        self._declared_attributes.add(node.target.id)
                 self._bind(node.target, node.value if node.value is not None else node.annotation)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 self._import(node, scope)
@@ -251,7 +258,8 @@ class FileFacts:
         if isinstance(node, ast.Name):
             return self._named_like_a_model(node.id)
         if isinstance(node, ast.Attribute):
-            return _is_self(node.value) and _MODULE_NAME.match(node.attr) is not None
+            return _is_self(node.value) and (_MODULE_NAME.match(node.attr) is not None or
+                                             node.attr in self._declared_attributes)
         if isinstance(node, ast.Call):
             return self._call_may_make_model(node)
         if isinstance(node, ast.IfExp):
@@ -450,6 +458,18 @@ def _names_in(value: ast.AST) -> list[str]:
     if isinstance(value, ast.NamedExpr):
         return _names_in(value.value)
     return []
+
+
+def _builds_a_class(value: ast.AST) -> bool:
+    """`Agent(...)`, `nets.Agent(...).to(device)`: a call of a capitalised name (module_attrs.py's construction)."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and isinstance(value.func.value,
+                                                                                              ast.Call):
+        value = value.func.value
+    if not isinstance(value, ast.Call):
+        return False
+    func = value.func
+    last = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    return last[:1].isupper()
 
 
 def _is_self(node: ast.AST) -> bool:

@@ -144,3 +144,22 @@ def test_global_bound_to_something_else_stays_unknown(tmp_path):
         "recnet = recnet.to(device)\n", "")
     root = write_project(tmp_path / "p", {"train.py": text})
     assert not any(code == "GPU104" for _, _, code in found(check(root)))
+
+
+def test_prefilter_keeps_a_loop_that_calls_a_declared_attribute():
+    """The `ast` prefilter over-approximates the above: a loop whose only sign of a model is `self.<attr>(...)`,
+    an attribute the class declares or builds from a class, is parsed (its kind is decided with the project)."""
+    import ast
+
+    from gpulint import prefilter
+
+    def hot(source: str) -> bool:
+        return prefilter.FileFacts(source, ast.parse(source)).holds(prefilter.HOT_LOOP)
+
+    loop = "    def act(self, items):\n        while items:\n            out = self.{attr}(items.pop())\n"
+    declared = "class Runner:\n    agent: Agent\n\n" + loop.format(attr="agent")
+    built = "class Runner:\n    def __init__(self):\n        self.agent = nets.Agent().to('cuda')\n\n" + \
+        loop.format(attr="agent")
+    plain = "class Runner:\n    def __init__(self):\n        self.agent = make()\n\n" + loop.format(attr="agent")
+    assert hot(declared) and hot(built)
+    assert not hot(plain)
