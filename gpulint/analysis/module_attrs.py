@@ -4,6 +4,8 @@
 gpulint recognises a model mostly by what it is called (`model`, `net`, `self.generator`). An RL library keeps
 its network in `self.policy`, a recommender in `self.dlrm`: names that say nothing. What the class says is enough:
 
+Asked for classes that are not networks themselves (a trainer, an RL algorithm, a runner):
+
 - a class-body annotation, `policy: ActorCriticPolicy` or `actor: th.nn.Module`, in the class or a project base
   class (the nearest declaration wins);
 - else the class's own assignments, every `self.<attr> = Cls(...)` building a project class that derives from
@@ -35,6 +37,10 @@ def holds_module(project: "Project", path: Path, class_name: str, attr: str, cac
 
     found = project.lookup(path, class_name)
     if not isinstance(found, ClassSummary):
+        return False
+    if project.is_module_class(found):
+        # Inside a network, `self.<submodule>(...)` already computes a tensor (kinds.py); its loops over
+        # time steps or sub-batches stay as the names make them (model code runs as its caller decides).
         return False
     key = (str(found.path), found.name, found.line, attr)
     if key not in cache:
