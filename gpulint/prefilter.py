@@ -76,6 +76,7 @@ class FileFacts:
         # `self.<attr>` a class declares (`policy: Policy` in its body) or builds from a class (`self.agent =
         # Agent(...)`): analysis/module_attrs.py may find it an `nn.Module` through the project
         self._declared_attributes: set[str] = set()
+        self._network_classes: set[str] = set()  # classes of the file deriving from `Module` (or from one of them)
         self._module_defs: set[str] = set()  # names a module-level def or import binds
         self._aliases: dict[str, set[str]] = {}  # imported name -> what it may stand for (imports.ImportMap)
         self._collect(tree.body if isinstance(tree, ast.Module) else [tree], None, False, ())
@@ -118,7 +119,9 @@ class FileFacts:
                 continue
             if isinstance(node, ast.ClassDef):
                 self._classes.add(node.name)
-                self._collect(node.body, node, False, chain)
+                if any(_last(b) == "Module" or _last(b) in self._network_classes for b in node.bases):
+                    self._network_classes.add(node.name)
+                self._collect(node.body, node, False, (*chain, node))
                 continue
             if isinstance(node, _LOOPS):
                 self._loops.append((node, scope, in_loop, chain))
@@ -128,7 +131,8 @@ class FileFacts:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     self._bind(target, node.value)
-                    if isinstance(target, ast.Attribute) and _is_self(target.value) and _builds_a_class(node.value):
+                    if isinstance(target, ast.Attribute) and _is_self(target.value) and \
+                            not self._in_a_network(chain) and _builds_a_class(node.value):
                         self._declared_attributes.add(target.attr)
             elif isinstance(node, ast.AnnAssign):  # tree.py binds the annotation when there is no value
                 if isinstance(node.target, ast.Name):
@@ -290,6 +294,11 @@ class FileFacts:
         return self._value_may_be_model(node)
 
     # -- loops -------------------------------------------------------------------------------------------------
+    def _in_a_network(self, chain: tuple) -> bool:
+        """The innermost class around a statement derives from `Module` (module_attrs.py asks nothing there)."""
+        cls = next((c for c in reversed(chain) if isinstance(c, ast.ClassDef)), None)
+        return cls is not None and cls.name in self._network_classes
+
     def _may_train(self, call: ast.Call, function: Optional[ast.AST] = None) -> bool:
         """`LoopAnalysis.is_training_call` without following helpers, for a call in `function`'s own body."""
         func = call.func
@@ -458,6 +467,10 @@ def _names_in(value: ast.AST) -> list[str]:
     if isinstance(value, ast.NamedExpr):
         return _names_in(value.value)
     return []
+
+
+def _last(node: ast.AST) -> str:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
 
 
 def _builds_a_class(value: ast.AST) -> bool:

@@ -169,10 +169,15 @@ def _self_attribute_module(analysis: ModuleAnalysis, calls, node: cst.Attribute)
     from gpulint.analysis.module_attrs import holds_module
 
     cls = next((a for a in analysis.index.ancestors(node) if type(a) is cst.ClassDef), None)
-    if cls is None or not isinstance(analysis.index.up.get(id(cls)), cst.Module):
-        return False
-    return holds_module(calls.project, calls.path, cls.name.value, node.attr.value,
-                        analysis.fact(_attribute_answers))
+    if cls is None or not isinstance(analysis.index.up.get(id(cls)), cst.Module) or \
+            analysis.kinds.of(cls.name) is Kind.MODULE_CLASS:
+        return False  # not in a network class itself (module_attrs.py), told without the project where it can be
+    answers = analysis.fact(_attribute_answers)
+    key = (id(cls), node.attr.value)
+    found = answers.get(key)
+    if found is None:
+        found = answers[key] = holds_module(calls.project, calls.path, cls.name.value, node.attr.value, answers)
+    return found
 
 
 def _self_attribute_loader(analysis: ModuleAnalysis, calls, node: cst.Attribute) -> Kind:

@@ -38,7 +38,10 @@ def holds_module(project: "Project", path: Path, class_name: str, attr: str, cac
     found = project.lookup(path, class_name)
     if not isinstance(found, ClassSummary):
         return False
-    if project.is_module_class(found):
+    network = cache.get(("network", id(found)))
+    if network is None:
+        network = cache[("network", id(found))] = project.is_module_class(found)
+    if network:
         # Inside a network, `self.<submodule>(...)` already computes a tensor (kinds.py); its loops over
         # time steps or sub-batches stay as the names make them (model code runs as its caller decides).
         return False
