@@ -76,7 +76,8 @@ class FileFacts:
         # `self.<attr>` a class declares (`policy: Policy` in its body) or builds from a class (`self.agent =
         # Agent(...)`): analysis/module_attrs.py may find it an `nn.Module` through the project
         self._declared_attributes: set[str] = set()
-        self._network_classes: set[str] = set()  # classes of the file deriving from `Module` (or from one of them)
+        # classes of the file deriving from `Module` (or from one of them) or defining `forward`
+        self._network_classes: set[str] = set()
         self._module_defs: set[str] = set()  # names a module-level def or import binds
         self._aliases: dict[str, set[str]] = {}  # imported name -> what it may stand for (imports.ImportMap)
         self._collect(tree.body if isinstance(tree, ast.Module) else [tree], None, False, ())
@@ -119,7 +120,9 @@ class FileFacts:
                 continue
             if isinstance(node, ast.ClassDef):
                 self._classes.add(node.name)
-                if any(_last(b) == "Module" or _last(b) in self._network_classes for b in node.bases):
+                if any(_last(b) == "Module" or _last(b) in self._network_classes for b in node.bases) or any(
+                        isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "forward"
+                        for s in node.body):
                     self._network_classes.add(node.name)
                 self._collect(node.body, node, False, (*chain, node))
                 continue

@@ -163,3 +163,13 @@ def test_prefilter_keeps_a_loop_that_calls_a_declared_attribute():
     plain = "class Runner:\n    def __init__(self):\n        self.agent = make()\n\n" + loop.format(attr="agent")
     assert hot(declared) and hot(built)
     assert not hot(plain)
+
+
+def test_attributes_of_a_network_class_are_left_to_their_names(tmp_path):
+    """A class defining `forward` (its base a library class gpulint cannot see) is a network: a loop of its own
+    over time steps or layers calling a submodule is model code, run as its caller decides, not a step loop."""
+    text = ALGO.format(declaration="pass", construction="self.agent = ActorCriticNet()", attr="agent")
+    text = text.replace("class Algorithm:", "class Algorithm(LibraryHead):").replace(
+        "    def collect(self, n_steps):", "    def forward(self, x):\n        return x\n\n    def collect(self, n_steps):")
+    root = write_project(tmp_path / "p", {"nets.py": NETS, "algo.py": "from lib import LibraryHead\n" + text})
+    assert not any(code == "GPU104" for _, _, code in found(check(root)))

@@ -170,7 +170,7 @@ def _self_attribute_module(analysis: ModuleAnalysis, calls, node: cst.Attribute)
 
     cls = next((a for a in analysis.index.ancestors(node) if type(a) is cst.ClassDef), None)
     if cls is None or not isinstance(analysis.index.up.get(id(cls)), cst.Module) or \
-            analysis.kinds.of(cls.name) is Kind.MODULE_CLASS:
+            analysis.kinds.of(cls.name) is Kind.MODULE_CLASS or _defines_forward(cls):
         return False  # not in a network class itself (module_attrs.py), told without the project where it can be
     answers = analysis.fact(_attribute_answers)
     key = (id(cls), node.attr.value)
@@ -178,6 +178,11 @@ def _self_attribute_module(analysis: ModuleAnalysis, calls, node: cst.Attribute)
     if found is None:
         found = answers[key] = holds_module(calls.project, calls.path, cls.name.value, node.attr.value, answers)
     return found
+
+
+def _defines_forward(cls: cst.ClassDef) -> bool:
+    """A class with a `forward` method: a network, whatever its bases (a library head class)."""
+    return any(type(s) is cst.FunctionDef and s.name.value == "forward" for s in cls.body.body)  # type: ignore
 
 
 def _self_attribute_loader(analysis: ModuleAnalysis, calls, node: cst.Attribute) -> Kind:

@@ -4,7 +4,8 @@
 gpulint recognises a model mostly by what it is called (`model`, `net`, `self.generator`). An RL library keeps
 its network in `self.policy`, a recommender in `self.dlrm`: names that say nothing. What the class says is enough:
 
-Asked for classes that are not networks themselves (a trainer, an RL algorithm, a runner):
+Asked for classes that are not networks themselves (a trainer, an RL algorithm, a runner; a class deriving from
+`nn.Module` or defining `forward` is a network):
 
 - a class-body annotation, `policy: ActorCriticPolicy` or `actor: th.nn.Module`, in the class or a project base
   class (the nearest declaration wins);
@@ -40,7 +41,7 @@ def holds_module(project: "Project", path: Path, class_name: str, attr: str, cac
         return False
     network = cache.get(("network", id(found)))
     if network is None:
-        network = cache[("network", id(found))] = project.is_module_class(found)
+        network = cache[("network", id(found))] = "forward" in found.methods or project.is_module_class(found)
     if network:
         # Inside a network, `self.<submodule>(...)` already computes a tensor (kinds.py); its loops over
         # time steps or sub-batches stay as the names make them (model code runs as its caller decides).
