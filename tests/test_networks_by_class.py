@@ -173,3 +173,40 @@ def test_attributes_of_a_network_class_are_left_to_their_names(tmp_path):
         "    def collect(self, n_steps):", "    def forward(self, x):\n        return x\n\n    def collect(self, n_steps):")
     root = write_project(tmp_path / "p", {"nets.py": NETS, "algo.py": "from lib import LibraryHead\n" + text})
     assert not any(code == "GPU104" for _, _, code in found(check(root)))
+
+
+def test_a_loss_summed_anew_in_each_call_of_a_per_step_method_is_no_accumulator(tmp_path):
+    """`loss = a * ce` then `loss += b * mse` inside the trainer's `step()` (the losses now known as tensors, the
+    criteria being `nn` modules the class builds): the name is bound anew on every call, so no graph piles up
+    across steps: GPU301 stays quiet (it reported line 17 before the rule saw the rebinding)."""
+    text = textwrap.dedent("""\
+        import torch
+        from torch import nn
+
+
+        class Trainer:
+            def __init__(self, student, loader, optimizer):
+                self.student = student
+                self.loader = loader
+                self.optimizer = optimizer
+                self.ce_fct = nn.CrossEntropyLoss()
+                self.mse_fct = nn.MSELoss()
+                self.running = 0
+
+            def step(self, x, y):
+                out = self.student(x.cuda())
+                loss = 0.5 * self.ce_fct(out, y.cuda())
+                loss += 0.5 * self.mse_fct(out, out)
+                self.running += loss
+                self.optimize(loss)
+
+            def optimize(self, loss):
+                loss.backward()
+                self.optimizer.step()
+
+            def train(self):
+                for x, y in self.loader:
+                    self.step(x, y)
+    """)
+    root = write_project(tmp_path / "p", {"trainer.py": text})
+    assert not any(code == "GPU301" for _, _, code in found(check(root)))
