@@ -73,6 +73,11 @@ class FileFacts:
         self._annotations: list[tuple[str, ast.AST]] = []  # (name, its annotation)
         self._functions: dict[str, list[ast.AST]] = {}  # every def of the module, by name
         self._classes: set[str] = set()
+        # `self.<attr>` a class declares (`policy: Policy` in its body) or builds from a class (`self.agent =
+        # Agent(...)`): analysis/module_attrs.py may find it an `nn.Module` through the project
+        self._declared_attributes: set[str] = set()
+        # classes of the file deriving from `Module` (or from one of them) or defining `forward`
+        self._network_classes: set[str] = set()
         self._module_defs: set[str] = set()  # names a module-level def or import binds
         self._aliases: dict[str, set[str]] = {}  # imported name -> what it may stand for (imports.ImportMap)
         self._collect(tree.body if isinstance(tree, ast.Module) else [tree], None, False, ())
@@ -115,7 +120,11 @@ class FileFacts:
                 continue
             if isinstance(node, ast.ClassDef):
                 self._classes.add(node.name)
-                self._collect(node.body, node, False, chain)
+                if any(_last(b) == "Module" or _last(b) in self._network_classes for b in node.bases) or any(
+                        isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "forward"
+                        for s in node.body):
+                    self._network_classes.add(node.name)
+                self._collect(node.body, node, False, (*chain, node))
                 continue
             if isinstance(node, _LOOPS):
                 self._loops.append((node, scope, in_loop, chain))
@@ -125,9 +134,14 @@ class FileFacts:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     self._bind(target, node.value)
+                    if isinstance(target, ast.Attribute) and _is_self(target.value) and \
+                            not self._in_a_network(chain) and _builds_a_class(node.value):
+                        self._declared_attributes.add(target.attr)
             elif isinstance(node, ast.AnnAssign):  # tree.py binds the annotation when there is no value
                 if isinstance(node.target, ast.Name):
                     self._annotations.append((node.target.id, node.annotation))
+                    if isinstance(scope, ast.ClassDef):
+                        self._declared_attributes.add(node.target.id)
                 self._bind(node.target, node.value if node.value is not None else node.annotation)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 self._import(node, scope)
@@ -251,7 +265,8 @@ class FileFacts:
         if isinstance(node, ast.Name):
             return self._named_like_a_model(node.id)
         if isinstance(node, ast.Attribute):
-            return _is_self(node.value) and _MODULE_NAME.match(node.attr) is not None
+            return _is_self(node.value) and (_MODULE_NAME.match(node.attr) is not None or
+                                             node.attr in self._declared_attributes)
         if isinstance(node, ast.Call):
             return self._call_may_make_model(node)
         if isinstance(node, ast.IfExp):
@@ -282,6 +297,11 @@ class FileFacts:
         return self._value_may_be_model(node)
 
     # -- loops -------------------------------------------------------------------------------------------------
+    def _in_a_network(self, chain: tuple) -> bool:
+        """The innermost class around a statement derives from `Module` (module_attrs.py asks nothing there)."""
+        cls = next((c for c in reversed(chain) if isinstance(c, ast.ClassDef)), None)
+        return cls is not None and cls.name in self._network_classes
+
     def _may_train(self, call: ast.Call, function: Optional[ast.AST] = None) -> bool:
         """`LoopAnalysis.is_training_call` without following helpers, for a call in `function`'s own body."""
         func = call.func
@@ -450,6 +470,22 @@ def _names_in(value: ast.AST) -> list[str]:
     if isinstance(value, ast.NamedExpr):
         return _names_in(value.value)
     return []
+
+
+def _last(node: ast.AST) -> str:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+
+
+def _builds_a_class(value: ast.AST) -> bool:
+    """`Agent(...)`, `nets.Agent(...).to(device)`: a call of a capitalised name (module_attrs.py's construction)."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and isinstance(value.func.value,
+                                                                                              ast.Call):
+        value = value.func.value
+    if not isinstance(value, ast.Call):
+        return False
+    func = value.func
+    last = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    return last[:1].isupper()
 
 
 def _is_self(node: ast.AST) -> bool:

@@ -12,7 +12,7 @@ a tensor" here, never the other way round. It over-approximates kinds.py rule by
 - a name may be a tensor if any binding of that name anywhere in the module (ignoring scopes: a superset) may
   give one: an assignment, augmented assignment or `:=` of a value that may be a tensor (pairwise for
   `a, b = x, y`, else each name of the target from the whole value, as `tree.py` binds them); an annotation
-  that mentions `Tensor`, or a name back-propagated with `name.backward()`; a `for`/comprehension target over anything but `range(...)`, unless what it iterates
+  that mentions `Tensor`, or a name back-propagated with `name.backward()` or `scaler.scale(name).backward()`; a `for`/comprehension target over anything but `range(...)`, unless what it iterates
   can yield no tensor. `with ... as x`, imports, `def`, `class` and names nothing binds are never tensors in
   kinds.py (`_kind_from_name` never says `TENSOR`);
 - a call may be a tensor when it may name something in `torch.` (under any alias), is a method of a value that
@@ -76,6 +76,12 @@ class TensorFacts:
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                     node.func.attr == "backward" and isinstance(node.func.value, ast.Name) and not node.args:
                 self._bindings.setdefault(node.func.value.id, []).append(("tensor", None))  # `loss.backward()`
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr == "backward" and not node.args and isinstance(node.func.value, ast.Call) and \
+                    isinstance(node.func.value.func, ast.Attribute) and node.func.value.func.attr == "scale" and \
+                    len(node.func.value.args) == 1 and isinstance(node.func.value.args[0], ast.Name):
+                # `scaler.scale(loss).backward()`: kinds.py's `_scaled_backward`
+                self._bindings.setdefault(node.func.value.args[0].id, []).append(("tensor", None))
             elif isinstance(node, ast.arg):
                 if node.annotation is not None and _mentions_tensor(node.annotation):
                     self._bindings.setdefault(node.arg, []).append(("tensor", None))

@@ -164,6 +164,40 @@ def _self_attribute_kind(analysis: ModuleAnalysis, node: cst.Attribute) -> Kind:
     calls = analysis.fact(project_calls)
     if calls is None:
         return Kind.UNKNOWN
+    loader = _self_attribute_loader(analysis, calls, node)
+    if loader is Kind.UNKNOWN and _self_attribute_module(analysis, calls, node):
+        return Kind.MODULE
+    return loader
+
+
+def _attribute_answers(analysis: ModuleAnalysis) -> dict:
+    return {}
+
+
+def _self_attribute_module(analysis: ModuleAnalysis, calls, node: cst.Attribute) -> bool:
+    """`self.policy` in a method of a top-level class whose declarations say the attribute holds an `nn.Module`
+    (`policy: ActorCriticPolicy` in the class body or a base's, `self.policy = PolicyNet(...)`):
+    analysis/module_attrs.py."""
+    from gpulint.analysis.module_attrs import holds_module
+
+    cls = next((a for a in analysis.index.ancestors(node) if type(a) is cst.ClassDef), None)
+    if cls is None or not isinstance(analysis.index.up.get(id(cls)), cst.Module) or \
+            analysis.kinds.of(cls.name) is Kind.MODULE_CLASS or _defines_forward(cls):
+        return False  # not in a network class itself (module_attrs.py), told without the project where it can be
+    answers = analysis.fact(_attribute_answers)
+    key = (id(cls), node.attr.value)
+    found = answers.get(key)
+    if found is None:
+        found = answers[key] = holds_module(calls.project, calls.path, cls.name.value, node.attr.value, answers)
+    return found
+
+
+def _defines_forward(cls: cst.ClassDef) -> bool:
+    """A class with a `forward` method: a network, whatever its bases (a library head class)."""
+    return any(type(s) is cst.FunctionDef and s.name.value == "forward" for s in cls.body.body)  # type: ignore
+
+
+def _self_attribute_loader(analysis: ModuleAnalysis, calls, node: cst.Attribute) -> Kind:
     values = calls.self_attributes(node)
     if len(values) != 1:
         return Kind.UNKNOWN

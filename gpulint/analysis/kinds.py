@@ -132,6 +132,7 @@ class KindInference:
         self._cuts: list[tuple[int, str]] = []
         self._buffers: Optional[set[str]] = None
         self._rereads: dict[tuple[int, str], list] = {}  # (scope, name) -> statements `x = x.item()` (`_after_own_read`)
+        self._globals: Optional[dict[str, list]] = None  # name -> the functions declaring it `global`
         # analysis/__init__.py: the kind of `self.<name>` from what the project passes to the class (a loader
         # handed to `__init__` and stored), asked only where the module itself cannot tell
         self.self_attribute_hook: Optional[Callable[[cst.Attribute], Kind]] = None
@@ -357,7 +358,32 @@ class KindInference:
             scope = self.index.enclosing_scope(scope) if type(scope) is not cst.Module else None
         if name == "torch":
             return Kind.OTHER
+        kind = self._declared_global_kind(name)
+        if kind is not Kind.UNKNOWN:
+            return kind
         return _kind_from_name(name)
+
+    def _declared_global_kind(self, name: str) -> Kind:
+        """A module-level name with no binding at module level, bound only in functions that declare it
+        `global` (`def run(): global dlrm; dlrm = DLRM_Net(...)`): what those functions bind it to."""
+        from gpulint.analysis.node_types import of_types
+
+        if self._globals is None:
+            self._globals = {}
+            for node in of_types(self.index, cst.Global):
+                scope = self.index.enclosing_scope(node)
+                if type(scope) is cst.FunctionDef:
+                    for item in node.names:  # type: ignore[attr-defined]
+                        self._globals.setdefault(item.name.value, []).append(scope)
+        scopes = self._globals.get(name)
+        if not scopes:
+            return Kind.UNKNOWN
+        kinds = []
+        for scope in scopes:
+            bindings = self.index.lookup(name, scope)
+            if bindings:
+                kinds.append(self._bindings_kind(name, scope, bindings))
+        return _join(kinds) if kinds else Kind.UNKNOWN
 
     def _bindings_kind(self, name: str, scope: Scope, bindings: list[Binding]) -> Kind:
         key = (id(scope), name)
@@ -783,6 +809,8 @@ class KindInference:
         if q == "torch.compile":
             args = [a.value for a in node.args]
             return Kind.MODULE if args and self.of(args[0]) is Kind.MODULE else Kind.OTHER
+        if q.rsplit(".", 1)[-1] == "quantize_dynamic" and q.startswith(("torch.quantization.", "torch.ao.")):
+            return Kind.MODULE  # `torch.quantization.quantize_dynamic(model, ...)`: the model, quantized
         if q.startswith("torchvision.models.") or q.startswith("timm.create_model"):
             return Kind.MODULE
         if q.startswith("torch."):
@@ -812,6 +840,9 @@ class KindInference:
         if type(func.value) is cst.Name and func.value.value == "self" and self.of(func) is Kind.MODULE and \
                 _is_module_class(self, next((a for a in self.index.ancestors(node) if type(a) is cst.ClassDef), None)):
             return Kind.TENSOR  # `self.decoder(...)` in a module's method: a submodule run
+        if type(func.value) is cst.Name and func.value.value == "self" and _kind_from_name(method) is Kind.UNKNOWN \
+                and self.of(func) is Kind.MODULE:
+            return Kind.TENSOR  # `self.policy(obs)`: an attribute the class declares an `nn.Module` (module_attrs.py)
         if receiver is Kind.TENSOR:
             if method in TENSOR_METHODS_NUMBER:
                 return Kind.NUMBER

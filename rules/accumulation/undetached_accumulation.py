@@ -141,8 +141,14 @@ class UndetachedAccumulation(GpuRule):
         if name is None:
             return False
         bindings = [b for b in _bindings(self.analysis, name) if b.kind != "augassign"]
-        inside = [b for b in bindings if b.source is not None and
-                  self.analysis.index.is_ancestor_or_self(loop.body, b.source)]
+        index = self.analysis.index
+        scope = index.enclosing_scope(accumulator)
+        # In a per-step helper the loop is in its caller: a plain binding of the helper's own local runs on each
+        # call (`loss = a * ce` then `loss += b * mlm` in `step()`), so it is rebound every iteration too.
+        helper = type(scope) is cst.FunctionDef and not index.is_ancestor_or_self(scope, loop)
+        inside = [b for b in bindings if b.source is not None and (
+            index.is_ancestor_or_self(loop.body, b.source) or
+            helper and b.scope is scope and b.kind == "assign")]
         outside = [b for b in bindings if b not in inside]
         # A reset under `if step % N == 0:` still lets N steps' graphs pile up; one every step does not.
         rebinds = [b for b in inside if not (type(b.source) is cst.Assign and _self_referencing(

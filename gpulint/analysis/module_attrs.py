@@ -1,0 +1,133 @@
+"""A network known by its class, not by its name: `self.<attr>` of a class whose own declarations say it holds an
+`nn.Module` (issue 11, heldout8).
+
+gpulint recognises a model mostly by what it is called (`model`, `net`, `self.generator`). An RL library keeps
+its network in `self.policy`, a recommender in `self.dlrm`: names that say nothing. What the class says is enough:
+
+Asked for classes that are not networks themselves (a trainer, an RL algorithm, a runner; a class deriving from
+`nn.Module` or defining `forward` is a network):
+
+- a class-body annotation, `policy: ActorCriticPolicy` or `actor: th.nn.Module`, in the class or a project base
+  class (the nearest declaration wins);
+- else the class's own assignments, every `self.<attr> = Cls(...)` building a project class that derives from
+  `nn.Module` or a `torch.nn` layer (`self.dlrm = DLRM_Net(...)`; `self.<attr> = self.<attr>.to(...)` and `None`
+  say nothing; one assignment of anything else and the answer is no).
+
+Computed from the project's `ast` modules (analysis/project.py), once per module asking, class and attribute.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from gpulint.analysis.project import ClassSummary, Project
+
+_MAX_BASES = 6
+# `nn.Module` methods that hand back the module itself
+_SAME_MODULE = frozenset({"to", "cuda", "cpu", "train", "eval", "float", "half", "double", "bfloat16",
+                          "requires_grad_", "share_memory"})
+
+
+def holds_module(project: "Project", path: Path, class_name: str, attr: str, cache: dict) -> bool:
+    """`self.<attr>` in a method of top-level class `class_name` of `path` holds an `nn.Module` (`cache`: the
+    answers already found for the module asking, kept with its analysis)."""
+    from gpulint.analysis.project import ClassSummary
+
+    found = project.lookup(path, class_name)
+    if not isinstance(found, ClassSummary):
+        return False
+    network = cache.get(("network", id(found)))
+    if network is None:
+        network = cache[("network", id(found))] = "forward" in found.methods or project.is_module_class(found)
+    if network:
+        # Inside a network, `self.<submodule>(...)` already computes a tensor (kinds.py); its loops over
+        # time steps or sub-batches stay as the names make them (model code runs as its caller decides).
+        return False
+    key = (str(found.path), found.name, found.line, attr)
+    if key not in cache:
+        cache[key] = _holds_module(project, found, attr)
+    return cache[key]
+
+
+def _holds_module(project: "Project", cls: "ClassSummary", attr: str) -> bool:
+    from gpulint.analysis.project import ClassSummary
+
+    chain: list = []
+    current: Optional[ClassSummary] = cls
+    while current is not None and len(chain) < _MAX_BASES and current not in chain:
+        chain.append(current)
+        declared = _annotated(project, current, attr)
+        if declared is not None:
+            return declared
+        base = next((project.lookup(current.path, b) for b in current.bases if b), None)
+        current = base if isinstance(base, ClassSummary) else None
+    verdicts = [v for c in chain for v in _assigned(project, c, attr)]
+    return bool(verdicts) and all(verdicts)
+
+
+def _class_node(project: "Project", cls: "ClassSummary") -> Optional[ast.ClassDef]:
+    info = project.module(cls.path)
+    if info is None:
+        return None
+    return next((s for s in info.tree.body if isinstance(s, ast.ClassDef) and s.name == cls.name
+                 and s.lineno == cls.line), None)
+
+
+def _annotated(project: "Project", cls: "ClassSummary", attr: str) -> Optional[bool]:
+    """What a class-body annotation `attr: X` says: True for a module class, False for anything else, None
+    when the class declares nothing for `attr`."""
+    node = _class_node(project, cls)
+    if node is None:
+        return None
+    for stmt in node.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == attr:
+            return _names_module_class(project, cls.path, stmt.annotation)
+    return None
+
+
+def _names_module_class(project: "Project", path: Path, expr: ast.expr) -> bool:
+    from gpulint.analysis.project import ClassSummary, _dotted, annotation_class
+
+    dotted = _dotted(expr) if isinstance(expr, (ast.Name, ast.Attribute)) else None
+    info = project.module(path)
+    if dotted is not None and info is not None and _torch_module(info.qualify(dotted)):
+        return True
+    found = annotation_class(project, path, expr)
+    return isinstance(found, ClassSummary) and project.is_module_class(found)
+
+
+def _torch_module(qualified: str) -> bool:
+    """`torch.nn.Module`, `torch.nn.Linear`: a class of `torch.nn` (not `torch.nn.functional.relu`)."""
+    parts = qualified.split(".")
+    return len(parts) >= 3 and parts[:2] == ["torch", "nn"] and parts[-1][:1].isupper() and \
+        "functional" not in parts and "utils" not in parts and "init" not in parts
+
+
+def _assigned(project: "Project", cls: "ClassSummary", attr: str) -> list:
+    """For each `self.<attr> = value` in the class's methods that says something: whether it builds a module."""
+    from gpulint.analysis.project import _dotted
+
+    verdicts = []
+    for method in cls.methods.values():
+        for node in ast.walk(method):
+            if not isinstance(node, ast.Assign) or not any(
+                    isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) and
+                    t.value.id == "self" for t in node.targets):
+                continue
+            value = node.value
+            if isinstance(value, ast.Constant) and value.value is None:
+                continue
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                    value.func.attr in _SAME_MODULE and \
+                    isinstance(value.func.value, ast.Attribute) and value.func.value.attr == attr:
+                continue  # `self.policy = self.policy.to(self.device)`: the same object
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                    value.func.attr in _SAME_MODULE and isinstance(value.func.value, ast.Call):
+                value = value.func.value  # `Net().to(device)`: the module built
+            dotted = _dotted(value.func) if isinstance(value, ast.Call) else None
+            verdicts.append(dotted is not None and not dotted.startswith("self.") and
+                            _names_module_class(project, cls.path, value.func))
+    return verdicts
