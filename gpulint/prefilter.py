@@ -17,6 +17,11 @@ filtered and unfiltered findings on generated and real code.
 - `COPY_IN_FOR_LOOP`: a `for` loop of the module calls `.to(...)` or `.cuda(...)` in its body (GPU201's
   `moves_batches`).
 - `CUDA_TEXT`: the text mentions "cuda" (any case).
+- `CONV_AND_BATCHNORM_CALLS`: the module calls a convolution (`Conv1d`/`Conv2d`/`Conv3d`) and a batch norm
+  (`BatchNorm1d`/`2d`/`3d`, `SyncBatchNorm`) somewhere (GPU406). A call's qualified name
+  (analysis/imports.py) ends in the class's name only when the call is an attribute of that name
+  (`nn.Conv2d(...)`) or a name bound by an import of it (`from torch.nn import Conv2d as C`; `C(...)`): any
+  import in the module counts, wherever it is.
 
 A rule may declare several (any of them suffices), or `None`: no shortcut, every file is parsed.
 """
@@ -32,7 +37,12 @@ from gpulint import ast_walk
 HOT_LOOP = "hot-loop"
 COPY_IN_FOR_LOOP = "copy-in-for-loop"
 CUDA_TEXT = "cuda-text"
-CONDITIONS = (HOT_LOOP, COPY_IN_FOR_LOOP, CUDA_TEXT)
+CONV_AND_BATCHNORM_CALLS = "conv-and-batchnorm-calls"
+CONDITIONS = (HOT_LOOP, COPY_IN_FOR_LOOP, CUDA_TEXT, CONV_AND_BATCHNORM_CALLS)
+
+# rules/throughput/conv_bias_before_batchnorm.py: CONVS and NORMS, the last part of each name
+_CONV_CLASSES = frozenset({"Conv1d", "Conv2d", "Conv3d"})
+_BATCHNORM_CLASSES = frozenset({"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"})
 
 # The sources of `Kind.LOADER` (analysis/kinds.py): `_LOADER_NAME`, a `...DataLoader` call or annotation.
 _LOADER_TEXT = re.compile(r"loader|\bdl\b|_dl\b|\bdl_")  # searched in the lower-cased text
@@ -94,11 +104,39 @@ class FileFacts:
                     for loop, _, _, _ in self._loops if not isinstance(loop, ast.While)
                     for statement in loop.body for node in ast_walk.walk(statement))
             return bool(self._held[condition])
+        if condition == CONV_AND_BATCHNORM_CALLS:
+            if condition not in self._held:
+                called = self._called_classes()
+                self._held[condition] = bool(called & _CONV_CLASSES) and bool(called & _BATCHNORM_CLASSES)
+            return bool(self._held[condition])
         if condition == HOT_LOOP:
             if HOT_LOOP not in self._held:
                 self._held[HOT_LOOP] = any(self._may_be_hot(*loop) for loop in self._loops)
             return bool(self._held[HOT_LOOP])
         raise ValueError(f"unknown prefilter condition {condition!r}")
+
+    def _called_classes(self) -> set[str]:
+        """The last part of the qualified name every call of the module may have: the attribute of
+        `a.b.Conv2d(...)`, and for `C(...)` the last part of each name an import binds to `C`."""
+        imported: dict[str, set[str]] = {}
+        functions: list[ast.expr] = []
+        for node in ast_walk.walk(self.tree):
+            if isinstance(node, ast.Call):
+                functions.append(node.func)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:  # `import torch.nn` binds `torch`, qualified as itself
+                        imported.setdefault(alias.asname, set()).add(alias.name.rpartition(".")[2])
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module is not None:
+                for alias in node.names:
+                    imported.setdefault(alias.asname or alias.name, set()).add(alias.name)
+        called: set[str] = set()
+        for func in functions:
+            if isinstance(func, ast.Attribute):
+                called.add(func.attr)
+            elif isinstance(func, ast.Name):
+                called.update(imported.get(func.id, ()))
+        return called
 
     # -- collecting (statements only) --------------------------------------------------------------------------
     def _collect(self, statements: list, scope: Optional[ast.AST], in_loop: bool, chain: tuple) -> None:
