@@ -359,7 +359,24 @@ def wrap(model, sharded):
 '''
 
 
-@pytest.mark.parametrize("source", [HELPER_LAYERS, SHARDED], ids=["batchnorm-without-conv-call", "sharded"])
+SEPARATED = '''import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 3)
+        self.act = nn.ReLU()
+        self.bn = nn.BatchNorm2d(c)
+        self.head = nn.Sequential(nn.Conv2d(c, c, 1), nn.ReLU(), nn.BatchNorm2d(c))
+
+    def forward(self, x):
+        return self.head(self.bn(self.act(self.conv(x))))
+'''
+
+
+@pytest.mark.parametrize("source", [HELPER_LAYERS, SHARDED, SEPARATED],
+                         ids=["batchnorm-without-conv-call", "sharded", "conv-and-batchnorm-not-adjacent"])
 def test_files_that_only_mention_the_classes_are_skipped(source: str):
     assert not _passes(source, DEFAULT)
     # and linting them in full finds nothing: skipping them hides no finding
@@ -419,3 +436,23 @@ def test_data_parallel_without_a_training_loop_is_skipped():
     source = "import torch\nmodel = torch.nn.DataParallel(Net()).cuda()\nprint(model(torch.ones(2)))\n"
     assert not _passes(source, frozenset({"GPU407"}))
     assert lint_source(source, "m.py", frozenset({"GPU407"}), prefilter=False).diagnostics == []
+
+
+@pytest.mark.skipif(not os.environ.get("GPULINT_PREFILTER_CORPORA"),
+                    reason="set GPULINT_PREFILTER_CORPORA=dir1:dir2 to check real repositories (minutes)")
+def test_conv_and_batchnorm_condition_hides_no_gpu406_finding_on_corpora():
+    """Where CONV_AND_BATCHNORM_CALLS does not hold in a file that names BatchNorm, GPU406 finds nothing there."""
+    hidden = []
+    for root in os.environ["GPULINT_PREFILTER_CORPORA"].split(os.pathsep):
+        for path in sorted(Path(root).rglob("*.py")):
+            try:
+                source = path.read_text(encoding="utf-8")
+                tree = ast.parse(source)
+            except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
+                continue
+            if "BatchNorm" not in source or \
+                    prefilter.FileFacts(source, tree).holds(prefilter.CONV_AND_BATCHNORM_CALLS):
+                continue
+            found = lint_source(source, str(path), frozenset({"GPU406"}), path=path, prefilter=False)
+            hidden += [f"{path}:{d.location.row}" for d in found.diagnostics]
+    assert hidden == []
