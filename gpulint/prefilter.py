@@ -17,6 +17,13 @@ filtered and unfiltered findings on generated and real code.
 - `COPY_IN_FOR_LOOP`: a `for` loop of the module calls `.to(...)` or `.cuda(...)` in its body (GPU201's
   `moves_batches`).
 - `CUDA_TEXT`: the text mentions "cuda" (any case).
+- `CONV_AND_BATCHNORM_CALLS`: a convolution call (`Conv1d`/`Conv2d`/`Conv3d`) may feed a batch norm
+  (`BatchNorm1d`/`2d`/`3d`, `SyncBatchNorm`) the way GPU406 reports: the two calls are consecutive positional
+  arguments of one call (`nn.Sequential(nn.Conv2d(...), nn.BatchNorm2d(...))`), or `self.a(self.b(...))`
+  is called where `self.a` is assigned a batch norm and `self.b` a convolution. A call's qualified name
+  (analysis/imports.py) ends in the class's name only when the call is an attribute of that name
+  (`nn.Conv2d(...)`) or a name bound by an import of it (`from torch.nn import Conv2d as C`; `C(...)`): any
+  import in the module counts, wherever it is.
 
 A rule may declare several (any of them suffices), or `None`: no shortcut, every file is parsed.
 """
@@ -32,7 +39,12 @@ from gpulint import ast_walk
 HOT_LOOP = "hot-loop"
 COPY_IN_FOR_LOOP = "copy-in-for-loop"
 CUDA_TEXT = "cuda-text"
-CONDITIONS = (HOT_LOOP, COPY_IN_FOR_LOOP, CUDA_TEXT)
+CONV_AND_BATCHNORM_CALLS = "conv-and-batchnorm-calls"
+CONDITIONS = (HOT_LOOP, COPY_IN_FOR_LOOP, CUDA_TEXT, CONV_AND_BATCHNORM_CALLS)
+
+# rules/throughput/conv_bias_before_batchnorm.py: CONVS and NORMS, the last part of each name
+_CONV_CLASSES = frozenset({"Conv1d", "Conv2d", "Conv3d"})
+_BATCHNORM_CLASSES = frozenset({"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"})
 
 # The sources of `Kind.LOADER` (analysis/kinds.py): `_LOADER_NAME`, a `...DataLoader` call or annotation.
 _LOADER_TEXT = re.compile(r"loader|\bdl\b|_dl\b|\bdl_")  # searched in the lower-cased text
@@ -99,11 +111,59 @@ class FileFacts:
                     for loop, _, _, _ in self._loops if not isinstance(loop, ast.While)
                     for statement in loop.body for node in ast_walk.walk(statement))
             return bool(self._held[condition])
+        if condition == CONV_AND_BATCHNORM_CALLS:
+            if condition not in self._held:
+                self._held[condition] = self._conv_may_feed_batchnorm()
+            return bool(self._held[condition])
         if condition == HOT_LOOP:
             if HOT_LOOP not in self._held:
                 self._held[HOT_LOOP] = any(self._may_be_hot(*loop) for loop in self._loops)
             return bool(self._held[HOT_LOOP])
         raise ValueError(f"unknown prefilter condition {condition!r}")
+
+    def _conv_may_feed_batchnorm(self) -> bool:
+        """CONV_AND_BATCHNORM_CALLS: rules/throughput/conv_bias_before_batchnorm.py's two shapes, each call's
+        class judged by the last part of every qualified name it may have."""
+        imported: dict[str, set[str]] = {}  # local name -> the last part of each name an import binds to it
+        calls: list[ast.Call] = []
+        self_assigned: dict[str, list[ast.expr]] = {}  # `self.<name> = value`, as data_facts.self_attributes
+        for node in ast_walk.walk(self.tree):
+            if isinstance(node, ast.Call):
+                calls.append(node)
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute) and _is_self(target.value):
+                        self_assigned.setdefault(target.attr, []).append(node.value)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:  # `import torch.nn` binds `torch`, qualified as itself
+                        imported.setdefault(alias.asname, set()).add(alias.name.rpartition(".")[2])
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module is not None:
+                for alias in node.names:
+                    imported.setdefault(alias.asname or alias.name, set()).add(alias.name)
+
+        def constructs(value: ast.AST, classes: frozenset) -> bool:
+            if not isinstance(value, ast.Call):
+                return False
+            func = value.func
+            if isinstance(func, ast.Attribute):
+                return func.attr in classes
+            return isinstance(func, ast.Name) and not imported.get(func.id, set()).isdisjoint(classes)
+
+        def self_layer(func: ast.AST, classes: frozenset) -> bool:  # the one value `self.<name>` is assigned
+            if not (isinstance(func, ast.Attribute) and _is_self(func.value)):
+                return False
+            values = self_assigned.get(func.attr, [])
+            return len(values) == 1 and constructs(values[0], classes)
+
+        for call in calls:
+            items = [a for a in call.args if not isinstance(a, ast.Starred)]
+            if any(constructs(a, _CONV_CLASSES) and constructs(b, _BATCHNORM_CLASSES) for a, b in zip(items, items[1:])):
+                return True
+            if items and isinstance(items[0], ast.Call) and self_layer(call.func, _BATCHNORM_CLASSES) \
+                    and self_layer(items[0].func, _CONV_CLASSES):
+                return True
+        return False
 
     # -- collecting (statements only) --------------------------------------------------------------------------
     def _collect(self, statements: list, scope: Optional[ast.AST], in_loop: bool, chain: tuple) -> None:

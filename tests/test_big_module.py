@@ -185,3 +185,37 @@ def test_findings_and_places_of_pieces_equal_the_whole_parse(parts):
         bigfile.PIECE = saved
     assert [(d.code, d.location, d.end_location, d.message, d.edits) for d in pieces] == \
         [(d.code, d.location, d.end_location, d.message, d.edits) for d in whole]
+
+
+def test_a_names_uses_are_walked_once_per_module_not_once_per_function(monkeypatch):
+    """The kind inference asks, for a name in each function, whether `.backward()` or a str-only method is called
+    on it there; GPU403 asks, for each training loop, whether the module builds a GroupNorm. Each walked the whole
+    module's uses of the name (or all its calls) per question: on the benchmark's module, where every function
+    names `loss`, the cost grew with the square of the size (1 MB took 128 CPU s at 6512714). Now each name's
+    uses are walked once per question kind, and the calls once per module."""
+    from gpulint.analysis.tree import SyntaxIndex
+
+    functions = 40
+    asked: dict = {}
+    original = SyntaxIndex.names
+
+    def counting(self, value):
+        asked[value] = asked.get(value, 0) + 1
+        return original(self, value)
+
+    from gpulint.analysis import node_types
+
+    calls_walked: list = []
+    original_of_types = node_types.of_types
+
+    def counting_of_types(index, *types):
+        if types == (cst.Call,):
+            calls_walked.append(1)
+        return original_of_types(index, *types)
+
+    monkeypatch.setattr(SyntaxIndex, "names", counting)
+    monkeypatch.setattr(node_types, "of_types", counting_of_types)
+    found = lint_source(_generated(functions), "big.py", CODES).diagnostics
+    assert sum(d.code == "GPU403" for d in found) == functions  # every function asked the GroupNorm question
+    assert asked["loss"] <= 4  # before: about 2 per function
+    assert len(calls_walked) < functions  # before: once per GPU403 finding, and more

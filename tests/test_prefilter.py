@@ -329,3 +329,130 @@ def test_every_expression_the_kind_inference_calls_a_tensor_may_be_one():
             checked += 1
             assert tensors.may_be_tensor(mirror), f"{name}:{span.start.line}: {ast.unparse(mirror)}"
     assert checked > 1000  # not vacuous
+
+
+# -- GPU406 and GPU407: the class names a finding needs, not names that merely contain them --------------------
+# timm's model files name `BatchNorm` through their own layer helpers and never call `nn.Conv2d` themselves;
+# FSDP/DDP scripts name `FullyShardedDataParallel`/`DistributedDataParallel`. Before, both kinds were parsed
+# with LibCST for GPU406's and GPU407's sake alone (47 of timm's 315 files, 4 of pytorch/examples' 93).
+HELPER_LAYERS = '''import torch.nn as nn
+from .layers import create_conv2d, get_norm_layer
+
+
+class Block(nn.Module):
+    def __init__(self, c, norm_layer=nn.BatchNorm2d):
+        super().__init__()
+        self.conv = create_conv2d(c, c, 3)
+        self.bn = norm_layer(c)
+
+    def forward(self, x):
+        return self.bn(self.conv(x))
+'''
+
+SHARDED = '''import torch
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def wrap(model, sharded):
+    return FSDP(model) if sharded else DDP(model)
+'''
+
+
+SEPARATED = '''import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 3)
+        self.act = nn.ReLU()
+        self.bn = nn.BatchNorm2d(c)
+        self.head = nn.Sequential(nn.Conv2d(c, c, 1), nn.ReLU(), nn.BatchNorm2d(c))
+
+    def forward(self, x):
+        return self.head(self.bn(self.act(self.conv(x))))
+'''
+
+
+@pytest.mark.parametrize("source", [HELPER_LAYERS, SHARDED, SEPARATED],
+                         ids=["batchnorm-without-conv-call", "sharded", "conv-and-batchnorm-not-adjacent"])
+def test_files_that_only_mention_the_classes_are_skipped(source: str):
+    assert not _passes(source, DEFAULT)
+    # and linting them in full finds nothing: skipping them hides no finding
+    assert lint_source(source, "m.py", DEFAULT, prefilter=False).diagnostics == []
+
+
+ALIASED_CONV = '''from torch.nn import BatchNorm2d as BN, Conv2d as C, Sequential
+
+
+block = Sequential(C(3, 8, 3), BN(8))
+'''
+
+SELF_LAYERS = '''import torch.nn as nn
+
+
+class Stem(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.bn = nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        return self.bn(self.conv(x))
+'''
+
+LOCAL_IMPORTS = '''def build():
+    import torch.nn.modules.conv as convs
+    from torch.nn import SyncBatchNorm as Norm
+    import torch.nn as nn
+    return nn.Sequential(convs.Conv3d(3, 8, 3), Norm(8))
+'''
+
+
+@pytest.mark.parametrize("source", [ALIASED_CONV, SELF_LAYERS, LOCAL_IMPORTS],
+                         ids=["aliased-imports", "self-layers", "imports-in-a-function"])
+def test_every_spelling_of_a_conv_before_batchnorm_is_parsed_and_reported(source: str):
+    assert _passes(source, frozenset({"GPU406"}))
+    assert [d.code for d in lint_source(source, "m.py", frozenset({"GPU406"})).diagnostics] == ["GPU406"]
+
+
+DATA_PARALLEL_SPELLINGS = [
+    "model = torch.nn.DataParallel(Net()).cuda()",
+    "from torch.nn import DataParallel as DP\nmodel = DP(Net()).cuda()",
+    "from torch.nn import DataParallel\nmodel = DataParallel(Net()).cuda()",
+]
+
+
+@pytest.mark.parametrize("spelling", DATA_PARALLEL_SPELLINGS)
+def test_every_spelling_of_data_parallel_in_a_training_script_is_reported(spelling: str):
+    source = ("import torch\n" + spelling + "\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+              "for x in loader:\n    model(x).sum().backward()\n    opt.step()\n")
+    assert _passes(source, frozenset({"GPU407"}))
+    assert "GPU407" in [d.code for d in lint_source(source, "train.py", frozenset({"GPU407"})).diagnostics]
+
+
+def test_data_parallel_without_a_training_loop_is_skipped():
+    source = "import torch\nmodel = torch.nn.DataParallel(Net()).cuda()\nprint(model(torch.ones(2)))\n"
+    assert not _passes(source, frozenset({"GPU407"}))
+    assert lint_source(source, "m.py", frozenset({"GPU407"}), prefilter=False).diagnostics == []
+
+
+@pytest.mark.skipif(not os.environ.get("GPULINT_PREFILTER_CORPORA"),
+                    reason="set GPULINT_PREFILTER_CORPORA=dir1:dir2 to check real repositories (minutes)")
+def test_conv_and_batchnorm_condition_hides_no_gpu406_finding_on_corpora():
+    """Where CONV_AND_BATCHNORM_CALLS does not hold in a file that names BatchNorm, GPU406 finds nothing there."""
+    hidden = []
+    for root in os.environ["GPULINT_PREFILTER_CORPORA"].split(os.pathsep):
+        for path in sorted(Path(root).rglob("*.py")):
+            try:
+                source = path.read_text(encoding="utf-8")
+                tree = ast.parse(source)
+            except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
+                continue
+            if "BatchNorm" not in source or \
+                    prefilter.FileFacts(source, tree).holds(prefilter.CONV_AND_BATCHNORM_CALLS):
+                continue
+            found = lint_source(source, str(path), frozenset({"GPU406"}), path=path, prefilter=False)
+            hidden += [f"{path}:{d.location.row}" for d in found.diagnostics]
+    assert hidden == []

@@ -133,6 +133,11 @@ class KindInference:
         self._buffers: Optional[set[str]] = None
         self._rereads: dict[tuple[int, str], list] = {}  # (scope, name) -> statements `x = x.item()` (`_after_own_read`)
         self._globals: Optional[dict[str, list]] = None  # name -> the functions declaring it `global`
+        # name -> the scopes where a str-only method / `.backward()` is called on it (`_used_as_text`,
+        # `_backward_called_on`): each name's uses walked once, not once per question (a module of a thousand
+        # functions each naming `loss` asked about every one of them: quadratic)
+        self._text_scopes: dict[str, list[Scope]] = {}
+        self._backward_scopes: dict[str, list[Scope]] = {}
         # analysis/__init__.py: the kind of `self.<name>` from what the project passes to the class (a loader
         # handed to `__init__` and stored), asked only where the module itself cannot tell
         self.self_attribute_hook: Optional[Callable[[cst.Attribute], Kind]] = None
@@ -485,29 +490,33 @@ class KindInference:
         """A method only `str` has is called on `name` in `scope` (`gt = gt[:gt.find('[s]')]`, `pred.lower()`):
         the name holds text there, although another binding (a batch element zipped with decoded strings, a
         loader's `labels` rebound to `converter.decode(...)`) looks like a tensor."""
-        for node in self.index.names(name):
-            attribute = self.index.parent.get(node)
-            if isinstance(attribute, cst.Attribute) and attribute.value is node and \
-                    attribute.attr.value in _STR_ONLY_METHODS and \
-                    isinstance(self.index.parent.get(attribute), cst.Call) and \
-                    self.index.enclosing_scope(node) is scope:
-                return True
-        return False
+        scopes = self._text_scopes.get(name)
+        if scopes is None:
+            scopes = self._text_scopes[name] = []
+            for node in self.index.names(name):
+                attribute = self.index.parent.get(node)
+                if isinstance(attribute, cst.Attribute) and attribute.value is node and \
+                        attribute.attr.value in _STR_ONLY_METHODS and \
+                        isinstance(self.index.parent.get(attribute), cst.Call):
+                    scopes.append(self.index.enclosing_scope(node))
+        return any(s is scope for s in scopes)
 
     def _backward_called_on(self, name: str, scope: Scope) -> bool:
         """`name.backward()` is called in `scope`: whatever the name is bound to there is a tensor."""
-        for node in self.index.names(name):
-            attribute = self.index.parent.get(node)
-            call = self.index.parent.get(attribute)
-            # `loss.backward()`, `loss.backward(retain_graph=True)`; not `accelerator.backward(loss)`
-            if isinstance(attribute, cst.Attribute) and attribute.value is node and \
-                    attribute.attr.value == "backward" and isinstance(call, cst.Call) and \
-                    all(a.keyword is not None for a in call.args) and \
-                    self.index.enclosing_scope(node) is scope:
-                return True
-            if self._scaled_backward(node) and self.index.enclosing_scope(node) is scope:
-                return True
-        return False
+        scopes = self._backward_scopes.get(name)
+        if scopes is None:
+            scopes = self._backward_scopes[name] = []
+            for node in self.index.names(name):
+                attribute = self.index.parent.get(node)
+                call = self.index.parent.get(attribute)
+                # `loss.backward()`, `loss.backward(retain_graph=True)`; not `accelerator.backward(loss)`
+                if isinstance(attribute, cst.Attribute) and attribute.value is node and \
+                        attribute.attr.value == "backward" and isinstance(call, cst.Call) and \
+                        all(a.keyword is not None for a in call.args):
+                    scopes.append(self.index.enclosing_scope(node))
+                elif self._scaled_backward(node):  # `scaler.scale(loss).backward()`
+                    scopes.append(self.index.enclosing_scope(node))
+        return any(s is scope for s in scopes)
 
     def _scaled_backward(self, node: cst.Name) -> bool:
         """`scaler.scale(loss).backward()` (a GradScaler, or any `.scale(x)` whose result is backpropagated):

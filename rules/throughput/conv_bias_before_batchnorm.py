@@ -69,6 +69,7 @@ class ConvBiasBeforeBatchNorm(Rule):
     # Every finding needs a BatchNorm class named in the text (an import, an attribute or an alias of it):
     # gpulint/prefilter.py skips the other files.
     needs_text = re.compile(r"BatchNorm")
+    reports_in = ("conv-and-batchnorm-calls",)  # gpulint/prefilter.py: a conv call and a batch-norm call
     VALID = (
         "import torch.nn as nn\nblock = nn.Sequential(nn.Conv2d(3, 8, 3, bias=False), nn.BatchNorm2d(8))\n",
         "import torch.nn as nn\nblock = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.BatchNorm2d(8))\n",

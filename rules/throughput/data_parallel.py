@@ -61,7 +61,10 @@ class DataParallel(GpuRule):
     """
 
     code = "GPU407"
-    needs_text = re.compile(r"DataParallel")  # every spelling of the class names it (gpulint/prefilter.py)
+    # Every spelling of the class names it as a whole word (not `DistributedDataParallel`, not
+    # `FullyShardedDataParallel`), and a report needs a training loop (gpulint/prefilter.py).
+    needs_text = re.compile(r"\bDataParallel")
+    reports_in = ("hot-loop",)
     name = "data-parallel"
     message = "`nn.DataParallel` replicates the model and gathers on GPU 0 every step; use DistributedDataParallel"
     family = Family.THROUGHPUT

@@ -198,10 +198,15 @@ class Fp32TrainingWithoutAutocast(GpuRule):
         return self.fix("Wrap the forward pass and the loss in bf16 `torch.autocast`", changes, safe=False)
 
     def _builds_group_norm(self) -> bool:
+        """Once per module, not once per finding (every call was walked for each training loop: quadratic)."""
         from gpulint.analysis.node_types import of_types
 
-        return any(self.analysis.qualified(n.func) == "torch.nn.GroupNorm"  # type: ignore[attr-defined]
-                   for n in of_types(self.analysis.index, cst.Call))
+        known = self.__dict__.get("_group_norm")
+        if known is None or known[0] is not self.analysis:
+            known = self.__dict__["_group_norm"] = (self.analysis, any(
+                self.analysis.qualified(n.func) == "torch.nn.GroupNorm"  # type: ignore[attr-defined]
+                for n in of_types(self.analysis.index, cst.Call)))
+        return known[1]
 
     def _runs_model(self, stmt: cst.CSTNode, nested_only: bool = False) -> bool:
         """`stmt` calls a model (with `nested_only`: somewhere below its outermost call, as in
