@@ -43,6 +43,47 @@ def argument_for(call: cst.Call, params: list, name: str) -> Optional[cst.Arg]:
     return argument(call, name, index)
 
 
+STARRED = object()  # `passed_argument`: a `*args`/`**kwargs` came first and may hold the parameter
+
+
+def passed_argument(call: cst.Call, position: Optional[int], keyword: str) -> object:
+    """The Arg `call` passes to the parameter at `position` (among positional parameters; None: keyword only)
+    or named `keyword`; None when it passes none; `STARRED` when a starred argument met before it could hold it
+    (unlike `argument`, which skips starred arguments)."""
+    positional = 0
+    for arg in call.args:
+        if arg.star:
+            return STARRED
+        if arg.keyword is not None:
+            if arg.keyword.value == keyword:
+                return arg
+            continue
+        if positional == position:
+            return arg
+        positional += 1
+    return None
+
+
+NOT_CONSTANT = object()  # `literal_value` of anything but a plain literal
+
+
+def literal_value(node: cst.BaseExpression) -> object:
+    """The value of a string, integer or True/False/None literal, else `NOT_CONSTANT`."""
+    if type(node) is cst.SimpleString:
+        try:
+            return node.evaluated_value
+        except Exception:  # noqa: BLE001 - an odd literal is not a constant anyone compares
+            return NOT_CONSTANT
+    if type(node) is cst.Integer:
+        try:
+            return int(node.value.replace("_", ""), 0)
+        except ValueError:
+            return NOT_CONSTANT
+    if type(node) is cst.Name and node.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[node.value]
+    return NOT_CONSTANT
+
+
 def positional(call: cst.Call) -> list[cst.BaseExpression]:
     return [a.value for a in call.args if a.keyword is None and not a.star]
 

@@ -21,7 +21,7 @@ from gpulint.analysis.kinds import Kind
 from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method, is_library_class
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.unmoved import unmoved_loader_element
-from gpulint.syntax import argument_for
+from gpulint.syntax import STARRED, argument_for, literal_value, passed_argument
 from gpulint.analysis.project import _UNKNOWN
 from gpulint.analysis.project import (MODEL_WRAPPERS, MODULE_SELF_METHODS, ClassSummary, FunctionSummary, Project, Sink,
                                      annotation_class)
@@ -596,18 +596,8 @@ class ProjectCalls(ModuleCalls):
         """The call passes a CPU device for the parameter the helper's sync depends on."""
         wanted = summary.syncs_on_device_of
         params = summary.params[1:] if bound and summary.params else summary.params
-        position = 0
-        for arg in call.args:
-            if arg.star:
-                return False
-            if arg.keyword is not None:
-                if arg.keyword.value == wanted:
-                    return self.cpu_device(arg.value)
-                continue
-            if position < len(params) and params[position] == wanted:
-                return self.cpu_device(arg.value)
-            position += 1
-        return False
+        arg = passed_argument(call, params.index(wanted) if wanted in params else None, wanted)
+        return isinstance(arg, cst.Arg) and self.cpu_device(arg.value)
 
     def _call_carries(self, call: cst.Call, depth: int) -> bool:
         """Also what project helpers return: a tensor, or the argument they are given (`reduce_dict(d)`)."""
@@ -1043,32 +1033,9 @@ def _runs_at(call: cst.Call, summary: FunctionSummary, bound: bool, sink) -> boo
         return True
     name = sink.when[0]
     params = summary.params[1:] if bound and summary.params else summary.params
-    position = 0
-    for arg in call.args:
-        if arg.star:
-            return True
-        if arg.keyword is not None:
-            matched = arg.keyword.value == name
-        else:
-            matched = position < len(params) and params[position] == name
-            position += 1
-        if matched:
-            return sink.runs_with(_constant(arg.value), True)
-    return sink.runs_with(_UNKNOWN, False)
-
-
-def _constant(node: cst.BaseExpression) -> object:
-    """The value of a literal argument (a string, a number, True/False/None), else `_UNKNOWN`."""
-    if type(node) is cst.SimpleString:
-        try:
-            return node.evaluated_value
-        except Exception:  # noqa: BLE001 - an odd literal: not a constant we can compare
-            return _UNKNOWN
-    if type(node) is cst.Integer:
-        try:
-            return int(node.value.replace("_", ""), 0)
-        except ValueError:
-            return _UNKNOWN
-    if type(node) is cst.Name and node.value in ("True", "False", "None"):
-        return {"True": True, "False": False, "None": None}[node.value]
-    return _UNKNOWN
+    arg = passed_argument(call, params.index(name) if name in params else None, name)
+    if arg is STARRED:
+        return True
+    if arg is None:
+        return sink.runs_with(_UNKNOWN, False)
+    return sink.runs_with(literal_value(arg.value), True)

@@ -19,6 +19,7 @@ from typing import Optional
 import libcst as cst
 
 from gpulint.analysis.tree import of_types
+from gpulint.syntax import passed_argument
 
 # Factories whose tensor is created where `device=` says, the CPU without it (not `*_like`, which follow their
 # input, nor `torch.tensor`/`as_tensor`, which keep a tensor argument's device).
@@ -86,8 +87,8 @@ def host_param(analysis, name: cst.Name, depth: int) -> bool:
     if any(Path(f).resolve() != here for f in project.files_naming(fn.name.value)):
         return False  # called (or overridden) elsewhere too: what other callers pass is not read here
     for call in sites:
-        value = _argument(call, position, param.name.value)
-        if value is None or not analysis.kinds.on_host(value, depth):
+        arg = passed_argument(call, position, param.name.value)
+        if not isinstance(arg, cst.Arg) or not analysis.kinds.on_host(arg.value, depth):
             return False
     return True
 
@@ -111,18 +112,3 @@ def _calls(call: cst.Call, name: str, method: Optional[bool]) -> bool:
     if method is False:
         return type(func) is cst.Name and func.value == name
     return False
-
-
-def _argument(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:
-    positional = 0
-    for arg in call.args:
-        if arg.star:
-            return None
-        if arg.keyword is not None:
-            if arg.keyword.value == keyword:
-                return arg.value
-            continue
-        if positional == position:
-            return arg.value
-        positional += 1
-    return None

@@ -18,7 +18,8 @@ from gpulint.analysis.kinds import Kind, KindInference
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.once import once_per_object
 from gpulint.analysis.tree import SCOPE_TYPES, SyntaxIndex, child_nodes
-from gpulint.syntax import code_of as _code, target_names as _target_names
+from gpulint.syntax import NOT_CONSTANT as _NOT_CONSTANT, code_of as _code, literal_value as _constant_value, \
+    target_names as _target_names
 
 Loop = Union[cst.For, cst.While]
 
@@ -1362,26 +1363,6 @@ def _terms(node: cst.BaseExpression, operator: type) -> list[cst.BaseExpression]
     if type(node) is cst.BinaryOperation and isinstance(node.operator, operator):
         return _terms(node.left, operator) + _terms(node.right, operator)
     return [node]
-
-
-_NOT_CONSTANT = object()
-
-
-def _constant_value(node: cst.BaseExpression) -> object:
-    """The value of a string, integer or True/False/None literal, else `_NOT_CONSTANT`."""
-    if type(node) is cst.SimpleString:
-        try:
-            return node.evaluated_value
-        except Exception:  # noqa: BLE001 - an odd literal is not a constant we compare
-            return _NOT_CONSTANT
-    if type(node) is cst.Integer:
-        try:
-            return int(node.value.replace("_", ""), 0)
-        except ValueError:
-            return _NOT_CONSTANT
-    if type(node) is cst.Name and node.value in ("True", "False", "None"):
-        return {"True": True, "False": False, "None": None}[node.value]
-    return _NOT_CONSTANT
 
 
 def _constant_test(test: cst.BaseExpression) -> Optional[tuple[cst.Name, tuple]]:

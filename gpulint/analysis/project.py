@@ -32,6 +32,7 @@ from typing import Iterator, Optional, Union
 from gpulint import ast_walk
 from gpulint import incremental, runtime
 from gpulint.files import FileError, read_regular
+from gpulint.syntax import NOT_CONSTANT
 from gpulint.analysis.generators import yielded_source_ast
 from gpulint.analysis.test_code import is_test_path
 from gpulint.analysis.kinds import (TENSOR_ATTRS_OTHER, TENSOR_METHODS_NUMBER, TENSOR_METHODS_OTHER,
@@ -55,7 +56,7 @@ _GPU_GUARDS = ("cuda", "is_available", "device", "gpu", "world_size", "world >",
 MAX_DEPTH = 6  # transitive summaries: helper -> helper -> ... (deeper calls count as unknown)
 MAX_PROJECT_FILES = 3000  # files searched for the call sites of a function (a parameter's class)
 _SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv", "env"}
-_UNKNOWN = object()
+_UNKNOWN = NOT_CONSTANT  # not a known value (gpulint.syntax.literal_value says the same of non-literals)
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 # A loop over a loader (`for x in train_loader:`, `it = iter(loader)`) or a backward pass, as text.
 _TRAINING_TEXT = re.compile(rb"\.backward\(|\bin\s[^\n:]*(?i:loader)[^\n]*:|iter\([^\n)]*(?i:loader)")
@@ -1098,8 +1099,8 @@ def _nested_function(fn: ast.AST, name: str) -> Optional[ast.FunctionDef]:
             if stmt.name == name:
                 found.append(stmt)
         elif isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
-            for field in ("body", "orelse", "finalbody"):
-                stack.extend(getattr(stmt, field, ()))
+            for part in ("body", "orelse", "finalbody"):
+                stack.extend(getattr(stmt, part, ()))
             for handler in getattr(stmt, "handlers", ()):
                 stack.extend(handler.body)
     return found[0] if len(found) == 1 else None  # type: ignore[return-value]
