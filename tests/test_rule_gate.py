@@ -64,9 +64,10 @@ def _found(source: str, name: str, path, codes=ALL):
 
 def test_the_hot_loop_rules_are_gated_and_the_others_not():
     gated = rule_gate.gated_codes(DEFAULT)
-    assert {"GPU101", "GPU112", "GPU202", "GPU302", "GPU403"} <= gated
-    # GPU201 may report where only "cuda" is named, GPU401 and GPU407 anywhere: never gated.
-    assert not gated & {"GPU201", "GPU401", "GPU407"}
+    # GPU407 reports only in a module with a training loop (a hot loop: the gate and the prefilter skip the rest)
+    assert {"GPU101", "GPU112", "GPU202", "GPU302", "GPU403", "GPU407"} <= gated
+    # GPU201 may report where only "cuda" is named, GPU401 anywhere: never gated.
+    assert not gated & {"GPU201", "GPU401"}
 
 
 @pytest.mark.parametrize("code", sorted(rule_gate.gated_codes(frozenset(all_rules()))))
