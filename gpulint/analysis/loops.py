@@ -17,7 +17,7 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind, KindInference
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.once import once_per_object
-from gpulint.analysis.tree import SCOPE_TYPES, SyntaxIndex, child_nodes
+from gpulint.analysis.tree import SCOPE_TYPES, SyntaxIndex, child_nodes, descendants
 from gpulint.syntax import NOT_CONSTANT as _NOT_CONSTANT, code_of as _code, literal_value as _constant_value, \
     target_names as _target_names
 
@@ -212,7 +212,7 @@ class LoopAnalysis:
         for node in _walk_body(loop, into_loops=False):
             if type(node) is cst.If and any(type(n) is cst.Break for n in _walk_body(node, into_loops=False)) \
                     and any(type(n) in (cst.Call, cst.Comparison) and self.kinds.of(n) is Kind.TENSOR
-                            for n in _nodes_under(node.test)):
+                            for n in descendants(node.test)):
                 return True
         return False
 
@@ -542,7 +542,7 @@ class LoopAnalysis:
         if cls is None or type(cls.body) is not cst.IndentedBlock:
             return None
         methods = {m.name.value: m for m in cls.body.body if type(m) is cst.FunctionDef}
-        for node in _nodes_under(block.body):
+        for node in descendants(block.body):
             if type(node) is cst.Call and type(node.func) is cst.Attribute and \
                     type(node.func.value) is cst.Name and node.func.value.value == "self" and \
                     node.func.attr.value in methods and _assigns_self(methods[node.func.attr.value].body, attr):
@@ -1332,14 +1332,6 @@ def _names_under(expr: cst.CSTNode):
         node = stack.pop()
         if isinstance(node, cst.Name):
             yield node
-        stack.extend(child_nodes(node))
-
-
-def _nodes_under(expr: cst.CSTNode):
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        yield node
         stack.extend(child_nodes(node))
 
 

@@ -13,6 +13,8 @@ from typing import Optional
 
 import libcst as cst
 
+from gpulint.analysis.tree import descendants
+
 
 def stored_pinned(analysis, receiver: cst.BaseExpression) -> bool:
     """`self.attr[key]` or `self.attr`, in a method of a class of this module, where every value the module
@@ -46,7 +48,7 @@ def _pinned_attributes(analysis) -> dict:
     found: dict = {}
     called = _called_method_names(analysis)
     for cls in analysis.index.classes.values():
-        for node in _walk(cls):
+        for node in descendants(cls):
             if type(node) is not cst.Assign:
                 continue
             for target in node.targets:
@@ -59,14 +61,6 @@ def _pinned_attributes(analysis) -> dict:
                     or _unused_setter(analysis, node, called)
                 found[key] = found.get(key, True) and ok
     return found
-
-
-def _walk(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)
 
 
 def _empty(value: cst.BaseExpression) -> bool:
@@ -104,7 +98,7 @@ def _unused_setter(analysis, assign: cst.Assign, called: set) -> bool:
 def _called_method_names(analysis) -> set:
     """The last names of every call in the module, and of every attribute read (a bound method handed on)."""
     names = set()
-    for node in _walk(analysis.module):
+    for node in analysis.index.nodes:  # every node of the module, already listed
         if type(node) is cst.Attribute:
             names.add(node.attr.value)
         elif type(node) is cst.Call and type(node.func) is cst.Name:

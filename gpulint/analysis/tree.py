@@ -37,6 +37,15 @@ class Binding:
     source: Optional[cst.CSTNode] = None
 
 
+def descendants(node: cst.CSTNode):
+    """`node` and every node under it (through `child_nodes`: no layout tokens, no rebuilt nodes)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(child_nodes(current))
+
+
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
