@@ -64,3 +64,36 @@ def test_kind_is_the_same_whichever_node_is_asked_first():
             assert analysis.kinds.of(rebind.targets[0].target) is Kind.TENSOR
         assert analysis.kinds.of(rebind.value) is Kind.TENSOR, first
         assert analysis.kinds.of(rebind.value.value) is Kind.TENSOR, first
+
+
+MASK_REBOUND = textwrap.dedent("""\
+    import torch
+
+
+    def train(model, loader, opt):
+        for x, y in loader:
+            x, y = x.cuda(), y.cuda()
+            out = model(x)
+            mask = torch.isfinite(y)
+            if out.dim() > 1:
+                mask = mask & (y > 0)
+            picked = out[mask]
+            loss = picked.sum()
+            loss.backward()
+            opt.step()
+""")
+
+
+def test_a_mask_rebound_from_itself_is_a_mask_and_the_file_is_checked(tmp_path: Path):
+    """`mask = mask & other` made the boolean-mask question ask about `mask` again without end: GPU111 gave up with
+    "too deeply nested" and the run exited 2, even with --exit-zero (a contrastive-loss file of the ninth set)."""
+    from click.testing import CliRunner
+
+    from gpulint.cli import main
+
+    path = tmp_path / "train.py"
+    path.write_text(MASK_REBOUND)
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--exit-zero", "--select", "GPU111", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "too deeply nested" not in result.output
+    assert "train.py:11:18: GPU111" in result.output

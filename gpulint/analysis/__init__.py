@@ -98,14 +98,16 @@ class ModuleAnalysis:
         """The module mentions a device at all. Syncs in code that never leaves the CPU cost nothing."""
         return self.fact(_targets_gpu)
 
-    def is_bool_tensor(self, node: cst.CSTNode) -> bool:
-        """A boolean mask: a tensor comparison, its negation/combination, or an is* test."""
+    def is_bool_tensor(self, node: cst.CSTNode, _seen: frozenset = frozenset()) -> bool:
+        """A boolean mask: a tensor comparison, its negation/combination, or an is* test. A name is a mask when every
+        assignment to it is one; an assignment that reads the name it binds (`mask = mask & other`) is followed
+        once, so the question ends (`_seen`: the assigned values on the path)."""
         if type(node) is cst.Comparison:
             return self.is_tensor(node)
         if type(node) is cst.UnaryOperation and type(node.operator) is cst.BitInvert:
-            return self.is_bool_tensor(node.expression)
+            return self.is_bool_tensor(node.expression, _seen)
         if type(node) is cst.BinaryOperation and type(node.operator) in (cst.BitAnd, cst.BitOr, cst.BitXor):
-            return self.is_bool_tensor(node.left) or self.is_bool_tensor(node.right)
+            return self.is_bool_tensor(node.left, _seen) or self.is_bool_tensor(node.right, _seen)
         if type(node) is cst.Call:
             q = self.qualified(node.func) if type(node.func) in (cst.Name, cst.Attribute) else None
             if q in _BOOL_FUNCTIONS:
@@ -117,8 +119,13 @@ class ModuleAnalysis:
             scope = self.index.enclosing_scope(node)
             bindings = self.index.lookup(node.value, scope) if scope is not None else []
             values = [b.value for b in bindings if b.kind == "assign" and b.index is None]
-            return bool(values) and len(values) == len(bindings) and all(
-                v is not None and self.is_bool_tensor(v) for v in values)
+            if not values or len(values) != len(bindings) or any(v is None for v in values):
+                return False
+            fresh = [v for v in values if id(v) not in _seen]
+            if not fresh:
+                return False
+            seen = _seen | {id(v) for v in values}
+            return all(self.is_bool_tensor(v, seen) for v in fresh)
         return False
 
 
