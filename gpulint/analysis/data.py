@@ -111,7 +111,8 @@ def pinned(rule: Rule, loader: cst.Call) -> bool:
         return False  # Accelerate moves the batches itself: the user's `.to(device)` copies nothing
     made = facts.factory(loader)
     if made is not None:
-        return made.pinned is True  # a factory's loader gets no fix here
+        # a factory's loader gets no fix here; one GPU201 reports at this call is to be pinned in the factory
+        return made.pinned is True or made.pinned is False and would_pin(rule, loader)
     pin = pin_memory_of(rule, loader)
     if pin is _UNKNOWN:
         return False

@@ -18,7 +18,7 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.libraries import DEVICE_BATCH_METHODS, Effect, fact_for_method
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.project import FunctionSummary, LoaderFact
-from gpulint.analysis.tree import child_nodes
+from gpulint.analysis.tree import child_nodes, descendants
 from gpulint.syntax import argument, argument_for, positional, string_value
 
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
@@ -286,7 +286,9 @@ class DataFacts:
         if type(expr) is cst.Name:
             found: list[cst.Call] = []
             for b in self.bindings(expr):
-                if b.kind in ("assign", "walrus"):
+                if b.kind == "assign" and b.index is not None and type(b.value) is cst.Call:
+                    found.extend(self._unpacked_loaders(b.value, b.index, depth + 1))
+                elif b.kind in ("assign", "walrus"):
                     found.extend(self.loaders(b.value, depth + 1))
                 elif b.kind == "param":
                     for arg in self._arguments_for(b):
@@ -297,6 +299,41 @@ class DataFacts:
         if type(expr) is cst.Subscript and type(expr.value) is cst.Call and self.factory(expr.value) is not None:
             return [expr.value]  # `create_loader(...)[0]`: one of the loaders a project factory returns
         return []
+
+    def _unpacked_loaders(self, call: cst.Call, index: int, depth: int) -> list[cst.Call]:
+        """The loaders element `index` of what `call` returns may hold (`train_data, train_loader = f(...)`): for a
+        project loader factory that says where its loader is (`return data_set, data_loader`), that element only;
+        for a function or method of this module (`self._get_data(flag)`), that element of each of its returns."""
+        made = self.factory(call)
+        if made is not None:
+            at = self._loader_position(call)
+            return [call] if at is None or at == index else []
+        fn = self.analysis.loops.local_function(call)
+        if fn is None:
+            return self.loaders(call, depth)
+        found: list[cst.Call] = []
+        for node in descendants(fn.body):
+            if type(node) is cst.Return and type(node.value) is cst.Tuple and index < len(node.value.elements) \
+                    and self._returns_from(node, fn):
+                element = node.value.elements[index]
+                if type(element) is cst.Element:
+                    found.extend(self.loaders(element.value, depth + 1))
+        return found
+
+    def _returns_from(self, node: cst.Return, fn: cst.FunctionDef) -> bool:
+        """`node` returns from `fn` itself, not from a function or class nested in it."""
+        for parent in self.index.ancestors(node):
+            if parent is fn:
+                return True
+            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+                return False
+        return False
+
+    def _loader_position(self, call: cst.Call) -> Optional[int]:
+        """Where in its returned tuple the project factory `call` calls puts its loader (None: not known)."""
+        dotted = dotted_name(call.func)
+        entry = self._factories.get(dotted) if dotted is not None else None
+        return entry[1].returns_loader_at if entry is not None else None
 
     def _project_generator_source(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """For a call of a project generator (another module's, or a method resolved through its instance:

@@ -150,6 +150,10 @@ class FunctionSummary:
     always_syncs: Optional[Sink] = None
     returns_host_scalar: Optional[Sink] = None
     returns_loader: Optional[LoaderFact] = None
+    # Where in a returned tuple that loader is (`return data_set, data_loader` gives 1); None: the value itself,
+    # or a position not known. A caller's `train_data, train_loader = data_provider(args, "train")` binds the
+    # loader to that position's name only.
+    returns_loader_at: Optional[int] = None
     returns_tensor: bool = False  # some `return` hands back a tensor (or a dict/tuple/list of tensors)
     returns_params: frozenset = frozenset()  # parameters returned as they are (`return input_dict`)
     # Every `return` that hands back tensors hands back tensors it built on the host (`torch.stack`,
@@ -209,7 +213,7 @@ class FunctionSummary:
                 sorted((k, _sink_key(v)) for k, v in self.sink_params.items()), _sink_key(self.always_syncs),
                 _sink_key(self.returns_host_scalar),
                 None if self.returns_loader is None else (self.returns_loader.line, self.returns_loader.pinned,
-                                                          str(self.returns_loader.path)),
+                                                          str(self.returns_loader.path), self.returns_loader_at),
                 self.returns_tensor, sorted(self.returns_params), _sink_key(self.returns_host_batch),
                 [None if c is None else (c.name, str(c.path)) for c in self.returns_classes],
                 [(c.name, str(c.path)) for c in self.returns_union], self.returns_on_cuda,
@@ -1130,6 +1134,7 @@ class _Summarizer:
         self.loaders: dict[str, LoaderFact] = {}
         self.loader_lists: dict[str, LoaderFact] = {}  # lists filled with loaders (`loaders.append(loader)`)
         self.unpacked: set[str] = set()  # names unpacked from a call's result (`loader, iters = make(...)`)
+        self.loader_places: set = set()  # where in the returned tuples the loader is, per `return`
         self.tensors: dict[str, int] = {}  # names holding a tensor made here: TENSOR, or DEVICE_TENSOR
         self.parameter_views: set[str] = set()  # names iterating a module argument's parameters
         self.classes: dict[str, ClassSummary] = {}  # names bound to an instance of a project class
@@ -1294,8 +1299,11 @@ class _Summarizer:
                     self.on_cuda.discard(target.id)
             classes = self._classes_of(value)
             held = self._held_elements(value, target)
+            at = self._unpacked_loader_position(target, value) if loader is not None else None
             if isinstance(target, ast.Tuple) and isinstance(value, ast.Call):
                 self.unpacked.update(_target_names(target))
+                if at is not None:  # the callee says which element is the loader: that name is known
+                    self.unpacked.discard(target.elts[at].id)
             elif isinstance(target, ast.Name) and not augmented:
                 self.unpacked.discard(target.id)
             for position, name in enumerate(_target_names(target)):
@@ -1332,7 +1340,9 @@ class _Summarizer:
                     self.taint.pop(name, None)
                     self.host_scalars.pop(name, None)
                 wrapped = self._wrapped_loader(value)
-                if loader is not None:
+                if loader is not None and at is not None and name != target.elts[at].id:
+                    self.loaders.pop(name, None)  # another element of the callee's tuple (`data_set, ...`)
+                elif loader is not None:
                     self.loaders[name] = loader
                 elif isinstance(value, ast.Name) and value.id in self.loaders:
                     self.loaders[name] = self.loaders[value.id]
@@ -1382,17 +1392,31 @@ class _Summarizer:
         if sink is not None and self.summary.returns_host_scalar is None and not self.quiet:
             self.summary.returns_host_scalar = sink
         loader = self._loader(value)
+        at = self._loader_position(value) if loader is not None else None
         if loader is None:
-            for element in (value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]):
+            positions = []
+            for position, element in enumerate(value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]):
                 if element is not value and isinstance(element, ast.Name) and element.id in self.unpacked:
-                    continue  # `loader, iters = make_loader(...)`; `return model, iters`: which one is not known
-                loader = self._loader(element) or (self.loaders.get(element.id) or (
+                    positions.append(None)  # `loader, iters = make_loader(...)`; `return model, iters`: not known
+                    continue
+                found = self._loader(element) or (self.loaders.get(element.id) or (
                     self.loader_lists.get(element.id) if element is value else None)
                     if isinstance(element, ast.Name) else None)
-                if loader is not None:
-                    break
-        if loader is not None and self.summary.returns_loader is None and not self.hidden:
-            self.summary.returns_loader = loader
+                if found is not None:
+                    loader = loader or found
+                    positions.append(position)
+            # one loader among other values (`return data_set, data_loader`): its place; several loaders
+            # (`return train_loader, valid_loader`) or an element not known: any place
+            at = positions[0] if len(positions) == 1 and isinstance(value, ast.Tuple) else None
+        if loader is not None and not self.hidden:
+            if self.summary.returns_loader is None:
+                self.summary.returns_loader = loader
+                self.summary.returns_loader_at = at
+                self.loader_places = {at}
+            else:
+                self.loader_places.add(at)  # returns that disagree on the place: any place
+                if len(self.loader_places) > 1:
+                    self.summary.returns_loader_at = None
         if sink is None and self._tensor_level(value):
             self.summary.returns_tensor = True
         elements = value.elts if isinstance(value, ast.Tuple) else [value]
@@ -1457,6 +1481,22 @@ class _Summarizer:
             found = {self._library_class(v, depth + 1) for v in self.values.get(value.id, ())}
             return found.pop() if len(found) == 1 else None
         return None
+    def _loader_position(self, value: ast.expr) -> Optional[int]:
+        """Where in the tuple a call of a project loader factory returns the loader is (`data_provider(...)`
+        returning `data_set, data_loader` gives 1); None for anything else."""
+        if not isinstance(value, ast.Call):
+            return None
+        callee = self._callee(value)
+        return callee[0].returns_loader_at if callee is not None and callee[0].returns_loader is not None else None
+
+    def _unpacked_loader_position(self, target: ast.expr, value: ast.expr) -> Optional[int]:
+        """`a, b = factory(...)` unpacked into plain names, where the factory says which element is its loader:
+        that element's position."""
+        if not (isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts)):
+            return None
+        at = self._loader_position(value)
+        return at if at is not None and at < len(target.elts) else None
+
     def _appends_loader(self, call: ast.Call) -> None:
         """`loaders.append(loader)` (in a loop building one loader per dataset): `return loaders` hands back
         loaders, unpacked by the caller (`train_loader, val_loader = create_loader(...)`) as a tuple of loaders

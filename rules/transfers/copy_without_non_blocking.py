@@ -117,7 +117,8 @@ class CopyWithoutNonBlocking(Rule):
             if not all(pinning_unknown(self, c) for c in loaders) or not self._beside_non_blocking(loop, node):
                 return
             message = self.beside
-        elif any(pin_memory_of(self, c) is None and data_facts(self.analysis).factory(c) is None for c in loaders):
+        elif any(pin_memory_of(self, c) is None and facts.factory(c) is None or
+                 getattr(facts.factory(c), "pinned", None) is False for c in loaders):
             if method == "type":
                 return  # GPU201 does not count a `.type()` cast as a copy: it will not pin this loader
             message = self.once_pinned  # not pinned yet: GPU201 reports the loader, and its fix pins it
