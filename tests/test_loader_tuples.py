@@ -127,3 +127,17 @@ def main(args, model, opt):
     root = write_project(tmp_path, {"data_utils.py": factory, "train.py": train})
     keys = found(check(root, "--no-cache", "--select", "GPU202", "."))
     assert {("train.py", 7, "GPU202"), ("train.py", 14, "GPU202")} <= keys
+
+
+def test_a_batch_moved_earlier_in_the_loop_is_not_copied_again(tmp_path: Path):
+    """`batch_y = batch_y.float().to(device)`, then `batch_y[:, -n:].to(device)`: the second `.to()` copies
+    nothing, so no GPU202 there (the first copy, after a dtype conversion, is left alone too)."""
+    exp = EXP.replace("                batch_y = batch_y.to(self.device)\n                loss = criterion",
+                      "                batch_y = batch_y.float().to(self.device)\n"
+                      "                batch_y = batch_y[:, -4:].to(self.device)\n                loss = criterion")
+    root = write_project(tmp_path, {"data_provider/__init__.py": "",
+                                    "data_provider/factory.py": FACTORY.format(pin=", pin_memory=True"),
+                                    "exp.py": exp})
+    keys = found(check(root, "--no-cache", "--select", "GPU202", "."))
+    assert ("exp.py", 31, "GPU202") in keys
+    assert not {k for k in keys if k[1] in (32, 33)}

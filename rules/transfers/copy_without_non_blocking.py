@@ -55,8 +55,10 @@ class CopyWithoutNonBlocking(Rule):
 
     ## When it is fine
     Loaders with `pin_memory=False` (from pageable memory the copy is synchronous anyway), copies that already
-    pass `non_blocking`, copies to the CPU, and whole custom batch objects of loaders with a `collate_fn`
-    (their `.to()` may not accept `non_blocking`).
+    pass `non_blocking`, copies to the CPU, a batch copied again after the loop already moved it
+    (`y = y.to(device)` ... `y[:, -n:].to(device)` copies nothing), and whole custom batch objects of loaders
+    with a `collate_fn` (their `.to()` may not accept `non_blocking`). A loader built by a project factory that
+    does not pin (GPU201 reports the factory's call) counts as one to pin: the copies are reported with it.
     """
 
     # Every finding needs a copy to an accelerator (`.to(`/`.cuda(`) or a "cuda" device in the text.
@@ -105,6 +107,8 @@ class CopyWithoutNonBlocking(Rule):
         loop = facts.batch_loop(receiver)
         if loop is None or not self.analysis.index.is_ancestor_or_self(loop.body, node):
             return
+        if self._moved_earlier(receiver, node, loop):
+            return  # `y = y.float().to(device)` ... `y[:, -n:].to(device)`: the second copy copies nothing
         loaders = facts.loop_loaders(loop)
         message = None
         whole_batch = type(receiver) is cst.Name and any(
@@ -129,6 +133,26 @@ class CopyWithoutNonBlocking(Rule):
             fix = self.fix("Add `non_blocking=True`", {node: lambda updated: append_keyword(
                 updated, "non_blocking", _true())}, safe=True)
             self.report(node, message, where=where, fix=fix)
+
+    def _moved_earlier(self, receiver: cst.BaseExpression, copy: cst.Call, loop) -> bool:
+        """The name under `receiver` (`y`, `y[...]`) was rebound to a copy of itself on the accelerator earlier in
+        this loop's body (`y = y.float().to(device)`): at `copy` it holds a device tensor."""
+        while type(receiver) is cst.Subscript:
+            receiver = receiver.value
+        if type(receiver) is not cst.Name:
+            return False
+        facts = data_facts(self.analysis)
+        index = self.analysis.index
+        place = index.order(copy)
+        for b in facts.bindings(receiver):
+            if b.kind != "assign" or type(b.value) is not cst.Call or b.source is None or \
+                    not index.is_ancestor_or_self(loop.body, b.source):
+                continue
+            started = index.order(b.source)
+            if started is not None and place is not None and started < place and \
+                    not index.is_ancestor_or_self(b.source, copy) and facts.copy_target(b.value) == ACCELERATOR:
+                return True
+        return False
 
     def _beside_non_blocking(self, loop, copy: cst.Call) -> bool:
         """Another copy of the same loop's batch to an accelerator passes `non_blocking=True`."""
