@@ -60,6 +60,10 @@ _UNKNOWN = NOT_CONSTANT  # not a known value (gpulint.syntax.literal_value says 
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 # A loop over a loader (`for x in train_loader:`, `it = iter(loader)`) or a backward pass, as text.
 _TRAINING_TEXT = re.compile(rb"\.backward\(|\bin\s[^\n:]*(?i:loader)[^\n]*:|iter\([^\n)]*(?i:loader)")
+# An environment step unpacked into four or five names (`obs, reward, done, info = env.step(action)`): an RL
+# rollout, whose loop is a step loop of training although the file has no loader and no backward
+# (`LoopAnalysis._rollout`, a network called through `self.policy`); what it calls runs every environment step.
+_ENV_STEP_TEXT = re.compile(rb"^[ \t]*\w+(?:[ \t]*,[ \t]*\w+){3,4}[ \t]*=[ \t]*[\w.]+\.step\(", re.MULTILINE)
 
 
 def _training_text(raw: bytes) -> bool:
@@ -69,7 +73,9 @@ def _training_text(raw: bytes) -> bool:
     building the identifier index, in every worker)."""
     if b".backward(" in raw:
         return True
-    return b"loader" in raw.lower() and _TRAINING_TEXT.search(raw) is not None
+    if b"loader" in raw.lower() and _TRAINING_TEXT.search(raw) is not None:
+        return True
+    return b".step(" in raw and _ENV_STEP_TEXT.search(raw) is not None
 
 
 @dataclass(frozen=True)
