@@ -1556,6 +1556,8 @@ class _Summarizer:
                          if p is not None), None)
         if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr in ("any", "all"):
             return self._tensor_of_parameter(test)
+        if isinstance(test, ast.Call) and self.info.qualify(_dotted(test.func) or "") in _TESTED_PREDICATES:
+            return self._tensor_of_parameter(test)  # `if not torch.isfinite(loss):` converts a 0-dim bool tensor
         return None
 
     def _tensor_of_parameter(self, expr: ast.expr) -> Optional[str]:
@@ -2111,6 +2113,8 @@ def _host_copy(value: ast.expr) -> bool:
     return False
 
 # Reductions and element-wise tests whose result is a tensor holding values of the data: branching on one reads it.
+# Torch predicates an `if` may test as they are (a 0-dim boolean tensor: `if not torch.isfinite(loss):`).
+_TESTED_PREDICATES = frozenset(("torch.isfinite", "torch.isnan", "torch.isinf", "torch.any", "torch.all"))
 _VALUE_REDUCTIONS = frozenset(("any", "all", "min", "max", "sum", "mean", "norm", "amax", "amin"))
 _VALUE_FUNCTIONS = frozenset(("min", "max", "sum", "mean", "any", "all", "norm", "amax", "amin", "isnan", "isinf",
                               "isfinite", "sigmoid", "abs", "equal", "allclose", "count_nonzero"))
