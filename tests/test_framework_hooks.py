@@ -97,3 +97,32 @@ def test_method_the_base_never_calls_is_not_per_step(tmp_path):
 
 def test_library_base_is_not_followed(tmp_path):
     assert READ not in _findings(tmp_path, base="torch.nn.Module")
+
+
+SAVER = textwrap.dedent("""\
+    def save(path, wav):
+        data = wav.cpu().numpy()
+        open(path, "wb").write(data.tobytes())
+""")
+
+
+def test_argument_copied_to_the_host_in_the_call_pays_no_sync(tmp_path):
+    """`save(path, wav.cpu())`: the helper's `.cpu()` copies nothing more; the call's own `.cpu()` is the read."""
+    recipe = textwrap.dedent("""\
+        import torch
+        import core
+        from saver import save
+
+
+        class Recipe(core.Trainer):
+            def compute_loss(self, batch):
+                out = self.model(batch.to("cuda"))
+                save("a.wav", out.detach().cpu().unsqueeze(0))
+                save("b.wav", out.detach())
+                return out.mean()
+    """)
+    root = write_project(tmp_path / "p", {"core.py": CORE, "saver.py": SAVER, "recipe.py": recipe})
+    findings = found(check(root))
+    assert ("recipe.py", 9, "GPU104") in findings
+    assert ("recipe.py", 9, "GPU112") not in findings
+    assert ("recipe.py", 10, "GPU112") in findings
