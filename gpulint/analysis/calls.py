@@ -590,6 +590,8 @@ class ProjectCalls(ModuleCalls):
     def _host_batch_element(self, value: cst.BaseExpression) -> bool:
         """A batch element its loop leaves in host memory (`analysis/unmoved.py`): a helper's reads of it
         wait for no GPU."""
+        if type(value) is cst.Call and self.analysis.kinds.on_host(value):
+            return True  # `save(path, wav[:n].cpu().unsqueeze(0))`: copied to the host in the call already
         return type(value) is cst.Name and unmoved_loader_element(self.analysis.kinds, value)
 
     def _cpu_device_passed(self, call: cst.Call, summary: FunctionSummary, bound: bool) -> bool:

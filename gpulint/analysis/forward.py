@@ -30,6 +30,7 @@ import libcst as cst
 from gpulint import ast_walk, incremental
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.once import once_per_object
+from gpulint.analysis.overrides import override_site
 from gpulint.analysis.tree import child_nodes
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, _dotted, project_for, text_dependency
 
@@ -83,6 +84,8 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
             site = call_site(project, path, owner)
         else:
             site = member_site(project, path, owner, member)
+            if site is None and owner is not None:  # a hook the base class's step calls through `self`
+                site = override_site(project, path, owner, member)
         if site is not None:
             return site
     return None
@@ -263,6 +266,9 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
                 if isinstance(m, ast.FunctionDef) and m.name != "forward" and _entry_method(m.name) and \
                         called_in_a_hot_loop(project, m.name) and \
                         member_site(project, path, stmt.name, m.name) is not None:
+                    return True
+                if stmt.bases and isinstance(m, ast.FunctionDef) and _entry_method(m.name) and \
+                        override_site(project, path, stmt.name, m.name) is not None:
                     return True
     return False
 

@@ -14,6 +14,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.narrowing import guarded_into_loader
 from gpulint.analysis.tree import Binding, Scope, SyntaxIndex
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.unmoved import unmoved_loader_element
@@ -400,6 +401,10 @@ class KindInference:
         start = len(self._cuts)
         self._in_progress.add(key)
         try:
+            if len(bindings) > 1 and bindings[0].kind == "param" and guarded_into_loader(self.index, name, bindings, self.qualified):
+                # `if not isinstance(train_set, DataLoader): train_set = make(train_set)`: a loader after it
+                self._binding_cache[key] = Kind.LOADER
+                return Kind.LOADER
             kinds = [self._binding_kind(b) for b in bindings]
             # `loss = loss.item()` on one path: the number says the name held a tensor before the read, not that
             # it always holds a number; the other bindings decide (`loss = loss_fn(out, y)`), and a number
@@ -588,11 +593,12 @@ class KindInference:
 
     def wrapper_bound_to(self, iterable: cst.BaseExpression) -> cst.BaseExpression:
         """For a name bound once, by a plain assignment, to an iteration wrapper (`data_iter =
-        enumerate(val_loader)`, `it = iter(loader)`, `pbar = tqdm(loader)`): that call; else `iterable` itself."""
+        enumerate(val_loader)`, `it = iter(loader)`, `pbar = tqdm(loader)`, `with tqdm(loader) as t:`): that call;
+        else `iterable` itself."""
         if type(iterable) is not cst.Name:
             return iterable
         bindings = self.index.visible_bindings(iterable)
-        if len(bindings) == 1 and bindings[0].kind == "assign" and bindings[0].index is None and \
+        if len(bindings) == 1 and bindings[0].kind in ("assign", "with") and bindings[0].index is None and \
                 isinstance(bindings[0].value, cst.Call) and \
                 dotted_name(bindings[0].value.func) in _ITERATION_WRAPPERS:
             return bindings[0].value

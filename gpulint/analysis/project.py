@@ -60,6 +60,10 @@ _UNKNOWN = NOT_CONSTANT  # not a known value (gpulint.syntax.literal_value says 
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 # A loop over a loader (`for x in train_loader:`, `it = iter(loader)`) or a backward pass, as text.
 _TRAINING_TEXT = re.compile(rb"\.backward\(|\bin\s[^\n:]*(?i:loader)[^\n]*:|iter\([^\n)]*(?i:loader)")
+# An environment step unpacked into four or five names (`obs, reward, done, info = env.step(action)`): an RL
+# rollout, whose loop is a step loop of training although the file has no loader and no backward
+# (`LoopAnalysis._rollout`, a network called through `self.policy`); what it calls runs every environment step.
+_ENV_STEP_TEXT = re.compile(rb"^[ \t]*\w+(?:[ \t]*,[ \t]*\w+){3,4}[ \t]*=[ \t]*[\w.]+\.step\(", re.MULTILINE)
 
 
 def _training_text(raw: bytes) -> bool:
@@ -69,7 +73,9 @@ def _training_text(raw: bytes) -> bool:
     building the identifier index, in every worker)."""
     if b".backward(" in raw:
         return True
-    return b"loader" in raw.lower() and _TRAINING_TEXT.search(raw) is not None
+    if b"loader" in raw.lower() and _TRAINING_TEXT.search(raw) is not None:
+        return True
+    return b".step(" in raw and _ENV_STEP_TEXT.search(raw) is not None
 
 
 @dataclass(frozen=True)
@@ -1590,6 +1596,8 @@ class _Summarizer:
                          if p is not None), None)
         if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr in ("any", "all"):
             return self._tensor_of_parameter(test)
+        if isinstance(test, ast.Call) and self.info.qualify(_dotted(test.func) or "") in _TESTED_PREDICATES:
+            return self._tensor_of_parameter(test)  # `if not torch.isfinite(loss):` converts a 0-dim bool tensor
         return None
 
     def _tensor_of_parameter(self, expr: ast.expr) -> Optional[str]:
@@ -2145,6 +2153,8 @@ def _host_copy(value: ast.expr) -> bool:
     return False
 
 # Reductions and element-wise tests whose result is a tensor holding values of the data: branching on one reads it.
+# Torch predicates an `if` may test as they are (a 0-dim boolean tensor: `if not torch.isfinite(loss):`).
+_TESTED_PREDICATES = frozenset(("torch.isfinite", "torch.isnan", "torch.isinf", "torch.any", "torch.all"))
 _VALUE_REDUCTIONS = frozenset(("any", "all", "min", "max", "sum", "mean", "norm", "amax", "amin"))
 _VALUE_FUNCTIONS = frozenset(("min", "max", "sum", "mean", "any", "all", "norm", "amax", "amin", "isnan", "isinf",
                               "isfinite", "sigmoid", "abs", "equal", "allclose", "count_nonzero"))

@@ -47,7 +47,10 @@ class ConstructedInLoop(GpuRule):
 
     ## When it is fine
     Constructions once per epoch or per run (a new model per fold or per hyper-parameter trial, an optimizer
-    rebuilt when a phase changes), `nn.Parameter(...)`, and code outside hot loops.
+    rebuilt when a phase changes), `nn.Parameter(...)`, and code outside hot loops. An optimizer built in a
+    function that first resets the parameters of the model it optimizes (`model.reset_parameters()`, then
+    `Adam(model.parameters())`: a model retrained from scratch on each step, as a poisoning attack's inner
+    training does) needs its fresh state: building it anew is the point.
     """
 
     code = "GPU408"
@@ -64,6 +67,11 @@ class ConstructedInLoop(GpuRule):
         "import torch\nfor trial in range(3):\n    model = torch.nn.Linear(4, 2).cuda()\n"
         "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
         "    for x in loader:\n        model(x).sum().backward()\n        opt.step()\n",
+        "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\n"
+        "def attack_step(x, y):\n    model.reset_parameters()\n"
+        "    opt = torch.optim.Adam(model.parameters(), lr=0.01)\n"
+        "    for _ in range(10):\n        torch.nn.functional.mse_loss(model(x), y).backward()\n        opt.step()\n"
+        "for x, y in loader:\n    attack_step(x, y)\n",
     )
     INVALID = (
         Example("import torch\nmodel = torch.nn.Linear(4, 2).cuda()\n"
@@ -75,9 +83,27 @@ class ConstructedInLoop(GpuRule):
     def visit_Call(self, node: cst.Call) -> None:
         if type(node.func) not in (cst.Name, cst.Attribute) or not self._constructs(node):
             return
+        if self._retrains_from_scratch(node):
+            return
         where = self.where(node)
         if where is not None:
             self.report(node, where=where)
+
+    def _retrains_from_scratch(self, node: cst.Call) -> bool:
+        """`opt = Adam(model.parameters(), ...)` in a function that calls `model.reset_parameters()`: the optimizer
+        belongs to a model trained anew from its reset, so its state must start fresh too."""
+        q = self.analysis.qualified(node.func) or ""
+        if not q.startswith("torch.optim.") or not node.args:
+            return False
+        first = node.args[0].value
+        if type(first) is not cst.Call or type(first.func) is not cst.Attribute or \
+                first.func.attr.value != "parameters":
+            return False
+        model = self.analysis.code(first.func.value)
+        function = next((a for a in self.analysis.index.ancestors(node) if type(a) is cst.FunctionDef), None)
+        if function is None:
+            return False
+        return f"{model}.reset_parameters()" in self.analysis.code(function)
 
     def _constructs(self, node: cst.Call) -> bool:
         q = self.analysis.qualified(node.func) or ""
