@@ -6,7 +6,10 @@ from typing import Optional
 
 import libcst as cst
 
-from gpulint.analysis.calls import module_calls
+from gpulint.analysis.calls import _call_argument, module_calls, project_calls
+from gpulint.analysis.param_loops import per_parameter_loop_line
+from gpulint.analysis.project import display_path
+from gpulint.diagnostics import Related
 from gpulint.analysis.data_facts import _walk
 from gpulint.analysis.libraries import Effect
 from gpulint.analysis.imports import dotted_name
@@ -196,9 +199,14 @@ class PerParameterLoop(GpuRule):
     library = ("`{call}(...)` runs {what} every step: {reason}; use a foreach implementation (timm's "
                "`ModelEmaV3`, whose `foreach=True` is the default)")
 
+    helper = ("`{call}(...)` updates parameters one by one in a Python loop every step (in `{callee}`): one "
+              "kernel per parameter; `torch._foreach_*` updates them all at once")
+
     def visit_Call(self, node: cst.Call) -> None:
-        """A library call of the table (analysis/libraries.py) that loops over the model's tensors in Python."""
+        """A library call of the table (analysis/libraries.py) that loops over the model's tensors in Python, or
+        the per-step call of a project helper that does (analysis/param_loops.py)."""
         if type(node.func) is not cst.Attribute or node.func.attr.value != "update":
+            self._helper_call(node)
             return
         fact = module_calls(self.analysis).library_fact(node)
         if fact is None or fact.effect is not Effect.PER_PARAMETER_LOOP:
@@ -208,6 +216,36 @@ class PerParameterLoop(GpuRule):
             self.report(node, self.library.format(call=self.analysis.code(node.func),
                                                   what=f"`{fact.target.rsplit('.', 2)[-2]}.update`",
                                                   reason=fact.reason), where=where)
+
+    def _helper_call(self, node: cst.Call) -> None:
+        """`accumulate(g_ema, g, decay)` every step, where the project function runs a per-parameter update loop
+        on every call: reported at the call, with the loop as related location."""
+        if type(node.func) not in (cst.Name, cst.Attribute):
+            return
+        calls = project_calls(self.analysis)
+        if calls is None:
+            return
+        where = self.where(node)
+        if where is None:
+            return
+        found = calls.local_callee(node) or calls.callee(node)
+        if found is None:
+            return
+        _, summary, bound = found
+        loop = per_parameter_loop_line(calls.project, summary.path, summary.qualname)
+        if loop is None:
+            return
+        line, passed = loop
+        for name, position in passed:  # what the loop iterates as given must be parameters at this call
+            if position is not None and bound:
+                position -= 1
+            value = _call_argument(node, position, name)
+            if value is None or _yields_parameters(value, self.analysis, None) != "each":
+                return
+        shown = display_path(summary.path)
+        self.report(node, self.helper.format(call=self.analysis.code(node.func), callee=summary.qualname,
+                                             ), where=where,
+                    related=(Related(shown, line, f"the loop over parameters in `{summary.qualname}`"),))
 
     def visit_For(self, node: cst.For) -> None:
         names = _parameter_names(node, self.analysis)
@@ -341,9 +379,13 @@ def _parameter_names(loop: cst.For, analysis=None) -> set[str]:
         return ({target.value} | _parameter_dicts(analysis, loop)) if type(target) is cst.Name else set()
     if kind == "each":
         return {target.value} if type(target) is cst.Name else set()
+    if kind == "keys":  # `for k in params.keys():` / `for k in params:`, the body indexing the dicts by `k`
+        return _parameter_dicts(analysis, loop) if type(target) is cst.Name else set()
+    # `zip(a, b)`, `zip(a, b, strict=True)`: the keyword is an option of zip's, not a sequence
+    zipped = [a for a in it.args if a.keyword is None] if type(it) is cst.Call else []
     if type(it) is cst.Call and type(it.func) is cst.Name and it.func.value == "zip" and \
-            it.args and all(not a.star and _yields_parameters(a.value, analysis, loop) == "each"
-                            for a in it.args) and type(target) is cst.Tuple:
+            zipped and all(not a.star and _yields_parameters(a.value, analysis, loop) == "each"
+                           for a in zipped) and type(target) is cst.Tuple:
         return {e.value.value for e in target.elements if type(e.value) is cst.Name}
     return set()
 
@@ -358,8 +400,12 @@ def _yields_parameters(expr: cst.BaseExpression, analysis, loop: cst.For, depth:
     if _is_parameters_call(expr):
         return "named" if expr.func.attr.value == "named_parameters" else "each"  # type: ignore[attr-defined]
     if type(expr) is cst.Call and not expr.args and type(expr.func) is cst.Attribute and \
-            expr.func.attr.value in ("items", "values") and _dict_of_parameters(expr.func.value, analysis, loop):
-        return "named" if expr.func.attr.value == "items" else "each"
+            expr.func.attr.value in ("items", "values", "keys") and \
+            _dict_of_parameters(expr.func.value, analysis, loop):
+        return {"items": "named", "values": "each", "keys": "keys"}[expr.func.attr.value]
+    if type(expr) is cst.Name and analysis is not None and depth == 0 and \
+            _dict_of_parameters(expr, analysis, loop):
+        return "keys"  # `for name in ema_params:` iterates a dict's keys
     if type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value in ("list", "tuple") \
             and len(expr.args) == 1 and not expr.args[0].star:
         return _yields_parameters(expr.args[0].value, analysis, loop, depth + 1)
