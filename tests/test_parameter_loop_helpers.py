@@ -34,17 +34,41 @@ UTILS = textwrap.dedent("""\
                 tp.data.mul_(1 - tau).add_(p.data, alpha=tau)
 
 
+    class Ema:
+        def __init__(self, model, every=10):
+            self.model, self.every, self.step = model, every, 0
+
+        def update(self, params):
+            self.step += 1
+            if self.step % self.every:
+                return
+            for e, p in zip(self.model.parameters(), params):
+                e.data.mul_(0.99).add_(p.data, alpha=0.01)
+
+
+    class SoftTarget:
+        def __init__(self, target):
+            self.target = target
+
+        @torch.no_grad()
+        def update(self, online, tau=0.005):
+            for t, o in zip(self.target.parameters(), online.parameters()):
+                t.lerp_(o, tau)
+
+
     def to_device(x, device):
         return x.to(device)
 """)
 
 TRAIN = textwrap.dedent("""\
     import torch
-    from utils import soft_update, maybe_update
+    from utils import Ema, SoftTarget, soft_update, maybe_update
 
     critic = torch.nn.Linear(4, 1).cuda()
     target = torch.nn.Linear(4, 1).cuda()
     stats, target_stats = [], []
+    ema = Ema(target)
+    soft = SoftTarget(target)
     opt = torch.optim.SGD(critic.parameters(), lr=0.1)
     soft_update(critic.parameters(), target.parameters(), 1.0)
     for x in loader:
@@ -55,6 +79,8 @@ TRAIN = textwrap.dedent("""\
         soft_update(critic.parameters(), target.parameters(), 0.005)
         soft_update(stats, target_stats, 1.0)
         maybe_update(critic.parameters(), target.parameters(), 0.005, True)
+        ema.update(critic.parameters())
+        soft.update(critic)
 """)
 
 
@@ -66,12 +92,14 @@ def test_soft_update_with_strict_zip_is_reported_at_the_loop_and_the_per_step_ca
     root = write_project(tmp_path / "p", {"utils.py": UTILS, "train.py": TRAIN})
     got = _gpu411(root)
     assert ("utils.py", 6) in got  # the loop of the helper, zip(..., strict=True)
-    assert ("train.py", 14) in got  # the per-step call
-    assert ("train.py", 8) not in got  # once, before training
-    assert ("train.py", 15) not in got  # batch-norm statistics, not parameters, at this call
-    assert ("train.py", 16) not in got  # the helper's loop runs only under a condition
+    assert ("train.py", 16) in got  # the per-step call
+    assert ("train.py", 10) not in got  # once, before training
+    assert ("train.py", 17) not in got  # batch-norm statistics, not parameters, at this call
+    assert ("train.py", 18) not in got  # the helper's loop runs only under a condition
+    assert ("train.py", 19) not in got  # the method returns early on most steps
+    assert ("train.py", 20) in got  # a project class's `update` whose loop runs on every call
     # the message of the call names the helper and points at its loop
-    items = [d for d in check(root, "--no-cache", "--select", "GPU411") if d["location"]["row"] == 14]
+    items = [d for d in check(root, "--no-cache", "--select", "GPU411") if d["location"]["row"] == 16]
     assert "soft_update" in items[0]["message"]
 
 

@@ -61,7 +61,9 @@ def _unconditional_loop(fn: ast.FunctionDef) -> Optional[tuple[int, tuple]]:
         if isinstance(stmt, ast.For):
             names = _parameter_names(stmt, bindings)
             if names and _updates(stmt, names):
-                given = {n.id for n in ast.walk(stmt.iter) if isinstance(n, ast.Name) and n.id not in bindings}
+                if _may_leave_before(fn, stmt):
+                    return None
+                given = {n.id for n in _sequences(stmt.iter) if isinstance(n, ast.Name) and n.id not in bindings}
                 passed = tuple((name, i) for i, name in enumerate(positional) if name in given) + tuple(
                     (a.arg, None) for a in fn.args.kwonlyargs if a.arg in given)
                 return stmt.lineno, passed
@@ -71,6 +73,29 @@ def _unconditional_loop(fn: ast.FunctionDef) -> Optional[tuple[int, tuple]]:
         elif isinstance(stmt, ast.Try):
             stack.extend(stmt.body)
     return None
+
+
+def _sequences(it: ast.expr) -> list:
+    """The expressions a loop iterates as sequences: the iterable, or `zip(...)`'s positional arguments, each
+    through `list(...)`/`tuple(...)` (not `m` of `m.parameters()`: a module, whatever the call passes)."""
+    found = []
+    for e in (it.args if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "zip"
+              else [it]):
+        while isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in ("list", "tuple") and \
+                len(e.args) == 1:
+            e = e.args[0]
+        found.append(e)
+    return found
+
+
+def _may_leave_before(fn: ast.FunctionDef, loop: ast.For) -> bool:
+    """A `return`, `raise` or `continue`/`break` under a test before the loop (`if self.step % n: return`): the
+    loop may not run on every call."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.If) and node.lineno < loop.lineno and any(
+                isinstance(n, (ast.Return, ast.Raise)) for n in ast.walk(node)):
+            return True
+    return False
 
 
 def _single_bindings(fn: ast.FunctionDef) -> dict[str, ast.expr]:

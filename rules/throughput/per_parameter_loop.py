@@ -209,7 +209,10 @@ class PerParameterLoop(GpuRule):
             self._helper_call(node)
             return
         fact = module_calls(self.analysis).library_fact(node)
-        if fact is None or fact.effect is not Effect.PER_PARAMETER_LOOP:
+        if fact is None:
+            self._helper_call(node)  # a project EMA's `update`
+            return
+        if fact.effect is not Effect.PER_PARAMETER_LOOP:
             return
         where = self.where(node)
         if where is not None:
