@@ -36,10 +36,16 @@ class PerParameterLoop(GpuRule):
     place: `p.data.mul_(m).add_(...)`, `p.add_(p.grad, alpha=-lr)`, `p.grad.clamp_(-c, c)`,
     `ema_p.copy_(...)`. The parameters may also come as a `list(...)` of them, a dict of named parameters
     (`OrderedDict(model.named_parameters())`, iterated with `.items()` or indexed by the loop's key:
-    `ema_params[name].mul_(d)`), a sequence named for them (`target_params`, `self.master_params`: a
-    helper's arguments), or an optimizer's parameter group (`for p in group["params"]:` in a hand-written
+    `ema_params[name].mul_(d)`, or iterated by key: `for k in par.keys(): par[k].data.mul_(d)`), a sequence
+    named for them (`target_params`, `self.master_params`: a helper's arguments; `zip(..., strict=True)` too),
+    or an optimizer's parameter group (`for p in group["params"]:` in a hand-written
     `step` or a clipping method of an optimizer wrapper); updates through `p.detach()` count. A helper holding such a loop is reported where
-    it is written when a loop (in this module or another) calls it every step. So is a library call known to
+    it is written when a loop (in this module or another) calls it every step. The per-step call of a project
+    function or method whose every call runs such a loop (`accumulate(g_ema, g)`, `polyak_update(
+    critic.parameters(), target.parameters(), tau)`, `ema.update(model)`) is reported at the call too, with the
+    loop as related location: not where the loop sits under a condition or after an early `return` under a
+    test, nor where the call passes something other than parameters for the sequence the loop iterates (a list
+    of batch-norm statistics). So is a library call known to
     run such a loop (`model_ema.update(model)` of timm's `ModelEma`/`ModelEmaV2`, analysis/libraries.py), also
     where the object reaches the loop as a parameter every call of the function passes it to (or `None`).
 
