@@ -9,6 +9,7 @@ import libcst as cst
 from gpulint.analysis.calls import _call_argument, module_calls, project_calls
 from gpulint.analysis.param_loops import per_parameter_loop_line
 from gpulint.analysis.project import display_path
+from gpulint.analysis.test_code import is_test_path
 from gpulint.diagnostics import Related
 from gpulint.analysis.data_facts import _walk
 from gpulint.analysis.libraries import Effect
@@ -232,8 +233,8 @@ class PerParameterLoop(GpuRule):
         if type(node.func) not in (cst.Name, cst.Attribute):
             return
         calls = project_calls(self.analysis)
-        if calls is None:
-            return
+        if calls is None or is_test_path(self.analysis.path, calls.project.root):
+            return  # a test's loop steps a toy model: not a training step worth a finding
         where = self.where(node)
         if where is None:
             return
