@@ -6,7 +6,11 @@ from typing import Optional
 
 import libcst as cst
 
-from gpulint.analysis.calls import module_calls
+from gpulint.analysis.calls import _call_argument, module_calls, project_calls
+from gpulint.analysis.param_loops import per_parameter_loop_line
+from gpulint.analysis.project import display_path
+from gpulint.analysis.test_code import is_test_path
+from gpulint.diagnostics import Related
 from gpulint.analysis.data_facts import _walk
 from gpulint.analysis.libraries import Effect
 from gpulint.analysis.imports import dotted_name
@@ -33,10 +37,16 @@ class PerParameterLoop(GpuRule):
     place: `p.data.mul_(m).add_(...)`, `p.add_(p.grad, alpha=-lr)`, `p.grad.clamp_(-c, c)`,
     `ema_p.copy_(...)`. The parameters may also come as a `list(...)` of them, a dict of named parameters
     (`OrderedDict(model.named_parameters())`, iterated with `.items()` or indexed by the loop's key:
-    `ema_params[name].mul_(d)`), a sequence named for them (`target_params`, `self.master_params`: a
-    helper's arguments), or an optimizer's parameter group (`for p in group["params"]:` in a hand-written
+    `ema_params[name].mul_(d)`, or iterated by key: `for k in par.keys(): par[k].data.mul_(d)`), a sequence
+    named for them (`target_params`, `self.master_params`: a helper's arguments; `zip(..., strict=True)` too),
+    or an optimizer's parameter group (`for p in group["params"]:` in a hand-written
     `step` or a clipping method of an optimizer wrapper); updates through `p.detach()` count. A helper holding such a loop is reported where
-    it is written when a loop (in this module or another) calls it every step. So is a library call known to
+    it is written when a loop (in this module or another) calls it every step. The per-step call of a project
+    function or method whose every call runs such a loop (`accumulate(g_ema, g)`, `polyak_update(
+    critic.parameters(), target.parameters(), tau)`, `ema.update(model)`) is reported at the call too, with the
+    loop as related location: not where the loop sits under a condition or after an early `return` under a
+    test, nor where the call passes something other than parameters for the sequence the loop iterates (a list
+    of batch-norm statistics). So is a library call known to
     run such a loop (`model_ema.update(model)` of timm's `ModelEma`/`ModelEmaV2`, analysis/libraries.py), also
     where the object reaches the loop as a parameter every call of the function passes it to (or `None`).
 
@@ -196,18 +206,56 @@ class PerParameterLoop(GpuRule):
     library = ("`{call}(...)` runs {what} every step: {reason}; use a foreach implementation (timm's "
                "`ModelEmaV3`, whose `foreach=True` is the default)")
 
+    helper = ("`{call}(...)` updates parameters one by one in a Python loop every step (in `{callee}`): one "
+              "kernel per parameter; `torch._foreach_*` updates them all at once")
+
     def visit_Call(self, node: cst.Call) -> None:
-        """A library call of the table (analysis/libraries.py) that loops over the model's tensors in Python."""
+        """A library call of the table (analysis/libraries.py) that loops over the model's tensors in Python, or
+        the per-step call of a project helper that does (analysis/param_loops.py)."""
         if type(node.func) is not cst.Attribute or node.func.attr.value != "update":
+            self._helper_call(node)
             return
         fact = module_calls(self.analysis).library_fact(node)
-        if fact is None or fact.effect is not Effect.PER_PARAMETER_LOOP:
+        if fact is None:
+            self._helper_call(node)  # a project EMA's `update`
+            return
+        if fact.effect is not Effect.PER_PARAMETER_LOOP:
             return
         where = self.where(node)
         if where is not None:
             self.report(node, self.library.format(call=self.analysis.code(node.func),
                                                   what=f"`{fact.target.rsplit('.', 2)[-2]}.update`",
                                                   reason=fact.reason), where=where)
+
+    def _helper_call(self, node: cst.Call) -> None:
+        """`accumulate(g_ema, g, decay)` every step, where the project function runs a per-parameter update loop
+        on every call: reported at the call, with the loop as related location."""
+        if type(node.func) not in (cst.Name, cst.Attribute):
+            return
+        calls = project_calls(self.analysis)
+        if calls is None or is_test_path(self.analysis.path, calls.project.root):
+            return  # a test's loop steps a toy model: not a training step worth a finding
+        where = self.where(node)
+        if where is None:
+            return
+        found = calls.local_callee(node) or calls.callee(node)
+        if found is None:
+            return
+        _, summary, bound = found
+        loop = per_parameter_loop_line(calls.project, summary.path, summary.qualname)
+        if loop is None:
+            return
+        line, passed = loop
+        for name, position in passed:  # what the loop iterates as given must be parameters at this call
+            if position is not None and bound:
+                position -= 1
+            value = _call_argument(node, position, name)
+            if value is None or _yields_parameters(value, self.analysis, None) != "each":
+                return
+        shown = display_path(summary.path)
+        self.report(node, self.helper.format(call=self.analysis.code(node.func), callee=summary.qualname,
+                                             ), where=where,
+                    related=(Related(shown, line, f"the loop over parameters in `{summary.qualname}`"),))
 
     def visit_For(self, node: cst.For) -> None:
         names = _parameter_names(node, self.analysis)
@@ -341,9 +389,13 @@ def _parameter_names(loop: cst.For, analysis=None) -> set[str]:
         return ({target.value} | _parameter_dicts(analysis, loop)) if type(target) is cst.Name else set()
     if kind == "each":
         return {target.value} if type(target) is cst.Name else set()
+    if kind == "keys":  # `for k in params.keys():` / `for k in params:`, the body indexing the dicts by `k`
+        return _parameter_dicts(analysis, loop) if type(target) is cst.Name else set()
+    # `zip(a, b)`, `zip(a, b, strict=True)`: the keyword is an option of zip's, not a sequence
+    zipped = [a for a in it.args if a.keyword is None] if type(it) is cst.Call else []
     if type(it) is cst.Call and type(it.func) is cst.Name and it.func.value == "zip" and \
-            it.args and all(not a.star and _yields_parameters(a.value, analysis, loop) == "each"
-                            for a in it.args) and type(target) is cst.Tuple:
+            zipped and all(not a.star and _yields_parameters(a.value, analysis, loop) == "each"
+                           for a in zipped) and type(target) is cst.Tuple:
         return {e.value.value for e in target.elements if type(e.value) is cst.Name}
     return set()
 
@@ -358,8 +410,12 @@ def _yields_parameters(expr: cst.BaseExpression, analysis, loop: cst.For, depth:
     if _is_parameters_call(expr):
         return "named" if expr.func.attr.value == "named_parameters" else "each"  # type: ignore[attr-defined]
     if type(expr) is cst.Call and not expr.args and type(expr.func) is cst.Attribute and \
-            expr.func.attr.value in ("items", "values") and _dict_of_parameters(expr.func.value, analysis, loop):
-        return "named" if expr.func.attr.value == "items" else "each"
+            expr.func.attr.value in ("items", "values", "keys") and \
+            _dict_of_parameters(expr.func.value, analysis, loop):
+        return {"items": "named", "values": "each", "keys": "keys"}[expr.func.attr.value]
+    if type(expr) is cst.Name and analysis is not None and depth == 0 and \
+            _dict_of_parameters(expr, analysis, loop):
+        return "keys"  # `for name in ema_params:` iterates a dict's keys
     if type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value in ("list", "tuple") \
             and len(expr.args) == 1 and not expr.args[0].star:
         return _yields_parameters(expr.args[0].value, analysis, loop, depth + 1)
