@@ -226,6 +226,7 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
 
         loops.per_step_caller = lambda fn: per_step_caller(analysis, fn)
         loops.runs_argument = lambda call, position, keyword: _runs_argument(analysis, call, position, keyword)
+        loops.hands_model_on = lambda call: _hands_model_on(analysis, call)
     from gpulint.analysis.forward import stepped_argument
 
     loops.stepped_argument = lambda call: stepped_argument(analysis, call)
@@ -245,6 +246,67 @@ def _runs_argument(analysis: ModuleAnalysis, call: cst.Call, position: Optional[
     name = keyword if keyword is not None else (params[position] if position is not None and
                                                  position < len(params) else None)
     return name is not None and name in summary.calls_params
+
+
+def _model_value(analysis: ModuleAnalysis, value: cst.BaseExpression, depth: int = 0) -> bool:
+    """A network or one of its methods: `model`, `model.forward_with_cfg`, or a name every binding of which in
+    its scope is one (`sample_fn = model.forward` on one branch, `model.forward_with_cfg` on the other)."""
+    if analysis.kinds.of(value) is Kind.MODULE:
+        return True
+    if type(value) is cst.Attribute:
+        return analysis.kinds.of(value.value) is Kind.MODULE and not value.attr.value.startswith("_")
+    if type(value) is cst.Name and depth == 0:
+        scope = analysis.index.enclosing_scope(value)
+        bindings = analysis.index.lookup(value.value, scope) if scope is not None else []
+        return bool(bindings) and all(b.kind == "assign" and b.index is None and b.value is not None and
+                                      _model_value(analysis, b.value, depth + 1) for b in bindings)
+    return False
+
+
+def _hands_model_on(analysis: ModuleAnalysis, call: cst.Call) -> bool:
+    """`call` hands a network (or one of its methods) to a project function or method that runs it on every
+    call, directly or through other project functions (`diffusion.p_sample_loop(model, shape, ...)`, also
+    through a name bound to one of several such methods: `sample_fn = diffusion.p_sample_loop if c else
+    diffusion.ddim_sample_loop`): analysis/runs_model.py."""
+    from gpulint.analysis.calls import project_calls
+    from gpulint.analysis.runs_model import model_runners
+
+    models = [(i, a) for i, a in enumerate(call.args) if not a.star and _model_value(analysis, a.value)]
+    if not models:
+        return False
+    calls = analysis.fact(project_calls)
+    if calls is None:
+        return False
+    funcs: list = [call.func]
+    if type(call.func) is cst.Name:
+        scope = analysis.index.enclosing_scope(call.func)
+        bindings = analysis.index.lookup(call.func.value, scope) if scope is not None else []
+        if len(bindings) == 1 and bindings[0].kind == "assign" and bindings[0].index is None:
+            value = bindings[0].value
+            if type(value) is cst.IfExp and type(value.body) is cst.Attribute and type(value.orelse) is cst.Attribute:
+                funcs = [value.body, value.orelse]
+            elif type(value) is cst.Attribute:
+                funcs = [value]
+    runners = None
+    for func in funcs:
+        target = calls.callee(call if func is call.func else call.with_changes(func=func), own_module=True) or \
+            (calls.local_callee(call) if func is call.func else None)
+        if target is None:
+            return False
+        summary, bound = target[1], target[2]
+        params = summary.params[1:] if bound and summary.params else summary.params
+        runners = runners or model_runners(calls.project)
+        runs = False
+        for i, arg in models:
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            position = sum(1 for a in call.args[:i] if a.keyword is None)
+            name = keyword if keyword is not None else (params[position] if position < len(params) else None)
+            if name is not None and runners.runs_parameter(summary, name):
+                runs = True
+                break
+        if not runs:
+            return False
+    return True
 
 
 def _targets_gpu(analysis: ModuleAnalysis) -> bool:

@@ -88,6 +88,9 @@ class LoopAnalysis:
         # analysis/__init__.py: whether a call runs the function passed as its argument (by position, or by
         # keyword) every time it runs (`gpu_timer(train_step)` where `def gpu_timer(closure): ... closure()`)
         self.runs_argument: Optional[Callable[[cst.Call, Optional[int], Optional[str]], bool]] = None
+        # analysis/__init__.py: whether a call hands a network to a project function that runs it (a sampler's
+        # `diffusion.p_sample_loop(model, ...)`: analysis/runs_model.py)
+        self.hands_model_on: Optional[Callable[[cst.Call], bool]] = None
         # analysis/forward.py: the optimizer a library call steps (`scaler.step(optimizer)`), or None
         self.stepped_argument: Optional[Callable[[cst.Call], Optional[cst.BaseExpression]]] = None
 
@@ -131,9 +134,19 @@ class LoopAnalysis:
             return LoopRole.HOT
         if nested_hot:
             return LoopRole.EPOCH
+        if self._samples_through_helper(loop):
+            return LoopRole.HOT
         if self._rollout(loop):
             return LoopRole.HOT
         return LoopRole.HOT if self._iterates_tensor_math(loop) else LoopRole.COLD
+
+    def _samples_through_helper(self, loop: Loop) -> bool:
+        """A loop of many iterations whose own body hands the network to a project function that runs it
+        (`for _ in range(n_batches): samples = diffusion.p_sample_loop(model.forward, ...)`, `while done < n:
+        diffusion.calc_bpd_loop(model, batch, ...)`): a sampling or evaluation pass per iteration."""
+        if self.hands_model_on is None or _over_a_display(loop) or _few_range_iterations(loop):
+            return False
+        return any(type(n) is cst.Call and self.hands_model_on(n) for n in _walk_body(loop, into_loops=False))
 
     def _rollout(self, loop: Loop) -> bool:
         """An RL rollout: a loop of many iterations whose own body runs a model (`agent(obs)`, a method of a
