@@ -1,0 +1,165 @@
+"""Sampling and evaluation loops that reach the network through a project helper (issue 11, recall):
+`for _ in range(n_batches): images = sampler.sample_loop(net, shape)` runs the network many times in every
+iteration, through the project's sampler, which calls the callable it is given (directly, or by handing it on
+to another of its methods). Such a loop is a hot loop: a read it makes each iteration (`.cpu().numpy()` of the
+samples, `.item()` of a metric) is paid once per batch. An epoch loop handing the model to a function that
+trains it, or that runs it over a loader, stays an epoch loop.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from projects import check, found, write_project
+
+SAMPLER = textwrap.dedent("""\
+    import torch
+
+
+    class Sampler:
+        def __init__(self, steps):
+            self.steps = steps
+
+        def denoise(self, net, x, t):
+            return x - net(x, t)
+
+        def sample_loop(self, net, shape, device="cuda"):
+            x = torch.randn(*shape, device=device)
+            for i in reversed(range(self.steps)):
+                t = torch.full((shape[0],), i, device=device)
+                x = self.denoise(net, x, t)
+            return x
+
+        def fast_loop(self, net, shape):
+            return self.sample_loop(net, shape)
+
+
+    def make_sampler(steps):
+        return Sampler(steps)
+
+
+    def make_both(steps):
+        net = Net()
+        sampler = Sampler(steps)
+        return net, sampler
+
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x, t):
+            return self.lin(x)
+""")
+
+SAMPLE = textwrap.dedent("""\
+    import numpy as np
+    import torch
+    from sampler import Net, make_sampler
+
+
+    def main(args):
+        model = Net().cuda()
+        model.eval()
+        sampler = make_sampler(args.steps)
+        images = []
+        for _ in range(args.batches):
+            out = sampler.sample_loop(model, (args.batch_size, 4))
+            images.append(out.cpu().numpy())
+        np.save("samples.npy", np.concatenate(images))
+""")
+
+READ = ("sample.py", 13, "GPU104")
+
+
+def _project(root: Path, sample: str = SAMPLE, sampler: str = SAMPLER) -> Path:
+    return write_project(root, {"sampler.py": sampler, "sample.py": sample})
+
+
+def test_a_loop_handing_the_model_to_a_sampler_is_hot(tmp_path: Path):
+    assert READ in found(check(_project(tmp_path), "--no-cache", "."))
+
+
+def test_the_model_handed_on_through_several_methods(tmp_path: Path):
+    sample = SAMPLE.replace("sampler.sample_loop(model,", "sampler.fast_loop(model,")
+    assert sample != SAMPLE
+    assert READ in found(check(_project(tmp_path, sample=sample), "--no-cache", "."))
+
+
+def test_a_name_choosing_the_sampler_and_an_unpacked_factory_result(tmp_path: Path):
+    """`model, sampler = make_both(...)`; `fn = sampler.sample_loop if c else sampler.fast_loop`; `fn(model,
+    ...)` in a `while` loop."""
+    sample = textwrap.dedent("""\
+        import torch
+        from sampler import make_both
+
+
+        def main(args):
+            model, sampler = make_both(args.steps)
+            model.cuda()
+            done, scores = 0, []
+            while done < args.n:
+                fn = sampler.sample_loop if not args.fast else sampler.fast_loop
+                out = fn(model, (args.batch_size, 4))
+                scores.append(out.item())
+                done += args.batch_size
+    """)
+    assert ("sample.py", 12, "GPU101") in found(check(_project(tmp_path, sample=sample), "--no-cache", "."))
+
+
+def test_a_method_of_the_model_chosen_on_a_branch(tmp_path: Path):
+    """`sample_fn = model.forward` on one branch, `model.forward_guided` on the other, handed to the sampler."""
+    sample = SAMPLE.replace("        out = sampler.sample_loop(model, (args.batch_size, 4))\n",
+                            "        if args.guided:\n            fn = model.forward_guided\n"
+                            "        else:\n            fn = model.forward\n"
+                            "        out = sampler.sample_loop(fn, (args.batch_size, 4))\n")
+    assert sample != SAMPLE
+    assert ("sample.py", 17, "GPU104") in found(check(_project(tmp_path, sample=sample), "--no-cache", "."))
+
+
+def test_a_helper_that_does_not_run_the_model_keeps_the_loop_cold(tmp_path: Path):
+    sampler = SAMPLER.replace("        return x - net(x, t)", "        return x - t.float().unsqueeze(1)")
+    assert sampler != SAMPLER
+    assert READ not in found(check(_project(tmp_path, sampler=sampler), "--no-cache", "."))
+
+
+def test_an_epoch_loop_handing_the_model_to_a_training_function_stays_an_epoch_loop(tmp_path: Path):
+    """`train_epoch(model)` runs the model over its own loader and steps: the caller's loop runs per epoch,
+    so its `.item()` of the epoch's loss is no per-step read."""
+    helpers = textwrap.dedent("""\
+        import torch
+
+
+        def train_epoch(net, opt, batches):
+            total = 0.0
+            for x in batches:
+                loss = net(x.cuda()).sum()
+                loss.backward()
+                opt.step()
+                total = total + loss.detach()
+            return total
+
+
+        def evaluate(net, examples):
+            out = None
+            for x in examples:
+                out = net(x.cuda())
+            return out
+    """)
+    train = textwrap.dedent("""\
+        import torch
+        from helpers import train_epoch, evaluate
+
+
+        def main(args, data):
+            model = torch.nn.Linear(4, 4).cuda()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(args.epochs):
+                total = train_epoch(model, opt, data)
+                out = evaluate(model, data)
+                print(epoch, total.item(), out.sum().item())
+    """)
+    root = write_project(tmp_path, {"helpers.py": helpers, "train.py": train})
+    assert not {f for f in found(check(root, "--no-cache", ".")) if f[0] == "train.py"}
