@@ -163,3 +163,119 @@ def test_an_epoch_loop_handing_the_model_to_a_training_function_stays_an_epoch_l
     """)
     root = write_project(tmp_path, {"helpers.py": helpers, "train.py": train})
     assert not {f for f in found(check(root, "--no-cache", ".")) if f[0] == "train.py"}
+
+
+LOSSES = textwrap.dedent("""\
+    import torch
+
+
+    class Wrapped:
+        def __init__(self, net, scale):
+            self.net = net
+            self.scale = scale
+
+        def __call__(self, x, t):
+            return self.net(x, t * self.scale)
+
+
+    class Base:
+        def losses(self, net, x):
+            t = torch.randint(0, 10, (x.shape[0],), device=x.device)
+            return (net(x, t) - x).pow(2).mean()
+
+
+    class Respaced(Base):
+        def wrap(self, net):
+            return Wrapped(net, 2)
+
+        def losses(self, net, *args):
+            return super().losses(self.wrap(net), *args)
+
+
+    def make_losses():
+        return Respaced()
+""")
+
+NETWORK = textwrap.dedent("""\
+    import math
+    import torch
+
+
+    class Embed(torch.nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.dim = dim
+            self.lin = torch.nn.Linear(dim, dim)
+
+        def forward(self, x, t):
+            freqs = torch.exp(-math.log(100.0) * torch.arange(self.dim, dtype=torch.float32) / self.dim).to(x.device)
+            return self.lin(x * freqs[None] + t[:, None].float())
+""")
+
+TRAIN = textwrap.dedent("""\
+    import torch
+    from network import Embed
+    from losses import make_losses
+
+
+    def main(loader):
+        model = Embed(8).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, fused=True)
+        diffusion = make_losses()
+        for x in loader:
+            loss = diffusion.losses(model, x.cuda(non_blocking=True))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+""")
+
+
+def test_a_model_handed_to_a_project_loss_runs_its_forward_every_step(tmp_path: Path):
+    """`diffusion.losses(model, x)` in the training loop, where the loss (through `super()` and a wrapper
+    object) calls the model: the model's `forward` is per-step code, so its host-built `torch.arange` copied
+    to the GPU is reported there."""
+    root = write_project(tmp_path, {"losses.py": LOSSES, "network.py": NETWORK, "train.py": TRAIN})
+    assert ("network.py", 12, "GPU203") in found(check(root, "--no-cache", "."))
+
+
+def test_a_loop_over_calls_of_a_local_decoding_function_is_not_a_sampling_loop(tmp_path: Path):
+    """`generate(model, ...)` of the same module runs its own decoding loop over tokens (the step); the loop
+    over prompts that calls it runs once per generated sequence, so its setup of each generation (the
+    prefill position built once per call, the generated sequence copied to the host once per call) is not
+    reported as a per-step cost."""
+    script = textwrap.dedent("""\
+        import torch
+
+
+        def next_token(model, pos, x):
+            return model(x).argmax(-1)
+
+
+        def decode(model, prompt, steps):
+            token = prompt
+            prefill = True
+            pos = torch.arange(0, prompt.size(0), device=prompt.device)
+            for _ in range(steps):
+                token = next_token(model, pos, token)
+                last = token.item()
+                yield token
+                if prefill:
+                    prefill = False
+                    pos = torch.tensor([prompt.size(0)], device=prompt.device)
+
+
+        def generate(model, prompt, steps):
+            return torch.stack(list(decode(model, prompt, steps)))
+
+
+        def main(prompts, model, n):
+            model = model.cuda()
+            for i in range(n):
+                out = generate(model, prompts[i].cuda(), 100)
+                print(out.cpu())
+    """)
+    root = write_project(tmp_path, {"gen.py": script})
+    results = found(check(root, "--no-cache", "."))
+    assert ("gen.py", 14, "GPU101") in results  # the decoding loop is the step
+    assert ("gen.py", 18, "GPU203") not in results
+    assert ("gen.py", 29, "GPU104") not in results

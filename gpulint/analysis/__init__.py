@@ -268,12 +268,16 @@ def _hands_model_on(analysis: ModuleAnalysis, call: cst.Call) -> bool:
     call, directly or through other project functions (`diffusion.p_sample_loop(model, shape, ...)`, also
     through a name bound to one of several such methods: `sample_fn = diffusion.p_sample_loop if c else
     diffusion.ddim_sample_loop`): analysis/runs_model.py."""
+    models = [i for i, a in enumerate(call.args) if not a.star and _model_value(analysis, a.value)]
+    return bool(models) and runs_passed_callable(analysis, call, models)
+
+
+def runs_passed_callable(analysis: ModuleAnalysis, call: cst.Call, positions: list) -> bool:
+    """The project function (or each of the methods a name may be bound to) that `call` reaches runs, on every
+    call, the callable one of the arguments at `positions` (indices into `call.args`) hands it."""
     from gpulint.analysis.calls import project_calls
     from gpulint.analysis.runs_model import model_runners
 
-    models = [(i, a) for i, a in enumerate(call.args) if not a.star and _model_value(analysis, a.value)]
-    if not models:
-        return False
     calls = analysis.fact(project_calls)
     if calls is None:
         return False
@@ -297,7 +301,8 @@ def _hands_model_on(analysis: ModuleAnalysis, call: cst.Call) -> bool:
         params = summary.params[1:] if bound and summary.params else summary.params
         runners = runners or model_runners(calls.project)
         runs = False
-        for i, arg in models:
+        for i in positions:
+            arg = call.args[i]
             keyword = arg.keyword.value if arg.keyword is not None else None
             position = sum(1 for a in call.args[:i] if a.keyword is None)
             name = keyword if keyword is not None else (params[position] if position < len(params) else None)

@@ -146,7 +146,20 @@ class LoopAnalysis:
         diffusion.calc_bpd_loop(model, batch, ...)`): a sampling or evaluation pass per iteration."""
         if self.hands_model_on is None or _over_a_display(loop) or _few_range_iterations(loop):
             return False
-        return any(type(n) is cst.Call and self.hands_model_on(n) for n in _walk_body(loop, into_loops=False))
+        return any(type(n) is cst.Call and not self._reaches_local_hot_loop(n) and self.hands_model_on(n)
+                   for n in _walk_body(loop, into_loops=False))
+
+    def _reaches_local_hot_loop(self, call: cst.Call, depth: int = 0) -> bool:
+        """`call` runs a function of this module that has a hot loop of its own, or calls one that does
+        (`generate(model, ...)` -> `generate_fn(...)`, a decoding loop over tokens): that loop is the step, and
+        the caller's loop runs once per generated sequence, as an epoch loop does."""
+        helper = self.local_function(call)
+        if helper is None or depth > 3:
+            return False
+        if self._function_has_hot_loop(helper):
+            return True
+        return any(type(n) is cst.Call and self.local_function(n) is not helper and
+                   self._reaches_local_hot_loop(n, depth + 1) for n in _walk_body(helper, into_loops=True))
 
     def _rollout(self, loop: Loop) -> bool:
         """An RL rollout: a loop of many iterations whose own body runs a model (`agent(obs)`, a method of a

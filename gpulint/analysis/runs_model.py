@@ -90,10 +90,10 @@ class ModelRunners:
         position = None
         keyword = None
         for i, arg in enumerate(call.args):
-            if isinstance(arg, ast.Name) and arg.id == param:
+            if _holds(arg, param):
                 position = i
         for kw in call.keywords:
-            if kw.arg is not None and isinstance(kw.value, ast.Name) and kw.value.id == param:
+            if kw.arg is not None and _holds(kw.value, param):
                 keyword = kw.arg
         if position is None and keyword is None:
             return False
@@ -113,6 +113,16 @@ class ModelRunners:
             if cls is None:
                 return None, False
             return self.project.method(cls, func.attr), True
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and \
+                isinstance(func.value.func, ast.Name) and func.value.func.id == "super" and cls is not None:
+            # `super().training_losses(self._wrap_model(model), ...)`: the method of a base class
+            for base in cls.bases:
+                found = self.project.lookup(Path(cls.path), base) if base else None
+                if found is not None and found is not cls and hasattr(found, "methods"):
+                    method = self.project.method(found, func.attr)
+                    if method is not None:
+                        return method, True
+            return None, False
         dotted = _dotted(func)
         if dotted is None:
             return None, False
@@ -120,6 +130,15 @@ class ModelRunners:
 
         found = self.project.lookup(Path(summary.path), dotted)
         return (found, False) if isinstance(found, FunctionSummary) else (None, False)
+
+
+def _holds(arg: ast.expr, param: str) -> bool:
+    """The argument is the parameter, or a call wrapping it (`self._wrap_model(model)`, `DDP(model)`): a
+    wrapper around the callable, which the callee runs in its place."""
+    if isinstance(arg, ast.Name):
+        return arg.id == param
+    return isinstance(arg, ast.Call) and bool(arg.args) and isinstance(arg.args[0], ast.Name) and \
+        arg.args[0].id == param
 
 
 def _calls(body: list, loops: tuple):
