@@ -279,3 +279,57 @@ def test_a_loop_over_calls_of_a_local_decoding_function_is_not_a_sampling_loop(t
     assert ("gen.py", 14, "GPU101") in results  # the decoding loop is the step
     assert ("gen.py", 18, "GPU203") not in results
     assert ("gen.py", 29, "GPU104") not in results
+
+
+GUIDED = textwrap.dedent("""\
+    import numpy as np
+    import torch
+    from sampler import Net, make_sampler
+
+
+    def main(args, classifier):
+        model = Net().cuda()
+        sampler = make_sampler(args.steps)
+
+        def guide(x, t):
+            score = classifier(x, t)
+            if score.max().item() > args.limit:
+                return x
+            return score
+
+        def model_fn(x, t):
+            return model(x, t) + guide(x, t)
+
+        images = []
+        while len(images) < args.n:
+            out = sampler.guided_loop(model_fn, (args.batch_size, 4), guide=guide)
+            images.append(out.cpu().numpy())
+        np.save("samples.npy", np.concatenate(images))
+""")
+
+GUIDED_SAMPLER = (SAMPLER + textwrap.dedent("""\
+
+
+    def guided_step(net, x, t, guide=None):
+        if guide is not None:
+            x = x + guide(x, t)
+        return net(x, t)
+
+
+    class Guided(Sampler):
+        def guided_loop(self, net, shape, guide=None):
+            x = torch.randn(*shape, device="cuda")
+            for i in range(self.steps):
+                t = torch.full((shape[0],), i, device="cuda")
+                x = guided_step(net, x, t, guide=guide)
+            return x
+""")).replace("def make_sampler(steps):\n    return Sampler(steps)", "def make_sampler(steps):\n    return Guided(steps)")
+
+
+def test_a_local_wrapper_of_the_model_and_a_guide_handed_on(tmp_path: Path):
+    """`model_fn` (a local function running the model) handed to the sampler makes the loop a sampling loop;
+    `guide`, handed on from the sampler's method to a function that calls it, runs every iteration too."""
+    root = write_project(tmp_path, {"sampler.py": GUIDED_SAMPLER, "sample.py": GUIDED})
+    results = found(check(root, "--no-cache", "."))
+    assert ("sample.py", 22, "GPU104") in results
+    assert ("sample.py", 12, "GPU101") in results
