@@ -333,3 +333,34 @@ def test_a_local_wrapper_of_the_model_and_a_guide_handed_on(tmp_path: Path):
     results = found(check(root, "--no-cache", "."))
     assert ("sample.py", 22, "GPU104") in results
     assert ("sample.py", 12, "GPU101") in results
+
+
+def test_an_epoch_function_iterating_a_wrapped_loader_keeps_the_epoch_loop(tmp_path: Path):
+    """`train_one_epoch(model, ..., data_loader, ...)` runs the model over `log.every(data_loader)` and steps
+    through a scaler object (no `.backward()` of its own): an epoch function, so its end-of-epoch
+    `torch.cuda.synchronize()` is not a per-step cost at the call."""
+    engine = textwrap.dedent("""\
+        import torch
+
+
+        def train_one_epoch(model, criterion, data_loader, optimizer, scaler, log):
+            for x, y in log.every(data_loader, 10):
+                loss = criterion(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+                scaler(loss, optimizer)
+            torch.cuda.synchronize()
+            return loss
+    """)
+    main = textwrap.dedent("""\
+        import torch
+        from engine import train_one_epoch
+
+
+        def main(args, model, criterion, train_set, optimizer, scaler, log):
+            model = model.cuda()
+            data_loader_train = make_loader(train_set)
+            for epoch in range(args.epochs):
+                stats = train_one_epoch(model, criterion, data_loader_train, optimizer, scaler, log)
+                print(epoch, stats)
+    """)
+    root = write_project(tmp_path, {"engine.py": engine, "main.py": main})
+    assert not {f for f in found(check(root, "--no-cache", ".")) if f[0] == "main.py"}

@@ -316,8 +316,12 @@ def _hands_model_on(analysis: ModuleAnalysis, call: cst.Call) -> bool:
     call, directly or through other project functions (`diffusion.p_sample_loop(model, shape, ...)`, also
     through a name bound to one of several such methods: `sample_fn = diffusion.p_sample_loop if c else
     diffusion.ddim_sample_loop`): analysis/runs_model.py."""
-    models = [i for i, a in enumerate(call.args) if not a.star and _model_value(analysis, a.value)]
-    return bool(models) and runs_passed_callable(analysis, call, models)
+    models = [i for i, a in enumerate(call.args) if not a.star and (
+        type(a.value) is cst.Name or type(a.value) is cst.Attribute and type(a.value.value) is cst.Name) and
+        _model_value(analysis, a.value)]
+    if not models or any(analysis.kinds.of(a.value) is Kind.LOADER for a in call.args if not a.star):
+        return False  # `train_one_epoch(model, loader, ...)`: a pass over the data, its caller an epoch loop
+    return runs_passed_callable(analysis, call, models)
 
 
 def runs_passed_callable(analysis: ModuleAnalysis, call: cst.Call, positions: list) -> bool:

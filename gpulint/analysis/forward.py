@@ -335,10 +335,6 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
         # an instance of a subclass that inherits `member` (or calls it through `super()`) runs it too
         resolver = _Instances(calls, project, cls, member) if calls is not None else None
         for _, node, func in hot_calls:
-            if member == "forward" and resolver is not None and _hands_instance_on(analysis, node, resolver):
-                # `diffusion.training_losses(model, x, t)`: a project function that runs the model it is given
-                return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)",
-                                f"{cls.name}.{member}")
             target = func.value if type(func) is cst.Attribute and func.attr.value == member else func
             if not (type(target) is cst.Name or type(target) is cst.Attribute and isinstance(
                     target.value, cst.Name) and target.value.value == "self"):
@@ -348,6 +344,12 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
                 return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)",
                                 f"{cls.name}.{member}", periodic_params=_periodic_arguments(
                                     project, analysis, node, project.method(cls, member), True))
+        if member == "forward" and resolver is not None:
+            for _, node, _func in hot_calls:
+                if _hands_instance_on(analysis, node, resolver):
+                    # `diffusion.training_losses(model, x, t)`: a project function that runs the model it is given
+                    return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)",
+                                    f"{cls.name}.{member}")
     return None
 
 

@@ -146,7 +146,11 @@ class LoopAnalysis:
         diffusion.calc_bpd_loop(model, batch, ...)`): a sampling or evaluation pass per iteration."""
         if self.hands_model_on is None or _over_a_display(loop) or _few_range_iterations(loop):
             return False
-        return any(type(n) is cst.Call and not self._reaches_local_hot_loop(n) and self.hands_model_on(n)
+        owner = self._class_of(loop)
+        if owner is not None and any(type(s) is cst.FunctionDef and s.name.value == "forward"
+                                     for s in owner.body.body):
+            return False  # a network's own code (a loop over its blocks or time steps) is no sampling pass
+        return any(type(n) is cst.Call and n.args and self.hands_model_on(n) and not self._reaches_local_hot_loop(n)
                    for n in _walk_body(loop, into_loops=False))
 
     def _reaches_local_hot_loop(self, call: cst.Call, depth: int = 0) -> bool:

@@ -181,11 +181,12 @@ def _over_data(loop, params: set) -> bool:
     while isinstance(iterable, ast.Call) and _dotted(iterable.func) in _WRAPPERS and iterable.args:
         iterable = iterable.args[0]
     name = _dotted(iterable)
-    if name is None:
-        return False
-    if name.split(".")[0] in params:
+    if name is not None and name.split(".")[0] in params:
         return True
-    return any(word in name.lower() for word in _DATA_WORDS)
+    # `for x, y in metric_logger.log_every(data_loader, ...)`: any name in the iterable that reads as data
+    return any(isinstance(n, (ast.Name, ast.Attribute)) and any(
+        word in (n.id if isinstance(n, ast.Name) else n.attr).lower() for word in _DATA_WORDS)
+        for n in ast.walk(loop.iter))
 
 
 def model_runners(project) -> ModelRunners:
