@@ -355,8 +355,9 @@ def test_an_epoch_function_iterating_a_wrapped_loader_keeps_the_epoch_loop(tmp_p
         from engine import train_one_epoch
 
 
-        def main(args, model, criterion, train_set, optimizer, scaler, log):
-            model = model.cuda()
+        def main(args, criterion, train_set, scaler, log):
+            model = torch.nn.Linear(4, 4).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1, fused=True)
             data_loader_train = make_loader(train_set)
             for epoch in range(args.epochs):
                 stats = train_one_epoch(model, criterion, data_loader_train, optimizer, scaler, log)
