@@ -233,6 +233,7 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
 
         loops.per_step_caller = lambda fn: per_step_caller(analysis, fn)
         loops.runs_argument = lambda call, position, keyword: _runs_argument(analysis, call, position, keyword)
+        loops.hands_model_on = lambda call: _hands_model_on(analysis, call)
     from gpulint.analysis.forward import stepped_argument
 
     loops.stepped_argument = lambda call: stepped_argument(analysis, call)
@@ -240,18 +241,121 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
 
 
 def _runs_argument(analysis: ModuleAnalysis, call: cst.Call, position: Optional[int], keyword: Optional[str]) -> bool:
-    """The project function `call` reaches calls the parameter that receives this argument on every call."""
+    """The project function `call` reaches (each of them, for a name bound to one of several methods) calls the
+    parameter that receives this argument on every call."""
     from gpulint.analysis.calls import project_calls
 
     calls = analysis.fact(project_calls)
-    target = (calls.callee(call, own_module=True) or calls.local_callee(call)) if calls is not None else None
-    if target is None:
+    targets = _callees(analysis, calls, call) if calls is not None else None
+    if not targets:
         return False
-    summary, bound = target[1], target[2]
-    params = summary.params[1:] if bound and summary.params else summary.params
-    name = keyword if keyword is not None else (params[position] if position is not None and
-                                                 position < len(params) else None)
-    return name is not None and name in summary.calls_params
+    for summary, bound in targets:
+        params = summary.params[1:] if bound and summary.params else summary.params
+        name = keyword if keyword is not None else (params[position] if position is not None and
+                                                     position < len(params) else None)
+        if name is None:
+            return False
+        if name in summary.calls_params:
+            continue
+        # handed on to a project function that calls it (`p_sample_loop(..., cond_fn=cond_fn)` -> `p_sample(...,
+        # cond_fn=cond_fn)` -> `cond_fn(x, t)`): analysis/runs_model.py
+        from gpulint.analysis.runs_model import model_runners
+
+        if not model_runners(calls.project).runs_parameter(summary, name):
+            return False
+    return True
+
+
+def _callees(analysis: ModuleAnalysis, calls, call: cst.Call) -> Optional[list]:
+    """(summary, bound) of the project function `call` reaches; for a name bound once to a method or to a choice
+    between two (`sample_fn = diffusion.p_sample_loop if c else diffusion.ddim_sample_loop`), each of them;
+    None when any is unknown."""
+    funcs: list = [call.func]
+    if type(call.func) is cst.Name:
+        scope = analysis.index.enclosing_scope(call.func)
+        bindings = analysis.index.lookup(call.func.value, scope) if scope is not None else []
+        if len(bindings) == 1 and bindings[0].kind == "assign" and bindings[0].index is None:
+            value = bindings[0].value
+            if type(value) is cst.IfExp and type(value.body) is cst.Attribute and type(value.orelse) is cst.Attribute:
+                funcs = [value.body, value.orelse]
+            elif type(value) is cst.Attribute:
+                funcs = [value]
+    found = []
+    for func in funcs:
+        target = calls.callee(call if func is call.func else call.with_changes(func=func), own_module=True) or \
+            (calls.local_callee(call) if func is call.func else None)
+        if target is None:
+            return None
+        found.append((target[1], target[2]))
+    return found
+
+
+def _model_value(analysis: ModuleAnalysis, value: cst.BaseExpression, depth: int = 0) -> bool:
+    """A network or one of its methods: `model`, `model.forward_with_cfg`, or a name every binding of which in
+    its scope is one (`sample_fn = model.forward` on one branch, `model.forward_with_cfg` on the other)."""
+    if analysis.kinds.of(value) is Kind.MODULE:
+        return True
+    if type(value) is cst.Name and depth == 0 and _runs_a_network(analysis, value):
+        return True
+    if type(value) is cst.Attribute:
+        return analysis.kinds.of(value.value) is Kind.MODULE and not value.attr.value.startswith("_")
+    if type(value) is cst.Name and depth == 0:
+        scope = analysis.index.enclosing_scope(value)
+        bindings = analysis.index.lookup(value.value, scope) if scope is not None else []
+        return bool(bindings) and all(b.kind == "assign" and b.index is None and b.value is not None and
+                                      _model_value(analysis, b.value, depth + 1) for b in bindings)
+    return False
+
+
+def _runs_a_network(analysis: ModuleAnalysis, name: cst.Name) -> bool:
+    """A name bound only to a function of this module whose own body calls a network (`def model_fn(x, t):
+    return model(x, t, y)`): a wrapper that runs the model."""
+    bindings = analysis.index.visible_bindings(name)
+    if len(bindings) != 1 or bindings[0].kind != "def" or type(bindings[0].value) is not cst.FunctionDef:
+        return False
+    from gpulint.analysis.tree import descendants
+
+    return any(type(n) is cst.Call and analysis.kinds.of(n.func) is Kind.MODULE for n in descendants(bindings[0].value))
+
+
+def _hands_model_on(analysis: ModuleAnalysis, call: cst.Call) -> bool:
+    """`call` hands a network (or one of its methods) to a project function or method that runs it on every
+    call, directly or through other project functions (`diffusion.p_sample_loop(model, shape, ...)`, also
+    through a name bound to one of several such methods: `sample_fn = diffusion.p_sample_loop if c else
+    diffusion.ddim_sample_loop`): analysis/runs_model.py."""
+    models = [i for i, a in enumerate(call.args) if not a.star and (
+        type(a.value) is cst.Name or type(a.value) is cst.Attribute and type(a.value.value) is cst.Name) and
+        _model_value(analysis, a.value)]
+    if not models or any(analysis.kinds.of(a.value) is Kind.LOADER for a in call.args if not a.star):
+        return False  # `train_one_epoch(model, loader, ...)`: a pass over the data, its caller an epoch loop
+    return runs_passed_callable(analysis, call, models)
+
+
+def runs_passed_callable(analysis: ModuleAnalysis, call: cst.Call, positions: list) -> bool:
+    """The project function (or each of the methods a name may be bound to) that `call` reaches runs, on every
+    call, the callable one of the arguments at `positions` (indices into `call.args`) hands it."""
+    from gpulint.analysis.calls import project_calls
+    from gpulint.analysis.runs_model import model_runners
+
+    calls = analysis.fact(project_calls)
+    targets = _callees(analysis, calls, call) if calls is not None else None
+    if not targets:
+        return False
+    runners = model_runners(calls.project)
+    for summary, bound in targets:
+        params = summary.params[1:] if bound and summary.params else summary.params
+        runs = False
+        for i in positions:
+            arg = call.args[i]
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            position = sum(1 for a in call.args[:i] if a.keyword is None)
+            name = keyword if keyword is not None else (params[position] if position < len(params) else None)
+            if name is not None and runners.runs_parameter(summary, name):
+                runs = True
+                break
+        if not runs:
+            return False
+    return True
 
 
 def _targets_gpu(analysis: ModuleAnalysis) -> bool:

@@ -814,6 +814,9 @@ class ProjectCalls(ModuleCalls):
             through = self._classes_through_calls(expr, depth)
             if through is not None:
                 return through
+            unpacked = self._unpacked_class(expr)
+            if unpacked is not None:
+                return (unpacked,)
         if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
             values = self.self_attributes(expr)  # `self.logger = logger` in `__init__(self, logger)`
             if len(values) == 1 and isinstance(values[0], cst.Name):
@@ -837,6 +840,20 @@ class ProjectCalls(ModuleCalls):
                 return ()
             union.extend(c for c in built if all(c is not u for u in union))
         return tuple(union)
+
+    def _unpacked_class(self, name: cst.Name) -> Optional[ClassSummary]:
+        """`model, diffusion = create_model_and_diffusion(...)`: the name's one binding unpacks what a project
+        function returns, and its element at that place is an instance of one project class
+        (`FunctionSummary.returns_classes`, one per element of the returned tuple)."""
+        bindings = self.index.visible_bindings(name)
+        if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is None or \
+                type(bindings[0].value) is not cst.Call:
+            return None
+        found = self._lookup(bindings[0].value.func)
+        if not isinstance(found, FunctionSummary) or len(found.returns_classes) < 2:
+            return None
+        index = bindings[0].index
+        return found.returns_classes[index] if index < len(found.returns_classes) else None
 
     def _classes_through_calls(self, name: cst.Name, depth: int) -> Optional[tuple]:
         """`model = load_model(h)`, then `model = apply_gradient_allreduce(model)`, `model, optimizer =

@@ -350,7 +350,23 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
                 return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)",
                                 f"{cls.name}.{member}", periodic_params=_periodic_arguments(
                                     project, analysis, node, project.method(cls, member), True))
+        if member == "forward" and resolver is not None:
+            for _, node, _func in hot_calls:
+                if _hands_instance_on(analysis, node, resolver):
+                    # `diffusion.training_losses(model, x, t)`: a project function that runs the model it is given
+                    return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)",
+                                    f"{cls.name}.{member}")
     return None
+
+
+def _hands_instance_on(analysis, call: cst.Call, resolver) -> bool:
+    """`call` hands an instance of the class (a plain name: `model`) to a project function that runs it on every
+    call (analysis/runs_model.py): its `forward` runs wherever the call does."""
+    from gpulint.analysis import runs_passed_callable
+
+    positions = [i for i, a in enumerate(call.args)
+                 if not a.star and type(a.value) is cst.Name and resolver.may_be(a.value)]
+    return bool(positions) and runs_passed_callable(analysis, call, positions)
 
 
 def _submodule_site(project: Project, path: Path, cls: ClassSummary) -> Optional[CallSite]:

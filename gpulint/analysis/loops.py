@@ -88,6 +88,9 @@ class LoopAnalysis:
         # analysis/__init__.py: whether a call runs the function passed as its argument (by position, or by
         # keyword) every time it runs (`gpu_timer(train_step)` where `def gpu_timer(closure): ... closure()`)
         self.runs_argument: Optional[Callable[[cst.Call, Optional[int], Optional[str]], bool]] = None
+        # analysis/__init__.py: whether a call hands a network to a project function that runs it (a sampler's
+        # `diffusion.p_sample_loop(model, ...)`: analysis/runs_model.py)
+        self.hands_model_on: Optional[Callable[[cst.Call], bool]] = None
         # analysis/forward.py: the optimizer a library call steps (`scaler.step(optimizer)`), or None
         self.stepped_argument: Optional[Callable[[cst.Call], Optional[cst.BaseExpression]]] = None
 
@@ -131,9 +134,36 @@ class LoopAnalysis:
             return LoopRole.HOT
         if nested_hot:
             return LoopRole.EPOCH
+        if self._samples_through_helper(loop):
+            return LoopRole.HOT
         if self._rollout(loop):
             return LoopRole.HOT
         return LoopRole.HOT if self._iterates_tensor_math(loop) else LoopRole.COLD
+
+    def _samples_through_helper(self, loop: Loop) -> bool:
+        """A loop of many iterations whose own body hands the network to a project function that runs it
+        (`for _ in range(n_batches): samples = diffusion.p_sample_loop(model.forward, ...)`, `while done < n:
+        diffusion.calc_bpd_loop(model, batch, ...)`): a sampling or evaluation pass per iteration."""
+        if self.hands_model_on is None or _over_a_display(loop) or _few_range_iterations(loop):
+            return False
+        owner = self._class_of(loop)
+        if owner is not None and any(type(s) is cst.FunctionDef and s.name.value == "forward"
+                                     for s in owner.body.body):
+            return False  # a network's own code (a loop over its blocks or time steps) is no sampling pass
+        return any(type(n) is cst.Call and n.args and self.hands_model_on(n) and not self._reaches_local_hot_loop(n)
+                   for n in _walk_body(loop, into_loops=False))
+
+    def _reaches_local_hot_loop(self, call: cst.Call, depth: int = 0) -> bool:
+        """`call` runs a function of this module that has a hot loop of its own, or calls one that does
+        (`generate(model, ...)` -> `generate_fn(...)`, a decoding loop over tokens): that loop is the step, and
+        the caller's loop runs once per generated sequence, as an epoch loop does."""
+        helper = self.local_function(call)
+        if helper is None or depth > 3:
+            return False
+        if self._function_has_hot_loop(helper):
+            return True
+        return any(type(n) is cst.Call and self.local_function(n) is not helper and
+                   self._reaches_local_hot_loop(n, depth + 1) for n in _walk_body(helper, into_loops=True))
 
     def _rollout(self, loop: Loop) -> bool:
         """An RL rollout: a loop of many iterations whose own body runs a model (`agent(obs)`, a method of a
