@@ -115,6 +115,8 @@ class ModuleAnalysis:
             if type(node.func) is cst.Attribute and node.func.attr.value in _BOOL_METHODS \
                     and self.is_tensor(node.func.value):
                 return True
+        if type(node) is cst.Attribute and node.attr.value in SPLIT_MASKS:
+            return self.is_tensor(node)  # `data.train_mask` of a graph moved to the device (analysis/graph_fields)
         if type(node) is cst.Name:
             scope = self.index.enclosing_scope(node)
             bindings = self.index.lookup(node.value, scope) if scope is not None else []
@@ -127,6 +129,9 @@ class ModuleAnalysis:
             seen = _seen | {id(v) for v in values}
             return all(self.is_bool_tensor(v, seen) for v in fresh)
         return False
+
+
+from gpulint.analysis.graph_fields import SPLIT_MASKS  # noqa: E402
 
 
 def _kinds(analysis: ModuleAnalysis) -> KindInference:

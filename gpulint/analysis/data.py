@@ -12,6 +12,7 @@ import libcst as cst
 from gpulint.analysis import LoopRole
 from gpulint.analysis.data_facts import data_facts, has_star_args, is_false, keyword, star_keywords
 from gpulint.analysis.flags import flag_defaults
+from gpulint.analysis.pyg_loaders import PYG_LOADERS
 from gpulint.syntax import argument
 
 if TYPE_CHECKING:  # only for annotations: analysis never imports the rule layer
@@ -71,6 +72,8 @@ def _would_pin(rule: Rule, facts, loader: cst.Call) -> bool:
     loops = facts.loops_over(loader)
     if any(facts.moves_batches(loop) for loop in loops):
         return True
+    if rule.analysis.qualified(loader.func) in PYG_LOADERS:
+        return False  # PyG's loaders: only where a loop of this module is seen moving their batches
     if made is None and _written_false(loader, rule):
         return False  # a choice written out: reported only where the batches are seen going to the device
     # No copy in sight (a step helper or a trainer does it): trust a module that plainly targets CUDA, unless

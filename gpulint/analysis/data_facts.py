@@ -18,6 +18,7 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.libraries import DEVICE_BATCH_METHODS, Effect, fact_for_method
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.project import FunctionSummary, LoaderFact
+from gpulint.analysis.pyg_loaders import PYG_LOADERS, data_on_host
 from gpulint.analysis.tree import child_nodes, descendants
 from gpulint.syntax import argument, argument_for, positional, string_value
 
@@ -33,7 +34,12 @@ Loop = Union[cst.For, cst.While]
 
 
 def is_dataloader(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
-    return type(node) is cst.Call and analysis.qualified(node.func) in DATALOADERS
+    if type(node) is not cst.Call:
+        return False
+    qualified = analysis.qualified(node.func)
+    if qualified in DATALOADERS:
+        return True
+    return qualified in PYG_LOADERS and data_facts(analysis).pyg_on_host(qualified, node)
 
 
 def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
@@ -216,6 +222,15 @@ class DataFacts:
         self._copy_targets: dict[int, Optional[str]] = {}
         self._moves: dict[int, bool] = {}
         self.would_pin: dict[int, bool] = {}  # analysis/data.py would_pin, per loader
+        self._pyg: dict[int, bool] = {}  # PyG loader call -> its data is known to be on the host
+
+    def pyg_on_host(self, qualified: str, call: cst.Call) -> bool:
+        """A PyG loader (analysis/pyg_loaders.py) counts as a DataLoader only over data known to be on the host."""
+        key = id(call)
+        if key not in self._pyg:
+            self._pyg[key] = False  # (re-entered while deciding: not known)
+            self._pyg[key] = data_on_host(self, qualified, call)
+        return self._pyg[key]
 
     # -- loaders built elsewhere ----------------------------------------------------------------------------
     def factory(self, call: cst.CSTNode) -> Optional[LoaderFact]:

@@ -743,6 +743,11 @@ class KindInference:
             if kind is Kind.UNKNOWN and self.self_attribute_hook is not None:
                 kind = self.self_attribute_hook(node)
             return kind
+        if base in (Kind.UNKNOWN, Kind.OTHER):
+            from gpulint.analysis.graph_fields import moved_graph_field
+
+            if moved_graph_field(self, node):  # `data.train_mask` of `data = data.to(device)` (a PyG graph)
+                return Kind.TENSOR
         return Kind.UNKNOWN
 
     def _hands_on_a_loader(self, name: str, call: cst.Call) -> bool:

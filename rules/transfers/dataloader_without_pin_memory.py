@@ -35,7 +35,10 @@ class DataLoaderWithoutPinMemory(Rule):
     flag's default is the user's to change). A project loader factory whose `pin_memory` is its own parameter
     (`def create_loader(..., pin_mem=False)`) is judged at each call by the argument it gets (a literal, such a
     flag, or the parameter's default), also when the factory wraps the loader in a prefetcher class that
-    iterates it.
+    iterates it. PyTorch Geometric's `DataLoader` and `NeighborLoader` (subclasses of torch's that pass
+    `pin_memory` on) are checked the same way when the graphs they sample are known to be on the host and a loop
+    of the module moves their batches; a graph moved to the GPU first (`data = data.to(device)`, even partly:
+    `data.to(device, "x", "y")`) yields batches that cannot be pinned, and is left alone.
 
     ## Why it is slow
     A copy from pageable host memory is staged through a pinned bounce buffer by the driver and blocks the

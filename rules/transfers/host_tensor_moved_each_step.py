@@ -13,6 +13,9 @@ from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts,
 from gpulint.syntax import positional, statement_of
 from gpulint.analysis.data import _FACTORIES, _RANDOM, _SAME_ON_DEVICE, _WINDOWS
 from gpulint.analysis.default_device import cuda_default
+from gpulint.analysis.graph_fields import moved_graph_field
+from gpulint.analysis.imports import dotted_name
+from gpulint.syntax import argument
 from gpulint.analysis.project import display_path
 from gpulint.rules.transfers._built_then_moved import (
     built_this_step, exact_on_device, copy_above, copy_device, defined_before, host_table, moved_table,
@@ -43,7 +46,9 @@ class HostTensorMovedEachStep(Rule):
     the device and are fine).
     So is indexing a tensor on the device with a numpy array of indices, a list of int literals or a Python
     `range` every step (`b_obs[mb_inds]` for `mb_inds = b_inds[start:end]` of `b_inds = np.arange(n)`,
-    `scores[:, [0, 2]]`, `t[range(n), cls] = 1`), and writing a tensor built on the host from host values into
+    `scores[:, [0, 2]]`, `t[range(n), cls] = 1`), or with an index tensor built on the host: a torch factory
+    without `device=` (`li = torch.tensor([...])`, `torch.arange(n)`, `torch.tril_indices(...)`) or a batch of a
+    `DataLoader` over a Python `range` (`for index in DataLoader(range(n), batch_size=b)`), and writing a tensor built on the host from host values into
     a device tensor (`gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]`):
     PyTorch turns the index into a host tensor and copies it to the device, a pageable blocking copy.
 
@@ -162,6 +167,10 @@ class HostTensorMovedEachStep(Rule):
     host_index = "`{index}` (a numpy array or a list) indexes the device tensor `{tensor}`: the index is built on " \
                  "the host and copied to the GPU every step, waiting for it; keep the indices on the device " \
                  "(`torch.randperm(n, device=...)`, `torch.arange(..., device=...)`)"
+    host_tensor_index = "`{index}` (an index tensor on the host: a torch factory without `device=`, or a batch " \
+                        "of a loader over a range) indexes the device tensor `{tensor}`: the index is copied to the " \
+                        "GPU every step, waiting for it; build the indices on the device (`device=`) or once " \
+                        "before the loop"
     written = "`torch.{factory}(...)` builds a host tensor that is written into the device tensor `{tensor}`: a " \
               "pageable copy to the GPU every step, waiting for it; compute it on the device or keep the values " \
               "as Python scalars"
@@ -218,6 +227,12 @@ class HostTensorMovedEachStep(Rule):
                 "for step in range(100):\n    np.random.shuffle(inds)\n    mb = inds[:8]\n"
                 "    model(table[mb]).sum().backward()\n",
                 message="`mb` (a numpy array or a list) indexes the device tensor `table`"),
+        # a device tensor indexed by index batches of a loader over a range: each batch is a host tensor
+        Example(DATASET_HEAD +
+                "edges = torch.randint(0, 9, (2, 64)).to(device)\n"
+                "for index in DataLoader(range(64), batch_size=8, shuffle=True):\n"
+                "    model(edges[:, index].float()).sum().backward()\n",
+                message="`index` (an index tensor on the host"),
         # a host tensor written into a slice of a device tensor: copied every step (a grid's size into a gain)
         Example(_NUMPY_HEAD +
                 "for step in range(100):\n    gain = torch.ones(6, device=device)\n"
@@ -319,7 +334,8 @@ class HostTensorMovedEachStep(Rule):
             where = self.where(node)
             if where:
                 message = self.host_range if isinstance(index, cst.Call) and isinstance(index.func, cst.Name) \
-                    and index.func.value == "range" else self.host_index
+                    and index.func.value == "range" else self.host_tensor_index \
+                    if self.analysis.kind(index) is Kind.TENSOR else self.host_index
                 self.report(node, message.format(index=self.analysis.code(index),
                                                  tensor=self.analysis.code(node.value)), where=where)
             return
@@ -336,16 +352,41 @@ class HostTensorMovedEachStep(Rule):
             if isinstance(expr.func, cst.Name) and expr.func.value == "range" and expr.args and \
                     not self.analysis.index.visible_bindings(expr.func):
                 return True  # `t[range(n), cls] = 1`: the range becomes an index tensor on the host, then is copied
-            return (self.analysis.qualified(expr.func) or "") in _NUMPY_INDEX_ARRAYS
+            q = self.analysis.qualified(expr.func) or ""
+            return q in _NUMPY_INDEX_ARRAYS or self._host_index_tensor(expr, q)
         if isinstance(expr, cst.Subscript):  # a slice of an index array is one
             return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Slice) and \
                 self._host_index(expr.value, depth + 1)
         if isinstance(expr, cst.Name):
             bindings = data_facts(self.analysis).bindings(expr)
+            if len(bindings) == 1 and bindings[0].kind == "for" and bindings[0].index is None:
+                return self._range_batches(bindings[0].value)  # `for index in DataLoader(range(n), ...)`
             return bool(bindings) and all(
                 b.kind == "assign" and b.index is None and b.value is not None and
                 self._host_index(b.value, depth + 1) for b in bindings)
         return False
+
+    def _host_index_tensor(self, call: cst.Call, qualified: str) -> bool:
+        """`torch.tensor([...])`, `torch.arange(n)`, `torch.randperm(n)`, `torch.tril_indices(...)` without
+        `device=` (and no CUDA default device): an index tensor built on the host."""
+        return qualified in _TORCH_INDEX_FACTORIES and keyword(call, "device") is None and \
+            not has_star_args(call) and self.analysis.fact(cuda_default) is None
+
+    def _range_batches(self, iterable: Optional[cst.BaseExpression]) -> bool:
+        """A loop over a `DataLoader` of a Python range (directly, or through `tqdm`/`enumerate`-free wrappers):
+        each batch is a host index tensor the loader collated."""
+        if iterable is None or self.analysis.fact(cuda_default) is not None:
+            return False
+        loaders = data_facts(self.analysis).loaders(iterable)
+        if not loaders or type(iterable) is cst.Call and dotted_name(iterable.func) == "enumerate":
+            return False
+        for loader in loaders:
+            dataset = argument(loader, "dataset", 0)
+            if dataset is None or not isinstance(dataset.value, cst.Call) or \
+                    not isinstance(dataset.value.func, cst.Name) or dataset.value.func.value != "range" or \
+                    self.analysis.index.visible_bindings(dataset.value.func):
+                return False
+        return True
 
     def _certainly_on_device(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """`expr` is certainly a tensor on an accelerator: a copy there (`.to(device)`, `.cuda()`), a torch
@@ -374,6 +415,10 @@ class HostTensorMovedEachStep(Rule):
             return bool(bindings) and all(
                 b.kind == "assign" and b.index is None and b.value is not None and
                 self._certainly_on_device(b.value, depth + 1) for b in bindings)
+        if isinstance(expr, cst.Subscript):  # `edges[:, keep]`: indexing keeps the tensor where it is
+            return self._certainly_on_device(expr.value, depth + 1)
+        if isinstance(expr, cst.Attribute):  # `data.edge_index` of `data = graph.to(device)` (a PyG graph)
+            return moved_graph_field(self.analysis.kinds, expr)
         return False
 
     def _legacy_constructor(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
@@ -602,6 +647,8 @@ class HostTensorMovedEachStep(Rule):
 
 _UNFIXABLE = ("requires_grad", "out", "pin_memory", "generator")
 # numpy calls that return an array of indices (never a scalar).
+_TORCH_INDEX_FACTORIES = frozenset(f"torch.{f}" for f in (
+    "tensor", "as_tensor", "arange", "randperm", "tril_indices", "triu_indices", "LongTensor", "IntTensor"))
 _NUMPY_INDEX_ARRAYS = frozenset(f"numpy.{f}" for f in (
     "arange", "array", "argsort", "flatnonzero", "concatenate", "random.permutation"))
 # Tensor methods whose result lives on the device of their receiver.
