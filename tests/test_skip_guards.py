@@ -124,3 +124,48 @@ def test_negated_disjunction_is_periodic(tmp_path: Path) -> None:
 """
     root = write_project(tmp_path / "else", {"train.py": LOOP.format(imports="", helper=body)})
     assert "GPU101" in _codes(root, "train.py")
+
+
+DEVICE_BRANCH = """import torch
+from torch.utils.data import DataLoader
+
+
+class Prefetcher:
+    def __init__(self, loader, device="cuda"):
+        self.loader = loader
+        self.device = device
+
+    def __iter__(self):
+        for x, y in self.loader:
+            if {test}:
+                x = x.cuda(non_blocking=True)
+                y = y.cuda(non_blocking=True)
+            else:
+                x = x.to(self.device)
+                y = y.to(self.device)
+            yield x, y
+
+
+model = torch.nn.Linear(8, 2).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randn(64, 2)), batch_size=4,
+                    pin_memory=True)
+for x, y in Prefetcher(loader):
+    loss = (model(x) - y).pow(2).sum()
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+"""
+
+
+def test_else_of_a_cuda_device_test_runs_off_the_gpu(tmp_path: Path) -> None:
+    """`if self.device == "cuda": <non_blocking copies> else: <plain .to(self.device)>`: the `else` is the CPU
+    path (GPU202 there is noise); under a test that is not about the device the plain copy is reported."""
+    for name, test in (("eq", 'self.device == "cuda"'), ("not", 'not self.device != "cuda"'),
+                       ("cpu", 'self.device != "cpu"')):
+        root = write_project(tmp_path / name, {"train.py": DEVICE_BRANCH.format(test=test)})
+        rows = {(row, code) for _, row, code in found(check(root, "--no-cache", "train.py"))}
+        assert not {r for r in rows if r[1] == "GPU202" and r[0] in (16, 17)}, (name, rows)
+    root = write_project(tmp_path / "other", {"train.py": DEVICE_BRANCH.format(test="len(x) > 1")})
+    rows = {(row, code) for _, row, code in found(check(root, "--no-cache", "train.py"))}
+    assert (16, "GPU202") in rows, rows

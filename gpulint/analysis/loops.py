@@ -1060,6 +1060,11 @@ class LoopAnalysis:
         negated = type(test) is cst.UnaryOperation and type(test.operator) is cst.Not
         if negated:
             test = test.expression  # type: ignore[attr-defined]
+        if type(test) is cst.Comparison:
+            on_cuda = _device_test(test)  # `if self.device == "cuda": ... else: <the CPU path>`
+            if on_cuda is None:
+                return False
+            return child is (branch.body if on_cuda == negated else branch.orelse)
         if not (type(test) is cst.Call and not test.args and
                 self.kinds.qualified(test.func) == "torch.cuda.is_available"):
             return False
@@ -1328,6 +1333,34 @@ def _leaves_by_skip(body: cst.BaseSuite) -> bool:
     else:
         return False
     return type(last) in (cst.Continue, cst.Return)
+
+
+def _device_test(test: cst.Comparison) -> Optional[bool]:
+    """`device == "cuda"` / `self.device.type != "cpu"` (a name or attribute spelt `device` or `...device.type`
+    compared with a device string): True when the test holds on CUDA runs only, False when it holds off CUDA only,
+    None for any other test."""
+    if len(test.comparisons) != 1:
+        return None
+    op = test.comparisons[0].operator
+    if type(op) not in (cst.Equal, cst.NotEqual):
+        return None
+    sides = (test.left, test.comparisons[0].comparator)
+    literal = next((s for s in sides if type(s) is cst.SimpleString), None)
+    other = next((s for s in sides if s is not literal), None)
+    if literal is None or other is None or type(other) not in (cst.Name, cst.Attribute):
+        return None
+    spelt = _code(other).lower()
+    if not (spelt.endswith("device") or spelt.endswith("device.type") or spelt == "device_type" or
+            spelt.endswith(".device_type")):
+        return None
+    value = literal.evaluated_value if isinstance(literal.evaluated_value, str) else ""
+    if value.split(":")[0] == "cuda":
+        cuda_when_true = True
+    elif value == "cpu":
+        cuda_when_true = False
+    else:
+        return None
+    return cuda_when_true if type(op) is cst.Equal else not cuda_when_true
 
 
 def _never_falls(branch: Union[cst.If, cst.Else]) -> bool:
