@@ -169,3 +169,16 @@ def test_else_of_a_cuda_device_test_runs_off_the_gpu(tmp_path: Path) -> None:
     root = write_project(tmp_path / "other", {"train.py": DEVICE_BRANCH.format(test="len(x) > 1")})
     rows = {(row, code) for _, row, code in found(check(root, "--no-cache", "train.py"))}
     assert (16, "GPU202") in rows, rows
+
+
+def test_assert_message_is_built_only_on_failure(tmp_path: Path) -> None:
+    """`assert cond, f"{tensor}"`: the condition runs every step (its `.item()` is reported), the message only when
+    the assertion fails (its formatting and `.item()` are not)."""
+    helper = """def log_loss(step, loss):
+    assert loss.isfinite().item(), f"loss {loss} at {step} ({loss.item()})"
+"""
+    root = write_project(tmp_path / "assert", {"train.py": LOOP.format(imports="", helper=helper)})
+    rows = {(row, col, code) for row, col, code in (
+        (d["location"]["row"], d["location"]["column"], d["code"]) for d in check(root, "--no-cache", "train.py"))}
+    assert (6, 12, "GPU101") in rows, rows
+    assert not {r for r in rows if r[0] == 6 and r[1] > 30}, rows
