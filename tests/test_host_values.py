@@ -222,3 +222,26 @@ def test_arithmetic_with_a_host_copy_stays_on_the_host(tmp_path: Path) -> None:
     root = write_project(tmp_path / "device", {"eval.py": EVAL_COPIES.format(copy="")})
     codes = _codes(root, "eval.py")
     assert (13, "GPU101") in codes, codes
+
+
+NORM_RATIO = """import torch
+from torch.utils.data import DataLoader
+
+model = torch.nn.Linear(4, 4).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+norms = []
+for x in DataLoader(torch.randn(64, 4), batch_size=8):
+    model(x.cuda()).sum().backward()
+    opt.step()
+    norm = model.weight.norm()
+    ratio = torch.clamp(norm, max=1.0).cpu() / norm.cpu()
+    scaled = model.weight.norm() * ratio
+    norms.append(scaled.item())
+"""
+
+
+def test_a_copied_scalar_still_mixes_with_device_tensors(tmp_path: Path) -> None:
+    """`ratio = clamp(norm).cpu() / norm.cpu()` is a 0-dim CPU tensor (a full reduction copied): PyTorch runs
+    `weight.norm() * ratio` on the GPU, so `scaled.item()` is a device read and stays reported."""
+    root = write_project(tmp_path / "ratio", {"train.py": NORM_RATIO})
+    assert (13, "GPU101") in _codes(root, "train.py")

@@ -225,7 +225,7 @@ class KindInference:
                 [node.left, *(c.comparator for c in node.comparisons)]
             hosts = [self.on_host(side, depth + 1) for side in sides]
             if any(hosts) and type(node) is cst.BinaryOperation and \
-                    any(h and self._host_copy(side) for h, side in zip(hosts, sides)):
+                    any(h and self._host_copy(side) and not self._maybe_scalar(side) for h, side in zip(hosts, sides)):
                 return True  # `flow.cpu() - flow_gt`: a copied tensor mixes with host tensors only
             return any(hosts) and all(h or self.of(side) is Kind.NUMBER or self._number_by_default(side)
                                       for h, side in zip(hosts, sides))
@@ -251,6 +251,29 @@ class KindInference:
             self._host_copies[key] = False  # a name bound from itself (`epe = epe.view(-1)`) is not followed round
             known = self._host_copies[key] = self._compute_host_copy(node, depth)
         return known
+
+    def _maybe_scalar(self, node: cst.CSTNode, depth: int = 0) -> bool:
+        """The value may be a 0-dim tensor (or a numpy scalar): it, or what it is computed from, went through a
+        full reduction (`x.norm()`, `x.sum()`, `torch.mean(x)`, no `dim=`). A 0-dim CPU tensor mixes with CUDA
+        tensors (`updown.norm() * ratio.cpu()` runs on the GPU), so a copy of one says nothing of the result."""
+        if depth > 2:
+            return False  # the reduction that makes a scalar sits next to the copy (`norm.cpu()`), not far up
+        for sub in _walk_expression(node):
+            if type(sub) is cst.Call and type(sub.func) in (cst.Name, cst.Attribute):
+                last = sub.func.attr.value if type(sub.func) is cst.Attribute else sub.func.value
+                if last in _REDUCTIONS:
+                    own = type(sub.func) is cst.Attribute and not (self.qualified(sub.func) or "").startswith("torch.")
+                    positional = [a for a in sub.args if a.keyword is None and not a.star]
+                    if not any(a.keyword is not None and a.keyword.value in ("dim", "axis") for a in sub.args) and \
+                            len(positional) <= (0 if own else 1):
+                        return True
+            elif type(sub) is cst.Name:
+                scope = self.index.enclosing_scope(sub)
+                for b in (self.index.lookup(sub.value, scope) if scope is not None else []):
+                    if b.kind in ("assign", "walrus") and b.value is not None and b.value is not node and \
+                            self._maybe_scalar(b.value, depth + 1):
+                        return True
+        return False
 
     def _compute_host_copy(self, node: cst.CSTNode, depth: int) -> bool:
         """A tensor or array copied to the host (`.cpu()`, `.numpy()`, `.to("cpu")`, `torch.from_numpy(...)`), or
@@ -940,6 +963,19 @@ class KindInference:
 
 
 _MAX_HOST_DEPTH = 12
+# Reductions that give a 0-dim tensor when called without `dim=` (`_maybe_scalar`).
+_REDUCTIONS = frozenset({"norm", "sum", "mean", "max", "min", "prod", "std", "var", "amax", "amin", "median",
+                         "logsumexp", "dist", "dot", "vdot", "trace", "det", "all", "any", "count_nonzero"})
+
+
+def _walk_expression(node: cst.CSTNode):
+    """`node` and every expression under it (not into lambdas)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if type(current) is not cst.Lambda:
+            stack.extend(current.children)
 
 
 def _names_cpu(inference: KindInference, call: cst.Call) -> bool:
