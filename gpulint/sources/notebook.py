@@ -60,7 +60,8 @@ class _Masker:
                 # `%%writefile`, `%%bash`: the body is not Python; each line a top-level placeholder (an
                 # indented line of the body must not open a block in the joined module)
                 return "\n".join(head + [self._placeholder(line, "") for line in lines[1:]])
-            return "\n".join(head + [self._mask_lines(lines[1:])])  # `%%capture`: Python, `!wget` lines too
+            body = [self._mask_lines(lines[1:])] if len(lines) > 1 else []
+            return "\n".join(head + body)  # `%%capture`: Python, and its `!wget` lines are masked too
         return self._mask_lines(lines)
 
     def _mask_lines(self, lines: list[str]) -> str:
