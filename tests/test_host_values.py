@@ -193,3 +193,55 @@ def test_a_host_factory_cast_to_a_device_tensor_is_on_the_device(tmp_path: Path)
     assert (9, "GPU111") in _codes(root, "train.py")
     root = write_project(tmp_path / "host", {"train.py": TYPE_AS.format(cast="")})
     assert (9, "GPU111") not in _codes(root, "train.py")
+
+
+EVAL_COPIES = """import torch
+import numpy as np
+
+model = torch.nn.Conv2d(3, 2, 1).cuda()
+dataset = [(torch.randn(3, 8, 8), torch.randn(2, 8, 8)) for _ in range(4)]
+errors, means = [], []
+with torch.no_grad():
+    for image, target in dataset:
+        pred = model(image[None].cuda())
+        flow = pred[0]{copy}
+        err = torch.sum((flow - target) ** 2, dim=0).sqrt()
+        errors.append(err.view(-1).numpy())
+        means.append(err.mean().item())
+"""
+
+
+def test_arithmetic_with_a_host_copy_stays_on_the_host(tmp_path: Path) -> None:
+    """`flow = pred.cpu()` then `(flow - target)`: PyTorch runs that only with `target` on the host too, so the
+    error map is a host tensor and its `.numpy()`/`.item()` wait for nothing (the `.cpu()` is the sync). Without
+    the copy the same lines read the device."""
+    root = write_project(tmp_path / "copied", {"eval.py": EVAL_COPIES.format(copy=".cpu()")})
+    codes = _codes(root, "eval.py")
+    assert (12, "GPU103") not in codes and (13, "GPU101") not in codes, codes
+    assert (10, "GPU104") in codes, codes
+    root = write_project(tmp_path / "device", {"eval.py": EVAL_COPIES.format(copy="")})
+    codes = _codes(root, "eval.py")
+    assert (13, "GPU101") in codes, codes
+
+
+NORM_RATIO = """import torch
+from torch.utils.data import DataLoader
+
+model = torch.nn.Linear(4, 4).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+norms = []
+for x in DataLoader(torch.randn(64, 4), batch_size=8):
+    model(x.cuda()).sum().backward()
+    opt.step()
+    norm = model.weight.norm()
+    ratio = torch.clamp(norm, max=1.0).cpu() / norm.cpu()
+    scaled = model.weight.norm() * ratio
+    norms.append(scaled.item())
+"""
+
+
+def test_a_copied_scalar_still_mixes_with_device_tensors(tmp_path: Path) -> None:
+    """`ratio = clamp(norm).cpu() / norm.cpu()` is a 0-dim CPU tensor (a full reduction copied): PyTorch runs
+    `weight.norm() * ratio` on the GPU, so `scaled.item()` is a device read and stays reported."""
+    root = write_project(tmp_path / "ratio", {"train.py": NORM_RATIO})
+    assert (13, "GPU101") in _codes(root, "train.py")

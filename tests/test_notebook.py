@@ -170,3 +170,21 @@ def test_json_edit_on_the_last_line_of_a_cell(tmp_path, monkeypatch):
     run("check", "--fix", "--select", "GPU201", "last.ipynb")
     assert fixed == nbformat.read("last.ipynb", as_version=4).cells[0].source
     assert fixed.endswith("loader = DataLoader(ds, pin_memory=True)")  # no line break added to the cell
+
+
+def test_cell_magics_are_not_syntax_errors(tmp_path, monkeypatch):
+    """`%%writefile` writes its body to a file (indented lines included: they are not a block of the notebook's
+    code), and `%%capture` runs Python whose `!shell` lines IPython runs too: neither is a syntax error, and the
+    `%%capture` cell is still linted (its `.item()` in the loop is found)."""
+    monkeypatch.chdir(tmp_path)
+    nb = nbformat.v4.new_notebook()
+    written = "%%writefile -a worker.py\n\nimport sys\n\nif __name__ == '__main__':\n    main(\n        sys.argv)\n"
+    captured = ("%%capture\n!wget -O data.bin https://example.invalid/data\nimport torch\n"
+                "model = torch.nn.Linear(2, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                "for step in range(10):\n    loss = model(torch.randn(4, 2, device='cuda')).sum()\n"
+                "    loss.backward()\n    opt.step()\n    print(loss.item())")
+    nb.cells = [nbformat.v4.new_code_cell(written), nbformat.v4.new_code_cell(captured)]
+    nbformat.write(nb, "magics.ipynb")
+    out = run("check", "--output-format", "concise", "-q", "magics.ipynb").output
+    assert "GPU001" not in out, out
+    assert "magics.ipynb:cell 2:10:11: GPU101" in out, out

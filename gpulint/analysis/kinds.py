@@ -125,6 +125,7 @@ class KindInference:
     def __init__(self, index: SyntaxIndex) -> None:
         self.index = index
         self._cache: dict[int, Kind] = {}
+        self._host_copies: dict[int, bool] = {}  # `_host_copy`, by node (False while one is being worked out)
         self._binding_cache: dict[tuple[int, str], Kind] = {}
         self._in_progress: set[tuple[int, str]] = set()
         # The names whose bindings were being decided when a question came back to them (`t = t[j]`, asked
@@ -224,6 +225,9 @@ class KindInference:
             sides = [node.left, node.right] if type(node) is cst.BinaryOperation else \
                 [node.left, *(c.comparator for c in node.comparisons)]
             hosts = [self.on_host(side, depth + 1) for side in sides]
+            if any(hosts) and type(node) is cst.BinaryOperation and \
+                    any(h and self._host_copy(side) and not self._maybe_scalar(side) for h, side in zip(hosts, sides)):
+                return True  # `flow.cpu() - flow_gt`: a copied tensor mixes with host tensors only
             return any(hosts) and all(h or self.of(side) is Kind.NUMBER or self._number_by_default(side)
                                       for h, side in zip(hosts, sides))
         if type(node) is cst.Name:
@@ -239,6 +243,80 @@ class KindInference:
             return bool(bindings) and all(b.kind in ("assign", "walrus") and b.value is not None and (
                 self.on_host(b.value, depth + 1) if b.index is None else self._computed_on_host(b.value, depth))
                 for b in bindings)
+        return False
+
+    def _host_copy(self, node: cst.CSTNode, depth: int = 0) -> bool:
+        key = id(node)
+        known = self._host_copies.get(key)
+        if known is None:
+            self._host_copies[key] = False  # a name bound from itself (`epe = epe.view(-1)`) is not followed round
+            known = self._host_copies[key] = self._compute_host_copy(node, depth)
+        return known
+
+    def _maybe_scalar(self, node: cst.CSTNode, depth: int = 0) -> bool:
+        """The value may be a 0-dim tensor (or a numpy scalar): it, or what it is computed from, went through a
+        full reduction (`x.norm()`, `x.sum()`, `torch.mean(x)`, no `dim=`). A 0-dim CPU tensor mixes with CUDA
+        tensors (`updown.norm() * ratio.cpu()` runs on the GPU), so a copy of one says nothing of the result."""
+        if depth > 2:
+            return False  # the reduction that makes a scalar sits next to the copy (`norm.cpu()`), not far up
+        for sub in _walk_expression(node):
+            if type(sub) is cst.Call and type(sub.func) in (cst.Name, cst.Attribute):
+                last = sub.func.attr.value if type(sub.func) is cst.Attribute else sub.func.value
+                if last in _REDUCTIONS:
+                    own = type(sub.func) is cst.Attribute and not (self.qualified(sub.func) or "").startswith("torch.")
+                    positional = [a for a in sub.args if a.keyword is None and not a.star]
+                    if not any(a.keyword is not None and a.keyword.value in ("dim", "axis") for a in sub.args) and \
+                            len(positional) <= (0 if own else 1):
+                        return True
+            elif type(sub) is cst.Name:
+                scope = self.index.enclosing_scope(sub)
+                for b in (self.index.lookup(sub.value, scope) if scope is not None else []):
+                    if b.kind in ("assign", "walrus") and b.value is not None and b.value is not node and \
+                            self._maybe_scalar(b.value, depth + 1):
+                        return True
+        return False
+
+    def _compute_host_copy(self, node: cst.CSTNode, depth: int) -> bool:
+        """A tensor or array copied to the host (`.cpu()`, `.numpy()`, `.to("cpu")`, `torch.from_numpy(...)`), or
+        one computed from such a copy (`flow.cpu().permute(1, 2, 0)`, `(host - other).sqrt()`). Arithmetic that
+        mixes such a value with another tensor runs on the host: PyTorch refuses a CUDA operand there (only a
+        0-dim CPU tensor mixes with CUDA ones, and a copy of a whole batch or image is not one)."""
+        if depth > _MAX_HOST_DEPTH:
+            return False
+        if type(node) is cst.Call:
+            func = node.func
+            if type(func) is cst.Attribute:
+                method = func.attr.value
+                if method in ("cpu", "numpy"):
+                    return True
+                if method == "to":
+                    return _names_cpu(self, node)
+                if method in ("cuda", "item", "tolist", "type", "type_as"):
+                    return False
+            name = self.qualified(func) if type(func) in (cst.Name, cst.Attribute) else None
+            if name == "torch.from_numpy":
+                return True
+            if name is not None and name.startswith("torch.") and not any(
+                    a.keyword is not None and a.keyword.value == "device" for a in node.args):
+                first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
+                return first is not None and self._host_copy(first, depth + 1)  # `torch.sum(host, dim=0)`
+            if type(func) is cst.Attribute:
+                return self._host_copy(func.value, depth + 1)  # `host.view(-1)`, `host.sqrt()`
+            return False
+        if type(node) in (cst.Subscript, cst.Attribute):
+            return self._host_copy(node.value, depth + 1)
+        if type(node) is cst.UnaryOperation:
+            return self._host_copy(node.expression, depth + 1)
+        if type(node) is cst.BinaryOperation:
+            return self._host_copy(node.left, depth + 1) or self._host_copy(node.right, depth + 1)
+        if type(node) is cst.Name:
+            scope = self.index.enclosing_scope(node)
+            bindings = self.index.lookup(node.value, scope) if scope is not None else []
+            last = self._last_assignment(node, bindings)
+            if last is not None:
+                return self._host_copy(last, depth + 1)
+            return bool(bindings) and all(b.kind in ("assign", "walrus") and b.value is not None and
+                                          b.index is None and self._host_copy(b.value, depth + 1) for b in bindings)
         return False
 
     def _computed_on_host(self, value: cst.CSTNode, depth: int) -> bool:
@@ -896,6 +974,19 @@ class KindInference:
 
 
 _MAX_HOST_DEPTH = 12
+# Reductions that give a 0-dim tensor when called without `dim=` (`_maybe_scalar`).
+_REDUCTIONS = frozenset({"norm", "sum", "mean", "max", "min", "prod", "std", "var", "amax", "amin", "median",
+                         "logsumexp", "dist", "dot", "vdot", "trace", "det", "all", "any", "count_nonzero"})
+
+
+def _walk_expression(node: cst.CSTNode):
+    """`node` and every expression under it (not into lambdas)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if type(current) is not cst.Lambda:
+            stack.extend(current.children)
 
 
 def _names_cpu(inference: KindInference, call: cst.Call) -> bool:

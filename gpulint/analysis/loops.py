@@ -623,6 +623,8 @@ class LoopAnalysis:
                     once_in = None
                 child = parent
                 continue
+            if type(parent) is cst.Assert and child is parent.msg:
+                return OUTSIDE  # `assert ok, f"{x}"`: the message is built only when the assertion fails
             if type(parent) is cst.If and child is parent.body and self._export_only(parent.test):
                 return OUTSIDE  # `if torch.onnx.is_in_onnx_export():`: runs while a model is exported, not trained
             if type(parent) is cst.If and self.without_cuda(parent, child):
@@ -842,7 +844,7 @@ class LoopAnalysis:
         if type(test) is cst.BooleanOperation:
             left = self.periodic_test(test.left, negated)
             right = self.periodic_test(test.right, negated)
-            is_and = type(test.operator) is cst.And != negated  # De Morgan
+            is_and = (type(test.operator) is cst.And) != negated  # De Morgan (`not (a or b)` is `not a and not b`)
             if is_and:
                 return left or right
             return left if (left and right) else None
@@ -1090,6 +1092,11 @@ class LoopAnalysis:
         negated = type(test) is cst.UnaryOperation and type(test.operator) is cst.Not
         if negated:
             test = test.expression  # type: ignore[attr-defined]
+        if type(test) is cst.Comparison:
+            on_cuda = _device_test(test)  # `if self.device == "cuda": ... else: <the CPU path>`
+            if on_cuda is None:
+                return False
+            return child is (branch.body if on_cuda == negated else branch.orelse)
         if not (type(test) is cst.Call and not test.args and
                 self.kinds.qualified(test.func) == "torch.cuda.is_available"):
             return False
@@ -1110,14 +1117,49 @@ class LoopAnalysis:
         return type(call) is cst.Call and self.kinds.qualified(call.func) in _EXITS
 
     def _after_skip_guard(self, block: cst.IndentedBlock, child: cst.CSTNode) -> Optional[str]:
-        """`if step % N != 0: continue` earlier in the block makes the rest of the block periodic (unless the
-        rest steps the optimizer: then it is gradient accumulation's step, hot)."""
+        """`if step % N != 0: continue` (or `return`, in a helper) earlier in the block makes the rest of the
+        block periodic (unless the rest steps the optimizer: then it is gradient accumulation's step, hot)."""
         for i, stmt in enumerate(block.body):
             if stmt is child:
                 return None
-            if type(stmt) is cst.If and stmt.orelse is None and _only_continue(stmt.body):
-                reason = self.periodic_test(stmt.test, negated=True)
+            if type(stmt) is cst.If:
+                reason = self._skip_guard(stmt)
                 if reason and not any(self._steps_an_optimizer(rest) for rest in block.body[i + 1:]):
+                    return reason
+        return None
+
+    def _skip_guard(self, stmt: cst.If, depth: int = 0) -> Optional[str]:
+        """A reason when the code after `stmt` runs only on some iterations: every way through `stmt` that does
+        not leave (`continue`, `return`) passes a periodic test (`if step % N != 0: return`; `if step == 0: <if
+        not at_first: return> else: <if step % every != 0: return>`, a sampling helper's guards), else None."""
+        if depth > 4:
+            return None
+        found = None
+        if not _leaves_by_skip(stmt.body):  # through the body
+            found = self.periodic_test(stmt.test) or self._block_guard(stmt.body, depth)
+            if found is None:
+                return None
+        orelse = stmt.orelse  # through the `else` side
+        if orelse is None:
+            reason = self.periodic_test(stmt.test, negated=True)
+        elif _never_falls(orelse):
+            reason = found  # nothing passes this way
+        elif type(orelse) is cst.If:  # `elif`
+            reason = self.periodic_test(stmt.test, negated=True) or self._skip_guard(orelse, depth + 1)
+        else:
+            reason = self.periodic_test(stmt.test, negated=True) or self._block_guard(orelse.body, depth)
+        if reason is None:
+            return None
+        return found or reason
+
+    def _block_guard(self, block: cst.BaseSuite, depth: int) -> Optional[str]:
+        """A statement of `block` after which the rest of it runs only periodically (see `_skip_guard`)."""
+        if type(block) is not cst.IndentedBlock:
+            return None
+        for stmt in block.body:
+            if type(stmt) is cst.If:
+                reason = self._skip_guard(stmt, depth + 1)
+                if reason:
                     return reason
         return None
 
@@ -1176,7 +1218,8 @@ class LoopAnalysis:
             if b.kind == "augassign" and type(b.value) is cst.Integer:
                 return True
         name = node.value.lower()
-        return name in _COUNTER_HINTS or name.endswith(("_step", "_iter", "_idx", "step", "_epoch"))
+        return name in _COUNTER_HINTS or name in ("steps", "global_steps") or \
+            name.endswith(("_step", "_iter", "_idx", "step", "_epoch"))
 
     def _reads_clock(self, node: cst.CSTNode) -> bool:
         if type(node) is cst.Call:
@@ -1312,13 +1355,51 @@ def _has_modulo(node: cst.CSTNode) -> bool:
     return False
 
 
-def _only_continue(body: cst.BaseSuite) -> bool:
-    stmts = body.body if type(body) in (cst.IndentedBlock, cst.SimpleStatementSuite) else []
-    if type(body) is cst.IndentedBlock:
-        inner = [s for line in stmts for s in (line.body if type(line) is cst.SimpleStatementLine else [line])]
+def _leaves_by_skip(body: cst.BaseSuite) -> bool:
+    """The block ends by `continue` or `return` (never falls through to the statement after its `if`)."""
+    if type(body) is cst.SimpleStatementSuite:
+        last = body.body[-1] if body.body else None
+    elif type(body) is cst.IndentedBlock and body.body and type(body.body[-1]) is cst.SimpleStatementLine:
+        line = body.body[-1]
+        last = line.body[-1] if line.body else None  # type: ignore[union-attr]
     else:
-        inner = list(stmts)
-    return len(inner) == 1 and isinstance(inner[0], cst.Continue)
+        return False
+    return type(last) in (cst.Continue, cst.Return)
+
+
+def _device_test(test: cst.Comparison) -> Optional[bool]:
+    """`device == "cuda"` / `self.device.type != "cpu"` (a name or attribute spelt `device` or `...device.type`
+    compared with a device string): True when the test holds on CUDA runs only, False when it holds off CUDA only,
+    None for any other test."""
+    if len(test.comparisons) != 1:
+        return None
+    op = test.comparisons[0].operator
+    if type(op) not in (cst.Equal, cst.NotEqual):
+        return None
+    sides = (test.left, test.comparisons[0].comparator)
+    literal = next((s for s in sides if type(s) is cst.SimpleString), None)
+    other = next((s for s in sides if s is not literal), None)
+    if literal is None or other is None or type(other) not in (cst.Name, cst.Attribute):
+        return None
+    spelt = _code(other).lower()
+    if not (spelt.endswith("device") or spelt.endswith("device.type") or spelt == "device_type" or
+            spelt.endswith(".device_type")):
+        return None
+    value = literal.evaluated_value if isinstance(literal.evaluated_value, str) else ""
+    if value.split(":")[0] == "cuda":
+        cuda_when_true = True
+    elif value == "cpu":
+        cuda_when_true = False
+    else:
+        return None
+    return cuda_when_true if type(op) is cst.Equal else not cuda_when_true
+
+
+def _never_falls(branch: Union[cst.If, cst.Else]) -> bool:
+    """No way through the `else`/`elif` branch reaches the statement after it: every block ends by leaving."""
+    if type(branch) is cst.Else:
+        return _leaves_by_skip(branch.body)
+    return _leaves_by_skip(branch.body) and branch.orelse is not None and _never_falls(branch.orelse)
 
 
 def _leaves_by(block: cst.IndentedBlock) -> Optional[str]:

@@ -34,6 +34,7 @@ from gpulint import incremental, runtime
 from gpulint.files import FileError, read_regular
 from gpulint.syntax import NOT_CONSTANT
 from gpulint.analysis.generators import yielded_source_ast
+from gpulint.analysis.skip_guards import skip_guard
 from gpulint.analysis.test_code import is_test_path
 from gpulint.analysis.kinds import (TENSOR_ATTRS_OTHER, TENSOR_METHODS_NUMBER, TENSOR_METHODS_OTHER,
                                     _TORCH_NON_TENSOR, _TORCH_NON_TENSOR_PREFIXES, _TORCH_NUMBER)
@@ -1199,8 +1200,15 @@ class _Summarizer:
 
     # -- statements ------------------------------------------------------------------------------------------
     def _block(self, body: list[ast.stmt], conditional: bool) -> None:
-        for stmt in body:
+        for i, stmt in enumerate(body):
             self._statement(stmt, conditional)
+            if isinstance(stmt, ast.If) and i + 1 < len(body) and skip_guard(stmt):
+                # `if step % 100 != 0: return` (or `continue`): what follows runs periodically, its reads are
+                # not the call's (analysis/skip_guards.py)
+                self.quiet += 1
+                self._block(body[i + 1:], True)
+                self.quiet -= 1
+                return
 
     def _statement(self, stmt: ast.stmt, conditional: bool) -> None:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

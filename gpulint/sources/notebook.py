@@ -55,9 +55,16 @@ class _Masker:
         if lines and lines[0].startswith("%%"):
             magic = lines[0][2:].split()[0] if lines[0][2:].split() else ""
             body_is_python = magic in _PYTHON_CELL_MAGICS
-            out = [self._placeholder(lines[0])]
-            out += [line if body_is_python else self._placeholder(line) for line in lines[1:]]
-            return "\n".join(out)
+            head = [self._placeholder(lines[0])]
+            if not body_is_python:
+                # `%%writefile`, `%%bash`: the body is not Python; each line a top-level placeholder (an
+                # indented line of the body must not open a block in the joined module)
+                return "\n".join(head + [self._placeholder(line, "") for line in lines[1:]])
+            body = [self._mask_lines(lines[1:])] if len(lines) > 1 else []
+            return "\n".join(head + body)  # `%%capture`: Python, and its `!wget` lines are masked too
+        return self._mask_lines(lines)
+
+    def _mask_lines(self, lines: list[str]) -> str:
         out = []
         indent = None  # set while a masked line goes on in the next (`!pip install \`)
         for line in lines:
