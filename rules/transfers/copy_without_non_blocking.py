@@ -150,9 +150,18 @@ class CopyWithoutNonBlocking(Rule):
                 continue
             started = index.order(b.source)
             if started is not None and place is not None and started < place and \
-                    not index.is_ancestor_or_self(b.source, copy) and facts.copy_target(b.value) == ACCELERATOR:
+                    not index.is_ancestor_or_self(b.source, copy) and facts.copy_target(b.value) == ACCELERATOR \
+                    and index.is_ancestor_or_self(self._block_of(b.source), copy):
                 return True
         return False
+
+    def _block_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The block (`IndentedBlock` or module) whose statements hold `node`: a rebinding there runs before every
+        later statement of the block, not only on one branch of an `if` beside them."""
+        for parent in self.analysis.index.ancestors(node):
+            if type(parent) in (cst.IndentedBlock, cst.Module):
+                return parent
+        return node
 
     def _beside_non_blocking(self, loop, copy: cst.Call) -> bool:
         """Another copy of the same loop's batch to an accelerator passes `non_blocking=True`."""
