@@ -12,8 +12,9 @@ a 4 MB generated module peaked at 1.2 GB. Above `THRESHOLD` characters, a module
   holds them (they tell each chunk what `torch`, `device` or `criterion` is), and only the first chunk reports
   their findings.
 - Groups are packed, in the file's order, into chunks of about `CHUNK` characters. A chunk's text is the file
-  with every statement of the other chunks replaced by empty lines: each line keeps its number and each
-  character its column, so findings need no mapping, and the text-wide facts (`analysis.source`: "does the
+  without the other chunks' statements (whole lines: each character keeps its column), and each finding's lines
+  are mapped back to the file's (`Chunk.line`). (Empty lines in their place would keep the numbers, but every
+  chunk would then parse the whole file's lines: quadratic.) The text-wide facts (`analysis.source`: "does the
   module name CUDA", the project model's view of the file) are read from the whole file, as before.
 - A finding is kept by the chunk that owns the statement it is on (lines outside every statement: the first).
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from gpulint.bigfile import pieces
 
@@ -191,24 +192,41 @@ def plan(source: str, filename: str = "<string>", chunk: Optional[int] = None) -
     return Plan(chunks, statements)
 
 
-def chunk_text(source: str, the_plan: Plan, index: int) -> tuple[str, set, list]:
-    """Chunk `index`: its text (the other chunks' statements blanked, line for line), the lines whose findings it
-    reports, and the first line of each statement it keeps (as `bigfile.first_lines` gives them)."""
+class Chunk(NamedTuple):
+    """One chunk's text, and how its lines map back to the file's."""
+
+    text: str
+    lines: list  # the file's line number of each of the chunk's lines
+    reports: set  # the file's lines whose findings this chunk reports
+    firsts: list  # the chunk's line of each statement it keeps (as `bigfile.first_lines` gives them)
+
+    def line(self, row: int) -> int:
+        """The file's line of the chunk's line `row` (past its end: counted on from its last line)."""
+        if 1 <= row <= len(self.lines):
+            return self.lines[row - 1]
+        return (self.lines[-1] if self.lines else 0) + row - len(self.lines)
+
+
+def chunk_text(source: str, the_plan: Plan, index: int) -> Chunk:
+    """Chunk `index`: the file without the other chunks' statements (the lines between statements kept)."""
     lines = source.split("\n")
+    dropped = bytearray(len(lines) + 1)
     own = set(the_plan.chunks[index])
     reports: set = set()
-    firsts: list = []
+    kept_firsts: list = []
     for i, s in enumerate(the_plan.statements):
         if s.shared or i in own:
-            firsts.append(s.first)
+            kept_firsts.append(s.first)
             if i in own or index == 0:
                 reports.update(range(s.first, s.last + 1))
             continue
-        for line in range(s.first - 1, min(s.last, len(lines))):
-            lines[line] = ""
+        for line in range(s.first, min(s.last, len(lines)) + 1):
+            dropped[line] = 1
     if index == 0:
-        covered: set = set()
+        covered = bytearray(len(lines) + 2)
         for s in the_plan.statements:
-            covered.update(range(s.first, s.last + 1))
-        reports.update(line for line in range(1, len(lines) + 2) if line not in covered)
-    return "\n".join(lines), reports, firsts
+            covered[s.first:s.last + 1] = b"\x01" * (s.last + 1 - s.first)
+        reports.update(line for line in range(1, len(lines) + 2) if not covered[line])
+    kept = [line for line in range(1, len(lines) + 1) if not dropped[line]]
+    where = {line: at for at, line in enumerate(kept, 1)}
+    return Chunk("\n".join(lines[line - 1] for line in kept), kept, reports, [where[f] for f in kept_firsts])

@@ -557,29 +557,39 @@ def _lint_chunked(source: str, filename: str, codes: frozenset[str], report_peri
     found: list[Diagnostic] = []
     errors: list[str] = []
     for index in range(len(plan.chunks)):
-        text, reports, firsts = chunked.chunk_text(source, plan, index)
+        chunk = chunked.chunk_text(source, plan, index)
         try:
             with runtime.trusted_parse(True):
-                module = parse_module(text)
+                module = parse_module(chunk.text)
         except (cst.ParserSyntaxError, cst.CSTValidationError, RecursionError):
             return None
-        analysis = ModuleAnalysis(module, text, path)
+        analysis = ModuleAnalysis(module, chunk.text, path)
         analysis.source = source  # the module-wide text facts and the project model's view: the whole file's
         del module
         gate = rule_gate.Gate(path, tree) if tree is not False else None
         codes_here = gate.codes(analysis, codes) if gate is not None else codes
         rules_found, failures = _run_rules(analysis, codes_here, report_periodic)
         if rules_found or failures:
-            positions = _positions_in(analysis, text, [d.node for d in rules_found] + [f.node for f in failures],
-                                      firsts)
-            found.extend(d.portable() for d in (_placed(d, positions, filename) for d in rules_found)
-                         if d.location is None or d.location.row in reports)
-            for f, message in zip(failures, _failure_messages(failures, positions, filename)):
+            positions = _positions_in(analysis, chunk.text,
+                                      [d.node for d in rules_found] + [f.node for f in failures], chunk.firsts)
+            for d in rules_found:
+                d = _placed(d, positions, filename).portable()
+                if d.location is not None:
+                    d = replace(d, location=Position(chunk.line(d.location.row), d.location.column),
+                                end_location=Position(chunk.line(d.end_location.row), d.end_location.column))
+                if d.location is None or d.location.row in chunk.reports:
+                    found.append(d)
+            for f in failures:
                 where = positions.get(f.node) if f.node is not None else None
-                if (where is None or where.start.line in reports) and message not in errors:
+                row = chunk.line(where.start.line) if where is not None else None
+                if row is not None and row not in chunk.reports:
+                    continue
+                message = internal_error(f.code, filename, row, f.reason) if f.reason else \
+                    _failure_messages([f], {}, filename)[0]
+                if message not in errors:
                     errors.append(message)
         analysis.release()
-        del analysis, text, reports
+        del analysis, chunk
     if found:
         sup = suppression.parse(source)
         found = [d for d in found if not sup.suppresses(d.code, (d.location.row, d.end_location.row))]
