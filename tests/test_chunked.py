@@ -134,3 +134,43 @@ def test_modules_that_cannot_be_cut_are_linted_whole():
     # everything reads everything: one group
     text = "".join(f"def f{i}():\n    return f{(i + 1) % 50}()\n\n" for i in range(50))
     assert chunked.plan(text, chunk=10) is None
+
+
+GLOBALS = '''import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+model = Net().cuda()
+''' + "".join(f'''
+
+def filler_{i}(a):
+    return a - {i}
+''' for i in range(40)) + '''
+
+def train(loader, opt):
+    for x in loader:
+        loss = model(x.cuda()).sum()
+        loss.backward()
+        opt.step()
+        if loss.item() > 3:
+            print("big")
+'''
+
+
+def test_a_module_global_stays_with_its_class_and_the_function_that_reads_it():
+    """`model = Net().cuda()` binds a module name that `train` reads, and reads `Net`: the three are one group,
+    so `train` still knows `model` is a CUDA network (its loop is a training loop)."""
+    plan = chunked.plan(GLOBALS, chunk=100)
+    assert plan is not None and len(plan.chunks) > 3
+    lines = GLOBALS.split("\n")
+    group = next(c for c in plan.chunks if any(lines[plan.statements[i].first - 1].startswith("def train")
+                                               for i in c))
+    starts = {lines[plan.statements[i].first - 1].split("(")[0] for i in group}
+    assert {"class Net", "model = Net", "def train"} <= starts
+    whole, pieces = _lint(GLOBALS, chunk=None), _lint(GLOBALS, chunk=100)
+    assert whole.diagnostics and _found(pieces) == _found(whole)
