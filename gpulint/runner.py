@@ -17,6 +17,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 from libcst._nodes.internal import CodegenState
 
+from gpulint import chunked
 from gpulint import fixes as fixing
 from gpulint import incremental
 from gpulint import prefilter
@@ -493,6 +494,12 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
     if tree is None and syntax_error is None and not big_file_firsts:  # an editor's buffer: from kept pieces
         tree = incremental.python_tree(source)
     firsts = first_lines(tree) if isinstance(tree, ast.Module) else big_file_firsts or None
+    if fix is FixMode.NONE and not want_edits and syntax_error is None and len(source) > chunked.THRESHOLD \
+            and not incremental.enabled():
+        # a big module in chunks, each tree dropped before the next: memory bounded (gpulint/chunked.py)
+        pieces = _lint_chunked(source, filename, codes, report_periodic, path, tree if prefilter else False)
+        if pieces is not None:
+            return pieces
     gate = rule_gate.Gate(path, tree) if prefilter else None
     del tree
     try:
@@ -537,6 +544,66 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
         diagnostics = [replace(d, edits=edits.of(d)) for d in diagnostics]
     _release(analysis)
     return LintResult(diagnostics, current, fixed_count, errors, module=analysis.module)
+
+
+def _lint_chunked(source: str, filename: str, codes: frozenset[str], report_periodic: bool, path: Optional[Path],
+                  tree) -> Optional[LintResult]:
+    """`lint_source` without fixes, one chunk of the module at a time (gpulint/chunked.py); None: not cut."""
+    from gpulint.bigfile import parse_module
+
+    plan = chunked.plan(source, filename)
+    if plan is None:
+        return None
+    found: list[Diagnostic] = []
+    errors: list[str] = []
+    for index in range(len(plan.chunks)):
+        chunk = chunked.chunk_text(source, plan, index)
+        try:
+            with runtime.trusted_parse(True):
+                module = parse_module(chunk.text)
+        except (cst.ParserSyntaxError, cst.CSTValidationError, RecursionError):
+            return None
+        analysis = ModuleAnalysis(module, chunk.text, path)
+        analysis.source = source  # the module-wide text facts and the project model's view: the whole file's
+        del module
+        gate = rule_gate.Gate(path, tree) if tree is not False else None
+        codes_here = gate.codes(analysis, codes) if gate is not None else codes
+        rules_found, failures = _run_rules(analysis, codes_here, report_periodic)
+        if rules_found or failures:
+            positions = _positions_in(analysis, chunk.text,
+                                      [d.node for d in rules_found] + [f.node for f in failures], chunk.firsts)
+            for d in rules_found:
+                d = _placed(d, positions, filename).portable()
+                if d.location is not None:
+                    d = replace(d, location=Position(chunk.line(d.location.row), d.location.column),
+                                end_location=Position(chunk.line(d.end_location.row), d.end_location.column))
+                if d.location is None or d.location.row in chunk.reports:
+                    found.append(d)
+            for f in failures:
+                where = positions.get(f.node) if f.node is not None else None
+                row = chunk.line(where.start.line) if where is not None else None
+                if row is not None and row not in chunk.reports:
+                    continue
+                message = internal_error(f.code, filename, row, f.reason) if f.reason else \
+                    _failure_messages([f], {}, filename)[0]
+                if message not in errors:
+                    errors.append(message)
+        analysis.release()
+        del analysis, chunk
+    if found:
+        sup = suppression.parse(source)
+        found = [d for d in found if not sup.suppresses(d.code, (d.location.row, d.end_location.row))]
+    found.sort(key=Diagnostic.sort_key)
+    return LintResult(found, source, 0, errors)
+
+
+def _positions_in(analysis: ModuleAnalysis, text: str, nodes: list, firsts: list) -> dict:
+    """`_positions` of a chunk's nodes: its text, not the whole file's, places them (line for line the same)."""
+    whole, analysis.source = analysis.source, text
+    try:
+        return _positions(analysis, text, nodes, firsts)
+    finally:
+        analysis.source = whole
 
 
 def _release(analysis: ModuleAnalysis) -> None:
