@@ -138,6 +138,30 @@ def test_a_batch_moved_earlier_in_the_loop_is_not_copied_again(tmp_path: Path):
     root = write_project(tmp_path, {"data_provider/__init__.py": "",
                                     "data_provider/factory.py": FACTORY.format(pin=", pin_memory=True"),
                                     "exp.py": exp})
-    keys = found(check(root, "--no-cache", "--select", "GPU202", "."))
+    items = check(root, "--no-cache", "--select", "GPU202", ".")
+    keys = found(items)
     assert ("exp.py", 31, "GPU202") in keys
-    assert not {k for k in keys if k[1] in (32, 33)}
+    assert ("exp.py", 32, "GPU202") in keys  # the first copy, after the host conversion
+    assert ("exp.py", 33, "GPU202") not in keys
+
+
+def test_a_batch_converted_on_the_host_before_its_copy_is_copied_first_by_the_unsafe_fix(tmp_path: Path):
+    """`batch_x.float().to(device)`: the conversion makes a pageable tensor, so the copy blocks even from a pinned
+    loader; the unsafe fix copies first and converts on the device, and the safe `--fix` leaves it alone."""
+    import subprocess
+    import sys
+
+    exp = EXP.replace("batch_x = batch_x.to(self.device)", "batch_x = batch_x.float().to(self.device)")
+    root = write_project(tmp_path, {"data_provider/__init__.py": "",
+                                    "data_provider/factory.py": FACTORY.format(pin=", pin_memory=True"),
+                                    "exp.py": exp})
+    items = check(root, "--no-cache", "--select", "GPU202", ".")
+    converted = [d for d in items if "converted on the host (`.float()`)" in d["message"]]
+    assert {d["location"]["row"] for d in converted} == {19, 31}
+    run = [sys.executable, "-m", "gpulint", "check", "--no-cache", "--select", "GPU202", "exp.py"]
+    subprocess.run([*run, "--fix"], cwd=root, capture_output=True, text=True, timeout=120)
+    assert "batch_x = batch_x.float().to(self.device)" in (root / "exp.py").read_text()
+    subprocess.run([*run, "--fix", "--unsafe-fixes"], cwd=root, capture_output=True, text=True, timeout=120)
+    text = (root / "exp.py").read_text()
+    assert text.count("batch_x = batch_x.to(self.device, non_blocking=True).float()") == 2
+    assert text.count("batch_y = batch_y.to(self.device, non_blocking=True)") == 2

@@ -205,6 +205,10 @@ def _use(analysis: ModuleAnalysis, node: cst.Name, depth: int) -> Optional[StarK
     return None
 
 
+# dtype conversions of a batch (`batch_x.float().to(device)`): still the batch's values, on the host
+_CONVERSIONS = frozenset({"float", "half", "double", "bfloat16", "long", "int", "short", "byte", "bool"})
+
+
 class DataFacts:
     """Loader and batch facts for one module; built once, on first use, and shared by the GPU2xx rules."""
 
@@ -464,8 +468,9 @@ class DataFacts:
             loop = self._innermost_loop(expr)  # `batch = next(it)`: one batch per iteration of this loop
             return loop if loop is not None and self.index.is_ancestor_or_self(loop.body, within) else None
         if type(expr) is cst.Call and type(expr.func) is cst.Attribute:
-            if expr.func.attr.value in ("items", "values", "to", "cuda"):
-                return self.batch_loop(expr.func.value, within, depth + 1)
+            if expr.func.attr.value in ("items", "values", "to", "cuda") or (
+                    expr.func.attr.value in _CONVERSIONS and not expr.args):
+                return self.batch_loop(expr.func.value, within, depth + 1)  # `x.float()` holds x's values
             return None
         if type(expr) is not cst.Name:
             return None

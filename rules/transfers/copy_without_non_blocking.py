@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
 from gpulint.analysis import GPU_HINT
@@ -46,12 +48,16 @@ class CopyWithoutNonBlocking(Rule):
     ```
 
     ## Fix
-    Adds `non_blocking=True` to the call.
+    Adds `non_blocking=True` to the call. A batch converted on the host just before its copy
+    (`x.float().to(device)`) is copied first and converted on the device instead:
+    `x.to(device, non_blocking=True).float()`.
 
     ## Fix safety
     Safe: a host-to-device copy is ordered before every kernel queued after it on the same stream. This rule
     never touches device-to-host copies (`.cpu()`, `.to("cpu")`): there `non_blocking=True` lets the host
-    read the buffer before the copy has landed, a race that silently produces wrong numbers.
+    read the buffer before the copy has landed, a race that silently produces wrong numbers. Moving a
+    conversion after the copy is unsafe (`--unsafe-fixes`): the values are the same, but the copy carries the
+    batch's own dtype, which can be wider (a float64 batch copies twice the bytes of its float32 conversion).
 
     ## When it is fine
     Loaders with `pin_memory=False` (from pageable memory the copy is synchronous anyway), copies that already
@@ -71,6 +77,9 @@ class CopyWithoutNonBlocking(Rule):
                   "loader pinned (GPU201) it can overlap"
     beside = "copy of a batch to the GPU without `non_blocking=True`, where another copy of the same batch has " \
              "it: this one blocks the CPU every step"
+    converted = "copy of a batch converted on the host (`.{conversion}()`) to the GPU blocks the CPU every step: " \
+                "where the dtype changes the conversion makes a new pageable tensor, pinned loader or not; copy " \
+                "first with `non_blocking=True`, then convert on the device"
     family = Family.TRANSFERS
     fix_availability = FixAvailability.ALWAYS
     fix_safety = FixSafety(
@@ -104,6 +113,9 @@ class CopyWithoutNonBlocking(Rule):
                 node, "non_blocking", 1 if method in ("cuda", "type") else 2) is not None:
             return
         receiver = node.func.value  # type: ignore[union-attr]
+        converted = _conversion(receiver)
+        if converted is not None:
+            receiver = converted.func.value  # type: ignore[union-attr]  # `x.float().to(device)`: the batch is `x`
         loop = facts.batch_loop(receiver)
         if loop is None or not self.analysis.index.is_ancestor_or_self(loop.body, node):
             return
@@ -129,7 +141,12 @@ class CopyWithoutNonBlocking(Rule):
         if whole_batch and any(keyword(c, "collate_fn") is not None for c in loaders):
             return
         where = self.where(node)
-        if where:
+        if where and converted is not None:
+            conversion = converted.func.attr.value  # type: ignore[union-attr]
+            fix = self.fix(f"Copy first with `non_blocking=True`, then `.{conversion}()` on the device",
+                           {node: _copy_then_convert}, safe=False)
+            self.report(node, self.converted.format(conversion=conversion), where=where, fix=fix)
+        elif where:
             fix = self.fix("Add `non_blocking=True`", {node: lambda updated: append_keyword(
                 updated, "non_blocking", _true())}, safe=True)
             self.report(node, message, where=where, fix=fix)
@@ -178,3 +195,23 @@ class CopyWithoutNonBlocking(Rule):
                 is_true(getattr(keyword(call, "non_blocking"), "value", None)) and
                 facts.batch_loop(call.func.value) is loop])  # type: ignore[attr-defined]
         return known[id(loop)][1]
+
+
+# dtype conversions written before a copy (`x.float().to(device)`), each a method call without arguments
+_CONVERSIONS = frozenset({"float", "half", "double", "bfloat16", "long", "int", "short", "byte", "bool"})
+
+
+def _conversion(receiver: cst.BaseExpression) -> Optional[cst.Call]:
+    """`x.float()` (one conversion without arguments, of a name or a subscript): the call; else None."""
+    if type(receiver) is cst.Call and type(receiver.func) is cst.Attribute and not receiver.args and \
+            receiver.func.attr.value in _CONVERSIONS and type(receiver.func.value) in (cst.Name, cst.Subscript):
+        return receiver
+    return None
+
+
+def _copy_then_convert(updated: cst.Call) -> cst.Call:
+    """`x.float().to(device)` -> `x.to(device, non_blocking=True).float()`."""
+    conversion = updated.func.value  # type: ignore[union-attr]
+    moved = updated.with_changes(func=updated.func.with_changes(value=conversion.func.value))  # type: ignore
+    moved = append_keyword(moved, "non_blocking", _true())
+    return conversion.with_changes(func=conversion.func.with_changes(value=moved))
