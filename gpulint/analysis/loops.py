@@ -17,7 +17,7 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind, KindInference
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.once import once_per_object
-from gpulint.analysis.tree import SCOPE_TYPES, SyntaxIndex, child_nodes, descendants
+from gpulint.analysis.tree import SyntaxIndex, child_nodes, descendants
 from gpulint.syntax import NOT_CONSTANT as _NOT_CONSTANT, code_of as _code, literal_value as _constant_value, \
     target_names as _target_names
 

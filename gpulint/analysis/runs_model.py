@@ -18,20 +18,11 @@ import ast
 from pathlib import Path
 from typing import Optional
 
+from gpulint.analysis.project import _dotted
+
 MAX_DEPTH = 6
 _DATA_WORDS = ("loader", "data", "batch", "dataset", "iterator")
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip", "islice", "tqdm.tqdm", "itertools.islice"})
-
-
-def _dotted(node: ast.expr) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 class ModelRunners:
