@@ -102,7 +102,8 @@ def _raw_text_facts() -> list[Callable[[str], object]]:
     compiled = sys.modules[rules["GPU501"].__module__]  # model-not-compiled
     cudnn = sys.modules[rules["GPU413"].__module__]  # cudnn-benchmark-unset
     patterns = (GPU_HINT, _MIXED, _REDUCED_PRECISION, _FREEZES, ddp._HANDLED, compiled._COMPILES, cudnn._ONE_SHAPE)
-    words = ("cuda", "DistributedDataParallel", "capture_scalar_outputs", "channels_last")
+    words = ("cuda", "DistributedDataParallel", "capture_scalar_outputs", "channels_last",
+             "ToDevice", "PrefetchLoader")  # the last two: analysis/pyg_loaders.py
     return [functools.partial(found_in, p) for p in patterns] + [_contains(word) for word in words]
 
 

@@ -273,6 +273,7 @@ def test_every_reader_of_the_raw_text_is_in_the_text_signature():
         "gpulint/analysis/data_facts.py",  # "cuda"
         "gpulint/analysis/forward.py",  # a caller's line (related locations: not reused)
         "gpulint/analysis/precision.py",  # _MIXED
+        "gpulint/analysis/pyg_loaders.py",  # "ToDevice", "PrefetchLoader"
         "gpulint/analysis/training.py",  # _REDUCED_PRECISION, _FREEZES
         "rules/throughput/cudnn_benchmark_unset.py",  # _ONE_SHAPE
         "rules/throughput/graph_break_in_compiled.py",  # "capture_scalar_outputs"
