@@ -260,6 +260,19 @@ def test_loops_that_may_compute_a_tensor_are_parsed(body: str):
     assert LoopRole.HOT in {analysis.loops.role(n) for n in analysis.index.nodes if isinstance(n, cst.For)}
 
 
+
+def _corpus_modules():
+    """(path, source, ast tree) of every parseable `.py` file under the GPULINT_PREFILTER_CORPORA folders."""
+    for root in os.environ["GPULINT_PREFILTER_CORPORA"].split(os.pathsep):
+        for path in sorted(Path(root).rglob("*.py")):
+            try:
+                source = path.read_text(encoding="utf-8")
+                tree = ast.parse(source)
+            except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
+                continue
+            yield path, source, tree
+
+
 @pytest.mark.skipif(not os.environ.get("GPULINT_PREFILTER_CORPORA"),
                     reason="set GPULINT_PREFILTER_CORPORA=dir1:dir2 to check real repositories (minutes)")
 def test_hot_loop_condition_agrees_with_the_loop_analysis_on_corpora():
@@ -270,23 +283,17 @@ def test_hot_loop_condition_agrees_with_the_loop_analysis_on_corpora():
     from gpulint.analysis import LoopRole, ModuleAnalysis
 
     disagree = []
-    for root in os.environ["GPULINT_PREFILTER_CORPORA"].split(os.pathsep):
-        for path in sorted(Path(root).rglob("*.py")):
-            try:
-                source = path.read_text(encoding="utf-8")
-                tree = ast.parse(source)
-            except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
-                continue
-            if prefilter.FileFacts(source, tree).holds(prefilter.HOT_LOOP) or not any(
-                    isinstance(n, (ast.For, ast.AsyncFor, ast.While)) for n in ast.walk(tree)):
-                continue
-            try:
-                analysis = ModuleAnalysis(cst.parse_module(source), source)
-            except Exception:  # LibCST cannot parse it: never analysed either
-                continue
-            if any(isinstance(n, (cst.For, cst.While)) and analysis.loops.role(n) is not LoopRole.COLD
-                   for n in analysis.index.nodes):
-                disagree.append(str(path))
+    for path, source, tree in _corpus_modules():
+        if prefilter.FileFacts(source, tree).holds(prefilter.HOT_LOOP) or not any(
+                isinstance(n, (ast.For, ast.AsyncFor, ast.While)) for n in ast.walk(tree)):
+            continue
+        try:
+            analysis = ModuleAnalysis(cst.parse_module(source), source)
+        except Exception:  # LibCST cannot parse it: never analysed either
+            continue
+        if any(isinstance(n, (cst.For, cst.While)) and analysis.loops.role(n) is not LoopRole.COLD
+               for n in analysis.index.nodes):
+            disagree.append(str(path))
     assert disagree == []
 
 
@@ -443,16 +450,10 @@ def test_data_parallel_without_a_training_loop_is_skipped():
 def test_conv_and_batchnorm_condition_hides_no_gpu406_finding_on_corpora():
     """Where CONV_AND_BATCHNORM_CALLS does not hold in a file that names BatchNorm, GPU406 finds nothing there."""
     hidden = []
-    for root in os.environ["GPULINT_PREFILTER_CORPORA"].split(os.pathsep):
-        for path in sorted(Path(root).rglob("*.py")):
-            try:
-                source = path.read_text(encoding="utf-8")
-                tree = ast.parse(source)
-            except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
-                continue
-            if "BatchNorm" not in source or \
-                    prefilter.FileFacts(source, tree).holds(prefilter.CONV_AND_BATCHNORM_CALLS):
-                continue
-            found = lint_source(source, str(path), frozenset({"GPU406"}), path=path, prefilter=False)
-            hidden += [f"{path}:{d.location.row}" for d in found.diagnostics]
+    for path, source, tree in _corpus_modules():
+        if "BatchNorm" not in source or \
+                prefilter.FileFacts(source, tree).holds(prefilter.CONV_AND_BATCHNORM_CALLS):
+            continue
+        found = lint_source(source, str(path), frozenset({"GPU406"}), path=path, prefilter=False)
+        hidden += [f"{path}:{d.location.row}" for d in found.diagnostics]
     assert hidden == []

@@ -206,7 +206,7 @@ def _use(analysis: ModuleAnalysis, node: cst.Name, depth: int) -> Optional[StarK
 
 
 # dtype conversions of a batch (`batch_x.float().to(device)`): still the batch's values, on the host
-_CONVERSIONS = frozenset({"float", "half", "double", "bfloat16", "long", "int", "short", "byte", "bool"})
+CONVERSIONS = frozenset({"float", "half", "double", "bfloat16", "long", "int", "short", "byte", "bool"})
 
 
 class DataFacts:
@@ -469,7 +469,7 @@ class DataFacts:
             return loop if loop is not None and self.index.is_ancestor_or_self(loop.body, within) else None
         if type(expr) is cst.Call and type(expr.func) is cst.Attribute:
             if expr.func.attr.value in ("items", "values", "to", "cuda") or (
-                    expr.func.attr.value in _CONVERSIONS and not expr.args):
+                    expr.func.attr.value in CONVERSIONS and not expr.args):
                 return self.batch_loop(expr.func.value, within, depth + 1)  # `x.float()` holds x's values
             return None
         if type(expr) is not cst.Name:

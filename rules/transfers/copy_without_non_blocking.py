@@ -9,7 +9,7 @@ import libcst as cst
 from gpulint.analysis import GPU_HINT
 from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
 from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, LOADER_TO_GPU, UNPINNED_LOADER
-from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, keyword
+from gpulint.analysis.data_facts import ACCELERATOR, CONVERSIONS, append_keyword, data_facts, keyword
 from gpulint.syntax import argument, is_true
 from gpulint.analysis.data import _true, pin_memory_of, pinned, pinning_unknown
 from gpulint.analysis.loader_params import cuda_type_copy, pinned_passed_loader
@@ -197,14 +197,10 @@ class CopyWithoutNonBlocking(Rule):
         return known[id(loop)][1]
 
 
-# dtype conversions written before a copy (`x.float().to(device)`), each a method call without arguments
-_CONVERSIONS = frozenset({"float", "half", "double", "bfloat16", "long", "int", "short", "byte", "bool"})
-
-
 def _conversion(receiver: cst.BaseExpression) -> Optional[cst.Call]:
     """`x.float()` (one conversion without arguments, of a name or a subscript): the call; else None."""
     if type(receiver) is cst.Call and type(receiver.func) is cst.Attribute and not receiver.args and \
-            receiver.func.attr.value in _CONVERSIONS and type(receiver.func.value) in (cst.Name, cst.Subscript):
+            receiver.func.attr.value in CONVERSIONS and type(receiver.func.value) in (cst.Name, cst.Subscript):
         return receiver
     return None
 
