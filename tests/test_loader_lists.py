@@ -1,118 +1,93 @@
-"""Loaders that reach the loop through a list, a tuple or a project generator (issue 11, recall):
-
-- a project factory building one loader per dataset in a loop (`loaders.append(loader)`; `return loaders`),
-  unpacked at the call (`train_loader, val_loader = create_loader(...)`) or indexed (`create_loader(...)[0]`),
-  hands on what those loaders pin;
-- a project generator that yields the items of a parameter (`MetricLogger.log_every(iterable, ...)`:
-  `for obj in iterable: ... yield obj`), called through an instance, yields the batches of the loader it is given.
-
-So `image.to(device)` of such a batch without `non_blocking=True` is reported (GPU202), as for a loader built in
-the loop's own file.
+"""Lists of loaders (issue 11, tenth set): multi-domain training builds one loader per environment
+(`loaders = [DataLoader(env, ...) for env in splits]`) and draws one batch of each per step with
+`batches = zip(*loaders)` and `next(batches)` inside a `for step in range(n_steps):` loop; single loaders are
+taken out of the list by index (`loaders[0]`). That step loop is a training loop, so what a project method called
+in it pays every step is reported, and the batches of `loaders[0]` are a loader's batches.
 """
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 from projects import check, found, write_project
 
-DATA = textwrap.dedent("""\
-    from torch.utils.data import DataLoader
+ALGORITHMS = """\
+import torch
 
 
-    def create_loader(datasets, batch_sizes, pins):
-        loaders = []
-        for dataset, bs, pin in zip(datasets, batch_sizes, pins):
-            loader = DataLoader(dataset, batch_size=bs, num_workers=4, pin_memory=True)
-            loaders.append(loader)
-        return loaders
-""")
+class ERM(torch.nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+        self.optimizer = torch.optim.Adam(self.net.parameters(), fused=True)
 
-UTILS = textwrap.dedent("""\
-    import time
+    def update(self, minibatches):
+        x = torch.cat([x for x, y in minibatches])
+        y = torch.cat([y for x, y in minibatches])
+        loss = torch.nn.functional.cross_entropy(self.net(x), y)
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        return {"loss": loss.item()}
+"""
 
-
-    class MetricLogger(object):
-        def __init__(self, delimiter=" "):
-            self.delimiter = delimiter
-
-        def log_every(self, iterable, print_freq, header=None):
-            start = time.time()
-            i = 0
-            for obj in iterable:
-                yield obj
-                if i % print_freq == 0:
-                    print(header, i, time.time() - start)
-                i += 1
-""")
-
-TRAIN = textwrap.dedent("""\
-    import torch
-    from data import create_loader
-    from utils import MetricLogger
+TRAIN = """\
+import torch
+from torch.utils.data import DataLoader
+from algorithms import ERM
 
 
-    def train(model, data_loader, optimizer, device):
-        metric_logger = MetricLogger(delimiter="  ")
-        for i, (image, target) in enumerate(metric_logger.log_every(data_loader, 50, "Train")):
-            image = image.to(device)
-            loss = torch.nn.functional.cross_entropy(model(image), target.to(device))
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+def main(envs, net, n_steps, device="cuda"):
+    loaders = {loaders}
+    batches = zip(*loaders)
+    algorithm = ERM(net)
+    algorithm.to(device)
+    for step in range(n_steps):
+        minibatches = [(x.to(device, non_blocking=True), y.to(device, non_blocking=True)) for x, y in next(batches)]
+        values = algorithm.update(minibatches)
+        if step % 100 == 0:
+            print(values)
+"""
+
+LIST_OF_LOADERS = "[DataLoader(env, batch_size=32, num_workers=2, pin_memory=True) for env in envs]"
 
 
-    def main(args, model, datasets):
-        device = torch.device("cuda")
-        model = model.to(device)
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-        train_loader, val_loader = create_loader(datasets, [8, 8], [True, False])
-        for epoch in range(10):
-            train(model, train_loader, optimizer, device)
-""")
-
-COPY = ("train.py", 9, "GPU202")
+def _check(tmp_path: Path, loaders: str, train: str = TRAIN) -> set:
+    root = write_project(tmp_path, {"algorithms.py": ALGORITHMS, "train.py": train.format(loaders=loaders)})
+    return found(check(root, "--no-cache", "."))
 
 
-def _project(root: Path, data: str = DATA, utils: str = UTILS, train: str = TRAIN) -> Path:
-    return write_project(root, {"data.py": data, "utils.py": utils, "train.py": train})
+def test_a_step_loop_drawing_from_zip_of_a_list_of_loaders_trains(tmp_path: Path):
+    """`next(zip(*loaders))` each iteration: the loop is a step loop, and `algorithm.update(...)`'s `.item()`
+    is paid every step (GPU112 at the call, naming the method)."""
+    assert ("train.py", 13, "GPU112") in _check(tmp_path, LIST_OF_LOADERS)
 
 
-def test_a_loader_unpacked_from_a_factorys_list_through_a_logging_generator(tmp_path: Path):
-    assert COPY in found(check(_project(tmp_path), "--no-cache", "."))
+def test_a_written_out_list_of_loaders_counts_too(tmp_path: Path):
+    loaders = ("[DataLoader(envs[0], batch_size=32, pin_memory=True), "
+               "DataLoader(envs[1], batch_size=32, pin_memory=True)]")
+    assert ("train.py", 13, "GPU112") in _check(tmp_path, loaders)
 
 
-def test_an_element_of_the_factorys_list_by_index(tmp_path: Path):
-    train = TRAIN.replace("train_loader, val_loader = create_loader(datasets, [8, 8], [True, False])",
-                          "train_loader = create_loader(datasets, [8, 8], [True, False])[0]")
-    assert train != TRAIN
-    assert COPY in found(check(_project(tmp_path, train=train), "--no-cache", "."))
+def test_zip_of_a_list_that_is_not_all_loaders_is_not_a_step_loop(tmp_path: Path):
+    """A list of anything else (here plain tensors' rows) gives no batches: the loop is not known to train."""
+    keys = _check(tmp_path, "[torch.arange(4) for env in envs]")
+    assert not any(code == "GPU112" for _, _, code in keys)
 
 
-def test_loaders_that_disagree_on_pinning_are_unknown(tmp_path: Path):
-    """One pinned loader and one not: the list's pinning is unknown, and so is the copy's cost."""
-    data = DATA.replace("pin_memory=True", "pin_memory=pin").replace(
-        "        loaders.append(loader)\n",
-        "        loaders.append(loader)\n    loaders.append(DataLoader(datasets[0], pin_memory=False))\n")
-    assert data.count("pin_memory=False") == 1
-    assert COPY not in found(check(_project(tmp_path, data=data), "--no-cache", "."))
+def test_a_loader_taken_from_the_list_by_index_yields_batches(tmp_path: Path):
+    train = """\
+import torch
+from torch.utils.data import DataLoader
 
 
-def test_a_generator_that_yields_something_else_hands_on_nothing(tmp_path: Path):
-    utils = UTILS.replace("            yield obj", "            yield i, i + 1")
-    assert utils != UTILS
-    assert COPY not in found(check(_project(tmp_path, utils=utils), "--no-cache", "."))
-
-
-def test_a_list_of_loaders_chosen_between_a_dataloader_and_another_class_is_unknown(tmp_path: Path):
-    """`loader = HybridLoader(...)` on one branch, `DataLoader(...)` on the other, then appended: the list may
-    hold either, so nothing is known of its pinning (and the function that unpacks it is no loader factory)."""
-    data = DATA.replace("        loader = DataLoader(dataset, batch_size=bs, num_workers=4, pin_memory=True)\n",
-                        "        if pin:\n            loader = HybridLoader(dataset)\n        else:\n"
-                        "            loader = DataLoader(dataset, batch_size=bs, num_workers=4)\n")
-    assert data != DATA
-    train = TRAIN.replace("image = image.to(device)", "image = image.to(device, non_blocking=True)")
-    assert train != TRAIN
-    results = found(check(_project(tmp_path, data=data, train=train), "--no-cache", "."))
-    assert not any(code == "GPU201" for _, _, code in results)
+def main(envs, model, opt, device="cuda"):
+    loaders = {loaders}
+    for x, y in loaders[0]:
+        x, y = x.to(device), y.to(device)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+"""
+    keys = _check(tmp_path, "[DataLoader(env, batch_size=32) for env in envs]", train)
+    assert {("train.py", 8, "GPU202"), ("train.py", 6, "GPU201")} <= keys

@@ -317,7 +317,20 @@ class DataFacts:
             return [c for v in self.self_attributes().get(expr.attr.value, []) for c in self.loaders(v, depth + 1)]
         if type(expr) is cst.Subscript and type(expr.value) is cst.Call and self.factory(expr.value) is not None:
             return [expr.value]  # `create_loader(...)[0]`: one of the loaders a project factory returns
+        if type(expr) is cst.Subscript and a.kinds.holds_loaders(expr.value):
+            return self._listed_loaders(expr.value, depth + 1)  # `loaders[0]`: one loader of a list of them
         return []
+
+    def _listed_loaders(self, name: cst.Name, depth: int) -> list[cst.Call]:
+        """The loaders of `loaders = [DataLoader(env, ...) for env in envs]` (or a written-out list of them)."""
+        found: list[cst.Call] = []
+        for b in self.bindings(name):
+            value = b.value
+            elements = [value.elt] if type(value) is cst.ListComp else \
+                [e.value for e in getattr(value, "elements", ()) if type(e) is cst.Element]
+            for element in elements:
+                found.extend(self.loaders(element, depth + 1))
+        return found
 
     def _unpacked_loaders(self, call: cst.Call, index: int, depth: int) -> list[cst.Call]:
         """The loaders element `index` of what `call` returns may hold (`train_data, train_loader = f(...)`): for a

@@ -663,6 +663,30 @@ class KindInference:
             return self._project_tensor(func.value, depth + 1)
         return self.returns_tensor_hook(value)
 
+    def holds_loaders(self, expr: cst.BaseExpression) -> bool:
+        """A name bound only (by plain assignments, at most 3) to lists or tuples whose every element is a loader:
+        `loaders = [DataLoader(env, ...) for env in splits]`, `loaders = [train_loader, extra_loader]`."""
+        if type(expr) is not cst.Name:
+            return False
+        bindings = self.index.visible_bindings(expr)
+        if not bindings or len(bindings) > 3:
+            return False
+        for b in bindings:
+            if b.kind != "assign" or b.index is not None:
+                return False
+            value = b.value
+            if type(value) is cst.ListComp:
+                elements = [value.elt]
+            elif type(value) in (cst.List, cst.Tuple) and value.elements:
+                elements = [e.value for e in value.elements if type(e) is cst.Element]
+                if len(elements) != len(value.elements):
+                    return False  # a starred element: cannot tell
+            else:
+                return False
+            if not all(self.of(e) is Kind.LOADER for e in elements):
+                return False
+        return True
+
     def _element(self, kind: Kind, b: Binding) -> Kind:
         # Unpacking a batch or a model output gives tensors; unpacking anything else tells us nothing.
         if b.index is None:
@@ -766,6 +790,8 @@ class KindInference:
             base = self.of(node.value)
             if base in (Kind.TENSOR, Kind.NUMPY):
                 return base
+            if self.holds_loaders(node.value):
+                return Kind.LOADER  # `loaders[0]` of `loaders = [DataLoader(d, ...) for d in splits]`
             return Kind.UNKNOWN
         if type(node) is cst.BinaryOperation:
             if is_text(node):

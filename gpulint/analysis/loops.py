@@ -354,6 +354,8 @@ class LoopAnalysis:
         if type(iterable) is cst.Call:
             fn = dotted_name(iterable.func)
             args = [a.value for a in iterable.args if a.keyword is None and not a.star]
+            if fn == "zip" and any(a.star == "*" and self.kinds.holds_loaders(a.value) for a in iterable.args):
+                return True  # `zip(*loaders)`: one batch of each loader per iteration
             if fn in ("enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "zip", "islice",
                       "itertools.islice") and args:
                 return any(self._iterates_batches(a, depth + 1) for a in args)
