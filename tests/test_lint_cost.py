@@ -1,0 +1,56 @@
+"""What one cold lint does once per module rather than once per call (issue 11's cold speed).
+
+GPU411's per-step call sites of project helpers (rules/throughput/per_parameter_loop.py) asked for the module's
+project-call resolver with a direct call of the fact provider at every call of the module: a new resolver for
+each call (the module's whole text hashed again, its path resolved again, the lookups it had learnt lost) and the
+test-path check resolving both paths again; on pytorch/examples a sixth of a cold `--jobs 1` lint. The resolver is
+now the module's fact (one per lint, shared with every other rule), and the test-path check the project's
+remembered one. The findings are the same (tests/test_parameter_loop_helpers.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from projects import write_project
+
+from gpulint.analysis import calls
+from gpulint.runner import lint_source
+from gpulint.rule import all_rules
+
+UTILS = "def soft_update(params, target_params, tau):\n    for p, tp in zip(params, target_params):\n" \
+        "        tp.data.mul_(1 - tau).add_(p.data, alpha=tau)\n"
+
+TRAIN = """\
+import torch
+from utils import soft_update
+
+critic = torch.nn.Linear(4, 1).cuda()
+target = torch.nn.Linear(4, 1).cuda()
+opt = torch.optim.SGD(critic.parameters(), lr=0.1)
+for x in loader:
+    x = x.cuda(non_blocking=True)
+    y = torch.relu(critic(x)).mean(dim=0).sum()
+    opt.zero_grad()
+    y.backward()
+    opt.step()
+    soft_update(critic.parameters(), target.parameters(), 0.005)
+""" + "".join(f"    print(abs(min(max({i}, 1), 2)))\n" for i in range(40))
+
+
+def test_one_project_call_resolver_per_linted_module(tmp_path: Path, monkeypatch) -> None:
+    root = write_project(tmp_path / "p", {"utils.py": UTILS, "train.py": TRAIN})
+    built = []
+    original = calls.ProjectCalls.__init__
+
+    def counting(self, *args, **kwargs):
+        built.append(1)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(calls.ProjectCalls, "__init__", counting)
+    codes = frozenset(code for code, rule in all_rules().items() if not rule.preview)
+    result = lint_source(TRAIN, "train.py", codes, path=root / "train.py")
+    gpu411 = [d for d in result.diagnostics if d.code == "GPU411"]
+    assert [d.location.row for d in gpu411] == [13]  # the per-step call of the helper is still reported
+    # about 200 calls in the module: one resolver for the module, not one per call
+    assert len(built) <= 2, len(built)
