@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
-from gpulint import noqa_check
+from gpulint import file_stats, noqa_check
 from gpulint.cache import Cache
 from gpulint.config import Settings
 from gpulint.diagnostics import FixMode
@@ -73,8 +73,9 @@ def _lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: 
 
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         for i, source in todo:
-            outcomes[i] = lint_file_safely(files[i], settings, mode, write=write, want_edits=want_edits,
-                                           source=source).portable()
+            with file_stats.unchanged_files():  # nothing on disk changes while one file is linted
+                outcomes[i] = lint_file_safely(files[i], settings, mode, write=write, want_edits=want_edits,
+                                               source=source).portable()
     else:
         import gpulint.runner  # noqa: F401  (imported before forking: workers start with LibCST loaded)
         from gpulint.rule import all_rules
@@ -123,7 +124,9 @@ _worker_cache: Optional[Cache] = None
 
 def _work(task) -> tuple[int, FileOutcome]:
     i, path, source, settings, mode, write, want_edits = task
-    outcome = lint_file_safely(path, settings, mode, write=write, want_edits=want_edits, source=source).portable()
+    with file_stats.unchanged_files():  # nothing on disk changes while one file is linted
+        outcome = lint_file_safely(path, settings, mode, write=write, want_edits=want_edits,
+                                   source=source).portable()
     cache = _worker_cache
     if cache is not None and not outcome.errors and _cacheable(source):
         cache.put(cache.key(path, source.digest, want_edits), list(outcome.diagnostics), outcome.dependencies)

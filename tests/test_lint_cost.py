@@ -10,6 +10,7 @@ remembered one. The findings are the same (tests/test_parameter_loop_helpers.py)
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from projects import write_project
@@ -54,3 +55,50 @@ def test_one_project_call_resolver_per_linted_module(tmp_path: Path, monkeypatch
     assert [d.location.row for d in gpu411] == [13]  # the per-step call of the helper is still reported
     # about 200 calls in the module: one resolver for the module, not one per call
     assert len(built) <= 2, len(built)
+
+
+def _stats_of_utils_in_a_batch_lint(root: Path, monkeypatch) -> int:
+    from gpulint import parallel
+    from gpulint.config import Settings
+    from gpulint.diagnostics import FixMode
+
+    asked: list = []
+    original = Path.stat
+
+    def counting(self, *args, **kwargs):
+        if self.name == "utils.py":
+            asked.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "stat", counting)
+    outcomes = parallel.lint_files([root / "train.py"], Settings(root=root), FixMode.NONE, write=False,
+                                   want_edits=False, jobs=1)
+    monkeypatch.setattr(Path, "stat", original)
+    assert [d.location.row for d in outcomes[0].diagnostics if d.code == "GPU411"] == [13]
+    return len(asked)
+
+
+def test_a_batch_lint_stats_each_project_file_once_per_linted_file(tmp_path: Path, monkeypatch) -> None:
+    """The project model re-checks a module's size and time each time it is asked for it; inside one file's lint
+    of a batch run the answer is remembered (gpulint/file_stats.py), outside it every question stats the file."""
+    import contextlib
+
+    from gpulint import file_stats
+
+    root = write_project(tmp_path / "p", {"utils.py": UTILS, "train.py": TRAIN})
+    remembered = _stats_of_utils_in_a_batch_lint(root, monkeypatch)
+    monkeypatch.setattr(file_stats, "unchanged_files", contextlib.nullcontext)
+    other = write_project(tmp_path / "q", {"utils.py": UTILS, "train.py": TRAIN})  # a project not modelled yet
+    every_time = _stats_of_utils_in_a_batch_lint(other, monkeypatch)
+    # resolving the path, reading it once for the project model, one check of its time and size: the
+    # project model's other questions about the module (one per lookup into it) stat nothing more
+    assert remembered <= 6 < every_time, (remembered, every_time)
+    monkeypatch.undo()
+    calls: list = []
+    monkeypatch.setattr(Path, "stat", lambda self, *a, **k: calls.append(1) or os.stat(self))
+    with file_stats.unchanged_files():
+        file_stats.stat(root / "utils.py")
+        file_stats.stat(root / "utils.py")
+    file_stats.stat(root / "utils.py")
+    file_stats.stat(root / "utils.py")
+    assert len(calls) == 3  # remembered only inside the scope
