@@ -102,3 +102,81 @@ def test_a_batch_lint_stats_each_project_file_once_per_linted_file(tmp_path: Pat
     file_stats.stat(root / "utils.py")
     file_stats.stat(root / "utils.py")
     assert len(calls) == 3  # remembered only inside the scope
+
+
+BLOCKS = """\
+import torch
+
+
+class Mlp(torch.nn.Module):
+    def forward(self, x):
+        return x * x.mean().item()
+
+
+class Attn(torch.nn.Module):
+    def forward(self, x):
+        return x + x.max().item()
+
+
+class Norm(torch.nn.Module):
+    def forward(self, x):
+        return x / x.norm().item()
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = Norm()
+        self.attn = Attn()
+        self.mlps = torch.nn.ModuleList([Mlp() for _ in range(4)])
+
+    def forward(self, x):
+        x = self.attn(self.norm(x))
+        for mlp in self.mlps:
+            x = mlp(x)
+        return self.head(x)
+
+    def head(self, x):
+        return x
+"""
+
+LOOP = """\
+import torch
+from blocks import Net
+
+model = Net().cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in loader:
+    model(x.cuda(non_blocking=True)).sum().backward()
+    opt.step()
+"""
+
+
+def test_an_owner_forward_is_read_once_for_all_its_submodules(tmp_path: Path, monkeypatch) -> None:
+    """`_submodule_site` asks, for each submodule class, where the owner's `forward` calls it: the owner's
+    `forward` (and the methods it calls through `self`) are walked once per class, not once per question."""
+    import ast
+
+    from gpulint import ast_walk, parallel
+    from gpulint.config import Settings
+    from gpulint.diagnostics import FixMode
+
+    root = write_project(tmp_path / "p", {"blocks.py": BLOCKS, "train.py": LOOP})
+    walked: list = []
+    for module in (ast, ast_walk):
+        original = module.walk
+
+        def counting(node, original=original):
+            if isinstance(node, ast.FunctionDef) and node.name in ("forward", "head") and node.lineno > 25:
+                walked.append(node.name)
+            return original(node)
+
+        monkeypatch.setattr(module, "walk", counting)
+    outcomes = parallel.lint_files([root / "blocks.py"], Settings(root=root), FixMode.NONE, write=False,
+                                   want_edits=False, jobs=1)
+    rows = {(d.code, d.location.row) for d in outcomes[0].diagnostics}
+    # every submodule's forward is per-step code, through its call in Net.forward
+    assert {("GPU101", 6), ("GPU101", 11), ("GPU101", 16)} <= rows, rows
+    # two walks here (the methods it calls, then its calls) for the three classes, and two by other analyses;
+    # one walk per question read it 11 times
+    assert walked.count("forward") <= 5, walked
