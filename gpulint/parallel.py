@@ -81,6 +81,9 @@ def _lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: 
         from gpulint.rule import all_rules
 
         all_rules()
+        # `GPULINT_SHARED_ANSWERS=0`: each worker answers for itself, as before (benchmarks, tests)
+        if os.environ.get("GPULINT_SHARED_ANSWERS", "1") != "0":
+            _answer_before_forking(todo)
         gc.freeze()  # the modules just imported too: the workers never scan them (gpulint/runtime.py)
         todo.sort(key=lambda item: -len(item[1].text))
         context = multiprocessing.get_context("fork")
@@ -105,6 +108,37 @@ def _lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: 
         if found and outcomes[i] is not None:
             outcomes[i] = replace(outcomes[i], warnings=found)
     return outcomes  # type: ignore[return-value]
+
+
+def _answer_before_forking(todo: list[tuple[int, Input]]) -> None:
+    """The project-wide questions every worker would otherwise answer for itself, answered once in the parent
+    and inherited by the forked workers: each file's project model (CPython's `ast`), and whether a loop
+    elsewhere runs a class or function of it every step (the prefilter's question, `forward.may_run_every_step`,
+    with the caller analyses, submodule searches and summaries it needs). The answers do not depend on the
+    process that computes them (tests/test_determinism.py), so the findings are the same."""
+    from gpulint.analysis.forward import may_run_every_step
+    from gpulint.analysis.project import project_for
+
+    projects = {}
+    for _, source in todo:
+        if source.path is None or source.is_notebook:
+            continue
+        try:
+            path = source.path.resolve()
+            project = project_for(path)
+            projects[id(project)] = project
+            info = project.module(path)
+            if info is not None and info.digest == source.digest:
+                may_run_every_step(path, info.tree)
+        except Exception:  # noqa: BLE001  (the worker meets the same problem and reports it)
+            continue
+    # Answers kept without the modules they read (`forward.called_in_a_hot_loop`, from `ast` alone): a worker
+    # finds them again, cheaply, inside the lint that asks, so that lint's cached result depends on those
+    # modules as it did when the worker answered first.
+    for project in projects.values():
+        with project._lock:
+            for key in [k for k in project.per_step_sites if k[:1] == ("called in a hot loop",)]:
+                del project.per_step_sites[key]
 
 
 def _worth_workers(todo: list[tuple[int, Input]]) -> int:
