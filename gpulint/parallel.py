@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
-from gpulint import noqa_check
+from gpulint import file_stats, noqa_check
 from gpulint.cache import Cache
 from gpulint.config import Settings
 from gpulint.diagnostics import FixMode
@@ -73,13 +73,17 @@ def _lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: 
 
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         for i, source in todo:
-            outcomes[i] = lint_file_safely(files[i], settings, mode, write=write, want_edits=want_edits,
-                                           source=source).portable()
+            with file_stats.unchanged_files():  # nothing on disk changes while one file is linted
+                outcomes[i] = lint_file_safely(files[i], settings, mode, write=write, want_edits=want_edits,
+                                               source=source).portable()
     else:
         import gpulint.runner  # noqa: F401  (imported before forking: workers start with LibCST loaded)
         from gpulint.rule import all_rules
 
         all_rules()
+        # `GPULINT_SHARED_ANSWERS=0`: each worker answers for itself, as before (benchmarks, tests)
+        if os.environ.get("GPULINT_SHARED_ANSWERS", "1") != "0":
+            _answer_before_forking(todo)
         gc.freeze()  # the modules just imported too: the workers never scan them (gpulint/runtime.py)
         todo.sort(key=lambda item: -len(item[1].text))
         context = multiprocessing.get_context("fork")
@@ -106,6 +110,37 @@ def _lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: 
     return outcomes  # type: ignore[return-value]
 
 
+def _answer_before_forking(todo: list[tuple[int, Input]]) -> None:
+    """The project-wide questions every worker would otherwise answer for itself, answered once in the parent
+    and inherited by the forked workers: each file's project model (CPython's `ast`), and whether a loop
+    elsewhere runs a class or function of it every step (the prefilter's question, `forward.may_run_every_step`,
+    with the caller analyses, submodule searches and summaries it needs). The answers do not depend on the
+    process that computes them (tests/test_determinism.py), so the findings are the same."""
+    from gpulint.analysis.forward import may_run_every_step
+    from gpulint.analysis.project import project_for
+
+    projects = {}
+    for _, source in todo:
+        if source.path is None or source.is_notebook:
+            continue
+        try:
+            path = source.path.resolve()
+            project = project_for(path)
+            projects[id(project)] = project
+            info = project.module(path)
+            if info is not None and info.digest == source.digest:
+                may_run_every_step(path, info.tree)
+        except Exception:  # noqa: BLE001  (the worker meets the same problem and reports it)
+            continue
+    # Answers kept without the modules they read (`forward.called_in_a_hot_loop`, from `ast` alone): a worker
+    # finds them again, cheaply, inside the lint that asks, so that lint's cached result depends on those
+    # modules as it did when the worker answered first.
+    for project in projects.values():
+        with project._lock:
+            for key in [k for k in project.per_step_sites if k[:1] == ("called in a hot loop",)]:
+                del project.per_step_sites[key]
+
+
 def _worth_workers(todo: list[tuple[int, Input]]) -> int:
     """How many workers the amount of text to lint pays for (at least 1)."""
     try:
@@ -123,7 +158,9 @@ _worker_cache: Optional[Cache] = None
 
 def _work(task) -> tuple[int, FileOutcome]:
     i, path, source, settings, mode, write, want_edits = task
-    outcome = lint_file_safely(path, settings, mode, write=write, want_edits=want_edits, source=source).portable()
+    with file_stats.unchanged_files():  # nothing on disk changes while one file is linted
+        outcome = lint_file_safely(path, settings, mode, write=write, want_edits=want_edits,
+                                   source=source).portable()
     cache = _worker_cache
     if cache is not None and not outcome.errors and _cacheable(source):
         cache.put(cache.key(path, source.digest, want_edits), list(outcome.diagnostics), outcome.dependencies)

@@ -389,7 +389,7 @@ def _submodule_site(project: Project, path: Path, cls: ClassSummary) -> Optional
                     if isinstance(found := project.lookup(owner.path, dotted), ClassSummary) and _same(found, cls)}
             if not held:
                 continue
-            line = _attribute_called(owner, held)
+            line = _attribute_called(project, owner, held)
             if line is None:
                 continue
             site = per_step_site(project, owner.path, owner.name)
@@ -411,13 +411,13 @@ def _built_in_init(project: Project, owner: ClassSummary) -> dict[str, list[tupl
         return known
     found: dict[str, list[tuple[str, str]]] = {}
     init = owner.methods.get("__init__")
-    for node in ast.walk(init) if init is not None else ():
+    for node in ast_walk.walk(init) if init is not None else ():
         if not isinstance(node, ast.Assign) or len(node.targets) != 1:
             continue
         target = node.targets[0]
         if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
             continue
-        for call in ast.walk(node.value):
+        for call in ast_walk.walk(node.value):
             if isinstance(call, ast.Call):
                 dotted = _dotted(call.func)
                 if dotted:
@@ -427,39 +427,68 @@ def _built_in_init(project: Project, owner: ClassSummary) -> dict[str, list[tupl
     return found
 
 
-def _attribute_called(owner: ClassSummary, held: set[str]) -> Optional[tuple[int, str]]:
+def _attribute_called(project: Project, owner: ClassSummary, held: set[str]) -> Optional[tuple[int, str]]:
     """(line, the callee as written) of the first call of a held submodule in `forward` or a method `forward`
-    calls through `self`: `self.X(...)`, `self.X[i](...)`, or a call of the loop variable of `for m in self.X:`."""
-    forward = owner.methods["forward"]
-    methods = [forward] + [owner.methods[name] for name in sorted({
-        n.func.attr for n in ast.walk(forward) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-        and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"} & set(owner.methods))
-        if name not in ("__init__", "forward")]
-    for method in methods:
+    calls through `self`: `self.X(...)`, `self.X[i](...)`, or a call of the loop variable of `for m in self.X:`.
+    The calls are read once per class (`_forward_calls`), then matched against each question's `held`."""
+    for loops, calls in _forward_calls(project, owner):
         loop_names: dict[str, str] = {}
-        for node in ast.walk(method):
-            if isinstance(node, ast.For) and isinstance(node.target, ast.Name) and _held(node.iter, held):
-                loop_names[node.target.id] = _held(node.iter, held)  # type: ignore[assignment]
-        for node in ast.walk(method):
-            if not isinstance(node, ast.Call):
-                continue
-            name = _held(node.func, held)
-            if name is not None:
-                return node.lineno, f"self.{name}" if isinstance(node.func, ast.Attribute) else f"self.{name}[...]"
-            if isinstance(node.func, ast.Name) and node.func.id in loop_names:
-                return node.lineno, node.func.id  # `for gate in self.gates: x = gate(x)`
+        for target, attribute in loops:
+            if attribute in held:
+                loop_names[target] = attribute
+        for line, attribute, written in calls:
+            if attribute is not None:
+                if attribute in held:
+                    return line, f"self.{attribute}" if written else f"self.{attribute}[...]"
+            elif written in loop_names:
+                return line, written  # `for gate in self.gates: x = gate(x)`
     return None
 
 
-def _held(expr: ast.expr, held: set[str]) -> Optional[str]:
-    """`self.X` or `self.X[i]` (or `enumerate(self.X)`) for a held X: X, else None."""
+def _forward_calls(project: Project, owner: ClassSummary) -> tuple:
+    """For `forward` and each method it calls through `self` (in `_attribute_called`'s order): the `for` loops
+    over a `self.X` (loop variable, X) and the calls, in `ast.walk` order, each as (line, X, whether written
+    `self.X(...)`) for a call of `self.X` or `self.X[i]`, or (line, None, name) for a call of a plain name. Read
+    once per class and project state (kept beside the per-step sites, cleared together)."""
+    key = ("forward calls", owner.path, owner.name, owner.line)
+    with project._lock:
+        known = project.per_step_sites.get(key)
+    if known is not None:
+        return known
+    forward = owner.methods["forward"]
+    methods = [forward] + [owner.methods[name] for name in sorted({
+        n.func.attr for n in ast_walk.walk(forward) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"} & set(owner.methods))
+        if name not in ("__init__", "forward")]
+    found = []
+    for method in methods:
+        loops, calls = [], []
+        for node in ast_walk.walk(method):
+            if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+                attribute = _self_attribute(node.iter)
+                if attribute is not None:
+                    loops.append((node.target.id, attribute))
+            elif isinstance(node, ast.Call):
+                attribute = _self_attribute(node.func)
+                if attribute is not None:
+                    calls.append((node.lineno, attribute, isinstance(node.func, ast.Attribute)))
+                elif isinstance(node.func, ast.Name):
+                    calls.append((node.lineno, None, node.func.id))
+        found.append((tuple(loops), tuple(calls)))
+    known = tuple(found)
+    with project._lock:
+        project.per_step_sites[key] = known
+    return known
+
+
+def _self_attribute(expr: ast.expr) -> Optional[str]:
+    """X for `self.X` or `self.X[i]` (or `enumerate(self.X)`, `zip(self.X, ...)`), else None."""
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in ("enumerate", "zip") \
             and expr.args:
         expr = expr.args[0]
     if isinstance(expr, ast.Subscript):
         expr = expr.value
-    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self" and \
-            expr.attr in held:
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
         return expr.attr
     return None
 

@@ -36,6 +36,7 @@ from gpulint.syntax import NOT_CONSTANT
 from gpulint.analysis.generators import yielded_source_ast
 from gpulint.analysis.skip_guards import skip_guard
 from gpulint.analysis.test_code import is_test_path
+from gpulint import file_stats
 from gpulint.analysis.kinds import (TENSOR_ATTRS_OTHER, TENSOR_METHODS_NUMBER, TENSOR_METHODS_OTHER,
                                     _TORCH_NON_TENSOR, _TORCH_NON_TENSOR_PREFIXES, _TORCH_NUMBER)
 
@@ -568,7 +569,7 @@ class Project:
         if overlay is not None:
             return self._with_paths(path, overlay)
         try:
-            st = path.stat()
+            st = file_stats.stat(path)  # once per lint of a file in a batch run (gpulint/file_stats.py)
         except OSError:
             return None
         stamp = (st.st_mtime_ns, st.st_size)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import libcst as cst
@@ -9,7 +10,6 @@ import libcst as cst
 from gpulint.analysis.calls import _call_argument, module_calls, project_calls
 from gpulint.analysis.param_loops import per_parameter_loop_line
 from gpulint.analysis.project import display_path
-from gpulint.analysis.test_code import is_test_path
 from gpulint.diagnostics import Related
 from gpulint.analysis.data_facts import _walk
 from gpulint.analysis.libraries import Effect
@@ -232,8 +232,8 @@ class PerParameterLoop(GpuRule):
         on every call: reported at the call, with the loop as related location."""
         if type(node.func) not in (cst.Name, cst.Attribute):
             return
-        calls = project_calls(self.analysis)
-        if calls is None or is_test_path(self.analysis.path, calls.project.root):
+        calls = self.analysis.fact(project_calls)  # one per module, its lookups remembered (not one per call)
+        if calls is None or calls.project.is_test(Path(self.analysis.path)):
             return  # a test's loop steps a toy model: not a training step worth a finding
         where = self.where(node)
         if where is None:
