@@ -46,7 +46,19 @@ def _to_host_call(rule: Rule, node: cst.CSTNode) -> bool:
         return True
     if type(value) is cst.Call and rule.analysis.qualified(value.func) == "torch.device":
         return string_value(positional(value)[0] if positional(value) else None) == "cpu"
-    return False
+    return _cpu_device_name(rule, value, attr.value)
+
+
+def _cpu_device_name(rule: Rule, value: cst.BaseExpression, receiver: cst.BaseExpression) -> bool:
+    """`.to(loss_device)` with every binding of `loss_device` a CPU device (`torch.device("cpu")`, `"cpu"`), of a
+    tensor built from copies to an accelerator (a model's output, a moved batch): a device-to-host copy. A CPU
+    device name in a CPU-only script moves nothing, so the receiver must come from the accelerator."""
+    from gpulint.analysis.data_facts import CPU, data_facts
+
+    if type(value) is not cst.Name:
+        return False
+    facts = data_facts(rule.analysis)
+    return facts.device_of(value) == CPU and facts.on_device(receiver)
 
 
 def _on_host_already(rule: Rule, receiver: cst.BaseExpression) -> bool:
