@@ -29,7 +29,10 @@ _MODULE_ONLY_METHODS = {"parameters", "named_parameters", "state_dict", "modules
 def _to_host_call(rule: Rule, node: cst.CSTNode) -> bool:
     """`.cpu()` or `.to("cpu")` (blocking) on something that may be a tensor."""
     attr = method_call(node, ("cpu", "to"))
-    if attr is None or rule.analysis.kind(attr.value) in _NOT_TENSOR or rule.analysis.kinds.on_host(attr.value):
+    if attr is None or rule.analysis.kinds.on_host(attr.value):
+        return False
+    kind = rule.analysis.kind(attr.value)
+    if kind in _NOT_TENSOR and not (kind is Kind.NUMPY and _detached(attr.value)):
         return False
     user = rule.analysis.parent(node)
     if type(user) is cst.Attribute and user.attr.value in _MODULE_ONLY_METHODS:
@@ -47,6 +50,14 @@ def _to_host_call(rule: Rule, node: cst.CSTNode) -> bool:
     if type(value) is cst.Call and rule.analysis.qualified(value.func) == "torch.device":
         return string_value(positional(value)[0] if positional(value) else None) == "cpu"
     return _cpu_device_name(rule, value, attr.value)
+
+
+def _detached(receiver: cst.BaseExpression) -> bool:
+    """`actions.detach().cpu()` where the kinds say numpy (SAC's `actions` is a numpy array in the warm-up branch
+    and the policy's tensor in the other, one name for both): a numpy array has no `.detach()`, so on this path the
+    value is a tensor."""
+    return type(receiver) is cst.Call and type(receiver.func) is cst.Attribute and \
+        receiver.func.attr.value == "detach" and not receiver.args
 
 
 def _cpu_device_name(rule: Rule, value: cst.BaseExpression, receiver: cst.BaseExpression) -> bool:
