@@ -1,7 +1,8 @@
-"""GPU104 on copies to a CPU device held by a name, and on detached copies of a name the kinds call numpy (issue 11, sixth set: a speaker encoder computes its loss on the
-CPU, `loss_device = torch.device("cpu")`, and moves the embeddings there every step with
-`.to(loss_device)`). The copy is the same blocking device-to-host copy as `.cpu()`. The same spelling in a
-CPU-only script moves nothing (the tensor never left the host) and stays quiet.
+"""GPU104 on copies to a CPU device held by a name, and on detached copies of a name the kinds call numpy
+(issue 11, sixth set: a speaker encoder computes its loss on the CPU, `loss_device = torch.device("cpu")`, and
+moves the embeddings there every step with `.to(loss_device)`; fourth set: SAC's `actions.detach().cpu()`). The
+copy is the same blocking device-to-host copy as `.cpu()`. The same spelling in a CPU-only script moves nothing
+(the tensor never left the host) and stays quiet.
 """
 
 from __future__ import annotations
