@@ -29,6 +29,14 @@ class GreedyCodec:
     def spell(self, indices):
         return ["".join([self.chars[i] for i in indices[k, :]]) for k in range(len(indices))]
 
+    def flat(self, indices, lengths):
+        start, out = 0, []
+        for n in lengths:
+            part = indices[start:start + n]
+            out.append([i for i in range(n) if part[i] != 0])
+            start += n
+        return out
+
     def widths(self, indices):
         total = 0
         for k in range(len(indices)):
@@ -55,6 +63,7 @@ with torch.no_grad():
         host = codec.spell(best.cpu())
         listed = codec.collapse([[1, 2, 2]], [3])
         count = codec.widths(best)
+        flat = codec.flat(best.view(-1), lengths)
 """
 
 
@@ -67,6 +76,7 @@ def test_helpers_testing_or_looking_up_each_element_of_a_device_tensor_are_repor
     keys = _keys(tmp_path)
     assert ("train.py", 13, "GPU112") in keys  # `if row[i] != 0` for every element of each row
     assert ("train.py", 14, "GPU112") in keys  # `self.chars[i]` for every element: `__index__` of each
+    assert ("train.py", 18, "GPU112") in keys  # a slice of a flat tensor, tested element by element
 
 
 def test_host_values_and_element_loops_without_a_read_stay_quiet(tmp_path: Path):

@@ -18,7 +18,8 @@ site's own checks: `calls.ProjectCalls._cost`).
 
 What counts, on the function's `ast` (decided without any kind inference, so kept narrow):
 - an element `v[i]` (a scalar index: a name, an integer, arithmetic of those) of a parameter, of a row of one
-  (`p[k, :]`, `p[k]`), or of a local name every assignment of which is such a row;
+  (`p[k, :]`, `p[k]`, a slice `p[start:start + n]` of a flat one), or of a local name every assignment of which
+  is such a row;
 - compared in a branch's test (`if`, `while`, a conditional expression, a comprehension's `if`), with `==`,
   `!=`, `<`, ... (not `is`, `in`);
 - or a loop variable over such a row (`for i in p[k, :]`) used as the index of a subscript of something that is
@@ -101,6 +102,9 @@ def _row_of(value: Optional[ast.expr], params: set) -> Optional[str]:
 
 
 def _row_index(index: ast.expr) -> bool:
+    """`[k, :]`, `[k]`, or a slice of a flat parameter (`[start:start + n]`)."""
+    if isinstance(index, ast.Slice):
+        return index.step is None
     if isinstance(index, ast.Tuple):
         return bool(index.elts) and _scalar(index.elts[0]) and all(
             isinstance(e, ast.Slice) and e.lower is None and e.upper is None and e.step is None for e in index.elts[1:])
