@@ -80,3 +80,4 @@ def test_a_detached_copy_of_a_name_also_bound_to_numpy_is_a_tensor_copy(tmp_path
     have no `.detach()`, so `actions.detach().cpu()` copies a tensor to the host, every environment step."""
     root = write_project(tmp_path, {"train.py": SAC})
     assert ("train.py", 13, "GPU104") in found(check(root, "--no-cache", "--select", "GPU104", "."))
+

@@ -32,7 +32,7 @@ def _to_host_call(rule: Rule, node: cst.CSTNode) -> bool:
     if attr is None or rule.analysis.kinds.on_host(attr.value):
         return False
     kind = rule.analysis.kind(attr.value)
-    if kind in _NOT_TENSOR and not (kind is Kind.NUMPY and _detached(attr.value)):
+    if kind in _NOT_TENSOR and not (kind is Kind.NUMPY and _detached(rule, attr.value)):
         return False
     user = rule.analysis.parent(node)
     if type(user) is cst.Attribute and user.attr.value in _MODULE_ONLY_METHODS:
@@ -52,12 +52,16 @@ def _to_host_call(rule: Rule, node: cst.CSTNode) -> bool:
     return _cpu_device_name(rule, value, attr.value)
 
 
-def _detached(receiver: cst.BaseExpression) -> bool:
+def _detached(rule: Rule, receiver: cst.BaseExpression) -> bool:
     """`actions.detach().cpu()` where the kinds say numpy (SAC's `actions` is a numpy array in the warm-up branch
     and the policy's tensor in the other, one name for both): a numpy array has no `.detach()`, so on this path the
-    value is a tensor."""
+    value is a tensor; a copy to the host when some binding of it comes from the accelerator (the policy's output
+    on a moved observation). Targets a loader left on the host (`T = T.detach().cpu().numpy()` rebinding itself
+    each batch) stay quiet: nothing of theirs went to the accelerator."""
+    from gpulint.analysis.data_facts import data_facts
+
     return type(receiver) is cst.Call and type(receiver.func) is cst.Attribute and \
-        receiver.func.attr.value == "detach" and not receiver.args
+        receiver.func.attr.value == "detach" and not receiver.args and data_facts(rule.analysis).on_device(receiver)
 
 
 def _cpu_device_name(rule: Rule, value: cst.BaseExpression, receiver: cst.BaseExpression) -> bool:
