@@ -37,6 +37,13 @@ class GreedyCodec:
             start += n
         return out
 
+    def gated(self, indices, v2):
+        if v2:
+            for j in range(len(indices)):
+                if indices[j, 1] == 0:
+                    return j
+        return -1
+
     def widths(self, indices):
         total = 0
         for k in range(len(indices)):
@@ -64,6 +71,7 @@ with torch.no_grad():
         listed = codec.collapse([[1, 2, 2]], [3])
         count = codec.widths(best)
         flat = codec.flat(best.view(-1), lengths)
+        gated = codec.gated(best, False)
 """
 
 
@@ -84,6 +92,7 @@ def test_host_values_and_element_loops_without_a_read_stay_quiet(tmp_path: Path)
     assert ("train.py", 15, "GPU112") not in keys  # a host copy is given: no device read
     assert ("train.py", 16, "GPU112") not in keys  # a list is given
     assert ("train.py", 17, "GPU112") not in keys  # the elements are only counted, never read
+    assert ("train.py", 19, "GPU112") not in keys  # read only under an option's branch inside the helper
 
 
 def test_the_message_points_at_the_helpers_read(tmp_path: Path):

@@ -22,6 +22,8 @@ What counts, on the function's `ast` (decided without any kind inference, so kep
   is such a row;
 - compared in a branch's test (`if`, `while`, a conditional expression, a comprehension's `if`), with `==`,
   `!=`, `<`, ... (not `is`, `in`);
+- in either case not itself inside another branch of the function (`if args.v2: ... if ids[j, 1] == eos:` runs
+  only under an option the summary cannot see);
 - or a loop variable over such a row (`for i in p[k, :]`) used as the index of a subscript of something that is
   not the parameter's (a list or dict lookup: `names[i]`), or converted by `int(i)`.
 """
@@ -43,10 +45,14 @@ def element_read(fn: ast.FunctionDef) -> Optional[tuple[str, int, str]]:
     if not params:
         return None
     views = _row_views(fn, params)
+    parents = {id(child): node for node in ast_walk.walk(fn) for child in ast_walk.iter_child_nodes(node)}
     found: list[tuple[int, str, str]] = []
     for node in ast_walk.walk(fn):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node is not fn:
             continue  # nested scopes are walked too by ast_walk; their names are theirs, but rare: kept simple
+        if not isinstance(node, (ast.If, ast.While, ast.IfExp, ast.comprehension, ast.For)) or \
+                _under_a_branch(node, fn, parents):
+            continue  # read only where an option or a state we cannot see holds (`if args.v2:`): not the call's
         tests: list[ast.expr] = []
         if isinstance(node, (ast.If, ast.While, ast.IfExp)):
             tests.append(node.test)
@@ -67,6 +73,17 @@ def element_read(fn: ast.FunctionDef) -> Optional[tuple[str, int, str]]:
         return None
     line, param, what = min(found)
     return param, line, what
+
+
+def _under_a_branch(node: ast.AST, fn: ast.FunctionDef, parents: dict) -> bool:
+    """`node` sits in the body of an `if`, `while` or conditional expression of `fn` (loops, `with` and `try`
+    run their bodies unconditionally)."""
+    current = parents.get(id(node))
+    while current is not None and current is not fn:
+        if isinstance(current, (ast.If, ast.While, ast.IfExp)):
+            return True
+        current = parents.get(id(current))
+    return False
 
 
 def _row_views(fn: ast.FunctionDef, params: set) -> dict[str, str]:

@@ -73,7 +73,13 @@ def _cpu_device_name(rule: Rule, value: cst.BaseExpression, receiver: cst.BaseEx
     if type(value) is not cst.Name:
         return False
     facts = data_facts(rule.analysis)
-    return facts.device_of(value) == CPU and facts.on_device(receiver)
+    if facts.device_of(value) != CPU or not facts.on_device(receiver):
+        return False
+    # In a loop over batches (a training or evaluation step), not in a network's own loop over slices that
+    # offloads each one to the CPU on purpose to bound GPU memory (`x = x.to(cpu_device)` in a sliced VAE).
+    loops = rule.analysis.loops
+    return any(type(a) in (cst.For, cst.While) and loops.loops_over_batches(a) for a in rule.analysis.index.ancestors(
+        receiver))
 
 
 def _on_host_already(rule: Rule, receiver: cst.BaseExpression) -> bool:
