@@ -79,3 +79,11 @@ def test_the_message_names_the_call_and_the_remedy(tmp_path: Path):
     items = [d for d in check(root, "--no-cache", "--select", "GPU203", ".") if d["filename"].endswith("model.py")]
     assert items and all('`self.tokenizer(..., return_tensors="pt")`' in d["message"] for d in items)
     assert all("collate_fn" in d["message"] for d in items)
+
+
+def test_a_tokenizer_test_moving_one_encoding_per_case_stays_quiet(tmp_path: Path):
+    """A unit test's loop over tokenizer classes moves one encoding per class to the model's device: not a step."""
+    test = TRAIN.replace("from model import Captioner\n", "from model import Captioner\n\n\ndef test_all():\n") \
+        .replace("\n", "\n    ").rstrip() + "\n"
+    root = write_project(tmp_path, {"model.py": MODEL, "tests/test_tok.py": test})
+    assert not {k for k in found(check(root, "--no-cache", "--select", "GPU203", ".")) if k[0].startswith("tests/")}
