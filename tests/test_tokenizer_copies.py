@@ -81,9 +81,26 @@ def test_the_message_names_the_call_and_the_remedy(tmp_path: Path):
     assert all("collate_fn" in d["message"] for d in items)
 
 
+
+TOKENIZER_TEST = """\
+import torch
+from transformers import AutoTokenizer
+
+
+def test_every_tokenizer_runs_the_model():
+    model = torch.nn.Linear(8, 8).cuda()
+    for name in tokenizer_names():
+        tokenizer = AutoTokenizer.from_pretrained(name)
+        encoded = tokenizer("a b c", return_tensors="pt")
+        encoded.to("cuda")
+        with torch.no_grad():
+            model(**encoded)
+"""
+
+
 def test_a_tokenizer_test_moving_one_encoding_per_case_stays_quiet(tmp_path: Path):
     """A unit test's loop over tokenizer classes moves one encoding per class to the model's device: not a step."""
-    test = TRAIN.replace("from model import Captioner\n", "from model import Captioner\n\n\ndef test_all():\n") \
-        .replace("\n", "\n    ").rstrip() + "\n"
-    root = write_project(tmp_path, {"model.py": MODEL, "tests/test_tok.py": test})
-    assert not {k for k in found(check(root, "--no-cache", "--select", "GPU203", ".")) if k[0].startswith("tests/")}
+    root = write_project(tmp_path, {"tests/test_tok.py": TOKENIZER_TEST, "tok_loop.py": TOKENIZER_TEST})
+    keys = found(check(root, "--no-cache", "--select", "GPU203", "."))
+    assert ("tok_loop.py", 10, "GPU203") in keys  # the same loop outside a test module is reported
+    assert ("tests/test_tok.py", 10, "GPU203") not in keys
