@@ -806,6 +806,8 @@ class ProjectCalls(ModuleCalls):
                 annotated = annotated_class(self, source, bindings[0].name) \
                     if type(source) is cst.FunctionDef else None
                 found = annotated or self._parameter_class(bindings[0])
+                if found is None and annotated is None:
+                    return self._parameter_union(bindings[0])  # one of several classes: analysis/param_unions.py
                 return (found,) if found is not None else ()
             if len(bindings) == 1 and bindings[0].kind == "for" and bindings[0].index is None \
                     and bindings[0].value is not None:
@@ -969,6 +971,16 @@ class ProjectCalls(ModuleCalls):
                 isinstance(self.index.up.get(id(cls)), cst.Module):
             return self.project.parameter_class(self.path, f"{cls.name.value}.__init__", binding.name)
         return None
+
+    def _parameter_union(self, binding) -> tuple:
+        """A parameter of a top-level function of this module: the classes its call sites pass, when they pass
+        one of several (`validation(..., converter, ...)` with a CTC or an attention converter)."""
+        from gpulint.analysis.param_unions import parameter_classes
+
+        fn = binding.source
+        if type(fn) is not cst.FunctionDef or type(self.index.up.get(id(fn))) is not cst.Module:
+            return ()
+        return parameter_classes(self.project, self.path, fn.name.value, binding.name)
 
     def registry_class(self, func: cst.BaseExpression) -> Optional[ClassSummary]:
         """`DiT_models[args.model]` (the function of a call): the one project class every entry of the

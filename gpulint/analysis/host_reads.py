@@ -29,7 +29,10 @@ _MODULE_ONLY_METHODS = {"parameters", "named_parameters", "state_dict", "modules
 def _to_host_call(rule: Rule, node: cst.CSTNode) -> bool:
     """`.cpu()` or `.to("cpu")` (blocking) on something that may be a tensor."""
     attr = method_call(node, ("cpu", "to"))
-    if attr is None or rule.analysis.kind(attr.value) in _NOT_TENSOR or rule.analysis.kinds.on_host(attr.value):
+    if attr is None or rule.analysis.kinds.on_host(attr.value):
+        return False
+    kind = rule.analysis.kind(attr.value)
+    if kind in _NOT_TENSOR and not (kind is Kind.NUMPY and _detached(rule, attr.value)):
         return False
     user = rule.analysis.parent(node)
     if type(user) is cst.Attribute and user.attr.value in _MODULE_ONLY_METHODS:
@@ -46,7 +49,37 @@ def _to_host_call(rule: Rule, node: cst.CSTNode) -> bool:
         return True
     if type(value) is cst.Call and rule.analysis.qualified(value.func) == "torch.device":
         return string_value(positional(value)[0] if positional(value) else None) == "cpu"
-    return False
+    return _cpu_device_name(rule, value, attr.value)
+
+
+def _detached(rule: Rule, receiver: cst.BaseExpression) -> bool:
+    """`actions.detach().cpu()` where the kinds say numpy (SAC's `actions` is a numpy array in the warm-up branch
+    and the policy's tensor in the other, one name for both): a numpy array has no `.detach()`, so on this path the
+    value is a tensor; a copy to the host when some binding of it comes from the accelerator (the policy's output
+    on a moved observation). Targets a loader left on the host (`T = T.detach().cpu().numpy()` rebinding itself
+    each batch) stay quiet: nothing of theirs went to the accelerator."""
+    from gpulint.analysis.data_facts import data_facts
+
+    return type(receiver) is cst.Call and type(receiver.func) is cst.Attribute and \
+        receiver.func.attr.value == "detach" and not receiver.args and data_facts(rule.analysis).on_device(receiver)
+
+
+def _cpu_device_name(rule: Rule, value: cst.BaseExpression, receiver: cst.BaseExpression) -> bool:
+    """`.to(loss_device)` with every binding of `loss_device` a CPU device (`torch.device("cpu")`, `"cpu"`), of a
+    tensor built from copies to an accelerator (a model's output, a moved batch): a device-to-host copy. A CPU
+    device name in a CPU-only script moves nothing, so the receiver must come from the accelerator."""
+    from gpulint.analysis.data_facts import CPU, data_facts
+
+    if type(value) is not cst.Name:
+        return False
+    facts = data_facts(rule.analysis)
+    if facts.device_of(value) != CPU or not facts.on_device(receiver):
+        return False
+    # In a loop over batches (a training or evaluation step), not in a network's own loop over slices that
+    # offloads each one to the CPU on purpose to bound GPU memory (`x = x.to(cpu_device)` in a sliced VAE).
+    loops = rule.analysis.loops
+    return any(type(a) in (cst.For, cst.While) and loops.loops_over_batches(a) for a in rule.analysis.index.ancestors(
+        receiver))
 
 
 def _on_host_already(rule: Rule, receiver: cst.BaseExpression) -> bool:

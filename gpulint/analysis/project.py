@@ -33,6 +33,7 @@ from gpulint import ast_walk
 from gpulint import incremental, runtime
 from gpulint.files import FileError, read_regular
 from gpulint.syntax import NOT_CONSTANT
+from gpulint.analysis.element_reads import element_read
 from gpulint.analysis.generators import yielded_source_ast
 from gpulint.analysis.skip_guards import skip_guard
 from gpulint.analysis.test_code import is_test_path
@@ -1167,6 +1168,7 @@ class _Summarizer:
 
     def run(self) -> FunctionSummary:
         self._block(self.fn.body, conditional=False)
+        self._element_reads()
         self.summary.returns_union = tuple(self.union or ())
         if not self.summary.returns_union and self.fn.returns is not None:
             self.summary.returns_annotation = self.fn.returns  # resolved on use: Project.returned_classes
@@ -1198,6 +1200,13 @@ class _Summarizer:
                 self.summary.returns_loader = self._loader(source) or (
                     self.loaders.get(source.id) if isinstance(source, ast.Name) else None)
         return self.summary
+
+    def _element_reads(self) -> None:
+        """A parameter whose elements the body reads on the host one by one (`if t[i] != 0` of `t = p[k, :]`, a
+        list lookup per element of `p[k, :]`): analysis/element_reads.py."""
+        found = element_read(self.fn)
+        if found is not None and found[0] not in self.summary.sink_params:
+            self.summary.sink_params[found[0]] = Sink(self.info.path, found[1], found[2])
 
     # -- statements ------------------------------------------------------------------------------------------
     def _block(self, body: list[ast.stmt], conditional: bool) -> None:

@@ -23,7 +23,10 @@ class CpuInLoop(GpuRule):
     ## What it does
     Flags blocking device-to-host copies, `.cpu()` and `.to("cpu")`, on every iteration of a training/eval loop,
     and the implicit one of writing a GPU tensor into a CPU tensor allocated before the loop (`losses =
-    torch.zeros(n)` then `losses[k] = loss` every batch).
+    torch.zeros(n)` then `losses[k] = loss` every batch). `.to(loss_device)` with every binding of
+    `loss_device` a CPU device (`torch.device("cpu")`) counts, in a loop over batches, for a tensor built from
+    copies to the accelerator; so does `x.detach().cpu()` of a name also bound to a numpy array on another path
+    (numpy has no `.detach()`), where a binding of it comes from the accelerator.
 
     ## Why it is slow
     A blocking copy to pageable host memory waits for every queued kernel to finish; the GPU then idles until

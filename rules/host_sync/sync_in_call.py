@@ -45,6 +45,10 @@ class SyncInCall(GpuRule):
     (`self.step.data.item()`), a method a project class inherits from a library class of the table (a
     `SummaryWriter` subclass calling `self.add_scalar(tag, value)`), or `torch.cuda.synchronize()`. A
     `@property` is a call too: reading `self.r` where `r` returns `self.decoder.r.item()` syncs on every read.
+    So are a helper's reads of its argument's elements one by one (a greedy decoder's `if t[i] != 0` over
+    `t = indices[k, :]`, or `names[i] for i in indices[k, :]`: one `bool()` or `__index__()` per element), and a
+    method called on a parameter that holds one of several project classes (`converter.decode(...)` with a
+    CTC or an attention converter passed in), reported when every candidate's method pays.
     A helper that synchronises only `if device.type == "cuda":` costs nothing where the loop passes a CPU
     device (`sync(loss_device)` with `loss_device = torch.device("cpu")`). The finding sits at the call
     in the loop, where the cost is paid every step; the helper's line is its related location. A helper of the

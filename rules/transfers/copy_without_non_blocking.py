@@ -30,6 +30,8 @@ class CopyWithoutNonBlocking(Rule):
     function's parameter counts when every call of the function in the project passes a pinned loader (also from
     another module, `DataLoader(ds, **loader_args)` with `loader_args = dict(..., pin_memory=True)`), and
     `imgs.type(torch.cuda.FloatTensor)` (or a name bound to that type) is a copy to the GPU like `.cuda()`.
+    A tensor pinned in the same expression and copied without it every step
+    (`torch.from_numpy(labels).pin_memory().to(device)`) is flagged too: the copy blocks, so the pinning is wasted.
 
     ## Why it is slow
     Without `non_blocking=True` the copy blocks the Python thread until it completes, even from pinned memory,
@@ -75,6 +77,8 @@ class CopyWithoutNonBlocking(Rule):
     message = "copy of a pinned batch to the GPU without `non_blocking=True` blocks the CPU every step"
     once_pinned = "copy of a batch to the GPU without `non_blocking=True` blocks the CPU every step; with the " \
                   "loader pinned (GPU201) it can overlap"
+    pinned_here = "copy of a tensor pinned with `.pin_memory()` to the GPU without `non_blocking=True` blocks the " \
+                  "CPU every step: the pinning buys no overlap"
     beside = "copy of a batch to the GPU without `non_blocking=True`, where another copy of the same batch has " \
              "it: this one blocks the CPU every step"
     converted = "copy of a batch converted on the host (`.{conversion}()`) to the GPU blocks the CPU every step: " \
@@ -113,6 +117,8 @@ class CopyWithoutNonBlocking(Rule):
                 node, "non_blocking", 1 if method in ("cuda", "type") else 2) is not None:
             return
         receiver = node.func.value  # type: ignore[union-attr]
+        if self._pinned_by_chain(node, receiver):
+            return
         converted = _conversion(receiver)
         if converted is not None:
             receiver = converted.func.value  # type: ignore[union-attr]  # `x.float().to(device)`: the batch is `x`
@@ -150,6 +156,19 @@ class CopyWithoutNonBlocking(Rule):
             fix = self.fix("Add `non_blocking=True`", {node: lambda updated: append_keyword(
                 updated, "non_blocking", _true())}, safe=True)
             self.report(node, message, where=where, fix=fix)
+
+    def _pinned_by_chain(self, copy: cst.Call, receiver: cst.BaseExpression) -> bool:
+        """`torch.from_numpy(a).pin_memory().to(device)` every step: pinned on purpose, then copied blocking, so the
+        pinning buys no overlap. Reported (fixed with `non_blocking=True`); True when the receiver is such a chain."""
+        if not (type(receiver) is cst.Call and type(receiver.func) is cst.Attribute and
+                receiver.func.attr.value == "pin_memory" and not receiver.args):
+            return False
+        where = self.where(copy)
+        if where:
+            fix = self.fix("Add `non_blocking=True`", {copy: lambda updated: append_keyword(
+                updated, "non_blocking", _true())}, safe=True)
+            self.report(copy, self.pinned_here, where=where, fix=fix)
+        return True
 
     def _moved_earlier(self, receiver: cst.BaseExpression, copy: cst.Call, loop) -> bool:
         """The name under `receiver` (`y`, `y[...]`) was rebound to a copy of itself on the accelerator earlier in

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import libcst as cst
@@ -17,6 +18,8 @@ from gpulint.analysis.graph_fields import moved_graph_field
 from gpulint.analysis.imports import dotted_name
 from gpulint.syntax import argument
 from gpulint.analysis.project import display_path
+from gpulint.analysis.test_code import is_test_path
+from gpulint.analysis.tokenizers import tokenized_on_host
 from gpulint.rules.transfers._built_then_moved import (
     built_this_step, exact_on_device, copy_above, copy_device, defined_before, host_table, moved_table,
     same_device, single_assignment, strip_same_on_device, uses_of, without_copy)
@@ -39,6 +42,9 @@ class HostTensorMovedEachStep(Rule):
     (`torch.cuda.FloatTensor(np.random.normal(0, 1, shape))`, often through the GAN scripts' alias
     `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`) build the values on the host and copy them
     the same way; given sizes (`Tensor(n, 1).fill_(1.0)`) they allocate and fill on the device, which is fine.
+    The output of a tokenizer or processor called with `return_tensors="pt"` (`self.tokenizer(captions,
+    return_tensors="pt").to(image.device)`, its `.input_ids`, a name bound to it in the step) is the same: the
+    tokens are built as CPU tensors in pageable memory, and copied to the GPU every step.
     In a program that sets a CUDA default tensor type or device (`torch.set_default_tensor_type(
     'torch.cuda.FloatTensor')`, `torch.set_default_device("cuda")`, in the module or in a project script that
     imports it), `torch.Tensor([1e10])`, `torch.Tensor(numpy_array)` and `torch.tensor(host_list)` build CUDA
@@ -179,6 +185,9 @@ class HostTensorMovedEachStep(Rule):
                  "(`torch.arange(n, device=...)`)"
     computed = "`torch.{factory}` builds a tensor on the host, the arithmetic on it runs on the host, and the " \
                "result is copied to the GPU every step; create it on the device with `device=` and compute there"
+    tokenized = "`{call}(..., return_tensors=\"pt\")` builds its tensors on the host (pageable memory) and they are " \
+                "copied to the GPU every step, waiting for it; tokenize in the DataLoader's workers (`collate_fn`, " \
+                "with `pin_memory=True` and `non_blocking=True`), or once before the loop when the text does not change"
     family = Family.TRANSFERS
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(
@@ -281,7 +290,7 @@ class HostTensorMovedEachStep(Rule):
                             where=where)
             return
         if factory is None:
-            if not self._computed_on_host(node):
+            if not self._tokenized(node) and not self._computed_on_host(node):
                 self._built_then_moved(node)
             return
         name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
@@ -518,6 +527,18 @@ class HostTensorMovedEachStep(Rule):
             found.update(x for x in spelt if x in _CUDA_LEGACY_CONSTRUCTORS)
         return min(found) if found else None
 
+    def _tokenized(self, copy: cst.Call) -> bool:
+        """Report a copy of what `tokenizer(..., return_tensors="pt")` returned (the call itself, a field of its
+        result, a name bound to either); True when the copied value is such a host result."""
+        source = tokenized_on_host(self.analysis, copy.func.value)  # type: ignore[union-attr]
+        if source is None:
+            return False
+        where = self.where(copy)
+        if where and not is_test_path(Path(self.analysis.path) if self.analysis.path else None):
+            # (a tokenizer test's loop over tokenizer classes moves one encoding per class: not a step)
+            self.report(copy, self.tokenized.format(call=_callee_text(source)), where=where)
+        return True
+
     def _copied_right_after(self, node: cst.Call) -> bool:
         attribute = self.analysis.index.parent.get(node)
         return isinstance(attribute, cst.Attribute) and attribute.value is node and \
@@ -730,3 +751,16 @@ class _HostMath:
             return False
         found.numbers_only = False
         return True
+
+
+def _callee_text(call: cst.Call) -> str:
+    """`self.tokenizer` for `self.tokenizer(...)`, `tokenizer` for a plain name; `tokenizer` otherwise."""
+    parts = []
+    func = call.func
+    while type(func) is cst.Attribute:
+        parts.append(func.attr.value)
+        func = func.value
+    if type(func) is not cst.Name:
+        return "tokenizer"
+    parts.append(func.value)
+    return ".".join(reversed(parts))
