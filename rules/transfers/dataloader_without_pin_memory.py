@@ -68,7 +68,10 @@ class DataLoaderWithoutPinMemory(Rule):
     device is CUDA, so the script still runs quietly on CPU-only machines: `pin_memory=torch.cuda.is_available()`
     for `device = "cuda" if torch.cuda.is_available() else "cpu"`, `pin_memory=device.type == "cuda"` for
     `device = torch.device(args.device)`. No fix for a loader built in a factory of another function or module:
-    the finding is at the call, naming the factory.
+    the finding is at the call, naming the factory. The factory's own `DataLoader(...)` (returned alone or in a
+    tuple, without `pin_memory` or with `pin_memory=False`) is reported too, in its module, when a project script
+    calling the factory gets that call-site finding (related location: the call); there the fix adds or sets
+    `pin_memory=True` and is unsafe, since other callers of the factory may not use a GPU.
 
     An explicit `pin_memory=False` on such a loader costs the same as none passed, and is reported too
     (`DataLoader(ds, batch_size=8, pin_memory=False)` whose batches go to `.to(device)` every step); its fix
