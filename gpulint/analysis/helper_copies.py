@@ -93,7 +93,8 @@ def unpacked_element(facts: "DataFacts", call: cst.Call, index: int) -> Optional
 
 
 def _function_of(facts: "DataFacts", name: cst.Name) -> Optional[tuple[cst.FunctionDef, str]]:
-    """`name` is a parameter of a top-level function of the module, or a comprehension variable over one
+    """`name` is a parameter of a function of the module (a method called through `self` included: Python's
+    scopes skip the class body), or a comprehension variable over one
     (`[s.to(device) for s in indices]`): the function and the parameter."""
     index = facts.analysis.index
     for _ in range(_MAX_DEPTH):
@@ -125,7 +126,7 @@ def _function_of(facts: "DataFacts", name: cst.Name) -> Optional[tuple[cst.Funct
 
 
 def passed_batch_loops(facts: "DataFacts", receiver: cst.BaseExpression) -> tuple[list, bool]:
-    """`receiver` (a name, or a subscript of one) is a parameter of a top-level function of this module, and
+    """`receiver` (a name, or a subscript of one) is a parameter of a function or method of this module, and
     every call of that function in the module passes a batch of a loop over a loader there (`batch_loop`, in
     the loop's body): those loops (one per call), and whether some call passes a loop's whole batch (the name
     its `for` binds); else ([], False)."""
