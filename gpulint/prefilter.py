@@ -25,6 +25,9 @@ filtered and unfiltered findings on generated and real code.
   (`nn.Conv2d(...)`) or a name bound by an import of it (`from torch.nn import Conv2d as C`; `C(...)`): any
   import in the module counts, wherever it is.
 
+- `RETURNED_LOADER`: a top-level function of the module calls a name ending in `DataLoader` and has a `return`
+  (analysis/factory_loaders.py: GPU201 at a loader factory's own `DataLoader(...)`).
+
 A rule may declare several (any of them suffices), or `None`: no shortcut, every file is parsed.
 """
 
@@ -40,7 +43,8 @@ HOT_LOOP = "hot-loop"
 COPY_IN_FOR_LOOP = "copy-in-for-loop"
 CUDA_TEXT = "cuda-text"
 CONV_AND_BATCHNORM_CALLS = "conv-and-batchnorm-calls"
-CONDITIONS = (HOT_LOOP, COPY_IN_FOR_LOOP, CUDA_TEXT, CONV_AND_BATCHNORM_CALLS)
+RETURNED_LOADER = "returned-loader"
+CONDITIONS = (HOT_LOOP, COPY_IN_FOR_LOOP, CUDA_TEXT, CONV_AND_BATCHNORM_CALLS, RETURNED_LOADER)
 
 # rules/throughput/conv_bias_before_batchnorm.py: CONVS and NORMS, the last part of each name
 _CONV_CLASSES = frozenset({"Conv1d", "Conv2d", "Conv3d"})
@@ -119,6 +123,10 @@ class FileFacts:
             if HOT_LOOP not in self._held:
                 self._held[HOT_LOOP] = any(self._may_be_hot(*loop) for loop in self._loops)
             return bool(self._held[HOT_LOOP])
+        if condition == RETURNED_LOADER:
+            if condition not in self._held:
+                self._held[condition] = "DataLoader" in self.source and _returns_a_loader(self.tree)
+            return bool(self._held[condition])
         raise ValueError(f"unknown prefilter condition {condition!r}")
 
     def _conv_may_feed_batchnorm(self) -> bool:
@@ -590,3 +598,14 @@ def _many_range_iterations(iterable: ast.AST) -> bool:
         return len(range(*values)) >= _MANY
     except (TypeError, ValueError):
         return True
+
+
+def _returns_a_loader(tree: ast.AST) -> bool:
+    """RETURNED_LOADER: a top-level function calls `...DataLoader(...)` and returns something."""
+    for stmt in getattr(tree, "body", ()):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            nodes = list(ast_walk.walk(stmt))
+            if any(isinstance(n, ast.Call) and _last(n.func) is not None and str(_last(n.func)).endswith("DataLoader")
+                   for n in nodes) and any(isinstance(n, ast.Return) and n.value is not None for n in nodes):
+                return True
+    return False

@@ -44,7 +44,9 @@ def found(items) -> set:
 
 def test_whole_project_reports_costs_at_the_calls_in_the_loop(project: Path):
     items = check(project, "--no-cache", ".")
-    assert found(items) == EXPECTED  # nothing inside the helpers themselves: they are not loops
+    # nothing else inside the helpers themselves (they are not loops), except the factory's own unpinned
+    # `DataLoader(...)`, which GPU201 reports where the fix goes too (recall22, tests/test_factory_loaders.py)
+    assert found(items) == EXPECTED | {("src/trainkit/data.py", 5, "GPU201")}
 
 
 def test_one_file_named_is_enough(project: Path):

@@ -725,6 +725,13 @@ class ProjectCalls(ModuleCalls):
             qualname = fn.name.value
         else:
             cls = self.index.up.get(id(owner)) if type(owner) is cst.IndentedBlock else None
+            if type(cls) is cst.ClassDef and type(call.func) is cst.Name:
+                # `train_step(x, y)` in `def train(train_step, ...)`, every call site passing `trainer.train_step`
+                # (a bound method of this module's class, resolved through the project's call sites)
+                passed = self._passed_function(call.func)
+                if passed is not None and passed[0].qualname == f"{cls.name.value}.{fn.name.value}" and \
+                        Path(passed[0].path).resolve() == Path(self.path).resolve():
+                    return passed[0].qualname, passed[0], passed[1]
             if type(cls) is not cst.ClassDef or not isinstance(self.index.up.get(id(cls)), cst.Module) or \
                     type(call.func) is not cst.Attribute or self.analysis.loops.overrides(call):
                 return None

@@ -18,6 +18,7 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.libraries import DEVICE_BATCH_METHODS, Effect, fact_for_method
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.project import FunctionSummary, LoaderFact
+from gpulint.analysis.helper_copies import unpacked_element
 from gpulint.analysis.pyg_loaders import PYG_LOADERS, data_on_host
 from gpulint.analysis.tree import child_nodes, descendants
 from gpulint.syntax import argument, argument_for, positional, string_value
@@ -492,6 +493,13 @@ class DataFacts:
                 if self.index.is_ancestor_or_self(b.source.body, within):
                     return b.source
                 continue
+            if b.kind == "assign" and b.index is not None and type(b.value) is cst.Call:
+                # `X, offsets, T = unpack_batch(batch)`: parts of the batch (analysis/helper_copies.py)
+                element = unpacked_element(self, b.value, b.index)
+                if element is not None:
+                    loop = self.batch_loop(element, within, depth + 1)
+                    if loop is not None:
+                        return loop
             if b.kind in ("for", "assign") and b.value is not None:
                 loop = self.batch_loop(b.value, within, depth + 1)
                 if loop is not None:

@@ -10,8 +10,10 @@ from gpulint.analysis import GPU_HINT
 from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
 from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, LOADER_TO_GPU, UNPINNED_LOADER
 from gpulint.analysis.data_facts import ACCELERATOR, CONVERSIONS, append_keyword, data_facts, keyword
+from gpulint.analysis.tree import descendants
 from gpulint.syntax import argument, is_true
 from gpulint.analysis.data import _true, pin_memory_of, pinned, pinning_unknown
+from gpulint.analysis.helper_copies import passed_batch_loops
 from gpulint.analysis.loader_params import cuda_type_copy, pinned_passed_loader
 
 
@@ -32,6 +34,11 @@ class CopyWithoutNonBlocking(Rule):
     `imgs.type(torch.cuda.FloatTensor)` (or a name bound to that type) is a copy to the GPU like `.cuda()`.
     A tensor pinned in the same expression and copied without it every step
     (`torch.from_numpy(labels).pin_memory().to(device)`) is flagged too: the copy blocks, so the pinning is wasted.
+
+    The batch may be split by a function of the module (`x, offsets, y = split_batch(batch)`, whose tuple
+    `return`s hold subscripts of its parameter) and copied inside a function of the module that the loop hands
+    it to (`def wrap(x, device): return net(x.to(device))`), when every call of that function passes a loop's
+    batch there: the copy in the function is reported, and so is its per-step call, naming the copy.
 
     ## Why it is slow
     Without `non_blocking=True` the copy blocks the Python thread until it completes, even from pinned memory,
@@ -111,6 +118,7 @@ class CopyWithoutNonBlocking(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         facts = data_facts(self.analysis)
         if facts.copy_target(node) != ACCELERATOR and not cuda_type_copy(self.analysis, node):
+            self._helper_call(node)
             return
         method = node.func.attr.value  # type: ignore[union-attr]
         if keyword(node, "non_blocking") is not None or argument(
@@ -123,7 +131,10 @@ class CopyWithoutNonBlocking(Rule):
         if converted is not None:
             receiver = converted.func.value  # type: ignore[union-attr]  # `x.float().to(device)`: the batch is `x`
         loop = facts.batch_loop(receiver)
-        if loop is None or not self.analysis.index.is_ancestor_or_self(loop.body, node):
+        if loop is None:
+            self._in_helper(node, receiver, converted, method)
+            return
+        if not self.analysis.index.is_ancestor_or_self(loop.body, node):
             return
         if self._moved_earlier(receiver, node, loop):
             return  # `y = y.float().to(device)` ... `y[:, -n:].to(device)`: the second copy copies nothing
@@ -169,6 +180,86 @@ class CopyWithoutNonBlocking(Rule):
                 updated, "non_blocking", _true())}, safe=True)
             self.report(copy, self.pinned_here, where=where, fix=fix)
         return True
+
+    def _in_helper(self, node: cst.Call, receiver: cst.BaseExpression, converted, method: str) -> None:
+        """A copy of a parameter of a module function every call of which passes a loop's batch there
+        (`def wrap(X, device): return model(X.to(device))`, `Z = wrap(X, device)` in the loop)."""
+        message = self._helper_message(node, receiver, method)
+        if message is None:
+            return
+        where = self.where(node)
+        if where is None:
+            return
+        if converted is not None:
+            conversion = converted.func.attr.value  # type: ignore[union-attr]
+            fix = self.fix(f"Copy first with `non_blocking=True`, then `.{conversion}()` on the device",
+                           {node: _copy_then_convert}, safe=False)
+            self.report(node, self.converted.format(conversion=conversion), where=where, fix=fix)
+            return
+        fix = self.fix("Add `non_blocking=True`", {node: lambda updated: append_keyword(
+            updated, "non_blocking", _true())}, safe=True)
+        self.report(node, message, where=where, fix=fix)
+
+    def _helper_message(self, node: cst.Call, receiver: cst.BaseExpression, method: str) -> Optional[str]:
+        """The message for a copy in a helper handed the batches of pinned loaders (or of loaders GPU201 will
+        pin), else None (analysis/helper_copies.py)."""
+        facts = data_facts(self.analysis)
+        loops, whole = passed_batch_loops(facts, receiver)
+        loaders = [c for loop in loops for c in facts.loop_loaders(loop)]
+        if not loaders or not all(pinned(self, c) for c in loaders):
+            return None
+        if whole and any(keyword(c, "collate_fn") is not None for c in loaders):
+            return None  # a custom batch object's `.to()` may not take `non_blocking`
+        if any(pin_memory_of(self, c) is None and facts.factory(c) is None or
+               getattr(facts.factory(c), "pinned", None) is False for c in loaders):
+            return None if method == "type" else self.once_pinned
+        return self.message
+
+    def _helper_call(self, node: cst.Call) -> None:
+        """The per-step call of such a helper (`Z = wrap(X, device)` in the loop): reported too, naming the copy,
+        as GPU112 reports the call of a helper that syncs."""
+        if not node.args or type(node.func) is not cst.Name or node.func.value not in self.analysis.index.functions:
+            return  # (a top-level function is called by its bare name: most calls end here, at a dict lookup)
+        fn = self.analysis.loops.local_function(node)
+        if type(fn) is not cst.FunctionDef or type(self.analysis.index.enclosing_scope(fn)) is not cst.Module:
+            return
+        copies = self.__dict__.setdefault("_helper_copies", {})
+        if id(fn) not in copies:
+            copies[id(fn)] = (fn, self._copies_in(fn))
+        found = copies[id(fn)][1]
+        if not found:
+            return
+        where = self.where(node)
+        if where is None:
+            return
+        copy, message = found[0]
+        pinned_later = "; with the loader pinned (GPU201) it can overlap" if message == self.once_pinned else ""
+        self.report(node, f"`{self.analysis.code(node.func)}(...)` copies the batch it is given to the GPU without "
+                          f"`non_blocking=True` (`{self.analysis.code(copy)}` in `{fn.name.value}`): the CPU blocks "
+                          f"every step{pinned_later}", where=where)
+
+    def _copies_in(self, fn: cst.FunctionDef) -> list:
+        """The copies of `fn` that `_in_helper` reports, with their messages, in document order."""
+        facts = data_facts(self.analysis)
+        found = []
+        for call in descendants(fn.body):
+            if type(call) is not cst.Call or facts.copy_target(call) != ACCELERATOR or \
+                    keyword(call, "non_blocking") is not None:
+                continue
+            method = call.func.attr.value  # type: ignore[union-attr]
+            if argument(call, "non_blocking", 1 if method == "cuda" else 2) is not None:
+                continue
+            receiver = call.func.value  # type: ignore[union-attr]
+            converted = _conversion(receiver)
+            if converted is not None:
+                receiver = converted.func.value  # type: ignore[union-attr]
+            if facts.batch_loop(receiver) is not None:
+                continue
+            message = self._helper_message(call, receiver, method)
+            if message is not None and self.where(call) is not None:
+                found.append((call, message))
+        order = self.analysis.index.order
+        return sorted(found, key=lambda pair: order(pair[0]) or 0)
 
     def _moved_earlier(self, receiver: cst.BaseExpression, copy: cst.Call, loop) -> bool:
         """The name under `receiver` (`y`, `y[...]`) was rebound to a copy of itself on the accelerator earlier in

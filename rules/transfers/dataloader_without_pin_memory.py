@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from gpulint.analysis import GPU_HINT
 from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
 from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, LOADER_TO_GPU, UNPINNED_LOADER
-from gpulint.analysis.data_facts import append_keyword, data_facts, is_dataloader, keyword
+from gpulint.analysis.data_facts import append_keyword, data_facts, has_star_args, is_dataloader, is_false, keyword
+from gpulint.analysis.factory_loaders import factory_caller
+from gpulint.analysis.pyg_loaders import PYG_LOADERS
 from gpulint.analysis.project import display_path
 from gpulint.diagnostics import Related
 from gpulint.syntax import argument, parse_expression
-from gpulint.analysis.data import _true, flag_off, would_pin
+from gpulint.analysis.data import _dataset, _true, flag_off, would_pin
 
 
 # Where a call's result is kept or handed on (assigned, returned, passed, put in a container, iterated): only
@@ -64,7 +68,10 @@ class DataLoaderWithoutPinMemory(Rule):
     device is CUDA, so the script still runs quietly on CPU-only machines: `pin_memory=torch.cuda.is_available()`
     for `device = "cuda" if torch.cuda.is_available() else "cpu"`, `pin_memory=device.type == "cuda"` for
     `device = torch.device(args.device)`. No fix for a loader built in a factory of another function or module:
-    the finding is at the call, naming the factory.
+    the finding is at the call, naming the factory. The factory's own `DataLoader(...)` (returned alone or in a
+    tuple, without `pin_memory` or with `pin_memory=False`) is reported too, in its module, when a project script
+    calling the factory gets that call-site finding (related location: the call); there the fix adds or sets
+    `pin_memory=True` and is unsafe, since other callers of the factory may not use a GPU.
 
     An explicit `pin_memory=False` on such a loader costs the same as none passed, and is reported too
     (`DataLoader(ds, batch_size=8, pin_memory=False)` whose batches go to `.to(device)` every step); its fix
@@ -85,10 +92,11 @@ class DataLoaderWithoutPinMemory(Rule):
     `gpulint verify`, and keep a measured `pin_memory=False` with `# noqa: GPU201` on the call.
     """
 
-    # Every finding needs a copy to an accelerator (`.to(`/`.cuda(`) or a "cuda" device in the text.
-    needs_text = GPU_HINT
+    # Every finding needs a copy to an accelerator (`.to(`/`.cuda(`) or a "cuda" device in the text, or a loader
+    # factory's `DataLoader(...)` (reported where a script calling the factory feeds a GPU).
+    needs_text = re.compile(GPU_HINT.pattern + "|DataLoader", re.IGNORECASE)
     code = "GPU201"
-    reports_in = ("copy-in-for-loop", "cuda-text")  # gpulint/prefilter.py
+    reports_in = ("copy-in-for-loop", "cuda-text", "returned-loader")  # gpulint/prefilter.py
     name = "dataloader-without-pin-memory"
     message = "`DataLoader` without `pin_memory=True` feeds a GPU: host-to-device copies block and cannot overlap"
     family = Family.TRANSFERS
@@ -110,7 +118,11 @@ class DataLoaderWithoutPinMemory(Rule):
         facts = data_facts(self.analysis)
         made = None if is_dataloader(self.analysis, node) or not facts.feeds_an_accelerator() or \
             not isinstance(self.analysis.parent(node), _HOLDS_A_VALUE) else facts.factory(node)
-        if (made is None and not is_dataloader(self.analysis, node)) or not would_pin(self, node):
+        if made is None and not is_dataloader(self.analysis, node):
+            return
+        if not would_pin(self, node):
+            if made is None:
+                self._at_factory(node)
             return
         if made is not None:  # built in a factory: the fix belongs there, the cost is paid here
             self.report(node, f"`{self.analysis.code(node.func)}(...)` returns a `DataLoader` without "
@@ -134,6 +146,31 @@ class DataLoaderWithoutPinMemory(Rule):
         fix = self.fix(f"Add `pin_memory={text}`",
                        {node: lambda updated: append_keyword(updated, "pin_memory", value)}, safe=True)
         self.report(node, fix=fix)
+
+    def _at_factory(self, node: cst.Call) -> None:
+        """A `DataLoader(...)` returned by a function of this module whose call in a project script gets the
+        call-site finding (analysis/factory_loaders.py): reported here too, where the fix goes."""
+        if self.analysis.qualified(node.func) in PYG_LOADERS or has_star_args(node):
+            return
+        written = keyword(node, "pin_memory")
+        if written is not None and not is_false(written.value):
+            return  # a value this module does not decide (a parameter, a flag): judged at each call
+        if data_facts(self.analysis).on_device(_dataset(node)):
+            return
+        found = factory_caller(self.analysis, node)
+        if found is None:
+            return
+        caller, line, call = found
+        related = (Related(display_path(caller), line, f"`{call}` takes it to a GPU loop"),)
+        if written is not None:
+            fix = self.fix("Set `pin_memory=True`", {written.value: lambda _: _true()}, safe=False)
+            self.report(node, f"`DataLoader` with `pin_memory=False`, returned to `{call}`, feeds a GPU every step: "
+                              f"host-to-device copies block and cannot overlap", fix=fix, related=related)
+            return
+        fix = self.fix("Add `pin_memory=True`", {node: lambda updated: append_keyword(updated, "pin_memory", _true())},
+                       safe=False)
+        self.report(node, f"`DataLoader` without `pin_memory=True`, returned to `{call}`, feeds a GPU every step: "
+                          f"host-to-device copies block and cannot overlap", fix=fix, related=related)
 
     def _pin_value(self, loader: cst.Call) -> cst.BaseExpression:
         """`True` where the batches certainly go to CUDA; where the script picks its device at run time, pin only

@@ -1,0 +1,116 @@
+"""A loader factory's own `DataLoader(...)`, seen from the scripts that call it (GPU201 at the factory).
+
+GPU201 reports a factory's unpinned loader at the call in the training script (`loaders = make_loaders(args)`,
+"returns a `DataLoader` without `pin_memory=True`", naming the factory). The fix belongs at the factory, and a
+user reading the factory module (an editor, a pre-commit run that names only `data.py`) sees nothing there:
+
+    # data.py                                        # train.py
+    def make_loaders(args):                          train_loader, test_loader = data.make_loaders(args)
+        train = DataLoader(ds, pin_memory=False)     for x, y in train_loader:
+        test = DataLoader(ds2, pin_memory=False)         x = x.to(device)
+        return train, test
+
+`factory_caller` answers, for a `DataLoader(...)` that a top-level function of the linted module returns (by
+itself, or in a tuple, through a name it is bound to), whether a project script calling that function gets the
+call-site finding (the script's own GPU201 decision: its loops move the batches to the GPU, or it plainly targets
+CUDA and trains with them): the call, as the related location. The callers are looked for like the per-step
+callers of a model (`forward._hot_calls`: files naming the function, tests skipped, at most a few, in the
+project's file order), and their text is a dependency of the factory's cached result.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import libcst as cst
+
+from gpulint.analysis.tree import child_nodes
+
+_CALLERS = 4  # caller files looked at per factory function
+
+
+class _Asker:
+    """What `analysis.data.would_pin` needs of a rule: the analysis it asks about."""
+
+    def __init__(self, analysis) -> None:
+        self.analysis = analysis
+
+
+def _returned_by(analysis, loader: cst.Call) -> Optional[cst.FunctionDef]:
+    """The top-level function that returns `loader` (`return DataLoader(...)`, or a name bound to it returned
+    alone or in a tuple), else None."""
+    index = analysis.index
+    fn = next((a for a in index.ancestors(loader) if type(a) in (cst.FunctionDef, cst.Lambda, cst.ClassDef)), None)
+    if type(fn) is not cst.FunctionDef or type(index.enclosing_scope(fn)) is not cst.Module:
+        return None
+    parent = analysis.parent(loader)
+    names: set[str] = set()
+    if type(parent) is cst.Return:
+        return fn
+    if type(parent) is cst.Assign and len(parent.targets) == 1 and type(parent.targets[0].target) is cst.Name:
+        names.add(parent.targets[0].target.value)
+    if not names:
+        return None
+    stack = list(child_nodes(fn.body))
+    while stack:
+        node = stack.pop()
+        if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        if type(node) is cst.Return and node.value is not None:
+            value = node.value
+            values = [e.value for e in value.elements] if type(value) in (cst.Tuple, cst.List) else [value]
+            if any(type(v) is cst.Name and v.value in names for v in values):
+                return fn
+        stack.extend(child_nodes(node))
+    return None
+
+
+def factory_caller(analysis, loader: cst.Call) -> Optional[tuple[Path, int, str]]:
+    """(caller file, line, the call's text) of a project call of the function returning `loader` where GPU201
+    reports the factory's loader at the call; else None."""
+    fn = _returned_by(analysis, loader)
+    if fn is None or analysis.path is None:
+        return None
+    from gpulint.analysis.calls import project_calls
+    from gpulint.analysis.forward import _remembered
+
+    calls = analysis.fact(project_calls)
+    if calls is None:
+        return None
+    project, path = calls.project, Path(analysis.path).resolve()
+    name = fn.name.value
+    return _remembered(project, ("factory-loader", path, name), lambda: _find(project, path, name))
+
+
+def _find(project, path: Path, name: str) -> Optional[tuple[Path, int, str]]:
+    from gpulint.analysis.data import would_pin
+    from gpulint.analysis.data_facts import data_facts
+    from gpulint.analysis.forward import _hot_calls, _line_of
+    from gpulint.analysis.project import _record
+
+    callers = [f for f in project.files_naming(name, training=True)
+               if not project.is_test(f) and project._resolved(f) != path][:_CALLERS]
+    for caller in callers:
+        _record(project._resolved(caller))
+        hot = _hot_calls(project, project._resolved(caller))
+        if not hot:
+            continue
+        other = hot[0][0]
+        facts = data_facts(other)
+        if not facts.feeds_an_accelerator():
+            continue
+        asker = _Asker(other)
+        for node in other.index.nodes:
+            if type(node) is not cst.Call:
+                continue
+            func = node.func
+            last = func.attr.value if type(func) is cst.Attribute else (func.value if type(func) is cst.Name else None)
+            if last != name:
+                continue
+            made = facts.factory(node)
+            if made is None or Path(made.path).resolve() != path:
+                continue
+            if would_pin(asker, node):  # type: ignore[arg-type]
+                return other.path, _line_of(other, node), f"{other.code(node.func)}(...)"
+    return None
