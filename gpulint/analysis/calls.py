@@ -17,6 +17,7 @@ from typing import Optional
 import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.isinstance_narrowing import narrowed_class
 from gpulint.analysis.kinds import Kind
 from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method, is_library_class
 from gpulint.analysis.node_types import of_types
@@ -797,6 +798,9 @@ class ProjectCalls(ModuleCalls):
         (annotated, or passed by every call site), and the elements of a container a `for` loop iterates."""
         if depth > 3:
             return ()
+        narrowed = narrowed_class(self, expr)  # `if isinstance(self.sampler, LossAwareSampler): ...`
+        if narrowed is not None:
+            return (narrowed,)
         if type(expr) is cst.Name:
             bindings = self.index.visible_bindings(expr)
             if len(bindings) == 1 and bindings[0].kind == "param":

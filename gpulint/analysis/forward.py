@@ -29,6 +29,7 @@ import libcst as cst
 
 from gpulint import ast_walk, incremental
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.isinstance_narrowing import narrowed_class
 from gpulint.analysis.once import once_per_object
 from gpulint.analysis.overrides import override_site
 from gpulint.analysis.tree import child_nodes
@@ -898,6 +899,9 @@ class _Instances:
         return found
 
     def _compute(self, expr: cst.BaseExpression, depth: int) -> bool:
+        narrowed = narrowed_class(self.calls, expr)  # `if isinstance(self.sampler, LossAwareSampler): ...`
+        if narrowed is not None:
+            return self._matches(narrowed)
         if type(expr) is cst.Call:
             wrapped = self._wrapped(expr)
             if wrapped is not None:
