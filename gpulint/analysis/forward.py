@@ -1099,6 +1099,8 @@ def feeds_a_gpu(analysis) -> bool:
         return False
     if _steps_a_gpu_optimizer(analysis):
         return True
+    if _helpers_stepped_by_a_gpu_loop(analysis):
+        return True
     if not any(
             type(s) is cst.ClassDef and type(s.body) is cst.IndentedBlock and
             any(type(m) is cst.FunctionDef and m.name.value == "forward" for m in s.body.body)
@@ -1122,6 +1124,33 @@ def feeds_a_gpu(analysis) -> bool:
             if site.owner is None:
                 break
             site, depth = per_step_site(project, site.path, site.owner), depth + 1
+    return False
+
+
+def _helpers_stepped_by_a_gpu_loop(analysis) -> bool:
+    """A module of helpers with no device of its own (a mixed-precision trainer class, `zero_grad(params)`,
+    `model_grads_to_master_grads(...)`: guided-diffusion's `fp16_util.py`) whose top-level function or method of
+    a top-level class a hot loop of another file calls every iteration, from a file that names the device: the
+    tensors they are handed and the parameters they update are on that device. A model's `forward` is
+    `feeds_a_gpu`'s own question (through submodule owners)."""
+    from gpulint.analysis import GPU_HINT
+    from gpulint.textsearch import found_in
+
+    entries = {entry for found in analysis.fact(_entries).values() for entry in found
+               if entry[1] not in ("forward", "__call__")}
+    if not entries:
+        return False
+    project, path = analysis.fact(_project_of)
+    for owner, member in sorted(entries, key=lambda e: (e[0] or "", e[1])):
+        site = member_site(project, path, owner, member)
+        if site is None:
+            continue
+        try:
+            text = site.path.read_text(errors="replace")  # a file already read by the project model
+        except OSError:
+            continue
+        if found_in(GPU_HINT, text):
+            return True
     return False
 
 

@@ -14,6 +14,7 @@ from gpulint.diagnostics import Related
 from gpulint.analysis.data_facts import _walk
 from gpulint.analysis.libraries import Effect
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.tree import descendants
 from gpulint.analysis.training import training_facts
 from gpulint.fixes import fresh_name
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, GpuRule, Safety
@@ -431,7 +432,24 @@ def _yields_parameters(expr: cst.BaseExpression, analysis, loop: cst.For, depth:
         if values is not None:
             return _yields_parameters(values, analysis, loop, depth + 1)
     lowered = name.lower()
+    if type(expr) is cst.Attribute and analysis is not None and _flattened_attribute(analysis, name):
+        return None  # `self.master_params = make_master_params(...)`: a few flat tensors, not one per parameter
     return "each" if lowered.endswith(("params", "parameters")) and not lowered.startswith("num_") else None
+
+
+def _flattened_attribute(analysis, attr: str) -> bool:
+    """`self.<attr>` is assigned, somewhere in the module, what a function of the module builds with
+    `_flatten_dense_tensors` (fp16 master parameters: one flat tensor per parameter group, as apex and the diffusion
+    trainers keep them): a loop over it runs a handful of kernels, not one per parameter."""
+    from gpulint.analysis.data_facts import data_facts
+
+    for value in data_facts(analysis).self_attributes().get(attr, ()):
+        fn = analysis.loops.local_function(value) if type(value) is cst.Call else None
+        if fn is not None and any(type(n) is cst.Name and n.value == "_flatten_dense_tensors" or
+                                  type(n) is cst.Attribute and n.attr.value == "_flatten_dense_tensors"
+                                  for n in descendants(fn)):
+            return True
+    return False
 
 
 def _single_value(analysis, name: cst.Name) -> Optional[cst.BaseExpression]:
