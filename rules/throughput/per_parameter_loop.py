@@ -39,7 +39,9 @@ class PerParameterLoop(GpuRule):
     `ema_p.copy_(...)`. The parameters may also come as a `list(...)` of them, a dict of named parameters
     (`OrderedDict(model.named_parameters())`, iterated with `.items()` or indexed by the loop's key:
     `ema_params[name].mul_(d)`, or iterated by key: `for k in par.keys(): par[k].data.mul_(d)`), a sequence
-    named for them (`target_params`, `self.master_params`: a helper's arguments; `zip(..., strict=True)` too),
+    named for them (`target_params`, `self.master_params`: a helper's arguments; `zip(..., strict=True)` too;
+    not an attribute the module also fills with fp16 master copies built by `_flatten_dense_tensors`, a few flat
+    tensors),
     or an optimizer's parameter group (`for p in group["params"]:` in a hand-written
     `step` or a clipping method of an optimizer wrapper); updates through `p.detach()` count. A helper holding such a loop is reported where
     it is written when a loop (in this module or another) calls it every step. The per-step call of a project
