@@ -182,6 +182,11 @@ def _self_attribute_kind(analysis: ModuleAnalysis, node: cst.Attribute) -> Kind:
     loader = _self_attribute_loader(analysis, calls, node)
     if loader is Kind.UNKNOWN and _self_attribute_module(analysis, calls, node):
         return Kind.MODULE
+    if loader is Kind.UNKNOWN:
+        from gpulint.analysis.self_lists import host_list_attribute
+
+        if host_list_attribute(analysis, node):  # `self.timestep_map = []` filled with numbers
+            return Kind.OTHER
     return loader
 
 

@@ -30,6 +30,7 @@ import libcst as cst
 from gpulint import ast_walk, incremental
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.isinstance_narrowing import narrowed_class
+from gpulint.analysis.wrapped_calls import wrapper_call_site
 from gpulint.analysis.once import once_per_object
 from gpulint.analysis.overrides import override_site
 from gpulint.analysis.tree import child_nodes
@@ -83,6 +84,9 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
             site = per_step_site(project, path, owner)
         elif member == "__call__" and owner is not None:
             site = call_site(project, path, owner)
+            if site is None:  # `super().training_losses(self._wrap_model(model), ...)` in a per-step method
+                cls = next((s for s in analysis.module.body if type(s) is cst.ClassDef and s.name.value == owner), None)
+                site = wrapper_call_site(analysis, cls) if cls is not None else None
         else:
             site = member_site(project, path, owner, member)
             if site is None and owner is not None:  # a hook the base class's step calls through `self`
