@@ -1147,7 +1147,7 @@ def _helpers_stepped_by_a_gpu_loop(analysis) -> bool:
     project, path = analysis.fact(_project_of)
     for owner, member in sorted(entries, key=lambda e: (e[0] or "", e[1])):
         site = member_site(project, path, owner, member)
-        if site is None:
+        if site is None or _hands_over_tensors(project, site):
             continue
         try:
             text = site.path.read_text(errors="replace")  # a file already read by the project model
@@ -1156,6 +1156,20 @@ def _helpers_stepped_by_a_gpu_loop(analysis) -> bool:
         if found_in(GPU_HINT, text):
             return True
     return False
+
+
+def _hands_over_tensors(project: Project, site: CallSite) -> bool:
+    """The per-step call `site` passes a tensor (or the call is not found again): what the helper reads may be
+    what it is given, which the caller may have copied to the host first (SlowFast's visualizers get
+    `preds.cpu()`). A helper called with its own state only (`mp_trainer.optimize(opt)`, `zero_grad()`) reads
+    what it holds: the model's tensors, on the caller's device."""
+    from gpulint.analysis.kinds import Kind
+
+    for analysis, node, _ in _hot_calls(project, site.path):
+        if f"{analysis.code(node.func)}(...)" != site.code or _line_of(analysis, node) != site.line:
+            continue
+        return any(analysis.kinds.of(a.value) is Kind.TENSOR for a in node.args)
+    return True
 
 
 def _steps_a_gpu_optimizer(analysis) -> bool:
