@@ -84,7 +84,7 @@ def test_helper_module_without_a_gpu_caller_stays_quiet(tmp_path):
 def test_helper_handed_tensors_keeps_the_module_off_the_gpu(tmp_path):
     """What a helper is handed may be a host copy (SlowFast's visualizers get `preds.cpu()`): a module whose
     per-step calls pass tensors is not taken for GPU code on that ground."""
-    helpers = "def summarize(values):\n    return values.sum().item()\n"
+    helpers = "import torch\n\n\ndef summarize(values):\n    return torch.argmax(values).item()\n"
     train = TRAIN.replace("from helpers import PrecisionHelper", "from helpers import summarize").replace(
         "        helper = PrecisionHelper(model)\n", "").replace(
         "            helper.optimize(opt)", "            summarize(loss.detach().cpu())\n            opt.step()")
