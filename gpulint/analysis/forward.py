@@ -1132,16 +1132,17 @@ def feeds_a_gpu(analysis) -> bool:
 
 
 def _helpers_stepped_by_a_gpu_loop(analysis) -> bool:
-    """A module of helpers with no device of its own (a mixed-precision trainer class, `zero_grad(params)`,
-    `model_grads_to_master_grads(...)`: guided-diffusion's `fp16_util.py`) whose top-level function or method of
-    a top-level class a hot loop of another file calls every iteration, from a file that names the device: the
-    tensors they are handed and the parameters they update are on that device. A model's `forward` is
+    """A module of helpers with no device of its own (a mixed-precision trainer class: guided-diffusion's
+    `fp16_util.py`) whose method of a top-level class a hot loop of another file calls every iteration with the
+    object's own state (no tensor, array or container handed over that may be a host copy), from a file that
+    names the device: the parameters the object holds and updates are on that device. Plain functions are left
+    out: what they read is what they are given (an image writer handed a numpy array). A model's `forward` is
     `feeds_a_gpu`'s own question (through submodule owners)."""
     from gpulint.analysis import GPU_HINT
     from gpulint.textsearch import found_in
 
     entries = {entry for found in analysis.fact(_entries).values() for entry in found
-               if entry[1] not in ("forward", "__call__")}
+               if entry[0] is not None and entry[1] not in ("forward", "__call__")}
     if not entries:
         return False
     project, path = analysis.fact(_project_of)
@@ -1168,8 +1169,36 @@ def _hands_over_tensors(project: Project, site: CallSite) -> bool:
     for analysis, node, _ in _hot_calls(project, site.path):
         if f"{analysis.code(node.func)}(...)" != site.code or _line_of(analysis, node) != site.line:
             continue
-        return any(analysis.kinds.of(a.value) is Kind.TENSOR for a in node.args)
+        return any(type(a.value) in _CONTAINERS or analysis.kinds.of(a.value) is Kind.NUMPY or
+                   analysis.kinds.of(a.value) is Kind.TENSOR and _maybe_host_copy(analysis, a.value)
+                   for a in node.args)
     return True
+
+
+_HOST_COPIES = ("cpu", "numpy", "tolist")
+# tensors handed over in a container (`tensor2img([visuals["result"]])`): what they are is not followed
+_CONTAINERS = (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp, cst.GeneratorExp, cst.Set)
+
+
+def _maybe_host_copy(analysis, expr: cst.CSTNode, depth: int = 0) -> bool:
+    """`expr` is, or may be, a host copy: `.cpu()` in it, or in a binding of a name it reads (through names,
+    `for` targets and their iterables, a few steps: `preds = preds.cpu()` on one path; `video = inputs[i]` with
+    `inputs = [x.cpu() for x in inputs]`)."""
+    if depth > 4:
+        return True
+    if analysis.kinds.on_host(expr):
+        return True
+    from gpulint.analysis.tree import descendants
+
+    for node in (expr, *descendants(expr)):
+        if type(node) is cst.Attribute and node.attr.value in _HOST_COPIES:
+            return True
+        if type(node) is cst.Name:
+            for b in analysis.index.visible_bindings(node):
+                if b.kind in ("assign", "walrus", "for") and b.value is not None and b.value is not expr and \
+                        _maybe_host_copy(analysis, b.value, depth + 1):
+                    return True
+    return False
 
 
 def _steps_a_gpu_optimizer(analysis) -> bool:
