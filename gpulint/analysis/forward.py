@@ -1134,7 +1134,7 @@ def feeds_a_gpu(analysis) -> bool:
 def _helpers_stepped_by_a_gpu_loop(analysis) -> bool:
     """A module of helpers with no device of its own (a mixed-precision trainer class: guided-diffusion's
     `fp16_util.py`) whose method of a top-level class a hot loop of another file calls every iteration with the
-    object's own state (no tensor, array or container handed over that may be a host copy), from a file that
+    object's own state (no argument but modules and optimizers: `optimize(opt)`, `zero_grad()`), from a file that
     names the device: the parameters the object holds and updates are on that device. Plain functions are left
     out: what they read is what they are given (an image writer handed a numpy array). A model's `forward` is
     `feeds_a_gpu`'s own question (through submodule owners)."""
@@ -1160,45 +1160,18 @@ def _helpers_stepped_by_a_gpu_loop(analysis) -> bool:
 
 
 def _hands_over_tensors(project: Project, site: CallSite) -> bool:
-    """The per-step call `site` passes a tensor (or the call is not found again): what the helper reads may be
-    what it is given, which the caller may have copied to the host first (SlowFast's visualizers get
-    `preds.cpu()`). A helper called with its own state only (`mp_trainer.optimize(opt)`, `zero_grad()`) reads
-    what it holds: the model's tensors, on the caller's device."""
+    """The per-step call `site` passes something other than a module or an optimizer (or the call is not found
+    again): what the helper reads may be what it is given, which the caller may have copied to the host first
+    (SlowFast's visualizers get `preds.cpu()`), or a number (a meter's `update(time.time() - t)`). A helper
+    called with its own state only (`mp_trainer.optimize(opt)`, `zero_grad()`) reads what it holds: the model's
+    tensors, on the caller's device."""
     from gpulint.analysis.kinds import Kind
 
     for analysis, node, _ in _hot_calls(project, site.path):
         if f"{analysis.code(node.func)}(...)" != site.code or _line_of(analysis, node) != site.line:
             continue
-        return any(type(a.value) in _CONTAINERS or analysis.kinds.of(a.value) is Kind.NUMPY or
-                   analysis.kinds.of(a.value) is Kind.TENSOR and _maybe_host_copy(analysis, a.value)
-                   for a in node.args)
+        return any(analysis.kinds.of(a.value) not in (Kind.MODULE, Kind.OPTIMIZER) for a in node.args)
     return True
-
-
-_HOST_COPIES = ("cpu", "numpy", "tolist")
-# tensors handed over in a container (`tensor2img([visuals["result"]])`): what they are is not followed
-_CONTAINERS = (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp, cst.GeneratorExp, cst.Set)
-
-
-def _maybe_host_copy(analysis, expr: cst.CSTNode, depth: int = 0) -> bool:
-    """`expr` is, or may be, a host copy: `.cpu()` in it, or in a binding of a name it reads (through names,
-    `for` targets and their iterables, a few steps: `preds = preds.cpu()` on one path; `video = inputs[i]` with
-    `inputs = [x.cpu() for x in inputs]`)."""
-    if depth > 4:
-        return True
-    if analysis.kinds.on_host(expr):
-        return True
-    from gpulint.analysis.tree import descendants
-
-    for node in (expr, *descendants(expr)):
-        if type(node) is cst.Attribute and node.attr.value in _HOST_COPIES:
-            return True
-        if type(node) is cst.Name:
-            for b in analysis.index.visible_bindings(node):
-                if b.kind in ("assign", "walrus", "for") and b.value is not None and b.value is not expr and \
-                        _maybe_host_copy(analysis, b.value, depth + 1):
-                    return True
-    return False
 
 
 def _steps_a_gpu_optimizer(analysis) -> bool:
