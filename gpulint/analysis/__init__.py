@@ -146,7 +146,9 @@ def _kinds(analysis: ModuleAnalysis) -> KindInference:
         kinds.host_param_hook = lambda node, depth: host_param(analysis, node, depth)
         from gpulint.analysis.loader_calls import project_loader_call
 
-        kinds.loader_call_hook = lambda node: project_loader_call(analysis, node)
+        text = analysis.source if analysis.source is not None else ""
+        if "next(" in text:  # a loader factory's result matters where batches are drawn with `next(...)`
+            kinds.loader_call_hook = lambda node: project_loader_call(analysis, node)
     return kinds
 
 
