@@ -144,6 +144,11 @@ def _kinds(analysis: ModuleAnalysis) -> KindInference:
 
         kinds.host_call_hook = lambda node: host_call(analysis, node)
         kinds.host_param_hook = lambda node, depth: host_param(analysis, node, depth)
+        from gpulint.analysis.loader_calls import project_loader_call
+
+        text = analysis.source if analysis.source is not None else ""
+        if "next(" in text:  # a loader factory's result matters where batches are drawn with `next(...)`
+            kinds.loader_call_hook = lambda node: project_loader_call(analysis, node)
     return kinds
 
 
@@ -179,6 +184,11 @@ def _self_attribute_kind(analysis: ModuleAnalysis, node: cst.Attribute) -> Kind:
     loader = _self_attribute_loader(analysis, calls, node)
     if loader is Kind.UNKNOWN and _self_attribute_module(analysis, calls, node):
         return Kind.MODULE
+    if loader is Kind.UNKNOWN:
+        from gpulint.analysis.self_lists import host_list_attribute
+
+        if host_list_attribute(analysis, node):  # `self.timestep_map = []` filled with numbers
+            return Kind.OTHER
     return loader
 
 

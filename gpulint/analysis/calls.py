@@ -17,6 +17,7 @@ from typing import Optional
 import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.isinstance_narrowing import narrowed_class
 from gpulint.analysis.kinds import Kind
 from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method, is_library_class
 from gpulint.analysis.node_types import of_types
@@ -240,7 +241,9 @@ class ModuleCalls:
             if id(b) in self._carrying:
                 continue  # `x, y = gather((x, y))`: the binding being decided says nothing about itself
             self._carrying.add(id(b))
-            if b.kind in ("assign", "walrus") and b.value is not None:
+            if b.kind == "assign" and b.index is None and _empty_dict(b.value):
+                carries = self._filled_with_tensors(name, depth)  # `losses = {}`; `losses[k] = loss.detach()`
+            elif b.kind in ("assign", "walrus") and b.value is not None:
                 carries = self._element_carries(b.value, b.index, depth)
             elif b.kind == "for" and b.value is not None:
                 carries = self._iteration_carries(b.value, b.index, depth)
@@ -250,6 +253,20 @@ class ModuleCalls:
             if not carries:
                 return False
         return True
+
+    def _filled_with_tensors(self, name: cst.Name, depth: int) -> bool:
+        """A dict started empty in this scope whose item assignments (`losses["loss"] = loss.detach()`) store a
+        tensor: a dict of tensors, as the literal `{"loss": loss.detach()}` is."""
+        scope = self.index.enclosing_scope(name)
+        found = False
+        for node in of_types(self.index, cst.Assign):
+            for target in node.targets:  # type: ignore[attr-defined]
+                t = target.target
+                if type(t) is cst.Subscript and type(t.value) is cst.Name and t.value.value == name.value and \
+                        self.index.enclosing_scope(t.value) is scope:
+                    if self.carries_tensor(node.value, depth + 1):  # type: ignore[attr-defined]
+                        return True  # as a literal with one tensor value does
+        return found
 
     def _element_carries(self, value: cst.BaseExpression, index: Optional[int], depth: int) -> bool:
         """What `x` gets from `x = value` (index None) or `x, y = value` (element `index`)."""
@@ -804,6 +821,9 @@ class ProjectCalls(ModuleCalls):
         (annotated, or passed by every call site), and the elements of a container a `for` loop iterates."""
         if depth > 3:
             return ()
+        narrowed = narrowed_class(self, expr)  # `if isinstance(self.sampler, LossAwareSampler): ...`
+        if narrowed is not None:
+            return (narrowed,)
         if type(expr) is cst.Name:
             bindings = self.index.visible_bindings(expr)
             if len(bindings) == 1 and bindings[0].kind == "param":
@@ -1006,6 +1026,11 @@ class ProjectCalls(ModuleCalls):
         if dotted not in self._found:  # one project lookup per name in this module
             self._found[dotted] = self.project.lookup(self.path, dotted)
         return self._found[dotted]
+
+
+def _empty_dict(value: Optional[cst.BaseExpression]) -> bool:
+    return type(value) is cst.Dict and not value.elements or \
+        type(value) is cst.Call and type(value.func) is cst.Name and value.func.value == "dict" and not value.args
 
 
 def _call_argument(call: cst.Call, position: Optional[int], name: str) -> Optional[cst.BaseExpression]:

@@ -29,6 +29,8 @@ import libcst as cst
 
 from gpulint import ast_walk, incremental
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.isinstance_narrowing import narrowed_class
+from gpulint.analysis.wrapped_calls import wrapper_call_site
 from gpulint.analysis.once import once_per_object
 from gpulint.analysis.overrides import override_site
 from gpulint.analysis.tree import child_nodes
@@ -82,6 +84,9 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
             site = per_step_site(project, path, owner)
         elif member == "__call__" and owner is not None:
             site = call_site(project, path, owner)
+            if site is None:  # `super().training_losses(self._wrap_model(model), ...)` in a per-step method
+                cls = next((s for s in analysis.module.body if type(s) is cst.ClassDef and s.name.value == owner), None)
+                site = wrapper_call_site(analysis, cls) if cls is not None else None
         else:
             site = member_site(project, path, owner, member)
             if site is None and owner is not None:  # a hook the base class's step calls through `self`
@@ -927,6 +932,9 @@ class _Instances:
         return found
 
     def _compute(self, expr: cst.BaseExpression, depth: int) -> bool:
+        narrowed = narrowed_class(self.calls, expr)  # `if isinstance(self.sampler, LossAwareSampler): ...`
+        if narrowed is not None:
+            return self._matches(narrowed)
         if type(expr) is cst.Call:
             wrapped = self._wrapped(expr)
             if wrapped is not None:
@@ -1124,6 +1132,8 @@ def feeds_a_gpu(analysis) -> bool:
         return False
     if _steps_a_gpu_optimizer(analysis):
         return True
+    if _helpers_stepped_by_a_gpu_loop(analysis):
+        return True
     if not any(
             type(s) is cst.ClassDef and type(s.body) is cst.IndentedBlock and
             any(type(m) is cst.FunctionDef and m.name.value == "forward" for m in s.body.body)
@@ -1148,6 +1158,49 @@ def feeds_a_gpu(analysis) -> bool:
                 break
             site, depth = per_step_site(project, site.path, site.owner), depth + 1
     return False
+
+
+def _helpers_stepped_by_a_gpu_loop(analysis) -> bool:
+    """A module of helpers with no device of its own (a mixed-precision trainer class: guided-diffusion's
+    `fp16_util.py`) whose method of a top-level class a hot loop of another file calls every iteration with the
+    object's own state (no argument but modules and optimizers: `optimize(opt)`, `zero_grad()`), from a file that
+    names the device: the parameters the object holds and updates are on that device. Plain functions are left
+    out: what they read is what they are given (an image writer handed a numpy array). A model's `forward` is
+    `feeds_a_gpu`'s own question (through submodule owners)."""
+    from gpulint.analysis import GPU_HINT
+    from gpulint.textsearch import found_in
+
+    entries = {entry for found in analysis.fact(_entries).values() for entry in found
+               if entry[0] is not None and entry[1] not in ("forward", "__call__")}
+    if not entries:
+        return False
+    project, path = analysis.fact(_project_of)
+    for owner, member in sorted(entries, key=lambda e: (e[0] or "", e[1])):
+        site = member_site(project, path, owner, member)
+        if site is None or _hands_over_tensors(project, site):
+            continue
+        try:
+            text = site.path.read_text(errors="replace")  # a file already read by the project model
+        except OSError:
+            continue
+        if found_in(GPU_HINT, text):
+            return True
+    return False
+
+
+def _hands_over_tensors(project: Project, site: CallSite) -> bool:
+    """The per-step call `site` passes something other than a module or an optimizer (or the call is not found
+    again): what the helper reads may be what it is given, which the caller may have copied to the host first
+    (SlowFast's visualizers get `preds.cpu()`), or a number (a meter's `update(time.time() - t)`). A helper
+    called with its own state only (`mp_trainer.optimize(opt)`, `zero_grad()`) reads what it holds: the model's
+    tensors, on the caller's device."""
+    from gpulint.analysis.kinds import Kind
+
+    for analysis, node, _ in _hot_calls(project, site.path):
+        if f"{analysis.code(node.func)}(...)" != site.code or _line_of(analysis, node) != site.line:
+            continue
+        return any(analysis.kinds.of(a.value) not in (Kind.MODULE, Kind.OPTIMIZER) for a in node.args)
+    return True
 
 
 def _steps_a_gpu_optimizer(analysis) -> bool:

@@ -153,6 +153,9 @@ class KindInference:
         self.host_param_hook: Optional[Callable[[cst.Name, int], bool]] = None
         # analysis/__init__.py: the kind of a parameter from what the calls of its function pass (a loader)
         self.parameter_hook: Optional[Callable[[Binding], Kind]] = None
+        # analysis/__init__.py: a call of a project function of another module returning a loader
+        # (analysis/loader_calls.py: `data = load_data(...)`, a generator handing on a DataLoader's batches)
+        self.loader_call_hook: Optional[Callable[[cst.Call], bool]] = None
 
     # -- public ------------------------------------------------------------------------------------------------
     def of(self, node: cst.CSTNode) -> Kind:
@@ -909,6 +912,8 @@ class KindInference:
                 return Kind.TENSOR if Kind.TENSOR in args else Kind.UNKNOWN
         if type(func) is cst.Name and self._hands_on_a_loader(func.value, node):
             return Kind.LOADER  # `cycle(loader)`: a generator of this module yielding the loader's batches
+        if self.loader_call_hook is not None and self.loader_call_hook(node):
+            return Kind.LOADER
         callee = self.of(func)
         if callee is Kind.MODULE:
             return Kind.TENSOR

@@ -112,6 +112,8 @@ class LoopAnalysis:
             # `for step in range(max_steps): batch = next(self.data)`: one batch per iteration (not counted as a
             # pass over the data by an enclosing loop: `for micro in range(accum): next(it)` inside a step loop)
             return LoopRole.HOT
+        if self._step_helper_draws_a_batch(loop):
+            return LoopRole.HOT
         # A loop around a pass over the data is an epoch loop, even if it also runs the model itself (a sample
         # or an evaluation per epoch): `for epoch ...: for x in loader: ...` or `for epoch ...: train(epoch)`.
         nested_hot = False
@@ -139,6 +141,24 @@ class LoopAnalysis:
         if self._rollout(loop):
             return LoopRole.HOT
         return LoopRole.HOT if self._iterates_tensor_math(loop) else LoopRole.COLD
+
+    def _step_helper_draws_a_batch(self, loop: Loop) -> bool:
+        """`for step in range(n): forward_backward(data); trainer.optimize(opt)` where the helper of this module
+        draws one batch per call outside any loop of its own (`batch = next(data_loader)`, then a loop over
+        micro-batches of it that runs the model): each iteration of the caller's loop takes one batch, so it is
+        the step loop and the helper's inner loop a pass over pieces of that batch, not over the data. Not a call
+        under a periodic test (an evaluation every N steps)."""
+        for node in _walk_body(loop, into_loops=False):
+            if type(node) is not cst.Call:
+                continue
+            helper = self.local_function(node)
+            if helper is None or any(a is helper for a in self.index.ancestors(loop)):
+                continue
+            if any(type(n) is cst.Call and self._next_batch(n) for n in _walk_body(helper, into_loops=False)) \
+                    and self._function_has_hot_loop(helper) and not self._function_loops_over_batches(helper) \
+                    and not self._periodic_within(node, loop):
+                return True
+        return False
 
     def _samples_through_helper(self, loop: Loop) -> bool:
         """A loop of many iterations whose own body hands the network to a project function that runs it

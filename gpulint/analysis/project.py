@@ -1243,6 +1243,12 @@ class _Summarizer:
                 self.quiet -= 1
                 if off_gpu:
                     self._block(stmt.orelse, conditional)  # the branch a GPU run takes
+                elif option and not conditional and not self.quiet and self.summary.always_syncs is None:
+                    # `if self.use_fp16: return self._optimize_fp16(opt) else: return self._optimize_normal(opt)`:
+                    # whichever the option picks syncs, so the call does
+                    both = [self._branch_syncs(stmt.body), self._branch_syncs(stmt.orelse)]
+                    if all(both):
+                        self._always(both[0])  # type: ignore[arg-type]
                 return
             device = self._device_tested(stmt.test)
             outer, self.device_guard = self.device_guard, device or self.device_guard
@@ -1767,6 +1773,22 @@ class _Summarizer:
         default = _default_of(self.fn, left.id)
         return (left.id, values, not isinstance(default, ast.Constant) or default.value in values)
 
+    def _branch_syncs(self, block: list) -> Optional[Sink]:
+        """The sync of a statement of `block` (its own level, not nested blocks) that calls a project function
+        syncing on every call (`always_syncs`), else None."""
+        for stmt in block:
+            if not isinstance(stmt, (ast.Expr, ast.Return, ast.Assign)) or stmt.value is None:
+                continue
+            for node in ast_walk.walk(stmt.value):
+                if isinstance(node, (ast.Lambda, ast.GeneratorExp, ast.ListComp, ast.DictComp, ast.SetComp)):
+                    break
+                if isinstance(node, ast.Call):
+                    callee = self._callee(node)
+                    if callee is not None and callee[0].always_syncs is not None and \
+                            callee[0].syncs_on_device_of is None:
+                        return callee[0].always_syncs
+        return None
+
     def _always(self, sink: Sink, device: Optional[str] = None) -> None:
         self.summary.always_syncs = sink
         self.summary.syncs_on_device_of = device or self.device_guard
@@ -1911,7 +1933,7 @@ class _Summarizer:
         if isinstance(expr, ast.Subscript):
             return self._tensor_level(expr.value, bound)
         if isinstance(expr, ast.Attribute):
-            if self._buffer(expr):
+            if self._buffer(expr) or self._held_parameters(expr):
                 return DEVICE_TENSOR
             return 0 if expr.attr in TENSOR_ATTRS_OTHER or expr.attr == "device" else \
                 self._tensor_level(expr.value, bound)
@@ -1966,6 +1988,14 @@ class _Summarizer:
             held = self._self_attribute_class(owner.attr)
             return held is not None and expr.attr in _buffers(held)
         return False
+
+    def _held_parameters(self, expr: ast.Attribute) -> bool:
+        """`self.master_params`: a list of a module's parameters the class keeps (analysis/held_parameters.py)."""
+        if self.cls is None or not (isinstance(expr.value, ast.Name) and expr.value.id == "self"):
+            return False
+        from gpulint.analysis.held_parameters import held_parameter_lists
+
+        return expr.attr in held_parameter_lists(self.cls)
 
     def _self_attribute_class(self, attr: str) -> Optional[ClassSummary]:
         """The project class every `self.<attr> = Cls(...)` of the class builds, else None."""

@@ -14,6 +14,7 @@ from gpulint.diagnostics import Related
 from gpulint.analysis.data_facts import _walk
 from gpulint.analysis.libraries import Effect
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.tree import descendants
 from gpulint.analysis.training import training_facts
 from gpulint.fixes import fresh_name
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, GpuRule, Safety
@@ -38,7 +39,9 @@ class PerParameterLoop(GpuRule):
     `ema_p.copy_(...)`. The parameters may also come as a `list(...)` of them, a dict of named parameters
     (`OrderedDict(model.named_parameters())`, iterated with `.items()` or indexed by the loop's key:
     `ema_params[name].mul_(d)`, or iterated by key: `for k in par.keys(): par[k].data.mul_(d)`), a sequence
-    named for them (`target_params`, `self.master_params`: a helper's arguments; `zip(..., strict=True)` too),
+    named for them (`target_params`, `self.master_params`: a helper's arguments; `zip(..., strict=True)` too;
+    not an attribute the module also fills with fp16 master copies built by `_flatten_dense_tensors`, a few flat
+    tensors),
     or an optimizer's parameter group (`for p in group["params"]:` in a hand-written
     `step` or a clipping method of an optimizer wrapper); updates through `p.detach()` count. A helper holding such a loop is reported where
     it is written when a loop (in this module or another) calls it every step. The per-step call of a project
@@ -431,7 +434,24 @@ def _yields_parameters(expr: cst.BaseExpression, analysis, loop: cst.For, depth:
         if values is not None:
             return _yields_parameters(values, analysis, loop, depth + 1)
     lowered = name.lower()
+    if type(expr) is cst.Attribute and analysis is not None and _flattened_attribute(analysis, name):
+        return None  # `self.master_params = make_master_params(...)`: a few flat tensors, not one per parameter
     return "each" if lowered.endswith(("params", "parameters")) and not lowered.startswith("num_") else None
+
+
+def _flattened_attribute(analysis, attr: str) -> bool:
+    """`self.<attr>` is assigned, somewhere in the module, what a function of the module builds with
+    `_flatten_dense_tensors` (fp16 master parameters: one flat tensor per parameter group, as apex and the diffusion
+    trainers keep them): a loop over it runs a handful of kernels, not one per parameter."""
+    from gpulint.analysis.data_facts import data_facts
+
+    for value in data_facts(analysis).self_attributes().get(attr, ()):
+        fn = analysis.loops.local_function(value) if type(value) is cst.Call else None
+        if fn is not None and any(type(n) is cst.Name and n.value == "_flatten_dense_tensors" or
+                                  type(n) is cst.Attribute and n.attr.value == "_flatten_dense_tensors"
+                                  for n in descendants(fn)):
+            return True
+    return False
 
 
 def _single_value(analysis, name: cst.Name) -> Optional[cst.BaseExpression]:

@@ -1,0 +1,97 @@
+"""Python lists of numbers a class keeps in an attribute (`self.timestep_map = []`, then
+`self.timestep_map.append(i)` with `i` a loop index), and what another class of the module stores from one
+(`_WrappedModel(model, self.timestep_map, ...)` whose `__init__` does `self.timestep_map = timestep_map`).
+
+Such an attribute holds host values, so `torch.tensor(self.timestep_map, device=ts.device)` builds the tensor on the
+host and copies it on every call (GPU203), as `torch.tensor([1, 2], device=...)` does. An attribute counts when
+every assignment of it in the class is a list literal of numbers (empty included) and every `append`/`extend`
+on it adds numbers, or when every assignment stores an `__init__` parameter that every construction of the class
+in the module passes such a list for. Anything else (a tensor appended, another assignment) leaves it unknown.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from gpulint.analysis.kinds import Kind
+from gpulint.analysis.node_types import of_types
+from gpulint.analysis.tree import descendants
+
+
+def host_list_attribute(analysis, node: cst.Attribute, depth: int = 0) -> bool:
+    if depth > 2 or not (type(node.value) is cst.Name and node.value.value == "self"):
+        return False
+    cls = next((a for a in analysis.index.ancestors(node) if type(a) is cst.ClassDef), None)
+    if cls is None:
+        return False
+    key = ("self-list", id(cls), node.attr.value)
+    memo = analysis.fact(_memo)
+    if key not in memo:
+        memo[key] = False  # recursion guard
+        memo[key] = _compute(analysis, cls, node.attr.value, depth)
+    return memo[key]
+
+
+def _memo(analysis) -> dict:
+    return {}
+
+
+def _compute(analysis, cls: cst.ClassDef, attr: str, depth: int) -> bool:
+    values: list[cst.BaseExpression] = []
+    init: Optional[cst.FunctionDef] = None
+    for stmt in cls.body.body if type(cls.body) is cst.IndentedBlock else ():
+        if type(stmt) is cst.FunctionDef and stmt.name.value == "__init__":
+            init = stmt
+    for n in descendants(cls):
+        if type(n) is cst.Assign:
+            for target in n.targets:
+                t = target.target
+                if type(t) is cst.Attribute and t.attr.value == attr and type(t.value) is cst.Name and \
+                        t.value.value == "self":
+                    values.append(n.value)
+        elif type(n) is cst.AugAssign and type(n.target) is cst.Attribute and n.target.attr.value == attr:
+            return False
+        elif type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("append", "extend",
+                                                                                             "insert") \
+                and type(n.func.value) is cst.Attribute and n.func.value.attr.value == attr and \
+                type(n.func.value.value) is cst.Name and n.func.value.value.value == "self":
+            added = n.args[-1].value if n.args else None
+            if added is None or analysis.kinds.of(added) is not Kind.NUMBER:
+                return False
+    if not values:
+        return False
+    for value in values:
+        if type(value) is cst.List and all(type(e) is cst.Element and type(e.value) in (cst.Integer, cst.Float)
+                                           for e in value.elements):
+            continue
+        if type(value) is cst.Name and init is not None and _init_param(init, value.value) and \
+                _constructions_pass_lists(analysis, cls, init, value.value, depth):
+            continue
+        return False
+    return True
+
+
+def _init_param(init: cst.FunctionDef, name: str) -> bool:
+    return any(p.name.value == name for p in (*init.params.posonly_params, *init.params.params))
+
+
+def _constructions_pass_lists(analysis, cls: cst.ClassDef, init: cst.FunctionDef, name: str, depth: int) -> bool:
+    params = [p.name.value for p in (*init.params.posonly_params, *init.params.params)][1:]
+    position = params.index(name)
+    found = False
+    for call in of_types(analysis.index, cst.Call):
+        if type(call.func) is not cst.Name or call.func.value != cls.name.value:  # type: ignore[attr-defined]
+            continue
+        args = call.args  # type: ignore[attr-defined]
+        if any(a.star for a in args):
+            return False
+        arg = next((a.value for a in args if a.keyword is not None and a.keyword.value == name), None)
+        if arg is None:
+            positional = [a.value for a in args if a.keyword is None]
+            arg = positional[position] if position < len(positional) else None
+        if type(arg) is not cst.Attribute or not host_list_attribute(analysis, arg, depth + 1):
+            return False
+        found = True
+    return found
