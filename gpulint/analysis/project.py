@@ -33,7 +33,9 @@ from gpulint import ast_walk
 from gpulint import incremental, runtime
 from gpulint.files import FileError, read_regular
 from gpulint.syntax import NOT_CONSTANT
+from gpulint.analysis import lazy_module
 from gpulint.analysis.generators import yielded_source_ast
+from gpulint.analysis.lazy_module import same_scope
 from gpulint.analysis.skip_guards import skip_guard
 from gpulint.analysis.test_code import is_test_path
 from gpulint.analysis.kinds import (TENSOR_ATTRS_OTHER, TENSOR_METHODS_NUMBER, TENSOR_METHODS_OTHER,
@@ -460,7 +462,7 @@ def _pinned_by_options(info: "ModuleInfo", options: ast.expr, assigns: dict, pin
     else:
         return None
     if any(isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and
-           call.func.value.id == options.id and scope is assigns for call, scope in info.calls_named("update")):
+           call.func.value.id == options.id and same_scope(scope, assigns) for call, scope in info.calls_named("update")):
         return None  # `loader_args.update(...)`: changed after it was built
     for key, item in pairs:
         if key == "pin_memory":
@@ -600,6 +602,10 @@ class Project:
 
     @staticmethod
     def _parse_text(path: Path, raw: bytes, text: Optional[str] = None) -> Optional[ModuleInfo]:
+        if text is None and len(raw) > lazy_module.THRESHOLD:  # a big module: no whole tree (lazy_module.py)
+            info = lazy_module.lazy_info(path, raw, hashlib.sha256(raw).hexdigest())
+            if info is not None:
+                return info
         # An editor's buffer: its unchanged definitions' trees are reused (gpulint.incremental; None: not on).
         tree = incremental.python_tree(text) if text is not None else None
         recent_text = None
