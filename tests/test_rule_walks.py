@@ -10,7 +10,7 @@ import libcst as cst
 
 from gpulint.bigfile import parse_module
 
-import rules.throughput.fp32_training_without_autocast as gpu_autocast
+import gpulint.rules.throughput.fp32_training_without_autocast as gpu_autocast
 
 REPO = Path(__file__).resolve().parent.parent
 
