@@ -53,3 +53,33 @@ def test_the_autocast_rule_walks_without_rebuilding_nodes(monkeypatch):
 
     monkeypatch.setattr(cst.CSTNode, "children", property(rebuilt))
     assert len(_calls(gpu_autocast._in_order(line))) == 4 == len(_calls(gpu_autocast._nodes(line)))
+
+
+def test_the_project_calls_of_a_module_are_worked_out_once_per_lint(tmp_path, monkeypatch):
+    """GPU411's and GPU203's per-call checks take the module's project calls from the analysis' facts: building
+    them hashes the module's whole text, and once per call that was quadratic in a big module (2 MB of training
+    loops took three times the CPU of 1 MB)."""
+    import sys
+
+    from gpulint.analysis import calls as calls_module
+    from gpulint.rule import all_rules
+    from gpulint.runner import lint_source
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import big_module
+    finally:
+        sys.path.pop(0)
+    path = tmp_path / "train.py"
+    path.write_text(big_module.module_text(0.01), encoding="utf-8")
+    made = []
+    real = calls_module.ProjectCalls.__init__
+
+    def counted(self, *args, **kwargs):
+        made.append(1)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(calls_module.ProjectCalls, "__init__", counted)
+    result = lint_source(path.read_text(encoding="utf-8"), str(path), frozenset(all_rules()), path=path)
+    assert len(result.diagnostics) > 50
+    assert len(made) == 1

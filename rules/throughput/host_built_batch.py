@@ -324,7 +324,7 @@ class HostBuiltBatch(Rule):
     def _returned_by_helper(self, name: cst.Name, copy: cst.Call):
         """(helper, where it builds) when every binding of `name` takes what a project function or method
         returns, and every tensor that returns is built on the host there (`x, y = loader.next_batch()`)."""
-        calls = project_calls(self.analysis)
+        calls = self.analysis.fact(project_calls)  # once per module: it hashes the module's text
         where = self.where(copy)
         if calls is None or where is None or not where.every_iteration or where.loop is None:
             return None

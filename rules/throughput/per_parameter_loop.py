@@ -232,7 +232,7 @@ class PerParameterLoop(GpuRule):
         on every call: reported at the call, with the loop as related location."""
         if type(node.func) not in (cst.Name, cst.Attribute):
             return
-        calls = project_calls(self.analysis)
+        calls = self.analysis.fact(project_calls)  # once per module: it hashes the module's text
         if calls is None or is_test_path(self.analysis.path, calls.project.root):
             return  # a test's loop steps a toy model: not a training step worth a finding
         where = self.where(node)
