@@ -151,3 +151,23 @@ def _forget_projects() -> None:
         cache = getattr(project_module, name, None)
         if isinstance(cache, dict):
             cache.clear()
+
+
+def test_a_big_text_handed_to_the_project_is_read_lazily_and_once(tmp_path, monkeypatch):
+    """A module whose linted text is not the file on disk (over `Project._parse`'s size limit, stdin, each chunk
+    of a big module handing the whole text over: calls.project_calls) became an overlay with its whole `ast`
+    tree, parsed again for every chunk: 890 MB per process on the benchmark's 5 MB module."""
+    monkeypatch.setattr(lazy_module, "THRESHOLD", 1_000)
+    path = tmp_path / "big.py"
+    text = _generated(40)
+    project = Project(tmp_path)
+    made = []
+    real = lazy_module.lazy_info
+    monkeypatch.setattr(lazy_module, "lazy_info", lambda *a: made.append(1) or real(*a))
+    project.set_text(path, text)
+    first = project.module(path)
+    assert isinstance(first, lazy_module.LazyModuleInfo) and "train_3" in first.functions
+    project.set_text(path, text)
+    assert project.module(path) is first and len(made) == 1
+    project.set_text(path, text + "\nx = 1\n")
+    assert project.module(path) is not first and len(made) == 2

@@ -522,6 +522,8 @@ class Project:
         """Use `text` as the content of `path` (an editor's unsaved buffer); None goes back to the disk."""
         path = path.resolve()
         with self._lock:
+            if text is not None and self._overlay_texts.get(path) == text:
+                return  # the same buffer again (each chunk of a big module hands it over: gpulint/chunked.py)
             old = self._overlays.pop(path, None)
             self._overlay_texts.pop(path, None)
             if text is not None:
@@ -602,7 +604,8 @@ class Project:
 
     @staticmethod
     def _parse_text(path: Path, raw: bytes, text: Optional[str] = None) -> Optional[ModuleInfo]:
-        if text is None and len(raw) > lazy_module.THRESHOLD:  # a big module: no whole tree (lazy_module.py)
+        if len(raw) > lazy_module.THRESHOLD and (text is None or not incremental.enabled()):
+            # a big module (on disk, or a text handed over outside an editor): no whole tree (lazy_module.py)
             info = lazy_module.lazy_info(path, raw, hashlib.sha256(raw).hexdigest())
             if info is not None:
                 return info
