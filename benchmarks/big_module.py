@@ -2,8 +2,10 @@
 
     python benchmarks/big_module.py write OUT.py --mb 4        # write a ~4 MB module
     python benchmarks/big_module.py measure --mb 1 2 4 --dir /tmp/bigm   # seconds and peak MB per size (fresh process each)
+    python benchmarks/big_module.py measure --mb 5 --dir /tmp/bigm --helpers 0   # the chunks in one process
 
-`cpu_seconds` (user + system time of the process, imports included) is what to compare on a shared machine:
+`cpu_seconds` (user + system time of the process and of the helper process that lints every other chunk,
+imports included; `peak_mb` / `helper_peak_mb`: each one's peak RSS) is what to compare on a shared machine:
 wall-clock `seconds` (the lint alone) grows with whatever else runs.
 
 Each function is a small training loop with the patterns gpulint reports (a `.item()` sync, a graph-leaking
@@ -18,6 +20,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 HEADER = '''import torch
 import torch.nn as nn
@@ -75,24 +78,31 @@ from pathlib import Path
 from gpulint.config import Settings
 from gpulint.pipeline import lint_file
 path = Path(sys.argv[1])
+if len(sys.argv) > 2:
+    from gpulint import chunked
+    chunked.HELPERS = int(sys.argv[2])
 t = time.perf_counter()
 outcome = lint_file(path, Settings(root=path.parent), write=False)
 spent = time.perf_counter() - t
 usage = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"seconds": round(spent, 2), "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2),
-                  "peak_mb": round(usage.ru_maxrss / 1024), "findings": len(outcome.diagnostics),
-                  "errors": outcome.errors}))
+helper = resource.getrusage(resource.RUSAGE_CHILDREN)  # the helper process linting every other chunk
+print(json.dumps({"seconds": round(spent, 2),
+                  "cpu_seconds": round(usage.ru_utime + usage.ru_stime + helper.ru_utime + helper.ru_stime, 2),
+                  "peak_mb": round(usage.ru_maxrss / 1024), "helper_peak_mb": round(helper.ru_maxrss / 1024),
+                  "findings": len(outcome.diagnostics), "errors": outcome.errors}))
 '''
 
 
-def measure(sizes: list[float], workdir: Path) -> list[dict]:
+def measure(sizes: list[float], workdir: Path, helpers: Optional[int] = None) -> list[dict]:
     rows = []
     for mb in sizes:
         # each size alone in its own folder: the project model walks the folder (never give /tmp itself)
         path = workdir / f"{mb:g}mb" / "big.py"
         path.parent.mkdir(parents=True, exist_ok=True)
         functions = write(path, mb)
-        out = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True, check=True)
+        extra = [] if helpers is None else [str(helpers)]
+        out = subprocess.run([sys.executable, "-c", _CHILD, str(path), *extra], capture_output=True, text=True,
+                             check=True)
         row = {"mb": mb, "functions": functions, **json.loads(out.stdout)}
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -108,11 +118,14 @@ def main() -> None:
     m = sub.add_parser("measure")
     m.add_argument("--mb", type=float, nargs="+", default=[1, 2, 4, 8])
     m.add_argument("--dir", type=Path, required=True, help="a folder of its own (one subfolder per size)")
+    m.add_argument("--helpers", type=int, default=None,
+                   help="gpulint.chunked.HELPERS: 0 lints a big module's chunks in one process (default: 1 where "
+                        "there are 2 cores)")
     args = parser.parse_args()
     if args.command == "write":
         print(f"{args.out}: {write(args.out, args.mb)} functions")
     else:
-        measure(args.mb, args.dir)
+        measure(args.mb, args.dir, args.helpers)
 
 
 if __name__ == "__main__":

@@ -26,8 +26,10 @@ repositories' big files). Fixes and editors always use the whole module (`lint_s
 from __future__ import annotations
 
 import ast
+import os
+import pickle
 from dataclasses import dataclass, field
-from typing import NamedTuple, Optional
+from typing import Callable, NamedTuple, Optional
 
 from gpulint.bigfile import pieces
 
@@ -230,3 +232,86 @@ def chunk_text(source: str, the_plan: Plan, index: int) -> Chunk:
     kept = [line for line in range(1, len(lines) + 1) if not dropped[line]]
     where = {line: at for at, line in enumerate(kept, 1)}
     return Chunk("\n".join(lines[line - 1] for line in kept), kept, reports, [where[f] for f in kept_firsts])
+
+
+# A second process lints every other chunk (issue 13: the chunks are independent, and a big module would
+# otherwise keep one core of two idle). 0: one process (`--jobs 1`, tests comparing both).
+HELPERS = 1
+
+
+def helpers_for(jobs: int) -> None:
+    """The run's `--jobs`: one process for the chunks of a big module when it is 1."""
+    global HELPERS
+    HELPERS = 1 if jobs >= 2 else 0
+
+
+def _may_fork(count: int) -> bool:
+    if HELPERS <= 0 or count < 2 or not hasattr(os, "fork"):
+        return False
+    import multiprocessing
+
+    if multiprocessing.current_process().daemon:
+        return False  # a worker of the pool (parallel.py): the other workers use the other cores
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover (macOS)
+        cores = os.cpu_count() or 1
+    return cores >= 2
+
+
+def map_chunks(lint_one: Callable[[int], object], count: int) -> list:
+    """`[lint_one(i) for i in range(count)]`, the odd chunks in a forked helper process (each process with its own
+    project model, as the pool's workers) while this one lints the even ones. The results must pickle; where the
+    helper fails, its chunks are linted here."""
+    helper = _Helper(lint_one, range(1, count, 2)) if _may_fork(count) else None
+    results: dict[int, object] = {}
+    for index in range(count):
+        if helper is None or index % 2 == 0:
+            results[index] = lint_one(index)
+    if helper is not None:
+        results.update(helper.results() or {})
+    for index in range(count):
+        if index not in results:
+            results[index] = lint_one(index)
+    return [results[index] for index in range(count)]
+
+
+class _Helper:
+    """A forked process linting `indices`; its results come back pickled through a pipe."""
+
+    def __init__(self, lint_one: Callable[[int], object], indices) -> None:
+        self.pid = -1
+        read, write = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read)
+            os.close(write)
+            self.read = -1
+            return
+        if pid == 0:  # the helper
+            os.close(read)
+            try:
+                data = pickle.dumps({i: lint_one(i) for i in indices}, protocol=pickle.HIGHEST_PROTOCOL)
+            except BaseException:  # noqa: BLE001 (anything: the parent lints these chunks itself)
+                data = pickle.dumps(None)
+            try:
+                with os.fdopen(write, "wb") as out:
+                    out.write(data)
+            finally:
+                os._exit(0)
+        os.close(write)
+        self.pid, self.read = pid, read
+
+    def results(self) -> Optional[dict]:
+        if self.read < 0:
+            return None
+        try:
+            with os.fdopen(self.read, "rb") as got:
+                data = got.read()
+        finally:
+            os.waitpid(self.pid, 0)
+        try:
+            return pickle.loads(data) if data else None
+        except Exception:  # noqa: BLE001
+            return None

@@ -68,6 +68,9 @@ def _lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: 
             todo.append((i, source))
 
     jobs = default_jobs() if jobs is None else max(1, jobs)
+    from gpulint import chunked
+
+    chunked.helpers_for(jobs)  # `--jobs 1`: a big module's chunks in one process too
     workers = min(jobs, len(todo) // MIN_FILES_PER_WORKER, _worth_workers(todo))
     import multiprocessing  # only when files are linted: a cached run does without it
 

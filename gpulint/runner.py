@@ -554,9 +554,9 @@ def _lint_chunked(source: str, filename: str, codes: frozenset[str], report_peri
     plan = chunked.plan(source, filename)
     if plan is None:
         return None
-    found: list[Diagnostic] = []
-    errors: list[str] = []
-    for index in range(len(plan.chunks)):
+
+    def lint_one(index: int):
+        """One chunk's findings (placed in the file, portable) and error lines; None: LibCST refused it."""
         chunk = chunked.chunk_text(source, plan, index)
         try:
             with runtime.trusted_parse(True):
@@ -569,6 +569,8 @@ def _lint_chunked(source: str, filename: str, codes: frozenset[str], report_peri
         gate = rule_gate.Gate(path, tree) if tree is not False else None
         codes_here = gate.codes(analysis, codes) if gate is not None else codes
         rules_found, failures = _run_rules(analysis, codes_here, report_periodic)
+        kept: list[Diagnostic] = []
+        messages: list[str] = []
         if rules_found or failures:
             positions = _positions_in(analysis, chunk.text,
                                       [d.node for d in rules_found] + [f.node for f in failures], chunk.firsts)
@@ -578,18 +580,26 @@ def _lint_chunked(source: str, filename: str, codes: frozenset[str], report_peri
                     d = replace(d, location=Position(chunk.line(d.location.row), d.location.column),
                                 end_location=Position(chunk.line(d.end_location.row), d.end_location.column))
                 if d.location is None or d.location.row in chunk.reports:
-                    found.append(d)
+                    kept.append(d)
             for f in failures:
                 where = positions.get(f.node) if f.node is not None else None
                 row = chunk.line(where.start.line) if where is not None else None
                 if row is not None and row not in chunk.reports:
                     continue
-                message = internal_error(f.code, filename, row, f.reason) if f.reason else \
-                    _failure_messages([f], {}, filename)[0]
-                if message not in errors:
-                    errors.append(message)
+                messages.append(internal_error(f.code, filename, row, f.reason) if f.reason else
+                                _failure_messages([f], {}, filename)[0])
         analysis.release()
         del analysis, chunk
+        return kept, messages
+
+    found: list[Diagnostic] = []
+    errors: list[str] = []
+    # the chunks are independent: a second process lints every other one (chunked.map_chunks)
+    for result in chunked.map_chunks(lint_one, len(plan.chunks)):
+        if result is None:
+            return None
+        found.extend(result[0])
+        errors.extend(m for m in result[1] if m not in errors)
     if found:
         sup = suppression.parse(source)
         found = [d for d in found if not sup.suppresses(d.code, (d.location.row, d.end_location.row))]

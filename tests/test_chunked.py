@@ -174,3 +174,44 @@ def test_a_module_global_stays_with_its_class_and_the_function_that_reads_it():
     assert {"class Net", "model = Net", "def train"} <= starts
     whole, pieces = _lint(GLOBALS, chunk=None), _lint(GLOBALS, chunk=100)
     assert whole.diagnostics and _found(pieces) == _found(whole)
+
+
+def test_a_helper_process_lints_every_other_chunk(monkeypatch):
+    """Two cores: the odd chunks are linted in a forked helper while this process lints the even ones, and the
+    results come back in the chunks' order; with one process (`--jobs 1`) all are linted here."""
+    import os
+
+    monkeypatch.setattr(chunked, "HELPERS", 1)
+    monkeypatch.setattr(chunked, "_may_fork", lambda count: count >= 2)
+    got = chunked.map_chunks(lambda i: (i, os.getpid()), 5)
+    assert [i for i, _ in got] == [0, 1, 2, 3, 4]
+    assert {pid for i, pid in got if i % 2 == 0} == {os.getpid()}
+    assert os.getpid() not in {pid for i, pid in got if i % 2}
+    chunked.helpers_for(1)
+    assert chunked.HELPERS == 0
+
+
+def test_a_failing_helper_leaves_its_chunks_to_this_process(monkeypatch):
+    import os
+
+    parent = os.getpid()
+    monkeypatch.setattr(chunked, "_may_fork", lambda count: True)
+
+    def lint_one(i):
+        if os.getpid() != parent:
+            raise RuntimeError("helper broke")
+        return i * 10
+
+    assert chunked.map_chunks(lint_one, 4) == [0, 10, 20, 30]
+
+
+def test_chunks_linted_in_two_processes_give_the_findings_of_one(monkeypatch):
+    text = _generated(120)
+    results = []
+    for helpers in (0, 1):
+        monkeypatch.setattr(chunked, "HELPERS", helpers)
+        monkeypatch.setattr(chunked, "_may_fork", lambda count, h=helpers: h > 0 and count >= 2)
+        results.append(_lint(text, chunk=5_000, codes=ALL_CODES))
+    assert len(results[0].diagnostics) > 300
+    assert _found(results[1]) == _found(results[0]) == _found(_lint(text, chunk=None, codes=ALL_CODES))
+    assert results[1].errors == results[0].errors

@@ -57,14 +57,33 @@ def _cuda_argument_ast(call: ast.Call) -> bool:
     return False
 
 
-def _setter_line(tree: ast.Module) -> Optional[int]:
+def _setter_line(tree: ast.AST, walk: bool = True) -> Optional[int]:
     """The line of a call in `tree` that sets a CUDA default (`torch.set_default_tensor_type(...)`)."""
-    for node in ast.walk(tree):
+    for node in (ast.walk(tree) if walk else (tree,)):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _SETTERS \
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "torch" and \
                 _cuda_argument_ast(node):
             return node.lineno
     return None
+
+
+def _streamed_setter_line(statements) -> Optional[int]:
+    """`_setter_line` of the module whose top-level statements are `statements`: the call `ast.walk` of the
+    whole tree meets first (breadth first: the least depth, then the earliest statement)."""
+    from collections import deque
+
+    best: Optional[tuple[int, int, int]] = None
+    for index, stmt in enumerate(statements):
+        todo = deque([(stmt, 1)])
+        while todo:
+            node, depth = todo.popleft()
+            if best is not None and depth >= best[0]:
+                break
+            if _setter_line(node, walk=False) is not None:
+                best = (depth, index, node.lineno)
+                break
+            todo.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return best[2] if best is not None else None
 
 
 def _imports(tree: ast.Module, project, importer: Path, target: Path) -> bool:
@@ -116,6 +135,12 @@ def cuda_default(analysis) -> Optional[CudaDefault]:
             with text_dependency():
                 info = project.module(file)
             if info is None:
+                continue
+            streamed = getattr(info, "statements", None)  # a big module: no whole tree (lazy_module.py)
+            if streamed is not None:
+                line = _streamed_setter_line(streamed())
+                if line is not None and any(_imports(stmt, project, file, path) for stmt in streamed()):
+                    return CudaDefault(file, line)
                 continue
             line = _setter_line(info.tree)
             if line is not None and _imports(info.tree, project, file, path):

@@ -44,10 +44,11 @@ def element_read(fn: ast.FunctionDef) -> Optional[tuple[str, int, str]]:
     params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} - {"self", "cls"}
     if not params:
         return None
-    views = _row_views(fn, params)
-    parents = {id(child): node for node in ast_walk.walk(fn) for child in ast_walk.iter_child_nodes(node)}
+    nodes = list(ast_walk.walk(fn))  # one walk of the function, shared by the questions below
+    views = _row_views(nodes, params)
+    parents = {id(child): node for node in nodes for child in ast_walk.iter_child_nodes(node)}
     found: list[tuple[int, str, str]] = []
-    for node in ast_walk.walk(fn):
+    for node in nodes:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node is not fn:
             continue  # nested scopes are walked too by ast_walk; their names are theirs, but rare: kept simple
         if not isinstance(node, (ast.If, ast.While, ast.IfExp, ast.comprehension, ast.For)) or \
@@ -65,7 +66,7 @@ def element_read(fn: ast.FunctionDef) -> Optional[tuple[str, int, str]]:
         if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
             param = _row_source(node.iter, params, views)
             if param is not None:
-                scope = node.body if isinstance(node, ast.For) else [_comprehension_owner(fn, node)]
+                scope = node.body if isinstance(node, ast.For) else [_comprehension_owner(nodes, node)]
                 line = _index_use(node.target.id, scope, params, views)
                 if line is not None:
                     found.append((line, param, "a host read of every element, used as an index"))
@@ -86,10 +87,11 @@ def _under_a_branch(node: ast.AST, fn: ast.FunctionDef, parents: dict) -> bool:
     return False
 
 
-def _row_views(fn: ast.FunctionDef, params: set) -> dict[str, str]:
-    """Local names every assignment of which is a row of a parameter (`t = text_index[index, :]`)."""
+def _row_views(nodes: list, params: set) -> dict[str, str]:
+    """Local names every assignment of which is a row of a parameter (`t = text_index[index, :]`), from the
+    nodes of the function."""
     values: dict[str, list] = {}
-    for node in ast_walk.walk(fn):
+    for node in nodes:
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name):
@@ -180,8 +182,8 @@ def _compared_element(test: ast.expr, params: set, views: dict) -> Optional[str]
     return None
 
 
-def _comprehension_owner(fn: ast.FunctionDef, comp: ast.comprehension) -> ast.AST:
-    for node in ast_walk.walk(fn):
+def _comprehension_owner(nodes: list, comp: ast.comprehension) -> ast.AST:
+    for node in nodes:
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and comp in node.generators:
             return node
     return comp

@@ -739,11 +739,15 @@ def _hot_file(project: Project, info) -> tuple[bool, frozenset]:
     cached = project.hot_loop_files.get(info.path)
     if cached is None or cached[0] != info.digest:
         called = set()
-        for stmt in info.tree.body:
+        streamed = getattr(info, "statements", None)  # a big module: no whole tree (lazy_module.py)
+        for stmt in (streamed() if streamed is not None else info.tree.body):
             called |= _called_names(stmt)
-        facts = FileFacts("", info.tree)
-        hot = facts.holds(HOT_LOOP)
-        facts.release()
+        if streamed is not None:
+            hot = True  # the over-approximation needs the whole tree: the analyses that decide it run
+        else:
+            facts = FileFacts("", info.tree)
+            hot = facts.holds(HOT_LOOP)
+            facts.release()
         cached = project.hot_loop_files[info.path] = (info.digest, hot, frozenset(called))
     return cached[1], cached[2]
 

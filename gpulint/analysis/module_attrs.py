@@ -72,6 +72,9 @@ def _class_node(project: "Project", cls: "ClassSummary") -> Optional[ast.ClassDe
     info = project.module(cls.path)
     if info is None:
         return None
+    if hasattr(info, "class_node"):  # a big module: no whole tree (lazy_module.py)
+        node = info.class_node(cls.name)
+        return node if node is not None and node.lineno == cls.line else None
     return next((s for s in info.tree.body if isinstance(s, ast.ClassDef) and s.name == cls.name
                  and s.lineno == cls.line), None)
 

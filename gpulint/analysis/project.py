@@ -34,7 +34,9 @@ from gpulint import incremental, runtime
 from gpulint.files import FileError, read_regular
 from gpulint.syntax import NOT_CONSTANT
 from gpulint.analysis.element_reads import element_read
+from gpulint.analysis import lazy_module
 from gpulint.analysis.generators import yielded_source_ast
+from gpulint.analysis.lazy_module import same_scope
 from gpulint.analysis.skip_guards import skip_guard
 from gpulint.analysis.test_code import is_test_path
 from gpulint import file_stats
@@ -462,7 +464,7 @@ def _pinned_by_options(info: "ModuleInfo", options: ast.expr, assigns: dict, pin
     else:
         return None
     if any(isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and
-           call.func.value.id == options.id and scope is assigns for call, scope in info.calls_named("update")):
+           call.func.value.id == options.id and same_scope(scope, assigns) for call, scope in info.calls_named("update")):
         return None  # `loader_args.update(...)`: changed after it was built
     for key, item in pairs:
         if key == "pin_memory":
@@ -522,6 +524,8 @@ class Project:
         """Use `text` as the content of `path` (an editor's unsaved buffer); None goes back to the disk."""
         path = path.resolve()
         with self._lock:
+            if text is not None and self._overlay_texts.get(path) == text:
+                return  # the same buffer again (each chunk of a big module hands it over: gpulint/chunked.py)
             old = self._overlays.pop(path, None)
             self._overlay_texts.pop(path, None)
             if text is not None:
@@ -602,6 +606,11 @@ class Project:
 
     @staticmethod
     def _parse_text(path: Path, raw: bytes, text: Optional[str] = None) -> Optional[ModuleInfo]:
+        if len(raw) > lazy_module.THRESHOLD and (text is None or not incremental.enabled()):
+            # a big module (on disk, or a text handed over outside an editor): no whole tree (lazy_module.py)
+            info = lazy_module.lazy_info(path, raw, hashlib.sha256(raw).hexdigest())
+            if info is not None:
+                return info
         # An editor's buffer: its unchanged definitions' trees are reused (gpulint.incremental; None: not on).
         tree = incremental.python_tree(text) if text is not None else None
         recent_text = None

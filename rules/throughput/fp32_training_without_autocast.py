@@ -10,6 +10,7 @@ import libcst as cst
 
 from gpulint.analysis import Kind
 from gpulint.analysis.training import training_facts
+from gpulint.analysis.tree import child_nodes
 from gpulint.rule import Example, Family, Fix, FixAvailability, FixSafety, GpuRule, Safety
 from gpulint.syntax import statement_of
 
@@ -231,12 +232,18 @@ def _zeroes_gradients(stmt: cst.CSTNode) -> bool:
 
 
 def _in_order(node: cst.CSTNode):
-    """`node` and the nodes below it, in the order they are written."""
+    """`node` and the nodes below it, in the order they are written (layout tokens left out). Read from the
+    fields (`tree.child_nodes`): LibCST's `children` rebuilds every node it passes, and this walk ran over every
+    statement before each `backward()` (a fifth of the rules' time on a module of many training loops). The
+    fields' order is the written one except in `a if test else b`, whose children are put back in that order."""
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed(current.children))
+        if type(current) is cst.IfExp:
+            stack.extend((current.orelse, current.test, current.body))
+        else:
+            stack.extend(reversed(child_nodes(current)))
 
 
 def _nodes(node: cst.CSTNode):
@@ -244,4 +251,4 @@ def _nodes(node: cst.CSTNode):
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(current.children)
+        stack.extend(child_nodes(current))

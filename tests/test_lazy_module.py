@@ -1,0 +1,173 @@
+"""The project model of a big module keeps no whole `ast` tree (issue 13, gpulint/analysis/lazy_module.py): its
+definitions are parsed from their lines when asked for, and everything the analyses read of it is what the whole
+tree gives. The threshold and the pieces are lowered here, so that every fixture is read the lazy way."""
+
+from __future__ import annotations
+
+import ast
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from gpulint import bigfile, chunked
+from gpulint.analysis import lazy_module
+from gpulint.analysis.project import ModuleInfo, Project
+from gpulint.rule import all_rules
+from gpulint.runner import lint_source
+from test_chunked import _found
+from test_faults import _generated
+
+REPO = Path(__file__).resolve().parent.parent
+ALL_CODES = frozenset(all_rules())
+
+
+@pytest.fixture
+def small_pieces(monkeypatch):
+    monkeypatch.setattr(bigfile, "PIECE", 300)
+    monkeypatch.setattr(lazy_module, "CACHED_UNITS", 3)  # definitions parsed again and again
+
+
+def _eager(path: Path, raw: bytes) -> ModuleInfo:
+    return ModuleInfo(path, ast.parse(raw, str(path)), "x")
+
+
+def _lazy(path: Path, raw: bytes):
+    old = lazy_module.THRESHOLD
+    lazy_module.THRESHOLD = 0
+    try:
+        return lazy_module.lazy_info(path, raw, "x")
+    finally:
+        lazy_module.THRESHOLD = old
+
+
+def _dump(node) -> str:
+    return ast.dump(node, include_attributes=True)
+
+
+def _calls(info, name: str) -> list:
+    """The calls `calls_named` gives, and which of them share a scope (the assignments' dict, or its tag)."""
+    scopes: list = []
+    shape = []
+    for call, assigns in info.calls_named(name):
+        at = next((i for i, s in enumerate(scopes) if lazy_module.same_scope(s, assigns)), None)
+        if at is None:
+            scopes.append(assigns)
+            at = len(scopes) - 1
+        shape.append((_dump(call), at))
+    values = [{k: [(_dump(v), i) for v, i in vs] for k, vs in s.items() if not k.startswith("__")} for s in scopes]
+    return [shape, values]
+
+
+def _model(info) -> list:
+    return [
+        sorted(info.imports.items()), info.star_imports, sorted((r.name, r.values) for r in info.registries.values()),
+        info.sys_path,
+        [(n, _dump(f)) for n, f in info.functions.items()],
+        [(c.name, c.line, c.bases, c.properties, [(m, _dump(f)) for m, f in c.methods.items()])
+         for c in info.classes.values()],
+    ]
+
+
+def _python_files() -> list[Path]:
+    return sorted(REPO.glob("fixtures/**/*.py"))
+
+
+def test_every_fixture_reads_the_same_from_its_lines_as_from_its_whole_tree(small_pieces):
+    """Imports, registries, `sys.path` entries, every function and method node (lines and columns included),
+    and every name's calls with their scopes' assignments, in the same order and grouped the same."""
+    lazy_count = 0
+    for path in _python_files():
+        raw = path.read_bytes()
+        lazy = _lazy(path, raw)
+        if lazy is None:
+            continue
+        lazy_count += 1
+        eager = _eager(path, raw)
+        assert isinstance(lazy, ModuleInfo)
+        assert _model(lazy) == _model(eager), path
+        names = {n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id
+                 for n in ast.walk(eager.tree) if isinstance(n, ast.Call) and
+                 isinstance(n.func, (ast.Name, ast.Attribute))}
+        for name in sorted(names):
+            assert _calls(lazy, name) == _calls(eager, name), (path, name)
+        assert [_dump(s) for s in lazy.statements()] == [_dump(s) for s in eager.tree.body], path
+    assert lazy_count > 100
+
+
+def test_a_module_that_cannot_be_read_in_pieces_is_read_whole(tmp_path):
+    assert _lazy(tmp_path / "a.py", b"x = 1\r\ny = 2\r\n" * 10) is None  # \r line ends
+    assert _lazy(tmp_path / "a.py", b"# -*- coding: latin-1 -*-\nx = '\xe9'\n") is None
+    assert _lazy(tmp_path / "a.py", b"def f(:\n    pass\n") is None  # a syntax error: the whole parse says so
+
+
+def test_a_big_module_linted_in_chunks_holds_no_whole_tree_and_finds_the_same(tmp_path, monkeypatch):
+    """The benchmark's module, linted in chunks with its project model read the lazy way: the same findings as
+    with the whole tree, at a fraction of the traced peak."""
+    path = tmp_path / "big.py"
+    path.write_text(_generated(200), encoding="utf-8")
+    text = path.read_text(encoding="utf-8")
+    monkeypatch.setattr(chunked, "THRESHOLD", 0)
+    monkeypatch.setattr(chunked, "CHUNK", 20_000)
+    monkeypatch.setattr(bigfile, "PIECE", 20_000)
+    results, peaks = [], []
+    for threshold in (10 ** 12, 0):
+        monkeypatch.setattr(lazy_module, "THRESHOLD", threshold)
+
+        _forget_projects()
+        tracemalloc.start()
+        try:
+            results.append(lint_source(text, str(path), ALL_CODES, path=path))
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+        info = Project(tmp_path).module(path)
+        assert isinstance(info, lazy_module.LazyModuleInfo) == (threshold == 0)
+    whole, lazy = results
+    assert len(whole.diagnostics) > 500 and _found(lazy) == _found(whole) and lazy.errors == whole.errors
+    assert peaks[1] < 0.8 * peaks[0], peaks
+
+
+def test_every_fixture_lints_the_same_with_a_lazy_project_model(monkeypatch):
+    """Every fixture (and the example projects' modules they import) linted with each module of the project
+    model read the lazy way: the same findings and errors. (The lint's own parse stays whole: a module the
+    lint reads in pieces gets no tree from the project model's parse, lazy or not.)"""
+    monkeypatch.setattr(lazy_module, "CACHED_UNITS", 3)
+    for path in _python_files():
+        text = path.read_text(encoding="utf-8")
+        found = []
+        for threshold in (10 ** 12, 0):
+            monkeypatch.setattr(lazy_module, "THRESHOLD", threshold)
+            _forget_projects()
+            result = lint_source(text, str(path), ALL_CODES, path=path)
+            found.append((_found(result), result.errors))
+        assert found[1] == found[0], path
+
+
+def _forget_projects() -> None:
+    from gpulint.analysis import project as project_module
+
+    for name in ("_PROJECTS", "_projects"):
+        cache = getattr(project_module, name, None)
+        if isinstance(cache, dict):
+            cache.clear()
+
+
+def test_a_big_text_handed_to_the_project_is_read_lazily_and_once(tmp_path, monkeypatch):
+    """A module whose linted text is not the file on disk (over `Project._parse`'s size limit, stdin, each chunk
+    of a big module handing the whole text over: calls.project_calls) became an overlay with its whole `ast`
+    tree, parsed again for every chunk: 890 MB per process on the benchmark's 5 MB module."""
+    monkeypatch.setattr(lazy_module, "THRESHOLD", 1_000)
+    path = tmp_path / "big.py"
+    text = _generated(40)
+    project = Project(tmp_path)
+    made = []
+    real = lazy_module.lazy_info
+    monkeypatch.setattr(lazy_module, "lazy_info", lambda *a: made.append(1) or real(*a))
+    project.set_text(path, text)
+    first = project.module(path)
+    assert isinstance(first, lazy_module.LazyModuleInfo) and "train_3" in first.functions
+    project.set_text(path, text)
+    assert project.module(path) is first and len(made) == 1
+    project.set_text(path, text + "\nx = 1\n")
+    assert project.module(path) is not first and len(made) == 2
