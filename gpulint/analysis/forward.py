@@ -30,6 +30,7 @@ import libcst as cst
 from gpulint import ast_walk, incremental
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.once import once_per_object
+from gpulint.analysis.helper_sites import imported_helper_site
 from gpulint.analysis.overrides import override_site
 from gpulint.analysis.tree import child_nodes
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, _dotted, project_for, text_dependency
@@ -86,6 +87,8 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
             site = member_site(project, path, owner, member)
             if site is None and owner is not None:  # a hook the base class's step calls through `self`
                 site = override_site(project, path, owner, member)
+            elif site is None:  # a helper another module's per-step `forward` imports and calls
+                site = imported_helper_site(project, path, member)
         if site is not None:
             return site
     return None
@@ -261,6 +264,8 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
         if isinstance(stmt, ast.FunctionDef) and called_in_a_hot_loop(project, stmt.name):
             if member_site(project, path, None, stmt.name) is not None:
                 return True
+        if isinstance(stmt, ast.FunctionDef) and imported_helper_site(project, path, stmt.name) is not None:
+            return True
         elif isinstance(stmt, ast.ClassDef):
             for m in stmt.body:
                 if isinstance(m, ast.FunctionDef) and m.name != "forward" and _entry_method(m.name) and \
@@ -978,8 +983,19 @@ class _Instances:
                                                        for c in found.returns_classes[:1])
         dotted = dotted_name(call.func) or ""
         qualified = self.calls.analysis.qualified(call.func) or dotted
+        if found is None and self._chosen_module(call.func):
+            return True  # `model.get_model(...)` of `model = importlib.import_module(args.model)`
         return bool(self._suffix) and any(
             name.endswith(f".{self._suffix}.{self.cls.name}") for name in (dotted, qualified))
+
+    def _chosen_module(self, func: cst.BaseExpression) -> bool:
+        """`func` is `m.Name` of a module `m` the script picks at run time (runtime_modules.py), and the class
+        is `Name` of a module the import may pick: in the run that picks it, this builds the class."""
+        from gpulint.analysis.runtime_modules import may_build
+
+        path = getattr(self.calls, "path", None)
+        return path is not None and may_build(self.calls, self.project, Path(path), func, self.cls.path,
+                                              self.cls.name)
 
     def _parameter(self, binding, depth: int) -> bool:
         """A parameter of a function: every call site in this module passes an instance (or, for a top-level

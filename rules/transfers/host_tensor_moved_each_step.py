@@ -19,7 +19,7 @@ from gpulint.syntax import argument
 from gpulint.analysis.project import display_path
 from gpulint.rules.transfers._built_then_moved import (
     built_this_step, exact_on_device, copy_above, copy_device, defined_before, host_table, moved_table,
-    same_device, single_assignment, strip_same_on_device, uses_of, without_copy)
+    same_device, single_assignment, strip_same_on_device, under_cuda_test, uses_of, without_copy)
 
 
 # The examples' dataset head with numpy imported too.
@@ -604,8 +604,9 @@ class HostTensorMovedEachStep(Rule):
         if self._of_host_values(factory):
             self.report(copy, self.from_values.format(factory=factory_name), where=where)
             return
+        conditional = uses.cpu_path or any(under_cuda_test(self, c) for c in copies) or factory_name == "from_numpy"
         self.report(copy, self.later.format(factory=factory_name, name=name.value), where=where,
-                    fix=self._fix_later(binding, factory, factory_name, copies, tables))
+                    fix=None if conditional else self._fix_later(binding, factory, factory_name, copies, tables))
 
     def _fix_later(self, binding, factory: cst.Call, name: str, copies: list, tables: list):
         device = copy_device(copies[0])
