@@ -1,0 +1,199 @@
+"""Model code reached every step that no training file names (issue 11, ninth set, branch recall20).
+
+- A network or loss module picked at run time: `net_module = importlib.import_module(args.arch)`, then
+  `net_module.Net(...)` and `net_module.Criterion()`; every module the script can import by that name defines
+  the class. In the run that picks a module, its class's `forward` runs every step.
+- A top-level helper that another module's per-step `forward` imports and calls (`from geometry import
+  orthogonality_penalty`, called in the loss's `forward`): the helper runs every step too.
+- GPU203 inside such per-step functions: a constant built on the host and copied in the same call
+  (`ident = torch.eye(k)[None]`, then `if x.is_cuda: ident = ident.cuda()`), an identity from `np.eye` through
+  `torch.from_numpy`, and a one-hot helper whose CPU path (`if labels.is_cuda: return t.cuda()`, `return t`)
+  keeps the host tensor. Reported without a fix: the copy is conditional, and `device=` would break the CPU path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from projects import check, found, write_project
+
+TRAIN = """\
+import importlib
+import os
+import sys
+
+import torch
+from torch.utils.data import DataLoader
+
+sys.path.append(os.path.join(os.path.dirname(__file__), "nets"))
+
+
+def run(args):
+    net_module = {chooser}
+    net = net_module.Net(8).cuda()
+    crit = net_module.Criterion().cuda()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    loader = DataLoader(torch.randn(64, 3), batch_size=8, pin_memory=True)
+    for x in loader:
+        x = x.cuda(non_blocking=True)
+        out, feats = net(x)
+        loss = crit(out, feats)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+GEOMETRY = """\
+import numpy as np
+import torch
+
+
+def orthogonality_penalty(m):
+    k = m.shape[1]
+    ident = torch.eye(k)[None, :, :]
+    if m.is_cuda:
+        ident = ident.cuda()
+    return ((m @ m.transpose(1, 2)) - ident).pow(2).mean()
+
+
+def first_rows(points, n):
+    start = torch.zeros(points.shape[0], n).to(points.device)
+    fine = torch.arange(n, device=points.device)
+    return start + fine
+
+
+def rarely_called(points):
+    return torch.ones(3).cuda() + points
+"""
+
+NET_A = """\
+import numpy as np
+import torch
+import torch.nn as nn
+from geometry import first_rows, orthogonality_penalty
+
+
+class Align(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 9)
+
+    def forward(self, x):
+        eye = torch.from_numpy(np.eye(3).flatten().astype(np.float32)).view(1, 9)
+        if x.is_cuda:
+            eye = eye.cuda()
+        return (self.fc(x) + eye).view(-1, 3, 3)
+
+
+class Net(nn.Module):
+    def __init__(self, k):
+        super().__init__()
+        self.align = Align()
+        self.head = nn.Linear(3, k)
+
+    def forward(self, x):
+        m = self.align(x)
+        return self.head(first_rows(x, 3)), m
+
+
+class Criterion(nn.Module):
+    def forward(self, out, m, step=0):
+        loss = out.mean() + orthogonality_penalty(m)
+        return loss
+"""
+
+NET_B = """\
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, k):
+        super().__init__()
+        self.head = nn.Linear(3, k)
+
+    def forward(self, x):
+        return self.head(x), None
+
+
+class Criterion(nn.Module):
+    def forward(self, out, m):
+        return out.mean()
+"""
+
+ONE_HOT = """\
+import torch
+from torch.utils.data import DataLoader
+
+
+def one_hot(labels, n):
+    t = torch.eye(n)[labels.cpu().numpy()]
+    if labels.is_cuda:
+        return t.cuda()
+    return t
+
+
+def cpu_one_hot(labels, n):
+    t = torch.eye(n)[labels.numpy()]
+    t.cuda()
+    return t
+
+
+model = torch.nn.Linear(4, 4).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(torch.randint(0, 4, (64,)), batch_size=8, pin_memory=True)
+for y in loader:
+    y = y.cuda(non_blocking=True)
+    target = one_hot(y, 4)
+    kept = cpu_one_hot(y.cpu(), 4)
+    loss = (model(target) - kept.cuda()).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def _project(tmp_path: Path, chooser: str) -> Path:
+    return write_project(tmp_path, {"train.py": TRAIN.format(chooser=chooser), "nets/geometry.py": GEOMETRY,
+                                    "nets/net_a.py": NET_A, "nets/net_b.py": NET_B})
+
+
+CHOSEN = {("nets/net_a.py", 15, "GPU203"),  # `eye.cuda()` of an identity from np.eye, in Align.forward
+          ("nets/geometry.py", 9, "GPU203"),  # `ident.cuda()` in the helper the loss's forward calls
+          ("nets/geometry.py", 14, "GPU203")}  # `torch.zeros(...).to(points.device)` in a helper of Net.forward
+
+
+def test_a_network_from_a_module_chosen_at_run_time_is_per_step_model_code(tmp_path: Path):
+    keys = found(check(_project(tmp_path, "importlib.import_module(args.arch)"), "--no-cache", "--select",
+                       "GPU203", "."))
+    assert keys == CHOSEN  # `torch.arange(n, device=...)` (built on the device) and the uncalled helper: quiet
+
+
+def test_a_package_prefix_picks_the_modules_of_that_package(tmp_path: Path):
+    root = _project(tmp_path, 'importlib.import_module("nets." + args.arch)')
+    (root / "nets" / "__init__.py").write_text("")
+    keys = found(check(root, "--no-cache", "--select", "GPU203", "."))
+    assert keys == CHOSEN
+
+
+def test_a_module_the_name_cannot_pick_is_not_per_step(tmp_path: Path):
+    """A constant module name picks that module only: `net_b` is built, `net_a`'s code never runs."""
+    keys = found(check(_project(tmp_path, 'importlib.import_module("net_b")'), "--no-cache", "--select",
+                       "GPU203", "."))
+    assert keys == set()
+
+
+def test_the_findings_carry_no_fix_where_the_copy_is_conditional(tmp_path: Path):
+    items = check(_project(tmp_path, "importlib.import_module(args.arch)"), "--no-cache", "--select", "GPU203",
+                  ".")
+    conditional = [d for d in items if d["location"]["row"] in (9, 15)]
+    assert len(conditional) == 2 and all(d.get("fix") is None for d in conditional)
+    moved = [d for d in items if d["location"]["row"] == 14]
+    assert moved and moved[0].get("fix") is not None  # `torch.zeros(..., device=points.device)`: safe
+
+
+def test_a_one_hot_helper_with_a_cpu_path_is_reported_without_a_fix(tmp_path: Path):
+    root = write_project(tmp_path, {"train.py": ONE_HOT})
+    items = check(root, "--no-cache", "--select", "GPU203", ".")
+    assert found(items) == {("train.py", 8, "GPU203")}  # `cpu_one_hot` returns the host tensor: it belongs there
+    assert items[0].get("fix") is None
+    assert "`t` is built on the host by `torch.eye`" in items[0]["message"]
