@@ -1204,7 +1204,10 @@ class LoopAnalysis:
         return False
 
     def _is_counter(self, node: cst.BaseExpression) -> bool:
-        """An iteration counter: a loop index, or a name bumped by `+= 1`, or one named like one."""
+        """An iteration counter: a loop index, or a name bumped by `+= 1`, or one named like one, or the length
+        of a list the loop only appends to (`len(shown) < 15`, `shown.append(...)`)."""
+        if type(node) is cst.Call:
+            return _growing_length(self.index, node)
         if type(node) is cst.BinaryOperation:
             return self._is_counter(node.left) or self._is_counter(node.right)
         if type(node) is cst.Attribute:
@@ -1236,6 +1239,35 @@ class LoopAnalysis:
             return bool(values) and len(values) == len(bindings) and all(
                 type(v) is cst.Call and self._reads_clock(v) for v in values)
         return False
+
+
+def _growing_length(index, call: cst.Call) -> bool:
+    """`len(items)` of a list that is appended to and never shrunk, and not bound again in the innermost loop
+    around the call (a list reset each epoch still bounds the test within the epoch): `if len(items) < 15:`
+    holds for a fixed number of appends."""
+    if not (type(call.func) is cst.Name and call.func.value == "len" and len(call.args) == 1 and
+            type(call.args[0].value) is cst.Name) or index.visible_bindings(call.func):
+        return False
+    name = call.args[0].value
+    bindings = index.visible_bindings(name)
+    if not bindings or not all(b.kind == "assign" and type(b.value) is cst.List and not b.value.elements
+                               for b in bindings):
+        return False
+    loop = next((a for a in index.ancestors(call) if type(a) in (cst.For, cst.While)), None)
+    if loop is None or any(index.is_ancestor_or_self(loop, b.source) for b in bindings if b.source is not None):
+        return False
+    grows = False
+    for use in index.names(name.value):
+        if use is name or not index.is_ancestor_or_self(loop, use):
+            continue
+        parent = index.parent.get(use)
+        method = parent.attr.value if type(parent) is cst.Attribute and parent.value is use else None
+        if method in ("append", "extend", "insert"):
+            grows = True
+        elif method in ("pop", "clear", "remove") or type(parent) in (cst.AugAssign, cst.Del) or \
+                type(parent) is cst.SubscriptElement:
+            return False
+    return grows
 
 
 _SETUP_METHODS = {"__init__", "__getitem__", "__len__", "__iter__", "__next__", "reset_parameters",
