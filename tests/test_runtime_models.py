@@ -197,3 +197,50 @@ def test_a_one_hot_helper_with_a_cpu_path_is_reported_without_a_fix(tmp_path: Pa
     assert found(items) == {("train.py", 8, "GPU203")}  # `cpu_one_hot` returns the host tensor: it belongs there
     assert items[0].get("fix") is None
     assert "`t` is built on the host by `torch.eye`" in items[0]["message"]
+
+
+METRICS = """\
+import numpy as np
+
+
+def pixel_accuracy(pred, target):
+    correct = (pred == target).sum()
+    total = target.numel()
+    return correct.cpu().numpy(), total
+
+
+def summarise(values):
+    return np.mean(values)
+"""
+
+TRAINER = """\
+import torch
+from torch.utils.data import DataLoader
+
+from metrics import pixel_accuracy, summarise
+
+device = torch.device("cuda")
+model = torch.nn.Linear(4, 3).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(torch.randn(64, 4), batch_size=8, pin_memory=True)
+scores = []
+for x in loader:
+    x = x.to(device, non_blocking=True)
+    out = model(x)
+    scores.append(pixel_accuracy(out.argmax(1), torch.zeros(8, dtype=torch.long, device=device)))
+    out.sum().backward()
+    opt.step()
+print(summarise([s[0] for s in scores]))
+"""
+
+
+def test_a_helper_module_that_names_no_device_runs_on_the_gpu_of_its_callers_loop(tmp_path: Path):
+    """`metrics.py` never names a device; the trainer's loop calls its helper every step with CUDA tensors."""
+    root = write_project(tmp_path, {"metrics.py": METRICS, "trainer.py": TRAINER})
+    keys = found(check(root, "--no-cache", "--select", "GPU104", "metrics.py"))
+    assert keys == {("metrics.py", 7, "GPU104")}
+    cpu_trainer = "\n".join(line for line in TRAINER.replace(", device=device", "").splitlines()
+                            if "device" not in line).replace(
+        "model(x)", "model(x.float())")
+    cpu_only = write_project(tmp_path / "cpu", {"metrics.py": METRICS, "trainer.py": cpu_trainer})
+    assert not found(check(cpu_only, "--no-cache", "--select", "GPU104", "metrics.py"))  # a CPU-only project

@@ -30,7 +30,7 @@ import libcst as cst
 from gpulint import ast_walk, incremental
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.once import once_per_object
-from gpulint.analysis.helper_sites import imported_helper_site
+from gpulint.analysis.helper_sites import helpers_feed_a_gpu, imported_helper_site
 from gpulint.analysis.overrides import override_site
 from gpulint.analysis.tree import child_nodes
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, _dotted, project_for, text_dependency
@@ -1110,6 +1110,8 @@ def feeds_a_gpu(analysis) -> bool:
     if analysis.path is None:
         return False
     if _steps_a_gpu_optimizer(analysis):
+        return True
+    if helpers_feed_a_gpu(analysis, *analysis.fact(_project_of)):
         return True
     if not any(
             type(s) is cst.ClassDef and type(s.body) is cst.IndentedBlock and

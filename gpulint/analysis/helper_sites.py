@@ -131,3 +131,31 @@ def _conditional(test: ast.expr, params: set) -> bool:
         if isinstance(node, ast.Name) and node.id in params:
             return True
     return False
+
+
+def helpers_feed_a_gpu(analysis, project, path: Path) -> bool:
+    """A module that names no device whose top-level helper a training loop calls every step (`eval_metrics(
+    output, target)` in the trainer's loop), or that another module's per-step `forward` imports and calls,
+    from a file that names one: the tensors it is given are on that device."""
+    import libcst as cst
+
+    from gpulint.analysis import GPU_HINT
+    from gpulint.analysis.forward import called_in_a_hot_loop, member_site
+    from gpulint.textsearch import found_in
+
+    for stmt in analysis.module.body:
+        if type(stmt) is not cst.FunctionDef:
+            continue
+        name = stmt.name.value
+        site = member_site(project, path, None, name) if called_in_a_hot_loop(project, name) else None
+        if site is None:
+            site = imported_helper_site(project, path, name)
+        if site is None:
+            continue
+        try:
+            text = Path(site.path).read_text(errors="replace")
+        except OSError:
+            continue
+        if found_in(GPU_HINT, text):
+            return True
+    return False
