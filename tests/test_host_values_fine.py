@@ -69,11 +69,16 @@ for step, (points, target) in enumerate(loader):
     points = points.data.numpy()
     points = points * 1.5
     points = torch.Tensor(points)
-    points = points.cuda()
+    points = points.float().cuda()
     loss = model(points).sum()
     print(points.data.numpy())
     loss.backward()
     opt.step()
+with torch.no_grad():
+    for points, target in loader:
+        points = torch.Tensor(points.data.numpy())
+        points, target = points.float().cuda(), target.cuda()
+        model(points)
 """
 
 

@@ -157,7 +157,8 @@ def read_before_its_move(kinds: "KindInference", name: cst.Name) -> bool:
     augmentation, then `points.cuda()`): the loader hands out host tensors (the later move is the evidence),
     and what is read here is one of them."""
     bindings = kinds.index.visible_bindings(name)
-    loops = [b for b in bindings if b.kind == "for" and type(b.source) is cst.For]
+    loops = [b for b in bindings if b.kind == "for" and type(b.source) is cst.For and
+             kinds.index.is_ancestor_or_self(b.source.body, name)]  # the loop around the read (of several)
     if len(loops) != 1:
         return False
     loop: cst.For = loops[0].source
@@ -179,7 +180,36 @@ def read_before_its_move(kinds: "KindInference", name: cst.Name) -> bool:
             continue
         if kinds.index.order(b.source) <= read_at and not kinds.index.is_ancestor_or_self(statement, b.source):
             return False  # rebound earlier in the body: the read may see that value
-    return _moved_in(kinds, loop, name.value)
+    return _moved_in(kinds, loop, name.value) or _converted_and_moved(kinds, loop, name.value)
+
+
+_CONVERSIONS = frozenset({"float", "long", "int", "half", "double", "bool", "byte", "contiguous", "transpose",
+                          "permute", "view", "reshape", "squeeze", "unsqueeze"})
+
+
+def _converted_and_moved(kinds: "KindInference", loop: cst.For, name: str) -> bool:
+    """Some use of `name` in the loop is copied to the accelerator after dtype or shape methods
+    (`points.float().cuda()`, `x.transpose(2, 1).to(device)`)."""
+    span = kinds.index.subtree(loop)
+    if span is None:
+        return False
+    first, last = span
+    up = kinds.index.up
+    for node, place in zip(kinds.index.names(name), kinds.index.name_places(name)):
+        if place is None or not first <= place <= last:
+            continue
+        current: cst.CSTNode = node
+        while True:
+            attribute = up.get(id(current))
+            call = up.get(id(attribute)) if type(attribute) is cst.Attribute else None
+            if type(call) is not cst.Call or call.func is not attribute or attribute.value is not current:
+                break
+            if _moving_method(kinds, attribute.attr.value, call):
+                return True
+            if attribute.attr.value not in _CONVERSIONS:
+                break
+            current = call
+    return False
 
 
 def torch_layer(kinds: "KindInference", func: cst.Name) -> bool:
