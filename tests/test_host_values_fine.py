@@ -98,3 +98,23 @@ def test_a_layer_called_on_a_host_tensor_gives_a_host_tensor(tmp_path: Path):
 def test_the_loaders_batch_read_before_its_move_is_on_the_host(tmp_path: Path):
     keys = found(check(write_project(tmp_path, {"train.py": AUGMENTED}), "--no-cache", "--select", "GPU103", "."))
     assert keys == {("train.py", 13, "GPU103")}  # after the move it is a device tensor
+
+
+EMPTY = """\
+import torch
+from torch.utils.data import DataLoader
+
+device = torch.device("cuda")
+model = torch.nn.Linear(4, 2).to(device)
+loader = DataLoader(torch.randn(64, 4), batch_size=8, pin_memory=True)
+for x in loader:
+    out = model(x.to(device, non_blocking=True))
+    none_yet = torch.tensor([], device=device)
+    scale = torch.tensor([0.5], device=device)
+    (out.sum() + none_yet.sum() + scale).backward()
+"""
+
+
+def test_an_empty_tensor_literal_copies_nothing(tmp_path: Path):
+    keys = found(check(write_project(tmp_path, {"train.py": EMPTY}), "--no-cache", "--select", "GPU203", "."))
+    assert keys == {("train.py", 10, "GPU203")}  # `[0.5]` is a value to copy; `[]` is none

@@ -437,6 +437,8 @@ class HostTensorMovedEachStep(Rule):
         """`torch.tensor(values)`/`torch.as_tensor(values)` of Python numbers, lists or numpy arrays."""
         q = self.analysis.qualified(factory.func)
         data = positional(factory)
+        if data and type(data[0]) in (cst.List, cst.Tuple) and not data[0].elements:
+            return False  # `torch.tensor([], device=...)`: no values, PyTorch copies nothing
         return q in ("torch.tensor", "torch.as_tensor") and bool(data) and \
             self.analysis.kind(data[0]) in (Kind.NUMBER, Kind.OTHER, Kind.NUMPY)
 
