@@ -118,3 +118,29 @@ for x in loader:
 def test_an_empty_tensor_literal_copies_nothing(tmp_path: Path):
     keys = found(check(write_project(tmp_path, {"train.py": EMPTY}), "--no-cache", "--select", "GPU203", "."))
     assert keys == {("train.py", 10, "GPU203")}  # `[0.5]` is a value to copy; `[]` is none
+
+
+MOVED_FIRST = """\
+import torch
+from torch.utils.data import DataLoader
+
+model = torch.nn.Linear(4, 4).cuda()
+loader = DataLoader(dataset, batch_size=8, pin_memory=True)
+for x, meta in loader:
+    for key, val in meta.items():
+        meta[key] = val.cuda(non_blocking=True)
+    boxes = meta["boxes"]
+    preds = model(x.cuda(non_blocking=True))
+    boxes = boxes.detach().cpu() if use_gpu else boxes.detach()
+    keep = preds.sum(1) > 0
+    order = torch.arange(8).cuda()
+    order = order[keep]
+"""
+
+
+def test_values_moved_before_they_are_read_stay_device_values(tmp_path: Path):
+    """The batch's dict is moved entry by entry before `boxes` is read, so the copy back waits; and a name rebound
+    from an index of itself (`order = order[keep]`) is not assumed to stay where its first value was."""
+    keys = found(check(write_project(tmp_path, {"test.py": MOVED_FIRST}), "--no-cache", "--select",
+                       "GPU104,GPU111", "."))
+    assert ("test.py", 11, "GPU104") in keys and ("test.py", 14, "GPU111") in keys

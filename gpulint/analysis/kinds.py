@@ -250,7 +250,7 @@ class KindInference:
             if node.value in self._assumed_host:
                 return True  # `p = 0.5 * (q + p)`: host if every other binding is (checked by the caller)
             own = [b for b in bindings if b.value is not None and _reads_name(b.value, node.value)]
-            if own and len(own) < len(bindings):
+            if own and len(own) < len(bindings) and all(type(b.value) is cst.BinaryOperation for b in own):
                 self._assumed_host.add(node.value)
             try:
                 return bool(bindings) and all(b.kind in ("assign", "walrus") and b.value is not None and (

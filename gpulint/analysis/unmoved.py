@@ -175,6 +175,13 @@ def read_before_its_move(kinds: "KindInference", name: cst.Name) -> bool:
     if not _iterates_a_loader(kinds, loop.iter):
         return False
     read_at = kinds.index.order(statement)
+    span = kinds.index.subtree(loop.body)
+    if span is None:
+        return False
+    for other, place in zip(kinds.index.names(name.value), kinds.index.name_places(name.value)):
+        if place is not None and span[0] <= place < read_at and other is not name and \
+                not kinds.index.is_ancestor_or_self(statement, other):
+            return False  # used earlier in the body (`meta[key] = val.cuda()`): it may be moved already
     for b in bindings:
         if b is loops[0] or b.source is None or not kinds.index.is_ancestor_or_self(loop.body, b.source):
             continue
