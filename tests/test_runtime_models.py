@@ -244,3 +244,66 @@ def test_a_helper_module_that_names_no_device_runs_on_the_gpu_of_its_callers_loo
         "model(x)", "model(x.float())")
     cpu_only = write_project(tmp_path / "cpu", {"metrics.py": METRICS, "trainer.py": cpu_trainer})
     assert not found(check(cpu_only, "--no-cache", "--select", "GPU104", "metrics.py"))  # a CPU-only project
+
+
+SCATTER = """\
+import torch
+
+
+def group_sum(src, index, size=None):
+    if size is None:
+        size = int(torch.max(index)) + 1
+    out = src.new_zeros(size)
+    return out.index_add_(0, index, src)
+
+
+def dense_rows(x, groups, count=None, width=None):
+    if count is None:
+        count = int(torch.max(groups)) + 1
+    sizes = group_sum(torch.ones_like(groups), groups, size=count)
+    if width is None:
+        width = 16
+    elif int(torch.max(sizes)) > width:
+        x = x[:width]
+    return x, sizes
+"""
+
+POOL_MODEL = """\
+import torch
+import torch.nn as nn
+from ops import dense_rows
+
+
+class Pool(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x, groups):
+        rows, sizes = dense_rows(self.fc(x), groups)
+        return rows.sum() + sizes.sum()
+"""
+
+POOL_TRAIN = """\
+import torch
+from torch.utils.data import DataLoader
+from pool import Pool
+
+model = Pool().cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(torch.randn(64, 4), batch_size=8, pin_memory=True)
+for x in loader:
+    x = x.cuda(non_blocking=True)
+    loss = model(x, torch.zeros(8, dtype=torch.long, device="cuda"))
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_a_helper_branch_on_a_parameter_being_none_follows_the_per_step_call(tmp_path: Path):
+    """`dense_rows(x, groups)` leaves `count` and `width` at None: the `if count is None:` read runs every step;
+    the `elif` of `if width is None:` never does. (`group_sum(..., size=count)` is reached through `dense_rows`:
+    its own `if size is None:` read is still reported, the call's arguments are not followed that far.)"""
+    root = write_project(tmp_path, {"ops.py": SCATTER, "pool.py": POOL_MODEL, "train.py": POOL_TRAIN})
+    keys = found(check(root, "--no-cache", "--select", "GPU105,GPU106,GPU111,GPU112", "ops.py"))
+    assert ("ops.py", 13, "GPU105") in keys and ("ops.py", 17, "GPU105") not in keys

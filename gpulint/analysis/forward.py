@@ -65,6 +65,9 @@ class CallSite:
     # with `should_log = step % N == 0`) or `False`: a block under `if collect_param_metrics:` there is not
     # run every step.
     periodic_params: frozenset = frozenset()
+    # For a top-level function: (how many positional arguments the call passes, the keywords it passes), or
+    # None when not known (`*args`/`**kwargs`, a method): `if param is None:` blocks follow from it (loops.py).
+    arguments: Optional[tuple] = None
 
 
 # -- the linted module's side: which functions are per-step model code ---------------------------------------------
@@ -532,8 +535,19 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
                 runs = member
             target = project.method(cls, member) if cls is not None else project.function(path, member)
             return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)", runs,
-                            periodic_params=_periodic_arguments(project, analysis, node, target, cls is not None))
+                            periodic_params=_periodic_arguments(project, analysis, node, target, cls is not None),
+                            arguments=None if cls is not None else _arguments_of(node))
     return None
+
+
+def _arguments_of(call: cst.Call) -> Optional[tuple]:
+    """(positional count, keywords passed with a value other than a literal None) of a call; None with `*`/`**`."""
+    if any(a.star for a in call.args):
+        return None
+    positional = sum(1 for a in call.args if a.keyword is None)
+    keywords = frozenset(a.keyword.value for a in call.args if a.keyword is not None and
+                         not (type(a.value) is cst.Name and a.value.value == "None"))
+    return positional, keywords
 
 
 def stepped_argument(analysis, call: cst.Call) -> Optional[cst.BaseExpression]:

@@ -50,22 +50,23 @@ def _find(project, path: Path, name: str, depth: int):
         looked_at += 1
         for cls in info.classes.values():
             forward = cls.methods.get("forward")
-            line = _called_in(forward, name) if forward is not None else None
-            if line is None or not project.is_module_class(cls):
+            call = _called_in(forward, name) if forward is not None else None
+            if call is None or not project.is_module_class(cls):
                 continue
             site = per_step_site(project, cls.path, cls.name)
             if site is not None:
-                return CallSite(info.path.resolve(), line, f"{name}(...)", name, cls.name)
+                return CallSite(info.path.resolve(), call.lineno, f"{name}(...)", name, cls.name,
+                                arguments=_arguments(call))
         if depth + 1 >= _DEPTH:
             continue
         for fname, fn in info.functions.items():
-            line = _called_in(fn, name)
-            if line is None:
+            call = _called_in(fn, name)
+            if call is None:
                 continue
             site = member_site(project, info.path, None, fname) or \
                 imported_helper_site(project, info.path, fname, depth + 1)
             if site is not None:
-                return CallSite(info.path.resolve(), line, f"{name}(...)", name)
+                return CallSite(info.path.resolve(), call.lineno, f"{name}(...)", name, arguments=_arguments(call))
     return None
 
 
@@ -75,13 +76,21 @@ def _imports_name(info, name: str) -> bool:
     return found is not None and found[1] is not None
 
 
-def _called_in(fn: ast.FunctionDef, name: str) -> Optional[int]:
-    """The line of a call `name(...)` in `fn` that is not under a periodic or flag test, else None."""
+def _arguments(call: ast.Call) -> Optional[tuple]:
+    """(positional count, keywords passed with a value other than None) of a call; None with `*`/`**`."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    return len(call.args), frozenset(k.arg for k in call.keywords
+                                     if not (isinstance(k.value, ast.Constant) and k.value.value is None))
+
+
+def _called_in(fn: ast.FunctionDef, name: str) -> Optional[ast.Call]:
+    """A call `name(...)` in `fn` that is not under a periodic or flag test, else None."""
     params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
     return _search(fn.body, name, params)
 
 
-def _search(body: list, name: str, params: set) -> Optional[int]:
+def _search(body: list, name: str, params: set) -> Optional[ast.Call]:
     for stmt in body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
@@ -113,10 +122,10 @@ def _search(body: list, name: str, params: set) -> Optional[int]:
     return None
 
 
-def _in_expr(expr: ast.AST, name: str) -> Optional[int]:
+def _in_expr(expr: ast.AST, name: str) -> Optional[ast.Call]:
     for node in ast.walk(expr):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
-            return node.lineno
+            return node
     return None
 
 
@@ -140,7 +149,7 @@ def helpers_feed_a_gpu(analysis, project, path: Path) -> bool:
     import libcst as cst
 
     from gpulint.analysis import GPU_HINT
-    from gpulint.analysis.forward import called_in_a_hot_loop, member_site
+    from gpulint.analysis.forward import called_in_a_hot_loop, member_site, per_step_site
     from gpulint.textsearch import found_in
 
     for stmt in analysis.module.body:
@@ -150,12 +159,62 @@ def helpers_feed_a_gpu(analysis, project, path: Path) -> bool:
         site = member_site(project, path, None, name) if called_in_a_hot_loop(project, name) else None
         if site is None:
             site = imported_helper_site(project, path, name)
-        if site is None:
-            continue
-        try:
-            text = Path(site.path).read_text(errors="replace")
-        except OSError:
-            continue
-        if found_in(GPU_HINT, text):
+        depth = 0
+        while site is not None and depth < 6:  # up the owners' chain to the training file (forward.feeds_a_gpu)
+            try:
+                text = Path(site.path).read_text(errors="replace")
+            except OSError:
+                break
+            if found_in(GPU_HINT, text):
+                return True
+            if site.owner is None:
+                break
+            site, depth = per_step_site(project, site.path, site.owner), depth + 1
+    return False
+
+
+def none_test(test, child, branch) -> Optional[tuple[str, bool]]:
+    """For `if p is None:` / `if p is not None:` (a LibCST `If` `branch`, `child` its body or its `else`/`elif`):
+    (p, whether `child` runs only when p is None)."""
+    import libcst as cst
+
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1 or type(test.left) is not cst.Name:
+        return None
+    target = test.comparisons[0]
+    if not (type(target.comparator) is cst.Name and target.comparator.value == "None"):
+        return None
+    if type(target.operator) is cst.Is:
+        when_none = True
+    elif type(target.operator) is cst.IsNot:
+        when_none = False
+    else:
+        return None
+    if child is branch.body:
+        return test.left.value, when_none
+    if child is branch.orelse:
+        return test.left.value, not when_none
+    return None
+
+
+def ruled_out(fn, guards: list, site) -> bool:
+    """`fn` (LibCST) runs every step through `site`, a call that passes `site.arguments`: some `if p is None:`
+    block walked out of cannot run there (the call passes `p`), or some `else:` of one cannot (the call leaves
+    `p` at its default None)."""
+    arguments = getattr(site, "arguments", None)
+    if not guards or arguments is None or getattr(site, "runs", None) != fn.name.value:
+        return False  # the call's arguments are those of the function it runs, not of what that one calls
+    positional, keywords = arguments
+    params = [*fn.params.posonly_params, *fn.params.params]
+    names = [p.name.value for p in params]
+    defaults = {p.name.value: p.default for p in (*params, *fn.params.kwonly_params)}
+    for name, when_none in guards:
+        if name not in defaults:
+            continue  # not a parameter of this function
+        passed = name in keywords or (name in names and names.index(name) < positional)
+        default = defaults[name]
+        if when_none and passed:
+            return True
+        if not when_none and not passed and default is not None and type(default).__name__ == "Name" and \
+                default.value == "None":
             return True
     return False

@@ -13,6 +13,7 @@ from typing import Callable, Optional, Union
 
 import libcst as cst
 
+from gpulint.analysis.helper_sites import none_test, ruled_out
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind, KindInference
 from gpulint.analysis.node_types import of_types
@@ -611,9 +612,11 @@ class LoopAnalysis:
         valued: Optional[cst.If] = None  # the innermost `if <parameter> == <constant>:` passed (`_constant_off`)
         once_in: Optional[Loop] = None  # the loop whose first pass alone runs the block being walked out of
         leaves: Optional[str] = None  # "return" / "break": the block walked out of ends the loop or the function
+        guards: list = []  # `if p is None:` blocks walked out of: (p, runs only when p is None) (helper_sites)
         child = node
         for parent in self.index.ancestors(node):
-            if periodic is None and once_in is None and flag is None and leaves is None and valued is None:
+            if periodic is None and once_in is None and flag is None and leaves is None and valued is None \
+                    and not guards:
                 known = memo.get(id(child))
                 if known is not None:
                     return known
@@ -637,6 +640,10 @@ class LoopAnalysis:
                 if once_in is not None:
                     child = parent
                     continue
+            if type(parent) is cst.If and type(parent.test) is cst.Comparison:
+                guard = none_test(parent.test, child, parent)
+                if guard is not None:
+                    guards.append(guard)
             if type(parent) is cst.If and child is parent.body and periodic is None:
                 if flag is None and type(parent.test) is cst.Name and self.per_step_caller is not None \
                         and self.index.parameter_of(parent.test) is not None:
@@ -688,6 +695,8 @@ class LoopAnalysis:
                     if local is not None and valued is not None and self._constant_off(valued, parent):
                         return OUTSIDE  # every call of the module passes a value the branch does not test for
                     caller = local or self._model_code(parent)
+                    if caller is not None and caller.via is not None and ruled_out(parent, guards, caller.via):
+                        return OUTSIDE  # `if dim_size is None:` where the per-step call passes `dim_size`
                     reason = self._flag_off(flag, parent, caller) if periodic is None else None
                     if reason:
                         return Execution(Frequency.PERIODIC, caller.loop, reason)
