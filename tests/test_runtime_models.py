@@ -244,6 +244,11 @@ def test_a_helper_module_that_names_no_device_runs_on_the_gpu_of_its_callers_loo
         "model(x)", "model(x.float())")
     cpu_only = write_project(tmp_path / "cpu", {"metrics.py": METRICS, "trainer.py": cpu_trainer})
     assert not found(check(cpu_only, "--no-cache", "--select", "GPU104", "metrics.py"))  # a CPU-only project
+    # the loop hands the helper copies it already made on the host: the helper's `.cpu()` copies nothing
+    host_args = write_project(tmp_path / "host", {"metrics.py": METRICS, "trainer.py": TRAINER.replace(
+        "pixel_accuracy(out.argmax(1), torch.zeros(8, dtype=torch.long, device=device))",
+        "pixel_accuracy(*[out.argmax(1).cpu()], target=[torch.zeros(8, dtype=torch.long)])")})
+    assert not found(check(host_args, "--no-cache", "--select", "GPU104", "metrics.py"))
 
 
 SCATTER = """\

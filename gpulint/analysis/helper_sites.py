@@ -157,6 +157,8 @@ def helpers_feed_a_gpu(analysis, project, path: Path) -> bool:
             continue
         name = stmt.name.value
         site = member_site(project, path, None, name) if called_in_a_hot_loop(project, name) else None
+        if site is not None and not _passes_a_tensor(project, site, name):
+            continue  # `tensor2img([visuals["result"]])`: nothing known to be a device tensor is handed in
         if site is None:
             site = imported_helper_site(project, path, name)
         depth = 0
@@ -217,4 +219,19 @@ def ruled_out(fn, guards: list, site) -> bool:
         if not when_none and not passed and default is not None and type(default).__name__ == "Name" and \
                 default.value == "None":
             return True
+    return False
+
+
+def _passes_a_tensor(project, site, name: str) -> bool:
+    """The loop's call at `site` hands the helper a tensor its own analysis does not place on the host
+    (`eval_metrics(output, target)` of a model's output): evidence that the helper's tensors are on the device."""
+    from gpulint.analysis.forward import _hot_calls, _line_of
+    from gpulint.analysis.kinds import Kind
+
+    for analysis, node, func in _hot_calls(project, Path(site.path)):
+        last = func.attr.value if type(func).__name__ == "Attribute" else getattr(func, "value", None)
+        if last != name or _line_of(analysis, node) != site.line:
+            continue
+        return any(analysis.kind(a.value) is Kind.TENSOR and not analysis.kinds.on_host(a.value)
+                   for a in node.args if not a.star)
     return False
