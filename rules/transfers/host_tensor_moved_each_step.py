@@ -54,7 +54,11 @@ class HostTensorMovedEachStep(Rule):
 
     The factory and the copy need not be one expression: `t = torch.randint(0, T, (B,))` early in the step and
     `model(x, t.to(device))` later in the same iteration is the same host build and copy (reported at the copy),
-    when every use of `t` is a copy to the accelerator or an index into a table whose rows go there. A host table
+    when every use of `t` is a copy to the accelerator or an index into a table whose rows go there. The same holds
+    inside a function that runs every step (a helper the loop calls, a model's `forward` or what it calls): `I =
+    torch.eye(d)[None]` then `if x.is_cuda: I = I.cuda()`, or an identity from `torch.from_numpy(np.eye(k))`
+    copied with `.cuda()`; a use on the path taken without a GPU (`if y.is_cuda: return t.cuda()` then
+    `return t`) keeps the finding, without a fix (`device=` there would break the CPU path). A host table
     defined before the loop and indexed by such a tensor, its rows copied each step
     (`alphas_cumprod[t].view(-1, 1, 1, 1).to(device)`), is reported too: the gather runs on the CPU and the
     rows cross PCIe every step. So is arithmetic run on the host over such a factory and copied afterwards:
@@ -108,7 +112,8 @@ class HostTensorMovedEachStep(Rule):
     on the device (so values are cast exactly as before); `non_blocking` is dropped (nothing is copied).
     No fix for `torch.tensor(values)` of Python numbers, lists or numpy arrays (with `device=` or followed by
     `.to(device)`): moving `device=` into it would copy the same host values; what replaces it depends on
-    where the values come from. No fix for the legacy constructors either (`torch.Tensor(...)` takes no
+    where the values come from. No fix for a copy made only under `if x.is_cuda:` (or beside a CPU path), nor
+    for `torch.from_numpy` of a numpy constant. No fix for the legacy constructors either (`torch.Tensor(...)` takes no
     `device=`), nor for a host index (where the indices come from decides what replaces them: a device
     `torch.randperm`, or a device tensor built once before the loop).
 
