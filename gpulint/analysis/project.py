@@ -101,8 +101,6 @@ class Sink:
             return True
         if not given:
             return self.when[2]
-        if self.when[1] == (None,):  # `if dim_size is None:` at a call that passes `dim_size=n`: not taken
-            return value is None
         return value is _UNKNOWN or value in self.when[1]
 
     def where(self, relative_to: Optional[Path] = None) -> str:
@@ -1739,9 +1737,6 @@ class _Summarizer:
     def _constant_tested(self, test: ast.expr) -> tuple:
         """`if reduction == "mean":` / `if mode in ("train", "val"):` on a parameter the function never
         rebinds: (its name, the constants, whether its default takes the branch); () for any other test."""
-        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) and \
-                isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
-            test = ast.Compare(left=test.left, ops=[ast.Eq()], comparators=test.comparators)  # `if p is None:`
         if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.In))):
             return ()
         left, right = test.left, test.comparators[0]
