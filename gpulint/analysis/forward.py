@@ -544,10 +544,15 @@ def _arguments_of(call: cst.Call) -> Optional[tuple]:
     """(positional count, keywords passed with a value other than a literal None) of a call; None with `*`/`**`."""
     if any(a.star for a in call.args):
         return None
-    positional = sum(1 for a in call.args if a.keyword is None)
+    positional = [a for a in call.args if a.keyword is None]
     keywords = frozenset(a.keyword.value for a in call.args if a.keyword is not None and
                          not (type(a.value) is cst.Name and a.value.value == "None"))
-    return positional, keywords
+    # arguments certainly not None (literals): a name passed on may itself be None (`dim_size=size`)
+    literal = (cst.Integer, cst.Float, cst.SimpleString, cst.Tuple, cst.List, cst.Dict)
+    definite = frozenset([a.keyword.value for a in call.args if a.keyword is not None and
+                          (type(a.value) in literal or type(a.value) is cst.Name and a.value.value in ("True", "False"))]
+                         + [i for i, a in enumerate(positional) if type(a.value) in literal])
+    return len(positional), keywords, definite
 
 
 def stepped_argument(analysis, call: cst.Call) -> Optional[cst.BaseExpression]:

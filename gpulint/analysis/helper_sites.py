@@ -80,8 +80,14 @@ def _arguments(call: ast.Call) -> Optional[tuple]:
     """(positional count, keywords passed with a value other than None) of a call; None with `*`/`**`."""
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return None
+    def certain(value) -> bool:  # certainly not None: a literal (a name passed on may itself be None)
+        return isinstance(value, (ast.Tuple, ast.List, ast.Dict)) or \
+            isinstance(value, ast.Constant) and value.value is not None
+
+    definite = frozenset([k.arg for k in call.keywords if certain(k.value)] +
+                         [i for i, a in enumerate(call.args) if certain(a)])
     return len(call.args), frozenset(k.arg for k in call.keywords
-                                     if not (isinstance(k.value, ast.Constant) and k.value.value is None))
+                                     if not (isinstance(k.value, ast.Constant) and k.value.value is None)), definite
 
 
 def _called_in(fn: ast.FunctionDef, name: str) -> Optional[ast.Call]:
@@ -205,7 +211,7 @@ def ruled_out(fn, guards: list, site) -> bool:
     arguments = getattr(site, "arguments", None)
     if not guards or arguments is None or getattr(site, "runs", None) != fn.name.value:
         return False  # the call's arguments are those of the function it runs, not of what that one calls
-    positional, keywords = arguments
+    positional, keywords, definite = arguments
     params = [*fn.params.posonly_params, *fn.params.params]
     names = [p.name.value for p in params]
     defaults = {p.name.value: p.default for p in (*params, *fn.params.kwonly_params)}
@@ -214,8 +220,8 @@ def ruled_out(fn, guards: list, site) -> bool:
             continue  # not a parameter of this function
         passed = name in keywords or (name in names and names.index(name) < positional)
         default = defaults[name]
-        if when_none and passed:
-            return True
+        if when_none and (name in definite or name in names and names.index(name) in definite):
+            return True  # the call passes a literal: `if p is None:` cannot hold
         if not when_none and not passed and default is not None and type(default).__name__ == "Name" and \
                 default.value == "None":
             return True
