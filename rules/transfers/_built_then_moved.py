@@ -235,8 +235,9 @@ def built_this_step(rule, name: cst.Name, at: cst.CSTNode):
         return None
     if where.loop is not None and index.is_ancestor_or_self(where.loop.body, at):
         return binding, factory
-    if _same_step_function(rule, binding.source, at, where):
-        return binding, factory
+    if _same_step_function(rule, binding.source, at, where) and not (
+            hasattr(rule, "_of_host_values") and rule._of_host_values(factory)):
+        return binding, factory  # a constant built in a per-step helper (host data there is GPU410's: a batch)
     return None
 
 
