@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Optional
 
 _CALLERS = 8
+_EXAMINED = 24  # files naming the helper looked at, importing it or not
 _DEPTH = 2
 
 
@@ -36,7 +37,9 @@ def _find(project, path: Path, name: str, depth: int):
     from gpulint.analysis.project import FunctionSummary
 
     looked_at = 0
-    for file in project.files_naming(name):
+    for examined, file in enumerate(project.files_naming(name)):
+        if examined == _EXAMINED:
+            break  # a name many files mention (`build`, `create_model`): bounded, like the other searches
         if project.is_test(file) or project._resolved(file) == path:
             continue
         info = project.module(file)
