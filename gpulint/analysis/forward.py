@@ -32,6 +32,7 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.isinstance_narrowing import narrowed_class
 from gpulint.analysis.wrapped_calls import wrapper_call_site
 from gpulint.analysis.once import once_per_object
+from gpulint.analysis.helper_sites import helpers_feed_a_gpu, imported_helper_site
 from gpulint.analysis.overrides import override_site
 from gpulint.analysis.tree import child_nodes
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, _dotted, project_for, text_dependency
@@ -66,6 +67,9 @@ class CallSite:
     # with `should_log = step % N == 0`) or `False`: a block under `if collect_param_metrics:` there is not
     # run every step.
     periodic_params: frozenset = frozenset()
+    # For a top-level function: (how many positional arguments the call passes, the keywords it passes), or
+    # None when not known (`*args`/`**kwargs`, a method): `if param is None:` blocks follow from it (loops.py).
+    arguments: Optional[tuple] = None
 
 
 # -- the linted module's side: which functions are per-step model code ---------------------------------------------
@@ -91,6 +95,8 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
             site = member_site(project, path, owner, member)
             if site is None and owner is not None:  # a hook the base class's step calls through `self`
                 site = override_site(project, path, owner, member)
+            elif site is None:  # a helper another module's per-step `forward` imports and calls
+                site = imported_helper_site(project, path, member)
         if site is not None:
             return site
     return None
@@ -266,6 +272,8 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
         if isinstance(stmt, ast.FunctionDef) and called_in_a_hot_loop(project, stmt.name):
             if member_site(project, path, None, stmt.name) is not None:
                 return True
+        if isinstance(stmt, ast.FunctionDef) and imported_helper_site(project, path, stmt.name) is not None:
+            return True
         elif isinstance(stmt, ast.ClassDef):
             for m in stmt.body:
                 if isinstance(m, ast.FunctionDef) and m.name != "forward" and _entry_method(m.name) and \
@@ -561,8 +569,24 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
                 runs = member
             target = project.method(cls, member) if cls is not None else project.function(path, member)
             return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)", runs,
-                            periodic_params=_periodic_arguments(project, analysis, node, target, cls is not None))
+                            periodic_params=_periodic_arguments(project, analysis, node, target, cls is not None),
+                            arguments=None if cls is not None else _arguments_of(node))
     return None
+
+
+def _arguments_of(call: cst.Call) -> Optional[tuple]:
+    """(positional count, keywords passed with a value other than a literal None) of a call; None with `*`/`**`."""
+    if any(a.star for a in call.args):
+        return None
+    positional = [a for a in call.args if a.keyword is None]
+    keywords = frozenset(a.keyword.value for a in call.args if a.keyword is not None and
+                         not (type(a.value) is cst.Name and a.value.value == "None"))
+    # arguments certainly not None (literals): a name passed on may itself be None (`dim_size=size`)
+    literal = (cst.Integer, cst.Float, cst.SimpleString, cst.Tuple, cst.List, cst.Dict)
+    definite = frozenset([a.keyword.value for a in call.args if a.keyword is not None and
+                          (type(a.value) in literal or type(a.value) is cst.Name and a.value.value in ("True", "False"))]
+                         + [i for i, a in enumerate(positional) if type(a.value) in literal])
+    return len(positional), keywords, definite
 
 
 def stepped_argument(analysis, call: cst.Call) -> Optional[cst.BaseExpression]:
@@ -1019,8 +1043,19 @@ class _Instances:
                                                        for c in found.returns_classes[:1])
         dotted = dotted_name(call.func) or ""
         qualified = self.calls.analysis.qualified(call.func) or dotted
+        if found is None and self._chosen_module(call.func):
+            return True  # `model.get_model(...)` of `model = importlib.import_module(args.model)`
         return bool(self._suffix) and any(
             name.endswith(f".{self._suffix}.{self.cls.name}") for name in (dotted, qualified))
+
+    def _chosen_module(self, func: cst.BaseExpression) -> bool:
+        """`func` is `m.Name` of a module `m` the script picks at run time (runtime_modules.py), and the class
+        is `Name` of a module the import may pick: in the run that picks it, this builds the class."""
+        from gpulint.analysis.runtime_modules import may_build
+
+        path = getattr(self.calls, "path", None)
+        return path is not None and may_build(self.calls, self.project, Path(path), func, self.cls.path,
+                                              self.cls.name)
 
     def _parameter(self, binding, depth: int) -> bool:
         """A parameter of a function: every call site in this module passes an instance (or, for a top-level
@@ -1137,6 +1172,8 @@ def feeds_a_gpu(analysis) -> bool:
     if _steps_a_gpu_optimizer(analysis):
         return True
     if _helpers_stepped_by_a_gpu_loop(analysis):
+        return True
+    if helpers_feed_a_gpu(analysis, *analysis.fact(_project_of)):
         return True
     if not any(
             type(s) is cst.ClassDef and type(s.body) is cst.IndentedBlock and

@@ -17,7 +17,8 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.narrowing import guarded_into_loader
 from gpulint.analysis.tree import Binding, Scope, SyntaxIndex
 from gpulint.analysis.node_types import of_types
-from gpulint.analysis.unmoved import unmoved_loader_element
+from gpulint.analysis.tree import child_nodes as _child_nodes
+from gpulint.analysis.unmoved import read_before_its_move, torch_layer, unmoved_loader_element
 from gpulint.syntax import code_of, target_names
 
 
@@ -126,6 +127,7 @@ class KindInference:
         self.index = index
         self._cache: dict[int, Kind] = {}
         self._host_copies: dict[int, bool] = {}  # `_host_copy`, by node (False while one is being worked out)
+        self._assumed_host: set[str] = set()  # `on_host`: names rebound from themselves, while their bindings are checked
         self._binding_cache: dict[tuple[int, str], Kind] = {}
         self._in_progress: set[tuple[int, str]] = set()
         # The names whose bindings were being decided when a question came back to them (`t = t[j]`, asked
@@ -213,6 +215,10 @@ class KindInference:
                     return False
                 if self.on_host(func.value, depth + 1):
                     return True
+            if type(func) is cst.Name and torch_layer(self, func):
+                # `upsample(host)` of `upsample = nn.Upsample(...)`: a layer computes where its input lives
+                first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
+                return first is not None and self.on_host(first, depth + 1)
             # `torch.sigmoid(host)`, `F.interpolate(host, size)`: torch computes where its tensor input lives
             name = self.qualified(func) if type(func) in (cst.Name, cst.Attribute) else None
             if name is not None and name.startswith("torch.") and not any(
@@ -234,7 +240,8 @@ class KindInference:
             return any(hosts) and all(h or self.of(side) is Kind.NUMBER or self._number_by_default(side)
                                       for h, side in zip(hosts, sides))
         if type(node) is cst.Name:
-            if self._moved_to_device_later(node) or unmoved_loader_element(self, node):
+            if self._moved_to_device_later(node) or unmoved_loader_element(self, node) or \
+                    read_before_its_move(self, node):
                 return True
             scope = self.index.enclosing_scope(node)
             bindings = self.index.lookup(node.value, scope) if scope is not None else []
@@ -243,9 +250,17 @@ class KindInference:
                 return self.on_host(last, depth + 1)
             if len(bindings) == 1 and bindings[0].kind == "param" and self.host_param_hook is not None:
                 return self.host_param_hook(node, depth + 1)
-            return bool(bindings) and all(b.kind in ("assign", "walrus") and b.value is not None and (
-                self.on_host(b.value, depth + 1) if b.index is None else self._computed_on_host(b.value, depth))
-                for b in bindings)
+            if node.value in self._assumed_host:
+                return True  # `p = 0.5 * (q + p)`: host if every other binding is (checked by the caller)
+            own = [b for b in bindings if b.value is not None and _reads_name(b.value, node.value)]
+            if own and len(own) < len(bindings) and all(type(b.value) is cst.BinaryOperation for b in own):
+                self._assumed_host.add(node.value)
+            try:
+                return bool(bindings) and all(b.kind in ("assign", "walrus") and b.value is not None and (
+                    self.on_host(b.value, depth + 1) if b.index is None else self._computed_on_host(b.value, depth))
+                    for b in bindings)
+            finally:
+                self._assumed_host.discard(node.value)
         return False
 
     def _host_copy(self, node: cst.CSTNode, depth: int = 0) -> bool:
@@ -1133,4 +1148,15 @@ def _is_module_class(inference: KindInference, node: Optional[cst.CSTNode]) -> b
             other = inference.index.classes.get(base.value.value)
             if other is not None and other is not node and _is_module_class(inference, other):
                 return True
+    return False
+
+
+def _reads_name(value: cst.CSTNode, name: str) -> bool:
+    """`value` reads the name `name` (`0.5 * (q + p)` reads `p`)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.Name and node.value == name:
+            return True
+        stack.extend(_child_nodes(node))
     return False

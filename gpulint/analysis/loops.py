@@ -13,6 +13,7 @@ from typing import Callable, Optional, Union
 
 import libcst as cst
 
+from gpulint.analysis.helper_sites import none_test, ruled_out
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind, KindInference
 from gpulint.analysis.node_types import of_types
@@ -633,9 +634,11 @@ class LoopAnalysis:
         valued: Optional[cst.If] = None  # the innermost `if <parameter> == <constant>:` passed (`_constant_off`)
         once_in: Optional[Loop] = None  # the loop whose first pass alone runs the block being walked out of
         leaves: Optional[str] = None  # "return" / "break": the block walked out of ends the loop or the function
+        guards: list = []  # `if p is None:` blocks walked out of: (p, runs only when p is None) (helper_sites)
         child = node
         for parent in self.index.ancestors(node):
-            if periodic is None and once_in is None and flag is None and leaves is None and valued is None:
+            if periodic is None and once_in is None and flag is None and leaves is None and valued is None \
+                    and not guards:
                 known = memo.get(id(child))
                 if known is not None:
                     return known
@@ -659,6 +662,10 @@ class LoopAnalysis:
                 if once_in is not None:
                     child = parent
                     continue
+            if type(parent) is cst.If and type(parent.test) is cst.Comparison:
+                guard = none_test(parent.test, child, parent)
+                if guard is not None:
+                    guards.append(guard)
             if type(parent) is cst.If and child is parent.body and periodic is None:
                 if flag is None and type(parent.test) is cst.Name and self.per_step_caller is not None \
                         and self.index.parameter_of(parent.test) is not None:
@@ -710,6 +717,8 @@ class LoopAnalysis:
                     if local is not None and valued is not None and self._constant_off(valued, parent):
                         return OUTSIDE  # every call of the module passes a value the branch does not test for
                     caller = local or self._model_code(parent)
+                    if caller is not None and caller.via is not None and ruled_out(parent, guards, caller.via):
+                        return OUTSIDE  # `if dim_size is None:` where the per-step call passes `dim_size`
                     reason = self._flag_off(flag, parent, caller) if periodic is None else None
                     if reason:
                         return Execution(Frequency.PERIODIC, caller.loop, reason)
@@ -1226,7 +1235,10 @@ class LoopAnalysis:
         return False
 
     def _is_counter(self, node: cst.BaseExpression) -> bool:
-        """An iteration counter: a loop index, or a name bumped by `+= 1`, or one named like one."""
+        """An iteration counter: a loop index, or a name bumped by `+= 1`, or one named like one, or the length
+        of a list the loop only appends to (`len(shown) < 15`, `shown.append(...)`)."""
+        if type(node) is cst.Call:
+            return _growing_length(self.index, node)
         if type(node) is cst.BinaryOperation:
             return self._is_counter(node.left) or self._is_counter(node.right)
         if type(node) is cst.Attribute:
@@ -1258,6 +1270,35 @@ class LoopAnalysis:
             return bool(values) and len(values) == len(bindings) and all(
                 type(v) is cst.Call and self._reads_clock(v) for v in values)
         return False
+
+
+def _growing_length(index, call: cst.Call) -> bool:
+    """`len(items)` of a list that is appended to and never shrunk, and not bound again in the innermost loop
+    around the call (a list reset each epoch still bounds the test within the epoch): `if len(items) < 15:`
+    holds for a fixed number of appends."""
+    if not (type(call.func) is cst.Name and call.func.value == "len" and len(call.args) == 1 and
+            type(call.args[0].value) is cst.Name) or index.visible_bindings(call.func):
+        return False
+    name = call.args[0].value
+    bindings = index.visible_bindings(name)
+    if not bindings or not all(b.kind == "assign" and type(b.value) is cst.List and not b.value.elements
+                               for b in bindings):
+        return False
+    loop = next((a for a in index.ancestors(call) if type(a) in (cst.For, cst.While)), None)
+    if loop is None or any(index.is_ancestor_or_self(loop, b.source) for b in bindings if b.source is not None):
+        return False
+    grows = False
+    for use in index.names(name.value):
+        if use is name or not index.is_ancestor_or_self(loop, use):
+            continue
+        parent = index.parent.get(use)
+        method = parent.attr.value if type(parent) is cst.Attribute and parent.value is use else None
+        if method in ("append", "extend", "insert"):
+            grows = True
+        elif method in ("pop", "clear", "remove") or type(parent) in (cst.AugAssign, cst.Del) or \
+                type(parent) is cst.SubscriptElement:
+            return False
+    return grows
 
 
 _SETUP_METHODS = {"__init__", "__getitem__", "__len__", "__iter__", "__next__", "reset_parameters",

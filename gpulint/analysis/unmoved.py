@@ -149,3 +149,82 @@ def _moving_helper(call: cst.Call) -> bool:
     last = (name or "").rsplit(".", 1)[-1].lower()
     return any(word in last for word in _DEVICE_WORDS) or any(
         a.keyword is not None and a.keyword.value == "device" for a in call.args)
+
+
+def read_before_its_move(kinds: "KindInference", name: cst.Name) -> bool:
+    """`name` is the loop's own batch element, read at the top of a loop over a loader before anything in the
+    body rebinds it, and the loop moves it to the accelerator later (`points = points.data.numpy()` for host
+    augmentation, then `points.cuda()`): the loader hands out host tensors (the later move is the evidence),
+    and what is read here is one of them."""
+    bindings = kinds.index.visible_bindings(name)
+    loops = [b for b in bindings if b.kind == "for" and type(b.source) is cst.For and
+             kinds.index.is_ancestor_or_self(b.source.body, name)]  # the loop around the read (of several)
+    if len(loops) != 1:
+        return False
+    loop: cst.For = loops[0].source
+    statement: cst.CSTNode = name
+    for parent in kinds.index.ancestors(name):
+        if parent is loop.body:
+            break
+        if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.For, cst.While, cst.ListComp,
+                               cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            return False  # a nested scope or loop may see a later rebinding
+        statement = parent
+    else:
+        return False
+    if not _iterates_a_loader(kinds, loop.iter):
+        return False
+    read_at = kinds.index.order(statement)
+    span = kinds.index.subtree(loop.body)
+    if span is None:
+        return False
+    for other, place in zip(kinds.index.names(name.value), kinds.index.name_places(name.value)):
+        if place is not None and span[0] <= place < read_at and other is not name and \
+                not kinds.index.is_ancestor_or_self(statement, other):
+            return False  # used earlier in the body (`meta[key] = val.cuda()`): it may be moved already
+    for b in bindings:
+        if b is loops[0] or b.source is None or not kinds.index.is_ancestor_or_self(loop.body, b.source):
+            continue
+        if kinds.index.order(b.source) <= read_at and not kinds.index.is_ancestor_or_self(statement, b.source):
+            return False  # rebound earlier in the body: the read may see that value
+    return _moved_in(kinds, loop, name.value) or _converted_and_moved(kinds, loop, name.value)
+
+
+_CONVERSIONS = frozenset({"float", "long", "int", "half", "double", "bool", "byte", "contiguous", "transpose",
+                          "permute", "view", "reshape", "squeeze", "unsqueeze"})
+
+
+def _converted_and_moved(kinds: "KindInference", loop: cst.For, name: str) -> bool:
+    """Some use of `name` in the loop is copied to the accelerator after dtype or shape methods
+    (`points.float().cuda()`, `x.transpose(2, 1).to(device)`)."""
+    span = kinds.index.subtree(loop)
+    if span is None:
+        return False
+    first, last = span
+    up = kinds.index.up
+    for node, place in zip(kinds.index.names(name), kinds.index.name_places(name)):
+        if place is None or not first <= place <= last:
+            continue
+        current: cst.CSTNode = node
+        while True:
+            attribute = up.get(id(current))
+            call = up.get(id(attribute)) if type(attribute) is cst.Attribute else None
+            if type(call) is not cst.Call or call.func is not attribute or attribute.value is not current:
+                break
+            if _moving_method(kinds, attribute.attr.value, call):
+                return True
+            if attribute.attr.value not in _CONVERSIONS:
+                break
+            current = call
+    return False
+
+
+def torch_layer(kinds: "KindInference", func: cst.Name) -> bool:
+    """`func` is bound only to a torch layer built in place (`upsample = nn.Upsample(size=s)`): called on a host
+    tensor it computes on the host (a layer on the GPU would refuse a host input)."""
+    bindings = kinds.index.visible_bindings(func)
+    if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None or \
+            type(bindings[0].value) is not cst.Call:
+        return False
+    name = kinds.qualified(bindings[0].value.func) or ""
+    return name.startswith("torch.nn.") and name.count(".") == 2 and name.split(".")[2][:1].isupper()

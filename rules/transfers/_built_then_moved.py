@@ -42,6 +42,18 @@ class Uses:
     tables: list = field(default_factory=list)
     rows: list = field(default_factory=list)
     host: bool = False
+    cpu_path: bool = False  # some use is on the path taken without a GPU (`else:` of `if x.is_cuda:`)
+
+
+def under_cuda_test(rule, node: cst.CSTNode) -> bool:
+    """`node` runs only where a GPU is (`if x.is_cuda: I = I.cuda()`): building the tensor on the device
+    unconditionally would break the CPU path, so no fix."""
+    for parent in rule.analysis.index.ancestors(node):
+        if type(parent) is cst.If and _cuda_test(rule, parent.test):
+            return True
+        if type(parent) is cst.FunctionDef:
+            return False
+    return False
 
 
 def strip_same_on_device(rule, expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -71,11 +83,58 @@ def copy_above(rule, expr: cst.BaseExpression) -> Optional[cst.Call]:
 def single_assignment(rule, name: cst.Name):
     """The one `name = value` binding `name` refers to, or None (several bindings, a parameter, a loop target)."""
     bindings = data_facts(rule.analysis).bindings(name)
+    if len(bindings) > 1:  # `I = I.cuda()`: a rebinding read by its own statement, outside loops, comes after
+        bindings = [b for b in bindings if not _rebinds_itself(rule, b, name)]
     if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None or \
             bindings[0].value is None or not isinstance(bindings[0].source, cst.Assign) or \
             len(bindings[0].source.targets) != 1:
         return None
     return bindings[0]
+
+
+def _rebinds_itself(rule, binding, name: cst.Name) -> bool:
+    """`binding` is the statement reading `name` (`I = I.cuda()`), outside any loop of its function: the read
+    sees the binding before it, not this one."""
+    index = rule.analysis.index
+    source = binding.source
+    if source is None or not index.is_ancestor_or_self(source, name):
+        return False
+    for ancestor in index.ancestors(source):
+        if type(ancestor) in (cst.For, cst.While):
+            return False
+        if type(ancestor) in (cst.FunctionDef, cst.Module):
+            return True
+    return True
+
+
+def _cuda_test(rule, test: cst.BaseExpression) -> bool:
+    """`x.is_cuda` or `torch.cuda.is_available()`: true where the GPU runs."""
+    if type(test) is cst.Attribute and test.attr.value == "is_cuda":
+        return True
+    return type(test) is cst.Call and not test.args and rule.analysis.qualified(test.func) == "torch.cuda.is_available"
+
+
+def _cpu_path(rule, name: cst.Name) -> bool:
+    """`name` is read only where no GPU runs: on the `else:` of `if x.is_cuda:`, or after an
+    `if x.is_cuda: return ...` in the same block (`if y.is_cuda: return t.cuda()` then `return t`)."""
+    analysis = rule.analysis
+    child: cst.CSTNode = name
+    for parent in analysis.index.ancestors(name):
+        if type(parent) is cst.If and _cuda_test(rule, parent.test) and child is parent.orelse:
+            return True
+        if type(parent) in (cst.IndentedBlock, cst.Module):
+            body = list(parent.body)
+            position = next((i for i, s in enumerate(body) if s is child), None)
+            for stmt in body[:position] if position is not None else ():
+                if type(stmt) is cst.If and _cuda_test(rule, stmt.test) and stmt.orelse is None and \
+                        type(stmt.body) is cst.IndentedBlock and stmt.body.body and \
+                        type(stmt.body.body[-1]) is cst.SimpleStatementLine and \
+                        type(stmt.body.body[-1].body[-1]) in (cst.Return, cst.Raise):
+                    return True
+        if type(parent) in (cst.FunctionDef, cst.For, cst.While):
+            return False
+        child = parent
+    return False
 
 
 def uses_of(rule, binding) -> Uses:
@@ -84,7 +143,12 @@ def uses_of(rule, binding) -> Uses:
     uses = Uses()
     target = binding.source.targets[0].target
     for name in analysis.index.names(binding.name):
-        if name is target or [b.source for b in data_facts(analysis).bindings(name)] != [binding.source]:
+        if name is target or type(analysis.parent(name)) is cst.AssignTarget:
+            continue  # a target binds, it does not read (`I = I.cuda()`)
+        sources = [b.source for b in data_facts(analysis).bindings(name)]
+        if len(sources) > 1:
+            sources = [b.source for b in data_facts(analysis).bindings(name) if not _rebinds_itself(rule, b, name)]
+        if sources != [binding.source]:
             continue
         copy = copy_above(rule, name)
         if copy is not None:
@@ -98,6 +162,9 @@ def uses_of(rule, binding) -> Uses:
         if type(subscript) is cst.Subscript and subscript.value is name:
             uses.rows.append(subscript)
             continue
+        if _cpu_path(rule, name):
+            uses.cpu_path = True
+            continue  # the path taken only without a GPU: there the tensor stays on the host, as it should
         uses.host = True
     return uses
 
@@ -117,12 +184,40 @@ def _table_of(rule, index: cst.Name) -> Optional[cst.Subscript]:
 def factory_of(rule, binding) -> Optional[cst.Call]:
     """The torch factory call (without `device=`) the binding's value starts from."""
     expr = strip_same_on_device(rule, binding.value)
+    while type(expr) is cst.Subscript and type(expr.value) is cst.Call:
+        expr = strip_same_on_device(rule, expr.value)  # `torch.eye(d)[None, :, :]`: rows of a host tensor stay there
+    if type(expr) is cst.Call and rule.analysis.qualified(expr.func) in _VARIABLE and len(expr.args) == 1:
+        expr = strip_same_on_device(rule, expr.args[0].value)  # `Variable(t)`: the same tensor (old PyTorch)
     if type(expr) is not cst.Call:
         return None
     q = rule.analysis.qualified(expr.func)
+    if q == "torch.from_numpy" and len(expr.args) == 1 and _numpy_constant(rule, expr.args[0].value):
+        return expr  # an identity from `np.eye(k)`: a constant built on the host, not data
     if q is None or not q.startswith("torch.") or q.count(".") != 1 or q.split(".")[1] not in _FACTORIES:
         return None
     return None if keyword(expr, "device") is not None else expr
+
+
+_VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+_NUMPY_CONSTANTS = frozenset(f"numpy.{f}" for f in ("eye", "identity", "zeros", "ones", "full", "arange", "array"))
+_NUMPY_SAME = frozenset({"astype", "flatten", "reshape", "ravel", "copy"})
+
+
+def _numpy_constant(rule, expr: cst.BaseExpression) -> bool:
+    """A numpy array of constants: `np.eye(k)`, `np.array([1, 0, 0, 1])` (literal numbers only), through
+    `.astype(...)`/`.flatten()`/`.reshape(...)`: nothing read from data."""
+    while type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in _NUMPY_SAME:
+        expr = expr.func.value
+    if type(expr) is not cst.Call:
+        return False
+    q = rule.analysis.qualified(expr.func)
+    if q not in _NUMPY_CONSTANTS or not expr.args:
+        return False
+    if q == "numpy.array":
+        data = expr.args[0].value
+        return type(data) in (cst.List, cst.Tuple) and bool(data.elements) and all(
+            type(e) is cst.Element and type(e.value) in (cst.Integer, cst.Float) for e in data.elements)
+    return True
 
 
 def built_this_step(rule, name: cst.Name, at: cst.CSTNode):
@@ -133,12 +228,29 @@ def built_this_step(rule, name: cst.Name, at: cst.CSTNode):
     if factory is None:
         return None
     where = rule.where(factory)
-    if where is None or not where.every_iteration or where.loop is None:
+    if where is None or not where.every_iteration:
         return None
     index = rule.analysis.index
-    if not index.is_ancestor_or_self(where.loop.body, at) or index.order(binding.source) > index.order(at):
+    if index.order(binding.source) > index.order(at):
         return None
-    return binding, factory
+    if where.loop is not None and index.is_ancestor_or_self(where.loop.body, at):
+        return binding, factory
+    if _same_step_function(rule, binding.source, at, where) and not (
+            hasattr(rule, "_of_host_values") and rule._of_host_values(factory)):
+        return binding, factory  # a constant built in a per-step helper (host data there is GPU410's: a batch)
+    return None
+
+
+def _same_step_function(rule, source: cst.CSTNode, at: cst.CSTNode, where) -> bool:
+    """`source` and `at` are in one function that runs every step (a helper the loop calls, a model's
+    `forward` or what it calls: `I = torch.eye(d)` then `I.cuda()` in a loss helper), the function itself not
+    holding the loop: one call builds the tensor and copies it, and the loop calls it every step."""
+    index = rule.analysis.index
+    fn = next((a for a in index.ancestors(source) if type(a) is cst.FunctionDef), None)
+    if fn is None or not index.is_ancestor_or_self(fn, at) or \
+            next((a for a in index.ancestors(at) if type(a) is cst.FunctionDef), None) is not fn:
+        return False
+    return where.loop is None or not index.is_ancestor_or_self(fn, where.loop)
 
 
 def host_table(rule, subscript: cst.Subscript, copy: cst.Call):

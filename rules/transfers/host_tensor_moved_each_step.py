@@ -22,7 +22,7 @@ from gpulint.analysis.test_code import is_test_path
 from gpulint.analysis.tokenizers import tokenized_on_host
 from gpulint.rules.transfers._built_then_moved import (
     built_this_step, exact_on_device, copy_above, copy_device, defined_before, host_table, moved_table,
-    same_device, single_assignment, strip_same_on_device, uses_of, without_copy)
+    same_device, single_assignment, strip_same_on_device, under_cuda_test, uses_of, without_copy)
 
 
 # The examples' dataset head with numpy imported too.
@@ -60,7 +60,11 @@ class HostTensorMovedEachStep(Rule):
 
     The factory and the copy need not be one expression: `t = torch.randint(0, T, (B,))` early in the step and
     `model(x, t.to(device))` later in the same iteration is the same host build and copy (reported at the copy),
-    when every use of `t` is a copy to the accelerator or an index into a table whose rows go there. A host table
+    when every use of `t` is a copy to the accelerator or an index into a table whose rows go there. The same holds
+    inside a function that runs every step (a helper the loop calls, a model's `forward` or what it calls): `I =
+    torch.eye(d)[None]` then `if x.is_cuda: I = I.cuda()`, or an identity from `torch.from_numpy(np.eye(k))`
+    copied with `.cuda()`; a use on the path taken without a GPU (`if y.is_cuda: return t.cuda()` then
+    `return t`) keeps the finding, without a fix (`device=` there would break the CPU path). A host table
     defined before the loop and indexed by such a tensor, its rows copied each step
     (`alphas_cumprod[t].view(-1, 1, 1, 1).to(device)`), is reported too: the gather runs on the CPU and the
     rows cross PCIe every step. So is arithmetic run on the host over such a factory and copied afterwards:
@@ -114,7 +118,8 @@ class HostTensorMovedEachStep(Rule):
     on the device (so values are cast exactly as before); `non_blocking` is dropped (nothing is copied).
     No fix for `torch.tensor(values)` of Python numbers, lists or numpy arrays (with `device=` or followed by
     `.to(device)`): moving `device=` into it would copy the same host values; what replaces it depends on
-    where the values come from. No fix for the legacy constructors either (`torch.Tensor(...)` takes no
+    where the values come from. No fix for a copy made only under `if x.is_cuda:` (or beside a CPU path), nor
+    for `torch.from_numpy` of a numpy constant. No fix for the legacy constructors either (`torch.Tensor(...)` takes no
     `device=`), nor for a host index (where the indices come from decides what replaces them: a device
     `torch.randperm`, or a device tensor built once before the loop).
 
@@ -446,6 +451,8 @@ class HostTensorMovedEachStep(Rule):
         """`torch.tensor(values)`/`torch.as_tensor(values)` of Python numbers, lists or numpy arrays."""
         q = self.analysis.qualified(factory.func)
         data = positional(factory)
+        if data and type(data[0]) in (cst.List, cst.Tuple) and not data[0].elements:
+            return False  # `torch.tensor([], device=...)`: no values, PyTorch copies nothing
         return q in ("torch.tensor", "torch.as_tensor") and bool(data) and \
             self.analysis.kind(data[0]) in (Kind.NUMBER, Kind.OTHER, Kind.NUMPY)
 
@@ -625,8 +632,9 @@ class HostTensorMovedEachStep(Rule):
         if self._of_host_values(factory):
             self.report(copy, self.from_values.format(factory=factory_name), where=where)
             return
+        conditional = uses.cpu_path or any(under_cuda_test(self, c) for c in copies) or factory_name == "from_numpy"
         self.report(copy, self.later.format(factory=factory_name, name=name.value), where=where,
-                    fix=self._fix_later(binding, factory, factory_name, copies, tables))
+                    fix=None if conditional else self._fix_later(binding, factory, factory_name, copies, tables))
 
     def _fix_later(self, binding, factory: cst.Call, name: str, copies: list, tables: list):
         device = copy_device(copies[0])

@@ -1,0 +1,246 @@
+"""A top-level function that another module's per-step model code calls: per-step code too.
+
+`from pointnet_utils import feature_transform_reguliarzer`, then `loss += feature_transform_reguliarzer(t)` in
+the `forward` of a loss module a training loop calls every step: the helper runs every step, though no training
+file names it. `forward.member_site` finds only the helpers a hot loop calls itself; this finds the call in the
+`forward` of a project module class (or in a top-level function) of another module, whose own call is per-step
+(`forward.per_step_site`, `forward.member_site`), and answers with that call.
+
+Decided on `ast` trees alone (the callers are not parsed with LibCST), bounded like the other searches: the files
+whose text names the helper, at most `_CALLERS` of them, two modules deep. A call under an `if` that tests a
+step counter (`if step % 100 == 0:`) or a flag parameter of the caller is left out: it may not run every step.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Optional
+
+_CALLERS = 8
+_EXAMINED = 24  # files naming the helper looked at, importing it or not
+_DEPTH = 2
+
+
+def imported_helper_site(project, path: Path, name: str, depth: int = 0):
+    """The per-step call, in another module, of the top-level function `name` defined in `path`; None when none
+    is found."""
+    from gpulint.analysis.forward import _remembered
+
+    path = path.resolve()
+    return _remembered(project, ("imported helper", path, name),
+                       lambda: _find(project, path, name, depth))
+
+
+def _find(project, path: Path, name: str, depth: int):
+    from gpulint.analysis.forward import CallSite, member_site, per_step_site
+    from gpulint.analysis.project import FunctionSummary
+
+    looked_at = 0
+    for examined, file in enumerate(project.files_naming(name)):
+        if examined == _EXAMINED:
+            break  # a name many files mention (`build`, `create_model`): bounded, like the other searches
+        if project.is_test(file) or project._resolved(file) == path:
+            continue
+        info = project.module(file)
+        if info is None or not _imports_name(info, name):
+            continue
+        found = project.lookup(info.path, name)
+        if not (isinstance(found, FunctionSummary) and found.qualname == name and found.path.resolve() == path):
+            continue
+        if looked_at == _CALLERS:
+            break
+        looked_at += 1
+        for cls in info.classes.values():
+            forward = cls.methods.get("forward")
+            call = _called_in(forward, name) if forward is not None else None
+            if call is None or not project.is_module_class(cls):
+                continue
+            site = per_step_site(project, cls.path, cls.name)
+            if site is not None:
+                return CallSite(info.path.resolve(), call.lineno, f"{name}(...)", name, cls.name,
+                                arguments=_arguments(call))
+        if depth + 1 >= _DEPTH:
+            continue
+        for fname, fn in info.functions.items():
+            call = _called_in(fn, name)
+            if call is None:
+                continue
+            site = member_site(project, info.path, None, fname) or \
+                imported_helper_site(project, info.path, fname, depth + 1)
+            if site is not None:
+                return CallSite(info.path.resolve(), call.lineno, f"{name}(...)", name, arguments=_arguments(call))
+    return None
+
+
+def _imports_name(info, name: str) -> bool:
+    """`from module import name` (not `import module`, whose calls are spelt `module.name`)."""
+    found = info.imports.get(name)
+    return found is not None and found[1] is not None
+
+
+def _arguments(call: ast.Call) -> Optional[tuple]:
+    """(positional count, keywords passed with a value other than None) of a call; None with `*`/`**`."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    def certain(value) -> bool:  # certainly not None: a literal (a name passed on may itself be None)
+        return isinstance(value, (ast.Tuple, ast.List, ast.Dict)) or \
+            isinstance(value, ast.Constant) and value.value is not None
+
+    definite = frozenset([k.arg for k in call.keywords if certain(k.value)] +
+                         [i for i, a in enumerate(call.args) if certain(a)])
+    return len(call.args), frozenset(k.arg for k in call.keywords
+                                     if not (isinstance(k.value, ast.Constant) and k.value.value is None)), definite
+
+
+def _called_in(fn: ast.FunctionDef, name: str) -> Optional[ast.Call]:
+    """A call `name(...)` in `fn` that is not under a periodic or flag test, else None."""
+    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+    return _search(fn.body, name, params)
+
+
+def _search(body: list, name: str, params: set) -> Optional[ast.Call]:
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(stmt, ast.If):
+            line = _in_expr(stmt.test, name)
+            if line is not None:
+                return line
+            if not _conditional(stmt.test, params):
+                line = _search(stmt.body, name, params)
+                if line is not None:
+                    return line
+            line = _search(stmt.orelse, name, params)  # an `else:` of a flag is the default path
+            if line is not None:
+                return line
+            continue
+        for child in ast.iter_child_nodes(stmt):
+            if isinstance(child, ast.stmt):
+                continue
+            line = _in_expr(child, name)
+            if line is not None:
+                return line
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list) and inner:
+                stmts = [s for h in inner for s in (h.body if isinstance(h, ast.ExceptHandler) else [h])]
+                line = _search(stmts, name, params)
+                if line is not None:
+                    return line
+    return None
+
+
+def _in_expr(expr: ast.AST, name: str) -> Optional[ast.Call]:
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
+            return node
+    return None
+
+
+def _conditional(test: ast.expr, params: set) -> bool:
+    """A test that may be false on most steps: a modulo, an equality with a counter, or a parameter used as a
+    flag (`if collect_stats:`); a test of the module's own configuration (`if self.feature_transform:`) is not."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            return True
+        if isinstance(node, ast.Compare) and any(isinstance(op, ast.Eq) for op in node.ops):
+            return True
+        if isinstance(node, ast.Name) and node.id in params:
+            return True
+    return False
+
+
+def helpers_feed_a_gpu(analysis, project, path: Path) -> bool:
+    """A module that names no device whose top-level helper a training loop calls every step (`eval_metrics(
+    output, target)` in the trainer's loop), or that another module's per-step `forward` imports and calls,
+    from a file that names one: the tensors it is given are on that device."""
+    import libcst as cst
+
+    from gpulint.analysis import GPU_HINT
+    from gpulint.analysis.forward import called_in_a_hot_loop, member_site, per_step_site
+    from gpulint.textsearch import found_in
+
+    for stmt in analysis.module.body:
+        if type(stmt) is not cst.FunctionDef:
+            continue
+        name = stmt.name.value
+        site = member_site(project, path, None, name) if called_in_a_hot_loop(project, name) else None
+        if site is not None and not _passes_a_tensor(project, site, name):
+            continue  # `tensor2img([visuals["result"]])`: nothing known to be a device tensor is handed in
+        if site is None:
+            site = imported_helper_site(project, path, name)
+        depth = 0
+        while site is not None and depth < 6:  # up the owners' chain to the training file (forward.feeds_a_gpu)
+            try:
+                text = Path(site.path).read_text(errors="replace")
+            except OSError:
+                break
+            if found_in(GPU_HINT, text):
+                return True
+            if site.owner is None:
+                break
+            site, depth = per_step_site(project, site.path, site.owner), depth + 1
+    return False
+
+
+def none_test(test, child, branch) -> Optional[tuple[str, bool]]:
+    """For `if p is None:` / `if p is not None:` (a LibCST `If` `branch`, `child` its body or its `else`/`elif`):
+    (p, whether `child` runs only when p is None)."""
+    import libcst as cst
+
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1 or type(test.left) is not cst.Name:
+        return None
+    target = test.comparisons[0]
+    if not (type(target.comparator) is cst.Name and target.comparator.value == "None"):
+        return None
+    if type(target.operator) is cst.Is:
+        when_none = True
+    elif type(target.operator) is cst.IsNot:
+        when_none = False
+    else:
+        return None
+    if child is branch.body:
+        return test.left.value, when_none
+    if child is branch.orelse:
+        return test.left.value, not when_none
+    return None
+
+
+def ruled_out(fn, guards: list, site) -> bool:
+    """`fn` (LibCST) runs every step through `site`, a call that passes `site.arguments`: some `if p is None:`
+    block walked out of cannot run there (the call passes `p`), or some `else:` of one cannot (the call leaves
+    `p` at its default None)."""
+    arguments = getattr(site, "arguments", None)
+    if not guards or arguments is None or getattr(site, "runs", None) != fn.name.value:
+        return False  # the call's arguments are those of the function it runs, not of what that one calls
+    positional, keywords, definite = arguments
+    params = [*fn.params.posonly_params, *fn.params.params]
+    names = [p.name.value for p in params]
+    defaults = {p.name.value: p.default for p in (*params, *fn.params.kwonly_params)}
+    for name, when_none in guards:
+        if name not in defaults:
+            continue  # not a parameter of this function
+        passed = name in keywords or (name in names and names.index(name) < positional)
+        default = defaults[name]
+        if when_none and (name in definite or name in names and names.index(name) in definite):
+            return True  # the call passes a literal: `if p is None:` cannot hold
+        if not when_none and not passed and default is not None and type(default).__name__ == "Name" and \
+                default.value == "None":
+            return True
+    return False
+
+
+def _passes_a_tensor(project, site, name: str) -> bool:
+    """The loop's call at `site` hands the helper a tensor its own analysis does not place on the host
+    (`eval_metrics(output, target)` of a model's output): evidence that the helper's tensors are on the device."""
+    from gpulint.analysis.forward import _hot_calls, _line_of
+    from gpulint.analysis.kinds import Kind
+
+    for analysis, node, func in _hot_calls(project, Path(site.path)):
+        last = func.attr.value if type(func).__name__ == "Attribute" else getattr(func, "value", None)
+        if last != name or _line_of(analysis, node) != site.line:
+            continue
+        return any(analysis.kind(a.value) is Kind.TENSOR and not analysis.kinds.on_host(a.value)
+                   for a in node.args if not a.star)
+    return False
