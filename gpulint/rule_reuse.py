@@ -103,7 +103,8 @@ def _raw_text_facts() -> list[Callable[[str], object]]:
     cudnn = sys.modules[rules["GPU413"].__module__]  # cudnn-benchmark-unset
     patterns = (GPU_HINT, _MIXED, _REDUCED_PRECISION, _FREEZES, ddp._HANDLED, compiled._COMPILES, cudnn._ONE_SHAPE)
     words = ("cuda", "DistributedDataParallel", "capture_scalar_outputs", "channels_last",
-             "ToDevice", "PrefetchLoader")  # the last two: analysis/pyg_loaders.py
+             "ToDevice", "PrefetchLoader",  # these two: analysis/pyg_loaders.py
+             "isinstance(")  # analysis/isinstance_narrowing.py's shortcut
     return [functools.partial(found_in, p) for p in patterns] + [_contains(word) for word in words]
 
 

@@ -52,17 +52,21 @@ def _caller_analyses(root: Path, monkeypatch, tmp_path: Path, jobs: int, shared:
                                    jobs=jobs)
     lines = log.read_text().split("\n") if log.exists() else []
     findings = {(Path(d.filename).name, d.location.row, d.code) for o in outcomes for d in o.diagnostics}
-    return [line.split()[1] for line in lines if line], findings
+    return [(int(line.split()[0]) == os.getpid(), line.split()[1]) for line in lines if line], findings
 
 
 def test_the_workers_inherit_the_callers_the_parent_analysed(tmp_path: Path, monkeypatch) -> None:
+    """Each entry: (analysed in this, the parent, process; the caller analysed)."""
     one, alone = _caller_analyses(_project(tmp_path / "a"), monkeypatch, tmp_path, 1, "1")
     two, forked = _caller_analyses(_project(tmp_path / "b"), monkeypatch, tmp_path, 2, "1")
     twice, before = _caller_analyses(_project(tmp_path / "c"), monkeypatch, tmp_path, 2, "0")
     assert alone == forked == before
     assert ("queue.py", 20, "GPU105") in forked  # model code a loop of train.py runs every step
-    assert one == ["train.py"] and two == ["train.py"]  # analysed once, in the parent
-    assert twice.count("train.py") == 2  # without: once in each worker
+    assert one == [(True, "train.py")]  # one process: analysed once
+    assert two == [(True, "train.py")]  # two workers: analysed once, in the parent, before forking
+    # without: in the workers, once by each worker that lints a file asking (one or two, as the pool hands out
+    # the files), never in the parent
+    assert twice and all(not in_parent and name == "train.py" for in_parent, name in twice)
 
 
 def test_a_warm_run_with_workers_relints_a_model_whose_caller_changed(tmp_path: Path) -> None:
