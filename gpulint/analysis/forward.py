@@ -1180,24 +1180,31 @@ def feeds_a_gpu(analysis) -> bool:
             any(type(m) is cst.FunctionDef and m.name.value == "forward" for m in s.body.body)
             for s in analysis.module.body):
         return False
+    project, path = analysis.fact(_project_of)
+    return any(type(stmt) is cst.ClassDef and
+               site_names_a_device(project, per_step_site(project, path, stmt.name.value), sites=_MAX_DEPTH)
+               for stmt in analysis.module.body)
+
+
+def site_names_a_device(project: Project, site: Optional[CallSite], sites: int = 1) -> bool:
+    """The file of the per-step call `site` names a device (`GPU_HINT`), or, following the owners' chain
+    (a submodule's call in its owner's `forward`, then the owner's call site), the file of one of the first
+    `sites` call sites does: the tensors the callee is handed are on that device."""
     from gpulint.analysis import GPU_HINT
     from gpulint.textsearch import found_in
 
-    project, path = analysis.fact(_project_of)
-    for stmt in analysis.module.body:
-        if type(stmt) is not cst.ClassDef:
-            continue
-        site, depth = per_step_site(project, path, stmt.name.value), 0
-        while site is not None and depth < _MAX_DEPTH:
-            try:
-                text = site.path.read_text(errors="replace")  # a file already read by the project model
-            except OSError:
-                break
-            if found_in(GPU_HINT, text):
-                return True
-            if site.owner is None:
-                break
-            site, depth = per_step_site(project, site.path, site.owner), depth + 1
+    depth = 0
+    while site is not None:
+        try:
+            text = Path(site.path).read_text(errors="replace")  # a file already read by the project model
+        except OSError:
+            return False
+        if found_in(GPU_HINT, text):
+            return True
+        depth += 1
+        if site.owner is None or depth >= sites:
+            return False
+        site = per_step_site(project, site.path, site.owner)
     return False
 
 
@@ -1208,9 +1215,6 @@ def _helpers_stepped_by_a_gpu_loop(analysis) -> bool:
     names the device: the parameters the object holds and updates are on that device. Plain functions are left
     out: what they read is what they are given (an image writer handed a numpy array). A model's `forward` is
     `feeds_a_gpu`'s own question (through submodule owners)."""
-    from gpulint.analysis import GPU_HINT
-    from gpulint.textsearch import found_in
-
     entries = {entry for found in analysis.fact(_entries).values() for entry in found
                if entry[0] is not None and entry[1] not in ("forward", "__call__")}
     if not entries:
@@ -1218,13 +1222,7 @@ def _helpers_stepped_by_a_gpu_loop(analysis) -> bool:
     project, path = analysis.fact(_project_of)
     for owner, member in sorted(entries, key=lambda e: (e[0] or "", e[1])):
         site = member_site(project, path, owner, member)
-        if site is None or _hands_over_tensors(project, site):
-            continue
-        try:
-            text = site.path.read_text(errors="replace")  # a file already read by the project model
-        except OSError:
-            continue
-        if found_in(GPU_HINT, text):
+        if site is not None and not _hands_over_tensors(project, site) and site_names_a_device(project, site):
             return True
     return False
 
@@ -1249,9 +1247,6 @@ def _steps_a_gpu_optimizer(analysis) -> bool:
     hand) whose `step` a training loop runs every iteration (`optimizer.step()`, `scaler.step(optimizer)`), or of
     callable helpers whose `__call__` one runs every iteration (an EMA called as `ema(model)`), from a file that
     names the device: the tensors they update are the model's, on that device."""
-    from gpulint.analysis import GPU_HINT
-    from gpulint.textsearch import found_in
-
     project = None
     for stmt in analysis.module.body:
         if type(stmt) is not cst.ClassDef or type(stmt.body) is not cst.IndentedBlock:
@@ -1266,13 +1261,7 @@ def _steps_a_gpu_optimizer(analysis) -> bool:
         site = member_site(project, path, stmt.name.value, "step") if stepped else None
         if site is None and "__call__" in methods:
             site = call_site(project, path, stmt.name.value)
-        if site is None:
-            continue
-        try:
-            text = site.path.read_text(errors="replace")  # a file already read by the project model
-        except OSError:
-            continue
-        if found_in(GPU_HINT, text):
+        if site_names_a_device(project, site):
             return True
     return False
 

@@ -157,9 +157,7 @@ def helpers_feed_a_gpu(analysis, project, path: Path) -> bool:
     from a file that names one: the tensors it is given are on that device."""
     import libcst as cst
 
-    from gpulint.analysis import GPU_HINT
-    from gpulint.analysis.forward import called_in_a_hot_loop, member_site, per_step_site
-    from gpulint.textsearch import found_in
+    from gpulint.analysis.forward import called_in_a_hot_loop, member_site, site_names_a_device
 
     for stmt in analysis.module.body:
         if type(stmt) is not cst.FunctionDef:
@@ -170,17 +168,8 @@ def helpers_feed_a_gpu(analysis, project, path: Path) -> bool:
             continue  # `tensor2img([visuals["result"]])`: nothing known to be a device tensor is handed in
         if site is None:
             site = imported_helper_site(project, path, name)
-        depth = 0
-        while site is not None and depth < 6:  # up the owners' chain to the training file (forward.feeds_a_gpu)
-            try:
-                text = Path(site.path).read_text(errors="replace")
-            except OSError:
-                break
-            if found_in(GPU_HINT, text):
-                return True
-            if site.owner is None:
-                break
-            site, depth = per_step_site(project, site.path, site.owner), depth + 1
+        if site_names_a_device(project, site, sites=6):  # up the owners' chain to the training file
+            return True
     return False
 
 
