@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Optional
 
 from gpulint import ast_walk
-from gpulint.analysis.project import (_UNKNOWN, ClassSummary, FunctionSummary, Project, _argument, _dotted, _record,
-                                      recording, text_dependency)
+from gpulint.analysis.project import _UNKNOWN, ClassSummary, FunctionSummary, Project, _argument, _dotted
 
 _MAX_DEPTH = 3
 
@@ -36,19 +35,10 @@ def parameter_classes(project: Project, path: Path, function: str, parameter: st
     """The project classes the call sites of the top-level `function` (in `path`) may pass as `parameter`,
     when there are at least two and every site's argument is one of them; () otherwise. Remembered per project
     state, with the modules read on the way recorded again for the caller's dependencies."""
+    from gpulint.analysis.forward import _remembered
+
     key = ("parameter classes", project._resolved(path), function, parameter)
-    cache = project.per_step_sites
-    with project._lock:
-        if key not in cache:
-            cache[key] = ((), frozenset())  # recursion guard
-            with recording() as used, text_dependency():
-                found = _classes(project, key[1], function, parameter, depth)
-            cache[key] = (found, frozenset(used))
-        found, used = cache[key]
-        with text_dependency():
-            for dependency in used:
-                _record(dependency)
-        return found
+    return _remembered(project, key, lambda: _classes(project, key[1], function, parameter, depth)) or ()
 
 
 def _classes(project: Project, path: Path, function: str, parameter: str, depth: int) -> tuple:
