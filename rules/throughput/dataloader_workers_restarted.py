@@ -90,7 +90,9 @@ class DataLoaderWorkersRestarted(Rule):
     A loop that iterates the loader once (a single pass of inference), a dataset the epoch loop changes
     (`dataset.set_epoch(epoch)`, `loader.dataset.resample()`, attributes set on it: persistent workers would keep
     their stale copy; not reported), and very long epochs, where the start-up of the workers is a negligible
-    share of the epoch.
+    share of the epoch. A preview rule: it runs when selected (`--extend-select GPU420`). Its cost is paid once
+    per epoch, not per step, and on real code most of the loaders it names are otherwise fine (pinned, copied
+    without blocking): a choice to make, not a default (docs/rules/preview-decisions.md).
     """
 
     needs_text = GPU_HINT
@@ -105,6 +107,7 @@ class DataLoaderWorkersRestarted(Rule):
     fix_safety = FixSafety(Safety.UNSAFE, "workers keep their random streams and their copy of the dataset between "
                                           "epochs")
     added_in = "0.16.0"
+    preview = True  # docs/rules/preview-decisions.md: pinned loaders are labelled fine for per-step costs
     VALID = (
         _PROGRAM.format(extra=", persistent_workers=True"),
         _PROGRAM.format(extra=", persistent_workers=False"),
@@ -124,7 +127,7 @@ class DataLoaderWorkersRestarted(Rule):
     INVALID = (
         Example(_PROGRAM.format(extra=""), message="shut down and started again each epoch",
                 fixed=_PROGRAM.format(extra=", persistent_workers=True")),
-        Example(_CALLED_PER_EPOCH.format(extra=""), message="`train(epoch)` runs it inside `for epoch in range(args.epochs):`",
+        Example(_CALLED_PER_EPOCH.format(extra=""), message="`train(...)` runs it inside `for epoch in range(args.epochs):`",
                 fixed=_CALLED_PER_EPOCH.format(extra=", persistent_workers=args.workers > 0")),
     )
 
@@ -177,14 +180,18 @@ class DataLoaderWorkersRestarted(Rule):
                 outer = _enclosing_loop(index, looped)
                 if index.is_ancestor_or_self(outer, loader):
                     return None
-                return outer, f"`{self.analysis.code(looped)}` runs it inside `{self._header(outer)}`"
+                return outer, f"`{self.analysis.code(looped.func)}(...)` runs it inside `{self._header(outer)}`"
             inner = calls[0]
         return None
 
     def _header(self, loop: cst.CSTNode) -> str:
+        """The loop's header on one line (`for epoch in range(args.epochs):`), long ones shortened."""
         if type(loop) is cst.For:
-            return f"for {self.analysis.code(loop.target)} in {self.analysis.code(loop.iter)}:"
-        return f"while {self.analysis.code(loop.test)}:"  # type: ignore[attr-defined]
+            text = f"for {self.analysis.code(loop.target)} in {self.analysis.code(loop.iter)}"
+        else:
+            text = f"while {self.analysis.code(loop.test)}"  # type: ignore[attr-defined]
+        text = " ".join(text.split())
+        return (text if len(text) <= 70 else text[:67] + "...") + ":"
 
     def _changes_dataset(self, loader: cst.Call, outer: cst.CSTNode) -> bool:
         """The outer loop calls a method of the dataset or sets one of its attributes (`dataset.set_epoch(e)`,
