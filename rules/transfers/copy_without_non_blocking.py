@@ -142,8 +142,14 @@ class CopyWithoutNonBlocking(Rule):
         message = None
         whole_batch = type(receiver) is cst.Name and any(
             b.kind == "for" and b.source is loop and b.index is None for b in facts.bindings(receiver))
-        if not loaders and not whole_batch and pinned_passed_loader(self.analysis, loop) is True:
+        passed = pinned_passed_loader(self.analysis, loop) if not loaders and not whole_batch else None
+        if passed is True:
             pass  # every call of the function passes it a pinned loader (from another module: loader_params.py)
+        elif passed is False:
+            # every call found passes an unpinned loader built in another module (GPU201 reports it there)
+            if method == "type":
+                return
+            message = self.once_pinned
         elif not loaders or not all(pinned(self, c) for c in loaders):
             # Pinning unknown (a loader built elsewhere): the author's own non-blocking copy of this loop's batch
             # says the batches are pinned on GPU runs; `non_blocking=True` is harmless where they are not.
