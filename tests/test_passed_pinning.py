@@ -89,3 +89,67 @@ def test_pinned_loaders_everywhere_ask_only_for_non_blocking(tmp_path: Path):
     keys = _check(tmp_path, pin=", pin_memory=True", pin_test=", pin_memory=True")
     assert ("training/epochs.py", 20, "GPU202") in keys  # pinned batches copied blocking (the older path)
     assert not any(code == "GPU201" for _, _, code in keys)
+
+
+HELPERS = """\
+import torch
+
+
+def accuracy(network, loader, device):
+    correct = 0
+    for x, y in loader:
+        x = x.to(device)
+        y = y.to(device)
+        correct += (network(x).argmax(1) == y).sum()
+    return correct
+"""
+
+WRAPPER = """\
+import torch
+
+
+class OnePass:
+    def __init__(self, dataset, batch_size):
+        self._it = iter(torch.utils.data.DataLoader(dataset, batch_size=batch_size{pin}))
+        self._n = len(dataset) // batch_size
+
+    def __iter__(self):
+        for _ in range(self._n):
+            yield next(self._it)
+"""
+
+SCRIPT = """\
+import torch
+from lib import helpers
+from lib.wrapper import OnePass
+
+
+def main(network, splits, names, steps):
+    device = "cuda"
+    eval_loaders = [OnePass(split, 64) for split in splits]
+    for step in range(steps):
+        if step % 500 == 0:
+            evals = zip(names, eval_loaders)
+            for name, loader in evals:
+                print(name, helpers.accuracy(network, loader, device))
+"""
+
+
+def _check_zip(tmp_path: Path, pin: str = "") -> set:
+    root = write_project(tmp_path, {"lib/__init__.py": "", "lib/helpers.py": HELPERS,
+                                    "lib/wrapper.py": WRAPPER.format(pin=pin), "run.py": SCRIPT})
+    return found(check(root, "--no-cache", "."))
+
+
+def test_loaders_unpacked_from_a_zip_of_lists_are_followed(tmp_path: Path):
+    """`for name, loader in zip(names, eval_loaders)` around `helpers.accuracy(network, loader, device)`, the
+    list holding instances of a project class wrapping an unpinned DataLoader: the helper's copies block."""
+    keys = _check_zip(tmp_path)
+    assert ("lib/helpers.py", 7, "GPU202") in keys
+    assert ("lib/helpers.py", 8, "GPU202") in keys
+
+
+def test_pinned_loaders_unpacked_from_a_zip_are_pinned(tmp_path: Path):
+    keys = _check_zip(tmp_path, pin=", pin_memory=True")
+    assert ("lib/helpers.py", 7, "GPU202") in keys  # a pinned batch copied blocking
+    assert not any(code == "GPU201" for _, _, code in keys)
