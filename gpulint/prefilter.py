@@ -601,8 +601,15 @@ def _many_range_iterations(iterable: ast.AST) -> bool:
 
 
 def _returns_a_loader(tree: ast.AST) -> bool:
-    """RETURNED_LOADER: a top-level function calls `...DataLoader(...)` and returns something."""
+    """RETURNED_LOADER: a top-level function calls `...DataLoader(...)` and returns something, or a top-level
+    class with an `__iter__` builds one in `__init__` (a loader class: analysis/loader_classes.py)."""
     for stmt in getattr(tree, "body", ()):
+        if isinstance(stmt, ast.ClassDef):
+            methods = {m.name: m for m in stmt.body if isinstance(m, ast.FunctionDef)}
+            if "__iter__" in methods and "__init__" in methods and any(
+                    isinstance(n, ast.Call) and str(_last(n.func)).endswith("DataLoader")
+                    for n in ast_walk.walk(methods["__init__"])):
+                return True
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             nodes = list(ast_walk.walk(stmt))
             if any(isinstance(n, ast.Call) and _last(n.func) is not None and str(_last(n.func)).endswith("DataLoader")

@@ -61,6 +61,10 @@ def would_pin(rule: Rule, loader: cst.Call) -> bool:
 def _would_pin(rule: Rule, facts, loader: cst.Call) -> bool:
     if facts.prepared(loader):
         return False  # Accelerate moves the batches itself
+    from gpulint.analysis.collate_moves import collate_copies
+
+    if id(loader) in collate_copies(rule.analysis).by_loader:
+        return False  # its collate_fn copies the batch to the device: pinning CUDA tensors raises
     made = facts.factory(loader)
     if made is not None:
         if made.pinned is not False:

@@ -17,7 +17,8 @@ from gpulint.analysis.generators import yielded_source
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.libraries import DEVICE_BATCH_METHODS, Effect, fact_for_method
 from gpulint.analysis.node_types import of_types
-from gpulint.analysis.project import FunctionSummary, LoaderFact
+from gpulint.analysis.loader_classes import loader_fact
+from gpulint.analysis.project import ClassSummary, FunctionSummary, LoaderFact
 from gpulint.analysis.helper_copies import unpacked_element
 from gpulint.analysis.pyg_loaders import PYG_LOADERS, data_on_host
 from gpulint.analysis.tree import child_nodes, descendants
@@ -250,6 +251,9 @@ class DataFacts:
             calls = self.analysis.fact(project_calls)
             found = calls.project.lookup(calls.path, dotted) if calls is not None else None
             self._factories[dotted] = (found.returns_loader, found) if isinstance(found, FunctionSummary) else None
+            if isinstance(found, ClassSummary):  # a project class wrapping a DataLoader (analysis/loader_classes.py)
+                wrapped = loader_fact(calls.project, found)
+                self._factories[dotted] = (wrapped, None) if wrapped is not None else None
         entry = self._factories[dotted]
         if entry is None:
             return None
@@ -298,7 +302,9 @@ class DataFacts:
             return [expr]
         if type(expr) is cst.Call:
             if dotted_name(expr.func) in _WRAPPERS:
-                return [c for arg in positional(expr) for c in self.loaders(arg, depth + 1)]
+                return [c for arg in positional(expr) for c in self.loaders(arg, depth + 1)] + [
+                    c for arg in expr.args if arg.star == "*" and type(arg.value) is cst.Name and
+                    a.kinds.holds_loaders(arg.value) for c in self._listed_loaders(arg.value, depth + 1)]
             handed_on = self._generator_source(expr) or self._project_generator_source(expr)
             if handed_on is not None:  # `cycle(loader)`: a generator that yields the loader's batches
                 return self.loaders(handed_on, depth + 1)
@@ -366,7 +372,7 @@ class DataFacts:
         """Where in its returned tuple the project factory `call` calls puts its loader (None: not known)."""
         dotted = dotted_name(call.func)
         entry = self._factories.get(dotted) if dotted is not None else None
-        return entry[1].returns_loader_at if entry is not None else None
+        return entry[1].returns_loader_at if entry is not None and entry[1] is not None else None
 
     def _project_generator_source(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """For a call of a project generator (another module's, or a method resolved through its instance:

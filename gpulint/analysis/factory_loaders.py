@@ -25,6 +25,7 @@ from typing import Optional
 
 import libcst as cst
 
+from gpulint.analysis.loader_classes import wrapping_class
 from gpulint.analysis.tree import child_nodes
 
 _CALLERS = 4  # caller files looked at per factory function
@@ -70,7 +71,8 @@ def factory_caller(analysis, loader: cst.Call) -> Optional[tuple[Path, int, str]
     """(caller file, line, the call's text) of a project call of the function returning `loader` where GPU201
     reports the factory's loader at the call; else None."""
     fn = _returned_by(analysis, loader)
-    if fn is None or analysis.path is None:
+    name = fn.name.value if fn is not None else wrapping_class(analysis, loader)
+    if name is None or analysis.path is None:
         return None
     from gpulint.analysis.calls import project_calls
     from gpulint.analysis.forward import _remembered
@@ -79,17 +81,19 @@ def factory_caller(analysis, loader: cst.Call) -> Optional[tuple[Path, int, str]
     if calls is None:
         return None
     project, path = calls.project, Path(analysis.path).resolve()
-    name = fn.name.value
-    return _remembered(project, ("factory-loader", path, name), lambda: _find(project, path, name))
+    # a loader class's callers draw its batches in ways the training-file text index may not see (`next(zip(
+    # *loaders))` in a step loop whose backward pass is inside `algorithm.update(...)`): every file naming it
+    return _remembered(project, ("factory-loader", path, name),
+                       lambda: _find(project, path, name, training=fn is not None))
 
 
-def _find(project, path: Path, name: str) -> Optional[tuple[Path, int, str]]:
+def _find(project, path: Path, name: str, training: bool = True) -> Optional[tuple[Path, int, str]]:
     from gpulint.analysis.data import would_pin
     from gpulint.analysis.data_facts import data_facts
     from gpulint.analysis.forward import _hot_calls, _line_of
     from gpulint.analysis.project import _record
 
-    callers = [f for f in project.files_naming(name, training=True)
+    callers = [f for f in project.files_naming(name, training=training)
                if not project.is_test(f) and project._resolved(f) != path][:_CALLERS]
     for caller in callers:
         _record(project._resolved(caller))

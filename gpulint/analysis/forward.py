@@ -27,6 +27,8 @@ from typing import Optional
 
 import libcst as cst
 
+from gpulint.analysis.import_aliases import local_names
+
 from gpulint import ast_walk, incremental
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.isinstance_narrowing import narrowed_class
@@ -535,9 +537,11 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
         if caller_info is None:
             continue
         hot, called = _hot_file(project, caller_info)
-        if not (hot and member in called):
+        # a top-level function may be imported under another name (analysis/import_aliases.py)
+        names = local_names(caller_info, member) if owner is None else frozenset((member,))
+        if not (hot and not called.isdisjoint(names)):
             continue  # as `called_in_a_hot_loop` decides, from `ast` alone
-        if member not in _hot_call_names(project, caller_info.path):
+        if _hot_call_names(project, caller_info.path).isdisjoint(names):
             continue  # no call run every iteration has that name: decided without the caller's analysis
         if looked_at == _CALLERS_PER_QUESTION:
             break
@@ -560,7 +564,7 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
             else:
                 last = func.attr.value if type(func) is cst.Attribute else (
                     func.value if type(func) is cst.Name else None)
-                if last != member:
+                if last not in names:
                     continue
                 found = calls._lookup(func)
                 if not (isinstance(found, FunctionSummary) and found.qualname == member
@@ -683,7 +687,7 @@ def called_in_a_hot_loop(project: Project, name: str) -> bool:
                 info = project.module(file)
                 if info is not None:
                     hot, called = _hot_file(project, info)
-                    if hot and name in called:
+                    if hot and not called.isdisjoint(local_names(info, name)):  # an alias: import_aliases.py
                         known = True
                         break
             project.per_step_sites[key] = known

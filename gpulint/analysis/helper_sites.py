@@ -226,9 +226,13 @@ def _passes_a_tensor(project, site, name: str) -> bool:
     from gpulint.analysis.forward import _hot_calls, _line_of
     from gpulint.analysis.kinds import Kind
 
+    from gpulint.analysis.import_aliases import local_names
+
+    info = project.module(Path(site.path))
+    names = local_names(info, name) if info is not None else frozenset((name,))  # `import f as g`, then `g(x)`
     for analysis, node, func in _hot_calls(project, Path(site.path)):
         last = func.attr.value if type(func).__name__ == "Attribute" else getattr(func, "value", None)
-        if last != name or _line_of(analysis, node) != site.line:
+        if last not in names or _line_of(analysis, node) != site.line:
             continue
         return any(analysis.kind(a.value) is Kind.TENSOR and not analysis.kinds.on_host(a.value)
                    for a in node.args if not a.star)

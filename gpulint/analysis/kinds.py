@@ -158,6 +158,8 @@ class KindInference:
         # analysis/__init__.py: a call of a project function of another module returning a loader
         # (analysis/loader_calls.py: `data = load_data(...)`, a generator handing on a DataLoader's batches)
         self.loader_call_hook: Optional[Callable[[cst.Call], bool]] = None
+        # analysis/loader_classes.py: the call builds a project class that wraps a DataLoader and hands on its batches
+        self.loader_class_hook: Optional[Callable[[cst.Call], bool]] = None
 
     # -- public ------------------------------------------------------------------------------------------------
     def of(self, node: cst.CSTNode) -> Kind:
@@ -929,6 +931,8 @@ class KindInference:
             return Kind.LOADER  # `cycle(loader)`: a generator of this module yielding the loader's batches
         if self.loader_call_hook is not None and self.loader_call_hook(node):
             return Kind.LOADER
+        if self.loader_class_hook is not None and self.loader_class_hook(node):
+            return Kind.LOADER  # `InfiniteLoader(dataset, ...)`: a project class handing on a DataLoader's batches
         callee = self.of(func)
         if callee is Kind.MODULE:
             return Kind.TENSOR

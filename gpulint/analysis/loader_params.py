@@ -58,6 +58,16 @@ def passed_loader(analysis, loop: cst.CSTNode):
     """The LoaderFact of the loader every project call site passes to the top-level function whose parameter
     `loop` iterates (`for batch in tqdm(dataloader)` in `def evaluate(net, dataloader, ...)`); None when the
     loop iterates something else, or the call sites cannot be told or disagree."""
+    found = _iterated_parameter(analysis, loop)
+    if found is None:
+        return None
+    calls, fn, name = found
+    return calls.project.parameter_loader(calls.path, fn.name.value, name)
+
+
+def _iterated_parameter(analysis, loop: cst.CSTNode):
+    """(project calls, the top-level function, the parameter's name) where `loop` iterates a parameter of a
+    top-level function of the module; else None."""
     if type(loop) is not cst.For:
         return None
     iterable: cst.BaseExpression = analysis.kinds.wrapper_bound_to(loop.iter)
@@ -81,13 +91,23 @@ def passed_loader(analysis, loop: cst.CSTNode):
     calls = analysis.fact(project_calls)
     if calls is None:
         return None
-    found = calls.project.parameter_loader(calls.path, fn.name.value, iterable.value)
-    return found
+    return calls, fn, iterable.value
 
 
 def pinned_passed_loader(analysis, loop: cst.CSTNode) -> Optional[bool]:
-    found = passed_loader(analysis, loop)
-    return None if found is None else found.pinned
+    """Whether the loaders the callers pass to the parameter `loop` iterates pin: the one loader every call site
+    passes, else what all the loaders the calls found pass agree on (analysis/passed_pinning.py: callers that
+    import the function under an alias, or hand it different loaders)."""
+    found = _iterated_parameter(analysis, loop)
+    if found is None:
+        return None
+    calls, fn, name = found
+    made = calls.project.parameter_loader(calls.path, fn.name.value, name)
+    if made is not None:
+        return made.pinned
+    from gpulint.analysis.passed_pinning import passed_pinning
+
+    return passed_pinning(calls.project, calls.path, fn.name.value, name)
 
 
 def parameter_is_loader(analysis, binding) -> bool:

@@ -905,6 +905,8 @@ class LoopAnalysis:
                 return f"`{_code(test)}` (chosen iterations)"  # `if i in eval_iters:`, `if step in milestones:`
             if self._bounded(test.left, op, test.comparisons[0].comparator, negated):
                 return f"`{_code(test)}` (a bounded number of times)"
+            if not negated and self._end_of_pass(test.left, op, test.comparisons[0].comparator):
+                return f"`{_code(test)}` (the last iteration of a pass)"
             if not unequal and any(self._reads_clock(s) for s in sides):
                 return f"`{_code(test)}` (time-based)"
             if self._moving_threshold(test, op, negated):
@@ -1233,6 +1235,23 @@ class LoopAnalysis:
         if type(left) is cst.Integer and self._is_counter(right):
             return isinstance(op, below if negated else above)
         return False
+
+    def _end_of_pass(self, left: cst.BaseExpression, op, right: cst.BaseExpression) -> bool:
+        """`i_batch >= len(train_loader) - 1` (or `i + 1 >= len(loader)`, mirrored `len(loader) - 1 <= i`): a loop
+        index reaching the length of what it counts, true on the last iteration of each pass only (an end-of-epoch
+        checkpoint or evaluation)."""
+        if isinstance(op, (cst.LessThan, cst.LessThanEqual)):
+            left, right = right, left
+        elif not isinstance(op, (cst.GreaterThan, cst.GreaterThanEqual)):
+            return False
+        length = right
+        if type(length) is cst.BinaryOperation and type(length.operator) is cst.Subtract and \
+                type(length.right) is cst.Integer:
+            length = length.left
+        if type(left) is cst.BinaryOperation and type(left.operator) is cst.Add and type(left.right) is cst.Integer:
+            left = left.left
+        return type(length) is cst.Call and dotted_name(length.func) == "len" and type(left) is cst.Name and \
+            self._is_counter(left)
 
     def _is_counter(self, node: cst.BaseExpression) -> bool:
         """An iteration counter: a loop index, or a name bumped by `+= 1`, or one named like one, or the length

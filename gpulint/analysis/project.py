@@ -64,7 +64,9 @@ _SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "di
 _UNKNOWN = NOT_CONSTANT  # not a known value (gpulint.syntax.literal_value says the same of non-literals)
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 # A loop over a loader (`for x in train_loader:`, `it = iter(loader)`) or a backward pass, as text.
-_TRAINING_TEXT = re.compile(rb"\.backward\(|\bin\s[^\n:]*(?i:loader)[^\n]*:|iter\([^\n)]*(?i:loader)")
+# `zip(*train_loaders)`: one batch of each of a list of loaders per `next(...)` (a step loop's iterator).
+_TRAINING_TEXT = re.compile(rb"\.backward\(|\bin\s[^\n:]*(?i:loader)[^\n]*:|iter\([^\n)]*(?i:loader)|"
+                            rb"zip\(\*[^\n)]*(?i:loader)")
 # An environment step unpacked into four or five names (`obs, reward, done, info = env.step(action)`): an RL
 # rollout, whose loop is a step loop of training although the file has no loader and no backward
 # (`LoopAnalysis._rollout`, a network called through `self.policy`); what it calls runs every environment step.

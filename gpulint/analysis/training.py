@@ -12,6 +12,8 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
+from gpulint.analysis.test_mode import test_mode_branch
+
 from gpulint.analysis import ModuleAnalysis
 from gpulint.analysis.data_facts import _walk, data_facts, keyword
 from gpulint.analysis.loops import LoopRole
@@ -262,6 +264,8 @@ class TrainingFacts:
         for parent in self.index.ancestors(node):
             if type(parent) is cst.If and self.analysis.loops.without_cuda(parent, child):
                 return True
+            if type(parent) is cst.If and test_mode_branch(self.analysis, parent, child):
+                return True  # `if args.test_mode: device = "cpu"`: a smoke test, not the run (analysis/test_mode.py)
             if type(parent) in (cst.FunctionDef, cst.ClassDef, cst.Module):
                 return False
             child = parent

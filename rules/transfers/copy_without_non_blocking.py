@@ -6,8 +6,10 @@ from typing import Optional
 
 import libcst as cst
 
-from gpulint.analysis import GPU_HINT
-from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
+from gpulint.analysis import GPU_HINT, LoopRole
+from gpulint.analysis.forward import _line_of as _line
+from gpulint.analysis.project import display_path
+from gpulint.rule import Related, Rule, Example, Family, FixAvailability, FixSafety, Safety
 from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, LOADER_TO_GPU, UNPINNED_LOADER
 from gpulint.analysis.data_facts import ACCELERATOR, CONVERSIONS, append_keyword, data_facts, keyword
 from gpulint.analysis.tree import descendants
@@ -40,6 +42,13 @@ class CopyWithoutNonBlocking(Rule):
     it to (`def wrap(x, device): return net(x.to(device))`), when every call of that function passes a loop's
     batch there: the copy in the function is reported, and so is its per-step call, naming the copy.
 
+    A loader's `collate_fn` (a function of the module, or `functools.partial` of one binding its device to an
+    accelerator) that returns its batch copied to the GPU is flagged at that copy, with the loader as the related
+    location: every batch is built in pageable memory and copied blocking in the loader's own process, and the
+    loader cannot pin CUDA tensors (GPU201 leaves such a loader alone). Loops over a parameter of a function of
+    another module count when every call found in the project passes loaders that agree on pinning (the function
+    imported under another name inside a function, or handed the training, validation and test loaders in turn).
+
     ## Why it is slow
     Without `non_blocking=True` the copy blocks the Python thread until it completes, even from pinned memory,
     so the CPU cannot queue the forward pass while the batch is in flight. With it, the copy is queued on the
@@ -59,7 +68,8 @@ class CopyWithoutNonBlocking(Rule):
     ## Fix
     Adds `non_blocking=True` to the call. A batch converted on the host just before its copy
     (`x.float().to(device)`) is copied first and converted on the device instead:
-    `x.to(device, non_blocking=True).float()`.
+    `x.to(device, non_blocking=True).float()`. No fix for a copy in a collate function: the copy moves out of
+    it (return host tensors, pin them with `pin_memory=True`, copy in the loop).
 
     ## Fix safety
     Safe: a host-to-device copy is ordered before every kernel queued after it on the same stream. This rule
@@ -86,13 +96,16 @@ class CopyWithoutNonBlocking(Rule):
                   "loader pinned (GPU201) it can overlap"
     pinned_here = "copy of a tensor pinned with `.pin_memory()` to the GPU without `non_blocking=True` blocks the " \
                   "CPU every step: the pinning buys no overlap"
+    in_collate = "collate function copies every batch to the GPU from pageable memory, blocking the CPU, in the " \
+                 "loader's own process; return host tensors, set `pin_memory=True` and copy in the loop with " \
+                 "`non_blocking=True`"
     beside = "copy of a batch to the GPU without `non_blocking=True`, where another copy of the same batch has " \
              "it: this one blocks the CPU every step"
     converted = "copy of a batch converted on the host (`.{conversion}()`) to the GPU blocks the CPU every step: " \
                 "where the dtype changes the conversion makes a new pageable tensor, pinned loader or not; copy " \
                 "first with `non_blocking=True`, then convert on the device"
     family = Family.TRANSFERS
-    fix_availability = FixAvailability.ALWAYS
+    fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(
         Safety.SAFE, "a host-to-device copy is ordered before every kernel queued after it on the same stream")
     VALID = [LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True"), UNPINNED_LOADER,
@@ -132,7 +145,8 @@ class CopyWithoutNonBlocking(Rule):
             receiver = converted.func.value  # type: ignore[union-attr]  # `x.float().to(device)`: the batch is `x`
         loop = facts.batch_loop(receiver)
         if loop is None:
-            self._in_helper(node, receiver, converted, method)
+            if not self._in_collate(node):
+                self._in_helper(node, receiver, converted, method)
             return
         if not self.analysis.index.is_ancestor_or_self(loop.body, node):
             return
@@ -142,8 +156,14 @@ class CopyWithoutNonBlocking(Rule):
         message = None
         whole_batch = type(receiver) is cst.Name and any(
             b.kind == "for" and b.source is loop and b.index is None for b in facts.bindings(receiver))
-        if not loaders and not whole_batch and pinned_passed_loader(self.analysis, loop) is True:
+        passed = pinned_passed_loader(self.analysis, loop) if not loaders and not whole_batch else None
+        if passed is True:
             pass  # every call of the function passes it a pinned loader (from another module: loader_params.py)
+        elif passed is False:
+            # every call found passes an unpinned loader built in another module (GPU201 reports it there)
+            if method == "type":
+                return
+            message = self.once_pinned
         elif not loaders or not all(pinned(self, c) for c in loaders):
             # Pinning unknown (a loader built elsewhere): the author's own non-blocking copy of this loop's batch
             # says the batches are pinned on GPU runs; `non_blocking=True` is harmless where they are not.
@@ -167,6 +187,27 @@ class CopyWithoutNonBlocking(Rule):
             fix = self.fix("Add `non_blocking=True`", {node: lambda updated: append_keyword(
                 updated, "non_blocking", _true())}, safe=True)
             self.report(node, message, where=where, fix=fix)
+
+    def _in_collate(self, copy: cst.Call) -> bool:
+        """A copy to the GPU in a loader's collate function (analysis/collate_moves.py), for a loader a hot loop
+        of the module iterates or that a module targeting the GPU hands on: every batch is copied there, blocking,
+        from pageable memory. Reported without a fix (the copy moves out of the collate function)."""
+        from gpulint.analysis.collate_moves import collate_copies
+
+        loaders = collate_copies(self.analysis).by_copy.get(id(copy))
+        if not loaders:
+            return False
+        facts = data_facts(self.analysis)
+        for loader in loaders:
+            loops = facts.loops_over(loader)
+            if any(self.analysis.loops.role(loop) is LoopRole.HOT for loop in loops) or \
+                    not loops and self.analysis.targets_gpu:
+                notebook = self.analysis.path is None or str(self.analysis.path).endswith(".ipynb")
+                self.report(copy, self.in_collate, related=() if notebook else (Related(
+                    display_path(self.analysis.path), _line(self.analysis, loader),
+                    "the `DataLoader` whose collate_fn this is"),))
+                return True
+        return False
 
     def _pinned_by_chain(self, copy: cst.Call, receiver: cst.BaseExpression) -> bool:
         """`torch.from_numpy(a).pin_memory().to(device)` every step: pinned on purpose, then copied blocking, so the

@@ -11,6 +11,7 @@ from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safe
 from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, LOADER_TO_GPU, UNPINNED_LOADER
 from gpulint.analysis.data_facts import append_keyword, data_facts, has_star_args, is_dataloader, is_false, keyword
 from gpulint.analysis.factory_loaders import factory_caller
+from gpulint.analysis.loader_classes import wrapping_class
 from gpulint.analysis.pyg_loaders import PYG_LOADERS
 from gpulint.analysis.project import display_path
 from gpulint.diagnostics import Related
@@ -162,14 +163,16 @@ class DataLoaderWithoutPinMemory(Rule):
             return
         caller, line, call = found
         related = (Related(display_path(caller), line, f"`{call}` takes it to a GPU loop"),)
+        # a loader class's own DataLoader (analysis/loader_classes.py): its instances hand on the batches
+        handed = "wrapped by" if wrapping_class(self.analysis, node) is not None else "returned to"
         if written is not None:
             fix = self.fix("Set `pin_memory=True`", {written.value: lambda _: _true()}, safe=False)
-            self.report(node, f"`DataLoader` with `pin_memory=False`, returned to `{call}`, feeds a GPU every step: "
+            self.report(node, f"`DataLoader` with `pin_memory=False`, {handed} `{call}`, feeds a GPU every step: "
                               f"host-to-device copies block and cannot overlap", fix=fix, related=related)
             return
         fix = self.fix("Add `pin_memory=True`", {node: lambda updated: append_keyword(updated, "pin_memory", _true())},
                        safe=False)
-        self.report(node, f"`DataLoader` without `pin_memory=True`, returned to `{call}`, feeds a GPU every step: "
+        self.report(node, f"`DataLoader` without `pin_memory=True`, {handed} `{call}`, feeds a GPU every step: "
                           f"host-to-device copies block and cannot overlap", fix=fix, related=related)
 
     def _pin_value(self, loader: cst.Call) -> cst.BaseExpression:

@@ -1,0 +1,15 @@
+"""Names a caller module calls a project function by: its own name, or an alias its top-level imports bind
+(`from train.metrics import accuracy_SBM as accuracy`, then `accuracy(scores, labels)` in the epoch loop).
+
+`forward.member_site` looks for the per-step call of a top-level function by the function's name (the project's
+identifier index, the names each caller's hot loops call); a file importing it under another name calls it by
+that name. `local_names(info, member)`: `member` and the aliases `info`'s top-level `from ... import member as
+alias` bind (the caller's own lookup of the alias still decides that it is the function asked about).
+"""
+
+from __future__ import annotations
+
+
+def local_names(info, member: str) -> frozenset:
+    aliases = [local for local, (_, attr, _) in info.imports.items() if attr == member and local != member]
+    return frozenset((member, *aliases))

@@ -1,0 +1,213 @@
+"""Project classes that wrap a `DataLoader` and hand on its batches: loaders themselves.
+
+    class InfiniteLoader:                                   # data.py
+        def __init__(self, dataset, batch_size):
+            self._it = iter(DataLoader(dataset, batch_size=batch_size, sampler=Forever(...)))
+        def __iter__(self):
+            while True:
+                yield next(self._it)
+
+    loaders = [InfiniteLoader(env, 32) for env in envs]     # train.py
+    batches = zip(*loaders)
+    for step in range(n_steps):
+        device_batches = [(x.to(device), y.to(device)) for x, y in next(batches)]
+        algorithm.update(device_batches)
+
+A call of such a class is a loader (`Kind.LOADER`, and a loader fact of `DataFacts.factory`: where its `DataLoader`
+is built and whether it pins), so the loop drawing `next(batches)` is a step loop, its copies are copies of an
+unpinned loader's batches, and GPU201 reports the wrapped `DataLoader(...)` in the class (the fix goes there).
+
+A loader class (`loader_fact`): its `__iter__` hands on the items of one attribute (`yield next(self._it)`,
+`yield from self.loader`, `for b in self.loader: yield b`, `return iter(self.loader)`), and `__init__` binds that
+attribute, once, to a `DataLoader(...)` or `iter(DataLoader(...))` (directly or through a local name). The answer
+is read from Python's `ast` of the class's own module and kept on its summary (cached per file content).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+import libcst as cst
+
+from gpulint.analysis.imports import dotted_name
+
+_KEY = "_gpulint_loader_fact"
+_NONE = object()
+
+
+def loader_fact(project, summary):
+    """The LoaderFact of the `DataLoader` a project loader class wraps (see the module docstring), else None."""
+    cached = summary.__dict__.get(_KEY)
+    if cached is None:
+        found = _compute(project, summary)
+        summary.__dict__[_KEY] = cached = _NONE if found is None else found
+    return None if cached is _NONE else cached
+
+
+def _compute(project, summary):
+    from gpulint.analysis.project import LOADER_CLASSES, LoaderFact
+
+    iter_method = summary.methods.get("__iter__")
+    init = summary.methods.get("__init__")
+    if iter_method is None or init is None:
+        return None
+    attr = _iterated_attribute(iter_method)
+    if attr is None:
+        return None
+    info = project.module(summary.path)
+    if info is None:
+        return None
+    locals_: dict[str, list[ast.expr]] = {}
+    values: list[ast.expr] = []
+    for node in ast.walk(init):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    locals_.setdefault(target.id, []).append(node.value)
+                elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
+                        target.value.id == "self" and target.attr == attr:
+                    values.append(node.value)
+    if len(values) != 1:
+        return None
+    value = values[0]
+    for _ in range(3):  # `iter(DataLoader(...))`, `iter(loader)` with `loader = DataLoader(...)`
+        if isinstance(value, ast.Call) and _dotted(value.func) == "iter" and len(value.args) == 1 \
+                and not value.keywords:
+            value = value.args[0]
+        elif isinstance(value, ast.Name) and len(locals_.get(value.id, ())) == 1:
+            value = locals_[value.id][0]
+        else:
+            break
+    if not isinstance(value, ast.Call):
+        return None
+    qualified = info.qualify(_dotted(value.func) or "")
+    if not (qualified in LOADER_CLASSES or qualified.endswith(".DataLoader")):
+        return None
+    made = project.loader_at(info, value, {})
+    return made if isinstance(made, LoaderFact) else None
+
+
+def _iterated_attribute(method: ast.FunctionDef) -> Optional[str]:
+    """The `self.<attr>` whose items `__iter__` hands on, when it hands on nothing else."""
+    found: set[str] = set()
+    loop_names: dict[str, str] = {}  # `for b in self.loader:` -> b: loader
+    for node in ast.walk(method):
+        if isinstance(node, ast.For):
+            attr = _self_attr(node.iter)
+            if attr is not None and isinstance(node.target, ast.Name):
+                loop_names[node.target.id] = attr
+    yielded = False
+    for node in ast.walk(method):
+        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Return)):
+            value = node.value
+            if value is None:
+                if isinstance(node, ast.Yield):
+                    return None
+                continue  # a bare `return` ends the generator
+            yielded = True
+            if isinstance(node, ast.Return) and not _is_generator(method):
+                # `return iter(self.loader)`
+                if isinstance(value, ast.Call) and _dotted(value.func) == "iter" and len(value.args) == 1:
+                    value = value.args[0]
+                attr = _self_attr(value)
+            elif isinstance(node, ast.YieldFrom):
+                attr = _self_attr(value)
+            elif isinstance(node, ast.Yield):
+                if isinstance(value, ast.Call) and _dotted(value.func) == "next" and len(value.args) == 1:
+                    attr = _self_attr(value.args[0])
+                elif isinstance(value, ast.Name):
+                    attr = loop_names.get(value.id)
+                else:
+                    attr = None
+            else:
+                continue  # a `return value` in a generator: not an item
+            if attr is None:
+                return None
+            found.add(attr)
+    return next(iter(found)) if yielded and len(found) == 1 else None
+
+
+def _is_generator(method: ast.FunctionDef) -> bool:
+    return any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(method))
+
+
+def _self_attr(expr: ast.expr) -> Optional[str]:
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+        return expr.attr
+    return None
+
+
+def _dotted(expr: ast.expr) -> Optional[str]:
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        parts.append(expr.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _class_like(func: cst.BaseExpression) -> bool:
+    last = func.attr.value if type(func) is cst.Attribute else (func.value if type(func) is cst.Name else "")
+    return last[:1].isupper()
+
+
+def loader_class_call(analysis, call: cst.Call):
+    """The LoaderFact of `call` when it builds an instance of a project loader class (another module's or this
+    module's), else None. One project lookup per dotted name and module."""
+    func = call.func
+    if type(func) not in (cst.Name, cst.Attribute) or not _class_like(func):
+        return None
+    dotted = dotted_name(func)
+    if dotted is None or dotted.split(".")[0] == "self":
+        return None
+    memo = analysis.fact(_Memo)
+    if dotted not in memo.found:
+        memo.found[dotted] = None
+        from gpulint.analysis.calls import project_calls
+        from gpulint.analysis.project import ClassSummary
+
+        calls = analysis.fact(project_calls)
+        if calls is not None:
+            summary = calls.project.lookup(calls.path, dotted)
+            if isinstance(summary, ClassSummary):
+                memo.found[dotted] = loader_fact(calls.project, summary)
+    return memo.found[dotted]
+
+
+class _Memo:
+    def __init__(self, analysis) -> None:
+        self.found: dict = {}
+
+
+def wrapping_class(analysis, loader: cst.Call) -> Optional[str]:
+    """The name of the top-level class of this module whose `__init__` builds `loader` and that is a loader
+    class (its instances hand on the batches): where a caller's GPU201 finding about it belongs."""
+    index = analysis.index
+    scopes = [a for a in index.ancestors(loader) if type(a) in (cst.FunctionDef, cst.Lambda, cst.ClassDef)]
+    if len(scopes) < 2 or type(scopes[0]) is not cst.FunctionDef or scopes[0].name.value != "__init__" or \
+            type(scopes[1]) is not cst.ClassDef or type(index.enclosing_scope(scopes[1])) is not cst.Module:
+        return None
+    cls = scopes[1]
+    from gpulint.analysis.calls import project_calls
+    from gpulint.analysis.project import ClassSummary
+
+    calls = analysis.fact(project_calls)
+    if calls is None:
+        return None
+    info = calls.project.module(calls.path)
+    summary = info.classes.get(cls.name.value) if info is not None else None
+    if not isinstance(summary, ClassSummary):
+        return None
+    made = loader_fact(calls.project, summary)
+    if made is None or made.line != _line(analysis, loader):
+        return None
+    return cls.name.value
+
+
+def _line(analysis, node: cst.CSTNode) -> int:
+    from gpulint.analysis.forward import _line_of
+
+    return _line_of(analysis, node)

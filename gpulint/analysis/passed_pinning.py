@@ -1,0 +1,186 @@
+"""Whether the loaders a function's callers pass it pin, where the callers pass different loaders or import the
+function under another name inside a function.
+
+    # train/train_graphs.py                           # main_graphs.py
+    def train_epoch_sparse(model, opt, device, loader):    def run(params):
+        for graphs, targets in loader:                         if params["dense"]:
+            graphs = graphs.to(device)                             from train.train_graphs import train_epoch_dense as train_epoch
+            ...                                                else:
+                                                                   from train.train_graphs import train_epoch_sparse as train_epoch
+                                                               train_loader = DataLoader(train_set, batch_size=128)
+                                                               val_loader = DataLoader(val_set, batch_size=128)
+                                                               train_epoch(model, opt, device, train_loader)
+                                                               evaluate(model, device, val_loader)
+                                                               evaluate(model, device, train_loader)
+
+`Project.parameter_loader` wants one loader passed by every call site of the function's own name, found through
+the module's top-level imports. Here the callers import it under an alias inside a function, and an evaluation
+function is handed the validation, test and training loaders in turn. What GPU202 needs is only whether those
+loaders pin: `passed_pinning` answers that when every call found passes a `DataLoader(...)` (or a project
+factory's or loader class's) and all of them agree (all unpinned, or all pinned). Calls are looked for in the files
+naming the function: `f(...)` of the module's import, or of an alias bound by a `from <module> import f as g`
+anywhere in the file (a function-local import included) that resolves to the function's module. Unknown (None)
+when any such call passes something it cannot tell, or none is found.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Optional
+
+_FILES = 12  # caller files read per question
+
+
+def passed_pinning(project, path: Path, function: str, parameter: str) -> Optional[bool]:
+    """True/False where every call found of the top-level function `function` of `path` passes, as `parameter`,
+    loaders that all pin / all do not pin; else None."""
+    from gpulint.analysis.forward import _remembered
+
+    path = project._resolved(path)
+    return _remembered(project, ("passed-pinning", path, function, parameter),
+                       lambda: _find(project, path, function, parameter))
+
+
+def _find(project, path: Path, function: str, parameter: str) -> Optional[bool]:
+    from gpulint.analysis.project import _UNKNOWN, LoaderFact, _argument
+
+    info = project.module(path)
+    node = info.functions.get(function) if info is not None else None
+    if node is None:
+        return None
+    positional = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+    position = positional.index(parameter) if parameter in positional else None
+    pinning: set = set()
+    files = [f for f in project.files_naming(function) if not project.is_test(f) and project._resolved(f) != path]
+    for file in files[:_FILES]:
+        caller = project.module(file)
+        if caller is None:
+            continue
+        for call, assigns in _calls_of(project, caller, path, function):
+            argument = _argument(call, position, parameter)
+            if argument is None or argument is _UNKNOWN:
+                return None
+            found = _pinning_at(project, caller, argument, assigns, call)
+            if found is None:
+                return None
+            pinning |= found
+    return next(iter(pinning)) if len(pinning) == 1 else None
+
+
+def _calls_of(project, caller, path: Path, function: str) -> list:
+    """(call, assigns) of the calls in `caller` of `function` of `path`: by a name an import binds (`f(...)`, an
+    alias `g(...)`, a function-local import included) or through its module (`misc.f(...)`)."""
+    from gpulint.analysis.project import FunctionSummary
+
+    found = []
+    for local in _local_names(project, caller, path, function):
+        found.extend((call, assigns) for call, assigns in caller.calls_named(local)
+                     if isinstance(call.func, ast.Name) and call.func.id == local)
+    for call, assigns in caller.calls_named(function):
+        if isinstance(call.func, ast.Attribute):
+            from gpulint.analysis.project import _dotted
+
+            dotted = _dotted(call.func)
+            target = project.lookup(caller.path, dotted) if dotted else None
+            if isinstance(target, FunctionSummary) and target.qualname == function and \
+                    project._resolved(target.path) == path:
+                found.append((call, assigns))
+    return found
+
+
+def _pinning_at(project, caller, argument: ast.expr, assigns: dict, call: ast.Call) -> Optional[set]:
+    """The pinning of the loaders `argument` may hold: a loader call, or a name each of whose assignments in the
+    scope (`train_loader = DataLoader(...)` on both branches of an `if`) is one, or a name a loop around the call
+    unpacks from `zip(names, loaders, ...)` (`for name, loader, weights in zip(...)`, the zip maybe through a name)
+    whose matching argument is a list of loaders (`[DataLoader(env, ...) for env in envs]`); None where one cannot
+    be told."""
+    from gpulint.analysis.project import LoaderFact
+
+    values = [argument]
+    if isinstance(argument, ast.Name) and argument.id not in assigns:
+        listed = _zipped_loaders(caller, argument.id, assigns, call)
+        if listed is None:
+            return None
+        values = listed
+    elif isinstance(argument, ast.Name) and argument.id in assigns:
+        bound = assigns[argument.id]
+        if not bound or len(bound) > 4 or any(index is not None for _, index in bound):
+            return None
+        values = [value for value, _ in bound]
+    found: set = set()
+    for value in values:
+        made = _loader_class_at(project, caller, value)
+        if made is None:
+            made = project.loader_at(caller, value, assigns)
+        if not isinstance(made, LoaderFact) or made.pinned is None:
+            return None
+        found.add(made.pinned)
+    return found
+
+
+def _loader_class_at(project, caller, value: ast.expr):
+    """The wrapped loader's fact for a call of a project loader class (analysis/loader_classes.py), else None."""
+    from gpulint.analysis.loader_classes import loader_fact
+    from gpulint.analysis.project import ClassSummary, _dotted
+
+    if not isinstance(value, ast.Call):
+        return None
+    dotted = _dotted(value.func)
+    found = project.lookup(caller.path, dotted) if dotted else None
+    return loader_fact(project, found) if isinstance(found, ClassSummary) else None
+
+
+def _zipped_loaders(caller, name: str, assigns: dict, call: ast.Call) -> Optional[list]:
+    """The loader expressions a `for` loop around `call` binds `name` to from a `zip(...)` of lists, else None.
+    Names are followed through their assignments in the scope (each of at most 4 must be such a zip or list)."""
+    for loop in ast.walk(caller.tree):
+        if not isinstance(loop, ast.For) or not isinstance(loop.target, ast.Tuple) or \
+                not any(node is call for node in ast.walk(loop)):
+            continue
+        names = [e.id if isinstance(e, ast.Name) else None for e in loop.target.elts]
+        if name not in names:
+            continue
+        found: list = []
+        for iterable in _values(loop.iter, assigns):
+            if not (isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and
+                    iterable.func.id == "zip" and len(iterable.args) == len(names) and not iterable.keywords):
+                return None
+            for listed in _values(iterable.args[names.index(name)], assigns):
+                if isinstance(listed, ast.ListComp):
+                    found.append(listed.elt)
+                elif isinstance(listed, (ast.List, ast.Tuple)) and listed.elts and \
+                        not any(isinstance(e, ast.Starred) for e in listed.elts):
+                    found.extend(listed.elts)
+                else:
+                    return None
+        return found or None
+    return None
+
+
+def _values(expr: ast.expr, assigns: dict) -> list:
+    """`expr`, or for a name, what its plain assignments in the scope bind (at most 4)."""
+    if isinstance(expr, ast.Name) and expr.id in assigns:
+        bound = assigns[expr.id]
+        if len(bound) > 4 or any(index is not None for _, index in bound):
+            return [None]
+        return [value for value, _ in bound]
+    return [expr]
+
+
+def _local_names(project, caller, path: Path, function: str) -> list[str]:
+    """The names `caller` calls `function` of `path` by: its top-level import of it, and every
+    `from <module> import function [as alias]` in the file (inside functions too) resolving to `path`."""
+    names: list[str] = []
+    for node in ast.walk(caller.tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        for alias in node.names:
+            if alias.name != function:
+                continue
+            target = project.resolver.resolve(node.module or "", caller.path, node.level)
+            if target is not None and project._resolved(target) == path:
+                local = alias.asname or alias.name
+                if local not in names:
+                    names.append(local)
+    return names
