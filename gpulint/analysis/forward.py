@@ -330,7 +330,8 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
     callers: list = []
     # the class's name, and the registries of its module whose every entry builds it (`NETS[args.model](...)`)
     for name in (class_name, *_registries_building(project, info, class_name),
-                 *_factories_building(project, info, class_name), *_subclasses_in_module(info, class_name)):
+                 *_factories_building(project, info, class_name), *_subclasses_in_module(info, class_name),
+                 *_chooser_names(project, info, class_name)):
         for caller in map(project.module, (f for f in project.files_naming(name, training=True)
                                            if not project.is_test(f))):
             if caller is not None and caller not in callers and _may_call_in_hot_loop(project, caller, name):
@@ -690,6 +691,14 @@ def called_in_a_hot_loop(project: Project, name: str) -> bool:
         return known
 
 
+def _chooser_names(project: Project, info, class_name: str) -> list[str]:
+    """The project functions that may build or hand back the class by a name (`build_model(cfg)` over a
+    registry, `get_algorithm_class(name)` over `globals()`): analysis/named_classes.py."""
+    from gpulint.analysis.named_classes import chooser_names
+
+    return chooser_names(project, info.path, class_name) if info is not None else []
+
+
 def _subclasses_in_module(info, class_name: str) -> list[str]:
     """The classes of the same module deriving from `class_name` (`MoCo_ViT(MoCo)`), directly or through
     each other: a script that builds only a subclass (`moco.builder.MoCo_ViT(...)`) runs the base's `forward`
@@ -1038,15 +1047,36 @@ class _Instances:
         if isinstance(found, FunctionSummary):  # a factory: every class it may return runs the member
             returned = self.project.returned_classes(found)
             if returned:
-                return all(self._matches(c) for c in returned)
+                return all(self._matches(c) for c in returned) or self._named(call)
             return bool(found.returns_classes) and all(c is not None and self._matches(c)
-                                                       for c in found.returns_classes[:1])
+                                                       for c in found.returns_classes[:1]) or self._named(call)
         dotted = dotted_name(call.func) or ""
         qualified = self.calls.analysis.qualified(call.func) or dotted
         if found is None and self._chosen_module(call.func):
             return True  # `model.get_model(...)` of `model = importlib.import_module(args.model)`
+        if found is None and self._named(call):
+            return True  # `REGISTRY.get(name)(cfg)`, `algorithm_class(...)` of `get_algorithm_class(name)`
         return bool(self._suffix) and any(
             name.endswith(f".{self._suffix}.{self.cls.name}") for name in (dotted, qualified))
+
+    def _named(self, call: cst.Call) -> bool:
+        """The call may build the class, picked by a name (analysis/named_classes.py): a registry, a module's
+        namespace, a dict of builders, or a project function handing back one of those. One candidate is enough:
+        the run that names it builds it."""
+        from gpulint.analysis.named_classes import caller_instances
+
+        path = getattr(self.calls, "path", None)
+        if path is None:
+            return False
+        function = None
+        node: Optional[cst.CSTNode] = call
+        while node is not None:  # the top-level function holding the call (its assignments are the scope)
+            up = self.index.up.get(id(node))
+            if type(node) is cst.FunctionDef and type(up) is cst.Module:
+                function = node.name.value
+            node = up
+        found = caller_instances(self.project, Path(path), self.calls.analysis.code(call), function)
+        return any(self._matches(c) for c in found or ())
 
     def _chosen_module(self, func: cst.BaseExpression) -> bool:
         """`func` is `m.Name` of a module `m` the script picks at run time (runtime_modules.py), and the class
