@@ -1109,8 +1109,28 @@ class _Instances:
             found = True
         if not found:  # no call site in this module: the project's call sites (a top-level function)
             cross = self.calls._parameter_class(binding)
-            return cross is not None and self._matches(cross)
+            return self._matches(cross) if cross is not None else self._named_parameter(binding)
         return found
+
+    def _named_parameter(self, binding) -> bool:
+        """A parameter of a top-level function (or of a top-level class's `__init__`) that some project call
+        site passes an instance of a class picked by a name (analysis/named_classes.py), one of them the class."""
+        from gpulint.analysis.named_classes import passed_candidates
+
+        fn = binding.source
+        path = getattr(self.calls, "path", None)
+        owner = self.index.up.get(id(fn))
+        if path is None or type(fn) is not cst.FunctionDef:
+            return False
+        if type(owner) is cst.Module:
+            function = fn.name.value
+        else:
+            cls = self.index.up.get(id(owner)) if type(owner) is cst.IndentedBlock else None
+            if not (fn.name.value == "__init__" and type(cls) is cst.ClassDef
+                    and type(self.index.up.get(id(cls))) is cst.Module):
+                return False
+            function = f"{cls.name.value}.__init__"
+        return any(self._matches(c) for c in passed_candidates(self.project, Path(path), function, binding.name))
 
     def _none_by_default(self, expr: cst.BaseExpression) -> bool:
         """A parameter whose default is None that no call site of this module passes (`sampler=None`, then

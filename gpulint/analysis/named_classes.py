@@ -504,3 +504,76 @@ def _chooser_names(project: Project, path: Path, class_name: str) -> list[str]:
             if any(c is cls for c in (*objects, *built)) and name not in names:
                 names.append(name)
     return names
+
+
+def passed_candidates(project: Project, path: Path, function: str, parameter: str) -> tuple:
+    """The classes picked by a name that project call sites of `function` (a top-level function of `path`, or
+    `Class.__init__`, whose call sites are `Class(...)`) pass as `parameter`: `train_epoch(model, ...)` with
+    `model = gnn_model(name, params)`. Any one site passing one is enough (the run that takes that path builds
+    it); () when none does."""
+    from gpulint.analysis.forward import _remembered
+
+    key = ("named classes passed", path.resolve(), function, parameter)
+    return _remembered(project, key, lambda: tuple(_passed(project, key[1], function, parameter))) or ()
+
+
+def _passed(project: Project, path: Path, function: str, parameter: str) -> list[ClassSummary]:
+    from gpulint.analysis.param_unions import _enclosing_function
+    from gpulint.analysis.project import _UNKNOWN, _argument
+
+    info = project.module(path)
+    if info is None:
+        return []
+    owner, _, name = function.rpartition(".")
+    if owner:
+        cls = info.classes.get(owner)
+        node = cls.methods.get(name) if cls is not None and name == "__init__" else None
+    else:
+        cls, node = None, info.functions.get(function)
+    if node is None:
+        return []
+    positional = [a.arg for a in (*node.args.posonlyargs, *node.args.args)][1 if owner else 0:]
+    position = positional.index(parameter) if parameter in positional else None
+    wanted = owner or function
+    found: list[ClassSummary] = []
+    for file in project._files_mentioning(wanted)[:_MAX_FILES]:
+        caller = project.module(file)
+        if caller is None or project.is_test(file):
+            continue
+        # `from train.train_sbm import train_epoch_sparse as train_epoch`: calls by the local name
+        local = [wanted] + [n for n, (_m, attr, _l) in caller.imports.items() if attr == wanted and n != wanted]
+        inner = _imported_in_functions(project, caller, wanted, path)  # `from x import f as g` in a function
+        for called in local + [n for n in inner if n not in local]:
+            for call, _assigns in caller.calls_named(called):
+                dotted = _dotted(call.func)
+                target = project.lookup(caller.path, dotted) if dotted else None
+                if target is None and isinstance(call.func, ast.Name) and call.func.id in inner:
+                    target = info.classes.get(owner) if owner else project.function(path, function)
+                if owner and target is not cls or not owner and not (
+                        isinstance(target, FunctionSummary) and target.path.resolve() == path
+                        and target.qualname == function):
+                    continue
+                argument = _argument(call, position, parameter)
+                if argument is None or argument is _UNKNOWN:
+                    continue
+                scope = _Scope(caller, _enclosing_function(caller.tree, call))
+                for one in instances(project, scope, argument) or ():
+                    if all(one is not f for f in found):
+                        found.append(one)
+    return found
+
+
+def _imported_in_functions(project: Project, info, name: str, path: Path) -> set[str]:
+    """The local names a function of `info` binds to `name` of the module `path` by an import in its body."""
+    found: set[str] = set()
+    for stmt in info.tree.body:
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast_walk.walk(stmt):
+            if isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    if alias.name == name:
+                        target = project.resolver.resolve(node.module or "", info.path, node.level)
+                        if target is not None and target.resolve() == path:
+                            found.add(alias.asname or alias.name)
+    return found
