@@ -36,6 +36,7 @@ which records the modules read as dependencies of the caller's findings).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -49,6 +50,9 @@ _REGISTER = ("register", "register_module")
 _KEEPING = frozenset({"to", "cuda", "float", "half", "double", "bfloat16", "train", "eval"})
 # identifiers one of which a module choosing classes by name must contain (files_naming's identifier index)
 _MARKERS = ("globals", "getattr", "vars", "__dict__", "get", "build", "build_from_cfg")
+# the text of a module holding one of those shapes (a cheap test before its tree is read)
+_CHOICE_TEXT = re.compile(rb"globals\(\)\[|vars\(.*\)\[|__dict__\[|getattr\([A-Za-z_][A-Za-z_.]*, *[A-Za-z_]|"
+                          rb"\.get\([^()]*\)\(|\.build\(|build_from_cfg|[A-Za-z_]\[[A-Za-z_][A-Za-z_0-9]*\]\(")
 
 
 class _Scope:
@@ -435,14 +439,28 @@ def _function_choices(project: Project, summary: FunctionSummary, depth: int) ->
 
 
 def _may_choose(fn: ast.AST) -> bool:
-    """A cheap test on the function's tree: it subscripts or calls something the choices above start from."""
+    """A cheap test on the function's tree: it holds one of the shapes a choice by name starts from
+    (`globals()[x]`, `vars(m)[x]`, `m.__dict__[x]`, `getattr(m, x)` with `x` not a constant, `R.get(x)(...)`,
+    `R.build(cfg)`, `build_from_cfg(cfg, R)`, `d[x](...)`)."""
     for node in ast_walk.walk(fn):
-        if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Constant):
+        if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Constant) and (
+                isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                and node.value.func.id in ("globals", "vars") or
+                isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__"):
             return True
-        if isinstance(node, ast.Call) and (
-                isinstance(node.func, ast.Name) and node.func.id in ("getattr", "build_from_cfg") or
-                isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "build")):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and (func.id == "getattr" and len(node.args) >= 2 and
+                                           not isinstance(node.args[1], ast.Constant) or func.id == "build_from_cfg"):
             return True
+        if isinstance(func, ast.Attribute) and func.attr == "build" and node.args:
+            return True
+        if isinstance(func, ast.Call) and isinstance(func.func, ast.Attribute) and func.func.attr == "get":
+            return True  # `R.get(name)(cfg)`
+        if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name) and \
+                not isinstance(func.slice, ast.Constant):
+            return True  # `models[name](params)`
     return False
 
 
@@ -458,8 +476,12 @@ def caller_instances(project: Project, path: Path, code: str, function: Optional
         expr = ast.parse(code.strip(), mode="eval").body
     except (SyntaxError, ValueError, RecursionError):
         return None
-    fn = info.functions.get(function) if function else None
-    return instances(project, _Scope(info, fn), expr)
+    key = ("named classes scope", info.path, info.digest, function)
+    scope = project.per_step_sites.get(key)
+    if scope is None:  # one scope per caller function and module content (several calls are asked about)
+        fn = info.functions.get(function) if function else None
+        scope = project.per_step_sites[key] = _Scope(info, fn)
+    return instances(project, scope, expr)
 
 
 def chooser_names(project: Project, path: Path, class_name: str) -> list[str]:
@@ -477,33 +499,68 @@ def _chooser_names(project: Project, path: Path, class_name: str) -> list[str]:
     cls = info.classes.get(class_name) if info is not None else None
     if cls is None:
         return []
-    files: list[Path] = [path]
-    words = {path.stem, path.parent.name, class_name}
+    marked = _marked_files(project)
+    files: list[Path] = [path] if project._resolved(path) in marked else []
+    package = path.parent / "__init__.py"  # `getattr(module, name)` over the package's modules, in its `__init__`
+    if package != path and project._resolved(package) in marked:
+        files.append(package)
+    words = {path.stem, class_name}
     for stmt in info.tree.body:  # the registries the class is registered into
         if isinstance(stmt, ast.ClassDef) and stmt.name == class_name:
             words.update(r.split(".")[-1] for r in map(_registrar, stmt.decorator_list) if r)
-    marked: set = set()
-    for marker in _MARKERS:
-        marked.update(project._resolved(f) for f in project.files_naming(marker))
     for word in sorted(words):
-        for file in project._files_mentioning(word):
+        for file in project.files_naming(word):
             if project._resolved(file) in marked and file not in files and not project.is_test(file):
                 files.append(file)
     names: list[str] = []
     for file in files[:_MAX_FILES]:
-        caller = project.module(file)
-        if caller is None:
-            continue
-        for name, fn in caller.functions.items():
-            if not _may_choose(fn):
-                continue
-            summary = project.function(caller.path, name)
-            if summary is None:
-                continue
-            objects, built = function_choices(project, summary)
-            if any(c is cls for c in (*objects, *built)) and name not in names:
+        for name, classes in _choosers_in(project, file):
+            if any(c is cls for c in classes) and name not in names:
                 names.append(name)
     return names
+
+
+def _marked_files(project: Project) -> frozenset:
+    """The project files whose text has one of the identifiers a choice by name needs: once per project state."""
+    from gpulint.analysis.forward import _remembered
+
+    def find() -> frozenset:
+        from gpulint.files import FileError, read_regular
+
+        marked: set = set()
+        for marker in _MARKERS:
+            marked.update(project.files_naming(marker))
+        choosing = set()
+        for file in marked:  # one read of each such file, a regular expression for the shapes `_may_choose` tests
+            try:
+                text = project.text_of(file)
+                raw = text.encode() if text is not None else read_regular(file)[0]
+            except (OSError, FileError, UnicodeError):
+                continue
+            if _CHOICE_TEXT.search(raw):
+                choosing.add(project._resolved(file))
+        return frozenset(choosing)
+
+    return _remembered(project, ("files choosing by name",), find) or frozenset()
+
+
+def _choosers_in(project: Project, file: Path) -> tuple:
+    """(name, candidate classes) of each top-level function of `file` that picks a class by name: once per
+    file and project state."""
+    from gpulint.analysis.forward import _remembered
+
+    def find() -> tuple:
+        caller = project.module(file)
+        found = []
+        for name, fn in (caller.functions.items() if caller is not None else ()):
+            summary = project.function(caller.path, name) if _may_choose(fn) else None
+            if summary is not None:
+                objects, built = function_choices(project, summary)
+                if objects or built:
+                    found.append((name, (*objects, *built)))
+        return tuple(found)
+
+    return _remembered(project, ("choosers in", project._resolved(file)), find) or ()
 
 
 def passed_candidates(project: Project, path: Path, function: str, parameter: str) -> tuple:
