@@ -10,7 +10,8 @@ Precision first. A class counts only when some project file builds an instance o
 project's imports; a project factory returning it; wrappers that keep its `forward`: DDP, DataParallel,
 `torch.compile`, `.cuda()`/`.to()`) and calls that instance (or its `.forward`) every iteration of a hot loop,
 as that file's own loop analysis decides (a call under `if step % N == 0:` is not every step). A model built by
-name from a registry (`timm.create_model("resnet50")`) is not followed. Loops inside `forward` (over blocks,
+name from a library's registry (`timm.create_model("resnet50")`) is not followed; one picked by name from the
+project's own registries, module namespaces or dicts is (analysis/named_classes.py: any candidate counts). Loops inside `forward` (over blocks,
 heads) are not hot loops by themselves: what they run is per-step because `forward` is.
 
 Import paths of code exported from a monorepo (`import deeplearning.project.moco.builder` for the file
