@@ -10,7 +10,8 @@ Precision first. A class counts only when some project file builds an instance o
 project's imports; a project factory returning it; wrappers that keep its `forward`: DDP, DataParallel,
 `torch.compile`, `.cuda()`/`.to()`) and calls that instance (or its `.forward`) every iteration of a hot loop,
 as that file's own loop analysis decides (a call under `if step % N == 0:` is not every step). A model built by
-name from a registry (`timm.create_model("resnet50")`) is not followed. Loops inside `forward` (over blocks,
+name from a library's registry (`timm.create_model("resnet50")`) is not followed; one picked by name from the
+project's own registries, module namespaces or dicts is (analysis/named_classes.py: any candidate counts). Loops inside `forward` (over blocks,
 heads) are not hot loops by themselves: what they run is per-step because `forward` is.
 
 Import paths of code exported from a monorepo (`import deeplearning.project.moco.builder` for the file
@@ -332,7 +333,8 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
     callers: list = []
     # the class's name, and the registries of its module whose every entry builds it (`NETS[args.model](...)`)
     for name in (class_name, *_registries_building(project, info, class_name),
-                 *_factories_building(project, info, class_name), *_subclasses_in_module(info, class_name)):
+                 *_factories_building(project, info, class_name), *_subclasses_in_module(info, class_name),
+                 *_chooser_names(project, info, class_name)):
         for caller in map(project.module, (f for f in project.files_naming(name, training=True)
                                            if not project.is_test(f))):
             if caller is not None and caller not in callers and _may_call_in_hot_loop(project, caller, name):
@@ -694,6 +696,14 @@ def called_in_a_hot_loop(project: Project, name: str) -> bool:
         return known
 
 
+def _chooser_names(project: Project, info, class_name: str) -> list[str]:
+    """The project functions that may build or hand back the class by a name (`build_model(cfg)` over a
+    registry, `get_algorithm_class(name)` over `globals()`): analysis/named_classes.py."""
+    from gpulint.analysis.named_classes import chooser_names
+
+    return chooser_names(project, info.path, class_name) if info is not None else []
+
+
 def _subclasses_in_module(info, class_name: str) -> list[str]:
     """The classes of the same module deriving from `class_name` (`MoCo_ViT(MoCo)`), directly or through
     each other: a script that builds only a subclass (`moco.builder.MoCo_ViT(...)`) runs the base's `forward`
@@ -1042,15 +1052,36 @@ class _Instances:
         if isinstance(found, FunctionSummary):  # a factory: every class it may return runs the member
             returned = self.project.returned_classes(found)
             if returned:
-                return all(self._matches(c) for c in returned)
+                return all(self._matches(c) for c in returned) or self._named(call)
             return bool(found.returns_classes) and all(c is not None and self._matches(c)
-                                                       for c in found.returns_classes[:1])
+                                                       for c in found.returns_classes[:1]) or self._named(call)
         dotted = dotted_name(call.func) or ""
         qualified = self.calls.analysis.qualified(call.func) or dotted
         if found is None and self._chosen_module(call.func):
             return True  # `model.get_model(...)` of `model = importlib.import_module(args.model)`
+        if found is None and self._named(call):
+            return True  # `REGISTRY.get(name)(cfg)`, `algorithm_class(...)` of `get_algorithm_class(name)`
         return bool(self._suffix) and any(
             name.endswith(f".{self._suffix}.{self.cls.name}") for name in (dotted, qualified))
+
+    def _named(self, call: cst.Call) -> bool:
+        """The call may build the class, picked by a name (analysis/named_classes.py): a registry, a module's
+        namespace, a dict of builders, or a project function handing back one of those. One candidate is enough:
+        the run that names it builds it."""
+        from gpulint.analysis.named_classes import caller_instances
+
+        path = getattr(self.calls, "path", None)
+        if path is None:
+            return False
+        function = None
+        node: Optional[cst.CSTNode] = call
+        while node is not None:  # the top-level function holding the call (its assignments are the scope)
+            up = self.index.up.get(id(node))
+            if type(node) is cst.FunctionDef and type(up) is cst.Module:
+                function = node.name.value
+            node = up
+        found = caller_instances(self.project, Path(path), self.calls.analysis.code(call), function)
+        return any(self._matches(c) for c in found or ())
 
     def _chosen_module(self, func: cst.BaseExpression) -> bool:
         """`func` is `m.Name` of a module `m` the script picks at run time (runtime_modules.py), and the class
@@ -1083,8 +1114,28 @@ class _Instances:
             found = True
         if not found:  # no call site in this module: the project's call sites (a top-level function)
             cross = self.calls._parameter_class(binding)
-            return cross is not None and self._matches(cross)
+            return self._matches(cross) if cross is not None else self._named_parameter(binding)
         return found
+
+    def _named_parameter(self, binding) -> bool:
+        """A parameter of a top-level function (or of a top-level class's `__init__`) that some project call
+        site passes an instance of a class picked by a name (analysis/named_classes.py), one of them the class."""
+        from gpulint.analysis.named_classes import passed_candidates
+
+        fn = binding.source
+        path = getattr(self.calls, "path", None)
+        owner = self.index.up.get(id(fn))
+        if path is None or type(fn) is not cst.FunctionDef:
+            return False
+        if type(owner) is cst.Module:
+            function = fn.name.value
+        else:
+            cls = self.index.up.get(id(owner)) if type(owner) is cst.IndentedBlock else None
+            if not (fn.name.value == "__init__" and type(cls) is cst.ClassDef
+                    and type(self.index.up.get(id(cls))) is cst.Module):
+                return False
+            function = f"{cls.name.value}.__init__"
+        return any(self._matches(c) for c in passed_candidates(self.project, Path(path), function, binding.name))
 
     def _none_by_default(self, expr: cst.BaseExpression) -> bool:
         """A parameter whose default is None that no call site of this module passes (`sampler=None`, then

@@ -1,0 +1,636 @@
+"""Classes built by name: a registry, a module's namespace or a dict picks the class at run time (issue 11).
+
+Real trainers rarely write `model = MyNet(...)`. The class comes from a name in a configuration:
+
+    def get_algorithm_class(name):          # a module's own namespace
+        return globals()[name]
+    for module in _model_modules:           # modules imported by name, `importlib.import_module(f"pkg.{f}")`
+        model_cls = getattr(module, model_type, None)
+    model = META_ARCH_REGISTRY.get(name)(cfg)   # a registry filled by `@META_ARCH_REGISTRY.register()`
+    model = MODELS.build(cfg)               # the same, mmengine's spelling
+    models = {"GatedGCN": GatedGCN, ...}; return models[name](params)   # a dict of classes or builders
+
+Which class runs is the run's choice; in the run that names class C, C is built and its `forward` (or the method
+the loop calls) runs every step. So the candidates of such a choice are the classes the name may pick:
+
+- `globals()[x]`: the classes the module binds at top level (defined there or imported from the project);
+- `getattr(M, x[, default])`, `vars(M)[x]`, `M.__dict__[x]` with `M` a project module (an import, or a module
+  imported by a name with a constant package prefix: then every module of that package): the classes M binds;
+- `R.get(x)`, `R.build(cfg)`, `build_from_cfg(cfg, R)` with `R` a project object assigned from a call at module
+  level (`Registry("META_ARCH")`): the classes registered into that object (`@R.register()`,
+  `@R.register_module()`, `R.register(C)`, `R.register_module(module=C)`) in the modules naming it;
+- `D[x]` of a dict literal (local or module level) of project classes or builders: those classes, and the
+  classes the builders return.
+
+A name that is a constant is not a choice (the ordinary look-up decides), and anything else stays unknown.
+
+How candidates are used (the union semantics): a candidate's per-step methods are per-step code when the loop
+calls them (`forward._Instances`: *any* candidate may be the instance), since some run builds it; a cost reported
+at the loop's call site must not depend on all candidates paying, and these unions are not handed to
+`calls.ProjectCalls.instance_classes`, whose call-site costs need every candidate to pay.
+
+Everything is read from the project's `ast` trees, once per function and project state (`forward._remembered`,
+which records the modules read as dependencies of the caller's findings).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Optional
+
+from gpulint import ast_walk
+from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, _dotted
+
+_MAX_DEPTH = 8
+_MAX_PACKAGE_MODULES = 64  # modules of a package whose names are chosen at run time
+_MAX_FILES = 24  # files looked at for the registrations of one registry, or for the choosers of one class
+_REGISTER = ("register", "register_module")
+_KEEPING = frozenset({"to", "cuda", "float", "half", "double", "bfloat16", "train", "eval"})
+# identifiers one of which a module choosing classes by name must contain (files_naming's identifier index)
+_MARKERS = ("globals", "getattr", "vars", "__dict__", "get", "build", "build_from_cfg")
+# the text of a module holding one of those shapes (a cheap test before its tree is read)
+_CHOICE_TEXT = re.compile(rb"globals\(\)\[|vars\(.*\)\[|__dict__\[|getattr\([A-Za-z_][A-Za-z_.]*, *[A-Za-z_]|"
+                          rb"\.get\([^()]*\)\(|\.build\(|build_from_cfg|[A-Za-z_]\[[A-Za-z_][A-Za-z_0-9]*\]\(")
+
+
+class _Scope:
+    """The plain assignments and `for` targets of one function (nested blocks included) and of its module."""
+
+    def __init__(self, info, fn: Optional[ast.AST]) -> None:
+        self.info = info
+        self.assigns: dict[str, list[ast.expr]] = {}
+        self.loops: dict[str, list[ast.expr]] = {}
+        self.module_assigns: dict[str, list[ast.expr]] = {}
+        for stmt in info.tree.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                self.module_assigns.setdefault(stmt.targets[0].id, []).append(stmt.value)
+        for node in (ast_walk.walk(fn) if fn is not None else _module_level(info.tree)):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                self.assigns.setdefault(node.targets[0].id, []).append(node.value)
+            elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
+                self.loops.setdefault(node.target.id, []).append(node.iter)
+
+    def values(self, name: str) -> list[ast.expr]:
+        return self.assigns.get(name) or ([] if name in self.loops else self.module_assigns.get(name, []))
+
+
+def _module_level(tree: ast.Module):
+    """The nodes of a module outside its functions and classes (`if __name__ == "__main__":` blocks included)."""
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+# -- modules ------------------------------------------------------------------------------------------------------
+def _modules(project: Project, scope: _Scope, expr: ast.expr, depth: int = 0) -> Optional[list[Path]]:
+    """The project modules `expr` may be: an imported module, a module imported by a name with a constant package
+    prefix (every module of the package), or a loop over a list of those. None when not known."""
+    info = scope.info
+    if depth > _MAX_DEPTH:
+        return None
+    if isinstance(expr, ast.Call):
+        return _imported_by_name(project, info, expr)
+    if isinstance(expr, ast.Name):
+        if expr.id in scope.loops and not scope.assigns.get(expr.id):
+            found: list[Path] = []
+            for iterable in scope.loops[expr.id]:
+                elements = _elements(project, scope, iterable, depth + 1)
+                if elements is None:
+                    return None
+                found.extend(p for p in elements if p not in found)
+            return found or None
+        values = scope.values(expr.id)
+        if values:
+            found = []
+            for value in values:
+                one = _modules(project, scope, value, depth + 1)
+                if one is None:
+                    return None
+                found.extend(p for p in one if p not in found)
+            return found or None
+    dotted = _dotted(expr)
+    if dotted is None:
+        return None
+    head, _, rest = dotted.partition(".")
+    if head not in info.imports:
+        return None
+    module, attr, level = info.imports[head]
+    name = module if attr is None else (f"{module}.{attr}" if module else attr)
+    if attr is None and rest:
+        name = f"{head}.{rest}" if module == head else None
+        if name is None:
+            return None
+    elif rest:
+        name = f"{name}.{rest}"
+    target = project.resolver.resolve(name, info.path, level)
+    return [target.resolve()] if target is not None else None
+
+
+def _elements(project: Project, scope: _Scope, iterable: ast.expr, depth: int) -> Optional[list[Path]]:
+    """The modules a list (or a name bound to one) of `importlib.import_module(...)` calls holds."""
+    if isinstance(iterable, ast.Name):
+        values = scope.values(iterable.id)
+        if len(values) != 1:
+            return None
+        iterable = values[0]
+    if isinstance(iterable, (ast.ListComp, ast.GeneratorExp)):
+        return _modules(project, scope, iterable.elt, depth + 1)
+    if isinstance(iterable, (ast.List, ast.Tuple)) and iterable.elts:
+        found: list[Path] = []
+        for element in iterable.elts:
+            one = _modules(project, scope, element, depth + 1)
+            if one is None:
+                return None
+            found.extend(p for p in one if p not in found)
+        return found
+    return None
+
+
+def _imported_by_name(project: Project, info, call: ast.Call) -> Optional[list[Path]]:
+    """`importlib.import_module("pkg." + name)` / `f"pkg.{name}"`: the modules of the project package `pkg`."""
+    qualified = info.qualify(_dotted(call.func) or "")
+    if qualified not in ("importlib.import_module", "__import__") or len(call.args) != 1:
+        return None
+    arg = call.args[0]
+    prefix = None
+    if isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+        prefix = arg.values[0].value
+    elif isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Add) and isinstance(arg.left, ast.Constant):
+        prefix = arg.left.value
+    if not isinstance(prefix, str) or not prefix.endswith(".") or len(prefix) < 2:
+        return None
+    package = project.resolver.resolve(prefix[:-1], info.path)
+    if package is None or package.name != "__init__.py":
+        return None
+    folder = package.resolve().parent
+    try:
+        files = sorted(p for p in folder.iterdir() if p.suffix == ".py" and p.name != "__init__.py" and p.is_file())
+    except OSError:
+        return None
+    return files[:_MAX_PACKAGE_MODULES] or None
+
+
+def module_classes(project: Project, path: Path) -> list[ClassSummary]:
+    """The project classes a module binds at top level: defined there, or imported by name from the project."""
+    info = project.module(path)
+    if info is None:
+        return []
+    found = list(info.classes.values())
+    for local, (_module, attr, _level) in info.imports.items():
+        if attr is None:
+            continue
+        target = project.lookup(info.path, local)
+        if isinstance(target, ClassSummary) and all(target is not c for c in found):
+            found.append(target)
+    return found
+
+
+# -- registries -----------------------------------------------------------------------------------------------------
+def _definition(project: Project, path: Path, dotted: str, depth: int = 0) -> Optional[tuple[Path, str]]:
+    """Where the object `dotted` (as written in `path`) is assigned from a call at module level
+    (`META_ARCH_REGISTRY = Registry("META_ARCH")`), following the project's imports."""
+    info = project.module(path)
+    if info is None or depth > _MAX_DEPTH:
+        return None
+    head, _, rest = dotted.partition(".")
+    if not rest:
+        for stmt in info.tree.body:
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and any(
+                    isinstance(t, ast.Name) and t.id == head for t in stmt.targets):
+                return info.path.resolve(), head
+    if head not in info.imports:
+        return None
+    module, attr, level = info.imports[head]
+    if attr is None:
+        target = project.resolver.resolve(module, info.path, level) if rest else None
+        return _definition(project, target, rest, depth + 1) if target is not None else None
+    target = project.resolver.resolve(f"{module}.{attr}" if module else attr, info.path, level)
+    if target is not None and rest:
+        return _definition(project, target, rest, depth + 1)
+    owner = project.resolver.resolve(module, info.path, level) if (module or level) else None
+    if owner is None or owner.resolve() == info.path.resolve():
+        return None
+    return _definition(project, owner, f"{attr}.{rest}" if rest else attr, depth + 1)
+
+
+def _registrar(expr: ast.expr) -> Optional[str]:
+    """`R` of a decorator `@R.register()`, `@R.register`, `@R.register_module(...)`."""
+    func = expr.func if isinstance(expr, ast.Call) else expr
+    if isinstance(func, ast.Attribute) and func.attr in _REGISTER:
+        return _dotted(func.value)
+    return None
+
+
+def registered_classes(project: Project, key: tuple[Path, str]) -> list[ClassSummary]:
+    """The project classes registered into the registry defined at `key` (its module, its name)."""
+    from gpulint.analysis.forward import _remembered
+
+    found = _remembered(project, ("registered classes", key), lambda: tuple(_registered(project, key)))
+    return list(found or ())
+
+
+def _registered(project: Project, key: tuple[Path, str]) -> list[ClassSummary]:
+    found: list[ClassSummary] = []
+    for file in project._files_mentioning(key[1])[:_MAX_FILES * 4]:
+        info = project.module(file)
+        if info is None or project.is_test(file):
+            continue
+        for stmt in info.tree.body:
+            names: list[tuple[str, str]] = []  # (registry as written, class name)
+            if isinstance(stmt, ast.ClassDef):
+                names = [(r, stmt.name) for r in map(_registrar, stmt.decorator_list) if r]
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                call = stmt.value
+                registry = _registrar(call.func) if isinstance(call.func, ast.Attribute) else None
+                arguments = [a for a in call.args] + [k.value for k in call.keywords if k.arg == "module"]
+                if registry:
+                    names = [(registry, _dotted(a) or "") for a in arguments if isinstance(a, (ast.Name, ast.Attribute))]
+            for registry, name in names:
+                if not name or _definition(project, info.path, registry) != key:
+                    continue
+                cls = info.classes.get(name) or project.lookup(info.path, name)
+                if isinstance(cls, ClassSummary) and all(cls is not c for c in found):
+                    found.append(cls)
+    return found
+
+
+def _registry(project: Project, scope: _Scope, expr: ast.expr) -> Optional[list[ClassSummary]]:
+    """The classes registered into `expr`, when it names a project registry with at least one registration."""
+    dotted = _dotted(expr)
+    if dotted is None or dotted.split(".")[0] == "self":
+        return None
+    key = _definition(project, scope.info.path, dotted)
+    found = registered_classes(project, key) if key is not None else []
+    return found or None
+
+
+# -- choices ------------------------------------------------------------------------------------------------------
+def class_objects(project: Project, scope: _Scope, expr: ast.expr, depth: int = 0) -> Optional[list[ClassSummary]]:
+    """The project classes (the class objects, not instances) `expr` may be when a name picks it; None when it is
+    not such a choice or cannot be told."""
+    if depth > _MAX_DEPTH:
+        return None
+    info = scope.info
+    if isinstance(expr, ast.Subscript) and not isinstance(expr.slice, ast.Constant):
+        value = expr.value
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and not value.args:
+            if value.func.id == "globals" and "globals" not in info.imports:
+                return module_classes(project, info.path) or None
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "vars" \
+                and len(value.args) == 1:
+            return _classes_of_modules(project, _modules(project, scope, value.args[0], depth + 1))
+        if isinstance(value, ast.Attribute) and value.attr == "__dict__":
+            return _classes_of_modules(project, _modules(project, scope, value.value, depth + 1))
+        entries = _dict_entries(project, scope, value)
+        if entries is not None:
+            classes = [e for e in entries if isinstance(e, ClassSummary)]
+            return classes if classes and len(classes) == len(entries) else None
+        return None
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        if isinstance(func, ast.Name) and func.id == "getattr" and len(expr.args) in (2, 3) and \
+                not isinstance(expr.args[1], ast.Constant) and "getattr" not in info.imports:
+            return _classes_of_modules(project, _modules(project, scope, expr.args[0], depth + 1))
+        if isinstance(func, ast.Attribute) and func.attr == "get" and len(expr.args) == 1 and \
+                not isinstance(expr.args[0], ast.Constant):
+            return _registry(project, scope, func.value)
+        summary = _function(project, info, func)
+        if summary is not None:
+            return list(function_choices(project, summary, depth + 1)[0]) or None
+        return None
+    if isinstance(expr, ast.Name):
+        values = [v for v in scope.values(expr.id) if not (isinstance(v, ast.Constant) and v.value is None)]
+        return _union(class_objects(project, scope, v, depth + 1) for v in values) if values else None
+    return None
+
+
+def instances(project: Project, scope: _Scope, expr: ast.expr, depth: int = 0) -> Optional[list[ClassSummary]]:
+    """The project classes an instance `expr` may be of, when a name picks its class; None otherwise."""
+    if depth > _MAX_DEPTH:
+        return None
+    info = scope.info
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr in _KEEPING:  # `model.to(device)`: the same model
+            return instances(project, scope, func.value, depth + 1)
+        if isinstance(func, ast.Attribute) and func.attr == "build" and expr.args:
+            return _registry(project, scope, func.value)
+        if isinstance(func, ast.Name) and info.qualify(func.id).endswith("build_from_cfg") and len(expr.args) >= 2:
+            return _registry(project, scope, expr.args[1])
+        if isinstance(func, ast.Subscript) and not isinstance(func.slice, ast.Constant):
+            entries = _dict_entries(project, scope, func.value)
+            if entries is not None:
+                return _union(_built(project, e) for e in entries)
+        chosen = class_objects(project, scope, func, depth + 1)
+        if chosen:
+            return chosen
+        summary = _function(project, info, func)
+        if summary is not None:
+            return list(function_choices(project, summary, depth + 1)[1]) or None
+        return None
+    if isinstance(expr, ast.Name):
+        values = scope.values(expr.id)
+        found = [instances(project, scope, v, depth + 1) for v in values]
+        return _union(found) if any(found) else None
+    return None
+
+
+def _built(project: Project, entry) -> Optional[list[ClassSummary]]:
+    """What calling a dict entry builds: the class, or the classes a builder function returns."""
+    if isinstance(entry, ClassSummary):
+        return [entry]
+    if isinstance(entry, FunctionSummary):
+        returned = project.returned_classes(entry) or tuple(c for c in entry.returns_classes[:1] if c is not None)
+        return list(returned) or None
+    return None
+
+
+def _dict_entries(project: Project, scope: _Scope, value: ast.expr) -> Optional[list]:
+    """The project classes and functions of a dict literal `value` names (a local or module-level name bound
+    once to `{...}`); None when it is no such dict or an entry is something else."""
+    if isinstance(value, ast.Name):
+        values = scope.values(value.id)
+        literal = values[0] if len(values) == 1 and isinstance(values[0], ast.Dict) else None
+    elif isinstance(value, ast.Dict):
+        literal = value
+    else:
+        literal = None
+    if literal is None or not literal.values or None in literal.keys:
+        return None
+    entries = []
+    for element in literal.values:
+        dotted = _dotted(element)
+        found = project.lookup(scope.info.path, dotted) if dotted else None
+        if not isinstance(found, (ClassSummary, FunctionSummary)):
+            return None
+        entries.append(found)
+    return entries
+
+
+def _classes_of_modules(project: Project, paths: Optional[list[Path]]) -> Optional[list[ClassSummary]]:
+    if not paths:
+        return None
+    found: list[ClassSummary] = []
+    for path in paths:
+        found.extend(c for c in module_classes(project, path) if all(c is not f for f in found))
+    return found or None
+
+
+def _union(parts) -> Optional[list[ClassSummary]]:
+    found: list[ClassSummary] = []
+    for part in parts:
+        for cls in part or ():
+            if all(cls is not f for f in found):
+                found.append(cls)
+    return found or None
+
+
+def _function(project: Project, info, func: ast.expr) -> Optional[FunctionSummary]:
+    dotted = _dotted(func)
+    if dotted is None or dotted.split(".")[0] == "self":
+        return None
+    found = project.lookup(info.path, dotted)
+    return found if isinstance(found, FunctionSummary) else None
+
+
+def function_choices(project: Project, summary: FunctionSummary, depth: int = 0) -> tuple[tuple, tuple]:
+    """(the class objects, the instances) a project function's `return`s may hand back where a name picks the
+    class: `return globals()[name]`, `model = REGISTRY.get(name)(cfg); return model`. Remembered per project
+    state."""
+    from gpulint.analysis.forward import _remembered
+
+    if depth > _MAX_DEPTH:
+        return (), ()
+    key = ("named classes", summary.path.resolve(), summary.qualname)
+    found = _remembered(project, key, lambda: _function_choices(project, summary, depth))
+    return found or ((), ())
+
+
+def _function_choices(project: Project, summary: FunctionSummary, depth: int) -> tuple[tuple, tuple]:
+    info = project.module(summary.path)
+    if info is None:
+        return (), ()
+    owner, _, name = summary.qualname.rpartition(".")
+    if owner:
+        cls = info.classes.get(owner)
+        fn = cls.methods.get(name) if cls is not None else None
+    else:
+        fn = info.functions.get(name)
+    if fn is None or not _may_choose(fn):
+        return (), ()
+    scope = _Scope(info, fn)
+    objects: list = []
+    built: list = []
+    for node in ast_walk.walk(fn):
+        if isinstance(node, ast.Return) and node.value is not None:
+            for cls in class_objects(project, scope, node.value, depth) or ():
+                if all(cls is not c for c in objects):
+                    objects.append(cls)
+            for cls in instances(project, scope, node.value, depth) or ():
+                if all(cls is not c for c in built):
+                    built.append(cls)
+    return tuple(objects), tuple(built)
+
+
+def _may_choose(fn: ast.AST) -> bool:
+    """A cheap test on the function's tree: it holds one of the shapes a choice by name starts from
+    (`globals()[x]`, `vars(m)[x]`, `m.__dict__[x]`, `getattr(m, x)` with `x` not a constant, `R.get(x)(...)`,
+    `R.build(cfg)`, `build_from_cfg(cfg, R)`, `d[x](...)`)."""
+    for node in ast_walk.walk(fn):
+        if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Constant) and (
+                isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                and node.value.func.id in ("globals", "vars") or
+                isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__"):
+            return True
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and (func.id == "getattr" and len(node.args) >= 2 and
+                                           not isinstance(node.args[1], ast.Constant) or func.id == "build_from_cfg"):
+            return True
+        if isinstance(func, ast.Attribute) and func.attr == "build" and node.args:
+            return True
+        if isinstance(func, ast.Call) and isinstance(func.func, ast.Attribute) and func.func.attr == "get":
+            return True  # `R.get(name)(cfg)`
+        if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name) and \
+                not isinstance(func.slice, ast.Constant):
+            return True  # `models[name](params)`
+    return False
+
+
+# -- the caller's side (LibCST expressions, read again with `ast`) --------------------------------------------------
+def caller_instances(project: Project, path: Path, code: str, function: Optional[str] = None) \
+        -> Optional[list[ClassSummary]]:
+    """The candidate classes of what the caller expression `code` (a call, as written in the module `path`)
+    builds, in the scope of its top-level function `function` (None: module level)."""
+    info = project.module(path)
+    if info is None:
+        return None
+    try:
+        expr = ast.parse(code.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    key = ("named classes scope", info.path, info.digest, function)
+    scope = project.per_step_sites.get(key)
+    if scope is None:  # one scope per caller function and module content (several calls are asked about)
+        fn = info.functions.get(function) if function else None
+        scope = project.per_step_sites[key] = _Scope(info, fn)
+    return instances(project, scope, expr)
+
+
+def chooser_names(project: Project, path: Path, class_name: str) -> list[str]:
+    """The names of the project functions that may build (or hand back) the class `class_name` of the module
+    `path` by a name (see the module's docstring): a training file calling one of them may build it."""
+    from gpulint.analysis.forward import _remembered
+
+    key = ("chooser names", path.resolve(), class_name)
+    found = _remembered(project, key, lambda: tuple(_chooser_names(project, path.resolve(), class_name)))
+    return list(found or ())
+
+
+def _chooser_names(project: Project, path: Path, class_name: str) -> list[str]:
+    info = project.module(path)
+    cls = info.classes.get(class_name) if info is not None else None
+    if cls is None:
+        return []
+    marked = _marked_files(project)
+    files: list[Path] = [path] if project._resolved(path) in marked else []
+    package = path.parent / "__init__.py"  # `getattr(module, name)` over the package's modules, in its `__init__`
+    if package != path and project._resolved(package) in marked:
+        files.append(package)
+    words = {path.stem, class_name}
+    for stmt in info.tree.body:  # the registries the class is registered into
+        if isinstance(stmt, ast.ClassDef) and stmt.name == class_name:
+            words.update(r.split(".")[-1] for r in map(_registrar, stmt.decorator_list) if r)
+    for word in sorted(words):
+        for file in project.files_naming(word):
+            if project._resolved(file) in marked and file not in files and not project.is_test(file):
+                files.append(file)
+    names: list[str] = []
+    for file in files[:_MAX_FILES]:
+        for name, classes in _choosers_in(project, file):
+            if any(c is cls for c in classes) and name not in names:
+                names.append(name)
+    return names
+
+
+def _marked_files(project: Project) -> frozenset:
+    """The project files whose text has one of the identifiers a choice by name needs: once per project state."""
+    from gpulint.analysis.forward import _remembered
+
+    def find() -> frozenset:
+        from gpulint.files import FileError, read_regular
+
+        marked: set = set()
+        for marker in _MARKERS:
+            marked.update(project.files_naming(marker))
+        choosing = set()
+        for file in marked:  # one read of each such file, a regular expression for the shapes `_may_choose` tests
+            try:
+                text = project.text_of(file)
+                raw = text.encode() if text is not None else read_regular(file)[0]
+            except (OSError, FileError, UnicodeError):
+                continue
+            if _CHOICE_TEXT.search(raw):
+                choosing.add(project._resolved(file))
+        return frozenset(choosing)
+
+    return _remembered(project, ("files choosing by name",), find) or frozenset()
+
+
+def _choosers_in(project: Project, file: Path) -> tuple:
+    """(name, candidate classes) of each top-level function of `file` that picks a class by name: once per
+    file and project state."""
+    from gpulint.analysis.forward import _remembered
+
+    def find() -> tuple:
+        caller = project.module(file)
+        found = []
+        for name, fn in (caller.functions.items() if caller is not None else ()):
+            summary = project.function(caller.path, name) if _may_choose(fn) else None
+            if summary is not None:
+                objects, built = function_choices(project, summary)
+                if objects or built:
+                    found.append((name, (*objects, *built)))
+        return tuple(found)
+
+    return _remembered(project, ("choosers in", project._resolved(file)), find) or ()
+
+
+def passed_candidates(project: Project, path: Path, function: str, parameter: str) -> tuple:
+    """The classes picked by a name that project call sites of `function` (a top-level function of `path`, or
+    `Class.__init__`, whose call sites are `Class(...)`) pass as `parameter`: `train_epoch(model, ...)` with
+    `model = gnn_model(name, params)`. Any one site passing one is enough (the run that takes that path builds
+    it); () when none does."""
+    from gpulint.analysis.forward import _remembered
+
+    key = ("named classes passed", path.resolve(), function, parameter)
+    return _remembered(project, key, lambda: tuple(_passed(project, key[1], function, parameter))) or ()
+
+
+def _passed(project: Project, path: Path, function: str, parameter: str) -> list[ClassSummary]:
+    from gpulint.analysis.param_unions import _enclosing_function
+    from gpulint.analysis.project import _UNKNOWN, _argument
+
+    info = project.module(path)
+    if info is None:
+        return []
+    owner, _, name = function.rpartition(".")
+    if owner:
+        cls = info.classes.get(owner)
+        node = cls.methods.get(name) if cls is not None and name == "__init__" else None
+    else:
+        cls, node = None, info.functions.get(function)
+    if node is None:
+        return []
+    positional = [a.arg for a in (*node.args.posonlyargs, *node.args.args)][1 if owner else 0:]
+    position = positional.index(parameter) if parameter in positional else None
+    wanted = owner or function
+    found: list[ClassSummary] = []
+    for file in project._files_mentioning(wanted)[:_MAX_FILES]:
+        caller = project.module(file)
+        if caller is None or project.is_test(file):
+            continue
+        # `from train.train_sbm import train_epoch_sparse as train_epoch`: calls by the local name
+        local = [wanted] + [n for n, (_m, attr, _l) in caller.imports.items() if attr == wanted and n != wanted]
+        inner = _imported_in_functions(project, caller, wanted, path)  # `from x import f as g` in a function
+        for called in local + [n for n in inner if n not in local]:
+            for call, _assigns in caller.calls_named(called):
+                dotted = _dotted(call.func)
+                target = project.lookup(caller.path, dotted) if dotted else None
+                if target is None and isinstance(call.func, ast.Name) and call.func.id in inner:
+                    target = info.classes.get(owner) if owner else project.function(path, function)
+                if owner and target is not cls or not owner and not (
+                        isinstance(target, FunctionSummary) and target.path.resolve() == path
+                        and target.qualname == function):
+                    continue
+                argument = _argument(call, position, parameter)
+                if argument is None or argument is _UNKNOWN:
+                    continue
+                scope = _Scope(caller, _enclosing_function(caller.tree, call))
+                for one in instances(project, scope, argument) or ():
+                    if all(one is not f for f in found):
+                        found.append(one)
+    return found
+
+
+def _imported_in_functions(project: Project, info, name: str, path: Path) -> set[str]:
+    """The local names a function of `info` binds to `name` of the module `path` by an import in its body."""
+    found: set[str] = set()
+    for stmt in info.tree.body:
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast_walk.walk(stmt):
+            if isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    if alias.name == name:
+                        target = project.resolver.resolve(node.module or "", info.path, node.level)
+                        if target is not None and target.resolve() == path:
+                            found.add(alias.asname or alias.name)
+    return found
