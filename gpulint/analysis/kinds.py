@@ -520,6 +520,10 @@ class KindInference:
                 result = Kind.TENSOR  # `loss = self._loss_step(batch) * n` ... `loss.backward()`
             if result is Kind.TENSOR and self._used_as_text(name, scope):
                 result = Kind.UNKNOWN  # `gt.find('[s]')`, `pred.lower()`: a str in this scope, whatever else
+            if result is Kind.TENSOR and _TEXT_NAME.match(name) and all(_part_of_a_value(b) for b in bindings):
+                # `imgs, labels, img_paths = batch`, `input_file = batch["input"][0]`: a part of a batch that its
+                # name says is a file path or name holds text (a loader collates strings into lists of str)
+                result = Kind.UNKNOWN
             if result is Kind.TENSOR and Kind.NUMBER in kinds:
                 # Tensor wins over number only for accumulators started at a literal (`total = 0.0`); a name
                 # rebound to `loss.item()` holds a number from then on: say nothing.
@@ -1060,6 +1064,18 @@ def _cpu_device(inference: KindInference, target: Optional[cst.CSTNode], depth: 
 
 
 # Methods of `str` that a tensor does not have (`Tensor.split`, `.count`-like names are left out).
+# A name that says it holds a file path or name (`img_paths`, `input_file`, `fname`, `video_names`): text, where
+# it is bound to a part of a batch or of a record (`_bindings_kind`).
+_TEXT_NAME = re.compile(r"^(.*_)?(paths?|files?|file_?names?|fnames?|filepaths?|(img|image|video|audio|wav|utt|"
+                        r"sample|file|doc|speaker|spk)_?(names?|ids?_?str|keys?)|names?|urls?)$", re.IGNORECASE)
+
+
+def _part_of_a_value(b: Binding) -> bool:
+    """`a, b, paths = batch` / `for x, path in loader` (an element unpacked) or `f = batch["input"][0]` (a
+    subscript): a part of something else, whose kind the whole decided."""
+    return b.index is not None or (b.kind == "assign" and type(b.value) is cst.Subscript)
+
+
 _STR_ONLY_METHODS = frozenset({"find", "rfind", "lower", "upper", "strip", "lstrip", "rstrip", "startswith",
                                "endswith", "encode", "isdigit", "isalpha", "isalnum", "isspace", "casefold",
                                "capitalize", "ljust", "rjust", "zfill", "splitlines", "partition", "rpartition"})

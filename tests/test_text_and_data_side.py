@@ -1,0 +1,91 @@
+"""Fine code the precision10 sample of unlabelled findings caught gpulint flagging (issue 11): each quiet, each
+costly neighbour still reported.
+
+- A loader batch element whose name says it is a file path or name (`imgs, labels, img_paths = data`,
+  `input_file = batch["input"][0]`) holds text: formatting or writing it copies nothing from the GPU.
+- The loops of a collate function (`collate_fn=...`, a function or class whose name says it collates) and of a
+  Dataset class's helpers run on the host, in loader workers, over CPU tensors: not a per-step GPU loop.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from projects import check, found, write_project
+
+PATHS = """\
+import torch
+from torch.utils.data import DataLoader
+
+model = torch.nn.Linear(4, 2).cuda()
+loader = DataLoader(list(range(64)), batch_size=8, pin_memory=True)
+out_file = open("pred.txt", "w")
+for data in loader:
+    imgs, labels, img_paths = data
+    input_file = data[2][0]
+    out = model(imgs.cuda(non_blocking=True))
+    for i in range(len(img_paths)):
+        out_file.write("{}\\n".format(img_paths[i]))
+        print(f"{img_paths[i]} done")
+    print("Video {} error.".format(input_file))
+    print(f"labels {labels}")
+    print(f"out {out}")
+"""
+
+
+def test_batch_elements_named_as_paths_are_text(tmp_path: Path):
+    keys = found(check(write_project(tmp_path, {"infer.py": PATHS}), "--no-cache", "--select", "GPU107", "."))
+    assert keys == {("infer.py", 15, "GPU107"), ("infer.py", 16, "GPU107")}
+
+
+COLLATE = """\
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from mylib import Collator
+
+
+def collate_and_mask(samples, n_tokens):
+    probs = torch.linspace(0.1, 0.5, len(samples) + 1)
+    upper = 0
+    masks = []
+    for i in range(len(samples)):
+        masks.append(torch.rand(n_tokens) < probs[i + 1])
+        upper += int(n_tokens * probs[i + 1])
+    return torch.stack(samples), torch.stack(masks), upper
+
+
+class PackedCollator(Collator):
+    def _positions(self, tokens):
+        batch_size, seq_len = tokens.shape
+        positions = torch.zeros(batch_size, seq_len, device=tokens.device)
+        marks = tokens == 3
+        for i in range(batch_size):
+            starts = torch.where(marks[i])[0].tolist()
+            positions[i, : len(starts)] = tokens[i, : len(starts)] * 2
+        return positions
+
+
+class ShardDataset(Dataset):
+    def _index(self, table):
+        out = []
+        for row in range(table.size(0)):
+            out.append(table[row][table[row] > 0])
+        return out
+
+
+model = torch.nn.Linear(4, 2).cuda()
+loader = DataLoader(list(range(64)), batch_size=8, pin_memory=True, collate_fn=PackedCollator())
+for batch in loader:
+    model(torch.randn(8, 4, device="cuda")).sum().backward()
+    w = model.weight
+    for i in range(w.size(0)):
+        print(w[i].sum().item())
+"""
+
+
+def test_collate_and_dataset_code_runs_on_the_host(tmp_path: Path):
+    keys = found(check(write_project(tmp_path, {"train.py": COLLATE}), "--no-cache", "--select",
+                       "GPU101,GPU102,GPU105,GPU106,GPU111,GPU302", "."))
+    assert {k for k in keys if k[1] < 35} == set()
+    assert ("train.py", 42, "GPU101") in keys  # a loop of the training step still reads the GPU every time
