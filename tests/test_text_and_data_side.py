@@ -89,3 +89,28 @@ def test_collate_and_dataset_code_runs_on_the_host(tmp_path: Path):
                        "GPU101,GPU102,GPU105,GPU106,GPU111,GPU302", "."))
     assert {k for k in keys if k[1] < 35} == set()
     assert ("train.py", 42, "GPU101") in keys  # a loop of the training step still reads the GPU every time
+
+
+NO_GRAD_OUTPUT = """\
+import torch
+from torch.utils.data import DataLoader
+
+model = torch.nn.Linear(4, 2).cuda()
+loader = DataLoader(torch.randn(64, 4), batch_size=8, pin_memory=True)
+losses = []
+kept = []
+for x in loader:
+    x = x.cuda(non_blocking=True)
+    with torch.no_grad():
+        out = model(x)
+    loss = out.sum()
+    losses.append(loss)
+    graph = model(x).sum()
+    kept.append(graph)
+"""
+
+
+def test_values_computed_under_no_grad_carry_no_history(tmp_path: Path):
+    keys = found(check(write_project(tmp_path, {"eval.py": NO_GRAD_OUTPUT}), "--no-cache", "--select", "GPU301",
+                       "."))
+    assert keys == {("eval.py", 15, "GPU301")}  # the output computed with autograd on still keeps its graph

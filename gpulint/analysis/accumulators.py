@@ -312,6 +312,9 @@ def carries_graph(analysis: ModuleAnalysis, expr: cst.CSTNode, depth: int = 0) -
                 if type(b.value) in (cst.Integer, cst.Float) or (type(b.value) is cst.Name
                                                                    and b.value.value == "None"):
                     continue  # an initial value
+                if b.source is not None and under_no_grad(analysis, b.source):
+                    states.append(False)  # `with torch.no_grad(): out = model(x)`: computed without history
+                    continue
                 state = carries_graph(analysis, b.value, depth + 1)
                 states.append(True if state and b.index is not None else state)
             elif b.kind == "augassign":
