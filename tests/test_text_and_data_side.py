@@ -114,3 +114,33 @@ def test_values_computed_under_no_grad_carry_no_history(tmp_path: Path):
     keys = found(check(write_project(tmp_path, {"eval.py": NO_GRAD_OUTPUT}), "--no-cache", "--select", "GPU301",
                        "."))
     assert keys == {("eval.py", 15, "GPU301")}  # the output computed with autograd on still keeps its graph
+
+
+GPU_GUARDED_COPY = """\
+import torch
+from torch.utils.data import DataLoader
+
+use_gpu = torch.cuda.is_available()
+model = torch.nn.Linear(4, 2)
+if use_gpu:
+    model = model.cuda()
+loader = DataLoader(torch.randn(64, 4), batch_size=8, pin_memory=True)
+for x in loader:
+    if use_gpu:
+        x = x.cuda(non_blocking=True)
+    outputs = model(x)
+    scores = model(x) * 2
+    if use_gpu:
+        x, outputs = x.cpu(), outputs.cpu()
+    if x.sum() > 0:
+        scores = scores.cpu()
+    for j in range(outputs.size(0)):
+        am = outputs[j].numpy()
+        sc = scores[j].numpy()
+"""
+
+
+def test_a_copy_to_the_host_on_the_gpu_path_leaves_a_host_tensor(tmp_path: Path):
+    keys = found(check(write_project(tmp_path, {"vis.py": GPU_GUARDED_COPY}), "--no-cache", "--select",
+                       "GPU103", "."))
+    assert keys == {("vis.py", 20, "GPU103")}  # copied only under a test of the data: still maybe on the GPU

@@ -440,6 +440,10 @@ class KindInference:
                 before = parent.body[:next((i for i, st in enumerate(parent.body) if st is child), 0)]
                 for stmt in reversed(before):
                     found = [src for src in sources if self.index.is_ancestor_or_self(stmt, src)]
+                    if found and type(stmt) is cst.If:
+                        copied = _host_copy_when_on_gpu(stmt, found, name.value)
+                        if copied is not None:
+                            return copied
                     if found:
                         plain = type(stmt) is cst.SimpleStatementLine and len(found) == 1 and \
                             isinstance(found[0], cst.Assign) and len(found[0].targets) == 1 and \
@@ -1068,6 +1072,33 @@ def _cpu_device(inference: KindInference, target: Optional[cst.CSTNode], depth: 
 # it is bound to a part of a batch or of a record (`_bindings_kind`).
 _TEXT_NAME = re.compile(r"^(.*_)?(paths?|files?|file_?names?|fnames?|filepaths?|(img|image|video|audio|wav|utt|"
                         r"sample|file|doc|speaker|spk)_?(names?|ids?_?str|keys?)|names?|urls?)$", re.IGNORECASE)
+
+
+# `use_gpu`, `args.cuda`, `cfg.NUM_GPUS`, `self.on_gpu`, `torch.cuda.is_available()`, `x.is_cuda`: a test that
+# the run uses a GPU.
+_GPU_TEST = re.compile(r"(^|[._])(use_?gpus?|gpus?|num_gpus|n_gpus?|ngpus?|on_gpu|use_cuda|cuda|is_cuda|"
+                       r"cuda\.is_available\(\))$", re.IGNORECASE)
+
+
+def _host_copy_when_on_gpu(stmt: cst.If, found: list, name: str) -> Optional[cst.BaseExpression]:
+    """`if use_gpu: imgs, outputs = imgs.cpu(), outputs.cpu()` (no `else`): after it `name` is on the host
+    either way (copied there on the GPU path; never left it on the other). The `.cpu()` call `name` gets, or None.
+    """
+    if stmt.orelse is not None or not _GPU_TEST.search(code_of(stmt.test).replace(" ", "")):
+        return None
+    if len(found) != 1 or type(found[0]) is not cst.Assign or len(found[0].targets) != 1:
+        return None
+    assign = found[0]
+    target, value = assign.targets[0].target, assign.value
+    pairs = [(target, value)]
+    if type(target) is cst.Tuple and type(value) is cst.Tuple and len(target.elements) == len(value.elements):
+        pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
+    for t, v in pairs:
+        if type(t) is cst.Name and t.value == name:
+            call_ok = type(v) is cst.Call and type(v.func) is cst.Attribute and v.func.attr.value == "cpu" and \
+                type(v.func.value) is cst.Name and v.func.value.value == name
+            return v if call_ok else None
+    return None
 
 
 def _part_of_a_value(b: Binding) -> bool:
