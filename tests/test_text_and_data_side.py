@@ -144,3 +144,31 @@ def test_a_copy_to_the_host_on_the_gpu_path_leaves_a_host_tensor(tmp_path: Path)
     keys = found(check(write_project(tmp_path, {"vis.py": GPU_GUARDED_COPY}), "--no-cache", "--select",
                        "GPU103", "."))
     assert keys == {("vis.py", 20, "GPU103")}  # copied only under a test of the data: still maybe on the GPU
+
+
+TRAIN_AND_EVAL = """\
+import torch
+from torch.utils.data import DataLoader
+
+model = torch.nn.Linear(4, 2).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(torch.randn(64, 4), batch_size=8, pin_memory=True)
+for epoch in range(3):
+    loss_sum = 0
+    for x in loader:
+        loss = model(x.cuda(non_blocking=True)).sum()
+        loss.backward()
+        opt.step()
+        loss_sum += loss
+    losses = []
+    with torch.no_grad():
+        for x in loader:
+            loss = model(x.cuda(non_blocking=True)).sum()
+            losses.append(loss)
+"""
+
+
+def test_a_training_loss_sharing_its_name_with_an_eval_loss_still_keeps_its_graph(tmp_path: Path):
+    keys = found(check(write_project(tmp_path, {"train.py": TRAIN_AND_EVAL}), "--no-cache", "--select", "GPU301",
+                       "."))
+    assert keys == {("train.py", 13, "GPU301")}
