@@ -188,3 +188,26 @@ def test_cell_magics_are_not_syntax_errors(tmp_path, monkeypatch):
     out = run("check", "--output-format", "concise", "-q", "magics.ipynb").output
     assert "GPU001" not in out, out
     assert "magics.ipynb:cell 2:10:11: GPU101" in out, out
+
+
+def test_automagic_and_leading_indent_cells_are_not_syntax_errors(tmp_path, monkeypatch):
+    """IPython runs a one-line cell that names a magic without `%` (`pip install -r requirements.txt`, `ls -l
+    data.txt`: automagic) and a cell whose first line is indented (it strips that indentation): neither is a
+    syntax error. Automagic applies to one-line cells only, so the same line inside a longer cell, and a real
+    typo, are still GPU001; the other cells are still linted."""
+    monkeypatch.chdir(tmp_path)
+    nb = nbformat.v4.new_notebook()
+    loop = ("import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "for step in range(10):\n    loss = model(torch.randn(4, 2, device='cuda')).sum()\n"
+            "    loss.backward()\n    opt.step()\n    print(loss.item())")
+    nb.cells = [nbformat.v4.new_code_cell("pip install -r requirements.txt"),
+                nbformat.v4.new_code_cell("ls -l text.txt"),
+                nbformat.v4.new_code_cell(" with open('a.txt') as f:\n     text = f.read()"),
+                nbformat.v4.new_code_cell("ls = [1, 2]\nls -l text.txt"),
+                nbformat.v4.new_code_cell("for x, y i range(3):\n    pass"),
+                nbformat.v4.new_code_cell(loop)]
+    nbformat.write(nb, "magic.ipynb")
+    out = run("check", "--output-format", "concise", "-q", "magic.ipynb").output
+    errors = sorted(line.split(":")[1] for line in out.splitlines() if "GPU001" in line)
+    assert errors == ["cell 4", "cell 5"], out
+    assert "magic.ipynb:cell 6:8:11: GPU101" in out, out

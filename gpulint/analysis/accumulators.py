@@ -55,6 +55,17 @@ def _bindings(analysis: ModuleAnalysis, name: cst.Name):
     return analysis.index.visible_bindings(name)
 
 
+def _reaching_in_loop(analysis: ModuleAnalysis, name: cst.Name, bindings):
+    """The bindings inside the innermost loop around `name`, when there are some: those are what a read in the
+    loop body sees (`outputs = model(x)` of the evaluation loop under no_grad, not the training loop's), else
+    all of them."""
+    loop = next((a for a in analysis.index.ancestors(name) if type(a) in (cst.For, cst.While)), None)
+    if loop is None or len(bindings) < 2:
+        return bindings
+    local = [b for b in bindings if b.source is not None and analysis.index.is_ancestor_or_self(loop, b.source)]
+    return local or bindings
+
+
 # Exact types, not isinstance: LibCST's node classes are ABCs, whose isinstance costs a Python-level call, and
 # these walks visit every node of every scope with accumulations (a parsed tree holds only these classes).
 _NESTED_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
@@ -307,17 +318,25 @@ def carries_graph(analysis: ModuleAnalysis, expr: cst.CSTNode, depth: int = 0) -
         return False
     if type(expr) is cst.Name:
         states = []
-        for b in _bindings(analysis, expr):
+        no_grad_only: Optional[bool] = None
+        for b in _reaching_in_loop(analysis, expr, _bindings(analysis, expr)):
             if b.kind in ("assign", "walrus") and b.value is not None:
                 if type(b.value) in (cst.Integer, cst.Float) or (type(b.value) is cst.Name
                                                                    and b.value.value == "None"):
                     continue  # an initial value
+                if b.source is not None and under_no_grad(analysis, b.source):
+                    # `with torch.no_grad(): out = model(x)`: computed without history. Only when every binding
+                    # is (the training loop's `loss` and the evaluation's `loss` under no_grad share a scope).
+                    no_grad_only = True if no_grad_only is None else no_grad_only
+                    continue
                 state = carries_graph(analysis, b.value, depth + 1)
                 states.append(True if state and b.index is not None else state)
             elif b.kind == "augassign":
                 continue
             else:
                 states.append(False if b.kind == "for" else None)
+        if no_grad_only and not states:
+            return False
         return True if states and all(s is True for s in states) else (False if False in states else None)
     if type(expr) is cst.Call:
         func = expr.func

@@ -442,6 +442,10 @@ class KindInference:
                 before = parent.body[:next((i for i, st in enumerate(parent.body) if st is child), 0)]
                 for stmt in reversed(before):
                     found = [src for src in sources if self.index.is_ancestor_or_self(stmt, src)]
+                    if found and type(stmt) is cst.If:
+                        copied = _host_copy_when_on_gpu(stmt, found, name.value)
+                        if copied is not None:
+                            return copied
                     if found:
                         plain = type(stmt) is cst.SimpleStatementLine and len(found) == 1 and \
                             isinstance(found[0], cst.Assign) and len(found[0].targets) == 1 and \
@@ -522,6 +526,10 @@ class KindInference:
                 result = Kind.TENSOR  # `loss = self._loss_step(batch) * n` ... `loss.backward()`
             if result is Kind.TENSOR and self._used_as_text(name, scope):
                 result = Kind.UNKNOWN  # `gt.find('[s]')`, `pred.lower()`: a str in this scope, whatever else
+            if result is Kind.TENSOR and _TEXT_NAME.match(name) and all(_part_of_a_value(b) for b in bindings):
+                # `imgs, labels, img_paths = batch`, `input_file = batch["input"][0]`: a part of a batch that its
+                # name says is a file path or name holds text (a loader collates strings into lists of str)
+                result = Kind.UNKNOWN
             if result is Kind.TENSOR and Kind.NUMBER in kinds:
                 # Tensor wins over number only for accumulators started at a literal (`total = 0.0`); a name
                 # rebound to `loss.item()` holds a number from then on: say nothing.
@@ -1064,6 +1072,45 @@ def _cpu_device(inference: KindInference, target: Optional[cst.CSTNode], depth: 
 
 
 # Methods of `str` that a tensor does not have (`Tensor.split`, `.count`-like names are left out).
+# A name that says it holds a file path or name (`img_paths`, `input_file`, `fname`, `video_names`): text, where
+# it is bound to a part of a batch or of a record (`_bindings_kind`).
+_TEXT_NAME = re.compile(r"^(.*_)?(paths?|files?|file_?names?|fnames?|filepaths?|(img|image|video|audio|wav|utt|"
+                        r"sample|file|doc|speaker|spk)_?(names?|ids?_?str|keys?)|names?|urls?)$", re.IGNORECASE)
+
+
+# `use_gpu`, `args.cuda`, `cfg.NUM_GPUS`, `self.on_gpu`, `torch.cuda.is_available()`, `x.is_cuda`: a test that
+# the run uses a GPU.
+_GPU_TEST = re.compile(r"(^|[._])(use_?gpus?|gpus?|num_gpus|n_gpus?|ngpus?|on_gpu|use_cuda|cuda|is_cuda|"
+                       r"cuda\.is_available\(\))$", re.IGNORECASE)
+
+
+def _host_copy_when_on_gpu(stmt: cst.If, found: list, name: str) -> Optional[cst.BaseExpression]:
+    """`if use_gpu: imgs, outputs = imgs.cpu(), outputs.cpu()` (no `else`): after it `name` is on the host
+    either way (copied there on the GPU path; never left it on the other). The `.cpu()` call `name` gets, or None.
+    """
+    if stmt.orelse is not None or not _GPU_TEST.search(code_of(stmt.test).replace(" ", "")):
+        return None
+    if len(found) != 1 or type(found[0]) is not cst.Assign or len(found[0].targets) != 1:
+        return None
+    assign = found[0]
+    target, value = assign.targets[0].target, assign.value
+    pairs = [(target, value)]
+    if type(target) is cst.Tuple and type(value) is cst.Tuple and len(target.elements) == len(value.elements):
+        pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
+    for t, v in pairs:
+        if type(t) is cst.Name and t.value == name:
+            call_ok = type(v) is cst.Call and type(v.func) is cst.Attribute and v.func.attr.value == "cpu" and \
+                type(v.func.value) is cst.Name and v.func.value.value == name
+            return v if call_ok else None
+    return None
+
+
+def _part_of_a_value(b: Binding) -> bool:
+    """`a, b, paths = batch` / `for x, path in loader` (an element unpacked) or `f = batch["input"][0]` (a
+    subscript): a part of something else, whose kind the whole decided."""
+    return b.index is not None or (b.kind == "assign" and type(b.value) is cst.Subscript)
+
+
 _STR_ONLY_METHODS = frozenset({"find", "rfind", "lower", "upper", "strip", "lstrip", "rstrip", "startswith",
                                "endswith", "encode", "isdigit", "isalpha", "isalnum", "isspace", "casefold",
                                "capitalize", "ljust", "rjust", "zfill", "splitlines", "partition", "rpartition"})

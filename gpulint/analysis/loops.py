@@ -242,8 +242,8 @@ class LoopAnalysis:
                 function = parent
                 break
         if type(function) is cst.Lambda or type(function) is cst.FunctionDef and (
-                function.name.value in _SETUP_METHODS or self._called_from_a_loop(function) or
-                self._set_up_once(function)):
+                function.name.value in _SETUP_METHODS or _data_side(function, self.index) or
+                self._called_from_a_loop(function) or self._set_up_once(function)):
             return False
         if type(loop) is cst.While and type(loop.test) in (cst.Name, cst.Integer):
             # `while True:`: an interactive or serving loop, paced by its input; or a decoder generating
@@ -1318,6 +1318,26 @@ def _growing_length(index, call: cst.Call) -> bool:
                 type(parent) is cst.SubscriptElement:
             return False
     return grows
+
+
+_DATA_SIDE = re.compile(r"collat", re.IGNORECASE)
+_DATA_SIDE_CLASS = re.compile(r"(collat\w*|dataset)$", re.IGNORECASE)
+
+
+def _data_side(function: cst.FunctionDef, index) -> bool:
+    """A collate function (`collate_data_and_cast`, `_collate`), or a method of a collator or a dataset class
+    (`class MultiModalCollator(Collator)`, `class LINKXDataset(InMemoryDataset)`, by its name or a base's): it
+    runs on the host, in loader workers or while the data is prepared, over CPU tensors; its loops are not
+    per-step GPU work."""
+    if _DATA_SIDE.search(function.name.value):
+        return True
+    for parent in index.ancestors(function):
+        if type(parent) is cst.ClassDef:
+            names = [parent.name.value] + [_code(b.value) for b in parent.bases]
+            return any(_DATA_SIDE_CLASS.search(n.split(".")[-1]) for n in names)
+        if type(parent) is cst.FunctionDef:
+            continue
+    return False
 
 
 _SETUP_METHODS = {"__init__", "__getitem__", "__len__", "__iter__", "__next__", "reset_parameters",

@@ -38,6 +38,53 @@ _ASSIGNED_RE = re.compile(r"^\s*[\w.]+(\s*,\s*[\w.]+)*\s*=\s*[!%]")
 _HELP_RE = re.compile(r"^[\w.]+\?\??$")
 
 
+# IPython's line magics and shell aliases, which a cell of one line may call without `%` (automagic: `pip install
+# -r requirements.txt`, `ls -l data`, `cd ..`). IPython applies automagic to single-line cells only.
+_AUTOMAGIC = frozenset({
+    "alias", "alias_magic", "autoawait", "autocall", "automagic", "bookmark", "cat", "cd", "clear", "colors",
+    "conda", "config", "cp", "debug", "dhist", "dirs", "doctest_mode", "ed", "edit", "env", "gui", "hist",
+    "history", "killbgscripts", "ldir", "less", "lf", "lk", "ll", "load", "load_ext", "loadpy", "logoff", "logon",
+    "logstart", "logstate", "logstop", "ls", "lsmagic", "lx", "macro", "magic", "mamba", "man", "matplotlib",
+    "micromamba", "mkdir", "more", "mv", "notebook", "page", "pastebin", "pdb", "pdef", "pdoc", "pfile", "pinfo",
+    "pinfo2", "pip", "popd", "pprint", "precision", "prun", "psearch", "psource", "pushd", "pwd", "pycat", "pylab",
+    "quickref", "recall", "rehashx", "reload_ext", "rep", "rerun", "reset", "reset_selective", "rm", "rmdir", "run",
+    "save", "sc", "set_env", "store", "sx", "system", "tb", "time", "timeit", "unalias", "unload_ext", "who",
+    "who_ls", "whos", "xdel", "xmode", "tensorflow_version"})
+_AUTOMAGIC_RE = re.compile(r"^([A-Za-z_][\w]*)(\s+(.*))?$")
+# What IPython reads as Python after the name (`ls = 3`, `pip.main()`, `cd, x = f()`): not a magic call.
+_NOT_AUTOMAGIC_REST = re.compile(r"^([,&^|*/+\-%<>=!]=?\s|=|\(|\[|\.|:|is\s|not\s|in\s|and\s|or\s|if\s)")
+
+
+def _is_automagic_cell(source: str) -> bool:
+    """A cell of one line that calls a magic without `%` (`pip install -r requirements.txt`) and is not Python."""
+    line = source.rstrip("\n")
+    if "\n" in line or line != line.lstrip():
+        return False
+    m = _AUTOMAGIC_RE.match(line.rstrip())
+    if m is None or m.group(1) not in _AUTOMAGIC or (m.group(3) and _NOT_AUTOMAGIC_REST.match(m.group(3))):
+        return False
+    try:
+        compile(line, "<cell>", "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
+    except (SyntaxError, ValueError):
+        return True
+    return False
+
+
+def _ipython_dedent(source: str) -> str:
+    """The cell as IPython runs it: leading blank lines dropped, and the first line's indentation removed from
+    every line that starts with it (IPython's `leading_empty_lines` and `leading_indent` cleanups)."""
+    lines = source.split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if not lines:
+        return source
+    first = lines[0]
+    prefix = first[: len(first) - len(first.lstrip(" \t"))]
+    if not prefix:
+        return source
+    return "\n".join(line[len(prefix):] if line.startswith(prefix) else line for line in lines)
+
+
 def _is_ipython_line(line: str) -> bool:
     stripped = line.lstrip()
     return (stripped.startswith(("%", "!", "?")) or _HELP_RE.match(stripped) is not None
@@ -62,6 +109,8 @@ class _Masker:
                 return "\n".join(head + [self._placeholder(line, "") for line in lines[1:]])
             body = [self._mask_lines(lines[1:])] if len(lines) > 1 else []
             return "\n".join(head + body)  # `%%capture`: Python, and its `!wget` lines are masked too
+        if len(lines) == 1 and _is_automagic_cell(source):
+            return self._placeholder(source, "")  # `pip install -r requirements.txt`: automagic, one line
         return self._mask_lines(lines)
 
     def _mask_lines(self, lines: list[str]) -> str:
@@ -278,15 +327,21 @@ def _indent_of(raw_text: str) -> Optional[int]:
     return len(m.group(1)) if m else None
 
 
-def _cell_syntax_errors(cells: list[_Cell]) -> dict[int, Diagnostic]:
-    """GPU001 for each cell that does not parse on its own (a notebook runs its cells one by one)."""
+def _cell_syntax_errors(cells: list[_Cell]) -> dict[int, Optional[Diagnostic]]:
+    """GPU001 for each cell that does not parse on its own (a notebook runs its cells one by one); None for a
+    cell that parses only as IPython runs it, without its leading indentation (` with tf.Session() as s:`): it
+    runs, so no finding, but it is kept out of the module whole."""
     from gpulint.runner import python_syntax_error
 
-    found = {}
+    found: dict[int, Optional[Diagnostic]] = {}
     for cell in cells:
         error, _ = python_syntax_error(_Masker().mask(cell.source), "")
         if error is not None:
-            found[cell.index] = replace(error, cell=cell.index)
+            dedented = _ipython_dedent(cell.source)
+            if dedented != cell.source and python_syntax_error(_Masker().mask(dedented), "")[0] is None:
+                found[cell.index] = None
+            else:
+                found[cell.index] = replace(error, cell=cell.index)
     return found
 
 
@@ -319,7 +374,8 @@ class NotebookView:
                 text, where = _join(self.cells, masker, frozenset(broken))
                 if python_syntax_error(text, "")[0] is None:
                     self.masker, self.text, self.where = masker, text, where
-                    self.isolated = tuple(replace(d, filename=source.name) for d in broken.values())
+                    self.isolated = tuple(replace(d, filename=source.name) for d in broken.values()
+                                          if d is not None)
 
     def finish(self, result, codes: frozenset[str]) -> Optional[Finished]:
         """The findings placed in cells and the notebook text after fixes; None if a fix crossed cells."""

@@ -36,7 +36,9 @@ class TensorFormatted(GpuRule):
 
     ## When it is fine
     Periodic logging (`if step % log_every == 0:`), end-of-epoch summaries, printing shapes or dtypes. A value
-    formatted with the string presentation type (`f"{name:25s}"`) is text: a tensor cannot take that format.
+    formatted with the string presentation type (`f"{name:25s}"`) is text: a tensor cannot take that format. So is
+    a part of a batch whose name says it is a file path or name (`imgs, labels, img_paths = batch`, `input_file =
+    batch["input"][0]`): a loader collates strings into lists of `str`.
     """
 
     code = "GPU107"
