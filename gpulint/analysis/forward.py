@@ -21,6 +21,7 @@ a path counts when the path ends with the module's own path inside the project a
 from __future__ import annotations
 
 import ast
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -810,6 +811,7 @@ def _hot_calls(project: Project, path: Path) -> list:
     from gpulint.analysis import ModuleAnalysis
     from gpulint.files import FileError, read_regular
     from gpulint.incremental import checkpoint, parse_module  # the script's own lint may have parsed it
+    from gpulint.runtime import trusted_parse
 
     cache = project.caller_analyses
     if path in cache:
@@ -820,7 +822,11 @@ def _hot_calls(project: Project, path: Path) -> list:
         text = project.text_of(path)  # an editor's unsaved buffer: its text, as the project's `ast` model has it
         if text is None:
             text = read_regular(path)[0].decode("utf-8")  # never a FIFO or a device: they would block the read
-        analysis = ModuleAnalysis(parse_module(text), text, path)
+        # a text CPython's parser accepted (the project model's `ast` parse of these very bytes) is parsed
+        # without LibCST's node checks in a batch run, as the file's own lint parses it (runtime.trusted_parse)
+        with trusted_parse(_python_accepted(project, path, text)):
+            module = parse_module(text)
+        analysis = ModuleAnalysis(module, text, path)
         # Only the caller's own loops: a model that another model's forward calls is not followed (bounded cost).
         analysis.loops.per_step_caller = None
     except (OSError, FileError, UnicodeDecodeError, ValueError, RecursionError, cst.ParserSyntaxError):
@@ -839,6 +845,19 @@ def _hot_calls(project: Project, path: Path) -> list:
     while len(cache) > _CALLER_ANALYSES:
         cache.popitem(last=False)
     return found
+
+
+def _python_accepted(project: Project, path: Path, text: str) -> bool:
+    """Whether CPython's parser accepted `text`: the project model holds an `ast` tree of the same bytes."""
+    from gpulint import runtime
+    from gpulint.analysis.project import ModuleInfo
+
+    if not runtime.batch_mode():
+        return False  # trusted parses are for batch runs only: no need to hash the text
+    # the model's entry as it is (`Project.module` would record a dependency and stat the file): the digest decides
+    entry = project._modules.get(project._resolved(path))
+    info = entry[1] if entry is not None else None
+    return type(info) is ModuleInfo and info.digest == hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _hot_call_names(project: Project, path: Path) -> frozenset:
