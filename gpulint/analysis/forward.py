@@ -290,8 +290,14 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
 # -- the project's side: is the class called every step anywhere? -------------------------------------------------
 def per_step_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
     """A call, in a hot loop of some project file, of an instance of `class_name` (defined in `path`)."""
-    path = path.resolve()
+    path = _resolved(project, path)
     return _remembered(project, (path, class_name), lambda: _find_site(project, path, class_name))
+
+
+def _resolved(project: Project, path: Path) -> Path:
+    """`path.resolve()`, remembered by the project for an absolute path (`Project._resolved`: the same memo its
+    modules are found by); a path.resolve() walks every folder of the path with a system call each."""
+    return project._resolved(path) if path.is_absolute() else path.resolve()
 
 
 def _remembered(project: Project, key: tuple, find) -> Optional[CallSite]:
@@ -321,7 +327,7 @@ def _remembered(project: Project, key: tuple, find) -> Optional[CallSite]:
 def call_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
     """A call, in a hot loop of some project file, of an instance of `class_name` (defined in `path`) that
     runs its `__call__` (`loss_scaler(loss, optimizer, ...)` every step)."""
-    path = path.resolve()
+    path = _resolved(project, path)
     return _remembered(project, (path, class_name, "__call__"),
                        lambda: _find_site(project, path, class_name, "__call__"))
 
@@ -513,7 +519,7 @@ def member_site(project: Project, path: Path, owner: Optional[str], member: str)
     top-level function `member` when `owner` is None, both defined in `path`."""
     if not called_in_a_hot_loop(project, member):  # the common case: no hot loop of the project calls that name
         return None
-    path = path.resolve()
+    path = _resolved(project, path)
     return _remembered(project, (path, owner, member), lambda: _find_member_site(project, path, owner, member))
 
 
