@@ -7,6 +7,8 @@
   project model's look-ups.
 - GPU408's "retrained from scratch" exemption generates the code of the enclosing function only when the text
   calls `reset_parameters()` at all.
+- `self.<attr>` assignments of a class (module_attrs) are read in one walk per method, remembered, not one
+  walk of every method per attribute and asking module.
 - The per-step questions resolve the asked module's path through the project's memo: one `Path.resolve` per
   path, not one per question.
 """
@@ -152,3 +154,45 @@ def test_per_step_questions_resolve_a_path_once(tmp_path: Path, monkeypatch, que
             forward.per_step_site(project, queue, "QueueModel")
     monkeypatch.setattr(Path, "resolve", original)
     assert len(resolved) < 5, len(resolved)  # the first question's own look-ups; was one more per question
+
+
+AGENT = """\
+import torch
+
+
+class Agent:
+    def __init__(self):
+        self.policy = torch.nn.Linear(4, 2)
+        self.value = torch.nn.Linear(4, 1)
+        self.steps = 0
+        self.policy = self.policy.to("cuda")
+
+    def reset(self):
+        self.steps = 0
+        self.buffer = []
+"""
+
+
+def test_self_attributes_of_a_class_are_read_in_one_walk_per_method(tmp_path: Path, monkeypatch) -> None:
+    import ast
+
+    from gpulint.analysis import module_attrs
+    from projects import write_project
+
+    root = write_project(tmp_path / "p", {"agent.py": AGENT})
+    agent = (root / "agent.py").resolve()
+    project = project_for(agent)
+    walked = []
+    original = ast.walk
+
+    def counting(node):
+        walked.append(getattr(node, "name", None))
+        return original(node)
+
+    monkeypatch.setattr(module_attrs.ast, "walk", counting)
+    answers = {attr: module_attrs.holds_module(project, agent, "Agent", attr, {})
+               for attr in ("policy", "value", "steps", "buffer", "missing")}
+    assert answers == {"policy": True, "value": True, "steps": False, "buffer": False, "missing": False}
+    # asked again by another module (a new cache): no walk at all
+    assert module_attrs.holds_module(project, agent, "Agent", "policy", {}) is True
+    assert sorted(walked) == ["__init__", "reset"]  # was one walk of each method per attribute asked about
