@@ -22,6 +22,7 @@ a path counts when the path ends with the module's own path inside the project a
 from __future__ import annotations
 
 import ast
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -292,8 +293,14 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
 # -- the project's side: is the class called every step anywhere? -------------------------------------------------
 def per_step_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
     """A call, in a hot loop of some project file, of an instance of `class_name` (defined in `path`)."""
-    path = path.resolve()
+    path = _resolved(project, path)
     return _remembered(project, (path, class_name), lambda: _find_site(project, path, class_name))
+
+
+def _resolved(project: Project, path: Path) -> Path:
+    """`path.resolve()`, remembered by the project for an absolute path (`Project._resolved`: the same memo its
+    modules are found by); a path.resolve() walks every folder of the path with a system call each."""
+    return project._resolved(path) if path.is_absolute() else path.resolve()
 
 
 def _remembered(project: Project, key: tuple, find) -> Optional[CallSite]:
@@ -323,7 +330,7 @@ def _remembered(project: Project, key: tuple, find) -> Optional[CallSite]:
 def call_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
     """A call, in a hot loop of some project file, of an instance of `class_name` (defined in `path`) that
     runs its `__call__` (`loss_scaler(loss, optimizer, ...)` every step)."""
-    path = path.resolve()
+    path = _resolved(project, path)
     return _remembered(project, (path, class_name, "__call__"),
                        lambda: _find_site(project, path, class_name, "__call__"))
 
@@ -516,7 +523,7 @@ def member_site(project: Project, path: Path, owner: Optional[str], member: str)
     top-level function `member` when `owner` is None, both defined in `path`."""
     if not called_in_a_hot_loop(project, member):  # the common case: no hot loop of the project calls that name
         return None
-    path = path.resolve()
+    path = _resolved(project, path)
     return _remembered(project, (path, owner, member), lambda: _find_member_site(project, path, owner, member))
 
 
@@ -824,6 +831,7 @@ def _hot_calls(project: Project, path: Path) -> list:
     from gpulint.analysis import ModuleAnalysis
     from gpulint.files import FileError, read_regular
     from gpulint.incremental import checkpoint, parse_module  # the script's own lint may have parsed it
+    from gpulint.runtime import trusted_parse
 
     cache = project.caller_analyses
     if path in cache:
@@ -834,7 +842,11 @@ def _hot_calls(project: Project, path: Path) -> list:
         text = project.text_of(path)  # an editor's unsaved buffer: its text, as the project's `ast` model has it
         if text is None:
             text = read_regular(path)[0].decode("utf-8")  # never a FIFO or a device: they would block the read
-        analysis = ModuleAnalysis(parse_module(text), text, path)
+        # a text CPython's parser accepted (the project model's `ast` parse of these very bytes) is parsed
+        # without LibCST's node checks in a batch run, as the file's own lint parses it (runtime.trusted_parse)
+        with trusted_parse(_python_accepted(project, path, text)):
+            module = parse_module(text)
+        analysis = ModuleAnalysis(module, text, path)
         # Only the caller's own loops: a model that another model's forward calls is not followed (bounded cost).
         analysis.loops.per_step_caller = None
     except (OSError, FileError, UnicodeDecodeError, ValueError, RecursionError, cst.ParserSyntaxError):
@@ -853,6 +865,19 @@ def _hot_calls(project: Project, path: Path) -> list:
     while len(cache) > _CALLER_ANALYSES:
         cache.popitem(last=False)
     return found
+
+
+def _python_accepted(project: Project, path: Path, text: str) -> bool:
+    """Whether CPython's parser accepted `text`: the project model holds an `ast` tree of the same bytes."""
+    from gpulint import runtime
+    from gpulint.analysis.project import ModuleInfo
+
+    if not runtime.batch_mode():
+        return False  # trusted parses are for batch runs only: no need to hash the text
+    # the model's entry as it is (`Project.module` would record a dependency and stat the file): the digest decides
+    entry = project._modules.get(project._resolved(path))
+    info = entry[1] if entry is not None else None
+    return type(info) is ModuleInfo and info.digest == hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _hot_call_names(project: Project, path: Path) -> frozenset:

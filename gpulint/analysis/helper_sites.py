@@ -25,9 +25,9 @@ _DEPTH = 2
 def imported_helper_site(project, path: Path, name: str, depth: int = 0):
     """The per-step call, in another module, of the top-level function `name` defined in `path`; None when none
     is found."""
-    from gpulint.analysis.forward import _remembered
+    from gpulint.analysis.forward import _remembered, _resolved
 
-    path = path.resolve()
+    path = _resolved(project, path)
     return _remembered(project, ("imported helper", path, name),
                        lambda: _find(project, path, name, depth))
 

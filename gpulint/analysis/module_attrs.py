@@ -109,17 +109,38 @@ def _torch_module(qualified: str) -> bool:
         "functional" not in parts and "utils" not in parts and "init" not in parts
 
 
+# method node -> (the node, its `self.<attr> = ...` statements by attr, in `ast.walk` order): every asking module
+# asked again for each attr of each class, walking every method each time (about 30,000 nodes walked for
+# pytorch/examples' cold lint). Nodes are never changed after the parse; the node is kept so its id stays its own.
+_SELF_ASSIGNMENTS: dict = {}
+_KEPT = 4096
+
+
+def _self_assignments(method: ast.AST) -> dict:
+    known = _SELF_ASSIGNMENTS.get(id(method))
+    if known is not None and known[0] is method:
+        return known[1]
+    found: dict = {}
+    for node in ast.walk(method):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    nodes = found.setdefault(t.attr, [])
+                    if not nodes or nodes[-1] is not node:  # `self.a = self.a = x`: the statement once
+                        nodes.append(node)
+    if len(_SELF_ASSIGNMENTS) >= _KEPT:
+        _SELF_ASSIGNMENTS.clear()
+    _SELF_ASSIGNMENTS[id(method)] = (method, found)
+    return found
+
+
 def _assigned(project: "Project", cls: "ClassSummary", attr: str) -> list:
     """For each `self.<attr> = value` in the class's methods that says something: whether it builds a module."""
     from gpulint.analysis.project import _dotted
 
     verdicts = []
     for method in cls.methods.values():
-        for node in ast.walk(method):
-            if not isinstance(node, ast.Assign) or not any(
-                    isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) and
-                    t.value.id == "self" for t in node.targets):
-                continue
+        for node in _self_assignments(method).get(attr, ()):
             value = node.value
             if isinstance(value, ast.Constant) and value.value is None:
                 continue

@@ -92,6 +92,8 @@ class ConstructedInLoop(GpuRule):
     def _retrains_from_scratch(self, node: cst.Call) -> bool:
         """`opt = Adam(model.parameters(), ...)` in a function that calls `model.reset_parameters()`: the optimizer
         belongs to a model trained anew from its reset, so its state must start fresh too."""
+        if "reset_parameters()" not in self.analysis.source:  # the code generated below is a piece of it
+            return False
         q = self.analysis.qualified(node.func) or ""
         if not q.startswith("torch.optim.") or not node.args:
             return False
