@@ -186,6 +186,13 @@ class SyncInCall(GpuRule):
                               f"{cost.library.reason} ({cost.library.source})", where=where)
             return
         sink = cost.sink
+        if sink.through == "copy":  # analysis/host_copies.py: a pageable host-to-device copy on every call
+            self.report(node, f"`{text or self._call_text(node)}` copies host data to the GPU every step: "
+                              f"`{cost.callee}` builds a tensor in pageable memory and copies it with "
+                              f"{sink.what}, which blocks the CPU until the copy is done; build it on the "
+                              f"device (or once, before the loop)", where=where,
+                        related=(Related(display_path(sink.path), sink.line, f"{sink.what} here"),))
+            return
         given = " on the parameters of the module it is given" if sink.through == "parameters" else \
             " on what it is given"
         what = (f"calls `{sink.what}`" if sink.what.endswith(")") else f"does {sink.what}") + (
