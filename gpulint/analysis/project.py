@@ -2197,6 +2197,10 @@ class _Summarizer:
                 and self.cls is not None:
             method = self.project.method(self.cls, func.attr)
             return (method, True) if method is not None else None
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and self.cls is not None and \
+                isinstance(func.value.func, ast.Name) and func.value.func.id == "super" and not func.value.args:
+            method = self._base_method(func.attr)  # `super().training_losses(...)`: the base class's method
+            return (method, True) if method is not None else None
         dotted = _dotted(func)
         if dotted is None:
             return None
@@ -2206,6 +2210,17 @@ class _Summarizer:
         if isinstance(found, ClassSummary):
             init = self.project.method(found, "__init__")
             return (init, True) if init is not None else None
+        return None
+
+    def _base_method(self, name: str) -> Optional[FunctionSummary]:
+        """The method `name` of the first project base class of this function's class that has it."""
+        cls = self.cls
+        for base in cls.bases:  # type: ignore[union-attr]
+            found = self.project.lookup(cls.path, base) if base else None  # type: ignore[union-attr]
+            if isinstance(found, ClassSummary) and found is not cls:
+                method = self.project.method(found, name)
+                if method is not None:
+                    return method
         return None
 
     def _tainted_by(self, expr: ast.expr) -> Optional[str]:
