@@ -35,6 +35,7 @@ from gpulint.files import FileError, read_regular
 from gpulint.syntax import NOT_CONSTANT
 from gpulint.analysis.element_reads import element_read
 from gpulint.analysis.host_copies import bind_host_data, copy_of_host_data
+from gpulint.analysis.comprehension_reads import device_read
 from gpulint.analysis import lazy_module
 from gpulint.analysis.generators import yielded_source_ast
 from gpulint.analysis.lazy_module import same_scope
@@ -1599,6 +1600,11 @@ class _Summarizer:
         for node in ast_walk.walk(expr):
             if isinstance(node, ast.Call):
                 self._call(node, conditional)
+            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and \
+                    not conditional and not self.quiet and self.summary.always_syncs is None:
+                found = device_read(self, node)  # `[x.item() for x in sizes]` over device tensors built here
+                if found is not None:
+                    self._always(Sink(self.info.path, found[0], found[1]))
             elif isinstance(node, ast.Attribute) and self.cls is not None and node.attr in self.cls.properties \
                     and isinstance(node.value, ast.Name) and node.value.id == "self" and \
                     isinstance(node.ctx, ast.Load) and not self.quiet and not conditional and \
