@@ -128,3 +128,41 @@ def test_cpu_device_optional_copy_and_given_tensors_stay_quiet(tmp_path):
 
 def test_calls_inside_the_copying_module_are_left_to_the_copy(tmp_path):
     assert not any(path == "sampling.py" and code == "GPU112" for path, _, code in _findings(tmp_path))
+
+
+LOSS = textwrap.dedent("""\
+    import numpy as np
+    import torch
+
+
+    class Encoder(torch.nn.Module):
+        def __init__(self, device, loss_device):
+            super().__init__()
+            self.loss_device = loss_device
+            self.proj = torch.nn.Linear(4, 4).to(device)
+
+        def loss(self, embeds):
+            target = torch.from_numpy(np.arange(embeds.shape[0])).long().to(self.loss_device)
+            return torch.nn.functional.cross_entropy(embeds, target)
+""")
+
+LOSS_TRAIN = textwrap.dedent("""\
+    import torch
+    from encoder import Encoder
+
+
+    def main(opt):
+        model = Encoder(torch.device("cuda"), torch.device("cpu"))
+        loader = torch.utils.data.DataLoader(range(8), pin_memory=True)
+        for x in loader:
+            x = x.cuda(non_blocking=True)
+            loss = model.loss(model.proj(x).cpu())
+            loss.backward()
+            opt.step()
+""")
+
+
+def test_copy_to_a_device_the_object_was_given_stays_quiet(tmp_path):
+    # the loss device is chosen where the object is built (here the CPU): not known to be a GPU copy
+    root = write_project(tmp_path / "p", {"encoder.py": LOSS, "train.py": LOSS_TRAIN})
+    assert ("train.py", 10, "GPU112") not in found(check(root))

@@ -77,11 +77,19 @@ def device_target(call: ast.Call) -> Optional[ast.expr]:
     if isinstance(target, ast.Constant):
         return target if isinstance(target.value, str) and target.value.startswith("cuda") else None
     named = target.func if isinstance(target, ast.Call) else target
+    if isinstance(target, ast.Attribute) and _rooted_at_self(target):
+        return None  # `self.loss_device`: set where the object is built, which may be the CPU
     text = (_dotted(named) or "").lower()
     last = text.rsplit(".", 1)[-1]
     if any(word in last for word in _DEVICE_WORDS):
         return target
     return None
+
+
+def _rooted_at_self(expr: ast.expr) -> bool:
+    while isinstance(expr, ast.Attribute):
+        expr = expr.value
+    return isinstance(expr, ast.Name) and expr.id == "self"
 
 
 def copy_of_host_data(summarizer, call: ast.Call) -> Optional[tuple[str, Optional[str]]]:
@@ -91,12 +99,16 @@ def copy_of_host_data(summarizer, call: ast.Call) -> Optional[tuple[str, Optiona
     target = device_target(call)
     if target is None:
         return None
+    from gpulint.analysis.project import _is_cpu
+
     builder = host_built(summarizer, call.func.value)  # type: ignore[attr-defined]
     if builder is None:
         return None
     param = None
     if isinstance(target, ast.Name) and summarizer.taint.get(target.id) == target.id:
         param = target.id
+    elif isinstance(target, ast.Name) and any(_is_cpu(v) for v in summarizer.values.get(target.id, ())):
+        return None  # `device = torch.device("cpu")` on some path of the function
     short = builder.replace("torch.", "torch.", 1)
     return f"`{short}(...).{call.func.attr}(...)`", param  # type: ignore[attr-defined]
 
