@@ -86,3 +86,45 @@ def test_helper_handed_host_values_stays_quiet(tmp_path):
     train = PLAIN.replace("zero_grad(params)", "zero_grad([torch.zeros(2)])")
     root = write_project(tmp_path / "p", {"helpers.py": HELPERS, "train.py": train})
     assert not any(path == "helpers.py" for path, _, _ in found(check(root)))
+
+
+COPIES = textwrap.dedent("""\
+    def unflatten(flat, like):
+        return [flat[i] for i in range(len(like))]
+
+
+    def to_model(model_params, master_params):
+        model_params = list(model_params)
+        for param, master in zip(model_params, unflatten(master_params, model_params)):
+            param.detach().copy_(master)
+
+
+    def scale(values, factors):
+        for v, f in zip(values, unflatten(factors, values)):
+            v.mul_(f)
+""")
+
+COPIES_TRAIN = textwrap.dedent("""\
+    import torch
+    from copies import to_model, scale
+
+
+    def main(opt, master_params, stats):
+        model = torch.nn.Linear(2, 2).cuda()
+        params = list(model.parameters())
+        loader = torch.utils.data.DataLoader(range(8), pin_memory=True)
+        for x in loader:
+            x = x.cuda(non_blocking=True)
+            model(x).mean().backward()
+            opt.step()
+            to_model(params, master_params)
+            scale(stats, [1.0])
+""")
+
+
+def test_copy_into_each_parameter_zipped_with_another_sequence(tmp_path):
+    # `zip(model_params, unflatten(...))`: one of the zipped sequences holds the parameters the body updates
+    root = write_project(tmp_path / "p", {"copies.py": COPIES, "train.py": COPIES_TRAIN})
+    findings = found(check(root))
+    assert ("copies.py", 7, "GPU411") in findings
+    assert ("copies.py", 12, "GPU411") not in findings  # neither zipped sequence is named for parameters
