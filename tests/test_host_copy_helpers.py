@@ -166,3 +166,42 @@ def test_copy_to_a_device_the_object_was_given_stays_quiet(tmp_path):
     # the loss device is chosen where the object is built (here the CPU): not known to be a GPU copy
     root = write_project(tmp_path / "p", {"encoder.py": LOSS, "train.py": LOSS_TRAIN})
     assert ("train.py", 10, "GPU112") not in found(check(root))
+
+
+SCHEDULER = textwrap.dedent("""\
+    import numpy as np
+    import torch
+
+
+    class Scheduler:
+        def set_timesteps(self, n, device=None):
+            sigmas = np.linspace(1.0, 0.0, n)
+            self.sigmas = torch.from_numpy(sigmas).to(device=device)
+
+
+    def retrieve(scheduler, n, device=None):
+        scheduler.set_timesteps(n, device=device)
+        return scheduler.sigmas
+""")
+
+SCHEDULER_TRAIN = textwrap.dedent("""\
+    import torch
+    from scheduler import Scheduler, retrieve
+
+
+    def main(model, opt):
+        model = model.cuda()
+        loader = torch.utils.data.DataLoader(range(8), pin_memory=True)
+        for x in loader:
+            x = x.cuda(non_blocking=True)
+            sigmas = retrieve(Scheduler(), 10)
+            model(x, sigmas).mean().backward()
+            opt.step()
+""")
+
+
+def test_device_left_at_a_default_of_none_copies_nothing(tmp_path):
+    # `.to(device=None)` keeps the tensor where it is: neither the helper's call nor the loop's is a copy
+    root = write_project(tmp_path / "p", {"scheduler.py": SCHEDULER, "train.py": SCHEDULER_TRAIN})
+    findings = found(check(root))
+    assert not any(code == "GPU112" for _, _, code in findings)

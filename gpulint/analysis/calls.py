@@ -603,11 +603,28 @@ class ProjectCalls(ModuleCalls):
                     sink.through == "parameters" and self.analysis.kind(arg.value) is Kind.MODULE:
                 return HelperCost(name, sink, arg.value)
         if summary.copies_host is not None and summary.copies_host.path.resolve() != self.path and \
-                not self._cpu_device_passed(call, summary, bound, summary.copies_host_device or ""):
+                not self._cpu_device_passed(call, summary, bound, summary.copies_host_device or "") and \
+                not self._device_of_the_caller(call, summary, bound):
             # `sampler.sample(n, device)` from the training script: a pageable copy in another module on each
             # call (calls inside the copying module are left to the copy's own finding, GPU410/GPU203, there)
             return HelperCost(name, summary.copies_host)
         return None
+
+    def _device_of_the_caller(self, call: cst.Call, summary: FunctionSummary, bound: bool) -> bool:
+        """The device a copying helper copies to is left out (its default) or is a parameter of the function
+        making the call: that function's own callers decide (and are reported through its summary)."""
+        wanted = summary.copies_host_device
+        if not wanted:
+            return False
+        params = summary.params[1:] if bound and summary.params else summary.params
+        arg = passed_argument(call, params.index(wanted) if wanted in params else None, wanted)
+        if arg is None:
+            return True
+        value = arg.value if isinstance(arg, cst.Arg) else None
+        if type(value) is not cst.Name:
+            return False
+        bindings = self.index.visible_bindings(value)
+        return bool(bindings) and all(b.kind == "param" for b in bindings)
 
     def _host_batch_element(self, value: cst.BaseExpression) -> bool:
         """A batch element its loop leaves in host memory (`analysis/unmoved.py`): a helper's reads of it

@@ -86,6 +86,14 @@ def device_target(call: ast.Call) -> Optional[ast.expr]:
     return None
 
 
+def none_by_default(summarizer, param: str) -> bool:
+    """The function's parameter `param` defaults to None (a device a call may leave out)."""
+    from gpulint.analysis.project import _default_of
+
+    default = _default_of(summarizer.fn, param)
+    return isinstance(default, ast.Constant) and default.value is None
+
+
 def _rooted_at_self(expr: ast.expr) -> bool:
     while isinstance(expr, ast.Attribute):
         expr = expr.value
@@ -106,6 +114,8 @@ def copy_of_host_data(summarizer, call: ast.Call) -> Optional[tuple[str, Optiona
         return None
     param = None
     if isinstance(target, ast.Name) and summarizer.taint.get(target.id) == target.id:
+        if none_by_default(summarizer, target.id):
+            return None  # `def set_timesteps(n, device=None)`: `.to(device=None)` keeps the tensor on the host
         param = target.id
     elif isinstance(target, ast.Name) and any(_is_cpu(v) for v in summarizer.values.get(target.id, ())):
         return None  # `device = torch.device("cpu")` on some path of the function

@@ -34,7 +34,7 @@ from gpulint import incremental, runtime
 from gpulint.files import FileError, read_regular
 from gpulint.syntax import NOT_CONSTANT
 from gpulint.analysis.element_reads import element_read
-from gpulint.analysis.host_copies import bind_host_data, copy_of_host_data
+from gpulint.analysis.host_copies import bind_host_data, copy_of_host_data, none_by_default
 from gpulint.analysis.comprehension_reads import device_read
 from gpulint.analysis import lazy_module
 from gpulint.analysis.generators import yielded_source_ast
@@ -1877,7 +1877,11 @@ class _Summarizer:
                 if _is_cpu(arg):
                     return
                 if isinstance(arg, ast.Name) and self.taint.get(arg.id) == arg.id:
+                    if none_by_default(self, arg.id):
+                        return  # our caller may leave the device out: `.to(device=None)` copies nothing
                     device = arg.id
+            elif arg is None:
+                return  # the device left at the callee's default
         self.summary.copies_host = summary.copies_host
         self.summary.copies_host_device = device
 
