@@ -22,6 +22,7 @@ EXPECTED = {
     ("diffusion/timesteps.py", 30, "GPU101"),  # .item() in log_losses, called every step
     ("train.py", 30, "GPU112"),  # the call that pays it: `loss` is back-propagated, so `loss.detach()` is a tensor
     ("train.py", 20, "GPU112"),  # `self.step(batch)` in the loop: the method syncs on every call (via log_losses)
+    ("train.py", 26, "GPU112"),  # `self.sampler.sample(...)`: a pageable copy of host indices on every call
     ("diffusion/noise.py", 7, "GPU410"),  # the table copied in `gather`, reached from `loss` via partial()
 }
 

@@ -602,7 +602,29 @@ class ProjectCalls(ModuleCalls):
                     _parameters_of(arg.value) or \
                     sink.through == "parameters" and self.analysis.kind(arg.value) is Kind.MODULE:
                 return HelperCost(name, sink, arg.value)
+        if summary.copies_host is not None and summary.copies_host.path.resolve() != self.path and \
+                not self._cpu_device_passed(call, summary, bound, summary.copies_host_device or "") and \
+                not self._device_of_the_caller(call, summary, bound):
+            # `sampler.sample(n, device)` from the training script: a pageable copy in another module on each
+            # call (calls inside the copying module are left to the copy's own finding, GPU410/GPU203, there)
+            return HelperCost(name, summary.copies_host)
         return None
+
+    def _device_of_the_caller(self, call: cst.Call, summary: FunctionSummary, bound: bool) -> bool:
+        """The device a copying helper copies to is left out (its default) or is a parameter of the function
+        making the call: that function's own callers decide (and are reported through its summary)."""
+        wanted = summary.copies_host_device
+        if not wanted:
+            return False
+        params = summary.params[1:] if bound and summary.params else summary.params
+        arg = passed_argument(call, params.index(wanted) if wanted in params else None, wanted)
+        if arg is None:
+            return True
+        value = arg.value if isinstance(arg, cst.Arg) else None
+        if type(value) is not cst.Name:
+            return False
+        bindings = self.index.visible_bindings(value)
+        return bool(bindings) and all(b.kind == "param" for b in bindings)
 
     def _host_batch_element(self, value: cst.BaseExpression) -> bool:
         """A batch element its loop leaves in host memory (`analysis/unmoved.py`): a helper's reads of it
@@ -611,9 +633,13 @@ class ProjectCalls(ModuleCalls):
             return True  # `save(path, wav[:n].cpu().unsqueeze(0))`: copied to the host in the call already
         return type(value) is cst.Name and unmoved_loader_element(self.analysis.kinds, value)
 
-    def _cpu_device_passed(self, call: cst.Call, summary: FunctionSummary, bound: bool) -> bool:
-        """The call passes a CPU device for the parameter the helper's sync depends on."""
-        wanted = summary.syncs_on_device_of
+    def _cpu_device_passed(self, call: cst.Call, summary: FunctionSummary, bound: bool,
+                           wanted: Optional[str] = None) -> bool:
+        """The call passes a CPU device for the parameter the helper's sync (or copy: `wanted`) depends on."""
+        if wanted is None:
+            wanted = summary.syncs_on_device_of
+        if not wanted:
+            return False
         params = summary.params[1:] if bound and summary.params else summary.params
         arg = passed_argument(call, params.index(wanted) if wanted in params else None, wanted)
         return isinstance(arg, cst.Arg) and self.cpu_device(arg.value)
@@ -808,6 +834,38 @@ class ProjectCalls(ModuleCalls):
                 found.append(closure)
         return found[0] if len(found) == 1 else None
 
+    def _or_default_classes(self, expr: cst.BooleanOperation, depth: int) -> tuple:
+        """`sampler or UniformSampler(diffusion)` (a parameter defaulting to None, then a default instance):
+        the classes of both sides, when both are known; only the right side's where the left is a parameter
+        whose default is None that no call site passes."""
+        if type(expr.operator) is not cst.Or:
+            return ()
+        right = self.instance_classes(expr.right, depth + 1)
+        if not right:
+            return ()
+        left = self.instance_classes(expr.left, depth + 1)
+        if left:
+            return tuple(left) + tuple(c for c in right if all(c is not k for k in left))
+        return tuple(right) if self._unpassed_none(expr.left) else ()
+
+    def _unpassed_none(self, expr: cst.BaseExpression) -> bool:
+        """A parameter whose default is None that no call of its function in this module passes."""
+        from gpulint.analysis.forward import _argument
+
+        found = self.index.parameter_of(expr) if type(expr) is cst.Name else None
+        if found is None:
+            return False
+        fn, param = found
+        if not (type(param.default) is cst.Name and param.default.value == "None"):
+            return False
+        positions = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        position = positions.index(expr.value) if expr.value in positions else None
+        for node in self.analysis.loops.calls_to(fn):
+            argument = _argument(node, position, expr.value)
+            if argument is not None and not (type(argument) is cst.Name and argument.value == "None"):
+                return False
+        return True
+
     def instance_class(self, expr: cst.BaseExpression) -> Optional[ClassSummary]:
         """The project class `expr` is an instance of, when every binding the module shows agrees (or, for a
         parameter of a top-level function, every call site in the project)."""
@@ -824,6 +882,8 @@ class ProjectCalls(ModuleCalls):
         narrowed = narrowed_class(self, expr)  # `if isinstance(self.sampler, LossAwareSampler): ...`
         if narrowed is not None:
             return (narrowed,)
+        if type(expr) is cst.BooleanOperation:
+            return self._or_default_classes(expr, depth)
         if type(expr) is cst.Name:
             bindings = self.index.visible_bindings(expr)
             if len(bindings) == 1 and bindings[0].kind == "param":
@@ -848,7 +908,7 @@ class ProjectCalls(ModuleCalls):
                 return (unpacked,)
         if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
             values = self.self_attributes(expr)  # `self.logger = logger` in `__init__(self, logger)`
-            if len(values) == 1 and isinstance(values[0], cst.Name):
+            if len(values) == 1 and isinstance(values[0], (cst.Name, cst.BooleanOperation)):
                 return self.instance_classes(values[0], depth + 1)
             if not values:  # only declared: `optim: Optimizer` in the class body
                 found = self.annotation_class(self.self_annotation(expr))

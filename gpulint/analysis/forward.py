@@ -154,7 +154,7 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
                 elif through_self:
                     if name in methods:
                         stack.append((methods[name], cls))
-                elif name in module_functions and len(index.functions.get(name, [])) == 1:
+                elif name in module_functions and _one_plain_function(index, name):
                     stack.append((module_functions[name], cls))
 
     classes = [(stmt, _methods(stmt)) for stmt in analysis.module.body
@@ -171,6 +171,19 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
     for name, fn in module_functions.items():
         reach(fn, (None, name), None)
     return reached
+
+
+def _one_plain_function(index, name: str) -> bool:
+    """One function of the module by this name outside class bodies: a bare `zero_grad(...)` in a method names
+    the module's function even where a class also has a method `zero_grad` (a method is reached only through
+    `self.`); a nested function of the same name makes it ambiguous."""
+    plain = 0
+    for fn in index.functions.get(name, []):
+        scope = next((a for a in index.ancestors(fn) if type(a) in (cst.ClassDef, cst.FunctionDef, cst.Module)),
+                     None)
+        if type(scope) is not cst.ClassDef:
+            plain += 1
+    return plain == 1
 
 
 def _held_instances(init: Optional[cst.FunctionDef], methods_of: dict) -> dict[str, str]:
@@ -1296,13 +1309,19 @@ def _helpers_stepped_by_a_gpu_loop(analysis) -> bool:
     out: what they read is what they are given (an image writer handed a numpy array). A model's `forward` is
     `feeds_a_gpu`'s own question (through submodule owners)."""
     entries = {entry for found in analysis.fact(_entries).values() for entry in found
-               if entry[0] is not None and entry[1] not in ("forward", "__call__")}
+               if entry[1] not in ("forward", "__call__")}
     if not entries:
         return False
     project, path = analysis.fact(_project_of)
     for owner, member in sorted(entries, key=lambda e: (e[0] or "", e[1])):
         site = member_site(project, path, owner, member)
-        if site is not None and not _hands_over_tensors(project, site) and site_names_a_device(project, site):
+        if site is None:
+            continue
+        if owner is None:  # a plain function: only when handed parameter lists (`zero_grad(self.model_params)`)
+            if hands_over_parameters(project, site) and site_names_a_device(project, site):
+                return True
+            continue
+        if not _hands_over_tensors(project, site) and site_names_a_device(project, site):
             return True
     return False
 
@@ -1320,6 +1339,32 @@ def _hands_over_tensors(project: Project, site: CallSite) -> bool:
             continue
         return any(analysis.kinds.of(a.value) not in (Kind.MODULE, Kind.OPTIMIZER) for a in node.args)
     return True
+
+
+def hands_over_parameters(project: Project, site: CallSite) -> bool:
+    """The per-step call `site` of a plain function passes a model's parameters and nothing else: each argument
+    is `m.parameters()`, a sequence named for parameters (`self.model_params`, `master_params`; not
+    `num_params`), or a module or optimizer (an fp16 helper's `zero_grad(self.model_params)`,
+    `master_params_to_model_params(self.model_params, self.master_params)`): the tensors it updates are the
+    model's, on the caller's device."""
+    from gpulint.analysis.kinds import Kind
+
+    for analysis, node, _ in _hot_calls(project, site.path):
+        if f"{analysis.code(node.func)}(...)" != site.code or _line_of(analysis, node) != site.line:
+            continue
+        if not node.args or any(a.star or a.keyword is not None for a in node.args):
+            return False
+        return all(_names_parameters(a.value) or analysis.kinds.of(a.value) in (Kind.MODULE, Kind.OPTIMIZER)
+                   for a in node.args)
+    return False
+
+
+def _names_parameters(expr: cst.BaseExpression) -> bool:
+    if type(expr) is cst.Call and type(expr.func) is cst.Attribute:
+        return expr.func.attr.value in ("parameters", "named_parameters")
+    name = expr.value if type(expr) is cst.Name else (expr.attr.value if type(expr) is cst.Attribute else "")
+    lowered = name.lower()
+    return lowered.endswith(("params", "parameters")) and not lowered.startswith("num_")
 
 
 def _steps_a_gpu_optimizer(analysis) -> bool:

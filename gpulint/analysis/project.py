@@ -34,6 +34,8 @@ from gpulint import incremental, runtime
 from gpulint.files import FileError, read_regular
 from gpulint.syntax import NOT_CONSTANT
 from gpulint.analysis.element_reads import element_read
+from gpulint.analysis.host_copies import bind_host_data, copy_of_host_data, none_by_default
+from gpulint.analysis.comprehension_reads import device_read
 from gpulint.analysis import lazy_module
 from gpulint.analysis.generators import yielded_source_ast
 from gpulint.analysis.lazy_module import same_scope
@@ -216,6 +218,11 @@ class FunctionSummary:
     # The parameter whose device `always_syncs` waits on: the sync sits under `if device.type == "cuda":` (a
     # profiling `sync(device)`), so a call passing a CPU device (`torch.device("cpu")`) syncs nothing.
     syncs_on_device_of: Optional[str] = None
+    # Every call copies a tensor it builds from host data to the GPU (`torch.from_numpy(a).to(device)`, directly
+    # or through another such function; analysis/host_copies.py): where, and the parameter naming the device
+    # it copies to (None: not a parameter), so a call passing the CPU copies nothing.
+    copies_host: Optional[Sink] = None
+    copies_host_device: Optional[str] = None
     # The project modules this summary was computed from (its own and every helper's it follows).
     dependencies: frozenset = frozenset()
     consulted: frozenset = frozenset()  # (module, qualname) of the summaries it was computed from
@@ -233,7 +240,8 @@ class FunctionSummary:
                 None if self.returns_annotation is None else ast.dump(self.returns_annotation),
                 sorted(self.calls_params), self.returns_library, self.returns_function, self.stub,
                 self.syncs_on_device_of, self.returns_param, self.returns_param_elements, self.yields_param,
-                sorted(self.moves_params), self.returns_host_copy)
+                sorted(self.moves_params), self.returns_host_copy, _sink_key(self.copies_host),
+                self.copies_host_device)
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
                           bound_method: bool = False) -> Optional[Sink]:
@@ -1163,6 +1171,7 @@ class _Summarizer:
         self.masks: set[str] = set()  # names bound to a boolean tensor computed from a parameter
         self.computed: set[str] = set()  # names the function assigns itself
         self.host_batches: dict[str, Sink] = {}  # names bound to a tensor built here on the host (`torch.stack`)
+        self.host_data_names: dict[str, str] = {}  # names bound to a tensor of host data (`torch.from_numpy`)
         self.other_returns = False  # some `return` hands back a tensor not built on the host here
         self.union: Optional[list] = []  # the classes of every `return` of a value; None once one is not one
         self.on_cuda: set[str] = set()  # names bound to a model moved to a CUDA device
@@ -1332,6 +1341,8 @@ class _Summarizer:
         views = source is not None and self._through_parameters(value)
         moved = self._moved_to_cuda(value)
         for target in targets:
+            if not augmented:
+                bind_host_data(self, target, value)
             if isinstance(target, ast.Name):
                 self.values.setdefault(target.id, []).append(value)
                 if moved or self._passed_on_cuda(value):
@@ -1591,6 +1602,11 @@ class _Summarizer:
         for node in ast_walk.walk(expr):
             if isinstance(node, ast.Call):
                 self._call(node, conditional)
+            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and \
+                    not conditional and not self.quiet and self.summary.always_syncs is None:
+                found = device_read(self, node)  # `[x.item() for x in sizes]` over device tensors built here
+                if found is not None:
+                    self._always(Sink(self.info.path, found[0], found[1]))
             elif isinstance(node, ast.Attribute) and self.cls is not None and node.attr in self.cls.properties \
                     and isinstance(node.value, ast.Name) and node.value.id == "self" and \
                     isinstance(node.ctx, ast.Load) and not self.quiet and not conditional and \
@@ -1688,6 +1704,11 @@ class _Summarizer:
             return
         if not conditional:
             self._moves_param(call)
+            if self.summary.copies_host is None:
+                copied = copy_of_host_data(self, call)
+                if copied is not None:
+                    self.summary.copies_host = Sink(self.info.path, call.lineno, copied[0], "copy")
+                    self.summary.copies_host_device = copied[1]
         read = self._read_of(call)
         if read is not None:
             what, operand = read
@@ -1710,6 +1731,8 @@ class _Summarizer:
             self._inherited_library_call(call, conditional)
             return
         summary, bound = callee
+        if summary.copies_host is not None and not conditional and self.summary.copies_host is None:
+            self._copies_through(call, summary, bound)
         if summary.always_syncs is not None and not conditional and self.summary.always_syncs is None:
             device = None
             if summary.syncs_on_device_of is not None:  # `sync(device)` inside `def step(device)`: that parameter
@@ -1843,6 +1866,27 @@ class _Summarizer:
                     if param is not None and param not in self.summary.sink_params:
                         self.summary.sink_params[param] = Sink(self.info.path, call.lineno, what)
             return
+    def _copies_through(self, call: ast.Call, summary: "FunctionSummary", bound: bool) -> None:
+        """A callee that copies host data to the GPU on every call (`copies_host`) makes this function copy too,
+        unless this call passes the CPU as the device it copies to; where it passes one of this function's
+        parameters as that device, that parameter decides for this function's callers."""
+        device = None
+        wanted = summary.copies_host_device
+        if wanted is not None:
+            params = summary.params[1:] if bound and summary.params else summary.params
+            arg = _argument(call, params.index(wanted) if wanted in params else None, wanted)
+            if isinstance(arg, ast.expr):
+                if _is_cpu(arg):
+                    return
+                if isinstance(arg, ast.Name) and self.taint.get(arg.id) == arg.id:
+                    if none_by_default(self, arg.id):
+                        return  # our caller may leave the device out: `.to(device=None)` copies nothing
+                    device = arg.id
+            elif arg is None:
+                return  # the device left at the callee's default
+        self.summary.copies_host = summary.copies_host
+        self.summary.copies_host_device = device
+
     def _moves_param(self, call: ast.Call) -> None:
         """`x.cuda()` / `x.to(device)` of a value of a parameter (not to the CPU, not a dtype), or a project
         function moving what this call hands it: the parameter reaches the GPU on every call."""
@@ -2165,6 +2209,10 @@ class _Summarizer:
                 and self.cls is not None:
             method = self.project.method(self.cls, func.attr)
             return (method, True) if method is not None else None
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and self.cls is not None and \
+                isinstance(func.value.func, ast.Name) and func.value.func.id == "super" and not func.value.args:
+            method = self._base_method(func.attr)  # `super().training_losses(...)`: the base class's method
+            return (method, True) if method is not None else None
         dotted = _dotted(func)
         if dotted is None:
             return None
@@ -2174,6 +2222,17 @@ class _Summarizer:
         if isinstance(found, ClassSummary):
             init = self.project.method(found, "__init__")
             return (init, True) if init is not None else None
+        return None
+
+    def _base_method(self, name: str) -> Optional[FunctionSummary]:
+        """The method `name` of the first project base class of this function's class that has it."""
+        cls = self.cls
+        for base in cls.bases:  # type: ignore[union-attr]
+            found = self.project.lookup(cls.path, base) if base else None  # type: ignore[union-attr]
+            if isinstance(found, ClassSummary) and found is not cls:
+                method = self.project.method(found, name)
+                if method is not None:
+                    return method
         return None
 
     def _tainted_by(self, expr: ast.expr) -> Optional[str]:

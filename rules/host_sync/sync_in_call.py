@@ -49,6 +49,10 @@ class SyncInCall(GpuRule):
     `t = indices[k, :]`, or `names[i] for i in indices[k, :]`: one `bool()` or `__index__()` per element), and a
     method called on a parameter that holds one of several project classes (`converter.decode(...)` with a
     CTC or an attention converter passed in), reported when every candidate's method pays.
+    A helper of another module that builds a tensor from host data and copies it to the GPU on every call
+    (`torch.from_numpy(indices).long().to(device)` in a timestep sampler's `sample(n, device)`, directly or
+    through the helpers it calls, `super().method(...)` included) is reported at its per-step call too: the
+    pageable copy blocks the CPU until it is done (GPU410/GPU203 report the copy itself where it is written).
     A helper that synchronises only `if device.type == "cuda":` costs nothing where the loop passes a CPU
     device (`sync(loss_device)` with `loss_device = torch.device("cpu")`). The finding sits at the call
     in the loop, where the cost is paid every step; the helper's line is its related location. A helper of the
@@ -186,6 +190,13 @@ class SyncInCall(GpuRule):
                               f"{cost.library.reason} ({cost.library.source})", where=where)
             return
         sink = cost.sink
+        if sink.through == "copy":  # analysis/host_copies.py: a pageable host-to-device copy on every call
+            self.report(node, f"`{text or self._call_text(node)}` copies host data to the GPU every step: "
+                              f"`{cost.callee}` builds a tensor in pageable memory and copies it with "
+                              f"{sink.what}, which blocks the CPU until the copy is done; build it on the "
+                              f"device (or once, before the loop)", where=where,
+                        related=(Related(display_path(sink.path), sink.line, f"{sink.what} here"),))
+            return
         given = " on the parameters of the module it is given" if sink.through == "parameters" else \
             " on what it is given"
         what = (f"calls `{sink.what}`" if sink.what.endswith(")") else f"does {sink.what}") + (

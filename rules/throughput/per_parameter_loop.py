@@ -39,7 +39,8 @@ class PerParameterLoop(GpuRule):
     `ema_p.copy_(...)`. The parameters may also come as a `list(...)` of them, a dict of named parameters
     (`OrderedDict(model.named_parameters())`, iterated with `.items()` or indexed by the loop's key:
     `ema_params[name].mul_(d)`, or iterated by key: `for k in par.keys(): par[k].data.mul_(d)`), a sequence
-    named for them (`target_params`, `self.master_params`: a helper's arguments; `zip(..., strict=True)` too;
+    named for them (`target_params`, `self.master_params`: a helper's arguments; `zip(..., strict=True)` too, and
+    a `zip` of such a sequence with another one, the parameters' variable updated: `param.copy_(master)`;
     not an attribute the module also fills with fp16 master copies built by `_flatten_dense_tensors`, a few flat
     tensors),
     or an optimizer's parameter group (`for p in group["params"]:` in a hand-written
@@ -397,9 +398,12 @@ def _parameter_names(loop: cst.For, analysis=None) -> set[str]:
     # `zip(a, b)`, `zip(a, b, strict=True)`: the keyword is an option of zip's, not a sequence
     zipped = [a for a in it.args if a.keyword is None] if type(it) is cst.Call else []
     if type(it) is cst.Call and type(it.func) is cst.Name and it.func.value == "zip" and \
-            zipped and all(not a.star and _yields_parameters(a.value, analysis, loop) == "each"
-                           for a in zipped) and type(target) is cst.Tuple:
-        return {e.value.value for e in target.elements if type(e.value) is cst.Name}
+            zipped and not any(a.star for a in zipped) and type(target) is cst.Tuple and \
+            len(target.elements) == len(zipped):
+        # the variables of the sequences that yield parameters: `for param, master in zip(model_params,
+        # unflatten(...)): param.copy_(master)` copies into one parameter at a time like an EMA's pairs
+        each = [_yields_parameters(a.value, analysis, loop) == "each" for a in zipped]
+        return {e.value.value for e, yes in zip(target.elements, each) if yes and type(e.value) is cst.Name}
     return set()
 
 

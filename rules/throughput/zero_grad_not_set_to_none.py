@@ -16,7 +16,8 @@ class ZeroGradNotSetToNone(GpuRule):
 
     ## What it does
     Flags, on every iteration of a training loop, `optimizer.zero_grad(set_to_none=False)` /
-    `model.zero_grad(set_to_none=False)`, and hand-written loops over `model.parameters()` that run
+    `model.zero_grad(set_to_none=False)`, and hand-written loops over `model.parameters()` (or a sequence named
+    for parameters: `model_params`, `self.master_params`, as an fp16 helper's `zero_grad(model_params)` takes) that run
     `p.grad.zero_()` (or `p.grad.data.zero_()`) or assign `p.grad = torch.zeros_like(p)`.
 
     ## Why it is slow
@@ -117,8 +118,17 @@ class ZeroGradNotSetToNone(GpuRule):
 
 
 def _over_parameters(iterable: cst.BaseExpression) -> bool:
-    return type(iterable) is cst.Call and type(iterable.func) is cst.Attribute and \
-        iterable.func.attr.value == "parameters"
+    """`model.parameters()`, or a sequence named for parameters (`model_params`, `self.master_params`,
+    `list(params)`; not `num_params`): an fp16 helper's `def zero_grad(model_params): for p in model_params:`."""
+    if type(iterable) is cst.Call and type(iterable.func) is cst.Name and iterable.func.value in ("list", "tuple") \
+            and len(iterable.args) == 1:
+        iterable = iterable.args[0].value
+    if type(iterable) is cst.Call:
+        return type(iterable.func) is cst.Attribute and iterable.func.attr.value == "parameters"
+    name = iterable.value if type(iterable) is cst.Name else (
+        iterable.attr.value if type(iterable) is cst.Attribute else "")
+    lowered = name.lower()
+    return lowered.endswith(("params", "parameters")) and not lowered.startswith("num_")
 
 
 def _zeroing(loop: cst.For, var: str) -> Optional[cst.CSTNode]:
