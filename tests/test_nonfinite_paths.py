@@ -48,3 +48,33 @@ def test_not_finite_with_a_flag(tmp_path):
 def test_ordinary_tensor_test_stays_per_step(tmp_path):
     findings = _lint(tmp_path, "loss > 10")
     assert ("train.py", 12, "GPU101") in findings
+
+
+def test_exception_message_is_built_only_when_raised(tmp_path):
+    """A function's fallback `raise TypeError(f"cannot convert {x}")` formats its argument only on the error
+    path (tianshou's `to_torch`, per-step code through its callers)."""
+    train = textwrap.dedent("""\
+        import torch
+        from torch.utils.data import DataLoader
+
+
+        def scalar(out):
+            loss = torch.mean(out)
+            if loss.dim() == 0:
+                return loss
+            raise ValueError(f"loss {loss} is not a scalar")
+
+
+        def train(model, dataset, opt):
+            loader = DataLoader(dataset, batch_size=8, pin_memory=True)
+            for x, y in loader:
+                x = x.to("cuda", non_blocking=True)
+                loss = scalar(model(x))
+                print(f"{loss}")
+                loss.backward()
+                opt.step()
+    """)
+    findings = found(check(write_project(tmp_path / "p", {"train.py": train})))
+    assert ("train.py", 9, "GPU107") not in findings
+    assert ("train.py", 16, "GPU112") not in findings
+    assert ("train.py", 17, "GPU107") in findings

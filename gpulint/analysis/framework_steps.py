@@ -253,3 +253,22 @@ def steps_a_framework(project: Project, path: Path, classes: list[tuple[str, lis
     every step: the framework runs it on the accelerator it places the model on."""
     return any(framework_site(project, path, owner, member) is not None
                for owner, methods in classes for member in methods)
+
+
+_ALL_METHODS = frozenset().union(*(s.methods for s in FRAMEWORK_STEPS))
+
+
+def framework_step_call(project: Project, info, name: str, called_in):
+    """A call `name(...)` (found by `called_in(method, name)`) in a method of a class of the module `info` that a
+    framework calls every step (`framework_site`): a helper the module imports runs every step through it
+    (`helper_sites.imported_helper_site`: tianshou's `to_torch_as(...)` in `DQN._update_with_batch`)."""
+    for cls in info.classes.values():
+        if not cls.bases:
+            continue
+        for member in cls.methods:
+            if member not in _ALL_METHODS:
+                continue
+            call = called_in(cls.methods[member], name)
+            if call is not None and framework_site(project, cls.path, cls.name, member) is not None:
+                return call
+    return None

@@ -651,6 +651,8 @@ class LoopAnalysis:
                 continue
             if type(parent) is cst.Assert and child is parent.msg:
                 return OUTSIDE  # `assert ok, f"{x}"`: the message is built only when the assertion fails
+            if type(parent) is cst.Raise and child is parent.exc:
+                return OUTSIDE  # `raise TypeError(f"{x} ...")`: built only on the error path, at most once
             if type(parent) is cst.If and child is parent.body and self._export_only(parent.test):
                 return OUTSIDE  # `if torch.onnx.is_in_onnx_export():`: runs while a model is exported, not trained
             if type(parent) is cst.If and self.without_cuda(parent, child):
