@@ -191,3 +191,43 @@ def test_table_entries_are_reviewed_data():
     assert framework_step("lightning.pytorch.LightningModule", "training_step") is not None
     assert framework_step("lightning.pytorch.LightningModule", "on_train_epoch_end") is None
     assert framework_step("torch.nn.Module", "forward") is None
+
+
+# A base-class helper a subclass's per-step method calls through `self` (analysis/inherited_calls.py).
+HELPERS = textwrap.dedent("""\
+    import torch
+
+    from tianshou.algorithm.algorithm_base import OffPolicyAlgorithm
+
+
+    class ReturnsMixin(OffPolicyAlgorithm[object]):
+        def n_step_target(self, batch):
+            target = torch.amax(self.critic(batch.obs_next.to(self.device)), dim=1)
+            return target.cpu().numpy()
+
+        def describe(self, batch):
+            return torch.amax(self.critic(batch.obs.to(self.device)), dim=1).cpu().numpy()
+
+        def reset(self, buffers):
+            for buffer in buffers:  # a module with a loop of its own: parsed (a loop-free one is not looked at)
+                buffer.clear()
+""")
+
+LEARNER = textwrap.dedent("""\
+    from tianshou.algorithm.helpers import ReturnsMixin
+
+
+    class Learner(ReturnsMixin):
+        def _update_with_batch(self, batch):
+            target = self.n_step_target(batch)
+            return target
+""")
+
+
+def test_base_method_called_through_self_by_a_per_step_override(tmp_path):
+    findings = _lint(tmp_path, {"tianshou/__init__.py": "", "tianshou/algorithm/__init__.py": "",
+                                "tianshou/algorithm/algorithm_base.py": BASE,
+                                "tianshou/algorithm/helpers.py": HELPERS,
+                                "tianshou/algorithm/learner.py": LEARNER})
+    assert ("tianshou/algorithm/helpers.py", 9, "GPU104") in findings
+    assert ("tianshou/algorithm/helpers.py", 12, "GPU104") not in findings  # no per-step method calls it

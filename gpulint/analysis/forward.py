@@ -35,6 +35,7 @@ from gpulint.analysis.once import once_per_object
 from gpulint.analysis.helper_sites import helpers_feed_a_gpu, imported_helper_site
 from gpulint.analysis.overrides import override_site
 from gpulint.analysis.framework_steps import framework_site
+from gpulint.analysis.inherited_calls import inherited_site
 from gpulint.analysis.tree import child_nodes
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, _dotted, project_for, text_dependency
 
@@ -98,6 +99,8 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
                 site = override_site(project, path, owner, member)
             if site is None and owner is not None:  # a method a framework calls every step (framework_steps)
                 site = framework_site(project, path, owner, member)
+            if site is None and owner is not None:  # a subclass's per-step method calls it through `self`
+                site = inherited_site(project, path, owner, member)
             elif site is None:  # a helper another module's per-step `forward` imports and calls
                 site = imported_helper_site(project, path, member)
         if site is not None:
@@ -278,6 +281,8 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
         if isinstance(stmt, ast.FunctionDef) and imported_helper_site(project, path, stmt.name) is not None:
             return True
         elif isinstance(stmt, ast.ClassDef):
+            # a model class's base helpers are left to its own searches: `inherited_site` only for other classes
+            has_forward = any(isinstance(m, ast.FunctionDef) and m.name == "forward" for m in stmt.body)
             for m in stmt.body:
                 if isinstance(m, ast.FunctionDef) and m.name != "forward" and _entry_method(m.name) and \
                         called_in_a_hot_loop(project, m.name) and \
@@ -288,6 +293,9 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
                     return True
                 if stmt.bases and isinstance(m, ast.FunctionDef) and \
                         framework_site(project, path, stmt.name, m.name) is not None:
+                    return True
+                if isinstance(m, ast.FunctionDef) and m.name != "forward" and _entry_method(m.name) and \
+                        not has_forward and inherited_site(project, path, stmt.name, m.name) is not None:
                     return True
     return False
 

@@ -170,6 +170,8 @@ FRAMEWORK_STEPS: tuple[FrameworkStep, ...] = (
         "speechbrain/core.py (Brain.fit, _fit_train, fit_batch, evaluate_batch)"),
 )
 
+_ALL_METHODS = frozenset().union(*(s.methods for s in FRAMEWORK_STEPS))
+_SHORT_NAMES = sorted({base.rsplit(".", 1)[-1] for step in FRAMEWORK_STEPS for base in step.bases})
 _BY_BASE: dict[str, list[FrameworkStep]] = {}
 for _step in FRAMEWORK_STEPS:
     for _base in _step.bases:
@@ -186,9 +188,20 @@ def framework_site(project: Project, path: Path, owner: str, member: str):
     of `path` defines `member` and derives from a table class listing it; else None."""
     from gpulint.analysis.forward import _remembered
 
+    if member not in _ALL_METHODS or not _frameworks_named(project):
+        return None  # the common case: no framework calls that name, or the project names no table class
     path = path.resolve()
     return _remembered(project, ("framework", path, owner, member),
                        lambda: _find_framework_site(project, path, owner, member))
+
+
+def _frameworks_named(project: Project) -> bool:
+    """Some project file names one of the table's classes (`LightningModule`, `Hook`, `Algorithm`, ...): a class
+    can derive from one only then (the project's name index, one lookup per class name, answered once)."""
+    from gpulint.analysis.forward import _remembered
+
+    return _remembered(project, ("framework names",),
+                       lambda: any(project.files_naming(short) for short in _SHORT_NAMES))
 
 
 def _find_framework_site(project: Project, path: Path, owner: str, member: str):
@@ -198,11 +211,19 @@ def _find_framework_site(project: Project, path: Path, owner: str, member: str):
     cls = info.classes.get(owner) if info is not None else None
     if cls is None or member not in cls.methods or not cls.bases:
         return None
-    for qualified in framework_bases(project, cls):
+    for qualified in _cached_bases(project, cls):
         step = framework_step(qualified, member)
         if step is not None:
             return CallSite(path, cls.line, step.caller, f"{owner}.{member}")
     return None
+
+
+def _cached_bases(project: Project, cls: ClassSummary) -> list[str]:
+    """`framework_bases`, once per class (not once per method asked about)."""
+    from gpulint.analysis.forward import _remembered
+
+    return _remembered(project, ("framework bases", cls.path.resolve(), cls.name),
+                       lambda: framework_bases(project, cls))
 
 
 def framework_bases(project: Project, cls: ClassSummary) -> list[str]:
@@ -253,9 +274,6 @@ def steps_a_framework(project: Project, path: Path, classes: list[tuple[str, lis
     every step: the framework runs it on the accelerator it places the model on."""
     return any(framework_site(project, path, owner, member) is not None
                for owner, methods in classes for member in methods)
-
-
-_ALL_METHODS = frozenset().union(*(s.methods for s in FRAMEWORK_STEPS))
 
 
 def framework_step_call(project: Project, info, name: str, called_in):
