@@ -55,15 +55,32 @@ def host_copy(project, path: Path, qualname: str, depth: int = 0) -> Optional[tu
 
 
 def _own_nodes(fn: ast.FunctionDef):
-    """The nodes of `fn`'s body, not of nested functions, classes, lambdas or exception handlers."""
+    """The nodes of `fn`'s body, not of nested functions, classes, lambdas or exception handlers, nor the body
+    of a lazily filled cache (`if key not in cache:`, `if cache is None:`: the copy runs once)."""
     stack: list = list(fn.body)
     while stack:
         node = stack.pop()
         yield node
+        if isinstance(node, ast.If) and _fills_once(node.test):
+            stack.append(node.test)
+            stack.extend(node.orelse)
+            continue
         for child in ast.iter_child_nodes(node):
             if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
                                       ast.ExceptHandler)):
                 stack.append(child)
+
+
+def _fills_once(test: ast.expr) -> bool:
+    """`key not in cache`, `cache is None`, `not hasattr(self, "x")`: a block that fills a cache once."""
+    if isinstance(test, ast.BoolOp):
+        return any(_fills_once(v) for v in test.values)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        op, right = test.ops[0], test.comparators[0]
+        return isinstance(op, ast.NotIn) or (isinstance(op, ast.Is) and isinstance(right, ast.Constant)
+                                             and right.value is None)
+    return isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Call) \
+        and isinstance(test.operand.func, ast.Name) and test.operand.func.id == "hasattr"
 
 
 def _copies(project, info, fn: ast.FunctionDef, cls, qualname: str, depth: int) -> Optional[tuple]:
