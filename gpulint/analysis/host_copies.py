@@ -65,6 +65,11 @@ def _own_nodes(fn: ast.FunctionDef):
             stack.append(node.test)
             stack.extend(node.orelse)
             continue
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            # a helper that loops over data copies once per item of its own loop: that loop's business, not a
+            # copy per call (an evaluator's per-video loop)
+            stack.append(node.iter if not isinstance(node, ast.While) else node.test)
+            continue
         for child in ast.iter_child_nodes(node):
             if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
                                       ast.ExceptHandler)):
@@ -89,14 +94,15 @@ def _copies(project, info, fn: ast.FunctionDef, cls, qualname: str, depth: int) 
     nodes = list(_own_nodes(fn))
     defaults = _string_defaults(fn)
     numpy_params = _numpy_params(fn)
-    from_numpy = {t.id for n in nodes if isinstance(n, ast.Assign) and _is_from_numpy(info, n.value)
+    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)} - {"self", "cls"}
+    from_numpy = {t.id for n in nodes if isinstance(n, ast.Assign) and _is_from_numpy(info, n.value, params)
                   for t in n.targets if isinstance(t, ast.Name)}
     for node in sorted((n for n in nodes if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)):
         func = node.func
         target = _copy_target(node)
         if target is not None:
             receiver = func.value  # type: ignore[union-attr]
-            if _is_from_numpy(info, receiver) or (isinstance(receiver, ast.Name) and receiver.id in from_numpy):
+            if _is_from_numpy(info, receiver, params) or (isinstance(receiver, ast.Name) and receiver.id in from_numpy):
                 needs = _device_needed(target, defaults)
                 if needs is not False:
                     return (info.path, node.lineno, qualname, needs)
@@ -148,7 +154,9 @@ def _passes(call: ast.Call, summary, name: str) -> bool:
     return name in params and params.index(name) < len(call.args)
 
 
-def _is_from_numpy(info, node: ast.expr) -> bool:
+def _is_from_numpy(info, node: ast.expr, params: set) -> bool:
+    """`torch.from_numpy(p)` of what a parameter holds (`p`, `p.obs`, `p[i]`): the array the helper is given, not
+    one it computes itself (a schedule, a constant label array)."""
     from gpulint.analysis.project import _dotted
 
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
@@ -157,7 +165,12 @@ def _is_from_numpy(info, node: ast.expr) -> bool:
     if not isinstance(node, ast.Call):
         return False
     dotted = _dotted(node.func)
-    return dotted is not None and info.qualify(dotted) == "torch.from_numpy"
+    if dotted is None or info.qualify(dotted) != "torch.from_numpy" or not node.args:
+        return False
+    root = node.args[0]
+    while isinstance(root, (ast.Attribute, ast.Subscript)):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in params
 
 
 def _copy_target(node: ast.Call) -> Optional[ast.expr]:
@@ -188,6 +201,8 @@ def _device_needed(device: Optional[ast.expr], defaults: dict):
         default = defaults[device.id]
         if default is None or (isinstance(default, str) and default.startswith("cpu")):
             return device.id
+    if isinstance(device, ast.Attribute) and device.attr != "device":
+        return False  # `self.loss_device` may well be the CPU (a loss computed on the host): not known
     return None
 
 
