@@ -61,6 +61,9 @@ def _own_nodes(fn: ast.FunctionDef):
     while stack:
         node = stack.pop()
         yield node
+        if isinstance(node, ast.If) and _tests_own_state(node.test):
+            stack.append(node.test)  # `if self.onnx: ... elif self.pt: ...`: the object's configuration picks
+            continue  # one branch; a copy in some of them is not a copy on every call
         if isinstance(node, ast.If) and _fills_once(node.test):
             stack.append(node.test)
             stack.extend(node.orelse)
@@ -74,6 +77,12 @@ def _own_nodes(fn: ast.FunctionDef):
             if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
                                       ast.ExceptHandler)):
                 stack.append(child)
+
+
+def _tests_own_state(test: ast.expr) -> bool:
+    """The test reads an attribute of `self` (a backend flag, a mode): configuration, not the data given."""
+    return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
+               for n in ast.walk(test))
 
 
 def _fills_once(test: ast.expr) -> bool:

@@ -357,6 +357,8 @@ class HostBuiltBatch(Rule):
         if found is None:
             return
         _, summary, _ = found
+        if summary.qualname.rsplit(".", 1)[-1] in ("forward", "__call__"):
+            return  # a network run on its input (`model(im)`): model code, reported inside it when per-step
         copy = host_copy(calls.project, summary.path, summary.qualname)
         if copy is None:
             return
