@@ -58,11 +58,17 @@ CONVERT = textwrap.dedent("""\
         if x.device not in _FILTERS:
             _FILTERS[x.device] = torch.from_numpy(bank).to(x.device)
         return x @ _FILTERS[x.device]
+
+
+    def misfiled(x, bank: np.ndarray):
+        if x.device not in _FILTERS:  # filled under another key below: the cache never hits
+            _FILTERS[str(x.device) + "_bank"] = torch.from_numpy(bank).to(x.device)
+        return x @ _FILTERS[str(x.device) + "_bank"]
 """)
 
 TRAIN = textwrap.dedent("""\
     import torch
-    from convert import Backend, evaluate, filtered, obs_tensor, to_host, to_tensor, to_tensor_like
+    from convert import Backend, evaluate, filtered, misfiled, obs_tensor, to_host, to_tensor, to_tensor_like
 
 
     def train(model, buffer, opt, device):
@@ -78,6 +84,7 @@ TRAIN = textwrap.dedent("""\
             evaluate(model, obs, device)
             net = Backend()
             pred = net(q)
+            again = misfiled(q, returns)
             loss = (q - target).pow(2).mean()
             loss.backward()
             opt.step()
@@ -95,6 +102,7 @@ def test_per_step_calls_of_copying_helpers_are_reported(tmp_path):
     assert ("train.py", 9, "GPU410") in findings  # to_tensor_like -> to_tensor(..., device=y.device)
     item = next(d for d in items if d["location"]["row"] == 9 and d["code"] == "GPU410")
     assert "to_tensor" in item["message"]
+    assert ("train.py", 18, "GPU410") in findings  # a cache tested under one key and filled under another
 
 
 def test_host_targets_and_periodic_calls_stay_quiet(tmp_path):

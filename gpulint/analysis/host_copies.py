@@ -64,7 +64,7 @@ def _own_nodes(fn: ast.FunctionDef):
         if isinstance(node, ast.If) and _tests_own_state(node.test):
             stack.append(node.test)  # `if self.onnx: ... elif self.pt: ...`: the object's configuration picks
             continue  # one branch; a copy in some of them is not a copy on every call
-        if isinstance(node, ast.If) and _fills_once(node.test):
+        if isinstance(node, ast.If) and _fills_once(node.test, node):
             stack.append(node.test)
             stack.extend(node.orelse)
             continue
@@ -85,14 +85,19 @@ def _tests_own_state(test: ast.expr) -> bool:
                for n in ast.walk(test))
 
 
-def _fills_once(test: ast.expr) -> bool:
-    """`key not in cache`, `cache is None`, `not hasattr(self, "x")`: a block that fills a cache once."""
+def _fills_once(test: ast.expr, block: ast.If) -> bool:
+    """`key not in cache` (filled under that same key in the block), `cache is None`, `not hasattr(self, "x")`:
+    a block that fills a cache once. A cache tested under one key and filled under another (`if fmax not in
+    mel_basis: mel_basis[str(fmax) + "_" + dev] = ...`) never hits: its copy runs on every call."""
     if isinstance(test, ast.BoolOp):
-        return any(_fills_once(v) for v in test.values)
+        return any(_fills_once(v, block) for v in test.values)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         op, right = test.ops[0], test.comparators[0]
-        return isinstance(op, ast.NotIn) or (isinstance(op, ast.Is) and isinstance(right, ast.Constant)
-                                             and right.value is None)
+        if isinstance(op, ast.NotIn):
+            key, cache = ast.unparse(test.left), ast.unparse(right)
+            return any(isinstance(t, ast.Subscript) and ast.unparse(t.value) == cache and ast.unparse(t.slice) == key
+                       for n in ast.walk(block) if isinstance(n, ast.Assign) for t in n.targets)
+        return isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value is None
     return isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Call) \
         and isinstance(test.operand.func, ast.Name) and test.operand.func.id == "hasattr"
 
