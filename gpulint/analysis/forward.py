@@ -38,6 +38,8 @@ from gpulint.analysis.wrapped_calls import wrapper_call_site
 from gpulint.analysis.once import once_per_object
 from gpulint.analysis.helper_sites import helpers_feed_a_gpu, imported_helper_site
 from gpulint.analysis.overrides import override_site
+from gpulint.analysis.framework_steps import framework_site
+from gpulint.analysis.inherited_calls import inherited_site
 from gpulint.analysis.tree import child_nodes
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, _dotted, project_for, text_dependency
 
@@ -89,7 +91,7 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
     project, path = analysis.fact(_project_of)
     for owner, member in entries:
         if member == "forward" and owner is not None:
-            site = per_step_site(project, path, owner)
+            site = per_step_site(project, path, owner) or framework_site(project, path, owner, member)
         elif member == "__call__" and owner is not None:
             site = call_site(project, path, owner)
             if site is None:  # `super().training_losses(self._wrap_model(model), ...)` in a per-step method
@@ -99,6 +101,10 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
             site = member_site(project, path, owner, member)
             if site is None and owner is not None:  # a hook the base class's step calls through `self`
                 site = override_site(project, path, owner, member)
+            if site is None and owner is not None:  # a method a framework calls every step (framework_steps)
+                site = framework_site(project, path, owner, member)
+            if site is None and owner is not None:  # a subclass's per-step method calls it through `self`
+                site = inherited_site(project, path, owner, member)
             elif site is None:  # a helper another module's per-step `forward` imports and calls
                 site = imported_helper_site(project, path, member)
         if site is not None:
@@ -292,6 +298,8 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
         if isinstance(stmt, ast.FunctionDef) and imported_helper_site(project, path, stmt.name) is not None:
             return True
         elif isinstance(stmt, ast.ClassDef):
+            # a model class's base helpers are left to its own searches: `inherited_site` only for other classes
+            has_forward = any(isinstance(m, ast.FunctionDef) and m.name == "forward" for m in stmt.body)
             for m in stmt.body:
                 if isinstance(m, ast.FunctionDef) and m.name != "forward" and _entry_method(m.name) and \
                         called_in_a_hot_loop(project, m.name) and \
@@ -299,6 +307,12 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
                     return True
                 if stmt.bases and isinstance(m, ast.FunctionDef) and _entry_method(m.name) and \
                         override_site(project, path, stmt.name, m.name) is not None:
+                    return True
+                if stmt.bases and isinstance(m, ast.FunctionDef) and \
+                        framework_site(project, path, stmt.name, m.name) is not None:
+                    return True
+                if isinstance(m, ast.FunctionDef) and m.name != "forward" and _entry_method(m.name) and \
+                        not has_forward and inherited_site(project, path, stmt.name, m.name) is not None:
                     return True
     return False
 
@@ -1268,6 +1282,8 @@ def feeds_a_gpu(analysis) -> bool:
         return True
     if helpers_feed_a_gpu(analysis, *analysis.fact(_project_of)):
         return True
+    if _framework_classes(analysis):  # a LightningModule, a tianshou algorithm: the framework places it
+        return True
     if not any(
             type(s) is cst.ClassDef and type(s.body) is cst.IndentedBlock and
             any(type(m) is cst.FunctionDef and m.name.value == "forward" for m in s.body.body)
@@ -1277,6 +1293,19 @@ def feeds_a_gpu(analysis) -> bool:
     return any(type(stmt) is cst.ClassDef and
                site_names_a_device(project, per_step_site(project, path, stmt.name.value), sites=_MAX_DEPTH)
                for stmt in analysis.module.body)
+
+
+def _framework_classes(analysis) -> bool:
+    """A top-level class of the module with a base defines a method a framework calls every step
+    (`framework_steps`)."""
+    classes = [(s.name.value, [m.name.value for m in s.body.body if type(m) is cst.FunctionDef])
+               for s in analysis.module.body
+               if type(s) is cst.ClassDef and s.bases and type(s.body) is cst.IndentedBlock]
+    if not classes:
+        return False
+    from gpulint.analysis.framework_steps import steps_a_framework
+
+    return steps_a_framework(*analysis.fact(_project_of), classes)
 
 
 def site_names_a_device(project: Project, site: Optional[CallSite], sites: int = 1) -> bool:

@@ -34,6 +34,7 @@ def imported_helper_site(project, path: Path, name: str, depth: int = 0):
 
 def _find(project, path: Path, name: str, depth: int):
     from gpulint.analysis.forward import CallSite, member_site, per_step_site
+    from gpulint.analysis.framework_steps import framework_step_call
     from gpulint.analysis.project import FunctionSummary
 
     looked_at = 0
@@ -60,6 +61,9 @@ def _find(project, path: Path, name: str, depth: int):
             if site is not None:
                 return CallSite(info.path.resolve(), call.lineno, f"{name}(...)", name, cls.name,
                                 arguments=_arguments(call))
+        call = framework_step_call(project, info, name, _called_in)  # `_update_with_batch`, `training_step`
+        if call is not None:
+            return CallSite(info.path.resolve(), call.lineno, f"{name}(...)", name, arguments=_arguments(call))
         if depth + 1 >= _DEPTH:
             continue
         for fname, fn in info.functions.items():

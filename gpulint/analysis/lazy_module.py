@@ -183,7 +183,7 @@ class LazyModuleInfo:
                         s.name in methods and project._accessor(s)):
                     methods[s.name] = (unit, position, index)
                     nodes[s.name] = s
-            bases = tuple(project._dotted(b) or "" for b in stmt.bases)
+            bases = tuple(project._dotted(b.value if isinstance(b, ast.Subscript) else b) or "" for b in stmt.bases)
             properties = frozenset(name for name, s in nodes.items() if project._is_property(s))
             self.classes[stmt.name] = project.ClassSummary(stmt.name, self.path, stmt.lineno, _Defs(self, methods),
                                                            bases, properties)

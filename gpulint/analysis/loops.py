@@ -17,6 +17,7 @@ from gpulint.analysis.helper_sites import none_test, ruled_out
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind, KindInference
 from gpulint.analysis.node_types import of_types
+from gpulint.analysis.nonfinite import nonfinite_only
 from gpulint.analysis.once import once_per_object
 from gpulint.analysis.tree import SyntaxIndex, child_nodes, descendants
 from gpulint.syntax import NOT_CONSTANT as _NOT_CONSTANT, code_of as _code, literal_value as _constant_value, \
@@ -650,10 +651,14 @@ class LoopAnalysis:
                 continue
             if type(parent) is cst.Assert and child is parent.msg:
                 return OUTSIDE  # `assert ok, f"{x}"`: the message is built only when the assertion fails
+            if type(parent) is cst.Raise and child is parent.exc:
+                return OUTSIDE  # `raise TypeError(f"{x} ...")`: built only on the error path, at most once
             if type(parent) is cst.If and child is parent.body and self._export_only(parent.test):
                 return OUTSIDE  # `if torch.onnx.is_in_onnx_export():`: runs while a model is exported, not trained
             if type(parent) is cst.If and self.without_cuda(parent, child):
                 return OUTSIDE  # `else:` of `if torch.cuda.is_available():`: runs only where there is no GPU
+            if type(parent) is cst.If and child is parent.body and nonfinite_only(parent.test):
+                return OUTSIDE  # `if torch.isnan(loss):`: runs only on a step whose value is not finite
             if type(parent) is cst.If and child is parent.body and periodic is None:
                 if once_per_object(parent, next((a for a in self.index.ancestors(parent)
                                                  if type(a) is cst.FunctionDef), None)):

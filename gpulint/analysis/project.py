@@ -428,7 +428,8 @@ class ModuleInfo:
                 if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and not (
                         s.name in methods and _accessor(s)):  # `@r.setter` keeps the getter `r`
                     methods[s.name] = s
-            bases = tuple(_dotted(b) or "" for b in stmt.bases)
+            # `class DQN(OffPolicyAlgorithm[TPolicy], ...)`: a generic base is the class it subscripts
+            bases = tuple(_dotted(b.value if isinstance(b, ast.Subscript) else b) or "" for b in stmt.bases)
             properties = frozenset(name for name, s in methods.items() if _is_property(s))
             self.classes[stmt.name] = ClassSummary(stmt.name, self.path, stmt.lineno, methods, bases,  # type: ignore
                                                    properties)

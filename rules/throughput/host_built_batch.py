@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Optional
 
 import libcst as cst
@@ -12,10 +13,20 @@ from gpulint.analysis.data_facts import ACCELERATOR, data_facts, keyword
 from gpulint.analysis.data import _SAME_ON_DEVICE
 from gpulint.analysis.calls import project_calls
 from gpulint.analysis.data_path import data_path_facts
+from gpulint.analysis.host_array_copies import host_copy
 from gpulint.analysis.project import display_path
 from gpulint.fixes import fresh_name
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Related, Rule, Safety
 from gpulint.syntax import is_true, positional
+
+def _passed_at(call: cst.Call, summary, name: str) -> bool:
+    """The call passes the callee's parameter `name` by position (`self` skipped for a method)."""
+    params = list(summary.params)
+    if params and params[0] in ("self", "cls") and type(call.func) is cst.Attribute:
+        params = params[1:]
+    positional = [a for a in call.args if a.keyword is None]
+    return any(a.star for a in call.args) or (name in params and params.index(name) < len(positional))
+
 
 # Calls that assemble a batch in host memory from numpy arrays or Python lists.
 _HOST_BUILDERS = {"torch.stack", "torch.cat", "torch.from_numpy", "torch.tensor", "torch.as_tensor"}
@@ -182,6 +193,11 @@ class HostBuiltBatch(Rule):
     `torch.cat(crops).cuda(non_blocking=True)`: the pieces may be pinned, but what `torch.cat`/`torch.stack`
     return is a new tensor in pageable memory, and from pageable memory `non_blocking=True` still waits (on an
     H100: 21.4 ms behind 21 ms of queued GPU work, where a pinned tensor's copy returned in 0.07 ms).
+    Also flags the per-step call of a helper in another project module that copies the host (numpy) array it
+    is given to the device on every call (`to_torch_as(batch.returns, q)` ending in `torch.from_numpy(x)` ...
+    `x.to(device)`; `obs_as_tensor(obs, device)` doing `torch.as_tensor(obs, device=device)` of an
+    `np.ndarray` parameter), with the copy as related location; not where the call leaves the helper's
+    device at a `"cpu"` default.
 
     ## Why it is slow
     A copy from pageable memory is staged through a driver bounce buffer and blocks the Python thread until it
@@ -271,6 +287,9 @@ class HostBuiltBatch(Rule):
             "still waits for the GPU every step; pin it (`.pin_memory()`) or build it on the device"
     returned = "`{helper}` returns a batch it built on the host, and it is copied here from pageable memory " \
                "every step: the copy blocks; pin it and copy with `non_blocking=True` (or build it on the device)"
+    helper_copy = "`{call}(...)` copies a host array to the device every step (`{helper}` does the copy from " \
+                  "pageable memory): the copy blocks; keep the data on the device, or pin it and copy with " \
+                  "`non_blocking=True`"
     family = Family.THROUGHPUT
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(Safety.SAFE, "the batch holds the same values; the copy runs on the stream that uses it "
@@ -291,6 +310,7 @@ class HostBuiltBatch(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         facts = data_facts(self.analysis)
         if facts.copy_target(node) != ACCELERATOR:
+            self._copying_helper(node)
             return
         receiver = node.func.value  # type: ignore[union-attr]
         built = self._built_inline(receiver)
@@ -320,6 +340,35 @@ class HostBuiltBatch(Rule):
             pinned, resident = self._fix(node, receiver), self._device_fix(node)
             fix = dataclasses.replace(resident, fallback=pinned) if resident is not None else pinned
             self.report(node, where=where, fix=fix)
+
+    def _copying_helper(self, node: cst.Call) -> None:
+        """`to_torch_as(batch.returns, q)` every step, where the project helper copies the host (numpy) array it
+        is given to the device on every call (analysis/host_array_copies.py): reported at the call, with the copy as
+        related location."""
+        if type(node.func) not in (cst.Name, cst.Attribute) or not node.args:
+            return
+        calls = self.analysis.fact(project_calls)
+        if calls is None or calls.project.is_test(Path(self.analysis.path)):
+            return
+        where = self.where(node)
+        if where is None or not where.every_iteration:
+            return
+        found = calls.callee(node)  # a helper of this module: its own copy is reported where it is written
+        if found is None:
+            return
+        _, summary, _ = found
+        if summary.qualname.rsplit(".", 1)[-1] in ("forward", "__call__"):
+            return  # a network run on its input (`model(im)`): model code, reported inside it when per-step
+        copy = host_copy(calls.project, summary.path, summary.qualname)
+        if copy is None:
+            return
+        path, line, copier, needed = copy
+        if needed is not None and not any(
+                a.keyword is not None and a.keyword.value == needed for a in node.args) and not _passed_at(
+                node, summary, needed):
+            return
+        self.report(node, self.helper_copy.format(call=self.analysis.code(node.func), helper=copier), where=where,
+                    related=(Related(display_path(path), line, f"`{copier}` copies the host array to the device"),))
 
     def _returned_by_helper(self, name: cst.Name, copy: cst.Call):
         """(helper, where it builds) when every binding of `name` takes what a project function or method

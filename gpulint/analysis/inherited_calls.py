@@ -1,0 +1,163 @@
+"""A base class's method that a subclass's per-step method calls through `self` (issue 11, heldout10's tianshou).
+
+Library hierarchies keep shared step helpers in the base class and call them from each algorithm's per-step
+method, in another module:
+
+    class Algorithm:                                 # algorithm_base.py: no loop, no per-step caller of its own
+        def compute_nstep_return(self, batch, ...):
+            target_q = to_numpy(self._target_q(...))  # a device read on every call
+
+    class DQN(OffPolicyAlgorithm):                   # dqn.py
+        def _preprocess_batch(self, batch, buffer, indices):   # per-step code (framework_steps)
+            return self.compute_nstep_return(batch, ...)
+
+`Algorithm.compute_nstep_return` runs every step because a subclass's per-step method calls it through `self`.
+`inherited_site` finds that call: for a method `member` of a top-level class `owner`, a class of another project
+module deriving from `owner` (through project bases, 4 levels) that does not define `member` itself, whose method
+calls `self.member(...)` (not under a periodic or flag test) and is per-step code by a project-level answer (a
+framework step, a hook the base's loop calls, a method a hot loop calls on an instance), directly or through one
+`self.helper(...)` of the same class. Bounded: the files whose text names `member`, at most `_EXAMINED`.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Optional
+
+from gpulint.analysis.project import ClassSummary, Project
+
+_EXAMINED = 24
+_DEPTH = 4
+
+
+def inherited_site(project: Project, path: Path, owner: str, member: str):
+    """The per-step `self.member(...)` call in a subclass (another module) of the top-level class `owner` of
+    `path`, when `owner` defines `member`; else None."""
+    from gpulint.analysis.forward import _remembered
+
+    path = path.resolve()
+    return _remembered(project, ("inherited", path, owner, member),
+                       lambda: _find(project, path, owner, member))
+
+
+def _find(project: Project, path: Path, owner: str, member: str):
+    from gpulint.analysis.forward import CallSite
+
+    info = project.module(path)
+    base = info.classes.get(owner) if info is not None else None
+    if base is None or member not in base.methods or member.startswith("__"):
+        return None
+    for examined, file in enumerate(project.files_naming(member)):
+        if examined == _EXAMINED:
+            break
+        if project.is_test(file) or project._resolved(file) == path:
+            continue
+        other = project.module(file)
+        if other is None:
+            continue
+        for cls in other.classes.values():
+            if not cls.bases or member in cls.methods or not _derives(project, cls, base, member):
+                continue
+            found = _per_step_self_call(project, cls, member)
+            if found is not None:
+                line, via = found
+                return CallSite(other.path.resolve(), line, f"self.{member}(...)", f"{owner}.{member}",
+                                owner=None)
+    return None
+
+
+def _derives(project: Project, cls: ClassSummary, base: ClassSummary, member: str) -> bool:
+    """`cls` derives from `base` through project bases, none of which in between defines `member`."""
+    frontier, seen = [cls], {id(cls)}
+    for _ in range(_DEPTH):
+        following = []
+        for current in frontier:
+            for name in current.bases:
+                found = project.lookup(current.path, name) if name else None
+                if not isinstance(found, ClassSummary) or id(found) in seen:
+                    continue
+                if found is base:
+                    return True
+                seen.add(id(found))
+                if member not in found.methods:  # an intermediate override takes `self.member` calls
+                    following.append(found)
+        frontier = following
+        if not frontier:
+            break
+    return False
+
+
+def _per_step_self_call(project: Project, cls: ClassSummary, member: str) -> Optional[tuple[int, str]]:
+    """(line, method) of `self.member(...)` in a per-step method of `cls`, or in a method one of them calls
+    through `self`."""
+    from gpulint.analysis.framework_steps import framework_site
+    from gpulint.analysis.overrides import override_site
+
+    def per_step(method: str) -> bool:
+        from gpulint.analysis.forward import member_site
+
+        return framework_site(project, cls.path, cls.name, method) is not None or \
+            override_site(project, cls.path, cls.name, method) is not None or \
+            member_site(project, cls.path, cls.name, method) is not None
+
+    callers = {name: _self_call(fn, member) for name, fn in ((n, cls.methods[n]) for n in cls.methods)}
+    for name, call in callers.items():
+        if call is not None and per_step(name):
+            return call.lineno, name
+    for name, call in callers.items():
+        if call is None:
+            continue
+        for outer in cls.methods:
+            if outer != name and _self_call(cls.methods[outer], name) is not None and per_step(outer):
+                return call.lineno, name
+    return None
+
+
+def _self_call(fn, name: str) -> Optional[ast.Call]:
+    """A call `self.name(...)` in `fn`'s body, not under a periodic or flag test (helper_sites' search)."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+    return _search_self(fn.body, name, params)
+
+
+def _search_self(body: list, name: str, params: set) -> Optional[ast.Call]:
+    from gpulint.analysis.helper_sites import _conditional
+
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(stmt, ast.If):
+            found = _in_expr(stmt.test, name)
+            if found is not None:
+                return found
+            if not _conditional(stmt.test, params):
+                found = _search_self(stmt.body, name, params)
+                if found is not None:
+                    return found
+            found = _search_self(stmt.orelse, name, params)
+            if found is not None:
+                return found
+            continue
+        for child in ast.iter_child_nodes(stmt):
+            if isinstance(child, ast.stmt):
+                continue
+            found = _in_expr(child, name)
+            if found is not None:
+                return found
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list) and inner:
+                found = _search_self(inner, name, params)
+                if found is not None:
+                    return found
+    return None
+
+
+def _in_expr(expr: ast.AST, name: str) -> Optional[ast.Call]:
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == name and \
+                isinstance(node.func.value, ast.Name) and node.func.value.id == "self":
+            return node
+    return None
