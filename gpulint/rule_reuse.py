@@ -104,7 +104,8 @@ def _raw_text_facts() -> list[Callable[[str], object]]:
     patterns = (GPU_HINT, _MIXED, _REDUCED_PRECISION, _FREEZES, ddp._HANDLED, compiled._COMPILES, cudnn._ONE_SHAPE)
     words = ("cuda", "DistributedDataParallel", "capture_scalar_outputs", "channels_last",
              "ToDevice", "PrefetchLoader",  # these two: analysis/pyg_loaders.py
-             "isinstance(")  # analysis/isinstance_narrowing.py's shortcut
+             "isinstance(",  # analysis/isinstance_narrowing.py's shortcut
+             "reset_parameters()")  # GPU408's text guard (rules/throughput/constructed_in_loop.py)
     return [functools.partial(found_in, p) for p in patterns] + [_contains(word) for word in words]
 
 
