@@ -153,7 +153,7 @@ def test_per_step_questions_resolve_a_path_once(tmp_path: Path, monkeypatch, que
         else:
             forward.per_step_site(project, queue, "QueueModel")
     monkeypatch.setattr(Path, "resolve", original)
-    assert len(resolved) < 5, len(resolved)  # the first question's own look-ups; was one more per question
+    assert len(resolved) < 8, len(resolved)  # the first question's own look-ups (5 after the merge); was one more per question (20+)
 
 
 AGENT = """\
