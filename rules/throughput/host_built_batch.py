@@ -279,6 +279,7 @@ class HostBuiltBatch(Rule):
 
     needs_text = GPU_HINT
     code = "GPU410"
+    defers_to = ("GPU112",)  # a per-step call GPU112 reports as a helper copying host data (analysis/host_copies.py)
     reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "host-built-batch"
     message = "batch built on the host every step and copied from pageable memory: the copy blocks; pin it and " \
