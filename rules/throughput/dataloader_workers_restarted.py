@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Optional
 
 import libcst as cst
 
 from gpulint.analysis import GPU_HINT, LoopRole
 from gpulint.analysis.data import _dataset, _feeds_a_step
-from gpulint.analysis.data_facts import append_keyword, data_facts, has_star_args, is_dataloader, keyword
+from gpulint.analysis.data_facts import _walk, append_keyword, data_facts, has_star_args, is_dataloader, keyword
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Rule, Safety
 
 _PROGRAM = """import torch
@@ -248,10 +248,3 @@ def _enclosing_function(index, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
             return None
     return None
 
-
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)
