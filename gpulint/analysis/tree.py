@@ -334,6 +334,15 @@ class SyntaxIndex(cst.CSTVisitor):
             current = up.get(id(current))
         return current  # type: ignore[return-value]
 
+    def enclosing_function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+        """The `def` whose body holds `node` directly (not through a lambda or a class body), if any."""
+        for parent in self.ancestors(node):
+            if type(parent) is cst.FunctionDef:
+                return parent
+            if type(parent) in (cst.Lambda, cst.ClassDef):
+                return None
+        return None
+
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         up = self.up
         current = up.get(id(node))

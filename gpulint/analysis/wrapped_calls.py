@@ -13,7 +13,6 @@ site reported is the per-step call of the outer method.
 
 from __future__ import annotations
 
-from typing import Optional
 
 import libcst as cst
 
@@ -27,7 +26,7 @@ def wrapper_call_site(analysis, cls: cst.ClassDef):
     if name not in (analysis.source or ""):
         return None
     for call in of_types(analysis.index, cst.Call):
-        fn = _enclosing_function(analysis, call)
+        fn = analysis.index.enclosing_function(call)
         if fn is None or analysis.index.is_ancestor_or_self(cls, fn):
             continue
         for position, arg in enumerate(call.args):
@@ -38,15 +37,6 @@ def wrapper_call_site(analysis, cls: cst.ClassDef):
             site = per_step_caller(analysis, fn)
             if site is not None:
                 return CallSite(site.path, site.line, site.code, f"{name}.__call__")
-    return None
-
-
-def _enclosing_function(analysis, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
-    for parent in analysis.index.ancestors(node):
-        if type(parent) is cst.FunctionDef:
-            return parent
-        if type(parent) in (cst.Lambda, cst.ClassDef):
-            return None
     return None
 
 
@@ -71,7 +61,7 @@ def _builds(analysis, value: cst.BaseExpression, name: str) -> bool:
     params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params)}
     built = False
     for node in of_types(analysis.index, cst.Return):
-        if _enclosing_function(analysis, node) is not fn or node.value is None:
+        if analysis.index.enclosing_function(node) is not fn or node.value is None:
             continue
         returned = node.value
         if type(returned) is cst.Call and type(returned.func) is cst.Name and returned.func.value == name:

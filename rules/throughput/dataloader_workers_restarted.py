@@ -169,7 +169,7 @@ class DataLoaderWorkersRestarted(Rule):
                     return None  # the loader is built in the same loop: new workers each time anyway
                 return outer, f"inside `{self._header(outer)}`" if inner is loop \
                     else f"its loop's function is called inside `{self._header(outer)}`"
-            fn = _enclosing_function(index, inner)
+            fn = index.enclosing_function(inner)
             if fn is None or index.is_ancestor_or_self(fn, loader):
                 return None  # a loader built inside the function holding the loop is new on every call
             calls = [c for c in self.analysis.loops.calls_to(fn) if not index.is_ancestor_or_self(fn, c)]
@@ -238,13 +238,3 @@ def _enclosing_loop(index, node: cst.CSTNode) -> Optional[cst.CSTNode]:
             return parent
         child = parent
     return None
-
-
-def _enclosing_function(index, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
-    for parent in index.ancestors(node):
-        if type(parent) is cst.FunctionDef:
-            return parent
-        if type(parent) in (cst.Lambda, cst.ClassDef):
-            return None
-    return None
-
