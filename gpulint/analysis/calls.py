@@ -846,10 +846,11 @@ class ProjectCalls(ModuleCalls):
         left = self.instance_classes(expr.left, depth + 1)
         if left:
             return tuple(left) + tuple(c for c in right if all(c is not k for k in left))
-        return tuple(right) if self._unpassed_none(expr.left) else ()
+        return tuple(right) if self.unpassed_none(expr.left) else ()
 
-    def _unpassed_none(self, expr: cst.BaseExpression) -> bool:
-        """A parameter whose default is None that no call of its function in this module passes."""
+    def unpassed_none(self, expr: cst.BaseExpression) -> bool:
+        """A parameter whose default is None that no call of its function in this module passes (`sampler=None`,
+        then `self.sampler = sampler or UniformSampler(...)`: the `or` gives its right side)."""
         from gpulint.analysis.forward import _argument
 
         found = self.index.parameter_of(expr) if type(expr) is cst.Name else None

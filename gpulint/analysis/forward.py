@@ -1043,7 +1043,7 @@ class _Instances:
         if type(expr) is cst.BooleanOperation and type(expr.operator) is cst.Or:
             # `sampler or UniformSampler(diffusion)`: either side is what the name holds
             return self.may_be(expr.right, depth + 1) and (
-                self.may_be(expr.left, depth + 1) or self._none_by_default(expr.left))
+                self.may_be(expr.left, depth + 1) or self.calls.unpassed_none(expr.left))
         if type(expr) is not cst.Name:
             return False
         bindings = self.index.visible_bindings(expr)
@@ -1188,23 +1188,6 @@ class _Instances:
                 return False
             function = f"{cls.name.value}.__init__"
         return any(self._matches(c) for c in passed_candidates(self.project, Path(path), function, binding.name))
-
-    def _none_by_default(self, expr: cst.BaseExpression) -> bool:
-        """A parameter whose default is None that no call site of this module passes (`sampler=None`, then
-        `self.sampler = sampler or UniformSampler(...)`): the `or` gives its right side."""
-        found = self.index.parameter_of(expr) if type(expr) is cst.Name else None
-        if found is None:
-            return False
-        fn, param = found
-        if not (type(param.default) is cst.Name and param.default.value == "None"):
-            return False
-        positions = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
-        position = positions.index(expr.value) if expr.value in positions else None
-        for node in self.calls.analysis.loops.calls_to(fn):
-            argument = _argument(node, position, expr.value)
-            if argument is not None and not (type(argument) is cst.Name and argument.value == "None"):
-                return False
-        return True
 
     def _matches(self, found: ClassSummary) -> bool:
         """`found` is the class, or (for a method) a project subclass whose `member` runs the class's own: not
