@@ -22,6 +22,7 @@ import ast
 import collections
 import time
 from pathlib import Path
+from typing import Optional
 
 import libcst as cst
 
@@ -31,8 +32,9 @@ from gpulint.config import Settings
 from gpulint.discovery import iter_files
 
 
-def census(corpus: Path) -> tuple[collections.Counter, collections.Counter]:
-    """(number of files, CPU seconds of their lints) by (`skipped`|`found`|`silent`, why parsed)."""
+def census(corpus: Path, paths: Optional[dict] = None) -> tuple[collections.Counter, collections.Counter]:
+    """(number of files, CPU seconds of their lints) by (`skipped`|`found`|`silent`, why parsed); with `paths`,
+    each class's files are listed there too."""
     corpus = corpus.resolve()
     settings = Settings(root=corpus)
     codes = frozenset(settings.enabled_codes())
@@ -56,18 +58,25 @@ def census(corpus: Path) -> tuple[collections.Counter, collections.Counter]:
             key = ("found" if result.diagnostics else "silent", why)
         counts[key] += 1
         seconds[key] += spent
+        if paths is not None:
+            paths.setdefault(key, []).append(path.relative_to(corpus))
     return counts, seconds
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("corpus", type=Path)
+    parser.add_argument("--list", action="store_true", help="name the silent files parsed for neither reason")
     args = parser.parse_args()
-    counts, seconds = census(args.corpus)
+    paths: dict = {}
+    counts, seconds = census(args.corpus, paths)
     print("| files | why parsed | count | CPU s of their lints |")
     print("| --- | --- | ---: | ---: |")
     for key in sorted(counts):
         print(f"| {key[0]} | {key[1]} | {counts[key]} | {seconds[key]:.2f} |")
+    if args.list:
+        for path in paths.get(("silent", "neither"), ()):
+            print(f"silent, neither: {path}")
 
 
 if __name__ == "__main__":

@@ -61,11 +61,13 @@ PLAIN = "def add(a, b):\n    return a + b\n"
 def test_files_are_sorted_by_why_they_are_parsed(tmp_path):
     for name, text in [("train.py", TRAIN), ("model.py", MODEL), ("names.py", NAMES), ("plain.py", PLAIN)]:
         (tmp_path / name).write_text(textwrap.dedent(text))
-    counts, seconds = _census()(tmp_path)
+    paths: dict = {}
+    counts, seconds = _census()(tmp_path, paths)
     assert dict(counts) == {
         ("found", "hot loop"): 1,  # the training script: its loop is hot, `.item()` every step is reported
         ("silent", "run every step"): 1,  # the model: no loop, but the script runs its forward every step
         ("silent", "neither"): 1,  # parsed only because the `ast` conditions over-approximate
         ("skipped", "-"): 1,  # no rule can report in it: never parsed
     }
+    assert [str(p) for p in paths[("silent", "neither")]] == ["names.py"]
     assert set(seconds) == set(counts) and all(s >= 0 for s in seconds.values())
