@@ -140,6 +140,8 @@ class LoopAnalysis:
             return LoopRole.EPOCH
         if self._samples_through_helper(loop):
             return LoopRole.HOT
+        if self._steps_model_state(loop):
+            return LoopRole.HOT
         if self._rollout(loop):
             return LoopRole.HOT
         return LoopRole.HOT if self._iterates_tensor_math(loop) else LoopRole.COLD
@@ -174,6 +176,69 @@ class LoopAnalysis:
             return False  # a network's own code (a loop over its blocks or time steps) is no sampling pass
         return any(type(n) is cst.Call and n.args and self.hands_model_on(n) and not self._reaches_local_hot_loop(n)
                    for n in _walk_body(loop, into_loops=False))
+
+    def _steps_model_state(self, loop: Loop) -> bool:
+        """A sampler's or solver's loop: its own body runs a network on a value it updates from what the network
+        returned (`denoised = net(x_hat, t_hat)`, then `x_next = x_hat + (t_next - t_hat) * d_cur` with `d_cur`
+        from `denoised`, and `x_hat` from `x_next` on the next iteration): one network evaluation per sampling
+        step, a hot loop wherever the function is called from. The network is a module (`model(x)`,
+        `model.sample_step(x)`) or a callable parameter of the enclosing function (`def edm_sampler(net, ...)`).
+        Not a loop over a handful of literal items, nor one binding the callee itself (`for blk in blocks: x =
+        blk(x)`), nor a loop in a network's own code or in data-side and setup functions."""
+        if _over_a_display(loop) or _few_range_iterations(loop):
+            return False
+        function = next((a for a in self.index.ancestors(loop)
+                         if type(a) in (cst.FunctionDef, cst.Lambda, cst.ClassDef)), None)
+        if type(function) is not cst.FunctionDef or function.name.value in _SETUP_METHODS or \
+                _data_side(function, self.index):
+            return False
+        owner = self._class_of(loop)
+        if owner is not None and any(type(s) is cst.FunctionDef and s.name.value == "forward"
+                                     for s in owner.body.body):
+            return False  # a network's own code (a loop over its blocks or time steps)
+        loop_names = set(_target_names(loop.target)) if type(loop) is cst.For else set()
+        depends: dict[str, set[str]] = {}  # a name assigned in the body -> the names its values read
+        outputs: set[str] = set()  # names assigned (also) from a network's result
+        model_calls: list[cst.Call] = []
+        for node in _walk_body(loop, into_loops=False):
+            if type(node) is cst.Call and self._runs_network(node, function, loop_names):
+                model_calls.append(node)
+            if type(node) in (cst.Assign, cst.AugAssign, cst.AnnAssign) and node.value is not None:
+                targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
+                names = {name for t in targets for name in _target_names(t)}
+                read = {n.value for n in _names_under(node.value)}
+                runs = any(type(n) is cst.Call and self._runs_network(n, function, loop_names)
+                           for n in descendants(node.value))
+                for name in names:
+                    depends.setdefault(name, set()).update(read)
+                    if runs:
+                        outputs.add(name)
+        if not model_calls or not outputs:
+            return False
+        for call in model_calls:
+            seen: set[str] = set()
+            todo = [n.value for a in call.args for n in _names_under(a.value)]
+            while todo:
+                name = todo.pop()
+                if name in seen:
+                    continue
+                seen.add(name)
+                if name in outputs:
+                    return True
+                todo.extend(depends.get(name, ()))
+        return False
+
+    def _runs_network(self, call: cst.Call, function: cst.FunctionDef, loop_names: set) -> bool:
+        """`call` runs a network: a module (`model(x)`, a method of one that is not bookkeeping) or a callable
+        parameter of `function` (`net(x, t)` in `def sampler(net, ...)`), not a name the loop binds."""
+        func = call.func
+        if type(func) is cst.Name:
+            if func.value in loop_names:
+                return False
+            found = self.index.parameter_of(func)
+            if found is not None and found[0] is function:
+                return True
+        return self._runs_a_model(call)
 
     def _reaches_local_hot_loop(self, call: cst.Call, depth: int = 0) -> bool:
         """`call` runs a function of this module that has a hot loop of its own, or calls one that does
