@@ -1,0 +1,136 @@
+"""Sampler and solver loops (recall32): a loop whose body runs a network on the value it updates from what the
+network returned (`denoised = net(x_hat, t_hat)`, `x_next = x_hat + (t_next - t_hat) * d_cur` with `d_cur` from
+`denoised`) makes one network evaluation per sampling step, so it is a hot loop wherever its function is called
+from (NVlabs/edm `edm_sampler`). The network is a module or a callable parameter of the sampler. A loop over a
+handful of literal items, a loop binding the callee itself (`for blk in blocks: x = blk(x)`), a loop that runs
+once, and a read of the final sample after the loop stay quiet. GPU106 also reports a chained comparison on a
+device tensor (`S_min <= t_cur <= S_max` calls `bool()` on `S_min <= t_cur`).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from projects import check, found, write_project
+
+SAMPLER = textwrap.dedent("""\
+    import torch
+
+
+    def sampler(net, latents, num_steps=18, s_min=0.0, s_max=80.0):
+        steps = torch.linspace(80.0, 0.002, num_steps, dtype=torch.float64, device=latents.device)
+        t_steps = torch.cat([steps, torch.zeros_like(steps[:1])])
+        x_next = latents.to(torch.float64) * t_steps[0]
+        for i, (t_cur, t_next) in enumerate(zip(t_steps[:-1], t_steps[1:])):
+            x_cur = x_next
+            gamma = 0.1 if s_min <= t_cur <= s_max else 0.0
+            t_hat = t_cur + gamma * t_cur
+            denoised = net(x_cur, t_hat).to(torch.float64)
+            d_cur = (x_cur - denoised) / t_hat
+            x_next = x_cur + (t_next - t_hat) * d_cur
+            print(d_cur.abs().max().item())
+        return x_next.cpu()
+
+
+    def main(net, batches):
+        for latents in batches:
+            images = sampler(net, latents.cuda())
+""")
+
+
+def _lint(tmp_path: Path, text: str) -> set:
+    return found(check(write_project(tmp_path, {"gen.py": text}), "--no-cache", "."))
+
+
+def test_a_sampler_loop_carrying_the_network_output_is_hot(tmp_path: Path):
+    results = _lint(tmp_path, SAMPLER)
+    assert ("gen.py", 10, "GPU106") in results  # the chained comparison on a CUDA step value, every step
+    assert ("gen.py", 15, "GPU101") in results  # a read every sampling step
+    assert not any(line == 16 for _, line, _ in results)  # the final sample read once after the loop
+
+
+def test_a_module_method_run_on_the_updated_value_in_a_while_loop(tmp_path: Path):
+    """`x = x - lr * model.velocity(x)` with `model` a module built in the function, in a `while` loop."""
+    text = textwrap.dedent("""\
+        import torch
+
+
+        class Flow(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(4, 4)
+
+            def velocity(self, x):
+                return self.lin(x)
+
+
+        def solve(x, tol):
+            model = Flow().cuda()
+            err = 1.0
+            while err > tol:
+                update = model.velocity(x)
+                x = x - 0.1 * update
+                err = update.norm().item()
+            return x
+    """)
+    assert ("gen.py", 19, "GPU101") in _lint(tmp_path, text)
+
+
+def test_a_loop_over_blocks_applying_each_is_not_a_sampler(tmp_path: Path):
+    text = textwrap.dedent("""\
+        import torch
+
+
+        def run(blocks, x):
+            for blk in blocks:
+                x = blk(x)
+                print(x.mean().item())
+            return x
+    """)
+    assert ("gen.py", 7, "GPU101") not in _lint(tmp_path, text)
+
+
+def test_a_warm_up_and_a_loop_that_runs_once_stay_quiet(tmp_path: Path):
+    text = textwrap.dedent("""\
+        import torch
+
+
+        def warm_up(net, x):
+            for _ in range(3):
+                x = net(x)
+                print(x.mean().item())
+            return x
+
+
+        def probe(net, x, steps):
+            for _ in range(steps):
+                x = net(x)
+                print(x.mean().item())
+                break
+            return x
+    """)
+    results = _lint(tmp_path, text)
+    assert ("gen.py", 7, "GPU101") not in results
+    assert ("gen.py", 14, "GPU101") not in results
+
+
+def test_a_network_called_on_a_fresh_value_each_iteration_is_not_a_sampler(tmp_path: Path):
+    """No loop-carried value: `net(x0, t)` on the same input each iteration is no sampling chain (kept as it
+    was: such a loop is judged by the other mechanisms)."""
+    text = textwrap.dedent("""\
+        import torch
+
+
+        def sweep(net, x0, scales):
+            for s in scales:
+                y = net(x0, s)
+                print(y.mean().item())
+    """)
+    assert ("gen.py", 7, "GPU101") not in _lint(tmp_path, text)
+
+
+def test_a_chained_comparison_of_host_numbers_is_not_reported(tmp_path: Path):
+    text = SAMPLER.replace("if s_min <= t_cur <= s_max", "if s_min <= i <= s_max")
+    assert text != SAMPLER
+    assert ("gen.py", 10, "GPU106") not in _lint(tmp_path, text)
