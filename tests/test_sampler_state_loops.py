@@ -31,7 +31,9 @@ SAMPLER = textwrap.dedent("""\
             x_next = x_cur + (t_next - t_hat) * d_cur
             print(d_cur.abs().max().item())
         return x_next.cpu()
+""")
 
+MAIN = textwrap.dedent("""
 
     def main(net, batches):
         for latents in batches:
@@ -44,10 +46,29 @@ def _lint(tmp_path: Path, text: str) -> set:
 
 
 def test_a_sampler_loop_carrying_the_network_output_is_hot(tmp_path: Path):
-    results = _lint(tmp_path, SAMPLER)
+    """Called once per batch by a script's loop (which alone would not make it hot: its function is called
+    from a loop), the sampler's loop is still the step."""
+    results = _lint(tmp_path, SAMPLER + MAIN)
     assert ("gen.py", 10, "GPU106") in results  # the chained comparison on a CUDA step value, every step
     assert ("gen.py", 15, "GPU101") in results  # a read every sampling step
-    assert not any(line == 16 for _, line, _ in results)  # the final sample read once after the loop
+
+
+def test_a_loop_generating_one_batch_per_iteration_is_per_item(tmp_path: Path):
+    """`for latents in batches: images = sampler(net, latents)`: each iteration is a full sampling pass, so
+    the sampler's copy of its result to the host (after its own loop) is paid once per generated batch; also
+    through a name choosing between two samplers (`sampler_fn = a if c else b`)."""
+    assert ("gen.py", 16, "GPU104") in _lint(tmp_path, SAMPLER + MAIN)
+    chosen = SAMPLER + SAMPLER.replace("def sampler(", "def other_sampler(").split("import torch\n", 1)[1] + \
+        MAIN.replace("images = sampler(net,", "sampler_fn = sampler if len(batches) > 2 else other_sampler\n"
+                     "        images = sampler_fn(net,")
+    assert ("gen.py", 16, "GPU104") in _lint(tmp_path / "chosen", chosen)
+
+
+def test_the_final_sample_read_once_after_the_loop_stays_quiet(tmp_path: Path):
+    """Not called from a loop: the sampler runs once, and its read of the final sample is paid once."""
+    results = _lint(tmp_path, SAMPLER)
+    assert ("gen.py", 15, "GPU101") in results
+    assert not any(line == 16 for _, line, _ in results)
 
 
 def test_a_module_method_run_on_the_updated_value_in_a_while_loop(tmp_path: Path):
@@ -134,3 +155,23 @@ def test_a_chained_comparison_of_host_numbers_is_not_reported(tmp_path: Path):
     text = SAMPLER.replace("if s_min <= t_cur <= s_max", "if s_min <= i <= s_max")
     assert text != SAMPLER
     assert ("gen.py", 10, "GPU106") not in _lint(tmp_path, text)
+
+
+def test_seeds_split_on_the_host_and_formatted_per_image_are_no_device_read(tmp_path: Path):
+    """`torch.as_tensor(seeds).tensor_split(n)` is built in host memory, and so is each seed of `zip(batch_seeds,
+    images_np)`: formatting it into a file name in the per-batch loop reads no device value (EDM's PNG names)."""
+    text = SAMPLER + textwrap.dedent("""\
+
+
+        def main(net, seeds, n):
+            rank_batches = torch.as_tensor(seeds).tensor_split(n)
+            for batch_seeds in rank_batches:
+                latents = torch.randn(len(batch_seeds), 4, device="cuda")
+                images = sampler(net, latents)
+                images_np = images.numpy()
+                for seed, image_np in zip(batch_seeds, images_np):
+                    print(f"{seed:06d}.png", image_np.shape)
+    """)
+    results = _lint(tmp_path, text)
+    assert ("gen.py", 16, "GPU104") in results  # the loop is per-item
+    assert ("gen.py", 26, "GPU107") not in results

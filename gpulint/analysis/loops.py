@@ -119,6 +119,7 @@ class LoopAnalysis:
         # A loop around a pass over the data is an epoch loop, even if it also runs the model itself (a sample
         # or an evaluation per epoch): `for epoch ...: for x in loader: ...` or `for epoch ...: train(epoch)`.
         nested_hot = False
+        per_item = False  # the body runs a sampler of this module once per iteration (one batch of samples each)
         for node in _walk_body(loop, into_loops=True):
             if type(node) in (cst.For, cst.While) and self.role(node) is LoopRole.HOT:
                 if self._loops_over_batches(node):
@@ -128,7 +129,18 @@ class LoopAnalysis:
                 helper = self.local_function(node)
                 if helper is not None and self._function_has_hot_loop(helper) and \
                         not self._periodic_within(node, loop):
+                    if self._is_sampler(helper) and not self.index.is_ancestor_or_self(helper, loop):
+                        per_item = True
+                        continue
                     return LoopRole.EPOCH
+                chosen = self.chosen_functions(node)
+                if chosen and all(self._is_sampler(c) and not self.index.is_ancestor_or_self(c, loop)
+                                  for c in chosen) and not self._periodic_within(node, loop):
+                    per_item = True
+        if per_item and not nested_hot and not _over_a_display(loop) and not _few_range_iterations(loop):
+            # `for batch_seeds in batches: images = sampler_fn(net, latents); images.cpu()`: one generated batch
+            # per iteration, each a full sampling pass (the sampler's own loop is the step inside it)
+            return LoopRole.HOT
         # `for step ...: for micro in range(accum): ...; optimizer.step()` is hot; an epoch loop that only clears
         # gradients around its inner training loop (`optimizer.zero_grad()` once per epoch) is not.
         # A sweep over configurations written out in the source (`for hook in [NO, FP16, BF16]: run_test(hook)`)
@@ -227,6 +239,42 @@ class LoopAnalysis:
                     return True
                 todo.extend(depends.get(name, ()))
         return False
+
+    def _is_sampler(self, fn: cst.FunctionDef) -> bool:
+        """Every hot loop of `fn` is a sampler's loop (`_steps_model_state`) that neither takes batches of a loader
+        nor trains: a call of `fn` generates one batch of samples."""
+        key = ("sampler", id(fn))
+        if key not in self._trains:
+            self._trains[key] = False  # recursion guard
+            hot = [n for n in _walk_body(fn, into_loops=True)
+                   if type(n) in (cst.For, cst.While) and self.role(n) is LoopRole.HOT]
+            self._trains[key] = bool(hot) and all(
+                self._steps_model_state(h) and not self._loops_over_batches(h) and not any(
+                    type(c) is cst.Call and type(c.func) is cst.Attribute and
+                    c.func.attr.value in ("backward", "step", "zero_grad") for c in _walk_body(h, into_loops=True))
+                for h in hot)
+        return self._trains[key]
+
+    def chosen_functions(self, call: cst.Call) -> list[cst.FunctionDef]:
+        """`sampler_fn(...)` where `sampler_fn = ablation_sampler if c else edm_sampler` is the only binding of
+        the name where it stands, both top-level functions of this module: those functions (else [])."""
+        func = call.func
+        if type(func) is not cst.Name:
+            return []
+        bindings = self.index.visible_bindings(func)
+        if len(bindings) != 1 or type(bindings[0].value) is not cst.IfExp:
+            return []
+        choice = bindings[0].value
+        found = []
+        for option in (choice.body, choice.orelse):
+            if type(option) is not cst.Name:
+                return []
+            defs = [d for d in self.index.functions.get(option.value, [])
+                    if type(self.index.enclosing_scope(d)) is cst.Module]
+            if len(defs) != 1:
+                return []
+            found.append(defs[0])
+        return found
 
     def _runs_network(self, call: cst.Call, function: cst.FunctionDef, loop_names: set) -> bool:
         """`call` runs a network: a module (`model(x)`, a method of one that is not bookkeeping) or a callable
@@ -905,6 +953,9 @@ class LoopAnalysis:
                 method = self.instance_method(node)  # type: ignore[arg-type]
                 if method is not None and not self.index.is_ancestor_or_self(method, node):
                     calls.append((node, method))
+                for chosen in self.chosen_functions(node):  # type: ignore[arg-type]
+                    if not self.index.is_ancestor_or_self(chosen, node):
+                        calls.append((node, chosen))
             found: dict[int, Execution] = {}
             for _ in range(_HELPER_DEPTH):
                 known_before = dict(found)
