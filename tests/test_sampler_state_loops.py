@@ -175,3 +175,26 @@ def test_seeds_split_on_the_host_and_formatted_per_image_are_no_device_read(tmp_
     results = _lint(tmp_path, text)
     assert ("gen.py", 16, "GPU104") in results  # the loop is per-item
     assert ("gen.py", 26, "GPU107") not in results
+
+
+def test_an_epoch_loop_calling_an_evaluation_over_its_data_is_not_per_item(tmp_path: Path):
+    """`evaluate(model, sequences)` carries a state through the model over the sequences it is given: a pass
+    over data, so the epoch loop calling it reads its result once per epoch, not once per generated batch."""
+    text = textwrap.dedent("""\
+        import torch
+
+
+        def evaluate(model, sequences):
+            h = None
+            for x in sequences:
+                h = model(x, h)
+            return h
+
+
+        def main(model, seqs, epochs):
+            model = model.cuda()
+            for epoch in range(epochs):
+                h = evaluate(model, seqs)
+                print(h.norm().item())
+    """)
+    assert ("gen.py", 15, "GPU101") not in _lint(tmp_path, text)

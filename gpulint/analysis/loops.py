@@ -19,6 +19,7 @@ from gpulint.analysis.kinds import Kind, KindInference
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.nonfinite import nonfinite_only
 from gpulint.analysis.once import once_per_object
+from gpulint.analysis.runs_model import _DATA_WORDS
 from gpulint.analysis.tree import SyntaxIndex, child_nodes, descendants
 from gpulint.syntax import NOT_CONSTANT as _NOT_CONSTANT, code_of as _code, literal_value as _constant_value, \
     target_names as _target_names
@@ -249,7 +250,7 @@ class LoopAnalysis:
             hot = [n for n in _walk_body(fn, into_loops=True)
                    if type(n) in (cst.For, cst.While) and self.role(n) is LoopRole.HOT]
             self._trains[key] = bool(hot) and all(
-                self._steps_model_state(h) and not self._loops_over_batches(h) and not any(
+                self._steps_model_state(h) and not self._loops_over_batches(h) and not _over_items(h, fn) and not any(
                     type(c) is cst.Call and type(c.func) is cst.Attribute and
                     c.func.attr.value in ("backward", "step", "zero_grad") for c in _walk_body(h, into_loops=True))
                 for h in hot)
@@ -1494,6 +1495,29 @@ def _copied_to_host(expr: cst.BaseExpression) -> bool:
         else:
             expr = expr.value
     return False
+
+
+def _over_items(loop: Loop, fn: cst.FunctionDef) -> bool:
+    """The loop walks data it is given, not a schedule of steps: a parameter of `fn` (or a wrapper of one:
+    `enumerate(sequence)`), `next(...)` in a `while` loop, or a name or attribute that reads as data
+    (`runs_model._DATA_WORDS`). A call of `fn` is then a pass over that data (an evaluation), not one sample."""
+    if type(loop) is cst.While:
+        return any(type(n) is cst.Call and dotted_name(n.func) == "next" for n in _walk_body(loop, into_loops=True))
+    iterable = loop.iter
+    while type(iterable) is cst.Call and dotted_name(iterable.func) in _ITERATION_WRAPPERS and iterable.args:
+        iterable = iterable.args[0].value
+    root = iterable
+    while type(root) in (cst.Attribute, cst.Subscript):
+        root = root.value
+    params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+    if type(root) is cst.Name and root.value in params - {"self"}:
+        return True
+    return any(type(n) is cst.Name and any(word in n.value.lower() for word in _DATA_WORDS)
+               for n in _names_under(loop.iter))
+
+
+_ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "zip", "reversed",
+                                 "islice", "itertools.islice"})
 
 
 def _over_a_display(loop: Loop) -> bool:
