@@ -198,3 +198,21 @@ def test_an_epoch_loop_calling_an_evaluation_over_its_data_is_not_per_item(tmp_p
                 print(h.norm().item())
     """)
     assert ("gen.py", 15, "GPU101") not in _lint(tmp_path, text)
+
+
+def test_a_tokenizer_parameter_is_no_network(tmp_path: Path):
+    """`tokenizer(batch_prompts, return_tensors="pt")` is a callable parameter given text: no network, so a
+    batch loop re-tokenizing prompts it decoded on a previous iteration is no sampler loop."""
+    text = textwrap.dedent("""\
+        import torch
+
+
+        def complete(tokenizer, prompts, rounds):
+            batch_prompts = prompts
+            for _ in range(rounds):
+                tokens = tokenizer(batch_prompts, return_tensors="pt")
+                ids = tokens.input_ids.cuda()
+                batch_prompts = tokenizer.batch_decode(ids)
+                print(ids.sum().item())
+    """)
+    assert ("gen.py", 10, "GPU101") not in _lint(tmp_path, text)

@@ -286,7 +286,10 @@ class LoopAnalysis:
                 return False
             found = self.index.parameter_of(func)
             if found is not None and found[0] is function:
-                return True
+                # given a tensor (`net(x_hat, t_hat)`), not a tokenizer given text (`tokenizer(prompts,
+                # return_tensors="pt")`)
+                from gpulint.analysis.tokenizers import host_tensors_call  # imports gpulint.analysis
+                return not host_tensors_call(call) and any(self.kinds.of(a.value) is Kind.TENSOR for a in call.args)
         return self._runs_a_model(call)
 
     def _reaches_local_hot_loop(self, call: cst.Call, depth: int = 0) -> bool:
