@@ -209,10 +209,15 @@ def test_a_tokenizer_parameter_is_no_network(tmp_path: Path):
 
         def complete(tokenizer, prompts, rounds):
             batch_prompts = prompts
-            for _ in range(rounds):
+            for _ in rounds:
                 tokens = tokenizer(batch_prompts, return_tensors="pt")
                 ids = tokens.input_ids.cuda()
                 batch_prompts = tokenizer.batch_decode(ids)
                 print(ids.sum().item())
+
+
+        def main(tokenizer, prompt_sets):
+            for prompts in prompt_sets:
+                complete(tokenizer, prompts, "abcdefghijklmnop")
     """)
     assert ("gen.py", 10, "GPU101") not in _lint(tmp_path, text)
