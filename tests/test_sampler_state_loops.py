@@ -221,18 +221,3 @@ def test_a_tokenizer_parameter_is_no_network(tmp_path: Path):
                 complete(tokenizer, prompts, "abcdefghijklmnop")
     """)
     assert ("gen.py", 10, "GPU101") not in _lint(tmp_path, text)
-
-
-def test_a_loop_target_rebound_to_the_output_is_not_carried(tmp_path: Path):
-    """`for x in chunks: x = net(x)`: the loop rebinds `x` every iteration, so nothing the network returned
-    reaches its next call: no sampler chain (such a loop is judged by the other mechanisms)."""
-    text = textwrap.dedent("""\
-        import torch
-
-
-        def featurize(net, chunks):
-            for x in chunks:
-                x = net(x)
-                print(x.sum().item())
-    """)
-    assert ("gen.py", 7, "GPU101") not in _lint(tmp_path, text)

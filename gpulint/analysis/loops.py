@@ -233,8 +233,8 @@ class LoopAnalysis:
             todo = [n.value for a in call.args for n in _names_under(a.value)]
             while todo:
                 name = todo.pop()
-                if name in seen or name in loop_names:
-                    continue  # a loop target is rebound by every iteration: nothing carried through it
+                if name in seen:
+                    continue
                 seen.add(name)
                 if name in outputs:
                     return True
