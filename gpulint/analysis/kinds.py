@@ -223,6 +223,12 @@ class KindInference:
                 return first is not None and self.on_host(first, depth + 1)
             # `torch.sigmoid(host)`, `F.interpolate(host, size)`: torch computes where its tensor input lives
             name = self.qualified(func) if type(func) in (cst.Name, cst.Attribute) else None
+            if name in ("torch.tensor", "torch.as_tensor") and not any(
+                    a.keyword is not None and a.keyword.value == "device" for a in node.args):
+                # `torch.as_tensor(seeds)` of Python numbers, a list or an array: built in host memory (of a
+                # tensor: where that tensor lives)
+                first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
+                return first is not None and (self.of(first) is not Kind.TENSOR or self.on_host(first, depth + 1))
             if name is not None and name.startswith("torch.") and not any(
                     a.keyword is not None and a.keyword.value == "device" for a in node.args):
                 first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
@@ -252,6 +258,9 @@ class KindInference:
                 return self.on_host(last, depth + 1)
             if len(bindings) == 1 and bindings[0].kind == "param" and self.host_param_hook is not None:
                 return self.host_param_hook(node, depth + 1)
+            if len(bindings) == 1 and bindings[0].kind == "for" and bindings[0].value is not None:
+                # `for seed, image in zip(batch_seeds, images_np)` over host values: each element is on the host
+                return self._iterated_on_host(bindings[0].value, bindings[0].index, depth + 1)
             if node.value in self._assumed_host:
                 return True  # `p = 0.5 * (q + p)`: host if every other binding is (checked by the caller)
             own = [b for b in bindings if b.value is not None and _reads_name(b.value, node.value)]
@@ -264,6 +273,21 @@ class KindInference:
             finally:
                 self._assumed_host.discard(node.value)
         return False
+
+    def _iterated_on_host(self, iterable: cst.BaseExpression, index: Optional[int], depth: int) -> bool:
+        """The loop target (element `index` when unpacked) of iterating `iterable` is in host memory: the rows of
+        a host tensor or array, through `tqdm`/`enumerate`/`zip` (False when unsure)."""
+        if type(iterable) is cst.Call:
+            fn = dotted_name(iterable.func)
+            args = [a.value for a in iterable.args if a.keyword is None and not a.star]
+            if fn == "enumerate" and args and len(iterable.args) == len(args):
+                return index == 0  # the counter
+            if fn in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "reversed") and args:
+                return self._iterated_on_host(args[0], index, depth)
+            if fn == "zip" and args and len(iterable.args) == len(args) and index is not None and index < len(args):
+                return self.on_host(args[index], depth)
+            return False
+        return index is None and self.of(iterable) is Kind.TENSOR and self.on_host(iterable, depth)
 
     def _host_copy(self, node: cst.CSTNode, depth: int = 0) -> bool:
         key = id(node)

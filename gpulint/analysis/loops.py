@@ -19,6 +19,7 @@ from gpulint.analysis.kinds import Kind, KindInference
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.nonfinite import nonfinite_only
 from gpulint.analysis.once import once_per_object
+from gpulint.analysis.runs_model import _DATA_WORDS
 from gpulint.analysis.tree import SyntaxIndex, child_nodes, descendants
 from gpulint.syntax import NOT_CONSTANT as _NOT_CONSTANT, code_of as _code, literal_value as _constant_value, \
     target_names as _target_names
@@ -119,6 +120,7 @@ class LoopAnalysis:
         # A loop around a pass over the data is an epoch loop, even if it also runs the model itself (a sample
         # or an evaluation per epoch): `for epoch ...: for x in loader: ...` or `for epoch ...: train(epoch)`.
         nested_hot = False
+        per_item = False  # the body runs a sampler of this module once per iteration (one batch of samples each)
         for node in _walk_body(loop, into_loops=True):
             if type(node) in (cst.For, cst.While) and self.role(node) is LoopRole.HOT:
                 if self._loops_over_batches(node):
@@ -128,7 +130,18 @@ class LoopAnalysis:
                 helper = self.local_function(node)
                 if helper is not None and self._function_has_hot_loop(helper) and \
                         not self._periodic_within(node, loop):
+                    if self._is_sampler(helper) and not self.index.is_ancestor_or_self(helper, loop):
+                        per_item = True
+                        continue
                     return LoopRole.EPOCH
+                chosen = self.chosen_functions(node)
+                if chosen and all(self._is_sampler(c) and not self.index.is_ancestor_or_self(c, loop)
+                                  for c in chosen) and not self._periodic_within(node, loop):
+                    per_item = True
+        if per_item and not nested_hot and not _over_a_display(loop) and not _few_range_iterations(loop):
+            # `for batch_seeds in batches: images = sampler_fn(net, latents); images.cpu()`: one generated batch
+            # per iteration, each a full sampling pass (the sampler's own loop is the step inside it)
+            return LoopRole.HOT
         # `for step ...: for micro in range(accum): ...; optimizer.step()` is hot; an epoch loop that only clears
         # gradients around its inner training loop (`optimizer.zero_grad()` once per epoch) is not.
         # A sweep over configurations written out in the source (`for hook in [NO, FP16, BF16]: run_test(hook)`)
@@ -139,6 +152,8 @@ class LoopAnalysis:
         if nested_hot:
             return LoopRole.EPOCH
         if self._samples_through_helper(loop):
+            return LoopRole.HOT
+        if self._steps_model_state(loop):
             return LoopRole.HOT
         if self._rollout(loop):
             return LoopRole.HOT
@@ -174,6 +189,108 @@ class LoopAnalysis:
             return False  # a network's own code (a loop over its blocks or time steps) is no sampling pass
         return any(type(n) is cst.Call and n.args and self.hands_model_on(n) and not self._reaches_local_hot_loop(n)
                    for n in _walk_body(loop, into_loops=False))
+
+    def _steps_model_state(self, loop: Loop) -> bool:
+        """A sampler's or solver's loop: its own body runs a network on a value it updates from what the network
+        returned (`denoised = net(x_hat, t_hat)`, then `x_next = x_hat + (t_next - t_hat) * d_cur` with `d_cur`
+        from `denoised`, and `x_hat` from `x_next` on the next iteration): one network evaluation per sampling
+        step, a hot loop wherever the function is called from. The network is a module (`model(x)`,
+        `model.sample_step(x)`) or a callable parameter of the enclosing function (`def edm_sampler(net, ...)`).
+        Not a loop over a handful of literal items, nor one binding the callee itself (`for blk in blocks: x =
+        blk(x)`), nor a loop in a network's own code or in data-side and setup functions."""
+        if _over_a_display(loop) or _few_range_iterations(loop):
+            return False
+        function = next((a for a in self.index.ancestors(loop)
+                         if type(a) in (cst.FunctionDef, cst.Lambda, cst.ClassDef)), None)
+        if type(function) is not cst.FunctionDef or function.name.value in _SETUP_METHODS or \
+                _data_side(function, self.index):
+            return False
+        owner = self._class_of(loop)
+        if owner is not None and any(type(s) is cst.FunctionDef and s.name.value == "forward"
+                                     for s in owner.body.body):
+            return False  # a network's own code (a loop over its blocks or time steps)
+        loop_names = set(_target_names(loop.target)) if type(loop) is cst.For else set()
+        depends: dict[str, set[str]] = {}  # a name assigned in the body -> the names its values read
+        outputs: set[str] = set()  # names assigned (also) from a network's result
+        model_calls: list[cst.Call] = []
+        for node in _walk_body(loop, into_loops=False):
+            if type(node) is cst.Call and self._runs_network(node, function, loop_names):
+                model_calls.append(node)
+            if type(node) in (cst.Assign, cst.AugAssign, cst.AnnAssign) and node.value is not None:
+                targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
+                names = {name for t in targets for name in _target_names(t)}
+                read = {n.value for n in _names_under(node.value)}
+                runs = any(type(n) is cst.Call and self._runs_network(n, function, loop_names)
+                           for n in descendants(node.value))
+                for name in names:
+                    depends.setdefault(name, set()).update(read)
+                    if runs:
+                        outputs.add(name)
+        if not model_calls or not outputs:
+            return False
+        for call in model_calls:
+            seen: set[str] = set()
+            todo = [n.value for a in call.args for n in _names_under(a.value)]
+            while todo:
+                name = todo.pop()
+                if name in seen:
+                    continue
+                seen.add(name)
+                if name in outputs:
+                    return True
+                todo.extend(depends.get(name, ()))
+        return False
+
+    def _is_sampler(self, fn: cst.FunctionDef) -> bool:
+        """Every hot loop of `fn` is a sampler's loop (`_steps_model_state`) that neither takes batches of a loader
+        nor trains: a call of `fn` generates one batch of samples."""
+        key = ("sampler", id(fn))
+        if key not in self._trains:
+            self._trains[key] = False  # recursion guard
+            hot = [n for n in _walk_body(fn, into_loops=True)
+                   if type(n) in (cst.For, cst.While) and self.role(n) is LoopRole.HOT]
+            self._trains[key] = bool(hot) and all(
+                self._steps_model_state(h) and not self._loops_over_batches(h) and not _over_items(h, fn) and not any(
+                    type(c) is cst.Call and type(c.func) is cst.Attribute and
+                    c.func.attr.value in ("backward", "step", "zero_grad") for c in _walk_body(h, into_loops=True))
+                for h in hot)
+        return self._trains[key]
+
+    def chosen_functions(self, call: cst.Call) -> list[cst.FunctionDef]:
+        """`sampler_fn(...)` where `sampler_fn = ablation_sampler if c else edm_sampler` is the only binding of
+        the name where it stands, both top-level functions of this module: those functions (else [])."""
+        func = call.func
+        if type(func) is not cst.Name:
+            return []
+        bindings = self.index.visible_bindings(func)
+        if len(bindings) != 1 or type(bindings[0].value) is not cst.IfExp:
+            return []
+        choice = bindings[0].value
+        found = []
+        for option in (choice.body, choice.orelse):
+            if type(option) is not cst.Name:
+                return []
+            defs = [d for d in self.index.functions.get(option.value, [])
+                    if type(self.index.enclosing_scope(d)) is cst.Module]
+            if len(defs) != 1:
+                return []
+            found.append(defs[0])
+        return found
+
+    def _runs_network(self, call: cst.Call, function: cst.FunctionDef, loop_names: set) -> bool:
+        """`call` runs a network: a module (`model(x)`, a method of one that is not bookkeeping) or a callable
+        parameter of `function` (`net(x, t)` in `def sampler(net, ...)`), not a name the loop binds."""
+        func = call.func
+        if type(func) is cst.Name:
+            if func.value in loop_names:
+                return False
+            found = self.index.parameter_of(func)
+            if found is not None and found[0] is function:
+                # given a tensor (`net(x_hat, t_hat)`), not a tokenizer given text (`tokenizer(prompts,
+                # return_tensors="pt")`)
+                from gpulint.analysis.tokenizers import host_tensors_call  # imports gpulint.analysis
+                return not host_tensors_call(call) and any(self.kinds.of(a.value) is Kind.TENSOR for a in call.args)
+        return self._runs_a_model(call)
 
     def _reaches_local_hot_loop(self, call: cst.Call, depth: int = 0) -> bool:
         """`call` runs a function of this module that has a hot loop of its own, or calls one that does
@@ -840,6 +957,9 @@ class LoopAnalysis:
                 method = self.instance_method(node)  # type: ignore[arg-type]
                 if method is not None and not self.index.is_ancestor_or_self(method, node):
                     calls.append((node, method))
+                for chosen in self.chosen_functions(node):  # type: ignore[arg-type]
+                    if not self.index.is_ancestor_or_self(chosen, node):
+                        calls.append((node, chosen))
             found: dict[int, Execution] = {}
             for _ in range(_HELPER_DEPTH):
                 known_before = dict(found)
@@ -1378,6 +1498,29 @@ def _copied_to_host(expr: cst.BaseExpression) -> bool:
         else:
             expr = expr.value
     return False
+
+
+def _over_items(loop: Loop, fn: cst.FunctionDef) -> bool:
+    """The loop walks data it is given, not a schedule of steps: a parameter of `fn` (or a wrapper of one:
+    `enumerate(sequence)`), `next(...)` in a `while` loop, or a name or attribute that reads as data
+    (`runs_model._DATA_WORDS`). A call of `fn` is then a pass over that data (an evaluation), not one sample."""
+    if type(loop) is cst.While:
+        return any(type(n) is cst.Call and dotted_name(n.func) == "next" for n in _walk_body(loop, into_loops=True))
+    iterable = loop.iter
+    while type(iterable) is cst.Call and dotted_name(iterable.func) in _ITERATION_WRAPPERS and iterable.args:
+        iterable = iterable.args[0].value
+    root = iterable
+    while type(root) in (cst.Attribute, cst.Subscript):
+        root = root.value
+    params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+    if type(root) is cst.Name and root.value in params - {"self"}:
+        return True
+    return any(type(n) is cst.Name and any(word in n.value.lower() for word in _DATA_WORDS)
+               for n in _names_under(loop.iter))
+
+
+_ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "zip", "reversed",
+                                 "islice", "itertools.islice"})
 
 
 def _over_a_display(loop: Loop) -> bool:

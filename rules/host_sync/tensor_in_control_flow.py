@@ -14,7 +14,8 @@ class TensorInControlFlow(GpuRule):
 
     ## What it does
     Flags `if`, `elif`, `while`, `assert`, conditional expressions and `and`/`or`/`not` whose condition is a
-    tensor, on every iteration of a training/eval loop.
+    tensor, on every iteration of a training/eval loop; also a chained comparison with a tensor before its last
+    operator (`S_min <= t_cur <= S_max`: Python calls `bool()` on `S_min <= t_cur` to decide whether to go on).
 
     ## Why it is slow
     Python must know the value to pick a branch, so it calls `bool()` on the tensor: a blocking copy to the host
@@ -53,6 +54,9 @@ class TensorInControlFlow(GpuRule):
     INVALID = [
         Example(TRAIN_STEP + "    if loss > 0:\n        pass\n",
                 message="branching on a tensor's value calls `bool()` on it every ite"),
+        # a chained comparison decides on `0 < loss` before it compares `loss < 10`
+        Example(TRAIN_STEP + "    scale = 2 if 0 < loss < 10 else 1\n",
+                message="branching on a tensor's value calls `bool()` on it every ite"),
     ]
 
     def _check(self, test: cst.BaseExpression) -> None:
@@ -82,3 +86,15 @@ class TensorInControlFlow(GpuRule):
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._check(node.test)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        # `lo <= t <= hi` is `(lo <= t) and (t <= hi)`: every link but the last goes through `bool()`
+        if len(node.comparisons) < 2 or any(type(c.operator) in (cst.Is, cst.IsNot, cst.In, cst.NotIn)
+                                            for c in node.comparisons[:-1]):
+            return
+        operands = [node.left, *(c.comparator for c in node.comparisons)]
+        if not any(self.analysis.is_device_tensor(o) for o in operands[:-1]):
+            return
+        where = self.where(node)
+        if where:
+            self.report(node, where=where)
