@@ -114,3 +114,57 @@ def test_an_undeclared_parameter_is_not_dispatched(tmp_path: Path):
     train = TRAIN.replace("def __init__(self, model: BaseNet):", "def __init__(self, model):").replace(
         "Runner(net).fit(loader, opt)", "Runner(BaseNet()).fit(loader, opt)")
     assert ("nets/wide.py", 16, "GPU203") not in _wide(_project(tmp_path, train))
+
+
+LIGHTNING = textwrap.dedent("""\
+    import pytorch_lightning as pl
+    import torch
+    from nets.base import BaseNet
+
+
+    class Experiment(pl.LightningModule):
+        def __init__(self, model: BaseNet, params: dict):
+            super().__init__()
+            self.model = model
+            self.params = params
+
+        def training_step(self, batch, batch_idx):
+            out = self.model(batch)
+            return self.model.loss_function(out, batch)
+
+        def configure_optimizers(self):
+            return torch.optim.Adam(self.model.parameters())
+""")
+
+
+def _lightning(root: Path, experiment: str) -> set:
+    _project(root, "")
+    (root / "experiment.py").write_text(experiment)
+    return _wide(root)
+
+
+def test_a_framework_step_dispatches_to_the_override(tmp_path: Path):
+    findings = _lightning(tmp_path, LIGHTNING)
+    assert ("nets/wide.py", 16, "GPU203") in findings
+    assert ("nets/wide.py", 27, "GPU203") not in findings  # `Unrelated` does not derive from `BaseNet`
+    item = next(d for d in check(tmp_path, "--no-cache", "--jobs", "1", ".")
+                if d["code"] == "GPU203" and d["filename"].endswith("wide.py"))
+    assert "`self.model.loss_function(...)` runs every step" in item["message"]
+
+
+def test_a_periodic_framework_call_is_not_per_step(tmp_path: Path):
+    periodic = LIGHTNING.replace("        return self.model.loss_function(out, batch)",
+                                 "        if batch_idx % 100 == 0:\n"
+                                 "            return self.model.loss_function(out, batch)\n"
+                                 "        return out.sum()")
+    assert periodic != LIGHTNING
+    assert ("nets/wide.py", 16, "GPU203") not in _lightning(tmp_path, periodic)
+
+
+def test_an_attribute_reassigned_outside_init_is_not_dispatched(tmp_path: Path):
+    reassigned = LIGHTNING.replace("    def configure_optimizers(self):",
+                                   "    def swap(self, other):\n"
+                                   "        self.model = other\n\n"
+                                   "    def configure_optimizers(self):")
+    assert reassigned != LIGHTNING
+    assert ("nets/wide.py", 16, "GPU203") not in _lightning(tmp_path, reassigned)
