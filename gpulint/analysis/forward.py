@@ -40,6 +40,7 @@ from gpulint.analysis.helper_sites import helpers_feed_a_gpu, imported_helper_si
 from gpulint.analysis.overrides import override_site
 from gpulint.analysis.framework_steps import framework_site
 from gpulint.analysis.inherited_calls import inherited_site
+from gpulint.analysis.dispatched_calls import dispatched_site
 from gpulint.analysis.tree import child_nodes
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, _dotted, project_for, text_dependency
 
@@ -105,6 +106,8 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
                 site = framework_site(project, path, owner, member)
             if site is None and owner is not None:  # a subclass's per-step method calls it through `self`
                 site = inherited_site(project, path, owner, member)
+            if site is None and owner is not None:  # a framework step calls it on an attribute declared as a base
+                site = dispatched_site(project, path, owner, member)
             elif site is None:  # a helper another module's per-step `forward` imports and calls
                 site = imported_helper_site(project, path, member)
         if site is not None:
@@ -313,6 +316,9 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
                     return True
                 if isinstance(m, ast.FunctionDef) and m.name != "forward" and _entry_method(m.name) and \
                         not has_forward and inherited_site(project, path, stmt.name, m.name) is not None:
+                    return True
+                if stmt.bases and isinstance(m, ast.FunctionDef) and _entry_method(m.name) and \
+                        dispatched_site(project, path, stmt.name, m.name) is not None:
                     return True
     return False
 
@@ -1038,7 +1044,7 @@ class _Instances:
             values = self.calls.self_attributes(expr)
             if not values:  # only declared: `optim: Optimizer` in the class body (a dataclass's field)
                 declared = self.calls.annotation_class(self.calls.self_annotation(expr))
-                return declared is not None and self._matches(declared)
+                return declared is not None and (self._matches(declared) or self._dispatches(declared))
             return all(self.may_be(v, depth + 1) for v in values)
         if type(expr) is cst.BooleanOperation and type(expr.operator) is cst.Or:
             # `sampler or UniformSampler(diffusion)`: either side is what the name holds
@@ -1152,7 +1158,7 @@ class _Instances:
             return False
         annotated = annotated_class(self.calls, fn, binding.name)
         if annotated is not None:  # `def train(trainer: Trainer, ...)`: what the signature promises
-            return self._matches(annotated)
+            return self._matches(annotated) or self._dispatches(annotated)
         params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
         position = params.index(binding.name) if binding.name in params else None
         found = False
@@ -1188,6 +1194,21 @@ class _Instances:
                 return False
             function = f"{cls.name.value}.__init__"
         return any(self._matches(c) for c in passed_candidates(self.project, Path(path), function, binding.name))
+
+    def _dispatches(self, declared: ClassSummary) -> bool:
+        """Class hierarchy analysis: a value typed only by a project base class (`vae_model: BaseVAE`) may be an
+        instance of any project subclass, so the subclass's own `member` (`VanillaVAE.loss_function`, overriding
+        the base's abstract one) is a possible callee of `value.member(...)`. Only for a declared type (an
+        annotation), never for a construction (`BaseVAE(...)` builds the base itself); the declared class must
+        itself have `member` (directly or through its bases: the call is typed), and the class asked about must
+        derive from it through project bases (hierarchy.py's bound)."""
+        from gpulint.analysis.hierarchy import derives
+
+        if self.member is None or self.member.startswith("__") or _same(declared, self.cls):
+            return False
+        if self.project.method(declared, self.member) is None:
+            return False
+        return derives(self.project, self.cls, declared)
 
     def _matches(self, found: ClassSummary) -> bool:
         """`found` is the class, or (for a method) a project subclass whose `member` runs the class's own: not

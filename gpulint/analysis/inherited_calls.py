@@ -25,10 +25,10 @@ import ast
 from pathlib import Path
 from typing import Optional
 
+from gpulint.analysis.hierarchy import derives
 from gpulint.analysis.project import ClassSummary, Project
 
 _EXAMINED = 24
-_DEPTH = 4
 
 
 def inherited_site(project: Project, path: Path, owner: str, member: str):
@@ -68,24 +68,9 @@ def _find(project: Project, path: Path, owner: str, member: str):
 
 
 def _derives(project: Project, cls: ClassSummary, base: ClassSummary, member: str) -> bool:
-    """`cls` derives from `base` through project bases, none of which in between defines `member`."""
-    frontier, seen = [cls], {id(cls)}
-    for _ in range(_DEPTH):
-        following = []
-        for current in frontier:
-            for name in current.bases:
-                found = project.lookup(current.path, name) if name else None
-                if not isinstance(found, ClassSummary) or id(found) in seen:
-                    continue
-                if found is base:
-                    return True
-                seen.add(id(found))
-                if member not in found.methods:  # an intermediate override takes `self.member` calls
-                    following.append(found)
-        frontier = following
-        if not frontier:
-            break
-    return False
+    """`cls` derives from `base` through project bases, none of which in between defines `member` (an
+    intermediate override takes `self.member` calls)."""
+    return derives(project, cls, base, through=lambda found: member not in found.methods)
 
 
 def _per_step_self_call(project: Project, cls: ClassSummary, member: str) -> Optional[tuple[int, str]]:
@@ -122,42 +107,52 @@ def _self_call(fn, name: str) -> Optional[ast.Call]:
     return _search_self(fn.body, name, params)
 
 
-def _search_self(body: list, name: str, params: set) -> Optional[ast.Call]:
+def _search_self(body: list, name: str, params: set, match=None) -> Optional[ast.Call]:
+    """The first call `match(node, name)` accepts (by default `self.name(...)`) in `body`, not under a periodic
+    or flag test."""
     from gpulint.analysis.helper_sites import _conditional
+
+    match = match or _is_self_call
 
     for stmt in body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         if isinstance(stmt, ast.If):
-            found = _in_expr(stmt.test, name)
+            found = _in_expr(stmt.test, name, match)
             if found is not None:
                 return found
             if not _conditional(stmt.test, params):
-                found = _search_self(stmt.body, name, params)
+                found = _search_self(stmt.body, name, params, match)
                 if found is not None:
                     return found
-            found = _search_self(stmt.orelse, name, params)
+            found = _search_self(stmt.orelse, name, params, match)
             if found is not None:
                 return found
             continue
         for child in ast.iter_child_nodes(stmt):
             if isinstance(child, ast.stmt):
                 continue
-            found = _in_expr(child, name)
+            found = _in_expr(child, name, match)
             if found is not None:
                 return found
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(stmt, field, None)
             if isinstance(inner, list) and inner:
-                found = _search_self(inner, name, params)
+                found = _search_self(inner, name, params, match)
                 if found is not None:
                     return found
     return None
 
 
-def _in_expr(expr: ast.AST, name: str) -> Optional[ast.Call]:
+def _in_expr(expr: ast.AST, name: str, match=None) -> Optional[ast.Call]:
+    match = match or _is_self_call
     for node in ast.walk(expr):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == name and \
-                isinstance(node.func.value, ast.Name) and node.func.value.id == "self":
+        if isinstance(node, ast.Call) and match(node, name):
             return node
     return None
+
+
+def _is_self_call(node: ast.Call, name: str) -> bool:
+    """`self.name(...)`."""
+    return isinstance(node.func, ast.Attribute) and node.func.attr == name and \
+        isinstance(node.func.value, ast.Name) and node.func.value.id == "self"

@@ -31,9 +31,8 @@ from typing import Optional
 
 import libcst as cst
 
+from gpulint.analysis.hierarchy import project_bases
 from gpulint.analysis.project import ClassSummary, Project
-
-_MAX_DEPTH = 4  # base classes followed up the hierarchy
 
 
 def override_site(project: Project, path: Path, owner: str, member: str):
@@ -51,24 +50,11 @@ def _find_override_site(project: Project, path: Path, owner: str, member: str):
     cls = info.classes.get(owner) if info is not None else None
     if cls is None or member not in cls.methods or not cls.bases:
         return None
-    seen: set[int] = {id(cls)}
-    frontier = [cls]
-    for _ in range(_MAX_DEPTH):
-        following = []
-        for current in frontier:
-            for base in current.bases:
-                found = project.lookup(current.path, base) if base else None
-                if not isinstance(found, ClassSummary) or id(found) in seen:
-                    continue
-                seen.add(id(found))
-                if found.path.resolve() != path:
-                    site = _self_call_every_step(project, found, member, owner)
-                    if site is not None:
-                        return site
-                following.append(found)
-        if not following:
-            break
-        frontier = following
+    for found in project_bases(project, cls):
+        if found.path.resolve() != path:
+            site = _self_call_every_step(project, found, member, owner)
+            if site is not None:
+                return site
     return None
 
 
