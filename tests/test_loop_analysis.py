@@ -412,6 +412,19 @@ CASES = {
                 x = scheduler.step(eps, t, x).prev_sample
                 print(x.cpu())  # periodic
     """,
+    "a flag the loop sets beside a periodic test (a cancellation) keeps the block periodic": """
+        cancel_initiated = False
+        for step, x in enumerate(loader):
+            model(x).sum().backward()
+            if not cancel_initiated and step % 100 == 0:
+                cancel_initiated, extra_steps = check_if_cancelled()
+            if cancel_initiated or (save_interval is not None and step % save_interval == 0):
+                save(model.weight.cpu())  # periodic
+            if step % save_interval == 0 or options.save_every_step:
+                save(model.weight.cpu())  # every
+            if step % 100 == 0 or model(x).sum() > 0:
+                print(x.cpu())  # every
+    """,
     "generation loop is not a training loop": """
         for k in range(3):
             y = model.generate(x)  # outside

@@ -1003,7 +1003,14 @@ class LoopAnalysis:
             is_and = (type(test.operator) is cst.And) != negated  # De Morgan (`not (a or b)` is `not a and not b`)
             if is_and:
                 return left or right
-            return left if (left and right) else None
+            if left and right:
+                return left
+            # `cancel_initiated or step % save_interval == 0`, the flag set by the loop itself (an event such as a
+            # cancellation, `cancel_initiated, extra = check()`): the block still runs on some iterations only. A
+            # flag the loop never sets (`verbose`, an option) may be on for the whole run: every step.
+            if (left or right) and not negated and self._event_flag(test.right if left else test.left, test):
+                return f"{left or right} (or a flag the loop sets)"
+            return None
         if type(test) is cst.Comparison and len(test.comparisons) == 2 and not negated:
             # `0 <= step <= 2`: a counter between two literals, a fixed number of iterations
             first, second = test.comparisons
@@ -1212,6 +1219,17 @@ class LoopAnalysis:
         # a mark plus an interval, or the counter minus a mark: never a bare name (`if step >= limit: continue`)
         marks = (added if len(added) > 1 else []) + subtracted[1:]
         return any(type(m) is cst.Name and self._set_in_loop(m, loop) for m in marks)
+
+    def _event_flag(self, expr: cst.BaseExpression, test: cst.BaseExpression) -> bool:
+        """`expr` is a bare name (possibly negated) that the loop around `test` assigns, in a tuple too."""
+        while type(expr) is cst.UnaryOperation and type(expr.operator) is cst.Not:
+            expr = expr.expression
+        if type(expr) is not cst.Name:
+            return False
+        loop = next((a for a in self.index.ancestors(test) if type(a) in (cst.For, cst.While)), None)
+        return loop is not None and any(
+            b.kind in ("assign", "augassign") and b.source is not None and self.index.is_ancestor_or_self(loop, b.source)
+            for b in self.index.visible_bindings(expr))
 
     def _set_in_loop(self, name: cst.Name, loop: Loop) -> bool:
         bindings = self.index.visible_bindings(name)
