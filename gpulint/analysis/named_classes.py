@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Optional
 
 from gpulint import ast_walk
+from gpulint.analysis.config_targets import instantiated, is_instantiate
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, _dotted
 
 _MAX_DEPTH = 8
@@ -327,6 +328,8 @@ def instances(project: Project, scope: _Scope, expr: ast.expr, depth: int = 0) -
             entries = _dict_entries(project, scope, func.value)
             if entries is not None:
                 return _union(_built(project, e) for e in entries)
+        if is_instantiate(func):  # `instantiate(cfg.model)`: the classes the configuration files name (config_targets.py)
+            return instantiated(project, info.path, expr)
         chosen = class_objects(project, scope, func, depth + 1)
         if chosen:
             return chosen
