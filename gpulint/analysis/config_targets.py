@@ -216,8 +216,7 @@ def held_by_attribute(project: Project, path: Path, expr: ast.expr, line: int) -
         return []
     params = [a.arg for a in (*method.args.posonlyargs, *method.args.args)]
     if expr.id not in params[1:] or any(
-            isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
-                isinstance(t, ast.Name) and t.id == expr.id for t in ast.walk(n)) for n in ast.walk(method)):
+            isinstance(n, ast.Name) and n.id == expr.id and isinstance(n.ctx, ast.Store) for n in ast.walk(method)):
         return []  # only a parameter never rebound in the method
     position = params.index(expr.id) - 1
     found: list[ClassSummary] = []
