@@ -68,7 +68,7 @@ class Encoder(nn.Module):
         self.fc = nn.Linear(4, 4)
 
     def forward(self, x):
-        return self.fc(x[x > 0])
+        return self.fc(x) * torch.unique(x).numel()
 
 
 class Unused(nn.Module):
@@ -147,3 +147,57 @@ def test_config_keys():
     assert key("model_cfg") == "model"
     assert key("cfg_loss") == "loss"
     assert key("cfg") is None and key("self.config") is None and key("f(x)") is None
+
+
+TIMM_FILES = {
+    "train.py": """\
+import torch
+from timm.models import create_model
+
+import models  # registers the project's models
+
+
+def main(args):
+    model = create_model(args.model, pretrained=False).cuda()
+    loader = torch.utils.data.DataLoader(torch.randn(64, 4), batch_size=8, pin_memory=True)
+    optimizer = torch.optim.AdamW(model.parameters(), fused=True)
+    for x in loader:
+        x = x.cuda(non_blocking=True)
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+    "models.py": """\
+import torch
+import torch.nn as nn
+from timm.models.registry import register_model
+
+
+class Pretrain(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.fc(x) * torch.unique(x).numel()
+
+
+class NotRegistered(nn.Module):
+    def forward(self, x):
+        return x * torch.unique(x).numel()
+
+
+@register_model
+def pretrain_small(pretrained=False, **kwargs):
+    model = Pretrain(4)
+    return model
+""",
+}
+
+
+def test_timm_create_model_builds_the_registered_models(tmp_path: Path):
+    root = write_project(tmp_path, TIMM_FILES)
+    keys = found(check(root, "--no-cache", "--select", "GPU111", "models.py"))
+    assert ("models.py", 12, "GPU111") in keys  # Pretrain, built by the @register_model function
+    assert ("models.py", 17, "GPU111") not in keys  # no registered function builds it

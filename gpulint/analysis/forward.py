@@ -391,7 +391,7 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
         calls = analysis.fact(project_calls)
         # an instance of a subclass that inherits `member` (or calls it through `super()`) runs it too
         resolver = _Instances(calls, project, cls, member) if calls is not None else None
-        configured = bool(_instantiating(project, info, class_name))
+        configured = "instantiate" in _instantiating(project, info, class_name)
         for _, node, func in hot_calls:
             target = func.value if type(func) is cst.Attribute and func.attr.value == member else func
             if configured and _configured_target(project, analysis, node, target, cls):
@@ -759,10 +759,18 @@ def _configured_target(project: Project, analysis, node: cst.Call, target: cst.B
 
 def _instantiating(project: Project, info, class_name: str) -> list[str]:
     """`instantiate` when a configuration file names the class (`_target_: pkg.mod.Cls`): a training file
-    calling `instantiate(cfg.model)` may build it (analysis/config_targets.py)."""
+    calling `instantiate(cfg.model)` may build it (analysis/config_targets.py); `create_model` when a project
+    `@register_model` function builds it (timm's registry: analysis/named_classes.py)."""
     from gpulint.analysis.config_targets import is_config_target
+    from gpulint.analysis.named_classes import registered_model_classes
 
-    return ["instantiate"] if info is not None and is_config_target(project, info.path, class_name) else []
+    if info is None:
+        return []
+    cls = info.classes.get(class_name)
+    names = ["instantiate"] if is_config_target(project, info.path, class_name) else []
+    if cls is not None and any(_same(c, cls) for c in registered_model_classes(project)):
+        names.append("create_model")
+    return names
 
 
 def _subclasses_in_module(info, class_name: str) -> list[str]:
