@@ -374,7 +374,7 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
     # the class's name, and the registries of its module whose every entry builds it (`NETS[args.model](...)`)
     for name in (class_name, *_registries_building(project, info, class_name),
                  *_factories_building(project, info, class_name), *_subclasses_in_module(info, class_name),
-                 *_chooser_names(project, info, class_name)):
+                 *_chooser_names(project, info, class_name), *_instantiating(project, info, class_name)):
         for caller in map(project.module, (f for f in project.files_naming(name, training=True)
                                            if not project.is_test(f))):
             if caller is not None and caller not in callers and _may_call_in_hot_loop(project, caller, name):
@@ -397,8 +397,12 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
         calls = analysis.fact(project_calls)
         # an instance of a subclass that inherits `member` (or calls it through `super()`) runs it too
         resolver = _Instances(calls, project, cls, member) if calls is not None else None
+        configured = "instantiate" in _instantiating(project, info, class_name)
         for _, node, func in hot_calls:
             target = func.value if type(func) is cst.Attribute and func.attr.value == member else func
+            if configured and _configured_target(project, analysis, node, target, cls):
+                return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)",
+                                f"{cls.name}.{member}")
             if not (type(target) is cst.Name or type(target) is cst.Attribute and isinstance(
                     target.value, cst.Name) and target.value.value == "self"):
                 continue
@@ -742,6 +746,37 @@ def _chooser_names(project: Project, info, class_name: str) -> list[str]:
     from gpulint.analysis.named_classes import chooser_names
 
     return chooser_names(project, info.path, class_name) if info is not None else []
+
+
+def _configured_target(project: Project, analysis, node: cst.Call, target: cst.BaseExpression,
+                       cls: ClassSummary) -> bool:
+    """The per-step call's target is an attribute (or an element of one: `self.loss[key]`), or a method parameter
+    the module's calls fill with one, that `instantiate(cfg.K)` fills with the class (analysis/config_targets.py)."""
+    from gpulint.analysis.config_targets import held_by_attribute
+
+    if not (type(target) in (cst.Name, cst.Attribute, cst.Subscript)):
+        return False
+    try:
+        expr = ast.parse(analysis.code(target).strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    return any(_same(c, cls) for c in held_by_attribute(project, Path(analysis.path), expr, _line_of(analysis, node)))
+
+
+def _instantiating(project: Project, info, class_name: str) -> list[str]:
+    """`instantiate` when a configuration file names the class (`_target_: pkg.mod.Cls`): a training file
+    calling `instantiate(cfg.model)` may build it (analysis/config_targets.py); `create_model` when a project
+    `@register_model` function builds it (timm's registry: analysis/named_classes.py)."""
+    from gpulint.analysis.config_targets import is_config_target
+    from gpulint.analysis.named_classes import registered_model_classes
+
+    if info is None:
+        return []
+    cls = info.classes.get(class_name)
+    names = ["instantiate"] if is_config_target(project, info.path, class_name) else []
+    if cls is not None and any(_same(c, cls) for c in registered_model_classes(project)):
+        names.append("create_model")
+    return names
 
 
 def _subclasses_in_module(info, class_name: str) -> list[str]:

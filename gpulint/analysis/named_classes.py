@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Optional
 
 from gpulint import ast_walk
+from gpulint.analysis.config_targets import instantiated, is_instantiate
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, _dotted
 
 _MAX_DEPTH = 8
@@ -49,9 +50,9 @@ _MAX_FILES = 24  # files looked at for the registrations of one registry, or for
 _REGISTER = ("register", "register_module")
 _KEEPING = frozenset({"to", "cuda", "float", "half", "double", "bfloat16", "train", "eval"})
 # identifiers one of which a module choosing classes by name must contain (files_naming's identifier index)
-_MARKERS = ("globals", "getattr", "vars", "__dict__", "get", "build", "build_from_cfg")
+_MARKERS = ("globals", "getattr", "vars", "__dict__", "get", "build", "build_from_cfg", "create_model")
 # the text of a module holding one of those shapes (a cheap test before its tree is read)
-_CHOICE_TEXT = re.compile(rb"globals\(\)\[|vars\(.*\)\[|__dict__\[|getattr\([A-Za-z_][A-Za-z_.]*, *[A-Za-z_]|"
+_CHOICE_TEXT = re.compile(rb"create_model\(|globals\(\)\[|vars\(.*\)\[|__dict__\[|getattr\([A-Za-z_][A-Za-z_.]*, *[A-Za-z_]|"
                           rb"\.get\([^()]*\)\(|\.build\(|build_from_cfg|[A-Za-z_]\[[A-Za-z_][A-Za-z_0-9]*\]\(")
 
 
@@ -327,6 +328,10 @@ def instances(project: Project, scope: _Scope, expr: ast.expr, depth: int = 0) -
             entries = _dict_entries(project, scope, func.value)
             if entries is not None:
                 return _union(_built(project, e) for e in entries)
+        if _library_create_model(project, info, expr):  # timm's `create_model(args.model)`: `@register_model`
+            return list(registered_model_classes(project)) or None
+        if is_instantiate(func):  # `instantiate(cfg.model)`: the classes the configuration files name (config_targets.py)
+            return instantiated(project, info.path, expr)
         chosen = class_objects(project, scope, func, depth + 1)
         if chosen:
             return chosen
@@ -339,6 +344,40 @@ def instances(project: Project, scope: _Scope, expr: ast.expr, depth: int = 0) -
         found = [instances(project, scope, v, depth + 1) for v in values]
         return _union(found) if any(found) else None
     return None
+
+
+def _library_create_model(project: Project, info, call: ast.Call) -> bool:
+    """`create_model(name, ...)` (timm's registry, `from timm.models import create_model`) with a name that is
+    no constant, where `create_model` is no project function: the project's `@register_model` builders fill
+    that registry."""
+    func = call.func
+    last = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    return last == "create_model" and bool(call.args) and not isinstance(call.args[0], ast.Constant) and \
+        _function(project, info, func) is None
+
+
+def registered_model_classes(project: Project) -> tuple:
+    """The classes the project's `@register_model` functions (timm's model registry) build and return: the
+    candidates of `create_model(args.model)`. Once per project state."""
+    from gpulint.analysis.forward import _remembered
+
+    def find() -> tuple:
+        found: list[ClassSummary] = []
+        for file in project.files_naming("register_model")[:_MAX_FILES]:
+            info = project.module(file)
+            if info is None or project.is_test(file):
+                continue
+            for name, fn in info.functions.items():
+                if not any((_dotted(d.func if isinstance(d, ast.Call) else d) or "").rsplit(".", 1)[-1]
+                           == "register_model" for d in fn.decorator_list):
+                    continue
+                summary = project.function(info.path, name)
+                for cls in _built(project, summary) or () if summary is not None else ():
+                    if all(cls is not f for f in found):
+                        found.append(cls)
+        return tuple(found)
+
+    return _remembered(project, ("registered models",), find) or ()
 
 
 def _built(project: Project, entry) -> Optional[list[ClassSummary]]:
@@ -458,6 +497,9 @@ def _may_choose(fn: ast.AST) -> bool:
             return True
         if isinstance(func, ast.Call) and isinstance(func.func, ast.Attribute) and func.func.attr == "get":
             return True  # `R.get(name)(cfg)`
+        if (func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)) == "create_model" and \
+                node.args and not isinstance(node.args[0], ast.Constant):
+            return True  # timm's `create_model(args.model)`
         if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name) and \
                 not isinstance(func.slice, ast.Constant):
             return True  # `models[name](params)`
