@@ -1,0 +1,62 @@
+"""Fine code the precision11 sample of unlabelled findings caught gpulint flagging: each quiet, each costly
+neighbour still reported.
+
+- `.numpy()` without `force=True` raises on a CUDA tensor, so where it runs it reads a host tensor (a loader's
+  labels never moved): no copy, no wait. `.numpy(force=True)` of a device tensor still copies and is reported.
+- An except handler runs only when its exception is raised: `torch.cuda.empty_cache()` after an out-of-memory
+  batch is an error path, not a per-step call. The same call outside the handler is still reported.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from projects import check, found, write_project
+
+LABELS = """\
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+model = torch.nn.Linear(4, 2).cuda()
+loader = DataLoader(list(range(64)), batch_size=8, pin_memory=True)
+hits = []
+for (imgs, labels), (imgs_b, labels_b) in zip(loader, loader):
+    imgs, imgs_b = parse(imgs), parse(imgs_b)
+    out = model(imgs.cuda(non_blocking=True))
+    hits.append(labels_b.numpy())
+    hits.append(labels.data.numpy())
+    hits.append(out.detach().numpy(force=True))
+"""
+
+
+def test_numpy_without_force_reads_a_host_tensor(tmp_path: Path):
+    keys = found(check(write_project(tmp_path, {"eval.py": LABELS}), "--no-cache", "--select", "GPU103", "."))
+    assert keys == {("eval.py", 13, "GPU103")}
+
+
+OOM = """\
+import torch
+from torch.utils.data import DataLoader
+
+model = torch.nn.Linear(4, 2).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(list(range(64)), batch_size=8, pin_memory=True)
+for step, x in enumerate(loader):
+    try:
+        loss = model(x.cuda(non_blocking=True)).sum()
+        loss.backward()
+        opt.step()
+    except torch.cuda.OutOfMemoryError:
+        torch.cuda.empty_cache()
+        continue
+    except RuntimeError as e:
+        if "out of memory" in str(e):
+            torch.cuda.empty_cache()
+    torch.cuda.empty_cache()
+"""
+
+
+def test_empty_cache_in_an_except_handler_is_an_error_path(tmp_path: Path):
+    keys = found(check(write_project(tmp_path, {"train.py": OOM}), "--no-cache", "--select", "GPU110", "."))
+    assert keys == {("train.py", 18, "GPU110")}
