@@ -60,3 +60,34 @@ for step, x in enumerate(loader):
 def test_empty_cache_in_an_except_handler_is_an_error_path(tmp_path: Path):
     keys = found(check(write_project(tmp_path, {"train.py": OOM}), "--no-cache", "--select", "GPU110", "."))
     assert keys == {("train.py", 18, "GPU110")}
+
+
+INDEXED = """\
+import torch
+from torch.utils.data import DataLoader
+
+model = torch.nn.Linear(4, 2).cuda()
+loader = DataLoader(list(range(64)), batch_size=8, pin_memory=True)
+result = []
+for batch in metric_logger.log_every(loader, 10, "Test:"):
+    videos = batch[0]
+    target = batch[1]
+    chunk_nb = batch[3]
+    videos = videos.to("cuda", non_blocking=True)
+    target = target.to("cuda", non_blocking=True)
+    output = model(videos)
+    for i in range(output.size(0)):
+        result.append(int(target[i].cpu().numpy()))
+        result.append(int(chunk_nb[i].cpu().numpy()))
+"""
+
+
+def test_a_batch_element_taken_by_index_and_never_moved_is_on_the_host(tmp_path: Path):
+    """`chunk_nb = batch[3]` next to `videos = batch[0]` ... `videos.to(device)`: the loop moves its siblings, the
+    loader yields host batches (a MetricLogger's `log_every` passes them through), so `chunk_nb[i].cpu()` waits
+    for nothing; the moved `target[i].cpu()` is still reported."""
+    keys = found(check(write_project(tmp_path, {"test.py": INDEXED}), "--no-cache", "--select", "GPU104", "."))
+    assert keys == {("test.py", 15, "GPU104")}
+    moved = INDEXED.replace('    output = model(videos)', '    chunk_nb = chunk_nb.cuda()\n    output = model(videos)')
+    keys = found(check(write_project(tmp_path / "moved", {"test.py": moved}), "--no-cache", "--select", "GPU104", "."))
+    assert keys == {("test.py", 16, "GPU104"), ("test.py", 17, "GPU104")}
