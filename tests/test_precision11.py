@@ -91,3 +91,35 @@ def test_a_batch_element_taken_by_index_and_never_moved_is_on_the_host(tmp_path:
     moved = INDEXED.replace('    output = model(videos)', '    chunk_nb = chunk_nb.cuda()\n    output = model(videos)')
     keys = found(check(write_project(tmp_path / "moved", {"test.py": moved}), "--no-cache", "--select", "GPU104", "."))
     assert keys == {("test.py", 16, "GPU104"), ("test.py", 17, "GPU104")}
+
+
+GLUON = """\
+import mxnet as mx
+from mxnet import autograd as ag
+
+
+def train(net, loss, trainer, train_data, epochs, device):
+    for epoch in range(epochs):
+        outputs = []
+        for i, batches in enumerate(train_data):
+            data = [b.data[0] for b in batches]
+            label = [b.label[0].as_in_context(b.data[0].context) for b in batches]
+            outputs = []
+            Ls = []
+            with ag.record():
+                for x, y in zip(data, label):
+                    z = net(x)
+                    L = loss(z, y)
+                    Ls.append(L)
+                    outputs.append(z)
+                ag.backward(Ls)
+            trainer.step(len(batches))
+"""
+
+
+def test_mxnet_code_is_not_pytorch(tmp_path: Path):
+    """An MXNet/Gluon training loop (no torch import) has its own autograd and devices: nothing to say about it.
+    The same loop in a module that imports torch is still read as PyTorch."""
+    root = write_project(tmp_path, {"fit.py": GLUON, "torch_fit.py": GLUON.replace("import mxnet as mx", "import torch")})
+    keys = found(check(root, "--no-cache", "--select", "GPU301", "."))
+    assert keys == {("torch_fit.py", 18, "GPU301")}
