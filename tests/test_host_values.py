@@ -160,7 +160,7 @@ model = torch.nn.Linear(4, 2).cuda()
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for x in DataLoader(torch.randn(64, 4), batch_size=8):
     picks = draw(100, 10, device={device})
-    chosen = picks.numpy()
+    chosen = picks.numpy(force=True)
     model(x.cuda()).sum().backward()
     opt.step()
 """

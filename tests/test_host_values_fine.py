@@ -71,7 +71,7 @@ for step, (points, target) in enumerate(loader):
     points = torch.Tensor(points)
     points = points.float().cuda()
     loss = model(points).sum()
-    print(points.data.numpy())
+    print(points.data.numpy(force=True))
     loss.backward()
     opt.step()
 with torch.no_grad():

@@ -136,7 +136,7 @@ for x in loader:
         scores = scores.cpu()
     for j in range(outputs.size(0)):
         am = outputs[j].numpy()
-        sc = scores[j].numpy()
+        sc = scores[j].numpy(force=True)
 """
 
 

@@ -390,8 +390,9 @@ def _targets_gpu(analysis: ModuleAnalysis) -> bool:
 
 
 # Imports of the module itself (at the top level, or in a top-level `if`/`try` block), not inside a function: a
-# TensorFlow test with one PyTorch-equivalence test importing torch locally is TensorFlow code.
-_OTHER_FRAMEWORK = re.compile(r"^ {0,4}(?:import|from)\s+(?:tensorflow|jax|flax)\b", re.MULTILINE)
+# TensorFlow test with one PyTorch-equivalence test importing torch locally is TensorFlow code (likewise MXNet/Gluon
+# and PaddlePaddle training scripts, whose autograd and devices are their own).
+_OTHER_FRAMEWORK = re.compile(r"^ {0,4}(?:import|from)\s+(?:tensorflow|jax|flax|mxnet|paddle)\b", re.MULTILINE)
 _TORCH_IMPORT = re.compile(r"^ {0,4}(?:import|from)\s+torch\b", re.MULTILINE)
 
 

@@ -816,7 +816,7 @@ class LoopAnalysis:
                     return OUTSIDE  # an error path that raises or exits: it runs at most once
                 if leaves is None and type(self.index.up.get(id(parent))) in (cst.If, cst.Else):
                     leaves = _leaves_by(parent)
-                reason = self._after_skip_guard(parent, child)
+                reason = _error_path(self.index.up.get(id(parent))) or self._after_skip_guard(parent, child)
                 if reason:
                     periodic = reason
             elif type(parent) in (cst.For, cst.While) and _runs_each_iteration(parent, child):
@@ -1771,3 +1771,18 @@ def _assigns_self(body: cst.CSTNode, attr: str) -> bool:
             return True
         stack.extend(node.children)
     return False
+
+
+def _error_path(handler) -> Optional[str]:
+    """`except torch.cuda.OutOfMemoryError: torch.cuda.empty_cache()`: an except handler runs only when its
+    exception is raised (an out-of-memory batch, a failed sample), not every step. `except StopIteration:` is the
+    end of an iterator (once per epoch), left to the loop analysis."""
+    if type(handler) is not cst.ExceptHandler:
+        return None
+    caught = handler.type
+    names = caught.elements if type(caught) is cst.Tuple else [caught] if caught is not None else []
+    for n in names:
+        node = n.value if type(n) is cst.Element else n
+        if type(node) is cst.Name and node.value in ("StopIteration", "StopAsyncIteration"):
+            return None
+    return "on an error path (an except handler runs only when its exception is raised)"

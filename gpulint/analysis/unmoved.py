@@ -35,6 +35,8 @@ def unmoved_loader_element(kinds: "KindInference", name: cst.Name) -> bool:
     if len(bindings) != 1:
         return False
     b = bindings[0]
+    if b.kind == "assign" and b.index is None:
+        return _unmoved_indexed_element(kinds, name, b.value)
     if b.kind != "for" or b.index is None or type(b.source) is not cst.For:
         return False
     loop: cst.For = b.source
@@ -68,7 +70,10 @@ def _iterates_a_loader(kinds: "KindInference", iterable: cst.BaseExpression, dep
     iterable = kinds.wrapper_bound_to(iterable)
     if type(iterable) is cst.Call:
         fn = dotted_name(iterable.func)
-        if fn not in _SAME_ELEMENTS:
+        # `metric_logger.log_every(loader, print_freq, header)`: the MetricLogger of torchvision's reference
+        # scripts (copied into DETR, DeiT, MAE, DINO, BLIP...) yields the iterable's items unchanged while it logs
+        logs = type(iterable.func) is cst.Attribute and iterable.func.attr.value == "log_every"
+        if fn not in _SAME_ELEMENTS and not logs:
             return False
         args = [a.value for a in iterable.args if a.keyword is None and not a.star]
         return bool(args) and _iterates_a_loader(kinds, args[0], depth + 1)
@@ -228,3 +233,50 @@ def torch_layer(kinds: "KindInference", func: cst.Name) -> bool:
         return False
     name = kinds.qualified(bindings[0].value.func) or ""
     return name.startswith("torch.nn.") and name.count(".") == 2 and name.split(".")[2][:1].isupper()
+
+
+def _element_of(value: Optional[cst.CSTNode]) -> Optional[tuple[str, str]]:
+    """`batch[3]`: (the batch's name, the index's text), for a constant index."""
+    if type(value) is not cst.Subscript or type(value.value) is not cst.Name or len(value.slice) != 1:
+        return None
+    index = value.slice[0].slice
+    if type(index) is not cst.Index or type(index.value) not in (cst.Integer, cst.SimpleString):
+        return None
+    return value.value.value, code_of(index.value)
+
+
+def _unmoved_indexed_element(kinds: "KindInference", name: cst.Name, value: Optional[cst.CSTNode]) -> bool:
+    """`for batch in loader:` then `videos = batch[0]`, `chunk_nb = batch[3]`, `videos.to(device)`: an element
+    taken from the batch by a constant index that the loop never moves, while an element taken the same way from
+    the same batch is moved, is still a host tensor (the batch itself is never moved whole)."""
+    element = _element_of(value)
+    if element is None:
+        return False
+    batch, index = element
+    loops = [b for b in kinds.index.visible_bindings(value.value)]
+    if len(loops) != 1 or loops[0].kind != "for" or loops[0].index is not None or type(loops[0].source) is not cst.For:
+        return False
+    loop: cst.For = loops[0].source
+    if type(loop.target) is not cst.Name or not _iterates_a_loader(kinds, loop.iter):
+        return False
+    cache = _cache(kinds)
+    key = (id(loop), name.value)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = _decide_indexed(kinds, loop, batch, index, name.value)
+    return found
+
+
+def _decide_indexed(kinds: "KindInference", loop: cst.For, batch: str, index: str, name: str) -> bool:
+    if _moved_in(kinds, loop, batch) or _moved_in(kinds, loop, name):
+        return False
+    siblings = set()
+    for node in cst.ensure_type(loop.body, cst.IndentedBlock).body:
+        if type(node) is not cst.SimpleStatementLine:
+            continue
+        for small in node.body:
+            if type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
+                element = _element_of(small.value)
+                if element is not None and element[0] == batch and element[1] != index:
+                    siblings.add(small.targets[0].target.value)
+    return any(_moved_in(kinds, loop, other) for other in siblings if other != name)

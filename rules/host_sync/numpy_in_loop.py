@@ -14,8 +14,9 @@ class NumpyInLoop(GpuRule):
     """`.numpy()` on a tensor every iteration.
 
     ## What it does
-    Flags `tensor.numpy()` (usually `tensor.detach().numpy()` or `.numpy(force=True)`) on every iteration of a
-    training/eval loop. `x.cpu().numpy()` is reported once, at `.cpu()` (GPU104).
+    Flags `tensor.numpy(force=True)` on every iteration of a training/eval loop. `x.cpu().numpy()` is reported
+    once, at `.cpu()` (GPU104). A plain `.numpy()` is never reported: on a CUDA tensor it raises ("can't convert
+    cuda:0 device type tensor to numpy"), so code that runs has a host tensor there and copies nothing.
 
     ## Why it is slow
     The array lives in host memory, so the tensor must be copied there: the CPU waits for the GPU to finish
@@ -39,7 +40,8 @@ class NumpyInLoop(GpuRule):
     No fix.
 
     ## When it is fine
-    CPU-only code (no GPU anywhere in the module), periodic logging, code outside loops.
+    CPU-only code (no GPU anywhere in the module), periodic logging, code outside loops, and `.numpy()` without
+    `force=True` (a host tensor: a loader's labels never moved, a value already copied with `.cpu()`).
     """
 
     code = "GPU103"
@@ -47,7 +49,10 @@ class NumpyInLoop(GpuRule):
     name = "numpy-in-loop"
     message = "`.numpy()` every iteration copies the tensor to the host and waits for the GPU"
     family = Family.HOST_SYNC
-    VALID = [TRAIN_STEP + "arr = loss.detach().numpy()\n",
+    VALID = [TRAIN_STEP + "arr = loss.detach().numpy(force=True)\n",
+             # without force=True `.numpy()` raises on a CUDA tensor: what runs is a host tensor (labels never moved)
+             "import torch\n\nmodel = torch.nn.Linear(4, 2).cuda()\nfor x, labels in loader:\n"
+             "    out = model(x.cuda())\n    hits.append(labels.numpy())\n",
              # computed from a host copy: the copy (and its wait) is `.cpu()`'s, reported there (GPU104)
              "import torch\nimport torch.nn.functional as F\n\n\ndef predict(net, img, threshold=0.5):\n"
              "    with torch.no_grad():\n        output = net(img.cuda()).cpu()\n"
@@ -55,14 +60,22 @@ class NumpyInLoop(GpuRule):
              "            mask = output.argmax(dim=1)\n        else:\n            mask = torch.sigmoid(output) > threshold\n"
              "    return mask[0].long().squeeze().numpy()\n\n\nfor image in images:\n    masks.append(predict(net, image))\n"]
     INVALID = [
-        Example(TRAIN_STEP + "    arr = loss.detach().numpy()\n",
+        Example(TRAIN_STEP + "    arr = loss.detach().numpy(force=True)\n",
                 message="`.numpy()` every iteration copies the tensor to the host and"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
         attr = method_call(node, "numpy")
-        if attr is None or self.analysis.kind(attr.value) in _NOT_TENSOR or _on_host_already(self, attr.value):
+        if attr is None or not _forced(node) or self.analysis.kind(attr.value) in _NOT_TENSOR or _on_host_already(self, attr.value):
             return
         where = self.where(node)
         if where:
             self.report(node, where=where)
+
+
+def _forced(node: cst.Call) -> bool:
+    """`.numpy(force=True)` (or a non-constant `force=`): the only `.numpy()` that copies from the GPU."""
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value == "force":
+            return not (type(arg.value) is cst.Name and arg.value.value == "False")
+    return False
