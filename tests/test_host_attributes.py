@@ -87,3 +87,41 @@ def test_not_per_step_when_the_model_is_not_run_in_a_loop(tmp_path: Path):
     train = TRAIN.replace("for x in loader:\n    loss = model(", "x = next(iter(loader))\nif True:\n    loss = model(")
     root = write_project(tmp_path / "p", {"model.py": MODEL, "train.py": train})
     assert found(check(root, "--no-cache", "--select", "GPU203", ".")) == set()
+
+
+DIFFUSION = '''import torch
+import torch.nn as nn
+
+
+class DDPM(nn.Module):
+    def __init__(self, T=1000, learn_logvar=False):
+        super().__init__()
+        self.net = nn.Linear(8, 8)
+        self.learn_logvar = learn_logvar
+        self.logvar = torch.full(fill_value=0.0, size=(T,))
+        if self.learn_logvar:
+            self.logvar = nn.Parameter(self.logvar, requires_grad=True)
+
+
+class Latent(DDPM):
+    def forward(self, x):
+        t = torch.randint(0, 1000, (x.shape[0],), device=x.device)
+        logvar_t = self.logvar[t].to(x.device)
+        return (self.net(x) / torch.exp(logvar_t)[:, None]).mean()
+'''
+
+
+def test_rows_of_a_base_class_host_attribute_are_reported(tmp_path: Path):
+    """`self.logvar` (a host `torch.full`, an `nn.Parameter` only under `learn_logvar`, off by default) set in the
+    base class; the subclass's forward copies its rows every step."""
+    train = TRAIN.replace("Encoder", "Latent")
+    root = write_project(tmp_path / "p", {"model.py": DIFFUSION, "train.py": train})
+    assert found(check(root, "--no-cache", "--select", "GPU203", ".")) == {("model.py", 18, "GPU203")}
+    # learnable by default: the attribute is a parameter, moved with the model
+    (root / "model.py").write_text(DIFFUSION.replace("learn_logvar=False", "learn_logvar=True"))
+    assert found(check(root, "--no-cache", "--select", "GPU203", ".")) == set()
+    # the subclass keeps its own (moved) copy
+    (root / "model.py").write_text(DIFFUSION.replace(
+        "    def forward(self, x):\n", "    def setup(self, dev):\n        self.logvar = self.logvar.to(dev)\n\n"
+                                     "    def forward(self, x):\n"))
+    assert found(check(root, "--no-cache", "--select", "GPU203", ".")) == set()

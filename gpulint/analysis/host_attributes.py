@@ -10,8 +10,9 @@ Precision first. The attribute counts only when every assignment of `self.<name>
 a torch factory without `device=` (`torch.zeros(...)`, `torch.tensor(table)`, `torch.from_numpy(a)`), or a call
 of a project function whose every tensor return is built on the host (`FunctionSummary.returns_host_batch`),
 through methods that keep the values (`.unsqueeze(0)`, `.float()`). One more form of assignment is allowed: an
-`nn.Parameter(...)` in the body of `if flag:` whose `else:` assigns the host tensor, where `flag` is a parameter
-of `__init__` whose default is `False` (`use_learnable_pos_emb=False`): the default model holds the host tensor.
+`nn.Parameter(...)` in the body of `if flag:` in `__init__`, where `flag` (or `self.flag`, assigned it there) is a
+parameter of `__init__` whose default is `False` (`use_learnable_pos_emb=False`, `learn_logvar=False`): the
+default model holds the host tensor. Rows of the attribute (`self.logvar[t].to(self.device)`) are host rows.
 Any other assignment (anywhere in the class), a `register_buffer`/`setattr` naming the attribute, or a class that
 is not a top-level class of the module: not known, so not reported.
 """
@@ -35,15 +36,28 @@ def host_attribute(analysis, expr: cst.BaseExpression) -> Optional[str]:
     """The attribute name when `expr` (what a `.to(...)`/`.cuda()` copies, maybe
     through `.type_as(x)`, `.expand(...)`, ...) is `self.<name>` of the enclosing top-level class and that
     attribute holds a host tensor (the module docstring); else None."""
-    while type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in _KEEPS:
-        expr = expr.func.value
+    while type(expr) is cst.Subscript or \
+            type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in _KEEPS:
+        expr = expr.value if type(expr) is cst.Subscript else expr.func.value  # rows of it are on the host too
     if type(expr) is not cst.Attribute or type(expr.value) is not cst.Name or expr.value.value != "self":
         return None
     cls = _top_level_class(analysis, expr)
     if cls is None:
         return None
     name = expr.attr.value
-    return name if name in analysis.fact(_host_attributes).get(id(cls), set()) else None
+    facts = analysis.fact(_host_attributes)
+    classes = {id(s): s for s in analysis.module.body if type(s) is cst.ClassDef}
+    by_name = {s.name.value: s for s in classes.values()}
+    seen: set[int] = set()
+    while cls is not None and id(cls) not in seen:  # the class, else the base of this module that sets it
+        seen.add(id(cls))
+        host, touched = facts.get(id(cls), (set(), set()))
+        if name in touched:
+            return name if name in host else None
+        bases = [b.value for b in cls.bases if b.keyword is None]
+        own = [by_name.get(b.value) for b in bases if type(b) is cst.Name and b.value in by_name]
+        cls = own[0] if len(own) == 1 else None
+    return None
 
 
 def _top_level_class(analysis, node: cst.CSTNode) -> Optional[cst.ClassDef]:
@@ -53,21 +67,18 @@ def _top_level_class(analysis, node: cst.CSTNode) -> Optional[cst.ClassDef]:
     return scopes[1] if isinstance(analysis.index.up.get(id(scopes[1])), cst.Module) else None
 
 
-def _host_attributes(analysis) -> dict[int, set[str]]:
-    """Fact provider: id(top-level class) -> the attributes that hold a host tensor."""
-    found: dict[int, set[str]] = {}
+def _host_attributes(analysis) -> dict[int, tuple[set[str], set[str]]]:
+    """Fact provider: id(top-level class) -> (the attributes that hold a host tensor, every attribute the class
+    assigns or names)."""
+    found: dict[int, tuple[set[str], set[str]]] = {}
     for stmt in analysis.module.body:
         if type(stmt) is cst.ClassDef and type(stmt.body) is cst.IndentedBlock:
-            attributes = _of_class(analysis, stmt)
-            if attributes:
-                found[id(stmt)] = attributes
+            found[id(stmt)] = _of_class(analysis, stmt)
     return found
 
 
-def _of_class(analysis, cls: cst.ClassDef) -> set[str]:
+def _of_class(analysis, cls: cst.ClassDef) -> tuple[set[str], set[str]]:
     init = next((s for s in cls.body.body if type(s) is cst.FunctionDef and s.name.value == "__init__"), None)
-    if init is None:
-        return set()
     assigned: dict[str, list[cst.Assign]] = {}
     named: set[str] = set()  # register_buffer("x", ...), setattr(self, "x", ...), augmented or annotated writes
     for node in _walk(cls):
@@ -90,13 +101,13 @@ def _of_class(analysis, cls: cst.ClassDef) -> set[str]:
                         named.add(text)
     found: set[str] = set()
     for name, assigns in assigned.items():
-        if name in named:
+        if name in named or init is None:
             continue
         host = [a for a in assigns if _host_value(analysis, a.value)]
         if not host or not all(a in host or _default_off_parameter(analysis, init, a, host) for a in assigns):
             continue
         found.add(name)
-    return found
+    return found, set(assigned) | named
 
 
 def _walk(cls: cst.ClassDef):
@@ -141,24 +152,34 @@ def _host_value(analysis, value: cst.BaseExpression) -> bool:
 
 
 def _default_off_parameter(analysis, init: cst.FunctionDef, assign: cst.Assign, host: list) -> bool:
-    """`self.x = nn.Parameter(...)` in the body of `if flag:` (in `__init__`) whose `else:` assigns the host
-    tensor, `flag` a parameter of `__init__` defaulting to `False`."""
+    """`self.x = nn.Parameter(...)` in the body of `if flag:` in `__init__`, `flag` a parameter of `__init__`
+    defaulting to `False` (or `self.flag` assigned that parameter in `__init__`): the default model keeps the host
+    tensor (`self.logvar = torch.full(...)`, then `if self.learn_logvar: self.logvar = nn.Parameter(self.logvar)`)."""
     value = assign.value
     if type(value) is not cst.Call or (analysis.qualified(value.func) or "") not in (
             "torch.nn.Parameter", "torch.nn.parameter.Parameter"):
         return False
-    branch = analysis.index.up.get(id(assign))  # SimpleStatementLine
-    block = analysis.index.up.get(id(branch))
-    test_if = analysis.index.up.get(id(block))
-    if type(test_if) is not cst.If or type(test_if.test) is not cst.Name or type(test_if.orelse) is not cst.Else:
+    test_if, inside = None, assign
+    for parent in analysis.index.ancestors(assign):
+        if type(parent) is cst.If:
+            test_if = parent if any(n is inside for n in (parent.body,)) else None
+            break
+        if type(parent) in (cst.FunctionDef, cst.ClassDef, cst.Else):
+            return False
+        inside = parent
+    if test_if is None or not any(a is init for a in analysis.index.ancestors(test_if)):
         return False
-    if not any(id(a) in {id(n) for n in _walk_block(test_if.orelse.body)} for a in host):
+    flag = _self_attr(test_if.test) if type(test_if.test) is cst.Attribute else (
+        test_if.test.value if type(test_if.test) is cst.Name else None)
+    if flag is None:
         return False
-    if not any(id(a) == id(test_if) for a in analysis.index.ancestors(assign)) or \
-            not any(a is init for a in analysis.index.ancestors(test_if)):
-        return False
-    param = next((p for p in (*init.params.params, *init.params.kwonly_params) if p.name.value == test_if.test.value),
-                 None)
+    if type(test_if.test) is cst.Attribute:  # `self.learn_logvar = learn_logvar` in `__init__`
+        sources = [n.value for n in _walk_block(init.body) if type(n) is cst.Assign and len(n.targets) == 1 and
+                   _self_attr(n.targets[0].target) == flag]
+        if len(sources) != 1 or type(sources[0]) is not cst.Name:
+            return False
+        flag = sources[0].value
+    param = next((p for p in (*init.params.params, *init.params.kwonly_params) if p.name.value == flag), None)
     return param is not None and type(param.default) is cst.Name and param.default.value == "False"
 
 
