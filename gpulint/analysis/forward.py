@@ -165,11 +165,14 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
                         stack.append((methods[name], cls))
                 elif name in module_functions and _one_plain_function(index, name):
                     stack.append((module_functions[name], cls))
+                elif name in plain_inits:  # `ProbMask(B, L, device=x.device)`: building it runs its `__init__`
+                    stack.append((plain_inits[name], name))
 
     classes = [(stmt, _methods(stmt)) for stmt in analysis.module.body
                if type(stmt) is cst.ClassDef and type(stmt.body) is cst.IndentedBlock]
     methods_of = {stmt.name.value: methods for stmt, methods in classes}
     held = {stmt.name.value: _held_instances(methods.get("__init__"), methods_of) for stmt, methods in classes}
+    plain_inits = _plain_inits(classes, module_functions)
     for stmt, methods in classes:
         if "forward" in methods:
             reach(methods["forward"], (stmt.name.value, "forward"), stmt.name.value)
@@ -180,6 +183,21 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
     for name, fn in module_functions.items():
         reach(fn, (None, name), None)
     return reached
+
+
+def _plain_inits(classes, module_functions) -> dict[str, cst.FunctionDef]:
+    """Class name -> its `__init__`, for the module's top-level plain classes (no base but `object`, no `forward`):
+    a per-step call `Mask(B, L, device=x.device)` runs that `__init__` every step, and what it builds there is
+    built every step. A module class (any base, a `forward`) is left out: constructing one is GPU-free setup or
+    another rule's matter (a layer built in a step)."""
+    found: dict[str, cst.FunctionDef] = {}
+    for stmt, methods in classes:
+        name = stmt.name.value
+        plain = all(type(b.value) is cst.Name and b.value.value == "object" and b.keyword is None
+                    for b in stmt.bases)
+        if plain and "__init__" in methods and "forward" not in methods and name not in module_functions:
+            found[name] = methods["__init__"]
+    return found
 
 
 def _one_plain_function(index, name: str) -> bool:

@@ -15,6 +15,7 @@ from gpulint.syntax import positional, statement_of
 from gpulint.analysis.data import _FACTORIES, _RANDOM, _SAME_ON_DEVICE, _WINDOWS
 from gpulint.analysis.default_device import cuda_default
 from gpulint.analysis.graph_fields import moved_graph_field
+from gpulint.analysis.host_attributes import host_attribute
 from gpulint.analysis.imports import dotted_name
 from gpulint.syntax import argument
 from gpulint.analysis.project import display_path
@@ -70,6 +71,15 @@ class HostTensorMovedEachStep(Rule):
     rows cross PCIe every step. So is arithmetic run on the host over such a factory and copied afterwards:
     `torch.exp(-math.log(10000) * torch.arange(half) / half).to(t.device)`, the frequencies of a timestep or
     position embedding rebuilt in every forward.
+
+    A plain tensor attribute of a model that holds a host tensor is the same copy: `self.pos_embed =
+    sinusoid_table(n, d)` (a helper returning `torch.tensor(numpy_table)`) or `self.scale = torch.ones(...)` in
+    `__init__`, then `self.pos_embed.type_as(x).to(x.device)` in `forward`. It is neither a parameter nor a buffer,
+    so `model.to(device)` leaves it on the host, and every forward copies it (analysis/host_attributes.py: only
+    when every assignment of the attribute in the class is such a host tensor, or an `nn.Parameter` in the branch
+    of an `__init__` flag that is off by default). Code run every step includes the `__init__` of a plain helper
+    class built there: `mask = ProbMask(L, device=x.device)` in `forward` runs `torch.ones(L, L).to(device)` in
+    `ProbMask.__init__` on every step.
 
     ## Why it is slow
     The tensor is allocated and filled by the CPU, then crosses PCIe with a blocking copy from pageable memory,
@@ -145,6 +155,8 @@ class HostTensorMovedEachStep(Rule):
     module importing it, a checkpoint saving it) gets a CUDA tensor.
 
     ## When it is fine
+    A buffer (`self.register_buffer("pos_embed", table, persistent=False)`) or an attribute kept as its moved copy
+    (`self.t = self.t.to(dev)`): `.to(x.device)` of it copies nothing. A helper class built once, in `__init__`.
     A tensor bound in the step that is also used on the host (`history.append(t.tolist())`, `host_table[t]`
     read on the CPU): it belongs there, and its copy is the one the data needs. A table indexed by the batch's
     own labels (that is data). Constants built once before the loop, `torch.from_numpy(batch).to(device)` (real data has to cross; GPU410
@@ -193,6 +205,10 @@ class HostTensorMovedEachStep(Rule):
     tokenized = "`{call}(..., return_tensors=\"pt\")` builds its tensors on the host (pageable memory) and they are " \
                 "copied to the GPU every step, waiting for it; tokenize in the DataLoader's workers (`collate_fn`, " \
                 "with `pin_memory=True` and `non_blocking=True`), or once before the loop when the text does not change"
+    host_attribute_message = "`self.{name}` is a plain tensor attribute built on the host (not a parameter or a " \
+                             "buffer, so moving the model leaves it there): it is copied to the GPU from pageable " \
+                             "memory every step, waiting for it; register it with `self.register_buffer(\"{name}\", " \
+                             "..., persistent=False)` so it moves with the model"
     family = Family.TRANSFERS
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(
@@ -295,7 +311,7 @@ class HostTensorMovedEachStep(Rule):
                             where=where)
             return
         if factory is None:
-            if not self._tokenized(node) and not self._computed_on_host(node):
+            if not self._tokenized(node) and not self._computed_on_host(node) and not self._host_attribute(node):
                 self._built_then_moved(node)
             return
         name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
@@ -562,6 +578,18 @@ class HostTensorMovedEachStep(Rule):
             if q is not None and q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in _FACTORIES:
                 return expr, chain
         return None, chain
+
+    def _host_attribute(self, node: cst.Call) -> bool:
+        """`self.pos_embed.type_as(x).to(x.device)` of a plain attribute holding a host tensor
+        (analysis/host_attributes.py): `model.to(device)` does not move it, so it is copied every step. Reported,
+        no fix (`register_buffer` changes the state dict)."""
+        name = host_attribute(self.analysis, node.func.value)  # type: ignore[union-attr]
+        if name is None:
+            return False
+        where = self.where(node)
+        if where:
+            self.report(node, self.host_attribute_message.format(name=name), where=where)
+        return True
 
     def _fix(self, copy: cst.Call, factory: cst.Call, name: str):
         unfixable = ("requires_grad", "out", "pin_memory", "generator")
