@@ -274,10 +274,13 @@ def _trains_through_method(analysis: ModuleAnalysis, call: cst.Call) -> bool:
     if not found:
         return False
     project, classes = found
-    for cls in classes:
-        method = project.method(cls, func.attr.value)
-        if method is None or not _runs_backward(project, method):
-            return False
+    from gpulint.analysis.project import text_dependency
+
+    with text_dependency():  # the method's body is read: a lint cached on it depends on its module's text
+        for cls in classes:
+            method = project.method(cls, func.attr.value)
+            if method is None or not _runs_backward(project, method):
+                return False
     return True
 
 

@@ -1302,10 +1302,14 @@ def trainer_built_by_a_gpu_file(project: Project, path: Path, tree: ast.Module) 
         for method in stmt.body if isinstance(method, ast.FunctionDef) for loop in ast.walk(method))]
     if not names:
         return False
+    with text_dependency():  # the callers' text is searched for a device: a cached lint depends on it
+        return _built_by_a_gpu_file(project, _resolved(project, path), names)
+
+
+def _built_by_a_gpu_file(project: Project, resolved: Path, names: list) -> bool:
     from gpulint.analysis import GPU_HINT
     from gpulint.textsearch import found_in
 
-    resolved = _resolved(project, path)
     for name in names:
         for caller in project.files_naming(name):
             if project.is_test(caller) or project._resolved(caller) == resolved:
