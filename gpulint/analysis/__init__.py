@@ -293,27 +293,14 @@ def _project_network(analysis: ModuleAnalysis, name: cst.Name) -> bool:
 
 
 def _bound_project_classes(analysis: ModuleAnalysis, name: cst.Name):
-    """(project, classes): the project classes that every assignment of `name` visible where it stands builds
-    (`x = pkg.Cls(...)`), or None when some binding is anything else or there is no file."""
-    bindings = analysis.index.visible_bindings(name)
-    if not bindings or analysis.path is None:
-        return None
-    from gpulint.analysis.forward import _project_of
-    from gpulint.analysis.imports import dotted_name
-    from gpulint.analysis.project import ClassSummary
+    """(project, classes): the project classes `name` may hold an instance of, every one of them known
+    (`ProjectCalls.instance_classes`: `agent = algo.PPO(...)` in one branch, `algo.A2C_ACKTR(...)` in another), or
+    None when unknown or the module has no file."""
+    from gpulint.analysis.calls import project_calls
 
-    project, path = analysis.fact(_project_of)
-    classes = []
-    for binding in bindings:
-        value = binding.value
-        if binding.kind != "assign" or binding.index is not None or type(value) is not cst.Call:
-            return None
-        dotted = dotted_name(value.func)
-        cls = project.lookup(path, dotted) if dotted else None
-        if not isinstance(cls, ClassSummary):
-            return None
-        classes.append(cls)
-    return project, classes
+    calls = analysis.fact(project_calls) if analysis.path is not None else None
+    classes = calls.instance_classes(name) if calls is not None else ()
+    return (calls.project, classes) if classes else None
 
 
 def _runs_backward(project, method) -> bool:
