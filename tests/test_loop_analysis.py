@@ -390,6 +390,23 @@ CASES = {
             if step % plain.eval_every == 0:
                 evaluate = 1  # periodic
     """,
+    "an evaluation rollout every N iterations beside the update loops stays periodic": """
+        class Agent(nn.Module):
+            def act(self, obs):
+                return obs
+        agent = Agent().cuda()
+        for iteration in range(num_iterations):
+            for step in range(num_steps):
+                action = agent.act(next_obs)
+                next_obs, reward, done, info = envs.step(action.cpu().numpy())  # every
+            for epoch in range(update_epochs):
+                loss = agent.loss(b_obs)
+                loss.backward()  # every
+            if iteration % eval_every == 0:
+                for t in range(max_steps):
+                    action = agent.act(obs)
+                    obs, reward, done, info = env.step(action.cpu().numpy())  # periodic
+    """,
     "an evaluation rollout after training, or in a loop that does not train, is not per-step": """
         class Agent(nn.Module):
             def act(self, obs):

@@ -254,10 +254,69 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
         loops.per_step_caller = lambda fn: per_step_caller(analysis, fn)
         loops.runs_argument = lambda call, position, keyword: _runs_argument(analysis, call, position, keyword)
         loops.hands_model_on = lambda call: _hands_model_on(analysis, call)
+        loops.trains_through_method = lambda call: _trains_through_method(analysis, call)
+        loops.project_network = lambda name: _project_network(analysis, name)
     from gpulint.analysis.forward import stepped_argument
 
     loops.stepped_argument = lambda call: stepped_argument(analysis, call)
     return loops
+
+
+def _trains_through_method(analysis: ModuleAnalysis, call: cst.Call) -> bool:
+    """`agent.update(rollouts)` where every value the name is bound to in its scope builds an instance of a project
+    class (of this module or another: `agent = algo.PPO(...)` in one branch, `algo.A2C_ACKTR(...)` in another)
+    whose method of that name runs a backward pass (`loss.backward()`, in its own body or a minibatch loop of it).
+    """
+    func = call.func
+    if type(func) is not cst.Attribute or type(func.value) is not cst.Name:
+        return False
+    found = _bound_project_classes(analysis, func.value)
+    if not found:
+        return False
+    project, classes = found
+    from gpulint.analysis.project import text_dependency
+
+    with text_dependency():  # the method's body is read: a lint cached on it depends on its module's text
+        for cls in classes:
+            method = project.method(cls, func.attr.value)
+            if method is None or not _runs_backward(project, method):
+                return False
+    return True
+
+
+def _project_network(analysis: ModuleAnalysis, name: cst.Name) -> bool:
+    """Every value `name` is bound to in its scope builds an instance of a project `nn.Module` class defined in
+    another module (`actor_critic = Policy(obs_shape, action_space)` with `from a2c_ppo_acktr.model import
+    Policy`), which the module's own kind inference does not see."""
+    found = _bound_project_classes(analysis, name)
+    return bool(found) and all(found[0].is_module_class(cls) for cls in found[1])
+
+
+def _bound_project_classes(analysis: ModuleAnalysis, name: cst.Name):
+    """(project, classes): the project classes `name` may hold an instance of, every one of them known
+    (`ProjectCalls.instance_classes`: `agent = algo.PPO(...)` in one branch, `algo.A2C_ACKTR(...)` in another), or
+    None when unknown or the module has no file."""
+    from gpulint.analysis.calls import project_calls
+
+    calls = analysis.fact(project_calls) if analysis.path is not None else None
+    classes = calls.instance_classes(name) if calls is not None else ()
+    return (calls.project, classes) if classes else None
+
+
+def _runs_backward(project, method) -> bool:
+    """The project method (a `FunctionSummary`) calls `.backward()` somewhere in its body."""
+    import ast
+
+    info = project.module(method.path)
+    node = info.tree if info is not None else None
+    for part in method.qualname.split("."):
+        body = getattr(node, "body", None) or []
+        node = next((s for s in body if isinstance(s, (ast.ClassDef, ast.FunctionDef)) and s.name == part), None)
+        if node is None:
+            return False
+    return isinstance(node, ast.FunctionDef) and any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+        for n in ast.walk(node))
 
 
 def _runs_argument(analysis: ModuleAnalysis, call: cst.Call, position: Optional[int], keyword: Optional[str]) -> bool:

@@ -308,6 +308,8 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
         isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "forward" for m in s.body)]
     if any(per_step_site(project, path, name) is not None for name in names):
         return True
+    if trainer_built_by_a_gpu_file(project, path, tree):
+        return True  # an agent class whose own minibatch loop trains, built by a file that names the device
     callables = [s.name for s in tree.body if isinstance(s, ast.ClassDef) and any(
         isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "__call__" for m in s.body)]
     if any(call_site(project, path, name) is not None for name in callables):
@@ -1339,6 +1341,8 @@ def feeds_a_gpu(analysis) -> bool:
         return True
     if helpers_feed_a_gpu(analysis, *analysis.fact(_project_of)):
         return True
+    if _trainer_built_by_a_gpu_file(analysis):
+        return True
     if _framework_classes(analysis):  # a LightningModule, a tianshou algorithm: the framework places it
         return True
     if not any(
@@ -1350,6 +1354,54 @@ def feeds_a_gpu(analysis) -> bool:
     return any(type(stmt) is cst.ClassDef and
                site_names_a_device(project, per_step_site(project, path, stmt.name.value), sites=_MAX_DEPTH)
                for stmt in analysis.module.body)
+
+
+def _trainer_built_by_a_gpu_file(analysis) -> bool:
+    """`trainer_built_by_a_gpu_file` for a module being linted (its project model's `ast` tree)."""
+    project, path = analysis.fact(_project_of)
+    info = project.module(path)
+    return info is not None and trainer_built_by_a_gpu_file(project, path, info.tree)
+
+
+def trainer_built_by_a_gpu_file(project: Project, path: Path, tree: ast.Module) -> bool:
+    """A module of agent classes with no device of its own (an RL algorithm's `update`: a minibatch loop over the
+    rollout storage's generator that runs `loss.backward()` and `optimizer.step()` on the policy it was handed)
+    one of whose top-level classes with such a loop another project file builds (`agent = algo.PPO(actor_critic,
+    ...)`), a file that names the device: the network it trains, and the tensors of its loop, are on that
+    device."""
+    names = [stmt.name for stmt in tree.body if isinstance(stmt, ast.ClassDef) and any(
+        isinstance(loop, (ast.For, ast.While)) and any(
+            isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "backward"
+            for statement in loop.body for c in ast.walk(statement))
+        for method in stmt.body if isinstance(method, ast.FunctionDef) for loop in ast.walk(method))]
+    if not names:
+        return False
+    with text_dependency():  # the callers' text is searched for a device: a cached lint depends on it
+        return _built_by_a_gpu_file(project, _resolved(project, path), names)
+
+
+def _built_by_a_gpu_file(project: Project, resolved: Path, names: list) -> bool:
+    from gpulint.analysis import GPU_HINT
+    from gpulint.textsearch import found_in
+
+    for name in names:
+        for caller in project.files_naming(name):
+            if project.is_test(caller) or project._resolved(caller) == resolved:
+                continue
+            info = project.module(caller)
+            if info is None or not any(
+                    isinstance(found, ClassSummary) and found.name == name and
+                    _resolved(project, found.path) == resolved
+                    for found in (project.lookup(info.path, _dotted(call.func) or "")
+                                  for call, _ in info.calls_named(name))):
+                continue
+            try:
+                text = Path(caller).read_text(errors="replace")  # a file already read by the project model
+            except OSError:
+                continue
+            if found_in(GPU_HINT, text):
+                return True
+    return False
 
 
 def _framework_classes(analysis) -> bool:

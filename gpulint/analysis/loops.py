@@ -96,6 +96,12 @@ class LoopAnalysis:
         self.hands_model_on: Optional[Callable[[cst.Call], bool]] = None
         # analysis/forward.py: the optimizer a library call steps (`scaler.step(optimizer)`), or None
         self.stepped_argument: Optional[Callable[[cst.Call], Optional[cst.BaseExpression]]] = None
+        # analysis/__init__.py: whether a call runs a method of a project class (of any module) that runs a
+        # backward pass (`agent.update(rollouts)` where `agent = algo.PPO(...)`, whose minibatch loop trains)
+        self.trains_through_method: Optional[Callable[[cst.Call], bool]] = None
+        # analysis/__init__.py: whether a name holds an instance of a project `nn.Module` class of another module
+        # (`actor_critic = Policy(...)`, imported), which kind inference does not follow
+        self.project_network: Optional[Callable[[cst.Name], bool]] = None
 
     # -- loop roles --------------------------------------------------------------------------------------------
     def role(self, loop: Loop) -> LoopRole:
@@ -308,14 +314,15 @@ class LoopAnalysis:
         """An RL rollout: a loop of many iterations whose own body runs a model (`agent(obs)`, a method of a
         module: `agent.get_action_and_value(next_obs)`) and hands what it returns to an environment's step
         (`obs, reward, done, info = envs.step(action.cpu().numpy())`, `_environment_step`), placed in a loop whose
-        body also holds a loop that trains (PPO's update loops beside the rollout). Each iteration is an
+        body also holds a loop that trains (PPO's update loops beside the rollout), or calls an agent's method that
+        trains (`agent.update(rollouts)`, `trains_through_method`). Each iteration is an
         environment step of training; a diffusion sampler's `scheduler.step(eps, t, x)` is not an environment."""
         if isinstance(loop, cst.For) and (not _many_range_iterations(loop.iter) or _few_range_iterations(loop)):
             return False
         outer = next((a for a in self.index.ancestors(loop) if isinstance(a, (cst.For, cst.While, cst.FunctionDef,
                                                                               cst.Lambda, cst.ClassDef))), None)
-        if not isinstance(outer, (cst.For, cst.While)):
-            return False
+        if not isinstance(outer, (cst.For, cst.While)) or self._periodic_within(loop, outer):
+            return False  # an evaluation rollout every N updates (`if j % eval_interval == 0:`) is no step loop
         outputs: set = set()  # names bound in the body to what the model returns
         steps = []
         for node in _walk_body(loop, into_loops=False):
@@ -330,17 +337,29 @@ class LoopAnalysis:
                 isinstance(n, cst.Name) and n.value in outputs
                 for step in steps for arg in step.args for n in _names_under(arg.value)):
             return False
-        return any(isinstance(other, (cst.For, cst.While)) and other is not loop and
-                   not self.index.is_ancestor_or_self(loop, other) and self._trains_by_itself(other)
-                   for other in _walk_body(outer, into_loops=True))
+        if any(isinstance(other, (cst.For, cst.While)) and other is not loop and
+               not self.index.is_ancestor_or_self(loop, other) and self._trains_by_itself(other)
+               for other in _walk_body(outer, into_loops=True)):
+            return True
+        # the update beside the rollout is a method of an agent class (`value_loss, ... = agent.update(rollouts)`,
+        # PPO's minibatch loop in its own module), run in the outer loop's own body on every iteration
+        return self.trains_through_method is not None and any(
+            isinstance(node, cst.Call) and not self.index.is_ancestor_or_self(loop, node) and
+            self.trains_through_method(node) and not self._periodic_within(node, outer)
+            for node in _walk_body(outer, into_loops=False))
 
     def _runs_a_model(self, call: cst.Call) -> bool:
-        """`model(x)`, or a method of a module that is not set-up or bookkeeping (`agent.act(obs)`)."""
+        """`model(x)`, or a method of a module that is not set-up or bookkeeping (`agent.act(obs)`; a module
+        imported from another project file: `project_network`)."""
         func = call.func
         if self.kinds.of(func) is Kind.MODULE:
             return True
-        return isinstance(func, cst.Attribute) and self.kinds.of(func.value) is Kind.MODULE and \
-            not func.attr.value.startswith("_") and func.attr.value not in _MODULE_BOOKKEEPING
+        if not isinstance(func, cst.Attribute) or func.attr.value.startswith("_") or \
+                func.attr.value in _MODULE_BOOKKEEPING:
+            return False
+        return self.kinds.of(func.value) is Kind.MODULE or (
+            isinstance(func.value, cst.Name) and self.project_network is not None and
+            self.project_network(func.value))
 
     def _iterates_tensor_math(self, loop: Loop) -> bool:
         """A loop with no model that does tensor math many times: an iterative solver, k-means, sampling.
