@@ -94,9 +94,13 @@ def test_rollout_beside_an_agent_update_runs_every_environment_step(tmp_path):
     assert ("main.py", 16, "GPU104") in findings
 
 
-def test_evaluation_rollout_every_n_updates_is_periodic(tmp_path):
+def test_evaluation_rollout_every_n_updates_is_an_evaluation_loop_of_its_own(tmp_path):
+    # The rollout under `if j % eval_interval == 0:` is not the training step loop, but it is a loop of its own
+    # that feeds the policy's output back in (`obs` from `envs.step(act(obs))`, recall32's sampler loops): its
+    # per-step copy is reported like a periodic validation loop's per-batch reads; the save is not.
     findings = _findings(tmp_path)
-    assert not any(path == "main.py" and row >= 19 for path, row, _ in findings)
+    assert ("main.py", 23, "GPU104") in findings
+    assert not any(path == "main.py" and row > 23 for path, row, _ in findings)
 
 
 def test_agent_minibatch_loop_reads_are_reported_in_the_agent_module(tmp_path):
@@ -110,6 +114,11 @@ def test_agent_of_a_script_that_names_no_device_stays_quiet(tmp_path):
     assert not any(path == "algo/ppo.py" for path, _, _ in findings)
 
 
-def test_rollout_beside_an_update_that_does_not_train_is_not_a_step_loop(tmp_path):
-    findings = _findings(tmp_path, ppo=PPO.replace("                loss.backward()\n", ""))
-    assert ("main.py", 16, "GPU104") not in findings
+def test_a_policy_rollout_beside_an_update_that_does_not_train_is_still_a_per_item_loop(tmp_path):
+    # After the merge with recall32's per-item loops: a loop running the policy network once per environment step
+    # is a loop of its own (like a sampler or a per-image inference loop), whatever the update beside it does;
+    # its per-step `.cpu()` is reported in both programs.
+    assert ("main.py", 16, "GPU104") in _findings(tmp_path / "trains")
+    findings = _findings(tmp_path / "not", ppo=PPO.replace("                loss.backward()\n", ""))
+    assert ("main.py", 16, "GPU104") in findings
+    assert ("algo/ppo.py", 20, "GPU302") not in findings  # no backward: the agent's minibatch loop is not a step
