@@ -73,6 +73,11 @@ def _would_pin(rule: Rule, facts, loader: cst.Call) -> bool:
         return False
     if facts.on_device(_dataset(loader)):
         return False  # pinning a CUDA tensor raises: the data is on the device already
+    from gpulint.analysis.data_path import data_path_facts
+
+    paths = data_path_facts(rule.analysis)
+    if paths.device_items(paths.dataset_class(_dataset(loader))):
+        return False  # its `__getitem__` moves every sample to the device: pinning CUDA tensors raises
     loops = facts.loops_over(loader)
     if any(facts.moves_batches(loop) for loop in loops):
         return True

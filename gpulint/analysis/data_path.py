@@ -51,6 +51,7 @@ class DataPathFacts:
                             if analysis.qualified(n.func) in _CONVS]
         self._work: dict[str, Optional[str]] = {}
         self._columns: dict[str, Optional[TensorColumns]] = {}
+        self._device_items: dict[str, bool] = {}
 
     @property
     def chooses_cudnn_algorithms(self) -> bool:
@@ -92,6 +93,28 @@ class DataPathFacts:
             if len(found) == 1:
                 return found[0]
         return None
+
+    def device_items(self, cls: Optional[cst.ClassDef]) -> bool:
+        """The map-style dataset class's `__getitem__` hands back tensors it moved to an accelerator itself
+        (`return seq.cuda()`, `return x.to(device), y`): its batches are CUDA tensors already. Pinning them raises
+        and DataLoader workers cannot use CUDA after a fork, so GPU201 and GPU409 have nothing safe to ask."""
+        if cls is None:
+            return False
+        key = cls.name.value
+        if key not in self._device_items:
+            self._device_items[key] = self._compute_device_items(cls)
+        return self._device_items[key]
+
+    def _compute_device_items(self, cls: cst.ClassDef) -> bool:
+        from gpulint.analysis.data_facts import data_facts
+
+        getitem = next((s for s in cls.body.body if type(s) is cst.FunctionDef
+                        and s.name.value == "__getitem__"), None)
+        if getitem is None:
+            return False
+        returned = [n.value for n in _walk(getitem.body) if type(n) is cst.Return and n.value is not None]
+        facts = data_facts(self.analysis)
+        return bool(returned) and all(facts.on_device(value) for value in returned)
 
     def tensor_columns(self, cls: cst.ClassDef) -> Optional["TensorColumns"]:
         """The tensors a map-style dataset class of this module holds and returns row by row, when that is all its

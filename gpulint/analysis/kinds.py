@@ -860,6 +860,8 @@ class KindInference:
                 return Kind.NUMBER
             if len(node.comparisons) > 1:
                 return Kind.NUMBER  # a < b < c goes through bool()
+            if is_text(node.left) or is_text(node.comparisons[0].comparator):
+                return Kind.NUMBER  # `if layer.kind == 'a':` compares strings: a Python bool
             kinds = [self.of(node.left), self.of(node.comparisons[0].comparator)]
             if Kind.TENSOR in kinds:
                 return Kind.TENSOR

@@ -833,6 +833,8 @@ class LoopAnalysis:
                 if type(self.index.up.get(id(parent))) in (cst.If, cst.Else, cst.ExceptHandler) \
                         and self._ends_the_run(parent):
                     return OUTSIDE  # an error path that raises or exits: it runs at most once
+                if error_handler(self.index.up.get(id(parent))):
+                    return OUTSIDE  # `except RuntimeError:` (an out-of-memory fallback): once per failure
                 if leaves is None and type(self.index.up.get(id(parent))) in (cst.If, cst.Else):
                     leaves = _leaves_by(parent)
                 reason = _error_path(self.index.up.get(id(parent))) or self._after_skip_guard(parent, child)
@@ -908,6 +910,9 @@ class LoopAnalysis:
         default = _constant_value(param.default) if param.default is not None else _NOT_CONSTANT
         calls = [c for c in of_types(self.index, cst.Call)
                  if self.local_function(c) is fn and not self.index.is_ancestor_or_self(fn, c)]  # type: ignore
+        if not calls:
+            return False
+        calls = [c for c in calls if not in_error_handler(self.index, c)]  # `f(..., "cpu")` after an error only
         if not calls:
             return False
         for call in calls:
@@ -1753,6 +1758,40 @@ def _terms(node: cst.BaseExpression, operator: type) -> list[cst.BaseExpression]
     if type(node) is cst.BinaryOperation and isinstance(node.operator, operator):
         return _terms(node.left, operator) + _terms(node.right, operator)
     return [node]
+
+
+# exceptions a program raises and catches as control flow (the end of an iterator, a missing key or attribute, an
+# optional import, a parse that may fail): their handlers may run every step
+_CONTROL_FLOW_EXCEPTIONS = frozenset({
+    "StopIteration", "StopAsyncIteration", "KeyError", "IndexError", "LookupError", "AttributeError", "ImportError",
+    "ModuleNotFoundError", "TypeError", "ValueError", "NotImplementedError", "queue.Empty", "Empty", "EOFError",
+    "FileNotFoundError", "OSError", "IOError", "UnicodeDecodeError", "ZeroDivisionError", "OverflowError"})
+
+
+def error_handler(node: Optional[cst.CSTNode]) -> bool:
+    """`except RuntimeError:`, `except torch.cuda.OutOfMemoryError:`, `except Exception:` or a bare `except:`
+    (alone or in a tuple that names no control-flow exception): a handler of a failure, such as an out-of-memory
+    fallback, which runs once per failure, not every step (the stance on error paths)."""
+    if type(node) is not cst.ExceptHandler:
+        return False
+    if node.type is None:
+        return True
+    names = node.type.elements if type(node.type) is cst.Tuple else [node.type]
+    for name in names:
+        code = dotted_name(name.value if type(name) is cst.Element else name)
+        if code is None or code in _CONTROL_FLOW_EXCEPTIONS or code.rsplit(".", 1)[-1] in _CONTROL_FLOW_EXCEPTIONS:
+            return False
+    return True
+
+
+def in_error_handler(index: SyntaxIndex, node: cst.CSTNode) -> bool:
+    """`node` sits in the body of an error handler (`error_handler`) of its own function."""
+    for parent in index.ancestors(node):
+        if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+            return False
+        if error_handler(parent):
+            return True
+    return False
 
 
 def _constant_test(test: cst.BaseExpression) -> Optional[tuple[cst.Name, tuple]]:

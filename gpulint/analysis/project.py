@@ -422,7 +422,9 @@ class ModuleInfo:
                     self.star_imports.append((stmt.module or "", stmt.level))
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self.functions[stmt.name] = stmt  # type: ignore[assignment]
+            self.imports.pop(stmt.name, None)  # `from math import log` then `def log(t): ...`: the module's own
         elif isinstance(stmt, ast.ClassDef):
+            self.imports.pop(stmt.name, None)
             methods: dict = {}
             for s in stmt.body:
                 if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and not (

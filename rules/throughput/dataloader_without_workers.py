@@ -80,7 +80,8 @@ class DataLoaderWithoutWorkers(Rule):
 
     ## When it is fine
     Datasets whose `__getitem__` only indexes tensors (`TensorDataset` is GPU204's), loaders whose batches stay
-    on the CPU, `IterableDataset`s (each worker would replay the whole stream unless it shards it), and cases
+    on the CPU, datasets whose `__getitem__` moves each sample to the GPU itself (`return seq.cuda()`: workers
+    cannot use CUDA in a forked process, so the advice would break the program), `IterableDataset`s (each worker would replay the whole stream unless it shards it), and cases
     where worker start-up or memory cost more than they save (tiny datasets, few steps).
     """
 
@@ -100,6 +101,8 @@ class DataLoaderWithoutWorkers(Rule):
         _PROGRAM.format(extra=", num_workers=4, persistent_workers=True"),
         _PROGRAM.format(extra="").replace("torch.from_numpy(np.flip(self.images[i], 1).copy()).float() / 255",
                                           "self.images[i]"),
+        # samples moved to the GPU in `__getitem__`: workers cannot use CUDA after a fork
+        _PROGRAM.format(extra="").replace("copy()).float() / 255", "copy()).float().cuda() / 255"),
     )
     INVALID = (
         Example(_PROGRAM.format(extra=""), message="per-sample work",
@@ -120,8 +123,8 @@ class DataLoaderWithoutWorkers(Rule):
         paths = data_path_facts(self.analysis)
         dataset = paths.dataset_class(_dataset(node))
         work = paths.per_sample_work(dataset) if dataset is not None else None
-        if work is None:
-            return
+        if work is None or paths.device_items(dataset):
+            return  # samples moved to the device in `__getitem__`: workers cannot use CUDA after a fork
         facts = data_facts(self.analysis)
         loops = [loop for loop in facts.loops_over(node) if self.analysis.loops.role(loop) is LoopRole.HOT]
         if not (any(facts.moves_batches(loop) for loop in loops) or

@@ -26,6 +26,30 @@ _HOLDS_A_VALUE = (cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.Return, cst.Yiel
                   cst.StarredElement, cst.DictElement, cst.For, cst.IfExp, cst.BooleanOperation)
 
 
+# samples moved to the GPU in `__getitem__`: the batches are CUDA tensors, which `pin_memory=True` cannot pin
+_DEVICE_SAMPLES = """\
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Windows(Dataset):
+    def __init__(self, data):
+        self.data = data
+
+    def __len__(self):
+        return len(self.data) - 9
+
+    def __getitem__(self, i):
+        return self.data[i:i + 9].long().cuda()
+
+
+model = torch.nn.Embedding(256, 8).cuda()
+loader = DataLoader(Windows(torch.randint(0, 256, (1000,))), batch_size=8)
+for seq in loader:
+    model(seq.cuda()).sum().backward()
+"""
+
+
 class DataLoaderWithoutPinMemory(Rule):
     """`DataLoader(...)` without `pin_memory=True` whose batches go to a GPU.
 
@@ -86,7 +110,8 @@ class DataLoaderWithoutPinMemory(Rule):
     ## When it is fine
     `pin_memory=True` (or a value that is not the literal `False`), `**kwargs` that may carry it
     (a parameter, a dict updated from one, or handed to a function that may add keys),
-    datasets already on the GPU (pinning CUDA tensors raises), loaders whose batches stay on the CPU, and
+    datasets already on the GPU (pinning CUDA tensors raises), datasets whose `__getitem__` moves each sample to
+    the GPU itself (`return seq.cuda()`: the same), loaders whose batches stay on the CPU, and
     modules that never use a GPU. Pinning has a cost of its own (a pin-memory thread copies every batch once
     more): with tiny batches and no workers it can make a step slower, as `gpulint verify` showed on an eval
     loop of 64x784 batches on an H100 (1.09 -> 1.70 ms/step, docs/benchmarks.md). Measure with
@@ -104,7 +129,8 @@ class DataLoaderWithoutPinMemory(Rule):
     fix_availability = FixAvailability.ALWAYS
     fix_safety = FixSafety(Safety.SAFE, "batches hold the same values; only the host memory they live in changes")
     VALID = [LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking="non_blocking=True"),
-             UNPINNED_LOADER.replace("pin_memory=False)", "pin_memory=False)  # noqa: GPU201"), *CPU_ONLY_SCRIPTS]
+             UNPINNED_LOADER.replace("pin_memory=False)", "pin_memory=False)  # noqa: GPU201"), *CPU_ONLY_SCRIPTS,
+             _DEVICE_SAMPLES]
     _MULTILINE = "loader = DataLoader(\n    dataset,\n    batch_size=8,\n{})\nfor x, y in loader:\n" \
                  "    model(x.cuda()).sum().backward()\n"
     INVALID = [
