@@ -837,7 +837,7 @@ class LoopAnalysis:
                     return OUTSIDE  # `except RuntimeError:` (an out-of-memory fallback): once per failure
                 if leaves is None and type(self.index.up.get(id(parent))) in (cst.If, cst.Else):
                     leaves = _leaves_by(parent)
-                reason = _error_path(self.index.up.get(id(parent))) or self._after_skip_guard(parent, child)
+                reason = self._after_skip_guard(parent, child)
                 if reason:
                     periodic = reason
             elif type(parent) in (cst.For, cst.While) and _runs_each_iteration(parent, child):
@@ -1761,11 +1761,12 @@ def _terms(node: cst.BaseExpression, operator: type) -> list[cst.BaseExpression]
 
 
 # exceptions a program raises and catches as control flow (the end of an iterator, a missing key or attribute, an
-# optional import, a parse that may fail): their handlers may run every step
+# optional import, a parse that may fail): their handlers may run every step. Not `OverflowError`: fp16 training
+# catches it when the loss scale overflowed (fairseq's trainer), a failure that skips the step, now and then
 _CONTROL_FLOW_EXCEPTIONS = frozenset({
     "StopIteration", "StopAsyncIteration", "KeyError", "IndexError", "LookupError", "AttributeError", "ImportError",
     "ModuleNotFoundError", "TypeError", "ValueError", "NotImplementedError", "queue.Empty", "Empty", "EOFError",
-    "FileNotFoundError", "OSError", "IOError", "UnicodeDecodeError", "ZeroDivisionError", "OverflowError"})
+    "FileNotFoundError", "OSError", "IOError", "UnicodeDecodeError", "ZeroDivisionError"})
 
 
 def error_handler(node: Optional[cst.CSTNode]) -> bool:
@@ -1831,16 +1832,3 @@ def _assigns_self(body: cst.CSTNode, attr: str) -> bool:
     return False
 
 
-def _error_path(handler) -> Optional[str]:
-    """`except torch.cuda.OutOfMemoryError: torch.cuda.empty_cache()`: an except handler runs only when its
-    exception is raised (an out-of-memory batch, a failed sample), not every step. `except StopIteration:` is the
-    end of an iterator (once per epoch), left to the loop analysis."""
-    if type(handler) is not cst.ExceptHandler:
-        return None
-    caught = handler.type
-    names = caught.elements if type(caught) is cst.Tuple else [caught] if caught is not None else []
-    for n in names:
-        node = n.value if type(n) is cst.Element else n
-        if type(node) is cst.Name and node.value in ("StopIteration", "StopAsyncIteration"):
-            return None
-    return "on an error path (an except handler runs only when its exception is raised)"
