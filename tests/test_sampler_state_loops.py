@@ -221,3 +221,32 @@ def test_a_tokenizer_parameter_is_no_network(tmp_path: Path):
                 complete(tokenizer, prompts, "abcdefghijklmnop")
     """)
     assert ("gen.py", 10, "GPU101") not in _lint(tmp_path, text)
+
+
+EVALUATE = textwrap.dedent("""\
+    import torch
+
+
+    def run(images, labels, compute_loss=None):
+        model = torch.nn.Conv2d(3, 3, 1).cuda()
+        loss = torch.zeros(3, device="cuda")
+        for i in range(len(images)):
+            im = images[i].cuda()
+            train_out = model(im)
+            if compute_loss:
+                loss += compute_loss(train_out, labels[i])[1]
+        return (loss.cpu() / 10).tolist()
+
+
+    def main(images, labels, weights):
+        for w in weights:
+            run(images, labels)
+""")
+
+
+def test_a_loss_applied_to_this_iterations_output_is_no_carried_state(tmp_path: Path):
+    """yolov5's `val.run`: `loss += compute_loss(train_out, targets)` after `preds, train_out = model(im)` calls a
+    callable parameter on the network's result of the same iteration; nothing the network returned feeds the next
+    iteration's network call, so `run` is an evaluation, not a sampler: the loop over weight files calling it
+    stays an outer loop and the read after its batch loop (once per evaluation) stays quiet."""
+    assert not any(row == 12 for _, row, _ in _lint(tmp_path, EVALUATE))

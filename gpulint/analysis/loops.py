@@ -216,35 +216,55 @@ class LoopAnalysis:
                                      for s in owner.body.body):
             return False  # a network's own code (a loop over its blocks or time steps)
         loop_names = set(_target_names(loop.target)) if type(loop) is cst.For else set()
-        depends: dict[str, set[str]] = {}  # a name assigned in the body -> the names its values read
+        assigned: dict[str, list[tuple[int, cst.CSTNode, set[str]]]] = {}  # name -> (place, statement, names read)
         outputs: set[str] = set()  # names assigned (also) from a network's result
-        model_calls: list[cst.Call] = []
-        for node in _walk_body(loop, into_loops=False):
+        model_calls: list[tuple[int, cst.Call]] = []
+        for place, node in enumerate(_walk_body(loop, into_loops=False)):
             if type(node) is cst.Call and self._runs_network(node, function, loop_names):
-                model_calls.append(node)
+                model_calls.append((place, node))
             if type(node) in (cst.Assign, cst.AugAssign, cst.AnnAssign) and node.value is not None:
                 targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
                 names = {name for t in targets for name in _target_names(t)}
                 read = {n.value for n in _names_under(node.value)}
+                if type(node) is cst.AugAssign:
+                    read |= names  # `x += f(x)` reads the old value
                 runs = any(type(n) is cst.Call and self._runs_network(n, function, loop_names)
                            for n in descendants(node.value))
                 for name in names:
-                    depends.setdefault(name, set()).update(read)
+                    assigned.setdefault(name, []).append((place, node, read))
                     if runs:
                         outputs.add(name)
         if not model_calls or not outputs:
             return False
-        for call in model_calls:
-            seen: set[str] = set()
-            todo = [n.value for a in call.args for n in _names_under(a.value)]
+
+        def earlier(name: str, used: int, user: cst.CSTNode):
+            """The assignments of `name` this iteration made before its use at `used` (not the one using it)."""
+            return [(p, n, r) for p, n, r in assigned.get(name, ()) if p < used and n is not user
+                    and not self.index.is_ancestor_or_self(n, user)]
+
+        # The network's input must carry a value the network returned on an earlier iteration: a name read before
+        # this iteration assigns it (`x_next` of the previous step), leading back to a network output. A result
+        # used later in the same iteration (`loss += compute_loss(out, y)` after `out = model(x)`) is no state.
+        for place, call in model_calls:
+            seen: set[tuple[str, int, bool]] = set()
+            todo = [(n.value, place, call, False) for a in call.args for n in _names_under(a.value)]
             while todo:
-                name = todo.pop()
-                if name in seen:
+                name, used, user, carried = todo.pop()
+                if (name, used, carried) in seen:
                     continue
-                seen.add(name)
-                if name in outputs:
+                seen.add((name, used, carried))
+                before = earlier(name, used, user)
+                if not before:  # from the previous iteration (or from before the loop)
+                    if name in outputs:
+                        return True
+                    todo.extend((d, p, n, True) for p, n, r in assigned.get(name, ()) for d in r)
+                    continue
+                last = max(before, key=lambda item: item[0])
+                if carried and name in outputs and any(last[1] is n for p, n, r in assigned[name]) and \
+                        any(type(c) is cst.Call and self._runs_network(c, function, loop_names)
+                            for c in descendants(last[1].value)):
                     return True
-                todo.extend(depends.get(name, ()))
+                todo.extend((d, last[0], last[1], carried) for d in last[2])
         return False
 
     def _is_sampler(self, fn: cst.FunctionDef) -> bool:
