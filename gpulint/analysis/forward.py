@@ -1357,7 +1357,11 @@ def feeds_a_gpu(analysis) -> bool:
 
 
 def _trainer_built_by_a_gpu_file(analysis) -> bool:
-    """`trainer_built_by_a_gpu_file` for a module being linted (its project model's `ast` tree)."""
+    """`trainer_built_by_a_gpu_file` for a module being linted (its project model's `ast` tree); a module whose
+    text never says `backward` has no such loop, and no method of it is walked."""
+    text = analysis.source if analysis.source is not None else analysis.module.code
+    if "backward" not in text:
+        return False
     project, path = analysis.fact(_project_of)
     info = project.module(path)
     return info is not None and trainer_built_by_a_gpu_file(project, path, info.tree)
