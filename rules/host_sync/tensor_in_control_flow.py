@@ -50,7 +50,10 @@ class TensorInControlFlow(GpuRule):
              # torch's settings and flags are not tensors
              "import torch\nfor x in loader:\n    dtype = torch.get_autocast_gpu_dtype()\n"
              "    if dtype == torch.bfloat16 and torch.is_autocast_cache_enabled():\n        x = x.cuda()\n"
-             "    model(x).sum().backward()\n"]
+             "    model(x).sum().backward()\n",
+             # a chained comparison of a batch object's counts (PyG's `num_graphs`, Python ints)
+             "import torch\nmodel = torch.nn.Linear(4, 4).cuda()\nfor batch in loader:\n    batch = batch.cuda()\n"
+             "    assert batch.num_graphs == len(batch) == 2\n    model(batch.x).sum().backward()\n"]
     INVALID = [
         Example(TRAIN_STEP + "    if loss > 0:\n        pass\n",
                 message="branching on a tensor's value calls `bool()` on it every ite"),
@@ -93,7 +96,8 @@ class TensorInControlFlow(GpuRule):
                                             for c in node.comparisons[:-1]):
             return
         operands = [node.left, *(c.comparator for c in node.comparisons)]
-        if not any(self.analysis.is_device_tensor(o) for o in operands[:-1]):
+        # not an attribute of a batch object (`batch.num_graphs == len(batch) == 2`: PyG's counts are Python ints)
+        if not any(type(o) is not cst.Attribute and self.analysis.is_device_tensor(o) for o in operands[:-1]):
             return
         where = self.where(node)
         if where:
