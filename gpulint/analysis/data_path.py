@@ -112,7 +112,11 @@ class DataPathFacts:
                         and s.name.value == "__getitem__"), None)
         if getitem is None:
             return False
-        returned = [n.value for n in _walk(getitem.body) if type(n) is cst.Return and n.value is not None]
+        body = list(_walk(getitem.body))
+        if not any(type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("cuda", "to")
+                   for n in body):
+            return False  # the items are moved by `__getitem__` itself, or they are not known to be on a device
+        returned = [n.value for n in body if type(n) is cst.Return and n.value is not None]
         facts = data_facts(self.analysis)
         return bool(returned) and all(facts.on_device(value) for value in returned)
 
