@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Optional
 
 from gpulint.analysis.hierarchy import derives, project_bases, same_class
+from gpulint.analysis.inherited_calls import modules_naming
 from gpulint.analysis.project import ClassSummary, Project, annotation_class
 
 _EXAMINED = 24
@@ -58,14 +59,7 @@ def _find(project: Project, path: Path, owner: str, member: str):
     declared_bases = [b for b in project_bases(project, cls) if project.method(b, member) is not None]
     if not declared_bases:
         return None
-    for examined, file in enumerate(project.files_naming(member)):
-        if examined == _EXAMINED:
-            break
-        if project.is_test(file) or project._resolved(file) == path:
-            continue
-        other = project.module(file)
-        if other is None:
-            continue
+    for other in modules_naming(project, member, path, _EXAMINED):
         found: list = []
 
         def called_in(fn, name, other=other, found=found):

@@ -41,6 +41,19 @@ def inherited_site(project: Project, path: Path, owner: str, member: str):
                        lambda: _find(project, path, owner, member))
 
 
+def modules_naming(project: Project, member: str, path: Path, limit: int = _EXAMINED):
+    """The project modules, other than `path` and test modules, among the first `limit` files whose text names
+    `member` (the bound of the searches for calls of `member` in other modules)."""
+    for examined, file in enumerate(project.files_naming(member)):
+        if examined == limit:
+            return
+        if project.is_test(file) or project._resolved(file) == path:
+            continue
+        other = project.module(file)
+        if other is not None:
+            yield other
+
+
 def _find(project: Project, path: Path, owner: str, member: str):
     from gpulint.analysis.forward import CallSite
 
@@ -48,14 +61,7 @@ def _find(project: Project, path: Path, owner: str, member: str):
     base = info.classes.get(owner) if info is not None else None
     if base is None or member not in base.methods or member.startswith("__"):
         return None
-    for examined, file in enumerate(project.files_naming(member)):
-        if examined == _EXAMINED:
-            break
-        if project.is_test(file) or project._resolved(file) == path:
-            continue
-        other = project.module(file)
-        if other is None:
-            continue
+    for other in modules_naming(project, member, path):
         for cls in other.classes.values():
             if not cls.bases or member in cls.methods or not _derives(project, cls, base, member):
                 continue
