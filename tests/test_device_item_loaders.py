@@ -5,10 +5,9 @@ both findings."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
+
+from projects import check, found, write_project
 
 PROGRAM = '''
 import torch
@@ -40,12 +39,8 @@ for seq in loader:
 
 
 def lint(root: Path, text: str) -> set:
-    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (root / "train.py").write_text(text)
-    out = subprocess.run([sys.executable, "-m", "gpulint", "check", "--output-format", "json", "--no-cache",
-                          "--exit-zero", "train.py"], cwd=root, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    return {(d["location"]["row"], d["code"]) for d in json.loads(out.stdout)}
+    items = check(write_project(root, {"train.py": text}), "--no-cache", "--exit-zero", "train.py")
+    return {(row, code) for _, row, code in found(items)}
 
 
 def test_loaders_of_samples_moved_in_getitem_get_no_pinning_or_workers_advice(tmp_path: Path):

@@ -5,10 +5,9 @@ and `if layer.kind == "a":` compares a string, a Python bool, not a tensor (x-tr
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
+
+from projects import check, found, write_project
 
 PROGRAM = '''
 from math import log
@@ -41,12 +40,8 @@ for x, y in loader:
 
 
 def lint(root: Path, text: str) -> set:
-    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (root / "train.py").write_text(text)
-    out = subprocess.run([sys.executable, "-m", "gpulint", "check", "--output-format", "json", "--no-cache",
-                          "--exit-zero", "train.py"], cwd=root, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    return {(d["location"]["row"], d["code"]) for d in json.loads(out.stdout)}
+    items = check(write_project(root, {"train.py": text}), "--no-cache", "--exit-zero", "train.py")
+    return {(row, code) for _, row, code in found(items)}
 
 
 def test_a_module_function_shadowing_an_import_is_the_module_function(tmp_path: Path):
