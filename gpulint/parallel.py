@@ -67,6 +67,22 @@ def _lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: 
         else:
             todo.append((i, source))
 
+    if todo:
+        _lint_todo(files, todo, outcomes, settings, mode, write=write, want_edits=want_edits, jobs=jobs,
+                   cache=cache if cacheable else None)
+    for i, found in notices.items():  # from the text read above: no file is read a second time for them
+        if found and outcomes[i] is not None:
+            outcomes[i] = replace(outcomes[i], warnings=found)
+    return outcomes  # type: ignore[return-value]
+
+
+def _lint_todo(files: list[Path], todo: list[tuple[int, Input]], outcomes: list[Optional[FileOutcome]],
+               settings: Settings, mode: FixMode, *, write: bool, want_edits: bool, jobs: Optional[int],
+               cache: Optional[Cache]) -> None:
+    """Lint the files the cache did not answer, into `outcomes`, and store their results. Only here are LibCST,
+    the rules and the workers loaded: a run that every file's cache entry answers never imports them (a warm
+    run's CPU was mostly LibCST's import)."""
+    cacheable = cache is not None
     jobs = default_jobs() if jobs is None else max(1, jobs)
     from gpulint import chunked
 
@@ -107,10 +123,6 @@ def _lint_files(files: list[Path], settings: Settings, mode: FixMode, *, write: 
             if outcome is not None and not outcome.errors and _cacheable(source):
                 cache.put(cache.key(files[i], source.digest, want_edits), list(outcome.diagnostics),
                           outcome.dependencies)
-    for i, found in notices.items():  # from the text read above: no file is read a second time for them
-        if found and outcomes[i] is not None:
-            outcomes[i] = replace(outcomes[i], warnings=found)
-    return outcomes  # type: ignore[return-value]
 
 
 def _answer_before_forking(todo: list[tuple[int, Input]]) -> None:
