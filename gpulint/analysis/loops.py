@@ -1312,6 +1312,13 @@ class LoopAnalysis:
         negated = type(test) is cst.UnaryOperation and type(test.operator) is cst.Not
         if negated:
             test = test.expression  # type: ignore[attr-defined]
+        if type(test) is cst.Name:
+            # `x_is_mps = x.device.type == "mps"` ... `if x_is_mps:`: the one binding of the name decides
+            scope = self.index.enclosing_scope(test)
+            bindings = self.index.lookup(test.value, scope) if scope is not None else []
+            if len(bindings) == 1 and bindings[0].kind == "assign" and bindings[0].index is None and \
+                    type(bindings[0].value) is cst.Comparison:
+                test = bindings[0].value
         if type(test) is cst.Comparison:
             on_cuda = _device_test(test)  # `if self.device == "cuda": ... else: <the CPU path>`
             if on_cuda is None:
@@ -1689,7 +1696,7 @@ def _device_test(test: cst.Comparison) -> Optional[bool]:
     if type(op) not in (cst.Equal, cst.NotEqual):
         return None
     sides = (test.left, test.comparisons[0].comparator)
-    literal = next((s for s in sides if type(s) is cst.SimpleString), None)
+    literal = next((s for s in sides if type(s) is cst.SimpleString or _device_member(s)), None)
     other = next((s for s in sides if s is not literal), None)
     if literal is None or other is None or type(other) not in (cst.Name, cst.Attribute):
         return None
@@ -1697,14 +1704,24 @@ def _device_test(test: cst.Comparison) -> Optional[bool]:
     if not (spelt.endswith("device") or spelt.endswith("device.type") or spelt == "device_type" or
             spelt.endswith(".device_type")):
         return None
-    value = literal.evaluated_value if isinstance(literal.evaluated_value, str) else ""
+    if type(literal) is cst.SimpleString:
+        value = literal.evaluated_value if isinstance(literal.evaluated_value, str) else ""
+    else:
+        value = literal.attr.value.lower()  # type: ignore[attr-defined]
     if value.split(":")[0] == "cuda":
         cuda_when_true = True
-    elif value == "cpu":
-        cuda_when_true = False
+    elif value in ("cpu", "mps"):
+        cuda_when_true = False  # an Apple-GPU (MPS) branch runs only off CUDA, as a CPU branch does
     else:
         return None
     return cuda_when_true if type(op) is cst.Equal else not cuda_when_true
+
+
+def _device_member(node: cst.CSTNode) -> bool:
+    """`TorchDevice.CUDA`, `DeviceType.CPU`: a member of a device enumeration (a class attribute spelt as a device
+    type in capitals), compared with a device like a device string."""
+    return type(node) is cst.Attribute and type(node.value) in (cst.Name, cst.Attribute) and \
+        node.attr.value in ("CUDA", "CPU", "MPS")
 
 
 def _never_falls(branch: Union[cst.If, cst.Else]) -> bool:
