@@ -257,8 +257,10 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
         loops.trains_through_method = lambda call: _trains_through_method(analysis, call)
         loops.project_network = lambda name: _project_network(analysis, name)
     from gpulint.analysis.forward import stepped_argument
+    from gpulint.analysis.test_mode import diagnostic_off
 
     loops.stepped_argument = lambda call: stepped_argument(analysis, call)
+    loops.option_off = lambda test: diagnostic_off(analysis, test)
     return loops
 
 

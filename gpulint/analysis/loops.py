@@ -102,6 +102,9 @@ class LoopAnalysis:
         # analysis/__init__.py: whether a name holds an instance of a project `nn.Module` class of another module
         # (`actor_critic = Policy(...)`, imported), which kind inference does not follow
         self.project_network: Optional[Callable[[cst.Name], bool]] = None
+        # analysis/__init__.py: a reason when an `if` test holds only when a debug/analysis option of the
+        # program's parser is set away from its default (`if opt.debug > 0:`, analysis/test_mode.py), else None
+        self.option_off: Optional[Callable[[cst.BaseExpression], Optional[str]]] = None
 
     # -- loop roles --------------------------------------------------------------------------------------------
     def role(self, loop: Loop) -> LoopRole:
@@ -813,6 +816,9 @@ class LoopAnalysis:
                 return OUTSIDE  # `if torch.onnx.is_in_onnx_export():`: runs while a model is exported, not trained
             if type(parent) is cst.If and self.without_cuda(parent, child):
                 return OUTSIDE  # `else:` of `if torch.cuda.is_available():`: runs only where there is no GPU
+            if type(parent) is cst.If and child is parent.body and self.option_off is not None and \
+                    self.option_off(parent.test):
+                return OUTSIDE  # `if opt.debug > 0:` (default 0): only a run that asks for it (test_mode.py)
             if type(parent) is cst.If and child is parent.body and nonfinite_only(parent.test):
                 return OUTSIDE  # `if torch.isnan(loss):`: runs only on a step whose value is not finite
             if type(parent) is cst.If and child is parent.body and periodic is None:
