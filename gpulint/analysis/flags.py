@@ -33,6 +33,7 @@ _UNKNOWN = object()
 
 UNKNOWN = _UNKNOWN
 _MAX_DECLARING_FILES = 8
+_DECLARATIONS: dict = {}  # (path, digest) of a declaring module -> its `_ast_declarations`
 
 
 class FlagDefaults:
@@ -160,7 +161,13 @@ def option_default(analysis, expr: cst.BaseExpression) -> object:
         tree = getattr(info, "tree", None) if info is not None else None
         if tree is None:
             continue
-        declared, assigned = _ast_declarations(tree)
+        key = (info.path, info.digest)
+        found_here = _DECLARATIONS.get(key)
+        if found_here is None:
+            if len(_DECLARATIONS) > 256:  # an editor session edits parsers: keep the table small
+                _DECLARATIONS.clear()
+            found_here = _DECLARATIONS[key] = _ast_declarations(tree)
+        declared, assigned = found_here
         if dest in declared:
             if dest in assigned:
                 return _UNKNOWN
