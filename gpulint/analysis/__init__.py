@@ -144,6 +144,9 @@ def _kinds(analysis: ModuleAnalysis) -> KindInference:
 
         kinds.host_call_hook = lambda node: host_call(analysis, node)
         kinds.host_param_hook = lambda node, depth: host_param(analysis, node, depth)
+        from gpulint.analysis.skipped_keys import host_entry
+
+        kinds.host_entry_hook = lambda node: host_entry(analysis, node)
         from gpulint.analysis.loader_calls import project_loader_call
 
         text = analysis.source if analysis.source is not None else ""
