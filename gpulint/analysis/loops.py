@@ -795,10 +795,13 @@ class LoopAnalysis:
         once_in: Optional[Loop] = None  # the loop whose first pass alone runs the block being walked out of
         leaves: Optional[str] = None  # "return" / "break": the block walked out of ends the loop or the function
         guards: list = []  # `if p is None:` blocks walked out of: (p, runs only when p is None) (helper_sites)
+        # this walk's answer holds for `node` alone, neither taken from nor given to the walks of the nodes around
+        # it (a `torch.mps` call, which an MPS branch does not keep out of the step: see below)
+        unshared = self._mps_call(node)
         child = node
         for parent in self.index.ancestors(node):
             if periodic is None and once_in is None and flag is None and leaves is None and valued is None \
-                    and not guards:
+                    and not guards and not unshared:
                 known = memo.get(id(child))
                 if known is not None:
                     return known
@@ -815,7 +818,10 @@ class LoopAnalysis:
             if type(parent) is cst.If and child is parent.body and self._export_only(parent.test):
                 return OUTSIDE  # `if torch.onnx.is_in_onnx_export():`: runs while a model is exported, not trained
             if type(parent) is cst.If and self.without_cuda(parent, child):
-                return OUTSIDE  # `else:` of `if torch.cuda.is_available():`: runs only where there is no GPU
+                if not (self._mps_call(node) and self._mps_branch(parent)):
+                    return OUTSIDE  # `else:` of `if torch.cuda.is_available():`: runs only where there is no GPU
+                # `if device == "mps": torch.mps.synchronize()`: the Apple GPU's own sync, paid where the branch
+                # runs (GPU109 reports it on purpose); the branch's other code is still off CUDA
             if type(parent) is cst.If and child is parent.body and self.option_off is not None and \
                     self.option_off(parent.test):
                 return OUTSIDE  # `if opt.debug > 0:` (default 0): only a run that asks for it (test_mode.py)
@@ -1334,6 +1340,22 @@ class LoopAnalysis:
                 self.kinds.qualified(test.func) == "torch.cuda.is_available"):
             return False
         return child is branch.body if negated else child is branch.orelse
+
+    def _mps_call(self, node: cst.CSTNode) -> bool:
+        return type(node) is cst.Call and (self.kinds.qualified(node.func) or "").startswith("torch.mps.")
+
+    def _mps_branch(self, branch: cst.If) -> bool:
+        """`if device == "mps":` (or a name bound once to such a test): a branch for Apple GPUs."""
+        test = branch.test
+        if type(test) is cst.Name:
+            scope = self.index.enclosing_scope(test)
+            bindings = self.index.lookup(test.value, scope) if scope is not None else []
+            if len(bindings) == 1 and bindings[0].kind == "assign" and bindings[0].value is not None:
+                test = bindings[0].value
+        return type(test) is cst.Comparison and any(
+            (type(side) is cst.SimpleString and side.evaluated_value == "mps") or
+            (type(side) is cst.Attribute and side.attr.value == "MPS")
+            for side in (test.left, *(c.comparator for c in test.comparisons)))
 
     def _export_only(self, test: cst.BaseExpression) -> bool:
         return type(test) is cst.Call and not test.args and self.kinds.qualified(test.func) in _EXPORT_TESTS
