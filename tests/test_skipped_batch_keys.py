@@ -65,7 +65,8 @@ def _rows(root: Path) -> set:
 
 def test_an_entry_the_copy_loop_skips_stays_on_the_host(tmp_path: Path) -> None:
     for name, test in (("ne", "k != 'meta'"), ("not_in", "k not in ('meta', 'name')")):
-        root = write_project(tmp_path / name, {"base.py": BASE.replace("{test}", test), "task.py": TASK, "train.py": TRAIN})
+        root = write_project(tmp_path / name, {"base.py": BASE.replace("{test}", test), "task.py": TASK,
+                                               "train.py": TRAIN})
         rows = _rows(root)
         assert (6, "GPU104") not in rows, (name, rows)  # batch["meta"]: left on the host
         assert (7, "GPU104") in rows, (name, rows)  # batch["target"]: moved, a device-to-host copy
