@@ -171,6 +171,45 @@ def test_else_of_a_cuda_device_test_runs_off_the_gpu(tmp_path: Path) -> None:
     assert (16, "GPU202") in rows, rows
 
 
+def test_device_enumeration_member_and_mps_branches_run_off_cuda(tmp_path: Path) -> None:
+    """`if self.device == Device.CUDA: ... else: <plain copy>` (an enumeration of device types, not a string) and
+    the body of `if on_mps:` after `on_mps = x.device.type == "mps"` (an Apple-GPU fallback) run only off CUDA:
+    their CUDA costs are not reported (a `torch.mps.synchronize()` there, the MPS device's own sync, still is).
+    The same copy under a test of something else still is reported."""
+    enum = DEVICE_BRANCH.replace("import torch\n", "import enum\nimport torch\n\n\nclass Device(enum.Enum):\n"
+                                 "    CPU = 'cpu'\n    CUDA = 'cuda'\n", 1)
+    root = write_project(tmp_path / "enum", {"train.py": enum.format(test="self.device == Device.CUDA")})
+    rows = {(row, code) for _, row, code in found(check(root, "--no-cache", "train.py"))}
+    assert not {r for r in rows if r[1] == "GPU202" and r[0] in (22, 23)}, rows
+    root = write_project(tmp_path / "enum_other", {"train.py": enum.format(test="self.device == Device.cuda_ok")})
+    rows = {(row, code) for _, row, code in found(check(root, "--no-cache", "train.py"))}
+    assert (22, "GPU202") in rows, rows
+    mps = """import torch
+from torch.utils.data import DataLoader
+
+model = torch.nn.Linear(8, 2).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(torch.utils.data.TensorDataset(torch.randn(64, 8)), batch_size=4, pin_memory=True)
+for (x,) in loader:
+    out = model(x.cuda(non_blocking=True))
+    {flag} = out.device.type == "{kind}"
+    if {flag}:
+        out = out.cpu()
+        torch.mps.synchronize()
+    loss = out.pow(2).sum()
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+"""
+    root = write_project(tmp_path / "mps", {"train.py": mps.format(flag="on_mps", kind="mps")})
+    rows = {(row, code) for _, row, code in found(check(root, "--no-cache", "train.py"))}
+    assert (11, "GPU104") not in rows, rows
+    assert (12, "GPU109") in rows, rows  # the Apple GPU's own sync, paid where the branch runs: still reported
+    root = write_project(tmp_path / "cuda", {"train.py": mps.format(flag="on_gpu", kind="cuda")})
+    rows = {(row, code) for _, row, code in found(check(root, "--no-cache", "train.py"))}
+    assert (11, "GPU104") in rows, rows
+
+
 def test_assert_message_is_built_only_on_failure(tmp_path: Path) -> None:
     """`assert cond, f"{tensor}"`: the condition runs every step (its `.item()` is reported), the message only when
     the assertion fails (its formatting and `.item()` are not)."""

@@ -144,6 +144,9 @@ def _kinds(analysis: ModuleAnalysis) -> KindInference:
 
         kinds.host_call_hook = lambda node: host_call(analysis, node)
         kinds.host_param_hook = lambda node, depth: host_param(analysis, node, depth)
+        from gpulint.analysis.skipped_keys import host_entry
+
+        kinds.host_entry_hook = lambda node: host_entry(analysis, node)
         from gpulint.analysis.loader_calls import project_loader_call
 
         text = analysis.source if analysis.source is not None else ""
@@ -257,8 +260,10 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
         loops.trains_through_method = lambda call: _trains_through_method(analysis, call)
         loops.project_network = lambda name: _project_network(analysis, name)
     from gpulint.analysis.forward import stepped_argument
+    from gpulint.analysis.test_mode import diagnostic_off
 
     loops.stepped_argument = lambda call: stepped_argument(analysis, call)
+    loops.option_off = lambda test: diagnostic_off(analysis, test)
     return loops
 
 

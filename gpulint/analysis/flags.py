@@ -8,10 +8,19 @@ Only booleans are read: `action='store_true'` (False), `action='store_false'` (T
 `default=True`/`False` (a `type=str2bool` flag). A destination declared more than once with different defaults,
 or set by `set_defaults` to anything but a literal, is unknown. A flag is read as `<name>.<dest>` (`args.pin_mem`,
 `opt.pin_memory`); the receiver is not checked, but the destination must be declared in the same module.
+
+`option_default(analysis, expr)` reads any literal default (a boolean, a number, `None`) of the option `expr` reads
+(`opt.debug`, `self.opt.eval_oracle_wh`), declared in this module or, where this module declares no such option,
+in the project's other modules (`opts.py` holding the parser of a project whose trainers receive `opt`): every
+declaration of that destination in the project must agree, and a module that assigns `<x>.<dest> = ...` (this one
+or a declaring one, which may adjust the parsed options) makes it unknown. The declaring modules' text is a
+dependency of a cached result.
 """
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
 from typing import Optional
 
 import libcst as cst
@@ -22,9 +31,16 @@ from gpulint.syntax import positional
 _UNKNOWN = object()
 
 
+UNKNOWN = _UNKNOWN
+_MAX_DECLARING_FILES = 8
+_DECLARATIONS: dict = {}  # (path, digest) of a declaring module -> its `_ast_declarations`
+
+
 class FlagDefaults:
-    def __init__(self, defaults: dict) -> None:
+    def __init__(self, defaults: dict, values: Optional[dict] = None, assigned: frozenset = frozenset()) -> None:
         self._defaults = defaults  # dest -> True / False / _UNKNOWN
+        self.values = values or {}  # dest -> a literal default (bool, int, float, None) / _UNKNOWN
+        self.assigned = assigned  # attribute names this module assigns (`opt.debug = 1`)
 
     def default(self, expr: cst.BaseExpression) -> Optional[bool]:
         """True/False: `expr` reads a boolean flag of this module's parser whose default that is; else None."""
@@ -47,10 +63,133 @@ def _string(expr: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+def _literal(expr: cst.BaseExpression) -> object:
+    """A boolean, number or `None` written as a literal (`-1` too), else _UNKNOWN."""
+    if type(expr) is cst.Name:
+        return {"True": True, "False": False, "None": None}.get(expr.value, _UNKNOWN)
+    if type(expr) in (cst.Integer, cst.Float):
+        return expr.evaluated_value  # type: ignore[attr-defined]
+    if type(expr) is cst.UnaryOperation and type(expr.operator) is cst.Minus and \
+            type(expr.expression) in (cst.Integer, cst.Float):
+        return -expr.expression.evaluated_value  # type: ignore[attr-defined]
+    return _UNKNOWN
+
+
+def _ast_literal(expr: ast.expr) -> object:
+    if isinstance(expr, ast.Constant) and (expr.value is None or isinstance(expr.value, (bool, int, float))):
+        return expr.value
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub) and isinstance(expr.operand, ast.Constant) \
+            and isinstance(expr.operand.value, (int, float)) and not isinstance(expr.operand.value, bool):
+        return -expr.operand.value
+    return _UNKNOWN
+
+
+def _declare(declared: dict, options: list, keywords: dict, literal) -> None:
+    """One `add_argument(*options, **keywords)`: its destination's literal default into `declared` (a destination
+    declared again with another default becomes _UNKNOWN)."""
+    dest = keywords["dest"] if isinstance(keywords.get("dest"), str) else next(
+        (o[2:].replace("-", "_") for o in options if isinstance(o, str) and o.startswith("--")), None)
+    if not dest:
+        return
+    action = keywords.get("action")
+    if "default" in keywords:
+        value = literal(keywords["default"])
+    elif action == "store_true":
+        value = False
+    elif action == "store_false":
+        value = True
+    elif action is None and "type" not in keywords and "choices" not in keywords and "nargs" not in keywords:
+        value = None  # argparse's default for an option given no default
+    else:
+        value = _UNKNOWN
+    if dest in declared and declared[dest] != value:
+        value = _UNKNOWN
+    declared[dest] = value
+
+
+def _ast_declarations(tree: ast.AST) -> tuple[dict, set]:
+    """The literal defaults of the options a module declares (`ast`), and the attribute names it assigns."""
+    declared: dict = {}
+    overrides: dict = {}
+    assigned: set = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Attribute):
+                    assigned.add(target.attr)
+            continue
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr == "set_defaults":
+            overrides.update({k.arg: _ast_literal(k.value) for k in node.keywords if k.arg})
+        elif node.func.attr == "add_argument":
+            options = [a.value if isinstance(a, ast.Constant) else None for a in node.args]
+            keywords = {k.arg: (k.value.value if isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)
+                                and k.arg in ("dest", "action") else k.value) for k in node.keywords if k.arg}
+            _declare(declared, options, keywords, _ast_literal)
+    declared.update(overrides)
+    return declared, assigned
+
+
+def option_default(analysis, expr: cst.BaseExpression) -> object:
+    """The literal default of the command-line option `expr` reads (`opt.debug`, `self.opt.debug`), from this
+    module's parser or the project's (see the module's docstring); _UNKNOWN when not known."""
+    if type(expr) is not cst.Attribute:
+        return _UNKNOWN
+    receiver = expr.value
+    if not (type(receiver) is cst.Name or (type(receiver) is cst.Attribute and type(receiver.value) is cst.Name
+                                           and receiver.value.value == "self")):
+        return _UNKNOWN
+    dest = expr.attr.value
+    local = analysis.fact(flag_defaults)
+    if dest in local.assigned:
+        return _UNKNOWN
+    if dest in local.values:
+        return local.values[dest]
+    if analysis.path is None:
+        return _UNKNOWN
+    from gpulint.analysis.project import project_for, text_dependency
+
+    here = Path(analysis.path).resolve()
+    project = project_for(here)
+    found: list = []
+    parsers = set(project.files_naming("add_argument"))
+    files = [f for f in project.files_naming(dest) if f in parsers and Path(f).resolve() != here]
+    for file in files[:_MAX_DECLARING_FILES]:
+        with text_dependency():
+            info = project.module(Path(file))
+        tree = getattr(info, "tree", None) if info is not None else None
+        if tree is None:
+            continue
+        key = (info.path, info.digest)
+        found_here = _DECLARATIONS.get(key)
+        if found_here is None:
+            if len(_DECLARATIONS) > 256:  # an editor session edits parsers: keep the table small
+                _DECLARATIONS.clear()
+            found_here = _DECLARATIONS[key] = _ast_declarations(tree)
+        declared, assigned = found_here
+        if dest in declared:
+            if dest in assigned:
+                return _UNKNOWN
+            found.append(declared[dest])
+    if not found or len(files) > _MAX_DECLARING_FILES or any(v is _UNKNOWN or v != found[0] or type(v) is not
+                                                                 type(found[0]) for v in found):
+        return _UNKNOWN
+    return found[0]
+
+
 def flag_defaults(analysis) -> FlagDefaults:
-    """Fact provider: the boolean defaults of the flags this module declares with argparse."""
+    """Fact provider: the boolean defaults of the flags this module declares with argparse (and, in `values`,
+    every literal default)."""
     declared: dict[str, object] = {}
     overrides: dict[str, object] = {}
+    values: dict[str, object] = {}
+    value_overrides: dict[str, object] = {}
+    assigned: set = set()
+    for node in of_types(analysis.index, cst.Assign, cst.AugAssign, cst.AnnAssign):
+        for target in [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]:  # type: ignore
+            if type(target) is cst.Attribute:
+                assigned.add(target.attr.value)
     for node in of_types(analysis.index, cst.Call):
         func = node.func  # type: ignore[attr-defined]
         if type(func) is not cst.Attribute:
@@ -60,11 +199,14 @@ def flag_defaults(analysis) -> FlagDefaults:
             for arg in node.args:  # type: ignore[attr-defined]
                 if arg.keyword is not None:
                     overrides[arg.keyword.value] = _literal_bool(arg.value)
+                    value_overrides[arg.keyword.value] = _literal(arg.value)
             continue
         if method != "add_argument":
             continue
         keywords = {a.keyword.value: a.value for a in node.args if a.keyword is not None}  # type: ignore
         options = [_string(a) for a in positional(node)]  # type: ignore[arg-type]
+        _declare(values, options, {k: (_string(v) if k in ("dest", "action") else v) for k, v in keywords.items()},
+                 _literal)
         dest = _string(keywords["dest"]) if "dest" in keywords else next(
             (o[2:].replace("-", "_") for o in options if o and o.startswith("--")), None)
         if not dest:
@@ -82,4 +224,5 @@ def flag_defaults(analysis) -> FlagDefaults:
             value = _UNKNOWN
         declared[dest] = value
     declared.update(overrides)
-    return FlagDefaults(declared)
+    values.update(value_overrides)
+    return FlagDefaults(declared, values, frozenset(assigned))

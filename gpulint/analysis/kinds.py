@@ -153,6 +153,9 @@ class KindInference:
         # parameter every call site of which passes a host value; asked only by `on_host`
         self.host_call_hook: Optional[Callable[[cst.Call], bool]] = None
         self.host_param_hook: Optional[Callable[[cst.Name, int], bool]] = None
+        # analysis/__init__.py (analysis/skipped_keys.py): `batch['meta']` of a parameter that the per-step caller
+        # passes a batch whose copy loop skips that key; asked only by `on_host`
+        self.host_entry_hook: Optional[Callable[[cst.Subscript], bool]] = None
         # analysis/__init__.py: the kind of a parameter from what the calls of its function pass (a loader)
         self.parameter_hook: Optional[Callable[[Binding], Kind]] = None
         # analysis/__init__.py: a call of a project function of another module returning a loader
@@ -235,6 +238,8 @@ class KindInference:
                 return first is not None and self.on_host(first, depth + 1)
             return False
         if type(node) in (cst.Subscript, cst.Attribute):
+            if type(node) is cst.Subscript and self.host_entry_hook is not None and self.host_entry_hook(node):
+                return True  # `batch['meta']` that the caller's copy loop leaves on the host (skipped_keys.py)
             return self.on_host(node.value, depth + 1)
         if type(node) is cst.UnaryOperation:
             return self.on_host(node.expression, depth + 1)

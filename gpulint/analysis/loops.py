@@ -102,6 +102,9 @@ class LoopAnalysis:
         # analysis/__init__.py: whether a name holds an instance of a project `nn.Module` class of another module
         # (`actor_critic = Policy(...)`, imported), which kind inference does not follow
         self.project_network: Optional[Callable[[cst.Name], bool]] = None
+        # analysis/__init__.py: a reason when an `if` test holds only when a debug/analysis option of the
+        # program's parser is set away from its default (`if opt.debug > 0:`, analysis/test_mode.py), else None
+        self.option_off: Optional[Callable[[cst.BaseExpression], Optional[str]]] = None
 
     # -- loop roles --------------------------------------------------------------------------------------------
     def role(self, loop: Loop) -> LoopRole:
@@ -792,10 +795,13 @@ class LoopAnalysis:
         once_in: Optional[Loop] = None  # the loop whose first pass alone runs the block being walked out of
         leaves: Optional[str] = None  # "return" / "break": the block walked out of ends the loop or the function
         guards: list = []  # `if p is None:` blocks walked out of: (p, runs only when p is None) (helper_sites)
+        # this walk's answer holds for `node` alone, neither taken from nor given to the walks of the nodes around
+        # it (a `torch.mps` call, which an MPS branch does not keep out of the step: see below)
+        unshared = self._mps_call(node)
         child = node
         for parent in self.index.ancestors(node):
             if periodic is None and once_in is None and flag is None and leaves is None and valued is None \
-                    and not guards:
+                    and not guards and not unshared:
                 known = memo.get(id(child))
                 if known is not None:
                     return known
@@ -812,7 +818,13 @@ class LoopAnalysis:
             if type(parent) is cst.If and child is parent.body and self._export_only(parent.test):
                 return OUTSIDE  # `if torch.onnx.is_in_onnx_export():`: runs while a model is exported, not trained
             if type(parent) is cst.If and self.without_cuda(parent, child):
-                return OUTSIDE  # `else:` of `if torch.cuda.is_available():`: runs only where there is no GPU
+                if not (self._mps_call(node) and self._mps_branch(parent)):
+                    return OUTSIDE  # `else:` of `if torch.cuda.is_available():`: runs only where there is no GPU
+                # `if device == "mps": torch.mps.synchronize()`: the Apple GPU's own sync, paid where the branch
+                # runs (GPU109 reports it on purpose); the branch's other code is still off CUDA
+            if type(parent) is cst.If and child is parent.body and self.option_off is not None and \
+                    self.option_off(parent.test):
+                return OUTSIDE  # `if opt.debug > 0:` (default 0): only a run that asks for it (test_mode.py)
             if type(parent) is cst.If and child is parent.body and nonfinite_only(parent.test):
                 return OUTSIDE  # `if torch.isnan(loss):`: runs only on a step whose value is not finite
             if type(parent) is cst.If and child is parent.body and periodic is None:
@@ -1312,6 +1324,13 @@ class LoopAnalysis:
         negated = type(test) is cst.UnaryOperation and type(test.operator) is cst.Not
         if negated:
             test = test.expression  # type: ignore[attr-defined]
+        if type(test) is cst.Name:
+            # `x_is_mps = x.device.type == "mps"` ... `if x_is_mps:`: the one binding of the name decides
+            scope = self.index.enclosing_scope(test)
+            bindings = self.index.lookup(test.value, scope) if scope is not None else []
+            if len(bindings) == 1 and bindings[0].kind == "assign" and bindings[0].index is None and \
+                    type(bindings[0].value) is cst.Comparison:
+                test = bindings[0].value
         if type(test) is cst.Comparison:
             on_cuda = _device_test(test)  # `if self.device == "cuda": ... else: <the CPU path>`
             if on_cuda is None:
@@ -1321,6 +1340,22 @@ class LoopAnalysis:
                 self.kinds.qualified(test.func) == "torch.cuda.is_available"):
             return False
         return child is branch.body if negated else child is branch.orelse
+
+    def _mps_call(self, node: cst.CSTNode) -> bool:
+        return type(node) is cst.Call and (self.kinds.qualified(node.func) or "").startswith("torch.mps.")
+
+    def _mps_branch(self, branch: cst.If) -> bool:
+        """`if device == "mps":` (or a name bound once to such a test): a branch for Apple GPUs."""
+        test = branch.test
+        if type(test) is cst.Name:
+            scope = self.index.enclosing_scope(test)
+            bindings = self.index.lookup(test.value, scope) if scope is not None else []
+            if len(bindings) == 1 and bindings[0].kind == "assign" and bindings[0].value is not None:
+                test = bindings[0].value
+        return type(test) is cst.Comparison and any(
+            (type(side) is cst.SimpleString and side.evaluated_value == "mps") or
+            (type(side) is cst.Attribute and side.attr.value == "MPS")
+            for side in (test.left, *(c.comparator for c in test.comparisons)))
 
     def _export_only(self, test: cst.BaseExpression) -> bool:
         return type(test) is cst.Call and not test.args and self.kinds.qualified(test.func) in _EXPORT_TESTS
@@ -1689,7 +1724,7 @@ def _device_test(test: cst.Comparison) -> Optional[bool]:
     if type(op) not in (cst.Equal, cst.NotEqual):
         return None
     sides = (test.left, test.comparisons[0].comparator)
-    literal = next((s for s in sides if type(s) is cst.SimpleString), None)
+    literal = next((s for s in sides if type(s) is cst.SimpleString or _device_member(s)), None)
     other = next((s for s in sides if s is not literal), None)
     if literal is None or other is None or type(other) not in (cst.Name, cst.Attribute):
         return None
@@ -1697,14 +1732,24 @@ def _device_test(test: cst.Comparison) -> Optional[bool]:
     if not (spelt.endswith("device") or spelt.endswith("device.type") or spelt == "device_type" or
             spelt.endswith(".device_type")):
         return None
-    value = literal.evaluated_value if isinstance(literal.evaluated_value, str) else ""
+    if type(literal) is cst.SimpleString:
+        value = literal.evaluated_value if isinstance(literal.evaluated_value, str) else ""
+    else:
+        value = literal.attr.value.lower()  # type: ignore[attr-defined]
     if value.split(":")[0] == "cuda":
         cuda_when_true = True
-    elif value == "cpu":
-        cuda_when_true = False
+    elif value in ("cpu", "mps"):
+        cuda_when_true = False  # an Apple-GPU (MPS) branch runs only off CUDA, as a CPU branch does
     else:
         return None
     return cuda_when_true if type(op) is cst.Equal else not cuda_when_true
+
+
+def _device_member(node: cst.CSTNode) -> bool:
+    """`TorchDevice.CUDA`, `DeviceType.CPU`: a member of a device enumeration (a class attribute spelt as a device
+    type in capitals), compared with a device like a device string."""
+    return type(node) is cst.Attribute and type(node.value) in (cst.Name, cst.Attribute) and \
+        node.attr.value in ("CUDA", "CPU", "MPS")
 
 
 def _never_falls(branch: Union[cst.If, cst.Else]) -> bool:

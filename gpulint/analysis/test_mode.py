@@ -15,16 +15,59 @@ device unknown (GPU402 and GPU403 ask whether the parameters are certainly on CU
 if_node, child)`: `child` is the body of an `if` whose test reads a boolean flag of the module's own parser that is
 False by default (analysis/flags.py) and whose name says test or debug (`--test_mode`, `--debug`, `--smoke-test`,
 `--dry_run`, `--quick_test`): a flag that chooses the CPU for real runs (`--cpu`, `--no_cuda`) is not one.
+
+The same options keep code out of every step (`diagnostic_off(analysis, test)`, asked by `LoopAnalysis._walk_up`
+through its `option_off` hook): the body of `if opt.debug > 0:` (a visualisation level, default 0), of
+`if opt.eval_oracle_wh:` (an analysis that substitutes the ground truth for a prediction, `store_true`), of
+`if args.test_mode:` runs only in a run that asks for it, and so does what it calls (a trainer's `self.debug(...)`).
+The option may be declared in another module of the project (`opts.py`, the parser whose result the trainers
+receive: `flags.option_default`). Only options whose name says debug, test mode, oracle or visualisation count: a
+store_true option that selects a mode the program ships (`--test` evaluation, `--amp`, `--use_ema`) is a real run.
 """
 
 from __future__ import annotations
 
+import operator
 import re
+from typing import Optional
 
 import libcst as cst
 
 _TEST_FLAG = re.compile(r"^(test_?mode|testing|debug|debug_?mode|smoke_?test|dry_?run|quick_?test|sanity_?check|"
                         r"fast_?dev_?run|unit_?test)$", re.IGNORECASE)
+
+
+# a word of the option's name (`eval_oracle_wh`, `debug_level`, `vis_debug`)
+_DIAGNOSTIC_WORD = re.compile(r"(^|_)(debug|oracle|visuali[sz]e|visuali[sz]ation)(_|$)", re.IGNORECASE)
+_COMPARE = {cst.GreaterThan: operator.gt, cst.GreaterThanEqual: operator.ge, cst.LessThan: operator.lt,
+            cst.LessThanEqual: operator.le, cst.Equal: operator.eq, cst.NotEqual: operator.ne}
+
+
+def diagnostic_off(analysis, test: cst.BaseExpression) -> Optional[str]:
+    """A reason when `test` holds only in a run that sets a debug/analysis option away from its default:
+    `opt.eval_oracle_wh` (store_true), `opt.debug > 0` (default 0), `args.test_mode`; else None."""
+    from gpulint.analysis.flags import UNKNOWN, option_default
+
+    option, compare, bound = test, None, None
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
+        option = test.left
+        compare = _COMPARE.get(type(test.comparisons[0].operator))
+        bound = test.comparisons[0].comparator
+        if compare is None or type(bound) not in (cst.Integer, cst.Float):
+            return None
+    if type(option) is not cst.Attribute or not (_TEST_FLAG.match(option.attr.value) or
+                                                 _DIAGNOSTIC_WORD.search(option.attr.value)):
+        return None
+    default = option_default(analysis, option)
+    if default is UNKNOWN:
+        return None
+    if compare is None:
+        holds = bool(default)
+    elif isinstance(default, (int, float)) and not isinstance(default, bool):
+        holds = compare(default, bound.evaluated_value)  # type: ignore[union-attr]
+    else:
+        return None
+    return None if holds else f"`--{option.attr.value}` is off by default"
 
 
 def test_mode_branch(analysis, node: cst.If, child: cst.CSTNode) -> bool:
