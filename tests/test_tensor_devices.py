@@ -135,3 +135,32 @@ def test_parameters_given_device_tensors_by_their_callers(tmp_path: Path) -> Non
     # a host tensor (or a value of unknown device) for `targets`: not a device tensor, quiet
     root = write_project(tmp_path / "host", {"loss.py": LOSS, "train.py": TRAIN.format(targets="y")})
     assert (14, "GPU111") not in _codes(root, "loss.py")
+
+
+HELPER = """import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+
+def similarity(embeds):
+    return np.mean(embeds.detach().numpy())
+
+
+model = torch.nn.Linear(4, 4).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loss_device = torch.device("cpu")
+for x in DataLoader(torch.randn(64, 4), batch_size=8):
+    embeds = model(x.cuda())
+    on_host = embeds.to(loss_device)
+    score = similarity(on_host)
+    embeds.sum().backward()
+    opt.step()
+"""
+
+
+def test_a_helper_reading_a_value_already_on_the_host_stays_quiet(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "host", {"train.py": HELPER})
+    assert (16, "GPU112") not in _codes(root, "train.py")
+    # the same helper given the device tensor reads it back every step
+    root = write_project(tmp_path / "device", {"train.py": HELPER.replace("similarity(on_host)", "similarity(embeds)")})
+    assert (16, "GPU112") in _codes(root, "train.py")
