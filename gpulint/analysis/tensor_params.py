@@ -7,9 +7,13 @@ given anything. It holds a device tensor where
   class, or `helper(x)` for a top-level function, each argument a tensor not known to be in host memory), and no
   other project file calls it (`.build_targets(` or `def build_targets` elsewhere: a caller there could pass
   anything); or
-- the function is run every step from another module (`forward.per_step_caller`: `compute_loss(pred,
-  targets.to(device))` runs `ComputeLoss.__call__`) and that call passes a copy to a device for the parameter
-  (`.to(device)`, `.cuda()`, read from the call as written).
+- every call in the project's other files passes a copy to a device for it (`.to(device)`, `.cuda()`, read
+  with `ast`); for a class's `__call__` or `forward`, every call of a name a project file binds to an instance
+  (`compute_loss = ComputeLoss(model)` ... `compute_loss(pred, targets.to(device))`).
+
+Both kinds of sites may be present; there must be at least one, and a method called as `obj.method(...)` in another
+file is not followed. A chain of helpers handing the value on is followed 3 deep. Only `ast` and this module's
+kinds are read: no other module's loop analysis (which would ask the same question there, without end).
 
 A value whose device is not known stays unknown: a parameter that one call gives a host tensor, a number or an
 unknown value is not a device tensor here (`tests/test_tensor_params.py`).
@@ -28,16 +32,24 @@ from gpulint.syntax import passed_argument
 
 def device_tensor_parameter(analysis, binding) -> bool:
     fn, param = binding.source, binding.value
-    if type(fn) is not cst.FunctionDef or type(param) is not cst.Param or analysis.path is None or \
-            not analysis.targets_gpu:
+    if type(fn) is not cst.FunctionDef or type(param) is not cst.Param or analysis.path is None:
         return False
     answers = analysis.fact(_answers)
     key = (id(fn), param.name.value)
     found = answers.get(key)
     if found is None:
+        if answers.setdefault("depth", 0) >= _MAX_CHAIN:
+            return False  # a chain of helpers handing the value on: too far to follow
         answers[key] = False  # a recursive question (a function passing its parameter to itself) says no
-        found = answers[key] = _from_own_module(analysis, fn, param) or _from_per_step_site(analysis, fn, param)
+        answers["depth"] += 1
+        try:
+            found = answers[key] = _given_device_tensors(analysis, fn, param)
+        finally:
+            answers["depth"] -= 1
     return found
+
+
+_MAX_CHAIN = 3
 
 
 def _answers(analysis) -> dict:
@@ -57,64 +69,80 @@ def _position(analysis, fn: cst.FunctionDef, param: cst.Param) -> tuple[Optional
     return (position if position >= 0 else None), method
 
 
-def _from_own_module(analysis, fn: cst.FunctionDef, param: cst.Param) -> bool:
+def _given_device_tensors(analysis, fn: cst.FunctionDef, param: cst.Param) -> bool:
     position, method = _position(analysis, fn, param)
     if position is None:
         return False
     name = fn.name.value
+    cls = analysis.index.up.get(id(analysis.index.up.get(id(fn)))) if method else None
     if method:
-        cls = analysis.index.up.get(id(analysis.index.up.get(id(fn))))
-        sites = [call for call in of_types(analysis.index, cst.Call) if type(call.func) is cst.Attribute and
+        local = [call for call in of_types(analysis.index, cst.Call) if type(call.func) is cst.Attribute and
                  call.func.attr.value == name and type(call.func.value) is cst.Name and
                  call.func.value.value == "self" and analysis.index.is_ancestor_or_self(cls, call)]
     else:
-        sites = [call for call in of_types(analysis.index, cst.Call)
+        local = [call for call in of_types(analysis.index, cst.Call)
                  if type(call.func) is cst.Name and call.func.value == name]
-    if not sites or _called_elsewhere(analysis, name):
+    remote = _remote_sites(analysis, name, cls.name.value if method and name in ("__call__", "forward") else None,
+                           method)
+    if remote is None or not local and not remote:
         return False
-    for call in sites:
+    for call in local:
         arg = passed_argument(call, position, param.name.value)
         if not isinstance(arg, cst.Arg) or arg.star or not analysis.is_device_tensor(arg.value):
+            return False
+    for call in remote:
+        if any(type(a) is ast.Starred for a in call.args):
+            return False
+        arg = next((k.value for k in call.keywords if k.arg == param.name.value), None)
+        if arg is None and position < len(call.args):
+            arg = call.args[position]
+        if arg is None or not _device_copy(arg):
             return False
     return True
 
 
-def _called_elsewhere(analysis, name: str) -> bool:
-    """Another project file calls `name` (`x.name(...)`, `name(...)`): what it passes is not read here."""
+def _remote_sites(analysis, name: str, instance_of: Optional[str], method: bool) -> Optional[list]:
+    """The calls of `name` in the project's other files (for `__call__`/`forward`, the calls of the instances of
+    `instance_of` every file builds, this one included), read with `ast`; None when a call there cannot be read
+    so (a method called on some other object)."""
     from gpulint.analysis.project import project_for
 
     here = Path(analysis.path).resolve()
     project = project_for(here)
-    for file in project.files_naming(name):
-        if Path(file).resolve() == here:
-            continue
+    sites: list = []
+    for file in project.files_naming(instance_of or name):
         info = project.module(Path(file))
-        if info is None or info.calls_named(name):
-            return True  # unreadable, or a call there
-    return False
+        if info is None:
+            return None
+        if instance_of is not None:
+            sites.extend(_instance_calls(info.tree, instance_of))
+        elif Path(file).resolve() != here and info.calls_named(name):
+            if method:
+                return None  # `obj.name(...)` elsewhere: what it passes is not followed
+            sites.extend(call for call, _ in info.calls_named(name))
+    return sites
 
 
-def _from_per_step_site(analysis, fn: cst.FunctionDef, param: cst.Param) -> bool:
-    position, method = _position(analysis, fn, param)
-    if position is None:
-        return False
-    from gpulint.analysis.forward import per_step_caller
-
-    site = per_step_caller(analysis, fn)
-    if site is None or site.owner is not None or site.runs.rsplit(".", 1)[-1] != fn.name.value:
-        return False  # the site runs another entry that reaches `fn`: its arguments are not `fn`'s
-    from gpulint.analysis.project import project_for
-
-    callee = site.code.split("(", 1)[0].rsplit(".", 1)[-1].strip()
-    info = project_for(Path(analysis.path).resolve()).module(site.path) if callee else None
-    calls = [c for c, _ in info.calls_named(callee) if c.lineno == site.line] if info is not None else []
-    if len(calls) != 1 or any(type(a) is ast.Starred for a in calls[0].args):
-        return False
-    call = calls[0]
-    arg = next((k.value for k in call.keywords if k.arg == param.name.value), None)
-    if arg is None and position < len(call.args):
-        arg = call.args[position]
-    return arg is not None and _device_copy(arg)
+def _instance_calls(tree: ast.Module, cls: str) -> list:
+    """`loss_fn = ComputeLoss(model)` (or `self.loss_fn = ...`) then `loss_fn(pred, targets)`: the calls of the
+    names a module binds to instances of `cls`."""
+    names, attrs = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if last != cls:
+                continue
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    names.add(target.id)
+                elif isinstance(target, ast.Attribute):
+                    attrs.add(target.attr)
+    if not names and not attrs:
+        return []
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Call) and (
+        isinstance(node.func, ast.Name) and node.func.id in names or
+        isinstance(node.func, ast.Attribute) and node.func.attr in attrs and isinstance(node.func.value, ast.Name))]
 
 
 def _device_copy(node: ast.expr) -> bool:
