@@ -164,3 +164,34 @@ def test_a_helper_reading_a_value_already_on_the_host_stays_quiet(tmp_path: Path
     # the same helper given the device tensor reads it back every step
     root = write_project(tmp_path / "device", {"train.py": HELPER.replace("similarity(on_host)", "similarity(embeds)")})
     assert (16, "GPU112") in _codes(root, "train.py")
+
+
+TRAINER = """import torch
+from torch.utils.data import DataLoader
+
+
+class Trainer:
+    def __init__(self):
+        self.model = torch.nn.Linear(4, 4).cuda()
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        self.loader = DataLoader(torch.randn(64, 4), batch_size=8)
+
+    def train_step(self, batch):
+        index = int(batch[0, 0])
+        batch = batch.cuda()
+        self.model(batch).sum().backward()
+        self.opt.step()
+
+    def fit(self):
+        for batch in self.loader:
+            self.train_step({arg})
+"""
+
+
+def test_a_batch_as_the_loader_drew_it_is_not_a_device_tensor(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "raw", {"train.py": TRAINER.format(arg="batch")})
+    assert (12, "GPU105") not in _codes(root, "train.py")  # the helper moves the batch itself, after the read
+    # the caller moves it, the helper reads it: a device tensor
+    moved = TRAINER.format(arg="batch.cuda()").replace("batch = batch.cuda()", "batch = batch * 2")
+    root = write_project(tmp_path / "moved", {"train.py": moved})
+    assert (12, "GPU105") in _codes(root, "train.py")

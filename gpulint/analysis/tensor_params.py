@@ -88,7 +88,8 @@ def _given_device_tensors(analysis, fn: cst.FunctionDef, param: cst.Param) -> bo
         return False
     for call in local:
         arg = passed_argument(call, position, param.name.value)
-        if not isinstance(arg, cst.Arg) or arg.star or not analysis.is_device_tensor(arg.value):
+        if not isinstance(arg, cst.Arg) or arg.star or not analysis.is_device_tensor(arg.value) or \
+                _raw_batch(analysis, arg.value):
             return False
     for call in remote:
         if any(type(a) is ast.Starred for a in call.args):
@@ -99,6 +100,28 @@ def _given_device_tensors(analysis, fn: cst.FunctionDef, param: cst.Param) -> bo
         if arg is None or not _device_copy(arg):
             return False
     return True
+
+
+def _raw_batch(analysis, expr: cst.BaseExpression) -> bool:
+    """A loader's batch as the loop drew it (`for batch in self.train_loader: self.train_step(batch)`, or a part
+    of it: `x, y = batch`, `batch["x"]`): where the loader put it, in host memory unless moved; the helper may
+    move it itself (OLMo's `train_step`), so it is no device tensor to hand on."""
+    from gpulint.analysis.unmoved import iterates_a_loader
+
+    for _ in range(4):
+        while type(expr) in (cst.Subscript, cst.Attribute):
+            expr = expr.value  # type: ignore[union-attr]
+        if type(expr) is not cst.Name:
+            return False
+        bindings = analysis.index.visible_bindings(expr)
+        if any(b.kind == "for" and type(b.source) is cst.For and iterates_a_loader(analysis.kinds, b.source.iter)
+               for b in bindings):
+            return True
+        unpacked = [b for b in bindings if b.kind == "assign" and b.index is not None]
+        if len(unpacked) != len(bindings) or len(unpacked) != 1 or unpacked[0].value is None:
+            return False
+        expr = unpacked[0].value  # `x, y = batch`: the batch it came from
+    return False
 
 
 def _remote_sites(analysis, name: str, instance_of: Optional[str], method: bool) -> Optional[list]:
