@@ -195,3 +195,30 @@ def test_a_batch_as_the_loader_drew_it_is_not_a_device_tensor(tmp_path: Path) ->
     moved = TRAINER.format(arg="batch.cuda()").replace("batch = batch.cuda()", "batch = batch * 2")
     root = write_project(tmp_path / "moved", {"train.py": moved})
     assert (12, "GPU105") in _codes(root, "train.py")
+
+
+RECORD = """import torch
+from torch.utils.data import DataLoader
+
+model = torch.nn.Linear(4, 4).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def step(batch):
+    key = batch.dict_key
+    name = f"loss_{key}"
+    keep = batch[:, 0] > 0
+    return model(batch[keep]).sum()
+
+
+for x in DataLoader(torch.randn(64, 4), batch_size=8):
+    step(x.cuda()).backward()
+    opt.step()
+"""
+
+
+def test_a_record_with_fields_is_not_a_tensor_parameter(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "record", {"train.py": RECORD})
+    assert (10, "GPU107") not in _codes(root, "train.py")  # `batch.dict_key`: a field no tensor has
+    root = write_project(tmp_path / "tensor", {"train.py": RECORD.replace("batch.dict_key", "batch.shape")})
+    assert (12, "GPU111") in _codes(root, "train.py")

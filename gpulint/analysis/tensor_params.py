@@ -69,9 +69,25 @@ def _position(analysis, fn: cst.FunctionDef, param: cst.Param) -> tuple[Optional
     return (position if position >= 0 else None), method
 
 
+_TENSOR_FIELDS = frozenset({"shape", "dtype", "device", "T", "mT", "H", "data", "grad", "ndim", "is_cuda",
+                            "requires_grad", "grad_fn", "is_leaf", "layout", "real", "imag", "names"})
+
+
+def _used_as_a_record(analysis, fn: cst.FunctionDef, name: str) -> bool:
+    """The function reads a field of the parameter that no tensor has (`batch.masks`, `batch.dict_key`): a
+    record with a `.to(device)` of its own (SAM 2's `BatchedVideoDatapoint`), not a tensor."""
+    for node in of_types(analysis.index, cst.Attribute):
+        if type(node.value) is cst.Name and node.value.value == name and node.attr.value not in _TENSOR_FIELDS and \
+                analysis.index.is_ancestor_or_self(fn, node):
+            parent = analysis.index.up.get(id(node))
+            if not (type(parent) is cst.Call and parent.func is node):
+                return True
+    return False
+
+
 def _given_device_tensors(analysis, fn: cst.FunctionDef, param: cst.Param) -> bool:
     position, method = _position(analysis, fn, param)
-    if position is None:
+    if position is None or _used_as_a_record(analysis, fn, param.name.value):
         return False
     name = fn.name.value
     cls = analysis.index.up.get(id(analysis.index.up.get(id(fn)))) if method else None
