@@ -115,19 +115,41 @@ class ModuleAnalysis:
             if type(node.func) is cst.Attribute and node.func.attr.value in _BOOL_METHODS \
                     and self.is_tensor(node.func.value):
                 return True
+            if _to_bool(self, node):
+                return True  # `mask.float().to(torch.bool)`
+            if type(node.func) is cst.Attribute and node.func.attr.value in _MASK_KEEPING and \
+                    not any(_names_a_dtype(self, a.value) for a in node.args):
+                # `mask.squeeze()`, `mask.to(device)`, `mask.repeat(5, 1)`: still a mask
+                return self.is_bool_tensor(node.func.value, _seen)
+            if q in ("torch.cat", "torch.stack") and node.args and type(node.args[0].value) in (cst.List, cst.Tuple):
+                parts = [e.value for e in node.args[0].value.elements]  # type: ignore[attr-defined]
+                return bool(parts) and all(self.is_bool_tensor(part, _seen) for part in parts)
+            if q in ("torch.ones_like", "torch.zeros_like") and node.args and \
+                    not any(a.keyword is not None and a.keyword.value == "dtype" for a in node.args):
+                return self.is_bool_tensor(node.args[0].value, _seen)  # of a mask's dtype
+        if type(node) is cst.Attribute and node.attr.value == "T":
+            return self.is_bool_tensor(node.value, _seen)
+        if type(node) is cst.Subscript and all(type(e.slice) is cst.Index and type(e.slice.value) is not cst.Name
+                                               or type(e.slice) is cst.Slice for e in node.slice):
+            return self.is_bool_tensor(node.value, _seen)  # `mask[:, 0]`, `masks[0]`: a part of a mask
         if type(node) is cst.Attribute and node.attr.value in SPLIT_MASKS:
             return self.is_tensor(node)  # `data.train_mask` of a graph moved to the device (analysis/graph_fields)
         if type(node) is cst.Name:
             scope = self.index.enclosing_scope(node)
             bindings = self.index.lookup(node.value, scope) if scope is not None else []
-            values = [b.value for b in bindings if b.kind == "assign" and b.index is None]
-            if not values or len(values) != len(bindings) or any(v is None for v in values):
-                return False
-            fresh = [v for v in values if id(v) not in _seen]
-            if not fresh:
-                return False
-            seen = _seen | {id(v) for v in values}
-            return all(self.is_bool_tensor(v, seen) for v in fresh)
+            # `j, k = (gxy > 1.).T`: each row of a mask unpacked is a mask
+            values = [b.value for b in bindings if b.kind == "assign"]
+            if values and len(values) == len(bindings) and not any(v is None for v in values):
+                fresh = [v for v in values if id(v) not in _seen]
+                if not fresh:
+                    return True  # every value is being checked further up (`j = torch.stack((j, k))`)
+                seen = _seen | {id(v) for v in values}
+                if all(self.is_bool_tensor(v, seen) for v in fresh):
+                    return True
+            # the bindings disagree (`x, mask = batch`, then `mask = mask.to(device).to(torch.bool)`): the plain
+            # assignment that runs last before this read decides
+            last = self.kinds._last_assignment(node, bindings) if bindings else None
+            return last is not None and id(last) not in _seen and self.is_bool_tensor(last, _seen | {id(last)})
         return False
 
 
@@ -161,10 +183,15 @@ def _kinds(analysis: ModuleAnalysis) -> KindInference:
 
 
 def _parameter_kind(analysis: ModuleAnalysis, binding) -> Kind:
-    """A parameter every call site passes a loader to is a loader (`analysis/loader_params.py`)."""
+    """A parameter every call site passes a loader to is a loader (`analysis/loader_params.py`); one its callers
+    give device tensors is a tensor (`analysis/tensor_params.py`)."""
     from gpulint.analysis.loader_params import parameter_is_loader
 
-    return Kind.LOADER if parameter_is_loader(analysis, binding) else Kind.UNKNOWN
+    if parameter_is_loader(analysis, binding):
+        return Kind.LOADER
+    from gpulint.analysis.tensor_params import device_tensor_parameter
+
+    return Kind.TENSOR if device_tensor_parameter(analysis, binding) else Kind.UNKNOWN
 
 
 def _returns_tensor(analysis: ModuleAnalysis, call: cst.Call) -> bool:
@@ -466,5 +493,32 @@ GPU_HINT = re.compile(r"\.cuda\b|cuda[\"':]|\bdevice\b|\.to\(|accelerat|xla_devi
 _BOOL_FUNCTIONS = {"torch.isnan", "torch.isinf", "torch.isfinite", "torch.logical_and", "torch.logical_or",
                    "torch.logical_not", "torch.logical_xor", "torch.eq", "torch.ne", "torch.gt", "torch.lt",
                    "torch.ge", "torch.le", "torch.isin", "torch.isclose"}
+# Tensor methods that keep the dtype of what they are called on (a mask stays a mask), unless given a dtype
+_MASK_KEEPING = frozenset({"to", "cuda", "squeeze", "unsqueeze", "flatten", "view", "reshape", "repeat", "expand",
+                           "contiguous", "clone", "detach", "t", "permute", "transpose", "view_as", "reshape_as",
+                           "expand_as"})
+
+
+def _names_a_dtype(analysis: "ModuleAnalysis", node: cst.BaseExpression) -> bool:
+    """`torch.float32`, `torch.long`, `dtype` / `x.dtype`: a conversion target that is a dtype."""
+    q = analysis.qualified(node) if type(node) in (cst.Name, cst.Attribute) else None
+    if q is not None and q.startswith("torch.") and q.count(".") == 1 and q != "torch.device":
+        return True
+    last = node.attr.value if type(node) is cst.Attribute else node.value if type(node) is cst.Name else ""
+    return "dtype" in last.lower()
+
+
+def _to_bool(analysis: "ModuleAnalysis", call: cst.Call) -> bool:
+    """`x.to(torch.bool)`, `x.to(dtype=torch.bool)`, `x.type(torch.bool)` of a tensor."""
+    func = call.func
+    if type(func) is not cst.Attribute or func.attr.value not in ("to", "type") or not call.args:
+        return False
+    target = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "dtype"), None)
+    if target is None and call.args[0].keyword is None:
+        target = call.args[0].value
+    return target is not None and type(target) in (cst.Name, cst.Attribute) and \
+        analysis.qualified(target) == "torch.bool" and analysis.is_tensor(func.value)
+
+
 _BOOL_METHODS = {"isnan", "isinf", "isfinite", "bool", "eq", "ne", "gt", "lt", "ge", "le", "logical_and",
                  "logical_or", "logical_not", "isclose"}

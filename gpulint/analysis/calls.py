@@ -631,7 +631,9 @@ class ProjectCalls(ModuleCalls):
         wait for no GPU."""
         if type(value) is cst.Call and self.analysis.kinds.on_host(value):
             return True  # `save(path, wav[:n].cpu().unsqueeze(0))`: copied to the host in the call already
-        return type(value) is cst.Name and unmoved_loader_element(self.analysis.kinds, value)
+        # `embeds_loss = embeds.to(loss_device)` with `loss_device = torch.device("cpu")`, then `loss(embeds_loss)`
+        return type(value) is cst.Name and (unmoved_loader_element(self.analysis.kinds, value) or
+                                            self.analysis.kinds.on_host(value))
 
     def _cpu_device_passed(self, call: cst.Call, summary: FunctionSummary, bound: bool,
                            wanted: Optional[str] = None) -> bool:

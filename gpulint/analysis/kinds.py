@@ -211,7 +211,8 @@ class KindInference:
                 if method in ("cpu", "numpy", "tolist", "item"):
                     return True
                 if method == "to":
-                    return _names_cpu(self, node)
+                    # `.to(torch.bool)` converts where the tensor lives
+                    return _names_cpu(self, node) or _dtype_only(self, node) and self.on_host(func.value, depth + 1)
                 if method == "cuda":
                     return False
                 if method == "type_as":  # `torch.ones(n).type_as(x)` goes where `x` is
@@ -226,6 +227,9 @@ class KindInference:
                 return first is not None and self.on_host(first, depth + 1)
             # `torch.sigmoid(host)`, `F.interpolate(host, size)`: torch computes where its tensor input lives
             name = self.qualified(func) if type(func) in (cst.Name, cst.Attribute) else None
+            if name in _EINOPS_RESHAPES:
+                first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
+                return first is not None and self.on_host(first, depth + 1)
             if name in ("torch.tensor", "torch.as_tensor") and not any(
                     a.keyword is not None and a.keyword.value == "device" for a in node.args):
                 # `torch.as_tensor(seeds)` of Python numbers, a list or an array: built in host memory (of a
@@ -254,7 +258,7 @@ class KindInference:
                                       for h, side in zip(hosts, sides))
         if type(node) is cst.Name:
             if self._moved_to_device_later(node) or unmoved_loader_element(self, node) or \
-                    read_before_its_move(self, node):
+                    read_before_its_move(self, node) or self._unmoved_batch_part(node):
                 return True
             scope = self.index.enclosing_scope(node)
             bindings = self.index.lookup(node.value, scope) if scope is not None else []
@@ -278,6 +282,29 @@ class KindInference:
             finally:
                 self._assumed_host.discard(node.value)
         return False
+
+    def _unmoved_batch_part(self, name: cst.Name) -> bool:
+        """`videos, masks = batch` of `for batch in loader`, then only converted (`masks = masks.flatten(1).to(
+        torch.bool)`), never copied to a device: the part stays where the loader put it, in host memory."""
+        from gpulint.analysis.unmoved import iterates_a_loader
+
+        bindings = self.index.visible_bindings(name)
+        unpacked = [b for b in bindings if b.kind == "assign" and b.index is not None]
+        if len(unpacked) != 1 or type(unpacked[0].value) is not cst.Name:
+            return False
+        for b in bindings:
+            if b is unpacked[0]:
+                continue
+            value = b.value if b.kind == "assign" and b.index is None else None
+            while type(value) is cst.Call and type(value.func) is cst.Attribute and \
+                    value.func.attr.value in _CONVERSIONS and value.func.attr.value != "cuda" and \
+                    (value.func.attr.value != "to" or _dtype_only(self, value)):
+                value = value.func.value
+            if not (type(value) is cst.Name and value.value == name.value):
+                return False  # bound to something else, or moved
+        whole = self.index.visible_bindings(unpacked[0].value)
+        return len(whole) == 1 and whole[0].kind == "for" and \
+            type(whole[0].source) is cst.For and iterates_a_loader(self, whole[0].source.iter)
 
     def _iterated_on_host(self, iterable: cst.BaseExpression, index: Optional[int], depth: int) -> bool:
         """The loop target (element `index` when unpacked) of iterating `iterable` is in host memory: the rows of
@@ -345,6 +372,9 @@ class KindInference:
             name = self.qualified(func) if type(func) in (cst.Name, cst.Attribute) else None
             if name == "torch.from_numpy":
                 return True
+            if name in _EINOPS_RESHAPES:
+                first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
+                return first is not None and self._host_copy(first, depth + 1)
             if name is not None and name.startswith("torch.") and not any(
                     a.keyword is not None and a.keyword.value == "device" for a in node.args):
                 first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
@@ -832,6 +862,8 @@ class KindInference:
                 after = self._after_own_read(node)
                 if after is not None:
                     return after
+            if kind is Kind.UNKNOWN:
+                return self._kind_at_read(node)
             return kind
         if type(node) in (cst.Integer, cst.Float, cst.Imaginary):
             return Kind.NUMBER
@@ -884,6 +916,17 @@ class KindInference:
         if type(node) is cst.Await:
             return Kind.UNKNOWN
         return Kind.UNKNOWN
+
+    def _kind_at_read(self, name: cst.Name) -> Kind:
+        """A name whose bindings disagree (`all_b = []`, then `all_b = torch.cat(all_b)`, then `all_b =
+        all_b[keep]`) holds a tensor where the plain assignment that runs last before this read, in the same
+        block or an enclosing one, is a tensor: flow-sensitive, and only ever from unknown to tensor."""
+        scope = self.index.enclosing_scope(name)
+        bindings = self.index.lookup(name.value, scope) if scope is not None else []
+        if len(bindings) < 2 or not all(b.kind in ("assign", "augassign", "walrus") for b in bindings):
+            return Kind.UNKNOWN
+        last = self._last_assignment(name, bindings)
+        return Kind.TENSOR if last is not None and self.of(last) is Kind.TENSOR else Kind.UNKNOWN
 
     def _attribute(self, node: cst.Attribute) -> Kind:
         qualified = self.qualified(node)
@@ -1011,6 +1054,11 @@ class KindInference:
             if last.startswith(("get_", "set_")) or last.endswith("_dtype"):
                 return Kind.OTHER  # `torch.get_autocast_gpu_dtype()`, `torch.set_default_device(...)`: settings
             return Kind.TENSOR
+        if q in _EINOPS_RESHAPES:
+            # `rearrange(x, "b c h w -> b (h w) c")`: the same tensor (or array), rearranged where it lives
+            first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
+            kind = self.of(first) if first is not None else Kind.UNKNOWN
+            return kind if kind in (Kind.TENSOR, Kind.NUMPY) else Kind.UNKNOWN
         if q.startswith("numpy."):
             return Kind.NUMPY
         if q in ("math.isnan", "math.isinf", "math.isfinite", "math.sqrt", "math.exp", "math.log",
@@ -1055,14 +1103,73 @@ class KindInference:
         # Methods that make tensors whatever we know of the receiver.
         if method in ("cuda", "to") and receiver is Kind.UNKNOWN and _looks_like_tensor_name(func.value):
             return Kind.TENSOR
+        if method in ("cuda", "to") and receiver is Kind.UNKNOWN and _to_a_device(node) and \
+                self._part_of_a_batch(func.value):
+            return Kind.TENSOR  # `videos, masks = batch` ... `videos.to(device, non_blocking=True)`
         if method == "detach" and not node.args and receiver in (Kind.UNKNOWN, Kind.NUMBER):
             # only tensors detach from the graph (`running_loss += loss.detach()`); a name also rebound to a
             # number elsewhere (`loss = meter.compute().item()` when logging) is a tensor where it is detached
             return Kind.TENSOR
         return Kind.UNKNOWN
 
+    def _part_of_a_batch(self, expr: cst.BaseExpression) -> bool:
+        """`videos` of `videos, masks = batch`, `x` of `for x, y in batches`, `batch["image"]`, and their
+        conversions (`batch_x.float()`): a part of a batch or record, which, copied to a device, is a tensor
+        (a model is built, not unpacked from a batch)."""
+        while type(expr) is cst.Call and type(expr.func) is cst.Attribute and not expr.args and \
+                expr.func.attr.value in ("float", "long", "half", "int", "double", "bool", "contiguous"):
+            expr = expr.func.value
+        if type(expr) is cst.Subscript:
+            return type(expr.value) is cst.Name and type(expr.slice[0].slice) is cst.Index and \
+                type(expr.slice[0].slice.value) in (cst.SimpleString, cst.Integer) and \
+                _BATCH_NAME.match(expr.value.value) is not None
+        if type(expr) is not cst.Name or _kind_from_name(expr.value) is not Kind.UNKNOWN:
+            return False
+        bindings = self.index.visible_bindings(expr)
+        return bool(bindings) and all(b.kind in ("assign", "for") and b.index is not None or
+                                      b.kind == "assign" and _reads_itself_converted(expr.value, b)
+                                      for b in bindings) and \
+            any(b.index is not None for b in bindings)
+
+
+_BATCH_NAME = re.compile(r"^(batch|data|sample|samples|inputs|item|.*_batch|batch_.*)$")
+
+
+def _to_a_device(call: cst.Call) -> bool:
+    """`.cuda()`, `.to(device)`, `.to(self.device, non_blocking=True)`, `.to(f"cuda:{rank}")`: a copy whose
+    target names a device (not a dtype, not the CPU)."""
+    func = call.func
+    if type(func) is not cst.Attribute:
+        return False
+    if func.attr.value == "cuda":
+        return True
+    target = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
+    if target is None and call.args and call.args[0].keyword is None:
+        target = call.args[0].value
+    if target is None:
+        return False
+    code = code_of(target).lower()
+    return "cpu" not in code and any(word in code for word in ("device", "cuda", "gpu"))
+
+
+_CONVERSIONS = frozenset({"float", "long", "half", "int", "double", "bool", "squeeze", "unsqueeze", "flatten",
+                          "view", "reshape", "contiguous", "permute", "to", "cuda"})
+
+
+def _reads_itself_converted(name: str, b: Binding) -> bool:
+    """`x = x.float()`, `mask = mask.to(device).flatten(1).to(torch.bool)`: conversions, moves and reshapes of the
+    name's own value (a part of the batch still)."""
+    value = b.value
+    if b.index is not None or type(value) is not cst.Call:
+        return False
+    while type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in _CONVERSIONS:
+        value = value.func.value
+    return type(value) is cst.Name and value.value == name
+
 
 _MAX_HOST_DEPTH = 12
+# einops functions whose result is their first argument reshaped (or reduced), on the same device
+_EINOPS_RESHAPES = frozenset({"einops.rearrange", "einops.repeat", "einops.reduce"})
 # Reductions that give a 0-dim tensor when called without `dim=` (`_maybe_scalar`).
 _REDUCTIONS = frozenset({"norm", "sum", "mean", "max", "min", "prod", "std", "var", "amax", "amin", "median",
                          "logsumexp", "dist", "dot", "vdot", "trace", "det", "all", "any", "count_nonzero"})
@@ -1076,6 +1183,16 @@ def _walk_expression(node: cst.CSTNode):
         yield current
         if type(current) is not cst.Lambda:
             stack.extend(current.children)
+
+
+def _dtype_only(inference: KindInference, call: cst.Call) -> bool:
+    """`x.to(torch.bool)`, `x.to(dtype=torch.float16)`: a conversion that names a dtype and no device."""
+    if len(call.args) != 1 or call.args[0].keyword is not None and call.args[0].keyword.value != "dtype":
+        return False
+    target = call.args[0].value
+    q = inference.qualified(target) if type(target) in (cst.Name, cst.Attribute) else None
+    return q is not None and q.startswith("torch.") and q.count(".") == 1 and q != "torch.device" and \
+        q.split(".")[1][:1].islower()
 
 
 def _names_cpu(inference: KindInference, call: cst.Call) -> bool:

@@ -280,3 +280,8 @@ def _decide_indexed(kinds: "KindInference", loop: cst.For, batch: str, index: st
                 if element is not None and element[0] == batch and element[1] != index:
                     siblings.add(small.targets[0].target.value)
     return any(_moved_in(kinds, loop, other) for other in siblings if other != name)
+
+
+def iterates_a_loader(kinds: "KindInference", iterable: cst.BaseExpression) -> bool:
+    """The loop over `iterable` draws a loader's batches (`loader`, `enumerate(loader)`, `tqdm(loader)`)."""
+    return _iterates_a_loader(kinds, iterable)

@@ -83,8 +83,9 @@ class DataDependentShape(GpuRule):
         if not self.analysis.is_device_tensor(node.value):
             return
         # `x[mask]`, and a mask in any position of a tuple index: `x[mask, 1:]`, `x[:, keep]`
-        if not any(type(e.slice) is cst.Index and self.analysis.is_bool_tensor(e.slice.value)
-                   for e in node.slice):
+        # a mask in host memory sizes the result on the host, without waiting for the GPU
+        if not any(type(e.slice) is cst.Index and self.analysis.is_bool_tensor(e.slice.value) and
+                   not self.analysis.kinds.on_host(e.slice.value) for e in node.slice):
             return
         parent = self.analysis.parent(node)
         if type(parent) is cst.AssignTarget or (type(parent) is cst.AugAssign and parent.target is node):

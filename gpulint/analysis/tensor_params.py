@@ -1,0 +1,202 @@
+"""Parameters that hold device tensors because of what their callers pass (`KindInference.parameter_hook`).
+
+A function's parameter says nothing of its kind by itself: `def build_targets(self, p, targets, imgs)` may be
+given anything. It holds a device tensor where
+
+- every call of the function in its own module passes one (`self.build_targets(p, targets, imgs)` in the same
+  class, or `helper(x)` for a top-level function, each argument a tensor not known to be in host memory), and no
+  other project file calls it (`.build_targets(` or `def build_targets` elsewhere: a caller there could pass
+  anything); or
+- every call in the project's other files passes a copy to a device for it (`.to(device)`, `.cuda()`, read
+  with `ast`); for a class's `__call__` or `forward`, every call of a name a project file binds to an instance
+  (`compute_loss = ComputeLoss(model)` ... `compute_loss(pred, targets.to(device))`).
+
+Both kinds of sites may be present; there must be at least one, and a method called as `obj.method(...)` in another
+file is not followed. A chain of helpers handing the value on is followed 3 deep. Only `ast` and this module's
+kinds are read: no other module's loop analysis (which would ask the same question there, without end).
+
+A value whose device is not known stays unknown: a parameter that one call gives a host tensor, a number or an
+unknown value is not a device tensor here (`tests/test_tensor_params.py`).
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Optional
+
+import libcst as cst
+
+from gpulint.analysis.tree import of_types
+from gpulint.syntax import passed_argument
+
+
+def device_tensor_parameter(analysis, binding) -> bool:
+    fn, param = binding.source, binding.value
+    if type(fn) is not cst.FunctionDef or type(param) is not cst.Param or analysis.path is None:
+        return False
+    answers = analysis.fact(_answers)
+    key = (id(fn), param.name.value)
+    found = answers.get(key)
+    if found is None:
+        if answers.setdefault("depth", 0) >= _MAX_CHAIN:
+            return False  # a chain of helpers handing the value on: too far to follow
+        answers[key] = False  # a recursive question (a function passing its parameter to itself) says no
+        answers["depth"] += 1
+        try:
+            found = answers[key] = _given_device_tensors(analysis, fn, param)
+        finally:
+            answers["depth"] -= 1
+    return found
+
+
+_MAX_CHAIN = 3
+
+
+def _answers(analysis) -> dict:
+    return {}
+
+
+def _position(analysis, fn: cst.FunctionDef, param: cst.Param) -> tuple[Optional[int], Optional[bool]]:
+    """The parameter's position among the arguments a call passes (after `self` for a method), and whether `fn`
+    is a method of a top-level class (True), a top-level function (False) or neither (None)."""
+    from gpulint.analysis.host_values import _method_of
+
+    method = _method_of(analysis, fn)
+    params = list(fn.params.posonly_params) + list(fn.params.params)
+    if param not in params or method is None:
+        return None, method
+    position = params.index(param) - (1 if method else 0)
+    return (position if position >= 0 else None), method
+
+
+_TENSOR_FIELDS = frozenset({"shape", "dtype", "device", "T", "mT", "H", "data", "grad", "ndim", "is_cuda",
+                            "requires_grad", "grad_fn", "is_leaf", "layout", "real", "imag", "names"})
+
+
+def _used_as_a_record(analysis, fn: cst.FunctionDef, name: str) -> bool:
+    """The function reads a field of the parameter that no tensor has (`batch.masks`, `batch.dict_key`): a
+    record with a `.to(device)` of its own (SAM 2's `BatchedVideoDatapoint`), not a tensor."""
+    for node in of_types(analysis.index, cst.Attribute):
+        if type(node.value) is cst.Name and node.value.value == name and node.attr.value not in _TENSOR_FIELDS and \
+                analysis.index.is_ancestor_or_self(fn, node):
+            parent = analysis.index.up.get(id(node))
+            if not (type(parent) is cst.Call and parent.func is node):
+                return True
+    return False
+
+
+def _given_device_tensors(analysis, fn: cst.FunctionDef, param: cst.Param) -> bool:
+    position, method = _position(analysis, fn, param)
+    if position is None or _used_as_a_record(analysis, fn, param.name.value):
+        return False
+    name = fn.name.value
+    cls = analysis.index.up.get(id(analysis.index.up.get(id(fn)))) if method else None
+    if method:
+        local = [call for call in of_types(analysis.index, cst.Call) if type(call.func) is cst.Attribute and
+                 call.func.attr.value == name and type(call.func.value) is cst.Name and
+                 call.func.value.value == "self" and analysis.index.is_ancestor_or_self(cls, call)]
+    else:
+        local = [call for call in of_types(analysis.index, cst.Call)
+                 if type(call.func) is cst.Name and call.func.value == name]
+    remote = _remote_sites(analysis, name, cls.name.value if method and name in ("__call__", "forward") else None,
+                           method)
+    if remote is None or not local and not remote:
+        return False
+    for call in local:
+        arg = passed_argument(call, position, param.name.value)
+        if not isinstance(arg, cst.Arg) or arg.star or not analysis.is_device_tensor(arg.value) or \
+                _raw_batch(analysis, arg.value):
+            return False
+    for call in remote:
+        if any(type(a) is ast.Starred for a in call.args):
+            return False
+        arg = next((k.value for k in call.keywords if k.arg == param.name.value), None)
+        if arg is None and position < len(call.args):
+            arg = call.args[position]
+        if arg is None or not _device_copy(arg):
+            return False
+    return True
+
+
+def _raw_batch(analysis, expr: cst.BaseExpression) -> bool:
+    """A loader's batch as the loop drew it (`for batch in self.train_loader: self.train_step(batch)`, or a part
+    of it: `x, y = batch`, `batch["x"]`): where the loader put it, in host memory unless moved; the helper may
+    move it itself (OLMo's `train_step`), so it is no device tensor to hand on."""
+    from gpulint.analysis.unmoved import iterates_a_loader
+
+    for _ in range(4):
+        while type(expr) in (cst.Subscript, cst.Attribute):
+            expr = expr.value  # type: ignore[union-attr]
+        if type(expr) is not cst.Name:
+            return False
+        bindings = analysis.index.visible_bindings(expr)
+        if any(b.kind == "for" and type(b.source) is cst.For and iterates_a_loader(analysis.kinds, b.source.iter)
+               for b in bindings):
+            return True
+        unpacked = [b for b in bindings if b.kind == "assign" and b.index is not None]
+        if len(unpacked) != len(bindings) or len(unpacked) != 1 or unpacked[0].value is None:
+            return False
+        expr = unpacked[0].value  # `x, y = batch`: the batch it came from
+    return False
+
+
+def _remote_sites(analysis, name: str, instance_of: Optional[str], method: bool) -> Optional[list]:
+    """The calls of `name` in the project's other files (for `__call__`/`forward`, the calls of the instances of
+    `instance_of` every file builds, this one included), read with `ast`; None when a call there cannot be read
+    so (a method called on some other object)."""
+    from gpulint.analysis.project import project_for
+
+    here = Path(analysis.path).resolve()
+    project = project_for(here)
+    sites: list = []
+    for file in project.files_naming(instance_of or name):
+        info = project.module(Path(file))
+        if info is None:
+            return None
+        if instance_of is not None:
+            sites.extend(_instance_calls(info.tree, instance_of))
+        elif Path(file).resolve() != here and info.calls_named(name):
+            if method:
+                return None  # `obj.name(...)` elsewhere: what it passes is not followed
+            sites.extend(call for call, _ in info.calls_named(name))
+    return sites
+
+
+def _instance_calls(tree: ast.Module, cls: str) -> list:
+    """`loss_fn = ComputeLoss(model)` (or `self.loss_fn = ...`) then `loss_fn(pred, targets)`: the calls of the
+    names a module binds to instances of `cls`."""
+    names, attrs = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if last != cls:
+                continue
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    names.add(target.id)
+                elif isinstance(target, ast.Attribute):
+                    attrs.add(target.attr)
+    if not names and not attrs:
+        return []
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Call) and (
+        isinstance(node.func, ast.Name) and node.func.id in names or
+        isinstance(node.func, ast.Attribute) and node.func.attr in attrs and isinstance(node.func.value, ast.Name))]
+
+
+def _device_copy(node: ast.expr) -> bool:
+    """`x.to(device)`, `x.to(self.device, non_blocking=True)`, `x.cuda()`, `x.float().cuda(rank)`: a copy to a
+    device, not to the CPU nor to a dtype."""
+    if type(node) is not ast.Call or type(node.func) is not ast.Attribute:
+        return False
+    if node.func.attr == "cuda":
+        return True
+    if node.func.attr != "to":
+        return False
+    target = next((k.value for k in node.keywords if k.arg == "device"), None)
+    if target is None and node.args:
+        target = node.args[0]
+    if target is None:
+        return False
+    text = ast.unparse(target).lower()
+    return "cpu" not in text and any(word in text for word in ("device", "cuda", "gpu"))
