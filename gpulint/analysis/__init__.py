@@ -256,6 +256,9 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
         loops.hands_model_on = lambda call: _hands_model_on(analysis, call)
         loops.trains_through_method = lambda call: _trains_through_method(analysis, call)
         loops.project_network = lambda name: _project_network(analysis, name)
+        from gpulint.analysis.unset_options import unset_options
+
+        loops.option_off = lambda branch: analysis.fact(unset_options).never_runs(branch)
     from gpulint.analysis.forward import stepped_argument
 
     loops.stepped_argument = lambda call: stepped_argument(analysis, call)

@@ -102,6 +102,9 @@ class LoopAnalysis:
         # analysis/__init__.py: whether a name holds an instance of a project `nn.Module` class of another module
         # (`actor_critic = Policy(...)`, imported), which kind inference does not follow
         self.project_network: Optional[Callable[[cst.Name], bool]] = None
+        # analysis/unset_options.py: whether an `if`'s body never runs in the project as shipped (`if
+        # self.autobalance:` where no construction passes `autobalance`; `hasattr(self, "x")` that no training sets)
+        self.option_off: Optional[Callable[[cst.If], bool]] = None
 
     # -- loop roles --------------------------------------------------------------------------------------------
     def role(self, loop: Loop) -> LoopRole:
@@ -815,6 +818,9 @@ class LoopAnalysis:
                 return OUTSIDE  # `else:` of `if torch.cuda.is_available():`: runs only where there is no GPU
             if type(parent) is cst.If and child is parent.body and nonfinite_only(parent.test):
                 return OUTSIDE  # `if torch.isnan(loss):`: runs only on a step whose value is not finite
+            if type(parent) is cst.If and child is parent.body and self.option_off is not None \
+                    and type(parent.test) in (cst.Attribute, cst.Call, cst.BooleanOperation) and self.option_off(parent):
+                return OUTSIDE  # `if self.autobalance:` no construction turns on; `hasattr(self, "x")` never set
             if type(parent) is cst.If and child is parent.body and periodic is None:
                 if once_per_object(parent, next((a for a in self.index.ancestors(parent)
                                                  if type(a) is cst.FunctionDef), None)):
