@@ -140,9 +140,10 @@ def _kinds(analysis: ModuleAnalysis) -> KindInference:
     if analysis.path is not None:
         kinds.self_attribute_hook = lambda node: _self_attribute_kind(analysis, node)
         kinds.returns_tensor_hook = lambda node: _returns_tensor(analysis, node)
-        from gpulint.analysis.host_values import host_call, host_param
+        from gpulint.analysis.host_values import computed_where_given, host_call, host_param
 
         kinds.host_call_hook = lambda node: host_call(analysis, node)
+        kinds.where_given_hook = lambda node: computed_where_given(analysis, node)
         kinds.host_param_hook = lambda node, depth: host_param(analysis, node, depth)
         from gpulint.analysis.loader_calls import project_loader_call
 

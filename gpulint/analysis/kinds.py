@@ -152,6 +152,9 @@ class KindInference:
         # without `device=` where no CUDA default is set, a project function returning `.cpu()` copies), and a
         # parameter every call site of which passes a host value; asked only by `on_host`
         self.host_call_hook: Optional[Callable[[cst.Call], bool]] = None
+        # analysis/host_values.py: the arguments of a call of a project function that computes its result where
+        # they live (`xyxy2xywh(boxes)`), else None
+        self.where_given_hook: Optional[Callable[[cst.Call], Optional[list]]] = None
         self.host_param_hook: Optional[Callable[[cst.Name, int], bool]] = None
         # analysis/__init__.py: the kind of a parameter from what the calls of its function pass (a loader)
         self.parameter_hook: Optional[Callable[[Binding], Kind]] = None
@@ -203,6 +206,11 @@ class KindInference:
                 return True
             if self.host_call_hook is not None and self.host_call_hook(node):
                 return True
+            given = self.where_given_hook(node) if self.where_given_hook is not None else None
+            if given:  # `xyxy2xywh(host)`: a project function that computes where its arguments live
+                hosts = [self.on_host(a, depth + 1) for a in given]
+                if any(hosts) and all(h or self.of(a) is Kind.NUMBER for h, a in zip(hosts, given)):
+                    return True
             if type(func) is cst.Attribute:
                 method = func.attr.value
                 if method in ("cpu", "numpy", "tolist", "item"):
