@@ -53,3 +53,23 @@ def test_a_function_that_moves_or_names_a_device_is_not_known(tmp_path):
     assert READ in _lint(tmp_path / "a", "return y.cuda()")
     assert READ in _lint(tmp_path / "b", "return y.to(DEVICE)")
     assert READ in _lint(tmp_path / "c", "return MODEL(y)")
+
+
+LENGTHS = '''import torch
+from torch.utils.data import DataLoader
+
+
+def test_det(model, dataloader):
+    for batch_i, (imgs, targets, targets_len) in enumerate(dataloader):
+        output = model(imgs.cuda())
+        targets = [targets[i][:int(l)] for i, l in enumerate(targets_len)]
+        best = [int(s) for i, s in enumerate(output.max(1).values)]
+        print(targets, best)
+'''
+
+
+def test_the_elements_of_an_enumerated_host_tensor_are_host_values(tmp_path):
+    # FairMOT `test_det.py:109`: `targets_len`, a loader element never moved, read per element through `enumerate`
+    items = found(check(write_project(tmp_path, {"test_det.py": LENGTHS}), "--no-cache"))
+    assert ("test_det.py", 8, "GPU105") not in items
+    assert ("test_det.py", 9, "GPU105") in items  # elements of the model's output: device values

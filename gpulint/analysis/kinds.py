@@ -289,7 +289,8 @@ class KindInference:
             fn = dotted_name(iterable.func)
             args = [a.value for a in iterable.args if a.keyword is None and not a.star]
             if fn == "enumerate" and args and len(iterable.args) == len(args):
-                return index == 0  # the counter
+                # the counter; or the element, a row of what is enumerated (`for i, l in enumerate(host_lengths)`)
+                return index == 0 or index == 1 and self._iterated_on_host(args[0], None, depth)
             if fn in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "reversed") and args:
                 return self._iterated_on_host(args[0], index, depth)
             if fn == "zip" and args and len(iterable.args) == len(args) and index is not None and index < len(args):
