@@ -163,7 +163,8 @@ def test_another_test_than_the_first_step_is_reported(tmp_path):
 
 
 def test_an_attribute_set_by_the_module_or_a_training_file_is_reported(tmp_path):
-    set_here = NET.replace("self.lin = nn.Linear(4, 4)", "self.lin = nn.Linear(4, 4)\n        self.split_params = dict()")
+    set_here = NET.replace("self.lin = nn.Linear(4, 4)",
+                           "self.lin = nn.Linear(4, 4)\n        self.split_params = dict()")
     modules = {"model.py": set_here.format(forward_guard=NEVER, first_guard="False"), "train.py": NET_TRAIN}
     assert ("model.py", 12, "GPU408") in found(check(write_project(tmp_path / "a", modules), "--no-cache"))
     trains = NET_TRAIN.replace("model = Net().to(device)", "model = Net().to(device)\n    model.split_params = {}")

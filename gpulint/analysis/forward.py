@@ -259,9 +259,9 @@ def _entry_method(name: str) -> bool:
 
 def _calls_of(fn: cst.FunctionDef) -> list[tuple[bool, str, Optional[str]]]:
     """(through `self`, name, guard) of each call in `fn`'s own body (`_guarded_nodes`: a call under
-    `if hasattr(self, "X"):` has the guard "X", else None; one under a first-step test is left out). A function of nodes that never
-    change: in an editor, kept by node (`incremental.by_node`) for the next lints, where the unchanged functions
-    keep their nodes."""
+    `if hasattr(self, "X"):` has the guard "X", else None; one under a first-step test is left out). A function
+    of nodes that never change: in an editor, kept by node (`incremental.by_node`) for the next lints, where the
+    unchanged functions keep their nodes."""
     known = incremental.by_node(_calls_of, fn)
     if known is not None:
         return known

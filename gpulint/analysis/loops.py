@@ -819,7 +819,8 @@ class LoopAnalysis:
             if type(parent) is cst.If and child is parent.body and nonfinite_only(parent.test):
                 return OUTSIDE  # `if torch.isnan(loss):`: runs only on a step whose value is not finite
             if type(parent) is cst.If and child is parent.body and self.option_off is not None \
-                    and type(parent.test) in (cst.Attribute, cst.Call, cst.BooleanOperation) and self.option_off(parent):
+                    and type(parent.test) in (cst.Attribute, cst.Call, cst.BooleanOperation) \
+                    and self.option_off(parent):
                 return OUTSIDE  # `if self.autobalance:` no construction turns on; `hasattr(self, "x")` never set
             if type(parent) is cst.If and child is parent.body and periodic is None:
                 if once_per_object(parent, next((a for a in self.index.ancestors(parent)
