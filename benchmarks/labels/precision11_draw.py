@@ -1,19 +1,33 @@
-# precision11: the stratified draw of benchmarks/labels/precision11_sample.tsv (pool: baseline dc08f9d findings in
-# /work/base_out_dc08/*.out on lines no label set and no precision10 sample covers; per rule max(4, round(190 *
-# share)), round-robin over repositories in a random.Random(11) order). Writes sample.txt (draw#, repo, concise
-# finding) in the working directory.
-# usage: python benchmarks/labels/precision11_draw.py [LABELS_DIR] [BASELINE_DIR]
-import glob, os, re, random, collections, csv, sys
-LAB = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
-BASE = sys.argv[2] if len(sys.argv) > 2 else '/work/base_out_dc08'
+# The stratified draw of the precision samples (precision11_sample.tsv, precision13_sample.tsv).
+# Pool: the baseline findings in BASELINE_DIR/*.out on lines that no label set and no earlier precision sample in
+# LABELS_DIR covers (every *.tsv there with the label sets' columns, except the files whose names start with a
+# --skip prefix: the sample being drawn); per rule max(4, round(TARGET * share)), round-robin over repositories in
+# a random.Random(SEED) order. Writes OUT (draw#, repo, concise finding).
+# precision11: python benchmarks/labels/precision11_draw.py benchmarks/labels /work/base_out_dc08
+#   (defaults: --seed 11 --target 190 --skip precision_audit precision11 --out sample.txt)
+# precision13: python benchmarks/labels/precision11_draw.py benchmarks/labels /work/base_out_4f21 --seed 13
+#   --skip precision_audit precision13 --out precision13_draw.txt
+import argparse, glob, os, re, random, collections, csv, sys
+
+ap = argparse.ArgumentParser()
+ap.add_argument('labels', nargs='?', default=os.path.dirname(os.path.abspath(__file__)))
+ap.add_argument('baseline', nargs='?', default='/work/base_out_dc08')
+ap.add_argument('--seed', type=int, default=11)
+ap.add_argument('--target', type=int, default=190)
+ap.add_argument('--skip', nargs='+', default=['precision_audit', 'precision11'])
+ap.add_argument('--out', default='sample.txt')
+args = ap.parse_args()
+for d in (args.labels, args.baseline):
+    if not os.path.isdir(d):
+        sys.exit('error: %s is not a folder' % d)
 lab = set()
-for f in glob.glob(os.path.join(LAB, '*.tsv')):
-    if os.path.basename(f).startswith(('precision_audit', 'precision11')):
+for f in glob.glob(os.path.join(args.labels, '*.tsv')):
+    if os.path.basename(f).startswith(tuple(args.skip)):
         continue
     for r in csv.DictReader(open(f), delimiter='\t', quoting=csv.QUOTE_NONE):
         lab.add((r['repo'].replace('/', '+'), r['path'], r['line']))
 pool = []
-for f in sorted(glob.glob(os.path.join(BASE, '*.out'))):
+for f in sorted(glob.glob(os.path.join(args.baseline, '*.out'))):
     repo = os.path.basename(f)[:-4]
     for l in open(f):
         l = l.rstrip('\n')
@@ -28,9 +42,9 @@ print(len(pool))
 byrule = collections.defaultdict(list)
 for p in pool:
     byrule[p[4]].append(p)
-T = 190
+T = args.target
 tot = len(pool)
-rng = random.Random(11)
+rng = random.Random(args.seed)
 sample = []
 for rule, items in sorted(byrule.items()):
     n = min(len(items), max(4, round(T * len(items) / tot)))
@@ -50,6 +64,6 @@ for rule, items in sorted(byrule.items()):
     sample += got
 print(len(sample), sorted(collections.Counter(s[4] for s in sample).items()))
 print(len(set(s[0] for s in sample)), 'repositories')
-with open('sample.txt', 'w') as f:
+with open(args.out, 'w') as f:
     for i, s in enumerate(sample):
         f.write('%d\t%s\t%s\n' % (i, s[0], s[5]))

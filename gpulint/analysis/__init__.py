@@ -162,9 +162,10 @@ def _kinds(analysis: ModuleAnalysis) -> KindInference:
     if analysis.path is not None:
         kinds.self_attribute_hook = lambda node: _self_attribute_kind(analysis, node)
         kinds.returns_tensor_hook = lambda node: _returns_tensor(analysis, node)
-        from gpulint.analysis.host_values import host_call, host_param
+        from gpulint.analysis.host_values import computed_where_given, host_call, host_param
 
         kinds.host_call_hook = lambda node: host_call(analysis, node)
+        kinds.where_given_hook = lambda node: computed_where_given(analysis, node)
         kinds.host_param_hook = lambda node, depth: host_param(analysis, node, depth)
         from gpulint.analysis.skipped_keys import host_entry
 
@@ -278,6 +279,7 @@ def _self_attribute_loader(analysis: ModuleAnalysis, calls, node: cst.Attribute)
 
 def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
     loops = LoopAnalysis(analysis.index, analysis.kinds)
+    unset = None
     if analysis.path is not None:
         from gpulint.analysis.forward import per_step_caller
 
@@ -286,11 +288,20 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
         loops.hands_model_on = lambda call: _hands_model_on(analysis, call)
         loops.trains_through_method = lambda call: _trains_through_method(analysis, call)
         loops.project_network = lambda name: _project_network(analysis, name)
+        from gpulint.analysis.unset_options import unset_options
+
+        unset = unset_options
     from gpulint.analysis.forward import stepped_argument
     from gpulint.analysis.test_mode import diagnostic_off
 
+    def never_runs(branch: cst.If) -> bool:
+        if diagnostic_off(analysis, branch.test):
+            return True
+        return unset is not None and type(branch.test) in (cst.Attribute, cst.Call, cst.BooleanOperation) \
+            and analysis.fact(unset).never_runs(branch)
+
     loops.stepped_argument = lambda call: stepped_argument(analysis, call)
-    loops.option_off = lambda test: diagnostic_off(analysis, test)
+    loops.never_runs = never_runs
     return loops
 
 

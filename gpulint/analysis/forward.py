@@ -36,6 +36,7 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.isinstance_narrowing import narrowed_class
 from gpulint.analysis.wrapped_calls import wrapper_call_site
 from gpulint.analysis.once import once_per_object
+from gpulint.analysis.unset_options import first_step_only, hasattr_self, unset_options
 from gpulint.analysis.helper_sites import helpers_feed_a_gpu, imported_helper_site
 from gpulint.analysis.overrides import override_site
 from gpulint.analysis.framework_steps import framework_site
@@ -130,9 +131,9 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
     index = analysis.index
     module_functions = {s.name.value: s for s in analysis.module.body if type(s) is cst.FunctionDef}
     reached: dict[int, list[tuple[Optional[str], str]]] = {}
-    callees: dict[int, list[tuple[bool, str]]] = {}  # id(function) -> its own calls `self.m(...)`, `f(...)`
+    callees: dict[int, list[tuple[bool, str, Optional[str]]]] = {}  # id(function) -> its own calls `self.m(...)`
 
-    def own_callees(fn: cst.FunctionDef) -> list[tuple[bool, str]]:
+    def own_callees(fn: cst.FunctionDef) -> list[tuple[bool, str, Optional[str]]]:
         """(through `self`, name) of each call in `fn`'s own body: walked once per function, however many
         entries reach it (`_calls_of`)."""
         found = callees.get(id(fn))
@@ -151,7 +152,9 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
             if entry not in known and len(known) < _MAX_ENTRIES:
                 known.append(entry)
             methods = methods_of.get(cls, {}) if cls is not None else {}
-            for through_self, name in own_callees(fn):
+            for through_self, name, guard in own_callees(fn):
+                if guard is not None and analysis.fact(unset_options).attribute_never_set(guard):
+                    continue  # `if hasattr(self, "split_input_params"):` of an attribute no training sets
                 if through_self == "read":  # `self.r` of a `@property r`: its body runs on every read
                     if name in methods and _is_property(methods[name]):
                         stack.append((methods[name], cls))
@@ -254,28 +257,29 @@ def _entry_method(name: str) -> bool:
     return name == "__call__" or not (name.startswith("__") and name.endswith("__"))
 
 
-def _calls_of(fn: cst.FunctionDef) -> list[tuple[bool, str]]:
-    """(through `self`, name) of each call in `fn`'s own body (`_own_nodes`). A function of nodes that never
-    change: in an editor, kept by node (`incremental.by_node`) for the next lints, where the unchanged functions
-    keep their nodes."""
+def _calls_of(fn: cst.FunctionDef) -> list[tuple[bool, str, Optional[str]]]:
+    """(through `self`, name, guard) of each call in `fn`'s own body (`_guarded_nodes`: a call under
+    `if hasattr(self, "X"):` has the guard "X", else None; one under a first-step test is left out). A function
+    of nodes that never change: in an editor, kept by node (`incremental.by_node`) for the next lints, where the
+    unchanged functions keep their nodes."""
     known = incremental.by_node(_calls_of, fn)
     if known is not None:
         return known
     found: list = []
-    for node in _own_nodes(fn):
+    for node, guard in _guarded_nodes(fn):
         if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self":
-            found.append(("read", node.attr.value))  # a property read (callers keep only properties)
+            found.append(("read", node.attr.value, guard))  # a property read (callers keep only properties)
             continue
         if type(node) is not cst.Call:
             continue
         func = node.func
         if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
-            found.append((True, func.attr.value))
+            found.append((True, func.attr.value, guard))
         elif type(func) is cst.Attribute and type(func.value) is cst.Attribute and \
                 type(func.value.value) is cst.Name and func.value.value.value == "self":
-            found.append(("held", f"{func.value.attr.value}.{func.attr.value}"))
+            found.append(("held", f"{func.value.attr.value}.{func.attr.value}", guard))
         elif type(func) is cst.Name:
-            found.append((False, func.value))
+            found.append((False, func.value, guard))
     incremental.keep_by_node(_calls_of, fn, found)
     return found
 
@@ -295,6 +299,25 @@ def _own_nodes(fn: cst.FunctionDef):
 
 
 _NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def _guarded_nodes(fn: cst.FunctionDef):
+    """`_own_nodes` with, for each node, the attribute `X` of the innermost `if hasattr(self, "X"):` whose body
+    holds it (else None); the bodies of first-step tests (`if self.global_step == 0 and batch_idx == 0:`, run on
+    the first step only: analysis/unset_options.py) are left out, as `once_per_object` blocks are."""
+    stack: list[tuple[cst.CSTNode, Optional[str]]] = [(fn.body, None)]
+    while stack:
+        node, guard = stack.pop()
+        yield node, guard
+        if type(node) is cst.If and once_per_object(node, fn):
+            stack.extend((n, guard) for n in (node.test, node.orelse) if n is not None)
+        elif type(node) is cst.If and first_step_only(node.test):
+            stack.extend((n, guard) for n in (node.test, node.orelse) if n is not None)
+        elif type(node) is cst.If and hasattr_self(node.test) is not None:
+            stack.append((node.body, hasattr_self(node.test)))
+            stack.extend((n, guard) for n in (node.test, node.orelse) if n is not None)
+        elif not isinstance(node, _NESTED):
+            stack.extend((n, guard) for n in child_nodes(node))
 
 
 def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:

@@ -112,3 +112,86 @@ def _calls(call: cst.Call, name: str, method: Optional[bool]) -> bool:
     if method is False:
         return type(func) is cst.Name and func.value == name
     return False
+
+
+# Calls a function may make and still compute where its tensor arguments live: Python builtins, and functions of
+# these modules called without `device=` (the module name as the program spells it).
+_BUILTINS = frozenset({"isinstance", "len", "range", "min", "max", "abs", "int", "float", "round", "list", "tuple",
+                       "zip", "enumerate", "sum", "any", "all", "hasattr", "type", "bool", "reversed", "sorted"})
+_NUMERIC_MODULES = frozenset({"torch", "np", "numpy", "math", "F"})
+
+
+def computed_where_given(analysis, call: cst.Call) -> Optional[list]:
+    """The positional arguments of `call` when it calls a top-level project function that computes its result
+    where they live: YOLO's `xyxy2xywh(x)` (`y = x.clone() ...; y[:, 0] = (x[:, 0] + x[:, 2]) / 2; return y`)
+    gives a host tensor for a host tensor. The function names no device and no CUDA, moves nothing (`.to`,
+    `.cuda`, `.pin_memory`), and calls only builtins, functions of torch/numpy/math without `device=`, and
+    methods of its own values; every `return` hands back a value. Else None."""
+    if type(call.func) not in (cst.Name, cst.Attribute) or any(a.star for a in call.args) or not call.args:
+        return None
+    from gpulint.analysis.calls import project_calls
+
+    calls = analysis.fact(project_calls)
+    target = (calls.callee(call, own_module=True) or calls.local_callee(call)) if calls is not None else None
+    if target is None or target[2] or "." in target[1].qualname:
+        return None  # a method: `self` may hold a model or a device
+    summary = target[1]
+    cache = analysis.fact(_where_given_answers)
+    key = (str(summary.path), summary.qualname)
+    if key not in cache:
+        cache[key] = _computes_where_given(analysis, summary)
+    if not cache[key]:
+        return None
+    return [a.value for a in call.args if a.keyword is None]
+
+
+def _where_given_answers(analysis) -> dict:
+    """Fact provider: (path, function) -> `_computes_where_given`."""
+    return {}
+
+
+def _computes_where_given(analysis, summary) -> bool:
+    import ast
+
+    from gpulint.analysis.forward import _project_of
+    from gpulint.analysis.project import _find_function
+
+    project, _ = analysis.fact(_project_of)
+    info = project.module(summary.path)
+    fn = _find_function(info, summary.qualname)[0] if info is not None else None
+    if not isinstance(fn, ast.FunctionDef) or fn.decorator_list:
+        return False
+    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+    if fn.args.vararg or fn.args.kwarg:
+        return False
+    local = params | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    returns = 0
+    for node in (n for stmt in fn.body for n in ast.walk(stmt)):
+        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal, ast.Lambda, ast.FunctionDef,
+                             ast.AsyncFunctionDef, ast.ClassDef, ast.Await)):
+            return False
+        if isinstance(node, ast.Return):
+            if node.value is None or isinstance(node.value, ast.Constant) and node.value.value is None:
+                return False
+            returns += 1
+        if isinstance(node, ast.Name) and ("device" in node.id.lower() or "cuda" in node.id.lower()):
+            return False
+        if isinstance(node, ast.Attribute) and (node.attr in ("to", "cuda", "pin_memory", "device", "type")
+                                                or "cuda" in node.attr.lower()):
+            return False
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "cuda" in node.value.lower():
+            return False
+        if isinstance(node, ast.keyword) and node.arg in (None, "device", "out"):
+            return False
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name):
+                if func.id not in _BUILTINS or func.id in local:
+                    return False
+                continue
+            root = func
+            while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+                root = root.func if isinstance(root, ast.Call) else root.value
+            if not isinstance(root, ast.Name) or not (root.id in _NUMERIC_MODULES or root.id in local):
+                return False
+    return returns > 0

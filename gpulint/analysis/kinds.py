@@ -152,6 +152,9 @@ class KindInference:
         # without `device=` where no CUDA default is set, a project function returning `.cpu()` copies), and a
         # parameter every call site of which passes a host value; asked only by `on_host`
         self.host_call_hook: Optional[Callable[[cst.Call], bool]] = None
+        # analysis/host_values.py: the arguments of a call of a project function that computes its result where
+        # they live (`xyxy2xywh(boxes)`), else None
+        self.where_given_hook: Optional[Callable[[cst.Call], Optional[list]]] = None
         self.host_param_hook: Optional[Callable[[cst.Name, int], bool]] = None
         # analysis/__init__.py (analysis/skipped_keys.py): `batch['meta']` of a parameter that the per-step caller
         # passes a batch whose copy loop skips that key; asked only by `on_host`
@@ -206,6 +209,11 @@ class KindInference:
                 return True
             if self.host_call_hook is not None and self.host_call_hook(node):
                 return True
+            given = self.where_given_hook(node) if self.where_given_hook is not None else None
+            if given:  # `xyxy2xywh(host)`: a project function that computes where its arguments live
+                hosts = [self.on_host(a, depth + 1) for a in given]
+                if any(hosts) and all(h or self.of(a) is Kind.NUMBER for h, a in zip(hosts, given)):
+                    return True
             if type(func) is cst.Attribute:
                 method = func.attr.value
                 if method in ("cpu", "numpy", "tolist", "item"):
@@ -313,7 +321,8 @@ class KindInference:
             fn = dotted_name(iterable.func)
             args = [a.value for a in iterable.args if a.keyword is None and not a.star]
             if fn == "enumerate" and args and len(iterable.args) == len(args):
-                return index == 0  # the counter
+                # the counter; or the element, a row of what is enumerated (`for i, l in enumerate(host_lengths)`)
+                return index == 0 or index == 1 and self._iterated_on_host(args[0], None, depth)
             if fn in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "reversed") and args:
                 return self._iterated_on_host(args[0], index, depth)
             if fn == "zip" and args and len(iterable.args) == len(args) and index is not None and index < len(args):

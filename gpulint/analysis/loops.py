@@ -102,9 +102,11 @@ class LoopAnalysis:
         # analysis/__init__.py: whether a name holds an instance of a project `nn.Module` class of another module
         # (`actor_critic = Policy(...)`, imported), which kind inference does not follow
         self.project_network: Optional[Callable[[cst.Name], bool]] = None
-        # analysis/__init__.py: a reason when an `if` test holds only when a debug/analysis option of the
-        # program's parser is set away from its default (`if opt.debug > 0:`, analysis/test_mode.py), else None
-        self.option_off: Optional[Callable[[cst.BaseExpression], Optional[str]]] = None
+        # analysis/__init__.py: whether an `if`'s body never runs in the program as shipped: a debug/analysis
+        # option of the program's parser left at its default (`if opt.debug > 0:`, analysis/test_mode.py), or a
+        # flag no construction turns on (`if self.autobalance:`, `hasattr(self, "x")` that no training sets,
+        # analysis/unset_options.py)
+        self.never_runs: Optional[Callable[[cst.If], bool]] = None
 
     # -- loop roles --------------------------------------------------------------------------------------------
     def role(self, loop: Loop) -> LoopRole:
@@ -822,11 +824,11 @@ class LoopAnalysis:
                     return OUTSIDE  # `else:` of `if torch.cuda.is_available():`: runs only where there is no GPU
                 # `if device == "mps": torch.mps.synchronize()`: the Apple GPU's own sync, paid where the branch
                 # runs (GPU109 reports it on purpose); the branch's other code is still off CUDA
-            if type(parent) is cst.If and child is parent.body and self.option_off is not None and \
-                    self.option_off(parent.test):
-                return OUTSIDE  # `if opt.debug > 0:` (default 0): only a run that asks for it (test_mode.py)
             if type(parent) is cst.If and child is parent.body and nonfinite_only(parent.test):
                 return OUTSIDE  # `if torch.isnan(loss):`: runs only on a step whose value is not finite
+            if type(parent) is cst.If and child is parent.body and self.never_runs is not None \
+                    and self.never_runs(parent):
+                return OUTSIDE  # `if opt.debug > 0:` (default 0); `if self.autobalance:` nothing turns on
             if type(parent) is cst.If and child is parent.body and periodic is None:
                 if once_per_object(parent, next((a for a in self.index.ancestors(parent)
                                                  if type(a) is cst.FunctionDef), None)):

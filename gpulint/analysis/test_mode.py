@@ -17,7 +17,7 @@ False by default (analysis/flags.py) and whose name says test or debug (`--test_
 `--dry_run`, `--quick_test`): a flag that chooses the CPU for real runs (`--cpu`, `--no_cuda`) is not one.
 
 The same options keep code out of every step (`diagnostic_off(analysis, test)`, asked by `LoopAnalysis._walk_up`
-through its `option_off` hook): the body of `if opt.debug > 0:` (a visualisation level, default 0), of
+through its `never_runs` hook): the body of `if opt.debug > 0:` (a visualisation level, default 0), of
 `if opt.eval_oracle_wh:` (an analysis that substitutes the ground truth for a prediction, `store_true`), of
 `if args.test_mode:` runs only in a run that asks for it, and so does what it calls (a trainer's `self.debug(...)`).
 The option may be declared in another module of the project (`opts.py`, the parser whose result the trainers

@@ -155,6 +155,8 @@ class HostTensorMovedEachStep(Rule):
     module importing it, a checkpoint saving it) gets a CUDA tensor.
 
     ## When it is fine
+    `torch.zeros_like(x).to(device)` of an `x` not known to be on the host: a `_like` factory builds where `x`
+    lives, so the copy moves nothing.
     A buffer (`self.register_buffer("pos_embed", table, persistent=False)`) or an attribute kept as its moved copy
     (`self.t = self.t.to(dev)`): `.to(x.device)` of it copies nothing. A helper class built once, in `__init__`.
     A tensor bound in the step that is also used on the host (`history.append(t.tolist())`, `host_table[t]`
@@ -317,6 +319,8 @@ class HostTensorMovedEachStep(Rule):
         name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
         if keyword(factory, "device") is not None:
             return  # built on a device on purpose (often "cpu", then moved): not a host-built tensor by accident
+        if name.endswith("_like") and not self._like_of_host(factory):
+            return  # `torch.zeros_like(student)` is built where `student` lives: the copy moves nothing
         where = self.where(node)
         if where and self._of_host_values(factory):
             # `device=` would copy the same host values: no fix that removes the copy
@@ -578,6 +582,12 @@ class HostTensorMovedEachStep(Rule):
             if q is not None and q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in _FACTORIES:
                 return expr, chain
         return None, chain
+
+    def _like_of_host(self, factory: cst.Call) -> bool:
+        """`torch.zeros_like(x)` (any `*_like`) of an `x` known to be in host memory: the factory builds where its
+        input lives, so only then is the result a host tensor the copy moves."""
+        first = next((a.value for a in factory.args if a.keyword is None and not a.star), None)
+        return first is not None and self.analysis.kinds.on_host(first)
 
     def _host_attribute(self, node: cst.Call) -> bool:
         """`self.pos_embed.type_as(x).to(x.device)` of a plain attribute holding a host tensor

@@ -1,0 +1,337 @@
+"""An option a class never turns on: `if self.autobalance:` in a method of a loss class whose `__init__` takes
+`autobalance=False` and stores it (`self.autobalance = autobalance`), where no construction of the class in the
+project passes that argument (YOLOv7's `ComputeLoss(model)`, whose balancing `.item()` sits under the flag).
+
+The block under such a test never runs in the project as shipped, so what it costs is not a per-step cost.
+
+Precision first (a flag that some run may turn on must stay reported). The option counts only when:
+- the test is `self.<attr>` itself, in a method of a top-level class of the module;
+- every assignment of `<attr>` on any object in the module is `self.<attr> = <param>` (alone or as one element of
+  a tuple assignment) in that class's own `__init__`, `<param>` a parameter of it whose default is `False` or
+  `None`, and the class body never calls `setattr` or touches `__dict__`;
+- no other project file names `<attr>` or `<param>` (a config, a `partial(..., flag=True)`, a subclass's keyword)
+  other than as the keyword of a construction passing `False`/`None`;
+- every call that may construct the class (a call of the class's name, or any `__init__(...)` call) in this module
+  and in the other project files naming the class passes no `*args`/`**kwargs`, no `<param>=` other than
+  `False`/`None`, and fewer positional arguments than reach `<param>` (or `False`/`None` there); and the class
+  is never used other than by being called (a registry entry, a base class, an argument: not followed).
+At most `_FILES` other files naming the class are read; more is not known.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Optional
+
+import libcst as cst
+
+_FILES = 12
+
+
+class UnsetOptions:
+    def __init__(self, analysis) -> None:
+        self.analysis = analysis
+        self._answers: dict[tuple[str, str], bool] = {}
+        self._tree: Optional[ast.Module] = None
+        self._parsed = False
+
+    def never_runs(self, branch: cst.If) -> bool:
+        """The body of `branch` never runs in the project as shipped: its test is an option the class never turns
+        on (`never_enabled`), or `hasattr(self, "X")` of an attribute no training code sets
+        (`attribute_never_set`)."""
+        attr = hasattr_self(branch.test)
+        if attr is not None:
+            return self.attribute_never_set(attr)
+        return self.never_enabled(branch.test, branch)
+
+    def never_enabled(self, test: cst.BaseExpression, branch: cst.If) -> bool:
+        """`test` (of `branch`) is `self.<attr>` for an option its class never turns on (module docstring)."""
+        if type(test) is not cst.Attribute or type(test.value) is not cst.Name or test.value.value != "self":
+            return False
+        cls = _enclosing_class(self.analysis, branch)
+        if cls is None:
+            return False
+        key = (cls.name.value, test.attr.value)
+        if key not in self._answers:
+            self._answers[key] = self._compute(cls, test.attr.value)
+        return self._answers[key]
+
+    def _compute(self, cls: cst.ClassDef, attr: str) -> bool:
+        analysis = self.analysis
+        if analysis.path is None:
+            return False
+        init = next((s for s in cls.body.body if type(s) is cst.FunctionDef and s.name.value == "__init__"), None)
+        if init is None:
+            return False
+        tree = self._module_tree()
+        if tree is None:
+            return False
+        ast_cls = next((s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == cls.name.value), None)
+        if ast_cls is None or sum(isinstance(s, ast.ClassDef) and s.name == cls.name.value for s in tree.body) != 1:
+            return False
+        ast_init = next((s for s in ast_cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        if ast_init is None:
+            return False
+        if not _no_dynamic_assignment(ast_cls, attr):
+            return False
+        param = _stored_parameter(tree, ast_cls, ast_init, attr)
+        if param is None:
+            return False
+        positional = [a.arg for a in (*ast_init.args.posonlyargs, *ast_init.args.args)][1:]  # after `self`
+        position = positional.index(param) if param in positional else None
+        from gpulint.analysis.forward import _project_of
+
+        project, path = analysis.fact(_project_of)
+        here = project._resolved(path)
+        if not _constructions_leave_off(tree, cls.name.value, param, position):
+            return False
+        others = {project._resolved(f) for name in (cls.name.value, attr, param) for f in project.files_naming(name)}
+        others.discard(here)
+        if len(others) > _FILES:
+            return False
+        for file in sorted(others):
+            info = project.module(Path(file))
+            if info is None or not _constructions_leave_off(info.tree, cls.name.value, param, position) \
+                    or _names_otherwise(info.tree, cls.name.value, {attr, param}):
+                return False
+        return True
+
+
+    def attribute_never_set(self, attr: str) -> bool:
+        """No code that trains gives objects the attribute `attr`: this module never assigns `<x>.attr` (nor a
+        class attribute of that name, nor `setattr` with a name it cannot tell apart), and every other project file
+        naming `attr` runs no training (`Project.files_naming(..., training=True)`: no `.backward(` and no loop over
+        a loader), and one does name it (an attribute no project file names may be a library's, set on the object
+        by a framework); latent-diffusion's `split_input_params`, set only by a notebook helper for inference."""
+        key = ("", attr)
+        if key in self._answers:
+            return self._answers[key]
+        self._answers[key] = answer = self._compute_never_set(attr)
+        return answer
+
+
+    def _compute_never_set(self, attr: str) -> bool:
+        tree = self._module_tree()
+        if tree is None or self.analysis.path is None:
+            return False
+        class_level = {id(stmt) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for stmt in c.body}
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            for target in targets:
+                for element in ast.walk(target):
+                    if _names_attr(element, attr) and (element is target or isinstance(target, (ast.Tuple, ast.List))):
+                        return False  # `model.split_input_params = {...}`
+                    if isinstance(element, ast.Name) and element.id == attr and id(node) in class_level:
+                        return False  # a class attribute of that name
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" and (
+                    len(node.args) < 2 or not (isinstance(node.args[1], ast.Constant) and node.args[1].value != attr)):
+                return False
+            if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+                return False
+        from gpulint.analysis.forward import _project_of
+
+        project, path = self.analysis.fact(_project_of)
+        here = project._resolved(path)
+        if any(project._resolved(f) != here for f in project.files_naming(attr, training=True)):
+            return False
+        # the project sets it somewhere else (not a library: Lightning's `self.trainer`, `torch.compile`'s
+        # `_orig_mod` are set by code no project file shows)
+        return any(project._resolved(f) != here for f in project.files_naming(attr))
+
+    def _module_tree(self) -> Optional[ast.Module]:
+        if not self._parsed:
+            self._parsed = True
+            source = self.analysis.source if self.analysis.source is not None else self.analysis.module.code
+            try:
+                self._tree = ast.parse(source)
+            except (SyntaxError, ValueError):
+                self._tree = None
+        return self._tree
+
+
+def unset_options(analysis) -> UnsetOptions:
+    """Fact provider."""
+    return UnsetOptions(analysis)
+
+
+def _enclosing_class(analysis, node: cst.CSTNode) -> Optional[cst.ClassDef]:
+    fn = None
+    for parent in analysis.index.ancestors(node):
+        if type(parent) is cst.FunctionDef and fn is None:
+            fn = parent
+        elif type(parent) is cst.ClassDef:
+            return parent if fn is not None and analysis.index.up.get(id(parent)) is analysis.module else None
+    return None
+
+
+def _stored_parameter(tree: ast.Module, cls: ast.ClassDef, init: ast.FunctionDef, attr: str) -> Optional[str]:
+    """The parameter of `init` that every assignment of `<x>.<attr>` in the module stores as `self.<attr>` in
+    `init`, when its default is False or None; else None. `self.<attr>` of another class of the module is that
+    class's own (a subclass of `cls` is ruled out by `_constructions_leave_off`)."""
+    others = {id(n) for c in tree.body if isinstance(c, ast.ClassDef) and c is not cls for n in ast.walk(c)}
+    args = init.args
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    inside = {id(n) for n in ast.walk(init)}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.AugAssign, ast.AnnAssign)) and _names_attr(node.target, attr):
+            return None
+        if isinstance(node, (ast.For, ast.comprehension, ast.With, ast.withitem, ast.NamedExpr)):
+            targets = [getattr(node, "target", None) or getattr(node, "optional_vars", None)]
+            if any(t is not None and any(_names_attr(e, attr) for e in ast.walk(t)) for t in targets):
+                return None
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            pairs = [(target, node.value)]
+            if isinstance(target, (ast.Tuple, ast.List)):
+                if any(_names_attr(e, attr) for e in ast.walk(target)):
+                    if not isinstance(node.value, (ast.Tuple, ast.List)) or len(node.value.elts) != len(target.elts):
+                        return None
+                    pairs = list(zip(target.elts, node.value.elts))
+            for t, v in pairs:
+                if not any(_names_attr(e, attr) for e in ast.walk(t)):
+                    continue
+                if id(node) in others and _names_attr(t, attr) and isinstance(t.value, ast.Name) \
+                        and t.value.id == "self":
+                    continue
+                if not (_names_attr(t, attr) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                        and id(node) in inside and isinstance(v, ast.Name) and v.id in defaults):
+                    return None
+                if not _off(defaults[v.id]):
+                    return None
+                found.add(v.id)
+    return found.pop() if len(found) == 1 else None
+
+
+def _names_attr(node: ast.AST, attr: str) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == attr
+
+
+def _off(value: ast.expr) -> bool:
+    return isinstance(value, ast.Constant) and (value.value is False or value.value is None)
+
+
+def _constructions_leave_off(tree: ast.Module, class_name: str, param: str, position: Optional[int]) -> bool:
+    """Every call in `tree` of `class_name` (or of any `__init__`) leaves `param` at its default or passes
+    False/None, and the class is not used other than called (module docstring)."""
+    called = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        if isinstance(node.func, ast.Name) and node.func.id == "super" and node.args:
+            called.add(id(node.args[0]))  # `super(ComputeLoss, self).__init__()`
+        func = node.func
+        last = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        if last not in (class_name, "__init__"):
+            continue
+        called.add(id(func))
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            return False
+        if any(k.arg == param and not _off(k.value) for k in node.keywords):
+            return False
+        if position is not None and len(node.args) > position and not _off(node.args[position]):
+            return False
+    for node in ast.walk(tree):
+        if id(node) in called:
+            continue
+        if isinstance(node, ast.Name) and node.id == class_name or \
+                isinstance(node, ast.Attribute) and node.attr == class_name:
+            return False  # `LOSSES = {"a": ComputeLoss}`, `class Sub(ComputeLoss)`, `partial(ComputeLoss, ...)`
+    return True
+
+
+def _names_otherwise(tree: ast.Module, class_name: str, names: set) -> bool:
+    """`tree` names one of `names` other than as the keyword of a call of `class_name` passing False/None."""
+    allowed = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            last = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            if last == class_name:
+                allowed.update(id(k) for k in node.keywords if k.arg in names and _off(k.value))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in names or isinstance(node, ast.Attribute) and node.attr in names:
+            return True
+        if isinstance(node, ast.keyword) and node.arg in names and id(node) not in allowed:
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and any(n in node.value for n in names):
+            return True  # `getattr(loss, "autobalance")`, a config key
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                a.arg in names for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)):
+            return True
+    return False
+
+
+def _no_dynamic_assignment(cls: ast.ClassDef, attr: str) -> bool:
+    """`cls` touches no `__dict__` and calls `setattr` only with names that are not `attr`: a string, or the
+    target of a loop over a literal tuple/list of strings (`for k in 'na', 'nc': setattr(self, k, ...)`)."""
+    loops: dict[str, set] = {}
+    for node in ast.walk(cls):
+        if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+            names = loops.setdefault(node.target.id, set())
+            if isinstance(node.iter, (ast.Tuple, ast.List)) and \
+                    all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.iter.elts):
+                names.update(e.value for e in node.iter.elts)
+            else:
+                names.add(None)  # not known
+    known = set()
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
+                and len(node.args) >= 2:
+            name = node.args[1]
+            if isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value != attr or \
+                    isinstance(name, ast.Name) and name.id in loops and None not in loops[name.id] \
+                    and attr not in loops[name.id]:
+                known.add(id(node.func))
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            return False
+        if isinstance(node, ast.Name) and node.id == "setattr" and id(node) not in known:
+            return False
+    return True
+
+
+# -- guards of a method's block that a training run never (or only once) passes ----------------------------------
+# Counters of training steps and batches: `if self.global_step == 0 and batch_idx == 0:` holds on the first step
+# (or the first batch of an epoch) only. Names only of steps and batches (`epoch == 0` holds for a whole epoch,
+# `layer_idx == 0` on every call for the first layer).
+_STEP_COUNTERS = frozenset({"global_step", "global_steps", "step", "steps", "batch_idx", "batch_nb", "iteration",
+                            "iter_num", "train_step", "num_updates"})
+
+
+def first_step_only(test: cst.BaseExpression) -> bool:
+    """`test` is `<step counter> == 0`, or an `and` of tests one of which is (module comment above)."""
+    if type(test) is cst.BooleanOperation:
+        return type(test.operator) is cst.And and (first_step_only(test.left) or first_step_only(test.right))
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1 or \
+            type(test.comparisons[0].operator) is not cst.Equal:
+        return False
+    sides = (test.left, test.comparisons[0].comparator)
+    return any(type(s) is cst.Integer and s.value == "0" for s in sides) and any(_counter(s) for s in sides)
+
+
+def _counter(node: cst.BaseExpression) -> bool:
+    if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value in ("self", "trainer"):
+        return node.attr.value in _STEP_COUNTERS
+    return type(node) is cst.Name and node.value in _STEP_COUNTERS
+
+
+def hasattr_self(test: cst.BaseExpression) -> Optional[str]:
+    """`X` of `hasattr(self, "X")`, alone or as one operand of an `and`; else None."""
+    if type(test) is cst.BooleanOperation:
+        if type(test.operator) is not cst.And:
+            return None
+        return hasattr_self(test.left) or hasattr_self(test.right)
+    if type(test) is not cst.Call or type(test.func) is not cst.Name or test.func.value != "hasattr" or \
+            len(test.args) != 2 or type(test.args[0].value) is not cst.Name or test.args[0].value.value != "self":
+        return None
+    name = test.args[1].value
+    if type(name) is not cst.SimpleString:
+        return None
+    value = name.evaluated_value
+    return value if isinstance(value, str) and value.isidentifier() else None
