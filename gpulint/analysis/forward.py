@@ -77,6 +77,8 @@ class CallSite:
     # For a top-level function: (how many positional arguments the call passes, the keywords it passes), or
     # None when not known (`*args`/`**kwargs`, a method): `if param is None:` blocks follow from it (loops.py).
     arguments: Optional[tuple] = None
+    # For a submodule's call: the owner's method holding it (`act` of `Policy`, which a hot loop calls)
+    owner_member: str = "forward"
 
 
 # -- the linted module's side: which functions are per-step model code ---------------------------------------------
@@ -463,20 +465,25 @@ def _submodule_site(project: Project, path: Path, cls: ClassSummary) -> Optional
             continue
         for owner in info.classes.values():
             built = _built_in_init(project, owner).get(cls.name)
-            if not built or _same(owner, cls) or "forward" not in owner.methods or \
-                    not project.is_module_class(owner):
+            if not built or _same(owner, cls) or not project.is_module_class(owner):
                 continue
             held = {attr for attr, dotted in built
                     if isinstance(found := project.lookup(owner.path, dotted), ClassSummary) and _same(found, cls)}
             if not held:
                 continue
-            line = _attribute_called(project, owner, held)
-            if line is None:
-                continue
-            site = per_step_site(project, owner.path, owner.name)
-            if site is not None:
-                return CallSite(owner.path.resolve(), line[0], f"{line[1]}(...)", f"{cls.name}.forward",
-                                owner.name)
+            for entry in ("forward", *sorted(m for m in owner.methods if _entry_method(m) and m != "forward")):
+                if entry not in owner.methods:
+                    continue
+                line = _attribute_called(project, owner, held, entry)
+                if line is None:
+                    continue
+                # `forward` when the owner runs every step; another method (`Policy.act`, `evaluate_actions`)
+                # when a hot loop calls it on an instance of the owner (`member_site`)
+                site = per_step_site(project, owner.path, owner.name) if entry == "forward" \
+                    else member_site(project, owner.path, owner.name, entry)
+                if site is not None:
+                    return CallSite(owner.path.resolve(), line[0], f"{line[1]}(...)", f"{cls.name}.forward",
+                                    owner.name, owner_member=entry)
     return None
 
 
@@ -492,6 +499,12 @@ def _built_in_init(project: Project, owner: ClassSummary) -> dict[str, list[tupl
         return known
     found: dict[str, list[tuple[str, str]]] = {}
     init = owner.methods.get("__init__")
+    chosen: dict[str, list[str]] = {}  # a local of `__init__` -> the dotted names of the classes assigned to it
+    for node in ast_walk.walk(init) if init is not None else ():
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            dotted = _dotted(node.value) if isinstance(node.value, (ast.Name, ast.Attribute)) else None
+            if dotted and dotted[:1].isupper() or dotted and "." in dotted and dotted.rsplit(".", 1)[1][:1].isupper():
+                chosen.setdefault(node.targets[0].id, []).append(dotted)
     for node in ast_walk.walk(init) if init is not None else ():
         if not isinstance(node, ast.Assign) or len(node.targets) != 1:
             continue
@@ -501,18 +514,24 @@ def _built_in_init(project: Project, owner: ClassSummary) -> dict[str, list[tupl
         for call in ast_walk.walk(node.value):
             if isinstance(call, ast.Call):
                 dotted = _dotted(call.func)
-                if dotted:
-                    found.setdefault(dotted.rsplit(".", 1)[-1], []).append((target.attr, dotted))
+                if not dotted:
+                    continue
+                found.setdefault(dotted.rsplit(".", 1)[-1], []).append((target.attr, dotted))
+                # `base = CNNBase` / `base = MLPBase` on branches of `__init__`, then `self.base = base(...)`:
+                # each class the local names is built in the configuration that picks it
+                for picked in chosen.get(dotted, ()) if "." not in dotted else ():
+                    found.setdefault(picked.rsplit(".", 1)[-1], []).append((target.attr, picked))
     with project._lock:
         project.per_step_sites[key] = found
     return found
 
 
-def _attribute_called(project: Project, owner: ClassSummary, held: set[str]) -> Optional[tuple[int, str]]:
-    """(line, the callee as written) of the first call of a held submodule in `forward` or a method `forward`
-    calls through `self`: `self.X(...)`, `self.X[i](...)`, or a call of the loop variable of `for m in self.X:`.
-    The calls are read once per class (`_forward_calls`), then matched against each question's `held`."""
-    for loops, calls in _forward_calls(project, owner):
+def _attribute_called(project: Project, owner: ClassSummary, held: set[str],
+                      entry: str = "forward") -> Optional[tuple[int, str]]:
+    """(line, the callee as written) of the first call of a held submodule in `entry` (`forward`) or a method
+    it calls through `self`: `self.X(...)`, `self.X[i](...)`, or a call of the loop variable of `for m in self.X:`.
+    The calls are read once per class and entry (`_forward_calls`), then matched against each question's `held`."""
+    for loops, calls in _forward_calls(project, owner, entry):
         loop_names: dict[str, str] = {}
         for target, attribute in loops:
             if attribute in held:
@@ -526,21 +545,21 @@ def _attribute_called(project: Project, owner: ClassSummary, held: set[str]) -> 
     return None
 
 
-def _forward_calls(project: Project, owner: ClassSummary) -> tuple:
-    """For `forward` and each method it calls through `self` (in `_attribute_called`'s order): the `for` loops
-    over a `self.X` (loop variable, X) and the calls, in `ast.walk` order, each as (line, X, whether written
-    `self.X(...)`) for a call of `self.X` or `self.X[i]`, or (line, None, name) for a call of a plain name. Read
-    once per class and project state (kept beside the per-step sites, cleared together)."""
-    key = ("forward calls", owner.path, owner.name, owner.line)
+def _forward_calls(project: Project, owner: ClassSummary, entry: str = "forward") -> tuple:
+    """For `entry` (`forward`) and each method it calls through `self` (in `_attribute_called`'s order): the
+    `for` loops over a `self.X` (loop variable, X) and the calls, in `ast.walk` order, each as (line, X, whether
+    written `self.X(...)`) for a call of `self.X` or `self.X[i]`, or (line, None, name) for a call of a plain
+    name. Read once per class, entry and project state (kept beside the per-step sites, cleared together)."""
+    key = ("forward calls", owner.path, owner.name, owner.line, entry)
     with project._lock:
         known = project.per_step_sites.get(key)
     if known is not None:
         return known
-    forward = owner.methods["forward"]
+    forward = owner.methods[entry]
     methods = [forward] + [owner.methods[name] for name in sorted({
         n.func.attr for n in ast_walk.walk(forward) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
         and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"} & set(owner.methods))
-        if name not in ("__init__", "forward")]
+        if name not in ("__init__", "forward", entry)]
     found = []
     for method in methods:
         loops, calls = [], []
@@ -1105,6 +1124,9 @@ class _Instances:
             # `sampler or UniformSampler(diffusion)`: either side is what the name holds
             return self.may_be(expr.right, depth + 1) and (
                 self.may_be(expr.left, depth + 1) or self.calls.unpassed_none(expr.left))
+        if type(expr) is cst.Subscript:  # `nets[0]` of a sequence whose element 0 is the instance
+            position = _constant_index(expr)
+            return position is not None and self._element(expr.value, position, depth + 1)
         if type(expr) is not cst.Name:
             return False
         bindings = self.index.visible_bindings(expr)
@@ -1131,10 +1153,41 @@ class _Instances:
                     continue
                 if passed is None or not self.may_be(passed, depth + 1):
                     return False
+            elif b.kind == "assign" and b.index is not None and b.value is not None:
+                # `net_g, net_d = nets` of a parameter every call site passes as `[net_g, net_d]`
+                if not self._element(b.value, b.index, depth + 1):
+                    return False
             else:
                 return False
             found = True
         return found
+
+    def _element(self, expr: cst.BaseExpression, position: int, depth: int) -> bool:
+        """Element `position` of the sequence `expr` holds an instance: a list or tuple literal (`[net_g, net_d]`),
+        a name bound only to such sequences, or a parameter of a function every call site in this module passes
+        one (`train_and_evaluate(rank, epoch, [net_g, net_d], ...)` then `net_g, net_d = nets`)."""
+        if depth > _MAX_DEPTH:
+            return False
+        if type(expr) in (cst.List, cst.Tuple):
+            elements = expr.elements
+            if position >= len(elements) or any(type(e) is cst.StarredElement for e in elements):
+                return False
+            return self.may_be(elements[position].value, depth)
+        if type(expr) is not cst.Name:
+            return False
+        bindings = self.index.visible_bindings(expr)
+        if not bindings or len(bindings) > 16:
+            return False
+        for b in bindings:
+            if b.kind == "param":
+                if not self._parameter(b, depth, position):
+                    return False
+            elif b.kind in ("assign", "annassign") and b.index is None and b.value is not None:
+                if not self._element(b.value, position, depth + 1):
+                    return False
+            else:
+                return False
+        return True
 
     def _wrapped(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         func = call.func
@@ -1205,13 +1258,17 @@ class _Instances:
         return path is not None and may_build(self.calls, self.project, Path(path), func, self.cls.path,
                                               self.cls.name)
 
-    def _parameter(self, binding, depth: int) -> bool:
+    def _parameter(self, binding, depth: int, element: Optional[int] = None) -> bool:
         """A parameter of a function: every call site in this module passes an instance (or, for a top-level
-        function called elsewhere, the project's call sites agree on the class)."""
+        function called elsewhere, the project's call sites agree on the class). With `element`, every call site
+        passes a sequence whose element `element` is an instance (`_element`)."""
         fn = binding.source
         if type(fn) is not cst.FunctionDef:
             return False
-        annotated = annotated_class(self.calls, fn, binding.name)
+        if element is not None and fn.params.star_arg is not None and type(fn.params.star_arg) is cst.Param \
+                and fn.params.star_arg.name.value == binding.name:
+            return False  # `*nets`: the call's arguments, not one sequence
+        annotated = annotated_class(self.calls, fn, binding.name) if element is None else None
         if annotated is not None:  # `def train(trainer: Trainer, ...)`: what the signature promises
             return self._matches(annotated) or self._dispatches(annotated)
         params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
@@ -1222,9 +1279,14 @@ class _Instances:
                     or node.func.value != fn.name.value or self.calls.analysis.loops.local_function(node) is not fn:
                 continue
             argument = _argument(node, position, binding.name)
-            if argument is None or not self.may_be(argument, depth + 1):
+            if argument is None:
+                return False
+            if not (self.may_be(argument, depth + 1) if element is None
+                    else self._element(argument, element, depth + 1)):
                 return False
             found = True
+        if not found and element is not None:
+            return False
         if not found:  # no call site in this module: the project's call sites (a top-level function)
             cross = self.calls._parameter_class(binding)
             return self._matches(cross) if cross is not None else self._named_parameter(binding)
@@ -1284,6 +1346,19 @@ class _Instances:
             current = next((b for b in bases if isinstance(b, ClassSummary) and b is not current), None)
             seen += 1
         return False
+
+
+def _constant_index(expr: cst.Subscript) -> Optional[int]:
+    """The non-negative integer constant `expr` subscripts with (`nets[0]`), else None."""
+    if len(expr.slice) != 1 or type(expr.slice[0].slice) is not cst.Index:
+        return None
+    value = expr.slice[0].slice.value
+    if type(value) is cst.Integer:
+        try:
+            return int(value.value, 0)
+        except ValueError:
+            return None
+    return None
 
 
 def _calls_super(fn: ast.FunctionDef, member: str) -> bool:
@@ -1439,7 +1514,8 @@ def site_names_a_device(project: Project, site: Optional[CallSite], sites: int =
         depth += 1
         if site.owner is None or depth >= sites:
             return False
-        site = per_step_site(project, site.path, site.owner)
+        site = per_step_site(project, site.path, site.owner) if site.owner_member == "forward" \
+            else member_site(project, site.path, site.owner, site.owner_member)
     return False
 
 
