@@ -1118,7 +1118,10 @@ class _Instances:
             values = self.calls.self_attributes(expr)
             if not values:  # only declared: `optim: Optimizer` in the class body (a dataclass's field)
                 declared = self.calls.annotation_class(self.calls.self_annotation(expr))
-                return declared is not None and (self._matches(declared) or self._dispatches(declared))
+                if declared is None:  # set by a project base class from a builder this class overrides
+                    built = self._built_by_base(expr)
+                    return bool(built) and all(self.may_be(v, depth + 1) for v in built)
+                return self._matches(declared) or self._dispatches(declared)
             return all(self.may_be(v, depth + 1) for v in values)
         if type(expr) is cst.BooleanOperation and type(expr.operator) is cst.Or:
             # `sampler or UniformSampler(diffusion)`: either side is what the name holds
@@ -1126,7 +1129,7 @@ class _Instances:
                 self.may_be(expr.left, depth + 1) or self.calls.unpassed_none(expr.left))
         if type(expr) is cst.Subscript:  # `nets[0]` of a sequence whose element 0 is the instance
             position = _constant_index(expr)
-            return position is not None and self._element(expr.value, position, depth + 1)
+            return position is not None and self._element(expr.value, position, depth)
         if type(expr) is not cst.Name:
             return False
         bindings = self.index.visible_bindings(expr)
@@ -1161,6 +1164,42 @@ class _Instances:
                 return False
             found = True
         return found
+
+    def _built_by_base(self, expr: cst.Attribute) -> list:
+        """`self.model` of a class that never assigns it, whose project base class does in one of its methods
+        from a builder method (`self.model = self._build_model().to(self.device)` in `Exp_Basic.__init__`)
+        that the class overrides here (`Exp_Informer._build_model`): the values that override `return`s. Empty
+        when the base assigns it otherwise, more than once, or the class does not define the builder."""
+        from gpulint.analysis.hierarchy import project_bases
+
+        node = self.calls._class_of(expr)
+        path = getattr(self.calls, "path", None)
+        info = self.project.module(Path(path)) if node is not None and path is not None else None
+        cls = info.classes.get(node.name.value) if info is not None else None
+        if cls is None or not cls.bases:
+            return []
+        attribute = expr.attr.value
+        builders = set()
+        for base in project_bases(self.project, cls):
+            for method in base.methods.values():
+                for stmt in ast_walk.walk(method):
+                    if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                        if any(isinstance(t, ast.Attribute) and t.attr == attribute and isinstance(t.value, ast.Name)
+                               and t.value.id == "self" for t in targets):
+                            builders.add(_self_builder(stmt.value))
+        if len(builders) != 1 or None in builders:
+            return []
+        builder = builders.pop()
+        method = next((m for m in node.body.body if type(m) is cst.FunctionDef and m.name.value == builder), None) \
+            if type(node.body) is cst.IndentedBlock else None
+        if method is None:
+            return []
+        span = self.index.subtree(method)
+        if span is None:
+            return []
+        return [n.value for n in self.index.nodes[span[0]:span[1] + 1] if type(n) is cst.Return
+                and n.value is not None and self.index.enclosing_function(n) is method]
 
     def _element(self, expr: cst.BaseExpression, position: int, depth: int) -> bool:
         """Element `position` of the sequence `expr` holds an instance: a list or tuple literal (`[net_g, net_d]`),
@@ -1346,6 +1385,17 @@ class _Instances:
             current = next((b for b in bases if isinstance(b, ClassSummary) and b is not current), None)
             seen += 1
         return False
+
+
+def _self_builder(value: Optional[ast.expr]) -> Optional[str]:
+    """`m` for `self.m()` (also through `.to(device)`, `.cuda()`, `.float()`...: `self._build_model().to(dev)`),
+    else None."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _SELF_METHODS:
+        value = value.func.value
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+            isinstance(value.func.value, ast.Name) and value.func.value.id == "self":
+        return value.func.attr
+    return None
 
 
 def _constant_index(expr: cst.Subscript) -> Optional[int]:
