@@ -293,16 +293,50 @@ class ExpBasic(object):
 MASKING = """\
 import torch
 from torch import nn
+from masks import ProbMask
+
+
+class ProbAttention(nn.Module):
+    def forward(self, x):
+        return self._update_context(x)
+
+    def _update_context(self, x):
+        return x * ProbMask(x.shape[0], device=x.device).mask
+
+
+class FullAttention(nn.Module):
+    def forward(self, x):
+        return x
+
+
+class AttentionLayer(nn.Module):
+    def __init__(self, attention):
+        super().__init__()
+        self.inner_attention = attention
+
+    def forward(self, x):
+        return self.inner_attention(x)
 
 
 class Informer(nn.Module):
-    def __init__(self, d):
+    def __init__(self, d, attn="prob"):
         super().__init__()
         self.lin = nn.Linear(d, d)
+        Attn = ProbAttention if attn == "prob" else FullAttention
+        self.attention = AttentionLayer(Attn())
 
     def forward(self, x):
         mask = torch.ones(x.shape[0], x.shape[0]).to(x.device)
-        return self.lin(x) * mask
+        return self.attention(self.lin(x) * mask)
+"""
+
+MASKS = """\
+import torch
+
+
+class ProbMask():
+    def __init__(self, n, device="cpu"):
+        self.mask = torch.ones(n, n, dtype=torch.bool).to(device).triu(1)
 """
 
 EXP = """\
@@ -314,7 +348,8 @@ from informer import Informer
 
 class ExpInformer(ExpBasic):
     def _build_model(self):
-        model = Informer(self.args.d).float()
+        model_dict = {"informer": Informer, "other": nn.Linear}
+        model = model_dict[self.args.model](self.args.d).float()
         if self.args.use_multi_gpu:
             model = nn.DataParallel(model)
         return model
@@ -330,17 +365,29 @@ class ExpInformer(ExpBasic):
             optimizer.step()
 """
 
-MASK_COPY = ("informer.py", 11, "GPU203")
+MASK_COPY = ("informer.py", 36, "GPU203")
+PROB_MASK = ("masks.py", 6, "GPU203")  # `ProbAttention`, chosen by a conditional expression, builds `ProbMask`
+
+
+def _informer(tmp_path, masking=MASKING, exp=EXP):
+    return found(check(write_project(tmp_path, {"exp_basic.py": EXP_BASIC, "informer.py": masking,
+                                                "masks.py": MASKS, "exp_informer.py": exp})))
 
 
 def test_a_model_built_by_an_overridden_builder_of_the_base_class_runs_every_step(tmp_path):
-    got = found(check(write_project(tmp_path, {"exp_basic.py": EXP_BASIC, "informer.py": MASKING,
-                                               "exp_informer.py": EXP})))
-    assert MASK_COPY in got
+    got = _informer(tmp_path)
+    assert MASK_COPY in got  # `model_dict[self.args.model](...)` of a dict naming the class
+    assert PROB_MASK in got  # a plain class built in a method the per-step `forward` calls
 
 
 def test_a_builder_the_subclass_does_not_override_builds_nothing_known(tmp_path):
-    exp = EXP.replace("    def _build_model(self):", "    def _make_model(self):")
-    got = found(check(write_project(tmp_path, {"exp_basic.py": EXP_BASIC, "informer.py": MASKING,
-                                               "exp_informer.py": exp})))
-    assert MASK_COPY not in got
+    got = _informer(tmp_path, exp=EXP.replace("    def _build_model(self):", "    def _make_model(self):"))
+    assert MASK_COPY not in got and PROB_MASK not in got
+
+
+def test_a_plain_class_built_only_in_setup_is_not_per_step(tmp_path):
+    masking = MASKING.replace("        return x * ProbMask(x.shape[0], device=x.device).mask\n", "        return x\n")
+    masking = masking.replace("        self.lin = nn.Linear(d, d)\n",
+                              "        self.lin = nn.Linear(d, d)\n        self.mask = ProbMask(d).mask\n")
+    got = _informer(tmp_path, masking=masking)
+    assert MASK_COPY in got and PROB_MASK not in got

@@ -95,6 +95,9 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
     for owner, member in entries:
         if member == "forward" and owner is not None:
             site = per_step_site(project, path, owner) or framework_site(project, path, owner, member)
+        elif member == "__init__" and owner is not None:
+            # a plain class another module's per-step code builds (`attn_mask = ProbMask(B, H, L, ...)`)
+            site = imported_helper_site(project, path, owner)
         elif member == "__call__" and owner is not None:
             site = call_site(project, path, owner)
             if site is None:  # `super().training_losses(self._wrap_model(model), ...)` in a per-step method
@@ -184,6 +187,8 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
                 reach(method, (stmt.name.value, name), stmt.name.value)
     for name, fn in module_functions.items():
         reach(fn, (None, name), None)
+    for name, init in plain_inits.items():  # `ProbMask(...)` built in another module's per-step code
+        reach(init, (name, "__init__"), name)
     return reached
 
 
@@ -200,6 +205,13 @@ def _plain_inits(classes, module_functions) -> dict[str, cst.FunctionDef]:
         if plain and "__init__" in methods and "forward" not in methods and name not in module_functions:
             found[name] = methods["__init__"]
     return found
+
+
+def _plain_class(stmt: ast.ClassDef) -> bool:
+    """`_plain_inits`' classes on `ast`: no base but `object`, an `__init__`, no `forward`."""
+    methods = {m.name for m in stmt.body if isinstance(m, ast.FunctionDef)}
+    return all(isinstance(b, ast.Name) and b.id == "object" for b in stmt.bases) and not stmt.keywords and \
+        "__init__" in methods and "forward" not in methods
 
 
 def _one_plain_function(index, name: str) -> bool:
@@ -322,6 +334,9 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
                 return True
         if isinstance(stmt, ast.FunctionDef) and imported_helper_site(project, path, stmt.name) is not None:
             return True
+        if isinstance(stmt, ast.ClassDef) and _plain_class(stmt) and \
+                imported_helper_site(project, path, stmt.name) is not None:
+            return True  # a plain class whose construction another module's per-step code runs
         elif isinstance(stmt, ast.ClassDef):
             # a model class's base helpers are left to its own searches: `inherited_site` only for other classes
             has_forward = any(isinstance(m, ast.FunctionDef) and m.name == "forward" for m in stmt.body)
@@ -394,7 +409,7 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
     info = project.module(path)
     callers: list = []
     # the class's name, and the registries of its module whose every entry builds it (`NETS[args.model](...)`)
-    for name in (class_name, *_registries_building(project, info, class_name),
+    for name in (class_name, *_registries_building(project, info, class_name), *_dicts_holding(project, class_name),
                  *_factories_building(project, info, class_name), *_subclasses_in_module(info, class_name),
                  *_chooser_names(project, info, class_name), *_instantiating(project, info, class_name)):
         for caller in map(project.module, (f for f in project.files_naming(name, training=True)
@@ -502,9 +517,12 @@ def _built_in_init(project: Project, owner: ClassSummary) -> dict[str, list[tupl
     chosen: dict[str, list[str]] = {}  # a local of `__init__` -> the dotted names of the classes assigned to it
     for node in ast_walk.walk(init) if init is not None else ():
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            dotted = _dotted(node.value) if isinstance(node.value, (ast.Name, ast.Attribute)) else None
-            if dotted and dotted[:1].isupper() or dotted and "." in dotted and dotted.rsplit(".", 1)[1][:1].isupper():
-                chosen.setdefault(node.targets[0].id, []).append(dotted)
+            # `Attn = ProbAttention if attn == 'prob' else FullAttention`: either class
+            values = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
+            for value in values:
+                dotted = _dotted(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
+                if dotted and dotted.rsplit(".", 1)[-1][:1].isupper():
+                    chosen.setdefault(node.targets[0].id, []).append(dotted)
     for node in ast_walk.walk(init) if init is not None else ():
         if not isinstance(node, ast.Assign) or len(node.targets) != 1:
             continue
@@ -785,6 +803,24 @@ def _chooser_names(project: Project, info, class_name: str) -> list[str]:
     from gpulint.analysis.named_classes import chooser_names
 
     return chooser_names(project, info.path, class_name) if info is not None else []
+
+
+def _dicts_holding(project: Project, class_name: str) -> list[str]:
+    """The names of dict literals, in the training files naming the class, that map keys to it
+    (`model_dict = {'informer': Informer, ...}` in a method, then `model_dict[self.args.model](...)`): a caller
+    calling one may build it. Read from the callers' `ast` trees."""
+    names: list[str] = []
+    for file in project.files_naming(class_name, training=True):
+        info = None if project.is_test(file) else project.module(file)
+        if info is None:
+            continue
+        for node in ast_walk.walk(info.tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and isinstance(node.value, ast.Dict) and node.targets[0].id not in names and any(
+                        isinstance(v, (ast.Name, ast.Attribute)) and (_dotted(v) or "").rsplit(".", 1)[-1] == class_name
+                        for v in node.value.values):
+                names.append(node.targets[0].id)
+    return names
 
 
 def _configured_target(project: Project, analysis, node: cst.Call, target: cst.BaseExpression,
@@ -1250,7 +1286,9 @@ class _Instances:
     def _constructs(self, call: cst.Call) -> bool:
         if type(call.func) is cst.Subscript:  # `DiT_models[args.model](...)`: a registry of builders
             found_class = self.calls.registry_class(call.func)
-            return found_class is not None and self._matches(found_class)
+            if found_class is None:  # `model_dict[self.args.model](...)` of a local dict literal of classes
+                return any(self._matches(c) for c in self._dict_classes(call.func.value))
+            return self._matches(found_class)
         found = self.calls._lookup(call.func)
         if isinstance(found, ClassSummary):
             return self._matches(found)
@@ -1268,6 +1306,23 @@ class _Instances:
             return True  # `REGISTRY.get(name)(cfg)`, `algorithm_class(...)` of `get_algorithm_class(name)`
         return bool(self._suffix) and any(
             name.endswith(f".{self._suffix}.{self.cls.name}") for name in (dotted, qualified))
+
+    def _dict_classes(self, expr: cst.BaseExpression) -> list:
+        """The project classes a dict literal the name `expr` is bound to (once) maps to (`model_dict =
+        {'informer': Informer, 'informerstack': InformerStack}`): one is built in the run whose key names it."""
+        if type(expr) is not cst.Name:
+            return []
+        bindings = self.index.visible_bindings(expr)
+        if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None \
+                or type(bindings[0].value) is not cst.Dict:
+            return []
+        found = []
+        for element in bindings[0].value.elements:
+            if type(element) is cst.DictElement:
+                target = self.calls._lookup(element.value)
+                if isinstance(target, ClassSummary):
+                    found.append(target)
+        return found
 
     def _named(self, call: cst.Call) -> bool:
         """The call may build the class, picked by a name (analysis/named_classes.py): a registry, a module's

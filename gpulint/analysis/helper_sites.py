@@ -57,6 +57,9 @@ def _find(project, path: Path, name: str, depth: int):
         for cls in info.classes.values():
             forward = cls.methods.get("forward")
             call = _called_in(forward, name) if forward is not None else None
+            if call is None and forward is not None:  # in a method `forward` calls through `self`
+                call = next((c for c in (_called_in(cls.methods[m], name) for m in _self_called(forward)
+                                         if m in cls.methods and m not in ("forward", "__init__")) if c), None)
             if call is None or not project.is_module_class(cls):
                 continue
             site = per_step_site(project, cls.path, cls.name)
@@ -81,13 +84,26 @@ def _find(project, path: Path, name: str, depth: int):
     return None
 
 
+def _self_called(fn: ast.FunctionDef) -> list:
+    """The names of the methods `fn` calls through `self` (`self._update_context(...)`), in order, once each."""
+    names: list = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                isinstance(node.func.value, ast.Name) and node.func.value.id == "self" and node.func.attr not in names:
+            names.append(node.func.attr)
+    return names
+
+
 def _spellings(project, info, name: str, path: Path) -> frozenset:
     """How the module `info` calls the top-level function `name` of `path`: `name` (`from module import name`)
     and `alias.name` for each `import module [as alias]` binding that module (`monotonic_align.maximum_path`)."""
-    from gpulint.analysis.project import FunctionSummary
+    from gpulint.analysis.project import ClassSummary, FunctionSummary
 
-    def names_it(dotted: str) -> bool:
+    def names_it(dotted: str) -> bool:  # the function, or a plain class whose construction runs its `__init__`
         found = project.lookup(info.path, dotted)
+        if isinstance(found, ClassSummary):
+            return found.name == name and found.path.resolve() == path and "__init__" in found.methods and \
+                "forward" not in found.methods and all(b in ("", "object") for b in found.bases)
         return isinstance(found, FunctionSummary) and found.qualname == name and found.path.resolve() == path
 
     spelt = set()
