@@ -390,4 +390,4 @@ def test_a_plain_class_built_only_in_setup_is_not_per_step(tmp_path):
     masking = masking.replace("        self.lin = nn.Linear(d, d)\n",
                               "        self.lin = nn.Linear(d, d)\n        self.mask = ProbMask(d).mask\n")
     got = _informer(tmp_path, masking=masking)
-    assert MASK_COPY in got and PROB_MASK not in got
+    assert ("informer.py", MASK_COPY[1] + 1, "GPU203") in got and PROB_MASK not in got  # one line added above
