@@ -391,3 +391,75 @@ def test_a_plain_class_built_only_in_setup_is_not_per_step(tmp_path):
                               "        self.lin = nn.Linear(d, d)\n        self.mask = ProbMask(d).mask\n")
     got = _informer(tmp_path, masking=masking)
     assert ("informer.py", MASK_COPY[1] + 1, "GPU203") in got and PROB_MASK not in got  # one line added above
+
+
+ENVS = """\
+import torch
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper
+
+
+class VecPyTorch(VecEnvWrapper):
+    def __init__(self, venv, device):
+        super().__init__(venv)
+        self.device = device
+
+    def reset(self):
+        return torch.from_numpy(self.venv.reset()).float().to(self.device)
+
+    def step_async(self, actions):
+        self.venv.step_async(actions.numpy())
+
+    def step_wait(self):
+        obs, reward, done, info = self.venv.step_wait()
+        obs = torch.from_numpy(obs).float().to(self.device)
+        return obs, reward, done, info
+
+
+def make_vec_envs(env_fns, device):
+    envs = DummyVecEnv(env_fns)
+    envs = VecPyTorch(envs, device)
+    return envs
+"""
+
+ENV_MAIN = """\
+import torch
+from envs import make_vec_envs
+from algo import PPO
+from model import Policy
+
+
+def main(env_fns, rollouts, num_updates, num_steps):
+    device = torch.device("cuda:0")
+    envs = make_vec_envs(env_fns, device)
+    actor_critic = Policy(envs.observation_space.shape)
+    actor_critic.to(device)
+    agent = PPO(actor_critic)
+    obs = envs.reset()
+    for j in range(num_updates):
+        for step in range(num_steps):
+            with torch.no_grad():
+                action = actor_critic.act(obs, rollouts.masks[step])
+            obs, reward, done, infos = envs.step(action)
+            rollouts.insert(obs, action, reward)
+        agent.update(rollouts)
+"""
+
+OBS_COPY = ("envs.py", 18, "GPU410")  # `step_wait`'s pageable copy of the observations
+RESET_COPY = ("envs.py", 11, "GPU410")
+
+
+def _envs(tmp_path, envs=ENVS):
+    return found(check(write_project(tmp_path, {"envs.py": envs, "main.py": ENV_MAIN, "algo.py": AGENT,
+                                                "model.py": POLICY, "distributions.py": DISTRIBUTIONS})))
+
+
+def test_a_vectorised_environment_wrapper_steps_with_the_loop(tmp_path):
+    got = _envs(tmp_path)
+    assert OBS_COPY in got
+    assert RESET_COPY not in got  # `reset` runs once, before the loop
+
+
+def test_a_wrapper_of_no_known_vectorised_environment_is_left_alone(tmp_path):
+    got = _envs(tmp_path, ENVS.replace("from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper",
+                                       "from mylib import DummyVecEnv, VecEnvWrapper"))
+    assert OBS_COPY not in got

@@ -37,6 +37,7 @@ from gpulint.analysis.isinstance_narrowing import narrowed_class
 from gpulint.analysis.wrapped_calls import wrapper_call_site
 from gpulint.analysis.once import once_per_object
 from gpulint.analysis.helper_sites import helpers_feed_a_gpu, imported_helper_site
+from gpulint.analysis.vec_env_wrappers import vec_env_site
 from gpulint.analysis.overrides import override_site
 from gpulint.analysis.framework_steps import framework_site
 from gpulint.analysis.inherited_calls import inherited_site
@@ -111,6 +112,8 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
                 site = framework_site(project, path, owner, member)
             if site is None and owner is not None:  # a subclass's per-step method calls it through `self`
                 site = inherited_site(project, path, owner, member)
+            if site is None and owner is not None:  # `envs.step(action)` of a vectorised-environment wrapper
+                site = vec_env_site(project, path, owner, member)
             if site is None and owner is not None:  # a framework step calls it on an attribute declared as a base
                 site = dispatched_site(project, path, owner, member)
             elif site is None:  # a helper another module's per-step `forward` imports and calls
@@ -356,6 +359,9 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
                     return True
                 if stmt.bases and isinstance(m, ast.FunctionDef) and _entry_method(m.name) and \
                         dispatched_site(project, path, stmt.name, m.name) is not None:
+                    return True
+                if stmt.bases and isinstance(m, ast.FunctionDef) and \
+                        vec_env_site(project, path, stmt.name, m.name) is not None:
                     return True
     return False
 
