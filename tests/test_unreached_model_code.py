@@ -463,3 +463,12 @@ def test_a_wrapper_of_no_known_vectorised_environment_is_left_alone(tmp_path):
     got = _envs(tmp_path, ENVS.replace("from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper",
                                        "from mylib import DummyVecEnv, VecEnvWrapper"))
     assert OBS_COPY not in got
+
+
+def test_a_helper_imported_by_an_earlier_module_that_never_steps_it_is_still_found(tmp_path):
+    """The search for `module.helper(...)` spellings is made per caller module: a first module that imports the
+    helper without a per-step call does not hide a later one's (`import monotonic_align` in `a_tools.py`)."""
+    tools = "import monotonic_align\n\n\ndef once(x):\n    return monotonic_align.maximum_path(x, x)\n"
+    got = found(check(write_project(tmp_path, {"models.py": SYNTH, "monotonic_align/__init__.py": ALIGN,
+                                               "train.py": VITS_TRAIN, "a_tools.py": tools})))
+    assert ALIGN_SITE in got and ALIGN_COPY in got

@@ -47,7 +47,7 @@ def _find(project, path: Path, name: str, depth: int):
         info = project.module(file)
         if info is None:
             continue
-        spellings = _spellings(project, info, name, path)
+        spellings = _spellings(project, info, helper, path)
         if not spellings:
             continue
         if looked_at == _CALLERS:
