@@ -38,6 +38,7 @@ from gpulint.analysis.wrapped_calls import wrapper_call_site
 from gpulint.analysis.once import once_per_object
 from gpulint.analysis.unset_options import first_step_only, hasattr_self, unset_options
 from gpulint.analysis.helper_sites import helpers_feed_a_gpu, imported_helper_site
+from gpulint.analysis.vec_env_wrappers import vec_env_site
 from gpulint.analysis.overrides import override_site
 from gpulint.analysis.framework_steps import framework_site
 from gpulint.analysis.inherited_calls import inherited_site
@@ -78,6 +79,8 @@ class CallSite:
     # For a top-level function: (how many positional arguments the call passes, the keywords it passes), or
     # None when not known (`*args`/`**kwargs`, a method): `if param is None:` blocks follow from it (loops.py).
     arguments: Optional[tuple] = None
+    # For a submodule's call: the owner's method holding it (`act` of `Policy`, which a hot loop calls)
+    owner_member: str = "forward"
 
 
 # -- the linted module's side: which functions are per-step model code ---------------------------------------------
@@ -94,6 +97,9 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
     for owner, member in entries:
         if member == "forward" and owner is not None:
             site = per_step_site(project, path, owner) or framework_site(project, path, owner, member)
+        elif member == "__init__" and owner is not None:
+            # a plain class another module's per-step code builds (`attn_mask = ProbMask(B, H, L, ...)`)
+            site = imported_helper_site(project, path, owner)
         elif member == "__call__" and owner is not None:
             site = call_site(project, path, owner)
             if site is None:  # `super().training_losses(self._wrap_model(model), ...)` in a per-step method
@@ -107,6 +113,8 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
                 site = framework_site(project, path, owner, member)
             if site is None and owner is not None:  # a subclass's per-step method calls it through `self`
                 site = inherited_site(project, path, owner, member)
+            if site is None and owner is not None:  # `envs.step(action)` of a vectorised-environment wrapper
+                site = vec_env_site(project, path, owner, member)
             if site is None and owner is not None:  # a framework step calls it on an attribute declared as a base
                 site = dispatched_site(project, path, owner, member)
             elif site is None:  # a helper another module's per-step `forward` imports and calls
@@ -185,6 +193,8 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
                 reach(method, (stmt.name.value, name), stmt.name.value)
     for name, fn in module_functions.items():
         reach(fn, (None, name), None)
+    for name, init in plain_inits.items():  # `ProbMask(...)` built in another module's per-step code
+        reach(init, (name, "__init__"), name)
     return reached
 
 
@@ -201,6 +211,13 @@ def _plain_inits(classes, module_functions) -> dict[str, cst.FunctionDef]:
         if plain and "__init__" in methods and "forward" not in methods and name not in module_functions:
             found[name] = methods["__init__"]
     return found
+
+
+def _plain_class(stmt: ast.ClassDef) -> bool:
+    """`_plain_inits`' classes on `ast`: no base but `object`, an `__init__`, no `forward`."""
+    methods = {m.name for m in stmt.body if isinstance(m, ast.FunctionDef)}
+    return all(isinstance(b, ast.Name) and b.id == "object" for b in stmt.bases) and not stmt.keywords and \
+        "__init__" in methods and "forward" not in methods
 
 
 def _one_plain_function(index, name: str) -> bool:
@@ -343,6 +360,9 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
                 return True
         if isinstance(stmt, ast.FunctionDef) and imported_helper_site(project, path, stmt.name) is not None:
             return True
+        if isinstance(stmt, ast.ClassDef) and _plain_class(stmt) and \
+                imported_helper_site(project, path, stmt.name) is not None:
+            return True  # a plain class whose construction another module's per-step code runs
         elif isinstance(stmt, ast.ClassDef):
             # a model class's base helpers are left to its own searches: `inherited_site` only for other classes
             has_forward = any(isinstance(m, ast.FunctionDef) and m.name == "forward" for m in stmt.body)
@@ -362,6 +382,9 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
                     return True
                 if stmt.bases and isinstance(m, ast.FunctionDef) and _entry_method(m.name) and \
                         dispatched_site(project, path, stmt.name, m.name) is not None:
+                    return True
+                if stmt.bases and isinstance(m, ast.FunctionDef) and \
+                        vec_env_site(project, path, stmt.name, m.name) is not None:
                     return True
     return False
 
@@ -415,7 +438,7 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
     info = project.module(path)
     callers: list = []
     # the class's name, and the registries of its module whose every entry builds it (`NETS[args.model](...)`)
-    for name in (class_name, *_registries_building(project, info, class_name),
+    for name in (class_name, *_registries_building(project, info, class_name), *_dicts_holding(project, class_name),
                  *_factories_building(project, info, class_name), *_subclasses_in_module(info, class_name),
                  *_chooser_names(project, info, class_name), *_instantiating(project, info, class_name)):
         for caller in map(project.module, (f for f in project.files_naming(name, training=True)
@@ -486,20 +509,25 @@ def _submodule_site(project: Project, path: Path, cls: ClassSummary) -> Optional
             continue
         for owner in info.classes.values():
             built = _built_in_init(project, owner).get(cls.name)
-            if not built or _same(owner, cls) or "forward" not in owner.methods or \
-                    not project.is_module_class(owner):
+            if not built or _same(owner, cls) or not project.is_module_class(owner):
                 continue
             held = {attr for attr, dotted in built
                     if isinstance(found := project.lookup(owner.path, dotted), ClassSummary) and _same(found, cls)}
             if not held:
                 continue
-            line = _attribute_called(project, owner, held)
-            if line is None:
-                continue
-            site = per_step_site(project, owner.path, owner.name)
-            if site is not None:
-                return CallSite(owner.path.resolve(), line[0], f"{line[1]}(...)", f"{cls.name}.forward",
-                                owner.name)
+            for entry in ("forward", *sorted(m for m in owner.methods if _entry_method(m) and m != "forward")):
+                if entry not in owner.methods:
+                    continue
+                line = _attribute_called(project, owner, held, entry)
+                if line is None:
+                    continue
+                # `forward` when the owner runs every step; another method (`Policy.act`, `evaluate_actions`)
+                # when a hot loop calls it on an instance of the owner (`member_site`)
+                site = per_step_site(project, owner.path, owner.name) if entry == "forward" \
+                    else member_site(project, owner.path, owner.name, entry)
+                if site is not None:
+                    return CallSite(owner.path.resolve(), line[0], f"{line[1]}(...)", f"{cls.name}.forward",
+                                    owner.name, owner_member=entry)
     return None
 
 
@@ -515,6 +543,15 @@ def _built_in_init(project: Project, owner: ClassSummary) -> dict[str, list[tupl
         return known
     found: dict[str, list[tuple[str, str]]] = {}
     init = owner.methods.get("__init__")
+    chosen: dict[str, list[str]] = {}  # a local of `__init__` -> the dotted names of the classes assigned to it
+    for node in ast_walk.walk(init) if init is not None else ():
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            # `Attn = ProbAttention if attn == 'prob' else FullAttention`: either class
+            values = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
+            for value in values:
+                dotted = _dotted(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
+                if dotted and dotted.rsplit(".", 1)[-1][:1].isupper():
+                    chosen.setdefault(node.targets[0].id, []).append(dotted)
     for node in ast_walk.walk(init) if init is not None else ():
         if not isinstance(node, ast.Assign) or len(node.targets) != 1:
             continue
@@ -524,18 +561,24 @@ def _built_in_init(project: Project, owner: ClassSummary) -> dict[str, list[tupl
         for call in ast_walk.walk(node.value):
             if isinstance(call, ast.Call):
                 dotted = _dotted(call.func)
-                if dotted:
-                    found.setdefault(dotted.rsplit(".", 1)[-1], []).append((target.attr, dotted))
+                if not dotted:
+                    continue
+                found.setdefault(dotted.rsplit(".", 1)[-1], []).append((target.attr, dotted))
+                # `base = CNNBase` / `base = MLPBase` on branches of `__init__`, then `self.base = base(...)`:
+                # each class the local names is built in the configuration that picks it
+                for picked in chosen.get(dotted, ()) if "." not in dotted else ():
+                    found.setdefault(picked.rsplit(".", 1)[-1], []).append((target.attr, picked))
     with project._lock:
         project.per_step_sites[key] = found
     return found
 
 
-def _attribute_called(project: Project, owner: ClassSummary, held: set[str]) -> Optional[tuple[int, str]]:
-    """(line, the callee as written) of the first call of a held submodule in `forward` or a method `forward`
-    calls through `self`: `self.X(...)`, `self.X[i](...)`, or a call of the loop variable of `for m in self.X:`.
-    The calls are read once per class (`_forward_calls`), then matched against each question's `held`."""
-    for loops, calls in _forward_calls(project, owner):
+def _attribute_called(project: Project, owner: ClassSummary, held: set[str],
+                      entry: str = "forward") -> Optional[tuple[int, str]]:
+    """(line, the callee as written) of the first call of a held submodule in `entry` (`forward`) or a method
+    it calls through `self`: `self.X(...)`, `self.X[i](...)`, or a call of the loop variable of `for m in self.X:`.
+    The calls are read once per class and entry (`_forward_calls`), then matched against each question's `held`."""
+    for loops, calls in _forward_calls(project, owner, entry):
         loop_names: dict[str, str] = {}
         for target, attribute in loops:
             if attribute in held:
@@ -549,21 +592,21 @@ def _attribute_called(project: Project, owner: ClassSummary, held: set[str]) -> 
     return None
 
 
-def _forward_calls(project: Project, owner: ClassSummary) -> tuple:
-    """For `forward` and each method it calls through `self` (in `_attribute_called`'s order): the `for` loops
-    over a `self.X` (loop variable, X) and the calls, in `ast.walk` order, each as (line, X, whether written
-    `self.X(...)`) for a call of `self.X` or `self.X[i]`, or (line, None, name) for a call of a plain name. Read
-    once per class and project state (kept beside the per-step sites, cleared together)."""
-    key = ("forward calls", owner.path, owner.name, owner.line)
+def _forward_calls(project: Project, owner: ClassSummary, entry: str = "forward") -> tuple:
+    """For `entry` (`forward`) and each method it calls through `self` (in `_attribute_called`'s order): the
+    `for` loops over a `self.X` (loop variable, X) and the calls, in `ast.walk` order, each as (line, X, whether
+    written `self.X(...)`) for a call of `self.X` or `self.X[i]`, or (line, None, name) for a call of a plain
+    name. Read once per class, entry and project state (kept beside the per-step sites, cleared together)."""
+    key = ("forward calls", owner.path, owner.name, owner.line, entry)
     with project._lock:
         known = project.per_step_sites.get(key)
     if known is not None:
         return known
-    forward = owner.methods["forward"]
+    forward = owner.methods[entry]
     methods = [forward] + [owner.methods[name] for name in sorted({
         n.func.attr for n in ast_walk.walk(forward) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
         and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"} & set(owner.methods))
-        if name not in ("__init__", "forward")]
+        if name not in ("__init__", "forward", entry)]
     found = []
     for method in methods:
         loops, calls = [], []
@@ -789,6 +832,24 @@ def _chooser_names(project: Project, info, class_name: str) -> list[str]:
     from gpulint.analysis.named_classes import chooser_names
 
     return chooser_names(project, info.path, class_name) if info is not None else []
+
+
+def _dicts_holding(project: Project, class_name: str) -> list[str]:
+    """The names of dict literals, in the training files naming the class, that map keys to it
+    (`model_dict = {'informer': Informer, ...}` in a method, then `model_dict[self.args.model](...)`): a caller
+    calling one may build it. Read from the callers' `ast` trees."""
+    names: list[str] = []
+    for file in project.files_naming(class_name, training=True):
+        info = None if project.is_test(file) else project.module(file)
+        if info is None:
+            continue
+        for node in ast_walk.walk(info.tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and isinstance(node.value, ast.Dict) and node.targets[0].id not in names and any(
+                        isinstance(v, (ast.Name, ast.Attribute)) and (_dotted(v) or "").rsplit(".", 1)[-1] == class_name
+                        for v in node.value.values):
+                names.append(node.targets[0].id)
+    return names
 
 
 def _configured_target(project: Project, analysis, node: cst.Call, target: cst.BaseExpression,
@@ -1122,12 +1183,18 @@ class _Instances:
             values = self.calls.self_attributes(expr)
             if not values:  # only declared: `optim: Optimizer` in the class body (a dataclass's field)
                 declared = self.calls.annotation_class(self.calls.self_annotation(expr))
-                return declared is not None and (self._matches(declared) or self._dispatches(declared))
+                if declared is None:  # set by a project base class from a builder this class overrides
+                    built = self._built_by_base(expr)
+                    return bool(built) and all(self.may_be(v, depth + 1) for v in built)
+                return self._matches(declared) or self._dispatches(declared)
             return all(self.may_be(v, depth + 1) for v in values)
         if type(expr) is cst.BooleanOperation and type(expr.operator) is cst.Or:
             # `sampler or UniformSampler(diffusion)`: either side is what the name holds
             return self.may_be(expr.right, depth + 1) and (
                 self.may_be(expr.left, depth + 1) or self.calls.unpassed_none(expr.left))
+        if type(expr) is cst.Subscript:  # `nets[0]` of a sequence whose element 0 is the instance
+            position = _constant_index(expr)
+            return position is not None and self._element(expr.value, position, depth)
         if type(expr) is not cst.Name:
             return False
         bindings = self.index.visible_bindings(expr)
@@ -1154,10 +1221,77 @@ class _Instances:
                     continue
                 if passed is None or not self.may_be(passed, depth + 1):
                     return False
+            elif b.kind == "assign" and b.index is not None and b.value is not None:
+                # `net_g, net_d = nets` of a parameter every call site passes as `[net_g, net_d]`
+                if not self._element(b.value, b.index, depth + 1):
+                    return False
             else:
                 return False
             found = True
         return found
+
+    def _built_by_base(self, expr: cst.Attribute) -> list:
+        """`self.model` of a class that never assigns it, whose project base class does in one of its methods
+        from a builder method (`self.model = self._build_model().to(self.device)` in `Exp_Basic.__init__`)
+        that the class overrides here (`Exp_Informer._build_model`): the values that override `return`s. Empty
+        when the base assigns it otherwise, more than once, or the class does not define the builder."""
+        from gpulint.analysis.hierarchy import project_bases
+
+        node = self.calls._class_of(expr)
+        path = getattr(self.calls, "path", None)
+        info = self.project.module(Path(path)) if node is not None and path is not None else None
+        cls = info.classes.get(node.name.value) if info is not None else None
+        if cls is None or not cls.bases:
+            return []
+        attribute = expr.attr.value
+        builders = set()
+        for base in project_bases(self.project, cls):
+            for method in base.methods.values():
+                for stmt in ast_walk.walk(method):
+                    if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                        if any(isinstance(t, ast.Attribute) and t.attr == attribute and isinstance(t.value, ast.Name)
+                               and t.value.id == "self" for t in targets):
+                            builders.add(_self_builder(stmt.value))
+        if len(builders) != 1 or None in builders:
+            return []
+        builder = builders.pop()
+        method = next((m for m in node.body.body if type(m) is cst.FunctionDef and m.name.value == builder), None) \
+            if type(node.body) is cst.IndentedBlock else None
+        if method is None:
+            return []
+        span = self.index.subtree(method)
+        if span is None:
+            return []
+        return [n.value for n in self.index.nodes[span[0]:span[1] + 1] if type(n) is cst.Return
+                and n.value is not None and self.index.enclosing_function(n) is method]
+
+    def _element(self, expr: cst.BaseExpression, position: int, depth: int) -> bool:
+        """Element `position` of the sequence `expr` holds an instance: a list or tuple literal (`[net_g, net_d]`),
+        a name bound only to such sequences, or a parameter of a function every call site in this module passes
+        one (`train_and_evaluate(rank, epoch, [net_g, net_d], ...)` then `net_g, net_d = nets`)."""
+        if depth > _MAX_DEPTH:
+            return False
+        if type(expr) in (cst.List, cst.Tuple):
+            elements = expr.elements
+            if position >= len(elements) or any(type(e) is cst.StarredElement for e in elements):
+                return False
+            return self.may_be(elements[position].value, depth)
+        if type(expr) is not cst.Name:
+            return False
+        bindings = self.index.visible_bindings(expr)
+        if not bindings or len(bindings) > 16:
+            return False
+        for b in bindings:
+            if b.kind == "param":
+                if not self._parameter(b, depth, position):
+                    return False
+            elif b.kind in ("assign", "annassign") and b.index is None and b.value is not None:
+                if not self._element(b.value, position, depth + 1):
+                    return False
+            else:
+                return False
+        return True
 
     def _wrapped(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         func = call.func
@@ -1181,7 +1315,9 @@ class _Instances:
     def _constructs(self, call: cst.Call) -> bool:
         if type(call.func) is cst.Subscript:  # `DiT_models[args.model](...)`: a registry of builders
             found_class = self.calls.registry_class(call.func)
-            return found_class is not None and self._matches(found_class)
+            if found_class is None:  # `model_dict[self.args.model](...)` of a local dict literal of classes
+                return any(self._matches(c) for c in self._dict_classes(call.func.value))
+            return self._matches(found_class)
         found = self.calls._lookup(call.func)
         if isinstance(found, ClassSummary):
             return self._matches(found)
@@ -1199,6 +1335,23 @@ class _Instances:
             return True  # `REGISTRY.get(name)(cfg)`, `algorithm_class(...)` of `get_algorithm_class(name)`
         return bool(self._suffix) and any(
             name.endswith(f".{self._suffix}.{self.cls.name}") for name in (dotted, qualified))
+
+    def _dict_classes(self, expr: cst.BaseExpression) -> list:
+        """The project classes a dict literal the name `expr` is bound to (once) maps to (`model_dict =
+        {'informer': Informer, 'informerstack': InformerStack}`): one is built in the run whose key names it."""
+        if type(expr) is not cst.Name:
+            return []
+        bindings = self.index.visible_bindings(expr)
+        if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None \
+                or type(bindings[0].value) is not cst.Dict:
+            return []
+        found = []
+        for element in bindings[0].value.elements:
+            if type(element) is cst.DictElement:
+                target = self.calls._lookup(element.value)
+                if isinstance(target, ClassSummary):
+                    found.append(target)
+        return found
 
     def _named(self, call: cst.Call) -> bool:
         """The call may build the class, picked by a name (analysis/named_classes.py): a registry, a module's
@@ -1228,13 +1381,17 @@ class _Instances:
         return path is not None and may_build(self.calls, self.project, Path(path), func, self.cls.path,
                                               self.cls.name)
 
-    def _parameter(self, binding, depth: int) -> bool:
+    def _parameter(self, binding, depth: int, element: Optional[int] = None) -> bool:
         """A parameter of a function: every call site in this module passes an instance (or, for a top-level
-        function called elsewhere, the project's call sites agree on the class)."""
+        function called elsewhere, the project's call sites agree on the class). With `element`, every call site
+        passes a sequence whose element `element` is an instance (`_element`)."""
         fn = binding.source
         if type(fn) is not cst.FunctionDef:
             return False
-        annotated = annotated_class(self.calls, fn, binding.name)
+        if element is not None and fn.params.star_arg is not None and type(fn.params.star_arg) is cst.Param \
+                and fn.params.star_arg.name.value == binding.name:
+            return False  # `*nets`: the call's arguments, not one sequence
+        annotated = annotated_class(self.calls, fn, binding.name) if element is None else None
         if annotated is not None:  # `def train(trainer: Trainer, ...)`: what the signature promises
             return self._matches(annotated) or self._dispatches(annotated)
         params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
@@ -1245,9 +1402,14 @@ class _Instances:
                     or node.func.value != fn.name.value or self.calls.analysis.loops.local_function(node) is not fn:
                 continue
             argument = _argument(node, position, binding.name)
-            if argument is None or not self.may_be(argument, depth + 1):
+            if argument is None:
+                return False
+            if not (self.may_be(argument, depth + 1) if element is None
+                    else self._element(argument, element, depth + 1)):
                 return False
             found = True
+        if not found and element is not None:
+            return False
         if not found:  # no call site in this module: the project's call sites (a top-level function)
             cross = self.calls._parameter_class(binding)
             return self._matches(cross) if cross is not None else self._named_parameter(binding)
@@ -1307,6 +1469,30 @@ class _Instances:
             current = next((b for b in bases if isinstance(b, ClassSummary) and b is not current), None)
             seen += 1
         return False
+
+
+def _self_builder(value: Optional[ast.expr]) -> Optional[str]:
+    """`m` for `self.m()` (also through `.to(device)`, `.cuda()`, `.float()`...: `self._build_model().to(dev)`),
+    else None."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _SELF_METHODS:
+        value = value.func.value
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+            isinstance(value.func.value, ast.Name) and value.func.value.id == "self":
+        return value.func.attr
+    return None
+
+
+def _constant_index(expr: cst.Subscript) -> Optional[int]:
+    """The non-negative integer constant `expr` subscripts with (`nets[0]`), else None."""
+    if len(expr.slice) != 1 or type(expr.slice[0].slice) is not cst.Index:
+        return None
+    value = expr.slice[0].slice.value
+    if type(value) is cst.Integer:
+        try:
+            return int(value.value, 0)
+        except ValueError:
+            return None
+    return None
 
 
 def _calls_super(fn: ast.FunctionDef, member: str) -> bool:
@@ -1462,7 +1648,8 @@ def site_names_a_device(project: Project, site: Optional[CallSite], sites: int =
         depth += 1
         if site.owner is None or depth >= sites:
             return False
-        site = per_step_site(project, site.path, site.owner)
+        site = per_step_site(project, site.path, site.owner) if site.owner_member == "forward" \
+            else member_site(project, site.path, site.owner, site.owner_member)
     return False
 
 

@@ -38,32 +38,38 @@ def _find(project, path: Path, name: str, depth: int):
     from gpulint.analysis.project import FunctionSummary
 
     looked_at = 0
-    for examined, file in enumerate(project.files_naming(name)):
+    helper = name
+    for examined, file in enumerate(project.files_naming(helper)):
         if examined == _EXAMINED:
             break  # a name many files mention (`build`, `create_model`): bounded, like the other searches
         if project.is_test(file) or project._resolved(file) == path:
             continue
         info = project.module(file)
-        if info is None or not _imports_name(info, name):
+        if info is None:
             continue
-        found = project.lookup(info.path, name)
-        if not (isinstance(found, FunctionSummary) and found.qualname == name and found.path.resolve() == path):
+        spellings = _spellings(project, info, helper, path)
+        if not spellings:
             continue
         if looked_at == _CALLERS:
             break
         looked_at += 1
+        name = spellings  # what `_called_in` looks for: `name(...)`, `module.name(...)`
         for cls in info.classes.values():
             forward = cls.methods.get("forward")
             call = _called_in(forward, name) if forward is not None else None
+            if call is None and forward is not None:  # in a method `forward` calls through `self`
+                call = next((c for c in (_called_in(cls.methods[m], name) for m in _self_called(forward)
+                                         if m in cls.methods and m not in ("forward", "__init__")) if c), None)
             if call is None or not project.is_module_class(cls):
                 continue
             site = per_step_site(project, cls.path, cls.name)
             if site is not None:
-                return CallSite(info.path.resolve(), call.lineno, f"{name}(...)", name, cls.name,
+                return CallSite(info.path.resolve(), call.lineno, f"{_spelt(call)}(...)", helper, cls.name,
                                 arguments=_arguments(call))
         call = framework_step_call(project, info, name, _called_in)  # `_update_with_batch`, `training_step`
         if call is not None:
-            return CallSite(info.path.resolve(), call.lineno, f"{name}(...)", name, arguments=_arguments(call))
+            return CallSite(info.path.resolve(), call.lineno, f"{_spelt(call)}(...)", helper,
+                            arguments=_arguments(call))
         if depth + 1 >= _DEPTH:
             continue
         for fname, fn in info.functions.items():
@@ -73,14 +79,48 @@ def _find(project, path: Path, name: str, depth: int):
             site = member_site(project, info.path, None, fname) or \
                 imported_helper_site(project, info.path, fname, depth + 1)
             if site is not None:
-                return CallSite(info.path.resolve(), call.lineno, f"{name}(...)", name, arguments=_arguments(call))
+                return CallSite(info.path.resolve(), call.lineno, f"{_spelt(call)}(...)", helper,
+                                arguments=_arguments(call))
     return None
 
 
-def _imports_name(info, name: str) -> bool:
-    """`from module import name` (not `import module`, whose calls are spelt `module.name`)."""
+def _self_called(fn: ast.FunctionDef) -> list:
+    """The names of the methods `fn` calls through `self` (`self._update_context(...)`), in order, once each."""
+    names: list = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                isinstance(node.func.value, ast.Name) and node.func.value.id == "self" and node.func.attr not in names:
+            names.append(node.func.attr)
+    return names
+
+
+def _spellings(project, info, name: str, path: Path) -> frozenset:
+    """How the module `info` calls the top-level function `name` of `path`: `name` (`from module import name`)
+    and `alias.name` for each `import module [as alias]` binding that module (`monotonic_align.maximum_path`)."""
+    from gpulint.analysis.project import ClassSummary, FunctionSummary
+
+    def names_it(dotted: str) -> bool:  # the function, or a plain class whose construction runs its `__init__`
+        found = project.lookup(info.path, dotted)
+        if isinstance(found, ClassSummary):
+            return found.name == name and found.path.resolve() == path and "__init__" in found.methods and \
+                "forward" not in found.methods and all(b in ("", "object") for b in found.bases)
+        return isinstance(found, FunctionSummary) and found.qualname == name and found.path.resolve() == path
+
+    spelt = set()
     found = info.imports.get(name)
-    return found is not None and found[1] is not None
+    if found is not None and found[1] is not None and names_it(name):
+        spelt.add(name)
+    for alias, (module, attr, _level) in info.imports.items():
+        if attr is None and alias != name and names_it(f"{alias}.{name}"):
+            spelt.add(f"{alias}.{name}")
+    return frozenset(spelt)
+
+
+def _spelt(call: ast.Call) -> str:
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return f"{func.value.id}.{func.attr}"
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else "?"
 
 
 def _arguments(call: ast.Call) -> Optional[tuple]:
@@ -135,9 +175,15 @@ def _search(body: list, name: str, params: set) -> Optional[ast.Call]:
     return None
 
 
-def _in_expr(expr: ast.AST, name: str) -> Optional[ast.Call]:
+def _in_expr(expr: ast.AST, name) -> Optional[ast.Call]:
+    """A call of `name` (a plain name, or a set of spellings: `f`, `module.f`) in `expr`."""
+    names = (name,) if isinstance(name, str) else name
     for node in ast.walk(expr):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in names or isinstance(func, ast.Attribute) \
+                and isinstance(func.value, ast.Name) and f"{func.value.id}.{func.attr}" in names:
             return node
     return None
 
@@ -150,8 +196,8 @@ def _conditional(test: ast.expr, params: set) -> bool:
             return True
         if isinstance(node, ast.Compare) and any(isinstance(op, ast.Eq) for op in node.ops):
             return True
-        if isinstance(node, ast.Name) and node.id in params:
-            return True
+        if isinstance(node, ast.Name) and node.id in params and node.id not in ("self", "cls"):
+            return True  # a flag parameter; `self.x` is the object's configuration
     return False
 
 

@@ -61,7 +61,8 @@ def _find(project: Project, path: Path, owner: str, member: str):
     base = info.classes.get(owner) if info is not None else None
     if base is None or member not in base.methods or member.startswith("__"):
         return None
-    for other in modules_naming(project, member, path):
+    # the module's own subclasses first (`CNNBase(NNBase)` calling `self._forward_gru(...)` in its `forward`)
+    for other in (info, *modules_naming(project, member, path)):
         for cls in other.classes.values():
             if not cls.bases or member in cls.methods or not _derives(project, cls, base, member):
                 continue
@@ -88,6 +89,11 @@ def _per_step_self_call(project: Project, cls: ClassSummary, member: str) -> Opt
     def per_step(method: str) -> bool:
         from gpulint.analysis.forward import member_site
 
+        from gpulint.analysis.forward import per_step_site
+
+        if method == "forward" and project.is_module_class(cls) and \
+                per_step_site(project, cls.path, cls.name) is not None:
+            return True  # the subclass's `forward` runs every step (a training loop, or its owner's per-step call)
         return framework_site(project, cls.path, cls.name, method) is not None or \
             override_site(project, cls.path, cls.name, method) is not None or \
             member_site(project, cls.path, cls.name, method) is not None

@@ -307,10 +307,16 @@ _ROOTS: dict = {}  # path -> its root, for the batch run numbered under the key 
 def _find_root(path: Path) -> Path:
     path = path.resolve()
     start = path if path.is_dir() else path.parent
+    found = None
     for folder in (start, *start.parents):
         if any((folder / marker).exists() for marker in ROOT_MARKERS):
-            return folder
-    return start
+            if found is None:
+                found = folder
+            if (folder / ".git").exists() or not (folder / "__init__.py").exists():
+                return folder
+            # a package of an enclosing project, not a project: its `setup.py` builds an extension
+            # (VITS `monotonic_align/setup.py`, Cython) or is a module (`dinov2/eval/setup.py`)
+    return found if found is not None else start
 
 
 class ImportResolver:
