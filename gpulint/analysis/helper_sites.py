@@ -248,8 +248,6 @@ def _network_output(analysis, value) -> bool:
     net_d(y, y_hat.detach())`, lists of the discriminators' outputs): the network's results, on its device. The
     network is a module, or a plain name of no known kind (`net_g, net_d = nets`, handed in by the caller) run
     on a device tensor; never a library or project function (whose result the tables and summaries describe)."""
-    from gpulint.analysis.kinds import Kind
-
     if type(value).__name__ != "Name":
         return False
     bindings = analysis.index.visible_bindings(value)
@@ -259,6 +257,7 @@ def _network_output(analysis, value) -> bool:
 
 
 def _runs_a_network(analysis, call) -> bool:
+    """`call` runs a network (`_network_output`): a module, or a name handed in or assigned run on a device tensor."""
     from gpulint.analysis.kinds import Kind
 
     func = call.func

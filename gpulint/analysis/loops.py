@@ -376,18 +376,20 @@ class LoopAnalysis:
         outer loop."""
         if not isinstance(loop, cst.For) or not _many_range_iterations(loop.iter) or _few_range_iterations(loop):
             return False
-        outer = next((a for a in self.index.ancestors(loop) if isinstance(a, (cst.For, cst.While, cst.FunctionDef,
-                                                                              cst.Lambda, cst.ClassDef))), None)
+        outer = self._enclosing(loop)
         if not isinstance(outer, (cst.For, cst.While)) or self._periodic_within(loop, outer):
             return False
         if not any(isinstance(node, cst.Call) and self._runs_a_model(node)
                    for node in _walk_body(loop, into_loops=False)):
             return False
-        return any(isinstance(other, cst.For) and other is not loop and
-                   next((a for a in self.index.ancestors(other) if isinstance(a, (cst.For, cst.While, cst.FunctionDef,
-                         cst.Lambda, cst.ClassDef))), None) is outer and
+        return any(isinstance(other, cst.For) and other is not loop and self._enclosing(other) is outer and
                    other.iter.deep_equals(loop.iter) and self._rollout(other)
                    for other in _walk_body(outer, into_loops=True))
+
+    def _enclosing(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The innermost loop, function, lambda or class holding `node`."""
+        return next((a for a in self.index.ancestors(node)
+                     if isinstance(a, (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
 
     def _runs_a_model(self, call: cst.Call) -> bool:
         """`model(x)`, or a method of a module that is not set-up or bookkeeping (`agent.act(obs)`; a module
