@@ -160,4 +160,5 @@ _RANDOM = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "r
 
 # Methods between the factory and the copy that compute the same values on either device.
 _SAME_ON_DEVICE = {"float", "double", "half", "bfloat16", "long", "int", "short", "bool", "unsqueeze", "view",
-                   "reshape", "expand", "repeat", "t", "flatten", "squeeze", "contiguous", "clone"}
+                   "reshape", "expand", "repeat", "t", "flatten", "squeeze", "contiguous", "clone",
+                   "expand_as", "view_as", "reshape_as"}  # `_as(other)`: other's shape only, on any device

@@ -440,7 +440,8 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
     # the class's name, and the registries of its module whose every entry builds it (`NETS[args.model](...)`)
     for name in (class_name, *_registries_building(project, info, class_name), *_dicts_holding(project, class_name),
                  *_factories_building(project, info, class_name), *_subclasses_in_module(info, class_name),
-                 *_chooser_names(project, info, class_name), *_instantiating(project, info, class_name)):
+                 *_chooser_names(project, info, class_name), *_instantiating(project, info, class_name),
+                 *_annotated_parameters(project, class_name)):
         for caller in map(project.module, (f for f in project.files_naming(name, training=True)
                                            if not project.is_test(f))):
             if caller is not None and caller not in callers and _may_call_in_hot_loop(project, caller, name):
@@ -899,6 +900,43 @@ def _subclasses_in_module(info, class_name: str) -> list[str]:
                 wanted.add(name)
                 found.append(name)
                 changed = True
+    return found
+
+
+def _annotated_parameters(project: Project, class_name: str) -> list[str]:
+    """The names of function parameters annotated with a class named `class_name` (`mixup_fn: Optional[Mixup] =
+    None`, `scaler: "NativeScaler"`) in the training files that name the class: a loop calling such a parameter
+    (`mixup_fn(samples, targets)`) may run the class's `__call__` (or `forward`) without ever naming the class
+    in a call. Which class the annotation means is the caller's resolver's business (`_Instances._parameter`);
+    this only picks the names worth looking for. Walked once per file content (kept beside the hot-loop facts)."""
+    found: list[str] = []
+    for file in project.files_naming(class_name, training=True):
+        if project.is_test(file):
+            continue
+        info = project.module(file)
+        if info is None or getattr(info, "statements", None) is not None:
+            continue  # a big module streamed in pieces: no whole tree to walk
+        key = ("annotated parameters", info.path)
+        cached = project.hot_loop_files.get(key)
+        if cached is None or cached[0] != info.digest:
+            annotated: dict = {}
+            for node in ast_walk.walk(info.tree):
+                if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                args = node.args
+                for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+                    if arg.annotation is None:
+                        continue
+                    for n in ast_walk.walk(arg.annotation):
+                        name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else \
+                            n.value.rsplit(".", 1)[-1] if isinstance(n, ast.Constant) and isinstance(n.value, str) \
+                            else None
+                        if name is not None:
+                            annotated.setdefault(name, set()).add(arg.arg)
+            cached = project.hot_loop_files[key] = (info.digest, annotated)
+        for name in sorted(cached[1].get(class_name, ())):
+            if name != class_name and name not in found:
+                found.append(name)
     return found
 
 

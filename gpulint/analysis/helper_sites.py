@@ -284,6 +284,37 @@ def _passes_a_tensor(project, site, name: str) -> bool:
         last = func.attr.value if type(func).__name__ == "Attribute" else getattr(func, "value", None)
         if last not in names or _line_of(analysis, node) != site.line:
             continue
-        return any(analysis.kind(a.value) is Kind.TENSOR and not analysis.kinds.on_host(a.value)
-                   for a in node.args if not a.star)
+        return any(analysis.kind(a.value) is Kind.TENSOR and not analysis.kinds.on_host(a.value) or
+                   _network_output(analysis, a.value) for a in node.args if not a.star)
     return False
+
+
+def _network_output(analysis, value) -> bool:
+    """`value` is a name every binding of which unpacks what a network returned (`y_d_hat_r, y_d_hat_g, _, _ =
+    net_d(y, y_hat.detach())`, lists of the discriminators' outputs): the network's results, on its device. The
+    network is a module, or a plain name of no known kind (`net_g, net_d = nets`, handed in by the caller) run
+    on a device tensor; never a library or project function (whose result the tables and summaries describe)."""
+    if type(value).__name__ != "Name":
+        return False
+    bindings = analysis.index.visible_bindings(value)
+    return bool(bindings) and all(
+        b.kind == "assign" and b.index is not None and type(b.value).__name__ == "Call" and
+        _runs_a_network(analysis, b.value) for b in bindings)
+
+
+def _runs_a_network(analysis, call) -> bool:
+    """`call` runs a network (`_network_output`): a module, or a name handed in or assigned run on a device tensor."""
+    from gpulint.analysis.kinds import Kind
+
+    func = call.func
+    if analysis.kinds.on_host(func):
+        return False
+    if analysis.kind(func) is Kind.MODULE:
+        return True
+    if type(func).__name__ != "Name" or analysis.kind(func) is not Kind.UNKNOWN:
+        return False
+    bindings = analysis.index.visible_bindings(func)
+    if not bindings or any(b.kind not in ("assign", "param") for b in bindings):
+        return False  # a function defined or imported under that name: not a network handed in
+    return any(not a.star and analysis.kind(a.value) is Kind.TENSOR and not analysis.kinds.on_host(a.value)
+               for a in call.args)

@@ -787,7 +787,36 @@ class KindInference:
         # Unpacking a batch or a model output gives tensors; unpacking anything else tells us nothing.
         if b.index is None:
             return kind
-        return Kind.TENSOR if kind is Kind.TENSOR else Kind.UNKNOWN
+        if kind is Kind.TENSOR:
+            return kind
+        if type(b.value) is cst.Call and self._returned_element(b.value, b.index) is Kind.NUMPY:
+            return Kind.NUMPY  # `lam_batch, use_cutmix = self._params_per_elem(n)` of `return lam, use_cutmix`
+        return Kind.UNKNOWN
+
+    def _returned_element(self, call: cst.Call, index: int) -> Kind:
+        """For a call of a function (`f(...)`) or method (`self.f(...)`) of this module, the only one by that name:
+        the kind of element `index` of what it returns, when every `return` hands back a tuple whose element there
+        is a name of that one kind (`return lam, use_cutmix` with `lam = np.where(...)`); else UNKNOWN."""
+        func = call.func
+        if type(func) is cst.Name:
+            name = func.value
+        elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
+            name = func.attr.value
+        else:
+            return Kind.UNKNOWN
+        candidates = self.index.functions.get(name, [])
+        if len(candidates) != 1:
+            return Kind.UNKNOWN
+        returns = [n for n in _own_nodes(candidates[0]) if type(n) is cst.Return]
+        kinds = set()
+        for ret in returns:
+            value = ret.value
+            if type(value) is not cst.Tuple or len(value.elements) <= index or \
+                    any(type(e) is cst.StarredElement for e in value.elements) or \
+                    type(value.elements[index].value) is not cst.Name:
+                return Kind.UNKNOWN
+            kinds.add(self.of(value.elements[index].value))
+        return kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
 
     def wrapper_bound_to(self, iterable: cst.BaseExpression) -> cst.BaseExpression:
         """For a name bound once, by a plain assignment, to an iteration wrapper (`data_iter =
@@ -1368,3 +1397,14 @@ def _reads_name(value: cst.CSTNode, name: str) -> bool:
             return True
         stack.extend(_child_nodes(node))
     return False
+
+
+def _own_nodes(fn: cst.FunctionDef):
+    """The nodes of `fn`'s body, not those of functions, lambdas or classes defined in it."""
+    stack: list = [fn.body]
+    while stack:
+        node = stack.pop()
+        yield node
+        if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        stack.extend(_child_nodes(node))

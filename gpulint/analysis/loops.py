@@ -166,7 +166,7 @@ class LoopAnalysis:
             return LoopRole.HOT
         if self._steps_model_state(loop):
             return LoopRole.HOT
-        if self._rollout(loop):
+        if self._rollout(loop) or self._rollout_pass(loop):
             return LoopRole.HOT
         return LoopRole.HOT if self._iterates_tensor_math(loop) else LoopRole.COLD
 
@@ -372,6 +372,29 @@ class LoopAnalysis:
             isinstance(node, cst.Call) and not self.index.is_ancestor_or_self(loop, node) and
             self.trains_through_method(node) and not self._periodic_within(node, outer)
             for node in _walk_body(outer, into_loops=False))
+
+    def _rollout_pass(self, loop: Loop) -> bool:
+        """A second pass over a rollout's steps: a loop over the very iterable of a rollout (`_rollout`) in the
+        same outer loop, whose own body runs a model every iteration (GAIL's `for step in range(num_steps):
+        rollouts.rewards[step] = discr.predict_reward(...)` after the rollout `for step in range(num_steps):`).
+        It runs once per environment step of the update, as the rollout does. Not under a periodic test of the
+        outer loop."""
+        if not isinstance(loop, cst.For) or not _many_range_iterations(loop.iter) or _few_range_iterations(loop):
+            return False
+        outer = self._enclosing(loop)
+        if not isinstance(outer, (cst.For, cst.While)) or self._periodic_within(loop, outer):
+            return False
+        if not any(isinstance(node, cst.Call) and self._runs_a_model(node)
+                   for node in _walk_body(loop, into_loops=False)):
+            return False
+        return any(isinstance(other, cst.For) and other is not loop and self._enclosing(other) is outer and
+                   other.iter.deep_equals(loop.iter) and self._rollout(other)
+                   for other in _walk_body(outer, into_loops=True))
+
+    def _enclosing(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The innermost loop, function, lambda or class holding `node`."""
+        return next((a for a in self.index.ancestors(node)
+                     if isinstance(a, (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
 
     def _runs_a_model(self, call: cst.Call) -> bool:
         """`model(x)`, or a method of a module that is not set-up or bookkeeping (`agent.act(obs)`; a module
