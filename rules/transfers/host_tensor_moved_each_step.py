@@ -13,7 +13,10 @@ from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, TRAIN_STEP
 from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, has_star_args, keyword
 from gpulint.syntax import positional, statement_of
 from gpulint.analysis.data import _FACTORIES, _RANDOM, _SAME_ON_DEVICE, _WINDOWS
+from gpulint.analysis.data_facts import _walk
+from gpulint.analysis.data_path import data_path_facts
 from gpulint.analysis.default_device import cuda_default
+from gpulint.analysis.loader_params import cuda_type_copy
 from gpulint.analysis.graph_fields import moved_graph_field
 from gpulint.analysis.host_attributes import host_attribute
 from gpulint.analysis.imports import dotted_name
@@ -209,6 +212,11 @@ class HostTensorMovedEachStep(Rule):
                              "buffer, so moving the model leaves it there): it is copied to the GPU from pageable " \
                              "memory every step, waiting for it; register it with `self.register_buffer(\"{name}\", " \
                              "..., persistent=False)` so it moves with the model"
+    cast = "`torch.{factory}` builds a tensor on the host and `.{cast}(...)` copies it to the GPU every step, " \
+           "waiting for it; create it on the device (`device=x.device, dtype=x.dtype`)"
+    sample = "`{cls}.__getitem__` copies every sample to the GPU (`{code}`): a small blocking copy from pageable " \
+             "memory per sample, every step, and the DataLoader can use no worker processes; return host tensors " \
+             "and move the whole batch in the loop (`pin_memory=True`, `.to(device, non_blocking=True)`)"
     family = Family.TRANSFERS
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(
@@ -299,8 +307,10 @@ class HostTensorMovedEachStep(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         if data_facts(self.analysis).copy_target(node) != ACCELERATOR:
-            if not self._cuda_legacy(node):
+            if not self._cuda_legacy(node) and not self._cast_to_device(node):
                 self._from_host_values(node)
+            return
+        if self._sample_copy(node):
             return
         factory, chain = self._factory(node.func.value)  # type: ignore[union-attr]
         legacy = self._legacy_constructor(node.func.value) if factory is None else None  # type: ignore[union-attr]
@@ -578,6 +588,117 @@ class HostTensorMovedEachStep(Rule):
             if q is not None and q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in _FACTORIES:
                 return expr, chain
         return None, chain
+
+    # -- `torch.zeros(n).fill_(s).type_as(x)`, `.type(torch.cuda.FloatTensor)`: casts that copy --------------------
+    def _cast_to_device(self, node: cst.Call) -> bool:
+        """A tensor built on the host by a torch factory (through in-place fills and same-on-device methods) and
+        cast with `.type_as(x)` of a tensor not known to be on the host, or with `.type(<CUDA tensor type>)`: the
+        cast copies it to where `x` lives, the GPU on the runs gpulint is for. Reported, no fix (the cast also
+        picks the dtype, which `device=` alone does not)."""
+        func = node.func
+        if type(func) is not cst.Attribute or func.attr.value not in ("type_as", "type") or \
+                has_star_args(node) or len(node.args) != 1 or node.args[0].keyword is not None:
+            return False
+        if func.attr.value == "type":
+            if not cuda_type_copy(self.analysis, node):
+                return False
+        elif not self.analysis.targets_gpu or self._host_built(node.args[0].value):
+            return False
+        receiver = func.value
+        while type(receiver) is cst.Call and type(receiver.func) is cst.Attribute and \
+                receiver.func.attr.value in _FILLS_IN_PLACE and self.analysis.is_tensor(receiver.func.value):
+            receiver = receiver.func.value  # `torch.zeros(1, n).fill_(stride)`: filled on the host
+        factory, _ = self._factory(receiver)
+        if factory is None or keyword(factory, "device") is not None:
+            return False
+        where = self.where(node)
+        if where:
+            name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
+            self.report(node, self.cast.format(factory=name, cast=func.attr.value), where=where)
+        return True
+
+    def _host_built(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """`expr` is a tensor in host memory (`.cpu()`, `torch.from_numpy`, ...), a torch factory without
+        `device=`, or a name bound only to these: `.type_as(expr)` keeps a host tensor on the host."""
+        if depth > 4:
+            return True  # unsure: as good as host (no finding)
+        if self.analysis.kinds.on_host(expr):
+            return True
+        if type(expr) is cst.Call:
+            factory, _ = self._factory(expr)
+            return (factory is not None and keyword(factory, "device") is None) or \
+                self._legacy_constructor(expr) is not None
+        if type(expr) is cst.Name:
+            bindings = data_facts(self.analysis).bindings(expr)
+            return any(b.kind in ("assign", "walrus") and b.value is not None and
+                       self._host_built(b.value, depth + 1) for b in bindings)
+        return False
+
+    # -- `return sample.cuda()` in a dataset's `__getitem__`: a copy per sample ----------------------------------
+    def _sample_copy(self, node: cst.Call) -> bool:
+        """A copy to the GPU in what a map-style dataset class's `__getitem__` returns (`return seq.cuda()`,
+        `return x.to(device), y`), where a hot loop of the module draws batches of a `DataLoader` over an instance
+        of the class (analysis/data_path.py `sample_draw`): one small pageable copy per sample, every step, and
+        the loader can use no worker processes. Reported where the copy is, no fix (the batch has to be moved
+        in the loop instead)."""
+        index = self.analysis.index
+        function = next((a for a in index.ancestors(node) if type(a) in (cst.FunctionDef, cst.Lambda)), None)
+        if type(function) is not cst.FunctionDef or function.name.value != "__getitem__":
+            return False
+        block = self.analysis.parent(function)
+        cls = self.analysis.parent(block) if type(block) is cst.IndentedBlock else None
+        if type(cls) is not cst.ClassDef or not self._returned(node, function):
+            return False
+        paths = data_path_facts(self.analysis)
+        if not paths.device_items(cls) or self._moved_already(node) or \
+                self._device_attribute(node.func.value):  # type: ignore[union-attr]
+            return False
+        draw = paths.sample_draw(cls)
+        where = self.where(draw) if draw is not None else None
+        if where:
+            self.report(node, self.sample.format(cls=cls.name.value, code=self.analysis.code(node)), where=where)
+        return True
+
+    def _moved_already(self, copy: cst.Call) -> bool:
+        """What `copy` copies is on the device already (built from device tensors), not counting the binding
+        `copy` itself makes (`seq = seq.to(device)`)."""
+        facts = data_facts(self.analysis)
+        receiver = copy.func.value  # type: ignore[union-attr]
+        if type(receiver) is not cst.Name:
+            return facts.on_device(receiver)
+        index = self.analysis.index
+        return any(facts.on_device(b.value) for b in facts.bindings(receiver)
+                   if b.kind in ("assign", "walrus") and b.value is not None and
+                   not index.is_ancestor_or_self(b.value, copy))
+
+    def _returned(self, node: cst.Call, function: cst.FunctionDef) -> bool:
+        """`node` is (part of) what `function` returns: inside a `return`, or bound to a name a `return` hands back
+        (`x = x.cuda()` ... `return x`)."""
+        index = self.analysis.index
+        for parent in index.ancestors(node):
+            if type(parent) is cst.Return:
+                return True
+            if parent is function:
+                break
+        statement = self.analysis.parent(node)
+        if type(statement) is cst.Assign and len(statement.targets) == 1 and statement.value is node and \
+                type(statement.targets[0].target) is cst.Name:
+            name = statement.targets[0].target.value
+            return any(type(n) is cst.Return and n.value is not None and any(
+                type(m) is cst.Name and m.value == name for m in _walk(n.value)) for n in _walk(function.body))
+        return False
+
+    def _device_attribute(self, receiver: cst.BaseExpression) -> bool:
+        """`self.x[i]` (or `self.x`) where some assignment of `self.x` in the module is a device tensor: the
+        dataset holds its data on the GPU, so the copy copies nothing."""
+        while type(receiver) in (cst.Subscript, cst.Call):
+            receiver = receiver.value if type(receiver) is cst.Subscript else \
+                receiver.func.value if type(receiver.func) is cst.Attribute else receiver.func  # type: ignore
+        if type(receiver) is not cst.Attribute or type(receiver.value) is not cst.Name or \
+                receiver.value.value != "self":
+            return False
+        facts = data_facts(self.analysis)
+        return any(facts.on_device(v) for v in facts.self_attributes().get(receiver.attr.value, ()))
 
     def _host_attribute(self, node: cst.Call) -> bool:
         """`self.pos_embed.type_as(x).to(x.device)` of a plain attribute holding a host tensor

@@ -1,0 +1,142 @@
+"""Per-step host-to-device copies of shapes GPU203 learnt on branch recall37 (heldout12's x-transformers and YOLOX):
+
+- a module generator drawn with `next(gen)` every step (`train_dl = cycle(n)` ... `next(train_dl)`) runs its body up
+  to the next `yield` every step, so `torch.randint(...).cuda()` there is built on the host each step;
+- a map-style dataset's `__getitem__` that returns a sample copied to the GPU (`return seq.cuda()`), drawn by a
+  `DataLoader` in a hot loop: one small pageable copy per sample, every step;
+- a host factory cast with `.type_as(x)` or `.type(torch.cuda.FloatTensor)` in per-step code copies it to the GPU.
+
+And where each stays quiet: a generator drawn once before the loop, a dataset no hot loop draws from, a dataset built
+from device data, `.type_as` of a host tensor.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from projects import check, found, write_project
+
+GENERATOR = '''
+import torch
+
+model = torch.nn.Linear(8, 2).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def cycle(length):
+    while True:
+        seq = torch.randint(0, 2, (4, length)).cuda()
+        yield seq
+
+
+train_dl = cycle(8)
+DRAW
+'''
+EVERY_STEP = '''for i in range(1000):
+    seq = next(train_dl)
+    model(seq.float()).sum().backward()
+    opt.step()
+'''
+ONCE = '''fixed = next(train_dl)
+for i in range(1000):
+    model(fixed.float()).sum().backward()
+    opt.step()
+'''
+
+DATASET = '''
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+device = torch.device("cuda")
+
+
+class Windows(Dataset):
+    def __init__(self, data):
+        self.data = data
+
+    def __len__(self):
+        return len(self.data) - 9
+
+    def __getitem__(self, i):
+        seq = self.data[i:i + 9].long()
+        return seq.to(device)
+
+
+model = torch.nn.Embedding(256, 8).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(Windows(DATA), batch_size=8)
+LOOP
+'''
+TRAIN = '''for seq in loader:
+    model(seq).sum().backward()
+    opt.step()
+'''
+
+CAST = '''
+import torch
+from torch.utils.data import DataLoader
+
+
+class Head(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        stride = CAST
+        return self.fc(x) * stride
+
+
+model = Head().cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(torch.randn(64, 8), batch_size=8, pin_memory=True)
+for x in loader:
+    model(x.cuda(non_blocking=True)).sum().backward()
+    opt.step()
+'''
+
+
+def lint(root: Path, text: str) -> set:
+    items = check(write_project(root, {"train.py": text}), "--no-cache", "--exit-zero", "train.py")
+    return {(row, code) for _, row, code in found(items)}
+
+
+def test_a_generator_drawn_every_step_builds_its_host_tensor_every_step(tmp_path: Path):
+    assert (10, "GPU203") in lint(tmp_path, GENERATOR.replace("DRAW", EVERY_STEP))
+
+
+def test_a_generator_drawn_once_before_the_loop_is_setup(tmp_path: Path):
+    assert (10, "GPU203") not in lint(tmp_path, GENERATOR.replace("DRAW", ONCE))
+
+
+def test_a_sample_copied_to_the_gpu_in_getitem_is_a_copy_per_sample(tmp_path: Path):
+    text = DATASET.replace("DATA", "torch.randint(0, 256, (1000,))").replace("LOOP", TRAIN)
+    assert (17, "GPU203") in lint(tmp_path, text)
+    # bound to a name that is returned: the same copy
+    moved = text.replace("        return seq.to(device)", "        seq = seq.to(device)\n        return seq")
+    assert (17, "GPU203") in lint(tmp_path, moved)
+
+
+def test_getitem_copies_stay_quiet_without_a_hot_loop_or_on_device_data(tmp_path: Path):
+    host = "torch.randint(0, 256, (1000,))"
+    # no loop draws from the loader: the dataset may never be used per step
+    assert not {f for f in lint(tmp_path, DATASET.replace("DATA", host).replace("LOOP", "print(len(loader))"))
+                if f[1] == "GPU203"}
+    # the data is on the device already: the copy copies nothing
+    on_device = DATASET.replace("DATA", host + ".to(device)").replace("LOOP", TRAIN)
+    assert not {f for f in lint(tmp_path, on_device) if f[1] == "GPU203"}
+    # no DataLoader: the dataset is indexed once, outside a training loop
+    once = DATASET.replace("loader = DataLoader(Windows(DATA), batch_size=8)", "sample = Windows(DATA)[0]") \
+        .replace("DATA", host).replace("LOOP", "model(sample).sum().backward()")
+    assert not {f for f in lint(tmp_path, once) if f[1] == "GPU203"}
+
+
+def test_a_host_factory_cast_to_a_device_tensor_every_step(tmp_path: Path):
+    for cast in ("torch.zeros(1, 8).fill_(2.0).type_as(x)", "torch.ones(1, 8).type(torch.cuda.FloatTensor)"):
+        assert (12, "GPU203") in lint(tmp_path, CAST.replace("CAST", cast)), cast
+
+
+def test_a_cast_to_a_host_tensor_or_a_device_factory_copies_nothing(tmp_path: Path):
+    for cast in ("torch.zeros(1, 8).type_as(torch.ones(3))", "torch.zeros(1, 8).type_as(x.cpu())",
+                 "torch.zeros(1, 8, device=x.device).type_as(x)", "torch.zeros(1, 8).type(torch.float16)"):
+        assert (12, "GPU203") not in lint(tmp_path, CAST.replace("CAST", cast)), cast
