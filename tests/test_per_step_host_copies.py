@@ -140,3 +140,38 @@ def test_a_cast_to_a_host_tensor_or_a_device_factory_copies_nothing(tmp_path: Pa
     for cast in ("torch.zeros(1, 8).type_as(torch.ones(3))", "torch.zeros(1, 8).type_as(x.cpu())",
                  "torch.zeros(1, 8, device=x.device).type_as(x)", "torch.zeros(1, 8).type(torch.float16)"):
         assert (12, "GPU203") not in lint(tmp_path, CAST.replace("CAST", cast)), cast
+
+
+# GPU411: a per-parameter loop writing each gradient through `out=` (EDM's NaN clean-up) or `nan_to_num_`
+NAN_CLEANUP = '''
+import torch
+from torch.utils.data import DataLoader
+
+model = torch.nn.Linear(8, 2).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(torch.randn(64, 8), batch_size=8, pin_memory=True)
+for x in loader:
+    model(x.cuda(non_blocking=True)).sum().backward()
+    for param in model.parameters():
+        if param.grad is not None:
+            CLEAN
+    opt.step()
+'''
+
+
+def test_gradients_cleaned_one_parameter_at_a_time_every_step(tmp_path: Path):
+    for clean in ("torch.nan_to_num(param.grad, nan=0, posinf=1e5, neginf=-1e5, out=param.grad)",
+                  "param.grad.nan_to_num_(nan=0)"):
+        assert (10, "GPU411") in lint(tmp_path, NAN_CLEANUP.replace("CLEAN", clean)), clean
+    # `out=` a fresh tensor is no update of the parameter
+    assert (10, "GPU411") not in lint(tmp_path, NAN_CLEANUP.replace("CLEAN", "torch.nan_to_num(param.grad)"))
+
+
+def test_a_helper_cleaning_gradients_is_reported_at_its_per_step_call(tmp_path: Path):
+    helper = ("import torch\n\n\ndef clean(model):\n    for p in model.parameters():\n"
+              "        torch.nan_to_num(p.grad, nan=0, out=p.grad)\n")
+    train = NAN_CLEANUP.replace("import torch\n", "import torch\nfrom utils import clean\n", 1).replace(
+        "    for param in model.parameters():\n        if param.grad is not None:\n            CLEAN\n",
+        "    clean(model)\n")
+    items = check(write_project(tmp_path, {"utils.py": helper, "train.py": train}), "--no-cache", "--exit-zero")
+    assert ("train.py", 11, "GPU411") in found(items) and ("utils.py", 5, "GPU411") in found(items), found(items)

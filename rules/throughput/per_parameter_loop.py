@@ -21,7 +21,7 @@ from gpulint.rule import Example, Family, FixAvailability, FixSafety, GpuRule, S
 
 # In-place tensor methods that update a parameter, its `.data` or its `.grad` (an optimizer or EMA step by hand).
 _UPDATES = {"mul_", "add_", "sub_", "div_", "lerp_", "copy_", "addcmul_", "addcdiv_", "clamp_", "clip_",
-            "mul", "add", "sub"}
+            "nan_to_num_", "mul", "add", "sub"}
 _ITERATORS = {"parameters", "named_parameters"}
 # Methods of a module that leave its Parameter objects as they are (what a list of them built once still holds).
 # Not `modules()`/`children()`: they hand out submodules, whose parameters can then be replaced.
@@ -539,7 +539,16 @@ def _update(loop: cst.For, names: set[str]) -> Optional[cst.CSTNode]:
                 return node
             if type(node) is cst.AugAssign and _root_name(node.target) in names:
                 return node  # `p -= lr * p.grad` (under no_grad), `p.grad *= scale`
+        if type(node) is cst.Call and _written_out(node, names):
+            return node  # `torch.nan_to_num(p.grad, nan=0, out=p.grad)`: written in place through `out=`
     return None
+
+
+def _written_out(call: cst.Call, names: set[str]) -> bool:
+    """`torch.<op>(..., out=p.grad)` of a torch function whose `out=` is a loop variable (or its `.data`/`.grad`)."""
+    out = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "out"), None)
+    name = dotted_name(call.func) or ""
+    return out is not None and name.startswith("torch.") and _root_name(out) in names
 
 
 # -- the fix: recognised EMA loops -----------------------------------------------------------------------------
