@@ -36,7 +36,8 @@ class PerParameterLoop(GpuRule):
     Flags, on every iteration of a training loop, a `for` loop over `model.parameters()` /
     `named_parameters()` (or `zip(...)` of two of them, the EMA shape) whose body updates each parameter in
     place: `p.data.mul_(m).add_(...)`, `p.add_(p.grad, alpha=-lr)`, `p.grad.clamp_(-c, c)`,
-    `ema_p.copy_(...)`. The parameters may also come as a `list(...)` of them, a dict of named parameters
+    `ema_p.copy_(...)`, `p.grad.nan_to_num_(...)`, or a torch function writing it through `out=`
+    (`torch.nan_to_num(p.grad, nan=0, out=p.grad)`, a NaN clean-up of every gradient). The parameters may also come as a `list(...)` of them, a dict of named parameters
     (`OrderedDict(model.named_parameters())`, iterated with `.items()` or indexed by the loop's key:
     `ema_params[name].mul_(d)`, or iterated by key: `for k in par.keys(): par[k].data.mul_(d)`), a sequence
     named for them (`target_params`, `self.master_params`: a helper's arguments; `zip(..., strict=True)` too, and

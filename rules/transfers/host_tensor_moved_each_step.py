@@ -84,6 +84,15 @@ class HostTensorMovedEachStep(Rule):
     class built there: `mask = ProbMask(L, device=x.device)` in `forward` runs `torch.ones(L, L).to(device)` in
     `ProbMask.__init__` on every step.
 
+    The same copy made by a cast: `torch.zeros(1, n).fill_(stride).type_as(x)` of a device tensor `x`, or
+    `.type(torch.cuda.FloatTensor)` (a detector head's per-level strides, built on the host in every forward).
+    Code run every step includes a generator of the module drawn with `next(...)` in the loop (`train_dl =
+    cycle(n)` ... `next(train_dl)`): each `next` runs its body up to the next `yield`, so `torch.randint(...).cuda()`
+    there is built on the host every step. And a map-style dataset whose `__getitem__` returns its sample copied to
+    the GPU (`return full_seq.cuda()`), drawn by a `DataLoader` in a training loop of the module: one small
+    pageable copy per sample, every step (a batch of 32 is 32 blocking copies), and the loader can use no worker
+    processes (CUDA cannot be used in a forked worker).
+
     ## Why it is slow
     The tensor is allocated and filled by the CPU, then crosses PCIe with a blocking copy from pageable memory,
     every step: PyTorch copies from pageable memory synchronously, so the CPU also waits for the GPU work queued
@@ -134,7 +143,10 @@ class HostTensorMovedEachStep(Rule):
     where the values come from. No fix for a copy made only under `if x.is_cuda:` (or beside a CPU path), nor
     for `torch.from_numpy` of a numpy constant. No fix for the legacy constructors either (`torch.Tensor(...)` takes no
     `device=`), nor for a host index (where the indices come from decides what replaces them: a device
-    `torch.randperm`, or a device tensor built once before the loop).
+    `torch.randperm`, or a device tensor built once before the loop), nor for a cast (`.type_as(x)`,
+    `.type(torch.cuda.FloatTensor)`: it also picks the dtype), nor for a copy in `__getitem__` (the batch has to be
+    moved in the loop instead: return host tensors, then `pin_memory=True` on the loader and
+    `.to(device, non_blocking=True)` of the batch).
 
     For a tensor bound in the step and copied later, `device=` goes into the factory and every copy of it is
     dropped (`t.to(device)` becomes `t`); it is offered only when all its copies go to the same device, spelt as
@@ -164,7 +176,9 @@ class HostTensorMovedEachStep(Rule):
     read on the CPU): it belongs there, and its copy is the one the data needs. A table indexed by the batch's
     own labels (that is data). Constants built once before the loop, `torch.from_numpy(batch).to(device)` (real data has to cross; GPU410
     is about how it crosses), `torch.as_tensor(t, device=device)` of a tensor, and copies outside training
-    loops.
+    loops. `.type_as(x)` of a host tensor `x` (no copy). A generator drawn once before the loop. A dataset that
+    no training loop of its module draws from through a `DataLoader`, or that is built from device data
+    (`Dataset(data.cuda())`, or `self.data` moved in `__init__`): its `.to(device)` copies nothing.
     """
 
     # Every finding needs a copy to an accelerator (`.to(`/`.cuda(`) or a "cuda" device in the text.
@@ -222,6 +236,11 @@ class HostTensorMovedEachStep(Rule):
     fix_safety = FixSafety(
         Safety.SAFE, "deterministic factories compute the same values on the device (random ones are offered as "
                      "unsafe fixes)")
+    _WINDOWS = ("from torch.utils.data import Dataset\n\n\nclass Windows(Dataset):\n"
+                "    def __init__(self, data):\n        self.data = data\n\n    def __len__(self):\n"
+                "        return len(self.data) - 8\n\n    def __getitem__(self, i):\n"
+                "        return self.data[i:i + 8].to(device)\n\n\n"
+                "for x in DataLoader(Windows({}), batch_size=4):\n    model(x).sum().backward()\n")
     VALID = [TRAIN_STEP + "noise = torch.zeros(2).cuda()\n", *CPU_ONLY_SCRIPTS,
              # a numpy scalar index (`inds[0]`) and a host tensor indexed by a numpy array copy no index
              _NUMPY_HEAD +
@@ -239,6 +258,8 @@ class HostTensorMovedEachStep(Rule):
              "import torch\nfrom torch.utils.data import DataLoader\ndev = \"cpu\"\nmodel = torch.nn.Linear(8, 2)\n"
              "loader = DataLoader(torch.randn(16, 8), batch_size=4)\nfor x in loader:\n"
              "    t = torch.randint(0, 8, (4,))\n    model(x.to(dev) * t.to(dev)[:, None]).sum().backward()\n",
+             # a dataset built from device data: its `__getitem__`'s `.to(device)` copies nothing
+             DATASET_HEAD + _WINDOWS.format("torch.randn(64, 8, device=device)"),
              # arithmetic with a batch tensor: computed on the device after the copy, nothing built on the host
              DATASET_HEAD + "loader = DataLoader(dataset, pin_memory=True)\nfor x, y in loader:\n"
              "    x = x.to(device, non_blocking=True)\n"
@@ -299,6 +320,9 @@ class HostTensorMovedEachStep(Rule):
         Example(DATASET_HEAD + "scale = get_scale()\n" + _CAST.format(
                     "torch.exp(-scale * torch.arange(0, 8, dtype=torch.float32) / 8).to(device)"),
                 message="the arithmetic on it runs on the host"),
+        # a dataset's `__getitem__` copies each sample to the GPU: a copy per sample, every step; no fix
+        Example(DATASET_HEAD + _WINDOWS.format("torch.randn(64, 8)"),
+                message="`Windows.__getitem__` copies every sample to the GPU"),
         # bound early in the step, copied later: a constant, so the fix is safe
         Example(DATASET_HEAD + _LATER.format("mask = torch.ones(8)", "mask.to(device)"),
                 message="`mask` is built on the host by `torch.ones` each step",
