@@ -175,3 +175,47 @@ def test_a_helper_cleaning_gradients_is_reported_at_its_per_step_call(tmp_path: 
         "    clean(model)\n")
     items = check(write_project(tmp_path, {"utils.py": helper, "train.py": train}), "--no-cache", "--exit-zero")
     assert ("train.py", 11, "GPU411") in found(items) and ("utils.py", 5, "GPU411") in found(items), found(items)
+
+
+# GPU202: `pin_memory=True` set in another file's dict of options, handed down as `**loader_kwargs` (EDM)
+LOOP_MODULE = '''
+import torch
+
+
+def training_loop(dataset=None, loader_kwargs={}, device=torch.device("cuda")):
+    model = torch.nn.Linear(8, 2).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    it = iter(torch.utils.data.DataLoader(dataset, batch_size=8, **loader_kwargs))
+    while True:
+        x = next(it)
+        x = x.to(device)
+        model(x).sum().backward()
+        opt.step()
+'''
+MAIN = '''
+import torch
+from training import loop
+
+
+class EasyDict(dict):
+    pass
+
+
+def main():
+    c = EasyDict()
+    c.dataset = torch.randn(64, 8)
+    c.loader_kwargs = EasyDict(pin_memory=PIN, num_workers=2)
+    loop.training_loop(**c)
+'''
+
+
+def test_pinning_set_in_a_callers_options_dict_reaches_the_loader(tmp_path: Path):
+    def lint_pin(pin: str) -> set:
+        root = write_project(tmp_path / pin, {"training/__init__.py": "", "training/loop.py": LOOP_MODULE,
+                                              "train.py": MAIN.replace("PIN", pin)})
+        return found(check(root, "--no-cache", "--exit-zero"))
+
+    assert ("training/loop.py", 11, "GPU202") in lint_pin("True")
+    # pinning off (or not a literal): no pinned batch, nothing to ask of the copy
+    assert ("training/loop.py", 11, "GPU202") not in lint_pin("False")
+    assert ("training/loop.py", 11, "GPU202") not in lint_pin("c.dataset is None")
