@@ -109,6 +109,13 @@ def test_a_generator_drawn_once_before_the_loop_is_setup(tmp_path: Path):
     assert (10, "GPU203") not in lint(tmp_path, GENERATOR.replace("DRAW", ONCE))
 
 
+def test_setup_code_before_a_generators_loop_runs_once(tmp_path: Path):
+    text = GENERATOR.replace("DRAW", EVERY_STEP).replace(
+        "def cycle(length):\n", "def cycle(length):\n    offsets = torch.arange(length).cuda()\n")
+    found = lint(tmp_path, text)
+    assert (9, "GPU203") not in found, found
+
+
 def test_a_sample_copied_to_the_gpu_in_getitem_is_a_copy_per_sample(tmp_path: Path):
     text = DATASET.replace("DATA", "torch.randint(0, 256, (1000,))").replace("LOOP", TRAIN)
     assert (17, "GPU203") in lint(tmp_path, text)

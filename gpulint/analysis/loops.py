@@ -1026,7 +1026,8 @@ class LoopAnalysis:
     def drawn_generator(self, call: cst.Call) -> Optional[cst.FunctionDef]:
         """`next(gen)` where every binding of `gen` is a call of one generator function of this module
         (`train_dl = cycle(n)` ... `next(train_dl)`): each `next` runs the generator's body up to its next `yield`,
-        so that body runs where the `next` runs (as `next(cycle())` runs it through the call)."""
+        so that body runs where the `next` runs (as `next(cycle())` runs it through the call). Only a generator
+        whose body is one loop: code before the loop runs once per generator."""
         if type(call.func) is not cst.Name or call.func.value != "next" or not call.args or \
                 call.args[0].keyword is not None or type(call.args[0].value) is not cst.Name or \
                 self.index.visible_bindings(call.func):
@@ -1037,7 +1038,7 @@ class LoopAnalysis:
             if binding.kind != "assign" or binding.index is not None or type(binding.value) is not cst.Call:
                 return None
             fn = self.local_function(binding.value)
-            if fn is None or not _is_generator(fn):
+            if fn is None or not _is_generator(fn) or not _one_loop(fn):
                 return None
             functions.add(fn)
         return functions.pop() if len(functions) == 1 else None
@@ -1552,6 +1553,16 @@ def _data_side(function: cst.FunctionDef, index) -> bool:
 _SETUP_METHODS = {"__init__", "__getitem__", "__len__", "__iter__", "__next__", "reset_parameters",
                   "_init_weights", "init_weights"}
 _MANY = 8  # fewer literal iterations than this is a handful of items, not a hot loop
+
+
+def _one_loop(fn: cst.FunctionDef) -> bool:
+    """`fn`'s body is one loop (after a docstring): no setup code before it, which would run once per generator,
+    not once per `next`."""
+    body = list(fn.body.body) if type(fn.body) is cst.IndentedBlock else []
+    if body and type(body[0]) is cst.SimpleStatementLine and len(body[0].body) == 1 and \
+            type(body[0].body[0]) is cst.Expr and isinstance(body[0].body[0].value, cst.SimpleString):
+        body = body[1:]
+    return len(body) == 1 and type(body[0]) in (cst.For, cst.While)
 
 
 def _is_generator(fn: cst.FunctionDef) -> bool:
