@@ -124,6 +124,20 @@ def test_a_sample_copied_to_the_gpu_in_getitem_is_a_copy_per_sample(tmp_path: Pa
     assert (17, "GPU203") in lint(tmp_path, moved)
 
 
+def test_a_periodic_draw_beside_an_every_step_draw(tmp_path: Path):
+    loop = '''val_it = iter(DataLoader(Windows(torch.randint(0, 256, (100,))), batch_size=8))
+train_it = iter(loader)
+for step in range(1000):
+    if step % 100 == 0:
+        val = next(val_it)
+    seq = next(train_it)
+    model(seq).sum().backward()
+    opt.step()
+'''
+    text = DATASET.replace("DATA", "torch.randint(0, 256, (1000,))").replace("LOOP", loop)
+    assert (17, "GPU203") in lint(tmp_path, text)
+
+
 def test_getitem_copies_stay_quiet_without_a_hot_loop_or_on_device_data(tmp_path: Path):
     host = "torch.randint(0, 256, (1000,))"
     # no loop draws from the loader: the dataset may never be used per step

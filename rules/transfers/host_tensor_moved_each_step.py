@@ -662,7 +662,7 @@ class HostTensorMovedEachStep(Rule):
     def _sample_copy(self, node: cst.Call) -> bool:
         """A copy to the GPU in what a map-style dataset class's `__getitem__` returns (`return seq.cuda()`,
         `return x.to(device), y`), where a hot loop of the module draws batches of a `DataLoader` over an instance
-        of the class (analysis/data_path.py `sample_draw`): one small pageable copy per sample, every step, and
+        of the class (analysis/data_path.py `sample_draws`): one small pageable copy per sample, every step, and
         the loader can use no worker processes. Reported where the copy is, no fix (the batch has to be moved
         in the loop instead)."""
         index = self.analysis.index
@@ -677,8 +677,7 @@ class HostTensorMovedEachStep(Rule):
         if not paths.device_items(cls) or self._moved_already(node) or \
                 self._device_attribute(node.func.value):  # type: ignore[union-attr]
             return False
-        draw = paths.sample_draw(cls)
-        where = self.where(draw) if draw is not None else None
+        where = next((w for w in map(self.where, paths.sample_draws(cls)) if w), None)
         if where:
             self.report(node, self.sample.format(cls=cls.name.value, code=self.analysis.code(node)), where=where)
         return True
