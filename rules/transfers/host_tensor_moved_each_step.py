@@ -227,7 +227,7 @@ class HostTensorMovedEachStep(Rule):
                              "memory every step, waiting for it; register it with `self.register_buffer(\"{name}\", " \
                              "..., persistent=False)` so it moves with the model"
     cast = "`torch.{factory}` builds a tensor on the host and `.{cast}(...)` copies it to the GPU every step, " \
-           "waiting for it; create it on the device (`device=x.device, dtype=x.dtype`)"
+           "waiting for it; create it on the device ({hint})"
     sample = "`{cls}.__getitem__` copies every sample to the GPU (`{code}`): a small blocking copy from pageable " \
              "memory per sample, every step, and the DataLoader can use no worker processes; return host tensors " \
              "and move the whole batch in the loop (`pin_memory=True`, `.to(device, non_blocking=True)`)"
@@ -638,7 +638,13 @@ class HostTensorMovedEachStep(Rule):
         where = self.where(node)
         if where:
             name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
-            self.report(node, self.cast.format(factory=name, cast=func.attr.value), where=where)
+            if func.attr.value == "type_as":
+                other = self.analysis.code(node.args[0].value)
+                hint = f"`device={other}.device, dtype={other}.dtype`" if len(other) <= 40 else \
+                    "`device=` and `dtype=` of the tensor it is cast to"
+            else:
+                hint = "`device=` a CUDA device and the `dtype=` of the tensor type"
+            self.report(node, self.cast.format(factory=name, cast=func.attr.value, hint=hint), where=where)
         return True
 
     def _host_built(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
