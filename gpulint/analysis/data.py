@@ -43,10 +43,35 @@ def pin_memory_of(rule: Rule, loader: cst.Call) -> Optional[cst.BaseExpression]:
         return None
     keys = star_keywords(rule.analysis, loader)
     if keys is None:
-        return _UNKNOWN
+        return _TRUE if _options_passed_pinned(rule.analysis, loader) else _UNKNOWN
     if "pin_memory" not in keys:
         return None
     return keys["pin_memory"] if keys["pin_memory"] is not None else _UNKNOWN
+
+
+_TRUE = cst.Name("True")  # `pin_memory_of`: pinning every caller passes in a dict of options
+
+
+def _options_passed_pinned(analysis, loader: cst.Call) -> bool:
+    """`DataLoader(..., **loader_kwargs)` in a top-level function whose parameter `loader_kwargs` every call in the
+    project fills with `pin_memory=True` (analysis/passed_pinning.py `passed_option`: EDM's `training_loop(**c)`
+    with `c.data_loader_kwargs = EasyDict(pin_memory=True, ...)` in another file)."""
+    stars = [a for a in loader.args if a.star]
+    if len(stars) != 1 or stars[0].star != "**" or type(stars[0].value) is not cst.Name:
+        return False
+    name: cst.Name = stars[0].value
+    bindings = analysis.index.visible_bindings(name)
+    if len(bindings) != 1 or bindings[0].kind != "param" or type(bindings[0].source) is not cst.FunctionDef:
+        return False
+    fn: cst.FunctionDef = bindings[0].source
+    if not isinstance(analysis.index.up.get(id(fn)), cst.Module):
+        return False
+    from gpulint.analysis.calls import project_calls
+    from gpulint.analysis.passed_pinning import passed_option
+
+    calls = analysis.fact(project_calls)
+    return calls is not None and passed_option(calls.project, calls.path, fn.name.value, name.value,
+                                               "pin_memory") is True
 
 
 def would_pin(rule: Rule, loader: cst.Call) -> bool:
@@ -128,6 +153,8 @@ def pinned(rule: Rule, loader: cst.Call) -> bool:
     pin = pin_memory_of(rule, loader)
     if pin is _UNKNOWN:
         return False
+    if pin is _TRUE:
+        return True
     if pin is not None:
         return not is_false(pin) and not flag_off(rule, pin)
     return would_pin(rule, loader)

@@ -120,6 +120,34 @@ class DataPathFacts:
         facts = data_facts(self.analysis)
         return bool(returned) and all(facts.on_device(value) for value in returned)
 
+    def sample_draws(self, cls: cst.ClassDef) -> list[cst.CSTNode]:
+        """Where the hot loops of this module draw batches of a `DataLoader` over an instance of the map-style
+        dataset class `cls` (each loop's `next(...)` of the loader, or its first statement), so that `cls`'s
+        `__getitem__` runs for every sample of every such draw; none when an instance is built from device data
+        (`Dataset(x.cuda())`: what `__getitem__` then moves is on the device already)."""
+        from gpulint.analysis.data import _dataset
+        from gpulint.analysis.data_facts import data_facts
+        from gpulint.analysis.loops import LoopRole
+
+        facts = data_facts(self.analysis)
+        for node in of_types(self.analysis.index, cst.Call):
+            if type(node.func) is cst.Name and node.func.value == cls.name.value and \
+                    any(facts.on_device(a.value) for a in node.args):  # type: ignore[attr-defined]
+                return []
+        nexts = facts._next_calls()
+        draws: list[cst.CSTNode] = []
+        for loop in of_types(self.analysis.index, cst.For, cst.While):
+            loaders = facts.loop_loaders(loop)  # type: ignore[arg-type]
+            if not any(self.dataset_class(_dataset(c)) is cls for c in loaders) or \
+                    self.analysis.loops.role(loop) is not LoopRole.HOT:  # type: ignore[arg-type]
+                continue
+            drawn = [c for c in nexts.get(id(loop), ()) if facts._next_of(c)]
+            if drawn:
+                draws.extend(drawn)
+            elif type(loop.body) is cst.IndentedBlock and loop.body.body:  # type: ignore[union-attr]
+                draws.append(loop.body.body[0])  # type: ignore[union-attr]
+        return draws
+
     def tensor_columns(self, cls: cst.ClassDef) -> Optional["TensorColumns"]:
         """The tensors a map-style dataset class of this module holds and returns row by row, when that is all its
         `__getitem__` does: `return self.x[i], self.y[i]` or `return {"ids": self.ids[i], ...}`, every attribute

@@ -1041,6 +1041,9 @@ class LoopAnalysis:
                 for chosen in self.chosen_functions(node):  # type: ignore[arg-type]
                     if not self.index.is_ancestor_or_self(chosen, node):
                         calls.append((node, chosen))
+                drawn = self.drawn_generator(node)  # type: ignore[arg-type]
+                if drawn is not None and not self.index.is_ancestor_or_self(drawn, node):
+                    calls.append((node, drawn))
             found: dict[int, Execution] = {}
             for _ in range(_HELPER_DEPTH):
                 known_before = dict(found)
@@ -1056,6 +1059,26 @@ class LoopAnalysis:
                     break
             self._hot_helpers = found
         return self._hot_helpers
+
+    def drawn_generator(self, call: cst.Call) -> Optional[cst.FunctionDef]:
+        """`next(gen)` where every binding of `gen` is a call of one generator function of this module
+        (`train_dl = cycle(n)` ... `next(train_dl)`): each `next` runs the generator's body up to its next `yield`,
+        so that body runs where the `next` runs (as `next(cycle())` runs it through the call). Only a generator
+        whose body is one loop: code before the loop runs once per generator."""
+        if type(call.func) is not cst.Name or call.func.value != "next" or not call.args or \
+                call.args[0].keyword is not None or type(call.args[0].value) is not cst.Name or \
+                self.index.visible_bindings(call.func):
+            return None
+        bindings = self.index.visible_bindings(call.args[0].value)
+        functions = set()
+        for binding in bindings:
+            if binding.kind != "assign" or binding.index is not None or type(binding.value) is not cst.Call:
+                return None
+            fn = self.local_function(binding.value)
+            if fn is None or not _is_generator(fn) or not _one_loop(fn):
+                return None
+            functions.add(fn)
+        return functions.pop() if len(functions) == 1 else None
 
     def _model_code(self, fn: cst.FunctionDef) -> Optional[Execution]:
         """A model's `forward` (or what it calls) that a loop elsewhere runs every step (analysis/forward.py)."""
@@ -1590,6 +1613,29 @@ def _data_side(function: cst.FunctionDef, index) -> bool:
 _SETUP_METHODS = {"__init__", "__getitem__", "__len__", "__iter__", "__next__", "reset_parameters",
                   "_init_weights", "init_weights"}
 _MANY = 8  # fewer literal iterations than this is a handful of items, not a hot loop
+
+
+def _one_loop(fn: cst.FunctionDef) -> bool:
+    """`fn`'s body is one loop (after a docstring): no setup code before it, which would run once per generator,
+    not once per `next`."""
+    body = list(fn.body.body) if type(fn.body) is cst.IndentedBlock else []
+    if body and type(body[0]) is cst.SimpleStatementLine and len(body[0].body) == 1 and \
+            type(body[0].body[0]) is cst.Expr and isinstance(body[0].body[0].value, cst.SimpleString):
+        body = body[1:]
+    return len(body) == 1 and type(body[0]) in (cst.For, cst.While)
+
+
+def _is_generator(fn: cst.FunctionDef) -> bool:
+    """`fn` yields in its own body (not in a nested function, class or lambda)."""
+    stack: list[cst.CSTNode] = [fn.body]
+    while stack:
+        node = stack.pop()
+        if type(node) in (cst.Yield,):
+            return True
+        if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        stack.extend(child_nodes(node))
+    return False
 
 
 def _fills_a_cache(block: cst.If) -> Optional[str]:

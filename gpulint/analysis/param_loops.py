@@ -22,7 +22,8 @@ import threading
 from pathlib import Path
 from typing import Optional
 
-_UPDATES = {"mul_", "add_", "sub_", "div_", "lerp_", "copy_", "addcmul_", "addcdiv_", "clamp_", "clip_"}
+_UPDATES = {"mul_", "add_", "sub_", "div_", "lerp_", "copy_", "addcmul_", "addcdiv_", "clamp_", "clip_",
+            "nan_to_num_"}
 _ITERATORS = {"parameters", "named_parameters"}
 
 _CACHE: dict[tuple, Optional[int]] = {}
@@ -214,5 +215,10 @@ def _updates(loop: ast.For, names: set[str]) -> bool:
                     for t in node.targets):
                 return True
             if isinstance(node, ast.AugAssign) and _root(node.target) in names:
+                return True
+            if isinstance(node, ast.Call) and any(  # `torch.nan_to_num(p.grad, out=p.grad)`
+                    k.arg == "out" and _root(k.value) in names for k in node.keywords) and \
+                    isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and \
+                    node.func.value.id == "torch":
                 return True
     return False

@@ -184,3 +184,106 @@ def _local_names(project, caller, path: Path, function: str) -> list[str]:
                 if local not in names:
                     names.append(local)
     return names
+
+
+def passed_option(project, path: Path, function: str, parameter: str, key: str) -> Optional[bool]:
+    """True/False where every call found of the top-level function `function` of `path` passes, as `parameter`
+    (a dict of options its body hands on as `**parameter`), a dict whose `key` is that literal: `f(loader_kwargs=
+    dict(pin_memory=True))`, or `f(**c)` with `c.loader_kwargs = EasyDict(pin_memory=True, ...)` set in the
+    caller's scope (EDM's `training_loop(**c)`); else None (a call that leaves it out, or one that cannot be read)."""
+    from gpulint.analysis.forward import _remembered
+
+    path = project._resolved(path)
+    return _remembered(project, ("passed-option", path, function, parameter, key),
+                       lambda: _find_option(project, path, function, parameter, key))
+
+
+def _find_option(project, path: Path, function: str, parameter: str, key: str) -> Optional[bool]:
+    info = project.module(path)
+    node = info.functions.get(function) if info is not None else None
+    if node is None:
+        return None
+    positional = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+    values: set = set()
+    files = [f for f in project.files_naming(function) if not project.is_test(f) and project._resolved(f) != path]
+    for file in files[:_FILES]:
+        caller = project.module(file)
+        if caller is None:
+            continue
+        for call, _ in _calls_of(project, caller, path, function):
+            found = _option_at(caller.tree, call, positional, parameter, key)
+            if found is None:
+                return None
+            values.add(found)
+    return next(iter(values)) if len(values) == 1 else None
+
+
+def _option_at(tree: ast.Module, call: ast.Call, positional: list, parameter: str, key: str) -> Optional[bool]:
+    """The literal `key` of the options dict `call` passes as `parameter`: a keyword, or an attribute (or item)
+    `parameter` of the one `**name` the call unpacks, set in the call's scope."""
+    value = next((k.value for k in call.keywords if k.arg == parameter), None)
+    if value is None and parameter in positional and positional.index(parameter) < len(call.args):
+        value = call.args[positional.index(parameter)]
+    if value is None:
+        stars = [k.value for k in call.keywords if k.arg is None]
+        if len(stars) != 1 or not isinstance(stars[0], ast.Name) or call.args and \
+                any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        set_values = _members_set(_scope_of(tree, call), stars[0].id, parameter)
+        if len(set_values) != 1:
+            return None
+        value = set_values[0]
+    return _literal_key(value, key)
+
+
+def _scope_of(tree: ast.Module, call: ast.Call) -> ast.AST:
+    """The innermost function holding `call` (the module when none)."""
+    scope: ast.AST = tree
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.lineno <= call.lineno <= (node.end_lineno or node.lineno) and \
+                (scope is tree or node.lineno >= scope.lineno):  # type: ignore[attr-defined]
+            scope = node
+    return scope
+
+
+def _members_set(scope: ast.AST, name: str, member: str) -> list:
+    """The values `scope` assigns to `name.member` or `name["member"]` (not in nested functions)."""
+    found = []
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                owner = target.value if isinstance(target, (ast.Attribute, ast.Subscript)) else None
+                if not isinstance(owner, ast.Name) or owner.id != name:
+                    continue
+                if isinstance(target, ast.Attribute) and target.attr == member or \
+                        isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) and \
+                        target.slice.value == member:
+                    found.append(node.value)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _literal_key(value: ast.expr, key: str) -> Optional[bool]:
+    """`key` of `dict(k=v, ...)`, `EasyDict(k=v, ...)` (a call of keywords only of a `...dict` class) or `{"k": v}`, where `v` is a
+    literal True/False; None otherwise."""
+    found = None
+    if isinstance(value, ast.Call) and not value.args:
+        from gpulint.analysis.project import _dotted
+
+        if not (_dotted(value.func) or "").rsplit(".", 1)[-1].lower().endswith("dict") or \
+                any(k.arg is None for k in value.keywords):
+            return None
+        found = next((k.value for k in value.keywords if k.arg == key), None)
+    elif isinstance(value, ast.Dict):
+        if any(k is None for k in value.keys):
+            return None
+        found = next((v for k, v in zip(value.keys, value.values)
+                      if isinstance(k, ast.Constant) and k.value == key), None)
+    if isinstance(found, ast.Constant) and isinstance(found.value, bool):
+        return found.value
+    return None

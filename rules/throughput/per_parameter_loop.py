@@ -21,7 +21,7 @@ from gpulint.rule import Example, Family, FixAvailability, FixSafety, GpuRule, S
 
 # In-place tensor methods that update a parameter, its `.data` or its `.grad` (an optimizer or EMA step by hand).
 _UPDATES = {"mul_", "add_", "sub_", "div_", "lerp_", "copy_", "addcmul_", "addcdiv_", "clamp_", "clip_",
-            "mul", "add", "sub"}
+            "nan_to_num_", "mul", "add", "sub"}
 _ITERATORS = {"parameters", "named_parameters"}
 # Methods of a module that leave its Parameter objects as they are (what a list of them built once still holds).
 # Not `modules()`/`children()`: they hand out submodules, whose parameters can then be replaced.
@@ -36,7 +36,8 @@ class PerParameterLoop(GpuRule):
     Flags, on every iteration of a training loop, a `for` loop over `model.parameters()` /
     `named_parameters()` (or `zip(...)` of two of them, the EMA shape) whose body updates each parameter in
     place: `p.data.mul_(m).add_(...)`, `p.add_(p.grad, alpha=-lr)`, `p.grad.clamp_(-c, c)`,
-    `ema_p.copy_(...)`. The parameters may also come as a `list(...)` of them, a dict of named parameters
+    `ema_p.copy_(...)`, `p.grad.nan_to_num_(...)`, or a torch function writing it through `out=`
+    (`torch.nan_to_num(p.grad, nan=0, out=p.grad)`, a NaN clean-up of every gradient). The parameters may also come as a `list(...)` of them, a dict of named parameters
     (`OrderedDict(model.named_parameters())`, iterated with `.items()` or indexed by the loop's key:
     `ema_params[name].mul_(d)`, or iterated by key: `for k in par.keys(): par[k].data.mul_(d)`), a sequence
     named for them (`target_params`, `self.master_params`: a helper's arguments; `zip(..., strict=True)` too, and
@@ -539,7 +540,16 @@ def _update(loop: cst.For, names: set[str]) -> Optional[cst.CSTNode]:
                 return node
             if type(node) is cst.AugAssign and _root_name(node.target) in names:
                 return node  # `p -= lr * p.grad` (under no_grad), `p.grad *= scale`
+        if type(node) is cst.Call and _written_out(node, names):
+            return node  # `torch.nan_to_num(p.grad, nan=0, out=p.grad)`: written in place through `out=`
     return None
+
+
+def _written_out(call: cst.Call, names: set[str]) -> bool:
+    """`torch.<op>(..., out=p.grad)` of a torch function whose `out=` is a loop variable (or its `.data`/`.grad`)."""
+    out = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "out"), None)
+    name = dotted_name(call.func) or ""
+    return out is not None and name.startswith("torch.") and _root_name(out) in names
 
 
 # -- the fix: recognised EMA loops -----------------------------------------------------------------------------

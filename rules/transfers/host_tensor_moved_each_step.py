@@ -13,7 +13,10 @@ from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, TRAIN_STEP
 from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, has_star_args, keyword
 from gpulint.syntax import positional, statement_of
 from gpulint.analysis.data import _FACTORIES, _RANDOM, _SAME_ON_DEVICE, _WINDOWS
+from gpulint.analysis.data_facts import _walk
+from gpulint.analysis.data_path import data_path_facts
 from gpulint.analysis.default_device import cuda_default
+from gpulint.analysis.loader_params import cuda_type_copy
 from gpulint.analysis.graph_fields import moved_graph_field
 from gpulint.analysis.host_attributes import host_attribute
 from gpulint.analysis.imports import dotted_name
@@ -81,6 +84,15 @@ class HostTensorMovedEachStep(Rule):
     class built there: `mask = ProbMask(L, device=x.device)` in `forward` runs `torch.ones(L, L).to(device)` in
     `ProbMask.__init__` on every step.
 
+    The same copy made by a cast: `torch.zeros(1, n).fill_(stride).type_as(x)` of a device tensor `x`, or
+    `.type(torch.cuda.FloatTensor)` (a detector head's per-level strides, built on the host in every forward).
+    Code run every step includes a generator of the module drawn with `next(...)` in the loop (`train_dl =
+    cycle(n)` ... `next(train_dl)`): each `next` runs its body up to the next `yield`, so `torch.randint(...).cuda()`
+    there is built on the host every step. And a map-style dataset whose `__getitem__` returns its sample copied to
+    the GPU (`return full_seq.cuda()`), drawn by a `DataLoader` in a training loop of the module: one small
+    pageable copy per sample, every step (a batch of 32 is 32 blocking copies), and the loader can use no worker
+    processes (CUDA cannot be used in a forked worker).
+
     ## Why it is slow
     The tensor is allocated and filled by the CPU, then crosses PCIe with a blocking copy from pageable memory,
     every step: PyTorch copies from pageable memory synchronously, so the CPU also waits for the GPU work queued
@@ -131,7 +143,10 @@ class HostTensorMovedEachStep(Rule):
     where the values come from. No fix for a copy made only under `if x.is_cuda:` (or beside a CPU path), nor
     for `torch.from_numpy` of a numpy constant. No fix for the legacy constructors either (`torch.Tensor(...)` takes no
     `device=`), nor for a host index (where the indices come from decides what replaces them: a device
-    `torch.randperm`, or a device tensor built once before the loop).
+    `torch.randperm`, or a device tensor built once before the loop), nor for a cast (`.type_as(x)`,
+    `.type(torch.cuda.FloatTensor)`: it also picks the dtype), nor for a copy in `__getitem__` (the batch has to be
+    moved in the loop instead: return host tensors, then `pin_memory=True` on the loader and
+    `.to(device, non_blocking=True)` of the batch).
 
     For a tensor bound in the step and copied later, `device=` goes into the factory and every copy of it is
     dropped (`t.to(device)` becomes `t`); it is offered only when all its copies go to the same device, spelt as
@@ -163,7 +178,9 @@ class HostTensorMovedEachStep(Rule):
     read on the CPU): it belongs there, and its copy is the one the data needs. A table indexed by the batch's
     own labels (that is data). Constants built once before the loop, `torch.from_numpy(batch).to(device)` (real data has to cross; GPU410
     is about how it crosses), `torch.as_tensor(t, device=device)` of a tensor, and copies outside training
-    loops.
+    loops. `.type_as(x)` of a host tensor `x` (no copy). A generator drawn once before the loop. A dataset that
+    no training loop of its module draws from through a `DataLoader`, or that is built from device data
+    (`Dataset(data.cuda())`, or `self.data` moved in `__init__`): its `.to(device)` copies nothing.
     """
 
     # Every finding needs a copy to an accelerator (`.to(`/`.cuda(`) or a "cuda" device in the text.
@@ -211,11 +228,21 @@ class HostTensorMovedEachStep(Rule):
                              "buffer, so moving the model leaves it there): it is copied to the GPU from pageable " \
                              "memory every step, waiting for it; register it with `self.register_buffer(\"{name}\", " \
                              "..., persistent=False)` so it moves with the model"
+    cast = "`torch.{factory}` builds a tensor on the host and `.{cast}(...)` copies it to the GPU every step, " \
+           "waiting for it; create it on the device ({hint})"
+    sample = "`{cls}.__getitem__` copies every sample to the GPU (`{code}`): a small blocking copy from pageable " \
+             "memory per sample, every step, and the DataLoader can use no worker processes; return host tensors " \
+             "and move the whole batch in the loop (`pin_memory=True`, `.to(device, non_blocking=True)`)"
     family = Family.TRANSFERS
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(
         Safety.SAFE, "deterministic factories compute the same values on the device (random ones are offered as "
                      "unsafe fixes)")
+    _WINDOWS = ("from torch.utils.data import Dataset\n\n\nclass Windows(Dataset):\n"
+                "    def __init__(self, data):\n        self.data = data\n\n    def __len__(self):\n"
+                "        return len(self.data) - 8\n\n    def __getitem__(self, i):\n"
+                "        return self.data[i:i + 8].to(device)\n\n\n"
+                "for x in DataLoader(Windows({}), batch_size=4):\n    model(x).sum().backward()\n")
     VALID = [TRAIN_STEP + "noise = torch.zeros(2).cuda()\n", *CPU_ONLY_SCRIPTS,
              # a numpy scalar index (`inds[0]`) and a host tensor indexed by a numpy array copy no index
              _NUMPY_HEAD +
@@ -233,6 +260,8 @@ class HostTensorMovedEachStep(Rule):
              "import torch\nfrom torch.utils.data import DataLoader\ndev = \"cpu\"\nmodel = torch.nn.Linear(8, 2)\n"
              "loader = DataLoader(torch.randn(16, 8), batch_size=4)\nfor x in loader:\n"
              "    t = torch.randint(0, 8, (4,))\n    model(x.to(dev) * t.to(dev)[:, None]).sum().backward()\n",
+             # a dataset built from device data: its `__getitem__`'s `.to(device)` copies nothing
+             DATASET_HEAD + _WINDOWS.format("torch.randn(64, 8, device=device)"),
              # arithmetic with a batch tensor: computed on the device after the copy, nothing built on the host
              DATASET_HEAD + "loader = DataLoader(dataset, pin_memory=True)\nfor x, y in loader:\n"
              "    x = x.to(device, non_blocking=True)\n"
@@ -293,6 +322,9 @@ class HostTensorMovedEachStep(Rule):
         Example(DATASET_HEAD + "scale = get_scale()\n" + _CAST.format(
                     "torch.exp(-scale * torch.arange(0, 8, dtype=torch.float32) / 8).to(device)"),
                 message="the arithmetic on it runs on the host"),
+        # a dataset's `__getitem__` copies each sample to the GPU: a copy per sample, every step; no fix
+        Example(DATASET_HEAD + _WINDOWS.format("torch.randn(64, 8)"),
+                message="`Windows.__getitem__` copies every sample to the GPU"),
         # bound early in the step, copied later: a constant, so the fix is safe
         Example(DATASET_HEAD + _LATER.format("mask = torch.ones(8)", "mask.to(device)"),
                 message="`mask` is built on the host by `torch.ones` each step",
@@ -301,8 +333,10 @@ class HostTensorMovedEachStep(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         if data_facts(self.analysis).copy_target(node) != ACCELERATOR:
-            if not self._cuda_legacy(node):
+            if not self._cuda_legacy(node) and not self._cast_to_device(node):
                 self._from_host_values(node)
+            return
+        if self._sample_copy(node):
             return
         factory, chain = self._factory(node.func.value)  # type: ignore[union-attr]
         legacy = self._legacy_constructor(node.func.value) if factory is None else None  # type: ignore[union-attr]
@@ -588,6 +622,122 @@ class HostTensorMovedEachStep(Rule):
         input lives, so only then is the result a host tensor the copy moves."""
         first = next((a.value for a in factory.args if a.keyword is None and not a.star), None)
         return first is not None and self.analysis.kinds.on_host(first)
+
+    # -- `torch.zeros(n).fill_(s).type_as(x)`, `.type(torch.cuda.FloatTensor)`: casts that copy --------------------
+    def _cast_to_device(self, node: cst.Call) -> bool:
+        """A tensor built on the host by a torch factory (through in-place fills and same-on-device methods) and
+        cast with `.type_as(x)` of a tensor not known to be on the host, or with `.type(<CUDA tensor type>)`: the
+        cast copies it to where `x` lives, the GPU on the runs gpulint is for. Reported, no fix (the cast also
+        picks the dtype, which `device=` alone does not)."""
+        func = node.func
+        if type(func) is not cst.Attribute or func.attr.value not in ("type_as", "type") or \
+                has_star_args(node) or len(node.args) != 1 or node.args[0].keyword is not None:
+            return False
+        if func.attr.value == "type":
+            if not cuda_type_copy(self.analysis, node):
+                return False
+        elif not self.analysis.targets_gpu or self._host_built(node.args[0].value):
+            return False
+        receiver = func.value
+        while type(receiver) is cst.Call and type(receiver.func) is cst.Attribute and \
+                receiver.func.attr.value in _FILLS_IN_PLACE and self.analysis.is_tensor(receiver.func.value):
+            receiver = receiver.func.value  # `torch.zeros(1, n).fill_(stride)`: filled on the host
+        factory, _ = self._factory(receiver)
+        if factory is None or keyword(factory, "device") is not None:
+            return False
+        where = self.where(node)
+        if where:
+            name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
+            if func.attr.value == "type_as":
+                other = self.analysis.code(node.args[0].value)
+                hint = f"`device={other}.device, dtype={other}.dtype`" if len(other) <= 40 else \
+                    "`device=` and `dtype=` of the tensor it is cast to"
+            else:
+                hint = "`device=` a CUDA device and the `dtype=` of the tensor type"
+            self.report(node, self.cast.format(factory=name, cast=func.attr.value, hint=hint), where=where)
+        return True
+
+    def _host_built(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """`expr` is a tensor in host memory (`.cpu()`, `torch.from_numpy`, ...), a torch factory without
+        `device=`, or a name bound only to these: `.type_as(expr)` keeps a host tensor on the host."""
+        if depth > 4:
+            return True  # unsure: as good as host (no finding)
+        if self.analysis.kinds.on_host(expr):
+            return True
+        if type(expr) is cst.Call:
+            factory, _ = self._factory(expr)
+            return (factory is not None and keyword(factory, "device") is None) or \
+                self._legacy_constructor(expr) is not None
+        if type(expr) is cst.Name:
+            bindings = data_facts(self.analysis).bindings(expr)
+            return any(b.kind in ("assign", "walrus") and b.value is not None and
+                       self._host_built(b.value, depth + 1) for b in bindings)
+        return False
+
+    # -- `return sample.cuda()` in a dataset's `__getitem__`: a copy per sample ----------------------------------
+    def _sample_copy(self, node: cst.Call) -> bool:
+        """A copy to the GPU in what a map-style dataset class's `__getitem__` returns (`return seq.cuda()`,
+        `return x.to(device), y`), where a hot loop of the module draws batches of a `DataLoader` over an instance
+        of the class (analysis/data_path.py `sample_draws`): one small pageable copy per sample, every step, and
+        the loader can use no worker processes. Reported where the copy is, no fix (the batch has to be moved
+        in the loop instead)."""
+        index = self.analysis.index
+        function = next((a for a in index.ancestors(node) if type(a) in (cst.FunctionDef, cst.Lambda)), None)
+        if type(function) is not cst.FunctionDef or function.name.value != "__getitem__":
+            return False
+        block = self.analysis.parent(function)
+        cls = self.analysis.parent(block) if type(block) is cst.IndentedBlock else None
+        if type(cls) is not cst.ClassDef or not self._returned(node, function):
+            return False
+        paths = data_path_facts(self.analysis)
+        if not paths.device_items(cls) or self._moved_already(node) or \
+                self._device_attribute(node.func.value):  # type: ignore[union-attr]
+            return False
+        where = next((w for w in map(self.where, paths.sample_draws(cls)) if w), None)
+        if where:
+            self.report(node, self.sample.format(cls=cls.name.value, code=self.analysis.code(node)), where=where)
+        return True
+
+    def _moved_already(self, copy: cst.Call) -> bool:
+        """What `copy` copies is on the device already (built from device tensors), not counting the binding
+        `copy` itself makes (`seq = seq.to(device)`)."""
+        facts = data_facts(self.analysis)
+        receiver = copy.func.value  # type: ignore[union-attr]
+        if type(receiver) is not cst.Name:
+            return facts.on_device(receiver)
+        index = self.analysis.index
+        return any(facts.on_device(b.value) for b in facts.bindings(receiver)
+                   if b.kind in ("assign", "walrus") and b.value is not None and
+                   not index.is_ancestor_or_self(b.value, copy))
+
+    def _returned(self, node: cst.Call, function: cst.FunctionDef) -> bool:
+        """`node` is (part of) what `function` returns: inside a `return`, or bound to a name a `return` hands back
+        (`x = x.cuda()` ... `return x`)."""
+        index = self.analysis.index
+        for parent in index.ancestors(node):
+            if type(parent) is cst.Return:
+                return True
+            if parent is function:
+                break
+        statement = self.analysis.parent(node)
+        if type(statement) is cst.Assign and len(statement.targets) == 1 and statement.value is node and \
+                type(statement.targets[0].target) is cst.Name:
+            name = statement.targets[0].target.value
+            return any(type(n) is cst.Return and n.value is not None and any(
+                type(m) is cst.Name and m.value == name for m in _walk(n.value)) for n in _walk(function.body))
+        return False
+
+    def _device_attribute(self, receiver: cst.BaseExpression) -> bool:
+        """`self.x[i]` (or `self.x`) where some assignment of `self.x` in the module is a device tensor: the
+        dataset holds its data on the GPU, so the copy copies nothing."""
+        while type(receiver) in (cst.Subscript, cst.Call):
+            receiver = receiver.value if type(receiver) is cst.Subscript else \
+                receiver.func.value if type(receiver.func) is cst.Attribute else receiver.func  # type: ignore
+        if type(receiver) is not cst.Attribute or type(receiver.value) is not cst.Name or \
+                receiver.value.value != "self":
+            return False
+        facts = data_facts(self.analysis)
+        return any(facts.on_device(v) for v in facts.self_attributes().get(receiver.attr.value, ()))
 
     def _host_attribute(self, node: cst.Call) -> bool:
         """`self.pos_embed.type_as(x).to(x.device)` of a plain attribute holding a host tensor
