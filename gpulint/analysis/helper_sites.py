@@ -33,7 +33,7 @@ def imported_helper_site(project, path: Path, name: str, depth: int = 0):
 
 
 def _find(project, path: Path, name: str, depth: int):
-    from gpulint.analysis.forward import CallSite, member_site, per_step_site
+    from gpulint.analysis.forward import CallSite, _resolved, member_site, per_step_site
     from gpulint.analysis.framework_steps import framework_step_call
     from gpulint.analysis.project import FunctionSummary
 
@@ -47,7 +47,8 @@ def _find(project, path: Path, name: str, depth: int):
         if info is None or not _imports_name(info, name):
             continue
         found = project.lookup(info.path, name)
-        if not (isinstance(found, FunctionSummary) and found.qualname == name and found.path.resolve() == path):
+        if not (isinstance(found, FunctionSummary) and found.qualname == name
+                and _resolved(project, found.path) == path):
             continue
         if looked_at == _CALLERS:
             break
