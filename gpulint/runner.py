@@ -29,6 +29,7 @@ from gpulint.analysis import ModuleAnalysis
 from gpulint.checker import run_rules
 from gpulint.diagnostics import Diagnostic, FixMode, InternalError, Position, internal_error
 from gpulint.rule import all_rules
+from gpulint.textsearch import found_in
 from gpulint.unit_positions import UnitPositions
 
 MAX_FIX_PASSES = 10
@@ -92,7 +93,7 @@ def could_have_findings(source: str, codes: frozenset[str], tree: Optional[objec
         for rule in filters:
             if rule.text is not None:
                 if rule.text not in searched:
-                    searched[rule.text] = rule.text.search(source) is not None
+                    searched[rule.text] = found_in(rule.text, source)
                 if not searched[rule.text]:
                     continue
             if rule.conditions is None or tree is None:

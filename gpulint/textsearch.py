@@ -43,11 +43,20 @@ def found_in(pattern: re.Pattern, text: str) -> bool:
         found = pattern.search(text) is not None
     else:
         hay = text.lower() if plan.lower else text
-        found = any((not core or core in hay) and alternative.search(hay) is not None
-                    for core, alternative in plan.parts)
+        found = any(_found_from(core, alternative, hay) for core, alternative in plan.parts)
     with _lock:
         _last[pattern] = (text, found)
     return found
+
+
+def _found_from(core: str, alternative: re.Pattern, hay: str) -> bool:
+    """Whether `alternative` matches in `hay`: every match of it starts with `core` (its leading literal), so the
+    search starts where `core` first occurs (a `\\b` there still sees the character before it): the text before
+    is not tried character by character (an alternative led by `\\b` gets no literal prefix scan from `re`)."""
+    if not core:
+        return alternative.search(hay) is not None
+    start = hay.find(core)
+    return start >= 0 and alternative.search(hay, start) is not None
 
 
 def _plan(pattern: re.Pattern) -> Optional[_Plan]:
@@ -87,11 +96,9 @@ def _split(source: str, lower: bool) -> Optional[list[str]]:
             i += 2
             continue
         if char == "[":
-            if lower:
-                return None  # a range such as [A-z] is not the same lower-cased
             end = _class_end(source, i)
-            if end is None:
-                return None
+            if end is None or lower and not _caseless_class(source[i + 1:end - 1]):
+                return None  # a range such as [A-z] is not the same lower-cased
             current.append(source[i:end])
             i = end
             continue
@@ -114,6 +121,23 @@ def _split(source: str, lower: bool) -> Optional[list[str]]:
         return None
     parts.append("".join(current))
     return parts
+
+
+def _caseless_class(content: str) -> bool:
+    """A character class that means the same with or without IGNORECASE, on a text as on its lower-cased copy:
+    no letter, no range, no escape but of a punctuation character (`[\\"':]`)."""
+    i = 0
+    while i < len(content):
+        char = content[i]
+        if char == "\\":
+            if i + 1 >= len(content) or content[i + 1].isalnum():
+                return False
+            i += 2
+            continue
+        if char.isalpha() or char == "-":
+            return False
+        i += 1
+    return True
 
 
 def _class_end(source: str, start: int) -> Optional[int]:

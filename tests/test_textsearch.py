@@ -25,10 +25,14 @@ def patterns() -> list[re.Pattern]:
     modules = [sys.modules[rules[code].__module__] for code in ("GPU415", "GPU501", "GPU413")]
     found = [GPU_HINT, _MIXED, _REDUCED_PRECISION, _FREEZES, modules[0]._HANDLED, modules[1]._COMPILES,
              modules[2]._ONE_SHAPE]
+    # the text every rule's findings need (the prefilter searches them in every file: runner.could_have_findings)
+    found += sorted({cls.needs_text for cls in rules.values() if cls.needs_text is not None} - set(found),
+                    key=lambda p: p.pattern)
     # and some shapes the splitting must get right
     found += [re.compile(p, f) for p, f in (
         (r"ab?c|x(y|z)w|\bq\b", 0), (r"a|", 0), (r"(a)|b\1", 0), (r"[|]x|y", 0), (r"[A-z]x|Kq", re.I),
-        (r"\bS\S+|s\s*=", re.I), (r"^ab|cd$", re.M), (r"(?i:Ab)|cd", 0), (r"(?P<N>a)|b", re.I), (r"\x41|b", re.I))]
+        (r"\bS\S+|s\s*=", re.I), (r"^ab|cd$", re.M), (r"(?i:Ab)|cd", 0), (r"(?P<N>a)|b", re.I), (r"\x41|b", re.I),
+        (r"Ab[\"':]|x[^:(]y|q", re.I), (r"[a:]b|c", re.I), (r"[\w]x|y", re.I), (r"[(-:]a|b", re.I))]
     return found
 
 
@@ -41,7 +45,7 @@ def words() -> list[str]:
 
 TOKENS = st.one_of(st.sampled_from(words()), st.sampled_from([" ", "\n", "(", ")", ".", "=", "  =", "_", "[", "3",
                                                               "\u017f", "\u212a", "\u0130", "é", "#", "ab", "c",
-                                                              "x", "yw", "q"]))
+                                                              "x", "yw", "q", ":", "'", "\""]))
 
 
 @st.composite
@@ -71,3 +75,22 @@ def test_examples(text):
     from gpulint.analysis.training import _REDUCED_PRECISION
 
     assert found_in(_REDUCED_PRECISION, text) == (_REDUCED_PRECISION.search(text) is not None)
+
+
+def test_the_prefilters_text_is_searched_split_into_alternatives():
+    """The prefilter searches each rule's `needs_text` in every file (runner.could_have_findings): through
+    `found_in`, each pattern split into its alternatives, each searched from where its literal first occurs.
+    GPU_HINT (IGNORECASE, with the class `[\\"':]`) was searched whole: about 4% of a cold check of fairseq."""
+    import ast
+
+    from gpulint.runner import _prefilters, could_have_findings
+
+    rules = all_rules()
+    codes = frozenset(rules)
+    assert _prefilters(codes) is not None
+    source = "import os\nprint(os.getcwd())\n"  # no text any rule needs: every pattern is searched
+    _plans.clear()
+    assert could_have_findings(source, codes, ast.parse(source)) is False
+    needed = {cls.needs_text for cls in rules.values() if cls.needs_text is not None}
+    assert needed and all(_plans.get(p) is not None for p in needed), \
+        [p.pattern for p in needed if _plans.get(p) is None]

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Optional
 
 from gpulint.analysis.hierarchy import derives, project_bases, same_class
-from gpulint.analysis.inherited_calls import modules_naming
+from gpulint.analysis.inherited_calls import first_calls, modules_naming
 from gpulint.analysis.project import ClassSummary, Project, annotation_class
 
 _EXAMINED = 24
@@ -41,9 +41,9 @@ _EXAMINED = 24
 def dispatched_site(project: Project, path: Path, owner: str, member: str):
     """The per-step framework-method call `self.<attr>.member(...)` whose receiver is declared as a project base
     class of the top-level class `owner` of `path` (which defines `member`); else None."""
-    from gpulint.analysis.forward import _remembered
+    from gpulint.analysis.forward import _remembered, _resolved
 
-    path = path.resolve()
+    path = _resolved(project, path)
     return _remembered(project, ("dispatched", path, owner, member),
                        lambda: _find(project, path, owner, member))
 
@@ -63,7 +63,7 @@ def _find(project: Project, path: Path, owner: str, member: str):
         found: list = []
 
         def called_in(fn, name, other=other, found=found):
-            call = _attribute_call(fn, name)
+            call = _attribute_call(project, fn, name)
             if call is None:
                 return None
             holder = _holder_class(other, fn)
@@ -81,21 +81,19 @@ def _find(project: Project, path: Path, owner: str, member: str):
     return None
 
 
-def _attribute_call(fn, name: str) -> Optional[ast.Call]:
-    """`self.<attr>.name(...)` in `fn`, not under a periodic or flag test (inherited_calls' search)."""
-    from gpulint.analysis.inherited_calls import _search_self
-
-    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return None
-    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
-    return _search_self(fn.body, name, params, _is_attribute_call)
+def _attribute_call(project: Project, fn, name: str) -> Optional[ast.Call]:
+    """`self.<attr>.name(...)` in `fn`, not under a periodic or flag test (inherited_calls' search, one walk per
+    function for every name: `first_calls`)."""
+    return first_calls(project, fn, _attribute_call_name).get(name)
 
 
-def _is_attribute_call(node: ast.Call, name: str) -> bool:
-    """`self.<attr>.name(...)`."""
+def _attribute_call_name(node: ast.Call) -> Optional[str]:
+    """`name` for a call `self.<attr>.name(...)`, else None."""
     func = node.func
-    return isinstance(func, ast.Attribute) and func.attr == name and isinstance(func.value, ast.Attribute) \
-        and isinstance(func.value.value, ast.Name) and func.value.value.id == "self"
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) \
+            and isinstance(func.value.value, ast.Name) and func.value.value.id == "self":
+        return func.attr
+    return None
 
 
 def _holder_class(info, fn) -> Optional[ClassSummary]:

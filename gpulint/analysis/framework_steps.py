@@ -186,11 +186,11 @@ def framework_step(base: str, member: str) -> Optional[FrameworkStep]:
 def framework_site(project: Project, path: Path, owner: str, member: str):
     """A `CallSite` naming the framework that calls `owner.member` every step, when the top-level class `owner`
     of `path` defines `member` and derives from a table class listing it; else None."""
-    from gpulint.analysis.forward import _remembered
+    from gpulint.analysis.forward import _remembered, _resolved
 
     if member not in _ALL_METHODS or not _frameworks_named(project):
         return None  # the common case: no framework calls that name, or the project names no table class
-    path = path.resolve()
+    path = _resolved(project, path)
     return _remembered(project, ("framework", path, owner, member),
                        lambda: _find_framework_site(project, path, owner, member))
 
@@ -220,9 +220,9 @@ def _find_framework_site(project: Project, path: Path, owner: str, member: str):
 
 def _cached_bases(project: Project, cls: ClassSummary) -> list[str]:
     """`framework_bases`, once per class (not once per method asked about)."""
-    from gpulint.analysis.forward import _remembered
+    from gpulint.analysis.forward import _remembered, _resolved
 
-    return _remembered(project, ("framework bases", cls.path.resolve(), cls.name),
+    return _remembered(project, ("framework bases", _resolved(project, cls.path), cls.name),
                        lambda: framework_bases(project, cls))
 
 

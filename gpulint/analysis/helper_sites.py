@@ -33,7 +33,7 @@ def imported_helper_site(project, path: Path, name: str, depth: int = 0):
 
 
 def _find(project, path: Path, name: str, depth: int):
-    from gpulint.analysis.forward import CallSite, member_site, per_step_site
+    from gpulint.analysis.forward import CallSite, _resolved, member_site, per_step_site
     from gpulint.analysis.framework_steps import framework_step_call
     from gpulint.analysis.project import FunctionSummary
 
@@ -97,14 +97,15 @@ def _self_called(fn: ast.FunctionDef) -> list:
 def _spellings(project, info, name: str, path: Path) -> frozenset:
     """How the module `info` calls the top-level function `name` of `path`: `name` (`from module import name`)
     and `alias.name` for each `import module [as alias]` binding that module (`monotonic_align.maximum_path`)."""
+    from gpulint.analysis.forward import _resolved
     from gpulint.analysis.project import ClassSummary, FunctionSummary
 
     def names_it(dotted: str) -> bool:  # the function, or a plain class whose construction runs its `__init__`
         found = project.lookup(info.path, dotted)
         if isinstance(found, ClassSummary):
-            return found.name == name and found.path.resolve() == path and "__init__" in found.methods and \
+            return found.name == name and _resolved(project, found.path) == path and "__init__" in found.methods and \
                 "forward" not in found.methods and all(b in ("", "object") for b in found.bases)
-        return isinstance(found, FunctionSummary) and found.qualname == name and found.path.resolve() == path
+        return isinstance(found, FunctionSummary) and found.qualname == name and _resolved(project, found.path) == path
 
     spelt = set()
     found = info.imports.get(name)

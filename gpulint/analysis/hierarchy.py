@@ -35,13 +35,13 @@ def derives(project: Project, cls: ClassSummary, base: ClassSummary,
 
 
 def same_class(a: ClassSummary, b: ClassSummary) -> bool:
-    return a is b or (a.name == b.name and a.path.resolve() == b.path.resolve())
+    return a is b or (a.name == b.name and (a.path == b.path or a.path.resolve() == b.path.resolve()))
 
 
 def _cached_bases(project: Project, cls: ClassSummary) -> tuple:
-    from gpulint.analysis.forward import _remembered  # once per project state, its lookups recorded
+    from gpulint.analysis.forward import _remembered, _resolved  # once per project state, its lookups recorded
 
-    return _remembered(project, ("project bases", cls.path.resolve(), cls.name),
+    return _remembered(project, ("project bases", _resolved(project, cls.path), cls.name),
                        lambda: tuple(_walk(project, cls, None)))
 
 

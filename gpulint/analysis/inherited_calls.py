@@ -34,9 +34,9 @@ _EXAMINED = 24
 def inherited_site(project: Project, path: Path, owner: str, member: str):
     """The per-step `self.member(...)` call in a subclass (another module) of the top-level class `owner` of
     `path`, when `owner` defines `member`; else None."""
-    from gpulint.analysis.forward import _remembered
+    from gpulint.analysis.forward import _remembered, _resolved
 
-    path = path.resolve()
+    path = _resolved(project, path)
     return _remembered(project, ("inherited", path, owner, member),
                        lambda: _find(project, path, owner, member))
 
@@ -98,7 +98,7 @@ def _per_step_self_call(project: Project, cls: ClassSummary, member: str) -> Opt
             override_site(project, cls.path, cls.name, method) is not None or \
             member_site(project, cls.path, cls.name, method) is not None
 
-    callers = {name: _self_call(fn, member) for name, fn in ((n, cls.methods[n]) for n in cls.methods)}
+    callers = {name: _self_call(project, fn, member) for name, fn in ((n, cls.methods[n]) for n in cls.methods)}
     for name, call in callers.items():
         if call is not None and per_step(name):
             return call.lineno, name
@@ -106,65 +106,71 @@ def _per_step_self_call(project: Project, cls: ClassSummary, member: str) -> Opt
         if call is None:
             continue
         for outer in cls.methods:
-            if outer != name and _self_call(cls.methods[outer], name) is not None and per_step(outer):
+            if outer != name and _self_call(project, cls.methods[outer], name) is not None and per_step(outer):
                 return call.lineno, name
     return None
 
 
-def _self_call(fn, name: str) -> Optional[ast.Call]:
+def _self_call(project: Project, fn, name: str) -> Optional[ast.Call]:
     """A call `self.name(...)` in `fn`'s body, not under a periodic or flag test (helper_sites' search)."""
+    return first_calls(project, fn, _self_call_name).get(name)
+
+
+def first_calls(project: Project, fn, name_of) -> dict:
+    """For a function of the project model: name -> the first call `name_of` gives that name (`self.name(...)`
+    for `_self_call_name`) in `fn`'s body, not under a periodic or flag test, in the order of the search
+    (`_collect`). One walk of the function answers every name asked about it (a monorepo's questions asked for
+    the same methods' calls once per owner class and member: hundreds of walks of each); kept beside the
+    per-step sites (cleared with them), by the node itself (`ast` trees are never modified after the parse)."""
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return None
+        return {}
+    key = ("first calls", id(fn), name_of)
+    with project._lock:
+        known = project.per_step_sites.get(key)
+    if known is not None and known[0] is fn:
+        return known[1]
     params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
-    return _search_self(fn.body, name, params)
+    found: dict = {}
+    _collect(fn.body, params, name_of, found)
+    with project._lock:
+        project.per_step_sites[key] = (fn, found)  # the node is kept alive: its id stays its own
+    return found
 
 
-def _search_self(body: list, name: str, params: set, match=None) -> Optional[ast.Call]:
-    """The first call `match(node, name)` accepts (by default `self.name(...)`) in `body`, not under a periodic
-    or flag test."""
+def _collect(body: list, params: set, name_of, found: dict) -> None:
+    """Every call `name_of` names in `body`, not under a periodic or flag test, the first one of each name kept:
+    statements in order, a test before its blocks, each expression in `ast.walk` order."""
     from gpulint.analysis.helper_sites import _conditional
-
-    match = match or _is_self_call
 
     for stmt in body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         if isinstance(stmt, ast.If):
-            found = _in_expr(stmt.test, name, match)
-            if found is not None:
-                return found
+            _in_expr(stmt.test, name_of, found)
             if not _conditional(stmt.test, params):
-                found = _search_self(stmt.body, name, params, match)
-                if found is not None:
-                    return found
-            found = _search_self(stmt.orelse, name, params, match)
-            if found is not None:
-                return found
+                _collect(stmt.body, params, name_of, found)
+            _collect(stmt.orelse, params, name_of, found)
             continue
         for child in ast.iter_child_nodes(stmt):
-            if isinstance(child, ast.stmt):
-                continue
-            found = _in_expr(child, name, match)
-            if found is not None:
-                return found
+            if not isinstance(child, ast.stmt):
+                _in_expr(child, name_of, found)
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(stmt, field, None)
             if isinstance(inner, list) and inner:
-                found = _search_self(inner, name, params, match)
-                if found is not None:
-                    return found
-    return None
+                _collect(inner, params, name_of, found)
 
 
-def _in_expr(expr: ast.AST, name: str, match=None) -> Optional[ast.Call]:
-    match = match or _is_self_call
+def _in_expr(expr: ast.AST, name_of, found: dict) -> None:
     for node in ast.walk(expr):
-        if isinstance(node, ast.Call) and match(node, name):
-            return node
+        if isinstance(node, ast.Call):
+            name = name_of(node)
+            if name is not None and name not in found:
+                found[name] = node
+
+
+def _self_call_name(node: ast.Call) -> Optional[str]:
+    """`name` for a call `self.name(...)`, else None."""
+    func = node.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        return func.attr
     return None
-
-
-def _is_self_call(node: ast.Call, name: str) -> bool:
-    """`self.name(...)`."""
-    return isinstance(node.func, ast.Attribute) and node.func.attr == name and \
-        isinstance(node.func.value, ast.Name) and node.func.value.id == "self"

@@ -38,20 +38,22 @@ from gpulint.analysis.project import ClassSummary, Project
 def override_site(project: Project, path: Path, owner: str, member: str):
     """The call `self.member(...)` in a project base class (another module) of the top-level class `owner` of
     `path` that runs every iteration of a hot loop there, when `owner` defines `member`; else None."""
-    from gpulint.analysis.forward import _remembered
+    from gpulint.analysis.forward import _remembered, _resolved
 
-    path = path.resolve()
+    path = _resolved(project, path)
     return _remembered(project, ("override", path, owner, member),
                        lambda: _find_override_site(project, path, owner, member))
 
 
 def _find_override_site(project: Project, path: Path, owner: str, member: str):
+    from gpulint.analysis.forward import _resolved
+
     info = project.module(path)
     cls = info.classes.get(owner) if info is not None else None
     if cls is None or member not in cls.methods or not cls.bases:
         return None
     for found in project_bases(project, cls):
-        if found.path.resolve() != path:
+        if _resolved(project, found.path) != path:
             site = _self_call_every_step(project, found, member, owner)
             if site is not None:
                 return site
