@@ -750,7 +750,9 @@ class Project:
         return None
 
     def method(self, cls: ClassSummary, name: str, depth: int = 0) -> Optional[FunctionSummary]:
-        """A method of a project class, looking through project base classes."""
+        """A method of a project class, looking through project base classes. Depth first, each base's chain
+        before the next base (the first method found wins, as in Python's method resolution order for single
+        chains), not `hierarchy.project_bases`' breadth-first walk, which lists bases nearest first."""
         if name in cls.methods:
             return self.function(cls.path, f"{cls.name}.{name}")
         if depth > MAX_DEPTH:
