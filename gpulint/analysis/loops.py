@@ -764,10 +764,7 @@ class LoopAnalysis:
 
     def _class_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
         """The innermost class whose method holds `node` (for a method itself: its class)."""
-        for parent in self.index.ancestors(node):
-            if type(parent) is cst.ClassDef:
-                return parent
-        return None
+        return self.index.enclosing_class(node)
 
     # -- where a node runs -------------------------------------------------------------------------------------
     def execution(self, node: cst.CSTNode) -> Execution:
