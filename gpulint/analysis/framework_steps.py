@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from gpulint.analysis.hierarchy import project_bases
+from gpulint.analysis.hierarchy import defining_class, project_bases
 from gpulint.analysis.project import ClassSummary, Project
 
 _MAX_DEPTH = 6  # base classes followed up the hierarchy
@@ -208,9 +208,8 @@ def _frameworks_named(project: Project) -> bool:
 def _find_framework_site(project: Project, path: Path, owner: str, member: str):
     from gpulint.analysis.forward import CallSite
 
-    info = project.module(path)
-    cls = info.classes.get(owner) if info is not None else None
-    if cls is None or member not in cls.methods or not cls.bases:
+    cls = defining_class(project, path, owner, member)
+    if cls is None or not cls.bases:
         return None
     for qualified in _cached_bases(project, cls):
         step = framework_step(qualified, member)

@@ -16,6 +16,7 @@ chain: the first method found wins), without a visited set but `MAX_DEPTH` deep,
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable, Optional
 
 from gpulint.analysis.project import ClassSummary, Project
@@ -30,6 +31,15 @@ def project_bases(project: Project, cls: ClassSummary,
     if through is None:
         return list(_cached_bases(project, cls, depth))
     return _walk(project, cls, through, depth)
+
+
+def defining_class(project: Project, path: Path, owner: str, member: str) -> Optional[ClassSummary]:
+    """The top-level class `owner` of the module `path` when it defines the method `member`, else None: where the
+    searches for a per-step caller of `owner.member` through the hierarchy start (`overrides`, `inherited_calls`,
+    `dispatched_calls`, `framework_steps`)."""
+    info = project.module(path)
+    cls = info.classes.get(owner) if info is not None else None
+    return cls if cls is not None and member in cls.methods else None
 
 
 def derives(project: Project, cls: ClassSummary, base: ClassSummary,
