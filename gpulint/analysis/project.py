@@ -765,6 +765,17 @@ class Project:
                     return result
         return None
 
+    def base_method(self, cls: ClassSummary, name: str) -> Optional[FunctionSummary]:
+        """What `super().name(...)` in a method of `cls` calls: the method `name` of the first project base class
+        of `cls` that has it (through that base's own bases, `method`); a base naming `cls` itself is passed over."""
+        for base in cls.bases:
+            found = self.lookup(cls.path, base) if base else None
+            if isinstance(found, ClassSummary) and found is not cls:
+                method = self.method(found, name)
+                if method is not None:
+                    return method
+        return None
+
     def registry_class(self, importer: Path, dotted: str) -> Optional[ClassSummary]:
         """The project class that every entry of the registry `dotted` (as written in `importer`) builds: a class,
         or a project function returning one (`def DiT_XL_2(**kw): return DiT(...)`); None when they differ or
@@ -2216,7 +2227,7 @@ class _Summarizer:
             return (method, True) if method is not None else None
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and self.cls is not None and \
                 isinstance(func.value.func, ast.Name) and func.value.func.id == "super" and not func.value.args:
-            method = self._base_method(func.attr)  # `super().training_losses(...)`: the base class's method
+            method = self.project.base_method(self.cls, func.attr)  # `super().training_losses(...)`
             return (method, True) if method is not None else None
         dotted = _dotted(func)
         if dotted is None:
@@ -2227,17 +2238,6 @@ class _Summarizer:
         if isinstance(found, ClassSummary):
             init = self.project.method(found, "__init__")
             return (init, True) if init is not None else None
-        return None
-
-    def _base_method(self, name: str) -> Optional[FunctionSummary]:
-        """The method `name` of the first project base class of this function's class that has it."""
-        cls = self.cls
-        for base in cls.bases:  # type: ignore[union-attr]
-            found = self.project.lookup(cls.path, base) if base else None  # type: ignore[union-attr]
-            if isinstance(found, ClassSummary) and found is not cls:
-                method = self.project.method(found, name)
-                if method is not None:
-                    return method
         return None
 
     def _tainted_by(self, expr: ast.expr) -> Optional[str]:
