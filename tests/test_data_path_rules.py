@@ -141,3 +141,45 @@ def test_gpu204_leaves_dataset_classes_that_do_more_than_return_tensor_rows(geti
                             "        self.labels = torch.arange(n)\n        self.names = [str(k) for k in range(n)]\n")
     source = source.replace("\n\nseen = []", extra + "\n\nseen = []")
     assert _lint("GPU204", source).diagnostics == []
+
+
+# -- GPU409 and GPU420 read a loader's worker options the same way (analysis/data.loader_workers) ----------------
+WORKERS_PROGRAM = """\
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Images(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return torch.from_numpy(np.flip(np.zeros((8, 8)), 1).copy()).float()
+
+
+def main(model, options):
+    loader = DataLoader(Images(){extra})
+    for epoch in range(10):
+        for x in loader:
+            model(x.cuda()).sum().backward()
+
+
+if __name__ == "__main__":
+    main(None, {{}})
+"""
+
+
+@pytest.mark.parametrize("extra, without_workers, restarted", [
+    ("", True, False),  # no workers: GPU409's
+    (", num_workers=0", True, False),
+    (", num_workers=4", False, True),  # workers shut down each epoch: GPU420's
+    (", num_workers=4, persistent_workers=True", False, False),
+    (", num_workers=4, **options", False, False),  # options that cannot be read: neither
+    (", **options", False, False),
+    (", batch_size=None, sampler=options", False, False),  # whole batches from a batch sampler: no per-sample work
+])
+def test_worker_options_read_alike_by_gpu409_and_gpu420(extra, without_workers, restarted):
+    text = WORKERS_PROGRAM.format(extra=extra)
+    assert bool(_lint("GPU409", text).diagnostics) is without_workers
+    assert bool(_lint("GPU420", text).diagnostics) is restarted

@@ -231,3 +231,22 @@ def test_base_method_called_through_self_by_a_per_step_override(tmp_path):
                                 "tianshou/algorithm/learner.py": LEARNER})
     assert ("tianshou/algorithm/helpers.py", 9, "GPU104") in findings
     assert ("tianshou/algorithm/helpers.py", 12, "GPU104") not in findings  # no per-step method calls it
+
+
+def _chain(levels: int) -> dict[str, str]:
+    """`model.py`'s Classifier `levels` project classes below `L.LightningModule` (one module each)."""
+    modules = {"model.py": LIGHTNING.replace("class Classifier(L.LightningModule):",
+                                             "from base1 import Base1\n\n\nclass Classifier(Base1):")}
+    for n in range(1, levels + 1):
+        parent = "L.LightningModule" if n == levels else f"Base{n + 1}"
+        head = "import lightning as L\n" if n == levels else f"from base{n + 1} import Base{n + 1}\n"
+        modules[f"base{n}.py"] = f"{head}\n\nclass Base{n}({parent}):\n    pass\n"
+    return modules
+
+
+def test_framework_base_read_five_project_classes_up(tmp_path):
+    # the framework's walk reads bases further up than the other project-class searches (hierarchy.DEPTH): a
+    # Lightning module under five levels of project classes is still per-step code; six is beyond the bound
+    findings = _lint(tmp_path / "five", _chain(5))
+    assert ("model.py", 17, "GPU101") in findings
+    assert ("model.py", 17, "GPU101") not in _lint(tmp_path / "six", _chain(6))

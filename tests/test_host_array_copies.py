@@ -1,5 +1,5 @@
 """Project helpers that copy a host (numpy) array to the device on every call, reported at the per-step call
-(gpulint/analysis/host_array_copies.py, GPU410; heldout10's tianshou `to_torch_as`, heldout8's SB3 `obs_as_tensor`).
+(gpulint/analysis/host_copies.py `host_copy`, GPU410; heldout10's tianshou `to_torch_as`, heldout8's SB3 `obs_as_tensor`).
 
 A replay buffer kept in numpy is converted batch by batch in a helper module: `torch.from_numpy(x)` then
 `x.to(device)`, or `torch.as_tensor(obs, device=device)` of an `np.ndarray` parameter. The step loop calls the
@@ -113,3 +113,36 @@ def test_host_targets_and_periodic_calls_stay_quiet(tmp_path):
     assert ("train.py", 14, "GPU410") not in findings  # the copy fills a cache once
     assert ("train.py", 15, "GPU410") not in findings  # copies inside the helper's own loop
     assert ("train.py", 17, "GPU410") not in findings  # a network's forward: model code, not a copying helper
+
+
+def test_device_parameters_defaulting_to_none_or_cpu_count_only_where_passed(tmp_path):
+    # the default is read as GPU112's summaries read it (host_copies._constant_default): None, "cpu" or
+    # "cpu:0" by position or keyword-only; a call that leaves the device out keeps the copy on the host
+    convert = textwrap.dedent("""\
+        import torch
+
+
+        def by_none(x, device=None):
+            return torch.from_numpy(x).to(device)
+
+
+        def by_keyword(x, *, device="cpu:0"):
+            return torch.from_numpy(x).float().to(device)
+    """)
+    train = textwrap.dedent("""\
+        from convert import by_keyword, by_none
+
+
+        def train(model, buffer, opt, device):
+            for step in range(10000):
+                obs = buffer.sample(64)
+                a = model(by_none(obs))
+                b = model(by_none(obs, device))
+                c = model(by_keyword(obs))
+                d = model(by_keyword(obs, device=device))
+                (a + b + c + d).sum().backward()
+                opt.step()
+    """)
+    findings = found(check(write_project(tmp_path / "p", {"convert.py": convert, "train.py": train})))
+    assert ("train.py", 7, "GPU410") not in findings and ("train.py", 9, "GPU410") not in findings
+    assert ("train.py", 8, "GPU410") in findings and ("train.py", 10, "GPU410") in findings

@@ -423,21 +423,23 @@ def under_no_grad(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
         if type(a) is cst.With:
             for item in a.items:
                 call = item.item
-                func = call.func if type(call) is cst.Call else call
-                q = analysis.qualified(func) if type(func) in (cst.Name, cst.Attribute) else None
+                q = _called(analysis, call)
                 if q in _NO_GRAD:
                     return True
                 if q == "torch.set_grad_enabled" and type(call) is cst.Call and call.args and \
                         isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == "False":
                     return True
         if type(a) is cst.FunctionDef:
-            for dec in a.decorators:
-                d = dec.decorator
-                func = d.func if type(d) is cst.Call else d
-                q = analysis.qualified(func) if type(func) in (cst.Name, cst.Attribute) else None
-                if q in _NO_GRAD:
-                    return True
+            if any(_called(analysis, dec.decorator) in _NO_GRAD for dec in a.decorators):
+                return True
     return False
+
+
+def _called(analysis: ModuleAnalysis, expr: cst.BaseExpression) -> Optional[str]:
+    """The qualified name of what a `with` item or a decorator names, called (`torch.no_grad()`) or not
+    (`torch.no_grad`); None for another expression."""
+    func = expr.func if type(expr) is cst.Call else expr
+    return analysis.qualified(func) if type(func) in (cst.Name, cst.Attribute) else None
 
 
 def _backwarded_names(analysis: ModuleAnalysis, scope: cst.CSTNode) -> set[str]:

@@ -484,13 +484,13 @@ class ModuleCalls:
                     target = node.targets[0].target
                     if type(target) is cst.Attribute and type(target.value) is cst.Name \
                             and target.value.value == "self":
-                        cls = self._class_of(node)
+                        cls = self.index.enclosing_class(node)
                         if cls is not None:
                             found.setdefault((id(cls), target.attr.value), []).append(node.value)
             for node in of_types(self.index, cst.AnnAssign):
                 target = node.target
                 if type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == "self":
-                    cls = self._class_of(node)
+                    cls = self.index.enclosing_class(node)
                     if cls is not None:
                         key = (id(cls), target.attr.value)
                         annotations.setdefault(key, node.annotation.annotation)
@@ -504,7 +504,7 @@ class ModuleCalls:
                         annotations.setdefault((id(cls), target.value), node.annotation.annotation)
             self._self_attributes = found
             self._self_annotations = annotations
-        cls = self._class_of(attr)
+        cls = self.index.enclosing_class(attr)
         if cls is None:
             return []
         return self._self_attributes.get((id(cls), attr.attr.value), [])
@@ -513,14 +513,8 @@ class ModuleCalls:
         """The annotation the class around `attr` declares for `self.<name>`: a field in the class body
         (`optim: Optimizer`, as dataclasses declare them) or `self.<name>: T` in a method; None without one."""
         self.self_attributes(attr)
-        cls = self._class_of(attr)
+        cls = self.index.enclosing_class(attr)
         return self._self_annotations.get((id(cls), attr.attr.value)) if cls is not None else None
-
-    def _class_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
-        for ancestor in self.index.ancestors(node):
-            if type(ancestor) is cst.ClassDef:
-                return ancestor
-        return None
 
 
 class ProjectCalls(ModuleCalls):
@@ -681,7 +675,7 @@ class ProjectCalls(ModuleCalls):
         name = attr.attr.value
         if not any(name in props for _, props in self._properties.values()):
             return None
-        cls = self._class_of(attr)
+        cls = self.index.enclosing_class(attr)
         owner = self._properties.get(id(cls)) if cls is not None else None
         if owner is None or name not in owner[1]:
             return None

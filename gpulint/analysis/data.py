@@ -10,7 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from gpulint.analysis import LoopRole
-from gpulint.analysis.data_facts import data_facts, has_star_args, is_false, keyword, star_keywords
+from gpulint.analysis.data_facts import data_facts, has_star_args, is_dataloader, is_false, keyword, star_keywords
 from gpulint.analysis.flags import flag_defaults
 from gpulint.analysis.pyg_loaders import PYG_LOADERS
 from gpulint.syntax import argument
@@ -139,6 +139,35 @@ def _feeds_a_step(rule: Rule, loop: cst.For) -> bool:
                 rule.analysis.loops.local_function(node) is not None:
             return True
     return False
+
+
+def accelerator_loops(rule: Rule, loader: cst.Call) -> list:
+    """The hot loops over `loader` whose batches go to an accelerator: the loop copies them (`moves_batches`), or
+    the module plainly targets CUDA and the loop trains or hands its batch to one of the module's functions
+    (`_feeds_a_step`). In loop order. What GPU204, GPU409 and GPU420 ask before judging a loader's options."""
+    facts = data_facts(rule.analysis)
+    return [loop for loop in facts.loops_over(loader) if rule.analysis.loops.role(loop) is LoopRole.HOT and
+            (facts.moves_batches(loop) or facts.clearly_cuda() and _feeds_a_step(rule, loop))]
+
+
+def loader_workers(analysis, call: cst.CSTNode) -> Optional[tuple[Optional[cst.Arg], Optional[cst.Arg]]]:
+    """(`num_workers=`, `persistent_workers=`) as written on a `DataLoader(...)` call whose options can all be
+    read (no `*args`/`**options`), either None where left out; None for any other call (GPU409, GPU420)."""
+    if not is_dataloader(analysis, call) or has_star_args(call):  # type: ignore[arg-type]
+        return None
+    return keyword(call, "num_workers"), keyword(call, "persistent_workers")  # type: ignore[arg-type]
+
+
+def no_workers(workers: Optional[cst.Arg]) -> bool:
+    """`num_workers` left out or a literal `0`: the main process loads every batch."""
+    return workers is None or type(workers.value) is cst.Integer and workers.value.evaluated_value == 0
+
+
+def whole_batches(call: cst.Call) -> bool:
+    """`batch_size=None`: a batch sampler hands whole batches, its dataset fetches each at once (no per-sample
+    work or indexing; GPU204, GPU409)."""
+    size = keyword(call, "batch_size")
+    return size is not None and type(size.value) is cst.Name and size.value.value == "None"
 
 
 def pinned(rule: Rule, loader: cst.Call) -> bool:

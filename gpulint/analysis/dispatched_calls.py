@@ -31,7 +31,7 @@ import ast
 from pathlib import Path
 from typing import Optional
 
-from gpulint.analysis.hierarchy import derives, project_bases, same_class
+from gpulint.analysis.hierarchy import defining_class, derives, project_bases, same_class
 from gpulint.analysis.inherited_calls import first_calls, modules_naming
 from gpulint.analysis.project import ClassSummary, Project, annotation_class
 
@@ -52,9 +52,8 @@ def _find(project: Project, path: Path, owner: str, member: str):
     from gpulint.analysis.forward import CallSite
     from gpulint.analysis.framework_steps import framework_step_call
 
-    info = project.module(path)
-    cls = info.classes.get(owner) if info is not None else None
-    if cls is None or member not in cls.methods or member.startswith("__") or not cls.bases:
+    cls = defining_class(project, path, owner, member)
+    if cls is None or member.startswith("__") or not cls.bases:
         return None
     declared_bases = [b for b in project_bases(project, cls) if project.method(b, member) is not None]
     if not declared_bases:

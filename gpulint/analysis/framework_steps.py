@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from gpulint.analysis.hierarchy import defining_class, project_bases
 from gpulint.analysis.project import ClassSummary, Project
 
 _MAX_DEPTH = 6  # base classes followed up the hierarchy
@@ -207,9 +208,8 @@ def _frameworks_named(project: Project) -> bool:
 def _find_framework_site(project: Project, path: Path, owner: str, member: str):
     from gpulint.analysis.forward import CallSite
 
-    info = project.module(path)
-    cls = info.classes.get(owner) if info is not None else None
-    if cls is None or member not in cls.methods or not cls.bases:
+    cls = defining_class(project, path, owner, member)
+    if cls is None or not cls.bases:
         return None
     for qualified in _cached_bases(project, cls):
         step = framework_step(qualified, member)
@@ -227,30 +227,25 @@ def _cached_bases(project: Project, cls: ClassSummary) -> list[str]:
 
 
 def framework_bases(project: Project, cls: ClassSummary) -> list[str]:
-    """The qualified names of the table classes among `cls`'s bases, direct or not (breadth first)."""
+    """The qualified names of the table classes among `cls`'s bases, direct or not (breadth first): the project
+    bases of `hierarchy.project_bases`, `_MAX_DEPTH` levels up, and at every level the bases that are no project
+    class (a library's `Algorithm`, where the project walk ends: what the table names)."""
     found: list[str] = []
-    seen: set[int] = {id(cls)}
-    frontier = [cls]
-    for _ in range(_MAX_DEPTH):
-        following = []
-        for current in frontier:
-            for base in current.bases:
-                if not base:
-                    continue
-                summary = project.lookup(current.path, base)
-                if isinstance(summary, ClassSummary):
-                    if id(summary) in seen:
-                        continue
-                    seen.add(id(summary))
-                    qualified = _project_name(project, summary)
-                    following.append(summary)
-                else:
-                    qualified = project.external_name(current.path, base)
-                if qualified is not None and qualified in _BY_BASE and qualified not in found:
-                    found.append(qualified)
-        if not following:
-            break
-        frontier = following
+    # the classes whose bases are read: `cls` and its project bases below the last level (whose names are read
+    # as bases of the level under them)
+    for current in (cls, *project_bases(project, cls, depth=_MAX_DEPTH - 1)):
+        for base in current.bases:
+            if not base:
+                continue
+            summary = project.lookup(current.path, base)
+            if isinstance(summary, ClassSummary):
+                if summary is cls:
+                    continue  # a cycle back (a shadowed name): not a base
+                qualified = _project_name(project, summary)
+            else:
+                qualified = project.external_name(current.path, base)
+            if qualified is not None and qualified in _BY_BASE and qualified not in found:
+                found.append(qualified)
     return found
 
 

@@ -6,11 +6,17 @@ class is written (`project.lookup(cls.path, base)`), so `sb.core.Brain` and `fro
 resolve; a base that is not a project class (`nn.Module`, a library class) ends the walk on that branch.
 
 Bounded: `DEPTH` levels up (a deeper hierarchy is rare in a project and each level is one lookup per base), and a
-class is visited once (a cycle through re-exports or shadowed names ends there).
+class is visited once (a cycle through re-exports or shadowed names ends there). A caller that reads further up
+passes `depth` (`framework_steps.framework_bases`, which also reads the library bases where the walk ends).
+
+Not this walk: `Project.method` and `Project.is_module_class` (project.py, which this module imports) go depth
+first, each base's whole chain before the next base (Python's method resolution order for the usual single
+chain: the first method found wins), without a visited set but `MAX_DEPTH` deep, and read library bases on the way.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable, Optional
 
 from gpulint.analysis.project import ClassSummary, Project
@@ -19,12 +25,21 @@ DEPTH = 4  # levels of project bases followed up the hierarchy
 
 
 def project_bases(project: Project, cls: ClassSummary,
-                  through: Optional[Callable[[ClassSummary], bool]] = None) -> list[ClassSummary]:
-    """The project classes `cls` derives from, direct or not, breadth first (nearest first), `DEPTH` levels up.
+                  through: Optional[Callable[[ClassSummary], bool]] = None, depth: int = DEPTH) -> list[ClassSummary]:
+    """The project classes `cls` derives from, direct or not, breadth first (nearest first), `depth` levels up.
     With `through`, the walk goes on above a base only when `through(base)` holds (the base itself is listed)."""
     if through is None:
-        return list(_cached_bases(project, cls))
-    return _walk(project, cls, through)
+        return list(_cached_bases(project, cls, depth))
+    return _walk(project, cls, through, depth)
+
+
+def defining_class(project: Project, path: Path, owner: str, member: str) -> Optional[ClassSummary]:
+    """The top-level class `owner` of the module `path` when it defines the method `member`, else None: where the
+    searches for a per-step caller of `owner.member` through the hierarchy start (`overrides`, `inherited_calls`,
+    `dispatched_calls`, `framework_steps`)."""
+    info = project.module(path)
+    cls = info.classes.get(owner) if info is not None else None
+    return cls if cls is not None and member in cls.methods else None
 
 
 def derives(project: Project, cls: ClassSummary, base: ClassSummary,
@@ -38,18 +53,18 @@ def same_class(a: ClassSummary, b: ClassSummary) -> bool:
     return a is b or (a.name == b.name and (a.path == b.path or a.path.resolve() == b.path.resolve()))
 
 
-def _cached_bases(project: Project, cls: ClassSummary) -> tuple:
+def _cached_bases(project: Project, cls: ClassSummary, depth: int) -> tuple:
     from gpulint.analysis.forward import _remembered, _resolved  # once per project state, its lookups recorded
 
-    return _remembered(project, ("project bases", _resolved(project, cls.path), cls.name),
-                       lambda: tuple(_walk(project, cls, None)))
+    return _remembered(project, ("project bases", _resolved(project, cls.path), cls.name, depth),
+                       lambda: tuple(_walk(project, cls, None, depth)))
 
 
-def _walk(project: Project, cls: ClassSummary, through) -> list[ClassSummary]:
+def _walk(project: Project, cls: ClassSummary, through, depth: int) -> list[ClassSummary]:
     found: list[ClassSummary] = []
     seen: set[int] = {id(cls)}
     frontier = [cls]
-    for _ in range(DEPTH):
+    for _ in range(depth):
         following = []
         for current in frontier:
             for name in current.bases:

@@ -25,7 +25,7 @@ import ast
 from pathlib import Path
 from typing import Optional
 
-from gpulint.analysis.hierarchy import derives
+from gpulint.analysis.hierarchy import defining_class, derives
 from gpulint.analysis.project import ClassSummary, Project
 
 _EXAMINED = 24
@@ -57,9 +57,8 @@ def modules_naming(project: Project, member: str, path: Path, limit: int = _EXAM
 def _find(project: Project, path: Path, owner: str, member: str):
     from gpulint.analysis.forward import CallSite
 
-    info = project.module(path)
-    base = info.classes.get(owner) if info is not None else None
-    if base is None or member not in base.methods or member.startswith("__"):
+    base = defining_class(project, path, owner, member)
+    if base is None or member.startswith("__"):
         return None
     # the module's own subclasses first (`CNNBase(NNBase)` calling `self._forward_gru(...)` in its `forward`)
     for other in (info, *modules_naming(project, member, path)):

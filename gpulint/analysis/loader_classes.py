@@ -31,6 +31,7 @@ from typing import Optional
 import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.project import _dotted
 
 _KEY = "_gpulint_loader_fact"
 _NONE = object()
@@ -135,17 +136,6 @@ def _is_generator(method: ast.FunctionDef) -> bool:
 def _self_attr(expr: ast.expr) -> Optional[str]:
     if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
         return expr.attr
-    return None
-
-
-def _dotted(expr: ast.expr) -> Optional[str]:
-    parts = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if isinstance(expr, ast.Name):
-        parts.append(expr.id)
-        return ".".join(reversed(parts))
     return None
 
 

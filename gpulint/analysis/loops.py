@@ -341,7 +341,10 @@ class LoopAnalysis:
         (`obs, reward, done, info = envs.step(action.cpu().numpy())`, `_environment_step`), placed in a loop whose
         body also holds a loop that trains (PPO's update loops beside the rollout), or calls an agent's method that
         trains (`agent.update(rollouts)`, `trains_through_method`). Each iteration is an
-        environment step of training; a diffusion sampler's `scheduler.step(eps, t, x)` is not an environment."""
+        environment step of training; a diffusion sampler's `scheduler.step(eps, t, x)` is not an environment.
+        Not subsumed by `_steps_model_state` (the observation is the model's state through `envs.step`): that one
+        judges loops of functions only, and a rollout is mostly a script's top-level loop (cleanrl's PPO;
+        tests/test_loop_analysis.py's rollout cases fail without this)."""
         if isinstance(loop, cst.For) and (not _many_range_iterations(loop.iter) or _few_range_iterations(loop)):
             return False
         outer = next((a for a in self.index.ancestors(loop) if isinstance(a, (cst.For, cst.While, cst.FunctionDef,
@@ -789,10 +792,7 @@ class LoopAnalysis:
 
     def _class_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
         """The innermost class whose method holds `node` (for a method itself: its class)."""
-        for parent in self.index.ancestors(node):
-            if type(parent) is cst.ClassDef:
-                return parent
-        return None
+        return self.index.enclosing_class(node)
 
     # -- where a node runs -------------------------------------------------------------------------------------
     def execution(self, node: cst.CSTNode) -> Execution:

@@ -31,7 +31,7 @@ from typing import Optional
 
 import libcst as cst
 
-from gpulint.analysis.hierarchy import project_bases
+from gpulint.analysis.hierarchy import defining_class, project_bases
 from gpulint.analysis.project import ClassSummary, Project
 
 
@@ -48,9 +48,8 @@ def override_site(project: Project, path: Path, owner: str, member: str):
 def _find_override_site(project: Project, path: Path, owner: str, member: str):
     from gpulint.analysis.forward import _resolved
 
-    info = project.module(path)
-    cls = info.classes.get(owner) if info is not None else None
-    if cls is None or member not in cls.methods or not cls.bases:
+    cls = defining_class(project, path, owner, member)
+    if cls is None or not cls.bases:
         return None
     for found in project_bases(project, cls):
         if _resolved(project, found.path) != path:

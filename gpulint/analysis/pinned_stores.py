@@ -24,7 +24,7 @@ def stored_pinned(analysis, receiver: cst.BaseExpression) -> bool:
     attr = _self_attribute(receiver.value if type(receiver) is cst.Subscript else receiver)
     if attr is None:
         return False
-    cls = _class_of(analysis, receiver)
+    cls = analysis.index.enclosing_class(receiver)
     if cls is None:
         return False
     return analysis.fact(_pinned_attributes).get((id(cls), attr), False)
@@ -33,13 +33,6 @@ def stored_pinned(analysis, receiver: cst.BaseExpression) -> bool:
 def _self_attribute(node: cst.BaseExpression) -> Optional[str]:
     if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self":
         return node.attr.value
-    return None
-
-
-def _class_of(analysis, node: cst.CSTNode) -> Optional[cst.ClassDef]:
-    for ancestor in analysis.index.ancestors(node):
-        if type(ancestor) is cst.ClassDef:
-            return ancestor
     return None
 
 

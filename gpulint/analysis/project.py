@@ -756,7 +756,9 @@ class Project:
         return None
 
     def method(self, cls: ClassSummary, name: str, depth: int = 0) -> Optional[FunctionSummary]:
-        """A method of a project class, looking through project base classes."""
+        """A method of a project class, looking through project base classes. Depth first, each base's chain
+        before the next base (the first method found wins, as in Python's method resolution order for single
+        chains), not `hierarchy.project_bases`' breadth-first walk, which lists bases nearest first."""
         if name in cls.methods:
             return self.function(cls.path, f"{cls.name}.{name}")
         if depth > MAX_DEPTH:
@@ -767,6 +769,17 @@ class Project:
                 result = self.method(found, name, depth + 1)
                 if result is not None:
                     return result
+        return None
+
+    def base_method(self, cls: ClassSummary, name: str) -> Optional[FunctionSummary]:
+        """What `super().name(...)` in a method of `cls` calls: the method `name` of the first project base class
+        of `cls` that has it (through that base's own bases, `method`); a base naming `cls` itself is passed over."""
+        for base in cls.bases:
+            found = self.lookup(cls.path, base) if base else None
+            if isinstance(found, ClassSummary) and found is not cls:
+                method = self.method(found, name)
+                if method is not None:
+                    return method
         return None
 
     def registry_class(self, importer: Path, dotted: str) -> Optional[ClassSummary]:
@@ -2220,7 +2233,7 @@ class _Summarizer:
             return (method, True) if method is not None else None
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and self.cls is not None and \
                 isinstance(func.value.func, ast.Name) and func.value.func.id == "super" and not func.value.args:
-            method = self._base_method(func.attr)  # `super().training_losses(...)`: the base class's method
+            method = self.project.base_method(self.cls, func.attr)  # `super().training_losses(...)`
             return (method, True) if method is not None else None
         dotted = _dotted(func)
         if dotted is None:
@@ -2231,17 +2244,6 @@ class _Summarizer:
         if isinstance(found, ClassSummary):
             init = self.project.method(found, "__init__")
             return (init, True) if init is not None else None
-        return None
-
-    def _base_method(self, name: str) -> Optional[FunctionSummary]:
-        """The method `name` of the first project base class of this function's class that has it."""
-        cls = self.cls
-        for base in cls.bases:  # type: ignore[union-attr]
-            found = self.project.lookup(cls.path, base) if base else None  # type: ignore[union-attr]
-            if isinstance(found, ClassSummary) and found is not cls:
-                method = self.project.method(found, name)
-                if method is not None:
-                    return method
         return None
 
     def _tainted_by(self, expr: ast.expr) -> Optional[str]:

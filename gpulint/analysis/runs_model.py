@@ -107,13 +107,8 @@ class ModelRunners:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and \
                 isinstance(func.value.func, ast.Name) and func.value.func.id == "super" and cls is not None:
             # `super().training_losses(self._wrap_model(model), ...)`: the method of a base class
-            for base in cls.bases:
-                found = self.project.lookup(Path(cls.path), base) if base else None
-                if found is not None and found is not cls and hasattr(found, "methods"):
-                    method = self.project.method(found, func.attr)
-                    if method is not None:
-                        return method, True
-            return None, False
+            method = self.project.base_method(cls, func.attr)
+            return (method, True) if method is not None else (None, False)
         dotted = _dotted(func)
         if dotted is None:
             return None, False

@@ -23,7 +23,7 @@ from gpulint.analysis.tree import descendants
 def host_list_attribute(analysis, node: cst.Attribute, depth: int = 0) -> bool:
     if depth > 2 or not (type(node.value) is cst.Name and node.value.value == "self"):
         return False
-    cls = next((a for a in analysis.index.ancestors(node) if type(a) is cst.ClassDef), None)
+    cls = analysis.index.enclosing_class(node)
     if cls is None:
         return False
     key = ("self-list", id(cls), node.attr.value)

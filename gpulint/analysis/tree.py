@@ -343,6 +343,13 @@ class SyntaxIndex(cst.CSTVisitor):
                 return None
         return None
 
+    def enclosing_class(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
+        """The innermost class holding `node` (through methods and nested functions; for a method, its class)."""
+        for parent in self.ancestors(node):
+            if type(parent) is cst.ClassDef:
+                return parent
+        return None
+
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         up = self.up
         current = up.get(id(node))

@@ -82,7 +82,7 @@ def _runs_argument(analysis, call: cst.Call, position: int) -> bool:
     if not (type(func) is cst.Attribute and type(func.value) is cst.Call and type(func.value.func) is cst.Name
             and func.value.func.value == "super" and not func.value.args):
         return False
-    owner = next((a for a in analysis.index.ancestors(call) if type(a) is cst.ClassDef), None)
+    owner = analysis.index.enclosing_class(call)
     if owner is None or analysis.path is None:
         return False
     from gpulint.analysis.calls import project_calls

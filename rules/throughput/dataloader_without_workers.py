@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.analysis import GPU_HINT, LoopRole
-from gpulint.analysis.data import _dataset, _feeds_a_step
-from gpulint.analysis.data_facts import append_keyword, data_facts, has_star_args, is_dataloader, keyword
+from gpulint.analysis import GPU_HINT
+from gpulint.analysis.data import _dataset, accelerator_loops, loader_workers, no_workers, whole_batches
+from gpulint.analysis.data_facts import append_keyword, keyword
 from gpulint.analysis.data_path import data_path_facts
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Rule, Safety
 
@@ -112,26 +112,18 @@ class DataLoaderWithoutWorkers(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not is_dataloader(self.analysis, node) or has_star_args(node):
-            return
-        workers = keyword(node, "num_workers")
-        if workers is not None and not (type(workers.value) is cst.Integer and workers.value.value == "0"):
-            return
-        if keyword(node, "batch_size") is not None and self.analysis.code(keyword(node, "batch_size").value) \
-                == "None":
-            return  # a batch sampler hands whole batches: its dataset fetches them at once
+        options = loader_workers(self.analysis, node)
+        if options is None or not no_workers(options[0]) or whole_batches(node):
+            return  # workers, or a batch sampler handing whole batches (its dataset fetches them at once)
         paths = data_path_facts(self.analysis)
         dataset = paths.dataset_class(_dataset(node))
         work = paths.per_sample_work(dataset) if dataset is not None else None
         if work is None or paths.device_items(dataset):
             return  # samples moved to the device in `__getitem__`: workers cannot use CUDA after a fork
-        facts = data_facts(self.analysis)
-        loops = [loop for loop in facts.loops_over(node) if self.analysis.loops.role(loop) is LoopRole.HOT]
-        if not (any(facts.moves_batches(loop) for loop in loops) or
-                facts.clearly_cuda() and any(_feeds_a_step(self, loop) for loop in loops)):
+        if not accelerator_loops(self, node):
             return
         message = self.message.format(cls=dataset.name.value, work=work)
-        self.report(node, message, fix=self._fix(node, workers) if paths.main_guard else None)
+        self.report(node, message, fix=self._fix(node, options[0]) if paths.main_guard else None)
 
     def _fix(self, node: cst.Call, workers):
         paths = data_path_facts(self.analysis)

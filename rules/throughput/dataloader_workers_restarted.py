@@ -6,9 +6,9 @@ from typing import Optional
 
 import libcst as cst
 
-from gpulint.analysis import GPU_HINT, LoopRole
-from gpulint.analysis.data import _dataset, _feeds_a_step
-from gpulint.analysis.data_facts import _walk, append_keyword, data_facts, has_star_args, is_dataloader, keyword
+from gpulint.analysis import GPU_HINT
+from gpulint.analysis.data import _dataset, accelerator_loops, loader_workers, no_workers
+from gpulint.analysis.data_facts import _walk, append_keyword
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Rule, Safety
 
 _PROGRAM = """import torch
@@ -132,19 +132,12 @@ class DataLoaderWorkersRestarted(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not is_dataloader(self.analysis, node) or has_star_args(node):
-            return
-        workers = keyword(node, "num_workers")
-        if workers is None or keyword(node, "persistent_workers") is not None:
-            return
-        value = workers.value
-        if type(value) is cst.Integer and value.evaluated_value == 0:
-            return
-        facts = data_facts(self.analysis)
-        for loop in facts.loops_over(node):
-            if type(loop) is not cst.For or self.analysis.loops.role(loop) is not LoopRole.HOT:
-                continue
-            if not (facts.moves_batches(loop) or facts.clearly_cuda() and _feeds_a_step(self, loop)):
+        options = loader_workers(self.analysis, node)
+        if options is None or no_workers(options[0]) or options[1] is not None:
+            return  # no workers to restart, or `persistent_workers` chosen
+        value = options[0].value  # type: ignore[union-attr]
+        for loop in accelerator_loops(self, node):
+            if type(loop) is not cst.For:
                 continue
             repeats = self._repeats(node, loop)
             if repeats is None:

@@ -13,7 +13,7 @@ from gpulint.analysis.data_facts import ACCELERATOR, data_facts, keyword
 from gpulint.analysis.data import _SAME_ON_DEVICE
 from gpulint.analysis.calls import project_calls
 from gpulint.analysis.data_path import data_path_facts
-from gpulint.analysis.host_array_copies import host_copy
+from gpulint.analysis.host_copies import host_copy
 from gpulint.analysis.project import display_path
 from gpulint.fixes import fresh_name
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Related, Rule, Safety
@@ -344,7 +344,7 @@ class HostBuiltBatch(Rule):
 
     def _copying_helper(self, node: cst.Call) -> None:
         """`to_torch_as(batch.returns, q)` every step, where the project helper copies the host (numpy) array it
-        is given to the device on every call (analysis/host_array_copies.py): reported at the call, with the copy as
+        is given to the device on every call (analysis/host_copies.py, `host_copy`): reported at the call, with the copy as
         related location."""
         if type(node.func) not in (cst.Name, cst.Attribute) or not node.args:
             return

@@ -6,11 +6,11 @@ from typing import Optional
 
 import libcst as cst
 
-from gpulint.analysis import GPU_HINT, Kind, LoopRole
+from gpulint.analysis import GPU_HINT, Kind
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Rule, Safety
 from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD
-from gpulint.analysis.data_facts import ACCELERATOR, TENSOR_DATASETS, data_facts, is_dataloader, keyword
-from gpulint.analysis.data import _dataset, _feeds_a_step
+from gpulint.analysis.data_facts import ACCELERATOR, TENSOR_DATASETS, data_facts, is_dataloader
+from gpulint.analysis.data import _dataset, accelerator_loops, whole_batches
 from gpulint.analysis.data_path import data_path_facts, resident_loader
 
 _PROGRAM = """import torch
@@ -173,12 +173,9 @@ class TensorDatasetLoaderOnGpu(Rule):
                 return
         elif facts.on_device(dataset):
             return
-        batch_size = keyword(node, "batch_size")
-        if batch_size is not None and type(batch_size.value) is cst.Name and batch_size.value.value == "None":
+        if whole_batches(node):
             return  # a batch sampler feeds whole batches: no per-sample indexing
-        loops = [loop for loop in facts.loops_over(node) if self.analysis.loops.role(loop) is LoopRole.HOT]
-        if any(facts.moves_batches(loop) for loop in loops) or \
-                facts.clearly_cuda() and any(_feeds_a_step(self, loop) for loop in loops):
+        if accelerator_loops(self, node):
             message = None if columns is None else (
                 f"`DataLoader` over `{self.analysis.code(cls.name)}`, whose `__getitem__` only returns rows of "
                 "tensors it holds in memory, collates every batch sample by sample on the CPU; keep the tensors "
