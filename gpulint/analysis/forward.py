@@ -1275,7 +1275,7 @@ class _Instances:
         when the base assigns it otherwise, more than once, or the class does not define the builder."""
         from gpulint.analysis.hierarchy import project_bases
 
-        node = self.calls._class_of(expr)
+        node = self.calls.index.enclosing_class(expr)
         path = getattr(self.calls, "path", None)
         info = self.project.module(Path(path)) if node is not None and path is not None else None
         cls = info.classes.get(node.name.value) if info is not None else None

@@ -33,9 +33,8 @@ def imported_helper_site(project, path: Path, name: str, depth: int = 0):
 
 
 def _find(project, path: Path, name: str, depth: int):
-    from gpulint.analysis.forward import CallSite, _resolved, member_site, per_step_site
+    from gpulint.analysis.forward import CallSite, member_site, per_step_site
     from gpulint.analysis.framework_steps import framework_step_call
-    from gpulint.analysis.project import FunctionSummary
 
     looked_at = 0
     helper = name

@@ -60,6 +60,7 @@ def _find(project: Project, path: Path, owner: str, member: str):
     base = defining_class(project, path, owner, member)
     if base is None or member.startswith("__"):
         return None
+    info = project.module(path)
     # the module's own subclasses first (`CNNBase(NNBase)` calling `self._forward_gru(...)` in its `forward`)
     for other in (info, *modules_naming(project, member, path)):
         for cls in other.classes.values():

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Optional
 
 import libcst as cst
 

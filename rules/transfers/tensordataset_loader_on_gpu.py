@@ -9,7 +9,7 @@ import libcst as cst
 from gpulint.analysis import GPU_HINT, Kind
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Rule, Safety
 from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD
-from gpulint.analysis.data_facts import ACCELERATOR, TENSOR_DATASETS, data_facts, is_dataloader
+from gpulint.analysis.data_facts import TENSOR_DATASETS, data_facts, is_dataloader
 from gpulint.analysis.data import _dataset, accelerator_loops, whole_batches
 from gpulint.analysis.data_path import data_path_facts, resident_loader
 
