@@ -35,7 +35,9 @@ for data in loader:
 
 def test_batch_elements_named_as_paths_are_text(tmp_path: Path):
     keys = found(check(write_project(tmp_path, {"infer.py": PATHS}), "--no-cache", "--select", "GPU107", "."))
-    assert keys == {("infer.py", 15, "GPU107"), ("infer.py", 16, "GPU107")}
+    # the paths are text; `labels` is a batch element the loop never moves (a host tensor: printing it costs no
+    # sync, recall34); the model's output is a device tensor
+    assert keys == {("infer.py", 16, "GPU107")}
 
 
 COLLATE = """\

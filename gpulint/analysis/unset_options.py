@@ -143,9 +143,8 @@ class UnsetOptions:
     def _module_tree(self) -> Optional[ast.Module]:
         if not self._parsed:
             self._parsed = True
-            source = self.analysis.source if self.analysis.source is not None else self.analysis.module.code
-            try:
-                self._tree = ast.parse(source)
+            try:  # the module's code (not its raw text: no fact here depends on comments, tests/test_rule_reuse.py)
+                self._tree = ast.parse(self.analysis.module.code)
             except (SyntaxError, ValueError):
                 self._tree = None
         return self._tree
