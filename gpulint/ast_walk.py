@@ -9,6 +9,7 @@ over a list instead of a deque (tests/test_ast_walk.py compares both on every fi
 
 from __future__ import annotations
 
+import ast
 from ast import AST
 from typing import Iterator
 
@@ -43,3 +44,18 @@ def walk(node: AST) -> Iterator[AST]:
                     if isinstance(item, AST):
                         todo.append(item)
         yield current
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def scope_nodes(scope: AST) -> Iterator[AST]:
+    """The nodes below `scope` that run in it: not those of nested functions, lambdas or classes (nor those
+    nodes themselves), depth first, last child first."""
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _SCOPES):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))

@@ -29,6 +29,8 @@ import ast
 from pathlib import Path
 from typing import Optional
 
+from gpulint.ast_walk import scope_nodes
+
 _FILES = 12  # caller files read per question
 
 
@@ -250,11 +252,7 @@ def _scope_of(tree: ast.Module, call: ast.Call) -> ast.AST:
 def _members_set(scope: ast.AST, name: str, member: str) -> list:
     """The values `scope` assigns to `name.member` or `name["member"]` (not in nested functions)."""
     found = []
-    stack = list(ast.iter_child_nodes(scope))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
+    for node in scope_nodes(scope):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 owner = target.value if isinstance(target, (ast.Attribute, ast.Subscript)) else None
@@ -264,7 +262,6 @@ def _members_set(scope: ast.AST, name: str, member: str) -> list:
                         isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) and \
                         target.slice.value == member:
                     found.append(node.value)
-        stack.extend(ast.iter_child_nodes(node))
     return found
 
 

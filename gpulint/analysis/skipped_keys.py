@@ -26,6 +26,8 @@ from typing import Optional
 
 import libcst as cst
 
+from gpulint.ast_walk import scope_nodes
+
 _MOVES = frozenset({"to", "cuda"})
 
 
@@ -86,14 +88,7 @@ def _skipped(analysis, fn: cst.FunctionDef, param: cst.Param) -> frozenset:
 
 def _loops(scope: ast.AST):
     """The `for` loops of a function (not of functions nested in it)."""
-    stack = list(ast.iter_child_nodes(scope))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(node, ast.For):
-            yield node
-        stack.extend(ast.iter_child_nodes(node))
+    return (node for node in scope_nodes(scope) if isinstance(node, ast.For))
 
 
 def _calls_at(loop: ast.For, line: int, name: str):
