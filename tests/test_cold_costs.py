@@ -174,8 +174,6 @@ class Agent:
 
 
 def test_self_attributes_of_a_class_are_read_in_one_walk_per_method(tmp_path: Path, monkeypatch) -> None:
-    import ast
-
     from gpulint.analysis import module_attrs
     from projects import write_project
 
@@ -183,13 +181,13 @@ def test_self_attributes_of_a_class_are_read_in_one_walk_per_method(tmp_path: Pa
     agent = (root / "agent.py").resolve()
     project = project_for(agent)
     walked = []
-    original = ast.walk
+    original = module_attrs.ast_walk.walk  # `ast.walk`'s nodes in its order (gpulint/ast_walk.py)
 
     def counting(node):
         walked.append(getattr(node, "name", None))
         return original(node)
 
-    monkeypatch.setattr(module_attrs.ast, "walk", counting)
+    monkeypatch.setattr(module_attrs.ast_walk, "walk", counting)
     answers = {attr: module_attrs.holds_module(project, agent, "Agent", attr, {})
                for attr in ("policy", "value", "steps", "buffer", "missing")}
     assert answers == {"policy": True, "value": True, "steps": False, "buffer": False, "missing": False}

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from gpulint import ast_walk
 from gpulint.analysis.dispatched_calls import dispatched_site
 from gpulint.analysis.inherited_calls import inherited_site
 from gpulint.analysis.overrides import override_site
@@ -106,17 +107,20 @@ def _project(tmp_path: Path) -> Path:
 
 
 def _walks_of(monkeypatch, fn: ast.FunctionDef) -> list[int]:
-    """Records each `ast.walk` of an expression of `fn`'s body (by id), while the test asks its questions."""
+    """Records each walk (`ast.walk` or `gpulint.ast_walk.walk`, the same nodes in the same order) of an
+    expression of `fn`'s body (by id), while the test asks its questions."""
     inside = {id(n) for stmt in fn.body for n in ast.walk(stmt)}
     walked: list[int] = []
-    original = ast.walk
 
-    def counting(node):
-        if id(node) in inside:
-            walked.append(id(node))
-        return original(node)
+    def counting(original):
+        def walk(node):
+            if id(node) in inside:
+                walked.append(id(node))
+            return original(node)
+        return walk
 
-    monkeypatch.setattr(ast, "walk", counting)
+    monkeypatch.setattr(ast, "walk", counting(ast.walk))
+    monkeypatch.setattr(ast_walk, "walk", counting(ast_walk.walk))
     return walked
 
 

@@ -9,6 +9,7 @@ from typing import Callable, Optional, TypeVar
 
 import libcst as cst
 
+from gpulint import ast_walk
 from gpulint.analysis.kinds import Kind, KindInference
 from gpulint.analysis.loops import Execution, Frequency, LoopAnalysis, LoopRole
 from gpulint.analysis.tree import SyntaxIndex
@@ -33,6 +34,9 @@ class ModuleAnalysis:
         self.path = path
         # The text the module was parsed from (module.code would regenerate it: a full codegen pass).
         self.source = source
+        # The very text `module` was parsed from, kept apart: a chunk of a big file (runner's chunked lint) sets
+        # `source` to the whole file's text afterwards. `module.code` without its codegen (unset_options).
+        self.parsed_text = source
         self.index = SyntaxIndex().build(module)
         self._facts: dict[Callable, object] = {}
         self._qualified: dict[int, Optional[str]] = {}
@@ -359,7 +363,7 @@ def _runs_backward(project, method) -> bool:
             return False
     return isinstance(node, ast.FunctionDef) and any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
-        for n in ast.walk(node))
+        for n in ast_walk.walk(node))
 
 
 def _runs_argument(analysis: ModuleAnalysis, call: cst.Call, position: Optional[int], keyword: Optional[str]) -> bool:

@@ -19,6 +19,7 @@ from typing import Optional
 
 import libcst as cst
 
+from gpulint import ast_walk
 from gpulint.analysis.node_types import of_types
 
 _SETTERS = ("set_default_tensor_type", "set_default_device")
@@ -59,7 +60,7 @@ def _cuda_argument_ast(call: ast.Call) -> bool:
 
 def _setter_line(tree: ast.AST, walk: bool = True) -> Optional[int]:
     """The line of a call in `tree` that sets a CUDA default (`torch.set_default_tensor_type(...)`)."""
-    for node in (ast.walk(tree) if walk else (tree,)):
+    for node in (ast_walk.walk(tree) if walk else (tree,)):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _SETTERS \
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "torch" and \
                 _cuda_argument_ast(node):
@@ -89,7 +90,7 @@ def _streamed_setter_line(statements) -> Optional[int]:
 def _imports(tree: ast.Module, project, importer: Path, target: Path) -> bool:
     """`tree` (the module at `importer`) imports the module at `target` (`import m`, `from m import *`,
     `from pkg import m`, relative forms), wherever the import statement is."""
-    for node in ast.walk(tree):
+    for node in ast_walk.walk(tree):
         if isinstance(node, ast.Import):
             names = [(alias.name, 0) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):

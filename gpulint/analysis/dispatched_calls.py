@@ -31,6 +31,7 @@ import ast
 from pathlib import Path
 from typing import Optional
 
+from gpulint import ast_walk
 from gpulint.analysis.hierarchy import defining_class, derives, project_bases, same_class
 from gpulint.analysis.inherited_calls import first_calls, modules_naming
 from gpulint.analysis.project import ClassSummary, Project, annotation_class
@@ -114,7 +115,7 @@ def _declared_attribute(project: Project, cls: ClassSummary, attr: str) -> Optio
             continue
         annotations = {a.arg: a.annotation for a in (*init.args.posonlyargs, *init.args.args,
                                                      *init.args.kwonlyargs)}
-        for node in ast.walk(init):
+        for node in ast_walk.walk(init):
             targets = node.targets if isinstance(node, ast.Assign) else \
                 [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
             for target in targets:
@@ -137,7 +138,7 @@ def _assigned_outside_init(cls: ClassSummary, attr: str) -> bool:
     for name, fn in cls.methods.items():
         if name == "__init__" or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        for node in ast.walk(fn):
+        for node in ast_walk.walk(fn):
             targets = node.targets if isinstance(node, ast.Assign) else \
                 [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
             if any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)

@@ -1623,8 +1623,8 @@ def trainer_built_by_a_gpu_file(project: Project, path: Path, tree: ast.Module) 
     names = [stmt.name for stmt in tree.body if isinstance(stmt, ast.ClassDef) and any(
         isinstance(loop, (ast.For, ast.While)) and any(
             isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "backward"
-            for statement in loop.body for c in ast.walk(statement))
-        for method in stmt.body if isinstance(method, ast.FunctionDef) for loop in ast.walk(method))]
+            for statement in loop.body for c in ast_walk.walk(statement))
+        for method in stmt.body if isinstance(method, ast.FunctionDef) for loop in ast_walk.walk(method))]
     if not names:
         return False
     with text_dependency():  # the callers' text is searched for a device: a cached lint depends on it

@@ -16,6 +16,7 @@ device) do not disagree.
 from __future__ import annotations
 
 import ast
+from gpulint import ast_walk
 
 _HOST = ("cpu", "numpy", "tolist")
 
@@ -27,7 +28,7 @@ def held_parameter_lists(cls) -> frozenset:
         return found
     assigned: dict[str, list[ast.expr]] = {}
     for method in cls.methods.values():
-        for node in ast.walk(method):
+        for node in ast_walk.walk(method):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
@@ -72,7 +73,7 @@ def _self_attribute(value: ast.expr):
 def _host_or_literal(value: ast.expr) -> bool:
     if isinstance(value, (ast.Constant, ast.List, ast.Tuple, ast.Dict)) and not getattr(value, "elts", None):
         return True
-    for node in ast.walk(value):
+    for node in ast_walk.walk(value):
         if isinstance(node, ast.Attribute) and node.attr in _HOST:
             return True
         if isinstance(node, ast.Constant) and node.value == "cpu":

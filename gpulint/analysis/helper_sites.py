@@ -14,6 +14,7 @@ step counter (`if step % 100 == 0:`) or a flag parameter of the caller is left o
 from __future__ import annotations
 
 import ast
+from gpulint import ast_walk
 from pathlib import Path
 from typing import Optional
 
@@ -86,7 +87,7 @@ def _find(project, path: Path, name: str, depth: int):
 def _self_called(fn: ast.FunctionDef) -> list:
     """The names of the methods `fn` calls through `self` (`self._update_context(...)`), in order, once each."""
     names: list = []
-    for node in ast.walk(fn):
+    for node in ast_walk.walk(fn):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                 isinstance(node.func.value, ast.Name) and node.func.value.id == "self" and node.func.attr not in names:
             names.append(node.func.attr)
@@ -178,7 +179,7 @@ def _search(body: list, name: str, params: set) -> Optional[ast.Call]:
 def _in_expr(expr: ast.AST, name) -> Optional[ast.Call]:
     """A call of `name` (a plain name, or a set of spellings: `f`, `module.f`) in `expr`."""
     names = (name,) if isinstance(name, str) else name
-    for node in ast.walk(expr):
+    for node in ast_walk.walk(expr):
         if not isinstance(node, ast.Call):
             continue
         func = node.func
@@ -191,7 +192,7 @@ def _in_expr(expr: ast.AST, name) -> Optional[ast.Call]:
 def _conditional(test: ast.expr, params: set) -> bool:
     """A test that may be false on most steps: a modulo, an equality with a counter, or a parameter used as a
     flag (`if collect_stats:`); a test of the module's own configuration (`if self.feature_transform:`) is not."""
-    for node in ast.walk(test):
+    for node in ast_walk.walk(test):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
             return True
         if isinstance(node, ast.Compare) and any(isinstance(op, ast.Eq) for op in node.ops):

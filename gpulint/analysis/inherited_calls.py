@@ -25,6 +25,7 @@ import ast
 from pathlib import Path
 from typing import Optional
 
+from gpulint import ast_walk
 from gpulint.analysis.hierarchy import defining_class, derives
 from gpulint.analysis.project import ClassSummary, Project
 
@@ -161,7 +162,7 @@ def _collect(body: list, params: set, name_of, found: dict) -> None:
 
 
 def _in_expr(expr: ast.AST, name_of, found: dict) -> None:
-    for node in ast.walk(expr):
+    for node in ast_walk.walk(expr):
         if isinstance(node, ast.Call):
             name = name_of(node)
             if name is not None and name not in found:

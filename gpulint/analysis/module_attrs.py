@@ -19,6 +19,7 @@ Computed from the project's `ast` modules (analysis/project.py), once per module
 from __future__ import annotations
 
 import ast
+from gpulint import ast_walk
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -121,7 +122,7 @@ def _self_assignments(method: ast.AST) -> dict:
     if known is not None and known[0] is method:
         return known[1]
     found: dict = {}
-    for node in ast.walk(method):
+    for node in ast_walk.walk(method):
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":

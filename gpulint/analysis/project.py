@@ -331,6 +331,10 @@ class ImportResolver:
         self.root = root.resolve()
         self.search = [self.root, self.root / "src"]
         self._memo: dict[tuple, Optional[Path]] = {}
+        # (module, importer, level) -> the answer: `_memo` is by the importer's folder, and `importer.parent` is
+        # a new Path (hashed afresh) each time; a monorepo asks this over a million times. Emptied whenever an
+        # importer's `sys.path` folders are noted (they change what `_memo`'s key is).
+        self._by_importer: dict[tuple, Optional[Path]] = {}
         # importer -> the project folders its own top-level `sys.path.append(...)`/`insert(...)` add
         self.extra: dict[Path, tuple[Path, ...]] = {}
 
@@ -345,13 +349,20 @@ class ImportResolver:
                 if folder not in found and (folder == self.root or self.root in folder.parents) and folder.is_dir():
                     found.append(folder)
         self.extra[importer] = tuple(found)
+        self._by_importer.clear()
 
     def resolve(self, module: str, importer: Path, level: int = 0) -> Optional[Path]:
+        direct = (module, importer, level)
+        try:
+            return self._by_importer[direct]
+        except KeyError:
+            pass
         extra = self.extra.get(importer, ()) if self.extra else ()
         key = (module, importer if extra else importer.parent, level)
         if key not in self._memo:  # the file system is asked once per name and folder in a run
             self._memo[key] = self._resolve(module, importer, level, extra)
-        return self._memo[key]
+        found = self._by_importer[direct] = self._memo[key]
+        return found
 
     def _resolve(self, module: str, importer: Path, level: int, extra: tuple = ()) -> Optional[Path]:
         parts = [p for p in module.split(".") if p] if module else []
@@ -1958,7 +1969,7 @@ class _Summarizer:
         """The qualified library class every `self.<attr> = Cls(...)` of the class builds, else None."""
         found: set[str] = set()
         for method in self.cls.methods.values():  # type: ignore[union-attr]
-            for node in ast.walk(method):
+            for node in ast_walk.walk(method):
                 if not isinstance(node, ast.Assign):
                     continue
                 for target in node.targets:
@@ -2078,7 +2089,7 @@ class _Summarizer:
         """The project class every `self.<attr> = Cls(...)` of the class builds, else None."""
         found: Optional[ClassSummary] = None
         for method in self.cls.methods.values():  # type: ignore[union-attr]
-            for node in ast.walk(method):
+            for node in ast_walk.walk(method):
                 if isinstance(node, ast.Assign) and any(
                         isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
                         and t.value.id == "self" for t in node.targets):
@@ -2495,7 +2506,7 @@ def _buffers(cls: ClassSummary) -> frozenset:
         return cls.buffers
     names = set()
     for method in cls.methods.values():
-        for node in ast.walk(method):
+        for node in ast_walk.walk(method):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                     node.func.attr == "register_buffer" and isinstance(node.func.value, ast.Name) and \
                     node.func.value.id == "self" and node.args and isinstance(node.args[0], ast.Constant) and \
@@ -2517,7 +2528,7 @@ def _moved_attributes(cls: ClassSummary) -> frozenset:
     moved: set = set()
     other: set = set()
     for method in cls.methods.values():
-        for node in ast.walk(method):
+        for node in ast_walk.walk(method):
             if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 continue
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]

@@ -44,19 +44,12 @@ def _compute(analysis, cls: cst.ClassDef, attr: str, depth: int) -> bool:
     for stmt in cls.body.body if type(cls.body) is cst.IndentedBlock else ():
         if type(stmt) is cst.FunctionDef and stmt.name.value == "__init__":
             init = stmt
-    for n in descendants(cls):
-        if type(n) is cst.Assign:
-            for target in n.targets:
-                t = target.target
-                if type(t) is cst.Attribute and t.attr.value == attr and type(t.value) is cst.Name and \
-                        t.value.value == "self":
-                    values.append(n.value)
-        elif type(n) is cst.AugAssign and type(n.target) is cst.Attribute and n.target.attr.value == attr:
+    for event, n in _attribute_uses(analysis, cls).get(attr, ()):
+        if event == "assign":
+            values.append(n)
+        elif event == "augassign":
             return False
-        elif type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("append", "extend",
-                                                                                             "insert") \
-                and type(n.func.value) is cst.Attribute and n.func.value.attr.value == attr and \
-                type(n.func.value.value) is cst.Name and n.func.value.value.value == "self":
+        else:  # `self.<attr>.append(x)`: only numbers are added
             added = n.args[-1].value if n.args else None
             if added is None or analysis.kinds.of(added) is not Kind.NUMBER:
                 return False
@@ -71,6 +64,31 @@ def _compute(analysis, cls: cst.ClassDef, attr: str, depth: int) -> bool:
             continue
         return False
     return True
+
+
+def _attribute_uses(analysis, cls: cst.ClassDef) -> dict[str, list[tuple[str, cst.CSTNode]]]:
+    """attribute -> what the class does with it, in `descendants` order: ("assign", value) for `self.X = value`,
+    ("augassign", node) for `<x>.X += ...`, ("append", call) for `self.X.append/extend/insert(...)`. One walk of
+    the class for all its attributes (a model class of a monorepo is asked about dozens of them), kept per lint."""
+    uses = analysis.fact(_memo).get(("self-list uses", id(cls)))
+    if uses is not None:
+        return uses
+    uses = {}
+    for n in descendants(cls):
+        if type(n) is cst.Assign:
+            for target in n.targets:
+                t = target.target
+                if type(t) is cst.Attribute and type(t.value) is cst.Name and t.value.value == "self":
+                    uses.setdefault(t.attr.value, []).append(("assign", n.value))
+        elif type(n) is cst.AugAssign and type(n.target) is cst.Attribute:
+            uses.setdefault(n.target.attr.value, []).append(("augassign", n))
+        elif type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("append", "extend",
+                                                                                             "insert") \
+                and type(n.func.value) is cst.Attribute and type(n.func.value.value) is cst.Name and \
+                n.func.value.value.value == "self":
+            uses.setdefault(n.func.value.attr.value, []).append(("append", n))
+    analysis.fact(_memo)[("self-list uses", id(cls))] = uses
+    return uses
 
 
 def _init_param(init: cst.FunctionDef, name: str) -> bool:

@@ -26,6 +26,7 @@ from typing import Optional
 
 import libcst as cst
 
+from gpulint import ast_walk
 from gpulint.analysis.tree import of_types
 from gpulint.syntax import passed_argument
 
@@ -155,7 +156,7 @@ def _remote_sites(analysis, name: str, instance_of: Optional[str], method: bool)
             return None
         if instance_of is not None:
             sites.extend(_instance_calls(info.tree, instance_of))
-        elif Path(file).resolve() != here and info.calls_named(name):
+        elif project._resolved(Path(file)) != here and info.calls_named(name):  # the project's memo of paths
             if method:
                 return None  # `obj.name(...)` elsewhere: what it passes is not followed
             sites.extend(call for call, _ in info.calls_named(name))
@@ -166,7 +167,7 @@ def _instance_calls(tree: ast.Module, cls: str) -> list:
     """`loss_fn = ComputeLoss(model)` (or `self.loss_fn = ...`) then `loss_fn(pred, targets)`: the calls of the
     names a module binds to instances of `cls`."""
     names, attrs = set(), set()
-    for node in ast.walk(tree):
+    for node in ast_walk.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             func = node.value.func
             last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
@@ -179,7 +180,7 @@ def _instance_calls(tree: ast.Module, cls: str) -> list:
                     attrs.add(target.attr)
     if not names and not attrs:
         return []
-    return [node for node in ast.walk(tree) if isinstance(node, ast.Call) and (
+    return [node for node in ast_walk.walk(tree) if isinstance(node, ast.Call) and (
         isinstance(node.func, ast.Name) and node.func.id in names or
         isinstance(node.func, ast.Attribute) and node.func.attr in attrs and isinstance(node.func.value, ast.Name))]
 

@@ -26,6 +26,8 @@ from typing import Optional
 
 import libcst as cst
 
+from gpulint import ast_walk
+
 _FILES = 12
 
 
@@ -115,12 +117,12 @@ class UnsetOptions:
         tree = self._module_tree()
         if tree is None or self.analysis.path is None:
             return False
-        class_level = {id(stmt) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for stmt in c.body}
-        for node in ast.walk(tree):
+        class_level = {id(stmt) for c in ast_walk.walk(tree) if isinstance(c, ast.ClassDef) for stmt in c.body}
+        for node in ast_walk.walk(tree):
             targets = node.targets if isinstance(node, ast.Assign) else \
                 [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
             for target in targets:
-                for element in ast.walk(target):
+                for element in ast_walk.walk(target):
                     if _names_attr(element, attr) and (element is target or isinstance(target, (ast.Tuple, ast.List))):
                         return False  # `model.split_input_params = {...}`
                     if isinstance(element, ast.Name) and element.id == attr and id(node) in class_level:
@@ -143,8 +145,14 @@ class UnsetOptions:
     def _module_tree(self) -> Optional[ast.Module]:
         if not self._parsed:
             self._parsed = True
-            try:  # the module's code (not its raw text: no fact here depends on comments, tests/test_rule_reuse.py)
-                self._tree = ast.parse(self.analysis.module.code)
+            from gpulint import runtime
+
+            # the module's code (not its raw text: no fact here depends on comments, tests/test_rule_reuse.py);
+            # in a batch run that is the text it was parsed from (LibCST gives back the text it parsed, to the
+            # byte), with no codegen pass over the whole module (a sixth of this fact's cost on fairseq)
+            parsed = self.analysis.parsed_text if runtime.batch_mode() else None
+            try:
+                self._tree = ast.parse(parsed if parsed is not None else self.analysis.module.code)
             except (SyntaxError, ValueError):
                 self._tree = None
         return self._tree
@@ -169,31 +177,31 @@ def _stored_parameter(tree: ast.Module, cls: ast.ClassDef, init: ast.FunctionDef
     """The parameter of `init` that every assignment of `<x>.<attr>` in the module stores as `self.<attr>` in
     `init`, when its default is False or None; else None. `self.<attr>` of another class of the module is that
     class's own (a subclass of `cls` is ruled out by `_constructions_leave_off`)."""
-    others = {id(n) for c in tree.body if isinstance(c, ast.ClassDef) and c is not cls for n in ast.walk(c)}
+    others = {id(n) for c in tree.body if isinstance(c, ast.ClassDef) and c is not cls for n in ast_walk.walk(c)}
     args = init.args
     positional = [a.arg for a in (*args.posonlyargs, *args.args)]
     defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
     defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
-    inside = {id(n) for n in ast.walk(init)}
+    inside = {id(n) for n in ast_walk.walk(init)}
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in ast_walk.walk(tree):
         if isinstance(node, (ast.AugAssign, ast.AnnAssign)) and _names_attr(node.target, attr):
             return None
         if isinstance(node, (ast.For, ast.comprehension, ast.With, ast.withitem, ast.NamedExpr)):
             targets = [getattr(node, "target", None) or getattr(node, "optional_vars", None)]
-            if any(t is not None and any(_names_attr(e, attr) for e in ast.walk(t)) for t in targets):
+            if any(t is not None and any(_names_attr(e, attr) for e in ast_walk.walk(t)) for t in targets):
                 return None
         if not isinstance(node, ast.Assign):
             continue
         for target in node.targets:
             pairs = [(target, node.value)]
             if isinstance(target, (ast.Tuple, ast.List)):
-                if any(_names_attr(e, attr) for e in ast.walk(target)):
+                if any(_names_attr(e, attr) for e in ast_walk.walk(target)):
                     if not isinstance(node.value, (ast.Tuple, ast.List)) or len(node.value.elts) != len(target.elts):
                         return None
                     pairs = list(zip(target.elts, node.value.elts))
             for t, v in pairs:
-                if not any(_names_attr(e, attr) for e in ast.walk(t)):
+                if not any(_names_attr(e, attr) for e in ast_walk.walk(t)):
                     continue
                 if id(node) in others and _names_attr(t, attr) and isinstance(t.value, ast.Name) \
                         and t.value.id == "self":
@@ -219,7 +227,7 @@ def _constructions_leave_off(tree: ast.Module, class_name: str, param: str, posi
     """Every call in `tree` of `class_name` (or of any `__init__`) leaves `param` at its default or passes
     False/None, and the class is not used other than called (module docstring)."""
     called = set()
-    for node in ast.walk(tree):
+    for node in ast_walk.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         if isinstance(node.func, ast.Name) and node.func.id == "super" and node.args:
@@ -235,7 +243,7 @@ def _constructions_leave_off(tree: ast.Module, class_name: str, param: str, posi
             return False
         if position is not None and len(node.args) > position and not _off(node.args[position]):
             return False
-    for node in ast.walk(tree):
+    for node in ast_walk.walk(tree):
         if id(node) in called:
             continue
         if isinstance(node, ast.Name) and node.id == class_name or \
@@ -247,13 +255,13 @@ def _constructions_leave_off(tree: ast.Module, class_name: str, param: str, posi
 def _names_otherwise(tree: ast.Module, class_name: str, names: set) -> bool:
     """`tree` names one of `names` other than as the keyword of a call of `class_name` passing False/None."""
     allowed = set()
-    for node in ast.walk(tree):
+    for node in ast_walk.walk(tree):
         if isinstance(node, ast.Call):
             func = node.func
             last = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
             if last == class_name:
                 allowed.update(id(k) for k in node.keywords if k.arg in names and _off(k.value))
-    for node in ast.walk(tree):
+    for node in ast_walk.walk(tree):
         if isinstance(node, ast.Name) and node.id in names or isinstance(node, ast.Attribute) and node.attr in names:
             return True
         if isinstance(node, ast.keyword) and node.arg in names and id(node) not in allowed:
@@ -270,7 +278,7 @@ def _no_dynamic_assignment(cls: ast.ClassDef, attr: str) -> bool:
     """`cls` touches no `__dict__` and calls `setattr` only with names that are not `attr`: a string, or the
     target of a loop over a literal tuple/list of strings (`for k in 'na', 'nc': setattr(self, k, ...)`)."""
     loops: dict[str, set] = {}
-    for node in ast.walk(cls):
+    for node in ast_walk.walk(cls):
         if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
             names = loops.setdefault(node.target.id, set())
             if isinstance(node.iter, (ast.Tuple, ast.List)) and \
@@ -279,7 +287,7 @@ def _no_dynamic_assignment(cls: ast.ClassDef, attr: str) -> bool:
             else:
                 names.add(None)  # not known
     known = set()
-    for node in ast.walk(cls):
+    for node in ast_walk.walk(cls):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
                 and len(node.args) >= 2:
             name = node.args[1]
@@ -287,7 +295,7 @@ def _no_dynamic_assignment(cls: ast.ClassDef, attr: str) -> bool:
                     isinstance(name, ast.Name) and name.id in loops and None not in loops[name.id] \
                     and attr not in loops[name.id]:
                 known.add(id(node.func))
-    for node in ast.walk(cls):
+    for node in ast_walk.walk(cls):
         if isinstance(node, ast.Attribute) and node.attr == "__dict__":
             return False
         if isinstance(node, ast.Name) and node.id == "setattr" and id(node) not in known:
