@@ -981,8 +981,8 @@ class KindInference:
         if base is Kind.NUMPY:
             return Kind.OTHER if attr in ("shape", "dtype", "ndim", "size") else Kind.NUMPY
         if type(node.value) is cst.Name and node.value.value == "self":
-            if attr in self._registered_buffers():
-                return Kind.TENSOR
+            if attr in self._registered_buffers() and not self._own_method(node, attr):
+                return Kind.TENSOR  # not a property of this class named like another class's buffer
             kind = _kind_from_name(attr)
             if kind is Kind.UNKNOWN and self.self_attribute_hook is not None:
                 kind = self.self_attribute_hook(node)
@@ -1017,6 +1017,13 @@ class KindInference:
                      None) or (args[position].value if position < len(args) and not any(a.star for a in args)
                                else None)
         return given is not None and self.of(given) is Kind.LOADER
+
+    def _own_method(self, node: cst.CSTNode, name: str) -> bool:
+        """The class around `node` defines a method or `@property` called `name` (Tacotron's `r` property reads
+        `self.decoder.r.item()`, a Python int, where the decoder's `r` is a buffer)."""
+        cls = self.index.enclosing_class(node)
+        return cls is not None and any(
+            type(stmt) is cst.FunctionDef and stmt.name.value == name for stmt in cls.body.body)
 
     def _registered_buffers(self) -> set[str]:
         """Names a module registers as buffers (`self.register_buffer("queue_ptr", torch.zeros(1))`): tensors
