@@ -1,6 +1,6 @@
 """Device tensors that Python takes as numbers without a conversion in sight (analysis/host_reads.int_reads,
 GPU105): a slice bound, `range()`, `max`/`min` of several values, `topk`'s `k`, `randint`'s bounds, `F.pad`'s
-amounts; and a device mask selecting from a value of unknown kind (GPU111)."""
+amounts, `in` over a tuple; and a device mask selecting from a value of unknown kind (GPU111)."""
 
 from __future__ import annotations
 
@@ -78,10 +78,13 @@ def test_each_place_that_takes_an_int(tmp_path: Path) -> None:
             "    for i in range(ks[1]):\n        pass\n"
             "    start = max(0, ks.max() - 2)\n"
             "    noise = torch.randint(0, ks[2] + 1, (3,))\n"
-            "    padded = torch.nn.functional.pad(out, [0, ks[3]])\n")
+            "    padded = torch.nn.functional.pad(out, [0, ks[3]])\n"
+            "    stop = ks[4] in (0, 2)\n"
+            "    seen = ks[5] in {0, 2}\n")  # a set hashes the tensor: no read
     root = write_project(tmp_path / "loop", {"train.py": LOOP.format(body=body)})
     codes = _codes(root, "train.py")
-    assert {(9, "GPU105"), (10, "GPU105"), (12, "GPU105"), (13, "GPU105"), (14, "GPU105")} <= codes
+    assert {(9, "GPU105"), (10, "GPU105"), (12, "GPU105"), (13, "GPU105"), (14, "GPU105"), (15, "GPU105")} <= codes
+    assert (16, "GPU105") not in codes
 
 
 def test_python_and_host_bounds_stay_quiet(tmp_path: Path) -> None:

@@ -179,12 +179,14 @@ _PAD_FUNCTIONS = ("torch.nn.functional.pad",)
 
 
 def int_reads(analysis, node: cst.CSTNode) -> list[tuple[str, cst.BaseExpression]]:
-    """Device tensors that `node` (a Call or a Subscript) hands to Python as numbers, each a host read:
+    """Device tensors that `node` (a Call, a Subscript or a Comparison) hands to Python as numbers, each a host read:
     (what takes it, the tensor). A 0-dim tensor is what such a place accepts (a bigger one is an error there),
     so each is a sync, whatever it holds:
     - a slice bound, `x[:, :n]` (`__index__`);
     - an argument of `range(...)`, of the builtin `max`/`min` given two or more values (their comparison calls
-      `bool()`), the `k` of `topk`/`kthvalue`, the bounds of `torch.randint`, the amounts of `F.pad`'s `pad`.
+      `bool()`), the `k` of `topk`/`kthvalue`, the bounds of `torch.randint`, the amounts of `F.pad`'s `pad`;
+    - the left side of `in`/`not in` over a list, a tuple, a tensor or a value of unknown kind (each `==` is
+      tested with `bool()`; a tensor's `__contains__` returns a Python bool); a set or a dict hashes instead.
     Only tensors known to be on the device count (a host tensor's read costs no wait)."""
     found: list[tuple[str, cst.BaseExpression]] = []
 
@@ -192,6 +194,13 @@ def int_reads(analysis, node: cst.CSTNode) -> list[tuple[str, cst.BaseExpression
         if value is not None and analysis.is_device_tensor(value):
             found.append((what, value))
 
+    if type(node) is cst.Comparison:
+        left = node.left
+        for target in node.comparisons:
+            if type(target.operator) in (cst.In, cst.NotIn) and _compared_one_by_one(analysis, target.comparator):
+                take("`in`", left)
+            left = target.comparator
+        return found
     if type(node) is cst.Subscript:
         for element in node.slice:
             if type(element.slice) is cst.Slice:
@@ -231,3 +240,24 @@ def int_reads(analysis, node: cst.CSTNode) -> list[tuple[str, cst.BaseExpression
                 if type(element) is cst.Element:
                     take("an amount of `pad`'s `pad`", element.value)
     return found
+
+
+_SEQUENCES = (cst.List, cst.Tuple, cst.ListComp)
+
+
+def _compared_one_by_one(analysis, container: cst.BaseExpression) -> bool:
+    """`x in container` tests `x == element` with `bool()` element by element (a list, a tuple, a name bound
+    only to those), or asks a tensor's `__contains__`; a value of unknown kind is taken to be one of them, never
+    a set or dict literal (those hash)."""
+    if type(container) in _SEQUENCES:
+        return True
+    if type(container) in (cst.Dict, cst.Set, cst.DictComp, cst.SetComp):
+        return False
+    kind = analysis.kind(container)
+    if kind in (Kind.TENSOR, Kind.UNKNOWN):
+        return True
+    if type(container) is cst.Name:
+        bindings = analysis.index.visible_bindings(container)
+        return bool(bindings) and all(b.kind == "assign" and b.index is None and type(b.value) in _SEQUENCES
+                                      for b in bindings)
+    return False

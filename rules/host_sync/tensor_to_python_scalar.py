@@ -21,7 +21,8 @@ class TensorToPythonScalar(GpuRule):
     (`x[:, :self.r]`, `x[i, start:end]` with `start` an element of a device tensor), an argument of `range()`,
     of the builtin `max`/`min` given two or more values (`max(0, limit - lengths.max())` compares on the host),
     the `k` of `topk`/`kthvalue` (`torch.topk(cost[i], k=ks[i])`), the bounds of `torch.randint` and the
-    amounts of `F.pad`'s `pad` list. Such a place takes a 0-dim tensor only, and converts it with `__index__`.
+    amounts of `F.pad`'s `pad` list: such a place takes a 0-dim tensor only, and converts it with `__index__`;
+    and `t in (a, b)` / `t in ids` (each `==` tested with `bool()`; a set or a dict hashes instead).
 
     ## Why it is slow
     Converting a tensor to a Python number reads its value on the host: the same blocking sync as `.item()`.
@@ -51,7 +52,7 @@ class TensorToPythonScalar(GpuRule):
     reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "tensor-to-python-scalar"
     message = "`{fn}()` of a tensor every iteration blocks the CPU until the GPU catches up"
-    implicit_message = ("{what} takes a device tensor as a Python number every iteration (`__index__`/`bool()`): "
+    implicit_message = ("{what} reads a device tensor as a Python value every iteration (`__index__`/`bool()`): "
                         "the CPU waits for the GPU")
     family = Family.HOST_SYNC
     defers_to = ("GPU302", "GPU303")  # `total += loss.item()`: their finding carries the fix
@@ -63,10 +64,10 @@ class TensorToPythonScalar(GpuRule):
                 message="`math.isnan()` of a tensor every iteration"),
         # a slice bound read from a device tensor (a buffer kept on the GPU)
         Example(TRAIN_STEP + "    r = torch.tensor(2, device='cuda')\n    head = x[:, :r]\n",
-                message="A slice bound takes a device tensor as a Python number"),
+                message="A slice bound reads a device tensor as a Python value"),
         Example(TRAIN_STEP + "    ks = torch.clamp(loss.detach().int(), min=1)\n"
                 "    _, idx = torch.topk(x.flatten(), k=ks)\n",
-                message="The `k` of `topk` takes a device tensor"),
+                message="The `k` of `topk` reads a device tensor"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -86,6 +87,9 @@ class TensorToPythonScalar(GpuRule):
             self.report(node, self.message.format(fn=fn), where=where)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
+        self._implicit(node)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
         self._implicit(node)
 
     def _implicit(self, node: cst.CSTNode) -> None:
