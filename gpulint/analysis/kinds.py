@@ -896,6 +896,10 @@ class KindInference:
             if node.value == "None":
                 return Kind.OTHER
             kind = self.name_kind(node.value, node)
+            if kind is Kind.NUMPY and self._copied_to_host_by_own_binding(node):
+                # `x = x.detach().cpu().numpy()`: the array is what the statement makes, not what it reads
+                last = self._last_assignment(node, self.index.visible_bindings(node))
+                return self.of(last) if last is not None else Kind.UNKNOWN
             if kind is not Kind.NUMBER:
                 after = self._after_own_read(node)
                 if after is not None:
@@ -954,6 +958,34 @@ class KindInference:
         if type(node) is cst.Await:
             return Kind.UNKNOWN
         return Kind.UNKNOWN
+
+    def _copied_to_host_by_own_binding(self, name: cst.Name) -> bool:
+        """`name` is read in the value of the plain assignment that rebinds it to a host copy of that value
+        (`neg = neg.data.cpu().numpy().astype(np.float32)`, `actions = actions.cpu().numpy()`): `.cpu()` on the
+        way from the read to the value's outermost call says the name held a tensor before the statement."""
+        node: cst.CSTNode = name
+        for parent in self.index.ancestors(name):
+            if type(parent) is cst.Assign:
+                break
+            if isinstance(parent, (cst.BaseSmallStatement, cst.BaseStatement)) or \
+                    type(parent) not in (cst.Attribute, cst.Call):
+                return False
+            if type(parent) is cst.Call and node is not parent.func:
+                return False  # an argument (`f(x)`), not the receiver of the chain
+            node = parent
+        else:
+            return False
+        if node is not parent.value or len(parent.targets) != 1:
+            return False
+        target = parent.targets[0].target
+        if type(target) is not cst.Name or target.value != name.value:
+            return False
+        chain = parent.value
+        while type(chain) in (cst.Call, cst.Attribute):
+            if type(chain) is cst.Call and type(chain.func) is cst.Attribute and chain.func.attr.value == "cpu":
+                return True
+            chain = chain.func if type(chain) is cst.Call else chain.value
+        return False
 
     def _kind_at_read(self, name: cst.Name) -> Kind:
         """A name whose bindings disagree (`all_b = []`, then `all_b = torch.cat(all_b)`, then `all_b =
