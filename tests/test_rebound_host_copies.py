@@ -43,3 +43,14 @@ def test_rebinding_to_a_host_array_reports_the_copy(tmp_path: Path) -> None:
 def test_rebinding_without_a_copy_is_quiet(tmp_path: Path) -> None:
     # `.numpy()` alone works on a host tensor only: nothing to wait for
     assert not {row for row, code in _rows(tmp_path, "neg.numpy().astype(np.float32)") if row == 7}
+
+
+
+def test_rebinding_under_a_type_test_is_quiet(tmp_path: Path) -> None:
+    # `if isinstance(neg, torch.Tensor): neg = neg.cpu().numpy()`: a helper written for host data too (plotting,
+    # logging); the code says the name may hold an array, as `loss = loss.item()` under the same test does
+    align = ALIGN.replace("    neg = {statement}\n",
+                          "    if isinstance(neg, torch.Tensor):\n        neg = neg.data.cpu().numpy()\n")
+    root = write_project(tmp_path, {"align.py": align, "train.py": TRAIN})
+    rows = {(row, code) for path, row, code in found(check(root, "--no-cache", ".")) if path.endswith("align.py")}
+    assert (8, "GPU104") not in rows

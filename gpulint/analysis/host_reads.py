@@ -191,8 +191,15 @@ def int_reads(analysis, node: cst.CSTNode) -> list[tuple[str, cst.BaseExpression
     found: list[tuple[str, cst.BaseExpression]] = []
 
     def take(what: str, value: Optional[cst.BaseExpression]) -> None:
-        if value is not None and analysis.is_device_tensor(value):
-            found.append((what, value))
+        if value is None or not analysis.is_device_tensor(value):
+            return
+        if type(value) is cst.Name:
+            # a name's kind joins all its bindings; the assignment that runs last before the read decides
+            # (`end = torch.clip(...)` in one loop, `end = start + size` before this `x[start:end]`)
+            last = analysis.kinds.last_assigned(value)
+            if last is not None and not analysis.is_tensor(last):
+                return
+        found.append((what, value))
 
     if type(node) is cst.Comparison:
         left = node.left

@@ -959,6 +959,10 @@ class KindInference:
             return Kind.UNKNOWN
         return Kind.UNKNOWN
 
+    def last_assigned(self, name: cst.Name) -> Optional[cst.BaseExpression]:
+        """The value of the plain assignment that runs last before `name` is read (`_last_assignment`), or None."""
+        return self._last_assignment(name, self.index.visible_bindings(name))
+
     def _copied_to_host_by_own_binding(self, name: cst.Name) -> bool:
         """`name` is read in the value of the plain assignment that rebinds it to a host copy of that value
         (`neg = neg.data.cpu().numpy().astype(np.float32)`, `actions = actions.cpu().numpy()`): `.cpu()` on the
@@ -975,8 +979,8 @@ class KindInference:
             node = parent
         else:
             return False
-        if node is not parent.value or len(parent.targets) != 1:
-            return False
+        if node is not parent.value or len(parent.targets) != 1 or self._type_tested(name.value, parent):
+            return False  # `if isinstance(x, torch.Tensor): x = x.cpu().numpy()`: a helper taking host data too
         target = parent.targets[0].target
         if type(target) is not cst.Name or target.value != name.value:
             return False
