@@ -209,6 +209,9 @@ def int_reads(analysis, node: cst.CSTNode) -> list[tuple[str, cst.BaseExpression
             left = target.comparator
         return found
     if type(node) is cst.Subscript:
+        if analysis.kind(node.value) is Kind.TENSOR and analysis.kinds.on_host(node.value):
+            return found  # slicing a host tensor (`obm[i, lo:hi] = 1` of `torch.zeros(n, m)`): host arithmetic,
+            # its bounds computed beside it on the host even where their own place is not known
         for element in node.slice:
             if type(element.slice) is cst.Slice:
                 for bound in (element.slice.lower, element.slice.upper, element.slice.step):
