@@ -98,6 +98,18 @@ def test_python_and_host_bounds_stay_quiet(tmp_path: Path) -> None:
     assert not {row for row, code in _codes(root, "train.py") if code == "GPU105"}
 
 
+def test_bounds_of_a_host_tensor_slice_stay_quiet(tmp_path: Path) -> None:
+    # an octave-band matrix built on the host beside the step: `torch.pow(2.0, k)` of a host `k` is not known to
+    # be on the host, but the sliced matrix is, so its bounds are host arithmetic
+    body = ("    bands = torch.zeros(4, 8)\n"
+            "    low = 2.0 * torch.pow(2.0, torch.arange(4) / 3)\n"
+            "    for i in range(4):\n"
+            "        lo = torch.argmin(torch.abs(torch.linspace(0, 8, 8) - low[i]))\n"
+            "        bands[i, lo:] = 1\n")
+    root = write_project(tmp_path / "host", {"train.py": LOOP.format(body=body)})
+    assert (13, "GPU105") not in _codes(root, "train.py")
+
+
 def test_device_mask_selects_from_unknown_value(tmp_path: Path) -> None:
     body = ("    extras = lookup(x)\n"
             "    visible = torch.arange(8, device=out.device) == ks[:, None]\n"
