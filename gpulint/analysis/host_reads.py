@@ -169,3 +169,105 @@ def check_kind(code: str) -> str:
 def _before(new: cst.BaseStatement, stmt: cst.BaseStatement) -> list[cst.BaseStatement]:
     """`new` inserted before `stmt`, taking over the comments and blank lines above it."""
     return [new.with_changes(leading_lines=stmt.leading_lines), stmt.with_changes(leading_lines=())]
+
+
+# Arguments torch takes as Python ints: a 0-dim tensor given there is converted with `__index__`, a host read.
+# (function, keyword, position in a `torch.` call; the method form takes the same keyword one position earlier)
+_INT_ARGUMENTS = {"torch.topk": ("k", 1), "torch.kthvalue": ("k", 1)}
+_INT_BOUND_FUNCTIONS = {"torch.randint": ("low", "high")}  # every positional argument but the size, too
+_PAD_FUNCTIONS = ("torch.nn.functional.pad",)
+
+
+def int_reads(analysis, node: cst.CSTNode) -> list[tuple[str, cst.BaseExpression]]:
+    """Device tensors that `node` (a Call, a Subscript or a Comparison) hands to Python as numbers, each a host read:
+    (what takes it, the tensor). A 0-dim tensor is what such a place accepts (a bigger one is an error there),
+    so each is a sync, whatever it holds:
+    - a slice bound, `x[:, :n]` (`__index__`);
+    - an argument of `range(...)`, of the builtin `max`/`min` given two or more values (their comparison calls
+      `bool()`), the `k` of `topk`/`kthvalue`, the bounds of `torch.randint`, the amounts of `F.pad`'s `pad`;
+    - the left side of `in`/`not in` over a list, a tuple, a tensor or a value of unknown kind (each `==` is
+      tested with `bool()`; a tensor's `__contains__` returns a Python bool); a set or a dict hashes instead.
+    Only tensors known to be on the device count (a host tensor's read costs no wait)."""
+    found: list[tuple[str, cst.BaseExpression]] = []
+
+    def take(what: str, value: Optional[cst.BaseExpression]) -> None:
+        if value is None or not analysis.is_device_tensor(value):
+            return
+        if type(value) is cst.Name:
+            # a name's kind joins all its bindings; the assignment that runs last before the read decides
+            # (`end = torch.clip(...)` in one loop, `end = start + size` before this `x[start:end]`)
+            last = analysis.kinds.last_assigned(value)
+            if last is not None and not analysis.is_tensor(last):
+                return
+        found.append((what, value))
+
+    if type(node) is cst.Comparison:
+        left = node.left
+        for target in node.comparisons:
+            if type(target.operator) in (cst.In, cst.NotIn) and _compared_one_by_one(analysis, target.comparator):
+                take("`in`", left)
+            left = target.comparator
+        return found
+    if type(node) is cst.Subscript:
+        if analysis.kind(node.value) is Kind.TENSOR and analysis.kinds.on_host(node.value):
+            return found  # slicing a host tensor (`obm[i, lo:hi] = 1` of `torch.zeros(n, m)`): host arithmetic,
+            # its bounds computed beside it on the host even where their own place is not known
+        for element in node.slice:
+            if type(element.slice) is cst.Slice:
+                for bound in (element.slice.lower, element.slice.upper, element.slice.step):
+                    take("a slice bound", bound)
+        return found
+    if type(node) is not cst.Call:
+        return found
+    if type(node.func) is cst.Name and node.func.value in ("range", "max", "min"):
+        if any(a.star or a.keyword is not None for a in node.args):
+            return found
+        if node.func.value == "range" or len(node.args) >= 2:
+            for arg in node.args:
+                take(f"`{node.func.value}()`", arg.value)
+        return found
+    q = analysis.qualified(node.func) if type(node.func) in (cst.Name, cst.Attribute) else None
+    if q in _INT_ARGUMENTS:
+        keyword, position = _INT_ARGUMENTS[q]
+        arg = argument(node, keyword, position)
+        take(f"the `{keyword}` of `{q.split('.')[-1]}`", arg.value if arg else None)
+    elif q is None or not q.startswith("torch."):
+        method = method_call(node, tuple(name.split(".")[-1] for name in _INT_ARGUMENTS))
+        if method is not None and analysis.is_tensor(method.value):
+            keyword, position = _INT_ARGUMENTS["torch." + method.attr.value]
+            arg = argument(node, keyword, position - 1)
+            take(f"the `{keyword}` of `{method.attr.value}`", arg.value if arg else None)
+    if q in _INT_BOUND_FUNCTIONS:
+        for arg in node.args:
+            if arg.star:
+                continue
+            if arg.keyword is None or arg.keyword.value in _INT_BOUND_FUNCTIONS[q]:
+                take(f"a bound of `{q.split('.')[-1]}`", arg.value)
+    if q in _PAD_FUNCTIONS:
+        arg = argument(node, "pad", 1)
+        if arg is not None and type(arg.value) in (cst.List, cst.Tuple):
+            for element in arg.value.elements:
+                if type(element) is cst.Element:
+                    take("an amount of `pad`'s `pad`", element.value)
+    return found
+
+
+_SEQUENCES = (cst.List, cst.Tuple, cst.ListComp)
+
+
+def _compared_one_by_one(analysis, container: cst.BaseExpression) -> bool:
+    """`x in container` tests `x == element` with `bool()` element by element (a list, a tuple, a name bound
+    only to those), or asks a tensor's `__contains__`; a value of unknown kind is taken to be one of them, never
+    a set or dict literal (those hash)."""
+    if type(container) in _SEQUENCES:
+        return True
+    if type(container) in (cst.Dict, cst.Set, cst.DictComp, cst.SetComp):
+        return False
+    kind = analysis.kind(container)
+    if kind in (Kind.TENSOR, Kind.UNKNOWN):
+        return True
+    if type(container) is cst.Name:
+        bindings = analysis.index.visible_bindings(container)
+        return bool(bindings) and all(b.kind == "assign" and b.index is None and type(b.value) in _SEQUENCES
+                                      for b in bindings)
+    return False

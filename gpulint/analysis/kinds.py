@@ -896,6 +896,10 @@ class KindInference:
             if node.value == "None":
                 return Kind.OTHER
             kind = self.name_kind(node.value, node)
+            if kind is Kind.NUMPY and self._copied_to_host_by_own_binding(node):
+                # `x = x.detach().cpu().numpy()`: the array is what the statement makes, not what it reads
+                last = self._last_assignment(node, self.index.visible_bindings(node))
+                return self.of(last) if last is not None else Kind.UNKNOWN
             if kind is not Kind.NUMBER:
                 after = self._after_own_read(node)
                 if after is not None:
@@ -955,6 +959,38 @@ class KindInference:
             return Kind.UNKNOWN
         return Kind.UNKNOWN
 
+    def last_assigned(self, name: cst.Name) -> Optional[cst.BaseExpression]:
+        """The value of the plain assignment that runs last before `name` is read (`_last_assignment`), or None."""
+        return self._last_assignment(name, self.index.visible_bindings(name))
+
+    def _copied_to_host_by_own_binding(self, name: cst.Name) -> bool:
+        """`name` is read in the value of the plain assignment that rebinds it to a host copy of that value
+        (`neg = neg.data.cpu().numpy().astype(np.float32)`, `actions = actions.cpu().numpy()`): `.cpu()` on the
+        way from the read to the value's outermost call says the name held a tensor before the statement."""
+        node: cst.CSTNode = name
+        for parent in self.index.ancestors(name):
+            if type(parent) is cst.Assign:
+                break
+            if isinstance(parent, (cst.BaseSmallStatement, cst.BaseStatement)) or \
+                    type(parent) not in (cst.Attribute, cst.Call):
+                return False
+            if type(parent) is cst.Call and node is not parent.func:
+                return False  # an argument (`f(x)`), not the receiver of the chain
+            node = parent
+        else:
+            return False
+        if node is not parent.value or len(parent.targets) != 1 or self._type_tested(name.value, parent):
+            return False  # `if isinstance(x, torch.Tensor): x = x.cpu().numpy()`: a helper taking host data too
+        target = parent.targets[0].target
+        if type(target) is not cst.Name or target.value != name.value:
+            return False
+        chain = parent.value
+        while type(chain) in (cst.Call, cst.Attribute):
+            if type(chain) is cst.Call and type(chain.func) is cst.Attribute and chain.func.attr.value == "cpu":
+                return True
+            chain = chain.func if type(chain) is cst.Call else chain.value
+        return False
+
     def _kind_at_read(self, name: cst.Name) -> Kind:
         """A name whose bindings disagree (`all_b = []`, then `all_b = torch.cat(all_b)`, then `all_b =
         all_b[keep]`) holds a tensor where the plain assignment that runs last before this read, in the same
@@ -981,8 +1017,8 @@ class KindInference:
         if base is Kind.NUMPY:
             return Kind.OTHER if attr in ("shape", "dtype", "ndim", "size") else Kind.NUMPY
         if type(node.value) is cst.Name and node.value.value == "self":
-            if attr in self._registered_buffers():
-                return Kind.TENSOR
+            if attr in self._registered_buffers() and not self._own_method(node, attr):
+                return Kind.TENSOR  # not a property of this class named like another class's buffer
             kind = _kind_from_name(attr)
             if kind is Kind.UNKNOWN and self.self_attribute_hook is not None:
                 kind = self.self_attribute_hook(node)
@@ -1017,6 +1053,13 @@ class KindInference:
                      None) or (args[position].value if position < len(args) and not any(a.star for a in args)
                                else None)
         return given is not None and self.of(given) is Kind.LOADER
+
+    def _own_method(self, node: cst.CSTNode, name: str) -> bool:
+        """The class around `node` defines a method or `@property` called `name` (Tacotron's `r` property reads
+        `self.decoder.r.item()`, a Python int, where the decoder's `r` is a buffer)."""
+        cls = self.index.enclosing_class(node)
+        return cls is not None and any(
+            type(stmt) is cst.FunctionDef and stmt.name.value == name for stmt in cls.body.body)
 
     def _registered_buffers(self) -> set[str]:
         """Names a module registers as buffers (`self.register_buffer("queue_ptr", torch.zeros(1))`): tensors

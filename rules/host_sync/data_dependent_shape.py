@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from gpulint.analysis import Kind
+from gpulint.analysis.data_facts import DataFacts
 from gpulint.rule import GpuRule, Example, Family
 from gpulint.rules._examples import TRAIN_STEP
 from gpulint.syntax import argument, method_call
@@ -15,7 +17,9 @@ class DataDependentShape(GpuRule):
     ## What it does
     Flags `nonzero()`, boolean-mask indexing `x[mask]` (also inside a tuple index: `x[mask, 1:]`, `x[:, keep]`),
     `masked_select`, `unique`, one-argument `torch.where`, `argwhere` and `repeat_interleave` without
-    `output_size` on every iteration of a training/eval loop.
+    `output_size` on every iteration of a training/eval loop. The indexed value may be anything not known to be
+    something else when the mask is known to be a device tensor (`vis[ids == first[:, None]]` with `vis` read
+    from a batch and `ids` on the GPU): the count of a device mask is read on the host whatever it selects from.
 
     ## Why it is slow
     PyTorch must know how many elements the result has before it can allocate it, so it copies a count from the
@@ -53,6 +57,9 @@ class DataDependentShape(GpuRule):
     INVALID = [
         Example(TRAIN_STEP + "    idx = torch.nonzero(x)\n",
                 message="`nonzero` has a data-dependent output shape: PyTorch syncs e"),
+        # `x[ok]` where nothing is known of `x`, and the mask is a comparison of a tensor made on the device
+        Example(TRAIN_STEP + "    ok = torch.arange(4, device='cuda') > 1\n    kept = extras['scores'][ok]\n",
+                message="`x[mask]` has a data-dependent output shape"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -80,12 +87,19 @@ class DataDependentShape(GpuRule):
             self.report(node, self.message.format(op=op), where=where)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if not self.analysis.is_device_tensor(node.value):
+        value_kind = self.analysis.kind(node.value)
+        if value_kind is Kind.TENSOR:
+            if self.analysis.kinds.on_host(node.value):
+                return
+        elif value_kind is not Kind.UNKNOWN:
             return
         # `x[mask]`, and a mask in any position of a tuple index: `x[mask, 1:]`, `x[:, keep]`
-        # a mask in host memory sizes the result on the host, without waiting for the GPU
+        # a mask in host memory sizes the result on the host, without waiting for the GPU; where nothing is
+        # known of `x`, a mask built from tensors moved to or made on the device decides (whatever `x` holds,
+        # the mask's count is read)
         if not any(type(e.slice) is cst.Index and self.analysis.is_bool_tensor(e.slice.value) and
-                   not self.analysis.kinds.on_host(e.slice.value) for e in node.slice):
+                   (self._device_mask(e.slice.value) if value_kind is Kind.UNKNOWN
+                    else not self.analysis.kinds.on_host(e.slice.value)) for e in node.slice):
             return
         parent = self.analysis.parent(node)
         if type(parent) is cst.AssignTarget or (type(parent) is cst.AugAssign and parent.target is node):
@@ -94,3 +108,8 @@ class DataDependentShape(GpuRule):
         if where:
             self.report(node, self.message.format(op="x[mask]" if len(node.slice) == 1 else "x[..., mask, ...]"),
                         where=where)
+
+    def _device_mask(self, mask: cst.BaseExpression) -> bool:
+        """A mask certainly on the device: a tensor not in host memory, built from tensors moved to an
+        accelerator or made there (`torch.arange(T, device=device) == first[:, None]`)."""
+        return self.analysis.is_device_tensor(mask) and self.analysis.fact(DataFacts).on_device(mask)

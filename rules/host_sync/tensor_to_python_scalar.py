@@ -6,7 +6,7 @@ import libcst as cst
 
 from gpulint.rule import GpuRule, Example, Family
 from gpulint.rules._examples import TRAIN_STEP
-from gpulint.analysis.host_reads import inside_nan_check
+from gpulint.analysis.host_reads import inside_nan_check, int_reads
 from gpulint.analysis.project import SINK_MATH
 
 
@@ -17,6 +17,12 @@ class TensorToPythonScalar(GpuRule):
     Flags `float(t)`, `int(t)` and `bool(t)` where `t` is a tensor, on every iteration of a training/eval loop;
     also `math.isnan(t)`, `math.isinf(t)`, `math.isfinite(t)` and the other one-number `math` functions, which
     convert a tensor with `float()` first (tacotron2's `math.isnan(grad_norm)` of `clip_grad_norm_`'s result).
+    Also the places that convert a device tensor to a Python number without saying so: a slice bound
+    (`x[:, :self.r]`, `x[i, start:end]` with `start` an element of a device tensor), an argument of `range()`,
+    of the builtin `max`/`min` given two or more values (`max(0, limit - lengths.max())` compares on the host),
+    the `k` of `topk`/`kthvalue` (`torch.topk(cost[i], k=ks[i])`), the bounds of `torch.randint` and the
+    amounts of `F.pad`'s `pad` list: such a place takes a 0-dim tensor only, and converts it with `__index__`;
+    and `t in (a, b)` / `t in ids` (each `==` tested with `bool()`; a set or a dict hashes instead).
 
     ## Why it is slow
     Converting a tensor to a Python number reads its value on the host: the same blocking sync as `.item()`.
@@ -27,7 +33,9 @@ class TensorToPythonScalar(GpuRule):
         loss = criterion(model(x), y)
         history.append(float(loss))
     ```
-    Keep the tensor (`history.append(loss.detach())`) and convert once when you report.
+    Keep the tensor (`history.append(loss.detach())`) and convert once when you report. For sizes and bounds,
+    compute them on the host (`lengths.tolist()` once per batch, a Python int kept beside a buffer), or keep the
+    shape static (a mask instead of a slice of data-dependent length).
 
     ## Fix
     None in general; `running += float(loss)` is rewritten by GPU302.
@@ -37,13 +45,15 @@ class TensorToPythonScalar(GpuRule):
 
     ## When it is fine
     Periodic logging, end-of-epoch metrics, numbers that are not tensors (only names known to be tensors are
-    flagged).
+    flagged), tensors in host memory used as bounds (`lengths = batch["lengths"]` never moved: no wait).
     """
 
     code = "GPU105"
     reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "tensor-to-python-scalar"
     message = "`{fn}()` of a tensor every iteration blocks the CPU until the GPU catches up"
+    implicit_message = ("{what} reads a device tensor as a Python value every iteration (`__index__`/`bool()`): "
+                        "the CPU waits for the GPU")
     family = Family.HOST_SYNC
     defers_to = ("GPU302", "GPU303")  # `total += loss.item()`: their finding carries the fix
     VALID = [TRAIN_STEP + "value = float(loss)\n"]
@@ -52,9 +62,16 @@ class TensorToPythonScalar(GpuRule):
                 message="`float()` of a tensor every iteration blocks the CPU until t"),
         Example("import math\n" + TRAIN_STEP + "    skip = math.isnan(loss)\n",
                 message="`math.isnan()` of a tensor every iteration"),
+        # a slice bound read from a device tensor (a buffer kept on the GPU)
+        Example(TRAIN_STEP + "    r = torch.tensor(2, device='cuda')\n    head = x[:, :r]\n",
+                message="A slice bound reads a device tensor as a Python value"),
+        Example(TRAIN_STEP + "    ks = torch.clamp(loss.detach().int(), min=1)\n"
+                "    _, idx = torch.topk(x.flatten(), k=ks)\n",
+                message="The `k` of `topk` reads a device tensor"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
+        self._implicit(node)
         if type(node.func) is cst.Name and node.func.value in ("float", "int", "bool"):
             fn = node.func.value
         elif type(node.func) is cst.Attribute and (self.analysis.qualified(node.func) or "") in SINK_MATH:
@@ -68,3 +85,16 @@ class TensorToPythonScalar(GpuRule):
         where = self.where(node)
         if where:
             self.report(node, self.message.format(fn=fn), where=where)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        self._implicit(node)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        self._implicit(node)
+
+    def _implicit(self, node: cst.CSTNode) -> None:
+        """A device tensor taken as a Python number where the code never converts it (analysis/host_reads)."""
+        for what, tensor in int_reads(self.analysis, node):
+            where = self.where(tensor)
+            if where:
+                self.report(tensor, self.implicit_message.format(what=what[0].upper() + what[1:]), where=where)
