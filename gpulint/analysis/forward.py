@@ -392,8 +392,12 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
 # -- the project's side: is the class called every step anywhere? -------------------------------------------------
 def per_step_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
     """A call, in a hot loop of some project file, of an instance of `class_name` (defined in `path`)."""
+    from gpulint.analysis.overrides import template_site
+
     path = _resolved(project, path)
-    return _remembered(project, (path, class_name), lambda: _find_site(project, path, class_name))
+    # or the model called as itself in a training loop it inherits (`BaseModel.fit`: `model = self.train()`)
+    return _remembered(project, (path, class_name), lambda: _find_site(project, path, class_name)
+                       or template_site(project, path, class_name))
 
 
 def _resolved(project: Project, path: Path) -> Path:

@@ -732,6 +732,14 @@ class Project:
             return None
         head, _, rest = dotted.partition(".")
         if head not in info.imports:
+            if head.startswith("_"):
+                return None  # `from m import *` binds no private name
+            for module, level in info.star_imports:  # `from ..layers import *` re-exports its `nn`
+                owner = self.resolver.resolve(module, info.path, level) if (module or level) else None
+                if owner is not None and owner != info.path:
+                    found = self.external_name(owner, dotted, depth + 1)
+                    if found is not None:
+                        return found
             return None
         module, attr, level = info.imports[head]
         if attr is None:
@@ -830,6 +838,9 @@ class Project:
         for base in cls.bases:
             if info is not None and info.qualify(base) in ("torch.nn.Module", "torch.nn.modules.module.Module"):
                 return True
+            if info is not None and info.star_imports and base.partition(".")[0] not in info.imports and \
+                    self.external_name(cls.path, base) in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+                return True  # `nn.Module` where `nn` comes from a project module through `from ..layers import *`
             found = self.lookup(cls.path, base) if base and depth < MAX_DEPTH else None
             if isinstance(found, ClassSummary) and found is not cls and self.is_module_class(found, depth + 1):
                 return True
