@@ -821,7 +821,25 @@ class Project:
             return library
         dotted = _dotted(call.func)
         found = self.lookup(info.path, dotted) if dotted and not dotted.startswith("self.") else None
+        if isinstance(found, ClassSummary) and self.wrapper_class(found):  # `MyDataParallel(loss_module)`
+            first = _argument(call, 0, "module")
+            return (first, ()) if isinstance(first, ast.expr) else None
         return summary_passed(found, call, False) if isinstance(found, FunctionSummary) else None
+
+    def wrapper_class(self, cls: ClassSummary, depth: int = 0) -> bool:
+        """A project subclass of a model wrapper (`class MyDataParallel(torch.nn.DataParallel)` that only adds
+        `__getattr__`): calling an instance runs the wrapped module's `forward`, as the wrapper's does. One that
+        defines `forward` or `__call__` of its own is not."""
+        if "forward" in cls.methods or "__call__" in cls.methods or depth > MAX_DEPTH:
+            return False
+        info = self.module(cls.path)
+        for base in cls.bases:
+            if info is not None and info.qualify(base) in MODEL_WRAPPERS:
+                return True
+            found = self.lookup(cls.path, base) if base else None
+            if isinstance(found, ClassSummary) and found is not cls and self.wrapper_class(found, depth + 1):
+                return True
+        return False
 
     def returned_classes(self, summary: FunctionSummary) -> tuple:
         """The project classes a call of the function hands back an instance of: every class its `return`s
