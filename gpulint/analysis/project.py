@@ -854,10 +854,10 @@ class Project:
         """A subclass of `torch.nn.Module` (directly or through project classes): calling it runs `forward`."""
         info = self.module(cls.path)
         for base in cls.bases:
-            if info is not None and info.qualify(base) in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+            if info is not None and info.qualify(base) in _LIBRARY_MODULES:
                 return True
             if info is not None and info.star_imports and base.partition(".")[0] not in info.imports and \
-                    self.external_name(cls.path, base) in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+                    self.external_name(cls.path, base) in _LIBRARY_MODULES:
                 return True  # `nn.Module` where `nn` comes from a project module through `from ..layers import *`
             found = self.lookup(cls.path, base) if base and depth < MAX_DEPTH else None
             if isinstance(found, ClassSummary) and found is not cls and self.is_module_class(found, depth + 1):
@@ -2396,6 +2396,11 @@ def _iterates_parameters(iterable: ast.expr) -> bool:
     return False
 
 
+# `torch.nn.Module` and library base classes that are modules (calling an instance of a subclass runs its
+# `forward`): PyTorch Geometric's message-passing layers.
+_LIBRARY_MODULES = frozenset({
+    "torch.nn.Module", "torch.nn.modules.module.Module", "torch_geometric.nn.MessagePassing",
+    "torch_geometric.nn.conv.MessagePassing", "torch_geometric.nn.conv.message_passing.MessagePassing"})
 # Calls that hand back (a wrapper running) the module they are given as first argument.
 MODEL_WRAPPERS = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
