@@ -292,6 +292,9 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
         loops.hands_model_on = lambda call: _hands_model_on(analysis, call)
         loops.trains_through_method = lambda call: _trains_through_method(analysis, call)
         loops.project_network = lambda name: _project_network(analysis, name)
+        from gpulint.analysis.uncalled import uncalled
+
+        loops.uncalled = lambda fn: uncalled(analysis, fn)
         from gpulint.analysis.unset_options import unset_options
 
         unset = unset_options

@@ -981,6 +981,10 @@ class ProjectCalls(ModuleCalls):
         qualified = self.class_name(func) if type(func) in (cst.Name, cst.Attribute) else None
         if qualified in MODEL_WRAPPERS:
             return _call_argument(call, 0, "module") if index is None else None
+        if index is None and type(func) is cst.Name:  # `MyDataParallel(dl)`: a project subclass of a wrapper
+            found = self._lookup(func)
+            if isinstance(found, ClassSummary) and self.project.wrapper_class(found):
+                return _call_argument(call, 0, "module")
         if qualified in ("apex.amp.initialize", "amp.initialize"):  # `from apex import amp` in a function
             model, optimizer = _call_argument(call, 0, "models"), _call_argument(call, 1, "optimizers")
             if optimizer is None:

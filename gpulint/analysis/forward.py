@@ -51,6 +51,8 @@ _WRAPPERS = {"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.dis
              "torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.compile",
              "torch.distributed.fsdp.FullyShardedDataParallel", "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
              "torch.nn.parallel.DistributedDataParallelCPU"}
+# `nn.ModuleList`/`nn.ModuleDict`/`nn.Sequential` methods that add a module to the container
+_CONTAINER_ADDS = {"append", "extend", "insert", "add_module", "update"}
 _SELF_METHODS = {"to", "cuda", "cpu", "train", "eval", "half", "float", "bfloat16", "double", "to_empty",
                  "requires_grad_"}
 _MAX_DEPTH = 4
@@ -392,8 +394,12 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
 # -- the project's side: is the class called every step anywhere? -------------------------------------------------
 def per_step_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
     """A call, in a hot loop of some project file, of an instance of `class_name` (defined in `path`)."""
+    from gpulint.analysis.overrides import template_site
+
     path = _resolved(project, path)
-    return _remembered(project, (path, class_name), lambda: _find_site(project, path, class_name))
+    # or the model called as itself in a training loop it inherits (`BaseModel.fit`: `model = self.train()`)
+    return _remembered(project, (path, class_name), lambda: _find_site(project, path, class_name)
+                       or template_site(project, path, class_name))
 
 
 def _resolved(project: Project, path: Path) -> Path:
@@ -535,7 +541,7 @@ def _submodule_site(project: Project, path: Path, cls: ClassSummary) -> Optional
 def _built_in_init(project: Project, owner: ClassSummary) -> dict[str, list[tuple[str, str]]]:
     """For `owner.__init__`: the last name of each constructor called in a `self.X = ...` assignment, with the
     (X, dotted name as written) pairs: `{"Block": [("blocks", "Block")]}` for
-    `self.blocks = nn.ModuleList([Block(...) ...])`. Walked once per class and project state (kept beside the
+    `self.blocks = nn.ModuleList([Block(...) ...])` or `self.blocks.append(Block(...))`. Walked once per class and project state (kept beside the
     per-step sites, which are cleared together), then a dict lookup for every class asked about."""
     key = ("built-in-init", owner.path, owner.name, owner.line)
     with project._lock:
@@ -554,6 +560,16 @@ def _built_in_init(project: Project, owner: ClassSummary) -> dict[str, list[tupl
                 if dotted and dotted.rsplit(".", 1)[-1][:1].isupper():
                     chosen.setdefault(node.targets[0].id, []).append(dotted)
     for node in ast_walk.walk(init) if init is not None else ():
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and \
+                isinstance(node.value.func, ast.Attribute) and node.value.func.attr in _CONTAINER_ADDS:
+            # `self.gnns = nn.ModuleList()` then `self.gnns.append(GINConv(...))` on a branch of a layer loop
+            held = node.value.func.value
+            if isinstance(held, ast.Attribute) and isinstance(held.value, ast.Name) and held.value.id == "self":
+                for call in (c for a in node.value.args for c in ast_walk.walk(a) if isinstance(c, ast.Call)):
+                    dotted = _dotted(call.func)
+                    if dotted:
+                        found.setdefault(dotted.rsplit(".", 1)[-1], []).append((held.attr, dotted))
+            continue
         if not isinstance(node, ast.Assign) or len(node.targets) != 1:
             continue
         target = node.targets[0]

@@ -107,6 +107,9 @@ class LoopAnalysis:
         # flag no construction turns on (`if self.autobalance:`, `hasattr(self, "x")` that no training sets,
         # analysis/unset_options.py)
         self.never_runs: Optional[Callable[[cst.If], bool]] = None
+        # analysis/__init__.py: whether a top-level function of a script is called by nothing in the project (an
+        # `eval()` the script defines and never runs, analysis/uncalled.py): its loops run no step
+        self.uncalled: Optional[Callable[[cst.FunctionDef], bool]] = None
 
     # -- loop roles --------------------------------------------------------------------------------------------
     def role(self, loop: Loop) -> LoopRole:
@@ -119,6 +122,10 @@ class LoopAnalysis:
     def _compute_role(self, loop: Loop) -> LoopRole:
         if _one_pass(loop):
             return LoopRole.COLD  # `for x in loader: <measure once>; return`: the body runs at most once
+        if self.uncalled is not None:
+            outer = next((a for a in reversed(list(self.index.ancestors(loop))) if type(a) is cst.FunctionDef), None)
+            if outer is not None and self.uncalled(outer):
+                return LoopRole.COLD  # a loop of a script's function that nothing calls never runs
         if self._loops_over_batches(loop):
             return LoopRole.HOT
         if type(loop) is cst.For and any(type(n) is cst.Call and self._next_batch(n)

@@ -19,6 +19,13 @@ The base module's own loop analysis decides what runs every iteration (`forward.
 reached through `self` included), so a hook called only once (`on_fit_start`) or periodically is not per-step.
 Overrides in the base's own module are `LoopAnalysis.overrides`' business.
 
+The same holds for a model's `forward` in a template-method trainer (DeepCTR's `BaseModel.fit`, Keras-style):
+the base class's training loop runs the model it is, `self(x)`, `self.forward(x)`, or a name bound only to
+`self` or to a module method returning it (`model = self.train()`, `self.eval()`, `self.to(device)`); a subclass
+that defines `forward` and inherits that loop runs its `forward` every step (`template_site`, asked by
+`forward.per_step_site` when no file calls an instance of the class in a hot loop). The base may be in the same
+module.
+
 Bounded: only classes with a project base in another module are looked at, a base module only when its `ast`
 tree may hold a hot loop calling that name (`forward._hot_file`), and its LibCST analysis is the one the other
 call-site searches share (`forward._hot_calls`).
@@ -33,6 +40,7 @@ import libcst as cst
 
 from gpulint.analysis.hierarchy import defining_class, project_bases
 from gpulint.analysis.project import ClassSummary, Project
+from gpulint.analysis.tree import descendants
 
 
 def override_site(project: Project, path: Path, owner: str, member: str):
@@ -59,25 +67,116 @@ def _find_override_site(project: Project, path: Path, owner: str, member: str):
     return None
 
 
-def _self_call_every_step(project: Project, base: ClassSummary, member: str, owner: str):
-    """`self.member(...)` in a method of `base`, run every iteration of a hot loop of `base`'s module."""
+def template_site(project: Project, path: Path, owner: str):
+    """The call that runs the model itself (`self(x)`, `model(x)` after `model = self.train()`) every iteration
+    of a hot loop in a method of a project base class of the module class `owner` of `path`, a method `owner`
+    inherits, when `owner` defines `forward`; else None."""
+    from gpulint.analysis.forward import _remembered, _resolved
+
+    path = _resolved(project, path)
+    return _remembered(project, ("template", path, owner),
+                       lambda: _find_template_site(project, path, owner))
+
+
+def _find_template_site(project: Project, path: Path, owner: str):
+    cls = defining_class(project, path, owner, "forward")
+    if cls is None or not cls.bases or not project.is_module_class(cls):
+        return None
+    overridden = set(cls.methods)  # a loop method the class (or a nearer base) defines again is not inherited
+    for found in project_bases(project, cls):
+        site = _self_call_every_step(project, found, "forward", owner, overridden)
+        if site is not None:
+            return site
+        overridden |= set(found.methods)
+    return None
+
+
+def _self_call_every_step(project: Project, base: ClassSummary, member: str, owner: str,
+                          overridden: frozenset = frozenset()):
+    """`self.member(...)` in a method of `base`, run every iteration of a hot loop of `base`'s module (for
+    `forward`, also the model called as itself: `self(x)`, `model(x)` with `model = self.train()`), in a method
+    not in `overridden`."""
     from gpulint.analysis.forward import CallSite, _hot_call_names, _hot_calls, _hot_file, _line_of
 
     info = project.module(base.path)
     if info is None or project.is_test(info.path):
         return None
     hot, called = _hot_file(project, info)
-    if not (hot and member in called) or member not in _hot_call_names(project, info.path):
+    itself = member == "forward"
+    if not hot or not itself and (member not in called or member not in _hot_call_names(project, info.path)):
         return None
     for analysis, node, func in _hot_calls(project, info.path):
-        if type(func) is not cst.Attribute or func.attr.value != member or type(func.value) is not cst.Name \
-                or func.value.value != "self":
+        if type(func) is cst.Attribute and func.attr.value == member and type(func.value) is cst.Name \
+                and func.value.value == "self":
+            pass
+        elif not (itself and type(func) is cst.Name and _holds_self(analysis, node, func)):
             continue
-        if _enclosing_class(analysis, node) != base.name:
+        if _enclosing_class(analysis, node) != base.name or _enclosing_method(analysis, node) in overridden:
             continue
         return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)",
                         f"{owner}.{member}")
     return None
+
+
+def _holds_self(analysis, node: cst.CSTNode, name: cst.Name) -> bool:
+    """`name` is `self`, or a local name of the enclosing method every binding of which is `self` or a module
+    method that returns it (`model = self.train()`)."""
+    if name.value == "self":
+        return True
+    fn = next((a for a in analysis.index.ancestors(node) if type(a) is cst.FunctionDef), None)
+    if fn is None:
+        return False
+    values = []
+    for stmt in descendants(fn):
+        if type(stmt) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == name.value
+                                            for t in stmt.targets):
+            if len(stmt.targets) != 1:
+                return False
+            values.append(stmt.value)
+        elif type(stmt) in (cst.AnnAssign, cst.AugAssign, cst.For, cst.With, cst.NamedExpr) and \
+                name.value in _bound_names(stmt):
+            return False
+    from gpulint.analysis.forward import _WRAPPERS
+
+    def rewraps(value) -> bool:  # `model = torch.nn.DataParallel(model, ...)`: the name's other bindings decide
+        return type(value) is cst.Call and value.args and value.args[0].keyword is None and \
+            type(value.args[0].value) is cst.Name and value.args[0].value.value == name.value and \
+            analysis.qualified(value.func) in _WRAPPERS
+    values = [v for v in values if not rewraps(v)]
+    return bool(values) and all(_is_self(v) for v in values)
+
+
+def _is_self(value: cst.BaseExpression) -> bool:
+    """`self`, or a module method that returns it: `self.train()`, `self.to(device)`."""
+    from gpulint.analysis.forward import _SELF_METHODS
+
+    if type(value) is cst.Name:
+        return value.value == "self"
+    return type(value) is cst.Call and type(value.func) is cst.Attribute and \
+        value.func.attr.value in _SELF_METHODS and _is_self(value.func.value)
+
+
+def _bound_names(stmt: cst.CSTNode) -> set:
+    """The plain names a non-`Assign` binding statement binds (conservatively: every name in its targets)."""
+    targets = []
+    if type(stmt) in (cst.AnnAssign, cst.AugAssign):
+        targets = [stmt.target]
+    elif type(stmt) is cst.For:
+        targets = [stmt.target]
+    elif type(stmt) is cst.With:
+        targets = [i.asname.name for i in stmt.items if i.asname is not None]
+    elif type(stmt) is cst.NamedExpr:
+        targets = [stmt.target]
+    return {n.value for t in targets for n in descendants(t) if type(n) is cst.Name}
+
+
+def _enclosing_method(analysis, node: cst.CSTNode) -> Optional[str]:
+    """The name of the outermost function holding `node` (a method of its top-level class)."""
+    found = None
+    for parent in analysis.index.ancestors(node):
+        if type(parent) is cst.FunctionDef:
+            found = parent.name.value
+    return found
 
 
 def _enclosing_class(analysis, node: cst.CSTNode) -> Optional[str]:

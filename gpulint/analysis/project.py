@@ -743,6 +743,14 @@ class Project:
             return None
         head, _, rest = dotted.partition(".")
         if head not in info.imports:
+            if head.startswith("_"):
+                return None  # `from m import *` binds no private name
+            for module, level in info.star_imports:  # `from ..layers import *` re-exports its `nn`
+                owner = self.resolver.resolve(module, info.path, level) if (module or level) else None
+                if owner is not None and owner != info.path:
+                    found = self.external_name(owner, dotted, depth + 1)
+                    if found is not None:
+                        return found
             return None
         module, attr, level = info.imports[head]
         if attr is None:
@@ -824,7 +832,25 @@ class Project:
             return library
         dotted = _dotted(call.func)
         found = self.lookup(info.path, dotted) if dotted and not dotted.startswith("self.") else None
+        if isinstance(found, ClassSummary) and self.wrapper_class(found):  # `MyDataParallel(loss_module)`
+            first = _argument(call, 0, "module")
+            return (first, ()) if isinstance(first, ast.expr) else None
         return summary_passed(found, call, False) if isinstance(found, FunctionSummary) else None
+
+    def wrapper_class(self, cls: ClassSummary, depth: int = 0) -> bool:
+        """A project subclass of a model wrapper (`class MyDataParallel(torch.nn.DataParallel)` that only adds
+        `__getattr__`): calling an instance runs the wrapped module's `forward`, as the wrapper's does. One that
+        defines `forward` or `__call__` of its own is not."""
+        if "forward" in cls.methods or "__call__" in cls.methods or depth > MAX_DEPTH:
+            return False
+        info = self.module(cls.path)
+        for base in cls.bases:
+            if info is not None and info.qualify(base) in MODEL_WRAPPERS:
+                return True
+            found = self.lookup(cls.path, base) if base else None
+            if isinstance(found, ClassSummary) and found is not cls and self.wrapper_class(found, depth + 1):
+                return True
+        return False
 
     def returned_classes(self, summary: FunctionSummary) -> tuple:
         """The project classes a call of the function hands back an instance of: every class its `return`s
@@ -839,8 +865,11 @@ class Project:
         """A subclass of `torch.nn.Module` (directly or through project classes): calling it runs `forward`."""
         info = self.module(cls.path)
         for base in cls.bases:
-            if info is not None and info.qualify(base) in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+            if info is not None and info.qualify(base) in _LIBRARY_MODULES:
                 return True
+            if info is not None and info.star_imports and base.partition(".")[0] not in info.imports and \
+                    self.external_name(cls.path, base) in _LIBRARY_MODULES:
+                return True  # `nn.Module` where `nn` comes from a project module through `from ..layers import *`
             found = self.lookup(cls.path, base) if base and depth < MAX_DEPTH else None
             if isinstance(found, ClassSummary) and found is not cls and self.is_module_class(found, depth + 1):
                 return True
@@ -2378,6 +2407,11 @@ def _iterates_parameters(iterable: ast.expr) -> bool:
     return False
 
 
+# `torch.nn.Module` and library base classes that are modules (calling an instance of a subclass runs its
+# `forward`): PyTorch Geometric's message-passing layers.
+_LIBRARY_MODULES = frozenset({
+    "torch.nn.Module", "torch.nn.modules.module.Module", "torch_geometric.nn.MessagePassing",
+    "torch_geometric.nn.conv.MessagePassing", "torch_geometric.nn.conv.message_passing.MessagePassing"})
 # Calls that hand back (a wrapper running) the module they are given as first argument.
 MODEL_WRAPPERS = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
