@@ -877,6 +877,10 @@ class LoopAnalysis:
                 if reason:
                     periodic = reason
             elif type(parent) is cst.If and child is parent.orelse and periodic is None:
+                if flag is None and type(child) is cst.Else and type(parent.test) is cst.UnaryOperation and \
+                        type(parent.test.operator) is cst.Not and type(parent.test.expression) is cst.Name and \
+                        self.per_step_caller is not None and self.index.parameter_of(parent.test.expression):
+                    flag = parent.test.expression  # `if not reverse: ... else: <runs when reverse is set>`
                 # `if step % N != 0: ... else: <periodic>`
                 reason = self.periodic_test(parent.test, negated=True)
                 if reason:
