@@ -109,3 +109,29 @@ def test_a_move_after_the_loop_does_not_reach_the_read(tmp_path):
 def test_a_move_later_in_the_same_loop_reaches_the_next_read(tmp_path):
     got = _lint(tmp_path, LATER.format(inside="counts = torch.ones(4, device=device)", after="pass"))
     assert ("train.py", 10, "GPU106") in got
+
+
+PARAM = '''import torch
+
+
+def count(counts, fresh):
+    if fresh:
+        counts = torch.zeros(4)
+    if counts[0] > 0:
+        print("empty")
+    return counts
+
+
+def train(model, loader, opt, device):
+    for x, y in loader:
+        counts = count(y.to(device, non_blocking=True), x.shape[0] > 1)
+        loss = model(x.to(device, non_blocking=True), counts)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+'''
+
+
+def test_a_parameter_reaches_the_reads_of_its_function(tmp_path):
+    # the `def` holds the read, and binds before it: the device tensor passed in may be what is read
+    assert ("train.py", 7, "GPU106") in _lint(tmp_path, PARAM)

@@ -315,7 +315,9 @@ class KindInference:
         kept = []
         for b in bindings:
             place = self.index.order(b.source)
-            if place is None or place < read and not self.index.is_ancestor_or_self(b.source, name) or \
+            # an assignment holding the read reads before it binds; a `def`, `for` or `with` binds before its body
+            holds = type(b.source) in _ASSIGNMENTS and self.index.is_ancestor_or_self(b.source, name)
+            if place is None or place < read and not holds or \
                     any(self.index.is_ancestor_or_self(loop, b.source) for loop in loops):
                 kept.append(b)
         return kept
@@ -1388,6 +1390,9 @@ def _arith(a: Kind, b: Kind) -> Kind:
     if a is Kind.NUMBER and b is Kind.NUMBER:
         return Kind.NUMBER
     return Kind.UNKNOWN
+
+
+_ASSIGNMENTS = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr)
 
 
 def _special_token_id(expr: cst.BaseExpression) -> bool:
