@@ -7,6 +7,9 @@
 #   (defaults: --seed 11 --target 190 --skip precision_audit precision11 --out sample.txt)
 # precision13: python benchmarks/labels/precision11_draw.py benchmarks/labels /work/base_out_4f21 --seed 13
 #   --skip precision_audit precision13 --out precision13_draw.txt
+# precision15: python benchmarks/labels/precision11_draw.py benchmarks/labels /tmp/p15/base77 --seed 15
+#   --skip precision_audit precision15 --out draw.txt   (base77: the 77 of /work/base_out_dd8b/*.out complete at 06:07
+#   UTC, AntixK+PyTorch-VAE .. salesforce+BLIP in name order)
 import argparse, glob, os, re, random, collections, csv, sys
 
 ap = argparse.ArgumentParser()

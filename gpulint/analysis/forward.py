@@ -534,7 +534,8 @@ def _submodule_site(project: Project, path: Path, cls: ClassSummary) -> Optional
                     else member_site(project, owner.path, owner.name, entry)
                 if site is not None:
                     return CallSite(owner.path.resolve(), line[0], f"{line[1]}(...)", f"{cls.name}.forward",
-                                    owner.name, owner_member=entry)
+                                    owner.name, owner_member=entry,
+                                    periodic_params=_flags_left_off(project, owner, held, entry, cls))
     return None
 
 
@@ -600,7 +601,7 @@ def _attribute_called(project: Project, owner: ClassSummary, held: set[str],
         for target, attribute in loops:
             if attribute in held:
                 loop_names[target] = attribute
-        for line, attribute, written in calls:
+        for line, attribute, written, _call in calls:
             if attribute is not None:
                 if attribute in held:
                     return line, f"self.{attribute}" if written else f"self.{attribute}[...]"
@@ -609,11 +610,59 @@ def _attribute_called(project: Project, owner: ClassSummary, held: set[str],
     return None
 
 
+def _flags_left_off(project: Project, owner: ClassSummary, held: set[str], entry: str,
+                    cls: ClassSummary) -> frozenset:
+    """The parameters of `cls.forward` that every call of a held submodule in `entry` (and the methods it calls
+    through `self`) passes the literal False or leaves at a default of False or None: VITS's `self.dp(x, x_mask,
+    w, g=g)` leaves `reverse=False`, so the block of `forward` that runs only when `reverse` is set (the
+    inference path, which `infer` selects) is not run every step."""
+    from gpulint.analysis.project import _find_function
+
+    target = project.method(cls, "forward")
+    info = project.module(target.path) if target is not None else None
+    node = _find_function(info, target.qualname)[0] if info is not None else None
+    if not isinstance(node, ast.FunctionDef):
+        return frozenset()
+    found: Optional[set] = None
+    for loops, calls in _forward_calls(project, owner, entry):
+        loop_names = {name for name, attribute in loops if attribute in held}
+        for _line, attribute, written, call in calls:
+            if attribute in held or attribute is None and written in loop_names:
+                off = _left_off(node, call, bound=True)
+                found = off if found is None else found & off
+    return frozenset(found or ())
+
+
+def _left_off(fn: ast.FunctionDef, call: ast.Call, bound: bool) -> set:
+    """The parameters of `fn` that `call` passes the literal False, or leaves at a default of False or None
+    (nothing where it passes `*args`/`**kwargs`)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return set()
+    args = fn.args
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    params = positional[1:] if bound and positional else positional
+    given = {k.arg for k in call.keywords} | set(params[:len(call.args)])
+    found = _defaults_left_off(fn, given)
+    found.update(k.arg for k in call.keywords if isinstance(k.value, ast.Constant) and k.value.value is False)
+    found.update(name for name, a in zip(params, call.args) if isinstance(a, ast.Constant) and a.value is False)
+    return found
+
+
+def _defaults_left_off(fn: ast.FunctionDef, given: set) -> set:
+    """The parameters of `fn` with a default of False or None that are not among `given`."""
+    args = fn.args
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    return {name for name, default in defaults.items() if name not in given
+            and isinstance(default, ast.Constant) and (default.value is False or default.value is None)}
+
+
 def _forward_calls(project: Project, owner: ClassSummary, entry: str = "forward") -> tuple:
     """For `entry` (`forward`) and each method it calls through `self` (in `_attribute_called`'s order): the
     `for` loops over a `self.X` (loop variable, X) and the calls, in `ast.walk` order, each as (line, X, whether
-    written `self.X(...)`) for a call of `self.X` or `self.X[i]`, or (line, None, name) for a call of a plain
-    name. Read once per class, entry and project state (kept beside the per-step sites, cleared together)."""
+    written `self.X(...)`, the call) for a call of `self.X` or `self.X[i]`, or (line, None, name, the call) for a
+    call of a plain name. Read once per class, entry and project state (kept beside the per-step sites, cleared together)."""
     key = ("forward calls", owner.path, owner.name, owner.line, entry)
     with project._lock:
         known = project.per_step_sites.get(key)
@@ -635,9 +684,9 @@ def _forward_calls(project: Project, owner: ClassSummary, entry: str = "forward"
             elif isinstance(node, ast.Call):
                 attribute = _self_attribute(node.func)
                 if attribute is not None:
-                    calls.append((node.lineno, attribute, isinstance(node.func, ast.Attribute)))
+                    calls.append((node.lineno, attribute, isinstance(node.func, ast.Attribute), node))
                 elif isinstance(node.func, ast.Name):
-                    calls.append((node.lineno, None, node.func.id))
+                    calls.append((node.lineno, None, node.func.id, node))
         found.append((tuple(loops), tuple(calls)))
     known = tuple(found)
     with project._lock:
@@ -782,14 +831,9 @@ def _periodic_arguments(project: Project, analysis, call: cst.Call, target: Opti
     info = project.module(target.path)
     node = _find_function(info, target.qualname)[0] if info is not None else None
     if node is not None and not any(arg.star for arg in call.args):
-        args = node.args
-        positional = [a.arg for a in (*args.posonlyargs, *args.args)]
-        defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
-        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
         given = {arg.keyword.value for arg in call.args if arg.keyword is not None} | \
             set(params[:len([arg for arg in call.args if arg.keyword is None])])
-        found = {name for name, default in defaults.items() if name not in given
-                 and isinstance(default, ast.Constant) and (default.value is False or default.value is None)}
+        found = _defaults_left_off(node, given)
     for arg in call.args:
         if arg.star:
             break

@@ -3,6 +3,7 @@
 - A torch factory called without `device=` (`torch.randint(0, n, (b,))`, `torch.zeros(n)`, `torch.arange(n)`)
   builds its tensor on the CPU, unless the program sets a CUDA default tensor type or device
   (`analysis/default_device.py`) or the call runs inside a `with` that names a device (`with torch.device(...)`).
+- A tokenizer or processor call given `return_tensors="pt"` (analysis/tokenizers.py) hands back CPU tensors.
 - A call that names the CPU as its `device=` (`sample(population, k, device="cpu")`) builds its result there.
 - A call of a project function or method every `return` of which is a host copy (`return loss.detach().cpu()`:
   `FunctionSummary.returns_host_copy`) holds a host value.
@@ -34,6 +35,10 @@ def host_call(analysis, call: cst.Call) -> bool:
         return False
     if analysis.qualified(func) in _FACTORIES:
         return _host_factory(analysis, call)
+    from gpulint.analysis.tokenizers import host_tensors_call
+
+    if host_tensors_call(call):
+        return True  # `tokenizer(text, return_tensors="pt")`: tokenized into CPU tensors
     if type(func) is cst.Attribute and func.attr.value in ("cpu", "numpy", "tolist", "item", "to", "cuda"):
         return False  # copies: `on_host` reads those itself
     device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)

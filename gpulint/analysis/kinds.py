@@ -255,6 +255,15 @@ class KindInference:
             return self.on_host(node.value, depth + 1)
         if type(node) is cst.UnaryOperation:
             return self.on_host(node.expression, depth + 1)
+        if type(node) is cst.BooleanOperation:  # `a and b` is one of its operands
+            sides = [node.left, node.right]
+            # (the operands are within the node, as a tuple's elements are: no name followed, no depth spent)
+            return all(self.on_host(side, depth) or self.of(side) is Kind.NUMBER for side in sides) and \
+                any(self.of(side) is not Kind.NUMBER for side in sides)
+        if type(node) in (cst.Tuple, cst.List):
+            # `(ids[0].unsqueeze(0), ids[i:j], ids[-1].unsqueeze(0))` of host tensors, handed to `torch.cat`
+            return bool(node.elements) and all(type(e) is cst.Element and self.on_host(e.value, depth)
+                                               for e in node.elements)
         if type(node) in (cst.BinaryOperation, cst.Comparison):
             sides = [node.left, node.right] if type(node) is cst.BinaryOperation else \
                 [node.left, *(c.comparator for c in node.comparisons)]
@@ -262,8 +271,8 @@ class KindInference:
             if any(hosts) and type(node) is cst.BinaryOperation and \
                     any(h and self._host_copy(side) and not self._maybe_scalar(side) for h, side in zip(hosts, sides)):
                 return True  # `flow.cpu() - flow_gt`: a copied tensor mixes with host tensors only
-            return any(hosts) and all(h or self.of(side) is Kind.NUMBER or self._number_by_default(side)
-                                      for h, side in zip(hosts, sides))
+            return any(hosts) and all(h or self.of(side) is Kind.NUMBER or self._number_by_default(side) or
+                                      _special_token_id(side) for h, side in zip(hosts, sides))
         if type(node) is cst.Name:
             if self._moved_to_device_later(node) or unmoved_loader_element(self, node) or \
                     read_before_its_move(self, node) or self._unmoved_batch_part(node):
@@ -283,13 +292,65 @@ class KindInference:
             own = [b for b in bindings if b.value is not None and _reads_name(b.value, node.value)]
             if own and len(own) < len(bindings) and all(type(b.value) is cst.BinaryOperation for b in own):
                 self._assumed_host.add(node.value)
+            bindings = self._reaching(node, bindings)
             try:
                 return bool(bindings) and all(b.kind in ("assign", "walrus") and b.value is not None and (
-                    self.on_host(b.value, depth + 1) if b.index is None else self._computed_on_host(b.value, depth))
-                    for b in bindings)
+                    self.on_host(b.value, depth + 1) if b.index is None else self._computed_on_host(b.value, depth)
+                    or self._returned_on_host(b.value, b.index, depth)) for b in bindings)
             finally:
                 self._assumed_host.discard(node.value)
         return False
+
+    def _reaching(self, name: cst.Name, bindings: list[Binding]) -> list[Binding]:
+        """The bindings of a function's local name that may run before `name` is read: not those that come after
+        the read (or hold it: `x = x.squeeze(0)` binds after reading) unless a loop around the read holds them too."""
+        scope = self.index.enclosing_scope(name)
+        if type(scope) is not cst.FunctionDef or any(b.scope is not scope or b.source is None for b in bindings):
+            return bindings
+        read = self.index.order(name)
+        if read is None:
+            return bindings
+        loops = [a for a in self.index.ancestors(name) if type(a) in (cst.For, cst.While)
+                 and self.index.is_ancestor_or_self(scope, a)]
+        kept = []
+        for b in bindings:
+            place = self.index.order(b.source)
+            # an assignment holding the read reads before it binds; a `def`, `for` or `with` binds before its body
+            holds = type(b.source) in _ASSIGNMENTS and self.index.is_ancestor_or_self(b.source, name)
+            if place is None or place < read and not holds or \
+                    any(self.index.is_ancestor_or_self(loop, b.source) for loop in loops):
+                kept.append(b)
+        return kept
+
+    def _returned_on_host(self, call: cst.BaseExpression, index: int, depth: int) -> bool:
+        """Element `index` of what a call of a function or method of this module returns is in host memory:
+        every `return` hands back a tuple whose element there is (`return torch.tensor(tokens).unsqueeze(0),
+        torch.tensor(weights).unsqueeze(0)`)."""
+        returns = self._local_returns(call) if type(call) is cst.Call else None
+        if not returns:
+            return False
+        for ret in returns:
+            value = ret.value
+            if type(value) is not cst.Tuple or len(value.elements) <= index or \
+                    any(type(e) is cst.StarredElement for e in value.elements) or \
+                    not self.on_host(value.elements[index].value, depth):
+                return False
+        return True
+
+    def _local_returns(self, call: cst.Call) -> Optional[list]:
+        """The `return` statements of the function (`f(...)`) or method (`self.f(...)`) of this module a call
+        runs, the only one by that name; None when it is not one."""
+        func = call.func
+        if type(func) is cst.Name:
+            name = func.value
+        elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
+            name = func.attr.value
+        else:
+            return None
+        candidates = self.index.functions.get(name, [])
+        if len(candidates) != 1:
+            return None
+        return [n for n in _own_nodes(candidates[0]) if type(n) is cst.Return]
 
     def _unmoved_batch_part(self, name: cst.Name) -> bool:
         """`videos, masks = batch` of `for batch in loader`, then only converted (`masks = masks.flatten(1).to(
@@ -797,17 +858,9 @@ class KindInference:
         """For a call of a function (`f(...)`) or method (`self.f(...)`) of this module, the only one by that name:
         the kind of element `index` of what it returns, when every `return` hands back a tuple whose element there
         is a name of that one kind (`return lam, use_cutmix` with `lam = np.where(...)`); else UNKNOWN."""
-        func = call.func
-        if type(func) is cst.Name:
-            name = func.value
-        elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
-            name = func.attr.value
-        else:
+        returns = self._local_returns(call)
+        if returns is None:
             return Kind.UNKNOWN
-        candidates = self.index.functions.get(name, [])
-        if len(candidates) != 1:
-            return Kind.UNKNOWN
-        returns = [n for n in _own_nodes(candidates[0]) if type(n) is cst.Return]
         kinds = set()
         for ret in returns:
             value = ret.value
@@ -1380,6 +1433,16 @@ def _arith(a: Kind, b: Kind) -> Kind:
     if a is Kind.NUMBER and b is Kind.NUMBER:
         return Kind.NUMBER
     return Kind.UNKNOWN
+
+
+_ASSIGNMENTS = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr)
+
+
+def _special_token_id(expr: cst.BaseExpression) -> bool:
+    """`tokenizer.eos_token_id`: a Python int (analysis/tokenizers.py, which imports the analysis package)."""
+    from gpulint.analysis.tokenizers import special_token_id
+
+    return special_token_id(expr)
 
 
 def _kind_from_name(name: str) -> Kind:

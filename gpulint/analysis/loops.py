@@ -19,6 +19,7 @@ from gpulint.analysis.kinds import Kind, KindInference
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.nonfinite import nonfinite_only
 from gpulint.analysis.once import once_per_object
+from gpulint.analysis.unset_options import first_step_only
 from gpulint.analysis.runs_model import _DATA_WORDS
 from gpulint.analysis.tree import SyntaxIndex, child_nodes, descendants
 from gpulint.syntax import NOT_CONSTANT as _NOT_CONSTANT, code_of as _code, literal_value as _constant_value, \
@@ -856,6 +857,8 @@ class LoopAnalysis:
                 # runs (GPU109 reports it on purpose); the branch's other code is still off CUDA
             if type(parent) is cst.If and child is parent.body and nonfinite_only(parent.test):
                 return OUTSIDE  # `if torch.isnan(loss):`: runs only on a step whose value is not finite
+            if type(parent) is cst.If and child is parent.body and first_step_only(parent.test, held=True):
+                return OUTSIDE  # `if self.cuda and self.get_num_updates() == 0:`: the run's first update only
             if type(parent) is cst.If and child is parent.body and self.never_runs is not None \
                     and self.never_runs(parent):
                 return OUTSIDE  # `if opt.debug > 0:` (default 0); `if self.autobalance:` nothing turns on
@@ -884,6 +887,10 @@ class LoopAnalysis:
                 if reason:
                     periodic = reason
             elif type(parent) is cst.If and child is parent.orelse and periodic is None:
+                if flag is None and type(child) is cst.Else and type(parent.test) is cst.UnaryOperation and \
+                        type(parent.test.operator) is cst.Not and type(parent.test.expression) is cst.Name and \
+                        self.per_step_caller is not None and self.index.parameter_of(parent.test.expression):
+                    flag = parent.test.expression  # `if not reverse: ... else: <runs when reverse is set>`
                 # `if step % N != 0: ... else: <periodic>`
                 reason = self.periodic_test(parent.test, negated=True)
                 if reason:

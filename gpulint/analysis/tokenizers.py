@@ -28,6 +28,15 @@ def host_tensors_call(call: cst.BaseExpression) -> bool:
     return arg is not None and string_value(arg.value) == "pt"
 
 
+# A Hugging Face tokenizer's special-token ids (`tokenizer.eos_token_id`): Python ints (or None), never tensors.
+_SPECIAL_TOKEN_IDS = frozenset(f"{name}_token_id" for name in ("bos", "eos", "pad", "unk", "sep", "cls", "mask"))
+
+
+def special_token_id(expr: cst.BaseExpression) -> bool:
+    """`tokenizer.eos_token_id` (`bos`/`eos`/`pad`/`unk`/`sep`/`cls`/`mask`): a Python int, whatever the object."""
+    return type(expr) is cst.Attribute and expr.attr.value in _SPECIAL_TOKEN_IDS
+
+
 def tokenized_on_host(analysis, expr: cst.BaseExpression, depth: int = 0) -> Optional[cst.Call]:
     """The `return_tensors="pt"` call whose host tensors `expr` is: the call itself, a field of its result
     (`.input_ids`, `["input_ids"]`), or a name bound once, by a plain assignment, to one of those."""

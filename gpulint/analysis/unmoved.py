@@ -279,7 +279,29 @@ def _decide_indexed(kinds: "KindInference", loop: cst.For, batch: str, index: st
                 element = _element_of(small.value)
                 if element is not None and element[0] == batch and element[1] != index:
                     siblings.add(small.targets[0].target.value)
-    return any(_moved_in(kinds, loop, other) for other in siblings if other != name)
+    return any(_moved_in(kinds, loop, other) for other in siblings if other != name) or \
+        _sibling_moved_in_place(kinds, loop, batch, index)
+
+
+def _sibling_moved_in_place(kinds: "KindInference", loop: cst.For, batch: str, index: str) -> bool:
+    """`batch["input_ids"].to(device)` in the loop: an element of the batch taken by another constant index is
+    moved where it is read (DLE BART's `run_eval.py`, whose `ids = batch["ids"]` stays on the host)."""
+    span = kinds.index.subtree(loop)
+    if span is None:
+        return False
+    up = kinds.index.up
+    for node, place in zip(kinds.index.names(batch), kinds.index.name_places(batch)):
+        if place is None or not span[0] <= place <= span[1]:
+            continue
+        subscript = up.get(id(node))
+        element = _element_of(subscript)
+        if element is None or subscript.value is not node or element[1] == index:  # type: ignore[union-attr]
+            continue
+        method = up.get(id(subscript))
+        call = up.get(id(method)) if type(method) is cst.Attribute else None
+        if type(call) is cst.Call and call.func is method and _moving_method(kinds, method.attr.value, call):
+            return True
+    return False
 
 
 def iterates_a_loader(kinds: "KindInference", iterable: cst.BaseExpression) -> bool:

@@ -311,21 +311,29 @@ _STEP_COUNTERS = frozenset({"global_step", "global_steps", "step", "steps", "bat
                             "iter_num", "train_step", "num_updates"})
 
 
-def first_step_only(test: cst.BaseExpression) -> bool:
-    """`test` is `<step counter> == 0`, or an `and` of tests one of which is (module comment above)."""
+def first_step_only(test: cst.BaseExpression, held: bool = False) -> bool:
+    """`test` is `<step counter> == 0`, or an `and` of tests one of which is (module comment above). With `held`,
+    only a counter the trainer object holds for the whole run counts (`self.global_step`,
+    `self.get_num_updates()`), not a name (a loop's own counter starts again with the loop)."""
     if type(test) is cst.BooleanOperation:
-        return type(test.operator) is cst.And and (first_step_only(test.left) or first_step_only(test.right))
+        return type(test.operator) is cst.And and (first_step_only(test.left, held) or
+                                                    first_step_only(test.right, held))
     if type(test) is not cst.Comparison or len(test.comparisons) != 1 or \
             type(test.comparisons[0].operator) is not cst.Equal:
         return False
     sides = (test.left, test.comparisons[0].comparator)
-    return any(type(s) is cst.Integer and s.value == "0" for s in sides) and any(_counter(s) for s in sides)
+    return any(type(s) is cst.Integer and s.value == "0" for s in sides) and any(_counter(s, held) for s in sides)
 
 
-def _counter(node: cst.BaseExpression) -> bool:
+def _counter(node: cst.BaseExpression, held: bool = False) -> bool:
+    if type(node) is cst.Call and not node.args:  # `self.get_num_updates()`: a getter of a held counter
+        func = node.func
+        return type(func) is cst.Attribute and type(func.value) is cst.Name and \
+            func.value.value in ("self", "trainer") and func.attr.value.startswith("get_") and \
+            func.attr.value[len("get_"):] in _STEP_COUNTERS
     if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value in ("self", "trainer"):
         return node.attr.value in _STEP_COUNTERS
-    return type(node) is cst.Name and node.value in _STEP_COUNTERS
+    return not held and type(node) is cst.Name and node.value in _STEP_COUNTERS
 
 
 def hasattr_self(test: cst.BaseExpression) -> Optional[str]:

@@ -36,8 +36,9 @@ class CudaSynchronizeInLoop(GpuRule):
     No fix.
 
     ## When it is fine
-    Benchmark code that times a step with a host clock right beside it (`torch.cuda.synchronize()` next to
-    `time.perf_counter()`) in a loop that repeats fixed inputs (`for _ in range(iters)`), periodic checks, code
+    Benchmark code that times a step with a host clock or CUDA events right beside it (`torch.cuda.synchronize()`
+    next to `time.perf_counter()`, or between `end.record()` and `start.elapsed_time(end)`, which needs the
+    events complete) in a loop that repeats fixed inputs (`for _ in range(iters)`), periodic checks, code
     outside loops. A loop over a loader's batches (training or evaluation) is reported even beside a timer: the
     stall is paid every step of the real run, and `torch.cuda.Event(enable_timing=True)` pairs time the step
     without it.
@@ -57,7 +58,12 @@ class CudaSynchronizeInLoop(GpuRule):
              # a benchmark: the same input timed again and again with a host clock
              "import time\nimport torch\nmodel = torch.nn.Linear(2, 2).cuda()\nx = torch.randn(8, 2, device=\"cuda\")\n"
              "for _ in range(100):\n    start = time.perf_counter()\n    model(x).sum().backward()\n"
-             "    torch.cuda.synchronize()\n    times.append(time.perf_counter() - start)\n"]
+             "    torch.cuda.synchronize()\n    times.append(time.perf_counter() - start)\n",
+             # a benchmark timed with CUDA events: `elapsed_time` needs both events done
+             "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nx = torch.randn(8, 2, device=\"cuda\")\n"
+             "start = torch.cuda.Event(enable_timing=True)\nend = torch.cuda.Event(enable_timing=True)\n"
+             "for _ in range(100):\n    start.record()\n    model(x).sum().backward()\n    end.record()\n"
+             "    torch.cuda.synchronize()\n    times.append(start.elapsed_time(end))\n"]
     INVALID = [
         Example(TRAIN_STEP + "    torch.cuda.synchronize()\n",
                 message="`torch.cuda.synchronize()` every iteration stalls the CPU un"),
@@ -107,6 +113,7 @@ class CudaSynchronizeInLoop(GpuRule):
             return False
         for neighbour in body[max(0, i - 1):i + 2]:
             if neighbour is not stmt and "time" in self.analysis.code(neighbour) and any(
-                    t in self.analysis.code(neighbour) for t in ("perf_counter", "time()", "monotonic", "timer")):
+                    t in self.analysis.code(neighbour)
+                    for t in ("perf_counter", "time()", "monotonic", "timer", "elapsed_time")):
                 return True
         return False
