@@ -22,6 +22,7 @@ from gpulint.analysis.host_attributes import host_attribute
 from gpulint.analysis.imports import dotted_name
 from gpulint.syntax import argument
 from gpulint.analysis.project import display_path
+from gpulint.analysis.tensor_uses import names_an_accelerator, read_as_tensor
 from gpulint.analysis.test_code import is_test_path
 from gpulint.analysis.tokenizers import tokenized_on_host
 from gpulint.rules.transfers._built_then_moved import (
@@ -85,7 +86,9 @@ class HostTensorMovedEachStep(Rule):
     `ProbMask.__init__` on every step.
 
     The same copy made by a cast: `torch.zeros(1, n).fill_(stride).type_as(x)` of a device tensor `x`, or
-    `.type(torch.cuda.FloatTensor)` (a detector head's per-level strides, built on the host in every forward).
+    `.type(torch.cuda.FloatTensor)` (a detector head's per-level strides, built on the host in every forward), or
+    `.to(x)` of a tensor `x` (`torch.hann_window(n).to(x)` in a spectrogram helper: `x`'s device and dtype), where
+    `x` is a tensor by its kind or by how its function reads it (`x.shape`, `x.reshape(...)`, `torch.isfinite(x)`).
     Code run every step includes a generator of the module drawn with `next(...)` in the loop (`train_dl =
     cycle(n)` ... `next(train_dl)`): each `next` runs its body up to the next `yield`, so `torch.randint(...).cuda()`
     there is built on the host every step. And a map-style dataset whose `__getitem__` returns its sample copied to
@@ -178,7 +181,8 @@ class HostTensorMovedEachStep(Rule):
     read on the CPU): it belongs there, and its copy is the one the data needs. A table indexed by the batch's
     own labels (that is data). Constants built once before the loop, `torch.from_numpy(batch).to(device)` (real data has to cross; GPU410
     is about how it crosses), `torch.as_tensor(t, device=device)` of a tensor, and copies outside training
-    loops. `.type_as(x)` of a host tensor `x` (no copy). A generator drawn once before the loop. A dataset that
+    loops. `.type_as(x)` of a host tensor `x` (no copy), `.to(x)` of an `x` nothing reads as a tensor (a dtype
+    copies nothing), and `torch.zeros_like(x).to(x)` (built where `x` lives). A generator drawn once before the loop. A dataset that
     no training loop of its module draws from through a `DataLoader`, or that is built from device data
     (`Dataset(data.cuda())`, or `self.data` moved in `__init__`): its `.to(device)` copies nothing.
     """
@@ -626,18 +630,20 @@ class HostTensorMovedEachStep(Rule):
     # -- `torch.zeros(n).fill_(s).type_as(x)`, `.type(torch.cuda.FloatTensor)`: casts that copy --------------------
     def _cast_to_device(self, node: cst.Call) -> bool:
         """A tensor built on the host by a torch factory (through in-place fills and same-on-device methods) and
-        cast with `.type_as(x)` of a tensor not known to be on the host, or with `.type(<CUDA tensor type>)`: the
-        cast copies it to where `x` lives, the GPU on the runs gpulint is for. Reported, no fix (the cast also
-        picks the dtype, which `device=` alone does not)."""
+        cast with `.type_as(x)` or `.to(x)` of a tensor not known to be on the host, or with `.type(<CUDA tensor
+        type>)`: the cast copies it to where `x` lives, the GPU on the runs gpulint is for. Reported, no fix (the
+        cast also picks the dtype, which `device=` alone does not). `.to(x)` counts only where `x` is a tensor: its
+        kind says so, or its function reads it as one (`x.shape`, `torch.isfinite(x)`: analysis/tensor_uses.py)."""
         func = node.func
-        if type(func) is not cst.Attribute or func.attr.value not in ("type_as", "type") or \
+        if type(func) is not cst.Attribute or func.attr.value not in ("type_as", "type", "to") or \
                 has_star_args(node) or len(node.args) != 1 or node.args[0].keyword is not None:
             return False
         if func.attr.value == "type":
             if not cuda_type_copy(self.analysis, node):
                 return False
-        elif not self.analysis.targets_gpu or self._host_built(node.args[0].value):
-            return False
+        elif not self.analysis.targets_gpu or self._host_built(node.args[0].value) or \
+                (func.attr.value == "to" and not self._cast_to_tensor(node.args[0].value)):
+            return False  # `.to(other)` of a tensor casts like `.type_as(other)`; `.to(dtype)` copies nothing
         receiver = func.value
         while type(receiver) is cst.Call and type(receiver.func) is cst.Attribute and \
                 receiver.func.attr.value in _FILLS_IN_PLACE and self.analysis.is_tensor(receiver.func.value):
@@ -645,10 +651,14 @@ class HostTensorMovedEachStep(Rule):
         factory, _ = self._factory(receiver)
         if factory is None or keyword(factory, "device") is not None:
             return False
+        name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
+        if name.endswith("_like") and not self._like_of_host(factory):
+            return False  # `torch.zeros_like(x).type_as(x)`: built where `x` lives, the cast moves nothing
         where = self.where(node)
-        if where:
-            name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
-            if func.attr.value == "type_as":
+        if where and func.attr.value == "to" and self._of_host_values(factory):
+            self.report(node, self.from_values.format(factory=name), where=where)  # `device=` would not help
+        elif where:
+            if func.attr.value in ("type_as", "to"):
                 other = self.analysis.code(node.args[0].value)
                 hint = f"`device={other}.device, dtype={other}.dtype`" if len(other) <= 40 else \
                     "`device=` and `dtype=` of the tensor it is cast to"
@@ -656,6 +666,12 @@ class HostTensorMovedEachStep(Rule):
                 hint = "`device=` a CUDA device and the `dtype=` of the tensor type"
             self.report(node, self.cast.format(factory=name, cast=func.attr.value, hint=hint), where=where)
         return True
+
+    def _cast_to_tensor(self, other: cst.BaseExpression) -> bool:
+        """`.to(other)` casts to a tensor's device and dtype: `other` is a tensor (by its kind, or by how its
+        function reads it), in a module that names an accelerator by more than `.to(` calls."""
+        return (self.analysis.is_tensor(other) or read_as_tensor(self.analysis, other)) and \
+            names_an_accelerator(self.analysis)
 
     def _host_built(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """`expr` is a tensor in host memory (`.cpu()`, `torch.from_numpy`, ...), a torch factory without
