@@ -20,6 +20,7 @@ from gpulint.analysis.loader_params import cuda_type_copy
 from gpulint.analysis.graph_fields import moved_graph_field
 from gpulint.analysis.host_attributes import host_attribute
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.isinstance_narrowing import narrowed_from_tensors
 from gpulint.syntax import argument
 from gpulint.analysis.project import display_path
 from gpulint.analysis.tensor_uses import names_an_accelerator, read_as_tensor
@@ -41,7 +42,10 @@ class HostTensorMovedEachStep(Rule):
     Flags `torch.zeros(...).to(device)`, `torch.tensor(x).cuda()`, `torch.arange(n).to(x.device)` and other
     torch factories followed by a copy to an accelerator, where this runs every iteration of a training loop.
     Also flags `torch.tensor(values, device=device)` and `torch.as_tensor(values, device=device)` of Python
-    numbers, lists or numpy arrays every iteration: `device=` does not move where the values are. The legacy
+    numbers, lists or numpy arrays every iteration: `device=` does not move where the values are. Sizes read from a
+    shape (`torch.tensor(targets.shape[1], device=targets.device)`) are Python integers whatever holds the shape,
+    and a value an `isinstance` test says is no tensor (`if not isinstance(bound, torch.Tensor): bound =
+    torch.tensor(bound, device=device)`) is a host value too. The legacy
     constructors (`torch.Tensor(obs).to(device)`, `torch.FloatTensor(x).cuda()`) are the same host build and
     copy: they accept only host data (an environment's numpy observation, a list). The CUDA ones given host data
     (`torch.cuda.FloatTensor(np.random.normal(0, 1, shape))`, often through the GAN scripts' alias
@@ -511,8 +515,9 @@ class HostTensorMovedEachStep(Rule):
         data = positional(factory)
         if data and type(data[0]) in (cst.List, cst.Tuple) and not data[0].elements:
             return False  # `torch.tensor([], device=...)`: no values, PyTorch copies nothing
-        return q in ("torch.tensor", "torch.as_tensor") and bool(data) and \
-            self.analysis.kind(data[0]) in (Kind.NUMBER, Kind.OTHER, Kind.NUMPY)
+        return q in ("torch.tensor", "torch.as_tensor") and bool(data) and (
+            self.analysis.kind(data[0]) in (Kind.NUMBER, Kind.OTHER, Kind.NUMPY) or _shape_read(data[0]) or
+            narrowed_from_tensors(self.analysis, data[0]))
 
     def _from_host_values(self, node: cst.Call) -> None:
         """`torch.tensor((w, h), device=device)`: the values are on the host, so the tensor is built there and
@@ -963,6 +968,18 @@ class _HostMath:
             return False
         found.numbers_only = False
         return True
+
+
+def _shape_read(expr: cst.BaseExpression) -> bool:
+    """`x.shape`, `x.shape[1]`, or a tuple or list of such reads and integers (`(h.shape[0], w)` is not one): sizes,
+    Python integers on the host whatever `x` is."""
+    if type(expr) in (cst.Tuple, cst.List):
+        return bool(expr.elements) and all(type(e) is cst.Element and (
+            type(e.value) is cst.Integer or _shape_read(e.value)) for e in expr.elements) and \
+            any(type(e.value) is not cst.Integer for e in expr.elements)
+    if type(expr) is cst.Subscript:
+        expr = expr.value
+    return type(expr) is cst.Attribute and expr.attr.value == "shape"
 
 
 def _callee_text(call: cst.Call) -> str:
