@@ -80,6 +80,10 @@ class HostTensorMovedEachStep(Rule):
     `torch.exp(-math.log(10000) * torch.arange(half) / half).to(t.device)`, the frequencies of a timestep or
     position embedding rebuilt in every forward.
 
+    A sampler that keeps its trajectory on the host and copies the last step back (`xt = xs[-1].to(device)` ...
+    `xs.append(xt_next.to("cpu"))` in the same loop, every appended value a host copy) moves each step's result to
+    the host and back, a blocking copy each way (reported at the copy back, no fix).
+
     A plain tensor attribute of a model that holds a host tensor is the same copy: `self.pos_embed =
     sinusoid_table(n, d)` (a helper returning `torch.tensor(numpy_table)`) or `self.scale = torch.ones(...)` in
     `__init__`, then `self.pos_embed.type_as(x).to(x.device)` in `forward`. It is neither a parameter nor a buffer,
@@ -236,6 +240,9 @@ class HostTensorMovedEachStep(Rule):
                              "buffer, so moving the model leaves it there): it is copied to the GPU from pageable " \
                              "memory every step, waiting for it; register it with `self.register_buffer(\"{name}\", " \
                              "..., persistent=False)` so it moves with the model"
+    host_trajectory = "`{name}[-1]` is the host copy this loop appended the iteration before: it goes to the host " \
+                      "and back to the GPU every step, a blocking copy each way; keep the running value on the " \
+                      "device and copy to the host only what is kept"
     cast = "`torch.{factory}` builds a tensor on the host and `.{cast}(...)` copies it to the GPU every step, " \
            "waiting for it; create it on the device ({hint})"
     sample = "`{cls}.__getitem__` copies every sample to the GPU (`{code}`): a small blocking copy from pageable " \
@@ -355,7 +362,8 @@ class HostTensorMovedEachStep(Rule):
                             where=where)
             return
         if factory is None:
-            if not self._tokenized(node) and not self._computed_on_host(node) and not self._host_attribute(node):
+            if not self._tokenized(node) and not self._computed_on_host(node) and not self._host_attribute(node) \
+                    and not self._last_host_element(node):
                 self._built_then_moved(node)
             return
         name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
@@ -816,6 +824,32 @@ class HostTensorMovedEachStep(Rule):
         self.report(copy, self.computed.format(factory=first), where=where, fix=fix)
         return True
 
+    # -- a trajectory kept on the host, its last step copied back: `xs[-1].to(device)` ... `xs.append(x.cpu())` ----
+    def _last_host_element(self, copy: cst.Call) -> bool:
+        """`xs[-1].to(device)` in a hot loop whose body appends to `xs` only host copies (`xs.append(x.to('cpu'))`):
+        from the second iteration on, the step copies back what the step before moved to the host, a blocking copy
+        each way. True when reported; no fix (what the list keeps, and where, is the author's choice)."""
+        base = strip_same_on_device(self, copy.func.value)  # type: ignore[union-attr]
+        if type(base) is not cst.Subscript or type(base.value) is not cst.Name or len(base.slice) != 1 or \
+                not isinstance(base.slice[0].slice, cst.Index) or not _minus_one(base.slice[0].slice.value):
+            return False
+        where = self.where(copy)
+        if where is None or where.loop is None or not self.analysis.index.is_ancestor_or_self(where.loop.body, copy):
+            return False
+        name = base.value.value
+        appended = []
+        for node in _walk(where.loop.body):
+            if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "append" and \
+                    type(node.func.value) is cst.Name and node.func.value.value == name:
+                appended.extend(a.value for a in node.args)
+            elif type(node) in (cst.AssignTarget, cst.AugAssign) and type(node.target) is cst.Name and \
+                    node.target.value == name:
+                return False  # rebound in the loop: the list is not the one the loop keeps
+        if not appended or not all(self.analysis.kinds.on_host(v) for v in appended):
+            return False
+        self.report(copy, self.host_trajectory.format(name=name), where=where)
+        return True
+
     # -- built on the host earlier in the step, copied later: `t = torch.randint(...)` ... `t.to(device)` --------
     def _built_then_moved(self, copy: cst.Call) -> None:
         base = strip_same_on_device(self, copy.func.value)  # type: ignore[union-attr]
@@ -968,6 +1002,11 @@ class _HostMath:
             return False
         found.numbers_only = False
         return True
+
+
+def _minus_one(expr: cst.BaseExpression) -> bool:
+    return type(expr) is cst.UnaryOperation and type(expr.operator) is cst.Minus and \
+        type(expr.expression) is cst.Integer and expr.expression.value == "1"
 
 
 def _shape_read(expr: cst.BaseExpression) -> bool:
