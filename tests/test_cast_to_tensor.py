@@ -82,3 +82,23 @@ def test_once_or_without_a_gpu_stays_quiet(tmp_path: Path):
     cpu = cast.replace(".cuda()", "").replace("x = x.cuda(non_blocking=True)", "x = x.float()") \
         .replace(", pin_memory=True", "")
     assert 9 not in lint(tmp_path, cpu)
+
+
+LOOP = '''
+import torch
+from torch.utils.data import DataLoader
+
+model = torch.nn.Linear(8, 2).cuda()
+loader = DataLoader(torch.randn(64, 8), batch_size=8)
+for x in loader:
+    MOVE
+    w = torch.ones(8).to(x)
+    model(x * w).sum().backward()
+'''
+
+
+def test_a_cast_to_a_batch_follows_where_the_batch_is(tmp_path: Path):
+    # moved to the GPU first: the cast copies the host factory there every step
+    assert 9 in lint(tmp_path, LOOP.replace("MOVE", "x = x.cuda()"))
+    # never moved: the batch is on the host, and so is the cast
+    assert 9 not in lint(tmp_path, LOOP.replace("MOVE", "x = x.float()"))

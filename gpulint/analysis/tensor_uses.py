@@ -89,3 +89,28 @@ def _names_an_accelerator(analysis) -> bool:
     from gpulint.analysis.forward import feeds_a_gpu
 
     return feeds_a_gpu(analysis)  # a model file run every step by a loop that names the device
+
+
+def given_tensor(analysis, expr: cst.BaseExpression) -> bool:
+    """`expr` (a name, or `name.real`/`name.imag`/`name.data`) is a parameter of its function, maybe rebound from
+    itself (`x = x.reshape(-1, n)`): what the caller passes, not a loader's batch or a value built here."""
+    if type(expr) is cst.Attribute and expr.attr.value in ("real", "imag", "data"):
+        expr = expr.value
+    if type(expr) is not cst.Name:
+        return False
+    bindings = analysis.index.visible_bindings(expr)
+    return any(b.kind == "param" for b in bindings) and all(
+        b.kind == "param" or b.kind == "assign" and b.index is None and _from_itself(b.value, expr.value)
+        for b in bindings)
+
+
+def _from_itself(value, name: str) -> bool:
+    """`value` is a chain of method calls (or subscripts) on `name`: `x.reshape(-1, n)`, `z.view(a, b)[0]`."""
+    while type(value) in (cst.Call, cst.Subscript, cst.Attribute):
+        if type(value) is cst.Call:
+            if type(value.func) is not cst.Attribute:
+                return False
+            value = value.func.value
+        else:
+            value = value.value
+    return type(value) is cst.Name and value.value == name

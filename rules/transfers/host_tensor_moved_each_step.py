@@ -23,7 +23,7 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.isinstance_narrowing import narrowed_from_tensors
 from gpulint.syntax import argument
 from gpulint.analysis.project import display_path
-from gpulint.analysis.tensor_uses import names_an_accelerator, read_as_tensor
+from gpulint.analysis.tensor_uses import given_tensor, names_an_accelerator, read_as_tensor
 from gpulint.analysis.test_code import is_test_path
 from gpulint.analysis.tokenizers import tokenized_on_host
 from gpulint.rules.transfers._built_then_moved import (
@@ -681,10 +681,16 @@ class HostTensorMovedEachStep(Rule):
         return True
 
     def _cast_to_tensor(self, other: cst.BaseExpression) -> bool:
-        """`.to(other)` casts to a tensor's device and dtype: `other` is a tensor (by its kind, or by how its
-        function reads it), in a module that names an accelerator by more than `.to(` calls."""
+        """`.to(other)` casts to a tensor's device and dtype, where `other` is on the device: bound from a copy to
+        an accelerator, or a tensor (by its kind, or by how its function reads it) that the function is given as
+        a parameter (maybe rebound from itself, `x = x.reshape(...)`), in a module that names an accelerator by
+        more than `.to(` calls. A loader's batch that is never moved stays on the host, and so does the cast."""
+        if not names_an_accelerator(self.analysis):
+            return False
+        if data_facts(self.analysis).on_device(other):
+            return True
         return (self.analysis.is_tensor(other) or read_as_tensor(self.analysis, other)) and \
-            names_an_accelerator(self.analysis)
+            given_tensor(self.analysis, other)
 
     def _host_built(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """`expr` is a tensor in host memory (`.cpu()`, `torch.from_numpy`, ...), a torch factory without
