@@ -72,3 +72,36 @@ def _mentions_isinstance(analysis) -> bool:
 def _has_isinstance(analysis) -> bool:
     text = analysis.source if analysis.source is not None else analysis.module.code
     return "isinstance(" in text
+
+
+def narrowed_from_tensors(analysis, expr: cst.BaseExpression) -> bool:
+    """`expr` is no tensor here: the body of `if not isinstance(<expr>, torch.Tensor):` (or of `if not
+    torch.is_tensor(<expr>):`), or the `else` of the positive test, holds it (`if not isinstance(bound,
+    torch.Tensor): bound = torch.tensor(bound, device=device)`: a number or a list, on the host)."""
+    target = dotted_name(expr) if type(expr) in (cst.Name, cst.Attribute) else None
+    if target is None or not _mentions_isinstance(analysis) and "is_tensor(" not in analysis.module.code:
+        return False
+    child: cst.CSTNode = expr
+    for parent in analysis.index.ancestors(expr):
+        if isinstance(parent, _FUNCTION_SCOPES):
+            return False
+        if type(parent) is cst.If:
+            test = parent.test
+            negated = type(test) is cst.UnaryOperation and type(test.operator) is cst.Not
+            if negated and child is parent.body and _tests_a_tensor(analysis, test.expression, target):
+                return True
+            if not negated and child is parent.orelse and _tests_a_tensor(analysis, test, target):
+                return True
+        child = parent
+    return False
+
+
+def _tests_a_tensor(analysis, test: cst.BaseExpression, target: str) -> bool:
+    """`isinstance(<target>, torch.Tensor)` or `torch.is_tensor(<target>)`."""
+    if type(test) is not cst.Call or any(a.keyword is not None or a.star for a in test.args):
+        return False
+    if dotted_name(test.func) == "isinstance":
+        cls = _tested_class(test, target)
+        return cls is not None and analysis.qualified(cls) == "torch.Tensor"
+    return analysis.qualified(test.func) == "torch.is_tensor" and len(test.args) == 1 and \
+        type(test.args[0].value) in (cst.Name, cst.Attribute) and dotted_name(test.args[0].value) == target

@@ -20,8 +20,10 @@ from gpulint.analysis.loader_params import cuda_type_copy
 from gpulint.analysis.graph_fields import moved_graph_field
 from gpulint.analysis.host_attributes import host_attribute
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.isinstance_narrowing import narrowed_from_tensors
 from gpulint.syntax import argument
 from gpulint.analysis.project import display_path
+from gpulint.analysis.tensor_uses import given_tensor, names_an_accelerator, read_as_tensor
 from gpulint.analysis.test_code import is_test_path
 from gpulint.analysis.tokenizers import tokenized_on_host
 from gpulint.rules.transfers._built_then_moved import (
@@ -40,7 +42,10 @@ class HostTensorMovedEachStep(Rule):
     Flags `torch.zeros(...).to(device)`, `torch.tensor(x).cuda()`, `torch.arange(n).to(x.device)` and other
     torch factories followed by a copy to an accelerator, where this runs every iteration of a training loop.
     Also flags `torch.tensor(values, device=device)` and `torch.as_tensor(values, device=device)` of Python
-    numbers, lists or numpy arrays every iteration: `device=` does not move where the values are. The legacy
+    numbers, lists or numpy arrays every iteration: `device=` does not move where the values are. Sizes read from a
+    shape (`torch.tensor(targets.shape[1], device=targets.device)`) are Python integers whatever holds the shape,
+    and a value an `isinstance` test says is no tensor (`if not isinstance(bound, torch.Tensor): bound =
+    torch.tensor(bound, device=device)`) is a host value too. The legacy
     constructors (`torch.Tensor(obs).to(device)`, `torch.FloatTensor(x).cuda()`) are the same host build and
     copy: they accept only host data (an environment's numpy observation, a list). The CUDA ones given host data
     (`torch.cuda.FloatTensor(np.random.normal(0, 1, shape))`, often through the GAN scripts' alias
@@ -75,6 +80,10 @@ class HostTensorMovedEachStep(Rule):
     `torch.exp(-math.log(10000) * torch.arange(half) / half).to(t.device)`, the frequencies of a timestep or
     position embedding rebuilt in every forward.
 
+    A sampler that keeps its trajectory on the host and copies the last step back (`xt = xs[-1].to(device)` ...
+    `xs.append(xt_next.to("cpu"))` in the same loop, every appended value a host copy) moves each step's result to
+    the host and back, a blocking copy each way (reported at the copy back, no fix).
+
     A plain tensor attribute of a model that holds a host tensor is the same copy: `self.pos_embed =
     sinusoid_table(n, d)` (a helper returning `torch.tensor(numpy_table)`) or `self.scale = torch.ones(...)` in
     `__init__`, then `self.pos_embed.type_as(x).to(x.device)` in `forward`. It is neither a parameter nor a buffer,
@@ -85,7 +94,9 @@ class HostTensorMovedEachStep(Rule):
     `ProbMask.__init__` on every step.
 
     The same copy made by a cast: `torch.zeros(1, n).fill_(stride).type_as(x)` of a device tensor `x`, or
-    `.type(torch.cuda.FloatTensor)` (a detector head's per-level strides, built on the host in every forward).
+    `.type(torch.cuda.FloatTensor)` (a detector head's per-level strides, built on the host in every forward), or
+    `.to(x)` of a tensor `x` (`torch.hann_window(n).to(x)` in a spectrogram helper: `x`'s device and dtype), where
+    `x` is a tensor by its kind or by how its function reads it (`x.shape`, `x.reshape(...)`, `torch.isfinite(x)`).
     Code run every step includes a generator of the module drawn with `next(...)` in the loop (`train_dl =
     cycle(n)` ... `next(train_dl)`): each `next` runs its body up to the next `yield`, so `torch.randint(...).cuda()`
     there is built on the host every step. And a map-style dataset whose `__getitem__` returns its sample copied to
@@ -178,7 +189,8 @@ class HostTensorMovedEachStep(Rule):
     read on the CPU): it belongs there, and its copy is the one the data needs. A table indexed by the batch's
     own labels (that is data). Constants built once before the loop, `torch.from_numpy(batch).to(device)` (real data has to cross; GPU410
     is about how it crosses), `torch.as_tensor(t, device=device)` of a tensor, and copies outside training
-    loops. `.type_as(x)` of a host tensor `x` (no copy). A generator drawn once before the loop. A dataset that
+    loops. `.type_as(x)` of a host tensor `x` (no copy), `.to(x)` of an `x` nothing reads as a tensor (a dtype
+    copies nothing), and `torch.zeros_like(x).to(x)` (built where `x` lives). A generator drawn once before the loop. A dataset that
     no training loop of its module draws from through a `DataLoader`, or that is built from device data
     (`Dataset(data.cuda())`, or `self.data` moved in `__init__`): its `.to(device)` copies nothing.
     """
@@ -228,6 +240,9 @@ class HostTensorMovedEachStep(Rule):
                              "buffer, so moving the model leaves it there): it is copied to the GPU from pageable " \
                              "memory every step, waiting for it; register it with `self.register_buffer(\"{name}\", " \
                              "..., persistent=False)` so it moves with the model"
+    host_trajectory = "`{name}[-1]` is the host copy this loop appended the iteration before: it goes to the host " \
+                      "and back to the GPU every step, a blocking copy each way; keep the running value on the " \
+                      "device and copy to the host only what is kept"
     cast = "`torch.{factory}` builds a tensor on the host and `.{cast}(...)` copies it to the GPU every step, " \
            "waiting for it; create it on the device ({hint})"
     sample = "`{cls}.__getitem__` copies every sample to the GPU (`{code}`): a small blocking copy from pageable " \
@@ -347,7 +362,8 @@ class HostTensorMovedEachStep(Rule):
                             where=where)
             return
         if factory is None:
-            if not self._tokenized(node) and not self._computed_on_host(node) and not self._host_attribute(node):
+            if not self._tokenized(node) and not self._computed_on_host(node) and not self._host_attribute(node) \
+                    and not self._last_host_element(node):
                 self._built_then_moved(node)
             return
         name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
@@ -507,8 +523,9 @@ class HostTensorMovedEachStep(Rule):
         data = positional(factory)
         if data and type(data[0]) in (cst.List, cst.Tuple) and not data[0].elements:
             return False  # `torch.tensor([], device=...)`: no values, PyTorch copies nothing
-        return q in ("torch.tensor", "torch.as_tensor") and bool(data) and \
-            self.analysis.kind(data[0]) in (Kind.NUMBER, Kind.OTHER, Kind.NUMPY)
+        return q in ("torch.tensor", "torch.as_tensor") and bool(data) and (
+            self.analysis.kind(data[0]) in (Kind.NUMBER, Kind.OTHER, Kind.NUMPY) or _shape_read(data[0]) or
+            narrowed_from_tensors(self.analysis, data[0]))
 
     def _from_host_values(self, node: cst.Call) -> None:
         """`torch.tensor((w, h), device=device)`: the values are on the host, so the tensor is built there and
@@ -626,18 +643,20 @@ class HostTensorMovedEachStep(Rule):
     # -- `torch.zeros(n).fill_(s).type_as(x)`, `.type(torch.cuda.FloatTensor)`: casts that copy --------------------
     def _cast_to_device(self, node: cst.Call) -> bool:
         """A tensor built on the host by a torch factory (through in-place fills and same-on-device methods) and
-        cast with `.type_as(x)` of a tensor not known to be on the host, or with `.type(<CUDA tensor type>)`: the
-        cast copies it to where `x` lives, the GPU on the runs gpulint is for. Reported, no fix (the cast also
-        picks the dtype, which `device=` alone does not)."""
+        cast with `.type_as(x)` or `.to(x)` of a tensor not known to be on the host, or with `.type(<CUDA tensor
+        type>)`: the cast copies it to where `x` lives, the GPU on the runs gpulint is for. Reported, no fix (the
+        cast also picks the dtype, which `device=` alone does not). `.to(x)` counts only where `x` is a tensor: its
+        kind says so, or its function reads it as one (`x.shape`, `torch.isfinite(x)`: analysis/tensor_uses.py)."""
         func = node.func
-        if type(func) is not cst.Attribute or func.attr.value not in ("type_as", "type") or \
+        if type(func) is not cst.Attribute or func.attr.value not in ("type_as", "type", "to") or \
                 has_star_args(node) or len(node.args) != 1 or node.args[0].keyword is not None:
             return False
         if func.attr.value == "type":
             if not cuda_type_copy(self.analysis, node):
                 return False
-        elif not self.analysis.targets_gpu or self._host_built(node.args[0].value):
-            return False
+        elif not self.analysis.targets_gpu or self._host_built(node.args[0].value) or \
+                (func.attr.value == "to" and not self._cast_to_tensor(node.args[0].value)):
+            return False  # `.to(other)` of a tensor casts like `.type_as(other)`; `.to(dtype)` copies nothing
         receiver = func.value
         while type(receiver) is cst.Call and type(receiver.func) is cst.Attribute and \
                 receiver.func.attr.value in _FILLS_IN_PLACE and self.analysis.is_tensor(receiver.func.value):
@@ -645,10 +664,14 @@ class HostTensorMovedEachStep(Rule):
         factory, _ = self._factory(receiver)
         if factory is None or keyword(factory, "device") is not None:
             return False
+        name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
+        if name.endswith("_like") and not self._like_of_host(factory):
+            return False  # `torch.zeros_like(x).type_as(x)`: built where `x` lives, the cast moves nothing
         where = self.where(node)
-        if where:
-            name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
-            if func.attr.value == "type_as":
+        if where and func.attr.value == "to" and self._of_host_values(factory):
+            self.report(node, self.from_values.format(factory=name), where=where)  # `device=` would not help
+        elif where:
+            if func.attr.value in ("type_as", "to"):
                 other = self.analysis.code(node.args[0].value)
                 hint = f"`device={other}.device, dtype={other}.dtype`" if len(other) <= 40 else \
                     "`device=` and `dtype=` of the tensor it is cast to"
@@ -656,6 +679,18 @@ class HostTensorMovedEachStep(Rule):
                 hint = "`device=` a CUDA device and the `dtype=` of the tensor type"
             self.report(node, self.cast.format(factory=name, cast=func.attr.value, hint=hint), where=where)
         return True
+
+    def _cast_to_tensor(self, other: cst.BaseExpression) -> bool:
+        """`.to(other)` casts to a tensor's device and dtype, where `other` is on the device: bound from a copy to
+        an accelerator, or a tensor (by its kind, or by how its function reads it) that the function is given as
+        a parameter (maybe rebound from itself, `x = x.reshape(...)`), in a module that names an accelerator by
+        more than `.to(` calls. A loader's batch that is never moved stays on the host, and so does the cast."""
+        if not names_an_accelerator(self.analysis):
+            return False
+        if data_facts(self.analysis).on_device(other):
+            return True
+        return (self.analysis.is_tensor(other) or read_as_tensor(self.analysis, other)) and \
+            given_tensor(self.analysis, other)
 
     def _host_built(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """`expr` is a tensor in host memory (`.cpu()`, `torch.from_numpy`, ...), a torch factory without
@@ -793,6 +828,32 @@ class HostTensorMovedEachStep(Rule):
                 fix = self.fix("Create the tensors on the device with `device=` and compute there", {copy: replacement},
                                safe=False)
         self.report(copy, self.computed.format(factory=first), where=where, fix=fix)
+        return True
+
+    # -- a trajectory kept on the host, its last step copied back: `xs[-1].to(device)` ... `xs.append(x.cpu())` ----
+    def _last_host_element(self, copy: cst.Call) -> bool:
+        """`xs[-1].to(device)` in a hot loop whose body appends to `xs` only host copies (`xs.append(x.to('cpu'))`):
+        from the second iteration on, the step copies back what the step before moved to the host, a blocking copy
+        each way. True when reported; no fix (what the list keeps, and where, is the author's choice)."""
+        base = strip_same_on_device(self, copy.func.value)  # type: ignore[union-attr]
+        if type(base) is not cst.Subscript or type(base.value) is not cst.Name or len(base.slice) != 1 or \
+                not isinstance(base.slice[0].slice, cst.Index) or not _minus_one(base.slice[0].slice.value):
+            return False
+        where = self.where(copy)
+        if where is None or where.loop is None or not self.analysis.index.is_ancestor_or_self(where.loop.body, copy):
+            return False
+        name = base.value.value
+        appended = []
+        for node in _walk(where.loop.body):
+            if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "append" and \
+                    type(node.func.value) is cst.Name and node.func.value.value == name:
+                appended.extend(a.value for a in node.args)
+            elif type(node) in (cst.AssignTarget, cst.AugAssign) and type(node.target) is cst.Name and \
+                    node.target.value == name:
+                return False  # rebound in the loop: the list is not the one the loop keeps
+        if not appended or not all(self.analysis.kinds.on_host(v) for v in appended):
+            return False
+        self.report(copy, self.host_trajectory.format(name=name), where=where)
         return True
 
     # -- built on the host earlier in the step, copied later: `t = torch.randint(...)` ... `t.to(device)` --------
@@ -947,6 +1008,23 @@ class _HostMath:
             return False
         found.numbers_only = False
         return True
+
+
+def _minus_one(expr: cst.BaseExpression) -> bool:
+    return type(expr) is cst.UnaryOperation and type(expr.operator) is cst.Minus and \
+        type(expr.expression) is cst.Integer and expr.expression.value == "1"
+
+
+def _shape_read(expr: cst.BaseExpression) -> bool:
+    """`x.shape`, `x.shape[1]`, or a tuple or list of such reads and integers (`(h.shape[0], w)` is not one): sizes,
+    Python integers on the host whatever `x` is."""
+    if type(expr) in (cst.Tuple, cst.List):
+        return bool(expr.elements) and all(type(e) is cst.Element and (
+            type(e.value) is cst.Integer or _shape_read(e.value)) for e in expr.elements) and \
+            any(type(e.value) is not cst.Integer for e in expr.elements)
+    if type(expr) is cst.Subscript:
+        expr = expr.value
+    return type(expr) is cst.Attribute and expr.attr.value == "shape"
 
 
 def _callee_text(call: cst.Call) -> str:
