@@ -2274,10 +2274,7 @@ class _Summarizer:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
                 and self.cls is not None:
             method = self.project.method(self.cls, func.attr)
-            if method is None:
-                stored = self._stored_function(func.attr)
-                return (stored, False) if stored is not None else None
-            return (method, True)
+            return (method, True) if method is not None else self._stored_function(func.attr)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and self.cls is not None and \
                 isinstance(func.value.func, ast.Name) and func.value.func.id == "super" and not func.value.args:
             method = self.project.base_method(self.cls, func.attr)  # `super().training_losses(...)`
@@ -2293,19 +2290,27 @@ class _Summarizer:
             return (init, True) if init is not None else None
         return None
 
-    def _stored_function(self, attr: str) -> Optional[FunctionSummary]:
+    def _stored_function(self, attr: str) -> Optional[tuple[FunctionSummary, bool]]:
         """`self.neg_loss(out, target)` where the class's one assignment of the attribute stores a project
-        function (`self.neg_loss = _neg_loss` in `__init__`): that function, called unbound."""
+        function (`self.neg_loss = _neg_loss` in `__init__`: that function, called unbound) or builds a project
+        class (`self.crit = FocalLoss()`: its `__call__`, or an `nn.Module`'s `forward`)."""
         assert self.cls is not None
         values = [node.value for fn in self.cls.methods.values() for node in ast_walk.walk(fn)
                   if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and any(
                       isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) and
                       t.value.id == "self" for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))]
-        dotted = _dotted(values[0]) if len(values) == 1 and isinstance(values[0], (ast.Name, ast.Attribute)) else None
+        value = values[0] if len(values) == 1 else None
+        built = isinstance(value, ast.Call)
+        dotted = _dotted(value.func if built else value) if value is not None else None  # type: ignore[union-attr]
         if dotted is None or dotted.startswith("self."):
             return None
         found = self.project.lookup(self.cls.path, dotted)
-        return found if isinstance(found, FunctionSummary) else None
+        if built and isinstance(found, ClassSummary):
+            method = self.project.method(found, "__call__")
+            if method is None and self.project.is_module_class(found):
+                method = self.project.method(found, "forward")
+            return (method, True) if method is not None else None
+        return (found, False) if not built and isinstance(found, FunctionSummary) else None
 
     def _tainted_by(self, expr: ast.expr) -> Optional[str]:
         """The parameter whose value flows into `expr` (through names, attributes, arithmetic, calls); not through
