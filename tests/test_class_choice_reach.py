@@ -259,3 +259,31 @@ def test_an_import_resolves_from_a_folder_above_the_importer(tmp_path: Path):
     root = write_project(tmp_path, {"lib/models/__init__.py": "", "lib/models/losses.py": LOSSES,
                                     "lib/trains/__init__.py": "", "lib/trains/loop.py": TRAINS})
     assert ("lib/trains/loop.py", 9, "GPU112") in found(check(root, "--no-cache", "."))
+
+
+FACTORY_LOADER = textwrap.dedent("""\
+    import torch
+
+
+    def create_loader(data, batch_size=4):
+        return torch.utils.data.DataLoader(data, batch_size=batch_size, num_workers=0)
+""")
+
+LOADER_TEST = textwrap.dedent("""\
+    import torch
+    from mypkg.data import create_loader
+
+
+    def test_train():
+        loader = create_loader(list(range(8)))
+        model = torch.nn.Linear(1, 1).cuda()
+        for x in loader:
+            model(x.float().cuda().unsqueeze(1)).sum().backward()
+""")
+
+
+def test_a_test_module_calling_a_loader_factory_is_no_training_run(tmp_path: Path):
+    """The ancestor-folder imports resolve `mypkg.data` from `pkg/mypkg/tests/`: its test's loader is no finding."""
+    root = write_project(tmp_path, {"pkg/mypkg/__init__.py": "", "pkg/mypkg/data.py": FACTORY_LOADER,
+                                    "pkg/mypkg/tests/test_train.py": LOADER_TEST})
+    assert ("pkg/mypkg/tests/test_train.py", 6, "GPU201") not in found(check(root, "--no-cache", "."))
