@@ -505,9 +505,10 @@ _OTHER_FRAMEWORK = re.compile(r"^ {0,4}(?:import|from)\s+(?:tensorflow|jax|flax|
 _TORCH_IMPORT = re.compile(r"^ {0,4}(?:import|from)\s+torch\b", re.MULTILINE)
 
 
-# Evidence that tensors go to an accelerator: `.cuda()`, `.to(...)`, a `device`, "cuda" strings, accelerate/XLA.
-GPU_HINT = re.compile(r"\.cuda\b|cuda[\"':]|\bdevice\b|\.to\(|accelerat|xla_device|\bmps\b|\bxpu\b|\bnpu\b",
-                       re.IGNORECASE)
+# Evidence that tensors go to an accelerator: `.cuda()`, `.to(...)`, a `device`, "cuda" strings, accelerate/XLA,
+# the CUDA devices a script makes visible (`os.environ['CUDA_VISIBLE_DEVICES'] = opt.gpus_str`).
+GPU_HINT = re.compile(r"\.cuda\b|cuda[\"':]|\bdevice\b|\.to\(|accelerat|xla_device|\bmps\b|\bxpu\b|\bnpu\b|"
+                      r"\bCUDA_VISIBLE_DEVICES\b", re.IGNORECASE)
 _BOOL_FUNCTIONS = {"torch.isnan", "torch.isinf", "torch.isfinite", "torch.logical_and", "torch.logical_or",
                    "torch.logical_not", "torch.logical_xor", "torch.eq", "torch.ne", "torch.gt", "torch.lt",
                    "torch.ge", "torch.le", "torch.isin", "torch.isclose"}

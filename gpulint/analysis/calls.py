@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
@@ -40,6 +40,7 @@ class HelperCost:
     sink: Optional[Sink]  # None for a library call: `library` says what it does instead
     argument: Optional[cst.BaseExpression] = None
     library: Optional[LibraryFact] = None
+    choice: Optional[str] = None  # the cost is the default configuration's: how the class is chosen
 
 
 _SCALER_READS = ("step", "get_scale", "state_dict")
@@ -548,9 +549,68 @@ class ProjectCalls(ModuleCalls):
         """The host read a call reaches through one of its tensor arguments, or that it makes always."""
         target = self.callee(call) or self.local_callee(call)
         if target is None:
-            return self._union_cost(call)
+            return self._union_cost(call) or self._default_cost(call)
         name, summary, bound = target
         return self._cost(call, name, summary, bound)
+
+    def _default_cost(self, call: cst.Call) -> Optional[HelperCost]:
+        """A call on an object whose class a command-line option chooses (`crit = MSELoss() if opt.mse_loss
+        else FocalLoss()`, `--mse_loss` off by default): the cost of the method the default run's class runs,
+        said to depend on the choice. A class built only when an option is turned on never makes one."""
+        func = call.func
+        if self.analysis.loops.local_function(call) is not None:
+            return None
+        receiver = func.value if type(func) is cst.Attribute and not (
+            type(func.value) is cst.Name and func.value.value == "self") else func
+        chosen = self.default_choice(receiver)
+        if chosen is None:
+            return None
+        cls, reason = chosen
+        if receiver is func:  # `crit(out, y)`: the instance called
+            method, name = self.project.method(cls, "__call__"), "__call__"
+            if method is None and self.project.is_module_class(cls):
+                method, name = self.project.method(cls, "forward"), "forward"
+        else:
+            name = func.attr.value  # type: ignore[attr-defined]
+            method = self.project.method(cls, name)
+        if method is None:
+            return None
+        cost = self._cost(call, f"{cls.name}.{name}", method, True)
+        return replace(cost, choice=reason) if cost is not None else None
+
+    def default_choice(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[tuple[ClassSummary, str]]:
+        """The project class `expr` holds in the program's default run, where a conditional expression on a
+        command-line option of known default picks it (`MSELoss() if opt.mse_loss else FocalLoss()` with
+        `--mse_loss` a `store_true` flag: `FocalLoss`; `flags.option_default`), with the phrase saying so."""
+        from gpulint.analysis.flags import option_default
+
+        value: Optional[cst.BaseExpression] = expr
+        if type(expr) is cst.Name:
+            bindings = self.index.visible_bindings(expr)
+            value = bindings[0].value if len(bindings) == 1 and bindings[0].kind == "assign" and \
+                bindings[0].index is None else None
+        elif type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
+            values = self.self_attributes(expr)
+            value = values[0] if len(values) == 1 else None
+        if type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in ("to", "cuda"):
+            value = value.func.value  # `(A() if c else B()).to(device)`: the same object
+        if type(value) is not cst.IfExp or depth > 2:
+            return None
+        test, negated = value.test, False
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+            test, negated = test.expression, True
+        default = option_default(self.analysis, test)
+        if not isinstance(default, bool) or type(test) is not cst.Attribute:
+            return None
+        taken = value.body if default != negated else value.orelse
+        reason = f"the class the default run builds: `--{test.attr.value}` is {'on' if default else 'off'} by default"
+        if type(taken) is cst.IfExp:  # `A() if o1 else B() if o2 else C()`
+            inner = self.default_choice(taken, depth + 1)
+            return (inner[0], f"{reason}, {inner[1].split(': ', 1)[1]}") if inner is not None else None
+        if type(taken) is not cst.Call:
+            return None
+        found = self._lookup(taken.func)
+        return (found, reason) if isinstance(found, ClassSummary) else None
 
     def _union_cost(self, call: cst.Call) -> Optional[HelperCost]:
         """A method call on an object that may be one of several project classes, each with its own method
@@ -717,16 +777,16 @@ class ProjectCalls(ModuleCalls):
         func = call.func
         if not own_module and self.analysis.loops.local_function(call) is not None:
             return None
-        if type(func) is cst.Attribute:
-            classes = self.instance_classes(func.value)
-            if classes:  # every class it may be runs the same method (`LionW` and `AdamW` inherit it)
-                methods = [self.project.method(cls, func.attr.value) for cls in classes]
-                method = methods[0]
-                if method is None or any(m is not method for m in methods):
-                    return None
-                owner = method.qualname.rpartition(".")[0] if len(classes) > 1 else classes[0].name
-                return f"{owner or classes[0].name}.{func.attr.value}", method, True
-        else:
+        classes = self.instance_classes(func.value) if type(func) is cst.Attribute else ()
+        if classes:  # every class it may be runs the same method (`LionW` and `AdamW` inherit it)
+            methods = [self.project.method(cls, func.attr.value) for cls in classes]
+            method = methods[0]
+            if method is None or any(m is not method for m in methods):
+                return None
+            owner = method.qualname.rpartition(".")[0] if len(classes) > 1 else classes[0].name
+            return f"{owner or classes[0].name}.{func.attr.value}", method, True
+        if type(func) is not cst.Attribute or type(func.value) is cst.Name and func.value.value == "self":
+            # `self.crit(out, y)` with `self.crit = FocalLoss()`: a stored object called, as `crit(out, y)` is
             cls = self.instance_class(func)
             if cls is not None:  # `meter(x)`: __call__ of an instance; `criterion(out, y)`: a module's forward
                 method = self.project.method(cls, "__call__")
@@ -915,9 +975,10 @@ class ProjectCalls(ModuleCalls):
             return ()
         union: list = []
         for call in calls:
-            if type(call.func) is cst.Subscript:
-                found = self.registry_class(call.func)
-                built: tuple = (found,) if found is not None else ()
+            if type(call.func) is cst.Subscript or self._registry_entry(call.func) is not None:
+                # `DiT_models[args.model](...)`, or `Detector = detector_factory[opt.task]` then `Detector(opt)`:
+                # one of the classes the registry's entries build (a method call resolves when all run one)
+                built: tuple = self.registry_classes(call.func)
             else:
                 found = self._lookup(call.func)
                 built = (found,) if isinstance(found, ClassSummary) else (
@@ -1069,6 +1130,27 @@ class ProjectCalls(ModuleCalls):
         if type(fn) is not cst.FunctionDef or type(self.index.up.get(id(fn))) is not cst.Module:
             return ()
         return parameter_classes(self.project, self.path, fn.name.value, binding.name)
+
+    def registry_classes(self, func: cst.BaseExpression) -> tuple:
+        """The project classes the entries of the module-level registry `func` picks from build: `func` is
+        `registry[key]`, or a name bound once to it; () when unknown."""
+        subscript = func if type(func) is cst.Subscript else self._registry_entry(func)
+        if subscript is None:
+            return ()
+        dotted = dotted_name(subscript.value)
+        if dotted is None or dotted.split(".")[0] == "self":
+            return ()
+        return self.project.registry_classes(self.path, dotted)
+
+    def _registry_entry(self, func: cst.BaseExpression) -> Optional[cst.Subscript]:
+        """`Detector` bound once, to `detector_factory[opt.task]`: that subscript."""
+        if type(func) is not cst.Name:
+            return None
+        bindings = self.index.visible_bindings(func)
+        if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None or \
+                type(bindings[0].value) is not cst.Subscript or len(bindings[0].value.slice) != 1:
+            return None
+        return bindings[0].value
 
     def registry_class(self, func: cst.BaseExpression) -> Optional[ClassSummary]:
         """`DiT_models[args.model]` (the function of a call): the one project class every entry of the

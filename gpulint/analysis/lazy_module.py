@@ -131,6 +131,7 @@ class LazyModuleInfo:
         self.classes = {}
         self.registries = {}
         self.star_imports = []
+        self.plain_imports = []
         self._calls_by_name = None
         self._text = text
         self._lines = text.split("\n")

@@ -42,7 +42,7 @@ from typing import Optional
 
 from gpulint import ast_walk
 from gpulint.analysis.config_targets import instantiated, is_instantiate
-from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, _dotted
+from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Registry, _dotted
 
 _MAX_DEPTH = 8
 _MAX_PACKAGE_MODULES = 64  # modules of a package whose names are chosen at run time
@@ -393,19 +393,25 @@ def _built(project: Project, entry) -> Optional[list[ClassSummary]]:
 def _dict_entries(project: Project, scope: _Scope, value: ast.expr) -> Optional[list]:
     """The project classes and functions of a dict literal `value` names (a local or module-level name bound
     once to `{...}`); None when it is no such dict or an entry is something else."""
+    where, names = scope.info.path, None
     if isinstance(value, ast.Name):
         values = scope.values(value.id)
         literal = values[0] if len(values) == 1 and isinstance(values[0], ast.Dict) else None
+        if not values:  # `from detectors.factory import detector_factory`: a registry of another module
+            registry = project.lookup(where, value.id)
+            if isinstance(registry, Registry):
+                where, names = registry.path, list(registry.values)
     elif isinstance(value, ast.Dict):
         literal = value
     else:
         literal = None
-    if literal is None or not literal.values or None in literal.keys:
-        return None
+    if names is None:
+        if literal is None or not literal.values or None in literal.keys:
+            return None
+        names = [_dotted(element) for element in literal.values]
     entries = []
-    for element in literal.values:
-        dotted = _dotted(element)
-        found = project.lookup(scope.info.path, dotted) if dotted else None
+    for dotted in names:
+        found = project.lookup(where, dotted) if dotted else None
         if not isinstance(found, (ClassSummary, FunctionSummary)):
             return None
         entries.append(found)

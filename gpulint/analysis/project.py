@@ -319,12 +319,16 @@ def _find_root(path: Path) -> Path:
     return found if found is not None else start
 
 
+_MAX_ANCESTORS = 4  # folders above an importer's own searched for its absolute imports (after the usual places)
+
+
 class ImportResolver:
     """Python's import search, for one project, statically.
 
     Search order for an absolute import `a.b` made in file F: F's own folder (what `sys.path[0]` is when F runs
     as a script), the project root, then `<root>/src`. A relative import resolves from F's package. A module is
     `a/b.py` or the package `a/b/__init__.py`. Nothing outside the project is resolved (libraries are unknown).
+    Last, the folders between F's and the root (at most four), nearest first: a launcher's `sys.path` entry.
     """
 
     def __init__(self, root: Path) -> None:
@@ -375,6 +379,14 @@ class ImportResolver:
             found = self._find(base, parts)
             if found is not None:
                 return found
+        # a folder above the importer's, inside the project, that a launcher puts on `sys.path` at run time
+        # (CenterNet's `src/_init_paths.py` adds `src/lib`; `src/lib/trains/ctdet.py` imports `models.losses`)
+        for base in list(importer.resolve().parent.parents)[:_MAX_ANCESTORS]:
+            if base == self.root or self.root not in base.parents:
+                break
+            found = self._find(base, parts)
+            if found is not None:
+                return found
         return None
 
     def _find(self, base: Path, parts: list[str]) -> Optional[Path]:
@@ -404,6 +416,7 @@ class ModuleInfo:
         self.classes: dict[str, ClassSummary] = {}
         self.registries: dict[str, Registry] = {}
         self.star_imports: list[tuple[str, int]] = []  # `from helpers import *`: (module, level)
+        self.plain_imports: list[str] = []  # `import _init_paths`: top-level imports of one undotted name
         self._calls_by_name: Optional[dict[str, list[tuple[ast.Call, dict]]]] = None
         for stmt in tree.body:
             self._top_level(stmt)
@@ -429,6 +442,8 @@ class ModuleInfo:
                 if alias.asname:
                     self.imports[alias.asname] = (alias.name, None, 0)
                 else:
+                    if "." not in alias.name:
+                        self.plain_imports.append(alias.name)
                     head = alias.name.split(".")[0]
                     self.imports[head] = (head, None, 0)
         elif isinstance(stmt, ast.ImportFrom):
@@ -520,6 +535,7 @@ class Project:
         self._modules: dict[Path, tuple[tuple[int, int], Optional[ModuleInfo]]] = {}
         self._functions: dict[tuple[Path, str], Optional[FunctionSummary]] = {}
         self._lock = threading.RLock()
+        self._launching: set = set()  # modules whose launcher imports `_with_paths` is reading (a cycle guard)
         self._active: set[tuple[Path, str]] = set()
         self._overlays: dict[Path, ModuleInfo] = {}
         self._overlay_texts: dict[Path, str] = {}  # the text of each overlay (`text_of`)
@@ -619,9 +635,23 @@ class Project:
             return self._with_paths(path, info)
 
     def _with_paths(self, path: Path, info: Optional[ModuleInfo]) -> Optional[ModuleInfo]:
-        """Tell the resolver which folders `info`'s module adds to `sys.path` (again after `forget(None)`)."""
-        if info is not None and info.sys_path and self.resolver.extra.get(path) is None:
-            self.resolver.add_paths(path, info.sys_path)
+        """Tell the resolver which folders `info`'s module adds to `sys.path` (again after `forget(None)`),
+        its own or those of a module of its folder it imports for that (`import _init_paths`, whose top-level
+        code puts `lib` on the path: a launcher; its entries are relative to the same folder)."""
+        if info is None or self.resolver.extra.get(path) is not None or path in self._launching:
+            return info
+        entries = info.sys_path
+        self._launching.add(path)
+        try:
+            for name in info.plain_imports:
+                sibling = path.parent / f"{name}.py"
+                launcher = self.module(sibling) if sibling.is_file() else None
+                if launcher is not None and launcher.sys_path:
+                    entries = (*entries, *(e for e in launcher.sys_path if e[0] == "file"))
+        finally:
+            self._launching.discard(path)
+        if entries:
+            self.resolver.add_paths(path, entries)
         return info
 
     @staticmethod
@@ -805,9 +835,15 @@ class Project:
         """The project class that every entry of the registry `dotted` (as written in `importer`) builds: a class,
         or a project function returning one (`def DiT_XL_2(**kw): return DiT(...)`); None when they differ or
         any entry cannot be told."""
+        found = self.registry_classes(importer, dotted)
+        return found[0] if len(found) == 1 else None
+
+    def registry_classes(self, importer: Path, dotted: str) -> tuple:
+        """Every project class an entry of the registry `dotted` builds (`detector_factory = {'ctdet':
+        CtdetDetector, 'ddd': DddDetector}`: both), each once; () when any entry cannot be told."""
         registry = self.lookup(importer, dotted)
         if not isinstance(registry, Registry):
-            return None
+            return ()
         found: dict = {}
         for value in registry.values:
             target = self.lookup(registry.path, value)
@@ -816,11 +852,11 @@ class Project:
             elif isinstance(target, FunctionSummary) and len(target.returns_classes) == 1:
                 cls = target.returns_classes[0]
             else:
-                return None
+                return ()
             if cls is None:
-                return None
+                return ()
             found[(cls.path, cls.name)] = cls
-        return next(iter(found.values())) if len(found) == 1 else None
+        return tuple(found.values())
 
     def passed_arguments(self, info: ModuleInfo, call: ast.Call) -> Optional[tuple]:
         """What a call in `info` hands back of its own arguments: (the argument the result is, or None; per element
@@ -1713,9 +1749,14 @@ class _Summarizer:
             return self._tensor_of_parameter(test)  # `if not torch.isfinite(loss):` converts a 0-dim bool tensor
         return None
 
-    def _tensor_of_parameter(self, expr: ast.expr) -> Optional[str]:
+    def _tensor_of_parameter(self, expr: ast.expr, depth: int = 0) -> Optional[str]:
         """The parameter `expr` is a tensor computed from: `torch.min(y)`, `y.max()`, `torch.isnan(y).any()`,
-        `(y > 0).all()`; not a parameter as it is (a number, as often as a tensor), nor its metadata."""
+        `(y > 0).all()`, or a name every assignment so far binds to one (`num_pos = pos.float().sum()`, then
+        `if num_pos == 0:`); not a parameter as it is (a number, as often as a tensor), nor its metadata."""
+        if isinstance(expr, ast.Name) and depth < 2:
+            values = self.values.get(expr.id, ())
+            found = {self._tensor_of_parameter(v, depth + 1) for v in values}
+            return found.pop() if len(found) == 1 and None not in found else None
         if not isinstance(expr, ast.Call):
             return None
         func = expr.func
@@ -1725,6 +1766,9 @@ class _Summarizer:
                 inner = self._tensor_of_parameter(receiver)
                 if inner is not None:
                     return inner
+            while isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and \
+                    receiver.func.attr in _ELEMENTWISE_METHODS:
+                receiver = receiver.func.value  # `gt.eq(1).float().sum()`: a tensor of `gt`'s values, reduced
             if isinstance(receiver, ast.Compare) and not any(
                     isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in receiver.ops):
                 return self._tainted_by(receiver)  # `(y > 0).all()`: a boolean tensor reduced
@@ -2270,7 +2314,7 @@ class _Summarizer:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
                 and self.cls is not None:
             method = self.project.method(self.cls, func.attr)
-            return (method, True) if method is not None else None
+            return (method, True) if method is not None else self._stored_function(func.attr)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and self.cls is not None and \
                 isinstance(func.value.func, ast.Name) and func.value.func.id == "super" and not func.value.args:
             method = self.project.base_method(self.cls, func.attr)  # `super().training_losses(...)`
@@ -2285,6 +2329,28 @@ class _Summarizer:
             init = self.project.method(found, "__init__")
             return (init, True) if init is not None else None
         return None
+
+    def _stored_function(self, attr: str) -> Optional[tuple[FunctionSummary, bool]]:
+        """`self.neg_loss(out, target)` where the class's one assignment of the attribute stores a project
+        function (`self.neg_loss = _neg_loss` in `__init__`: that function, called unbound) or builds a project
+        class (`self.crit = FocalLoss()`: its `__call__`, or an `nn.Module`'s `forward`)."""
+        assert self.cls is not None
+        values = [node.value for fn in self.cls.methods.values() for node in ast_walk.walk(fn)
+                  if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and any(
+                      isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) and
+                      t.value.id == "self" for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))]
+        value = values[0] if len(values) == 1 else None
+        built = isinstance(value, ast.Call)
+        dotted = _dotted(value.func if built else value) if value is not None else None  # type: ignore[union-attr]
+        if dotted is None or dotted.startswith("self."):
+            return None
+        found = self.project.lookup(self.cls.path, dotted)
+        if built and isinstance(found, ClassSummary):
+            method = self.project.method(found, "__call__")
+            if method is None and self.project.is_module_class(found):
+                method = self.project.method(found, "forward")
+            return (method, True) if method is not None else None
+        return (found, False) if not built and isinstance(found, FunctionSummary) else None
 
     def _tainted_by(self, expr: ast.expr) -> Optional[str]:
         """The parameter whose value flows into `expr` (through names, attributes, arithmetic, calls); not through
@@ -2325,6 +2391,10 @@ def _host_copy(value: ast.expr) -> bool:
 # Torch predicates an `if` may test as they are (a 0-dim boolean tensor: `if not torch.isfinite(loss):`).
 _TESTED_PREDICATES = frozenset(("torch.isfinite", "torch.isnan", "torch.isinf", "torch.any", "torch.all"))
 _VALUE_REDUCTIONS = frozenset(("any", "all", "min", "max", "sum", "mean", "norm", "amax", "amin"))
+# Tensor methods whose result holds values computed element by element from the receiver's (a reduction of it
+# reads the receiver's data): comparisons, casts, detaching.
+_ELEMENTWISE_METHODS = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "float", "double", "half", "long", "int",
+                                  "bool", "detach", "abs", "isnan", "isinf", "isfinite", "logical_not"))
 _VALUE_FUNCTIONS = frozenset(("min", "max", "sum", "mean", "any", "all", "norm", "amax", "amin", "isnan", "isinf",
                               "isfinite", "sigmoid", "abs", "equal", "allclose", "count_nonzero"))
 
@@ -2675,6 +2745,7 @@ def _sys_path_entries(body: list) -> tuple:
     Only what can be read without running anything; an absolute path or an unknown value is left out."""
     names: dict[str, ast.expr] = {}
     found: list[tuple[str, str]] = []
+    adders = _path_adders(body)  # `def add_path(path): sys.path.insert(0, path)`: its one parameter
 
     def walk(statements: list) -> None:
         for stmt in statements:
@@ -2684,7 +2755,8 @@ def _sys_path_entries(body: list) -> tuple:
                 call = stmt.value
                 dotted = _dotted(call.func)
                 arg = call.args[0] if dotted == "sys.path.append" and len(call.args) == 1 else \
-                    call.args[1] if dotted == "sys.path.insert" and len(call.args) == 2 else None
+                    call.args[1] if dotted == "sys.path.insert" and len(call.args) == 2 else \
+                    call.args[0] if dotted in adders and len(call.args) == 1 else None
                 entry = _path_value(arg, names, 0) if arg is not None else None
                 if entry is not None and entry[1] != "@":
                     found.append(entry)
@@ -2698,6 +2770,22 @@ def _sys_path_entries(body: list) -> tuple:
 
     walk(body)
     return tuple(found)
+
+
+def _path_adders(body: list) -> frozenset:
+    """Top-level functions of one parameter that put it on `sys.path` (`sys.path.insert(0, path)` or
+    `append(path)`, also under `if path not in sys.path:`)."""
+    found = set()
+    for stmt in body:
+        if isinstance(stmt, ast.FunctionDef) and len(stmt.args.args) == 1:
+            param = stmt.args.args[0].arg
+            for node in ast_walk.walk(stmt):
+                if isinstance(node, ast.Call) and node.args and isinstance(node.args[-1], ast.Name) and \
+                        node.args[-1].id == param and (
+                        _dotted(node.func) == "sys.path.append" and len(node.args) == 1 or
+                        _dotted(node.func) == "sys.path.insert" and len(node.args) == 2):
+                    found.add(stmt.name)
+    return frozenset(found)
 
 
 _SAME_PATH = {"abspath", "realpath", "normpath", "str", "Path", "PurePath", "resolve", "absolute", "fspath"}
@@ -2748,7 +2836,7 @@ def _path_value(e: Optional[ast.expr], names: dict, depth: int) -> Optional[tupl
         return _parent(_path_value(e.args[0], names, depth + 1))
     if last in _SAME_PATH and len(e.args) == 1:
         return _path_value(e.args[0], names, depth + 1)
-    if last == "join" and dotted.endswith("path.join") or dotted == "join":
+    if last == "join" and (dotted.endswith("path.join") or dotted in ("join", "osp.join")):  # `import os.path as osp`
         base = _path_value(e.args[0], names, depth + 1)
         rest = e.args[1:]
         if base is None or base[1] == "@" or not all(

@@ -59,6 +59,14 @@ class SyncInCall(GpuRule):
     same module (`accuracy(output, target)`, `self.train_step(batch)`) is reported the same way at its call,
     and its read keeps its own finding where it is written.
 
+    An object whose class is chosen is followed too. Classes picked from a registry (`Detector =
+    detector_factory[opt.task]`, then `Detector(opt).run(...)`) or built on either branch of an `if` are one of
+    several candidates: the call is reported when every candidate's method pays. Where a conditional expression
+    on a command-line option of known default chooses (`crit = MSELoss() if opt.mse_loss else FocalLoss()`, with
+    `--mse_loss` a `store_true` flag), the class the default run builds decides, and the message says the cost
+    depends on that choice; a class built only when an option is turned on never makes a finding on its own. A
+    module stored on `self` (`self.crit = FocalLoss()`) and called (`self.crit(out, y)`) runs its `forward`.
+
     What an argument holds follows the project: `grad_norm = loss_scaler(...)` is a tensor when the scaler's
     `__call__` returns one, `{k: v * w for k, v in utils.reduce_dict(losses).items()}` is a dict of tensors, and
     a parameter such as `log_writer` has the class that every call site of its function passes.
@@ -202,6 +210,8 @@ class SyncInCall(GpuRule):
         what = (f"calls `{sink.what}`" if sink.what.endswith(")") else f"does {sink.what}") + (
             given if cost.argument is not None else "")
         message = f"`{text or self._call_text(node)}` syncs every step: `{cost.callee}` {what}"
+        if cost.choice is not None:  # chosen by an option: the default run's class pays, another may not
+            message += f" ({cost.choice}; it depends on that choice)"
         self.report(node, message, where=where,
                     related=(Related(display_path(sink.path), sink.line, f"`{sink.what}` here"),))
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 
+from pathlib import Path
+
 import libcst as cst
 
 from gpulint.analysis import GPU_HINT
+from gpulint.analysis.test_code import is_test_path
 from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
 from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, LOADER_TO_GPU, UNPINNED_LOADER
 from gpulint.analysis.data_facts import append_keyword, data_facts, has_star_args, is_dataloader, is_false, keyword
@@ -151,6 +154,8 @@ class DataLoaderWithoutPinMemory(Rule):
             if made is None:
                 self._at_factory(node)
             return
+        if made is not None and is_test_path(Path(self.analysis.path) if self.analysis.path else None):
+            return  # a test calling the project's loader factory is no training run
         if made is not None:  # built in a factory: the fix belongs there, the cost is paid here
             self.report(node, f"`{self.analysis.code(node.func)}(...)` returns a `DataLoader` without "
                               f"`pin_memory=True` whose batches go to a GPU: host-to-device copies block "
