@@ -660,32 +660,8 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
         return None
     if owner is None and member not in info.functions:
         return None
-    from gpulint.analysis.calls import project_calls
-
-    looked_at = 0
-    for caller in project.files_naming(member, training=True):
-        if project.is_test(caller) or project._resolved(caller) == path:
-            continue  # the module's own calls are its loop analysis's business
-        caller_info = project.module(caller)
-        if caller_info is None:
-            continue
-        hot, called = _hot_file(project, caller_info)
-        # a top-level function may be imported under another name (analysis/import_aliases.py)
-        names = local_names(caller_info, member) if owner is None else frozenset((member,))
-        if not (hot and not called.isdisjoint(names)):
-            continue  # as `called_in_a_hot_loop` decides, from `ast` alone
-        if _hot_call_names(project, caller_info.path).isdisjoint(names):
-            continue  # no call run every iteration has that name: decided without the caller's analysis
-        if looked_at == _CALLERS_PER_QUESTION:
-            break
-        looked_at += 1
-        hot_calls = _hot_calls(project, caller_info.path)
-        if not hot_calls:
-            continue
-        analysis = hot_calls[0][0]
-        calls = analysis.fact(project_calls)
-        if calls is None:
-            continue
+    # a top-level function may be imported under another name (analysis/import_aliases.py)
+    for analysis, calls, hot_calls, names in hot_callers(project, path, member, aliases=owner is None):
         resolver = _Instances(calls, project, cls, member) if cls is not None else None
         for _, node, func in hot_calls:
             if resolver is not None:
@@ -709,6 +685,42 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
                             periodic_params=_periodic_arguments(project, analysis, node, target, cls is not None),
                             arguments=None if cls is not None else _arguments_of(node))
     return None
+
+
+def hot_callers(project: Project, path: Path, member: str, aliases: bool = False):
+    """(analysis, its `project_calls`, its hot calls (`_hot_calls`), the names `member` goes by there) for each
+    project file but `path` and the tests whose hot loops may call `member`, at most `_CALLERS_PER_QUESTION` of
+    them read (the callers' LibCST analyses are the costly part). A file is passed over without its analysis when
+    its `ast` has no hot loop calling the name (`_hot_file`) or no call run every iteration has it
+    (`_hot_call_names`). With `aliases`, the names a top-level function `member` is imported under in the caller
+    (`local_names`). The search for a per-step caller of a member (`member_site`) and of a vectorised
+    environment's `step` (vec_env_wrappers.py) read callers this one way."""
+    from gpulint.analysis.calls import project_calls
+
+    looked_at = 0
+    for caller in project.files_naming(member, training=True):
+        if project.is_test(caller) or project._resolved(caller) == path:
+            continue  # the module's own calls are its loop analysis's business
+        caller_info = project.module(caller)
+        if caller_info is None:
+            continue
+        hot, called = _hot_file(project, caller_info)
+        names = local_names(caller_info, member) if aliases else frozenset((member,))
+        if not (hot and not called.isdisjoint(names)):
+            continue  # as `called_in_a_hot_loop` decides, from `ast` alone
+        if _hot_call_names(project, caller_info.path).isdisjoint(names):
+            continue  # no call run every iteration has that name: decided without the caller's analysis
+        if looked_at == _CALLERS_PER_QUESTION:
+            return
+        looked_at += 1
+        hot_calls = _hot_calls(project, caller_info.path)
+        if not hot_calls:
+            continue
+        analysis = hot_calls[0][0]
+        calls = analysis.fact(project_calls)
+        if calls is None:
+            continue
+        yield analysis, calls, hot_calls, names
 
 
 def _arguments_of(call: cst.Call) -> Optional[tuple]:
