@@ -45,6 +45,7 @@ from gpulint.analysis.inherited_calls import inherited_site
 from gpulint.analysis.dispatched_calls import dispatched_site
 from gpulint.analysis.tree import child_nodes
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, _dotted, project_for, text_dependency
+from gpulint.syntax import positional_names
 
 # Calls that hand back (a wrapper of) the module they are given, whose call still runs its `forward`.
 _WRAPPERS = {"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
@@ -1193,13 +1194,11 @@ class _Instances:
     def _among_passed(self, expr: cst.BaseExpression) -> bool:
         """`among` for a parameter (`def train(loader, model, optimizer, scaler):`) that every call site of its
         function in this module passes a name `among` accepts."""
-        if type(expr) is not cst.Name:
+        found_param = self.index.parameter_of(expr) if type(expr) is cst.Name else None
+        if found_param is None:
             return False
-        bindings = self.index.visible_bindings(expr)
-        if len(bindings) != 1 or bindings[0].kind != "param" or type(bindings[0].source) is not cst.FunctionDef:
-            return False
-        fn = bindings[0].source
-        params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        fn = found_param[0]
+        params = positional_names(fn)
         position = params.index(expr.value) if expr.value in params else None
         sites = self.calls.analysis.loops.calls_to(fn)
         found = False
@@ -1444,7 +1443,7 @@ class _Instances:
         annotated = annotated_class(self.calls, fn, binding.name) if element is None else None
         if annotated is not None:  # `def train(trainer: Trainer, ...)`: what the signature promises
             return self._matches(annotated) or self._dispatches(annotated)
-        params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        params = positional_names(fn)
         position = params.index(binding.name) if binding.name in params else None
         found = False
         for node in self.index.nodes:
