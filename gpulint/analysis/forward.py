@@ -1506,17 +1506,14 @@ class _Instances:
             return True
         if self.member is None:
             return False
-        seen = 0
-        current: Optional[ClassSummary] = found
-        while current is not None and seen <= _MAX_DEPTH:
+        from gpulint.analysis.hierarchy import first_bases
+
+        for current in first_bases(self.project, found, _MAX_DEPTH + 1):
             if _same(current, self.cls):
                 return True
             own = current.methods.get(self.member)
             if own is not None and not _calls_super(own, self.member):
                 return False
-            bases = [self.project.lookup(current.path, b) for b in current.bases if b]
-            current = next((b for b in bases if isinstance(b, ClassSummary) and b is not current), None)
-            seen += 1
         return False
 
 

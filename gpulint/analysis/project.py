@@ -824,16 +824,17 @@ class Project:
         found = annotation_class(self, summary.path, summary.returns_annotation)
         return (found,) if found is not None else ()
 
-    def is_module_class(self, cls: ClassSummary, depth: int = 0) -> bool:
-        """A subclass of `torch.nn.Module` (directly or through project classes): calling it runs `forward`."""
+    def is_module_class(self, cls: ClassSummary) -> bool:
+        """A subclass of `torch.nn.Module` (directly or through project classes, `MAX_DEPTH` levels up): calling
+        it runs `forward`."""
+        from gpulint.analysis.hierarchy import any_class  # it imports this module
+
+        return any_class(self, cls, self._derives_module_directly, MAX_DEPTH)
+
+    def _derives_module_directly(self, cls: ClassSummary) -> bool:
         info = self.module(cls.path)
-        for base in cls.bases:
-            if info is not None and info.qualify(base) in ("torch.nn.Module", "torch.nn.modules.module.Module"):
-                return True
-            found = self.lookup(cls.path, base) if base and depth < MAX_DEPTH else None
-            if isinstance(found, ClassSummary) and found is not cls and self.is_module_class(found, depth + 1):
-                return True
-        return False
+        return info is not None and any(info.qualify(base) in ("torch.nn.Module", "torch.nn.modules.module.Module")
+                                        for base in cls.bases)
 
     # -- call sites ---------------------------------------------------------------------------------------------
     def parameter_loader(self, path: Path, function: str, parameter: str) -> Optional[LoaderFact]:
