@@ -34,6 +34,11 @@ def argument(call: cst.Call, keyword: str, position: Optional[int] = None) -> Op
     return None
 
 
+def positional_names(fn: cst.FunctionDef) -> list[str]:
+    """The names of the parameters of `fn` that a call may pass by position (positional-only ones first)."""
+    return [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+
+
 def argument_for(call: cst.Call, params: list, name: str) -> Optional[cst.Arg]:
     """The argument `call` passes to parameter `name` of a function whose positional parameters are `params`
     (a method called as `obj.m(...)` gets its `self`/`cls` from the receiver, not from a positional argument)."""

@@ -35,3 +35,9 @@ def check(root: Path, *args: str) -> list[dict]:
 
 def found(items) -> set:
     return {(Path(d["filename"]).as_posix(), d["location"]["row"], d["code"]) for d in items}
+
+
+def lint_script(root: Path, text: str) -> set:
+    """The findings of a one-script project (`train.py` holding `text`), keyed `(row, code)`."""
+    items = check(write_project(root, {"train.py": text}), "--no-cache", "--exit-zero", "train.py")
+    return {(row, code) for _, row, code in found(items)}

@@ -168,3 +168,68 @@ def test_an_attribute_reassigned_outside_init_is_not_dispatched(tmp_path: Path):
                                    "    def configure_optimizers(self):")
     assert reassigned != LIGHTNING
     assert ("nets/wide.py", 16, "GPU203") not in _lightning(tmp_path, reassigned)
+
+
+# The two walks of hierarchy.py every reader of a class's bases shares: breadth first (`project_bases`, `any_class`:
+# is any class up there an `nn.Module`?) and the chain of first bases (`first_bases`: `super()` chains, annotations
+# a base declares, the `torch.optim` class under a project optimizer).
+
+CHAIN = textwrap.dedent("""\
+    from torch import nn
+    from lib import Mixin
+
+
+    class Root(nn.Module):
+        pass
+
+
+    class Middle(Mixin, Root):
+        pass
+
+
+    class Leaf(Middle):
+        pass
+
+
+    class Loop(Cycle):
+        pass
+
+
+    class Cycle(Loop):
+        pass
+
+
+    class Plain(Mixin):
+        pass
+""")
+
+
+def _classes(tmp_path: Path):
+    from gpulint.analysis.project import project_for
+    from projects import write_project
+
+    path = (write_project(tmp_path, {"nets.py": CHAIN}) / "nets.py").resolve()
+    project = project_for(path)
+    return project, project.module(path).classes
+
+
+def test_the_chain_of_first_bases_passes_over_library_bases_unless_asked_for_the_written_first(tmp_path: Path):
+    from gpulint.analysis.hierarchy import first_bases
+
+    project, classes = _classes(tmp_path)
+    assert [c.name for c in first_bases(project, classes["Leaf"], 5)] == ["Leaf", "Middle", "Root"]
+    assert [c.name for c in first_bases(project, classes["Leaf"], 2)] == ["Leaf", "Middle"]
+    # `Middle`'s first written base is the library's `Mixin`: the chain ends there
+    assert [c.name for c in first_bases(project, classes["Leaf"], 5, written_first=True)] == ["Leaf", "Middle"]
+    assert [c.name for c in first_bases(project, classes["Loop"], 5)] == ["Loop", "Cycle"]  # a cycle ends it
+
+
+def test_a_class_is_a_module_class_through_any_project_base(tmp_path: Path):
+    from gpulint.analysis.hierarchy import any_class
+
+    project, classes = _classes(tmp_path)
+    assert project.is_module_class(classes["Leaf"])  # Leaf -> Middle -> (Mixin, Root(nn.Module))
+    assert not project.is_module_class(classes["Plain"])
+    assert not project.is_module_class(classes["Loop"])  # a cycle of project classes ends the walk
+    assert any_class(project, classes["Leaf"], lambda c: c.name == "Root")
+    assert not any_class(project, classes["Leaf"], lambda c: c.name == "Root", depth=1)

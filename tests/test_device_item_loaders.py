@@ -7,51 +7,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from projects import check, found, write_project
-
-PROGRAM = '''
-import torch
-from torch.utils.data import DataLoader, Dataset
-
-device = torch.device("cuda")
-
-
-class Windows(Dataset):
-    def __init__(self, data):
-        self.data = data
-
-    def __len__(self):
-        return len(self.data) - 9
-
-    def __getitem__(self, i):
-        start = torch.randint(0, len(self.data) - 9, (1,))
-        seq = self.data[start:start + 9].long()
-        return MOVE
-
-
-model = torch.nn.Embedding(256, 8).to(device)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-loader = DataLoader(Windows(torch.randint(0, 256, (1000,))), batch_size=8)
-for seq in loader:
-    model(seq.to(device)).sum().backward()
-    opt.step()
-'''
-
-
-def lint(root: Path, text: str) -> set:
-    items = check(write_project(root, {"train.py": text}), "--no-cache", "--exit-zero", "train.py")
-    return {(row, code) for _, row, code in found(items)}
-
+from projects import lint_script as lint
+from window_datasets import LOADER, TRAIN_MOVING, windows
 
 def test_loaders_of_samples_moved_in_getitem_get_no_pinning_or_workers_advice(tmp_path: Path):
     for move in ("seq.cuda()", "seq.to(device)", "(seq.cuda(), seq.cuda())"):
-        found = lint(tmp_path, PROGRAM.replace("MOVE", move))
+        found = lint(tmp_path, windows(move, loop=TRAIN_MOVING))
         assert not {f for f in found if f[1] in ("GPU201", "GPU409")}, (move, found)
 
 
 def test_loaders_of_host_samples_keep_both_findings(tmp_path: Path):
-    found = lint(tmp_path, PROGRAM.replace("MOVE", "seq"))
-    assert {(23, "GPU201"), (23, "GPU409")} <= found, found
+    found = lint(tmp_path, windows("seq", loop=TRAIN_MOVING))
+    assert {(LOADER, "GPU201"), (LOADER, "GPU409")} <= found, found
 
 
 TOY = """\

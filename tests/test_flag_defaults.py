@@ -111,3 +111,44 @@ def test_a_factory_pinning_by_its_parameter_is_resolved_at_the_call(tmp_path: Pa
                           "--select", "GPU201", "train.py"], cwd=tmp_path, capture_output=True, text=True,
                          timeout=120)
     assert [d["location"]["row"] for d in json.loads(out.stdout)] == expected
+
+
+# One reading of a declaration (`flags._declare`) serves the boolean defaults (`FlagDefaults.default`, the loader
+# above) and the literal ones (`option_default`, which keeps `if opt.debug:` blocks quiet): they never disagree.
+
+def _read(source: str, read: str = "args.pin_mem"):
+    import libcst as cst
+
+    from gpulint.analysis import ModuleAnalysis
+    from gpulint.analysis.flags import flag_defaults, option_default
+
+    analysis = ModuleAnalysis(cst.parse_module(source), source, None)
+    expr = cst.parse_expression(read)
+    return analysis.fact(flag_defaults).default(expr), option_default(analysis, expr)
+
+
+def test_a_store_true_flag_defaults_to_false_for_both_readings():
+    assert _read("parser.add_argument('--pin-mem', action='store_true')\n") == (False, False)
+
+
+def test_set_defaults_wins_for_both_readings():
+    source = "parser.add_argument('--pin-mem', action='store_true')\nparser.set_defaults(pin_mem=True)\n"
+    assert _read(source) == (True, True)
+
+
+def test_a_destination_declared_with_true_and_with_one_has_no_known_default():
+    """`True == 1` in Python: declarations of another type disagree even where they compare equal."""
+    from gpulint.analysis.flags import UNKNOWN
+
+    source = "parser.add_argument('--pin-mem', default=True)\nparser.add_argument('--pin-mem', default=1)\n"
+    assert _read(source) == (None, UNKNOWN)
+
+
+def test_a_destination_named_by_a_variable_is_not_the_options_name():
+    from gpulint.analysis.flags import UNKNOWN
+
+    assert _read("parser.add_argument('--pin-mem', dest=name, action='store_true')\n") == (None, UNKNOWN)
+
+
+def test_an_option_given_no_default_is_none_but_no_boolean():
+    assert _read("parser.add_argument('--resume')\n", "args.resume") == (None, None)

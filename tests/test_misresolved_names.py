@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from projects import check, found, write_project
+from projects import lint_script as lint
 
 PROGRAM = '''
 from math import log
@@ -37,11 +37,6 @@ for x, y in loader:
     noisy.sum().backward()
     opt.step()
 '''
-
-
-def lint(root: Path, text: str) -> set:
-    items = check(write_project(root, {"train.py": text}), "--no-cache", "--exit-zero", "train.py")
-    return {(row, code) for _, row, code in found(items)}
 
 
 def test_a_module_function_shadowing_an_import_is_the_module_function(tmp_path: Path):

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from projects import check, found, write_project
+from projects import check, found, lint_script as lint, write_project
+from window_datasets import HOST_DATA, RETURN, windows
 
 GENERATOR = '''
 import torch
@@ -43,35 +44,6 @@ for i in range(1000):
     opt.step()
 '''
 
-DATASET = '''
-import torch
-from torch.utils.data import DataLoader, Dataset
-
-device = torch.device("cuda")
-
-
-class Windows(Dataset):
-    def __init__(self, data):
-        self.data = data
-
-    def __len__(self):
-        return len(self.data) - 9
-
-    def __getitem__(self, i):
-        seq = self.data[i:i + 9].long()
-        return seq.to(device)
-
-
-model = torch.nn.Embedding(256, 8).to(device)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-loader = DataLoader(Windows(DATA), batch_size=8)
-LOOP
-'''
-TRAIN = '''for seq in loader:
-    model(seq).sum().backward()
-    opt.step()
-'''
-
 CAST = '''
 import torch
 from torch.utils.data import DataLoader
@@ -96,11 +68,6 @@ for x in loader:
 '''
 
 
-def lint(root: Path, text: str) -> set:
-    items = check(write_project(root, {"train.py": text}), "--no-cache", "--exit-zero", "train.py")
-    return {(row, code) for _, row, code in found(items)}
-
-
 def test_a_generator_drawn_every_step_builds_its_host_tensor_every_step(tmp_path: Path):
     assert (10, "GPU203") in lint(tmp_path, GENERATOR.replace("DRAW", EVERY_STEP))
 
@@ -117,11 +84,11 @@ def test_setup_code_before_a_generators_loop_runs_once(tmp_path: Path):
 
 
 def test_a_sample_copied_to_the_gpu_in_getitem_is_a_copy_per_sample(tmp_path: Path):
-    text = DATASET.replace("DATA", "torch.randint(0, 256, (1000,))").replace("LOOP", TRAIN)
-    assert (17, "GPU203") in lint(tmp_path, text)
+    text = windows()
+    assert (RETURN, "GPU203") in lint(tmp_path, text)
     # bound to a name that is returned: the same copy
     moved = text.replace("        return seq.to(device)", "        seq = seq.to(device)\n        return seq")
-    assert (17, "GPU203") in lint(tmp_path, moved)
+    assert (RETURN, "GPU203") in lint(tmp_path, moved)
 
 
 def test_a_periodic_draw_beside_an_every_step_draw(tmp_path: Path):
@@ -134,21 +101,18 @@ for step in range(1000):
     model(seq).sum().backward()
     opt.step()
 '''
-    text = DATASET.replace("DATA", "torch.randint(0, 256, (1000,))").replace("LOOP", loop)
-    assert (17, "GPU203") in lint(tmp_path, text)
+    assert (RETURN, "GPU203") in lint(tmp_path, windows(loop=loop))
 
 
 def test_getitem_copies_stay_quiet_without_a_hot_loop_or_on_device_data(tmp_path: Path):
-    host = "torch.randint(0, 256, (1000,))"
     # no loop draws from the loader: the dataset may never be used per step
-    assert not {f for f in lint(tmp_path, DATASET.replace("DATA", host).replace("LOOP", "print(len(loader))"))
-                if f[1] == "GPU203"}
+    assert not {f for f in lint(tmp_path, windows(loop="print(len(loader))")) if f[1] == "GPU203"}
     # the data is on the device already: the copy copies nothing
-    on_device = DATASET.replace("DATA", host + ".to(device)").replace("LOOP", TRAIN)
+    on_device = windows(data=HOST_DATA + ".to(device)")
     assert not {f for f in lint(tmp_path, on_device) if f[1] == "GPU203"}
     # no DataLoader: the dataset is indexed once, outside a training loop
-    once = DATASET.replace("loader = DataLoader(Windows(DATA), batch_size=8)", "sample = Windows(DATA)[0]") \
-        .replace("DATA", host).replace("LOOP", "model(sample).sum().backward()")
+    once = windows(loop="model(sample).sum().backward()").replace(
+        f"loader = DataLoader(Windows({HOST_DATA}), batch_size=8)", f"sample = Windows({HOST_DATA})[0]")
     assert not {f for f in lint(tmp_path, once) if f[1] == "GPU203"}
 
 

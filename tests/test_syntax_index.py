@@ -51,3 +51,19 @@ def test_enclosing_class_is_the_innermost_class_through_nested_functions():
     method = outer.body.body[0]
     assert index.enclosing_class(method) is outer  # a method: its class
     assert index.enclosing_class(outer) is None
+
+
+def test_the_parameter_a_name_refers_to_and_the_names_a_call_may_pass_by_position():
+    """One lookup of "the function and parameter a name is" (`SyntaxIndex.parameter_of`) and one list of the
+    positional parameters (`syntax.positional_names`) serve the call-site readers (`calls.py`, `forward.py`)."""
+    from gpulint.syntax import positional_names
+
+    module = cst.parse_module("def train(a, /, loader, *rest, scaler=None, **kw):\n    return loader, rest, scaler\n")
+    index = SyntaxIndex().build(module)
+    fn = module.body[0]
+    returned = [n for n in index.nodes if type(n) is cst.Return][0].value
+    loader, rest, scaler = (e.value for e in returned.elements)
+    assert positional_names(fn) == ["a", "loader"]
+    assert index.parameter_of(loader) == (fn, fn.params.params[0])
+    assert index.parameter_of(scaler) == (fn, fn.params.kwonly_params[0])
+    assert index.parameter_of(rest) is None  # `*rest`: the call's remaining arguments, no one argument

@@ -18,6 +18,8 @@ Periodic callers stay periodic: a policy method called only under `if j % 10 == 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from projects import check, found, write_project
 
 ALIGN = """\
@@ -472,3 +474,20 @@ def test_a_helper_imported_by_an_earlier_module_that_never_steps_it_is_still_fou
     got = found(check(write_project(tmp_path, {"models.py": SYNTH, "monotonic_align/__init__.py": ALIGN,
                                                "train.py": VITS_TRAIN, "a_tools.py": tools})))
     assert ALIGN_SITE in got and ALIGN_COPY in got
+
+
+def test_the_vectorised_environment_search_reads_callers_as_the_member_search_does(tmp_path, monkeypatch):
+    """One reading of caller files (`forward.hot_callers`) serves both per-step searches: a wrapper's
+    `step_wait` is found through the caller the member search reads, under the same bound on how many it reads."""
+    from gpulint.analysis import forward
+    from gpulint.analysis.project import project_for
+    from gpulint.analysis.vec_env_wrappers import vec_env_site
+
+    root = write_project(tmp_path, {"envs.py": ENVS, "main.py": ENV_MAIN, "algo.py": AGENT, "model.py": POLICY,
+                                    "distributions.py": DISTRIBUTIONS})
+    envs = (root / "envs.py").resolve()
+    site = vec_env_site(project_for(envs), envs, "VecPyTorch", "step_wait")
+    assert (Path(site.path).name, site.runs) == ("main.py", "VecPyTorch.step_wait")
+    monkeypatch.setattr(forward, "_CALLERS_PER_QUESTION", 0)
+    project_for(envs).forget(None)
+    assert vec_env_site(project_for(envs), envs, "VecPyTorch", "step_wait") is None

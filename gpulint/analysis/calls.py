@@ -22,7 +22,7 @@ from gpulint.analysis.kinds import Kind
 from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method, is_library_class
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.unmoved import unmoved_loader_element
-from gpulint.syntax import STARRED, argument_for, literal_value, passed_argument
+from gpulint.syntax import STARRED, argument_for, literal_value, passed_argument, positional_names
 from gpulint.analysis.project import _UNKNOWN
 from gpulint.analysis.project import (MODEL_WRAPPERS, MODULE_SELF_METHODS, ClassSummary, FunctionSummary, Project, Sink,
                                      annotation_class)
@@ -363,11 +363,11 @@ class ModuleCalls:
     def _passed_library_classes(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[set]:
         if type(expr) is not cst.Name or depth > 2 or expr.value in ("self", "cls"):
             return None
-        bindings = self.index.visible_bindings(expr)
-        if len(bindings) != 1 or bindings[0].kind != "param" or type(bindings[0].source) is not cst.FunctionDef:
+        found_param = self.index.parameter_of(expr)
+        if found_param is None:
             return None
-        fn = bindings[0].source
-        names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        fn = found_param[0]
+        names = positional_names(fn)
         found = set()
         for call in self.analysis.loops.calls_to(fn):
             if any(a.star for a in call.args):
@@ -915,7 +915,7 @@ class ProjectCalls(ModuleCalls):
         fn, param = found
         if not (type(param.default) is cst.Name and param.default.value == "None"):
             return False
-        positions = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        positions = positional_names(fn)
         position = positions.index(expr.value) if expr.value in positions else None
         for node in self.analysis.loops.calls_to(fn):
             argument = _argument(node, position, expr.value)

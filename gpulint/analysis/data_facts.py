@@ -22,7 +22,7 @@ from gpulint.analysis.project import ClassSummary, FunctionSummary, LoaderFact
 from gpulint.analysis.helper_copies import unpacked_element
 from gpulint.analysis.pyg_loaders import PYG_LOADERS, data_on_host
 from gpulint.analysis.tree import child_nodes, descendants
-from gpulint.syntax import argument, argument_for, positional, string_value
+from gpulint.syntax import argument, argument_for, positional, positional_names, string_value
 
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
                "torchdata.stateful_dataloader.StatefulDataLoader", "torchdata.stateful_dataloader.StatefulDataLoader"}
@@ -398,7 +398,7 @@ class DataFacts:
         source = yielded_source(fn) if fn is not None else None
         if type(source) is not cst.Name:
             return source
-        params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        params = positional_names(fn)
         if source.value not in params and source.value not in {p.name.value for p in fn.params.kwonly_params}:
             return source
         position = params.index(source.value) if source.value in params else None

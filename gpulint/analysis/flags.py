@@ -37,23 +37,16 @@ _DECLARATIONS: dict = {}  # (path, digest) of a declaring module -> its `_ast_de
 
 
 class FlagDefaults:
-    def __init__(self, defaults: dict, values: Optional[dict] = None, assigned: frozenset = frozenset()) -> None:
-        self._defaults = defaults  # dest -> True / False / _UNKNOWN
-        self.values = values or {}  # dest -> a literal default (bool, int, float, None) / _UNKNOWN
+    def __init__(self, values: dict, assigned: frozenset = frozenset()) -> None:
+        self.values = values  # dest -> a literal default (bool, int, float, None) / _UNKNOWN
         self.assigned = assigned  # attribute names this module assigns (`opt.debug = 1`)
 
     def default(self, expr: cst.BaseExpression) -> Optional[bool]:
         """True/False: `expr` reads a boolean flag of this module's parser whose default that is; else None."""
         if type(expr) is not cst.Attribute or type(expr.value) is not cst.Name:
             return None
-        found = self._defaults.get(expr.attr.value)
+        found = self.values.get(expr.attr.value)
         return found if isinstance(found, bool) else None
-
-
-def _literal_bool(expr: cst.BaseExpression) -> object:
-    if type(expr) is cst.Name and expr.value in ("True", "False"):
-        return expr.value == "True"
-    return _UNKNOWN
 
 
 def _string(expr: cst.BaseExpression) -> Optional[str]:
@@ -86,9 +79,13 @@ def _ast_literal(expr: ast.expr) -> object:
 
 def _declare(declared: dict, options: list, keywords: dict, literal) -> None:
     """One `add_argument(*options, **keywords)`: its destination's literal default into `declared` (a destination
-    declared again with another default becomes _UNKNOWN)."""
-    dest = keywords["dest"] if isinstance(keywords.get("dest"), str) else next(
-        (o[2:].replace("-", "_") for o in options if isinstance(o, str) and o.startswith("--")), None)
+    declared again with another default, or one of another type (`True`, then `1`), becomes _UNKNOWN). The one
+    reading of a declaration, for an `ast` tree (`_ast_declarations`) and a LibCST one (`flag_defaults`); a
+    `dest=` that is not a literal string names no known destination."""
+    if "dest" in keywords:
+        dest = keywords["dest"] if isinstance(keywords["dest"], str) else None
+    else:
+        dest = next((o[2:].replace("-", "_") for o in options if isinstance(o, str) and o.startswith("--")), None)
     if not dest:
         return
     action = keywords.get("action")
@@ -102,7 +99,7 @@ def _declare(declared: dict, options: list, keywords: dict, literal) -> None:
         value = None  # argparse's default for an option given no default
     else:
         value = _UNKNOWN
-    if dest in declared and declared[dest] != value:
+    if dest in declared and (declared[dest] != value or type(declared[dest]) is not type(value)):
         value = _UNKNOWN
     declared[dest] = value
 
@@ -179,10 +176,8 @@ def option_default(analysis, expr: cst.BaseExpression) -> object:
 
 
 def flag_defaults(analysis) -> FlagDefaults:
-    """Fact provider: the boolean defaults of the flags this module declares with argparse (and, in `values`,
-    every literal default)."""
-    declared: dict[str, object] = {}
-    overrides: dict[str, object] = {}
+    """Fact provider: the literal defaults of the flags this module declares with argparse (`values`; `default`
+    reads the boolean ones)."""
     values: dict[str, object] = {}
     value_overrides: dict[str, object] = {}
     assigned: set = set()
@@ -198,7 +193,6 @@ def flag_defaults(analysis) -> FlagDefaults:
         if method == "set_defaults":
             for arg in node.args:  # type: ignore[attr-defined]
                 if arg.keyword is not None:
-                    overrides[arg.keyword.value] = _literal_bool(arg.value)
                     value_overrides[arg.keyword.value] = _literal(arg.value)
             continue
         if method != "add_argument":
@@ -207,22 +201,5 @@ def flag_defaults(analysis) -> FlagDefaults:
         options = [_string(a) for a in positional(node)]  # type: ignore[arg-type]
         _declare(values, options, {k: (_string(v) if k in ("dest", "action") else v) for k, v in keywords.items()},
                  _literal)
-        dest = _string(keywords["dest"]) if "dest" in keywords else next(
-            (o[2:].replace("-", "_") for o in options if o and o.startswith("--")), None)
-        if not dest:
-            continue
-        action = _string(keywords["action"]) if "action" in keywords else None
-        if "default" in keywords:
-            value = _literal_bool(keywords["default"])
-        elif action == "store_true":
-            value = False
-        elif action == "store_false":
-            value = True
-        else:
-            value = _UNKNOWN
-        if dest in declared and declared[dest] != value:
-            value = _UNKNOWN
-        declared[dest] = value
-    declared.update(overrides)
     values.update(value_overrides)
-    return FlagDefaults(declared, values, frozenset(assigned))
+    return FlagDefaults(values, frozenset(assigned))

@@ -45,6 +45,7 @@ from gpulint.analysis.inherited_calls import inherited_site
 from gpulint.analysis.dispatched_calls import dispatched_site
 from gpulint.analysis.tree import child_nodes
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, _dotted, project_for, text_dependency
+from gpulint.syntax import positional_names
 
 # Calls that hand back (a wrapper of) the module they are given, whose call still runs its `forward`.
 _WRAPPERS = {"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
@@ -725,32 +726,8 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
         return None
     if owner is None and member not in info.functions:
         return None
-    from gpulint.analysis.calls import project_calls
-
-    looked_at = 0
-    for caller in project.files_naming(member, training=True):
-        if project.is_test(caller) or project._resolved(caller) == path:
-            continue  # the module's own calls are its loop analysis's business
-        caller_info = project.module(caller)
-        if caller_info is None:
-            continue
-        hot, called = _hot_file(project, caller_info)
-        # a top-level function may be imported under another name (analysis/import_aliases.py)
-        names = local_names(caller_info, member) if owner is None else frozenset((member,))
-        if not (hot and not called.isdisjoint(names)):
-            continue  # as `called_in_a_hot_loop` decides, from `ast` alone
-        if _hot_call_names(project, caller_info.path).isdisjoint(names):
-            continue  # no call run every iteration has that name: decided without the caller's analysis
-        if looked_at == _CALLERS_PER_QUESTION:
-            break
-        looked_at += 1
-        hot_calls = _hot_calls(project, caller_info.path)
-        if not hot_calls:
-            continue
-        analysis = hot_calls[0][0]
-        calls = analysis.fact(project_calls)
-        if calls is None:
-            continue
+    # a top-level function may be imported under another name (analysis/import_aliases.py)
+    for analysis, calls, hot_calls, names in hot_callers(project, path, member, aliases=owner is None):
         resolver = _Instances(calls, project, cls, member) if cls is not None else None
         for _, node, func in hot_calls:
             if resolver is not None:
@@ -774,6 +751,42 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
                             periodic_params=_periodic_arguments(project, analysis, node, target, cls is not None),
                             arguments=None if cls is not None else _arguments_of(node))
     return None
+
+
+def hot_callers(project: Project, path: Path, member: str, aliases: bool = False):
+    """(analysis, its `project_calls`, its hot calls (`_hot_calls`), the names `member` goes by there) for each
+    project file but `path` and the tests whose hot loops may call `member`, at most `_CALLERS_PER_QUESTION` of
+    them read (the callers' LibCST analyses are the costly part). A file is passed over without its analysis when
+    its `ast` has no hot loop calling the name (`_hot_file`) or no call run every iteration has it
+    (`_hot_call_names`). With `aliases`, the names a top-level function `member` is imported under in the caller
+    (`local_names`). The search for a per-step caller of a member (`member_site`) and of a vectorised
+    environment's `step` (vec_env_wrappers.py) read callers this one way."""
+    from gpulint.analysis.calls import project_calls
+
+    looked_at = 0
+    for caller in project.files_naming(member, training=True):
+        if project.is_test(caller) or project._resolved(caller) == path:
+            continue  # the module's own calls are its loop analysis's business
+        caller_info = project.module(caller)
+        if caller_info is None:
+            continue
+        hot, called = _hot_file(project, caller_info)
+        names = local_names(caller_info, member) if aliases else frozenset((member,))
+        if not (hot and not called.isdisjoint(names)):
+            continue  # as `called_in_a_hot_loop` decides, from `ast` alone
+        if _hot_call_names(project, caller_info.path).isdisjoint(names):
+            continue  # no call run every iteration has that name: decided without the caller's analysis
+        if looked_at == _CALLERS_PER_QUESTION:
+            return
+        looked_at += 1
+        hot_calls = _hot_calls(project, caller_info.path)
+        if not hot_calls:
+            continue
+        analysis = hot_calls[0][0]
+        calls = analysis.fact(project_calls)
+        if calls is None:
+            continue
+        yield analysis, calls, hot_calls, names
 
 
 def _arguments_of(call: cst.Call) -> Optional[tuple]:
@@ -1241,13 +1254,11 @@ class _Instances:
     def _among_passed(self, expr: cst.BaseExpression) -> bool:
         """`among` for a parameter (`def train(loader, model, optimizer, scaler):`) that every call site of its
         function in this module passes a name `among` accepts."""
-        if type(expr) is not cst.Name:
+        found_param = self.index.parameter_of(expr) if type(expr) is cst.Name else None
+        if found_param is None:
             return False
-        bindings = self.index.visible_bindings(expr)
-        if len(bindings) != 1 or bindings[0].kind != "param" or type(bindings[0].source) is not cst.FunctionDef:
-            return False
-        fn = bindings[0].source
-        params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        fn = found_param[0]
+        params = positional_names(fn)
         position = params.index(expr.value) if expr.value in params else None
         sites = self.calls.analysis.loops.calls_to(fn)
         found = False
@@ -1492,7 +1503,7 @@ class _Instances:
         annotated = annotated_class(self.calls, fn, binding.name) if element is None else None
         if annotated is not None:  # `def train(trainer: Trainer, ...)`: what the signature promises
             return self._matches(annotated) or self._dispatches(annotated)
-        params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        params = positional_names(fn)
         position = params.index(binding.name) if binding.name in params else None
         found = False
         for node in self.index.nodes:
@@ -1555,17 +1566,14 @@ class _Instances:
             return True
         if self.member is None:
             return False
-        seen = 0
-        current: Optional[ClassSummary] = found
-        while current is not None and seen <= _MAX_DEPTH:
+        from gpulint.analysis.hierarchy import first_bases
+
+        for current in first_bases(self.project, found, _MAX_DEPTH + 1):
             if _same(current, self.cls):
                 return True
             own = current.methods.get(self.member)
             if own is not None and not _calls_super(own, self.member):
                 return False
-            bases = [self.project.lookup(current.path, b) for b in current.bases if b]
-            current = next((b for b in bases if isinstance(b, ClassSummary) and b is not current), None)
-            seen += 1
         return False
 
 

@@ -28,16 +28,12 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from gpulint.analysis.tree import child_nodes
-from gpulint.syntax import argument_for
+from gpulint.syntax import argument_for, positional_names
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.analysis.data_facts import DataFacts
 
 _MAX_DEPTH = 4
-
-
-def _params(fn: cst.FunctionDef) -> list[str]:
-    return [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
 
 
 def _returns(fn: cst.FunctionDef) -> list[cst.Return]:
@@ -67,7 +63,7 @@ def unpacked_element(facts: "DataFacts", call: cst.Call, index: int) -> Optional
     fn = facts.analysis.loops.local_function(call)
     if type(fn) is not cst.FunctionDef:
         return None
-    params = _params(fn)
+    params = positional_names(fn)
     if not params or params[0] in ("self", "cls"):
         return None
     chosen: Optional[str] = None
@@ -139,7 +135,7 @@ def passed_batch_loops(facts: "DataFacts", receiver: cst.BaseExpression) -> tupl
         return [], False
     fn, param = found
     loops, whole = [], False
-    params = _params(fn)
+    params = positional_names(fn)
     for call in facts.analysis.loops.calls_to(fn):
         arg = argument_for(call, params, param)
         if arg is None or arg.star:

@@ -9,15 +9,22 @@ Bounded: `DEPTH` levels up (a deeper hierarchy is rare in a project and each lev
 class is visited once (a cycle through re-exports or shadowed names ends there). A caller that reads further up
 passes `depth` (`framework_steps.framework_bases`, which also reads the library bases where the walk ends).
 
-Not this walk: `Project.method` and `Project.is_module_class` (project.py, which this module imports) go depth
-first, each base's whole chain before the next base (Python's method resolution order for the usual single
-chain: the first method found wins), without a visited set but `MAX_DEPTH` deep, and read library bases on the way.
+`Project.is_module_class` asks whether any class of this walk (`any_class`, lazily: it stops at the first) has
+`nn.Module` among its written bases. `Project.method` does not use it: it goes depth first, each base's whole chain
+before the next base (Python's method resolution order for the usual single chain: the first method found wins),
+where this walk lists the bases nearest first.
+
+The other walk is a chain of first bases (`first_bases`): a class, its first base, that one's first base...
+(`forward._Instances._matches`: a subclass whose method runs through `super()`; `module_attrs._holds_module`:
+what a base declares for an attribute; `training._torch_optimizer_base`: the `torch.optim` class under a project
+optimizer). Python's method resolution order follows that chain for single inheritance, and the readers judge
+each class of it in turn.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 from gpulint.analysis.project import ClassSummary, Project
 
@@ -60,8 +67,37 @@ def _cached_bases(project: Project, cls: ClassSummary, depth: int) -> tuple:
                        lambda: tuple(_walk(project, cls, None, depth)))
 
 
+def any_class(project: Project, cls: ClassSummary, test: Callable[[ClassSummary], bool], depth: int = DEPTH) -> bool:
+    """`test` holds for `cls` or one of its project bases within `depth` levels (breadth first, stopping at the
+    first that passes; not remembered, as `project_bases` is: a test that passes early reads no further bases)."""
+    return test(cls) or any(test(base) for base in _bases(project, cls, None, depth))
+
+
+def first_bases(project: Project, cls: ClassSummary, limit: int, written_first: bool = False) -> Iterator[ClassSummary]:
+    """`cls`, then the class each one derives from first, `limit` classes at the most, ending at a class met
+    before (a cycle through re-exports). By default the first base that is a project class, library bases written
+    before it passed over (`class Net(Mixin, Base)`: `Base` when `Mixin` is a library class) and a base naming the
+    class itself too; with `written_first`, the first base as written, the chain ending where that one is not a
+    project class (`class Policy(nn.Module, Base)` declares nothing through `Base`)."""
+    seen: set[int] = set()
+    current: Optional[ClassSummary] = cls
+    while current is not None and len(seen) < limit and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        looked_up = (project.lookup(current.path, name) for name in current.bases if name)
+        if written_first:
+            base = next(looked_up, None)
+            current = base if isinstance(base, ClassSummary) else None
+        else:
+            following = current
+            current = next((b for b in looked_up if isinstance(b, ClassSummary) and b is not following), None)
+
+
 def _walk(project: Project, cls: ClassSummary, through, depth: int) -> list[ClassSummary]:
-    found: list[ClassSummary] = []
+    return list(_bases(project, cls, through, depth))
+
+
+def _bases(project: Project, cls: ClassSummary, through, depth: int) -> Iterator[ClassSummary]:
     seen: set[int] = {id(cls)}
     frontier = [cls]
     for _ in range(depth):
@@ -72,10 +108,9 @@ def _walk(project: Project, cls: ClassSummary, through, depth: int) -> list[Clas
                 if not isinstance(base, ClassSummary) or id(base) in seen:
                     continue
                 seen.add(id(base))
-                found.append(base)
+                yield base
                 if through is None or through(base):
                     following.append(base)
         if not following:
             break
         frontier = following
-    return found

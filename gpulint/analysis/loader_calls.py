@@ -15,6 +15,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
+from gpulint.syntax import positional_names
 
 
 def project_loader_call(analysis, call: cst.Call) -> bool:
@@ -57,7 +58,7 @@ def _drawn_names(analysis) -> frozenset:
             wanted = params.get(id(fn)) if fn is not None else None
             if not wanted:
                 continue
-            positional = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+            positional = positional_names(fn)
             for position, arg in enumerate(a for a in node.args if a.keyword is None):
                 if position < len(positional) and positional[position] in wanted and type(arg.value) is cst.Name:
                     names.add(arg.value.value)

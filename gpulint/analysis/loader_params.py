@@ -16,7 +16,7 @@ from typing import Optional
 import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
-from gpulint.syntax import positional
+from gpulint.syntax import positional, positional_names
 
 # Iteration wrappers whose elements are the loader's batches (`zip` pairs them: left out).
 _SAME_ELEMENTS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "islice",
@@ -124,7 +124,7 @@ def parameter_is_loader(analysis, binding) -> bool:
     if type(fn) is not cst.FunctionDef or type(param) is not cst.Param or param.default is not None or \
             param.star:
         return False
-    names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    names = positional_names(fn)
     if binding.name not in names and binding.name not in [p.name.value for p in fn.params.kwonly_params]:
         return False
     calls = analysis.loops.calls_to(fn)

@@ -54,17 +54,14 @@ def holds_module(project: "Project", path: Path, class_name: str, attr: str, cac
 
 
 def _holds_module(project: "Project", cls: "ClassSummary", attr: str) -> bool:
-    from gpulint.analysis.project import ClassSummary
+    from gpulint.analysis.hierarchy import first_bases
 
     chain: list = []
-    current: Optional[ClassSummary] = cls
-    while current is not None and len(chain) < _MAX_BASES and current not in chain:
+    for current in first_bases(project, cls, _MAX_BASES, written_first=True):
         chain.append(current)
         declared = _annotated(project, current, attr)
         if declared is not None:
             return declared
-        base = next((project.lookup(current.path, b) for b in current.bases if b), None)
-        current = base if isinstance(base, ClassSummary) else None
     verdicts = [v for c in chain for v in _assigned(project, c, attr)]
     return bool(verdicts) and all(verdicts)
 

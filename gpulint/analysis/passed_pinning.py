@@ -47,27 +47,39 @@ def passed_pinning(project, path: Path, function: str, parameter: str) -> Option
 def _find(project, path: Path, function: str, parameter: str) -> Optional[bool]:
     from gpulint.analysis.project import _UNKNOWN, LoaderFact, _argument
 
-    info = project.module(path)
-    node = info.functions.get(function) if info is not None else None
-    if node is None:
+    positional = _positional(project, path, function)
+    if positional is None:
         return None
-    positional = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
     position = positional.index(parameter) if parameter in positional else None
     pinning: set = set()
+    for caller, call, assigns in _project_calls(project, path, function):
+        argument = _argument(call, position, parameter)
+        if argument is None or argument is _UNKNOWN:
+            return None
+        found = _pinning_at(project, caller, argument, assigns, call)
+        if found is None:
+            return None
+        pinning |= found
+    return next(iter(pinning)) if len(pinning) == 1 else None
+
+
+def _positional(project, path: Path, function: str) -> Optional[list]:
+    """The positional parameter names of the top-level function `function` of `path`; None when there is none."""
+    info = project.module(path)
+    node = info.functions.get(function) if info is not None else None
+    return [a.arg for a in (*node.args.posonlyargs, *node.args.args)] if node is not None else None
+
+
+def _project_calls(project, path: Path, function: str):
+    """(caller module, call, assigns) for the calls of `function` of `path` in the project's other files (tests
+    left out), `_FILES` of the files naming it read at the most: what both questions (pinning, an option) read."""
     files = [f for f in project.files_naming(function) if not project.is_test(f) and project._resolved(f) != path]
     for file in files[:_FILES]:
         caller = project.module(file)
         if caller is None:
             continue
         for call, assigns in _calls_of(project, caller, path, function):
-            argument = _argument(call, position, parameter)
-            if argument is None or argument is _UNKNOWN:
-                return None
-            found = _pinning_at(project, caller, argument, assigns, call)
-            if found is None:
-                return None
-            pinning |= found
-    return next(iter(pinning)) if len(pinning) == 1 else None
+            yield caller, call, assigns
 
 
 def _calls_of(project, caller, path: Path, function: str) -> list:
@@ -201,22 +213,15 @@ def passed_option(project, path: Path, function: str, parameter: str, key: str) 
 
 
 def _find_option(project, path: Path, function: str, parameter: str, key: str) -> Optional[bool]:
-    info = project.module(path)
-    node = info.functions.get(function) if info is not None else None
-    if node is None:
+    positional = _positional(project, path, function)
+    if positional is None:
         return None
-    positional = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
     values: set = set()
-    files = [f for f in project.files_naming(function) if not project.is_test(f) and project._resolved(f) != path]
-    for file in files[:_FILES]:
-        caller = project.module(file)
-        if caller is None:
-            continue
-        for call, _ in _calls_of(project, caller, path, function):
-            found = _option_at(caller.tree, call, positional, parameter, key)
-            if found is None:
-                return None
-            values.add(found)
+    for caller, call, _ in _project_calls(project, path, function):
+        found = _option_at(caller.tree, call, positional, parameter, key)
+        if found is None:
+            return None
+        values.add(found)
     return next(iter(values)) if len(values) == 1 else None
 
 

@@ -897,18 +897,23 @@ class Project:
         found = annotation_class(self, summary.path, summary.returns_annotation)
         return (found,) if found is not None else ()
 
-    def is_module_class(self, cls: ClassSummary, depth: int = 0) -> bool:
-        """A subclass of `torch.nn.Module` (directly or through project classes): calling it runs `forward`."""
+    def is_module_class(self, cls: ClassSummary) -> bool:
+        """A subclass of `torch.nn.Module` (directly or through project classes, `MAX_DEPTH` levels up): calling
+        it runs `forward`."""
+        from gpulint.analysis.hierarchy import any_class  # it imports this module
+
+        return any_class(self, cls, self._derives_module_directly, MAX_DEPTH)
+
+    def _derives_module_directly(self, cls: ClassSummary) -> bool:
         info = self.module(cls.path)
+        if info is None:
+            return False
         for base in cls.bases:
-            if info is not None and info.qualify(base) in _LIBRARY_MODULES:
+            if info.qualify(base) in _LIBRARY_MODULES:
                 return True
-            if info is not None and info.star_imports and base.partition(".")[0] not in info.imports and \
+            if info.star_imports and base.partition(".")[0] not in info.imports and \
                     self.external_name(cls.path, base) in _LIBRARY_MODULES:
                 return True  # `nn.Module` where `nn` comes from a project module through `from ..layers import *`
-            found = self.lookup(cls.path, base) if base and depth < MAX_DEPTH else None
-            if isinstance(found, ClassSummary) and found is not cls and self.is_module_class(found, depth + 1):
-                return True
         return False
 
     # -- call sites ---------------------------------------------------------------------------------------------

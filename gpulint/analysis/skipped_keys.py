@@ -27,6 +27,7 @@ from typing import Optional
 import libcst as cst
 
 from gpulint.ast_walk import scope_nodes
+from gpulint.syntax import positional_names
 
 _MOVES = frozenset({"to", "cuda"})
 
@@ -72,7 +73,7 @@ def _skipped(analysis, fn: cst.FunctionDef, param: cst.Param) -> frozenset:
     tree = getattr(info, "tree", None) if info is not None else None
     if tree is None:
         return frozenset()
-    params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    params = positional_names(fn)
     for caller in ast.walk(tree):
         if not isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
             continue

@@ -482,7 +482,7 @@ def training_facts(analysis: ModuleAnalysis) -> TrainingFacts:
     return analysis.fact(TrainingFacts)
 
 
-def _torch_optimizer_base(project, cls, depth: int = 0) -> Optional[str]:
+def _torch_optimizer_base(project, cls) -> Optional[str]:
     """The `torch.optim` class a project optimizer class builds on (`class AdamW(torch.optim.AdamW, Base)`),
     when what `fused=` changes still runs and `fused=True` can be passed: every class on the way leaves `step` to
     torch or calls `super().step(...)` in its override (OLMo's AdamW does, unless it records update metrics),
@@ -491,27 +491,30 @@ def _torch_optimizer_base(project, cls, depth: int = 0) -> Optional[str]:
     import ast
 
     from gpulint.analysis.forward import _calls_super
+    from gpulint.analysis.hierarchy import first_bases
     from gpulint.analysis.project import ClassSummary
 
-    if depth > 4:
-        return None
-    step = cls.methods.get("step")
-    if step is not None and not _calls_super(step, "step"):
-        return None
-    init = cls.methods.get("__init__")
-    if init is not None:
-        kwargs = init.args.kwarg.arg if init.args.kwarg is not None else None
-        if kwargs is None or not any(
-                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "__init__"
-                and any(k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kwargs for k in n.keywords)
-                for n in ast.walk(init)):
+    # the chain of first project bases, five classes deep; a `torch.optim` base written before a class's first
+    # project base ends it (`class AdamW(torch.optim.AdamW, Base)`)
+    for current in first_bases(project, cls, 5):
+        step = current.methods.get("step")
+        if step is not None and not _calls_super(step, "step"):
             return None
-    info = project.module(cls.path)
-    for base in cls.bases:
-        qualified = info.qualify(base) if info is not None and base else ""
-        if qualified.startswith("torch.optim."):
-            return qualified
-        found = project.lookup(cls.path, base) if base else None
-        if isinstance(found, ClassSummary) and found is not cls:
-            return _torch_optimizer_base(project, found, depth + 1)
+        init = current.methods.get("__init__")
+        if init is not None:
+            kwargs = init.args.kwarg.arg if init.args.kwarg is not None else None
+            if kwargs is None or not any(
+                    isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "__init__"
+                    and any(k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kwargs
+                            for k in n.keywords)
+                    for n in ast.walk(init)):
+                return None
+        info = project.module(current.path)
+        for base in current.bases:
+            qualified = info.qualify(base) if info is not None and base else ""
+            if qualified.startswith("torch.optim."):
+                return qualified
+            found = project.lookup(current.path, base) if base else None
+            if isinstance(found, ClassSummary) and found is not current:
+                break  # the class `first_bases` goes on to
     return None

@@ -21,7 +21,8 @@ the caller's side: a name every binding of which builds the wrapper class itself
 whose returned name is bound only to project wrappers of library vectorised environments, one of them this class
 (a factory stacks them conditionally: `envs = VecPyTorch(envs, device)`, then `VecPyTorchFrameStack(envs, ...)`
 for image observations, which forwards its own `step_wait` to the wrapper it holds through `self.venv`).
-Bounded like the other searches: files whose text names `step`, at most `_CALLERS` callers with hot loops.
+Bounded like the other searches: callers read as `forward.hot_callers` reads them (files whose text names `step`,
+at most `forward._CALLERS_PER_QUESTION` callers with hot loops).
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ _VEC_ENV_BASES = frozenset(
                     "baselines.common.vec_env", "baselines.common.vec_env.vec_env")
     for name in ("VecEnv", "VecEnvWrapper"))
 _MEMBERS = frozenset(("step_async", "step_wait"))
-_CALLERS = 8
 
 
 def vec_env_site(project, path: Path, owner: str, member: str):
@@ -67,33 +67,13 @@ def is_vec_env_wrapper(project, cls) -> bool:
 
 
 def _find(project, path: Path, owner: str, member: str):
-    from gpulint.analysis.calls import project_calls
-    from gpulint.analysis.forward import CallSite, _hot_call_names, _hot_calls, _hot_file, _line_of
+    from gpulint.analysis.forward import CallSite, _line_of, hot_callers
 
     info = project.module(path)
     cls = info.classes.get(owner) if info is not None else None
     if cls is None or member not in cls.methods or not is_vec_env_wrapper(project, cls):
         return None
-    looked_at = 0
-    for caller in project.files_naming("step", training=True):
-        if project.is_test(caller) or project._resolved(caller) == path:
-            continue
-        caller_info = project.module(caller)
-        if caller_info is None:
-            continue
-        hot, called = _hot_file(project, caller_info)
-        if not hot or "step" not in called or "step" not in _hot_call_names(project, caller_info.path):
-            continue
-        if looked_at == _CALLERS:
-            break
-        looked_at += 1
-        hot_calls = _hot_calls(project, caller_info.path)
-        if not hot_calls:
-            continue
-        analysis = hot_calls[0][0]
-        calls = analysis.fact(project_calls)
-        if calls is None:
-            continue
+    for analysis, calls, hot_calls, _ in hot_callers(project, path, "step"):
         for _, node, func in hot_calls:
             if type(func) is cst.Attribute and func.attr.value == "step" and type(func.value) is cst.Name \
                     and _holds_wrapper(project, analysis, calls, func.value, cls):

@@ -86,7 +86,6 @@ def _runs_argument(analysis, call: cst.Call, position: int) -> bool:
     if owner is None or analysis.path is None:
         return False
     from gpulint.analysis.calls import project_calls
-    from gpulint.analysis.project import ClassSummary
     from gpulint.analysis.runs_model import model_runners
 
     calls = analysis.fact(project_calls)
@@ -96,14 +95,9 @@ def _runs_argument(analysis, call: cst.Call, position: int) -> bool:
     cls = info.classes.get(owner.name.value) if info is not None else None
     if cls is None:
         return False
-    for base in cls.bases:
-        found = calls.project.lookup(cls.path, base) if base else None
-        if not isinstance(found, ClassSummary):
-            continue
-        method = calls.project.method(found, func.attr.value)
-        if method is None:
-            continue
-        params = method.params[1:] if method.params else ()
-        index = sum(1 for a in call.args[:position] if a.keyword is None)
-        return index < len(params) and model_runners(calls.project).runs_parameter(method, params[index])
-    return False
+    method = calls.project.base_method(cls, func.attr.value)  # what `super().name(...)` calls
+    if method is None:
+        return False
+    params = method.params[1:] if method.params else ()
+    index = sum(1 for a in call.args[:position] if a.keyword is None)
+    return index < len(params) and model_runners(calls.project).runs_parameter(method, params[index])
