@@ -93,3 +93,49 @@ def test_the_cached_result_of_the_factory_follows_its_callers(tmp_path: Path):
     (tmp_path / "train.py").write_text(TRAIN.replace('torch.device("cuda")', 'torch.device("cpu")').replace(
         ".to(device)", ""))
     assert not AT_FACTORY & found(check(tmp_path, "loaders.py"))
+
+
+LOOPS = textwrap.dedent("""\
+    import torch
+
+
+    def train(epoch, loader, net, opt):
+        for x, y in loader:
+            x, y = x.cuda(), y.cuda()
+            loss = torch.nn.functional.cross_entropy(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+""")
+
+MAIN = textwrap.dedent("""\
+    import torch
+    import loaders
+    from loops import train
+
+
+    def main(net, train_set, eval_set):
+        _, fit, _, held_out = loaders.make_loaders(train_set, eval_set, 64)
+        net = net.cuda()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for epoch in range(10):
+            train(epoch, fit, net, opt)
+""")
+
+
+def test_a_script_whose_loop_is_in_a_helper_module_reports_at_the_factory(tmp_path: Path):
+    """recall41 (RepDistiller's `train_student.py`): the script calling the factory has no loop text of its own
+    (its batches are moved in `loops.train`), yet gets the call-site finding; the factory's loaders were left
+    quiet because only files that look like training were asked, and only through their per-step calls."""
+    write_project(tmp_path, {"loaders.py": LOADERS, "loops.py": LOOPS, "main.py": MAIN})
+    got = found(check(tmp_path, "--no-cache", "."))
+    assert ("main.py", 7, "GPU201") in got
+    assert AT_FACTORY <= got
+    assert AT_FACTORY <= found(check(tmp_path, "--no-cache", "loaders.py"))
+
+
+def test_a_helper_loop_on_the_host_keeps_the_factory_quiet(tmp_path: Path):
+    loops = LOOPS.replace("x, y = x.cuda(), y.cuda()", "pass")
+    main = MAIN.replace("net = net.cuda()\n", "")
+    write_project(tmp_path, {"loaders.py": LOADERS, "loops.py": loops, "main.py": main})
+    assert not AT_FACTORY & found(check(tmp_path, "--no-cache", "."))

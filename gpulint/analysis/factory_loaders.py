@@ -90,17 +90,22 @@ def factory_caller(analysis, loader: cst.Call) -> Optional[tuple[Path, int, str]
 def _find(project, path: Path, name: str, training: bool = True) -> Optional[tuple[Path, int, str]]:
     from gpulint.analysis.data import would_pin
     from gpulint.analysis.data_facts import data_facts
-    from gpulint.analysis.forward import _hot_calls, _line_of
+    from gpulint.analysis.forward import _line_of, caller_analysis
     from gpulint.analysis.project import _record
 
-    callers = [f for f in project.files_naming(name, training=training)
-               if not project.is_test(f) and project._resolved(f) != path][:_CALLERS]
+    # a script whose loops are in a helper module (`train_loader, val_loader = get_loaders(...)`, then
+    # `train(epoch, train_loader, model)` imported from `helper/loops.py`) has no loop text of its own: the files
+    # that look like training come first, then the others naming the factory
+    named = project.files_naming(name)
+    if training:
+        trains = set(project.files_naming(name, training=True))
+        named = sorted(named, key=lambda f: f not in trains)
+    callers = [f for f in named if not project.is_test(f) and project._resolved(f) != path][:_CALLERS]
     for caller in callers:
         _record(project._resolved(caller))
-        hot = _hot_calls(project, project._resolved(caller))
-        if not hot:
+        other = caller_analysis(project, project._resolved(caller))
+        if other is None:
             continue
-        other = hot[0][0]
         facts = data_facts(other)
         if not facts.feeds_an_accelerator():
             continue
