@@ -25,7 +25,9 @@ from gpulint.analysis.tree import child_nodes, descendants
 from gpulint.syntax import argument, argument_for, positional, string_value
 
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
-               "torchdata.stateful_dataloader.StatefulDataLoader", "torchdata.stateful_dataloader.StatefulDataLoader"}
+               "torchdata.stateful_dataloader.StatefulDataLoader", "torchdata.stateful_dataloader.StatefulDataLoader",
+               # webdataset's loader hands its arguments to a torch `DataLoader` (`pin_memory=` included)
+               "webdataset.WebLoader", "webdataset.compat.WebLoader"}
 TENSOR_DATASETS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
 _WRAPPERS = {"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "zip", "islice", "itertools.islice"}
 _DEVICE_NAMES = ("device", "dev", "gpu", "rank", "local_rank", "device_id", "gpu_id")
