@@ -139,3 +139,42 @@ def test_a_helper_loop_on_the_host_keeps_the_factory_quiet(tmp_path: Path):
     main = MAIN.replace("net = net.cuda()\n", "")
     write_project(tmp_path, {"loaders.py": LOADERS, "loops.py": loops, "main.py": main})
     assert not AT_FACTORY & found(check(tmp_path, "--no-cache", "."))
+
+
+SCRIPT = textwrap.dedent("""\
+    import torch
+    from torch.utils.data import DataLoader
+
+
+    def prepare_dataloaders(train_set, batch):
+        train_loader = DataLoader(train_set, batch_size=batch, shuffle=True, pin_memory=False)
+        return train_loader, len(train_set)
+
+
+    def train(net, train_set):
+        train_loader, n = prepare_dataloaders(train_set, 64)
+        net = net.cuda()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for x, y in train_loader:
+            x, y = x.cuda(), y.cuda()
+            loss = torch.nn.functional.cross_entropy(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+""")
+
+
+def test_a_scripts_own_factory_is_reported_where_it_builds_the_loader(tmp_path: Path):
+    """recall41 (tacotron2 `train.py`: `prepare_dataloaders` and its caller `train` in one module): the call had
+    the finding, the `DataLoader(...)` where the fix goes had none, as only other modules' callers were asked."""
+    write_project(tmp_path, {"train.py": SCRIPT})
+    items = check(tmp_path, "--no-cache", "train.py")
+    assert {("train.py", 6, "GPU201"), ("train.py", 11, "GPU201")} <= found(items)
+    [at_factory] = [d for d in items if d["location"]["row"] == 6]
+    assert [r["location"]["row"] for r in at_factory["related"]] == [11]
+
+
+def test_a_scripts_own_factory_on_the_host_is_quiet(tmp_path: Path):
+    write_project(tmp_path, {"train.py": SCRIPT.replace("x, y = x.cuda(), y.cuda()\n", "").replace(
+        "net = net.cuda()\n", "")})
+    assert not {f for f in found(check(tmp_path, "--no-cache", "train.py")) if f[2] == "GPU201"}

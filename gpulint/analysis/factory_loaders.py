@@ -81,6 +81,10 @@ def factory_caller(analysis, loader: cst.Call) -> Optional[tuple[Path, int, str]
     if calls is None:
         return None
     project, path = calls.project, Path(analysis.path).resolve()
+    if fn is not None:  # a script's own factory (`train_loader, ... = prepare_dataloaders(hparams)` in `train`)
+        here = _call_site(analysis, name, path)
+        if here is not None:
+            return here
     # a loader class's callers draw its batches in ways the training-file text index may not see (`next(zip(
     # *loaders))` in a step loop whose backward pass is inside `algorithm.update(...)`): every file naming it
     return _remembered(project, ("factory-loader", path, name),
@@ -88,9 +92,7 @@ def factory_caller(analysis, loader: cst.Call) -> Optional[tuple[Path, int, str]
 
 
 def _find(project, path: Path, name: str, training: bool = True) -> Optional[tuple[Path, int, str]]:
-    from gpulint.analysis.data import would_pin
-    from gpulint.analysis.data_facts import data_facts
-    from gpulint.analysis.forward import _line_of, caller_analysis
+    from gpulint.analysis.forward import caller_analysis
     from gpulint.analysis.project import _record
 
     # a script whose loops are in a helper module (`train_loader, val_loader = get_loaders(...)`, then
@@ -106,20 +108,33 @@ def _find(project, path: Path, name: str, training: bool = True) -> Optional[tup
         other = caller_analysis(project, project._resolved(caller))
         if other is None:
             continue
-        facts = data_facts(other)
-        if not facts.feeds_an_accelerator():
+        found = _call_site(other, name, path)
+        if found is not None:
+            return found
+    return None
+
+
+def _call_site(other, name: str, path: Path) -> Optional[tuple[Path, int, str]]:
+    """The first call of `name` in the module `other` that builds the loader of the factory module `path` and
+    gets GPU201's call-site finding there (`would_pin`)."""
+    from gpulint.analysis.data import would_pin
+    from gpulint.analysis.data_facts import data_facts
+    from gpulint.analysis.forward import _line_of
+
+    facts = data_facts(other)
+    if not facts.feeds_an_accelerator():
+        return None
+    asker = _Asker(other)
+    for node in other.index.nodes:
+        if type(node) is not cst.Call:
             continue
-        asker = _Asker(other)
-        for node in other.index.nodes:
-            if type(node) is not cst.Call:
-                continue
-            func = node.func
-            last = func.attr.value if type(func) is cst.Attribute else (func.value if type(func) is cst.Name else None)
-            if last != name:
-                continue
-            made = facts.factory(node)
-            if made is None or Path(made.path).resolve() != path:
-                continue
-            if would_pin(asker, node):  # type: ignore[arg-type]
-                return other.path, _line_of(other, node), f"{other.code(node.func)}(...)"
+        func = node.func
+        last = func.attr.value if type(func) is cst.Attribute else (func.value if type(func) is cst.Name else None)
+        if last != name:
+            continue
+        made = facts.factory(node)
+        if made is None or Path(made.path).resolve() != path:
+            continue
+        if would_pin(asker, node):  # type: ignore[arg-type]
+            return other.path, _line_of(other, node), f"{other.code(node.func)}(...)"
     return None
