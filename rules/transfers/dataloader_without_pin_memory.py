@@ -16,7 +16,7 @@ from gpulint.analysis.pyg_loaders import PYG_LOADERS
 from gpulint.analysis.project import display_path
 from gpulint.diagnostics import Related
 from gpulint.syntax import argument, parse_expression
-from gpulint.analysis.data import _dataset, _true, flag_off, would_pin
+from gpulint.analysis.data import _dataset, _true, flag_off, pin_memory_of, would_pin
 
 
 # Where a call's result is kept or handed on (assigned, returned, passed, put in a container, iterated): only
@@ -177,8 +177,10 @@ class DataLoaderWithoutPinMemory(Rule):
     def _at_factory(self, node: cst.Call) -> None:
         """A `DataLoader(...)` returned by a function of this module whose call in a project script gets the
         call-site finding (analysis/factory_loaders.py): reported here too, where the fix goes."""
-        if self.analysis.qualified(node.func) in PYG_LOADERS or has_star_args(node):
+        if self.analysis.qualified(node.func) in PYG_LOADERS:
             return
+        if has_star_args(node) and pin_memory_of(self, node) is not None:
+            return  # `**options` that may carry `pin_memory` (their keys are read where they can be)
         written = keyword(node, "pin_memory")
         if written is not None and not is_false(written.value):
             return  # a value this module does not decide (a parameter, a flag): judged at each call
