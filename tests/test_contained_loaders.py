@@ -76,6 +76,8 @@ def test_loaders_in_a_returned_dict_or_yielded_are_reported_at_the_factory(tmp_p
     assert AT_FACTORY <= found(items)
     [train] = [d for d in items if d["location"]["row"] == 9]
     assert [r["location"]["row"] for r in train["related"]] == [9]  # `get_train_loaders(...)` in train.py
+    [test] = [d for d in items if d["location"]["row"] == 16]
+    assert "yielded by `get_test_loaders(...)`" in test["message"]
 
 
 def test_a_factory_only_cpu_scripts_call_is_quiet(tmp_path: Path):

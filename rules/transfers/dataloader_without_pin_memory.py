@@ -192,7 +192,8 @@ class DataLoaderWithoutPinMemory(Rule):
         caller, line, call = found
         related = (Related(display_path(caller), line, f"`{call}` takes it to a GPU loop"),)
         # a loader class's own DataLoader (analysis/loader_classes.py): its instances hand on the batches
-        handed = "wrapped by" if wrapping_class(self.analysis, node) is not None else "returned to"
+        handed = "wrapped by" if wrapping_class(self.analysis, node) is not None else \
+            "yielded by" if type(self.analysis.parent(node)) is cst.Yield else "returned to"
         if written is not None:
             fix = self.fix("Set `pin_memory=True`", {written.value: lambda _: _true()}, safe=False)
             self.report(node, f"`DataLoader` with `pin_memory=False`, {handed} `{call}`, feeds a GPU every step: "
