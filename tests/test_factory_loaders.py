@@ -93,3 +93,88 @@ def test_the_cached_result_of_the_factory_follows_its_callers(tmp_path: Path):
     (tmp_path / "train.py").write_text(TRAIN.replace('torch.device("cuda")', 'torch.device("cpu")').replace(
         ".to(device)", ""))
     assert not AT_FACTORY & found(check(tmp_path, "loaders.py"))
+
+
+LOOPS = textwrap.dedent("""\
+    import torch
+
+
+    def train(epoch, loader, net, opt):
+        for x, y in loader:
+            x, y = x.cuda(), y.cuda()
+            loss = torch.nn.functional.cross_entropy(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+""")
+
+MAIN = textwrap.dedent("""\
+    import torch
+    import loaders
+    from loops import train
+
+
+    def main(net, train_set, eval_set):
+        _, fit, _, held_out = loaders.make_loaders(train_set, eval_set, 64)
+        net = net.cuda()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for epoch in range(10):
+            train(epoch, fit, net, opt)
+""")
+
+
+def test_a_script_whose_loop_is_in_a_helper_module_reports_at_the_factory(tmp_path: Path):
+    """recall41 (RepDistiller's `train_student.py`): the script calling the factory has no loop text of its own
+    (its batches are moved in `loops.train`), yet gets the call-site finding; the factory's loaders were left
+    quiet because only files that look like training were asked, and only through their per-step calls."""
+    write_project(tmp_path, {"loaders.py": LOADERS, "loops.py": LOOPS, "main.py": MAIN})
+    got = found(check(tmp_path, "--no-cache", "."))
+    assert ("main.py", 7, "GPU201") in got
+    assert AT_FACTORY <= got
+    assert AT_FACTORY <= found(check(tmp_path, "--no-cache", "loaders.py"))
+
+
+def test_a_helper_loop_on_the_host_keeps_the_factory_quiet(tmp_path: Path):
+    loops = LOOPS.replace("x, y = x.cuda(), y.cuda()", "pass")
+    main = MAIN.replace("net = net.cuda()\n", "")
+    write_project(tmp_path, {"loaders.py": LOADERS, "loops.py": loops, "main.py": main})
+    assert not AT_FACTORY & found(check(tmp_path, "--no-cache", "."))
+
+
+SCRIPT = textwrap.dedent("""\
+    import torch
+    from torch.utils.data import DataLoader
+
+
+    def prepare_dataloaders(train_set, batch):
+        train_loader = DataLoader(train_set, batch_size=batch, shuffle=True, pin_memory=False)
+        return train_loader, len(train_set)
+
+
+    def train(net, train_set):
+        train_loader, n = prepare_dataloaders(train_set, 64)
+        net = net.cuda()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for x, y in train_loader:
+            x, y = x.cuda(), y.cuda()
+            loss = torch.nn.functional.cross_entropy(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+""")
+
+
+def test_a_scripts_own_factory_is_reported_where_it_builds_the_loader(tmp_path: Path):
+    """recall41 (tacotron2 `train.py`: `prepare_dataloaders` and its caller `train` in one module): the call had
+    the finding, the `DataLoader(...)` where the fix goes had none, as only other modules' callers were asked."""
+    write_project(tmp_path, {"train.py": SCRIPT})
+    items = check(tmp_path, "--no-cache", "train.py")
+    assert {("train.py", 6, "GPU201"), ("train.py", 11, "GPU201")} <= found(items)
+    [at_factory] = [d for d in items if d["location"]["row"] == 6]
+    assert [r["location"]["row"] for r in at_factory["related"]] == [11]
+
+
+def test_a_scripts_own_factory_on_the_host_is_quiet(tmp_path: Path):
+    write_project(tmp_path, {"train.py": SCRIPT.replace("x, y = x.cuda(), y.cuda()\n", "").replace(
+        "net = net.cuda()\n", "")})
+    assert not {f for f in found(check(tmp_path, "--no-cache", "train.py")) if f[2] == "GPU201"}

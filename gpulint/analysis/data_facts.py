@@ -25,7 +25,9 @@ from gpulint.analysis.tree import child_nodes, descendants
 from gpulint.syntax import argument, argument_for, positional, positional_names, string_value
 
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
-               "torchdata.stateful_dataloader.StatefulDataLoader", "torchdata.stateful_dataloader.StatefulDataLoader"}
+               "torchdata.stateful_dataloader.StatefulDataLoader", "torchdata.stateful_dataloader.StatefulDataLoader",
+               # webdataset's loader hands its arguments to a torch `DataLoader` (`pin_memory=` included)
+               "webdataset.WebLoader", "webdataset.compat.WebLoader"}
 TENSOR_DATASETS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
 _WRAPPERS = {"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "zip", "islice", "itertools.islice"}
 _DEVICE_NAMES = ("device", "dev", "gpu", "rank", "local_rank", "device_id", "gpu_id")
@@ -91,9 +93,11 @@ def star_keywords(analysis: ModuleAnalysis, call: cst.Call) -> Optional[StarKeyw
     for arg in call.args:
         if not arg.star:
             continue
-        if arg.star != "**" or type(arg.value) is not cst.Name:
+        if arg.star != "**":
             return None
-        keys = _dict_keys(analysis, arg.value, 0)
+        # `**kw`, or written in place: `**{"k": v}`, `**dict(k=v)`, `**options()` of a project function
+        keys = _dict_keys(analysis, arg.value, 0) if type(arg.value) is cst.Name else \
+            _literal_keys(analysis, arg.value, 0)
         if keys is None:
             return None
         _merge(found, keys)
@@ -110,7 +114,8 @@ def _merge(into: StarKeywords, keys: StarKeywords) -> None:
 
 
 def _literal_keys(analysis: ModuleAnalysis, value: cst.CSTNode, depth: int) -> Optional[StarKeywords]:
-    """The keys of a dict literal, `dict(k=v, ...)`, or a name bound to one (followed `depth` < 2 times)."""
+    """The keys of a dict literal, `dict(k=v, ...)`, a name bound to one (followed `depth` < 2 times), or a call of
+    a project function returning one (values unknown)."""
     if type(value) is cst.Dict:
         keys: StarKeywords = {}
         for element in value.elements:
@@ -128,6 +133,12 @@ def _literal_keys(analysis: ModuleAnalysis, value: cst.CSTNode, depth: int) -> O
         return {a.keyword.value: a.value for a in value.args}
     if type(value) is cst.Name and depth < 2:
         return _dict_keys(analysis, value, depth + 1)
+    if type(value) is cst.Call:  # a project function returning a dict of literal keys (analysis/option_dicts.py)
+        from gpulint.analysis.option_dicts import call_keys
+
+        returned = call_keys(analysis, value)
+        if returned is not None:
+            return {key: None for key in returned}  # its values are not followed
     return None
 
 

@@ -47,7 +47,7 @@ def _returned_by(analysis, loader: cst.Call) -> Optional[cst.FunctionDef]:
         return None
     parent = analysis.parent(loader)
     names: set[str] = set()
-    if type(parent) is cst.Return:
+    if type(parent) is cst.Return or _in_container(analysis, loader):
         return fn
     if type(parent) is cst.Assign and len(parent.targets) == 1 and type(parent.targets[0].target) is cst.Name:
         names.add(parent.targets[0].target.value)
@@ -67,6 +67,21 @@ def _returned_by(analysis, loader: cst.Call) -> Optional[cst.FunctionDef]:
     return None
 
 
+def _in_container(analysis, loader: cst.Call) -> bool:
+    """`loader` is handed on inside something its callers take apart, not by itself: yielded by a generator of
+    loaders (`yield DataLoader(test_set, ...)`, one per test set: `for test_loader in get_test_loaders(cfg)`), or a
+    value of a dict the function returns (`return {"train": DataLoader(...), "val": DataLoader(...)}`). The
+    project's function summaries know no loader there (their callers do not iterate the call's result as batches),
+    so its calls are recognised by what they name (`_call_site`)."""
+    parent = analysis.parent(loader)
+    if type(parent) is cst.Yield:
+        return type(analysis.parent(parent)) is cst.Expr
+    if type(parent) is cst.DictElement and parent.value is loader:
+        held = analysis.parent(parent)
+        return type(held) is cst.Dict and type(analysis.parent(held)) is cst.Return
+    return False
+
+
 def factory_caller(analysis, loader: cst.Call) -> Optional[tuple[Path, int, str]]:
     """(caller file, line, the call's text) of a project call of the function returning `loader` where GPU201
     reports the factory's loader at the call; else None."""
@@ -81,40 +96,83 @@ def factory_caller(analysis, loader: cst.Call) -> Optional[tuple[Path, int, str]
     if calls is None:
         return None
     project, path = calls.project, Path(analysis.path).resolve()
+    if fn is not None:  # a script's own factory (`train_loader, ... = prepare_dataloaders(hparams)` in `train`)
+        here = _call_site(analysis, name, path, _in_container(analysis, loader))
+        if here is not None:
+            return here
     # a loader class's callers draw its batches in ways the training-file text index may not see (`next(zip(
     # *loaders))` in a step loop whose backward pass is inside `algorithm.update(...)`): every file naming it
-    return _remembered(project, ("factory-loader", path, name),
-                       lambda: _find(project, path, name, training=fn is not None))
+    contained = fn is not None and _in_container(analysis, loader)
+    return _remembered(project, ("factory-loader", path, name, contained),
+                       lambda: _find(project, path, name, training=fn is not None, contained=contained))
 
 
-def _find(project, path: Path, name: str, training: bool = True) -> Optional[tuple[Path, int, str]]:
-    from gpulint.analysis.data import would_pin
-    from gpulint.analysis.data_facts import data_facts
-    from gpulint.analysis.forward import _hot_calls, _line_of
+def _find(project, path: Path, name: str, training: bool = True,
+          contained: bool = False) -> Optional[tuple[Path, int, str]]:
+    from gpulint.analysis.forward import caller_analysis
     from gpulint.analysis.project import _record
 
-    callers = [f for f in project.files_naming(name, training=training)
-               if not project.is_test(f) and project._resolved(f) != path][:_CALLERS]
+    # a script whose loops are in a helper module (`train_loader, val_loader = get_loaders(...)`, then
+    # `train(epoch, train_loader, model)` imported from `helper/loops.py`) has no loop text of its own: the files
+    # that look like training come first, then the others naming the factory
+    named = project.files_naming(name)
+    if training:
+        trains = set(project.files_naming(name, training=True))
+        named = sorted(named, key=lambda f: f not in trains)
+    callers = [f for f in named if not project.is_test(f) and project._resolved(f) != path][:_CALLERS]
     for caller in callers:
         _record(project._resolved(caller))
-        hot = _hot_calls(project, project._resolved(caller))
-        if not hot:
+        other = caller_analysis(project, project._resolved(caller))
+        if other is None:
             continue
-        other = hot[0][0]
-        facts = data_facts(other)
-        if not facts.feeds_an_accelerator():
-            continue
-        asker = _Asker(other)
-        for node in other.index.nodes:
-            if type(node) is not cst.Call:
-                continue
-            func = node.func
-            last = func.attr.value if type(func) is cst.Attribute else (func.value if type(func) is cst.Name else None)
-            if last != name:
-                continue
-            made = facts.factory(node)
-            if made is None or Path(made.path).resolve() != path:
-                continue
-            if would_pin(asker, node):  # type: ignore[arg-type]
-                return other.path, _line_of(other, node), f"{other.code(node.func)}(...)"
+        found = _call_site(other, name, path, contained)
+        if found is not None:
+            return found
     return None
+
+
+def _call_site(other, name: str, path: Path, contained: bool = False) -> Optional[tuple[Path, int, str]]:
+    """The first call of `name` in the module `other` that builds the loader of the factory module `path` and
+    gets GPU201's call-site finding there (`would_pin`). `contained`: the factory hands its loaders on in a
+    generator or a dict (`_in_container`): a call of that function of `path` counts, and its batches go to a GPU
+    when the calling module plainly targets CUDA and copies batches to it (`would_pin` of a call no loop of the
+    module iterates)."""
+    from gpulint.analysis.data import would_pin
+    from gpulint.analysis.data_facts import data_facts
+    from gpulint.analysis.forward import _line_of
+
+    facts = data_facts(other)
+    if not facts.feeds_an_accelerator():
+        return None
+    asker = _Asker(other)
+    for node in other.index.nodes:
+        if type(node) is not cst.Call:
+            continue
+        func = node.func
+        last = func.attr.value if type(func) is cst.Attribute else (func.value if type(func) is cst.Name else None)
+        if last != name:
+            continue
+        made = facts.factory(node)
+        if made is None and contained:
+            if not _calls_function(other, node, path) or not facts.clearly_cuda():
+                continue
+        elif made is None or Path(made.path).resolve() != path:
+            continue
+        if would_pin(asker, node):  # type: ignore[arg-type]
+            return other.path, _line_of(other, node), f"{other.code(node.func)}(...)"
+    return None
+
+
+def _calls_function(other, call: cst.Call, path: Path) -> bool:
+    """`call` names a top-level function of the module `path` (as the project resolves the name where it is
+    written)."""
+    from gpulint.analysis.calls import project_calls
+    from gpulint.analysis.project import FunctionSummary
+    from gpulint.analysis.imports import dotted_name
+
+    dotted = dotted_name(call.func)
+    calls = other.fact(project_calls)
+    if dotted is None or calls is None:
+        return False
+    found = calls.project.lookup(calls.path, dotted)
+    return isinstance(found, FunctionSummary) and "." not in found.qualname and Path(found.path).resolve() == path

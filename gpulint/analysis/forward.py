@@ -1119,7 +1119,7 @@ def _hot_calls(project: Project, path: Path) -> list:
     cache = project.caller_analyses
     if path in cache:
         cache.move_to_end(path)
-        return cache[path]
+        return cache[path][1]
     found: list = []
     try:
         text = project.text_of(path)  # an editor's unsaved buffer: its text, as the project's `ast` model has it
@@ -1141,13 +1141,21 @@ def _hot_calls(project: Project, path: Path) -> list:
             continue
         if analysis.execution(node).every_iteration:
             found.append((analysis, node, _partial_target(analysis, node.func)))
-    cache[path] = found
+    cache[path] = (analysis, found)
     project.hot_call_names[path] = frozenset(
         func.attr.value if type(func) is cst.Attribute else func.value
         for _, _, func in found if type(func) in (cst.Attribute, cst.Name))
     while len(cache) > _CALLER_ANALYSES:
         cache.popitem(last=False)
     return found
+
+
+def caller_analysis(project: Project, path: Path):
+    """The `ModuleAnalysis` of a caller file, parsed once with its hot calls (`_hot_calls`), even when none of
+    its calls runs every iteration (a script whose loops are in an imported helper); None if it cannot be read."""
+    _hot_calls(project, path)
+    kept = project.caller_analyses.get(path)
+    return kept[0] if kept is not None else None
 
 
 def _python_accepted(project: Project, path: Path, text: str) -> bool:

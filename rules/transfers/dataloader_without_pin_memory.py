@@ -19,7 +19,7 @@ from gpulint.analysis.pyg_loaders import PYG_LOADERS
 from gpulint.analysis.project import display_path
 from gpulint.diagnostics import Related
 from gpulint.syntax import argument, parse_expression
-from gpulint.analysis.data import _dataset, _true, flag_off, would_pin
+from gpulint.analysis.data import _dataset, _true, flag_off, pin_memory_of, would_pin
 
 
 # Where a call's result is kept or handed on (assigned, returned, passed, put in a container, iterated): only
@@ -182,8 +182,10 @@ class DataLoaderWithoutPinMemory(Rule):
     def _at_factory(self, node: cst.Call) -> None:
         """A `DataLoader(...)` returned by a function of this module whose call in a project script gets the
         call-site finding (analysis/factory_loaders.py): reported here too, where the fix goes."""
-        if self.analysis.qualified(node.func) in PYG_LOADERS or has_star_args(node):
+        if self.analysis.qualified(node.func) in PYG_LOADERS:
             return
+        if has_star_args(node) and pin_memory_of(self, node) is not None:
+            return  # `**options` that may carry `pin_memory` (their keys are read where they can be)
         written = keyword(node, "pin_memory")
         if written is not None and not is_false(written.value):
             return  # a value this module does not decide (a parameter, a flag): judged at each call
@@ -195,7 +197,8 @@ class DataLoaderWithoutPinMemory(Rule):
         caller, line, call = found
         related = (Related(display_path(caller), line, f"`{call}` takes it to a GPU loop"),)
         # a loader class's own DataLoader (analysis/loader_classes.py): its instances hand on the batches
-        handed = "wrapped by" if wrapping_class(self.analysis, node) is not None else "returned to"
+        handed = "wrapped by" if wrapping_class(self.analysis, node) is not None else \
+            "yielded by" if type(self.analysis.parent(node)) is cst.Yield else "returned to"
         if written is not None:
             fix = self.fix("Set `pin_memory=True`", {written.value: lambda _: _true()}, safe=False)
             self.report(node, f"`DataLoader` with `pin_memory=False`, {handed} `{call}`, feeds a GPU every step: "
