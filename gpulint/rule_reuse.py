@@ -94,6 +94,7 @@ def _raw_text_facts() -> list[Callable[[str], object]]:
     """Every fact a rule or the analysis reads from the raw text (comments included), as a function of it."""
     from gpulint.analysis import GPU_HINT
     from gpulint.analysis.precision import _MIXED
+    from gpulint.analysis.tensor_uses import _HINT_BUT_TO
     from gpulint.analysis.training import _FREEZES, _REDUCED_PRECISION
     from gpulint.rule import all_rules
 
@@ -101,7 +102,8 @@ def _raw_text_facts() -> list[Callable[[str], object]]:
     ddp = sys.modules[rules["GPU415"].__module__]  # ddp-accumulation-without-no-sync
     compiled = sys.modules[rules["GPU501"].__module__]  # model-not-compiled
     cudnn = sys.modules[rules["GPU413"].__module__]  # cudnn-benchmark-unset
-    patterns = (GPU_HINT, _MIXED, _REDUCED_PRECISION, _FREEZES, ddp._HANDLED, compiled._COMPILES, cudnn._ONE_SHAPE)
+    patterns = (GPU_HINT, _MIXED, _REDUCED_PRECISION, _FREEZES, ddp._HANDLED, compiled._COMPILES, cudnn._ONE_SHAPE,
+                _HINT_BUT_TO)  # tensor_uses: a GPU named other than by `.to(`
     words = ("cuda", "DistributedDataParallel", "capture_scalar_outputs", "channels_last",
              "ToDevice", "PrefetchLoader",  # these two: analysis/pyg_loaders.py
              "isinstance(",  # analysis/isinstance_narrowing.py's shortcut

@@ -280,6 +280,7 @@ def test_every_reader_of_the_raw_text_is_in_the_text_signature():
         "gpulint/analysis/precision.py",  # _MIXED
         "gpulint/analysis/pyg_loaders.py",  # "ToDevice", "PrefetchLoader"
         "gpulint/analysis/training.py",  # _REDUCED_PRECISION, _FREEZES
+        "gpulint/analysis/tensor_uses.py",  # _HINT_BUT_TO (a GPU named other than by `.to(`)
         "rules/throughput/cudnn_benchmark_unset.py",  # _ONE_SHAPE
         "rules/throughput/graph_break_in_compiled.py",  # "capture_scalar_outputs"
         "rules/throughput/conv_net_without_channels_last.py",  # "channels_last" (and visit_Module: always run)
