@@ -270,6 +270,8 @@ class ClassSummary:
     # computed on first use (`_buffers`, `_moved_attributes`)
     buffers: Optional[frozenset] = field(default=None, repr=False, compare=False)
     moved: Optional[frozenset] = field(default=None, repr=False, compare=False)
+    # attribute -> the values its methods assign to `self.<attribute>` (`_self_stores`), on first use
+    self_stores: Optional[dict] = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -352,8 +354,10 @@ class ImportResolver:
                 folder = Path(os.path.normpath(base / rel))
                 if folder not in found and (folder == self.root or self.root in folder.parents) and folder.is_dir():
                     found.append(folder)
+        previous = self.extra.get(importer)
         self.extra[importer] = tuple(found)
-        self._by_importer.clear()
+        if found or previous:
+            self._by_importer.clear()
 
     def resolve(self, module: str, importer: Path, level: int = 0) -> Optional[Path]:
         direct = (module, importer, level)
@@ -650,8 +654,8 @@ class Project:
                     entries = (*entries, *(e for e in launcher.sys_path if e[0] == "file"))
         finally:
             self._launching.discard(path)
-        if entries:
-            self.resolver.add_paths(path, entries)
+        # noted even when there are none, so that the launcher search runs once per module, not per look-up
+        self.resolver.add_paths(path, entries)
         return info
 
     @staticmethod
@@ -2340,10 +2344,8 @@ class _Summarizer:
         function (`self.neg_loss = _neg_loss` in `__init__`: that function, called unbound) or builds a project
         class (`self.crit = FocalLoss()`: its `__call__`, or an `nn.Module`'s `forward`)."""
         assert self.cls is not None
-        values = [node.value for fn in self.cls.methods.values() for node in ast_walk.walk(fn)
-                  if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and any(
-                      isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) and
-                      t.value.id == "self" for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))]
+        values = [node.value for node in _self_stores(self.cls).get(attr, ())
+                  if not isinstance(node, ast.AugAssign) and node.value is not None]
         value = values[0] if len(values) == 1 else None
         built = isinstance(value, ast.Call)
         dotted = _dotted(value.func if built else value) if value is not None else None  # type: ignore[union-attr]
@@ -2484,6 +2486,26 @@ def _iterates_parameters(iterable: ast.expr) -> bool:
 
 # `torch.nn.Module` and library base classes that are modules (calling an instance of a subclass runs its
 # `forward`): PyTorch Geometric's message-passing layers.
+def _self_stores(cls: ClassSummary) -> dict:
+    """Attribute -> the assignments (`Assign`, `AnnAssign`, `AugAssign` nodes) of `self.<attribute>` in `cls`'s
+    methods, in walk order (methods in order, each walked as `ast_walk.walk` does), from one walk of the class
+    kept on the summary: `_stored_function` and `_moved_attributes` read it (each walked the class before)."""
+    if cls.self_stores is None:
+        stores: dict = {}
+        for fn in cls.methods.values():
+            for node in ast_walk.walk(fn):
+                if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                    continue
+                seen: set = set()
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self" \
+                            and t.attr not in seen:
+                        seen.add(t.attr)
+                        stores.setdefault(t.attr, []).append(node)
+        cls.self_stores = stores
+    return cls.self_stores
+
+
 _LIBRARY_MODULES = frozenset({
     "torch.nn.Module", "torch.nn.modules.module.Module", "torch_geometric.nn.MessagePassing",
     "torch_geometric.nn.conv.MessagePassing", "torch_geometric.nn.conv.message_passing.MessagePassing"})
@@ -2636,19 +2658,13 @@ def _moved_attributes(cls: ClassSummary) -> frozenset:
         return cls.moved
     moved: set = set()
     other: set = set()
-    for method in cls.methods.values():
-        for node in ast_walk.walk(method):
-            if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                continue
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
-                        target.value.id == "self":
-                    value = node.value
-                    copies = isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and (
-                        value.func.attr == "cuda" or value.func.attr == "to" and bool(value.args) and
-                        not _is_cpu(value.args[0]) and not _is_dtype(value.args[0]))
-                    (moved if copies and not isinstance(node, ast.AugAssign) else other).add(target.attr)
+    for attr, nodes in _self_stores(cls).items():
+        for node in nodes:
+            value = node.value
+            copies = isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and (
+                value.func.attr == "cuda" or value.func.attr == "to" and bool(value.args) and
+                not _is_cpu(value.args[0]) and not _is_dtype(value.args[0]))
+            (moved if copies and not isinstance(node, ast.AugAssign) else other).add(attr)
     cls.moved = frozenset(moved - other)
     return cls.moved
 

@@ -46,12 +46,25 @@ def _script_names(analysis) -> Optional[tuple[set, bool]]:
 
     project, path = analysis.fact(_project_of)
     info = project.module(path)  # the project model's parse of the file (shared with its other facts)
-    tree = info.tree if info is not None else None
-    if tree is None:
+    if info is None:
         return None
-    script = any(isinstance(s, ast.If) and _main_guard(s.test) for s in tree.body)
+    streamed = getattr(info, "statements", None)  # a big module: no whole tree (lazy_module.py)
+    if streamed is None and info.tree is None:
+        return None
+    script = False
     read: set = set()
-    for node in ast.walk(tree):
+    for stmt in (streamed() if streamed is not None else info.tree.body):
+        script = script or isinstance(stmt, ast.If) and _main_guard(stmt.test)
+        read.update(_names_read(stmt))
+    return read - {_EXPOSED}, script and _EXPOSED not in read
+
+
+_EXPOSED = object()  # marks, among the names read, a call exposing every function (`_EXPOSES_ALL`)
+
+
+def _names_read(stmt: ast.stmt) -> set:
+    read: set = set()
+    for node in ast.walk(stmt):
         if isinstance(node, ast.Name):
             read.add(node.id)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -60,8 +73,8 @@ def _script_names(analysis) -> Optional[tuple[set, bool]]:
             func = node.func
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
             if name in _EXPOSES_ALL:
-                script = False
-    return read, script
+                read.add(_EXPOSED)
+    return read
 
 
 def _main_guard(test: ast.expr) -> bool:
