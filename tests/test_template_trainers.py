@@ -115,3 +115,15 @@ class Net(BaseModel):''').replace("        self.linear = nn.Linear(4, 1)\n",
                                   "        self.linear = nn.Linear(4, 1)\n        self.gate = Gate()\n").replace(
         "        return self.linear(keys)", "        return self.linear(self.gate(keys))")
     assert ("models/net.py", 7, "GPU111") in _findings(tmp_path, net=net)
+
+
+def test_a_loop_without_backward_does_not_make_every_subclass_forward_per_step(tmp_path: Path):
+    """A base class's generation or prediction loop (a library mixin's `greedy_search` calling `self(...)` per
+    token) is not a training step: the subclasses' `forward` bodies, with their training-only branches, are not
+    made per-step by it."""
+    root = write_project(tmp_path, {
+        "models/__init__.py": "", "models/layers.py": LAYERS, "run.py": RUN,
+        "models/base.py": BASE.replace("                loss.backward()\n", "")
+                              .replace("CALL", "self(xb)"),
+        "models/net.py": NET})
+    assert MASK not in found(check(root, "--no-cache", "."))

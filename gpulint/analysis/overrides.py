@@ -84,7 +84,7 @@ def _find_template_site(project: Project, path: Path, owner: str):
         return None
     overridden = set(cls.methods)  # a loop method the class (or a nearer base) defines again is not inherited
     for found in project_bases(project, cls):
-        site = _self_call_every_step(project, found, "forward", owner, overridden)
+        site = _self_call_every_step(project, found, "forward", owner, overridden, training=True)
         if site is not None:
             return site
         overridden |= set(found.methods)
@@ -92,10 +92,12 @@ def _find_template_site(project: Project, path: Path, owner: str):
 
 
 def _self_call_every_step(project: Project, base: ClassSummary, member: str, owner: str,
-                          overridden: frozenset = frozenset()):
+                          overridden: frozenset = frozenset(), training: bool = False):
     """`self.member(...)` in a method of `base`, run every iteration of a hot loop of `base`'s module (for
     `forward`, also the model called as itself: `self(x)`, `model(x)` with `model = self.train()`), in a method
-    not in `overridden`."""
+    not in `overridden`; with `training`, only in a method that calls `backward` (a base class's `fit` loop; a
+    generation or prediction loop of a library mixin, `GenerationMixin.greedy_search`'s `self(...)`, would make
+    every subclass's `forward` per-step, with its training-only branches)."""
     from gpulint.analysis.forward import CallSite, _hot_call_names, _hot_calls, _hot_file, _line_of
 
     info = project.module(base.path)
@@ -113,9 +115,18 @@ def _self_call_every_step(project: Project, base: ClassSummary, member: str, own
             continue
         if _enclosing_class(analysis, node) != base.name or _enclosing_method(analysis, node) in overridden:
             continue
+        if training and not _calls_backward(analysis, node):
+            continue
         return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)",
                         f"{owner}.{member}")
     return None
+
+
+def _calls_backward(analysis, node: cst.CSTNode) -> bool:
+    """The function enclosing `node` calls `<something>.backward(...)`."""
+    fn = next((a for a in analysis.index.ancestors(node) if type(a) is cst.FunctionDef), None)
+    return fn is not None and any(type(n) is cst.Call and type(n.func) is cst.Attribute and
+                                  n.func.attr.value == "backward" for n in descendants(fn))
 
 
 def _holds_self(analysis, node: cst.CSTNode, name: cst.Name) -> bool:
