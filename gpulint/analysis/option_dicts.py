@@ -17,6 +17,8 @@ that no `pin_memory` is passed). The values are not followed: a key's value is u
 from __future__ import annotations
 
 import ast
+
+from gpulint import ast_walk
 from typing import Optional
 
 import libcst as cst
@@ -31,20 +33,9 @@ def _literal(node: ast.AST) -> Optional[frozenset]:
     return None
 
 
-def _own_nodes(fn: ast.AST):
-    """The nodes of `fn`'s body, nested functions, classes and lambdas left out."""
-    stack = list(ast.iter_child_nodes(fn))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        yield node
-        stack.extend(ast.iter_child_nodes(node))
-
-
 def returned_keys(fn: ast.FunctionDef) -> Optional[frozenset]:
     """The keys of the dicts `fn` returns (see the module docstring), else None."""
-    nodes = list(_own_nodes(fn))
+    nodes = list(ast_walk.scope_nodes(fn))
     returns = [n for n in nodes if isinstance(n, ast.Return)]
     if not returns or any(r.value is None for r in returns) or \
             any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in nodes):
