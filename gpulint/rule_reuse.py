@@ -130,7 +130,7 @@ def run(run) -> None:
     from gpulint.analysis.project import project_for, recording
 
     analysis = run.analysis
-    source, module, index = analysis.source, analysis.module, analysis.index
+    source, index = analysis.source, analysis.index
     semantic = semantics(source) if source is not None else None
     key = (run.codes, run.report_periodic, text_signature(source) if source is not None else None)
     name = str(analysis.path)

@@ -19,7 +19,7 @@ from gpulint.analysis.tree import Binding, Scope, SyntaxIndex
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.tree import child_nodes as _child_nodes
 from gpulint.analysis.unmoved import read_before_its_move, torch_layer, unmoved_loader_element
-from gpulint.syntax import code_of, target_names
+from gpulint.syntax import code_of, positional_names, target_names
 
 
 # Calls that iterate what they are given (their first argument's elements, numbered or zipped).
@@ -1097,7 +1097,7 @@ class KindInference:
             return False
         if self.of(source) is Kind.LOADER:
             return True
-        params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        params = positional_names(fn)
         if type(source) is not cst.Name or source.value not in params:
             return False
         position = params.index(source.value)

@@ -23,7 +23,7 @@ from gpulint.analysis.unset_options import first_step_only
 from gpulint.analysis.runs_model import _DATA_WORDS
 from gpulint.analysis.tree import SyntaxIndex, child_nodes, descendants
 from gpulint.syntax import NOT_CONSTANT as _NOT_CONSTANT, code_of as _code, literal_value as _constant_value, \
-    target_names as _target_names
+    positional_names, target_names as _target_names
 
 Loop = Union[cst.For, cst.While]
 
@@ -976,7 +976,7 @@ class LoopAnalysis:
         located = self.index.parameter_of(name)
         if located is None or located[0] is not fn:
             return False
-        positional = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        positional = positional_names(fn)
         param = located[1]
         default = _constant_value(param.default) if param.default is not None else _NOT_CONSTANT
         calls = [c for c in of_types(self.index, cst.Call)

@@ -67,7 +67,7 @@ class _Scope:
         for stmt in info.tree.body:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
                 self.module_assigns.setdefault(stmt.targets[0].id, []).append(stmt.value)
-        for node in (ast_walk.walk(fn) if fn is not None else _module_level(info.tree)):
+        for node in (ast_walk.walk(fn) if fn is not None else ast_walk.scope_nodes(info.tree)):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 self.assigns.setdefault(node.targets[0].id, []).append(node.value)
             elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
@@ -75,17 +75,6 @@ class _Scope:
 
     def values(self, name: str) -> list[ast.expr]:
         return self.assigns.get(name) or ([] if name in self.loops else self.module_assigns.get(name, []))
-
-
-def _module_level(tree: ast.Module):
-    """The nodes of a module outside its functions and classes (`if __name__ == "__main__":` blocks included)."""
-    stack = list(tree.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        yield node
-        stack.extend(ast.iter_child_nodes(node))
 
 
 # -- modules ------------------------------------------------------------------------------------------------------

@@ -113,7 +113,8 @@ def _self_call_every_step(project: Project, base: ClassSummary, member: str, own
             pass
         elif not (itself and type(func) is cst.Name and _holds_self(analysis, node, func)):
             continue
-        if _enclosing_class(analysis, node) != base.name or _enclosing_method(analysis, node) in overridden:
+        if _outermost_name(analysis, node, cst.ClassDef) != base.name or \
+                _outermost_name(analysis, node, cst.FunctionDef) in overridden:
             continue
         if training and not _calls_backward(analysis, node):
             continue
@@ -181,19 +182,8 @@ def _bound_names(stmt: cst.CSTNode) -> set:
     return {n.value for t in targets for n in descendants(t) if type(n) is cst.Name}
 
 
-def _enclosing_method(analysis, node: cst.CSTNode) -> Optional[str]:
-    """The name of the outermost function holding `node` (a method of its top-level class)."""
-    found = None
-    for parent in analysis.index.ancestors(node):
-        if type(parent) is cst.FunctionDef:
-            found = parent.name.value
-    return found
-
-
-def _enclosing_class(analysis, node: cst.CSTNode) -> Optional[str]:
-    """The name of the top-level class whose method holds `node` (through nested functions), else None."""
-    found = None
-    for parent in analysis.index.ancestors(node):
-        if type(parent) is cst.ClassDef:
-            found = parent.name.value
-    return found
+def _outermost_name(analysis, node: cst.CSTNode, node_type: type) -> Optional[str]:
+    """The name of the outermost class (or function) holding `node`: the top-level class whose method holds it,
+    or that method."""
+    found = analysis.index.outermost(node, node_type)
+    return found.name.value if found is not None else None

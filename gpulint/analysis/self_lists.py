@@ -18,6 +18,7 @@ import libcst as cst
 from gpulint.analysis.kinds import Kind
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.tree import descendants
+from gpulint.syntax import positional_names
 
 
 def host_list_attribute(analysis, node: cst.Attribute, depth: int = 0) -> bool:
@@ -92,11 +93,11 @@ def _attribute_uses(analysis, cls: cst.ClassDef) -> dict[str, list[tuple[str, cs
 
 
 def _init_param(init: cst.FunctionDef, name: str) -> bool:
-    return any(p.name.value == name for p in (*init.params.posonly_params, *init.params.params))
+    return name in positional_names(init)
 
 
 def _constructions_pass_lists(analysis, cls: cst.ClassDef, init: cst.FunctionDef, name: str, depth: int) -> bool:
-    params = [p.name.value for p in (*init.params.posonly_params, *init.params.params)][1:]
+    params = positional_names(init)[1:]
     position = params.index(name)
     found = False
     for call in of_types(analysis.index, cst.Call):

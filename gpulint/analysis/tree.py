@@ -350,6 +350,15 @@ class SyntaxIndex(cst.CSTVisitor):
                 return parent
         return None
 
+    def outermost(self, node: cst.CSTNode, node_type: type) -> Optional[cst.CSTNode]:
+        """The outermost ancestor of `node` of exactly `node_type` (e.g. the top-level class or the method of it
+        that holds `node` through nested functions), else None."""
+        found = None
+        for parent in self.ancestors(node):
+            if type(parent) is node_type:
+                found = parent
+        return found
+
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         up = self.up
         current = up.get(id(node))

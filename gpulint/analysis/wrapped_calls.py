@@ -17,6 +17,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.analysis.node_types import of_types
+from gpulint.syntax import positional_names
 
 
 def wrapper_call_site(analysis, cls: cst.ClassDef):
@@ -58,7 +59,7 @@ def _builds(analysis, value: cst.BaseExpression, name: str) -> bool:
     fn = analysis.loops.local_function(value)
     if fn is None:
         return False
-    params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params)}
+    params = set(positional_names(fn))
     built = False
     for node in of_types(analysis.index, cst.Return):
         if analysis.index.enclosing_function(node) is not fn or node.value is None:

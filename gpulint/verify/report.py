@@ -175,7 +175,7 @@ def _device(rank: dict) -> str:
 def _rank_table(r: RankComparison, v: Verdict) -> list[str]:
     a, b = r.original, r.fixed
     unit = {"optimizer": "optimizer steps", "loader": "DataLoader batches"}.get(a.unit, "steps")
-    limit = f" (stopped at --max-steps)" if v.options.max_steps and a.steps >= v.options.max_steps else ""
+    limit = " (stopped at --max-steps)" if v.options.max_steps and a.steps >= v.options.max_steps else ""
     steps = f"{a.steps} {unit}" + (f" (fixed: {b.steps})" if b.steps != a.steps else "")
     rounds = f"; syncs, reads and outputs from round 1 of {len(v.rounds)} (deterministic kernels), step times from " \
         f"rounds 2-{len(v.rounds)} (the programs' own settings)" if len(v.rounds) > 1 else ""

@@ -144,12 +144,10 @@ class NanCheckInLoop(GpuRule):
         changes = {node: accumulate}
         init = parse_statement(f"{flag} = False\n")
         if host is not None:
-            first = host.body.body[0]
             changes[host] = lambda updated: updated.with_changes(
                 body=updated.body.with_changes(body=[reaction, *updated.body.body]))
             changes[loop] = lambda updated: cst.FlattenSentinel(_before(init, updated))
             where_text = "at the periodic check"
-            del first
         else:
             changes[loop] = lambda updated: cst.FlattenSentinel([*_before(init, updated), reaction])
             where_text = "after the loop"
