@@ -662,6 +662,9 @@ class HostTensorMovedEachStep(Rule):
                 receiver.func.attr.value in _FILLS_IN_PLACE and self.analysis.is_tensor(receiver.func.value):
             receiver = receiver.func.value  # `torch.zeros(1, n).fill_(stride)`: filled on the host
         factory, _ = self._factory(receiver)
+        if factory is None:  # `(torch.ones(n, n) / n).type_as(x)`: host arithmetic over factories, then the cast
+            computed = _HostMath(self.analysis).factories(receiver)
+            factory = computed.factories[0] if computed is not None else None
         if factory is None or keyword(factory, "device") is not None:
             return False
         name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
@@ -941,6 +944,8 @@ _LEGACY_CONSTRUCTORS = frozenset(f"torch.{t}" for t in (
 _CUDA_LEGACY_CONSTRUCTORS = frozenset(f"torch.cuda.{t}" for t in (
     "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor",
     "CharTensor", "ByteTensor", "BoolTensor"))
+# torch functions that join tensors (on the device of their inputs).
+_JOINS = frozenset(("cat", "concat", "concatenate", "stack", "hstack", "vstack"))
 # torch functions and tensor methods that compute elementwise (or along one axis) on the device of their inputs.
 _ELEMENTWISE = frozenset(("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "sinh",
                           "cosh", "tanh", "sigmoid", "sqrt", "rsqrt", "pow", "abs", "neg", "reciprocal", "floor",
@@ -976,6 +981,8 @@ class _HostMath:
                 return True
             if name in _ELEMENTWISE:
                 return self._operands([a.value for a in expr.args if a.keyword is None], found)
+            if name in _JOINS:
+                return self._joined(expr, found)
             if type(expr.func) is cst.Attribute and (expr.func.attr.value in _ELEMENTWISE or
                                                         expr.func.attr.value in _SAME_ON_DEVICE):
                 return self._tensor(expr.func.value, found) and all(
@@ -985,6 +992,21 @@ class _HostMath:
             return self._operands([expr.left, expr.right], found)
         if type(expr) is cst.UnaryOperation and type(expr.operator) in (cst.Minus, cst.Plus):
             return self._tensor(expr.expression, found)
+        return False
+
+    def _joined(self, call: cst.Call, found: _Found) -> bool:
+        """`torch.cat([torch.ones(b), torch.zeros(2 * b)])`, `torch.stack((a, b))`, `torch.cat([torch.arange(n) for
+        _ in range(k)])`: every joined tensor is itself host arithmetic over factories (a list or tuple literal, or a
+        comprehension's element), so the join runs on the host too."""
+        if has_star_args(call):
+            return False
+        given = argument(call, "tensors", 0)
+        data = given.value if given is not None else None
+        if type(data) in (cst.List, cst.Tuple):
+            elements = data.elements  # type: ignore[union-attr]
+            return bool(elements) and all(type(e) is cst.Element and self._tensor(e.value, found) for e in elements)
+        if type(data) in (cst.ListComp, cst.GeneratorExp):
+            return self._tensor(data.elt, found)  # type: ignore[union-attr]
         return False
 
     def _operands(self, operands: list, found: _Found) -> bool:

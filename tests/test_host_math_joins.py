@@ -1,0 +1,79 @@
+"""GPU203: host tensors joined or computed before a copy (branch recall45; heldout6's BLIP `itm_labels`, heldout11's
+Informer attention weights).
+
+`torch.cat([torch.ones(bs), torch.zeros(2 * bs)]).to(x.device)` in a model's `forward` builds both parts on the
+host, joins them there and copies the result every step; `(torch.ones(n, n) / n).type_as(x)` computes on the host
+and the cast copies it. Created on the device (`device=`), nothing crosses. Joins of tensors that are not all host
+factories (a batch, a device tensor), factories that already name a device, code run once (`__init__`) and a
+CPU-only program stay quiet.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from projects import check, write_project
+
+PROGRAM = '''
+import torch
+from torch.utils.data import DataLoader
+
+
+class Head(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 3)
+        self.init_labels = INIT
+
+    def forward(self, x):
+        bs = x.shape[0]
+        labels = EXPR
+        return torch.nn.functional.cross_entropy(self.fc(x), labels[:bs])
+
+
+model = Head().DEVICE
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(torch.randn(64, 8), batch_size=8, pin_memory=True)
+for x in loader:
+    x = x.DEVICE
+    model(x).backward()
+    opt.step()
+'''
+
+
+def lint(root: Path, expr: str, init: str = "None", device: str = "cuda()") -> dict:
+    text = PROGRAM.replace("EXPR", expr).replace("INIT", init).replace("DEVICE", device)
+    if device == "cpu()":  # a CPU-only program pins nothing
+        text = text.replace(", pin_memory=True", "")
+    items = check(write_project(root, {"train.py": text}), "--no-cache", "--exit-zero", "--select", "GPU203")
+    return {d["location"]["row"]: d["message"] for d in items}
+
+
+def test_a_join_of_host_factories_copied_every_step(tmp_path: Path):
+    for expr in ("torch.cat([torch.ones(bs, dtype=torch.long), torch.zeros(2 * bs, dtype=torch.long)], dim=0)"
+                 ".to(x.device)",
+                 "torch.stack((torch.zeros(bs), torch.ones(bs))).long().cuda()",
+                 "torch.cat([torch.arange(bs) for _ in range(2)]).to(x.device)"):
+        got = lint(tmp_path, expr)
+        assert 14 in got and "runs on the host" in got[14], expr
+
+
+def test_host_arithmetic_cast_to_a_device_tensor_every_step(tmp_path: Path):
+    got = lint(tmp_path, "(torch.ones(bs, 3) / 3).type_as(x).argmax(1)")
+    assert 14 in got and "`.type_as(...)` copies it" in got[14]
+
+
+def test_joins_that_are_not_all_host_factories_stay_quiet(tmp_path: Path):
+    for expr in ("torch.cat([x[:, 0].long(), torch.zeros(bs, dtype=torch.long)]).to(x.device)",
+                 "torch.cat([torch.ones(bs, device=x.device), torch.zeros(bs, device=x.device)]).long().to(x.device)",
+                 "(torch.ones(bs, 3, device=x.device) / 3).type_as(x).argmax(1)",
+                 "(x.new_ones(bs, 3) / 3).type_as(x).argmax(1)"):
+        got = lint(tmp_path, expr)
+        assert 14 not in got, (expr, got)
+
+
+def test_built_once_or_on_the_cpu_stays_quiet(tmp_path: Path):
+    join = "torch.cat([torch.ones(4, dtype=torch.long), torch.zeros(4, dtype=torch.long)]).to('cuda')"
+    assert not lint(tmp_path, "self.init_labels.to(x.device)", init=join)
+    assert not lint(tmp_path, "torch.cat([torch.ones(bs), torch.zeros(bs)]).long().to(torch.device('cpu'))",
+                    device="cpu()")
