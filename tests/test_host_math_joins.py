@@ -77,3 +77,64 @@ def test_built_once_or_on_the_cpu_stays_quiet(tmp_path: Path):
     assert not lint(tmp_path, "self.init_labels.to(x.device)", init=join)
     assert not lint(tmp_path, "torch.cat([torch.ones(bs), torch.zeros(bs)]).long().to(torch.device('cpu'))",
                     device="cpu()")
+
+
+SINUSOID = '''
+import math
+import torch
+from torch.utils.data import DataLoader
+
+
+def sin_embedding(n, d, device, rows=None):
+    pe = torch.zeros(n, d)
+    pos = torch.arange(0.0, n).unsqueeze(1)
+    div = torch.exp(torch.arange(0.0, d, 2) * -(math.log(10000.0) / d))
+    pe[:, 0::2] = FILL
+    pe[:, 1::2] = torch.cos(pos * div).transpose(0, 1).t()
+    return pe[None, :].to(device)
+
+
+device = torch.device("cuda")
+model = torch.nn.Linear(8, 2).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(torch.randn(64, 4, 8), batch_size=8, pin_memory=True)
+WHERE
+for x in loader:
+    x = x.to(device, non_blocking=True)
+    model(x + EMB).sum().backward()
+    opt.step()
+'''
+
+
+def lint_sinusoid(root: Path, fill: str = "torch.sin(pos * div)", where: str = "",
+                  emb: str = "sin_embedding(4, 8, x.device)") -> dict:
+    text = SINUSOID.replace("FILL", fill).replace("WHERE", where).replace("EMB", emb)
+    items = check(write_project(root, {"train.py": text}), "--no-cache", "--exit-zero", "--select", "GPU203")
+    return {d["location"]["row"]: (d["message"], d.get("fix")) for d in items}
+
+
+def test_a_table_filled_on_the_host_then_copied_every_step(tmp_path: Path):
+    # a sinusoid table rebuilt in every step: zeros filled with host arithmetic, then viewed and copied whole
+    got = lint_sinusoid(tmp_path)
+    assert 13 in got and "`pe` is built on the host by `torch.zeros` each step" in got[13][0]
+    assert got[13][1] is None  # the writes would still be computed on the host: no one-place fix
+    assert 13 in lint_sinusoid(tmp_path, fill="0.5")
+
+
+def test_host_arithmetic_through_names_then_copied(tmp_path: Path):
+    emb = "torch.exp(pos * div).to(x.device)"
+    got = lint_sinusoid(tmp_path, emb="helper(x)", where='''
+def helper(x):
+    pos = torch.arange(0.0, 4).unsqueeze(1)
+    div = torch.arange(0.0, 8) / 8
+    return EXPR
+'''.replace("EXPR", emb))
+    assert 24 in got and "the arithmetic on it runs on the host" in got[24][0] and got[24][1] is None, got
+
+
+def test_data_written_into_the_table_or_built_once_stays_quiet(tmp_path: Path):
+    # data (a host batch, values of a list) written in: a host buffer the data needs, GPU410's question
+    assert 13 not in lint_sinusoid(tmp_path, fill="rows")
+    assert 13 not in lint_sinusoid(tmp_path, fill="torch.tensor(rows)")
+    # built once before the loop
+    assert not lint_sinusoid(tmp_path, where="emb = sin_embedding(4, 8, device)\n", emb="emb")

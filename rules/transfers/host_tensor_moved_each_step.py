@@ -812,8 +812,9 @@ class HostTensorMovedEachStep(Rule):
         every forward); True when reported. Fixed (unsafe: the device's `exp`/`sin` may differ in the last bits)
         by building each factory on the device, where every other operand is a Python number."""
         base = strip_same_on_device(self, copy.func.value)  # type: ignore[union-attr]
-        found = _HostMath(self.analysis).factories(base)
-        if not found or (len(found.factories) == 1 and base is found.factories[0]):
+        found = _HostMath(self.analysis, names=True).factories(base)
+        if not found or (len(found.factories) == 1 and base is found.factories[0]) or \
+                type(base) is cst.Name:  # a name bound to host arithmetic and copied: `_moved_later`'s shape
             return False
         where = self.where(copy)
         if where is None:
@@ -821,7 +822,7 @@ class HostTensorMovedEachStep(Rule):
         first = self.analysis.qualified(found.factories[0].func).split(".")[1]  # type: ignore[union-attr]
         device = copy_device(copy)
         fix = None
-        if found.numbers_only and device is not None and not any(
+        if found.numbers_only and not found.through_names and device is not None and not any(
                 has_star_args(f) or any(keyword(f, k) for k in _UNFIXABLE) for f in found.factories):
             built = copy.func.value  # type: ignore[union-attr]
             for f in found.factories:
@@ -864,6 +865,8 @@ class HostTensorMovedEachStep(Rule):
         base = strip_same_on_device(self, copy.func.value)  # type: ignore[union-attr]
         if type(base) is cst.Name:
             self._moved_later(copy, base)
+        elif type(base) is cst.Subscript and type(base.value) is cst.Name and _view(base):
+            self._moved_later(copy, base.value)  # `pe[None, :].to(device)`: the whole tensor, viewed
         elif type(base) is cst.Subscript and type(base.value) is cst.Name and len(base.slice) == 1 and \
                 isinstance(base.slice[0].slice, cst.Index) and isinstance(base.slice[0].slice.value, cst.Name):
             self._table_rows(copy, base, base.slice[0].slice.value)
@@ -884,9 +887,15 @@ class HostTensorMovedEachStep(Rule):
         if self._of_host_values(factory):
             self.report(copy, self.from_values.format(factory=factory_name), where=where)
             return
-        conditional = uses.cpu_path or any(under_cuda_test(self, c) for c in copies) or factory_name == "from_numpy"
+        conditional = uses.cpu_path or any(under_cuda_test(self, c) for c in copies) or \
+            factory_name == "from_numpy" or uses.writes  # (values written on the host would still be copied)
         self.report(copy, self.later.format(factory=factory_name, name=name.value), where=where,
                     fix=None if conditional else self._fix_later(binding, factory, factory_name, copies, tables))
+
+    def _constant_fill(self, value: cst.BaseExpression) -> bool:
+        """A value written into a tensor built this step that is a constant: numbers, or host arithmetic over
+        torch factories (`pe[0::2] = torch.sin(pos * div)`); data written there makes it a host buffer instead."""
+        return _HostMath(self.analysis, names=True).constant_fill(value)
 
     def _fix_later(self, binding, factory: cst.Call, name: str, copies: list, tables: list):
         device = copy_device(copies[0])
@@ -956,14 +965,17 @@ class _Found:
     def __init__(self) -> None:
         self.factories: list = []
         self.numbers_only = True  # every operand that is not a factory's result is a Python number
+        self.through_names = False  # some factory was reached through a name bound earlier (no one-place fix)
 
 
 class _HostMath:
     """The torch factories (without `device=`) an expression computes from on the host, with Python numbers as
     the only other operands (or unknown names, which then rule out a fix); None for anything else."""
 
-    def __init__(self, analysis) -> None:
+    def __init__(self, analysis, names: bool = False) -> None:
         self.analysis = analysis
+        self.names = names  # follow a name bound once, in the same function, to host arithmetic
+        self.depth = 0
 
     def factories(self, expr: cst.BaseExpression) -> Optional[_Found]:
         found = _Found()
@@ -971,6 +983,8 @@ class _HostMath:
 
     def _tensor(self, expr, found: _Found) -> bool:
         """`expr` is a host tensor computed from factories."""
+        if type(expr) is cst.Name and self.names:
+            return self._bound(expr, found)
         if type(expr) is cst.Call:
             q = self.analysis.qualified(expr.func)
             name = q.split(".")[1] if q is not None and q.startswith("torch.") and q.count(".") == 1 else None
@@ -984,7 +998,7 @@ class _HostMath:
             if name in _JOINS:
                 return self._joined(expr, found)
             if type(expr.func) is cst.Attribute and (expr.func.attr.value in _ELEMENTWISE or
-                                                        expr.func.attr.value in _SAME_ON_DEVICE):
+                                                        expr.func.attr.value in _SAME_DEVICE_METHODS):
                 return self._tensor(expr.func.value, found) and all(
                     self._number(a.value, found) for a in expr.args if a.keyword is None)
             return False
@@ -993,6 +1007,36 @@ class _HostMath:
         if type(expr) is cst.UnaryOperation and type(expr.operator) in (cst.Minus, cst.Plus):
             return self._tensor(expr.expression, found)
         return False
+
+    def _bound(self, name: cst.Name, found: _Found) -> bool:
+        """`pos = torch.arange(0.0, n).unsqueeze(1)` earlier in the same function, bound once and not in a loop
+        of its own: `pos` is that host tensor."""
+        index = self.analysis.index
+        bindings = data_facts(self.analysis).bindings(name)
+        if self.depth > 4 or len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None \
+                or bindings[0].value is None or type(bindings[0].source) is not cst.Assign or \
+                len(bindings[0].source.targets) != 1 or index.order(bindings[0].source) > index.order(name):
+            return False
+        function = next((a for a in index.ancestors(name) if type(a) is cst.FunctionDef), None)
+        if function is None or next((a for a in index.ancestors(bindings[0].source)
+                                     if type(a) in (cst.FunctionDef, cst.For, cst.While)), None) is not function:
+            return False
+        self.depth += 1
+        try:
+            if not self._tensor(bindings[0].value, found):
+                return False
+        finally:
+            self.depth -= 1
+        found.through_names = True
+        return True
+
+    def constant_fill(self, value: cst.BaseExpression) -> bool:
+        """`value` written into a host tensor (`pe[0::2] = torch.sin(pos * div)`) is computed from torch factories
+        and numbers only, or is a number literal: no data, so the tensor is a constant built on the host."""
+        if type(value) in (cst.Integer, cst.Float) or (type(value) is cst.UnaryOperation and
+                                                        type(value.expression) in (cst.Integer, cst.Float)):
+            return True
+        return self.factories(value) is not None
 
     def _joined(self, call: cst.Call, found: _Found) -> bool:
         """`torch.cat([torch.ones(b), torch.zeros(2 * b)])`, `torch.stack((a, b))`, `torch.cat([torch.arange(n) for
@@ -1030,6 +1074,13 @@ class _HostMath:
             return False
         found.numbers_only = False
         return True
+
+
+def _view(subscript: cst.Subscript) -> bool:
+    """`t[None, :]`, `t[:, None, None]`: only slices and new axes, every element of `t` kept."""
+    return all(type(e.slice) is cst.Slice or (type(e.slice) is cst.Index and type(e.slice.value) is cst.Name and
+                                              e.slice.value.value == "None") or
+               (type(e.slice) is cst.Index and type(e.slice.value) is cst.Ellipsis) for e in subscript.slice)
 
 
 def _minus_one(expr: cst.BaseExpression) -> bool:
