@@ -138,3 +138,29 @@ def test_data_written_into_the_table_or_built_once_stays_quiet(tmp_path: Path):
     assert 13 not in lint_sinusoid(tmp_path, fill="torch.tensor(rows)")
     # built once before the loop
     assert not lint_sinusoid(tmp_path, where="emb = sin_embedding(4, 8, device)\n", emb="emb")
+
+
+INDEXED = '''
+import torch
+
+device = torch.device("cuda")
+table = torch.randn(4, 3, 16).to(device)
+for step in range(100):
+    b = torch.arange(4)
+    rows = table[INDEX]
+    rows.sum().backward()
+'''
+
+
+def test_a_device_tensor_indexed_by_a_view_of_a_host_index_tensor(tmp_path: Path):
+    # broadcast indexing with new axes of a host `torch.arange`: the index is copied to the GPU every step
+    for index in ("torch.arange(4)[:, None], torch.arange(3)[None, :]", "b[:, None], 0", "torch.arange(3).unsqueeze(1)",
+                  "b.view(2, 2), 1"):
+        items = check(write_project(tmp_path, {"train.py": INDEXED.replace("INDEX", index)}), "--no-cache",
+                      "--exit-zero", "--select", "GPU203")
+        assert [d["location"]["row"] for d in items] == [8], index
+    # the same indices built on the device, or an integer taken from one, stay quiet
+    for index in ("torch.arange(4, device=device)[:, None], 0", "b[0]", "b.view(2, 2)[0, 0]"):
+        items = check(write_project(tmp_path, {"train.py": INDEXED.replace("INDEX", index)}), "--no-cache",
+                      "--exit-zero", "--select", "GPU203")
+        assert not items, index

@@ -437,10 +437,16 @@ class HostTensorMovedEachStep(Rule):
                     not self.analysis.index.visible_bindings(expr.func):
                 return True  # `t[range(n), cls] = 1`: the range becomes an index tensor on the host, then is copied
             q = self.analysis.qualified(expr.func) or ""
+            if type(expr.func) is cst.Attribute and expr.func.attr.value in _INDEX_VIEWS and \
+                    not has_star_args(expr) and type(expr.func.value) in (cst.Call, cst.Subscript, cst.Name):
+                # `torch.arange(L).unsqueeze(1)`: a host index tensor reshaped, still on the host
+                return self._host_index(expr.func.value, depth + 1)
             return q in _NUMPY_INDEX_ARRAYS or self._host_index_tensor(expr, q)
         if isinstance(expr, cst.Subscript):  # a slice of an index array is one
-            return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Slice) and \
-                self._host_index(expr.value, depth + 1)
+            if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Slice):
+                return self._host_index(expr.value, depth + 1)
+            # `torch.arange(B)[:, None, None]`: new axes of a host index tensor (broadcast indexing)
+            return _view(expr) and self._host_index(expr.value, depth + 1)
         if isinstance(expr, cst.Name):
             bindings = data_facts(self.analysis).bindings(expr)
             if len(bindings) == 1 and bindings[0].kind == "for" and bindings[0].index is None:
@@ -866,12 +872,12 @@ class HostTensorMovedEachStep(Rule):
         if type(base) is cst.Name:
             self._moved_later(copy, base)
         elif type(base) is cst.Subscript and type(base.value) is cst.Name and _view(base):
-            self._moved_later(copy, base.value)  # `pe[None, :].to(device)`: the whole tensor, viewed
+            self._moved_later(copy, base.value, view=True)  # `pe[None, :].to(device)`: the tensor, viewed
         elif type(base) is cst.Subscript and type(base.value) is cst.Name and len(base.slice) == 1 and \
                 isinstance(base.slice[0].slice, cst.Index) and isinstance(base.slice[0].slice.value, cst.Name):
             self._table_rows(copy, base, base.slice[0].slice.value)
 
-    def _moved_later(self, copy: cst.Call, name: cst.Name) -> None:
+    def _moved_later(self, copy: cst.Call, name: cst.Name, view: bool = False) -> None:
         found = built_this_step(self, name, copy)
         where = self.where(copy)
         if found is None or where is None:
@@ -883,6 +889,9 @@ class HostTensorMovedEachStep(Rule):
         if uses.host or None in copies or any(b is None or not data_facts(self.analysis).on_device(b.value) and
                             copy_above(self, t) is None for t, b in tables):
             return  # also read on the host (or indexes a host table whose rows stay there): it belongs there
+        order = self.analysis.index.order
+        if view and (uses.copies or any(order(c) < order(copy) for c in copies)):
+            return  # reported once, at the name's own copy or at its first copied view
         factory_name = self.analysis.qualified(factory.func).split(".")[1]  # type: ignore[union-attr]
         if self._of_host_values(factory):
             self.report(copy, self.from_values.format(factory=factory_name), where=where)
@@ -941,6 +950,8 @@ _TORCH_INDEX_FACTORIES = frozenset(f"torch.{f}" for f in (
     "tensor", "as_tensor", "arange", "randperm", "tril_indices", "triu_indices", "LongTensor", "IntTensor"))
 _NUMPY_INDEX_ARRAYS = frozenset(f"numpy.{f}" for f in (
     "arange", "array", "argsort", "flatnonzero", "concatenate", "random.permutation"))
+# Reshaping methods of an index tensor: the result is the same indices, where the receiver is.
+_INDEX_VIEWS = frozenset({"unsqueeze", "view", "reshape", "expand", "long", "int", "flatten", "squeeze", "t"})
 # Tensor methods whose result lives on the device of their receiver.
 _SAME_DEVICE_METHODS = _SAME_ON_DEVICE | {"detach", "permute", "transpose", "narrow", "select", "unflatten"}
 # In-place initialisers of a freshly built tensor: they run where the tensor is (the host, for a legacy constructor).
