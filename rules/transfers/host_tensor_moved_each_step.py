@@ -62,7 +62,8 @@ class HostTensorMovedEachStep(Rule):
     So is indexing a tensor on the device with a numpy array of indices, a list of int literals or a Python
     `range` every step (`b_obs[mb_inds]` for `mb_inds = b_inds[start:end]` of `b_inds = np.arange(n)`,
     `scores[:, [0, 2]]`, `t[range(n), cls] = 1`), or with an index tensor built on the host: a torch factory
-    without `device=` (`li = torch.tensor([...])`, `torch.arange(n)`, `torch.tril_indices(...)`) or a batch of a
+    without `device=` (`li = torch.tensor([...])`, `torch.arange(n)`, `torch.tril_indices(...)`, or a view of
+    one: `torch.arange(B)[:, None, None]`, `torch.arange(L).unsqueeze(1)`) or a batch of a
     `DataLoader` over a Python `range` (`for index in DataLoader(range(n), batch_size=b)`), and writing a tensor built on the host from host values into
     a device tensor (`gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]`):
     PyTorch turns the index into a host tensor and copies it to the device, a pageable blocking copy.
@@ -78,7 +79,13 @@ class HostTensorMovedEachStep(Rule):
     (`alphas_cumprod[t].view(-1, 1, 1, 1).to(device)`), is reported too: the gather runs on the CPU and the
     rows cross PCIe every step. So is arithmetic run on the host over such a factory and copied afterwards:
     `torch.exp(-math.log(10000) * torch.arange(half) / half).to(t.device)`, the frequencies of a timestep or
-    position embedding rebuilt in every forward.
+    position embedding rebuilt in every forward; a join of such tensors
+    (`torch.cat([torch.ones(b), torch.zeros(2 * b)]).to(x.device)`, the labels of a matching loss); the same
+    arithmetic over names bound earlier in the function (`pos = torch.arange(n).unsqueeze(1)` ...
+    `torch.sin(pos * div).to(device)`); the arithmetic cast with `.type_as(x)` (`(torch.ones(n, n) / n).type_as(x)`);
+    and a tensor built this step, filled on the host with such constants and copied whole or through a view
+    (`pe = torch.zeros(n, d)`, `pe[:, 0::2] = torch.sin(pos * div)`, `return pe[None, :].to(device)`). Data
+    written into it (a batch, `torch.tensor(values)`) makes it a host buffer the data needs: quiet.
 
     A sampler that keeps its trajectory on the host and copies the last step back (`xt = xs[-1].to(device)` ...
     `xs.append(xt_next.to("cpu"))` in the same loop, every appended value a host copy) moves each step's result to
@@ -151,7 +158,9 @@ class HostTensorMovedEachStep(Rule):
     on the device (so values are cast exactly as before); `non_blocking` is dropped (nothing is copied).
     No fix for `torch.tensor(values)` of Python numbers, lists or numpy arrays (with `device=` or followed by
     `.to(device)`): moving `device=` into it would copy the same host values; what replaces it depends on
-    where the values come from. No fix for a copy made only under `if x.is_cuda:` (or beside a CPU path), nor
+    where the values come from. No fix for host arithmetic that reaches its factories through names bound earlier,
+    nor for a tensor filled on the host (`device=` on it would leave the written values computed on the host and
+    copied). No fix for a copy made only under `if x.is_cuda:` (or beside a CPU path), nor
     for `torch.from_numpy` of a numpy constant. No fix for the legacy constructors either (`torch.Tensor(...)` takes no
     `device=`), nor for a host index (where the indices come from decides what replaces them: a device
     `torch.randperm`, or a device tensor built once before the loop), nor for a cast (`.type_as(x)`,
