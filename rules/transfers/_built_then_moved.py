@@ -43,6 +43,8 @@ class Uses:
     rows: list = field(default_factory=list)
     host: bool = False
     cpu_path: bool = False  # some use is on the path taken without a GPU (`else:` of `if x.is_cuda:`)
+    writes: list = field(default_factory=list)  # `name[...] = <constant>`: filled on the host (the rule's
+    # `_constant_fill` decides; any other write is a host use)
 
 
 def under_cuda_test(rule, node: cst.CSTNode) -> bool:
@@ -160,13 +162,30 @@ def uses_of(rule, binding) -> Uses:
             continue
         subscript = analysis.parent(name)
         if type(subscript) is cst.Subscript and subscript.value is name:
-            uses.rows.append(subscript)
+            written = _written_value(analysis, subscript)
+            if written is None:
+                uses.rows.append(subscript)
+            elif getattr(rule, "_constant_fill", None) is not None and rule._constant_fill(written):
+                uses.writes.append(subscript)
+            else:
+                uses.host = True  # data written into it on the host: a host buffer the data needs
             continue
         if _cpu_path(rule, name):
             uses.cpu_path = True
             continue  # the path taken only without a GPU: there the tensor stays on the host, as it should
         uses.host = True
     return uses
+
+
+def _written_value(analysis, subscript: cst.Subscript) -> Optional[cst.BaseExpression]:
+    """The value `subscript[...] = value` (or `+=`) writes, when `subscript` is the assignment's target."""
+    parent = analysis.parent(subscript)
+    if type(parent) is cst.AssignTarget:
+        statement = analysis.parent(parent)
+        return statement.value if type(statement) is cst.Assign else None
+    if type(parent) is cst.AugAssign and parent.target is subscript:
+        return parent.value
+    return None
 
 
 def _table_of(rule, index: cst.Name) -> Optional[cst.Subscript]:
@@ -307,7 +326,7 @@ def moved_table(rule, binding, device: cst.BaseExpression) -> Optional[dict]:
     when every use of the table is `table[...]` copied to that device; else None."""
     analysis = rule.analysis
     uses = uses_of(rule, binding)
-    if uses.host or uses.copies or uses.tables or not uses.rows:
+    if uses.host or uses.copies or uses.tables or uses.writes or not uses.rows:
         return None  # the table itself is read on the host, or copied whole: moving it changes more than rows
     copies = [copy_above(rule, rows) for rows in uses.rows]
     if any(c is None for c in copies) or not same_device(rule, copies, device) or \

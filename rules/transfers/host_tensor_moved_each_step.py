@@ -62,7 +62,8 @@ class HostTensorMovedEachStep(Rule):
     So is indexing a tensor on the device with a numpy array of indices, a list of int literals or a Python
     `range` every step (`b_obs[mb_inds]` for `mb_inds = b_inds[start:end]` of `b_inds = np.arange(n)`,
     `scores[:, [0, 2]]`, `t[range(n), cls] = 1`), or with an index tensor built on the host: a torch factory
-    without `device=` (`li = torch.tensor([...])`, `torch.arange(n)`, `torch.tril_indices(...)`) or a batch of a
+    without `device=` (`li = torch.tensor([...])`, `torch.arange(n)`, `torch.tril_indices(...)`, or a view of
+    one: `torch.arange(B)[:, None, None]`, `torch.arange(L).unsqueeze(1)`) or a batch of a
     `DataLoader` over a Python `range` (`for index in DataLoader(range(n), batch_size=b)`), and writing a tensor built on the host from host values into
     a device tensor (`gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]`):
     PyTorch turns the index into a host tensor and copies it to the device, a pageable blocking copy.
@@ -78,7 +79,13 @@ class HostTensorMovedEachStep(Rule):
     (`alphas_cumprod[t].view(-1, 1, 1, 1).to(device)`), is reported too: the gather runs on the CPU and the
     rows cross PCIe every step. So is arithmetic run on the host over such a factory and copied afterwards:
     `torch.exp(-math.log(10000) * torch.arange(half) / half).to(t.device)`, the frequencies of a timestep or
-    position embedding rebuilt in every forward.
+    position embedding rebuilt in every forward; a join of such tensors
+    (`torch.cat([torch.ones(b), torch.zeros(2 * b)]).to(x.device)`, the labels of a matching loss); the same
+    arithmetic over names bound earlier in the function (`pos = torch.arange(n).unsqueeze(1)` ...
+    `torch.sin(pos * div).to(device)`); the arithmetic cast with `.type_as(x)` (`(torch.ones(n, n) / n).type_as(x)`);
+    and a tensor built this step, filled on the host with such constants and copied whole or through a view
+    (`pe = torch.zeros(n, d)`, `pe[:, 0::2] = torch.sin(pos * div)`, `return pe[None, :].to(device)`). Data
+    written into it (a batch, `torch.tensor(values)`) makes it a host buffer the data needs: quiet.
 
     A sampler that keeps its trajectory on the host and copies the last step back (`xt = xs[-1].to(device)` ...
     `xs.append(xt_next.to("cpu"))` in the same loop, every appended value a host copy) moves each step's result to
@@ -151,7 +158,9 @@ class HostTensorMovedEachStep(Rule):
     on the device (so values are cast exactly as before); `non_blocking` is dropped (nothing is copied).
     No fix for `torch.tensor(values)` of Python numbers, lists or numpy arrays (with `device=` or followed by
     `.to(device)`): moving `device=` into it would copy the same host values; what replaces it depends on
-    where the values come from. No fix for a copy made only under `if x.is_cuda:` (or beside a CPU path), nor
+    where the values come from. No fix for host arithmetic that reaches its factories through names bound earlier,
+    nor for a tensor filled on the host (`device=` on it would leave the written values computed on the host and
+    copied). No fix for a copy made only under `if x.is_cuda:` (or beside a CPU path), nor
     for `torch.from_numpy` of a numpy constant. No fix for the legacy constructors either (`torch.Tensor(...)` takes no
     `device=`), nor for a host index (where the indices come from decides what replaces them: a device
     `torch.randperm`, or a device tensor built once before the loop), nor for a cast (`.type_as(x)`,
@@ -437,10 +446,16 @@ class HostTensorMovedEachStep(Rule):
                     not self.analysis.index.visible_bindings(expr.func):
                 return True  # `t[range(n), cls] = 1`: the range becomes an index tensor on the host, then is copied
             q = self.analysis.qualified(expr.func) or ""
+            if type(expr.func) is cst.Attribute and expr.func.attr.value in _INDEX_VIEWS and \
+                    not has_star_args(expr) and type(expr.func.value) in (cst.Call, cst.Subscript, cst.Name):
+                # `torch.arange(L).unsqueeze(1)`: a host index tensor reshaped, still on the host
+                return self._host_index(expr.func.value, depth + 1)
             return q in _NUMPY_INDEX_ARRAYS or self._host_index_tensor(expr, q)
         if isinstance(expr, cst.Subscript):  # a slice of an index array is one
-            return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Slice) and \
-                self._host_index(expr.value, depth + 1)
+            if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Slice):
+                return self._host_index(expr.value, depth + 1)
+            # `torch.arange(B)[:, None, None]`: new axes of a host index tensor (broadcast indexing)
+            return _view(expr) and self._host_index(expr.value, depth + 1)
         if isinstance(expr, cst.Name):
             bindings = data_facts(self.analysis).bindings(expr)
             if len(bindings) == 1 and bindings[0].kind == "for" and bindings[0].index is None:
@@ -662,6 +677,9 @@ class HostTensorMovedEachStep(Rule):
                 receiver.func.attr.value in _FILLS_IN_PLACE and self.analysis.is_tensor(receiver.func.value):
             receiver = receiver.func.value  # `torch.zeros(1, n).fill_(stride)`: filled on the host
         factory, _ = self._factory(receiver)
+        if factory is None:  # `(torch.ones(n, n) / n).type_as(x)`: host arithmetic over factories, then the cast
+            computed = _HostMath(self.analysis).factories(receiver)
+            factory = computed.factories[0] if computed is not None else None
         if factory is None or keyword(factory, "device") is not None:
             return False
         name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
@@ -809,8 +827,9 @@ class HostTensorMovedEachStep(Rule):
         every forward); True when reported. Fixed (unsafe: the device's `exp`/`sin` may differ in the last bits)
         by building each factory on the device, where every other operand is a Python number."""
         base = strip_same_on_device(self, copy.func.value)  # type: ignore[union-attr]
-        found = _HostMath(self.analysis).factories(base)
-        if not found or (len(found.factories) == 1 and base is found.factories[0]):
+        found = _HostMath(self.analysis, names=True).factories(base)
+        if not found or (len(found.factories) == 1 and base is found.factories[0]) or \
+                type(base) is cst.Name:  # a name bound to host arithmetic and copied: `_moved_later`'s shape
             return False
         where = self.where(copy)
         if where is None:
@@ -818,7 +837,7 @@ class HostTensorMovedEachStep(Rule):
         first = self.analysis.qualified(found.factories[0].func).split(".")[1]  # type: ignore[union-attr]
         device = copy_device(copy)
         fix = None
-        if found.numbers_only and device is not None and not any(
+        if found.numbers_only and not found.through_names and device is not None and not any(
                 has_star_args(f) or any(keyword(f, k) for k in _UNFIXABLE) for f in found.factories):
             built = copy.func.value  # type: ignore[union-attr]
             for f in found.factories:
@@ -861,11 +880,13 @@ class HostTensorMovedEachStep(Rule):
         base = strip_same_on_device(self, copy.func.value)  # type: ignore[union-attr]
         if type(base) is cst.Name:
             self._moved_later(copy, base)
+        elif type(base) is cst.Subscript and type(base.value) is cst.Name and _view(base):
+            self._moved_later(copy, base.value, view=True)  # `pe[None, :].to(device)`: the tensor, viewed
         elif type(base) is cst.Subscript and type(base.value) is cst.Name and len(base.slice) == 1 and \
                 isinstance(base.slice[0].slice, cst.Index) and isinstance(base.slice[0].slice.value, cst.Name):
             self._table_rows(copy, base, base.slice[0].slice.value)
 
-    def _moved_later(self, copy: cst.Call, name: cst.Name) -> None:
+    def _moved_later(self, copy: cst.Call, name: cst.Name, view: bool = False) -> None:
         found = built_this_step(self, name, copy)
         where = self.where(copy)
         if found is None or where is None:
@@ -877,13 +898,22 @@ class HostTensorMovedEachStep(Rule):
         if uses.host or None in copies or any(b is None or not data_facts(self.analysis).on_device(b.value) and
                             copy_above(self, t) is None for t, b in tables):
             return  # also read on the host (or indexes a host table whose rows stay there): it belongs there
+        order = self.analysis.index.order
+        if view and (uses.copies or any(order(c) < order(copy) for c in copies)):
+            return  # reported once, at the name's own copy or at its first copied view
         factory_name = self.analysis.qualified(factory.func).split(".")[1]  # type: ignore[union-attr]
         if self._of_host_values(factory):
             self.report(copy, self.from_values.format(factory=factory_name), where=where)
             return
-        conditional = uses.cpu_path or any(under_cuda_test(self, c) for c in copies) or factory_name == "from_numpy"
+        conditional = uses.cpu_path or any(under_cuda_test(self, c) for c in copies) or \
+            factory_name == "from_numpy" or uses.writes  # (values written on the host would still be copied)
         self.report(copy, self.later.format(factory=factory_name, name=name.value), where=where,
                     fix=None if conditional else self._fix_later(binding, factory, factory_name, copies, tables))
+
+    def _constant_fill(self, value: cst.BaseExpression) -> bool:
+        """A value written into a tensor built this step that is a constant: numbers, or host arithmetic over
+        torch factories (`pe[0::2] = torch.sin(pos * div)`); data written there makes it a host buffer instead."""
+        return _HostMath(self.analysis, names=True).constant_fill(value)
 
     def _fix_later(self, binding, factory: cst.Call, name: str, copies: list, tables: list):
         device = copy_device(copies[0])
@@ -929,6 +959,8 @@ _TORCH_INDEX_FACTORIES = frozenset(f"torch.{f}" for f in (
     "tensor", "as_tensor", "arange", "randperm", "tril_indices", "triu_indices", "LongTensor", "IntTensor"))
 _NUMPY_INDEX_ARRAYS = frozenset(f"numpy.{f}" for f in (
     "arange", "array", "argsort", "flatnonzero", "concatenate", "random.permutation"))
+# Reshaping methods of an index tensor: the result is the same indices, where the receiver is.
+_INDEX_VIEWS = frozenset({"unsqueeze", "view", "reshape", "expand", "long", "int", "flatten", "squeeze", "t"})
 # Tensor methods whose result lives on the device of their receiver.
 _SAME_DEVICE_METHODS = _SAME_ON_DEVICE | {"detach", "permute", "transpose", "narrow", "select", "unflatten"}
 # In-place initialisers of a freshly built tensor: they run where the tensor is (the host, for a legacy constructor).
@@ -941,6 +973,8 @@ _LEGACY_CONSTRUCTORS = frozenset(f"torch.{t}" for t in (
 _CUDA_LEGACY_CONSTRUCTORS = frozenset(f"torch.cuda.{t}" for t in (
     "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor",
     "CharTensor", "ByteTensor", "BoolTensor"))
+# torch functions that join tensors (on the device of their inputs).
+_JOINS = frozenset(("cat", "concat", "concatenate", "stack", "hstack", "vstack"))
 # torch functions and tensor methods that compute elementwise (or along one axis) on the device of their inputs.
 _ELEMENTWISE = frozenset(("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "sinh",
                           "cosh", "tanh", "sigmoid", "sqrt", "rsqrt", "pow", "abs", "neg", "reciprocal", "floor",
@@ -951,14 +985,17 @@ class _Found:
     def __init__(self) -> None:
         self.factories: list = []
         self.numbers_only = True  # every operand that is not a factory's result is a Python number
+        self.through_names = False  # some factory was reached through a name bound earlier (no one-place fix)
 
 
 class _HostMath:
     """The torch factories (without `device=`) an expression computes from on the host, with Python numbers as
     the only other operands (or unknown names, which then rule out a fix); None for anything else."""
 
-    def __init__(self, analysis) -> None:
+    def __init__(self, analysis, names: bool = False) -> None:
         self.analysis = analysis
+        self.names = names  # follow a name bound once, in the same function, to host arithmetic
+        self.depth = 0
 
     def factories(self, expr: cst.BaseExpression) -> Optional[_Found]:
         found = _Found()
@@ -966,6 +1003,8 @@ class _HostMath:
 
     def _tensor(self, expr, found: _Found) -> bool:
         """`expr` is a host tensor computed from factories."""
+        if type(expr) is cst.Name and self.names:
+            return self._bound(expr, found)
         if type(expr) is cst.Call:
             q = self.analysis.qualified(expr.func)
             name = q.split(".")[1] if q is not None and q.startswith("torch.") and q.count(".") == 1 else None
@@ -976,8 +1015,10 @@ class _HostMath:
                 return True
             if name in _ELEMENTWISE:
                 return self._operands([a.value for a in expr.args if a.keyword is None], found)
+            if name in _JOINS:
+                return self._joined(expr, found)
             if type(expr.func) is cst.Attribute and (expr.func.attr.value in _ELEMENTWISE or
-                                                        expr.func.attr.value in _SAME_ON_DEVICE):
+                                                        expr.func.attr.value in _SAME_DEVICE_METHODS):
                 return self._tensor(expr.func.value, found) and all(
                     self._number(a.value, found) for a in expr.args if a.keyword is None)
             return False
@@ -985,6 +1026,51 @@ class _HostMath:
             return self._operands([expr.left, expr.right], found)
         if type(expr) is cst.UnaryOperation and type(expr.operator) in (cst.Minus, cst.Plus):
             return self._tensor(expr.expression, found)
+        return False
+
+    def _bound(self, name: cst.Name, found: _Found) -> bool:
+        """`pos = torch.arange(0.0, n).unsqueeze(1)` earlier in the same function, bound once and not in a loop
+        of its own: `pos` is that host tensor."""
+        index = self.analysis.index
+        bindings = data_facts(self.analysis).bindings(name)
+        if self.depth > 4 or len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None \
+                or bindings[0].value is None or type(bindings[0].source) is not cst.Assign or \
+                len(bindings[0].source.targets) != 1 or index.order(bindings[0].source) > index.order(name):
+            return False
+        function = next((a for a in index.ancestors(name) if type(a) is cst.FunctionDef), None)
+        if function is None or next((a for a in index.ancestors(bindings[0].source)
+                                     if type(a) in (cst.FunctionDef, cst.For, cst.While)), None) is not function:
+            return False
+        self.depth += 1
+        try:
+            if not self._tensor(bindings[0].value, found):
+                return False
+        finally:
+            self.depth -= 1
+        found.through_names = True
+        return True
+
+    def constant_fill(self, value: cst.BaseExpression) -> bool:
+        """`value` written into a host tensor (`pe[0::2] = torch.sin(pos * div)`) is computed from torch factories
+        and numbers only, or is a number literal: no data, so the tensor is a constant built on the host."""
+        if type(value) in (cst.Integer, cst.Float) or (type(value) is cst.UnaryOperation and
+                                                        type(value.expression) in (cst.Integer, cst.Float)):
+            return True
+        return self.factories(value) is not None
+
+    def _joined(self, call: cst.Call, found: _Found) -> bool:
+        """`torch.cat([torch.ones(b), torch.zeros(2 * b)])`, `torch.stack((a, b))`, `torch.cat([torch.arange(n) for
+        _ in range(k)])`: every joined tensor is itself host arithmetic over factories (a list or tuple literal, or a
+        comprehension's element), so the join runs on the host too."""
+        if has_star_args(call):
+            return False
+        given = argument(call, "tensors", 0)
+        data = given.value if given is not None else None
+        if type(data) in (cst.List, cst.Tuple):
+            elements = data.elements  # type: ignore[union-attr]
+            return bool(elements) and all(type(e) is cst.Element and self._tensor(e.value, found) for e in elements)
+        if type(data) in (cst.ListComp, cst.GeneratorExp):
+            return self._tensor(data.elt, found)  # type: ignore[union-attr]
         return False
 
     def _operands(self, operands: list, found: _Found) -> bool:
@@ -1008,6 +1094,13 @@ class _HostMath:
             return False
         found.numbers_only = False
         return True
+
+
+def _view(subscript: cst.Subscript) -> bool:
+    """`t[None, :]`, `t[:, None, None]`: only slices and new axes, every element of `t` kept."""
+    return all(type(e.slice) is cst.Slice or (type(e.slice) is cst.Index and type(e.slice.value) is cst.Name and
+                                              e.slice.value.value == "None") or
+               (type(e.slice) is cst.Index and type(e.slice.value) is cst.Ellipsis) for e in subscript.slice)
 
 
 def _minus_one(expr: cst.BaseExpression) -> bool:
