@@ -23,6 +23,7 @@ from gpulint.rule import Example, Family, FixAvailability, FixSafety, GpuRule, S
 _UPDATES = {"mul_", "add_", "sub_", "div_", "lerp_", "copy_", "addcmul_", "addcdiv_", "clamp_", "clip_",
             "nan_to_num_", "mul", "add", "sub"}
 _ITERATORS = {"parameters", "named_parameters"}
+_HOST_READS = {"item", "tolist", "cpu", "numpy"}  # a value read back to the host: a statistic, not a shadow tensor
 # Methods of a module that leave its Parameter objects as they are (what a list of them built once still holds).
 # Not `modules()`/`children()`: they hand out submodules, whose parameters can then be replaced.
 _KEEPING = {"parameters", "named_parameters", "buffers", "named_buffers", "state_dict", "load_state_dict", "train",
@@ -45,7 +46,10 @@ class PerParameterLoop(GpuRule):
     not an attribute the module also fills with fp16 master copies built by `_flatten_dense_tensors`, a few flat
     tensors),
     or an optimizer's parameter group (`for p in group["params"]:` in a hand-written
-    `step` or a clipping method of an optimizer wrapper); updates through `p.detach()` count. A helper holding such a loop is reported where
+    `step` or a clipping method of an optimizer wrapper); updates through `p.detach()` count. So does an EMA's shadow kept per parameter
+    under the loop's key (`for name, p in m.named_parameters():` rewriting `self.shadow[name]` in place, through
+    `.data`, or from itself and `p`: `shadow[name] = d * shadow[name] + (1 - d) * p`); not a dict filled from the
+    parameters alone (`grads[name] = p.grad.clone()`) or with numbers read back to the host. A helper holding such a loop is reported where
     it is written when a loop (in this module or another) calls it every step. The per-step call of a project
     function or method whose every call runs such a loop (`accumulate(g_ema, g)`, `polyak_update(
     critic.parameters(), target.parameters(), tau)`, `ema.update(model)`) is reported at the call too, with the
@@ -264,7 +268,7 @@ class PerParameterLoop(GpuRule):
 
     def visit_For(self, node: cst.For) -> None:
         names = _parameter_names(node, self.analysis)
-        if not names or _update(node, names) is None:
+        if (not names or _update(node, names) is None) and _shadow_update(node, self.analysis) is None:
             return
         where = self.where(node)
         if where is None:
@@ -542,6 +546,57 @@ def _update(loop: cst.For, names: set[str]) -> Optional[cst.CSTNode]:
                 return node  # `p -= lr * p.grad` (under no_grad), `p.grad *= scale`
         if type(node) is cst.Call and _written_out(node, names):
             return node  # `torch.nan_to_num(p.grad, nan=0, out=p.grad)`: written in place through `out=`
+    return None
+
+
+def _shadow_update(loop: cst.For, analysis=None) -> Optional[cst.CSTNode]:
+    """The first update, in the body of `for name, p in m.named_parameters():` (or a dict of parameters'
+    `.items()`), of a tensor kept per parameter under the loop's key: an EMA's shadow copies
+    (`self.shadow[name].data = (1 - mu) * p.data + mu * self.shadow[name].data`, `avg[name].mul_(d)`,
+    `self.backup[name] = d * self.backup[name] + (1 - d) * p`). The keyed tensor is written in place (a
+    method of `_UPDATES`, its `.data` assigned, `+=`), or rebound to a value computed from itself and the
+    parameter: a recurrence over the parameter's values, one or more kernels per parameter. Not a dict filled
+    from the parameters alone (`grads[name] = p.grad.clone()`) nor a number (`norms[name] += p.norm().item()`)."""
+    if _yields_parameters(loop.iter, analysis, loop) != "named" or type(loop.target) is not cst.Tuple or \
+            len(loop.target.elements) != 2:
+        return None
+    key, param = (e.value for e in loop.target.elements)
+    if type(key) is not cst.Name or type(param) is not cst.Name:
+        return None
+
+    def keyed(expr: cst.BaseExpression) -> bool:
+        while True:
+            if type(expr) is cst.Attribute and expr.attr.value == "data":
+                expr = expr.value
+            elif type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in _UPDATES:
+                expr = expr.func.value
+            else:
+                break
+        return type(expr) is cst.Subscript and len(expr.slice) == 1 and type(expr.slice[0].slice) is cst.Index \
+            and type(expr.slice[0].slice.value) is cst.Name and expr.slice[0].slice.value.value == key.value
+
+    def from_parameter(value: cst.BaseExpression, target: Optional[cst.BaseExpression]) -> bool:
+        nodes = list(_walk(value))
+        reads_param = any(type(n) is cst.Name and n.value == param.value for n in nodes)
+        to_host = any(type(n) is cst.Call and (type(n.func) is cst.Attribute and n.func.attr.value in _HOST_READS
+                                              or type(n.func) is cst.Name and n.func.value in ("float", "int"))
+                      for n in nodes)
+        itself = target is None or any(type(n) is cst.Subscript and n.deep_equals(target) for n in nodes)
+        return reads_param and not to_host and itself
+
+    for node in _walk(loop.body):
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value.endswith("_") \
+                and node.func.attr.value in _UPDATES and keyed(node.func.value):
+            return node
+        if type(node) is cst.AugAssign and keyed(node.target) and from_parameter(node.value, None):
+            return node
+        if type(node) is cst.Assign and len(node.targets) == 1:
+            target = node.targets[0].target
+            if type(target) is cst.Attribute and target.attr.value == "data" and keyed(target.value) and \
+                    from_parameter(node.value, None):
+                return node
+            if keyed(target) and type(target) is cst.Subscript and from_parameter(node.value, target):
+                return node
     return None
 
 

@@ -1,0 +1,103 @@
+"""An EMA that keeps its shadow copies in a dict keyed by parameter name (GPU411): the body of
+`for name, p in model.named_parameters():` rewrites `shadow[name]` from itself and `p` (in place, through
+`.data`, or rebound), one or more kernels per parameter every step. Reported in the loop's own module and, for a
+project helper method, at its per-step call in another module. A dict filled from the parameters alone (a
+snapshot of the gradients), a statistic read back to the host, and the one-off registration stay silent.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from projects import check, found, lint_script, write_project
+
+SCRIPT = textwrap.dedent("""\
+    import torch
+
+
+    def main(loader):
+        model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10)).cuda()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=True)
+        shadow = {k: p.detach().clone() for k, p in model.named_parameters()}
+        grads, norms = {}, {}
+        for x in loader:
+            loss = model(x.cuda()).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            with torch.no_grad():
+                for k, p in model.named_parameters():
+                    shadow[k] = 0.999 * shadow[k] + 0.001 * p
+                for k, p in model.named_parameters():
+                    grads[k] = p.grad.clone()
+                for k, p in model.named_parameters():
+                    norms[k] += p.grad.norm().item()
+""")
+
+
+def test_shadow_dict_rewritten_from_itself_every_step(tmp_path):
+    assert {row for row, code in lint_script(tmp_path, SCRIPT) if code == "GPU411"} == {15}
+
+
+def test_in_place_and_data_updates_of_the_shadow(tmp_path):
+    text = SCRIPT.replace("shadow[k] = 0.999 * shadow[k] + 0.001 * p",
+                          "shadow[k].mul_(0.999).add_(p, alpha=0.001)")
+    assert {row for row, code in lint_script(tmp_path / "a", text) if code == "GPU411"} == {15}
+    text = SCRIPT.replace("shadow[k] = 0.999", "shadow[k].data = 0.999")
+    assert {row for row, code in lint_script(tmp_path / "b", text) if code == "GPU411"} == {15}
+
+
+EMA = textwrap.dedent("""\
+    import torch.nn as nn
+
+
+    class ShadowEMA:
+        def __init__(self, decay=0.999):
+            self.decay = decay
+            self.shadow = {}
+
+        def register(self, net):
+            for key, weight in net.named_parameters():
+                if weight.requires_grad:
+                    self.shadow[key] = weight.data.clone()
+
+        def update(self, net):
+            if isinstance(net, nn.DataParallel):
+                net = net.module
+            for key, weight in net.named_parameters():
+                if weight.requires_grad:
+                    self.shadow[key].data = (1. - self.decay) * weight.data + self.decay * self.shadow[key].data
+
+        def snapshot(self, net):
+            for key, weight in net.named_parameters():
+                self.shadow[key] = weight.detach().clone()
+""")
+
+TRAIN = textwrap.dedent("""\
+    import torch
+    from ema import ShadowEMA
+
+
+    def main(loader, use_ema=True):
+        device = torch.device("cuda")
+        model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10)).to(device)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=True)
+        helper = ShadowEMA(0.999)
+        helper.register(model)
+        for x in loader:
+            loss = model(x.to(device)).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            helper.update(model)
+            helper.snapshot(model)
+""")
+
+
+def test_helper_method_call_reported_every_step(tmp_path):
+    root = write_project(tmp_path, {"ema.py": EMA, "train.py": TRAIN})
+    hits = {(path, row) for path, row, code in found(check(root, "--no-cache", "--exit-zero")) if code == "GPU411"}
+    # the per-step `update` (its loop rewrites the shadow from itself); not `register` (once, before training)
+    # nor `snapshot` (a copy of the parameters, no recurrence)
+    assert ("train.py", 16) in hits
+    assert ("train.py", 10) not in hits and ("train.py", 17) not in hits
