@@ -101,3 +101,48 @@ def test_helper_method_call_reported_every_step(tmp_path):
     # nor `snapshot` (a copy of the parameters, no recurrence)
     assert ("train.py", 16) in hits
     assert ("train.py", 10) not in hits and ("train.py", 17) not in hits
+
+
+BUFFERS = textwrap.dedent("""\
+    import copy
+    import torch
+    import misc
+
+
+    def main(loader):
+        G = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.BatchNorm1d(512), torch.nn.Linear(512, 10)).cuda()
+        G_ema = copy.deepcopy(G).eval()
+        opt = torch.optim.Adam(G.parameters(), lr=1e-3, fused=True)
+        for b_ema, b in zip(G_ema.buffers(), G.buffers()):
+            b_ema.copy_(b)
+        for x in loader:
+            loss = G(x.cuda()).sum()
+            opt.zero_grad()
+            loss.backward()
+            for param in G.parameters():
+                if param.grad is not None:
+                    misc.nan_to_num(param.grad, nan=0, out=param.grad)
+            opt.step()
+            for b_ema, b in zip(G_ema.buffers(), G.buffers()):
+                b_ema.copy_(b)
+            for b_ema, b in zip(G_ema.buffers(), G.buffers()):
+                b_ema.lerp_(b, 0.5)
+""")
+
+MISC = textwrap.dedent("""\
+    import torch
+
+
+    def nan_to_num(x, nan=0.0, out=None):
+        return torch.clamp(x.unsqueeze(0).nansum(0), min=-1e5, max=1e5, out=out)
+""")
+
+
+def test_buffers_copied_every_step_and_gradients_written_through_a_wrappers_out(tmp_path):
+    root = write_project(tmp_path, {"train.py": BUFFERS, "misc.py": MISC})
+    items = [d for d in check(root, "--no-cache", "--exit-zero", "--select", "GPU411") if d["code"] == "GPU411"]
+    # the per-step buffer copies (an EMA generator's BN statistics) and the gradient clean-up through a project
+    # wrapper's `out=`; not the copy made once before training
+    assert {d["location"]["row"] for d in items} == {16, 20, 22}
+    # buffers may hold integers (`num_batches_tracked`): the foreach fix is never offered over them
+    assert all(d["fix"] is None for d in items if d["location"]["row"] in (20, 22))

@@ -25,6 +25,7 @@ from typing import Optional
 _UPDATES = {"mul_", "add_", "sub_", "div_", "lerp_", "copy_", "addcmul_", "addcdiv_", "clamp_", "clip_",
             "nan_to_num_"}
 _ITERATORS = {"parameters", "named_parameters"}
+_BUFFERS = {"buffers", "named_buffers"}
 _HOST_READS = {"item", "tolist", "cpu", "numpy"}
 
 _CACHE: dict[tuple, Optional[int]] = {}
@@ -140,6 +141,8 @@ def _yields(expr: ast.expr, bindings: dict, depth: int = 0) -> Optional[str]:
         return None
     if _is_parameters_call(expr):
         return "named" if expr.func.attr == "named_parameters" else "each"  # type: ignore[attr-defined]
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _BUFFERS:
+        return "named" if expr.func.attr == "named_buffers" else "each"  # buffers copied like parameters
     if isinstance(expr, ast.Call) and not expr.args and isinstance(expr.func, ast.Attribute) and \
             expr.func.attr in ("items", "values", "keys") and _dict_of_parameters(expr.func.value, bindings):
         return {"items": "named", "values": "each", "keys": "keys"}[expr.func.attr]
@@ -264,9 +267,8 @@ def _updates(loop: ast.For, names: set[str]) -> bool:
                 return True
             if isinstance(node, ast.AugAssign) and _root(node.target) in names:
                 return True
-            if isinstance(node, ast.Call) and any(  # `torch.nan_to_num(p.grad, out=p.grad)`
+            if isinstance(node, ast.Call) and any(  # `torch.nan_to_num(p.grad, out=p.grad)`, a wrapper of it
                     k.arg == "out" and _root(k.value) in names for k in node.keywords) and \
-                    isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and \
-                    node.func.value.id == "torch":
+                    isinstance(node.func, (ast.Attribute, ast.Name)):
                 return True
     return False

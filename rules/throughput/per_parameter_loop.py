@@ -23,6 +23,7 @@ from gpulint.rule import Example, Family, FixAvailability, FixSafety, GpuRule, S
 _UPDATES = {"mul_", "add_", "sub_", "div_", "lerp_", "copy_", "addcmul_", "addcdiv_", "clamp_", "clip_",
             "nan_to_num_", "mul", "add", "sub"}
 _ITERATORS = {"parameters", "named_parameters"}
+_BUFFERS = {"buffers", "named_buffers"}
 _HOST_READS = {"item", "tolist", "cpu", "numpy"}  # a value read back to the host: a statistic, not a shadow tensor
 # Methods of a module that leave its Parameter objects as they are (what a list of them built once still holds).
 # Not `modules()`/`children()`: they hand out submodules, whose parameters can then be replaced.
@@ -37,8 +38,10 @@ class PerParameterLoop(GpuRule):
     Flags, on every iteration of a training loop, a `for` loop over `model.parameters()` /
     `named_parameters()` (or `zip(...)` of two of them, the EMA shape) whose body updates each parameter in
     place: `p.data.mul_(m).add_(...)`, `p.add_(p.grad, alpha=-lr)`, `p.grad.clamp_(-c, c)`,
-    `ema_p.copy_(...)`, `p.grad.nan_to_num_(...)`, or a torch function writing it through `out=`
-    (`torch.nan_to_num(p.grad, nan=0, out=p.grad)`, a NaN clean-up of every gradient). The parameters may also come as a `list(...)` of them, a dict of named parameters
+    `ema_p.copy_(...)`, `p.grad.nan_to_num_(...)`, or a torch function (or a project wrapper of one) writing it through `out=`
+    (`torch.nan_to_num(p.grad, nan=0, out=p.grad)`, a NaN clean-up of every gradient). A module's `buffers()` /
+    `named_buffers()` copied the same way (an EMA model's batch-norm statistics, `b_ema.copy_(b)` every step)
+    count as well, without the fix (buffers may hold integers, which the foreach kernels reject). The parameters may also come as a `list(...)` of them, a dict of named parameters
     (`OrderedDict(model.named_parameters())`, iterated with `.items()` or indexed by the loop's key:
     `ema_params[name].mul_(d)`, or iterated by key: `for k in par.keys(): par[k].data.mul_(d)`), a sequence
     named for them (`target_params`, `self.master_params`: a helper's arguments; `zip(..., strict=True)` too, and
@@ -385,6 +388,13 @@ def _is_parameters_call(expr: cst.BaseExpression) -> bool:
         expr.func.attr.value in _ITERATORS
 
 
+def _is_buffers_call(expr: cst.BaseExpression) -> bool:
+    """`m.buffers()` / `m.named_buffers()`: iterated like parameters, never given the foreach fix (a module's
+    buffers may hold integers, `num_batches_tracked`, which `torch._foreach_lerp_` and `_mul_` reject)."""
+    return type(expr) is cst.Call and type(expr.func) is cst.Attribute and \
+        expr.func.attr.value in _BUFFERS
+
+
 def _parameter_names(loop: cst.For, analysis=None) -> set[str]:
     """The loop variables that stand for one parameter each (`p`, `name, p`, or the pairs of a zip), and the
     names of dicts of parameters the body indexes (`ema_params[name]`)."""
@@ -421,6 +431,8 @@ def _yields_parameters(expr: cst.BaseExpression, analysis, loop: cst.For, depth:
         return None
     if _is_parameters_call(expr):
         return "named" if expr.func.attr.value == "named_parameters" else "each"  # type: ignore[attr-defined]
+    if _is_buffers_call(expr):  # an EMA's buffers copied alongside its parameters: one copy per buffer as well
+        return "named" if expr.func.attr.value == "named_buffers" else "each"  # type: ignore[attr-defined]
     if type(expr) is cst.Call and not expr.args and type(expr.func) is cst.Attribute and \
             expr.func.attr.value in ("items", "values", "keys") and \
             _dict_of_parameters(expr.func.value, analysis, loop):
@@ -601,10 +613,11 @@ def _shadow_update(loop: cst.For, analysis=None) -> Optional[cst.CSTNode]:
 
 
 def _written_out(call: cst.Call, names: set[str]) -> bool:
-    """`torch.<op>(..., out=p.grad)` of a torch function whose `out=` is a loop variable (or its `.data`/`.grad`)."""
+    """`torch.<op>(..., out=p.grad)`, or a project wrapper of one (`misc.nan_to_num(p.grad, nan=0, out=p.grad)`),
+    whose `out=` is a loop variable (or its `.data`/`.grad`): written in place, one call per parameter."""
     out = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "out"), None)
     name = dotted_name(call.func) or ""
-    return out is not None and name.startswith("torch.") and _root_name(out) in names
+    return out is not None and name != "" and _root_name(out) in names
 
 
 # -- the fix: recognised EMA loops -----------------------------------------------------------------------------
