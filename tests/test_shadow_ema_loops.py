@@ -3,6 +3,10 @@
 `.data`, or rebound), one or more kernels per parameter every step. Reported in the loop's own module and, for a
 project helper method, at its per-step call in another module. A dict filled from the parameters alone (a
 snapshot of the gradients), a statistic read back to the host, and the one-off registration stay silent.
+
+A regularisation or gradient norm summed parameter by parameter into an accumulator every step
+(`grad_norm += p.grad.data.norm() ** 2`) is the same cost, reported with its own message; not where each term
+is read back to the host (`.item()`: GPU101's sync) nor in a loop that runs every 100 steps.
 """
 
 from __future__ import annotations
@@ -146,3 +150,42 @@ def test_buffers_copied_every_step_and_gradients_written_through_a_wrappers_out(
     assert {d["location"]["row"] for d in items} == {16, 20, 22}
     # buffers may hold integers (`num_batches_tracked`): the foreach fix is never offered over them
     assert all(d["fix"] is None for d in items if d["location"]["row"] in (20, 22))
+
+
+REDUCTIONS = textwrap.dedent("""\
+import torch
+
+
+def main(loader, log):
+    model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10)).cuda()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=True)
+    for step, x in enumerate(loader):
+        loss = model(x.cuda()).sum()
+        reg = 0
+        for name, p in model.named_parameters():
+            if "weight" in name:
+                reg += torch.sum(p ** 2)
+        (loss + 1e-4 * reg).backward()
+        grad_norm = 0
+        for p in model.parameters():
+            if p.grad is not None:
+                grad_norm += p.grad.data.norm() ** 2
+        log["grad"] = grad_norm ** 0.5
+        total = 0.0
+        for p in model.parameters():
+            total += p.grad.norm().item() ** 2
+        opt.step()
+        opt.zero_grad()
+        if step % 100 == 0:
+            n = 0
+            for p in model.parameters():
+                n += p.grad.norm() ** 2
+            log["n"] = n
+""")
+
+
+def test_norms_and_sums_accumulated_per_parameter_every_step(tmp_path):
+    items = check(write_project(tmp_path, {"train.py": REDUCTIONS}), "--no-cache", "--exit-zero", "train.py")
+    rows = {d["location"]["row"]: d["message"] for d in items if d["code"] == "GPU411"}
+    assert set(rows) == {10, 15}  # the L2 penalty and the logged gradient norm; not `.item()`'s, not periodic
+    assert all("torch._foreach_norm" in m for m in rows.values())

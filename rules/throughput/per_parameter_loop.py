@@ -23,6 +23,7 @@ from gpulint.rule import Example, Family, FixAvailability, FixSafety, GpuRule, S
 _UPDATES = {"mul_", "add_", "sub_", "div_", "lerp_", "copy_", "addcmul_", "addcdiv_", "clamp_", "clip_",
             "nan_to_num_", "mul", "add", "sub"}
 _ITERATORS = {"parameters", "named_parameters"}
+_REDUCTIONS = {"norm", "sum", "vector_norm", "matrix_norm"}
 _BUFFERS = {"buffers", "named_buffers"}
 _HOST_READS = {"item", "tolist", "cpu", "numpy"}  # a value read back to the host: a statistic, not a shadow tensor
 # Methods of a module that leave its Parameter objects as they are (what a list of them built once still holds).
@@ -52,7 +53,10 @@ class PerParameterLoop(GpuRule):
     `step` or a clipping method of an optimizer wrapper); updates through `p.detach()` count. So does an EMA's shadow kept per parameter
     under the loop's key (`for name, p in m.named_parameters():` rewriting `self.shadow[name]` in place, through
     `.data`, or from itself and `p`: `shadow[name] = d * shadow[name] + (1 - d) * p`); not a dict filled from the
-    parameters alone (`grads[name] = p.grad.clone()`) or with numbers read back to the host. A helper holding such a loop is reported where
+    parameters alone (`grads[name] = p.grad.clone()`) or with numbers read back to the host. A norm or sum of each
+    parameter or gradient added into an accumulator every step (`grad_norm += p.grad.norm() ** 2`, an L2
+    penalty `reg += torch.sum(p ** 2)`) is reported with its own message (no fix; `torch._foreach_norm` or
+    `torch.nn.utils.get_total_norm`), not where each term is read back with `.item()` (GPU101's sync). A helper holding such a loop is reported where
     it is written when a loop (in this module or another) calls it every step. The per-step call of a project
     function or method whose every call runs such a loop (`accumulate(g_ema, g)`, `polyak_update(
     critic.parameters(), target.parameters(), tau)`, `ema.update(model)`) is reported at the call too, with the
@@ -218,6 +222,10 @@ class PerParameterLoop(GpuRule):
     library = ("`{call}(...)` runs {what} every step: {reason}; use a foreach implementation (timm's "
                "`ModelEmaV3`, whose `foreach=True` is the default)")
 
+    reduction = ("a norm or sum of each parameter (or gradient) accumulated in a Python loop every step: one or "
+                 "more kernels per parameter; `torch._foreach_norm` (or `torch.nn.utils.get_total_norm`) computes "
+                 "them all at once")
+
     helper = ("`{call}(...)` updates parameters one by one in a Python loop every step (in `{callee}`): one "
               "kernel per parameter; `torch._foreach_*` updates them all at once")
 
@@ -272,6 +280,10 @@ class PerParameterLoop(GpuRule):
     def visit_For(self, node: cst.For) -> None:
         names = _parameter_names(node, self.analysis)
         if (not names or _update(node, names) is None) and _shadow_update(node, self.analysis) is None:
+            if names and _reduction(node, names) is not None:
+                where = self.where(node)
+                if where is not None:
+                    self.report(node, self.reduction, where=where)
             return
         where = self.where(node)
         if where is None:
@@ -609,6 +621,32 @@ def _shadow_update(loop: cst.For, analysis=None) -> Optional[cst.CSTNode]:
                 return node
             if keyed(target) and type(target) is cst.Subscript and from_parameter(node.value, target):
                 return node
+    return None
+
+
+def _reduction(loop: cst.For, names: set[str]) -> Optional[cst.AugAssign]:
+    """`total += p.grad.norm() ** 2` (or `torch.sum(p ** 2)`, `torch.norm(p.grad)`, `p.abs().sum()`) in the body
+    of a loop over parameters: a per-parameter reduction added into an accumulator that is not a loop variable,
+    a tensor kept on the device (not a number read back with `.item()`/`float()`, a sync GPU1xx reports)."""
+    for node in _walk(loop.body):
+        if type(node) is not cst.AugAssign or type(node.operator) is not cst.AddAssign or \
+                type(node.target) is not cst.Name or node.target.value in names:
+            continue
+        values = list(_walk(node.value))
+        if any(type(n) is cst.Call and (type(n.func) is cst.Attribute and n.func.attr.value in _HOST_READS or
+                                        type(n.func) is cst.Name and n.func.value in ("float", "int"))
+               for n in values):
+            continue
+        for n in values:
+            if type(n) is not cst.Call:
+                continue
+            if type(n.func) is cst.Attribute and n.func.attr.value in _REDUCTIONS and \
+                    _root_name(n.func.value) in names:
+                return node  # `p.grad.data.norm()`, `p.pow(2).sum()`
+            name = dotted_name(n.func) or ""
+            if name.startswith("torch.") and name.rsplit(".", 1)[-1] in _REDUCTIONS and n.args and \
+                    any(type(m) is cst.Name and m.value in names for m in _walk(n.args[0].value)):
+                return node  # `torch.norm(p.grad)`, `torch.sum(p ** 2)`
     return None
 
 
