@@ -51,9 +51,14 @@ class TrainingFacts:
     # -- training loops ----------------------------------------------------------------------------------------
     def training_loops(self) -> list[cst.For]:
         """Hot for-loops whose own body (or a step function it calls) runs `.backward()`: each step trains."""
+        return [n for n in self._step_loops() if type(n) is cst.For]
+
+    def _step_loops(self) -> list:
+        """The hot `for` and `while` loops that train (`while True: batch = next(it) ... loss.backward()`, a
+        trainer's step loop drawing one batch per iteration), in the module's order."""
         if self._loops is None:
             loops = self.analysis.loops
-            self._loops = [n for n in of_types(self.index, cst.For)
+            self._loops = [n for n in of_types(self.index, cst.For, cst.While)
                            if loops.role(n) is LoopRole.HOT and self._runs_backward(n.body)]
         return self._loops
 
@@ -68,8 +73,9 @@ class TrainingFacts:
         return False
 
     def trains_on_cuda(self) -> bool:
-        """The module names CUDA itself and trains: forward, backward and step in a loop over batches."""
-        return bool(self.training_loops()) and data_facts(self.analysis).clearly_cuda()
+        """The module names CUDA itself and trains: forward, backward and step in a loop over batches (a `for`
+        over a loader, or a `while` loop that draws a batch every iteration)."""
+        return bool(self._step_loops()) and data_facts(self.analysis).clearly_cuda()
 
     # -- precision ---------------------------------------------------------------------------------------------
     def chose_precision(self) -> bool:

@@ -27,7 +27,8 @@ class Fp32TrainingWithoutAutocast(GpuRule):
     ## What it does
     Flags the forward pass of a training step that runs every iteration (the step's first model call before
     `loss.backward()`, or the first call handed the model, such as `diffusion.training_losses(model, x, t)`;
-    `loss.backward()` itself where neither is in its block), in a module that trains on CUDA and never mentions
+    `loss.backward()` itself where neither is in its block), in a module that trains on CUDA (in a loop over
+    batches, or a `while` loop drawing a batch every iteration: `while True: x = next(it)`) and never mentions
     reduced precision: no `torch.autocast` / `torch.amp.autocast` / `torch.cuda.amp.autocast`,
     no `.half()` / `.bfloat16()`, no `dtype=` argument, no GradScaler, no `mixed_precision` setting.
 
