@@ -25,6 +25,8 @@ from typing import Optional
 _UPDATES = {"mul_", "add_", "sub_", "div_", "lerp_", "copy_", "addcmul_", "addcdiv_", "clamp_", "clip_",
             "nan_to_num_"}
 _ITERATORS = {"parameters", "named_parameters"}
+_BUFFERS = {"buffers", "named_buffers"}
+_HOST_READS = {"item", "tolist", "cpu", "numpy"}
 
 _CACHE: dict[tuple, Optional[int]] = {}
 _LOCK = threading.Lock()
@@ -61,7 +63,7 @@ def _unconditional_loop(fn: ast.FunctionDef) -> Optional[tuple[int, tuple]]:
         stmt = stack.pop(0)
         if isinstance(stmt, ast.For):
             names = _parameter_names(stmt, bindings)
-            if names and _updates(stmt, names):
+            if names and _updates(stmt, names) or _shadow_updates(stmt, bindings):
                 if _may_leave_before(fn, stmt):
                     return None
                 given = {n.id for n in _sequences(stmt.iter) if isinstance(n, ast.Name) and n.id not in bindings}
@@ -139,6 +141,8 @@ def _yields(expr: ast.expr, bindings: dict, depth: int = 0) -> Optional[str]:
         return None
     if _is_parameters_call(expr):
         return "named" if expr.func.attr == "named_parameters" else "each"  # type: ignore[attr-defined]
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _BUFFERS:
+        return "named" if expr.func.attr == "named_buffers" else "each"  # buffers copied like parameters
     if isinstance(expr, ast.Call) and not expr.args and isinstance(expr.func, ast.Attribute) and \
             expr.func.attr in ("items", "values", "keys") and _dict_of_parameters(expr.func.value, bindings):
         return {"items": "named", "values": "each", "keys": "keys"}[expr.func.attr]
@@ -188,6 +192,53 @@ def _indexed_dicts(loop: ast.For, bindings: dict) -> set[str]:
             and _dict_of_parameters(n.value, bindings)}
 
 
+def _shadow_updates(loop: ast.For, bindings: dict) -> bool:
+    """The body of `for name, p in m.named_parameters():` (or a parameters dict's `.items()`) updates a tensor
+    kept per parameter under the loop's key, as GPU411's `_shadow_update` reads it: written in place
+    (`self.shadow[name].mul_(d)`, `.data = ...`, `+=`) or rebound to a value computed from itself and the
+    parameter (`self.shadow[name] = d * self.shadow[name] + (1 - d) * p`), never read back to the host."""
+    target = loop.target
+    if _yields(loop.iter, bindings) != "named" or not isinstance(target, ast.Tuple) or len(target.elts) != 2 or \
+            not all(isinstance(e, ast.Name) for e in target.elts):
+        return False
+    key, param = target.elts[0].id, target.elts[1].id  # type: ignore[attr-defined]
+
+    def keyed(expr: ast.expr) -> bool:
+        while True:
+            if isinstance(expr, ast.Attribute) and expr.attr == "data":
+                expr = expr.value
+            elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _UPDATES:
+                expr = expr.func.value
+            else:
+                break
+        return isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Name) and expr.slice.id == key
+
+    def from_parameter(value: ast.expr, itself: Optional[ast.expr]) -> bool:
+        nodes = list(ast.walk(value))
+        return any(isinstance(n, ast.Name) and n.id == param for n in nodes) and not any(
+            isinstance(n, ast.Call) and (isinstance(n.func, ast.Attribute) and n.func.attr in _HOST_READS or
+                                         isinstance(n.func, ast.Name) and n.func.id in ("float", "int"))
+            for n in nodes) and (itself is None or any(
+                isinstance(n, ast.Subscript) and ast.dump(n.value) == ast.dump(itself.value) and  # type: ignore
+                isinstance(n.slice, ast.Name) and n.slice.id == key for n in nodes))
+
+    for stmt in loop.body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in _UPDATES and keyed(node.func.value):
+                return True
+            if isinstance(node, ast.AugAssign) and keyed(node.target) and from_parameter(node.value, None):
+                return True
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                t = node.targets[0]
+                if isinstance(t, ast.Attribute) and t.attr == "data" and keyed(t.value) and \
+                        from_parameter(node.value, None):
+                    return True
+                if isinstance(t, ast.Subscript) and keyed(t) and from_parameter(node.value, t):
+                    return True
+    return False
+
+
 def _root(expr: ast.expr) -> Optional[str]:
     while True:
         if isinstance(expr, ast.Attribute) and expr.attr in ("data", "grad"):
@@ -216,9 +267,8 @@ def _updates(loop: ast.For, names: set[str]) -> bool:
                 return True
             if isinstance(node, ast.AugAssign) and _root(node.target) in names:
                 return True
-            if isinstance(node, ast.Call) and any(  # `torch.nan_to_num(p.grad, out=p.grad)`
+            if isinstance(node, ast.Call) and any(  # `torch.nan_to_num(p.grad, out=p.grad)`, a wrapper of it
                     k.arg == "out" and _root(k.value) in names for k in node.keywords) and \
-                    isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and \
-                    node.func.value.id == "torch":
+                    isinstance(node.func, (ast.Attribute, ast.Name)):
                 return True
     return False

@@ -28,9 +28,14 @@ _REDUCED_PRECISION = re.compile(r"autocast|\.half\(|bfloat16|float16|\bfp16\b|\b
                                 r"\bFabric\(", re.IGNORECASE)
 # The same choices without the bare `dtype=` (GPU404): a dtype argument counts only through the next pattern.
 _MATMUL_PRECISION = re.compile(_REDUCED_PRECISION.pattern.replace(r"\bdtype\s*=|", ""), re.IGNORECASE)
-# `dtype=` naming something other than an integer, boolean or fp32 dtype: a half/double dtype, a variable.
+# `dtype=` naming something other than an integer, boolean or fp32 dtype (or a NumPy float64: host arrays, such
+# as a diffusion schedule's betas, never the model's precision): a half/double dtype, a variable.
 _FLOAT_DTYPE_ARGUMENT = re.compile(r"\bdtype\s*=(?!=)(?!\s*(?:torch|np|numpy)\.(?:u?int\d*|long|short|bool|float32|float)\b"
-                                   r"|\s*[\"'](?:u?int\d*|long|bool|float32)[\"'])")
+                                   r"|\s*(?:np|numpy)\.float64\b|\s*[\"'](?:u?int\d*|long|bool|float32)[\"'])")
+# GPU403's choices: `_MATMUL_PRECISION` with `precision` only as a setting (`precision=`, `args.precision`,
+# `--precision`, a `"precision"` key), not a detection metric's `precision, recall = ...`.
+_CHOSEN_PRECISION = re.compile(_MATMUL_PRECISION.pattern.replace(
+    r"\bprecision\b", r"\bprecision\s*=(?!=)|\.precision\b|--precision\b|[\"']precision[\"']"), re.IGNORECASE)
 _MODULE_MOVES = ("to", "cuda")
 _DTYPES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16", "int64", "long", "int32"}
 
@@ -51,9 +56,14 @@ class TrainingFacts:
     # -- training loops ----------------------------------------------------------------------------------------
     def training_loops(self) -> list[cst.For]:
         """Hot for-loops whose own body (or a step function it calls) runs `.backward()`: each step trains."""
+        return [n for n in self._step_loops() if type(n) is cst.For]
+
+    def _step_loops(self) -> list:
+        """The hot `for` and `while` loops that train (`while True: batch = next(it) ... loss.backward()`, a
+        trainer's step loop drawing one batch per iteration), in the module's order."""
         if self._loops is None:
             loops = self.analysis.loops
-            self._loops = [n for n in of_types(self.index, cst.For)
+            self._loops = [n for n in of_types(self.index, cst.For, cst.While)
                            if loops.role(n) is LoopRole.HOT and self._runs_backward(n.body)]
         return self._loops
 
@@ -68,15 +78,18 @@ class TrainingFacts:
         return False
 
     def trains_on_cuda(self) -> bool:
-        """The module names CUDA itself and trains: forward, backward and step in a loop over batches."""
-        return bool(self.training_loops()) and data_facts(self.analysis).clearly_cuda()
+        """The module names CUDA itself and trains: forward, backward and step in a loop over batches (a `for`
+        over a loader, or a `while` loop that draws a batch every iteration)."""
+        return bool(self._step_loops()) and data_facts(self.analysis).clearly_cuda()
 
     # -- precision ---------------------------------------------------------------------------------------------
     def chose_precision(self) -> bool:
-        """The module mentions autocast, a half dtype, a dtype argument or a matmul-precision setting anywhere."""
+        """The module mentions autocast, a half dtype, a `dtype=` argument that is not an integer, boolean, fp32
+        or NumPy float64 one (`_FLOAT_DTYPE_ARGUMENT`), a precision setting or a matmul-precision setting
+        anywhere. A detection metric named `precision` is not a setting."""
         if self._chose_precision is None:  # a search of the whole text: once per module, not per call
             text = self.analysis.source if self.analysis.source is not None else self.analysis.module.code
-            self._chose_precision = found_in(_REDUCED_PRECISION, text)
+            self._chose_precision = found_in(_CHOSEN_PRECISION, text) or found_in(_FLOAT_DTYPE_ARGUMENT, text)
         return self._chose_precision
 
     def chose_matmul_precision(self) -> bool:

@@ -27,9 +27,12 @@ class Fp32TrainingWithoutAutocast(GpuRule):
     ## What it does
     Flags the forward pass of a training step that runs every iteration (the step's first model call before
     `loss.backward()`, or the first call handed the model, such as `diffusion.training_losses(model, x, t)`;
-    `loss.backward()` itself where neither is in its block), in a module that trains on CUDA and never mentions
+    `loss.backward()` itself where neither is in its block), in a module that trains on CUDA (in a loop over
+    batches, or a `while` loop drawing a batch every iteration: `while True: x = next(it)`) and never mentions
     reduced precision: no `torch.autocast` / `torch.amp.autocast` / `torch.cuda.amp.autocast`,
-    no `.half()` / `.bfloat16()`, no `dtype=` argument, no GradScaler, no `mixed_precision` setting.
+    no `.half()` / `.bfloat16()`, no `dtype=` argument (other than an integer, boolean, fp32 or NumPy float64
+    one: token ids, masks, a schedule's host arrays), no GradScaler, no `mixed_precision` or `precision` setting
+    (`precision=`, `args.precision`, `--precision`; a detection metric's `precision, recall = ...` is none).
 
     ## Why it is slow
     In fp32 the matmuls and convolutions of the forward and backward pass run on the slow fp32 path (or TF32),

@@ -20,7 +20,8 @@ class OptimizerNotFused(GpuRule):
     ## What it does
     Flags `torch.optim.Adam(...)`, `AdamW(...)` and `SGD(...)` built over the `.parameters()` of a model that
     the same module moves to a CUDA device (`model.to(device)`, `model.cuda()`), when neither `fused=` nor
-    `foreach=` is given, in a module that trains on CUDA in a loop. Every move of that model must go to CUDA: a
+    `foreach=` is given, in a module that trains on CUDA in a loop (a `for` over batches, or a `while` loop
+    drawing one every iteration). Every move of that model must go to CUDA: a
     device that may be another accelerator (`torch.accelerator.current_accelerator()`, `accelerator.device`) or
     a function's parameter keeps it silent. The class may be named indirectly: a choice between such classes
     (`optim_cls = optim.AdamW if c else optim.SGD`), `getattr(torch.optim, "AdamW")`, or a project subclass

@@ -23,6 +23,9 @@ from gpulint.rule import Example, Family, FixAvailability, FixSafety, GpuRule, S
 _UPDATES = {"mul_", "add_", "sub_", "div_", "lerp_", "copy_", "addcmul_", "addcdiv_", "clamp_", "clip_",
             "nan_to_num_", "mul", "add", "sub"}
 _ITERATORS = {"parameters", "named_parameters"}
+_REDUCTIONS = {"norm", "sum", "vector_norm", "matrix_norm"}
+_BUFFERS = {"buffers", "named_buffers"}
+_HOST_READS = {"item", "tolist", "cpu", "numpy"}  # a value read back to the host: a statistic, not a shadow tensor
 # Methods of a module that leave its Parameter objects as they are (what a list of them built once still holds).
 # Not `modules()`/`children()`: they hand out submodules, whose parameters can then be replaced.
 _KEEPING = {"parameters", "named_parameters", "buffers", "named_buffers", "state_dict", "load_state_dict", "train",
@@ -36,8 +39,10 @@ class PerParameterLoop(GpuRule):
     Flags, on every iteration of a training loop, a `for` loop over `model.parameters()` /
     `named_parameters()` (or `zip(...)` of two of them, the EMA shape) whose body updates each parameter in
     place: `p.data.mul_(m).add_(...)`, `p.add_(p.grad, alpha=-lr)`, `p.grad.clamp_(-c, c)`,
-    `ema_p.copy_(...)`, `p.grad.nan_to_num_(...)`, or a torch function writing it through `out=`
-    (`torch.nan_to_num(p.grad, nan=0, out=p.grad)`, a NaN clean-up of every gradient). The parameters may also come as a `list(...)` of them, a dict of named parameters
+    `ema_p.copy_(...)`, `p.grad.nan_to_num_(...)`, or a torch function (or a project wrapper of one) writing it through `out=`
+    (`torch.nan_to_num(p.grad, nan=0, out=p.grad)`, a NaN clean-up of every gradient). A module's `buffers()` /
+    `named_buffers()` copied the same way (an EMA model's batch-norm statistics, `b_ema.copy_(b)` every step)
+    count as well, without the fix (buffers may hold integers, which the foreach kernels reject). The parameters may also come as a `list(...)` of them, a dict of named parameters
     (`OrderedDict(model.named_parameters())`, iterated with `.items()` or indexed by the loop's key:
     `ema_params[name].mul_(d)`, or iterated by key: `for k in par.keys(): par[k].data.mul_(d)`), a sequence
     named for them (`target_params`, `self.master_params`: a helper's arguments; `zip(..., strict=True)` too, and
@@ -45,7 +50,13 @@ class PerParameterLoop(GpuRule):
     not an attribute the module also fills with fp16 master copies built by `_flatten_dense_tensors`, a few flat
     tensors),
     or an optimizer's parameter group (`for p in group["params"]:` in a hand-written
-    `step` or a clipping method of an optimizer wrapper); updates through `p.detach()` count. A helper holding such a loop is reported where
+    `step` or a clipping method of an optimizer wrapper); updates through `p.detach()` count. So does an EMA's shadow kept per parameter
+    under the loop's key (`for name, p in m.named_parameters():` rewriting `self.shadow[name]` in place, through
+    `.data`, or from itself and `p`: `shadow[name] = d * shadow[name] + (1 - d) * p`); not a dict filled from the
+    parameters alone (`grads[name] = p.grad.clone()`) or with numbers read back to the host. A norm or sum of each
+    parameter or gradient added into an accumulator every step (`grad_norm += p.grad.norm() ** 2`, an L2
+    penalty `reg += torch.sum(p ** 2)`) is reported with its own message (no fix; `torch._foreach_norm` or
+    `torch.nn.utils.get_total_norm`), not where each term is read back with `.item()` (GPU101's sync). A helper holding such a loop is reported where
     it is written when a loop (in this module or another) calls it every step. The per-step call of a project
     function or method whose every call runs such a loop (`accumulate(g_ema, g)`, `polyak_update(
     critic.parameters(), target.parameters(), tau)`, `ema.update(model)`) is reported at the call too, with the
@@ -211,6 +222,10 @@ class PerParameterLoop(GpuRule):
     library = ("`{call}(...)` runs {what} every step: {reason}; use a foreach implementation (timm's "
                "`ModelEmaV3`, whose `foreach=True` is the default)")
 
+    reduction = ("a norm or sum of each parameter (or gradient) accumulated in a Python loop every step: one or "
+                 "more kernels per parameter; `torch._foreach_norm` (or `torch.nn.utils.get_total_norm`) computes "
+                 "them all at once")
+
     helper = ("`{call}(...)` updates parameters one by one in a Python loop every step (in `{callee}`): one "
               "kernel per parameter; `torch._foreach_*` updates them all at once")
 
@@ -264,7 +279,11 @@ class PerParameterLoop(GpuRule):
 
     def visit_For(self, node: cst.For) -> None:
         names = _parameter_names(node, self.analysis)
-        if not names or _update(node, names) is None:
+        if (not names or _update(node, names) is None) and _shadow_update(node, self.analysis) is None:
+            if names and _reduction(node, names) is not None:
+                where = self.where(node)
+                if where is not None:
+                    self.report(node, self.reduction, where=where)
             return
         where = self.where(node)
         if where is None:
@@ -381,6 +400,13 @@ def _is_parameters_call(expr: cst.BaseExpression) -> bool:
         expr.func.attr.value in _ITERATORS
 
 
+def _is_buffers_call(expr: cst.BaseExpression) -> bool:
+    """`m.buffers()` / `m.named_buffers()`: iterated like parameters, never given the foreach fix (a module's
+    buffers may hold integers, `num_batches_tracked`, which `torch._foreach_lerp_` and `_mul_` reject)."""
+    return type(expr) is cst.Call and type(expr.func) is cst.Attribute and \
+        expr.func.attr.value in _BUFFERS
+
+
 def _parameter_names(loop: cst.For, analysis=None) -> set[str]:
     """The loop variables that stand for one parameter each (`p`, `name, p`, or the pairs of a zip), and the
     names of dicts of parameters the body indexes (`ema_params[name]`)."""
@@ -417,6 +443,8 @@ def _yields_parameters(expr: cst.BaseExpression, analysis, loop: cst.For, depth:
         return None
     if _is_parameters_call(expr):
         return "named" if expr.func.attr.value == "named_parameters" else "each"  # type: ignore[attr-defined]
+    if _is_buffers_call(expr):  # an EMA's buffers copied alongside its parameters: one copy per buffer as well
+        return "named" if expr.func.attr.value == "named_buffers" else "each"  # type: ignore[attr-defined]
     if type(expr) is cst.Call and not expr.args and type(expr.func) is cst.Attribute and \
             expr.func.attr.value in ("items", "values", "keys") and \
             _dict_of_parameters(expr.func.value, analysis, loop):
@@ -545,11 +573,89 @@ def _update(loop: cst.For, names: set[str]) -> Optional[cst.CSTNode]:
     return None
 
 
+def _shadow_update(loop: cst.For, analysis=None) -> Optional[cst.CSTNode]:
+    """The first update, in the body of `for name, p in m.named_parameters():` (or a dict of parameters'
+    `.items()`), of a tensor kept per parameter under the loop's key: an EMA's shadow copies
+    (`self.shadow[name].data = (1 - mu) * p.data + mu * self.shadow[name].data`, `avg[name].mul_(d)`,
+    `self.backup[name] = d * self.backup[name] + (1 - d) * p`). The keyed tensor is written in place (a
+    method of `_UPDATES`, its `.data` assigned, `+=`), or rebound to a value computed from itself and the
+    parameter: a recurrence over the parameter's values, one or more kernels per parameter. Not a dict filled
+    from the parameters alone (`grads[name] = p.grad.clone()`) nor a number (`norms[name] += p.norm().item()`)."""
+    if _yields_parameters(loop.iter, analysis, loop) != "named" or type(loop.target) is not cst.Tuple or \
+            len(loop.target.elements) != 2:
+        return None
+    key, param = (e.value for e in loop.target.elements)
+    if type(key) is not cst.Name or type(param) is not cst.Name:
+        return None
+
+    def keyed(expr: cst.BaseExpression) -> bool:
+        while True:
+            if type(expr) is cst.Attribute and expr.attr.value == "data":
+                expr = expr.value
+            elif type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in _UPDATES:
+                expr = expr.func.value
+            else:
+                break
+        return type(expr) is cst.Subscript and len(expr.slice) == 1 and type(expr.slice[0].slice) is cst.Index \
+            and type(expr.slice[0].slice.value) is cst.Name and expr.slice[0].slice.value.value == key.value
+
+    def from_parameter(value: cst.BaseExpression, target: Optional[cst.BaseExpression]) -> bool:
+        nodes = list(_walk(value))
+        reads_param = any(type(n) is cst.Name and n.value == param.value for n in nodes)
+        to_host = any(type(n) is cst.Call and (type(n.func) is cst.Attribute and n.func.attr.value in _HOST_READS
+                                              or type(n.func) is cst.Name and n.func.value in ("float", "int"))
+                      for n in nodes)
+        itself = target is None or any(type(n) is cst.Subscript and n.deep_equals(target) for n in nodes)
+        return reads_param and not to_host and itself
+
+    for node in _walk(loop.body):
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value.endswith("_") \
+                and node.func.attr.value in _UPDATES and keyed(node.func.value):
+            return node
+        if type(node) is cst.AugAssign and keyed(node.target) and from_parameter(node.value, None):
+            return node
+        if type(node) is cst.Assign and len(node.targets) == 1:
+            target = node.targets[0].target
+            if type(target) is cst.Attribute and target.attr.value == "data" and keyed(target.value) and \
+                    from_parameter(node.value, None):
+                return node
+            if keyed(target) and type(target) is cst.Subscript and from_parameter(node.value, target):
+                return node
+    return None
+
+
+def _reduction(loop: cst.For, names: set[str]) -> Optional[cst.AugAssign]:
+    """`total += p.grad.norm() ** 2` (or `torch.sum(p ** 2)`, `torch.norm(p.grad)`, `p.abs().sum()`) in the body
+    of a loop over parameters: a per-parameter reduction added into an accumulator that is not a loop variable,
+    a tensor kept on the device (not a number read back with `.item()`/`float()`, a sync GPU1xx reports)."""
+    for node in _walk(loop.body):
+        if type(node) is not cst.AugAssign or type(node.operator) is not cst.AddAssign or \
+                type(node.target) is not cst.Name or node.target.value in names:
+            continue
+        values = list(_walk(node.value))
+        if any(type(n) is cst.Call and (type(n.func) is cst.Attribute and n.func.attr.value in _HOST_READS or
+                                        type(n.func) is cst.Name and n.func.value in ("float", "int"))
+               for n in values):
+            continue
+        for n in values:
+            if type(n) is not cst.Call:
+                continue
+            if type(n.func) is cst.Attribute and n.func.attr.value in _REDUCTIONS and \
+                    _root_name(n.func.value) in names:
+                return node  # `p.grad.data.norm()`, `p.pow(2).sum()`
+            name = dotted_name(n.func) or ""
+            if name.startswith("torch.") and name.rsplit(".", 1)[-1] in _REDUCTIONS and n.args and \
+                    any(type(m) is cst.Name and m.value in names for m in _walk(n.args[0].value)):
+                return node  # `torch.norm(p.grad)`, `torch.sum(p ** 2)`
+    return None
+
+
 def _written_out(call: cst.Call, names: set[str]) -> bool:
-    """`torch.<op>(..., out=p.grad)` of a torch function whose `out=` is a loop variable (or its `.data`/`.grad`)."""
+    """`torch.<op>(..., out=p.grad)`, or a project wrapper of one (`misc.nan_to_num(p.grad, nan=0, out=p.grad)`),
+    whose `out=` is a loop variable (or its `.data`/`.grad`): written in place, one call per parameter."""
     out = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "out"), None)
     name = dotted_name(call.func) or ""
-    return out is not None and name.startswith("torch.") and _root_name(out) in names
+    return out is not None and name != "" and _root_name(out) in names
 
 
 # -- the fix: recognised EMA loops -----------------------------------------------------------------------------
