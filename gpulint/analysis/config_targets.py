@@ -1,4 +1,5 @@
-"""Objects built from configuration files: Hydra's `_target_:` and torchtune's `_component_:` (issue 11).
+"""Objects built from configuration files: Hydra's `_target_:` (`class:` before Hydra 1.0) and torchtune's
+`_component_:` (issue 11).
 
 Real trainers build their model and loss from YAML:
 
@@ -38,7 +39,7 @@ from typing import Optional
 
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project
 
-_TARGET_KEYS = ("_target_", "_component_")
+_TARGET_KEYS = ("_target_", "_component_", "class")
 _MAX_CONFIG_FILES = 2000
 _MAX_CONFIG_BYTES = 1_000_000
 _SKIPPED = {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv", "env"}
@@ -110,7 +111,7 @@ def _config_targets(project: Project) -> dict[str, tuple[str, ...]]:
             raw = file.read_bytes()
         except OSError:
             continue
-        if b"_target_" not in raw and b"_component_" not in raw:
+        if b"_target_" not in raw and b"_component_" not in raw and b"class:" not in raw:
             continue
         text = raw.decode("utf-8", "replace")
         for key, per_key in read_targets(text, file.parent.name).items():

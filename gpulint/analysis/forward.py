@@ -726,13 +726,16 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
         return None
     if owner is None and member not in info.functions:
         return None
+    # a class a configuration file names (`class:`/`_target_:`): `self.agent = instantiate(cfg.agent)`
+    configured = cls is not None and "instantiate" in _instantiating(project, info, owner)
     # a top-level function may be imported under another name (analysis/import_aliases.py)
     for analysis, calls, hot_calls, names in hot_callers(project, path, member, aliases=owner is None):
         resolver = _Instances(calls, project, cls, member) if cls is not None else None
         for _, node, func in hot_calls:
             if resolver is not None:
                 if not (type(func) is cst.Attribute and func.attr.value == member
-                        and (resolver.may_be(func.value) or resolver.among(func.value))) \
+                        and (resolver.may_be(func.value) or resolver.among(func.value)
+                             or configured and _configured_target(project, analysis, node, func.value, cls))) \
                         and not _steps_the_argument(analysis, node, member, resolver):
                     continue
                 runs = f"{cls.name}.{member}"

@@ -103,6 +103,9 @@ class LoopAnalysis:
         # analysis/__init__.py: whether a name holds an instance of a project `nn.Module` class of another module
         # (`actor_critic = Policy(...)`, imported), which kind inference does not follow
         self.project_network: Optional[Callable[[cst.Name], bool]] = None
+        # `self.agent.update(...)`: a method of a project object (another module's class, a configured one) that
+        # is one training step (a backward pass outside loops of its own), set by analysis/__init__.py
+        self.steps_through_method: Optional[Callable[[cst.Call], bool]] = None
         # analysis/__init__.py: whether an `if`'s body never runs in the program as shipped: a debug/analysis
         # option of the program's parser left at its default (`if opt.debug > 0:`, analysis/test_mode.py), or a
         # flag no construction turns on (`if self.autobalance:`, `hasattr(self, "x")` that no training sets,
@@ -609,7 +612,10 @@ class LoopAnalysis:
             if helper is not None and self._function_trains(helper):
                 return True
             # `self.run_step()` in a base class's loop: the subclasses' overrides run in its place
-            return any(self._function_trains(o) for o in self.overrides(call))
+            if any(self._function_trains(o) for o in self.overrides(call)):
+                return True
+            # `self.agent.update(replay_buffer, logger, step)` of a project agent whose update is one step
+            return helper is None and self.steps_through_method is not None and self.steps_through_method(call)
         return False
 
     def _function_trains(self, fn: cst.FunctionDef) -> bool:
