@@ -589,7 +589,12 @@ class LoopAnalysis:
                 if beside_hot_loop and type(node.func) is cst.Attribute and node.func.attr.value == "zero_grad":
                     continue
                 return True
-        return False
+        # `self.agent.update(replay_buffer, logger, step)` of a project agent whose update is one training step,
+        # on every iteration (not under `if step % 1000 == 0:`)
+        return self.steps_through_method is not None and any(
+            type(node) is cst.Call and type(node.func) is cst.Attribute and self.local_function(node) is None
+            and not self._periodic_within(node, loop) and self.steps_through_method(node)
+            for node in _walk_body(loop, into_loops=False))
 
     def loops_over_batches(self, loop: Loop) -> bool:
         """The loop takes a batch of a data loader each iteration (`for x, y in loader`, `next(it)`)."""
@@ -612,10 +617,7 @@ class LoopAnalysis:
             if helper is not None and self._function_trains(helper):
                 return True
             # `self.run_step()` in a base class's loop: the subclasses' overrides run in its place
-            if any(self._function_trains(o) for o in self.overrides(call)):
-                return True
-            # `self.agent.update(replay_buffer, logger, step)` of a project agent whose update is one step
-            return helper is None and self.steps_through_method is not None and self.steps_through_method(call)
+            return any(self._function_trains(o) for o in self.overrides(call))
         return False
 
     def _function_trains(self, fn: cst.FunctionDef) -> bool:
