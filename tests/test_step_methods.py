@@ -9,6 +9,11 @@ no loader and no backward of its own, yet each iteration is one training step: t
 - a loop whose agent method trains only inside a loop of its own (an epoch's pass) is no step loop by this;
 - a call of the update under a periodic test (`if self.step % 1000 == 0:`) does not make the loop a step loop;
 - a `class:` value that is no dotted path (`class: person`) names no class.
+
+The objects the workspace hands the agent's per-step method (`self.agent.update(obs, self.logger, step)`) run
+their methods every step too: `logger.log(...)` in `update_critic`, which `update` calls with its own parameter
+(analysis/helper_sites.py `passed_object_site`). Not a call under a periodic test, nor a class of the same method
+name that no per-step call passes.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import hydra
 import torch
 
 from envs import make_env
+from logs import Logger
 
 
 class Workspace:
@@ -32,13 +38,14 @@ class Workspace:
         self.device = torch.device(cfg.device)
         self.env = make_env(cfg)
         self.agent = hydra.utils.instantiate(cfg.agent)
+        self.logger = Logger()
         self.step = 0
 
     def run(self):
         obs = self.env.reset()
         while self.step < self.cfg.num_train_steps:
             action = self.agent.act(obs)
-            self.agent.update(obs, self.step)
+            self.agent.update(obs, self.logger, self.step)
             obs, reward, done, info = self.env.step(action)
             self.step += 1
 
@@ -63,16 +70,31 @@ class SACAgent:
         obs = torch.as_tensor(obs, device="cuda")
         return self.critic(obs).cpu().numpy()
 
-    def update(self, obs, step):
+    def update(self, obs, logger, step):
         obs = obs.to("cuda", non_blocking=True)
-        self.update_critic(obs, step)
+        self.update_critic(obs, logger, step)
 
-    def update_critic(self, obs, step):
+    def update_critic(self, obs, logger, step):
         loss = self.critic(obs).pow(2).mean()
         print("loss", loss.item())
+        logger.log("loss", loss)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         self.opt.step()
+"""
+
+LOGS = """\
+import torch
+
+
+class Logger:
+    def log(self, key, value):
+        torch.cuda.synchronize()
+
+
+class FileLogger:
+    def log(self, key, value):
+        torch.cuda.synchronize()
 """
 
 CONFIG = """\
@@ -93,7 +115,8 @@ agent:
 
 
 def _project(tmp_path: Path, train: str = TRAIN, agent: str = AGENT, agent_config: str = AGENT_CONFIG) -> Path:
-    return write_project(tmp_path, {"train.py": train, "agents/__init__.py": "", "envs.py": "def make_env(cfg):\n    return None\n", "agents/sac.py": agent,
+    return write_project(tmp_path, {"train.py": train, "agents/__init__.py": "", "logs.py": LOGS,
+                                    "envs.py": "def make_env(cfg):\n    return None\n", "agents/sac.py": agent,
                                     "config/train.yaml": CONFIG, "config/agent/sac.yaml": agent_config})
 
 
@@ -119,17 +142,15 @@ def test_a_constructed_agent_too(tmp_path: Path):
 
 
 def test_an_agent_training_in_a_loop_of_its_own_is_no_step(tmp_path: Path):
-    agent = AGENT.replace("    def update(self, obs, step):\n        obs = obs.to(\"cuda\", non_blocking=True)\n"
-                          "        self.update_critic(obs, step)\n",
-                          "    def update(self, obs, step):\n        obs = obs.to(\"cuda\", non_blocking=True)\n"
-                          "        for epoch in range(obs.shape[0]):\n            self.update_critic(obs, step)\n")
+    agent = AGENT.replace("        self.update_critic(obs, logger, step)\n",
+                          "        for epoch in range(obs.shape[0]):\n            self.update_critic(obs, logger, step)\n")
     keys = _keys(_project(tmp_path, agent=agent))
     assert ("agents/sac.py", 13, "GPU104") not in keys  # the workspace loop is an outer loop, not a step loop
 
 
 def test_a_periodic_update_is_no_step(tmp_path: Path):
-    train = TRAIN.replace("            self.agent.update(obs, self.step)\n",
-                          "            if self.step % 1000 == 0:\n                self.agent.update(obs, self.step)\n")
+    train = TRAIN.replace("            self.agent.update(obs, self.logger, self.step)\n",
+                          "            if self.step % 1000 == 0:\n                self.agent.update(obs, self.logger, self.step)\n")
     keys = _keys(_project(tmp_path, train=train))
     assert ("agents/sac.py", 13, "GPU104") not in keys
 
@@ -137,3 +158,17 @@ def test_a_periodic_update_is_no_step(tmp_path: Path):
 def test_an_unnamed_class_key_names_nothing():
     assert read_targets("agent:\n  class: agents.sac.SACAgent\n") == {"agent": {"agents.sac.SACAgent": 0}}
     assert read_targets("label:\n  class: person\n") == {}
+
+
+def test_an_object_handed_to_the_agents_step_runs_its_method_every_step(tmp_path: Path):
+    keys = found(check(_project(tmp_path), "--no-cache", "--exit-zero", "--select", "GPU109", "logs.py"))
+    assert ("logs.py", 6, "GPU109") in keys  # update -> update_critic(obs, logger, step) -> logger.log(...)
+    assert ("logs.py", 11, "GPU109") not in keys  # FileLogger: no per-step call passes one
+
+
+def test_a_periodic_log_call_stays_quiet(tmp_path: Path):
+    agent = AGENT.replace('        logger.log("loss", loss)\n',
+                          '        if step % 100 == 0:\n            logger.log("loss", loss)\n')
+    keys = found(check(_project(tmp_path, agent=agent), "--no-cache", "--exit-zero", "--select", "GPU109",
+                       "logs.py"))
+    assert ("logs.py", 6, "GPU109") not in keys

@@ -37,7 +37,7 @@ from gpulint.analysis.isinstance_narrowing import narrowed_class
 from gpulint.analysis.wrapped_calls import wrapper_call_site
 from gpulint.analysis.once import once_per_object
 from gpulint.analysis.unset_options import first_step_only, hasattr_self, unset_options
-from gpulint.analysis.helper_sites import helpers_feed_a_gpu, imported_helper_site
+from gpulint.analysis.helper_sites import helpers_feed_a_gpu, imported_helper_site, passed_object_site
 from gpulint.analysis.vec_env_wrappers import vec_env_site
 from gpulint.analysis.overrides import override_site
 from gpulint.analysis.framework_steps import framework_site
@@ -120,6 +120,8 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
                 site = vec_env_site(project, path, owner, member)
             if site is None and owner is not None:  # a framework step calls it on an attribute declared as a base
                 site = dispatched_site(project, path, owner, member)
+            if site is None and owner is not None:  # another module's per-step method is handed the object
+                site = passed_object_site(project, path, owner, member)
             elif site is None:  # a helper another module's per-step `forward` imports and calls
                 site = imported_helper_site(project, path, member)
         if site is not None:
@@ -389,6 +391,9 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
                 if stmt.bases and isinstance(m, ast.FunctionDef) and \
                         vec_env_site(project, path, stmt.name, m.name) is not None:
                     return True
+                if isinstance(m, ast.FunctionDef) and m.name != "forward" and _entry_method(m.name) and \
+                        passed_object_site(project, path, stmt.name, m.name) is not None:
+                    return True  # `replay_buffer.sample(...)` in another module's per-step method
     return False
 
 
