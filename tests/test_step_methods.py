@@ -172,3 +172,43 @@ def test_a_periodic_log_call_stays_quiet(tmp_path: Path):
     keys = found(check(_project(tmp_path, agent=agent), "--no-cache", "--exit-zero", "--select", "GPU109",
                        "logs.py"))
     assert ("logs.py", 6, "GPU109") not in keys
+
+
+NETS = """\
+import torch.nn as nn
+
+
+class Critic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def to_np(t):
+    return t.cpu().detach().numpy()
+"""
+
+
+def test_a_network_built_from_an_interpolated_configuration(tmp_path: Path):
+    """`self.scorer = hydra.utils.instantiate(scorer_cfg)` with `scorer_cfg: ${double_q_critic}` in the agent's
+    parameters and `double_q_critic: class: agents.nets.Critic`: the attribute holds a network, so what it
+    returns is a tensor (`to_np(action)` of it syncs)."""
+    agent = AGENT.replace("def __init__(self, obs_dim, device):", "def __init__(self, obs_dim, device, scorer_cfg):") \
+        .replace("self.critic = nn.Linear(obs_dim, 1).to(self.device)",
+                 "self.critic = nn.Linear(obs_dim, 1).to(self.device)\n"
+                 "        self.scorer = hydra.utils.instantiate(scorer_cfg).to(self.device)") \
+        .replace("import torch\n", "import hydra\nimport torch\nfrom agents.nets import to_np\n", 1) \
+        .replace("        obs = torch.as_tensor(obs, device=\"cuda\")\n        return self.critic(obs).cpu().numpy()\n",
+                 "        action = self.scorer(obs)\n        return to_np(action)\n")
+    config = AGENT_CONFIG + "    scorer_cfg: ${double_q_critic}\n\ndouble_q_critic:\n  class: agents.nets.Critic\n"
+    root = _project(tmp_path, agent=agent, agent_config=config)
+    (root / "agents/nets.py").write_text(NETS)
+    keys = found(check(root, "--no-cache", "--exit-zero", "--select", "GPU112", "agents/sac.py"))
+    assert ("agents/sac.py", 16, "GPU112") in keys
+    config = config.replace("scorer_cfg: ${double_q_critic}", "scorer_cfg: ${unknown_critic}")
+    (root / "config/agent/sac.yaml").write_text(config)
+    keys = found(check(root, "--no-cache", "--exit-zero", "--select", "GPU112", "agents/sac.py"))
+    assert ("agents/sac.py", 16, "GPU112") not in keys  # the interpolation names nothing: unknown
