@@ -212,3 +212,11 @@ def test_a_network_built_from_an_interpolated_configuration(tmp_path: Path):
     (root / "config/agent/sac.yaml").write_text(config)
     keys = found(check(root, "--no-cache", "--exit-zero", "--select", "GPU112", "agents/sac.py"))
     assert ("agents/sac.py", 16, "GPU112") not in keys  # the interpolation names nothing: unknown
+
+
+def test_a_log_call_after_a_periodic_return_stays_quiet(tmp_path: Path):
+    agent = AGENT.replace('        logger.log("loss", loss)\n',
+                          '        if step % 100 != 0:\n            return\n        logger.log("loss", loss)\n')
+    keys = found(check(_project(tmp_path, agent=agent), "--no-cache", "--exit-zero", "--select", "GPU109",
+                       "logs.py"))
+    assert ("logs.py", 6, "GPU109") not in keys

@@ -390,12 +390,23 @@ def _parameter_calls(project, info) -> dict:
                 called = {n.func.attr for n in ast_walk.walk(fn) if isinstance(n, ast.Call) and
                           isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) and
                           n.func.value.id in params}
+                returns = _early_return(fn, set(params))
                 for member in sorted(called):
                     call = _called_in(fn, frozenset(f"{p}.{member}" for p in params))
-                    if call is not None:
+                    if call is not None and (returns is None or call.lineno < returns):
                         known.setdefault(member, []).append((other, name, call.func.value.id, call))
         project.per_step_sites[key] = known
     return known
+
+
+def _early_return(fn: ast.FunctionDef, params: set) -> Optional[int]:
+    """The line of the first top-level `if <test>: return` of `fn` whose test may be false on most steps
+    (`if not self._should_log(step, freq): return`, `_conditional`): the calls after it may not run every step."""
+    for stmt in fn.body:
+        if isinstance(stmt, ast.If) and any(isinstance(s, (ast.Return, ast.Raise)) for s in stmt.body) and \
+                _conditional(stmt.test, params):
+            return stmt.lineno
+    return None
 
 
 def _cst_method(analysis, class_name: str, name: str):
