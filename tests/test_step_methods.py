@@ -220,3 +220,14 @@ def test_a_log_call_after_a_periodic_return_stays_quiet(tmp_path: Path):
     keys = found(check(_project(tmp_path, agent=agent), "--no-cache", "--exit-zero", "--select", "GPU109",
                        "logs.py"))
     assert ("logs.py", 6, "GPU109") not in keys
+
+
+def test_a_counter_loop_without_an_environment(tmp_path: Path):
+    """`while self.step < self.cfg.num_train_steps:` over batches the agent draws itself (no loader, no backward and
+    no environment step in the trainer's file): still the step loop."""
+    train = TRAIN.replace("            obs, reward, done, info = self.env.step(action)\n", "")
+    assert "env.step" not in train
+    assert ("agents/sac.py", 21, "GPU101") in _keys(_project(tmp_path, train=train))
+    other = TRAIN.replace("            obs, reward, done, info = self.env.step(action)\n", "").replace(
+        "while self.step < self.cfg.num_train_steps:", "while self.pending:")
+    assert ("agents/sac.py", 21, "GPU101") not in _keys(_project(tmp_path / "other", train=other))
