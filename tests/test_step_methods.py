@@ -231,3 +231,12 @@ def test_a_counter_loop_without_an_environment(tmp_path: Path):
     other = TRAIN.replace("            obs, reward, done, info = self.env.step(action)\n", "").replace(
         "while self.step < self.cfg.num_train_steps:", "while self.pending:")
     assert ("agents/sac.py", 21, "GPU101") not in _keys(_project(tmp_path / "other", train=other))
+
+
+def test_a_log_call_on_an_error_path_stays_quiet(tmp_path: Path):
+    agent = AGENT.replace('        logger.log("loss", loss)\n',
+                          '        try:\n            loss = loss * 2\n        except RuntimeError:\n'
+                          '            logger.log("loss", loss)\n')
+    keys = found(check(_project(tmp_path, agent=agent), "--no-cache", "--exit-zero", "--select", "GPU109",
+                       "logs.py"))
+    assert ("logs.py", 6, "GPU109") not in keys

@@ -391,9 +391,12 @@ def _parameter_calls(project, info) -> dict:
                           isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) and
                           n.func.value.id in params}
                 returns = _early_return(fn, set(params))
+                handlers = [(h.lineno, h.end_lineno or h.lineno) for h in ast_walk.walk(fn)
+                            if isinstance(h, ast.ExceptHandler)]
                 for member in sorted(called):
                     call = _called_in(fn, frozenset(f"{p}.{member}" for p in params))
-                    if call is not None and (returns is None or call.lineno < returns):
+                    if call is not None and (returns is None or call.lineno < returns) and \
+                            not any(first <= call.lineno <= last for first, last in handlers):  # an error path
                         known.setdefault(member, []).append((other, name, call.func.value.id, call))
         project.per_step_sites[key] = known
     return known
