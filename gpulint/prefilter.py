@@ -513,17 +513,28 @@ class FileFacts:
         if not isinstance(loop, ast.While) and self._names_a_loader():
             return True  # it may iterate a loader
         calls_or_math = False
+        counts_steps = isinstance(loop, ast.While) and _counts_steps(loop.test)
         for node in _walk_body(loop):
             if isinstance(node, ast.Call):
                 calls_or_math = True
                 if self._may_train(node, function):
                     return True
+                if counts_steps and isinstance(node.func, ast.Attribute):
+                    return True  # `self.agent.update(...)` may be one training step (loops.py `_body_trains`)
                 name = _local_name(node.func)
                 if name is not None and name in self._functions and self._trains(name):
                     return True
             elif isinstance(node, ast.BinOp):
                 calls_or_math = True
         return calls_or_math and self._may_iterate_tensor_math(loop, function, nested)
+
+
+def _counts_steps(test: ast.AST) -> bool:
+    """`self.step < self.cfg.num_train_steps`, `global_step < max_steps`: a step counter compared with a bound
+    (analysis/project.py `_STEP_WHILE_TEXT`, which makes the file a training file)."""
+    if not (isinstance(test, ast.Compare) and isinstance(test.ops[0], (ast.Lt, ast.LtE))):
+        return False
+    return "step" in _last(test.left).lower()
 
 
 def _names_in(value: ast.AST) -> list[str]:

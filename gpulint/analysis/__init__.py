@@ -291,6 +291,7 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
         loops.runs_argument = lambda call, position, keyword: _runs_argument(analysis, call, position, keyword)
         loops.hands_model_on = lambda call: _hands_model_on(analysis, call)
         loops.trains_through_method = lambda call: _trains_through_method(analysis, call)
+        loops.steps_through_method = lambda call: _steps_through_method(analysis, call)
         loops.project_network = lambda name: _project_network(analysis, name)
         from gpulint.analysis.uncalled import uncalled
 
@@ -334,6 +335,73 @@ def _trains_through_method(analysis: ModuleAnalysis, call: cst.Call) -> bool:
     return True
 
 
+def _steps_through_method(analysis: ModuleAnalysis, call: cst.Call) -> bool:
+    """`self.agent.update(replay_buffer, logger, step)` or `agent.update(batch)` where the receiver holds an
+    instance of project classes (every one known: built by a constructor, a factory, or `instantiate(cfg.agent)`
+    from a configuration file naming the class, analysis/config_targets.py) whose method of that name is one
+    training step: it runs a backward pass outside any loop of its own, in its body or in the methods of the class
+    it calls outside loops (`update` -> `update_critic` -> `critic_loss.backward()`). A loop calling it on every
+    iteration is a step loop (a trainer's `while self.step < self.cfg.num_train_steps:`). A method whose backward
+    passes all sit in loops of its own (an epoch's pass, PPO's minibatch loop) is no single step."""
+    func = call.func
+    if type(func) is not cst.Attribute or func.attr.value.startswith("__") or \
+            not (type(func.value) is cst.Name or type(func.value) is cst.Attribute
+                 and type(func.value.value) is cst.Name and func.value.value.value == "self"):
+        return False
+    found = _receiver_classes(analysis, func.value)
+    if not found:
+        return False
+    project, classes = found
+    from gpulint.analysis.project import text_dependency
+
+    with text_dependency():  # the methods' bodies are read: a lint cached on it depends on their modules' text
+        return all(_steps_backward(project, cls, func.attr.value) for cls in classes)
+
+
+def _receiver_classes(analysis: ModuleAnalysis, expr: cst.BaseExpression):
+    """(project, classes) of a method call's receiver: a name or `self.X` bound to project classes
+    (`_bound_project_classes`), else `self.X = instantiate(cfg.X)` with the classes configuration files name."""
+    found = _bound_project_classes(analysis, expr)
+    if found or type(expr) is not cst.Attribute:
+        return found
+    import ast
+
+    from gpulint.analysis.calls import project_calls
+    from gpulint.analysis.config_targets import held_by_attribute
+
+    calls = analysis.fact(project_calls) if analysis.path is not None else None
+    if calls is None:
+        return None
+    held = held_by_attribute(calls.project, Path(analysis.path),
+                             ast.Attribute(value=ast.Name(id="self", ctx=ast.Load()), attr=expr.attr.value,
+                                           ctx=ast.Load()), 0)
+    return (calls.project, tuple(held)) if held else None
+
+
+def _steps_backward(project, cls, name: str, depth: int = 0, seen: Optional[set] = None) -> bool:
+    """The method `name` of the project class `cls` runs `.backward()` outside any loop of its own, directly or
+    through `self.m(...)` calls (outside loops) of the class's methods, at most three calls deep."""
+    seen = set() if seen is None else seen
+    method = project.method(cls, name)
+    node = _method_node(project, method) if method is not None else None
+    if node is None or (method.path, method.qualname) in seen:
+        return False
+    seen.add((method.path, method.qualname))
+    import ast
+
+    from gpulint.analysis.runs_model import _calls
+
+    called: list[str] = []
+    for n, loops in _calls(node.body, ()):
+        if loops or not isinstance(n.func, ast.Attribute):
+            continue
+        if n.func.attr == "backward":
+            return True
+        if isinstance(n.func.value, ast.Name) and n.func.value.id == "self":
+            called.append(n.func.attr)
+    return depth < 3 and any(_steps_backward(project, cls, m, depth + 1, seen) for m in called)
+
+
 def _project_network(analysis: ModuleAnalysis, name: cst.Name) -> bool:
     """Every value `name` is bound to in its scope builds an instance of a project `nn.Module` class defined in
     another module (`actor_critic = Policy(obs_shape, action_space)` with `from a2c_ppo_acktr.model import
@@ -342,7 +410,7 @@ def _project_network(analysis: ModuleAnalysis, name: cst.Name) -> bool:
     return bool(found) and all(found[0].is_module_class(cls) for cls in found[1])
 
 
-def _bound_project_classes(analysis: ModuleAnalysis, name: cst.Name):
+def _bound_project_classes(analysis: ModuleAnalysis, name: cst.BaseExpression):
     """(project, classes): the project classes `name` may hold an instance of, every one of them known
     (`ProjectCalls.instance_classes`: `agent = algo.PPO(...)` in one branch, `algo.A2C_ACKTR(...)` in another), or
     None when unknown or the module has no file."""
@@ -357,16 +425,25 @@ def _runs_backward(project, method) -> bool:
     """The project method (a `FunctionSummary`) calls `.backward()` somewhere in its body."""
     import ast
 
+    node = _method_node(project, method)
+    return node is not None and any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+        for n in ast_walk.walk(node))
+
+
+def _method_node(project, method):
+    """The `ast.FunctionDef` of a project function or method (a `FunctionSummary`), found by its qualified name
+    in its module's tree; None when it is not there."""
+    import ast
+
     info = project.module(method.path)
     node = info.tree if info is not None else None
     for part in method.qualname.split("."):
         body = getattr(node, "body", None) or []
         node = next((s for s in body if isinstance(s, (ast.ClassDef, ast.FunctionDef)) and s.name == part), None)
         if node is None:
-            return False
-    return isinstance(node, ast.FunctionDef) and any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
-        for n in ast_walk.walk(node))
+            return None
+    return node if isinstance(node, ast.FunctionDef) else None
 
 
 def _runs_argument(analysis: ModuleAnalysis, call: cst.Call, position: Optional[int], keyword: Optional[str]) -> bool:

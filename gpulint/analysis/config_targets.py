@@ -1,4 +1,5 @@
-"""Objects built from configuration files: Hydra's `_target_:` and torchtune's `_component_:` (issue 11).
+"""Objects built from configuration files: Hydra's `_target_:` (`class:` before Hydra 1.0) and torchtune's
+`_component_:` (issue 11).
 
 Real trainers build their model and loss from YAML:
 
@@ -38,7 +39,7 @@ from typing import Optional
 
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project
 
-_TARGET_KEYS = ("_target_", "_component_")
+_TARGET_KEYS = ("_target_", "_component_", "class")
 _MAX_CONFIG_FILES = 2000
 _MAX_CONFIG_BYTES = 1_000_000
 _SKIPPED = {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv", "env"}
@@ -78,6 +79,23 @@ def read_targets(text: str, group: str = "") -> dict[str, dict[str, int]]:
     return found
 
 
+_INTERPOLATION = re.compile(r"^\$\{([A-Za-z_][\w.]*)\}$")
+
+
+def read_aliases(text: str) -> dict[str, str]:
+    """{key: the key it interpolates} of one YAML text's whole-value interpolations: `critic_cfg:
+    ${double_q_critic}` makes `instantiate(critic_cfg)` build what `double_q_critic:` names (the last part of a
+    dotted reference: `${model.encoder}` -> `encoder`)."""
+    found: dict[str, str] = {}
+    for raw in text.splitlines():
+        match = _LINE.match(raw.split(" #", 1)[0].rstrip())
+        value = (match.group(4) or "").strip().strip("'\"") if match is not None else ""
+        reference = _INTERPOLATION.match(value)
+        if reference is not None:
+            found.setdefault(match.group(3), reference.group(1).rsplit(".", 1)[-1])
+    return found
+
+
 def _shallowest(per_key: dict[str, int]) -> list[str]:
     least = min(per_key.values())
     return [target for target, depth in per_key.items() if depth == least]
@@ -103,6 +121,7 @@ def _config_files(root: Path) -> list[Path]:
 
 def _config_targets(project: Project) -> dict[str, tuple[str, ...]]:
     merged: dict[str, list[str]] = {}
+    aliases: dict[str, set] = {}
     for file in _config_files(project.root):
         try:
             if file.stat().st_size > _MAX_CONFIG_BYTES:
@@ -110,12 +129,21 @@ def _config_targets(project: Project) -> dict[str, tuple[str, ...]]:
             raw = file.read_bytes()
         except OSError:
             continue
-        if b"_target_" not in raw and b"_component_" not in raw:
+        if b"_target_" not in raw and b"_component_" not in raw and b"class:" not in raw and b"${" not in raw:
             continue
         text = raw.decode("utf-8", "replace")
         for key, per_key in read_targets(text, file.parent.name).items():
             known = merged.setdefault(key, [])
             known.extend(t for t in _shallowest(per_key) if t not in known)
+        for key, referenced in read_aliases(text).items():
+            aliases.setdefault(key, set()).add(referenced)
+    # `critic_cfg: ${double_q_critic}`: the key `critic_cfg` (read by `instantiate(critic_cfg)` as `critic`) names
+    # what `double_q_critic` names; only where the key names nothing of its own
+    for key, referenced in aliases.items():
+        wanted = config_key(ast.Name(id=key, ctx=ast.Load()))
+        targets = [t for r in sorted(referenced) for t in merged.get(r, ())]
+        if wanted is not None and targets and wanted not in merged:
+            merged[wanted] = list(dict.fromkeys(targets))
     return {key: tuple(targets) for key, targets in merged.items()}
 
 

@@ -37,7 +37,7 @@ from gpulint.analysis.isinstance_narrowing import narrowed_class
 from gpulint.analysis.wrapped_calls import wrapper_call_site
 from gpulint.analysis.once import once_per_object
 from gpulint.analysis.unset_options import first_step_only, hasattr_self, unset_options
-from gpulint.analysis.helper_sites import helpers_feed_a_gpu, imported_helper_site
+from gpulint.analysis.helper_sites import helpers_feed_a_gpu, imported_helper_site, passed_object_site
 from gpulint.analysis.vec_env_wrappers import vec_env_site
 from gpulint.analysis.overrides import override_site
 from gpulint.analysis.framework_steps import framework_site
@@ -120,6 +120,8 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
                 site = vec_env_site(project, path, owner, member)
             if site is None and owner is not None:  # a framework step calls it on an attribute declared as a base
                 site = dispatched_site(project, path, owner, member)
+            if site is None and owner is not None:  # another module's per-step method is handed the object
+                site = passed_object_site(project, path, owner, member)
             elif site is None:  # a helper another module's per-step `forward` imports and calls
                 site = imported_helper_site(project, path, member)
         if site is not None:
@@ -389,6 +391,9 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
                 if stmt.bases and isinstance(m, ast.FunctionDef) and \
                         vec_env_site(project, path, stmt.name, m.name) is not None:
                     return True
+                if isinstance(m, ast.FunctionDef) and m.name != "forward" and _entry_method(m.name) and \
+                        passed_object_site(project, path, stmt.name, m.name) is not None:
+                    return True  # `replay_buffer.sample(...)` in another module's per-step method
     return False
 
 
@@ -726,13 +731,16 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
         return None
     if owner is None and member not in info.functions:
         return None
+    # a class a configuration file names (`class:`/`_target_:`): `self.agent = instantiate(cfg.agent)`
+    configured = cls is not None and "instantiate" in _instantiating(project, info, owner)
     # a top-level function may be imported under another name (analysis/import_aliases.py)
     for analysis, calls, hot_calls, names in hot_callers(project, path, member, aliases=owner is None):
         resolver = _Instances(calls, project, cls, member) if cls is not None else None
         for _, node, func in hot_calls:
             if resolver is not None:
                 if not (type(func) is cst.Attribute and func.attr.value == member
-                        and (resolver.may_be(func.value) or resolver.among(func.value))) \
+                        and (resolver.may_be(func.value) or resolver.among(func.value)
+                             or configured and _configured_target(project, analysis, node, func.value, cls))) \
                         and not _steps_the_argument(analysis, node, member, resolver):
                     continue
                 runs = f"{cls.name}.{member}"

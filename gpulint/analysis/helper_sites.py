@@ -319,3 +319,167 @@ def _runs_a_network(analysis, call) -> bool:
         return False  # a function defined or imported under that name: not a network handed in
     return any(not a.star and analysis.kind(a.value) is Kind.TENSOR and not analysis.kinds.on_host(a.value)
                for a in call.args)
+
+
+# -- a method of an object another module's per-step method is handed ----------------------------------------------
+# `agent.update(self.replay_buffer, self.logger, step)` every step, then in `SACAgent.update(self, replay_buffer,
+# logger, step)`: `replay_buffer.sample(batch_size)` and `self.update_critic(..., logger, step)` whose body calls
+# `logger.log(...)`. `ReplayBuffer.sample` and `Logger.log` run every step, although no hot loop calls them: the
+# object is a parameter of per-step code of another module, and the per-step call passes an instance of the class.
+_PASSED_DEPTH = 3
+
+
+def passed_object_site(project, path: Path, owner: str, member: str):
+    """The call `p.member(...)`, in a per-step method of another module's class, of a parameter `p` that the
+    per-step call hands an instance of the class `owner` (defined in `path`); None when none is found. Bounded
+    like `imported_helper_site`: the files naming `member`, at most `_CALLERS` of them holding such a call."""
+    from gpulint.analysis.forward import _remembered, _resolved
+
+    path = _resolved(project, path)
+    return _remembered(project, ("passed object", path, owner, member),
+                       lambda: _find_passed(project, path, owner, member))
+
+
+def _find_passed(project, path: Path, owner: str, member: str):
+    from gpulint.analysis.forward import CallSite, _resolved, caller_analysis, per_step_caller
+
+    info = project.module(path)
+    cls = info.classes.get(owner) if info is not None else None
+    if cls is None or project.method(cls, member) is None:
+        return None
+    looked_at = 0
+    for examined, file in enumerate(project.files_naming(member)):
+        if examined == _EXAMINED:
+            break
+        if project.is_test(file) or _resolved(project, file) == path:
+            continue
+        caller = project.module(file)
+        if caller is None:
+            continue
+        found = _parameter_calls(project, caller).get(member)  # (class, method name, parameter, call)
+        if not found:
+            continue
+        if looked_at == _CALLERS:
+            break
+        looked_at += 1
+        analysis = caller_analysis(project, caller.path)
+        if analysis is None:
+            continue
+        for other, name, param, call in found:
+            fn = _cst_method(analysis, other.name, name)
+            site = per_step_caller(analysis, fn) if fn is not None else None
+            if site is None:
+                continue
+            classes = _parameter_classes(project, analysis, other, name, param, site, 0)
+            if classes and all(_resolved(project, c.path) == path and c.name == owner for c in classes):
+                return CallSite(caller.path.resolve(), call.lineno, f"{_spelt(call)}(...)", f"{owner}.{member}",
+                                arguments=_arguments(call))
+    return None
+
+
+def _parameter_calls(project, info) -> dict:
+    """{member: [(class, method name, parameter, call)]} of the module's methods that call `p.member(...)` on a
+    parameter `p` on every call (`_called_in`: not under a periodic or flag test): once per module content."""
+    key = ("parameter calls", info.path, info.digest)
+    known = project.per_step_sites.get(key)
+    if known is None:
+        known = {}
+        for other in info.classes.values():
+            for name, fn in other.methods.items():
+                params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)][1:]
+                called = {n.func.attr for n in ast_walk.walk(fn) if isinstance(n, ast.Call) and
+                          isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) and
+                          n.func.value.id in params}
+                returns = _early_return(fn, set(params))
+                handlers = [(h.lineno, h.end_lineno or h.lineno) for h in ast_walk.walk(fn)
+                            if isinstance(h, ast.ExceptHandler)]
+                for member in sorted(called):
+                    call = _called_in(fn, frozenset(f"{p}.{member}" for p in params))
+                    if call is not None and (returns is None or call.lineno < returns) and \
+                            not any(first <= call.lineno <= last for first, last in handlers):  # an error path
+                        known.setdefault(member, []).append((other, name, call.func.value.id, call))
+        project.per_step_sites[key] = known
+    return known
+
+
+def _early_return(fn: ast.FunctionDef, params: set) -> Optional[int]:
+    """The line of the first top-level `if <test>: return` of `fn` whose test may be false on most steps
+    (`if not self._should_log(step, freq): return`, `_conditional`): the calls after it may not run every step."""
+    for stmt in fn.body:
+        if isinstance(stmt, ast.If) and any(isinstance(s, (ast.Return, ast.Raise)) for s in stmt.body) and \
+                _conditional(stmt.test, params):
+            return stmt.lineno
+    return None
+
+
+def _cst_method(analysis, class_name: str, name: str):
+    import libcst as cst
+
+    for stmt in analysis.module.body:
+        if type(stmt) is cst.ClassDef and stmt.name.value == class_name:
+            return next((s for s in stmt.body.body if type(s) is cst.FunctionDef and s.name.value == name), None)
+    return None
+
+
+def _parameter_classes(project, analysis, cls, method: str, param: str, site, depth: int) -> tuple:
+    """The project classes the parameter `param` of `cls.method` holds when the per-step call `site` runs it:
+    the argument of that call (`site.runs` names the method), or, for a method the entry reaches through `self`,
+    the argument of its `self.method(...)` calls, followed back parameter by parameter; () when unknown or
+    when the calls disagree."""
+    fn = cls.methods.get(method)
+    if fn is None or depth > _PASSED_DEPTH:
+        return ()
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)][1:]
+    position = params.index(param) if param in params else None
+    if site.runs.rsplit(".", 1)[-1] == method and site.runs.split(".")[0] == cls.name:
+        return _site_argument_classes(project, site, method, position, param)
+    agreed = None
+    for caller_name, caller_fn in cls.methods.items():
+        if caller_name == method:
+            continue
+        caller_params = {a.arg for a in (*caller_fn.args.posonlyargs, *caller_fn.args.args)}
+        for node in ast_walk.walk(caller_fn):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"):
+                continue
+            argument = _ast_argument(node, position, param)
+            if not (isinstance(argument, ast.Name) and argument.id in caller_params):
+                return ()
+            classes = _parameter_classes(project, analysis, cls, caller_name, argument.id, site, depth + 1)
+            if not classes or agreed is not None and {id(c) for c in classes} != {id(c) for c in agreed}:
+                return ()
+            agreed = classes
+    return agreed or ()
+
+
+def _ast_argument(call: ast.Call, position: Optional[int], name: str):
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    if position is not None and position < len(call.args):
+        return call.args[position]
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _site_argument_classes(project, site, method: str, position: Optional[int], name: str) -> tuple:
+    """The classes of what the per-step call at `site` passes as the parameter (its `position`, or keyword
+    `name`): the call of `.method(...)` on that line of the caller's file, resolved by its `project_calls`."""
+    import libcst as cst
+
+    from gpulint.analysis.calls import project_calls
+    from gpulint.analysis.forward import _line_of, caller_analysis
+
+    analysis = caller_analysis(project, site.path)
+    calls = analysis.fact(project_calls) if analysis is not None else None
+    if calls is None:
+        return ()
+    candidates = [n for n in analysis.index.nodes if type(n) is cst.Call and type(n.func) is cst.Attribute
+                  and n.func.attr.value == method]
+    if len(candidates) > 1:
+        candidates = [n for n in candidates if _line_of(analysis, n) == site.line]
+    if len(candidates) != 1 or any(a.star for a in candidates[0].args):
+        return ()
+    args = candidates[0].args
+    positional = [a for a in args if a.keyword is None]
+    argument = positional[position].value if position is not None and position < len(positional) else next(
+        (a.value for a in args if a.keyword is not None and a.keyword.value == name), None)
+    return tuple(calls.instance_classes(argument)) if argument is not None else ()

@@ -103,6 +103,9 @@ class LoopAnalysis:
         # analysis/__init__.py: whether a name holds an instance of a project `nn.Module` class of another module
         # (`actor_critic = Policy(...)`, imported), which kind inference does not follow
         self.project_network: Optional[Callable[[cst.Name], bool]] = None
+        # `self.agent.update(...)`: a method of a project object (another module's class, a configured one) that
+        # is one training step (a backward pass outside loops of its own), set by analysis/__init__.py
+        self.steps_through_method: Optional[Callable[[cst.Call], bool]] = None
         # analysis/__init__.py: whether an `if`'s body never runs in the program as shipped: a debug/analysis
         # option of the program's parser left at its default (`if opt.debug > 0:`, analysis/test_mode.py), or a
         # flag no construction turns on (`if self.autobalance:`, `hasattr(self, "x")` that no training sets,
@@ -586,7 +589,12 @@ class LoopAnalysis:
                 if beside_hot_loop and type(node.func) is cst.Attribute and node.func.attr.value == "zero_grad":
                     continue
                 return True
-        return False
+        # `self.agent.update(replay_buffer, logger, step)` of a project agent whose update is one training step,
+        # on every iteration (not under `if step % 1000 == 0:`)
+        return self.steps_through_method is not None and any(
+            type(node) is cst.Call and type(node.func) is cst.Attribute and self.local_function(node) is None
+            and not self._periodic_within(node, loop) and self.steps_through_method(node)
+            for node in _walk_body(loop, into_loops=False))
 
     def loops_over_batches(self, loop: Loop) -> bool:
         """The loop takes a batch of a data loader each iteration (`for x, y in loader`, `next(it)`)."""

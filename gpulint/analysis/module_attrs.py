@@ -134,6 +134,7 @@ def _self_assignments(method: ast.AST) -> dict:
 
 def _assigned(project: "Project", cls: "ClassSummary", attr: str) -> list:
     """For each `self.<attr> = value` in the class's methods that says something: whether it builds a module."""
+    from gpulint.analysis.config_targets import instantiated, is_instantiate
     from gpulint.analysis.project import _dotted
 
     verdicts = []
@@ -150,6 +151,11 @@ def _assigned(project: "Project", cls: "ClassSummary", attr: str) -> list:
                     value.func.attr in _SAME_MODULE and isinstance(value.func.value, ast.Call):
                 value = value.func.value  # `Net().to(device)`: the module built
             dotted = _dotted(value.func) if isinstance(value, ast.Call) else None
+            if isinstance(value, ast.Call) and is_instantiate(value.func):
+                # `self.critic = hydra.utils.instantiate(critic_cfg).to(device)`: the configured classes
+                built = instantiated(project, cls.path, value)
+                verdicts.append(bool(built) and all(project.is_module_class(c) for c in built))
+                continue
             verdicts.append(dotted is not None and not dotted.startswith("self.") and
                             _names_module_class(project, cls.path, value.func))
     return verdicts

@@ -73,6 +73,10 @@ _TRAINING_TEXT = re.compile(rb"\.backward\(|\bin\s[^\n:]*(?i:loader)[^\n]*:|iter
 # rollout, whose loop is a step loop of training although the file has no loader and no backward
 # (`LoopAnalysis._rollout`, a network called through `self.policy`); what it calls runs every environment step.
 _ENV_STEP_TEXT = re.compile(rb"^[ \t]*\w+(?:[ \t]*,[ \t]*\w+){3,4}[ \t]*=[ \t]*[\w.]+\.step\(", re.MULTILINE)
+# A step loop over a counter (`while self.step < self.cfg.num_train_steps:`, `while global_step < max_steps:`): a
+# trainer whose every iteration may be one training step of an agent's method (`LoopAnalysis._body_trains`,
+# `steps_through_method`), although the file has no loader, no backward and no environment step.
+_STEP_WHILE_TEXT = re.compile(rb"^[ \t]*while[ \t]+[\w.]*step[\w.]*[ \t]*<", re.MULTILINE | re.IGNORECASE)
 
 
 def _training_text(raw: bytes) -> bool:
@@ -84,7 +88,9 @@ def _training_text(raw: bytes) -> bool:
         return True
     if b"loader" in raw.lower() and _TRAINING_TEXT.search(raw) is not None:
         return True
-    return b".step(" in raw and _ENV_STEP_TEXT.search(raw) is not None
+    if b".step(" in raw and _ENV_STEP_TEXT.search(raw) is not None:
+        return True
+    return b"while" in raw and _STEP_WHILE_TEXT.search(raw) is not None
 
 
 @dataclass(frozen=True)
