@@ -10,6 +10,9 @@
 # precision15: python benchmarks/labels/precision11_draw.py benchmarks/labels /tmp/p15/base77 --seed 15
 #   --skip precision_audit precision15 --out draw.txt   (base77: the 77 of /work/base_out_dd8b/*.out complete at 06:07
 #   UTC, AntixK+PyTorch-VAE .. salesforce+BLIP in name order)
+# precision16: python benchmarks/labels/precision11_draw.py benchmarks/labels /tmp/p16/base63 --seed 16 --target 250
+#   --skip precision_audit precision16 --out draw.txt   (base63: the 63 of /work/base_out_fdd5/*.out complete at 09:14
+#   UTC, AntixK+PyTorch-VAE .. lucidrains+x-transformers in name order)
 import argparse, glob, os, re, random, collections, csv, sys
 
 ap = argparse.ArgumentParser()

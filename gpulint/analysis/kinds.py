@@ -258,8 +258,10 @@ class KindInference:
         if type(node) is cst.BooleanOperation:  # `a and b` is one of its operands
             sides = [node.left, node.right]
             # (the operands are within the node, as a tuple's elements are: no name followed, no depth spent)
-            return all(self.on_host(side, depth) or self.of(side) is Kind.NUMBER for side in sides) and \
-                any(self.of(side) is not Kind.NUMBER for side in sides)
+            # `expand and n < target`: a side the kinds do not take for a tensor (a flag, a number) is no device
+            # value; the tensors among the sides must be on the host, and one side at least
+            hosts = [self.on_host(side, depth) for side in sides]
+            return any(hosts) and all(h or self.of(side) is not Kind.TENSOR for h, side in zip(hosts, sides))
         if type(node) in (cst.Tuple, cst.List):
             # `(ids[0].unsqueeze(0), ids[i:j], ids[-1].unsqueeze(0))` of host tensors, handed to `torch.cat`
             return bool(node.elements) and all(type(e) is cst.Element and self.on_host(e.value, depth)
@@ -296,10 +298,17 @@ class KindInference:
             try:
                 return bool(bindings) and all(b.kind in ("assign", "walrus") and b.value is not None and (
                     self.on_host(b.value, depth + 1) if b.index is None else self._computed_on_host(b.value, depth)
-                    or self._returned_on_host(b.value, b.index, depth)) for b in bindings)
+                    or self._returned_on_host(b.value, b.index, depth)) or self._host_update(b, depth)
+                    for b in bindings)
             finally:
                 self._assumed_host.discard(node.value)
         return False
+
+    def _host_update(self, b: Binding, depth: int) -> bool:
+        """`n += to_mask.numel()`, `n -= host[i]`: an augmented assignment adding a Python number or a host value
+        leaves a host tensor on the host (the name's other bindings decide whether it is one)."""
+        return b.kind == "augassign" and b.value is not None and b.index is None and \
+            (self.of(b.value) is Kind.NUMBER or self.on_host(b.value, depth + 1))
 
     def _reaching(self, name: cst.Name, bindings: list[Binding]) -> list[Binding]:
         """The bindings of a function's local name that may run before `name` is read: not those that come after
@@ -354,8 +363,9 @@ class KindInference:
 
     def _unmoved_batch_part(self, name: cst.Name) -> bool:
         """`videos, masks = batch` of `for batch in loader`, then only converted (`masks = masks.flatten(1).to(
-        torch.bool)`), never copied to a device: the part stays where the loader put it, in host memory."""
-        from gpulint.analysis.unmoved import iterates_a_loader
+        torch.bool)`) or copied to the host (`masks = masks.detach().cpu().numpy()`), never copied to a device: the
+        part stays where the loader put it, in host memory."""
+        from gpulint.analysis.unmoved import iterates_a_loader, rebinds_itself_off_device
 
         bindings = self.index.visible_bindings(name)
         unpacked = [b for b in bindings if b.kind == "assign" and b.index is not None]
@@ -364,12 +374,8 @@ class KindInference:
         for b in bindings:
             if b is unpacked[0]:
                 continue
-            value = b.value if b.kind == "assign" and b.index is None else None
-            while type(value) is cst.Call and type(value.func) is cst.Attribute and \
-                    value.func.attr.value in _CONVERSIONS and value.func.attr.value != "cuda" and \
-                    (value.func.attr.value != "to" or _dtype_only(self, value)):
-                value = value.func.value
-            if not (type(value) is cst.Name and value.value == name.value):
+            if not (b.kind == "assign" and b.index is None and b.value is not None and
+                    rebinds_itself_off_device(self, name.value, b.value)):
                 return False  # bound to something else, or moved
         whole = self.index.visible_bindings(unpacked[0].value)
         return len(whole) == 1 and whole[0].kind == "for" and \
@@ -1301,7 +1307,9 @@ def _reads_itself_converted(name: str, b: Binding) -> bool:
     return type(value) is cst.Name and value.value == name
 
 
-_MAX_HOST_DEPTH = 12
+# (13: a block mask built in either branch of an `if`, reshaped, counted per row, then compared in a loop: fairseq's
+# `compute_block_mask_2d`, tests/test_host_counter_updates.py)
+_MAX_HOST_DEPTH = 13
 # einops functions whose result is their first argument reshaped (or reduced), on the same device
 _EINOPS_RESHAPES = frozenset({"einops.rearrange", "einops.repeat", "einops.reduce"})
 # Reductions that give a 0-dim tensor when called without `dim=` (`_maybe_scalar`).

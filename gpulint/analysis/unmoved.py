@@ -7,8 +7,10 @@ still a host tensor, and reading it waits for no GPU. Asked by `KindInference.on
 reads of device tensors stays quiet on it.
 
 Only a `for` over a loader (directly or through `enumerate`/`tqdm`/`iter`), with the name bound by nothing but
-the loop's unpacking, and with a sibling element visibly moved in the loop body, counts: without that evidence
-the loader may yield device batches (Accelerate's `prepare`, a collate that moves), and nothing is assumed.
+the loop's unpacking (and rebindings that keep the element off the accelerator, `rebinds_itself_off_device`:
+`targets = targets.detach().cpu().numpy()`), and with a sibling element visibly moved in the loop body, counts:
+without that evidence the loader may yield device batches (Accelerate's `prepare`, a collate that moves), and
+nothing is assumed.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ _DEVICE_WORDS = ("cuda", "device", "gpu")
 def unmoved_loader_element(kinds: "KindInference", name: cst.Name) -> bool:
     """`name` is an element of a loader's batch that its loop never moves while moving a sibling element."""
     bindings = kinds.index.visible_bindings(name)
+    if len(bindings) > 1:  # `target = target.detach().cpu().numpy()` each batch: still the loader's host element
+        bindings = [b for b in bindings if not (b.kind == "assign" and b.index is None and b.value is not None and
+                                                rebinds_itself_off_device(kinds, name.value, b.value))]
     if len(bindings) != 1:
         return False
     b = bindings[0]
@@ -46,6 +51,28 @@ def unmoved_loader_element(kinds: "KindInference", name: cst.Name) -> bool:
     if found is None:
         found = cache[key] = _decide(kinds, loop, name.value)
     return found
+
+
+# Methods whose result stays where the receiver is, or goes to the host (`.cpu()`, `.numpy()`).
+_OFF_DEVICE = frozenset({"detach", "cpu", "numpy", "clone", "astype", "float", "long", "half", "int", "double",
+                         "bool", "squeeze", "unsqueeze", "flatten", "view", "reshape", "contiguous", "permute"})
+
+
+def rebinds_itself_off_device(kinds: "KindInference", name: str, value: cst.BaseExpression) -> bool:
+    """`masks = masks.flatten(1).to(torch.bool)`, `target = target.detach().cpu().numpy()`, `y = y.data.cpu()`: the
+    name's own value converted, reshaped or copied to the host, never to an accelerator (no `.cuda()`, no `.to(`
+    a device other than the CPU)."""
+    from gpulint.analysis.kinds import _dtype_only, _names_cpu
+
+    while True:
+        if type(value) is cst.Attribute and value.attr.value == "data":
+            value = value.value
+        elif type(value) is cst.Call and type(value.func) is cst.Attribute and (
+                value.func.attr.value in _OFF_DEVICE or value.func.attr.value == "to" and
+                (_dtype_only(kinds, value) or _names_cpu(kinds, value))):
+            value = value.func.value
+        else:
+            return type(value) is cst.Name and value.value == name
 
 
 def _cache(kinds: "KindInference") -> dict:

@@ -38,7 +38,10 @@ class TensorFormatted(GpuRule):
     Periodic logging (`if step % log_every == 0:`), end-of-epoch summaries, printing shapes or dtypes. A value
     formatted with the string presentation type (`f"{name:25s}"`) is text: a tensor cannot take that format. So is
     a part of a batch whose name says it is a file path or name (`imgs, labels, img_paths = batch`, `input_file =
-    batch["input"][0]`): a loader collates strings into lists of `str`.
+    batch["input"][0]`): a loader collates strings into lists of `str`. A message printed in the body of an `if`
+    whose condition is itself a device tensor (`if torch.min(y) < -1.: print("min value is", torch.min(y))`): the
+    print runs only when the branch is taken (an out-of-range warning), and the per-step wait is the condition,
+    which GPU106 reports.
     """
 
     code = "GPU107"
@@ -49,17 +52,33 @@ class TensorFormatted(GpuRule):
     VALID = [TRAIN_STEP + "text = f'{loss}'\n",
              # a string presentation type: the value is text (a tensor would raise), here a batch of file names
              "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nfor x, y in loader:\n    loss = model(x).sum()\n"
-             "    loss.backward()\n    for name in y:\n        print(f'{name:25s}')\n"]
+             "    loss.backward()\n    for name in y:\n        print(f'{name:25s}')\n",
+             # printed only on an out-of-range branch: the wait is the tensor condition (GPU106's finding)
+             TRAIN_STEP + "    if loss.max() > 1e4:\n        print('loss out of range', loss.max())\n"]
     INVALID = [
         Example(TRAIN_STEP + "    text = f'{loss}'\n",
                 message="formatting a tensor every iteration copies it to the host an"),
     ]
 
     def _flag(self, expr: cst.BaseExpression) -> None:
-        if self.analysis.is_device_tensor(expr):
+        if self.analysis.is_device_tensor(expr) and not self._under_tensor_condition(expr):
             where = self.where(expr)
             if where:
                 self.report(expr, where=where)
+
+    def _under_tensor_condition(self, expr: cst.BaseExpression) -> bool:
+        """`expr` is in a statement directly in the body of an `if`/`elif` whose test is a device tensor (GPU106's
+        report): formatted only on that branch, after the wait the test already paid."""
+        child: cst.CSTNode = expr
+        for parent in self.analysis.index.ancestors(expr):
+            if type(parent) is cst.IndentedBlock:
+                owner = self.analysis.parent(parent)
+                return type(owner) is cst.If and owner.body is parent and type(child) is not cst.If and \
+                    self.analysis.is_device_tensor(owner.test)
+            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+                return False
+            child = parent
+        return False
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
