@@ -17,7 +17,7 @@ from gpulint.analysis.generators import yielded_source
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.libraries import DEVICE_BATCH_METHODS, Effect, fact_for_method
 from gpulint.analysis.node_types import of_types
-from gpulint.analysis.loader_classes import loader_fact
+from gpulint.analysis.loader_classes import dataloader_subclass_call, loader_fact
 from gpulint.analysis.project import ClassSummary, FunctionSummary, LoaderFact
 from gpulint.analysis.helper_copies import unpacked_element
 from gpulint.analysis.pyg_loaders import PYG_LOADERS, data_on_host
@@ -43,7 +43,9 @@ def is_dataloader(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
     qualified = analysis.qualified(node.func)
     if qualified in DATALOADERS:
         return True
-    return qualified in PYG_LOADERS and data_facts(analysis).pyg_on_host(qualified, node)
+    if qualified in PYG_LOADERS:
+        return data_facts(analysis).pyg_on_host(qualified, node)
+    return dataloader_subclass_call(analysis, node)  # `DataLoaderMasking(...)`: a project subclass of torch's
 
 
 def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
