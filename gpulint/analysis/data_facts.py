@@ -603,7 +603,9 @@ class DataFacts:
                 return self.device_of(args[0], depth + 1) if args else None
             if q in ("torch.cuda.current_device", "torch.accelerator.current_accelerator"):
                 return ACCELERATOR
-            return None
+            from gpulint.analysis.device_functions import returned_device
+
+            return returned_device(self.analysis, expr)  # `dist_util.dev()`: a project function returning one
         if type(expr) is cst.Attribute:
             if expr.attr.value == "device" or self.analysis.kind(expr) is Kind.DEVICE:
                 return ACCELERATOR  # `x.device`, `self.device`, `args.device`: a device the code chose
