@@ -7,6 +7,7 @@ rebuilt in a comprehension), and whether a `.to(...)`/`.cuda(...)` sends a tenso
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterator, Optional, Union
 
 import libcst as cst
@@ -28,6 +29,11 @@ DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataL
                "torchdata.stateful_dataloader.StatefulDataLoader", "torchdata.stateful_dataloader.StatefulDataLoader",
                # webdataset's loader hands its arguments to a torch `DataLoader` (`pin_memory=` included)
                "webdataset.WebLoader", "webdataset.compat.WebLoader"}
+# Library functions that build a torch `DataLoader` and return it (or a prefetcher iterating it): the keyword that
+# sets its `pin_memory`, and that keyword's default. timm's `create_loader(..., pin_memory=False)` (wrapped in
+# its `PrefetchLoader` by default, whose `.cuda(non_blocking=True)` of a pageable batch is a staged copy).
+LIBRARY_LOADER_FACTORIES = {"timm.data.create_loader": ("pin_memory", False),
+                            "timm.data.loader.create_loader": ("pin_memory", False)}
 TENSOR_DATASETS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
 _WRAPPERS = {"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "zip", "islice", "itertools.islice"}
 _DEVICE_NAMES = ("device", "dev", "gpu", "rank", "local_rank", "device_id", "gpu_id")
@@ -257,6 +263,10 @@ class DataFacts:
         another): where its `DataLoader` is built and whether it pins. None when `call` is not one."""
         if type(call) is not cst.Call or is_dataloader(self.analysis, call):
             return None
+        qualified = self.analysis.qualified(call.func) or ""
+        if qualified in LIBRARY_LOADER_FACTORIES:  # `timm.data.create_loader(...)`: pinned as this call says
+            # built in the library: no project file and line (path: the function's name, line 0)
+            return LoaderFact(Path(qualified), 0, self._library_pinned(call, *LIBRARY_LOADER_FACTORIES[qualified]))
         dotted = dotted_name(call.func)
         if dotted is None or dotted.split(".")[0] == "self":
             return None
@@ -274,6 +284,21 @@ class DataFacts:
         if made is None or made.pin_param is None:
             return made
         return LoaderFact(made.path, made.line, self._pinned_by(call, summary, made))
+
+    def _library_pinned(self, call: cst.Call, keyword_name: str, default: bool) -> Optional[bool]:
+        """Whether a library loader factory's call pins: its `pin_memory` argument (a literal, or a flag of the
+        module's parser: analysis/flags.py), else the library's default; None for `**options` or anything else."""
+        from gpulint.analysis.flags import flag_defaults
+
+        if any(a.star == "**" for a in call.args):
+            return None
+        found = keyword(call, keyword_name)
+        if found is None:
+            return default
+        value = found.value
+        if type(value) is cst.Name and value.value in ("True", "False"):
+            return value.value == "True"
+        return self.analysis.fact(flag_defaults).default(value)
 
     def _pinned_by(self, call: cst.Call, summary: FunctionSummary, made: LoaderFact) -> Optional[bool]:
         """Whether this call of a factory whose `pin_memory` is its parameter pins: the argument it passes (a
