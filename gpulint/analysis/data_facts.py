@@ -354,6 +354,8 @@ class DataFacts:
                     found.extend(self._unpacked_loaders(b.value, b.index, depth + 1))
                 elif b.kind in ("assign", "walrus"):
                     found.extend(self.loaders(b.value, depth + 1))
+                elif b.kind == "with" and type(b.value) is cst.Call and dotted_name(b.value.func) in _WRAPPERS:
+                    found.extend(self.loaders(b.value, depth + 1))  # `with tqdm(enumerate(loader)) as t:`
                 elif b.kind == "param":
                     for arg in self._arguments_for(b):
                         found.extend(self.loaders(arg, depth + 1))
@@ -694,7 +696,7 @@ class DataFacts:
             return False
         if type(expr) is cst.Name:
             return any(self.on_device(b.value, depth + 1) for b in self.bindings(expr)
-                       if b.kind in ("assign", "walrus"))
+                       if b.kind in ("assign", "walrus") and not self._bound_after(b, expr))
         for node in _walk(expr):
             if type(node) is cst.Call:
                 if self.copy_target(node) == ACCELERATOR:
@@ -709,6 +711,16 @@ class DataFacts:
         return False
 
     # -- helpers -----------------------------------------------------------------------------------------------
+    def _bound_after(self, binding, name: cst.Name) -> bool:
+        """`binding` is written after `name` is read, and no loop around the read holds it: it cannot reach the
+        read (`x = x_train.to(device)` in the loop over a loader built before from `x`, the function's host data)."""
+        source = binding.source
+        here, there = self.index.order(name), self.index.order(source) if source is not None else None
+        if here is None or there is None or there < here:
+            return False
+        return not any(type(a) in (cst.For, cst.While) and self.index.is_ancestor_or_self(a, source)
+                       for a in self.index.ancestors(name))
+
     def bindings(self, name: cst.Name):
         return self.index.visible_bindings(name)
 
