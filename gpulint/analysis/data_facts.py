@@ -307,13 +307,28 @@ class DataFacts:
 
         if any(a.star for a in call.args):
             return None
-        found = argument_for(call, list(summary.params), made.pin_param)
+        found = argument_for(call, [*summary.params, *summary.keyword_only], made.pin_param)
         if found is None:
             return made.pin_default
         value = found.value
+        if made.pin_test is not None:  # `pin_memory=(device != "cpu")`: the device string this call passes
+            from gpulint.analysis.project import pin_by_test
+
+            text = self._string_of(value)
+            return pin_by_test(made.pin_test, text) if text is not None else None
         if type(value) is cst.Name and value.value in ("True", "False"):
             return value.value == "True"
         return self.analysis.fact(flag_defaults).default(value)
+
+    def _string_of(self, value: cst.BaseExpression) -> Optional[str]:
+        """A string literal, or a name bound (only) to one string literal in this module."""
+        text = string_value(value)
+        if text is not None or type(value) is not cst.Name:
+            return text
+        bindings = self.bindings(value)
+        texts = {string_value(b.value) if b.kind == "assign" and b.index is None and b.value is not None else None
+                 for b in bindings}
+        return texts.pop() if len(texts) == 1 and None not in texts else None
 
     def prepared(self, loader: cst.Call) -> bool:
         """The loader is handed to a library that moves its batches to the device itself (Accelerate's
