@@ -26,7 +26,7 @@ filtered and unfiltered findings on generated and real code.
   import in the module counts, wherever it is.
 
 - `RETURNED_LOADER`: a top-level function of the module calls a name ending in `DataLoader` and has a `return`
-  (analysis/factory_loaders.py: GPU201 at a loader factory's own `DataLoader(...)`).
+  or a `yield from` (analysis/factory_loaders.py: GPU201 at a loader factory's own `DataLoader(...)`).
 
 A rule may declare several (any of them suffices), or `None`: no shortcut, every file is parsed.
 """
@@ -612,8 +612,9 @@ def _many_range_iterations(iterable: ast.AST) -> bool:
 
 
 def _returns_a_loader(tree: ast.AST) -> bool:
-    """RETURNED_LOADER: a top-level function calls `...DataLoader(...)` and returns something, or a top-level
-    class with an `__iter__` builds one in `__init__` (a loader class: analysis/loader_classes.py)."""
+    """RETURNED_LOADER: a top-level function calls `...DataLoader(...)` and returns something (or hands on an
+    iterable's items: `yield from loader`), or a top-level class with an `__iter__` builds one in `__init__` (a
+    loader class: analysis/loader_classes.py)."""
     for stmt in getattr(tree, "body", ()):
         if isinstance(stmt, ast.ClassDef):
             methods = {m.name: m for m in stmt.body if isinstance(m, ast.FunctionDef)}
@@ -624,6 +625,7 @@ def _returns_a_loader(tree: ast.AST) -> bool:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             nodes = list(ast_walk.walk(stmt))
             if any(isinstance(n, ast.Call) and _last(n.func) is not None and str(_last(n.func)).endswith("DataLoader")
-                   for n in nodes) and any(isinstance(n, ast.Return) and n.value is not None for n in nodes):
+                   for n in nodes) and any(isinstance(n, ast.Return) and n.value is not None or
+                                           isinstance(n, ast.YieldFrom) for n in nodes):
                 return True
     return False

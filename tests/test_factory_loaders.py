@@ -178,3 +178,42 @@ def test_a_scripts_own_factory_on_the_host_is_quiet(tmp_path: Path):
     write_project(tmp_path, {"train.py": SCRIPT.replace("x, y = x.cuda(), y.cuda()\n", "").replace(
         "net = net.cuda()\n", "")})
     assert not {f for f in found(check(tmp_path, "--no-cache", "train.py")) if f[2] == "GPU201"}
+
+
+DEVICE_FACTORY = """\
+from torch.utils.data import DataLoader
+
+
+def build_dataloader(path_list, batch_size=4, num_workers=1, device="cpu"):
+    dataset = FilePathDataset(path_list)
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
+                      pin_memory=(device != "cpu"))
+"""
+
+DEVICE_SCRIPT = """\
+import torch
+from meldataset import build_dataloader
+
+
+def main():
+    device = "cuda"
+    model = build_model().to(device)
+    loader = build_dataloader(train_list, batch_size=8{device})
+    for epoch in range(10):
+        for i, batch in enumerate(loader):
+            batch = [b.to(device) for b in batch[1:]]
+            model(*batch).sum().backward()
+"""
+
+
+def _device_factory(tmp_path: Path, device: str) -> set:
+    root = write_project(tmp_path, {"meldataset.py": DEVICE_FACTORY, "train.py": DEVICE_SCRIPT.format(device=device)})
+    out = check(root, "--no-cache", "--select", "GPU201,GPU202", "train.py")
+    return {(d["location"]["row"], d["code"], "pinned batch" in d["message"]) for d in out}
+
+
+def test_a_factory_pinning_when_its_device_is_not_the_cpu_is_judged_by_the_device_passed(tmp_path: Path):
+    # `pin_memory=(device != "cpu")` with `device="cuda"` passed: a pinned loader, whose copies lack non_blocking
+    assert _device_factory(tmp_path / "a", ", device=device") == {(11, "GPU202", True)}
+    # the default device, "cpu": not pinned, while the script copies its batches to the GPU every step
+    assert _device_factory(tmp_path / "b", "") == {(8, "GPU201", False), (11, "GPU202", False)}

@@ -110,3 +110,37 @@ model.cuda()
 def test_partly_moved_graphs_and_loaders_never_seen_moving_batches_are_quiet(tmp_path: Path):
     # pinning a batch whose x is a CUDA tensor raises; a loader only drawn from once is no per-step cost
     assert _found(write_project(tmp_path, {"train.py": PARTLY_MOVED_OR_UNSEEN})) == set()
+
+
+OLD_PATH_AND_LINKS = """\
+import torch
+from torch_geometric.data import DataLoader
+from torch_geometric.datasets import TUDataset
+from torch_geometric.loader import LinkNeighborLoader
+
+device = torch.device("cuda")
+graphs = TUDataset("/tmp/g", name="MUTAG")
+train_graphs, test_graphs = graphs[:100], graphs[100:]
+graph = TUDataset("/tmp/g", name="MUTAG")[0]
+by_graph = DataLoader(graphs, batch_size=32, shuffle=True)
+by_edge = LinkNeighborLoader(graph, num_neighbors=[20, 10], batch_size=256, shuffle=True)
+for batch in by_graph:
+    batch = batch.to(device)
+    model(batch.x).sum().backward()
+for batch in by_edge:
+    batch = batch.to(device)
+    model(batch.x).sum().backward()
+"""
+
+
+def test_pyg_1x_dataloader_and_link_neighbor_loader_are_checked_for_pinning(tmp_path: Path):
+    # PyG 1.x's `torch_geometric.data.DataLoader` and `LinkNeighborLoader` pass `pin_memory` on to torch's loader
+    assert _found(write_project(tmp_path, {"train.py": OLD_PATH_AND_LINKS})) == \
+        {(10, "GPU201"), (11, "GPU201"), (13, "GPU202"), (16, "GPU202")}
+
+
+def test_pyg_1x_dataloader_over_moved_graphs_is_quiet(tmp_path: Path):
+    text = OLD_PATH_AND_LINKS.replace('graph = TUDataset("/tmp/g", name="MUTAG")[0]',
+                                      'graph = TUDataset("/tmp/g", name="MUTAG")[0].to(device)').replace(
+        'graphs = TUDataset("/tmp/g", name="MUTAG")\n', 'graphs = TUDataset("/tmp/g", name="MUTAG")\ngraphs.to(device)\n')
+    assert _found(write_project(tmp_path, {"train.py": text})) == set()

@@ -7,6 +7,7 @@ rebuilt in a comprehension), and whether a `.to(...)`/`.cuda(...)` sends a tenso
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterator, Optional, Union
 
 import libcst as cst
@@ -17,7 +18,7 @@ from gpulint.analysis.generators import yielded_source
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.libraries import DEVICE_BATCH_METHODS, Effect, fact_for_method
 from gpulint.analysis.node_types import of_types
-from gpulint.analysis.loader_classes import loader_fact
+from gpulint.analysis.loader_classes import dataloader_subclass_call, loader_fact
 from gpulint.analysis.project import ClassSummary, FunctionSummary, LoaderFact
 from gpulint.analysis.helper_copies import unpacked_element
 from gpulint.analysis.pyg_loaders import PYG_LOADERS, data_on_host
@@ -28,6 +29,11 @@ DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataL
                "torchdata.stateful_dataloader.StatefulDataLoader", "torchdata.stateful_dataloader.StatefulDataLoader",
                # webdataset's loader hands its arguments to a torch `DataLoader` (`pin_memory=` included)
                "webdataset.WebLoader", "webdataset.compat.WebLoader"}
+# Library functions that build a torch `DataLoader` and return it (or a prefetcher iterating it): the keyword that
+# sets its `pin_memory`, and that keyword's default. timm's `create_loader(..., pin_memory=False)` (wrapped in
+# its `PrefetchLoader` by default, whose `.cuda(non_blocking=True)` of a pageable batch is a staged copy).
+LIBRARY_LOADER_FACTORIES = {"timm.data.create_loader": ("pin_memory", False),
+                            "timm.data.loader.create_loader": ("pin_memory", False)}
 TENSOR_DATASETS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
 _WRAPPERS = {"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "zip", "islice", "itertools.islice"}
 _DEVICE_NAMES = ("device", "dev", "gpu", "rank", "local_rank", "device_id", "gpu_id")
@@ -43,7 +49,9 @@ def is_dataloader(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
     qualified = analysis.qualified(node.func)
     if qualified in DATALOADERS:
         return True
-    return qualified in PYG_LOADERS and data_facts(analysis).pyg_on_host(qualified, node)
+    if qualified in PYG_LOADERS:
+        return data_facts(analysis).pyg_on_host(qualified, node)
+    return dataloader_subclass_call(analysis, node)  # `DataLoaderMasking(...)`: a project subclass of torch's
 
 
 def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
@@ -255,6 +263,10 @@ class DataFacts:
         another): where its `DataLoader` is built and whether it pins. None when `call` is not one."""
         if type(call) is not cst.Call or is_dataloader(self.analysis, call):
             return None
+        qualified = self.analysis.qualified(call.func) or ""
+        if qualified in LIBRARY_LOADER_FACTORIES:  # `timm.data.create_loader(...)`: pinned as this call says
+            # built in the library: no project file and line (path: the function's name, line 0)
+            return LoaderFact(Path(qualified), 0, self._library_pinned(call, *LIBRARY_LOADER_FACTORIES[qualified]))
         dotted = dotted_name(call.func)
         if dotted is None or dotted.split(".")[0] == "self":
             return None
@@ -273,6 +285,21 @@ class DataFacts:
             return made
         return LoaderFact(made.path, made.line, self._pinned_by(call, summary, made))
 
+    def _library_pinned(self, call: cst.Call, keyword_name: str, default: bool) -> Optional[bool]:
+        """Whether a library loader factory's call pins: its `pin_memory` argument (a literal, or a flag of the
+        module's parser: analysis/flags.py), else the library's default; None for `**options` or anything else."""
+        from gpulint.analysis.flags import flag_defaults
+
+        if any(a.star == "**" for a in call.args):
+            return None
+        found = keyword(call, keyword_name)
+        if found is None:
+            return default
+        value = found.value
+        if type(value) is cst.Name and value.value in ("True", "False"):
+            return value.value == "True"
+        return self.analysis.fact(flag_defaults).default(value)
+
     def _pinned_by(self, call: cst.Call, summary: FunctionSummary, made: LoaderFact) -> Optional[bool]:
         """Whether this call of a factory whose `pin_memory` is its parameter pins: the argument it passes (a
         literal, or a flag of the module's parser: analysis/flags.py), else the parameter's default."""
@@ -280,13 +307,28 @@ class DataFacts:
 
         if any(a.star for a in call.args):
             return None
-        found = argument_for(call, list(summary.params), made.pin_param)
+        found = argument_for(call, [*summary.params, *summary.keyword_only], made.pin_param)
         if found is None:
             return made.pin_default
         value = found.value
+        if made.pin_test is not None:  # `pin_memory=(device != "cpu")`: the device string this call passes
+            from gpulint.analysis.project import pin_by_test
+
+            text = self._string_of(value)
+            return pin_by_test(made.pin_test, text) if text is not None else None
         if type(value) is cst.Name and value.value in ("True", "False"):
             return value.value == "True"
         return self.analysis.fact(flag_defaults).default(value)
+
+    def _string_of(self, value: cst.BaseExpression) -> Optional[str]:
+        """A string literal, or a name bound (only) to one string literal in this module."""
+        text = string_value(value)
+        if text is not None or type(value) is not cst.Name:
+            return text
+        bindings = self.bindings(value)
+        texts = {string_value(b.value) if b.kind == "assign" and b.index is None and b.value is not None else None
+                 for b in bindings}
+        return texts.pop() if len(texts) == 1 and None not in texts else None
 
     def prepared(self, loader: cst.Call) -> bool:
         """The loader is handed to a library that moves its batches to the device itself (Accelerate's
@@ -327,6 +369,8 @@ class DataFacts:
                     found.extend(self._unpacked_loaders(b.value, b.index, depth + 1))
                 elif b.kind in ("assign", "walrus"):
                     found.extend(self.loaders(b.value, depth + 1))
+                elif b.kind == "with" and type(b.value) is cst.Call and dotted_name(b.value.func) in _WRAPPERS:
+                    found.extend(self.loaders(b.value, depth + 1))  # `with tqdm(enumerate(loader)) as t:`
                 elif b.kind == "param":
                     for arg in self._arguments_for(b):
                         found.extend(self.loaders(arg, depth + 1))
@@ -601,7 +645,9 @@ class DataFacts:
                 return self.device_of(args[0], depth + 1) if args else None
             if q in ("torch.cuda.current_device", "torch.accelerator.current_accelerator"):
                 return ACCELERATOR
-            return None
+            from gpulint.analysis.device_functions import returned_device
+
+            return returned_device(self.analysis, expr)  # `dist_util.dev()`: a project function returning one
         if type(expr) is cst.Attribute:
             if expr.attr.value == "device" or self.analysis.kind(expr) is Kind.DEVICE:
                 return ACCELERATOR  # `x.device`, `self.device`, `args.device`: a device the code chose
@@ -665,7 +711,7 @@ class DataFacts:
             return False
         if type(expr) is cst.Name:
             return any(self.on_device(b.value, depth + 1) for b in self.bindings(expr)
-                       if b.kind in ("assign", "walrus"))
+                       if b.kind in ("assign", "walrus") and not self._bound_after(b, expr))
         for node in _walk(expr):
             if type(node) is cst.Call:
                 if self.copy_target(node) == ACCELERATOR:
@@ -680,6 +726,16 @@ class DataFacts:
         return False
 
     # -- helpers -----------------------------------------------------------------------------------------------
+    def _bound_after(self, binding, name: cst.Name) -> bool:
+        """`binding` is written after `name` is read, and no loop around the read holds it: it cannot reach the
+        read (`x = x_train.to(device)` in the loop over a loader built before from `x`, the function's host data)."""
+        source = binding.source
+        here, there = self.index.order(name), self.index.order(source) if source is not None else None
+        if here is None or there is None or there < here:
+            return False
+        return not any(type(a) in (cst.For, cst.While) and self.index.is_ancestor_or_self(a, source)
+                       for a in self.index.ancestors(name))
+
     def bindings(self, name: cst.Name):
         return self.index.visible_bindings(name)
 

@@ -40,7 +40,7 @@ class _Asker:
 
 def _returned_by(analysis, loader: cst.Call) -> Optional[cst.FunctionDef]:
     """The top-level function that returns `loader` (`return DataLoader(...)`, or a name bound to it returned
-    alone or in a tuple), else None."""
+    alone or in a tuple, or handed on batch by batch: `yield from loader`), else None."""
     index = analysis.index
     fn = next((a for a in index.ancestors(loader) if type(a) in (cst.FunctionDef, cst.Lambda, cst.ClassDef)), None)
     if type(fn) is not cst.FunctionDef or type(index.enclosing_scope(fn)) is not cst.Module:
@@ -63,6 +63,9 @@ def _returned_by(analysis, loader: cst.Call) -> Optional[cst.FunctionDef]:
             values = [e.value for e in value.elements] if type(value) in (cst.Tuple, cst.List) else [value]
             if any(type(v) is cst.Name and v.value in names for v in values):
                 return fn
+        if type(node) is cst.Yield and type(node.value) is cst.From and type(node.value.item) is cst.Name and \
+                node.value.item.value in names:
+            return fn  # `while True: yield from loader`: a generator handing on the loader's batches
         stack.extend(child_nodes(node))
     return None
 

@@ -170,6 +170,89 @@ def loader_class_call(analysis, call: cst.Call):
 class _Memo:
     def __init__(self, analysis) -> None:
         self.found: dict = {}
+        self.subclasses: dict[str, bool] = {}
+
+
+# A project subclass of torch's `DataLoader` (`class DataLoaderMasking(DataLoader)` that only sets a `collate_fn`,
+# `class DataLoaderX(DataLoader)` whose `__iter__` wraps `super().__iter__()` in a background thread): a call of it
+# is a DataLoader call, and `pin_memory=True` added to it reaches torch's loader through the `**kwargs` its
+# `__init__` passes on. It counts only when no method of the class (or of its project bases) mentions
+# `pin_memory` (a class that decides pinning itself) or moves anything (`.to(`, `.cuda(`: batches that may be device
+# tensors), its `__init__` (if any) hands its `**kwargs` on to the base (so the added keyword is accepted), it
+# defines no `__next__`, and an `__iter__` of its own draws from `super().__iter__()` (the same batches).
+_TORCH_LOADER_BASES = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
+
+
+def dataloader_subclass_call(analysis, call: cst.Call) -> bool:
+    """`call` builds an instance of a project subclass of torch's DataLoader (see `_TORCH_LOADER_BASES`), in this
+    module or another. One project lookup per dotted name and module."""
+    func = call.func
+    if type(func) not in (cst.Name, cst.Attribute) or not _class_like(func):
+        return False
+    dotted = dotted_name(func)
+    if dotted is None or dotted.split(".")[0] == "self":
+        return False
+    memo = analysis.fact(_Memo)
+    if dotted not in memo.subclasses:
+        memo.subclasses[dotted] = False
+        from gpulint.analysis.calls import project_calls
+        from gpulint.analysis.project import ClassSummary
+
+        calls = analysis.fact(project_calls)
+        if calls is not None:
+            summary = calls.project.lookup(calls.path, dotted)
+            if isinstance(summary, ClassSummary):
+                memo.subclasses[dotted] = dataloader_subclass(calls.project, summary)
+    return memo.subclasses[dotted]
+
+
+def dataloader_subclass(project, cls) -> bool:
+    """`cls` (a project ClassSummary) derives from torch's DataLoader and passes `pin_memory` on unchanged."""
+    from gpulint.analysis.hierarchy import project_bases
+    from gpulint.analysis.project import ClassSummary
+
+    chain = [cls, *project_bases(project, cls)]
+    torch_base = False
+    for current in chain:
+        for base in current.bases:
+            if base and not isinstance(project.lookup(current.path, base), ClassSummary) and \
+                    project.external_name(current.path, base) in _TORCH_LOADER_BASES:
+                torch_base = True
+        if any(not _passes_batches_on(name, method) for name, method in current.methods.items()):
+            return False
+    if not torch_base:
+        return False
+    init = next((c.methods["__init__"] for c in chain if "__init__" in c.methods), None)
+    return init is None or _hands_on_kwargs(init)
+
+
+def _passes_batches_on(name: str, method: ast.FunctionDef) -> bool:
+    if name == "__next__":
+        return False
+    for node in ast.walk(method):
+        if isinstance(node, ast.Name) and node.id == "pin_memory" or isinstance(node, ast.arg) and \
+                node.arg == "pin_memory" or isinstance(node, ast.keyword) and node.arg == "pin_memory" or \
+                isinstance(node, ast.Constant) and node.value == "pin_memory":
+            return False
+        if isinstance(node, ast.Attribute) and node.attr in ("to", "cuda", "pin_memory"):
+            return False
+    if name == "__iter__":
+        return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__iter__"
+                   and isinstance(node.func.value, ast.Call) and _dotted(node.func.value.func) == "super"
+                   for node in ast.walk(method))
+    return True
+
+
+def _hands_on_kwargs(init: ast.FunctionDef) -> bool:
+    """`__init__(self, ..., **kwargs)` calling `super().__init__(..., **kwargs)` (or `Base.__init__(self, ...)`)."""
+    kwarg = init.args.kwarg
+    if kwarg is None:
+        return False
+    for node in ast.walk(init):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__" and \
+                any(k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kwarg.arg for k in node.keywords):
+            return True
+    return False
 
 
 def wrapping_class(analysis, loader: cst.Call) -> Optional[str]:

@@ -156,6 +156,9 @@ class LoaderFact:
     # (analysis/data_facts.py `factory`).
     pin_param: Optional[str] = None
     pin_default: Optional[bool] = None
+    # `pin_memory=(device != "cpu")`: the comparison of `pin_param` with a string that decides it ("!=" or "==",
+    # the string); a call's string argument (or a name bound to one) is compared the same way
+    pin_test: Optional[tuple[str, str]] = None
 
 
 @dataclass
@@ -2314,6 +2317,13 @@ class _Summarizer:
                         param = kw.value.id  # `pin_memory=pin_memory`, a parameter of this factory
             if param is not None and pinned is None and not any(kw.arg is None for kw in value.keywords):
                 return LoaderFact(self.info.path, value.lineno, None, param, _bool_default(self.fn, param))
+            tested = next((self._pin_test(kw.value) for kw in value.keywords if kw.arg == "pin_memory"), None)
+            if tested is not None and not any(kw.arg is None for kw in value.keywords):
+                param, test = tested  # `pin_memory=(device != "cpu")`, `device` a parameter of this factory
+                default = _default_of(self.fn, param)
+                pin_default = pin_by_test(test, default.value) if isinstance(default, ast.Constant) and \
+                    isinstance(default.value, str) else None
+                return LoaderFact(self.info.path, value.lineno, None, param, pin_default, test)
             return LoaderFact(self.info.path, value.lineno, pinned)
         callee = self._callee(value)
         if callee is not None:
@@ -2322,6 +2332,20 @@ class _Summarizer:
                 return LoaderFact(made.path, made.line, None)  # decided by the inner factory's own argument
             return made
         return None
+
+    def _pin_test(self, value: ast.expr) -> Optional[tuple[str, tuple[str, str]]]:
+        """(parameter, ("!=" or "==", string)) for `pin_memory=(device != "cpu")` with `device` a parameter of this
+        factory (either side of the comparison), else None."""
+        if not isinstance(value, ast.Compare) or len(value.ops) != 1 or \
+                not isinstance(value.ops[0], (ast.NotEq, ast.Eq)):
+            return None
+        sides = (value.left, value.comparators[0])
+        name = next((s for s in sides if isinstance(s, ast.Name)), None)
+        text = next((s for s in sides if isinstance(s, ast.Constant) and isinstance(s.value, str)), None)
+        if name is None or text is None or self.taint.get(name.id) != name.id or \
+                name.id not in (*self.summary.params, *self.summary.keyword_only):
+            return None
+        return name.id, ("!=" if isinstance(value.ops[0], ast.NotEq) else "==", text.value)
 
     def _callee(self, call: ast.Call) -> Optional[tuple[FunctionSummary, bool]]:
         """The project function a call reaches, and whether it is called through an instance (bound)."""
@@ -2673,6 +2697,12 @@ def _moved_attributes(cls: ClassSummary) -> frozenset:
             (moved if copies and not isinstance(node, ast.AugAssign) else other).add(attr)
     cls.moved = frozenset(moved - other)
     return cls.moved
+
+
+def pin_by_test(test: tuple[str, str], value: str) -> bool:
+    """`pin_memory=(device != "cpu")` (`LoaderFact.pin_test`) evaluated for a device string."""
+    op, text = test
+    return (value != text) if op == "!=" else (value == text)
 
 
 def _default_of(fn: ast.AST, name: str) -> Optional[ast.expr]:

@@ -1,5 +1,6 @@
-"""PyTorch Geometric's loaders: `torch_geometric.loader.DataLoader` (a list of graphs, collated into batches) and
-`NeighborLoader` (subgraphs sampled around seed nodes of one graph) subclass torch's `DataLoader` and pass their
+"""PyTorch Geometric's loaders: `torch_geometric.loader.DataLoader` (a list of graphs, collated into batches; PyG 1.x
+named it `torch_geometric.data.DataLoader`), `NeighborLoader` and `LinkNeighborLoader` (subgraphs sampled around
+seed nodes or edges of one graph) subclass torch's `DataLoader` and pass their
 `**kwargs` (`pin_memory`, `num_workers`) on to it. Their batches are sliced from the data they are given, so they
 are host batches (to pin, and moved with a blocking copy each step) only when that data is on the host: PyG's own
 examples often move the whole graph first (`data = data.to(device)`, `data.to(device)` in place: `Data.to`
@@ -27,8 +28,13 @@ from gpulint.syntax import argument
 if TYPE_CHECKING:
     from gpulint.analysis.data_facts import DataFacts
 
-PYG_GRAPH_LOADERS = {"torch_geometric.loader.DataLoader", "torch_geometric.loader.dataloader.DataLoader"}
-PYG_NODE_LOADERS = {"torch_geometric.loader.NeighborLoader", "torch_geometric.loader.neighbor_loader.NeighborLoader"}
+# `torch_geometric.data.DataLoader`: where PyG 1.x kept the same loader (and 2.x still re-exports it, deprecated)
+PYG_GRAPH_LOADERS = {"torch_geometric.loader.DataLoader", "torch_geometric.loader.dataloader.DataLoader",
+                     "torch_geometric.data.DataLoader", "torch_geometric.data.dataloader.DataLoader"}
+# `LinkNeighborLoader`: subgraphs sampled around seed edges of one graph (`data` first, as NeighborLoader)
+PYG_NODE_LOADERS = {"torch_geometric.loader.NeighborLoader", "torch_geometric.loader.neighbor_loader.NeighborLoader",
+                    "torch_geometric.loader.LinkNeighborLoader",
+                    "torch_geometric.loader.link_neighbor_loader.LinkNeighborLoader"}
 PYG_LOADERS = PYG_GRAPH_LOADERS | PYG_NODE_LOADERS
 _MAX_DEPTH = 4
 

@@ -70,7 +70,13 @@ class DataLoaderWithoutPinMemory(Rule):
     iterates it. PyTorch Geometric's `DataLoader` and `NeighborLoader` (subclasses of torch's that pass
     `pin_memory` on) are checked the same way when the graphs they sample are known to be on the host and a loop
     of the module moves their batches; a graph moved to the GPU first (`data = data.to(device)`, even partly:
-    `data.to(device, "x", "y")`) yields batches that cannot be pinned, and is left alone.
+    `data.to(device, "x", "y")`) yields batches that cannot be pinned, and is left alone. PyG 1.x's
+    `torch_geometric.data.DataLoader` and `LinkNeighborLoader` count too. A project subclass of torch's
+    `DataLoader` (`class DataLoaderMasking(DataLoader)` that passes its `**kwargs` on, adds no pinning of its own
+    and moves nothing) is checked like the `DataLoader` it is. timm's `create_loader(...)` (`pin_memory=False`
+    by default) is a loader factory judged by its `pin_memory` argument; its finding has no fix. A project
+    generator that hands on a loader's batches (`while True: yield from loader`) is a loader factory, and a
+    device returned by a project function (`.to(dist_util.dev())`) counts as the GPU.
 
     ## Why it is slow
     A copy from pageable host memory is staged through a pinned bounce buffer by the driver and blocks the
@@ -157,10 +163,12 @@ class DataLoaderWithoutPinMemory(Rule):
         if made is not None and is_test_path(Path(self.analysis.path) if self.analysis.path else None):
             return  # a test calling the project's loader factory is no training run
         if made is not None:  # built in a factory: the fix belongs there, the cost is paid here
+            # a library's factory (`timm.data.create_loader`, line 0): no project line to point at
+            related = (Related(display_path(made.path), made.line, "the `DataLoader` is built here"),) \
+                if made.line else ()
             self.report(node, f"`{self.analysis.code(node.func)}(...)` returns a `DataLoader` without "
                               f"`pin_memory=True` whose batches go to a GPU: host-to-device copies block "
-                              f"and cannot overlap", related=(Related(display_path(made.path), made.line,
-                                                                      "the `DataLoader` is built here"),))
+                              f"and cannot overlap", related=related)
             return
         value = self._pin_value(node)
         text = cst.Module([]).code_for_node(value)
