@@ -183,8 +183,9 @@ def int_reads(analysis, node: cst.CSTNode) -> list[tuple[str, cst.BaseExpression
     (what takes it, the tensor). A 0-dim tensor is what such a place accepts (a bigger one is an error there),
     so each is a sync, whatever it holds:
     - a slice bound, `x[:, :n]` (`__index__`);
-    - an argument of `range(...)`, of the builtin `max`/`min` given two or more values (their comparison calls
-      `bool()`), the `k` of `topk`/`kthvalue`, the bounds of `torch.randint`, the amounts of `F.pad`'s `pad`;
+    - an argument of `range(...)`, a size or bound of a torch factory (`torch.arange(lengths.max())`,
+      `torch.zeros(n, d)`: `project.SIZE_FUNCTIONS`), an argument of the builtin `max`/`min` given two or more
+      values (their comparison calls `bool()`), the `k` of `topk`/`kthvalue`, the bounds of `torch.randint`, the amounts of `F.pad`'s `pad`;
     - the left side of `in`/`not in` over a list, a tuple, a tensor or a value of unknown kind (each `==` is
       tested with `bool()`; a tensor's `__contains__` returns a Python bool); a set or a dict hashes instead.
     Only tensors known to be on the device count (a host tensor's read costs no wait)."""
@@ -243,6 +244,17 @@ def int_reads(analysis, node: cst.CSTNode) -> list[tuple[str, cst.BaseExpression
                 continue
             if arg.keyword is None or arg.keyword.value in _INT_BOUND_FUNCTIONS[q]:
                 take(f"a bound of `{q.split('.')[-1]}`", arg.value)
+    if q in _size_functions():  # `torch.arange(lengths.max())`, `torch.zeros(n, d)`: sizes converted to ints
+        count = _size_functions()[q]
+        for arg in node.args[:count] if count is not None else node.args:
+            if arg.star:
+                break
+            if arg.keyword is not None and arg.keyword.value not in ("start", "end", "step", "size", "n"):
+                continue
+            values = [e.value for e in arg.value.elements if type(e) is cst.Element] \
+                if type(arg.value) in (cst.Tuple, cst.List) else [arg.value]
+            for value in values:
+                take(f"a size of `{q.split('.')[-1]}`", value)
     if q in _PAD_FUNCTIONS:
         arg = argument(node, "pad", 1)
         if arg is not None and type(arg.value) in (cst.List, cst.Tuple):
@@ -250,6 +262,12 @@ def int_reads(analysis, node: cst.CSTNode) -> list[tuple[str, cst.BaseExpression
                 if type(element) is cst.Element:
                     take("an amount of `pad`'s `pad`", element.value)
     return found
+
+
+def _size_functions() -> dict:
+    from gpulint.analysis.project import SIZE_FUNCTIONS  # one table for the loop's reads and the helpers'
+
+    return SIZE_FUNCTIONS
 
 
 _SEQUENCES = (cst.List, cst.Tuple, cst.ListComp)

@@ -852,7 +852,29 @@ class KindInference:
             return kind
         if type(b.value) is cst.Call and self._returned_element(b.value, b.index) is Kind.NUMPY:
             return Kind.NUMPY  # `lam_batch, use_cutmix = self._params_per_elem(n)` of `return lam, use_cutmix`
+        if self._list_of_tensors(b.value):
+            return Kind.TENSOR  # `batch = [t.to(device) for t in batch]`, then `x, lengths = batch`
         return Kind.UNKNOWN
+
+    def _list_of_tensors(self, value: Optional[cst.BaseExpression], depth: int = 0) -> bool:
+        """A list whose every element is a tensor: a comprehension of tensors (`[t.to(device) for t in batch]`),
+        a list or tuple display of tensors, or a name its last plain assignment binds to one."""
+        if value is None or depth > 2:
+            return False
+        if type(value) is cst.Name:
+            return self._list_of_tensors(self.last_assigned(value), depth + 1)
+        if type(value) is cst.ListComp:
+            elt = value.elt
+            if type(elt) is cst.Call and _to_a_device(elt) and type(elt.func) is cst.Attribute and \
+                    type(value.for_in.target) is cst.Name and type(elt.func.value) is cst.Name and \
+                    elt.func.value.value == value.for_in.target.value and value.for_in.inner_for_in is None and \
+                    self.of(value.for_in.iter) in (Kind.TENSOR, Kind.UNKNOWN):
+                return True  # `[b.to(device) for b in batch[1:]]`: the parts of a batch, each moved
+            return self.of(elt) is Kind.TENSOR
+        if type(value) in (cst.List, cst.Tuple):
+            return bool(value.elements) and all(type(e) is cst.Element and self.of(e.value) is Kind.TENSOR
+                                                for e in value.elements)
+        return False
 
     def _returned_element(self, call: cst.Call, index: int) -> Kind:
         """For a call of a function (`f(...)`) or method (`self.f(...)`) of this module, the only one by that name:

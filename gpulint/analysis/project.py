@@ -53,6 +53,11 @@ SINK_BUILTINS = {"float", "int", "bool"}
 # `math` functions of one number: given a tensor, they convert it with `__float__` (a host read) first.
 SINK_MATH = frozenset(f"math.{f}" for f in ("isnan", "isinf", "isfinite", "floor", "ceil", "trunc", "sqrt", "exp",
                                              "log", "log2", "log10", "fabs"))
+# Torch factories whose positional arguments are sizes or Scalar bounds: a 0-dim tensor given there is read on the
+# host (`__index__`, or `.item()` for a Scalar), whatever the factory makes (`torch.arange(lengths.max())`).
+# The value: how many leading positional arguments are sizes (None: all of them; a tuple or list there, each element).
+SIZE_FUNCTIONS = {"torch.arange": None, "torch.zeros": None, "torch.ones": None, "torch.empty": None,
+                  "torch.rand": None, "torch.randn": None, "torch.randperm": 1, "torch.eye": None, "torch.full": 1}
 SYNC_CALLS = {"torch.cuda.synchronize", "torch.cuda.current_stream().synchronize", "torch.cuda.Event.synchronize"}
 LOADER_CLASSES = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
                   "torchdata.stateful_dataloader.StatefulDataLoader", "DataLoader", "StatefulDataLoader"}
@@ -1726,6 +1731,32 @@ class _Summarizer:
                 param = self._tainted_by(node.value)
                 if param is not None and param not in self.summary.sink_params:
                     self.summary.sink_params[param] = Sink(self.info.path, node.lineno, "boolean-mask indexing")
+            elif isinstance(node, ast.Subscript) and not self.quiet:
+                # `x[i, :, start:end]`: each bound is converted with `__index__` whatever is sliced
+                for part in (node.slice.elts if isinstance(node.slice, ast.Tuple) else (node.slice,)):
+                    if isinstance(part, ast.Slice):
+                        for bound in (part.lower, part.upper, part.step):
+                            self._bound_read(bound, "slicing with a tensor bound", node.lineno,
+                                             conditional)
+
+    def _bound_read(self, bound: Optional[ast.expr], what: str, line: int, conditional: bool) -> None:
+        """A slice bound or a size (`x[i, :, start:end]` with `start = starts[i]`, `torch.arange(lengths.max())`):
+        a tensor there is converted to a Python int (`__index__`), a host read of the parameter it comes from
+        (its call sites decide whether they pass a device tensor); a device tensor made here is read on every
+        call. Host reads (`int(n)`, `n.item()`) and metadata (`x.size(1)`, `len(x)`) are no such tensor."""
+        if bound is None or self.quiet or isinstance(bound, ast.Constant):
+            return
+        params = (*self.summary.params, *self.summary.keyword_only)
+        if any(isinstance(n, ast.Name) and n.id in params and n.id in self.computed and none_by_default(self, n.id)
+               for n in ast_walk.walk(bound)):
+            return  # `if max_len is None: max_len = lengths.max()`: a caller passing `max_len` reads nothing
+        if self._tensor_level(bound) == DEVICE_TENSOR and not self._host_read(bound):
+            if self.summary.always_syncs is None and not conditional:
+                self._always(Sink(self.info.path, line, what))
+            return
+        param = self._tainted_by(bound)
+        if param is not None and self._sink_open(param):
+            self._put_sink(param, Sink(self.info.path, line, what))
 
     def _branch_read(self, test: ast.expr) -> None:
         """`if torch.min(y) < -1.:`, `while (x > 0).any():`: a branch on the value of a tensor computed from a
@@ -1824,6 +1855,11 @@ class _Summarizer:
                 if copied is not None:
                     self.summary.copies_host = Sink(self.info.path, call.lineno, copied[0], "copy")
                     self.summary.copies_host_device = copied[1]
+        if qualified in SIZE_FUNCTIONS or isinstance(call.func, ast.Name) and call.func.id == "range":
+            # `torch.arange(lengths.max())`, `range(n)`: a tensor there is read on the host to size the result
+            name = qualified.rsplit(".", 1)[-1] if qualified in SIZE_FUNCTIONS else "range"
+            for size in _ast_sizes(call, SIZE_FUNCTIONS.get(qualified)):
+                self._bound_read(size, f"`{qualified if name != 'range' else name}()` sized by a tensor", call.lineno, conditional)
         read = self._read_of(call)
         if read is not None:
             what, operand = read
@@ -2374,6 +2410,18 @@ class _Summarizer:
 
 
 TENSOR, DEVICE_TENSOR = 1, 2
+
+
+def _ast_sizes(call: ast.Call, count: Optional[int]) -> list:
+    """The size arguments of a call of a `SIZE_FUNCTIONS` factory (or `range`): the leading `count` positional
+    ones (all when None), each element of a tuple or list given there (`torch.zeros((n, d))`)."""
+    found = []
+    for arg in call.args[:count] if count is not None else call.args:
+        if isinstance(arg, ast.Starred):
+            break
+        found.extend(arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else (arg,))
+    found.extend(kw.value for kw in call.keywords if kw.arg in ("start", "end", "step", "size", "n"))
+    return found
 
 
 def _host_copy(value: ast.expr) -> bool:
