@@ -1,0 +1,138 @@
+"""Device values used as sizes and slice bounds (recall47): a helper that sizes a factory with its argument's value
+(`torch.arange(lengths.max())` in a `length_to_mask(lengths)`) or slices with its elements (`x[i, :, s:e]` with
+`s = starts[i]`) reads that argument on the host at every call that passes a device tensor (GPU112 at the call,
+`project._Summarizer._bound_read`); a loop sizing a factory with a device value is GPU105 (`host_reads.int_reads`);
+and the parts of a batch moved by a list comprehension and unpacked (`batch = [b.to(device) for b in batch]`,
+`x, lengths = batch`) are tensors (`kinds._list_of_tensors`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.projects import check, found, write_project
+
+UTILS = """import torch
+
+
+def length_to_mask(lengths):
+    mask = torch.arange(lengths.max()).unsqueeze(0).expand(lengths.shape[0], -1).type_as(lengths)
+    return torch.gt(mask + 1, lengths.unsqueeze(1))
+
+
+def slice_segments(x, ids_str, segment_size=4):
+    ret = torch.zeros_like(x[:, :, :segment_size])
+    for i in range(x.size(0)):
+        idx_str = ids_str[i]
+        idx_end = idx_str + segment_size
+        ret[i] = x[i, :, idx_str:idx_end]
+    return ret
+
+
+def crop(x, n):
+    return x[:, :n]
+
+
+def mask_of(lengths, max_len=None):
+    if max_len is None:
+        max_len = lengths.max()
+    return torch.arange(max_len, device=lengths.device) < lengths[:, None]
+"""
+
+TRAIN = """import torch
+from utils import length_to_mask, slice_segments, crop, mask_of
+
+model = torch.nn.Linear(2, 2).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = torch.utils.data.DataLoader(range(10), pin_memory=True)
+for step, (x, lengths, host_lengths) in enumerate(loader):
+    x = x.cuda(non_blocking=True)
+    lengths = lengths.cuda(non_blocking=True)
+    out = model(x)
+    m = length_to_mask(lengths)
+    m_host = length_to_mask(host_lengths)
+    seg = slice_segments(out, lengths, 8)
+    seg_host = slice_segments(out, [0, 2, 4], 8)
+    c = crop(out, x.size(1) // 2)
+    mm = mask_of(lengths, max_len=x.size(1))
+    if step % 100 == 0:
+        logged = length_to_mask(lengths)
+    out.sum().backward()
+    opt.step()
+"""
+
+LOOP = """import torch
+
+model = torch.nn.Linear(2, 2).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = torch.utils.data.DataLoader(range(10), pin_memory=True)
+device = "cuda"
+for i, batch in enumerate(loader):
+    batch = [b.to(device, non_blocking=True) for b in batch]
+    x, lengths = batch
+    host = torch.tensor([3, 4])
+    out = model(x)
+    ids = torch.arange(lengths.max(), device=x.device)
+    z = torch.zeros(x.size(0), 4, device=x.device)
+    h = torch.arange(host.max())
+    for b in range(len(lengths)):
+        seg = out[b, :lengths[b]]
+    out.sum().backward()
+    opt.step()
+"""
+
+# the same loop where the list comprehension only converts the parts, in host memory
+HOST_LOOP = """import torch
+
+model = torch.nn.Linear(2, 2).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = torch.utils.data.DataLoader(range(10), pin_memory=True)
+for i, batch in enumerate(loader):
+    batch = [b.float() for b in batch]
+    x, lengths = batch
+    out = model(x.cuda(non_blocking=True))
+    for b in range(len(lengths)):
+        seg = out[b, :lengths[b]]
+    ids = torch.arange(lengths.max())
+    out.sum().backward()
+    opt.step()
+"""
+
+
+def _found(root: Path, name: str) -> set:
+    return {(row, code) for path, row, code in found(check(root, "--no-cache", "--exit-zero", name))
+            if path.endswith(name)}
+
+
+def test_helpers_reading_their_argument_as_a_size_or_a_slice_bound(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "p", {"utils.py": UTILS, "train.py": TRAIN})
+    codes = _found(root, "train.py")
+    assert (11, "GPU112") in codes  # length_to_mask(device lengths): torch.arange(lengths.max())
+    assert (13, "GPU112") in codes  # slice_segments(out, device ids): x[i, :, idx_str:idx_end]
+    assert (12, "GPU112") not in codes  # host lengths: no wait
+    assert (14, "GPU112") not in codes  # a list of Python ints as start indices
+    assert (15, "GPU112") not in codes  # a bound computed from a shape
+    assert (16, "GPU112") not in codes  # `if max_len is None:` rebinding; the caller passes it
+    assert (18, "GPU112") not in codes  # periodic logging
+
+
+def test_the_message_names_the_read(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "p", {"utils.py": UTILS, "train.py": TRAIN})
+    messages = {d["location"]["row"]: d["message"] for d in check(root, "--no-cache", "--exit-zero", "train.py")
+                if d["code"] == "GPU112" and d["filename"].endswith("train.py")}
+    assert "`torch.arange()` sized by a tensor" in messages[11]
+    assert "slicing with a tensor bound" in messages[13]
+
+
+def test_a_loop_sizing_with_a_device_value_and_unpacked_moved_parts(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "p", {"train.py": LOOP})
+    codes = _found(root, "train.py")
+    assert (12, "GPU105") in codes  # torch.arange(lengths.max()) of a moved part
+    assert (16, "GPU105") in codes  # out[b, :lengths[b]]: an element of a moved part as a bound
+    assert (13, "GPU105") not in codes  # sizes from shapes
+    assert (14, "GPU105") not in codes  # a host tensor's max
+
+
+def test_parts_converted_in_host_memory_stay_quiet(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "p", {"train.py": HOST_LOOP})
+    codes = _found(root, "train.py")
+    assert not {c for c in codes if c[1] == "GPU105"}
