@@ -136,3 +136,43 @@ def test_parts_converted_in_host_memory_stay_quiet(tmp_path: Path) -> None:
     root = write_project(tmp_path / "p", {"train.py": HOST_LOOP})
     codes = _found(root, "train.py")
     assert not {c for c in codes if c[1] == "GPU105"}
+
+
+# A contrastive loss that drops the diagonal with a boolean mask made on the device (`torch.eye(n, dtype=torch.bool)`
+# moved there), and one whose mask stays in host memory.
+CONTRASTIVE = """import torch
+import torch.nn.functional as F
+
+
+class Trainer:
+    def __init__(self, model, device):
+        self.model = model
+        self.device = device
+
+    def info_nce(self, features):
+        sim = torch.matmul(features, features.T)
+        mask = torch.eye(sim.shape[0], dtype=torch.bool).to(self.device)
+        return sim[~mask].view(sim.shape[0], -1)
+
+    def host_mask(self, features):
+        sim = torch.matmul(features, features.T)
+        keep = torch.eye(sim.shape[0], dtype=torch.long)
+        return sim[keep]
+
+    def train(self, loader, opt):
+        for x in loader:
+            features = self.model(x.to(self.device))
+            logits = self.info_nce(features)
+            other = self.host_mask(features)
+            logits.sum().backward()
+            opt.step()
+"""
+
+
+def test_a_mask_made_on_the_device_inside_a_helper(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "p", {"train.py": CONTRASTIVE})
+    codes = _found(root, "train.py")
+    assert (13, "GPU111") in codes  # sim[~mask] with mask = torch.eye(..., dtype=torch.bool).to(device)
+    assert (23, "GPU112") in codes  # self.info_nce(...) pays that count at every call
+    assert (24, "GPU112") not in codes  # a long index tensor gathers: no count to read
+    assert (18, "GPU111") not in codes

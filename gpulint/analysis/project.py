@@ -1726,6 +1726,12 @@ class _Summarizer:
                 read = self.project.method(self.cls, node.attr)  # `self.r`: the property runs on every read
                 if read is not None and read.always_syncs is not None:
                     self._always(read.always_syncs)
+            elif isinstance(node, ast.Subscript) and not self.quiet and not conditional and \
+                    self.summary.always_syncs is None and self._device_mask(node.slice) and \
+                    not isinstance(node.ctx, ast.Store):
+                # `labels[~mask]` with `mask = torch.eye(n, dtype=torch.bool).to(device)`: a mask made on the
+                # device here is counted on the host whatever the call is given
+                self._always(Sink(self.info.path, node.lineno, "boolean-mask indexing"))
             elif isinstance(node, ast.Subscript) and not self.quiet and self._is_mask(node.slice):
                 # `x[x[:, 4] > conf]`: the result's size depends on the data, so the host waits for the mask.
                 param = self._tainted_by(node.value)
@@ -1818,6 +1824,33 @@ class _Summarizer:
                 and not _metadata(expr.args[0]):
             return self._tainted_by(expr.args[0])
         return None
+
+    def _device_mask(self, index: ast.expr, depth: int = 0) -> bool:
+        """A boolean tensor this function makes on the device: `torch.eye(n, dtype=torch.bool).to(device)`,
+        `.bool()` of a device tensor made here, its negation, or a name every assignment binds to one."""
+        if depth > 3:
+            return False
+        if isinstance(index, ast.Tuple):
+            return any(self._device_mask(e, depth + 1) for e in index.elts)
+        if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.Invert):
+            return self._device_mask(index.operand, depth + 1)
+        if isinstance(index, ast.Name):
+            values = self.values.get(index.id, ())
+            return bool(values) and index.id in self.tensors and \
+                all(self._device_mask(v, depth + 1) for v in values)
+        if not isinstance(index, ast.Call) or self._tensor_level(index) != DEVICE_TENSOR:
+            return False
+        call = index
+        while True:
+            if any(kw.arg == "dtype" and _dotted(kw.value) in ("torch.bool", "bool") for kw in call.keywords):
+                return True
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr == "bool" and not call.args:
+                return True
+            if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda") and isinstance(func.value, ast.Call):
+                call = func.value  # `torch.eye(n, dtype=torch.bool).to(device)`: the mask, moved
+                continue
+            return False
 
     def _is_mask(self, index: ast.expr) -> bool:
         """A boolean tensor computed from a parameter: `x[..., 4] > t`, a name bound to one, `m1 & m2`, `~m`,
