@@ -176,3 +176,71 @@ def test_a_mask_made_on_the_device_inside_a_helper(tmp_path: Path) -> None:
     assert (23, "GPU112") in codes  # self.info_nce(...) pays that count at every call
     assert (24, "GPU112") not in codes  # a long index tensor gathers: no count to read
     assert (18, "GPU111") not in codes
+
+
+# Bounds that look like a parameter's value but are not: a reference tensor gives only its size, a list of
+# tensors only its shapes; both helpers are called with device tensors every step.
+SHAPES = """import torch
+
+
+def center_trim(tensor, reference):
+    if isinstance(reference, torch.Tensor):
+        ref_size = reference.size(-1)
+    else:
+        ref_size = reference
+    delta = tensor.size(-1) - ref_size
+    if delta:
+        tensor = tensor[..., delta // 2:-(delta - delta // 2)]
+    return tensor
+
+
+def _max_by_axis(the_list):
+    maxes = the_list[0]
+    for sublist in the_list[1:]:
+        for index, item in enumerate(sublist):
+            maxes[index] = max(maxes[index], item)
+    return maxes
+
+
+def pad_images(tensor_list):
+    max_size = _max_by_axis([list(img.shape) for img in tensor_list])
+    batch_shape = [len(tensor_list)] + max_size
+    return torch.zeros(batch_shape, device=tensor_list[0].device)
+"""
+
+SHAPES_TRAIN = """import torch
+from shapes import center_trim, pad_images
+
+model = torch.nn.Linear(2, 2).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = torch.utils.data.DataLoader(range(10), pin_memory=True)
+for x, y in loader:
+    x = x.cuda(non_blocking=True)
+    y = y.cuda(non_blocking=True)
+    out = model(x)
+    trimmed = center_trim(out, x)
+    padded = pad_images([x, out])
+    ex = 0
+    for idx, val in enumerate(y):
+        if ex == val:
+            continue
+        ex = val
+    ex = 0
+    for end in [2, 4]:
+        perm = torch.randperm(end - ex) + ex
+        ex = end
+    top = y.max()
+    shuffled = torch.randperm(top - 1)
+    out.sum().backward()
+    opt.step()
+"""
+
+
+def test_sizes_and_shapes_of_arguments_are_no_reads(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "p", {"shapes.py": SHAPES, "train.py": SHAPES_TRAIN})
+    codes = _found(root, "train.py")
+    assert (11, "GPU112") not in codes  # center_trim(out, x): `reference.size(-1)` for a tensor
+    assert (12, "GPU112") not in codes  # pad_images([...]): sizes from the images' shapes
+    # `ex = 0` before the loop and `ex = end` in it: `end - ex` holds ints there, whatever `ex = val` held before
+    assert (20, "GPU105") not in codes
+    assert (23, "GPU105") in codes  # `top - 1` of a device max: a size read on the host

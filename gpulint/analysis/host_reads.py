@@ -194,6 +194,8 @@ def int_reads(analysis, node: cst.CSTNode) -> list[tuple[str, cst.BaseExpression
     def take(what: str, value: Optional[cst.BaseExpression]) -> None:
         if value is None or not analysis.is_device_tensor(value):
             return
+        if type(value) in (cst.BinaryOperation, cst.UnaryOperation) and _no_tensor_reaches(analysis, value):
+            return  # `end - ex` where `ex = 0` before the loop and `ex = end` in it: ints, whatever `ex` held before
         if type(value) is cst.Name:
             # a name's kind joins all its bindings; the assignment that runs last before the read decides
             # (`end = torch.clip(...)` in one loop, `end = start + size` before this `x[start:end]`)
@@ -262,6 +264,30 @@ def int_reads(analysis, node: cst.CSTNode) -> list[tuple[str, cst.BaseExpression
                 if type(element) is cst.Element:
                     take("an amount of `pad`'s `pad`", element.value)
     return found
+
+
+def _no_tensor_reaches(analysis, value: cst.BaseExpression) -> bool:
+    """Every name of `value` that is a tensor somewhere holds no tensor where `value` reads it: each binding that
+    reaches the read (`KindInference.reaching_bindings`) assigns a value not known to be one (what such a value
+    alone makes is not taken for a device tensor either)."""
+    names = [n for n in _walk_names(value) if analysis.is_tensor(n)]
+    if not names:
+        return False
+    for name in names:
+        reaching = analysis.kinds.reaching_bindings(name)
+        if not reaching or any(b.kind != "assign" or b.index is not None or b.value is None or
+                               analysis.kind(b.value) is Kind.TENSOR for b in reaching):
+            return False
+    return True
+
+
+def _walk_names(node: cst.CSTNode):
+    if type(node) is cst.Name:
+        yield node
+        return
+    if type(node) in (cst.BinaryOperation, cst.UnaryOperation):
+        for child in node.children:
+            yield from _walk_names(child)
 
 
 def _size_functions() -> dict:

@@ -322,6 +322,49 @@ class KindInference:
                 kept.append(b)
         return kept
 
+    def reaching_bindings(self, name: cst.Name) -> list[Binding]:
+        """The bindings of a function's local `name` that may hold its value where it is read, after the nearest
+        plain assignment that every path to the read runs (`ex = 0` before `for end in intervals:` hides an
+        `ex = val` of an earlier loop); a binding after the read reaches it only through a loop around the read
+        that starts after that assignment (`ex = end` at the end of the loop's body)."""
+        bindings = self._reaching(name, self.index.visible_bindings(name))
+        read = self.index.order(name)
+        if read is None:
+            return bindings
+        sources = {id(b.source) for b in bindings if b.source is not None}
+        child: cst.CSTNode = name
+        kill = None
+        for parent in self.index.ancestors(name):
+            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module):
+                break
+            if type(parent) is cst.IndentedBlock:
+                before = parent.body[:next((i for i, st in enumerate(parent.body) if st is child), 0)]
+                for stmt in reversed(before):
+                    if type(stmt) is cst.SimpleStatementLine and any(
+                            type(small) is cst.Assign and id(small) in sources and len(small.targets) == 1 and
+                            type(small.targets[0].target) is cst.Name for small in stmt.body):
+                        kill = stmt
+                        break
+                if kill is not None:
+                    break
+            child = parent
+        if kill is None:
+            return bindings
+        start = self.index.order(kill)
+        if start is None:
+            return bindings
+        loops = [a for a in self.index.ancestors(name) if type(a) in (cst.For, cst.While)
+                 and (self.index.order(a) or -1) > start]
+        kept = []
+        for b in bindings:
+            place = self.index.order(b.source) if b.source is not None else None
+            if place is None:
+                kept.append(b)
+            elif place >= start and (place < read or any(self.index.is_ancestor_or_self(loop, b.source)
+                                                          for loop in loops)):
+                kept.append(b)
+        return kept
+
     def _returned_on_host(self, call: cst.BaseExpression, index: int, depth: int) -> bool:
         """Element `index` of what a call of a function or method of this module returns is in host memory:
         every `return` hands back a tuple whose element there is (`return torch.tensor(tokens).unsqueeze(0),

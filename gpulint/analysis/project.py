@@ -1760,9 +1760,38 @@ class _Summarizer:
             if self.summary.always_syncs is None and not conditional:
                 self._always(Sink(self.info.path, line, what))
             return
-        param = self._tainted_by(bound)
+        param = self._value_of_parameter(bound)
         if param is not None and self._sink_open(param):
             self._put_sink(param, Sink(self.info.path, line, what))
+
+    def _value_of_parameter(self, expr: ast.expr, depth: int = 0) -> Optional[str]:
+        """The parameter whose values `expr` computes with: an element of it (`starts[i]`), a reduction of it
+        (`lengths.max()`), or a name bound to either (`end = starts[i] + size`). Not the parameter as it is (a
+        bound or size given as a number, as often as a tensor: `x[:, :n]`, `ref_size = reference` where a tensor
+        gives `reference.size(-1)`), nor its metadata (`x.shape`, `len(x)`) or anything computed from that."""
+        pending = [expr]
+        while pending:
+            node = pending.pop()
+            if _metadata(node):
+                continue
+            if isinstance(node, ast.Subscript) and not _metadata(node.value):
+                param = self._tainted_by(node.value)
+                if param is not None and not any(_metadata(n) for n in ast_walk.walk(node.value)):
+                    return param
+            if isinstance(node, ast.Call):
+                param = self._tensor_of_parameter(node)
+                if param is not None:
+                    return param
+            if isinstance(node, ast.Name) and depth < 2 and node.id not in self.summary.params and \
+                    node.id not in self.summary.keyword_only:
+                for value in self.values.get(node.id, ()):
+                    param = self._value_of_parameter(value, depth + 1)
+                    if param is not None:
+                        return param
+            if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp, ast.Lambda)):
+                continue  # what a comprehension makes of a parameter is no element of it
+            pending.extend(ast_walk.iter_child_nodes(node))
+        return None
 
     def _branch_read(self, test: ast.expr) -> None:
         """`if torch.min(y) < -1.:`, `while (x > 0).any():`: a branch on the value of a tensor computed from a
