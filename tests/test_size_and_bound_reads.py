@@ -202,6 +202,11 @@ def _max_by_axis(the_list):
     return maxes
 
 
+def gated(input_a, n_channels):
+    n = n_channels[0]
+    return torch.tanh(input_a[:, :n]) * torch.sigmoid(input_a[:, n:])
+
+
 def pad_images(tensor_list):
     max_size = _max_by_axis([list(img.shape) for img in tensor_list])
     batch_shape = [len(tensor_list)] + max_size
@@ -209,7 +214,7 @@ def pad_images(tensor_list):
 """
 
 SHAPES_TRAIN = """import torch
-from shapes import center_trim, pad_images
+from shapes import center_trim, pad_images, gated
 
 model = torch.nn.Linear(2, 2).cuda()
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -231,6 +236,7 @@ for x, y in loader:
         ex = end
     top = y.max()
     shuffled = torch.randperm(top - 1)
+    acts = gated(out, torch.IntTensor([1]))
     out.sum().backward()
     opt.step()
 """
@@ -244,3 +250,4 @@ def test_sizes_and_shapes_of_arguments_are_no_reads(tmp_path: Path) -> None:
     # `ex = 0` before the loop and `ex = end` in it: `end - ex` holds ints there, whatever `ex = val` held before
     assert (20, "GPU105") not in codes
     assert (23, "GPU105") in codes  # `top - 1` of a device max: a size read on the host
+    assert (24, "GPU112") not in codes  # `torch.IntTensor([n])` is built in host memory: its element costs no wait

@@ -238,6 +238,8 @@ class KindInference:
             if name in _EINOPS_RESHAPES:
                 first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
                 return first is not None and self.on_host(first, depth + 1)
+            if name in _LEGACY_CPU_TENSORS:
+                return True  # `torch.IntTensor([n])`: the typed legacy constructors build in host memory
             if name in ("torch.tensor", "torch.as_tensor") and not any(
                     a.keyword is not None and a.keyword.value == "device" for a in node.args):
                 # `torch.as_tensor(seeds)` of Python numbers, a list or an array: built in host memory (of a
@@ -1332,6 +1334,10 @@ class KindInference:
 
 
 _BATCH_NAME = re.compile(r"^(batch|data|sample|samples|inputs|item|.*_batch|batch_.*)$")
+
+
+_LEGACY_CPU_TENSORS = frozenset(f"torch.{t}Tensor" for t in ("Float", "Double", "Half", "BFloat16", "Byte", "Char",
+                                                               "Short", "Int", "Long", "Bool"))
 
 
 def _to_a_device(call: cst.Call) -> bool:
