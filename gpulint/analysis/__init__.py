@@ -116,6 +116,10 @@ class ModuleAnalysis:
             q = self.qualified(node.func) if type(node.func) in (cst.Name, cst.Attribute) else None
             if q in _BOOL_FUNCTIONS:
                 return True
+            if q is not None and q.startswith("torch.") and any(
+                    a.keyword is not None and a.keyword.value == "dtype" and type(a.value) in (cst.Name, cst.Attribute)
+                    and self.qualified(a.value) == "torch.bool" for a in node.args) and self.is_tensor(node):
+                return True  # `torch.eye(n, dtype=torch.bool)`, `torch.ones(b, t, dtype=torch.bool)`
             if type(node.func) is cst.Attribute and node.func.attr.value in _BOOL_METHODS \
                     and self.is_tensor(node.func.value):
                 return True

@@ -183,8 +183,9 @@ def int_reads(analysis, node: cst.CSTNode) -> list[tuple[str, cst.BaseExpression
     (what takes it, the tensor). A 0-dim tensor is what such a place accepts (a bigger one is an error there),
     so each is a sync, whatever it holds:
     - a slice bound, `x[:, :n]` (`__index__`);
-    - an argument of `range(...)`, of the builtin `max`/`min` given two or more values (their comparison calls
-      `bool()`), the `k` of `topk`/`kthvalue`, the bounds of `torch.randint`, the amounts of `F.pad`'s `pad`;
+    - an argument of `range(...)`, a size or bound of a torch factory (`torch.arange(lengths.max())`,
+      `torch.zeros(n, d)`: `project.SIZE_FUNCTIONS`), an argument of the builtin `max`/`min` given two or more
+      values (their comparison calls `bool()`), the `k` of `topk`/`kthvalue`, the bounds of `torch.randint`, the amounts of `F.pad`'s `pad`;
     - the left side of `in`/`not in` over a list, a tuple, a tensor or a value of unknown kind (each `==` is
       tested with `bool()`; a tensor's `__contains__` returns a Python bool); a set or a dict hashes instead.
     Only tensors known to be on the device count (a host tensor's read costs no wait)."""
@@ -193,6 +194,8 @@ def int_reads(analysis, node: cst.CSTNode) -> list[tuple[str, cst.BaseExpression
     def take(what: str, value: Optional[cst.BaseExpression]) -> None:
         if value is None or not analysis.is_device_tensor(value):
             return
+        if type(value) in (cst.BinaryOperation, cst.UnaryOperation) and _no_tensor_reaches(analysis, value):
+            return  # `end - ex` where `ex = 0` before the loop and `ex = end` in it: ints, whatever `ex` held before
         if type(value) is cst.Name:
             # a name's kind joins all its bindings; the assignment that runs last before the read decides
             # (`end = torch.clip(...)` in one loop, `end = start + size` before this `x[start:end]`)
@@ -243,6 +246,17 @@ def int_reads(analysis, node: cst.CSTNode) -> list[tuple[str, cst.BaseExpression
                 continue
             if arg.keyword is None or arg.keyword.value in _INT_BOUND_FUNCTIONS[q]:
                 take(f"a bound of `{q.split('.')[-1]}`", arg.value)
+    if q in _size_functions():  # `torch.arange(lengths.max())`, `torch.zeros(n, d)`: sizes converted to ints
+        count = _size_functions()[q]
+        for arg in node.args[:count] if count is not None else node.args:
+            if arg.star:
+                break
+            if arg.keyword is not None and arg.keyword.value not in ("start", "end", "step", "size", "n"):
+                continue
+            values = [e.value for e in arg.value.elements if type(e) is cst.Element] \
+                if type(arg.value) in (cst.Tuple, cst.List) else [arg.value]
+            for value in values:
+                take(f"a size of `{q.split('.')[-1]}`", value)
     if q in _PAD_FUNCTIONS:
         arg = argument(node, "pad", 1)
         if arg is not None and type(arg.value) in (cst.List, cst.Tuple):
@@ -250,6 +264,36 @@ def int_reads(analysis, node: cst.CSTNode) -> list[tuple[str, cst.BaseExpression
                 if type(element) is cst.Element:
                     take("an amount of `pad`'s `pad`", element.value)
     return found
+
+
+def _no_tensor_reaches(analysis, value: cst.BaseExpression) -> bool:
+    """Every name of `value` that is a tensor somewhere holds no tensor where `value` reads it: each binding that
+    reaches the read (`KindInference.reaching_bindings`) assigns a value not known to be one (what such a value
+    alone makes is not taken for a device tensor either)."""
+    names = [n for n in _walk_names(value) if analysis.is_tensor(n)]
+    if not names:
+        return False
+    for name in names:
+        reaching = analysis.kinds.reaching_bindings(name)
+        if not reaching or any(b.kind != "assign" or b.index is not None or b.value is None or
+                               analysis.kind(b.value) is Kind.TENSOR for b in reaching):
+            return False
+    return True
+
+
+def _walk_names(node: cst.CSTNode):
+    if type(node) is cst.Name:
+        yield node
+        return
+    if type(node) in (cst.BinaryOperation, cst.UnaryOperation):
+        for child in node.children:
+            yield from _walk_names(child)
+
+
+def _size_functions() -> dict:
+    from gpulint.analysis.project import SIZE_FUNCTIONS  # one table for the loop's reads and the helpers'
+
+    return SIZE_FUNCTIONS
 
 
 _SEQUENCES = (cst.List, cst.Tuple, cst.ListComp)

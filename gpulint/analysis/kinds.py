@@ -238,6 +238,8 @@ class KindInference:
             if name in _EINOPS_RESHAPES:
                 first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
                 return first is not None and self.on_host(first, depth + 1)
+            if name in _LEGACY_CPU_TENSORS:
+                return True  # `torch.IntTensor([n])`: the typed legacy constructors build in host memory
             if name in ("torch.tensor", "torch.as_tensor") and not any(
                     a.keyword is not None and a.keyword.value == "device" for a in node.args):
                 # `torch.as_tensor(seeds)` of Python numbers, a list or an array: built in host memory (of a
@@ -328,6 +330,49 @@ class KindInference:
             holds = type(b.source) in _ASSIGNMENTS and self.index.is_ancestor_or_self(b.source, name)
             if place is None or place < read and not holds or \
                     any(self.index.is_ancestor_or_self(loop, b.source) for loop in loops):
+                kept.append(b)
+        return kept
+
+    def reaching_bindings(self, name: cst.Name) -> list[Binding]:
+        """The bindings of a function's local `name` that may hold its value where it is read, after the nearest
+        plain assignment that every path to the read runs (`ex = 0` before `for end in intervals:` hides an
+        `ex = val` of an earlier loop); a binding after the read reaches it only through a loop around the read
+        that starts after that assignment (`ex = end` at the end of the loop's body)."""
+        bindings = self._reaching(name, self.index.visible_bindings(name))
+        read = self.index.order(name)
+        if read is None:
+            return bindings
+        sources = {id(b.source) for b in bindings if b.source is not None}
+        child: cst.CSTNode = name
+        kill = None
+        for parent in self.index.ancestors(name):
+            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module):
+                break
+            if type(parent) is cst.IndentedBlock:
+                before = parent.body[:next((i for i, st in enumerate(parent.body) if st is child), 0)]
+                for stmt in reversed(before):
+                    if type(stmt) is cst.SimpleStatementLine and any(
+                            type(small) is cst.Assign and id(small) in sources and len(small.targets) == 1 and
+                            type(small.targets[0].target) is cst.Name for small in stmt.body):
+                        kill = stmt
+                        break
+                if kill is not None:
+                    break
+            child = parent
+        if kill is None:
+            return bindings
+        start = self.index.order(kill)
+        if start is None:
+            return bindings
+        loops = [a for a in self.index.ancestors(name) if type(a) in (cst.For, cst.While)
+                 and (self.index.order(a) or -1) > start]
+        kept = []
+        for b in bindings:
+            place = self.index.order(b.source) if b.source is not None else None
+            if place is None:
+                kept.append(b)
+            elif place >= start and (place < read or any(self.index.is_ancestor_or_self(loop, b.source)
+                                                          for loop in loops)):
                 kept.append(b)
         return kept
 
@@ -858,7 +903,29 @@ class KindInference:
             return kind
         if type(b.value) is cst.Call and self._returned_element(b.value, b.index) is Kind.NUMPY:
             return Kind.NUMPY  # `lam_batch, use_cutmix = self._params_per_elem(n)` of `return lam, use_cutmix`
+        if self._list_of_tensors(b.value):
+            return Kind.TENSOR  # `batch = [t.to(device) for t in batch]`, then `x, lengths = batch`
         return Kind.UNKNOWN
+
+    def _list_of_tensors(self, value: Optional[cst.BaseExpression], depth: int = 0) -> bool:
+        """A list whose every element is a tensor: a comprehension of tensors (`[t.to(device) for t in batch]`),
+        a list or tuple display of tensors, or a name its last plain assignment binds to one."""
+        if value is None or depth > 2:
+            return False
+        if type(value) is cst.Name:
+            return self._list_of_tensors(self.last_assigned(value), depth + 1)
+        if type(value) is cst.ListComp:
+            elt = value.elt
+            if type(elt) is cst.Call and _to_a_device(elt) and type(elt.func) is cst.Attribute and \
+                    type(value.for_in.target) is cst.Name and type(elt.func.value) is cst.Name and \
+                    elt.func.value.value == value.for_in.target.value and value.for_in.inner_for_in is None and \
+                    self.of(value.for_in.iter) in (Kind.TENSOR, Kind.UNKNOWN):
+                return True  # `[b.to(device) for b in batch[1:]]`: the parts of a batch, each moved
+            return self.of(elt) is Kind.TENSOR
+        if type(value) in (cst.List, cst.Tuple):
+            return bool(value.elements) and all(type(e) is cst.Element and self.of(e.value) is Kind.TENSOR
+                                                for e in value.elements)
+        return False
 
     def _returned_element(self, call: cst.Call, index: int) -> Kind:
         """For a call of a function (`f(...)`) or method (`self.f(...)`) of this module, the only one by that name:
@@ -1273,6 +1340,10 @@ class KindInference:
 
 
 _BATCH_NAME = re.compile(r"^(batch|data|sample|samples|inputs|item|.*_batch|batch_.*)$")
+
+
+_LEGACY_CPU_TENSORS = frozenset(f"torch.{t}Tensor" for t in ("Float", "Double", "Half", "BFloat16", "Byte", "Char",
+                                                               "Short", "Int", "Long", "Bool"))
 
 
 def _to_a_device(call: cst.Call) -> bool:

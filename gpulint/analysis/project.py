@@ -53,6 +53,11 @@ SINK_BUILTINS = {"float", "int", "bool"}
 # `math` functions of one number: given a tensor, they convert it with `__float__` (a host read) first.
 SINK_MATH = frozenset(f"math.{f}" for f in ("isnan", "isinf", "isfinite", "floor", "ceil", "trunc", "sqrt", "exp",
                                              "log", "log2", "log10", "fabs"))
+# Torch factories whose positional arguments are sizes or Scalar bounds: a 0-dim tensor given there is read on the
+# host (`__index__`, or `.item()` for a Scalar), whatever the factory makes (`torch.arange(lengths.max())`).
+# The value: how many leading positional arguments are sizes (None: all of them; a tuple or list there, each element).
+SIZE_FUNCTIONS = {"torch.arange": None, "torch.zeros": None, "torch.ones": None, "torch.empty": None,
+                  "torch.rand": None, "torch.randn": None, "torch.randperm": 1, "torch.eye": None, "torch.full": 1}
 SYNC_CALLS = {"torch.cuda.synchronize", "torch.cuda.current_stream().synchronize", "torch.cuda.Event.synchronize"}
 LOADER_CLASSES = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
                   "torchdata.stateful_dataloader.StatefulDataLoader", "DataLoader", "StatefulDataLoader"}
@@ -1730,11 +1735,72 @@ class _Summarizer:
                 read = self.project.method(self.cls, node.attr)  # `self.r`: the property runs on every read
                 if read is not None and read.always_syncs is not None:
                     self._always(read.always_syncs)
+            elif isinstance(node, ast.Subscript) and not self.quiet and not conditional and \
+                    self.summary.always_syncs is None and self._device_mask(node.slice) and \
+                    not isinstance(node.ctx, ast.Store):
+                # `labels[~mask]` with `mask = torch.eye(n, dtype=torch.bool).to(device)`: a mask made on the
+                # device here is counted on the host whatever the call is given
+                self._always(Sink(self.info.path, node.lineno, "boolean-mask indexing"))
             elif isinstance(node, ast.Subscript) and not self.quiet and self._is_mask(node.slice):
                 # `x[x[:, 4] > conf]`: the result's size depends on the data, so the host waits for the mask.
                 param = self._tainted_by(node.value)
                 if param is not None and param not in self.summary.sink_params:
                     self.summary.sink_params[param] = Sink(self.info.path, node.lineno, "boolean-mask indexing")
+            elif isinstance(node, ast.Subscript) and not self.quiet:
+                # `x[i, :, start:end]`: each bound is converted with `__index__` whatever is sliced
+                for part in (node.slice.elts if isinstance(node.slice, ast.Tuple) else (node.slice,)):
+                    if isinstance(part, ast.Slice):
+                        for bound in (part.lower, part.upper, part.step):
+                            self._bound_read(bound, "slicing with a tensor bound", node.lineno,
+                                             conditional)
+
+    def _bound_read(self, bound: Optional[ast.expr], what: str, line: int, conditional: bool) -> None:
+        """A slice bound or a size (`x[i, :, start:end]` with `start = starts[i]`, `torch.arange(lengths.max())`):
+        a tensor there is converted to a Python int (`__index__`), a host read of the parameter it comes from
+        (its call sites decide whether they pass a device tensor); a device tensor made here is read on every
+        call. Host reads (`int(n)`, `n.item()`) and metadata (`x.size(1)`, `len(x)`) are no such tensor."""
+        if bound is None or self.quiet or isinstance(bound, ast.Constant):
+            return
+        params = (*self.summary.params, *self.summary.keyword_only)
+        if any(isinstance(n, ast.Name) and n.id in params and n.id in self.computed and none_by_default(self, n.id)
+               for n in ast_walk.walk(bound)):
+            return  # `if max_len is None: max_len = lengths.max()`: a caller passing `max_len` reads nothing
+        if self._tensor_level(bound) == DEVICE_TENSOR and not self._host_read(bound):
+            if self.summary.always_syncs is None and not conditional:
+                self._always(Sink(self.info.path, line, what))
+            return
+        param = self._value_of_parameter(bound)
+        if param is not None and self._sink_open(param):
+            self._put_sink(param, Sink(self.info.path, line, what))
+
+    def _value_of_parameter(self, expr: ast.expr, depth: int = 0) -> Optional[str]:
+        """The parameter whose values `expr` computes with: an element of it (`starts[i]`), a reduction of it
+        (`lengths.max()`), or a name bound to either (`end = starts[i] + size`). Not the parameter as it is (a
+        bound or size given as a number, as often as a tensor: `x[:, :n]`, `ref_size = reference` where a tensor
+        gives `reference.size(-1)`), nor its metadata (`x.shape`, `len(x)`) or anything computed from that."""
+        pending = [expr]
+        while pending:
+            node = pending.pop()
+            if _metadata(node):
+                continue
+            if isinstance(node, ast.Subscript) and not _metadata(node.value):
+                param = self._tainted_by(node.value)
+                if param is not None and not any(_metadata(n) for n in ast_walk.walk(node.value)):
+                    return param
+            if isinstance(node, ast.Call):
+                param = self._tensor_of_parameter(node)
+                if param is not None:
+                    return param
+            if isinstance(node, ast.Name) and depth < 2 and node.id not in self.summary.params and \
+                    node.id not in self.summary.keyword_only:
+                for value in self.values.get(node.id, ()):
+                    param = self._value_of_parameter(value, depth + 1)
+                    if param is not None:
+                        return param
+            if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp, ast.Lambda)):
+                continue  # what a comprehension makes of a parameter is no element of it
+            pending.extend(ast_walk.iter_child_nodes(node))
+        return None
 
     def _branch_read(self, test: ast.expr) -> None:
         """`if torch.min(y) < -1.:`, `while (x > 0).any():`: a branch on the value of a tensor computed from a
@@ -1797,6 +1863,33 @@ class _Summarizer:
             return self._tainted_by(expr.args[0])
         return None
 
+    def _device_mask(self, index: ast.expr, depth: int = 0) -> bool:
+        """A boolean tensor this function makes on the device: `torch.eye(n, dtype=torch.bool).to(device)`,
+        `.bool()` of a device tensor made here, its negation, or a name every assignment binds to one."""
+        if depth > 3:
+            return False
+        if isinstance(index, ast.Tuple):
+            return any(self._device_mask(e, depth + 1) for e in index.elts)
+        if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.Invert):
+            return self._device_mask(index.operand, depth + 1)
+        if isinstance(index, ast.Name):
+            values = self.values.get(index.id, ())
+            return bool(values) and index.id in self.tensors and \
+                all(self._device_mask(v, depth + 1) for v in values)
+        if not isinstance(index, ast.Call) or self._tensor_level(index) != DEVICE_TENSOR:
+            return False
+        call = index
+        while True:
+            if any(kw.arg == "dtype" and _dotted(kw.value) in ("torch.bool", "bool") for kw in call.keywords):
+                return True
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr == "bool" and not call.args:
+                return True
+            if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda") and isinstance(func.value, ast.Call):
+                call = func.value  # `torch.eye(n, dtype=torch.bool).to(device)`: the mask, moved
+                continue
+            return False
+
     def _is_mask(self, index: ast.expr) -> bool:
         """A boolean tensor computed from a parameter: `x[..., 4] > t`, a name bound to one, `m1 & m2`, `~m`,
         `masks[i]`, or a tuple index holding one (`x[mask, :]`)."""
@@ -1833,6 +1926,11 @@ class _Summarizer:
                 if copied is not None:
                     self.summary.copies_host = Sink(self.info.path, call.lineno, copied[0], "copy")
                     self.summary.copies_host_device = copied[1]
+        if qualified in SIZE_FUNCTIONS or isinstance(call.func, ast.Name) and call.func.id == "range":
+            # `torch.arange(lengths.max())`, `range(n)`: a tensor there is read on the host to size the result
+            name = qualified.rsplit(".", 1)[-1] if qualified in SIZE_FUNCTIONS else "range"
+            for size in _ast_sizes(call, SIZE_FUNCTIONS.get(qualified)):
+                self._bound_read(size, f"`{qualified if name != 'range' else name}()` sized by a tensor", call.lineno, conditional)
         read = self._read_of(call)
         if read is not None:
             what, operand = read
@@ -2404,6 +2502,18 @@ class _Summarizer:
 
 
 TENSOR, DEVICE_TENSOR = 1, 2
+
+
+def _ast_sizes(call: ast.Call, count: Optional[int]) -> list:
+    """The size arguments of a call of a `SIZE_FUNCTIONS` factory (or `range`): the leading `count` positional
+    ones (all when None), each element of a tuple or list given there (`torch.zeros((n, d))`)."""
+    found = []
+    for arg in call.args[:count] if count is not None else call.args:
+        if isinstance(arg, ast.Starred):
+            break
+        found.extend(arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else (arg,))
+    found.extend(kw.value for kw in call.keywords if kw.arg in ("start", "end", "step", "size", "n"))
+    return found
 
 
 def _host_copy(value: ast.expr) -> bool:

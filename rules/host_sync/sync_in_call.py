@@ -45,7 +45,12 @@ class SyncInCall(GpuRule):
     (`self.step.data.item()`), a method a project class inherits from a library class of the table (a
     `SummaryWriter` subclass calling `self.add_scalar(tag, value)`), or `torch.cuda.synchronize()`. A
     `@property` is a call too: reading `self.r` where `r` returns `self.decoder.r.item()` syncs on every read.
-    So are a helper's reads of its argument's elements one by one (a greedy decoder's `if t[i] != 0` over
+    So are a helper's uses of its argument's value as a size or a slice bound (`torch.arange(lengths.max())` in
+    a `length_to_mask(lengths)`, `x[i, :, start:end]` with `start = starts[i]`: converted with `__index__`;
+    not a bound the helper computes only when the caller leaves it out, `if max_len is None: max_len =
+    lengths.max()`), a boolean mask
+    the helper makes on the device (`sim[~mask]` with `mask = torch.eye(n, dtype=torch.bool).to(device)`), and
+    a helper's reads of its argument's elements one by one (a greedy decoder's `if t[i] != 0` over
     `t = indices[k, :]`, or `names[i] for i in indices[k, :]`: one `bool()` or `__index__()` per element), and a
     method called on a parameter that holds one of several project classes (`converter.decode(...)` with a
     CTC or an attention converter passed in), reported when every candidate's method pays.

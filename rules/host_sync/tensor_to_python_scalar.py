@@ -19,6 +19,7 @@ class TensorToPythonScalar(GpuRule):
     convert a tensor with `float()` first (tacotron2's `math.isnan(grad_norm)` of `clip_grad_norm_`'s result).
     Also the places that convert a device tensor to a Python number without saying so: a slice bound
     (`x[:, :self.r]`, `x[i, start:end]` with `start` an element of a device tensor), an argument of `range()`,
+    a size or bound given to a torch factory (`torch.arange(lengths.max())`, `torch.zeros(n, d)`), an argument
     of the builtin `max`/`min` given two or more values (`max(0, limit - lengths.max())` compares on the host),
     the `k` of `topk`/`kthvalue` (`torch.topk(cost[i], k=ks[i])`), the bounds of `torch.randint` and the
     amounts of `F.pad`'s `pad` list: such a place takes a 0-dim tensor only, and converts it with `__index__`;
