@@ -603,6 +603,8 @@ class DataFacts:
                 return ACCELERATOR
             return None
         if type(expr) is cst.Attribute:
+            if expr.attr.value == "device" and self.analysis.kinds.on_host(expr.value):
+                return CPU  # `batch_y.device` of a host batch never moved (`batch_y = batch_y.float()`)
             if expr.attr.value == "device" or self.analysis.kind(expr) is Kind.DEVICE:
                 return ACCELERATOR  # `x.device`, `self.device`, `args.device`: a device the code chose
             return None
