@@ -649,8 +649,18 @@ class DataFacts:
 
             return returned_device(self.analysis, expr)  # `dist_util.dev()`: a project function returning one
         if type(expr) is cst.Attribute:
+            if expr.attr.value == "device" and self.analysis.kinds.on_host(expr.value):
+                return CPU  # `batch_y.device` of a host batch never moved (`batch_y = batch_y.float()`)
             if expr.attr.value == "device" or self.analysis.kind(expr) is Kind.DEVICE:
                 return ACCELERATOR  # `x.device`, `self.device`, `args.device`: a device the code chose
+            if expr.attr.value.lower() in _DEVICE_NAMES:
+                # `.to(self.gpu_id)`, `.to(args.local_rank)`: a CUDA device index (an `mp.spawn` rank, `LOCAL_RANK`),
+                # as for a name; unless every `self.<name> = ...` of the module names the CPU
+                if type(expr.value) is cst.Name and expr.value.value == "self":
+                    values = self.self_attributes().get(expr.attr.value, [])
+                    if values and {self.device_of(v, depth + 1) for v in values} == {CPU}:
+                        return CPU
+                return ACCELERATOR
             return None
         if type(expr) is cst.Name:
             values = [b.value for b in self.bindings(expr) if b.kind in ("assign", "walrus")]

@@ -64,6 +64,10 @@ _END_FLAGS = frozenset({"done", "finished", "is_done", "is_finished", "last", "i
                         "final_step", "is_final", "is_final_step", "training_done", "end_of_training"})
 _COUNTER_HINTS = ("step", "iter", "idx", "epoch", "batch", "it", "i", "n", "count", "global_step", "itr")
 
+# A batch's index within a pass, as a framework hook's parameter names it (Lightning 0.x `validation_step(self,
+# batch, batch_nb)`) or a project's step method: `if batch_nb == 0:` holds for one batch of each pass.
+_BATCH_INDEXES = frozenset({"batch_nb", "batch_num", "batch_no", "batch_index", "batch_i", "batch_id", "i_batch"})
+
 
 class LoopRole(enum.Enum):
     HOT = "hot"  # a training/eval loop: iterates batches, or trains in its own body
@@ -1563,7 +1567,7 @@ class LoopAnalysis:
             if b.kind == "augassign" and type(b.value) is cst.Integer:
                 return True
         name = node.value.lower()
-        return name in _COUNTER_HINTS or name in ("steps", "global_steps") or \
+        return name in _COUNTER_HINTS or name in ("steps", "global_steps") or name in _BATCH_INDEXES or \
             name.endswith(("_step", "_iter", "_idx", "step", "_epoch"))
 
     def _reads_clock(self, node: cst.CSTNode) -> bool:

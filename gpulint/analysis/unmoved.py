@@ -119,6 +119,7 @@ def _moved_in(kinds: "KindInference", loop: cst.For, name: str) -> bool:
             continue
         parent = up.get(id(node))
         if type(parent) is cst.Attribute and parent.value is node:
+            parent = _past_conversions(kinds, parent)  # `batch_x.float().to(device)`: converted, then moved
             call = up.get(id(parent))
             if type(call) is cst.Call and call.func is parent and (
                     _moving_method(kinds, parent.attr.value, call) or parent.attr.value in ("items", "values")):
@@ -136,6 +137,22 @@ def _moved_in(kinds: "KindInference", loop: cst.For, name: str) -> bool:
             if type(call) is cst.Call and _moving_helper(call):
                 return True
     return False
+
+
+def _past_conversions(kinds: "KindInference", method: cst.Attribute) -> cst.Attribute:
+    """The method called last in a chain of same-place conversions starting at `method` (`x.float().contiguous()
+    .to(device)`: the `.to`), or `method` itself."""
+    from gpulint.analysis.kinds import _CONVERSIONS
+
+    up = kinds.index.up
+    while method.attr.value in _CONVERSIONS and method.attr.value not in ("to", "cuda"):
+        call = up.get(id(method))
+        outer = up.get(id(call))
+        if type(call) is not cst.Call or call.func is not method or type(outer) is not cst.Attribute or \
+                outer.value is not call:
+            break
+        method = outer
+    return method
 
 
 def _holds_a_move(kinds: "KindInference", value: cst.BaseExpression) -> bool:
