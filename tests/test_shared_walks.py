@@ -1,0 +1,125 @@
+"""Walks a cold lint repeated for every question about the same class or module (issue 11, speed16): counted,
+not timed. Each test fails on the code before the change; the findings asserted are the ones it gave.
+
+- `unset_options` walked a class three times for every option asked about (`_no_dynamic_assignment`: its loops,
+  its `setattr` calls, then its names); now once per class and lint, for all its options.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from projects import write_project
+
+from gpulint import ast_walk, runtime
+from gpulint.rule import all_rules
+from gpulint.runner import lint_source
+
+
+def _codes() -> frozenset:
+    return frozenset(code for code, rule in all_rules().items() if not rule.preview)
+
+
+def _lint(root: Path, name: str) -> list[tuple[int, str]]:
+    path = (root / name).resolve()
+    with runtime.batch():
+        result = lint_source(path.read_text(), name, _codes(), path=path)
+    return sorted((d.location.row, d.code) for d in result.diagnostics)
+
+
+_OPTIONS = ("autobalance", "debug", "verbose", "track")
+
+LOSS = '''import torch
+import torch.nn as nn
+
+
+class ComputeLoss:
+    def __init__(self, model, ''' + ", ".join(f"{o}=False" for o in _OPTIONS) + '''):
+        super(ComputeLoss, self).__init__()
+        self.balance = [4.0, 1.0, 0.4]
+        self.BCEobj = nn.BCEWithLogitsLoss()
+''' + "".join(f"        self.{o} = {o}\n" for o in _OPTIONS) + '''        for k in ("gain", "hyp"):
+            setattr(self, k, 1.0)
+
+    def __call__(self, p, targets):
+        lobj = torch.zeros(1, device=targets.device)
+        for i, pi in enumerate(p):
+            obji = self.BCEobj(pi, targets)
+            lobj += obji * self.balance[i]
+''' + "".join(f"            if self.{o}:\n                print(obji.detach().item())\n" for o in _OPTIONS) + '''        return lobj
+'''
+
+TRAIN = '''import torch
+from loss import ComputeLoss
+
+
+def train(model, loader, optimizer):
+    device = torch.device("cuda")
+    compute_loss = ComputeLoss(model)
+    for imgs, targets in loader:
+        imgs = imgs.to(device, non_blocking=True)
+        pred = model(imgs)
+        loss = compute_loss(pred, targets.to(device, non_blocking=True))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+'''
+
+
+def test_a_class_is_walked_once_for_all_the_options_asked_about(tmp_path: Path, monkeypatch) -> None:
+    root = write_project(tmp_path / "p", {"loss.py": LOSS, "train.py": TRAIN})
+    from gpulint.analysis import unset_options
+
+    asked = []
+    compute = unset_options.UnsetOptions._compute
+    monkeypatch.setattr(unset_options.UnsetOptions, "_compute",
+                        lambda self, cls, attr: asked.append(attr) or compute(self, cls, attr))
+    walks = []
+    original = ast_walk.walk
+
+    def counting(node):
+        if isinstance(node, ast.ClassDef):
+            walks.append(node.name)
+        return original(node)
+
+    monkeypatch.setattr(unset_options.ast_walk, "walk", counting)
+    found = _lint(root, "loss.py")
+    assert sorted(set(asked)) == sorted(_OPTIONS)  # every option was looked at
+    assert [code for _, code in found if code == "GPU101"] == []  # and each block is quiet: none is turned on
+    # one walk of the class for the four options (was three per option)
+    assert walks.count("ComputeLoss") == 1, walks
+
+
+SETATTR = '''import torch
+
+
+class Head:
+    def __init__(self, debug=False, names=()):
+        self.debug = debug
+        for k in names:
+            setattr(self, k, True)
+
+    def __call__(self, x):
+        if self.debug:
+            print(x.sum().item())
+        return x
+
+
+def train(loader, optimizer):
+    head = Head()
+    for x in loader:
+        x = x.cuda(non_blocking=True)
+        loss = head(x).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+'''
+
+
+def test_a_setattr_of_a_name_it_cannot_tell_keeps_every_option_reported(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "p", {"train.py": SETATTR})
+    assert (12, "GPU101") in _lint(root, "train.py")  # `setattr(self, k, ...)` may turn `debug` on
+    quiet = SETATTR.replace("for k in names:", "for k in ('a', 'b'):")
+    root = write_project(tmp_path / "q", {"train.py": quiet})
+    assert (12, "GPU101") not in _lint(root, "train.py")  # only `a` and `b`: `debug` stays off
