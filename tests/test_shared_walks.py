@@ -123,3 +123,91 @@ def test_a_setattr_of_a_name_it_cannot_tell_keeps_every_option_reported(tmp_path
     quiet = SETATTR.replace("for k in names:", "for k in ('a', 'b'):")
     root = write_project(tmp_path / "q", {"train.py": quiet})
     assert (12, "GPU101") not in _lint(root, "train.py")  # only `a` and `b`: `debug` stays off
+
+
+# -- `Project.lookup`: a batch run's repeated look-ups are answered from a memo ------------------------------------
+HELPERS = '''import torch
+
+
+def sync(x):
+    return x.item()
+
+
+def fine(x):
+    return x * 2
+'''
+
+LOOP = '''import torch
+from helpers import sync, fine
+
+
+def train(model, loader, optimizer):
+    for x in loader:
+        x = x.cuda(non_blocking=True)
+        loss = model(x).sum()
+        a = sync(loss)
+        b = sync(loss)
+        c = fine(loss)
+        d = sync(loss)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+'''
+
+
+def test_a_repeated_look_up_is_computed_at_most_twice_in_a_batch_run(tmp_path: Path, monkeypatch) -> None:
+    from gpulint.analysis.project import Project, recording
+
+    root = write_project(tmp_path / "p", {"helpers.py": HELPERS, "train.py": LOOP})
+    computed = []
+    original = Project._lookup
+
+    def counting(self, importer, dotted, depth=0):
+        computed.append((Path(importer).name, dotted))
+        return original(self, importer, dotted, depth)
+
+    monkeypatch.setattr(Project, "_lookup", counting)
+    project = Project(root)
+    train = (root / "train.py").resolve()
+    with runtime.batch():
+        answers = []
+        consulted = []
+        for _ in range(20):
+            with recording() as used:
+                answers.append(project.lookup(train, "sync"))
+            consulted.append((frozenset(used), frozenset(used.summaries)))
+    assert answers[0] is not None and all(a is answers[0] for a in answers)  # the same summary every time
+    assert len(set(consulted)) == 1, consulted  # each answer records the modules and summaries it consulted
+    assert (root / "helpers.py").resolve() in consulted[0][0]
+    # each look-up (`sync` in train.py, then in helpers.py, where it is defined) computed twice, then kept: was 20
+    assert sorted(c for c in computed if c[1] == "sync") == [("helpers.py", "sync")] * 2 + [("train.py", "sync")] * 2
+    project.forget((root / "helpers.py").resolve())  # a module changed: every kept look-up is dropped
+    with runtime.batch():
+        assert project.lookup(train, "sync") is not None
+    assert computed.count(("train.py", "sync")) == 3
+    # outside a batch run (an editor) nothing is kept
+    computed.clear()
+    for _ in range(3):
+        project.lookup(train, "fine")
+    assert computed.count(("train.py", "fine")) == 3
+
+
+def test_findings_through_looked_up_helpers_are_unchanged(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "p", {"helpers.py": HELPERS, "train.py": LOOP})
+    found = _lint(root, "train.py")
+    assert [row for row, code in found if code == "GPU112"] == [9, 10, 12], found  # `sync`, not `fine`
+
+
+def test_a_look_up_cut_short_by_a_recursion_is_not_kept(tmp_path: Path, monkeypatch) -> None:
+    from gpulint.analysis.project import Project
+
+    root = write_project(tmp_path / "p", {"helpers.py": HELPERS, "train.py": LOOP})
+    project = Project(root)
+    train = (root / "train.py").resolve()
+    helpers = (root / "helpers.py").resolve()
+    with runtime.batch():
+        project._active.add((helpers, "sync"))  # asked while `sync`'s own summary is being computed
+        assert project.lookup(train, "sync") is None
+        assert project.lookup(train, "sync") is None
+        project._active.clear()
+        assert project.lookup(train, "sync") is not None  # not the answer met inside the recursion
