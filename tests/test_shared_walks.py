@@ -211,3 +211,82 @@ def test_a_look_up_cut_short_by_a_recursion_is_not_kept(tmp_path: Path, monkeypa
         assert project.lookup(train, "sync") is None
         project._active.clear()
         assert project.lookup(train, "sync") is not None  # not the answer met inside the recursion
+
+
+# -- a module's calls of instances, and its dict literals naming classes: one walk per module -------------------
+INSTANCES = '''import torch
+from nets import A, B, C
+
+
+class Trainer:
+    def __init__(self):
+        self.loss_a = A()
+        self.loss_b = nets.B()
+
+    def step(self, x):
+        a = A()
+        c = C(1)
+        y = a(x) + self.loss_a(x) + self.loss_b(x) + c(x)
+        return self.loss_a.inner(x) + other.loss_b(y)
+
+
+registry = {"a": A, "b": nets.B, "f": make().A}
+builders = {"c": C}
+'''
+
+
+def _walked_modules(monkeypatch, module) -> list:
+    walks = []
+    original = ast_walk.walk
+
+    def counting(node):
+        if isinstance(node, ast.Module):
+            walks.append(node)
+        return original(node)
+
+    monkeypatch.setattr(module.ast_walk, "walk", counting)
+    return walks
+
+
+def _instance_calls_walked(tree: ast.Module, cls: str) -> list:
+    """The calls `_instance_calls` finds, as the two walks per class before the index found them."""
+    names, attrs = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if last == cls:
+                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+                attrs.update(t.attr for t in node.targets if isinstance(t, ast.Attribute))
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Call) and (
+        isinstance(node.func, ast.Name) and node.func.id in names or
+        isinstance(node.func, ast.Attribute) and node.func.attr in attrs and isinstance(node.func.value, ast.Name))]
+
+
+def test_the_calls_of_a_module_s_instances_are_indexed_once(tmp_path: Path, monkeypatch) -> None:
+    from gpulint.analysis import tensor_params
+    from gpulint.analysis.project import Project
+
+    root = write_project(tmp_path / "p", {"train.py": INSTANCES})
+    info = Project(root).module((root / "train.py").resolve())
+    walks = _walked_modules(monkeypatch, tensor_params)
+    found = {cls: tensor_params._instance_calls(info, cls) for cls in "ABCD"}
+    assert len(walks) == 1, walks  # one walk of the module for the four classes (was two per class)
+    code = {cls: sorted(ast.unparse(call) for call in calls) for cls, calls in found.items()}
+    # `self.loss_a.inner(x)` is no such call; `other.loss_b(y)` is (an attribute of a name, as it was read)
+    assert code == {"A": ["a(x)", "self.loss_a(x)"], "B": ["other.loss_b(y)", "self.loss_b(x)"], "C": ["c(x)"],
+                    "D": []}, code
+    for cls, calls in found.items():  # the same nodes in the same order as the walks found them
+        assert [id(c) for c in calls] == [id(c) for c in _instance_calls_walked(info.tree, cls)]
+
+
+def test_the_dict_literals_of_a_module_are_indexed_once(tmp_path: Path, monkeypatch) -> None:
+    from gpulint.analysis import forward
+    from gpulint.analysis.project import Project
+
+    root = write_project(tmp_path / "p", {"train.py": INSTANCES + "\nloss.backward()\nfor x in loader:\n    pass\n"})
+    project = Project(root)
+    walks = _walked_modules(monkeypatch, forward)
+    answers = {cls: forward._dicts_holding(project, cls) for cls in "ABCD"}
+    assert answers == {"A": ["registry"], "B": ["registry"], "C": ["builders"], "D": []}, answers
+    assert len(walks) == 1, walks  # one walk of the module for the four classes (was one per class)

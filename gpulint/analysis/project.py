@@ -422,6 +422,7 @@ class ModuleInfo:
         self.star_imports: list[tuple[str, int]] = []  # `from helpers import *`: (module, level)
         self.plain_imports: list[str] = []  # `import _init_paths`: top-level imports of one undotted name
         self._calls_by_name: Optional[dict[str, list[tuple[ast.Call, dict]]]] = None
+        self._indexes: dict[object, object] = {}  # `indexed`
         for stmt in tree.body:
             self._top_level(stmt)
         self.sys_path = _sys_path_entries(tree.body)  # folders this module adds to `sys.path` (ImportResolver)
@@ -439,6 +440,18 @@ class ModuleInfo:
                         index.setdefault(dotted.rsplit(".", 1)[-1], []).append((call, assigns))
             self._calls_by_name = index
         return self._calls_by_name.get(name, [])
+
+    def indexed(self, build):
+        """`build(self.tree)`, computed once per module (`build` is the key): an index of the module that questions
+        about many classes or names read in turn, instead of walking the whole tree for each (an index holding
+        nodes keeps them alive as long as the module's tree is)."""
+        indexes = getattr(self, "_indexes", None)
+        if indexes is None:  # a big module (lazy_module.py): its tree is parsed again, nothing of it is kept
+            return build(self.tree)
+        found = indexes.get(build)
+        if found is None:
+            found = indexes[build] = build(self.tree)
+        return found
 
     def _top_level(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Import):
