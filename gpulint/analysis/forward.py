@@ -925,13 +925,20 @@ def _dicts_holding(project: Project, class_name: str) -> list[str]:
         info = None if project.is_test(file) else project.module(file)
         if info is None:
             continue
-        for node in ast_walk.walk(info.tree):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                    and isinstance(node.value, ast.Dict) and node.targets[0].id not in names and any(
-                        isinstance(v, (ast.Name, ast.Attribute)) and (_dotted(v) or "").rsplit(".", 1)[-1] == class_name
-                        for v in node.value.values):
-                names.append(node.targets[0].id)
+        for name, held in info.indexed(_dict_literals):
+            if name not in names and class_name in held:
+                names.append(name)
     return names
+
+
+def _dict_literals(tree: ast.Module) -> list[tuple[str, frozenset]]:
+    """(name, the last names of its values that are names or attributes) for each `name = {...}` of the module,
+    in `ast_walk.walk` order: `_dicts_holding`'s index, built once per module (`ModuleInfo.indexed`)."""
+    return [(node.targets[0].id, frozenset((_dotted(v) or "").rsplit(".", 1)[-1] for v in node.value.values
+                                           if isinstance(v, (ast.Name, ast.Attribute))))
+            for node in ast_walk.walk(tree)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Dict)]
 
 
 def _configured_target(project: Project, analysis, node: cst.Call, target: cst.BaseExpression,

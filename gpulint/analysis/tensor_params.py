@@ -155,7 +155,7 @@ def _remote_sites(analysis, name: str, instance_of: Optional[str], method: bool)
         if info is None:
             return None
         if instance_of is not None:
-            sites.extend(_instance_calls(info.tree, instance_of))
+            sites.extend(_instance_calls(info, instance_of))
         elif project._resolved(Path(file)) != here and info.calls_named(name):  # the project's memo of paths
             if method:
                 return None  # `obj.name(...)` elsewhere: what it passes is not followed
@@ -163,26 +163,43 @@ def _remote_sites(analysis, name: str, instance_of: Optional[str], method: bool)
     return sites
 
 
-def _instance_calls(tree: ast.Module, cls: str) -> list:
+def _instance_calls(info, cls: str) -> list:
     """`loss_fn = ComputeLoss(model)` (or `self.loss_fn = ...`) then `loss_fn(pred, targets)`: the calls of the
-    names a module binds to instances of `cls`."""
-    names, attrs = set(), set()
-    for node in ast_walk.walk(tree):
+    names a module (its `ModuleInfo`) binds to instances of `cls`, in `ast_walk.walk` order. Read from the
+    module's index (`_instance_index`, built once per module), not a walk per class."""
+    bound, calls = info.indexed(_instance_index)
+    names, attrs = bound.get(cls, ((), ()))
+    if not names and not attrs:
+        return []
+    found = [*(c for name in names for c in calls.get(("name", name), ())),
+             *(c for attr in attrs for c in calls.get(("attr", attr), ()))]
+    return [call for _, call in sorted(found, key=lambda c: c[0])]
+
+
+def _instance_index(tree: ast.Module) -> tuple[dict, dict]:
+    """(the last name of a called class -> (the names, the attributes) assignments bind to its calls' results;
+    `("name", n)` / `("attr", a)` -> (walk position, call) for each call of `n(...)` / `<name>.a(...)`), from one
+    walk of the module."""
+    bound: dict[str, tuple[set, set]] = {}
+    calls: dict[tuple[str, str], list] = {}
+    for position, node in enumerate(ast_walk.walk(tree)):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             func = node.value.func
             last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-            if last != cls:
+            if last is None:
                 continue
+            names, attrs = bound.setdefault(last, (set(), set()))
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     names.add(target.id)
                 elif isinstance(target, ast.Attribute):
                     attrs.add(target.attr)
-    if not names and not attrs:
-        return []
-    return [node for node in ast_walk.walk(tree) if isinstance(node, ast.Call) and (
-        isinstance(node.func, ast.Name) and node.func.id in names or
-        isinstance(node.func, ast.Attribute) and node.func.attr in attrs and isinstance(node.func.value, ast.Name))]
+        elif isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name):
+                calls.setdefault(("name", node.func.id), []).append((position, node))
+            elif isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+                calls.setdefault(("attr", node.func.attr), []).append((position, node))
+    return bound, calls
 
 
 def _device_copy(node: ast.expr) -> bool:

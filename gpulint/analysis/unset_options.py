@@ -35,6 +35,7 @@ class UnsetOptions:
     def __init__(self, analysis) -> None:
         self.analysis = analysis
         self._answers: dict[tuple[str, str], bool] = {}
+        self._dynamic: dict = {}  # id of a class of the module's tree -> (class, `_dynamic_assignments`)
         self._tree: Optional[ast.Module] = None
         self._parsed = False
 
@@ -75,7 +76,7 @@ class UnsetOptions:
         ast_init = next((s for s in ast_cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
         if ast_init is None:
             return False
-        if not _no_dynamic_assignment(ast_cls, attr):
+        if not _no_dynamic_assignment(ast_cls, attr, self._dynamic):
             return False
         param = _stored_parameter(tree, ast_cls, ast_init, attr)
         if param is None:
@@ -274,10 +275,29 @@ def _names_otherwise(tree: ast.Module, class_name: str, names: set) -> bool:
     return False
 
 
-def _no_dynamic_assignment(cls: ast.ClassDef, attr: str) -> bool:
+def _no_dynamic_assignment(cls: ast.ClassDef, attr: str, memo: Optional[dict] = None) -> bool:
     """`cls` touches no `__dict__` and calls `setattr` only with names that are not `attr`: a string, or the
-    target of a loop over a literal tuple/list of strings (`for k in 'na', 'nc': setattr(self, k, ...)`)."""
+    target of a loop over a literal tuple/list of strings (`for k in 'na', 'nc': setattr(self, k, ...)`). The
+    class is walked once for all its attributes (`_dynamic_assignments`, kept in `memo` by the class node)."""
+    if memo is None:
+        found = _dynamic_assignments(cls)
+    else:
+        kept = memo.get(id(cls))
+        if kept is None or kept[0] is not cls:
+            kept = memo[id(cls)] = (cls, _dynamic_assignments(cls))  # the node kept alive: its id stays its own
+        found = kept[1]
+    if found is None:
+        return False
+    return not any(attr in names for names in found)
+
+
+def _dynamic_assignments(cls: ast.ClassDef) -> Optional[list[frozenset]]:
+    """None when `cls` touches `__dict__` or names `setattr` other than in a call `setattr(x, name, ...)` whose
+    name is a string or the target of a loop over a literal tuple/list of strings; else, for each such call, the
+    attribute names it may set (`_no_dynamic_assignment` holds for an attribute none of them names). One walk."""
     loops: dict[str, set] = {}
+    calls: list[tuple[ast.Name, ast.expr]] = []
+    named: list[ast.Name] = []
     for node in ast_walk.walk(cls):
         if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
             names = loops.setdefault(node.target.id, set())
@@ -286,21 +306,22 @@ def _no_dynamic_assignment(cls: ast.ClassDef, attr: str) -> bool:
                 names.update(e.value for e in node.iter.elts)
             else:
                 names.add(None)  # not known
-    known = set()
-    for node in ast_walk.walk(cls):
+        elif isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            return None
+        elif isinstance(node, ast.Name) and node.id == "setattr":
+            named.append(node)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
                 and len(node.args) >= 2:
-            name = node.args[1]
-            if isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value != attr or \
-                    isinstance(name, ast.Name) and name.id in loops and None not in loops[name.id] \
-                    and attr not in loops[name.id]:
-                known.add(id(node.func))
-    for node in ast_walk.walk(cls):
-        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
-            return False
-        if isinstance(node, ast.Name) and node.id == "setattr" and id(node) not in known:
-            return False
-    return True
+            calls.append((node.func, node.args[1]))
+    sets: dict[int, frozenset] = {}
+    for func, name in calls:
+        if isinstance(name, ast.Constant) and isinstance(name.value, str):
+            sets[id(func)] = frozenset((name.value,))
+        elif isinstance(name, ast.Name) and name.id in loops and None not in loops[name.id]:
+            sets[id(func)] = frozenset(loops[name.id])
+    if any(id(node) not in sets for node in named):
+        return None  # a `setattr` whose name cannot be told: any attribute
+    return [sets[id(node)] for node in named]
 
 
 # -- guards of a method's block that a training run never (or only once) passes ----------------------------------
