@@ -341,7 +341,7 @@ def passed_object_site(project, path: Path, owner: str, member: str):
 
 
 def _find_passed(project, path: Path, owner: str, member: str):
-    from gpulint.analysis.forward import CallSite, _resolved, caller_analysis, per_step_caller
+    from gpulint.analysis.forward import CallSite, _remembered, _resolved
 
     info = project.module(path)
     cls = info.classes.get(owner) if info is not None else None
@@ -353,28 +353,47 @@ def _find_passed(project, path: Path, owner: str, member: str):
             break
         if project.is_test(file) or _resolved(project, file) == path:
             continue
-        caller = project.module(file)
-        if caller is None:
-            continue
-        found = _parameter_calls(project, caller).get(member)  # (class, method name, parameter, call)
-        if not found:
+        # what the file's per-step methods hand `p.member(...)` does not depend on `owner`: asked once per
+        # file and member for every class with a method of that name (`update`, `sample`, `step`, ...)
+        passed = _remembered(project, ("passed calls", _resolved(project, file), member),
+                             lambda: _passed_calls(project, file, member))
+        if passed is None:
             continue
         if looked_at == _CALLERS:
             break
         looked_at += 1
-        analysis = caller_analysis(project, caller.path)
-        if analysis is None:
-            continue
-        for other, name, param, call in found:
-            fn = _cst_method(analysis, other.name, name)
-            site = per_step_caller(analysis, fn) if fn is not None else None
-            if site is None:
-                continue
-            classes = _parameter_classes(project, analysis, other, name, param, site, 0)
-            if classes and all(_resolved(project, c.path) == path and c.name == owner for c in classes):
-                return CallSite(caller.path.resolve(), call.lineno, f"{_spelt(call)}(...)", f"{owner}.{member}",
+        for caller_path, call, classes in passed:
+            if all(_resolved(project, c.path) == path and c.name == owner for c in classes):
+                return CallSite(caller_path, call.lineno, f"{_spelt(call)}(...)", f"{owner}.{member}",
                                 arguments=_arguments(call))
     return None
+
+
+def _passed_calls(project, file: Path, member: str) -> Optional[tuple]:
+    """[(caller path, call, classes)] of the calls `p.member(...)` in the per-step methods of `file` whose
+    parameter `p` holds instances of the project `classes` (never empty) at the per-step call; None when the
+    module has no such call on a parameter (it does not count as a caller looked at)."""
+    from gpulint.analysis.forward import caller_analysis, per_step_caller
+
+    caller = project.module(file)
+    if caller is None:
+        return None
+    found = _parameter_calls(project, caller).get(member)  # (class, method name, parameter, call)
+    if not found:
+        return None
+    analysis = caller_analysis(project, caller.path)
+    if analysis is None:
+        return ()
+    passed = []
+    for other, name, param, call in found:
+        fn = _cst_method(analysis, other.name, name)
+        site = per_step_caller(analysis, fn) if fn is not None else None
+        if site is None:
+            continue
+        classes = _parameter_classes(project, analysis, other, name, param, site, 0)
+        if classes:
+            passed.append((caller.path.resolve(), call, classes))
+    return tuple(passed)
 
 
 def _parameter_calls(project, info) -> dict:
