@@ -345,8 +345,8 @@ def _find_passed(project, path: Path, owner: str, member: str):
 
     info = project.module(path)
     cls = info.classes.get(owner) if info is not None else None
-    if cls is None or project.method(cls, member) is None:
-        return None
+    if cls is None or member not in cls.methods and project.method(cls, member) is None:
+        return None  # (a method of its own: no need for its summary, `project.method`, to know it is there)
     looked_at = 0
     for examined, file in enumerate(project.files_naming(member)):
         if examined == _EXAMINED:
