@@ -52,8 +52,8 @@ def main(envs, net, n_steps, device="cuda"):
 LIST_OF_LOADERS = "[DataLoader(env, batch_size=32, num_workers=2, pin_memory=True) for env in envs]"
 
 
-def _check(tmp_path: Path, loaders: str, train: str = TRAIN) -> set:
-    root = write_project(tmp_path, {"algorithms.py": ALGORITHMS, "train.py": train.format(loaders=loaders)})
+def _check(tmp_path: Path, loaders: str, train: str = TRAIN, algorithms: str = ALGORITHMS) -> set:
+    root = write_project(tmp_path, {"algorithms.py": algorithms, "train.py": train.format(loaders=loaders)})
     return found(check(root, "--no-cache", "."))
 
 
@@ -70,9 +70,14 @@ def test_a_written_out_list_of_loaders_counts_too(tmp_path: Path):
 
 
 def test_zip_of_a_list_that_is_not_all_loaders_is_not_a_step_loop(tmp_path: Path):
-    """A list of anything else (here plain tensors' rows) gives no batches: the loop is not known to train."""
-    keys = _check(tmp_path, "[torch.arange(4) for env in envs]")
+    """A list of anything else (here plain tensors' rows) gives no batches: the loop is not known to train from
+    the list. (The method it calls must not train either: a loop calling a method that runs `backward()` every
+    iteration is a step loop whatever it iterates, tests/test_step_methods.py.)"""
+    scoring = ALGORITHMS.replace("        self.optimizer.zero_grad()\n        loss.backward()\n        self.optimizer.step()\n", "")
+    assert "backward" not in scoring
+    keys = _check(tmp_path, "[torch.arange(4) for env in envs]", algorithms=scoring)
     assert not any(code == "GPU112" for _, _, code in keys)
+    assert ("train.py", 13, "GPU112") in _check(tmp_path / "loaders", LIST_OF_LOADERS, algorithms=scoring)
 
 
 def test_a_loader_taken_from_the_list_by_index_yields_batches(tmp_path: Path):
