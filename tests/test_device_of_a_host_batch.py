@@ -44,3 +44,33 @@ def test_placed_on_the_moved_element_they_are(tmp_path):
 
 def test_no_sibling_moved_no_evidence(tmp_path):
     assert ZEROS in _lint(tmp_path, move_x="batch_x.float()")
+
+
+EVALUATE = '''import torch
+from backend import Backend
+
+
+def run(weights, dataloader, model=None, device=""):
+    if model is not None:
+        device = next(model.parameters()).device
+    else:
+        model = Backend(weights, device=device)
+        device = model.device
+    for im, targets in dataloader:
+        im = im.to(device, non_blocking=True)
+        targets = targets.to(device)
+        preds = model(im)
+        print(preds.cpu())
+'''
+
+
+def test_a_device_read_from_a_model_built_on_that_device_is_answered(tmp_path):
+    """`device = model.device` where `model = Backend(..., device=device)`: whether the model is a host value asks
+    where `device` is, which asks where `model.device` is again. The question is answered once (no error from
+    an endless recursion, which left GPU202, GPU203, GPU104 and GPU410 unchecked on the whole module)."""
+    from tests.projects import check, found, write_project
+
+    root = write_project(tmp_path, {"val.py": EVALUATE, "backend.py": "class Backend:\n    pass\n"})
+    keys = found(check(root, "--no-cache", "--exit-zero", "val.py"))
+    assert ("val.py", 13, "GPU202") in keys  # the blocking copy beside the non-blocking one
+    assert ("val.py", 15, "GPU104") in keys

@@ -320,6 +320,19 @@ class DataFacts:
             return value.value == "True"
         return self.analysis.fact(flag_defaults).default(value)
 
+    def _device_of_host(self, expr: cst.Attribute) -> bool:
+        """`x.device` of a host value `x` (kinds.on_host). Not asked again while it is being answered: deciding
+        whether `x` is on the host may ask where `x.device` is (a host call whose device argument is `x.device`),
+        and that inner question is answered as any other `.device` (the device the code chose)."""
+        asking = self.__dict__.setdefault("_asking_host", set())
+        if id(expr) in asking:
+            return False
+        asking.add(id(expr))
+        try:
+            return self.analysis.kinds.on_host(expr.value)
+        finally:
+            asking.discard(id(expr))
+
     def _string_of(self, value: cst.BaseExpression) -> Optional[str]:
         """A string literal, or a name bound (only) to one string literal in this module."""
         text = string_value(value)
@@ -649,7 +662,7 @@ class DataFacts:
 
             return returned_device(self.analysis, expr)  # `dist_util.dev()`: a project function returning one
         if type(expr) is cst.Attribute:
-            if expr.attr.value == "device" and self.analysis.kinds.on_host(expr.value):
+            if expr.attr.value == "device" and self._device_of_host(expr):
                 return CPU  # `batch_y.device` of a host batch never moved (`batch_y = batch_y.float()`)
             if expr.attr.value == "device" or self.analysis.kind(expr) is Kind.DEVICE:
                 return ACCELERATOR  # `x.device`, `self.device`, `args.device`: a device the code chose
