@@ -30,16 +30,31 @@ def _found(tmp_path: Path, text: str) -> set:
     return {(row, code) for _, row, code in found(check(root, "--no-cache", "--select", "GPU201,GPU202", "."))}
 
 
+NO_PREFETCHER = ", use_prefetcher=False"
+
+
 def test_an_unpinned_timm_loader_feeding_the_gpu_is_reported(tmp_path: Path):
     expected = {(9, "GPU201"), (11, "GPU202")}
-    assert _found(tmp_path / "a", TRAIN.format(pin="")) == expected
-    assert _found(tmp_path / "b", TRAIN.format(pin=", pin_memory=args.pin_mem")) == expected
-    assert _found(tmp_path / "c", TRAIN.format(pin=", pin_memory=False")) == expected
+    assert _found(tmp_path / "a", TRAIN.format(pin=NO_PREFETCHER)) == expected
+    assert _found(tmp_path / "b", TRAIN.format(pin=", pin_memory=args.pin_mem" + NO_PREFETCHER)) == expected
+    assert _found(tmp_path / "c", TRAIN.format(pin=", pin_memory=False" + NO_PREFETCHER)) == expected
 
 
 def test_a_pinned_timm_loader_is_not_asked_to_pin(tmp_path: Path):
     # its blocking copies are still GPU202 (a pinned batch copied without `non_blocking=True`)
-    assert _found(tmp_path, TRAIN.format(pin=", pin_memory=True")) == {(11, "GPU202")}
+    assert _found(tmp_path, TRAIN.format(pin=", pin_memory=True" + NO_PREFETCHER)) == {(11, "GPU202")}
+
+
+def test_the_prefetcher_moves_the_batches_itself(tmp_path: Path):
+    """`use_prefetcher=True` (timm's default) wraps the loader in a `PrefetchLoader` that yields CUDA tensors:
+    the loop's `.cuda()` copies nothing (no GPU202), while the prefetcher's own copy of the unpinned batch is
+    still pageable (GPU201 at the call). A flag (`use_prefetcher=args.prefetcher`) may turn it off, and then the
+    loop's copies are real ones."""
+    assert _found(tmp_path / "a", TRAIN.format(pin="")) == {(9, "GPU201")}
+    assert _found(tmp_path / "b", TRAIN.format(pin=", use_prefetcher=True")) == {(9, "GPU201")}
+    flag = TRAIN.format(pin=", use_prefetcher=args.prefetcher").replace(
+        "args = parser", 'parser.add_argument("--prefetcher", action="store_true")\nargs = parser')
+    assert _found(tmp_path / "c", flag) == {(10, "GPU201"), (12, "GPU202")}
 
 
 def test_a_timm_loader_whose_batches_stay_on_the_host_is_quiet(tmp_path: Path):

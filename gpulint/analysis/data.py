@@ -173,8 +173,8 @@ def whole_batches(call: cst.Call) -> bool:
 def pinned(rule: Rule, loader: cst.Call) -> bool:
     """The loader pins its batches, or will once GPU201's fix is applied (same `--fix` run)."""
     facts = data_facts(rule.analysis)
-    if facts.prepared(loader):
-        return False  # Accelerate moves the batches itself: the user's `.to(device)` copies nothing
+    if facts.prepared(loader) or facts.library_prefetched(loader):
+        return False  # Accelerate (or timm's prefetcher) moves the batches itself: the user's `.to(device)` copies nothing
     made = facts.factory(loader)
     if made is not None:
         # a factory's loader gets no fix here; one GPU201 reports at this call is to be pinned in the factory

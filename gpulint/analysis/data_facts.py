@@ -34,6 +34,11 @@ DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataL
 # its `PrefetchLoader` by default, whose `.cuda(non_blocking=True)` of a pageable batch is a staged copy).
 LIBRARY_LOADER_FACTORIES = {"timm.data.create_loader": ("pin_memory", False),
                             "timm.data.loader.create_loader": ("pin_memory", False)}
+# The keyword of such a factory that wraps the loader in a prefetcher moving each batch to the GPU itself, and its
+# default: timm's `PrefetchLoader` (`use_prefetcher=True`) yields CUDA tensors, so the loop's own `.to("cuda")` of
+# them copies nothing (GPU201 still reports the factory's call: the prefetcher's copy is pageable).
+LIBRARY_PREFETCHERS = {"timm.data.create_loader": ("use_prefetcher", True),
+                       "timm.data.loader.create_loader": ("use_prefetcher", True)}
 TENSOR_DATASETS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
 _WRAPPERS = {"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "zip", "islice", "itertools.islice"}
 _DEVICE_NAMES = ("device", "dev", "gpu", "rank", "local_rank", "device_id", "gpu_id")
@@ -284,6 +289,21 @@ class DataFacts:
         if made is None or made.pin_param is None:
             return made
         return LoaderFact(made.path, made.line, self._pinned_by(call, summary, made))
+
+    def library_prefetched(self, call: cst.CSTNode) -> bool:
+        """`call` is a library loader factory's call whose prefetcher always moves the batches to the GPU itself
+        (`LIBRARY_PREFETCHERS`: its keyword written True, or left at its default True). A flag
+        (`use_prefetcher=args.prefetcher`) may turn it off, and the loop's copies under `if not args.prefetcher:`
+        are then real ones: not this."""
+        if type(call) is not cst.Call:
+            return False
+        entry = LIBRARY_PREFETCHERS.get(self.analysis.qualified(call.func) or "")
+        if entry is None:
+            return False
+        found = keyword(call, entry[0])
+        if found is None:
+            return entry[1]
+        return type(found.value) is cst.Name and found.value.value == "True"
 
     def _library_pinned(self, call: cst.Call, keyword_name: str, default: bool) -> Optional[bool]:
         """Whether a library loader factory's call pins: its `pin_memory` argument (a literal, or a flag of the

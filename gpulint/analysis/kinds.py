@@ -82,6 +82,10 @@ TENSOR_METHODS_OTHER = {"tolist", "size", "stride", "backward", "register_hook",
                         "type", "__repr__", "__str__", "__format__", "retain_grad", "record_stream"}
 TENSOR_ATTRS_OTHER = {"shape", "dtype", "ndim", "is_cuda", "is_sparse", "requires_grad", "grad_fn", "is_leaf",
                       "names", "layout", "is_quantized", "is_meta", "is_mps", "itemsize", "nbytes"}
+# Counts a batch or graph object carries as Python ints, whatever device its tensors are on (PyG's `Data`/`Batch`
+# `num_nodes`, `num_graphs`, a `NeighborLoader` batch's `batch_size`): no tensor has such a field
+COUNT_FIELDS = {"batch_size", "num_nodes", "num_graphs", "num_edges", "num_features", "num_node_features",
+                "num_edge_features"}
 _MODULE_METHODS_SELF = {"to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16",
                         "requires_grad_", "share_memory", "to_empty", "type"}
 _NUMBER_BUILTINS = {"float", "int", "bool", "len", "round", "complex", "ord", "hash", "id"}
@@ -1137,7 +1141,7 @@ class KindInference:
         if base is Kind.TENSOR:
             if attr == "device":
                 return Kind.DEVICE
-            if attr in TENSOR_ATTRS_OTHER:
+            if attr in TENSOR_ATTRS_OTHER or attr in COUNT_FIELDS:
                 return Kind.OTHER
             return Kind.TENSOR  # .T, .grad, .data, or a field of a model output
         if base is Kind.NUMPY:
@@ -1152,7 +1156,7 @@ class KindInference:
         if base in (Kind.UNKNOWN, Kind.OTHER):
             from gpulint.analysis.graph_fields import moved_graph_field
 
-            if moved_graph_field(self, node):  # `data.train_mask` of `data = data.to(device)` (a PyG graph)
+            if attr not in COUNT_FIELDS and moved_graph_field(self, node):  # `data.train_mask` of `data = data.to(device)` (a PyG graph)
                 return Kind.TENSOR
         return Kind.UNKNOWN
 
