@@ -95,14 +95,16 @@ def _raw_text_facts() -> list[Callable[[str], object]]:
     from gpulint.analysis import GPU_HINT
     from gpulint.analysis.precision import _MIXED
     from gpulint.analysis.tensor_uses import _HINT_BUT_TO
-    from gpulint.analysis.training import _CHOSEN_PRECISION, _FLOAT_DTYPE_ARGUMENT, _FREEZES, _REDUCED_PRECISION
+    from gpulint.analysis.training import (_CHOSEN_PRECISION, _DTYPE_CHOICE, _FLOAT_DTYPE_ARGUMENT, _FREEZES,
+                                           _REDUCED_PRECISION)
     from gpulint.rule import all_rules
 
     rules = all_rules()  # the rule loader imports the rules' modules: their patterns are read from there
     ddp = sys.modules[rules["GPU415"].__module__]  # ddp-accumulation-without-no-sync
     compiled = sys.modules[rules["GPU501"].__module__]  # model-not-compiled
     cudnn = sys.modules[rules["GPU413"].__module__]  # cudnn-benchmark-unset
-    patterns = (GPU_HINT, _MIXED, _REDUCED_PRECISION, _CHOSEN_PRECISION, _FLOAT_DTYPE_ARGUMENT, _FREEZES, ddp._HANDLED,
+    patterns = (GPU_HINT, _MIXED, _REDUCED_PRECISION, _CHOSEN_PRECISION, _DTYPE_CHOICE, _FLOAT_DTYPE_ARGUMENT, _FREEZES,
+                ddp._HANDLED,
                 compiled._COMPILES, cudnn._ONE_SHAPE, _HINT_BUT_TO)  # tensor_uses: a GPU named other than by `.to(`
     words = ("cuda", "DistributedDataParallel", "capture_scalar_outputs", "channels_last",
              "ToDevice", "PrefetchLoader",  # these two: analysis/pyg_loaders.py

@@ -19,12 +19,13 @@ from gpulint.textsearch import _plans, found_in
 def patterns() -> list[re.Pattern]:
     from gpulint.analysis import GPU_HINT
     from gpulint.analysis.precision import _MIXED
-    from gpulint.analysis.training import _CHOSEN_PRECISION, _FLOAT_DTYPE_ARGUMENT, _FREEZES, _REDUCED_PRECISION
+    from gpulint.analysis.training import (_CHOSEN_PRECISION, _DTYPE_CHOICE, _FLOAT_DTYPE_ARGUMENT, _FREEZES,
+                                           _REDUCED_PRECISION)
 
     rules = all_rules()
     modules = [sys.modules[rules[code].__module__] for code in ("GPU415", "GPU501", "GPU413")]
     found = [GPU_HINT, _MIXED, _REDUCED_PRECISION, _FREEZES, modules[0]._HANDLED, modules[1]._COMPILES,
-             modules[2]._ONE_SHAPE, _CHOSEN_PRECISION, _FLOAT_DTYPE_ARGUMENT]
+             modules[2]._ONE_SHAPE, _CHOSEN_PRECISION, _DTYPE_CHOICE, _FLOAT_DTYPE_ARGUMENT]
     # the text every rule's findings need (the prefilter searches them in every file: runner.could_have_findings)
     found += sorted({cls.needs_text for cls in rules.values() if cls.needs_text is not None} - set(found),
                     key=lambda p: p.pattern)

@@ -36,6 +36,11 @@ _FLOAT_DTYPE_ARGUMENT = re.compile(r"\bdtype\s*=(?!=)(?!\s*(?:torch|np|numpy)\.(
 # `--precision`, a `"precision"` key), not a detection metric's `precision, recall = ...`.
 _CHOSEN_PRECISION = re.compile(_MATMUL_PRECISION.pattern.replace(
     r"\bprecision\b", r"\bprecision\s*=(?!=)|\.precision\b|--precision\b|[\"']precision[\"']"), re.IGNORECASE)
+# GPU403's `dtype=`: any dtype argument may choose the precision, integer ones included (measured: bf16 autocast
+# made the launch-bound encoder and ResNet shapes, whose only dtypes are `torch.long`/`np.uint8`, 12-13% slower,
+# docs/benchmarks.md "Seventeenth landing: GPU403 on modules that name integer dtypes"; and again in the twentieth
+# landing's run); only a NumPy float64 (host arrays, such as a diffusion schedule's betas) chooses none.
+_DTYPE_CHOICE = re.compile(r"\bdtype\s*=(?!=)(?!\s*(?:np|numpy)\.float64\b)")
 _MODULE_MOVES = ("to", "cuda")
 _DTYPES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16", "int64", "long", "int32"}
 
@@ -84,12 +89,12 @@ class TrainingFacts:
 
     # -- precision ---------------------------------------------------------------------------------------------
     def chose_precision(self) -> bool:
-        """The module mentions autocast, a half dtype, a `dtype=` argument that is not an integer, boolean, fp32
-        or NumPy float64 one (`_FLOAT_DTYPE_ARGUMENT`), a precision setting or a matmul-precision setting
-        anywhere. A detection metric named `precision` is not a setting."""
+        """The module mentions autocast, a half dtype, a `dtype=` argument other than a NumPy float64 one
+        (`_DTYPE_CHOICE`), a precision setting or a matmul-precision setting anywhere. A detection metric named
+        `precision` is not a setting."""
         if self._chose_precision is None:  # a search of the whole text: once per module, not per call
             text = self.analysis.source if self.analysis.source is not None else self.analysis.module.code
-            self._chose_precision = found_in(_CHOSEN_PRECISION, text) or found_in(_FLOAT_DTYPE_ARGUMENT, text)
+            self._chose_precision = found_in(_CHOSEN_PRECISION, text) or found_in(_DTYPE_CHOICE, text)
         return self._chose_precision
 
     def chose_matmul_precision(self) -> bool:

@@ -30,8 +30,9 @@ class Fp32TrainingWithoutAutocast(GpuRule):
     `loss.backward()` itself where neither is in its block), in a module that trains on CUDA (in a loop over
     batches, or a `while` loop drawing a batch every iteration: `while True: x = next(it)`) and never mentions
     reduced precision: no `torch.autocast` / `torch.amp.autocast` / `torch.cuda.amp.autocast`,
-    no `.half()` / `.bfloat16()`, no `dtype=` argument (other than an integer, boolean, fp32 or NumPy float64
-    one: token ids, masks, a schedule's host arrays), no GradScaler, no `mixed_precision` or `precision` setting
+    no `.half()` / `.bfloat16()`, no `dtype=` argument (other than a NumPy float64 one: a schedule's host arrays;
+    an integer dtype counts, as measured: autocast slowed the launch-bound shapes that name only token-id or
+    image dtypes), no GradScaler, no `mixed_precision` or `precision` setting
     (`precision=`, `args.precision`, `--precision`; a detection metric's `precision, recall = ...` is none).
 
     ## Why it is slow
