@@ -147,15 +147,21 @@ def _class_like(func: cst.BaseExpression) -> bool:
 def loader_class_call(analysis, call: cst.Call):
     """The LoaderFact of `call` when it builds an instance of a project loader class (another module's or this
     module's), else None. One project lookup per dotted name and module."""
+    return _class_answer(analysis, call, "found", loader_fact, None)
+
+
+def _class_answer(analysis, call: cst.Call, table: str, answer, default):
+    """`answer(project, summary)` for the project class `call` instantiates (by a capitalised name, not through
+    `self`), else `default`: one project lookup per dotted name and module, kept in `_Memo.<table>`."""
     func = call.func
     if type(func) not in (cst.Name, cst.Attribute) or not _class_like(func):
-        return None
+        return default
     dotted = dotted_name(func)
     if dotted is None or dotted.split(".")[0] == "self":
-        return None
-    memo = analysis.fact(_Memo)
-    if dotted not in memo.found:
-        memo.found[dotted] = None
+        return default
+    memo = getattr(analysis.fact(_Memo), table)
+    if dotted not in memo:
+        memo[dotted] = default
         from gpulint.analysis.calls import project_calls
         from gpulint.analysis.project import ClassSummary
 
@@ -163,8 +169,8 @@ def loader_class_call(analysis, call: cst.Call):
         if calls is not None:
             summary = calls.project.lookup(calls.path, dotted)
             if isinstance(summary, ClassSummary):
-                memo.found[dotted] = loader_fact(calls.project, summary)
-    return memo.found[dotted]
+                memo[dotted] = answer(calls.project, summary)
+    return memo[dotted]
 
 
 class _Memo:
@@ -186,24 +192,7 @@ _TORCH_LOADER_BASES = {"torch.utils.data.DataLoader", "torch.utils.data.dataload
 def dataloader_subclass_call(analysis, call: cst.Call) -> bool:
     """`call` builds an instance of a project subclass of torch's DataLoader (see `_TORCH_LOADER_BASES`), in this
     module or another. One project lookup per dotted name and module."""
-    func = call.func
-    if type(func) not in (cst.Name, cst.Attribute) or not _class_like(func):
-        return False
-    dotted = dotted_name(func)
-    if dotted is None or dotted.split(".")[0] == "self":
-        return False
-    memo = analysis.fact(_Memo)
-    if dotted not in memo.subclasses:
-        memo.subclasses[dotted] = False
-        from gpulint.analysis.calls import project_calls
-        from gpulint.analysis.project import ClassSummary
-
-        calls = analysis.fact(project_calls)
-        if calls is not None:
-            summary = calls.project.lookup(calls.path, dotted)
-            if isinstance(summary, ClassSummary):
-                memo.subclasses[dotted] = dataloader_subclass(calls.project, summary)
-    return memo.subclasses[dotted]
+    return _class_answer(analysis, call, "subclasses", dataloader_subclass, False)
 
 
 def dataloader_subclass(project, cls) -> bool:
