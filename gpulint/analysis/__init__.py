@@ -231,10 +231,12 @@ def _self_attribute_kind(analysis: ModuleAnalysis, node: cst.Attribute) -> Kind:
     if loader is Kind.UNKNOWN and _self_attribute_module(analysis, calls, node):
         return Kind.MODULE
     if loader is Kind.UNKNOWN:
-        from gpulint.analysis.self_lists import host_list_attribute
+        from gpulint.analysis.self_lists import host_list_attribute, numpy_attribute
 
         if host_list_attribute(analysis, node):  # `self.timestep_map = []` filled with numbers
             return Kind.OTHER
+        if numpy_attribute(analysis, node):  # `self.obses = np.empty(...)` of a replay buffer
+            return Kind.NUMPY
     return loader
 
 
