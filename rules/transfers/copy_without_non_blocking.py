@@ -247,6 +247,13 @@ class CopyWithoutNonBlocking(Rule):
         facts = data_facts(self.analysis)
         loops, whole = passed_batch_loops(facts, receiver)
         loaders = [c for loop in loops for c in facts.loop_loaders(loop)]
+        if loops and not loaders and not whole:
+            # loops over loaders built elsewhere (`for batch in self.train_ds:` of a loader the class is given):
+            # what every construction or call passes (analysis/loader_params.py), as for a copy in the loop
+            passed = {pinned_passed_loader(self.analysis, loop) for loop in loops}
+            if passed == {True}:
+                return self.message
+            return None if passed != {False} or method == "type" else self.once_pinned
         if not loaders or not all(pinned(self, c) for c in loaders):
             return None
         if whole and any(keyword(c, "collate_fn") is not None for c in loaders):
