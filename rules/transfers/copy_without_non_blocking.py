@@ -32,7 +32,10 @@ class CopyWithoutNonBlocking(Rule):
     batch that passes `non_blocking=True` is taken as the author's word that the batches are pinned on GPU
     runs: `imgs.to(device, non_blocking=True)` beside `labels.to(device)` flags the second. A loop over a
     function's parameter counts when every call of the function in the project passes a pinned loader (also from
-    another module, `DataLoader(ds, **loader_args)` with `loader_args = dict(..., pin_memory=True)`), and
+    another module, `DataLoader(ds, **loader_args)` with `loader_args = dict(..., pin_memory=True)`), as does a
+    loop over `self.train_ds` that a class stores from its `__init__` parameter when every construction of the
+    class passes one (a name unpacked from a loader factory's tuple included: `train_ds, test_ds =
+    load_data(...)`, `Trainer(train_ds, test_ds, rank)`), and
     `imgs.type(torch.cuda.FloatTensor)` (or a name bound to that type) is a copy to the GPU like `.cuda()`.
     A tensor pinned in the same expression and copied without it every step
     (`torch.from_numpy(labels).pin_memory().to(device)`) is flagged too: the copy blocks, so the pinning is wasted.

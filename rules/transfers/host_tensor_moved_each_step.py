@@ -91,6 +91,11 @@ class HostTensorMovedEachStep(Rule):
     `xs.append(xt_next.to("cpu"))` in the same loop, every appended value a host copy) moves each step's result to
     the host and back, a blocking copy each way (reported at the copy back, no fix).
 
+    A numpy array a class keeps in an attribute is host data too (`self.obses = np.empty((capacity, *shape))`
+    in a replay buffer's `__init__`, filled in place): `torch.as_tensor(self.obses[idxs], device=self.device)`
+    in the `sample()` an update calls every step gathers the rows on the host and copies them from pageable
+    memory (only when every assignment of the attribute in the class is a numpy call).
+
     A plain tensor attribute of a model that holds a host tensor is the same copy: `self.pos_embed =
     sinusoid_table(n, d)` (a helper returning `torch.tensor(numpy_table)`) or `self.scale = torch.ones(...)` in
     `__init__`, then `self.pos_embed.type_as(x).to(x.device)` in `forward`. It is neither a parameter nor a buffer,
