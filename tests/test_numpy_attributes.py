@@ -67,12 +67,21 @@ TRAIN = textwrap.dedent("""\
 
 
 def _findings(tmp_path, buffer=BUFFER, train=TRAIN):
+    return {(path, row) for path, row, code in found(_items(tmp_path, buffer, train)) if code == "GPU203"}
+
+
+def _items(tmp_path, buffer=BUFFER, train=TRAIN):
     root = write_project(tmp_path / "p", {"buffer.py": buffer, "train.py": train})
-    return {(path, row) for path, row, code in found(check(root, "--no-cache", "--exit-zero")) if code == "GPU203"}
+    return check(root, "--no-cache", "--exit-zero")
 
 
 def test_numpy_attribute_rows_copied_every_sample_are_reported(tmp_path):
     assert {("buffer.py", 19), ("buffer.py", 20)} <= _findings(tmp_path)
+
+
+def test_the_message_names_the_array_and_the_way_out(tmp_path):
+    messages = [d["message"] for d in _items(tmp_path) if d["code"] == "GPU203" and d["location"]["row"] == 19]
+    assert messages and "numpy array `self.obses`" in messages[0] and "tensor on the device" in messages[0]
 
 
 def test_attribute_also_holding_a_tensor_stays_quiet(tmp_path):
