@@ -231,10 +231,12 @@ def _self_attribute_kind(analysis: ModuleAnalysis, node: cst.Attribute) -> Kind:
     if loader is Kind.UNKNOWN and _self_attribute_module(analysis, calls, node):
         return Kind.MODULE
     if loader is Kind.UNKNOWN:
-        from gpulint.analysis.self_lists import host_list_attribute
+        from gpulint.analysis.self_lists import host_list_attribute, numpy_attribute
 
         if host_list_attribute(analysis, node):  # `self.timestep_map = []` filled with numbers
             return Kind.OTHER
+        if numpy_attribute(analysis, node):  # `self.obses = np.empty(...)` of a replay buffer
+            return Kind.NUMPY
     return loader
 
 
@@ -266,25 +268,35 @@ def _defines_forward(cls: cst.ClassDef) -> bool:
 
 
 def _self_attribute_loader(analysis: ModuleAnalysis, calls, node: cst.Attribute) -> Kind:
+    stored = stored_init_parameter(analysis, calls, node)
+    if stored is None:
+        return Kind.UNKNOWN
+    loader = calls.project.parameter_loader(calls.path, *stored)
+    return Kind.LOADER if loader is not None else Kind.UNKNOWN
+
+
+def stored_init_parameter(analysis: ModuleAnalysis, calls, node: cst.Attribute) -> Optional[tuple[str, str]]:
+    """("Class.__init__", parameter) where `node` is `self.<name>` of a top-level class whose one assignment of
+    it stores that `__init__` parameter (`self.data = data`, or `iter(data)`, `cycle(data)`); else None. What
+    the class's constructions pass there is what the attribute holds (`Project.parameter_loader`)."""
     values = calls.self_attributes(node)
     if len(values) != 1:
-        return Kind.UNKNOWN
+        return None
     value = values[0]
     if type(value) is cst.Call and type(value.func) is cst.Name and len(value.args) == 1 and \
             analysis.qualified(value.func) in ("iter", "itertools.cycle", "cycle"):
         value = value.args[0].value
     if type(value) is not cst.Name:
-        return Kind.UNKNOWN
+        return None
     bindings = analysis.index.visible_bindings(value)
     fn = bindings[0].source if len(bindings) == 1 and bindings[0].kind == "param" else None
     if type(fn) is not cst.FunctionDef or fn.name.value != "__init__":
-        return Kind.UNKNOWN
+        return None
     block = analysis.index.up.get(id(fn))
     cls = analysis.index.up.get(id(block)) if type(block) is cst.IndentedBlock else None
     if type(cls) is not cst.ClassDef or not isinstance(analysis.index.up.get(id(cls)), cst.Module):
-        return Kind.UNKNOWN
-    loader = calls.project.parameter_loader(calls.path, f"{cls.name.value}.__init__", value.value)
-    return Kind.LOADER if loader is not None else Kind.UNKNOWN
+        return None
+    return f"{cls.name.value}.__init__", value.value
 
 
 def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:

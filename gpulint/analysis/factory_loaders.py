@@ -16,6 +16,20 @@ call-site finding (the script's own GPU201 decision: its loops move the batches 
 CUDA and trains with them): the call, as the related location. The callers are looked for like the per-step
 callers of a model (`forward._hot_calls`: files naming the function, tests skipped, at most a few, in the
 project's file order), and their text is a dependency of the factory's cached result.
+
+A factory may be called by another function that hands its loaders on (a factory of factories):
+
+    # dataset/__init__.py                               # train.py
+    def get_dataset(cfg):                               train_loader, val_loader, n, k = get_dataset(cfg)
+        if cfg.TYPE == "cifar100":
+            train_loader, val_loader, n = get_cifar_loaders(...)
+        ...
+        return train_loader, val_loader, n, classes
+
+A caller module that gets no finding itself (it builds no loop and targets no GPU) is followed one step further
+when the call sits in a top-level function that returns what the call gave (the call itself, a name bound to
+it, or every name of the tuple it is unpacked into): that function's callers are asked the same question
+(`would_pin` of their call of it), up to `_FORWARDS` functions deep.
 """
 
 from __future__ import annotations
@@ -29,6 +43,7 @@ from gpulint.analysis.loader_classes import wrapping_class
 from gpulint.analysis.tree import child_nodes
 
 _CALLERS = 4  # caller files looked at per factory function
+_FORWARDS = 2  # functions handing a factory's loaders on, followed one after the other
 
 
 class _Asker:
@@ -110,8 +125,8 @@ def factory_caller(analysis, loader: cst.Call) -> Optional[tuple[Path, int, str]
                        lambda: _find(project, path, name, training=fn is not None, contained=contained))
 
 
-def _find(project, path: Path, name: str, training: bool = True,
-          contained: bool = False) -> Optional[tuple[Path, int, str]]:
+def _find(project, path: Path, name: str, training: bool = True, contained: bool = False,
+          depth: int = 0) -> Optional[tuple[Path, int, str]]:
     from gpulint.analysis.forward import caller_analysis
     from gpulint.analysis.project import _record
 
@@ -128,10 +143,94 @@ def _find(project, path: Path, name: str, training: bool = True,
         other = caller_analysis(project, project._resolved(caller))
         if other is None:
             continue
-        found = _call_site(other, name, path, contained)
+        found = _call_site(other, name, path, contained) if depth == 0 else \
+            _forwarded_call_site(other, name, path)
         if found is not None:
             return found
+        if depth >= _FORWARDS or not training:
+            continue
+        for forwarder in _forwarders(other, name, path, contained or depth > 0):
+            found = _find(project, Path(other.path).resolve(), forwarder, depth=depth + 1)
+            if found is not None:
+                return found
     return None
+
+
+def _resolves_here(other, call: cst.Call, path: Path, loose: bool) -> bool:
+    """`call` in the module `other` builds the loaders of the factory module `path`: the project says the call
+    returns a loader made there, or (`loose`: a factory that hands its loaders on in a container, or a function
+    forwarding another factory's) it names a top-level function of `path`."""
+    from gpulint.analysis.data_facts import data_facts
+
+    made = data_facts(other).factory(call)
+    if made is not None and Path(made.path).resolve() == path:
+        return True
+    return loose and _calls_function(other, call, path)
+
+
+def _forwarded_call_site(other, name: str, path: Path) -> Optional[tuple[Path, int, str]]:
+    """The first call of `name`, a top-level function of the module `path` that forwards a factory's loaders
+    (`_forwarders`), in the module `other` that gets GPU201's call-site decision (`would_pin`)."""
+    from gpulint.analysis.data import would_pin
+    from gpulint.analysis.data_facts import data_facts
+    from gpulint.analysis.forward import _line_of
+
+    if not data_facts(other).feeds_an_accelerator():
+        return None
+    asker = _Asker(other)
+    for node in other.index.nodes:
+        if type(node) is cst.Call and _last_name(node.func) == name and _calls_function(other, node, path) and \
+                would_pin(asker, node):  # type: ignore[arg-type]
+            return other.path, _line_of(other, node), f"{other.code(node.func)}(...)"
+    return None
+
+
+def _forwarders(other, name: str, path: Path, loose: bool) -> list[str]:
+    """The top-level functions of the module `other` that return what a call of the factory `name` (of the module
+    `path`) gave them: `return make(...)`, or `loader = make(...)` / `a, b, n = make(...)` then a `return` that
+    holds that name, or every name of that tuple."""
+    found: list[str] = []
+    for node in other.index.nodes:
+        if type(node) is not cst.Call or _last_name(node.func) != name or \
+                not _resolves_here(other, node, path, loose):
+            continue
+        fn = next((a for a in other.index.ancestors(node) if type(a) in (cst.FunctionDef, cst.Lambda,
+                                                                            cst.ClassDef)), None)
+        if type(fn) is not cst.FunctionDef or type(other.index.enclosing_scope(fn)) is not cst.Module or \
+                fn.name.value in found:
+            continue
+        parent = other.parent(node)
+        if type(parent) is cst.Return:
+            found.append(fn.name.value)
+            continue
+        if type(parent) is not cst.Assign or len(parent.targets) != 1:
+            continue
+        target = parent.targets[0].target
+        names = [target.value] if type(target) is cst.Name else (
+            [e.value.value for e in target.elements if type(e.value) is cst.Name]  # type: ignore[union-attr]
+            if type(target) in (cst.Tuple, cst.List) and all(type(e.value) is cst.Name for e in target.elements)
+            else [])
+        if names and any(set(names) <= returned for returned in _returned_names(fn)):
+            found.append(fn.name.value)
+    return found
+
+
+def _returned_names(fn: cst.FunctionDef):
+    """The names each `return` of `fn` (not of a nested function) hands back, alone or in a tuple."""
+    stack = list(child_nodes(fn.body))
+    while stack:
+        node = stack.pop()
+        if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        if type(node) is cst.Return and node.value is not None:
+            value = node.value
+            values = [e.value for e in value.elements] if type(value) in (cst.Tuple, cst.List) else [value]
+            yield {v.value for v in values if type(v) is cst.Name}
+        stack.extend(child_nodes(node))
+
+
+def _last_name(func: cst.BaseExpression) -> Optional[str]:
+    return func.attr.value if type(func) is cst.Attribute else (func.value if type(func) is cst.Name else None)
 
 
 def _call_site(other, name: str, path: Path, contained: bool = False) -> Optional[tuple[Path, int, str]]:

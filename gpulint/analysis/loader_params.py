@@ -61,13 +61,15 @@ def passed_loader(analysis, loop: cst.CSTNode):
     found = _iterated_parameter(analysis, loop)
     if found is None:
         return None
-    calls, fn, name = found
-    return calls.project.parameter_loader(calls.path, fn.name.value, name)
+    calls, function, name = found
+    return calls.project.parameter_loader(calls.path, function, name)
 
 
 def _iterated_parameter(analysis, loop: cst.CSTNode):
-    """(project calls, the top-level function, the parameter's name) where `loop` iterates a parameter of a
-    top-level function of the module; else None."""
+    """(project calls, the top-level function's name, the parameter's name) where `loop` iterates a parameter of
+    a top-level function of the module; or ("Class.__init__", the parameter) where it iterates `self.<name>` that
+    a top-level class stores from its `__init__` parameter (`self.train_ds = train_ds`, then `for batch in
+    self.train_ds:` in `train()`): its constructions pass the loader. Else None."""
     if type(loop) is not cst.For:
         return None
     iterable: cst.BaseExpression = analysis.kinds.wrapper_bound_to(loop.iter)
@@ -78,6 +80,8 @@ def _iterated_parameter(analysis, loop: cst.CSTNode):
         if not args:
             return None
         iterable = analysis.kinds.wrapper_bound_to(args[0])
+    if type(iterable) is cst.Attribute and type(iterable.value) is cst.Name and iterable.value.value == "self":
+        return _iterated_attribute(analysis, iterable)
     if type(iterable) is not cst.Name:
         return None
     bindings = analysis.index.visible_bindings(iterable)
@@ -91,7 +95,16 @@ def _iterated_parameter(analysis, loop: cst.CSTNode):
     calls = analysis.fact(project_calls)
     if calls is None:
         return None
-    return calls, fn, iterable.value
+    return calls, fn.name.value, iterable.value
+
+
+def _iterated_attribute(analysis, attribute: cst.Attribute):
+    from gpulint.analysis import stored_init_parameter
+    from gpulint.analysis.calls import project_calls
+
+    calls = analysis.fact(project_calls) if analysis.path is not None else None
+    stored = stored_init_parameter(analysis, calls, attribute) if calls is not None else None
+    return (calls, *stored) if stored is not None else None
 
 
 def pinned_passed_loader(analysis, loop: cst.CSTNode) -> Optional[bool]:
@@ -101,13 +114,13 @@ def pinned_passed_loader(analysis, loop: cst.CSTNode) -> Optional[bool]:
     found = _iterated_parameter(analysis, loop)
     if found is None:
         return None
-    calls, fn, name = found
-    made = calls.project.parameter_loader(calls.path, fn.name.value, name)
+    calls, function, name = found
+    made = calls.project.parameter_loader(calls.path, function, name)
     if made is not None:
         return made.pinned
     from gpulint.analysis.passed_pinning import passed_pinning
 
-    return passed_pinning(calls.project, calls.path, fn.name.value, name)
+    return passed_pinning(calls.project, calls.path, function, name)
 
 
 def parameter_is_loader(analysis, binding) -> bool:

@@ -1020,8 +1020,27 @@ class Project:
                 return found.returns_loader
             return _UNKNOWN
         if isinstance(expr, ast.Name) and expr.id in assigns:
+            unpacked = self._unpacked_loader(info, assigns[expr.id])
+            if unpacked is not None:
+                return unpacked
             return self._one_assigned(self.loader_at, _loader_identity, info, expr.id, assigns, depth)
         return _UNKNOWN
+
+    def _unpacked_loader(self, info: ModuleInfo, assigned: list) -> Optional[LoaderFact]:
+        """The loader a name holds when its one assignment unpacks a project loader factory's tuple
+        (`train_ds, test_ds = data.load_data(...)`) at a place the factory returns a loader: the one place it
+        says, or any place where it returns several (what `DataFacts.factory` takes for a loop over the call)."""
+        if len(assigned) != 1:
+            return None
+        value, index = assigned[0]
+        if index is None or not isinstance(value, ast.Call):
+            return None
+        dotted = _dotted(value.func)
+        found = self.lookup(info.path, dotted) if dotted else None
+        if not isinstance(found, FunctionSummary) or found.returns_loader is None or \
+                found.returns_loader_at not in (None, index):
+            return None
+        return found.returns_loader
 
     def parameter_function(self, path: Path, function: str, parameter: str) -> Optional[tuple[FunctionSummary, bool]]:
         """The project function (or bound method: True) every call site of `function` (a top-level function or

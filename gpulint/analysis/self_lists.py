@@ -7,6 +7,12 @@ host and copies it on every call (GPU203), as `torch.tensor([1, 2], device=...)`
 every assignment of it in the class is a list literal of numbers (empty included) and every `append`/`extend`
 on it adds numbers, or when every assignment stores an `__init__` parameter that every construction of the class
 in the module passes such a list for. Anything else (a tensor appended, another assignment) leaves it unknown.
+
+The same holds for numpy arrays a class keeps (`self.obses = np.empty((capacity, *shape))` in a replay buffer's
+`__init__`, filled in place with `self.obses[self.idx] = obs`): `numpy_attribute` says so when every assignment of
+the attribute in the class is a numpy call (`np.zeros(...)`, `np.array(...).astype(...)`, maybe through array
+methods) and nothing is appended to it. Then `torch.as_tensor(self.obses[idxs], device=self.device)` in `sample()`
+builds the batch on the host and copies it from pageable memory on every call (GPU203).
 """
 
 from __future__ import annotations
@@ -33,6 +39,28 @@ def host_list_attribute(analysis, node: cst.Attribute, depth: int = 0) -> bool:
         memo[key] = False  # recursion guard
         memo[key] = _compute(analysis, cls, node.attr.value, depth)
     return memo[key]
+
+
+def numpy_attribute(analysis, node: cst.Attribute) -> bool:
+    """`self.<attr>` of a class whose every assignment of it is a numpy array (the module docstring)."""
+    if not (type(node.value) is cst.Name and node.value.value == "self"):
+        return False
+    cls = analysis.index.enclosing_class(node)
+    if cls is None:
+        return False
+    uses = _attribute_uses(analysis, cls).get(node.attr.value, ())
+    values = [n for event, n in uses if event == "assign"]
+    return bool(values) and len(values) == sum(event != "augassign" for event, _ in uses) and \
+        all(_numpy_value(analysis, v) for v in values)
+
+
+def _numpy_value(analysis, value: cst.BaseExpression) -> bool:
+    """A call of a numpy function (`np.empty(...)`, `np.load(path)`), maybe through methods of the array it
+    returns (`.astype(np.float32)`, `.reshape(-1)`, `.copy()`)."""
+    while type(value) is cst.Call and type(value.func) is cst.Attribute and \
+            not (analysis.qualified(value.func) or "").startswith("numpy."):
+        value = value.func.value
+    return type(value) is cst.Call and (analysis.qualified(value.func) or "").startswith("numpy.")
 
 
 def _memo(analysis) -> dict:

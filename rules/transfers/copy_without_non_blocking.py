@@ -32,7 +32,10 @@ class CopyWithoutNonBlocking(Rule):
     batch that passes `non_blocking=True` is taken as the author's word that the batches are pinned on GPU
     runs: `imgs.to(device, non_blocking=True)` beside `labels.to(device)` flags the second. A loop over a
     function's parameter counts when every call of the function in the project passes a pinned loader (also from
-    another module, `DataLoader(ds, **loader_args)` with `loader_args = dict(..., pin_memory=True)`), and
+    another module, `DataLoader(ds, **loader_args)` with `loader_args = dict(..., pin_memory=True)`), as does a
+    loop over `self.train_ds` that a class stores from its `__init__` parameter when every construction of the
+    class passes one (a name unpacked from a loader factory's tuple included: `train_ds, test_ds =
+    load_data(...)`, `Trainer(train_ds, test_ds, rank)`), and
     `imgs.type(torch.cuda.FloatTensor)` (or a name bound to that type) is a copy to the GPU like `.cuda()`.
     A tensor pinned in the same expression and copied without it every step
     (`torch.from_numpy(labels).pin_memory().to(device)`) is flagged too: the copy blocks, so the pinning is wasted.
@@ -247,6 +250,13 @@ class CopyWithoutNonBlocking(Rule):
         facts = data_facts(self.analysis)
         loops, whole = passed_batch_loops(facts, receiver)
         loaders = [c for loop in loops for c in facts.loop_loaders(loop)]
+        if loops and not loaders and not whole:
+            # loops over loaders built elsewhere (`for batch in self.train_ds:` of a loader the class is given):
+            # what every construction or call passes (analysis/loader_params.py), as for a copy in the loop
+            passed = {pinned_passed_loader(self.analysis, loop) for loop in loops}
+            if passed == {True}:
+                return self.message
+            return None if passed != {False} or method == "type" else self.once_pinned
         if not loaders or not all(pinned(self, c) for c in loaders):
             return None
         if whole and any(keyword(c, "collate_fn") is not None for c in loaders):

@@ -105,7 +105,10 @@ class DataLoaderWithoutPinMemory(Rule):
     the finding is at the call, naming the factory. The factory's own `DataLoader(...)` (returned alone or in a
     tuple, without `pin_memory` or with `pin_memory=False`) is reported too, in its module, when a project script
     calling the factory gets that call-site finding (related location: the call); there the fix adds or sets
-    `pin_memory=True` and is unsafe, since other callers of the factory may not use a GPU.
+    `pin_memory=True` and is unsafe, since other callers of the factory may not use a GPU. The script may get
+    the loaders through another function that hands them on (`get_dataset(cfg)` unpacking
+    `get_cifar100_dataloaders(...)` into names it returns): the factory's loaders are reported when that
+    function's caller gets the finding.
 
     An explicit `pin_memory=False` on such a loader costs the same as none passed, and is reported too
     (`DataLoader(ds, batch_size=8, pin_memory=False)` whose batches go to `.to(device)` every step); its fix

@@ -91,6 +91,11 @@ class HostTensorMovedEachStep(Rule):
     `xs.append(xt_next.to("cpu"))` in the same loop, every appended value a host copy) moves each step's result to
     the host and back, a blocking copy each way (reported at the copy back, no fix).
 
+    A numpy array a class keeps in an attribute is host data too (`self.obses = np.empty((capacity, *shape))`
+    in a replay buffer's `__init__`, filled in place): `torch.as_tensor(self.obses[idxs], device=self.device)`
+    in the `sample()` an update calls every step gathers the rows on the host and copies them from pageable
+    memory (only when every assignment of the attribute in the class is a numpy call).
+
     A plain tensor attribute of a model that holds a host tensor is the same copy: `self.pos_embed =
     sinusoid_table(n, d)` (a helper returning `torch.tensor(numpy_table)`) or `self.scale = torch.ones(...)` in
     `__init__`, then `self.pos_embed.type_as(x).to(x.device)` in `forward`. It is neither a parameter nor a buffer,
@@ -214,6 +219,9 @@ class HostTensorMovedEachStep(Rule):
     from_values = "`torch.{factory}` of host values builds the tensor on the host and copies it from pageable " \
                   "memory every step, waiting for the GPU (`device=` does not change that); build it once " \
                   "before the loop, or keep the values as Python scalars"
+    from_array = "`torch.{factory}` of rows of the numpy array `{array}` gathers them on the host and copies " \
+                 "them from pageable memory every step, waiting for the GPU; keep the buffer as a tensor on the " \
+                 "device, or as a pinned CPU tensor copied with `non_blocking=True`"
     later = "`{name}` is built on the host by `torch.{factory}` each step and copied to the GPU later in the " \
             "step; create it on the device with `device=`"
     table_rows = "`{table}` lives on the host: indexing it with `{index}` (built this step) and copying the rows " \
@@ -555,7 +563,10 @@ class HostTensorMovedEachStep(Rule):
         where = self.where(node)
         if where:
             name = self.analysis.qualified(node.func).split(".")[1]  # type: ignore[union-attr]
-            self.report(node, self.from_values.format(factory=name), where=where)
+            array = _numpy_attribute_rows(self.analysis, positional(node)[0])
+            message = self.from_values.format(factory=name) if array is None else \
+                self.from_array.format(factory=name, array=array)
+            self.report(node, message, where=where)
 
     def _on_cuda_default(self, node: cst.Call) -> None:
         """`torch.Tensor([1e10])`, `torch.Tensor(numpy_image)`, `torch.tensor(host_list)` in a program that set a
@@ -1131,3 +1142,15 @@ def _callee_text(call: cst.Call) -> str:
         return "tokenizer"
     parts.append(func.value)
     return ".".join(reversed(parts))
+
+
+def _numpy_attribute_rows(analysis, data: cst.BaseExpression) -> Optional[str]:
+    """`self.obses` for `self.obses[idxs]` (or `self.obses` itself), a numpy array the class keeps
+    (analysis/self_lists.py): the text of the attribute; else None."""
+    from gpulint.analysis.self_lists import numpy_attribute
+
+    while type(data) is cst.Subscript:
+        data = data.value
+    if type(data) is cst.Attribute and numpy_attribute(analysis, data):
+        return analysis.code(data)
+    return None
