@@ -1,0 +1,85 @@
+"""A module that names no device whose function loops over batches running the network it is handed, called from
+a script that does name one (`model = Model().to(device)`, then `train(model, loader)`): the network and what it
+computes every step are on that device (analysis/helper_sites.loops_fed_by_a_gpu_file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.projects import check, found, write_project
+
+# train_eval.py names no device: its loops run the model the script hands in.
+TRAIN_EVAL = """import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def evaluate(model, data_iter):
+    model.eval()
+    preds = np.array([], dtype=int)
+    with torch.no_grad():
+        for texts, labels in data_iter:
+            outputs = model(texts)
+            predic = torch.max(outputs, 1)[1].cpu().numpy()
+            preds = np.append(preds, predic)
+    return preds
+
+
+def train(model, train_iter, dev_iter, epochs):
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    total = 0
+    for epoch in range(epochs):
+        for trains, labels in train_iter:
+            outputs = model(trains)
+            loss = F.cross_entropy(outputs, labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if total % 100 == 0:
+                true = labels.cpu()
+                print(total, loss.item(), true)
+            total += 1
+        evaluate(model, dev_iter)
+"""
+
+RUN = """import torch
+from torch.utils.data import DataLoader, TensorDataset
+from train_eval import train
+
+device = torch.device("cuda")
+model = torch.nn.Linear(8, 3).to(device)
+data = DataLoader(TensorDataset(torch.randn(64, 8), torch.randint(0, 3, (64,))), batch_size=8)
+train(model, data, data, 3)
+"""
+
+
+def test_a_loop_over_a_network_handed_in_by_a_gpu_script_syncs_every_step(tmp_path: Path) -> None:
+    root = write_project(tmp_path, {"train_eval.py": TRAIN_EVAL, "run.py": RUN})
+    keys = found(check(root, "--no-cache", "--exit-zero", "train_eval.py"))
+    assert ("train_eval.py", 12, "GPU104") in keys  # `.cpu()` of the prediction, every evaluation batch
+    # periodic logging in the training loop stays quiet
+    assert not {k for k in keys if k[1] in (37, 38)}
+
+
+def test_a_script_that_names_no_device_keeps_the_module_quiet(tmp_path: Path) -> None:
+    cpu_run = RUN.replace('device = torch.device("cuda")\n', "").replace(".to(device)", "")
+    root = write_project(tmp_path, {"train_eval.py": TRAIN_EVAL, "run.py": cpu_run})
+    assert not found(check(root, "--no-cache", "--exit-zero", "train_eval.py"))
+
+
+def test_a_function_that_runs_no_network_it_is_handed_stays_quiet(tmp_path: Path) -> None:
+    # a metrics helper looping over arrays it is given, called from the GPU script: what it reads is what it is
+    # handed (maybe host copies), not a network it runs
+    helper = """import torch
+
+
+def summarise(values, steps):
+    out = []
+    for v in values:
+        out.append(torch.as_tensor(v).cpu())
+        steps(v)
+    return out
+"""
+    run = RUN + "from metrics import summarise\nsummarise([1, 2], print)\n"
+    root = write_project(tmp_path, {"train_eval.py": TRAIN_EVAL, "run.py": run, "metrics.py": helper})
+    assert not {k for k in found(check(root, "--no-cache", "--exit-zero", "metrics.py"))}
