@@ -221,7 +221,7 @@ def helpers_feed_a_gpu(analysis, project, path: Path) -> bool:
             site = imported_helper_site(project, path, name)
         if site_names_a_device(project, site, sites=6):  # up the owners' chain to the training file
             return True
-    return loops_fed_by_a_gpu_file(analysis, project, path)
+    return loops_fed_by_a_gpu_file(analysis, project, path) or methods_handed_device_tensors(analysis, project)
 
 
 def loops_fed_by_a_gpu_file(analysis, project, path: Path) -> bool:
@@ -235,6 +235,35 @@ def loops_fed_by_a_gpu_file(analysis, project, path: Path) -> bool:
 
     return any(type(stmt) is cst.FunctionDef and _loop_runs_a_parameter(analysis, stmt) and
                called_from_a_gpu_file(project, path, stmt.name.value) for stmt in analysis.module.body)
+
+
+def methods_handed_device_tensors(analysis, project) -> bool:
+    """A method of a top-level class of the module runs every step through a call (`forward.per_step_caller`:
+    the caller's own call, a base class's `self.save_result(output, batch, results)`, ...) that hands it a tensor
+    the caller's own analysis places on a device (`translator.translate_sentence(src.to(device))`, a model's
+    output): the tensors the method works on are on that device. A call handing over only host copies or values
+    of unknown device (SlowFast's visualisers get `preds.cpu()`) says nothing."""
+    import libcst as cst
+
+    from gpulint.analysis.forward import _hot_calls, _line_of, per_step_caller
+
+    checked = set()
+    for stmt in analysis.module.body:
+        if type(stmt) is not cst.ClassDef or type(stmt.body) is not cst.IndentedBlock:
+            continue
+        for method in stmt.body.body:
+            if type(method) is not cst.FunctionDef or method.name.value == "__init__":
+                continue
+            site = per_step_caller(analysis, method)
+            if site is None or (site.path, site.line, site.code) in checked:
+                continue
+            checked.add((site.path, site.line, site.code))
+            for caller, node, _ in _hot_calls(project, Path(site.path)):
+                if f"{caller.code(node.func)}(...)" != site.code or _line_of(caller, node) != site.line:
+                    continue
+                if any(not a.star and caller.is_device_tensor(a.value) for a in node.args):
+                    return True
+    return False
 
 
 def function_fed_by_a_gpu_file(project, path: Path, fn: ast.FunctionDef) -> bool:
