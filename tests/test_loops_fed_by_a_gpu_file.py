@@ -83,3 +83,52 @@ def summarise(values, steps):
     run = RUN + "from metrics import summarise\nsummarise([1, 2], print)\n"
     root = write_project(tmp_path, {"train_eval.py": TRAIN_EVAL, "run.py": run, "metrics.py": helper})
     assert not {k for k in found(check(root, "--no-cache", "--exit-zero", "metrics.py"))}
+
+
+# A beam-search translator class with no device of its own; the script moves each source sentence to the GPU and
+# hands it to the translator's method, once per sentence.
+TRANSLATOR = """import torch
+from torch import nn
+
+
+class Translator(nn.Module):
+    def __init__(self, model, beam_size):
+        super().__init__()
+        self.model = model
+        self.beam_size = beam_size
+
+    def translate_sentence(self, src_seq):
+        with torch.no_grad():
+            gen = self.model(src_seq)
+            for step in range(2, 100):
+                gen = self.model(gen)
+                done = gen > 0
+                if done.sum().item() == self.beam_size:
+                    break
+        return gen
+"""
+
+TRANSLATE = """import torch
+from torch.utils.data import DataLoader
+from translator import Translator
+
+device = torch.device("cuda")
+translator = Translator(torch.nn.Linear(8, 8), 5).to(device)
+for example in DataLoader(torch.randn(100, 8), batch_size=1):
+    src = example{move}
+    out = translator.translate_sentence(src)
+    print(out)
+"""
+
+
+def test_a_method_handed_a_device_tensor_every_step_syncs_on_that_device(tmp_path: Path) -> None:
+    root = write_project(tmp_path, {"translator.py": TRANSLATOR,
+                                    "translate.py": TRANSLATE.format(move=".to(device)")})
+    assert ("translator.py", 17, "GPU101") in found(check(root, "--no-cache", "--exit-zero", "translator.py"))
+
+
+def test_a_method_handed_host_copies_or_unmoved_batches_stays_quiet(tmp_path: Path) -> None:
+    for move in (".cpu()", ""):  # a host copy; a loader's batch never moved (not known to be on the device)
+        root = write_project(tmp_path / repr(move), {"translator.py": TRANSLATOR,
+                                                     "translate.py": TRANSLATE.format(move=move)})
+        assert not found(check(root, "--no-cache", "--exit-zero", "translator.py")), move

@@ -240,11 +240,13 @@ def loops_fed_by_a_gpu_file(analysis, project, path: Path) -> bool:
 def methods_handed_device_tensors(analysis, project) -> bool:
     """A method of a top-level class of the module runs every step through a call (`forward.per_step_caller`:
     the caller's own call, a base class's `self.save_result(output, batch, results)`, ...) that hands it a tensor
-    the caller's own analysis places on a device (`translator.translate_sentence(src.to(device))`, a model's
-    output): the tensors the method works on are on that device. A call handing over only host copies or values
-    of unknown device (SlowFast's visualisers get `preds.cpu()`) says nothing."""
+    the caller built from a copy to an accelerator (`translator.translate_sentence(src.to(device))`:
+    `DataFacts.on_device`) or a network's output (`_network_output`): the tensors the method works on are on that
+    device. A call handing over only host copies or values of unknown device (SlowFast's visualisers get
+    `preds.cpu()`, a loader's batch never moved) says nothing."""
     import libcst as cst
 
+    from gpulint.analysis.data_facts import data_facts
     from gpulint.analysis.forward import _hot_calls, _line_of, per_step_caller
 
     checked = set()
@@ -261,7 +263,9 @@ def methods_handed_device_tensors(analysis, project) -> bool:
             for caller, node, _ in _hot_calls(project, Path(site.path)):
                 if f"{caller.code(node.func)}(...)" != site.code or _line_of(caller, node) != site.line:
                     continue
-                if any(not a.star and caller.is_device_tensor(a.value) for a in node.args):
+                facts = data_facts(caller)
+                if any(not a.star and (facts.on_device(a.value) or _network_output(caller, a.value))
+                       for a in node.args):
                     return True
     return False
 
