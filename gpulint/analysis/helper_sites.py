@@ -241,9 +241,10 @@ def methods_handed_device_tensors(analysis, project) -> bool:
     """A method of a top-level class of the module runs every step through a call (`forward.per_step_caller`:
     the caller's own call, a base class's `self.save_result(output, batch, results)`, ...) that hands it a tensor
     the caller built from a copy to an accelerator (`translator.translate_sentence(src.to(device))`:
-    `DataFacts.on_device`) or a network's output (`_network_output`): the tensors the method works on are on that
-    device. A call handing over only host copies or values of unknown device (SlowFast's visualisers get
-    `preds.cpu()`, a loader's batch never moved) says nothing."""
+    `DataFacts.on_device`) or a network's output (`_network_output`), and that the caller's kinds do not place
+    on the host where the call reads it: the tensors the method works on are on that device. A call handing over
+    only host copies or values of unknown device (SlowFast's wrong-prediction visualiser gets `preds` after `preds
+    = preds.cpu()`, a loader's batch never moved) says nothing."""
     import libcst as cst
 
     from gpulint.analysis.data_facts import data_facts
@@ -264,8 +265,8 @@ def methods_handed_device_tensors(analysis, project) -> bool:
                 if f"{caller.code(node.func)}(...)" != site.code or _line_of(caller, node) != site.line:
                     continue
                 facts = data_facts(caller)
-                if any(not a.star and (facts.on_device(a.value) or _network_output(caller, a.value))
-                       for a in node.args):
+                if any(not a.star and caller.is_device_tensor(a.value) and
+                       (facts.on_device(a.value) or _network_output(caller, a.value)) for a in node.args):
                     return True
     return False
 
