@@ -37,7 +37,8 @@ from gpulint.analysis.isinstance_narrowing import narrowed_class
 from gpulint.analysis.wrapped_calls import wrapper_call_site
 from gpulint.analysis.once import once_per_object
 from gpulint.analysis.unset_options import first_step_only, hasattr_self, unset_options
-from gpulint.analysis.helper_sites import helpers_feed_a_gpu, imported_helper_site, passed_object_site
+from gpulint.analysis.helper_sites import function_fed_by_a_gpu_file, helpers_feed_a_gpu, imported_helper_site, \
+    passed_object_site
 from gpulint.analysis.vec_env_wrappers import vec_env_site
 from gpulint.analysis.overrides import override_site
 from gpulint.analysis.framework_steps import framework_site
@@ -365,6 +366,8 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
                 return True
         if isinstance(stmt, ast.FunctionDef) and imported_helper_site(project, path, stmt.name) is not None:
             return True
+        if isinstance(stmt, ast.FunctionDef) and function_fed_by_a_gpu_file(project, path, stmt):
+            return True  # its loop runs the network a file naming the device hands it (helper_sites)
         if isinstance(stmt, ast.ClassDef) and _plain_class(stmt) and \
                 imported_helper_site(project, path, stmt.name) is not None:
             return True  # a plain class whose construction another module's per-step code runs

@@ -221,6 +221,108 @@ def helpers_feed_a_gpu(analysis, project, path: Path) -> bool:
             site = imported_helper_site(project, path, name)
         if site_names_a_device(project, site, sites=6):  # up the owners' chain to the training file
             return True
+    return loops_fed_by_a_gpu_file(analysis, project, path) or methods_handed_device_tensors(analysis, project)
+
+
+def loops_fed_by_a_gpu_file(analysis, project, path: Path) -> bool:
+    """A top-level function of the module whose hot loop (over batches, a training or evaluation step) runs a
+    network the function is handed (`def evaluate(config, model, data_iter): for x, y in data_iter: out =
+    model(x)`), called from another project file that names a device (`model = Model(cfg).to(cfg.device)`, then
+    `train(config, model, ...)`, which calls `evaluate`): the network, and what it computes each step, are on
+    that device. The call need not be per-step (a train or evaluation function runs once per run; its loop is
+    the step)."""
+    import libcst as cst
+
+    return any(type(stmt) is cst.FunctionDef and _loop_runs_a_parameter(analysis, stmt) and
+               called_from_a_gpu_file(project, path, stmt.name.value) for stmt in analysis.module.body)
+
+
+def methods_handed_device_tensors(analysis, project) -> bool:
+    """A method of a top-level class of the module runs every step through a call (`forward.per_step_caller`:
+    the caller's own call, a base class's `self.save_result(output, batch, results)`, ...) that hands it a tensor
+    the caller built from a copy to an accelerator (`translator.translate_sentence(src.to(device))`:
+    `DataFacts.on_device`) or a network's output (`_network_output`), and that the caller's kinds do not place
+    on the host where the call reads it: the tensors the method works on are on that device. A call handing over
+    only host copies or values of unknown device (SlowFast's wrong-prediction visualiser gets `preds` after `preds
+    = preds.cpu()`, a loader's batch never moved) says nothing."""
+    import libcst as cst
+
+    from gpulint.analysis.data_facts import data_facts
+    from gpulint.analysis.forward import _hot_calls, _line_of, per_step_caller
+
+    checked = set()
+    for stmt in analysis.module.body:
+        if type(stmt) is not cst.ClassDef or type(stmt.body) is not cst.IndentedBlock:
+            continue
+        for method in stmt.body.body:
+            if type(method) is not cst.FunctionDef or method.name.value == "__init__":
+                continue
+            site = per_step_caller(analysis, method)
+            if site is None or (site.path, site.line, site.code) in checked:
+                continue
+            checked.add((site.path, site.line, site.code))
+            for caller, node, _ in _hot_calls(project, Path(site.path)):
+                if f"{caller.code(node.func)}(...)" != site.code or _line_of(caller, node) != site.line:
+                    continue
+                facts = data_facts(caller)
+                if any(not a.star and caller.is_device_tensor(a.value) and
+                       (facts.on_device(a.value) or _network_output(caller, a.value)) for a in node.args):
+                    return True
+    return False
+
+
+def function_fed_by_a_gpu_file(project, path: Path, fn: ast.FunctionDef) -> bool:
+    """For the prefilter (`forward.may_run_every_step`, on `ast`): `fn` has a loop whose body calls one of its
+    parameters (`model(x)`), and a project file that names a device calls it: `loops_fed_by_a_gpu_file` may
+    hold, so the file is worth LibCST's parse."""
+    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)} - {"self"}
+    if not params or not any(
+            isinstance(loop, (ast.For, ast.While)) and any(
+                isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in params
+                for statement in loop.body for c in ast_walk.walk(statement))
+            for loop in ast_walk.walk(fn)):
+        return False
+    return called_from_a_gpu_file(project, path, fn.name)
+
+
+def called_from_a_gpu_file(project, path: Path, name: str) -> bool:
+    """Another project file (tests left out) that names a device (`GPU_HINT`) calls the top-level function
+    `name` of `path`. The callers' text is a dependency of the cached result."""
+    from gpulint.analysis import GPU_HINT
+    from gpulint.analysis.forward import _remembered, _resolved
+    from gpulint.analysis.passed_pinning import _project_calls
+    from gpulint.textsearch import found_in
+
+    def search() -> bool:
+        for caller, _, _ in _project_calls(project, resolved, name):
+            try:
+                text = Path(caller.path).read_text(errors="replace")  # already read by the project model
+            except OSError:
+                continue
+            if found_in(GPU_HINT, text):
+                return True
+        return False
+
+    resolved = _resolved(project, path)
+    return bool(_remembered(project, ("called from a gpu file", resolved, name), search))
+
+
+def _loop_runs_a_parameter(analysis, fn) -> bool:
+    """`fn` holds a hot loop (`LoopAnalysis.role`) whose body calls one of `fn`'s parameters, not rebound in
+    `fn` (`model(x)` of `def evaluate(config, model, data_iter)`): the network it is handed runs every step."""
+    import libcst as cst
+
+    from gpulint.analysis.loops import LoopRole
+    from gpulint.analysis.tree import descendants
+
+    for loop in descendants(fn.body):
+        if type(loop) not in (cst.For, cst.While) or analysis.loops.role(loop) is not LoopRole.HOT:
+            continue
+        for node in descendants(loop.body):
+            if type(node) is cst.Call and type(node.func) is cst.Name:
+                found = analysis.index.parameter_of(node.func)
+                if found is not None and found[0] is fn:
+                    return True
     return False
 
 
