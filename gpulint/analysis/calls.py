@@ -654,7 +654,7 @@ class ProjectCalls(ModuleCalls):
                 continue
             if self.carries_tensor(arg.value) and not self._host_batch_element(arg.value) or \
                     _parameters_of(arg.value) or \
-                    sink.through == "parameters" and self.analysis.kind(arg.value) is Kind.MODULE:
+                    sink.through in ("parameters", "output") and self.analysis.kind(arg.value) is Kind.MODULE:
                 return HelperCost(name, sink, arg.value)
         if summary.copies_host is not None and summary.copies_host.path.resolve() != self.path and \
                 not self._cpu_device_passed(call, summary, bound, summary.copies_host_device or "") and \

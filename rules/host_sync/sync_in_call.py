@@ -211,7 +211,7 @@ class SyncInCall(GpuRule):
                         related=(Related(display_path(sink.path), sink.line, f"{sink.what} here"),))
             return
         given = " on the parameters of the module it is given" if sink.through == "parameters" else \
-            " on what it is given"
+            " on the output of the module it is given" if sink.through == "output" else " on what it is given"
         what = (f"calls `{sink.what}`" if sink.what.endswith(")") else f"does {sink.what}") + (
             given if cost.argument is not None else "")
         message = f"`{text or self._call_text(node)}` syncs every step: `{cost.callee}` {what}"
