@@ -1062,6 +1062,68 @@ class Project:
         disagree, or when no site is found."""
         return self._one_passed(path, function, parameter, self.class_at, id)
 
+    def parameter_modules(self, path: Path, function: str, parameter: str) -> Optional[tuple]:
+        """Which of what every call site of the top-level `function` passes as `parameter` is an `nn.Module`:
+        `(True,)` when each site passes a module (`train(net, ...)` with `net = Net().cuda()`), or, when each
+        passes a list or tuple literal of the same length (`train(args, [net_g, net_d], ...)`), one flag per
+        element; None when a site passes anything else, the sites disagree, or none is found."""
+        return self._one_passed(path, function, parameter, self.modules_at, lambda v: v)
+
+    def modules_at(self, info: ModuleInfo, expr: ast.expr, assigns: dict, depth: int = 0):
+        """What a call site passes, as `parameter_modules` tells it: (True,) for a module, one flag per element
+        for a list or tuple literal (or a name bound once to one), None for the literal None, _UNKNOWN for
+        anything else."""
+        if isinstance(expr, ast.Constant) and expr.value is None:
+            return None
+        if isinstance(expr, ast.Name) and depth == 0 and len(assigns.get(expr.id, ())) == 1 and \
+                assigns[expr.id][0][1] is None and isinstance(assigns[expr.id][0][0], (ast.List, ast.Tuple)):
+            expr = assigns[expr.id][0][0]  # `model_list = [model, head]`, then `train(args, model_list, ...)`
+        if isinstance(expr, (ast.List, ast.Tuple)) and depth == 0:
+            if not expr.elts or any(isinstance(e, ast.Starred) for e in expr.elts):
+                return _UNKNOWN
+            return tuple(self.module_at(info, e, assigns, 1) for e in expr.elts)
+        return (True,) if self.module_at(info, expr, assigns, depth) else _UNKNOWN
+
+    def module_at(self, info: ModuleInfo, expr: ast.expr, assigns: dict, depth: int = 0) -> bool:
+        """`expr`, in the caller `info`, holds an `nn.Module`: a `torch.nn` layer or a project module class built
+        (`Net(...)`, `nn.Linear(...).to(device)`), a wrapper of one (`DDP(net)`), or a name every plain
+        assignment of which is one (`net = net.cuda()` keeps what `net` held)."""
+        if depth > 4:
+            return False
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Attribute) and func.attr in _MODULE_SELF_METHODS:
+                return self.module_at(info, func.value, assigns, depth + 1)  # `Net().cuda(rank)`, `.train()`
+            passed = self.passed_arguments(info, expr)
+            if passed is not None and passed[0] is not None:  # `DDP(net, device_ids=[rank])`
+                return self.module_at(info, passed[0], assigns, depth + 1)
+            qualified = info.qualify(_dotted(func) or "")
+            last = qualified.rpartition(".")[2]
+            if qualified.startswith("torch.nn.") and last[:1].isupper() and last not in _NOT_MODULES and \
+                    not qualified.startswith(("torch.nn.functional.", "torch.nn.init.", "torch.nn.utils.")):
+                return True
+            dotted = _dotted(func)
+            found = self.lookup(info.path, dotted) if dotted and not dotted.startswith("self.") else None
+            if isinstance(found, FunctionSummary) and found.returns_classes:
+                return all(c is not None and self.is_module_class(c) for c in found.returns_classes)
+            return isinstance(found, ClassSummary) and self.is_module_class(found)
+        if isinstance(expr, ast.Name) and expr.id in assigns:
+            values = []
+            for value, index in assigns[expr.id]:
+                if index is not None:
+                    return False
+                if isinstance(value, ast.Call):
+                    func = value.func
+                    receiver = func.value if isinstance(func, ast.Attribute) and \
+                        func.attr in _MODULE_SELF_METHODS else None
+                    passed = self.passed_arguments(info, value)
+                    kept = receiver if receiver is not None else (passed[0] if passed is not None else None)
+                    if isinstance(kept, ast.Name) and kept.id == expr.id:
+                        continue  # `net = net.cuda(rank)`, `net = DDP(net)`: what the name already held
+                values.append(value)
+            return bool(values) and all(self.module_at(info, v, assigns, depth + 1) for v in values)
+        return False
+
     def _one_assigned(self, resolve, identity, info: ModuleInfo, name: str, assigns: dict, depth: int):
         """What `resolve` finds for the caller's plain assignments of `name`: the one value they agree on (told
         apart by `identity`), None when all give None, _UNKNOWN for an unpacking, an unknown value or two."""
@@ -2587,6 +2649,11 @@ class _Summarizer:
 
 
 TENSOR, DEVICE_TENSOR = 1, 2
+# Module methods that hand back the module itself (`net = net.cuda()`), and `torch.nn` classes that are no module.
+_MODULE_SELF_METHODS = frozenset({"to", "cuda", "cpu", "train", "eval", "half", "float", "bfloat16", "double",
+                                  "requires_grad_", "to_empty"})
+_NOT_MODULES = frozenset({"Parameter", "ParameterList", "ParameterDict", "UninitializedParameter",
+                          "UninitializedBuffer", "Buffer"})
 
 
 def _ast_sizes(call: ast.Call, count: Optional[int]) -> list:
