@@ -114,3 +114,54 @@ def test_the_summary_says_the_read_is_of_the_modules_output(tmp_path):
     assert sink is not None and sink.through == "output" and sink.what == ".numpy()"
     counted = project.lookup(tmp_path / "main.py", "class_count").sink_for_argument(0, None)
     assert counted is not None and counted.through == ""  # a host read of an attribute, not of an output
+
+
+# -- modules handed in as parameters: what calling them returns is a tensor ----------------------------------------
+TRAIN_NETS = textwrap.dedent("""\
+    import torch
+
+
+    def accuracy(pred, target):
+        return float((pred.argmax(dim=1) == target).sum().item()) / len(pred)
+
+
+    def train(args, nets, loader, optimizer, device):
+        net_g, head = nets
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            rep = net_g(x)
+            pred = head(rep)
+            loss = torch.nn.functional.cross_entropy(pred, y)
+            acc = accuracy(pred, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+    def main(args, loader):
+        device = torch.device("cuda")
+        net_g = torch.nn.Linear(4, 4).to(device)
+        head = torch.nn.Linear(4, 2)
+        head = head.cuda()
+        optimizer = torch.optim.SGD(list(net_g.parameters()) + list(head.parameters()), lr=0.1)
+        nets = [net_g, head]
+        train(args, NETS, loader, optimizer, device)
+""")
+
+
+def _rows(tmp_path, nets: str, head: str = "head = torch.nn.Linear(4, 2)") -> set:
+    text = TRAIN_NETS.replace("NETS", nets).replace("head = torch.nn.Linear(4, 2)", head)
+    root = write_project(tmp_path, {"train.py": text})
+    return {row for _, row, _ in found(check(root, "--no-cache", "--exit-zero", "--select", "GPU112"))}
+
+
+def test_an_element_of_a_list_of_modules_the_callers_pass_returns_tensors(tmp_path):
+    assert 15 in _rows(tmp_path / "literal", "[net_g, head]")
+    assert 15 in _rows(tmp_path / "named", "nets")  # `nets = [net_g, head]` bound once in the caller
+    assert 15 in _rows(tmp_path / "wrapped", "[net_g, head]",
+                       "head = torch.nn.DataParallel(torch.nn.Linear(4, 2))")
+
+
+def test_an_element_the_callers_pass_as_something_else_stays_unknown(tmp_path):
+    assert 15 not in _rows(tmp_path / "function", "[net_g, head]", "head = lambda t: t.sum(dim=1).tolist()")
+    assert 15 not in _rows(tmp_path / "unknown", "[net_g, make_head()]")
