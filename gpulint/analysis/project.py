@@ -1404,7 +1404,7 @@ class _Summarizer:
         self.parameter_views: set[str] = set()  # names iterating a module argument's parameters
         # names holding (a value computed from) what calling a parameter returned (`out = net(img)`): a module
         # handed in runs there, so a read of them is a read of its output (`Sink.through` "output")
-        self.output_views: set[str] = set()
+        self.output_views: dict[str, str] = {}  # name -> that parameter
         self.classes: dict[str, ClassSummary] = {}  # names bound to an instance of a project class
         self.quiet = 0  # > 0: inside a block whose reads are not the call's (periodic, an option)
         self.hidden = 0  # > 0: inside such a block's body (a loader it returns is not the function's answer)
@@ -1529,8 +1529,9 @@ class _Summarizer:
                     self.taint[name] = source
                 if source is not None and views:
                     self.parameter_views.add(name)
-                if source is not None and self._through_output(stmt.iter):
-                    self.output_views.add(name)
+                called = self._output_of(stmt.iter) if source is not None else None
+                if called is not None:
+                    self.output_views[name] = called
                 if level:
                     self.tensors[name] = level
             self._block(stmt.body, conditional)
@@ -1581,7 +1582,7 @@ class _Summarizer:
         level = 0 if sink is not None else self._tensor_level(value)
         whole_host = self._host_batch(value)
         views = source is not None and self._through_parameters(value)
-        outputs = source is not None and self._through_output(value)
+        outputs = self._output_of(value) if source is not None else None
         moved = self._moved_to_cuda(value)
         for target in targets:
             if not augmented:
@@ -1625,10 +1626,10 @@ class _Summarizer:
                     self.parameter_views.add(name)
                 elif not augmented:
                     self.parameter_views.discard(name)
-                if outputs:
-                    self.output_views.add(name)
+                if outputs is not None:
+                    self.output_views[name] = outputs
                 elif not augmented:
-                    self.output_views.discard(name)
+                    self.output_views.pop(name, None)
                 if sink is not None:
                     self.host_scalars[name] = sink
                     if not augmented and not self.quiet:  # a branch maybe not taken keeps what came before
@@ -2069,7 +2070,7 @@ class _Summarizer:
             param = self._tainted_by(operand)
             if param is not None and self._sink_open(param):
                 through = "parameters" if self._through_parameters(operand) else \
-                    "output" if self._through_output(operand) else ""
+                    "output" if self._output_of(operand) == param else ""
                 self._put_sink(param, Sink(self.info.path, call.lineno, what, through))
             return
         callee = self._callee(call)
@@ -2095,7 +2096,7 @@ class _Summarizer:
             if param is not None and self._sink_open(param):
                 sink = summary.sink_for_argument(position, None, bound)
                 if sink is not None and _ast_call_runs(call, summary, bound, sink):
-                    self._put_sink(param, self._output_sink(sink, arg))
+                    self._put_sink(param, self._output_sink(sink, arg, param))
         for kw in call.keywords:
             param = self._tainted_by(kw.value)
             if param is None or not self._sink_open(param):
@@ -2105,7 +2106,7 @@ class _Summarizer:
             else:
                 sink = summary.sink_for_argument(None, kw.arg, bound)
             if sink is not None and _ast_call_runs(call, summary, bound, sink):
-                self._put_sink(param, self._output_sink(sink, kw.value))
+                self._put_sink(param, self._output_sink(sink, kw.value, param))
         for arg in call.args:
             if isinstance(arg, ast.Starred):
                 param = self._tainted_by(arg.value)
@@ -2426,25 +2427,25 @@ class _Summarizer:
     def _through_parameters(self, expr: ast.expr) -> bool:
         return any(isinstance(n, ast.Name) and n.id in self.parameter_views for n in ast_walk.walk(expr))
 
-    def _through_output(self, expr: ast.expr) -> bool:
-        """`expr` computes with what calling a parameter returned: `net(img)` (or `net.forward(img)`) of a
-        parameter's object (as given, or `net = net.cuda()`), or a name bound to such a value (`output_views`). A module handed in for that
-        parameter runs there on every call, and its output is on the module's device."""
+    def _output_of(self, expr: ast.expr) -> Optional[str]:
+        """The parameter whose returned value `expr` computes with: `net(img)` (or `net.forward(img)`) of a
+        parameter's object (as given, or `net = net.cuda()`), or a name bound to such a value (`output_views`). A
+        module handed in for that parameter runs there on every call, and its output is on the module's device."""
         for node in ast_walk.walk(expr):
             if isinstance(node, ast.Name) and node.id in self.output_views:
-                return True
+                return self.output_views[node.id]
             if not isinstance(node, ast.Call):
                 continue
             func = node.func.value if isinstance(node.func, ast.Attribute) and node.func.attr == "forward" \
                 else node.func
             if isinstance(func, ast.Name) and func.id in self.held:  # the parameter's object (`net = net.cuda()`)
-                return True
-        return False
+                return self.held[func.id]
+        return None
 
-    def _output_sink(self, sink: Sink, arg: ast.expr) -> Sink:
-        """The callee's read, as this function's: a plain read of the argument is a read of a module's output
-        here when the argument is that output (`predict(net(x))` ... `.cpu()` inside)."""
-        return replace(sink, through="output") if not sink.through and self._through_output(arg) else sink
+    def _output_sink(self, sink: Sink, arg: ast.expr, param: str) -> Sink:
+        """The callee's read, as this function's: a plain read of the argument is a read of the output of the
+        module handed in as `param` when the argument is that output (`predict(net(x))` ... `.cpu()` inside)."""
+        return replace(sink, through="output") if not sink.through and self._output_of(arg) == param else sink
 
     def _classes_of(self, value: ast.expr) -> tuple:
         """The project classes `value` is an instance of: one for `Cls(...)` or a name bound to one, one per
