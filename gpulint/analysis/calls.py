@@ -654,7 +654,7 @@ class ProjectCalls(ModuleCalls):
                 continue
             if self.carries_tensor(arg.value) and not self._host_batch_element(arg.value) or \
                     _parameters_of(arg.value) or \
-                    sink.through == "parameters" and self.analysis.kind(arg.value) is Kind.MODULE:
+                    sink.through in ("parameters", "output") and self.analysis.kind(arg.value) is Kind.MODULE:
                 return HelperCost(name, sink, arg.value)
         if summary.copies_host is not None and summary.copies_host.path.resolve() != self.path and \
                 not self._cpu_device_passed(call, summary, bound, summary.copies_host_device or "") and \
@@ -704,6 +704,8 @@ class ProjectCalls(ModuleCalls):
         """Also what project helpers return: a tensor, or the argument they are given (`reduce_dict(d)`)."""
         if super()._call_carries(call, depth):
             return True
+        if type(call.func) is cst.Name and self._module_parameter(call.func):
+            return True  # `pred = head(rep)` with `model, head = model_list` and the callers passing modules
         target = self.callee(call, own_module=True)
         if target is None:
             return False
@@ -1120,6 +1122,29 @@ class ProjectCalls(ModuleCalls):
                 isinstance(self.index.up.get(id(cls)), cst.Module):
             return self.project.parameter_class(self.path, f"{cls.name.value}.__init__", binding.name)
         return None
+
+    def _module_parameter(self, name: cst.Name) -> bool:
+        """`name` holds an `nn.Module` that the callers of this module's top-level function hand in: the parameter
+        itself (`def predict(net, ...)`), or an element unpacked from it (`net_g, net_d = nets` with every call
+        site passing `[net_g, net_d]`), each built as a module in the caller (`Project.parameter_modules`)."""
+        bindings = self.index.visible_bindings(name)
+        if len(bindings) != 1:
+            return False
+        binding, index = bindings[0], None
+        if binding.kind == "assign" and binding.index is not None and type(binding.value) is cst.Name:
+            index = binding.index
+            bindings = self.index.visible_bindings(binding.value)
+            if len(bindings) != 1:
+                return False
+            binding = bindings[0]
+        fn = binding.source
+        if binding.kind != "param" or type(fn) is not cst.FunctionDef or \
+                type(self.index.up.get(id(fn))) is not cst.Module:
+            return False
+        flags = self.project.parameter_modules(self.path, fn.name.value, binding.name)
+        if flags is None:
+            return False
+        return flags == (True,) if index is None else index < len(flags) and flags[index] is True
 
     def _parameter_union(self, binding) -> tuple:
         """A parameter of a top-level function of this module: the classes its call sites pass, when they pass

@@ -107,6 +107,8 @@ class Sink:
     what: str
     # "parameters": the read is of the parameters (or their gradients) of a module handed in, as a gradient
     # clipping helper does with `for p in model.parameters(): p.grad.norm().item()`.
+    # "output": the read is of what calling the parameter returned (`out = net(img)`, then `out.cpu()`): a module
+    # handed in runs there and its output is read back.
     through: str = ""
     # The read runs only where a parameter holds one of some constants: `if reduction == "mean": return
     # x.mean().item()` gives ("reduction", ("mean",), True); the last element says whether the parameter's
@@ -1079,6 +1081,68 @@ class Project:
         disagree, or when no site is found."""
         return self._one_passed(path, function, parameter, self.class_at, id)
 
+    def parameter_modules(self, path: Path, function: str, parameter: str) -> Optional[tuple]:
+        """Which of what every call site of the top-level `function` passes as `parameter` is an `nn.Module`:
+        `(True,)` when each site passes a module (`train(net, ...)` with `net = Net().cuda()`), or, when each
+        passes a list or tuple literal of the same length (`train(args, [net_g, net_d], ...)`), one flag per
+        element; None when a site passes anything else, the sites disagree, or none is found."""
+        return self._one_passed(path, function, parameter, self.modules_at, lambda v: v)
+
+    def modules_at(self, info: ModuleInfo, expr: ast.expr, assigns: dict, depth: int = 0):
+        """What a call site passes, as `parameter_modules` tells it: (True,) for a module, one flag per element
+        for a list or tuple literal (or a name bound once to one), None for the literal None, _UNKNOWN for
+        anything else."""
+        if isinstance(expr, ast.Constant) and expr.value is None:
+            return None
+        if isinstance(expr, ast.Name) and depth == 0 and len(assigns.get(expr.id, ())) == 1 and \
+                assigns[expr.id][0][1] is None and isinstance(assigns[expr.id][0][0], (ast.List, ast.Tuple)):
+            expr = assigns[expr.id][0][0]  # `model_list = [model, head]`, then `train(args, model_list, ...)`
+        if isinstance(expr, (ast.List, ast.Tuple)) and depth == 0:
+            if not expr.elts or any(isinstance(e, ast.Starred) for e in expr.elts):
+                return _UNKNOWN
+            return tuple(self.module_at(info, e, assigns, 1) for e in expr.elts)
+        return (True,) if self.module_at(info, expr, assigns, depth) else _UNKNOWN
+
+    def module_at(self, info: ModuleInfo, expr: ast.expr, assigns: dict, depth: int = 0) -> bool:
+        """`expr`, in the caller `info`, holds an `nn.Module`: a `torch.nn` layer or a project module class built
+        (`Net(...)`, `nn.Linear(...).to(device)`), a wrapper of one (`DDP(net)`), or a name every plain
+        assignment of which is one (`net = net.cuda()` keeps what `net` held)."""
+        if depth > 4:
+            return False
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Attribute) and func.attr in _MODULE_SELF_METHODS:
+                return self.module_at(info, func.value, assigns, depth + 1)  # `Net().cuda(rank)`, `.train()`
+            passed = self.passed_arguments(info, expr)
+            if passed is not None and passed[0] is not None:  # `DDP(net, device_ids=[rank])`
+                return self.module_at(info, passed[0], assigns, depth + 1)
+            qualified = info.qualify(_dotted(func) or "")
+            last = qualified.rpartition(".")[2]
+            if qualified.startswith("torch.nn.") and last[:1].isupper() and last not in _NOT_MODULES and \
+                    not qualified.startswith(("torch.nn.functional.", "torch.nn.init.", "torch.nn.utils.")):
+                return True
+            dotted = _dotted(func)
+            found = self.lookup(info.path, dotted) if dotted and not dotted.startswith("self.") else None
+            if isinstance(found, FunctionSummary) and found.returns_classes:
+                return all(c is not None and self.is_module_class(c) for c in found.returns_classes)
+            return isinstance(found, ClassSummary) and self.is_module_class(found)
+        if isinstance(expr, ast.Name) and expr.id in assigns:
+            values = []
+            for value, index in assigns[expr.id]:
+                if index is not None:
+                    return False
+                if isinstance(value, ast.Call):
+                    func = value.func
+                    receiver = func.value if isinstance(func, ast.Attribute) and \
+                        func.attr in _MODULE_SELF_METHODS else None
+                    passed = self.passed_arguments(info, value)
+                    kept = receiver if receiver is not None else (passed[0] if passed is not None else None)
+                    if isinstance(kept, ast.Name) and kept.id == expr.id:
+                        continue  # `net = net.cuda(rank)`, `net = DDP(net)`: what the name already held
+                values.append(value)
+            return bool(values) and all(self.module_at(info, v, assigns, depth + 1) for v in values)
+        return False
+
     def _one_assigned(self, resolve, identity, info: ModuleInfo, name: str, assigns: dict, depth: int):
         """What `resolve` finds for the caller's plain assignments of `name`: the one value they agree on (told
         apart by `identity`), None when all give None, _UNKNOWN for an unpacking, an unknown value or two."""
@@ -1357,6 +1421,9 @@ class _Summarizer:
         self.loader_places: set = set()  # where in the returned tuples the loader is, per `return`
         self.tensors: dict[str, int] = {}  # names holding a tensor made here: TENSOR, or DEVICE_TENSOR
         self.parameter_views: set[str] = set()  # names iterating a module argument's parameters
+        # names holding (a value computed from) what calling a parameter returned (`out = net(img)`): a module
+        # handed in runs there, so a read of them is a read of its output (`Sink.through` "output")
+        self.output_views: dict[str, str] = {}  # name -> that parameter
         self.classes: dict[str, ClassSummary] = {}  # names bound to an instance of a project class
         self.quiet = 0  # > 0: inside a block whose reads are not the call's (periodic, an option)
         self.hidden = 0  # > 0: inside such a block's body (a loader it returns is not the function's answer)
@@ -1481,6 +1548,9 @@ class _Summarizer:
                     self.taint[name] = source
                 if source is not None and views:
                     self.parameter_views.add(name)
+                called = self._output_of(stmt.iter) if source is not None else None
+                if called is not None:
+                    self.output_views[name] = called
                 if level:
                     self.tensors[name] = level
             self._block(stmt.body, conditional)
@@ -1531,6 +1601,7 @@ class _Summarizer:
         level = 0 if sink is not None else self._tensor_level(value)
         whole_host = self._host_batch(value)
         views = source is not None and self._through_parameters(value)
+        outputs = self._output_of(value) if source is not None else None
         moved = self._moved_to_cuda(value)
         for target in targets:
             if not augmented:
@@ -1574,6 +1645,10 @@ class _Summarizer:
                     self.parameter_views.add(name)
                 elif not augmented:
                     self.parameter_views.discard(name)
+                if outputs is not None:
+                    self.output_views[name] = outputs
+                elif not augmented:
+                    self.output_views.pop(name, None)
                 if sink is not None:
                     self.host_scalars[name] = sink
                     if not augmented and not self.quiet:  # a branch maybe not taken keeps what came before
@@ -2013,7 +2088,8 @@ class _Summarizer:
                 return
             param = self._tainted_by(operand)
             if param is not None and self._sink_open(param):
-                through = "parameters" if self._through_parameters(operand) else ""
+                through = "parameters" if self._through_parameters(operand) else \
+                    "output" if self._output_of(operand) == param else ""
                 self._put_sink(param, Sink(self.info.path, call.lineno, what, through))
             return
         callee = self._callee(call)
@@ -2039,7 +2115,7 @@ class _Summarizer:
             if param is not None and self._sink_open(param):
                 sink = summary.sink_for_argument(position, None, bound)
                 if sink is not None and _ast_call_runs(call, summary, bound, sink):
-                    self._put_sink(param, sink)
+                    self._put_sink(param, self._output_sink(sink, arg, param))
         for kw in call.keywords:
             param = self._tainted_by(kw.value)
             if param is None or not self._sink_open(param):
@@ -2049,7 +2125,7 @@ class _Summarizer:
             else:
                 sink = summary.sink_for_argument(None, kw.arg, bound)
             if sink is not None and _ast_call_runs(call, summary, bound, sink):
-                self._put_sink(param, sink)
+                self._put_sink(param, self._output_sink(sink, kw.value, param))
         for arg in call.args:
             if isinstance(arg, ast.Starred):
                 param = self._tainted_by(arg.value)
@@ -2370,6 +2446,26 @@ class _Summarizer:
     def _through_parameters(self, expr: ast.expr) -> bool:
         return any(isinstance(n, ast.Name) and n.id in self.parameter_views for n in ast_walk.walk(expr))
 
+    def _output_of(self, expr: ast.expr) -> Optional[str]:
+        """The parameter whose returned value `expr` computes with: `net(img)` (or `net.forward(img)`) of a
+        parameter's object (as given, or `net = net.cuda()`), or a name bound to such a value (`output_views`). A
+        module handed in for that parameter runs there on every call, and its output is on the module's device."""
+        for node in ast_walk.walk(expr):
+            if isinstance(node, ast.Name) and node.id in self.output_views:
+                return self.output_views[node.id]
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func.value if isinstance(node.func, ast.Attribute) and node.func.attr == "forward" \
+                else node.func
+            if isinstance(func, ast.Name) and func.id in self.held:  # the parameter's object (`net = net.cuda()`)
+                return self.held[func.id]
+        return None
+
+    def _output_sink(self, sink: Sink, arg: ast.expr, param: str) -> Sink:
+        """The callee's read, as this function's: a plain read of the argument is a read of the output of the
+        module handed in as `param` when the argument is that output (`predict(net(x))` ... `.cpu()` inside)."""
+        return replace(sink, through="output") if not sink.through and self._output_of(arg) == param else sink
+
     def _classes_of(self, value: ast.expr) -> tuple:
         """The project classes `value` is an instance of: one for `Cls(...)` or a name bound to one, one per
         element of a tuple or of what a project function returns (`model, criterion = build(args)`)."""
@@ -2573,6 +2669,11 @@ class _Summarizer:
 
 
 TENSOR, DEVICE_TENSOR = 1, 2
+# Module methods that hand back the module itself (`net = net.cuda()`), and `torch.nn` classes that are no module.
+_MODULE_SELF_METHODS = frozenset({"to", "cuda", "cpu", "train", "eval", "half", "float", "bfloat16", "double",
+                                  "requires_grad_", "to_empty"})
+_NOT_MODULES = frozenset({"Parameter", "ParameterList", "ParameterDict", "UninitializedParameter",
+                          "UninitializedBuffer", "Buffer"})
 
 
 def _ast_sizes(call: ast.Call, count: Optional[int]) -> list:

@@ -53,7 +53,10 @@ class SyncInCall(GpuRule):
     a helper's reads of its argument's elements one by one (a greedy decoder's `if t[i] != 0` over
     `t = indices[k, :]`, or `names[i] for i in indices[k, :]`: one `bool()` or `__index__()` per element), and a
     method called on a parameter that holds one of several project classes (`converter.decode(...)` with a
-    CTC or an attention converter passed in), reported when every candidate's method pays.
+    CTC or an attention converter passed in), reported when every candidate's method pays. A module handed to a
+    helper that runs it and reads what it returns (`test_net(net, image)` doing `y = net(x)`, then
+    `y.cpu().numpy()`) is reported at the call too: the read waits for the module's forward pass; the helper's
+    reads of the module's Python attributes (`int(net.num_classes)`, `if net.training:`) are none.
     A helper of another module that builds a tensor from host data and copies it to the GPU on every call
     (`torch.from_numpy(indices).long().to(device)` in a timestep sampler's `sample(n, device)`, directly or
     through the helpers it calls, `super().method(...)` included) is reported at its per-step call too: the
@@ -211,7 +214,7 @@ class SyncInCall(GpuRule):
                         related=(Related(display_path(sink.path), sink.line, f"{sink.what} here"),))
             return
         given = " on the parameters of the module it is given" if sink.through == "parameters" else \
-            " on what it is given"
+            " on the output of the module it is given" if sink.through == "output" else " on what it is given"
         what = (f"calls `{sink.what}`" if sink.what.endswith(")") else f"does {sink.what}") + (
             given if cost.argument is not None else "")
         message = f"`{text or self._call_text(node)}` syncs every step: `{cost.callee}` {what}"
