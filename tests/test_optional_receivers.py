@@ -93,7 +93,8 @@ def test_loop_of_a_helper_attribute_set_to_none_in_init(tmp_path):
 def test_name_only_ever_none_or_another_class_proves_nothing(tmp_path):
     only_none = TRAIN.replace("helper = ShadowEMA(0.999)", "helper = None")
     assert ("ema.py", 11) not in _hits(tmp_path / "a", only_none)
-    other = TRAIN.replace("helper = None", "helper = copy.deepcopy(model)").replace("import torch\n", "import copy\nimport torch\n")
+    other = TRAIN.replace("helper = None", "helper = copy.deepcopy(model)")
+    other = other.replace("import torch\n", "import copy\nimport torch\n")
     assert other.count("copy") == 3
     assert ("ema.py", 11) not in _hits(tmp_path / "b", other)
 
