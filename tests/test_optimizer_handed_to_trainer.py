@@ -112,3 +112,11 @@ def test_second_name_of_a_linear_probe_stays_a_probe(tmp_path):
     root = write_project(tmp_path / "b", {"probe.py": moved})
     assert ("probe.py", 16) in {(path, row) for path, row, code in found(check(root, "--no-cache", "--exit-zero"))
                                 if code == "GPU402"}
+
+
+def test_optimizer_rebound_before_the_call_is_not_the_one_trained(tmp_path):
+    text = MAIN.replace("    for epoch in range(epochs):\n",
+                        "    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)\n"
+                        "    for epoch in range(epochs):\n")
+    assert text != MAIN
+    assert ("main.py", 11) not in _hits(tmp_path, text)

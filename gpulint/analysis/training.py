@@ -109,6 +109,8 @@ class TrainingFacts:
             call = self.analysis.parent(arg) if type(arg) is cst.Arg else None
             if type(call) is not cst.Call or arg.star or self.index.enclosing_scope(call) is not scope:
                 continue
+            if not any(b.value is optimizer for b in self.analysis.kinds.reaching_bindings(node)):
+                continue  # another optimizer bound to the name by then (a later cell's `optimizer = ...`)
             found = calls._lookup(call.func) if type(call.func) in (cst.Name, cst.Attribute) else None
             if not isinstance(found, FunctionSummary) or "." in found.qualname:
                 continue
