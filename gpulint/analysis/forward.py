@@ -488,7 +488,7 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
             if not (type(target) is cst.Name or type(target) is cst.Attribute and isinstance(
                     target.value, cst.Name) and target.value.value == "self"):
                 continue
-            if resolver is not None and resolver.may_be(target):
+            if resolver is not None and resolver.receiver(target):
                 # a flag of `forward` the call leaves at False (`is_report_accuracy=False`) keeps its block quiet
                 return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)",
                                 f"{cls.name}.{member}", periodic_params=_periodic_arguments(
@@ -742,7 +742,7 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
         for _, node, func in hot_calls:
             if resolver is not None:
                 if not (type(func) is cst.Attribute and func.attr.value == member
-                        and (resolver.may_be(func.value) or resolver.among(func.value)
+                        and (resolver.receiver(func.value) or resolver.among(func.value)
                              or configured and _configured_target(project, analysis, node, func.value, cls))) \
                         and not _steps_the_argument(analysis, node, member, resolver):
                     continue
@@ -1231,6 +1231,11 @@ def _line_of(analysis, node: cst.CSTNode) -> int:
     return position.start.line if position is not None else 1
 
 
+def _is_none(expr) -> bool:
+    """The literal `None`."""
+    return type(expr) is cst.Name and expr.value == "None"
+
+
 class _Instances:
     """Whether an expression of a caller module may hold an instance of `cls` (and nothing else)."""
 
@@ -1295,6 +1300,23 @@ class _Instances:
             found = True
         return found
 
+    def receiver(self, expr: cst.BaseExpression) -> bool:
+        """`may_be` for the object a hot call is made on (`ema_helper.update(model)`, `model(x)`): a binding of it
+        to the literal `None` (`ema_helper = None` on the branch without EMA, `self.ema = None` in `__init__`)
+        never holds it when the call runs, since the call would raise there. The other bindings decide, and at
+        least one must remain."""
+        if type(expr) is cst.Name:
+            bindings = self.index.visible_bindings(expr)
+            kept = [b for b in bindings if not (b.kind == "assign" and b.index is None and _is_none(b.value))]
+            if kept and len(kept) < len(bindings) and len(bindings) <= 16:
+                return self._bindings_hold(expr, kept, 0)
+        elif type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
+            values = self.calls.self_attributes(expr)
+            kept = [v for v in values if not _is_none(v)]
+            if kept and len(kept) < len(values):
+                return all(self.may_be(v, 1) for v in kept)
+        return self.may_be(expr)
+
     def may_be(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         if depth > _MAX_DEPTH:
             return False
@@ -1339,6 +1361,10 @@ class _Instances:
                 and bindings[0].value is not None:  # `for evaluator in self.evaluators:`
             elements = self.calls.element_classes(bindings[0].value, depth + 1)
             return bool(elements) and all(self._matches(c) for c in elements)
+        return self._bindings_hold(expr, bindings, depth)
+
+    def _bindings_hold(self, expr: cst.Name, bindings: list, depth: int) -> bool:
+        """Every one of `bindings` of the name `expr` may hold an instance (a rewrap of the name itself passes)."""
         found = False
         for b in bindings:
             if b.kind == "param":

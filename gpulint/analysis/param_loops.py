@@ -66,7 +66,8 @@ def _unconditional_loop(fn: ast.FunctionDef) -> Optional[tuple[int, tuple]]:
             if names and _updates(stmt, names) or _shadow_updates(stmt, bindings):
                 if _may_leave_before(fn, stmt):
                     return None
-                given = {n.id for n in _sequences(stmt.iter) if isinstance(n, ast.Name) and n.id not in bindings}
+                given = {n.id for n in _sequences(_unenumerated(stmt.iter, stmt.target)[0])
+                         if isinstance(n, ast.Name) and n.id not in bindings}
                 passed = tuple((name, i) for i, name in enumerate(positional) if name in given) + tuple(
                     (a.arg, None) for a in fn.args.kwonlyargs if a.arg in given)
                 return stmt.lineno, passed
@@ -168,8 +169,18 @@ def _yields(expr: ast.expr, bindings: dict, depth: int = 0) -> Optional[str]:
     return "each" if lowered.endswith(("params", "parameters")) and not lowered.startswith("num_") else None
 
 
+def _unenumerated(it: ast.expr, target: ast.expr) -> tuple:
+    """rules/throughput/per_parameter_loop.py `_unenumerated` on `ast`: `enumerate(X)` iterated as `i, T` is `X`
+    iterated as `T`."""
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and \
+            len(it.args) == 1 and not isinstance(it.args[0], ast.Starred) and \
+            all(k.arg == "start" for k in it.keywords) and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+        return it.args[0], target.elts[1]
+    return it, target
+
+
 def _parameter_names(loop: ast.For, bindings: dict) -> set[str]:
-    it, target = loop.iter, loop.target
+    it, target = _unenumerated(loop.iter, loop.target)
     kind = _yields(it, bindings)
     if kind == "named":
         if isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[1], ast.Name):

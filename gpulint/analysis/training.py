@@ -87,6 +87,47 @@ class TrainingFacts:
         over a loader, or a `while` loop that draws a batch every iteration)."""
         return bool(self._step_loops()) and data_facts(self.analysis).clearly_cuda()
 
+    def trainer_steps(self, optimizer: cst.Call) -> bool:
+        """The optimizer built by `optimizer` (`opt = torch.optim.AdamW(...)`) is handed, in the same function, to
+        a top-level project function whose loop runs `.backward()` and steps it (`opt.step()` or
+        `scaler.step(opt)` of the parameter it arrives as): `train_one_epoch(model, criterion, loader, opt, ...)`
+        of an engine module, the script's epoch loop around it. The script trains through that function."""
+        from gpulint.analysis.calls import project_calls
+        from gpulint.analysis.forward import _argument
+        from gpulint.analysis.project import FunctionSummary, _find_function
+
+        stmt = self.analysis.parent(optimizer)
+        if type(stmt) is not cst.Assign or len(stmt.targets) != 1 or type(stmt.targets[0].target) is not cst.Name:
+            return False
+        name = stmt.targets[0].target.value
+        scope = self.index.enclosing_scope(optimizer)
+        calls = self.analysis.fact(project_calls)
+        if calls is None:
+            return False
+        for node in self.index.names(name):
+            arg = self.analysis.parent(node)
+            call = self.analysis.parent(arg) if type(arg) is cst.Arg else None
+            if type(call) is not cst.Call or arg.star or self.index.enclosing_scope(call) is not scope:
+                continue
+            if not any(b.value is optimizer for b in self.analysis.kinds.reaching_bindings(node)):
+                continue  # another optimizer bound to the name by then (a later cell's `optimizer = ...`)
+            found = calls._lookup(call.func) if type(call.func) in (cst.Name, cst.Attribute) else None
+            if not isinstance(found, FunctionSummary) or "." in found.qualname:
+                continue
+            info = calls.project.module(found.path)
+            fn = _find_function(info, found.qualname)[0] if info is not None else None
+            if fn is None:
+                continue
+            positional = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+            if arg.keyword is not None:
+                param = arg.keyword.value
+            else:
+                at = [a for a in call.args if a.keyword is None].index(arg)
+                param = positional[at] if at < len(positional) else None
+            if param is not None and _steps_in_a_loop(fn, param):
+                return True
+        return False
+
     # -- precision ---------------------------------------------------------------------------------------------
     def chose_precision(self) -> bool:
         """The module mentions autocast, a half dtype, a `dtype=` argument other than a NumPy float64 one
@@ -141,13 +182,21 @@ class TrainingFacts:
         return last
 
     # -- where a model lives -----------------------------------------------------------------------------------
-    def module_on_cuda(self, name: cst.Name) -> bool:
+    def module_on_cuda(self, name: cst.Name, depth: int = 0) -> bool:
         """Every move of the model `name` that this module makes goes to a CUDA device, and there is one:
         `Net().to("cuda")`, `model.cuda()`, `model = model.to(device)` with `device = torch.device("cuda")`,
-        or built with `device="cuda"`. A device that may be another accelerator or the CPU makes it unknown."""
+        or built with `device="cuda"`. A device that may be another accelerator or the CPU makes it unknown.
+        A second name for the same module (`model_without_ddp = model`, `= model.module` of its DDP wrapper)
+        is where that model is: `.to()` moves a module in place, so the alias moves with it."""
         moves: list[Optional[bool]] = []
         for b in data_facts(self.analysis).bindings(name):
             if b.kind == "assign" and b.value is not None:
+                alias = b.value
+                while type(alias) is cst.Attribute and alias.attr.value == "module":
+                    alias = alias.value
+                if b.index is None and type(alias) is cst.Name and alias.value != name.value and depth < 3:
+                    moves.append(self.module_on_cuda(alias, depth + 1))
+                    continue
                 moves.extend(self._moves(b.value))
         scope = self.index.enclosing_scope(name)
         for node in self._method_calls_on().get(name.value, ()):
@@ -433,7 +482,7 @@ class TrainingFacts:
         owners = list(self.parameter_owners(params))
         return bool(owners) and all(self._one_layer_class(o) for o in owners)
 
-    def _one_layer_class(self, owner: cst.Name) -> bool:
+    def _one_layer_class(self, owner: cst.Name, depth: int = 0) -> bool:
         from gpulint.analysis.node_types import of_types
 
         classes = {c.name.value: c for c in of_types(self.index, cst.ClassDef)}
@@ -442,6 +491,12 @@ class TrainingFacts:
             while type(value) is cst.Call and type(value.func) is cst.Attribute and \
                     value.func.attr.value in _MODULE_MOVES:
                 value = value.func.value
+            while type(value) is cst.Attribute and value.attr.value == "module":
+                value = value.value  # `model_without_ddp = model.module`
+            if b.kind == "assign" and b.index is None and type(value) is cst.Name and value.value != owner.value:
+                if depth < 3 and self._one_layer_class(value, depth + 1):
+                    continue  # `model_without_ddp = model`: a second name, the model's own bindings decide
+                return False
             if b.kind == "assign" and type(value) is cst.Name:
                 continue  # `probe = probe.cuda()`: the binding it moves decides
             if b.kind != "assign" or type(value) is not cst.Call:
@@ -469,6 +524,28 @@ _WEIGHT_LAYERS = frozenset(f"torch.nn.{name}" for name in (
     "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer"))
 _MODEL_WRAPPERS = frozenset(("torch.compile", "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
                              "torch.nn.parallel.DataParallel", "torch.nn.SyncBatchNorm.convert_sync_batchnorm"))
+
+
+def _steps_in_a_loop(fn, param: str) -> bool:
+    """A `for`/`while` loop of the `ast` function `fn` runs `.backward()` and steps the optimizer `param`:
+    `param.step()`, or `scaler.step(param)` of a gradient scaler."""
+    import ast
+
+    for loop in ast.walk(fn):
+        if not isinstance(loop, (ast.For, ast.While)):
+            continue
+        backward = stepped = False
+        for node in (n for stmt in loop.body for n in ast.walk(stmt)):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr == "backward":
+                    backward = True
+                elif node.func.attr == "step" and (
+                        isinstance(node.func.value, ast.Name) and node.func.value.id == param
+                        or len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id == param):
+                    stepped = True
+        if backward and stepped:
+            return True
+    return False
 
 
 def _all_below(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -21,13 +21,16 @@ class OptimizerNotFused(GpuRule):
     Flags `torch.optim.Adam(...)`, `AdamW(...)` and `SGD(...)` built over the `.parameters()` of a model that
     the same module moves to a CUDA device (`model.to(device)`, `model.cuda()`), when neither `fused=` nor
     `foreach=` is given, in a module that trains on CUDA in a loop (a `for` over batches, or a `while` loop
-    drawing one every iteration). Every move of that model must go to CUDA: a
+    drawing one every iteration), or that names CUDA and hands the optimizer, in the function building it, to a
+    top-level project function whose loop runs `.backward()` and steps it (`train_one_epoch(model, criterion,
+    loader, optimizer, device, epoch)` of an engine module). Every move of that model must go to CUDA: a
     device that may be another accelerator (`torch.accelerator.current_accelerator()`, `accelerator.device`) or
     a function's parameter keeps it silent. The class may be named indirectly: a choice between such classes
     (`optim_cls = optim.AdamW if c else optim.SGD`), `getattr(torch.optim, "AdamW")`, or a project subclass
     (`class AdamW(torch.optim.AdamW)`) whose `step` leaves the update to torch (or calls `super().step(...)`) and
     whose `__init__` hands its `**kwargs` on, so `fused=True` reaches torch. A model from a project factory that
-    moves it to CUDA (`model = load_model(path)`) counts as moved. On by default since it was precise on every finding on 20 real
+    moves it to CUDA (`model = load_model(path)`) counts as moved, and so does a second name for a moved model
+    (`model_without_ddp = model`, or `= model.module` of its DDP wrapper). On by default since it was precise on every finding on 20 real
     repositories (docs/rules/preview-decisions.md, third measurement).
 
     ## Why it is slow
@@ -78,7 +81,9 @@ class OptimizerNotFused(GpuRule):
     fix_availability = FixAvailability.ALWAYS
     fix_safety = FixSafety(Safety.UNSAFE, "the fused kernel rounds differently: parameters differ in the last bits")
     added_in = "0.2.0"
-    reports_in = ("hot-loop",)  # gpulint/prefilter.py: only modules that train (trains_on_cuda)
+    # gpulint/prefilter.py: modules that train (trains_on_cuda), or name CUDA and hand the optimizer to a
+    # project function that trains with it (`trainer_steps`; `clearly_cuda` needs "cuda" in the text)
+    reports_in = ("hot-loop", "cuda-text")
     _MODEL = "import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10)){move}\n"
     _LOOP = "for x in loader:\n    model(x).sum().backward()\n    opt.step()\n"
     VALID = (
@@ -111,6 +116,10 @@ class OptimizerNotFused(GpuRule):
         if params is None:
             return
         facts = training_facts(self.analysis)
+        stored = self.analysis.parent(node)
+        if not (type(stored) is cst.Assign and len(stored.targets) == 1 and type(stored.targets[0].target) is cst.Name) \
+                and not facts.trains_on_cuda():
+            return  # no loop here, and no name the optimizer is handed on by (`trainer_steps`)
         owners = list(facts.parameter_owners(params.value))
         if not owners:
             return
@@ -119,7 +128,8 @@ class OptimizerNotFused(GpuRule):
         built = facts.optimizer_classes(node.func)
         if not built or not built <= FUSED_OPTIMIZERS:
             return
-        if not facts.trains_on_cuda() or not facts.worth_a_lever() or facts.probe_parameters(params.value):
+        if not (facts.trains_on_cuda() or facts.trainer_steps(node)) or not facts.worth_a_lever() \
+                or facts.probe_parameters(params.value):
             return  # no training loop here, a test or a toy, a linear probe: the update costs next to nothing
         if not all(facts.module_on_cuda(o) for o in owners):
             return

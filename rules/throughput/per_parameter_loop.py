@@ -50,7 +50,8 @@ class PerParameterLoop(GpuRule):
     not an attribute the module also fills with fp16 master copies built by `_flatten_dense_tensors`, a few flat
     tensors),
     or an optimizer's parameter group (`for p in group["params"]:` in a hand-written
-    `step` or a clipping method of an optimizer wrapper); updates through `p.detach()` count. So does an EMA's shadow kept per parameter
+    `step` or a clipping method of an optimizer wrapper), each also through `enumerate(...)` (`for i, p in
+    enumerate(params):`, the shape of torch's own for-loop optimizers); updates through `p.detach()` count. So does an EMA's shadow kept per parameter
     under the loop's key (`for name, p in m.named_parameters():` rewriting `self.shadow[name]` in place, through
     `.data`, or from itself and `p`: `shadow[name] = d * shadow[name] + (1 - d) * p`); not a dict filled from the
     parameters alone (`grads[name] = p.grad.clone()`) or with numbers read back to the host. A norm or sum of each
@@ -409,8 +410,9 @@ def _is_buffers_call(expr: cst.BaseExpression) -> bool:
 
 def _parameter_names(loop: cst.For, analysis=None) -> set[str]:
     """The loop variables that stand for one parameter each (`p`, `name, p`, or the pairs of a zip), and the
-    names of dicts of parameters the body indexes (`ema_params[name]`)."""
-    it, target = loop.iter, loop.target
+    names of dicts of parameters the body indexes (`ema_params[name]`). `for i, p in enumerate(params):` (the
+    for-loop shape of torch's own optimizers) iterates what `enumerate` is given, its index aside."""
+    it, target = _unenumerated(loop.iter, loop.target)
     kind = _yields_parameters(it, analysis, loop)
     if kind == "named":
         if type(target) is cst.Tuple and len(target.elements) == 2:
@@ -432,6 +434,17 @@ def _parameter_names(loop: cst.For, analysis=None) -> set[str]:
         each = [_yields_parameters(a.value, analysis, loop) == "each" for a in zipped]
         return {e.value.value for e, yes in zip(target.elements, each) if yes and type(e.value) is cst.Name}
     return set()
+
+
+def _unenumerated(it: cst.BaseExpression, target: cst.BaseExpression):
+    """(what is iterated, the variables bound to each element): `enumerate(X)` iterated as `i, T` is `X` iterated
+    as `T` (a `start=` aside); any other loop as written."""
+    if type(it) is cst.Call and type(it.func) is cst.Name and it.func.value == "enumerate" and it.args \
+            and it.args[0].keyword is None and not it.args[0].star \
+            and all(a.keyword is not None and a.keyword.value == "start" for a in it.args[1:]) \
+            and type(target) is cst.Tuple and len(target.elements) == 2:
+        return it.args[0].value, target.elements[1].value
+    return it, target
 
 
 def _yields_parameters(expr: cst.BaseExpression, analysis, loop: cst.For, depth: int = 0) -> Optional[str]:
