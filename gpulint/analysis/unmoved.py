@@ -134,8 +134,8 @@ def _moved_in(kinds: "KindInference", loop: cst.For, name: str) -> bool:
             return True  # `for t in targets:` may move each element
         elif type(parent) is cst.Subscript and parent.value is node:
             method = up.get(id(parent))
-            if type(method) is cst.Attribute and method.value is parent:
-                method = _past_conversions(kinds, method)  # `image[None].cuda()`: a view of it moved
+            if type(method) is cst.Attribute and method.value is parent and _whole_view(parent):
+                method = _past_conversions(kinds, method)  # `image[None].cuda()`: all of it moved
                 call = up.get(id(method))
                 if type(call) is cst.Call and call.func is method and \
                         _moving_method(kinds, method.attr.value, call):
@@ -150,6 +150,21 @@ def _moved_in(kinds: "KindInference", loop: cst.For, name: str) -> bool:
             if type(call) is cst.Call and _moving_helper(call):
                 return True
     return False
+
+
+def _whole_view(subscript: cst.Subscript) -> bool:
+    """`x[None]`, `x[..., None]`, `x[:, None]`: every element of `x`, with new axes (not `batch["ids"]`, `x[0]`)."""
+    for element in subscript.slice:
+        index = element.slice
+        if type(index) is cst.Slice:
+            if index.lower is not None or index.upper is not None or index.step is not None:
+                return False
+        elif type(index.value) is cst.Name:
+            if index.value.value != "None":
+                return False
+        elif type(index.value) is not cst.Ellipsis:
+            return False
+    return True
 
 
 def _past_conversions(kinds: "KindInference", method: cst.Attribute) -> cst.Attribute:
