@@ -71,7 +71,7 @@ def rebinds_itself_off_device(kinds: "KindInference", name: str, value: cst.Base
         if type(value) is cst.Attribute and value.attr.value == "data":
             value = value.value
         elif type(value) is cst.BinaryOperation and not _reads_name(value.right, name) and (
-                kinds.of(value.right) is Kind.NUMBER or kinds.on_host(value.right)):
+                kinds.of(value.right) is Kind.NUMBER or _on_host_once(kinds, name, value.right)):
             value = value.left  # `valid = valid * (speed < max_flow)`: masked by a host value, still on the host
         elif type(value) is cst.Call and type(value.func) is cst.Attribute and (
                 value.func.attr.value in _OFF_DEVICE or value.func.attr.value == "to" and
@@ -150,6 +150,19 @@ def _moved_in(kinds: "KindInference", loop: cst.For, name: str) -> bool:
             if type(call) is cst.Call and _moving_helper(call):
                 return True
     return False
+
+
+def _on_host_once(kinds: "KindInference", name: str, value: cst.BaseExpression) -> bool:
+    """`kinds.on_host(value)`, not asked again for `name` while it is answered (the value's names may lead back
+    to `name`'s own bindings)."""
+    asking = kinds.__dict__.setdefault("_rebinding", set())
+    if name in asking:
+        return False
+    asking.add(name)
+    try:
+        return kinds.on_host(value)
+    finally:
+        asking.discard(name)
 
 
 def _whole_view(subscript: cst.Subscript) -> bool:
