@@ -366,10 +366,10 @@ def _unmoved_indexed_element(kinds: "KindInference", name: cst.Name, value: Opti
         return False
     batch, index = element
     loops = [b for b in kinds.index.visible_bindings(value.value)]
-    if len(loops) != 1 or loops[0].kind != "for" or loops[0].index is not None or type(loops[0].source) is not cst.For:
+    if len(loops) != 1 or loops[0].kind != "for" or type(loops[0].source) is not cst.For:
         return False
     loop: cst.For = loops[0].source
-    if type(loop.target) is not cst.Name or not _iterates_a_loader(kinds, loop.iter):
+    if not _whole_batch(loop, loops[0].index) or not _iterates_a_loader(kinds, loop.iter):
         return False
     cache = _cache(kinds)
     key = (id(loop), name.value)
@@ -377,6 +377,14 @@ def _unmoved_indexed_element(kinds: "KindInference", name: cst.Name, value: Opti
     if found is None:
         found = cache[key] = _decide_indexed(kinds, loop, batch, index, name.value)
     return found
+
+
+def _whole_batch(loop: cst.For, index: Optional[int]) -> bool:
+    """The loop's target binds the loader's whole batch: `for batch in loader`, `for i, batch in enumerate(loader)`."""
+    if index is None:
+        return type(loop.target) is cst.Name
+    return index == 1 and type(loop.target) is cst.Tuple and len(loop.target.elements) == 2 and \
+        type(loop.iter) is cst.Call and dotted_name(loop.iter.func) == "enumerate"
 
 
 def _decide_indexed(kinds: "KindInference", loop: cst.For, batch: str, index: str, name: str) -> bool:
