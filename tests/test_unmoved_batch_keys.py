@@ -43,3 +43,25 @@ def test_a_key_of_an_enumerated_batch_stays_on_the_host(tmp_path):
     enumerated = "step, batch in enumerate(data_loader)"
     assert READ not in _lint(tmp_path, ".to(device)", loop=enumerated)
     assert READ in _lint(tmp_path / "unmoved", "", loop=enumerated)
+
+
+GT = '''import torch
+
+
+def run(model, data_loader, device, results):
+    model = model.cuda()
+    with torch.no_grad():
+        for batch in data_loader:
+            out = model(batch["L"].to(device))
+            gt = batch["H"] if "H" in batch else None
+            if gt is not None:
+                results.append(gt[0].float().cpu().numpy())
+'''
+
+
+def test_a_key_taken_only_when_present_stays_on_the_host(tmp_path):
+    # `gt = batch["H"] if "H" in batch else None`: the element or nothing; its `.cpu()` copies nothing from a GPU
+    assert ("eval.py", 11, "GPU104") not in found(check(write_project(tmp_path, {"eval.py": GT}), "--no-cache"))
+    moved = GT.replace('batch["H"] if', 'batch["H"].to(device) if')
+    assert ("eval.py", 11, "GPU104") in found(check(write_project(tmp_path / "moved", {"eval.py": moved}),
+                                                    "--no-cache"))

@@ -347,8 +347,17 @@ def _unmoved_item_element(kinds: "KindInference", name: cst.Name, b) -> bool:
     return found
 
 
+def _unless_none(value: Optional[cst.CSTNode]) -> Optional[cst.CSTNode]:
+    """`batch["H"] if "H" in batch else None`: the element (None holds no tensor)."""
+    if type(value) is cst.IfExp and type(value.orelse) is cst.Name and value.orelse.value == "None":
+        return value.body
+    return value
+
+
 def _element_of(value: Optional[cst.CSTNode]) -> Optional[tuple[str, str]]:
-    """`batch[3]`: (the batch's name, the index's text), for a constant index."""
+    """`batch[3]`, `batch["H"] if "H" in batch else None`: (the batch's name, the index's text), for a constant
+    index."""
+    value = _unless_none(value)
     if type(value) is not cst.Subscript or type(value.value) is not cst.Name or len(value.slice) != 1:
         return None
     index = value.slice[0].slice
@@ -365,7 +374,7 @@ def _unmoved_indexed_element(kinds: "KindInference", name: cst.Name, value: Opti
     if element is None:
         return False
     batch, index = element
-    loops = [b for b in kinds.index.visible_bindings(value.value)]
+    loops = [b for b in kinds.index.visible_bindings(_unless_none(value).value)]
     if len(loops) != 1 or loops[0].kind != "for" or type(loops[0].source) is not cst.For:
         return False
     loop: cst.For = loops[0].source
