@@ -1703,8 +1703,12 @@ class _Summarizer:
                 return Sink(self.info.path, value.lineno, f"`{qualified}`")
         return None
 
+    def _numpy_value(self, value: ast.expr) -> bool:
+        """`np.uint8((img * 255.0).round())`, `numpy.stack(rows)`: NumPy builds its result in host memory."""
+        return isinstance(value, ast.Call) and (self.info.qualify(_dotted(value.func) or "") or "").startswith("numpy.")
+
     def _returns(self, value: ast.expr) -> None:
-        self.host_copies = _host_copy(value) and self.host_copies is not False
+        self.host_copies = (_host_copy(value) or self._numpy_value(value)) and self.host_copies is not False
         sink = self._host_read(value)
         if sink is None and isinstance(value, ast.Name):
             sink = self.host_scalars.get(value.id)

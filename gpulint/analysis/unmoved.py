@@ -10,7 +10,8 @@ Only a `for` over a loader (directly or through `enumerate`/`tqdm`/`iter`), with
 the loop's unpacking (and rebindings that keep the element off the accelerator, `rebinds_itself_off_device`:
 `targets = targets.detach().cpu().numpy()`), and with a sibling element visibly moved in the loop body, counts:
 without that evidence the loader may yield device batches (Accelerate's `prepare`, a collate that moves), and
-nothing is assumed.
+nothing is assumed. The same evidence decides for an item of a dataset (or any indexed object that is no tensor)
+unpacked in a loop, `image1, image2, flow_gt, _ = dataset[i]`, of which the loop moves `image1` only.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def unmoved_loader_element(kinds: "KindInference", name: cst.Name) -> bool:
     b = bindings[0]
     if b.kind == "assign" and b.index is None:
         return _unmoved_indexed_element(kinds, name, b.value)
+    if b.kind == "assign" and type(b.source) is cst.Assign:
+        return _unmoved_item_element(kinds, name, b)
     if b.kind != "for" or b.index is None or type(b.source) is not cst.For:
         return False
     loop: cst.For = b.source
@@ -59,14 +62,17 @@ _OFF_DEVICE = frozenset({"detach", "cpu", "numpy", "clone", "astype", "float", "
 
 
 def rebinds_itself_off_device(kinds: "KindInference", name: str, value: cst.BaseExpression) -> bool:
-    """`masks = masks.flatten(1).to(torch.bool)`, `target = target.detach().cpu().numpy()`, `y = y.data.cpu()`: the
-    name's own value converted, reshaped or copied to the host, never to an accelerator (no `.cuda()`, no `.to(`
-    a device other than the CPU)."""
-    from gpulint.analysis.kinds import _dtype_only, _names_cpu
+    """`masks = masks.flatten(1).to(torch.bool)`, `target = target.detach().cpu().numpy()`, `y = y.data.cpu()`,
+    `valid = valid * (speed < 400)`: the name's own value converted, reshaped, copied to the host or combined with
+    host values and numbers, never sent to an accelerator (no `.cuda()`, no `.to(` a device other than the CPU)."""
+    from gpulint.analysis.kinds import Kind, _dtype_only, _names_cpu, _reads_name
 
     while True:
         if type(value) is cst.Attribute and value.attr.value == "data":
             value = value.value
+        elif type(value) is cst.BinaryOperation and not _reads_name(value.right, name) and (
+                kinds.of(value.right) is Kind.NUMBER or _on_host_once(kinds, name, value.right)):
+            value = value.left  # `valid = valid * (speed < max_flow)`: masked by a host value, still on the host
         elif type(value) is cst.Call and type(value.func) is cst.Attribute and (
                 value.func.attr.value in _OFF_DEVICE or value.func.attr.value == "to" and
                 (_dtype_only(kinds, value) or _names_cpu(kinds, value))):
@@ -127,6 +133,13 @@ def _moved_in(kinds: "KindInference", loop: cst.For, name: str) -> bool:
         elif type(parent) in (cst.For, cst.CompFor) and parent.iter is node:
             return True  # `for t in targets:` may move each element
         elif type(parent) is cst.Subscript and parent.value is node:
+            method = up.get(id(parent))
+            if type(method) is cst.Attribute and method.value is parent and _whole_view(parent):
+                method = _past_conversions(kinds, method)  # `image[None].cuda()`: all of it moved
+                call = up.get(id(method))
+                if type(call) is cst.Call and call.func is method and \
+                        _moving_method(kinds, method.attr.value, call):
+                    return True
             # `meta[key] = val.cuda()`, `inputs[i] = inputs[i].cuda()`: moved entry by entry
             target = up.get(id(parent))
             assign = up.get(id(target)) if type(target) is cst.AssignTarget else None
@@ -137,6 +150,34 @@ def _moved_in(kinds: "KindInference", loop: cst.For, name: str) -> bool:
             if type(call) is cst.Call and _moving_helper(call):
                 return True
     return False
+
+
+def _on_host_once(kinds: "KindInference", name: str, value: cst.BaseExpression) -> bool:
+    """`kinds.on_host(value)`, not asked again for `name` while it is answered (the value's names may lead back
+    to `name`'s own bindings)."""
+    asking = kinds.__dict__.setdefault("_rebinding", set())
+    if name in asking:
+        return False
+    asking.add(name)
+    try:
+        return kinds.on_host(value)
+    finally:
+        asking.discard(name)
+
+
+def _whole_view(subscript: cst.Subscript) -> bool:
+    """`x[None]`, `x[..., None]`, `x[:, None]`: every element of `x`, with new axes (not `batch["ids"]`, `x[0]`)."""
+    for element in subscript.slice:
+        index = element.slice
+        if type(index) is cst.Slice:
+            if index.lower is not None or index.upper is not None or index.step is not None:
+                return False
+        elif type(index.value) is cst.Name:
+            if index.value.value != "None":
+                return False
+        elif type(index.value) is not cst.Ellipsis:
+            return False
+    return True
 
 
 def _past_conversions(kinds: "KindInference", method: cst.Attribute) -> cst.Attribute:
@@ -279,8 +320,44 @@ def torch_layer(kinds: "KindInference", func: cst.Name) -> bool:
     return name.startswith("torch.nn.") and name.count(".") == 2 and name.split(".")[2][:1].isupper()
 
 
+def _unmoved_item_element(kinds: "KindInference", name: cst.Name, b) -> bool:
+    """`image1, image2, flow_gt, _ = dataset[i]` in a loop that moves `image1` (`image1[None].cuda()`) and never
+    moves `flow_gt`: the item (of a dataset, a list of samples...) holds host tensors, as a loader's batch that the
+    loop moves part of does, so `flow_gt` is one. Only an unpacking of an indexed object that is no tensor or
+    array itself, in the loop that moves the sibling."""
+    from gpulint.analysis.kinds import Kind
+
+    value = b.value
+    assign = b.source
+    if type(value) is not cst.Subscript or type(value.value) is not cst.Name or len(assign.targets) != 1 or \
+            kinds.of(value.value) in (Kind.TENSOR, Kind.NUMPY):
+        return False
+    loop = next((a for a in kinds.index.ancestors(assign) if type(a) in (cst.For, cst.While, cst.FunctionDef)), None)
+    if type(loop) not in (cst.For, cst.While):
+        return False
+    siblings = [n for n in target_names(assign.targets[0].target) if n != name.value]
+    if not siblings:
+        return False
+    cache = _cache(kinds)
+    key = (id(loop), id(assign), name.value)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = not _moved_in(kinds, loop, name.value) and \
+            any(_moved_in(kinds, loop, other) for other in siblings)
+    return found
+
+
+def _unless_none(value: Optional[cst.CSTNode]) -> Optional[cst.CSTNode]:
+    """`batch["H"] if "H" in batch else None`: the element (None holds no tensor)."""
+    if type(value) is cst.IfExp and type(value.orelse) is cst.Name and value.orelse.value == "None":
+        return value.body
+    return value
+
+
 def _element_of(value: Optional[cst.CSTNode]) -> Optional[tuple[str, str]]:
-    """`batch[3]`: (the batch's name, the index's text), for a constant index."""
+    """`batch[3]`, `batch["H"] if "H" in batch else None`: (the batch's name, the index's text), for a constant
+    index."""
+    value = _unless_none(value)
     if type(value) is not cst.Subscript or type(value.value) is not cst.Name or len(value.slice) != 1:
         return None
     index = value.slice[0].slice
@@ -297,11 +374,11 @@ def _unmoved_indexed_element(kinds: "KindInference", name: cst.Name, value: Opti
     if element is None:
         return False
     batch, index = element
-    loops = [b for b in kinds.index.visible_bindings(value.value)]
-    if len(loops) != 1 or loops[0].kind != "for" or loops[0].index is not None or type(loops[0].source) is not cst.For:
+    loops = [b for b in kinds.index.visible_bindings(_unless_none(value).value)]
+    if len(loops) != 1 or loops[0].kind != "for" or type(loops[0].source) is not cst.For:
         return False
     loop: cst.For = loops[0].source
-    if type(loop.target) is not cst.Name or not _iterates_a_loader(kinds, loop.iter):
+    if not _whole_batch(loop, loops[0].index) or not _iterates_a_loader(kinds, loop.iter):
         return False
     cache = _cache(kinds)
     key = (id(loop), name.value)
@@ -309,6 +386,14 @@ def _unmoved_indexed_element(kinds: "KindInference", name: cst.Name, value: Opti
     if found is None:
         found = cache[key] = _decide_indexed(kinds, loop, batch, index, name.value)
     return found
+
+
+def _whole_batch(loop: cst.For, index: Optional[int]) -> bool:
+    """The loop's target binds the loader's whole batch: `for batch in loader`, `for i, batch in enumerate(loader)`."""
+    if index is None:
+        return type(loop.target) is cst.Name
+    return index == 1 and type(loop.target) is cst.Tuple and len(loop.target.elements) == 2 and \
+        type(loop.iter) is cst.Call and dotted_name(loop.iter.func) == "enumerate"
 
 
 def _decide_indexed(kinds: "KindInference", loop: cst.For, batch: str, index: str, name: str) -> bool:
