@@ -93,7 +93,6 @@ class TrainingFacts:
         `scaler.step(opt)` of the parameter it arrives as): `train_one_epoch(model, criterion, loader, opt, ...)`
         of an engine module, the script's epoch loop around it. The script trains through that function."""
         from gpulint.analysis.calls import project_calls
-        from gpulint.analysis.forward import _argument
         from gpulint.analysis.project import FunctionSummary, _find_function
 
         stmt = self.analysis.parent(optimizer)
