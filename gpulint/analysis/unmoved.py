@@ -87,7 +87,7 @@ def _cache(kinds: "KindInference") -> dict:
 
 
 def _decide(kinds: "KindInference", loop: cst.For, name: str) -> bool:
-    if not _iterates_a_loader(kinds, loop.iter):
+    if not _iterates_a_loader(kinds, loop.iter) and not _unknown_batches(kinds, loop.iter):
         return False
     if _moved_in(kinds, loop, name):
         return False
@@ -380,8 +380,7 @@ def unpacked_loader_element(analysis, name: cst.Name, binding) -> bool:
     loop = _batch_loop_of(kinds, batch) if type(batch) is cst.Name else None
     if loop is None:
         return False
-    iterable = _enumerated(loop.iter)
-    if not _iterates_a_loader(kinds, iterable) and not _untyped_parameter(kinds, iterable):
+    if not _iterates_a_loader(kinds, loop.iter) and not _unknown_batches(kinds, loop.iter):
         return False
     siblings = []
     for position, element in enumerate(source.targets[0].target.elements):  # type: ignore[attr-defined]
@@ -415,15 +414,43 @@ def _batch_loop_of(kinds: "KindInference", batch: cst.Name) -> Optional[cst.For]
     return loop
 
 
-def _untyped_parameter(kinds: "KindInference", iterable: cst.BaseExpression) -> bool:
-    """`test_ld` of `def inference(args, model, test_ld, device):`, bound by nothing else, of no known kind (its
-    callers pass what another module's factory returns): iterated for batches whose parts the loop moves."""
+def _unknown_batches(kinds: "KindInference", iterable: cst.BaseExpression) -> bool:
+    """The loop draws batches from something of no kind this module knows, through the same-element wrappers
+    (`enumerate`, `tqdm`, `iter`): a parameter (`def inference(args, model, test_ld, device):`, whose callers
+    pass what another module's factory returns), or an entry or attribute of what a call returns (`loaders =
+    utils.get_data_loaders(**config)`, `for i, (x, y) in enumerate(tqdm(loaders[0])):`). Never a literal, a
+    `range`, `zip` or a tensor. Asked only with the other evidence of host batches: the loop moves a sibling part
+    of each batch to the accelerator itself (`x = x.to(device)`), so the batches are drawn in host memory."""
     from gpulint.analysis.kinds import Kind
 
-    if type(iterable) is not cst.Name:
+    iterable = kinds.wrapper_bound_to(iterable)
+    for _ in range(4):
+        if type(iterable) is not cst.Call or dotted_name(iterable.func) not in _SAME_ELEMENTS:
+            break
+        args = [a.value for a in iterable.args if a.keyword is None and not a.star]
+        if not args:
+            return False
+        iterable = kinds.wrapper_bound_to(args[0])
+    if type(iterable) not in (cst.Name, cst.Subscript, cst.Attribute) or kinds.of(iterable) is not Kind.UNKNOWN:
         return False
-    bindings = kinds.index.visible_bindings(iterable)
-    return len(bindings) == 1 and bindings[0].kind == "param" and kinds.of(iterable) in (Kind.UNKNOWN, Kind.LOADER)
+    base = iterable
+    while type(base) in (cst.Subscript, cst.Attribute):
+        base = base.value  # type: ignore[attr-defined]
+    if type(base) is not cst.Name:
+        return False
+    bindings = kinds.index.visible_bindings(base)
+    if len(bindings) != 1:
+        return False
+    b = bindings[0]
+    if b.kind == "param":
+        return True
+    return b.kind == "assign" and b.index is None and type(b.value) is cst.Call and \
+        dotted_name(b.value.func) not in _NOT_BATCHES and kinds.of(b.value) is not Kind.TENSOR
+
+
+# Calls whose result is no source of loader batches.
+_NOT_BATCHES = frozenset({"zip", "range", "list", "tuple", "map", "filter", "sorted", "reversed", "dict", "set",
+                          "len", "torch.split", "torch.chunk", "torch.unbind"})
 
 
 def _enumerated(iterable: cst.BaseExpression) -> cst.BaseExpression:
