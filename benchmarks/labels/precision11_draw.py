@@ -1,5 +1,6 @@
 # The stratified draw of the precision samples (precision11_sample.tsv, precision13_sample.tsv).
-# Pool: the baseline findings in BASELINE_DIR/*.out on lines that no label set and no earlier precision sample in
+# Pool: the baseline findings in BASELINE_DIR/*.out (concise) or BASELINE_DIR/*.json (`--output-format json`; a
+# finding is turned into its concise line `path:[cell N:]row:col: CODE message`) on lines that no label set and no earlier precision sample in
 # LABELS_DIR covers (every *.tsv there with the label sets' columns, except the files whose names start with a
 # --skip prefix: the sample being drawn); per rule max(4, round(TARGET * share)), round-robin over repositories in
 # a random.Random(SEED) order. Writes OUT (draw#, repo, concise finding).
@@ -13,6 +14,8 @@
 # precision16: python benchmarks/labels/precision11_draw.py benchmarks/labels /tmp/p16/base63 --seed 16 --target 250
 #   --skip precision_audit precision16 --out draw.txt   (base63: the 63 of /work/base_out_fdd5/*.out complete at 09:14
 #   UTC, AntixK+PyTorch-VAE .. lucidrains+x-transformers in name order)
+# precision17: python benchmarks/labels/precision11_draw.py benchmarks/labels /tmp/p17/base --seed 17 --target 290
+#   --skip precision_audit precision17 --out draw.txt   (base: the JSON outputs of /work/head21 complete at the draw)
 import argparse, glob, os, re, random, collections, csv, sys
 
 ap = argparse.ArgumentParser()
@@ -32,10 +35,27 @@ for f in glob.glob(os.path.join(args.labels, '*.tsv')):
         continue
     for r in csv.DictReader(open(f), delimiter='\t', quoting=csv.QUOTE_NONE):
         lab.add((r['repo'].replace('/', '+'), r['path'], r['line']))
+
+
+def concise(f):
+    if f.endswith('.out'):
+        return open(f)
+    import json
+    lines = []
+    for x in json.load(open(f)):
+        path = x['filename'][2:] if x['filename'].startswith('./') else x['filename']
+        cell = 'cell %d:' % x['cell'] if x.get('cell') is not None else ''
+        lines.append('%s:%s%d:%d: %s %s' % (path, cell, x['location']['row'], x['location']['column'], x['code'],
+                                            x['message']))
+    return lines
+
+
 pool = []
-for f in sorted(glob.glob(os.path.join(args.baseline, '*.out'))):
-    repo = os.path.basename(f)[:-4]
-    for l in open(f):
+outs = sorted(glob.glob(os.path.join(args.baseline, '*.out')) + [
+    f for f in glob.glob(os.path.join(args.baseline, '*.json')) if not os.path.basename(f).startswith('score_')])
+for f in outs:
+    repo = os.path.splitext(os.path.basename(f))[0]
+    for l in concise(f):
         l = l.rstrip('\n')
         m = re.match(r'(.*?):(cell \d+:)?(\d+):(\d+): (GPU\d+) ', l)
         if not m:

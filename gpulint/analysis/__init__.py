@@ -178,6 +178,9 @@ def _kinds(analysis: ModuleAnalysis) -> KindInference:
         from gpulint.analysis.skipped_keys import host_entry
 
         kinds.host_entry_hook = lambda node: host_entry(analysis, node)
+        from gpulint.analysis.unmoved import unpacked_loader_element
+
+        kinds.unpacked_part_hook = lambda name, binding: unpacked_loader_element(analysis, name, binding)
         from gpulint.analysis.loader_calls import project_loader_call
 
         text = analysis.source if analysis.source is not None else ""

@@ -330,6 +330,9 @@ def carries_graph(analysis: ModuleAnalysis, expr: cst.CSTNode, depth: int = 0) -
                     no_grad_only = True if no_grad_only is None else no_grad_only
                     continue
                 state = carries_graph(analysis, b.value, depth + 1)
+                if state and b.index is not None and type(b.value) is cst.Call and \
+                        _unpacked_detached(analysis, b, b.value):
+                    state = False  # `loss, rewards = self._loss_fn(...)`: the configured loss detaches `rewards`
                 states.append(True if state and b.index is not None else state)
             elif b.kind == "augassign":
                 continue
@@ -371,6 +374,21 @@ def carries_graph(analysis: ModuleAnalysis, expr: cst.CSTNode, depth: int = 0) -
         if analysis.kind(expr.value) is Kind.TENSOR:
             return carries_graph(analysis, expr.value, depth + 1)
     return None
+
+
+def _unpacked_detached(analysis: ModuleAnalysis, binding, call: cst.Call) -> bool:
+    """The binding unpacks `call`'s result (`a, b, c = call`) at a position every candidate class of the called
+    module returns cut from autograd (analysis/configured_returns.py)."""
+    source = binding.source
+    if type(source) is not cst.Assign or len(source.targets) != 1 or \
+            type(source.targets[0].target) not in (cst.Tuple, cst.List):
+        return False
+    elements = source.targets[0].target.elements  # type: ignore[attr-defined]
+    if any(type(e) is cst.StarredElement for e in elements):
+        return False
+    from gpulint.analysis.configured_returns import unpacked_detached
+
+    return unpacked_detached(analysis, call, binding.index, len(elements))
 
 
 def certainly_tensor(analysis: ModuleAnalysis, expr: cst.CSTNode, depth: int = 0) -> bool:

@@ -613,25 +613,32 @@ class DataFacts:
     def _helper_moves(self, call: cst.Call, loop: Loop) -> bool:
         """A project function or method handed the loop's batch that copies it to the GPU on every call
         (`model.parse_batch(batch)`: `FunctionSummary.moves_params`)."""
+        return any(self.batch_loop(value) is loop for value in self.helper_moved_args(call))
+
+    def helper_moved_args(self, call: cst.Call) -> list[cst.BaseExpression]:
+        """The arguments `call` passes at parameters its project callee copies to the GPU on every call
+        (`FunctionSummary.moves_params`: `model_wrap(X, offsets, device)` moving `X` and `offsets`); [] when
+        unknown (a star argument hides the positions after it)."""
         if not call.args or type(call.func) not in (cst.Name, cst.Attribute):
-            return False
+            return []
         calls = self.analysis.fact(project_calls)
         target = (calls.callee(call, own_module=True) or calls.local_callee(call)) if calls is not None else None
         if target is None or not target[1].moves_params:
-            return False
+            return []
         summary, bound = target[1], target[2]
         params = summary.params[1:] if bound and summary.params else summary.params
         position = 0
+        moved = []
         for arg in call.args:
             if arg.star:
-                return False
+                return moved  # the positions after a star argument are unknown
             name = arg.keyword.value if arg.keyword is not None else (
                 params[position] if position < len(params) else None)
             if arg.keyword is None:
                 position += 1
-            if name in summary.moves_params and self.batch_loop(arg.value) is loop:
-                return True
-        return False
+            if name in summary.moves_params:
+                moved.append(arg.value)
+        return moved
 
     def body_calls(self, loop: Loop) -> Iterator[cst.Call]:
         return (n for n in _walk(loop.body) if type(n) is cst.Call)

@@ -163,6 +163,9 @@ class KindInference:
         # analysis/__init__.py (analysis/skipped_keys.py): `batch['meta']` of a parameter that the per-step caller
         # passes a batch whose copy loop skips that key; asked only by `on_host`
         self.host_entry_hook: Optional[Callable[[cst.Subscript], bool]] = None
+        # analysis/__init__.py (analysis/unmoved.py): `T` of `X, T = unpack_batch(batch)` in a loop over a loader
+        # is a part of the batch the loop leaves on the host; asked only by `on_host`
+        self.unpacked_part_hook: Optional[Callable[[cst.Name, Binding], bool]] = None
         # analysis/__init__.py: the kind of a parameter from what the calls of its function pass (a loader)
         self.parameter_hook: Optional[Callable[[Binding], Kind]] = None
         # analysis/__init__.py: a call of a project function of another module returning a loader

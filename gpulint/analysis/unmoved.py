@@ -43,8 +43,12 @@ def unmoved_loader_element(kinds: "KindInference", name: cst.Name) -> bool:
     b = bindings[0]
     if b.kind == "assign" and b.index is None:
         return _unmoved_indexed_element(kinds, name, b.value)
+    if b.kind == "assign" and b.index is not None and type(b.value) is cst.Call:
+        # `X, offsets, T = unpack_batch(batch)`: a part of the batch a module helper hands back
+        hook = kinds.unpacked_part_hook
+        return hook is not None and hook(name, b)
     if b.kind == "assign" and type(b.source) is cst.Assign:
-        return _unmoved_item_element(kinds, name, b)
+        return _unmoved_item_element(kinds, name, b)  # `image1, image2, flow_gt, _ = dataset[i]`
     if b.kind != "for" or b.index is None or type(b.source) is not cst.For:
         return False
     loop: cst.For = b.source
@@ -89,7 +93,7 @@ def _cache(kinds: "KindInference") -> dict:
 
 
 def _decide(kinds: "KindInference", loop: cst.For, name: str) -> bool:
-    if not _iterates_a_loader(kinds, loop.iter):
+    if not _iterates_a_loader(kinds, loop.iter) and not _unknown_batches(kinds, loop.iter):
         return False
     if _moved_in(kinds, loop, name):
         return False
@@ -431,6 +435,120 @@ def _sibling_moved_in_place(kinds: "KindInference", loop: cst.For, batch: str, i
         if type(call) is cst.Call and call.func is method and _moving_method(kinds, method.attr.value, call):
             return True
     return False
+
+
+def unpacked_loader_element(analysis, name: cst.Name, binding) -> bool:
+    """`for i, batch in enumerate(loader):` then `X, offsets, T, W = unpack_batch(batch)`, where the module's own
+    `unpack_batch` returns parts of its parameter (`return b[0], b[1], b[2], b[3]`, or an opaque formatter's
+    result on another configuration: `helper_copies.unpacked_element`), and the loop moves a part unpacked beside
+    `name` to the accelerator (`X.to(device)`, or a module function that copies it on every call,
+    `model_wrap(X, offsets, device)`: `FunctionSummary.moves_params`) but never moves the batch, nor `name`: the
+    loader hands out host tensors, and `name` (`T = T.detach().cpu().numpy()` each batch: DLRM's `inference`) is
+    one of them."""
+    from gpulint.analysis.data_facts import data_facts
+    from gpulint.analysis.helper_copies import unpacked_element
+
+    kinds = analysis.kinds
+    source = binding.source
+    if type(source) is not cst.Assign or len(source.targets) != 1 or type(source.targets[0].target) not in (
+            cst.Tuple, cst.List):
+        return False
+    cache = _cache(kinds)
+    key = (id(source), name.value)
+    found = cache.get(key)
+    if found is not None:
+        return found
+    cache[key] = False  # asked again while deciding (a helper's summary reading this module): unsure
+    facts = data_facts(analysis)
+    call: cst.Call = binding.value
+    batch = unpacked_element(facts, call, binding.index)
+    loop = _batch_loop_of(kinds, batch) if type(batch) is cst.Name else None
+    if loop is None:
+        return False
+    if not _iterates_a_loader(kinds, loop.iter) and not _unknown_batches(kinds, loop.iter):
+        return False
+    siblings = []
+    for position, element in enumerate(source.targets[0].target.elements):  # type: ignore[attr-defined]
+        if type(element) is cst.StarredElement:
+            return False
+        other = element.value
+        if position != binding.index and type(other) is cst.Name and unpacked_element(facts, call, position) is batch:
+            siblings.append(other.value)
+    helper_moved = {a.value for node in _walk(loop.body) if type(node) is cst.Call
+                    for a in facts.helper_moved_args(node) if type(a) is cst.Name}
+    if _moved_in(kinds, loop, batch.value) or _moved_in(kinds, loop, name.value) or name.value in helper_moved:
+        return False
+    found = cache[key] = any(other in helper_moved or _moved_in(kinds, loop, other) for other in siblings)
+    return found
+
+
+def _batch_loop_of(kinds: "KindInference", batch: cst.Name) -> Optional[cst.For]:
+    """The `for` whose whole batch `batch` is: `for batch in X:` or the element of `for i, batch in
+    enumerate(X):`, bound by nothing else (what X is: the caller's question)."""
+    bindings = kinds.index.visible_bindings(batch)
+    if len(bindings) != 1 or bindings[0].kind != "for" or type(bindings[0].source) is not cst.For:
+        return None
+    loop: cst.For = bindings[0].source
+    if not kinds.index.is_ancestor_or_self(loop.body, batch):
+        return None
+    if bindings[0].index is None:
+        return loop if type(loop.target) is cst.Name else None
+    if bindings[0].index != 1 or type(loop.target) not in (cst.Tuple, cst.List) or \
+            len(loop.target.elements) != 2 or _enumerated(loop.iter) is loop.iter:
+        return None
+    return loop
+
+
+def _unknown_batches(kinds: "KindInference", iterable: cst.BaseExpression) -> bool:
+    """The loop draws batches from something of no kind this module knows, through the same-element wrappers
+    (`enumerate`, `tqdm`, `iter`): a parameter (`def inference(args, model, test_ld, device):`, whose callers
+    pass what another module's factory returns), or an entry or attribute of what a call returns (`loaders =
+    utils.get_data_loaders(**config)`, `for i, (x, y) in enumerate(tqdm(loaders[0])):`). Never a literal, a
+    `range`, `zip` or a tensor. Asked only with the other evidence of host batches: the loop moves a sibling part
+    of each batch to the accelerator itself (`x = x.to(device)`), so the batches are drawn in host memory."""
+    from gpulint.analysis.kinds import Kind
+
+    iterable = kinds.wrapper_bound_to(iterable)
+    for _ in range(4):
+        if type(iterable) is not cst.Call or dotted_name(iterable.func) not in _SAME_ELEMENTS:
+            break
+        args = [a.value for a in iterable.args if a.keyword is None and not a.star]
+        if not args:
+            return False
+        iterable = kinds.wrapper_bound_to(args[0])
+    if type(iterable) not in (cst.Name, cst.Subscript, cst.Attribute) or kinds.of(iterable) is not Kind.UNKNOWN:
+        return False
+    base = iterable
+    while type(base) in (cst.Subscript, cst.Attribute):
+        base = base.value  # type: ignore[attr-defined]
+    if type(base) is not cst.Name:
+        return False
+    bindings = kinds.index.visible_bindings(base)
+    if len(bindings) != 1:
+        return False
+    b = bindings[0]
+    if b.kind == "param":
+        return True
+    return b.kind == "assign" and b.index is None and type(b.value) is cst.Call and \
+        dotted_name(b.value.func) not in _NOT_BATCHES and kinds.of(b.value) is not Kind.TENSOR
+
+
+# Calls whose result is no source of loader batches.
+_NOT_BATCHES = frozenset({"zip", "range", "list", "tuple", "map", "filter", "sorted", "reversed", "dict", "set",
+                          "len", "torch.split", "torch.chunk", "torch.unbind"})
+
+
+def _enumerated(iterable: cst.BaseExpression) -> cst.BaseExpression:
+    """X of `enumerate(X)` (its one argument), else `iterable` itself."""
+    if type(iterable) is cst.Call and dotted_name(iterable.func) == "enumerate" and len(iterable.args) == 1 and \
+            iterable.args[0].keyword is None and not iterable.args[0].star:
+        return iterable.args[0].value
+    return iterable
+
+
+def _walk(node: cst.CSTNode):
+    from gpulint.analysis.tree import descendants
+    return descendants(node)
 
 
 def iterates_a_loader(kinds: "KindInference", iterable: cst.BaseExpression) -> bool:
