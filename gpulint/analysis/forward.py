@@ -103,6 +103,9 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
         elif member == "__init__" and owner is not None:
             # a plain class another module's per-step code builds (`attn_mask = ProbMask(B, H, L, ...)`)
             site = imported_helper_site(project, path, owner)
+        elif member in _ITERATOR_METHODS and owner is not None:
+            # `for x, y in train_iter:` of an instance elsewhere: its `__next__` runs once per iteration
+            site = iterated_site(project, path, owner)
         elif member == "__call__" and owner is not None:
             site = call_site(project, path, owner)
             if site is None:  # `super().training_losses(self._wrap_model(model), ...)` in a per-step method
@@ -196,11 +199,27 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
         for name, method in methods.items():
             if name != "forward" and _entry_method(name):
                 reach(method, (stmt.name.value, name), stmt.name.value)
+    for stmt, methods in classes:  # an iterator class's `__next__` (or generator `__iter__`): a loop drives it
+        for name in _iterator_methods(methods):
+            reach(methods[name], (stmt.name.value, name), stmt.name.value)
     for name, fn in module_functions.items():
         reach(fn, (None, name), None)
     for name, init in plain_inits.items():  # `ProbMask(...)` built in another module's per-step code
         reach(init, (name, "__init__"), name)
     return reached
+
+
+_ITERATOR_METHODS = ("__next__", "__iter__")
+
+
+def _iterator_methods(methods: dict) -> list[str]:
+    """The methods of a class that a `for` over an instance (or `next(it)`) runs once per item: `__next__`, and
+    `__iter__` when it is a generator (its body yields: each item is computed in it). An `__iter__` that only
+    returns an object (`return self`) computes nothing per item."""
+    found = ["__next__"] if "__next__" in methods else []
+    if "__iter__" in methods and any(type(n) in (cst.Yield,) for n in _own_nodes(methods["__iter__"])):
+        found.append("__iter__")
+    return found
 
 
 def _plain_inits(classes, module_functions) -> dict[str, cst.FunctionDef]:
@@ -355,6 +374,11 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
         return True
     if trainer_built_by_a_gpu_file(project, path, tree):
         return True  # an agent class whose own minibatch loop trains, built by a file that names the device
+    iterators = [s.name for s in tree.body if isinstance(s, ast.ClassDef) and any(
+        isinstance(m, ast.FunctionDef) and (m.name == "__next__" or m.name == "__iter__" and any(
+            isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast_walk.walk(m))) for m in s.body)]
+    if any(iterated_site(project, path, name) is not None for name in iterators):
+        return True  # an iterator class a step loop drives (`for x, y in train_iter:`)
     callables = [s.name for s in tree.body if isinstance(s, ast.ClassDef) and any(
         isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "__call__" for m in s.body)]
     if any(call_site(project, path, name) is not None for name in callables):
@@ -444,6 +468,144 @@ def call_site(project: Project, path: Path, class_name: str) -> Optional[CallSit
     path = _resolved(project, path)
     return _remembered(project, (path, class_name, "__call__"),
                        lambda: _find_site(project, path, class_name, "__call__"))
+
+
+def iterated_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
+    """A step loop, in some project file, that iterates an instance of the iterator class `class_name` (defined in
+    `path`): `for i, (x, y) in enumerate(train_iter):` or `batch = next(it)` every iteration, where the instance is
+    built there, or built by the module that hands it to the loop's function (`train_iter =
+    build_iterator(data, config)` then `train(config, model, train_iter)`, whose loop iterates its parameter).
+    Each iteration runs the class's `__next__` (or its generator `__iter__`) once."""
+    path = _resolved(project, path)
+    return _remembered(project, (path, class_name, "__next__"), lambda: _find_iterated(project, path, class_name))
+
+
+# Calls that hand on the items of the iterable they are given, one per item (`enumerate(it)`, `tqdm(it)`)
+_ITEM_WRAPPERS = {"enumerate", "zip", "tqdm", "iter", "islice", "cycle", "chain"}
+
+
+def _find_iterated(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
+    from gpulint.analysis.calls import project_calls
+    from gpulint.analysis.loops import LoopRole
+
+    info = project.module(path)
+    cls = info.classes.get(class_name) if info is not None else None
+    if cls is None or not _ITERATOR_METHODS[0] in cls.methods and _ITERATOR_METHODS[1] not in cls.methods:
+        return None
+    # the instance may be built by a script with no loop, which hands it to another module's loop
+    names = (class_name, *_factories_building(project, info, class_name, training=False),
+             *_subclasses_in_module(info, class_name),
+             *_chooser_names(project, info, class_name))
+    callers: list = []
+    handed: set = set()  # (module path, function, parameter) that a module building the instance hands it
+    for name in names:
+        for file in project.files_naming(name):
+            if project.is_test(file):
+                continue
+            caller = project.module(file)
+            if caller is None or caller in callers:
+                continue
+            callers.append(caller)
+            for module, function, param in _handed_to(project, caller, set(names), path):
+                handed.add((_resolved(project, module.path), function, param))
+                if module not in callers:
+                    callers.append(module)
+    looked_at = 0
+    for caller in callers:
+        if not _hot_file(project, caller)[0]:
+            continue  # no hot loop in the prefilter's over-approximation: decided from `ast` alone
+        if looked_at == _CALLERS_PER_QUESTION:
+            break
+        looked_at += 1
+        analysis = caller_analysis(project, caller.path)
+        calls = analysis.fact(project_calls) if analysis is not None else None
+        if calls is None:
+            continue
+        resolver = _Instances(calls, project, cls, "__next__" if "__next__" in cls.methods else "__iter__")
+        for node in analysis.index.nodes:
+            if type(node) is cst.For and analysis.loops.role(node) is LoopRole.HOT:
+                iterated = _iterated_value(node.iter)
+                if iterated is not None and (_handed_parameter(analysis, iterated, handed)
+                                             or resolver.may_be(iterated)):
+                    return CallSite(analysis.path, _line_of(analysis, node), f"for ... in {analysis.code(node.iter)}",
+                                    f"{cls.name}.__next__")
+            elif type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "next" and \
+                    node.args and analysis.execution(node).every_iteration and (
+                        _handed_parameter(analysis, node.args[0].value, handed)
+                        or resolver.may_be(node.args[0].value)):
+                return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node)}",
+                                f"{cls.name}.__next__")
+    return None
+
+
+def _handed_parameter(analysis, expr: cst.BaseExpression, handed: set) -> bool:
+    """`expr` is a parameter of a top-level function of the module, and only that (never rebound), that a
+    module building the instance hands it (`_handed_to`)."""
+    if not handed or type(expr) is not cst.Name:
+        return False
+    bindings = analysis.index.visible_bindings(expr)
+    if len(bindings) != 1 or bindings[0].kind != "param" or type(bindings[0].source) is not cst.FunctionDef:
+        return False
+    fn = bindings[0].source
+    if type(analysis.index.up.get(id(fn))) is not cst.Module:
+        return False
+    return (Path(analysis.path).resolve(), fn.name.value, expr.value) in handed
+
+
+def _iterated_value(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """What a `for` header iterates item by item: `x` of `x`, `enumerate(x)`, `tqdm(x)`, `zip(x, ...)` (the
+    first argument), else None."""
+    while type(expr) is cst.Call:
+        func = expr.func
+        last = func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else None
+        if last not in _ITEM_WRAPPERS or not expr.args or expr.args[0].keyword is not None or expr.args[0].star:
+            return None
+        expr = expr.args[0].value
+    return expr if type(expr) in (cst.Name, cst.Attribute) else None
+
+
+def _handed_to(project: Project, caller, names: set, class_path: Path) -> list:
+    """(module, function, parameter) for each top-level function of another project module that the module
+    `caller` hands a name it binds to a call of one of `names` (`train_iter = build_iterator(...)` then
+    `train(config, model, train_iter)` of `from train_eval import train`), where that call names the class's own
+    module's function or class (imported from it anywhere in `caller`, also under `if model == ...:`): that
+    function's loops may iterate the instance through the parameter. Read from the `ast`, once per module
+    content and set of names."""
+    key = ("handed to", caller.path, caller.digest, frozenset(names), class_path)
+    known = project.per_step_sites.get(key)
+    if known is not None:
+        return known
+    if getattr(caller, "statements", None) is not None:
+        return []  # a big module streamed in pieces: no whole tree to walk
+    imported = set(names) if _resolved(project, caller.path) == class_path else set()
+    for node in ast_walk.walk(caller.tree):
+        if isinstance(node, ast.ImportFrom) and any(a.name in names for a in node.names) and \
+                project.resolver.resolve(node.module or "", caller.path, node.level) == class_path:
+            imported.update(a.asname or a.name for a in node.names if a.name in names)
+    bound: set = set()
+    for node in ast_walk.walk(caller.tree) if imported else ():
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                isinstance(node.value.func, ast.Name) and node.value.func.id in imported:
+            bound.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    found: list = []
+    for node in ast_walk.walk(caller.tree) if bound else ():
+        if not isinstance(node, ast.Call):
+            continue
+        passed = [(i, None) for i, a in enumerate(node.args) if isinstance(a, ast.Name) and a.id in bound] + \
+            [(None, k.arg) for k in node.keywords if isinstance(k.value, ast.Name) and k.value.id in bound]
+        dotted = _dotted(node.func) if passed else None
+        target = project.lookup(caller.path, dotted) if dotted else None
+        if not isinstance(target, FunctionSummary) or "." in target.qualname or \
+                _resolved(project, target.path) == _resolved(project, caller.path):
+            continue
+        module = project.module(target.path)
+        for position, keyword in passed:
+            param = keyword if keyword is not None else (
+                target.params[position] if position < len(target.params) else None)
+            if module is not None and param is not None and (module, target.qualname, param) not in found:
+                found.append((module, target.qualname, param))
+    project.per_step_sites[key] = found
+    return found
 
 
 def _find_site(project: Project, path: Path, class_name: str, member: str = "forward") -> Optional[CallSite]:
@@ -1041,7 +1203,7 @@ def _registries_building(project: Project, info, class_name: str) -> list[str]:
     return found
 
 
-def _factories_building(project: Project, info, class_name: str) -> list[str]:
+def _factories_building(project: Project, info, class_name: str, training: bool = True) -> list[str]:
     """The top-level functions of the class's module that build it and return it (`def blip_decoder(**kw):
     model = BLIP_Decoder(**kw); ...; return model`): a training file calling one builds the class. Only
     functions that name the class are summarised."""
@@ -1057,8 +1219,8 @@ def _factories_building(project: Project, info, class_name: str) -> list[str]:
         cached = project.hot_loop_files[("names in functions", info.path)] = (info.digest, named)
     found = []
     for name in sorted(cached[1].get(class_name, ())):
-        if not project.files_naming(name, training=True):
-            continue  # no training file names the function: nothing to summarise
+        if not project.files_naming(name, training=training):
+            continue  # no (training) file names the function: nothing to summarise
         summary = project.function(info.path, name)
         returned = project.returned_classes(summary) if summary is not None else ()
         if len(returned) == 1 and returned[0].name == class_name and returned[0].path == info.path:
