@@ -199,7 +199,7 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
         for name, method in methods.items():
             if name != "forward" and _entry_method(name):
                 reach(method, (stmt.name.value, name), stmt.name.value)
-    for stmt, methods in classes:  # an iterator class's `__next__` (or generator `__iter__`): a loop drives it
+    for stmt, methods in classes:  # an iterator class's `__next__`: a loop over an instance drives it
         for name in _iterator_methods(methods):
             reach(methods[name], (stmt.name.value, name), stmt.name.value)
     for name, fn in module_functions.items():
@@ -209,17 +209,14 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
     return reached
 
 
-_ITERATOR_METHODS = ("__next__", "__iter__")
+_ITERATOR_METHODS = ("__next__",)
 
 
 def _iterator_methods(methods: dict) -> list[str]:
-    """The methods of a class that a `for` over an instance (or `next(it)`) runs once per item: `__next__`, and
-    `__iter__` when it is a generator (its body yields: each item is computed in it). An `__iter__` that only
-    returns an object (`return self`) computes nothing per item."""
-    found = ["__next__"] if "__next__" in methods else []
-    if "__iter__" in methods and any(type(n) in (cst.Yield,) for n in _own_nodes(methods["__iter__"])):
-        found.append("__iter__")
-    return found
+    """The methods of a class that a `for` over an instance (or `next(it)`) runs once per item: `__next__`. A
+    generator `__iter__` is left out: what it runs before its loop runs once per pass, not per item, and an
+    `__iter__` that returns an object (`return self`) computes nothing per item."""
+    return ["__next__"] if "__next__" in methods else []
 
 
 def _plain_inits(classes, module_functions) -> dict[str, cst.FunctionDef]:
@@ -375,8 +372,7 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
     if trainer_built_by_a_gpu_file(project, path, tree):
         return True  # an agent class whose own minibatch loop trains, built by a file that names the device
     iterators = [s.name for s in tree.body if isinstance(s, ast.ClassDef) and any(
-        isinstance(m, ast.FunctionDef) and (m.name == "__next__" or m.name == "__iter__" and any(
-            isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast_walk.walk(m))) for m in s.body)]
+        isinstance(m, ast.FunctionDef) and m.name == "__next__" for m in s.body)]
     if any(iterated_site(project, path, name) is not None for name in iterators):
         return True  # an iterator class a step loop drives (`for x, y in train_iter:`)
     callables = [s.name for s in tree.body if isinstance(s, ast.ClassDef) and any(
@@ -475,7 +471,7 @@ def iterated_site(project: Project, path: Path, class_name: str) -> Optional[Cal
     `path`): `for i, (x, y) in enumerate(train_iter):` or `batch = next(it)` every iteration, where the instance is
     built there, or built by the module that hands it to the loop's function (`train_iter =
     build_iterator(data, config)` then `train(config, model, train_iter)`, whose loop iterates its parameter).
-    Each iteration runs the class's `__next__` (or its generator `__iter__`) once."""
+    Each iteration runs the class's `__next__` once."""
     path = _resolved(project, path)
     return _remembered(project, (path, class_name, "__next__"), lambda: _find_iterated(project, path, class_name))
 
@@ -490,8 +486,12 @@ def _find_iterated(project: Project, path: Path, class_name: str) -> Optional[Ca
 
     info = project.module(path)
     cls = info.classes.get(class_name) if info is not None else None
-    if cls is None or not _ITERATOR_METHODS[0] in cls.methods and _ITERATOR_METHODS[1] not in cls.methods:
+    if cls is None or "__next__" not in cls.methods:
         return None
+    # `for x in it:` runs `it.__next__` only when `iter(it)` is `it` itself (`def __iter__(self): return self`)
+    own_iter = cls.methods.get("__iter__")
+    returns = [n.value for n in ast_walk.walk(own_iter) if isinstance(n, ast.Return)] if own_iter is not None else []
+    iterates_itself = bool(returns) and all(isinstance(r, ast.Name) and r.id == "self" for r in returns)
     # the instance may be built by a script with no loop, which hands it to another module's loop
     names = (class_name, *_factories_building(project, info, class_name, training=False),
              *_subclasses_in_module(info, class_name),
@@ -521,9 +521,9 @@ def _find_iterated(project: Project, path: Path, class_name: str) -> Optional[Ca
         calls = analysis.fact(project_calls) if analysis is not None else None
         if calls is None:
             continue
-        resolver = _Instances(calls, project, cls, "__next__" if "__next__" in cls.methods else "__iter__")
+        resolver = _Instances(calls, project, cls, "__next__")
         for node in analysis.index.nodes:
-            if type(node) is cst.For and analysis.loops.role(node) is LoopRole.HOT:
+            if type(node) is cst.For and iterates_itself and analysis.loops.role(node) is LoopRole.HOT:
                 iterated = _iterated_value(node.iter)
                 if iterated is not None and (_handed_parameter(analysis, iterated, handed)
                                              or resolver.may_be(iterated)):
