@@ -44,7 +44,8 @@ from gpulint.analysis.framework_steps import framework_site
 from gpulint.analysis.inherited_calls import inherited_site
 from gpulint.analysis.dispatched_calls import dispatched_site
 from gpulint.analysis.tree import child_nodes
-from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, _dotted, project_for, text_dependency
+from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Registry, _dotted, project_for, \
+    text_dependency
 from gpulint.syntax import positional_names
 
 # Calls that hand back (a wrapper of) the module they are given, whose call still runs its `forward`.
@@ -584,17 +585,29 @@ def _handed_to(project: Project, caller, names: set, class_path: Path) -> list:
             imported.update(a.asname or a.name for a in node.names if a.name in names)
     bound: set = set()
     for node in ast_walk.walk(caller.tree) if imported else ():
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
-                isinstance(node.value.func, ast.Name) and node.value.func.id in imported:
-            bound.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            if isinstance(func, ast.Subscript):  # `distiller_dict[cfg.TYPE](...)` of a dict of classes
+                func = func.value
+            if isinstance(func, ast.Name) and func.id in imported:
+                bound.update(t.id for t in node.targets if isinstance(t, ast.Name))
     found: list = []
     for node in ast_walk.walk(caller.tree) if bound else ():
         if not isinstance(node, ast.Call):
             continue
         passed = [(i, None) for i, a in enumerate(node.args) if isinstance(a, ast.Name) and a.id in bound] + \
             [(None, k.arg) for k in node.keywords if isinstance(k.value, ast.Name) and k.value.id in bound]
-        dotted = _dotted(node.func) if passed else None
+        func = node.func.value if isinstance(node.func, ast.Subscript) else node.func
+        dotted = _dotted(func) if passed else None
         target = project.lookup(caller.path, dotted) if dotted else None
+        if isinstance(target, Registry) and isinstance(node.func, ast.Subscript):
+            # `trainer_dict[cfg.TRAINER](name, distiller, ...)`: each class of the dict may be built with it
+            for entry in (project.lookup(target.path, value) for value in target.values):
+                module = project.module(entry.path) if isinstance(entry, ClassSummary) else None
+                if module is not None and _resolved(project, entry.path) != _resolved(project, caller.path) and \
+                        all(module is not other for other, _, _ in found):
+                    found.append((module, f"{entry.name}.__init__", None))
+            continue
         if not isinstance(target, FunctionSummary) or "." in target.qualname or \
                 _resolved(project, target.path) == _resolved(project, caller.path):
             continue
@@ -606,6 +619,45 @@ def _handed_to(project: Project, caller, names: set, class_path: Path) -> list:
                 found.append((module, target.qualname, param))
     project.per_step_sites[key] = found
     return found
+
+
+_DICT_FILES = 24  # files read per name when looking for dicts of classes and the modules building from them
+
+
+def _handed_by_dicts(project: Project, cls: ClassSummary) -> list:
+    """The modules whose functions or classes a module hands an instance it builds from a module-level dict of
+    project classes holding `cls` or a project subclass of it (`distiller = distiller_dict[cfg.TYPE](...)`, then
+    `trainer_dict[cfg.TRAINER](name, distiller, ...)` or `train(distiller, ...)`): a loop there may call it.
+    Whether it does is the caller's resolver's business (`_Instances`, through `named_classes.passed_candidates`).
+    Read from text and `ast` alone; the family of the class is its project subclasses in the files naming it."""
+    from gpulint.analysis.hierarchy import derives
+
+    family = {cls.name}
+    for file in project.files_naming(cls.name)[:_DICT_FILES]:
+        other = None if project.is_test(file) else project.module(file)
+        for sub in (other.classes.values() if other is not None else ()):
+            if sub.name not in family and len(family) < _DICT_FILES and \
+                    any(base.rsplit(".", 1)[-1] == cls.name for base in sub.bases) and derives(project, sub, cls):
+                family.add(sub.name)
+    registries: list = []
+    for name in sorted(family):
+        for file in project.files_naming(name)[:_DICT_FILES]:
+            holder = None if project.is_test(file) else project.module(file)
+            for registry in (holder.registries.values() if holder is not None else ()):
+                if registry not in registries and any(v.rsplit(".", 1)[-1] in family for v in registry.values):
+                    entries = [project.lookup(holder.path, v) for v in registry.values]
+                    if any(isinstance(e, ClassSummary) and (_same(e, cls) or derives(project, e, cls))
+                           for e in entries):
+                        registries.append(registry)
+    found: list = []
+    for registry in registries:
+        for file in project.files_naming(registry.name)[:_DICT_FILES]:
+            builder = None if project.is_test(file) else project.module(file)
+            for module, _, _ in (_handed_to(project, builder, {registry.name}, registry.path)
+                                 if builder is not None else ()):
+                if module not in found:
+                    found.append(module)
+    return found[:_CALLERS_PER_QUESTION]
 
 
 def _find_site(project: Project, path: Path, class_name: str, member: str = "forward") -> Optional[CallSite]:
@@ -621,6 +673,8 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
             if caller is not None and caller not in callers and _may_call_in_hot_loop(project, caller, name):
                 callers.append(caller)
     cls = info.classes.get(class_name) if info is not None else None
+    if not callers and cls is not None:  # an instance built from a dict of classes, handed to another module
+        callers = _handed_by_dicts(project, cls)
     if not callers:  # the common case, decided from text and `ast` alone
         if member == "forward" and cls is not None and project.is_module_class(cls):
             return _submodule_site(project, path, cls)
@@ -698,8 +752,10 @@ def _submodule_site(project: Project, path: Path, cls: ClassSummary) -> Optional
                     continue
                 # `forward` when the owner runs every step; another method (`Policy.act`, `evaluate_actions`)
                 # when a hot loop calls it on an instance of the owner (`member_site`)
+                # (or a hook a per-step base `forward` of another module dispatches to: `self.forward_train(...)`)
                 site = per_step_site(project, owner.path, owner.name) if entry == "forward" \
-                    else member_site(project, owner.path, owner.name, entry)
+                    else member_site(project, owner.path, owner.name, entry) or (
+                        override_site(project, owner.path, owner.name, entry) if owner.bases else None)
                 if site is not None:
                     return CallSite(owner.path.resolve(), line[0], f"{line[1]}(...)", f"{cls.name}.forward",
                                     owner.name, owner_member=entry,
@@ -719,8 +775,18 @@ def _built_in_init(project: Project, owner: ClassSummary) -> dict[str, list[tupl
         return known
     found: dict[str, list[tuple[str, str]]] = {}
     init = owner.methods.get("__init__")
+    # `__init__` and the methods of the class it calls through `self` (`self.init_crd_modules(...)` building
+    # the submodules), walked as one body
+    helpers = {n.func.attr for n in ast_walk.walk(init) if isinstance(n, ast.Call) and isinstance(
+        n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"} \
+        if init is not None else set()
+    init_nodes = [*ast_walk.walk(init)] if init is not None else []
+    for name in sorted(helpers):
+        helper = owner.methods.get(name)
+        if helper is not None and helper is not init and not _is_property_ast(helper):
+            init_nodes.extend(ast_walk.walk(helper))
     chosen: dict[str, list[str]] = {}  # a local of `__init__` -> the dotted names of the classes assigned to it
-    for node in ast_walk.walk(init) if init is not None else ():
+    for node in init_nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             # `Attn = ProbAttention if attn == 'prob' else FullAttention`: either class
             values = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
@@ -728,7 +794,7 @@ def _built_in_init(project: Project, owner: ClassSummary) -> dict[str, list[tupl
                 dotted = _dotted(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
                 if dotted and dotted.rsplit(".", 1)[-1][:1].isupper():
                     chosen.setdefault(node.targets[0].id, []).append(dotted)
-    for node in ast_walk.walk(init) if init is not None else ():
+    for node in init_nodes:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and \
                 isinstance(node.value.func, ast.Attribute) and node.value.func.attr in _CONTAINER_ADDS:
             # `self.gnns = nn.ModuleList()` then `self.gnns.append(GINConv(...))` on a branch of a layer loop
@@ -757,6 +823,10 @@ def _built_in_init(project: Project, owner: ClassSummary) -> dict[str, list[tupl
     with project._lock:
         project.per_step_sites[key] = found
     return found
+
+
+def _is_property_ast(fn: ast.FunctionDef) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "property" for d in fn.decorator_list)
 
 
 def _attribute_called(project: Project, owner: ClassSummary, held: set[str],
