@@ -43,6 +43,7 @@ from gpulint.analysis.overrides import override_site
 from gpulint.analysis.framework_steps import framework_site
 from gpulint.analysis.inherited_calls import inherited_site
 from gpulint.analysis.dispatched_calls import dispatched_site
+from gpulint.analysis.event_hooks import event_site
 from gpulint.analysis.tree import child_nodes
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Registry, _dotted, project_for, \
     text_dependency
@@ -126,6 +127,8 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
                 site = dispatched_site(project, path, owner, member)
             if site is None and owner is not None:  # another module's per-step method is handed the object
                 site = passed_object_site(project, path, owner, member)
+            if site is None and owner is not None:  # a callback run by its event's name (`self('after_batch')`)
+                site = event_site(project, path, owner, member)
             elif site is None:  # a helper another module's per-step `forward` imports and calls
                 site = imported_helper_site(project, path, member)
         if site is not None:
@@ -415,6 +418,9 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
                 if isinstance(m, ast.FunctionDef) and m.name != "forward" and _entry_method(m.name) and \
                         passed_object_site(project, path, stmt.name, m.name) is not None:
                     return True  # `replay_buffer.sample(...)` in another module's per-step method
+                if isinstance(m, ast.FunctionDef) and _entry_method(m.name) and m.name != "__call__" and \
+                        event_site(project, path, stmt.name, m.name) is not None:
+                    return True  # a callback another module runs by its event's name every step
     return False
 
 
@@ -2028,6 +2034,8 @@ def _helpers_stepped_by_a_gpu_loop(analysis) -> bool:
     project, path = analysis.fact(_project_of)
     for owner, member in sorted(entries, key=lambda e: (e[0] or "", e[1])):
         site = member_site(project, path, owner, member)
+        if site is None and owner is not None:  # a callback run by its event's name (`self('after_batch')`)
+            site = event_site(project, path, owner, member)
         if site is None:
             continue
         if owner is None:  # a plain function: only when handed parameter lists (`zero_grad(self.model_params)`)
@@ -2050,7 +2058,9 @@ def _hands_over_tensors(project: Project, site: CallSite) -> bool:
     for analysis, node, _ in _hot_calls(project, site.path):
         if f"{analysis.code(node.func)}(...)" != site.code or _line_of(analysis, node) != site.line:
             continue
-        return any(analysis.kinds.of(a.value) not in (Kind.MODULE, Kind.OPTIMIZER) for a in node.args)
+        # (an event's name, `self('after_batch')` running callbacks by name, hands over no tensor)
+        return any(analysis.kinds.of(a.value) not in (Kind.MODULE, Kind.OPTIMIZER)
+                   and type(a.value) is not cst.SimpleString for a in node.args)
     return True
 
 
