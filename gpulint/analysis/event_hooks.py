@@ -29,6 +29,7 @@ that string constant (indexed once per module), at most `forward._CALLERS_PER_QU
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
@@ -53,20 +54,35 @@ def _strings(tree: ast.Module) -> frozenset:
 
 
 def _find(project: Project, path: Path, owner: str, member: str):
-    from gpulint.analysis.forward import _CALLERS_PER_QUESTION, CallSite, _hot_calls, _hot_file, _line_of
+    from gpulint.analysis.forward import _remembered
     from gpulint.analysis.hierarchy import project_bases
 
     info = project.module(path)
     cls = info.classes.get(owner) if info is not None else None
     if cls is None or member not in cls.methods or member.startswith("__"):
         return None
+    # the dispatching calls of an event do not depend on the class: found once per name and project state
+    calls = _remembered(project, ("event calls", member), lambda: _event_calls(project, member)) or ()
+    bases = None
+    for caller_path, site in calls:
+        if bases is None:
+            bases = list(project_bases(project, cls))
+        if _sees(project, caller_path, cls, bases):
+            return replace(site, runs=f"{owner}.{member}")
+    return None
+
+
+def _event_calls(project: Project, member: str) -> tuple:
+    """(caller path, call site) of each per-step call passing the string `member` to a project callee of its
+    module that calls `getattr(x, <that parameter>)` and then the result."""
+    from gpulint.analysis.forward import _CALLERS_PER_QUESTION, CallSite, _hot_calls, _hot_file, _line_of
+
+    found: list = []
     looked_at = 0
     for file in project.files_naming(member, training=True):
         caller = None if project.is_test(file) else project.module(file)
         if caller is None or getattr(caller, "statements", None) is not None or \
                 member not in caller.indexed(_strings) or not _hot_file(project, caller)[0]:
-            continue
-        if not _sees(project, caller.path, cls, project_bases(project, cls)):
             continue
         if looked_at == _CALLERS_PER_QUESTION:
             break
@@ -82,9 +98,10 @@ def _find(project: Project, path: Path, owner: str, member: str):
             fn, bound = dispatcher
             params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)][1 if bound else 0:]
             if position < len(params) and _dispatches_by_name(fn, params[position]):
-                return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)",
-                                f"{owner}.{member}")
-    return None
+                found.append((caller.path, CallSite(analysis.path, _line_of(analysis, node),
+                                                    f"{analysis.code(node.func)}(...)", f"?.{member}")))
+                break
+    return tuple(found)
 
 
 def _sees(project: Project, importer: Path, cls: ClassSummary, bases) -> bool:
