@@ -79,7 +79,10 @@ def _event_calls(project: Project, member: str) -> tuple:
 
     found: list = []
     looked_at = 0
+    dispatching = set(project.files_naming("getattr", training=True))  # the callee is of the caller's module
     for file in project.files_naming(member, training=True):
+        if file not in dispatching:
+            continue
         caller = None if project.is_test(file) else project.module(file)
         if caller is None or getattr(caller, "statements", None) is not None or \
                 member not in caller.indexed(_strings) or not _hot_file(project, caller)[0]:

@@ -518,9 +518,11 @@ def _find_iterated(project: Project, path: Path, class_name: str) -> Optional[Ca
                 if module not in callers:
                     callers.append(module)
     looked_at = 0
+    handed_modules = {module for module, _, _ in handed}
     for caller in callers:
-        if not _hot_file(project, caller)[0]:
-            continue  # no hot loop in the prefilter's over-approximation: decided from `ast` alone
+        hot, called = _hot_file(project, caller)
+        if not hot or called.isdisjoint(names) and _resolved(project, caller.path) not in handed_modules:
+            continue  # no hot loop, or it neither builds the instance nor is handed it: decided from `ast` alone
         if looked_at == _CALLERS_PER_QUESTION:
             break
         looked_at += 1

@@ -101,6 +101,10 @@ def _sets_its_sentinel(block: cst.If, method: cst.FunctionDef) -> bool:
     test = block.test
     if type(test) is not cst.Comparison or not _sentinel(test):
         return False
+    written = {_state(t.target) for stmt in block.body.body if type(stmt) is cst.SimpleStatementLine
+               for small in stmt.body if type(small) is cst.Assign for t in small.targets} - {None}
+    if not written:
+        return False  # the block sets no state of the object: the common case, decided without a walk
     left = test.left
     states = set()
     if _state(left) is not None:
@@ -119,10 +123,7 @@ def _sets_its_sentinel(block: cst.If, method: cst.FunctionDef) -> bool:
         if len(outside) != 1 or len(outside[0].targets) != 1:
             return False
         states = _reads_of(outside[0].value)
-    if not states:
-        return False
-    return any(type(small) is cst.Assign and any(_state(t.target) in states for t in small.targets)
-               for stmt in block.body.body if type(stmt) is cst.SimpleStatementLine for small in stmt.body)
+    return bool(states & written)
 
 
 def _inside(node: cst.CSTNode, block: cst.CSTNode) -> bool:

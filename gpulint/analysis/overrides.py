@@ -79,16 +79,24 @@ def _called_by_per_step_forward(project: Project, base: ClassSummary, member: st
     from gpulint.analysis.forward import CallSite, per_step_site
 
     fn = base.methods.get("forward")
-    if fn is None or member == "forward" or not project.is_module_class(base):
+    if fn is None or member == "forward":
         return None
-    calls = [n for n in ast_walk.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-             and n.func.attr == member and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"]
-    nested = [n for n in ast_walk.walk(fn) if n is not fn and isinstance(
-        n, (ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))]
-    calls = [c for c in calls if not any(any(c is m for m in ast_walk.walk(n)) for n in nested)]
-    if not calls or per_step_site(project, base.path, base.name) is None:
+    key = ("self calls of forward", base.path, base.name, base.line)
+    called = project.per_step_sites.get(key)
+    if called is None:  # {name: line} of `self.name(...)` in `forward`, outside loops and nested functions
+        called = {}
+        nested = [n for n in ast_walk.walk(fn) if n is not fn and isinstance(
+            n, (ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))]
+        inside = {id(m) for n in nested for m in ast_walk.walk(n)}
+        for n in ast_walk.walk(fn):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
+                    and n.func.value.id == "self" and id(n) not in inside:
+                called.setdefault(n.func.attr, n.lineno)
+        project.per_step_sites[key] = called
+    if member not in called or not project.is_module_class(base) or \
+            per_step_site(project, base.path, base.name) is None:
         return None
-    return CallSite(base.path, calls[0].lineno, f"self.{member}(...)", f"{owner}.{member}")
+    return CallSite(base.path, called[member], f"self.{member}(...)", f"{owner}.{member}")
 
 
 def template_site(project: Project, path: Path, owner: str):
