@@ -44,8 +44,10 @@ from gpulint.analysis.overrides import override_site
 from gpulint.analysis.framework_steps import framework_site
 from gpulint.analysis.inherited_calls import inherited_site
 from gpulint.analysis.dispatched_calls import dispatched_site
+from gpulint.analysis.event_hooks import event_site
 from gpulint.analysis.tree import child_nodes
-from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, _dotted, project_for, text_dependency
+from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Registry, _dotted, project_for, \
+    text_dependency
 from gpulint.syntax import positional_names
 
 # Calls that hand back (a wrapper of) the module they are given, whose call still runs its `forward`.
@@ -104,6 +106,9 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
         elif member == "__init__" and owner is not None:
             # a plain class another module's per-step code builds (`attn_mask = ProbMask(B, H, L, ...)`)
             site = imported_helper_site(project, path, owner)
+        elif member in _ITERATOR_METHODS and owner is not None:
+            # `for x, y in train_iter:` of an instance elsewhere: its `__next__` runs once per iteration
+            site = iterated_site(project, path, owner)
         elif member == "__call__" and owner is not None:
             site = call_site(project, path, owner)
             if site is None:  # `super().training_losses(self._wrap_model(model), ...)` in a per-step method
@@ -123,6 +128,8 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
                 site = dispatched_site(project, path, owner, member)
             if site is None and owner is not None:  # another module's per-step method is handed the object
                 site = passed_object_site(project, path, owner, member)
+            if site is None and owner is not None:  # a callback run by its event's name (`self('after_batch')`)
+                site = event_site(project, path, owner, member)
             elif site is None:  # a helper another module's per-step `forward` imports and calls
                 site = imported_helper_site(project, path, member)
         if site is not None:
@@ -197,11 +204,24 @@ def _entries(analysis) -> dict[int, list[tuple[Optional[str], str]]]:
         for name, method in methods.items():
             if name != "forward" and _entry_method(name):
                 reach(method, (stmt.name.value, name), stmt.name.value)
+    for stmt, methods in classes:  # an iterator class's `__next__`: a loop over an instance drives it
+        for name in _iterator_methods(methods):
+            reach(methods[name], (stmt.name.value, name), stmt.name.value)
     for name, fn in module_functions.items():
         reach(fn, (None, name), None)
     for name, init in plain_inits.items():  # `ProbMask(...)` built in another module's per-step code
         reach(init, (name, "__init__"), name)
     return reached
+
+
+_ITERATOR_METHODS = ("__next__",)
+
+
+def _iterator_methods(methods: dict) -> list[str]:
+    """The methods of a class that a `for` over an instance (or `next(it)`) runs once per item: `__next__`. A
+    generator `__iter__` is left out: what it runs before its loop runs once per pass, not per item, and an
+    `__iter__` that returns an object (`return self`) computes nothing per item."""
+    return ["__next__"] if "__next__" in methods else []
 
 
 def _plain_inits(classes, module_functions) -> dict[str, cst.FunctionDef]:
@@ -356,6 +376,10 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
         return True
     if trainer_built_by_a_gpu_file(project, path, tree):
         return True  # an agent class whose own minibatch loop trains, built by a file that names the device
+    iterators = [s.name for s in tree.body if isinstance(s, ast.ClassDef) and any(
+        isinstance(m, ast.FunctionDef) and m.name == "__next__" for m in s.body)]
+    if any(iterated_site(project, path, name) is not None for name in iterators):
+        return True  # an iterator class a step loop drives (`for x, y in train_iter:`)
     callables = [s.name for s in tree.body if isinstance(s, ast.ClassDef) and any(
         isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "__call__" for m in s.body)]
     if any(call_site(project, path, name) is not None for name in callables):
@@ -397,6 +421,9 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
                 if isinstance(m, ast.FunctionDef) and m.name != "forward" and _entry_method(m.name) and \
                         passed_object_site(project, path, stmt.name, m.name) is not None:
                     return True  # `replay_buffer.sample(...)` in another module's per-step method
+                if isinstance(m, ast.FunctionDef) and _entry_method(m.name) and m.name != "__call__" and \
+                        event_site(project, path, stmt.name, m.name) is not None:
+                    return True  # a callback another module runs by its event's name every step
     return False
 
 
@@ -449,6 +476,201 @@ def call_site(project: Project, path: Path, class_name: str) -> Optional[CallSit
                        lambda: _find_site(project, path, class_name, "__call__"))
 
 
+def iterated_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
+    """A step loop, in some project file, that iterates an instance of the iterator class `class_name` (defined in
+    `path`): `for i, (x, y) in enumerate(train_iter):` or `batch = next(it)` every iteration, where the instance is
+    built there, or built by the module that hands it to the loop's function (`train_iter =
+    build_iterator(data, config)` then `train(config, model, train_iter)`, whose loop iterates its parameter).
+    Each iteration runs the class's `__next__` once."""
+    path = _resolved(project, path)
+    return _remembered(project, (path, class_name, "__next__"), lambda: _find_iterated(project, path, class_name))
+
+
+# Calls that hand on the items of the iterable they are given, one per item (`enumerate(it)`, `tqdm(it)`)
+_ITEM_WRAPPERS = {"enumerate", "zip", "tqdm", "iter", "islice", "cycle", "chain"}
+
+
+def _find_iterated(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
+    from gpulint.analysis.calls import project_calls
+    from gpulint.analysis.loops import LoopRole
+
+    info = project.module(path)
+    cls = info.classes.get(class_name) if info is not None else None
+    if cls is None or "__next__" not in cls.methods:
+        return None
+    # `for x in it:` runs `it.__next__` only when `iter(it)` is `it` itself (`def __iter__(self): return self`)
+    own_iter = cls.methods.get("__iter__")
+    returns = [n.value for n in ast_walk.walk(own_iter) if isinstance(n, ast.Return)] if own_iter is not None else []
+    iterates_itself = bool(returns) and all(isinstance(r, ast.Name) and r.id == "self" for r in returns)
+    # the instance may be built by a script with no loop, which hands it to another module's loop
+    names = (class_name, *_factories_building(project, info, class_name, training=False),
+             *_subclasses_in_module(info, class_name),
+             *_chooser_names(project, info, class_name))
+    callers: list = []
+    handed: set = set()  # (module path, function, parameter) that a module building the instance hands it
+    for name in names:
+        for file in project.files_naming(name):
+            if project.is_test(file):
+                continue
+            caller = project.module(file)
+            if caller is None or caller in callers:
+                continue
+            callers.append(caller)
+            for module, function, param in _handed_to(project, caller, set(names), path):
+                handed.add((_resolved(project, module.path), function, param))
+                if module not in callers:
+                    callers.append(module)
+    looked_at = 0
+    handed_modules = {module for module, _, _ in handed}
+    for caller in callers:
+        hot, called = _hot_file(project, caller)
+        if not hot or called.isdisjoint(names) and _resolved(project, caller.path) not in handed_modules:
+            continue  # no hot loop, or it neither builds the instance nor is handed it: decided from `ast` alone
+        if looked_at == _CALLERS_PER_QUESTION:
+            break
+        looked_at += 1
+        analysis = caller_analysis(project, caller.path)
+        calls = analysis.fact(project_calls) if analysis is not None else None
+        if calls is None:
+            continue
+        resolver = _Instances(calls, project, cls, "__next__")
+        for node in analysis.index.nodes:
+            if type(node) is cst.For and iterates_itself and analysis.loops.role(node) is LoopRole.HOT:
+                iterated = _iterated_value(node.iter)
+                if iterated is not None and (_handed_parameter(analysis, iterated, handed)
+                                             or resolver.may_be(iterated)):
+                    return CallSite(analysis.path, _line_of(analysis, node), f"for ... in {analysis.code(node.iter)}",
+                                    f"{cls.name}.__next__")
+            elif type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "next" and \
+                    node.args and analysis.execution(node).every_iteration and (
+                        _handed_parameter(analysis, node.args[0].value, handed)
+                        or resolver.may_be(node.args[0].value)):
+                return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node)}",
+                                f"{cls.name}.__next__")
+    return None
+
+
+def _handed_parameter(analysis, expr: cst.BaseExpression, handed: set) -> bool:
+    """`expr` is a parameter of a top-level function of the module, and only that (never rebound), that a
+    module building the instance hands it (`_handed_to`)."""
+    if not handed or type(expr) is not cst.Name:
+        return False
+    bindings = analysis.index.visible_bindings(expr)
+    if len(bindings) != 1 or bindings[0].kind != "param" or type(bindings[0].source) is not cst.FunctionDef:
+        return False
+    fn = bindings[0].source
+    if type(analysis.index.up.get(id(fn))) is not cst.Module:
+        return False
+    return (Path(analysis.path).resolve(), fn.name.value, expr.value) in handed
+
+
+def _iterated_value(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """What a `for` header iterates item by item: `x` of `x`, `enumerate(x)`, `tqdm(x)`, `zip(x, ...)` (the
+    first argument), else None."""
+    while type(expr) is cst.Call:
+        func = expr.func
+        last = func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else None
+        if last not in _ITEM_WRAPPERS or not expr.args or expr.args[0].keyword is not None or expr.args[0].star:
+            return None
+        expr = expr.args[0].value
+    return expr if type(expr) in (cst.Name, cst.Attribute) else None
+
+
+def _handed_to(project: Project, caller, names: set, class_path: Path) -> list:
+    """(module, function, parameter) for each top-level function of another project module that the module
+    `caller` hands a name it binds to a call of one of `names` (`train_iter = build_iterator(...)` then
+    `train(config, model, train_iter)` of `from train_eval import train`), where that call names the class's own
+    module's function or class (imported from it anywhere in `caller`, also under `if model == ...:`): that
+    function's loops may iterate the instance through the parameter. Read from the `ast`, once per module
+    content and set of names."""
+    key = ("handed to", caller.path, caller.digest, frozenset(names), class_path)
+    known = project.per_step_sites.get(key)
+    if known is not None:
+        return known
+    if getattr(caller, "statements", None) is not None:
+        return []  # a big module streamed in pieces: no whole tree to walk
+    imported = set(names) if _resolved(project, caller.path) == class_path else set()
+    for node in ast_walk.walk(caller.tree):
+        if isinstance(node, ast.ImportFrom) and any(a.name in names for a in node.names) and \
+                project.resolver.resolve(node.module or "", caller.path, node.level) == class_path:
+            imported.update(a.asname or a.name for a in node.names if a.name in names)
+    bound: set = set()
+    for node in ast_walk.walk(caller.tree) if imported else ():
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            if isinstance(func, ast.Subscript):  # `distiller_dict[cfg.TYPE](...)` of a dict of classes
+                func = func.value
+            if isinstance(func, ast.Name) and func.id in imported:
+                bound.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    found: list = []
+    for node in ast_walk.walk(caller.tree) if bound else ():
+        if not isinstance(node, ast.Call):
+            continue
+        passed = [(i, None) for i, a in enumerate(node.args) if isinstance(a, ast.Name) and a.id in bound] + \
+            [(None, k.arg) for k in node.keywords if isinstance(k.value, ast.Name) and k.value.id in bound]
+        func = node.func.value if isinstance(node.func, ast.Subscript) else node.func
+        dotted = _dotted(func) if passed else None
+        target = project.lookup(caller.path, dotted) if dotted else None
+        if isinstance(target, Registry) and isinstance(node.func, ast.Subscript):
+            # `trainer_dict[cfg.TRAINER](name, distiller, ...)`: each class of the dict may be built with it
+            for entry in (project.lookup(target.path, value) for value in target.values):
+                module = project.module(entry.path) if isinstance(entry, ClassSummary) else None
+                if module is not None and _resolved(project, entry.path) != _resolved(project, caller.path) and \
+                        all(module is not other for other, _, _ in found):
+                    found.append((module, f"{entry.name}.__init__", None))
+            continue
+        if not isinstance(target, FunctionSummary) or "." in target.qualname or \
+                _resolved(project, target.path) == _resolved(project, caller.path):
+            continue
+        module = project.module(target.path)
+        for position, keyword in passed:
+            param = keyword if keyword is not None else (
+                target.params[position] if position < len(target.params) else None)
+            if module is not None and param is not None and (module, target.qualname, param) not in found:
+                found.append((module, target.qualname, param))
+    project.per_step_sites[key] = found
+    return found
+
+
+_DICT_FILES = 24  # files read per name when looking for dicts of classes and the modules building from them
+
+
+def _handed_by_dicts(project: Project, cls: ClassSummary) -> list:
+    """The modules whose functions or classes a module hands an instance it builds from a module-level dict of
+    project classes holding `cls` or a project subclass of it (`distiller = distiller_dict[cfg.TYPE](...)`, then
+    `trainer_dict[cfg.TRAINER](name, distiller, ...)` or `train(distiller, ...)`): a loop there may call it.
+    Whether it does is the caller's resolver's business (`_Instances`, through `named_classes.passed_candidates`).
+    Read from text and `ast` alone; the family of the class is its project subclasses in the files naming it."""
+    from gpulint.analysis.hierarchy import derives
+
+    family = {cls.name}
+    for file in project.files_naming(cls.name)[:_DICT_FILES]:
+        other = None if project.is_test(file) else project.module(file)
+        for sub in (other.classes.values() if other is not None else ()):
+            if sub.name not in family and len(family) < _DICT_FILES and \
+                    any(base.rsplit(".", 1)[-1] == cls.name for base in sub.bases) and derives(project, sub, cls):
+                family.add(sub.name)
+    registries: list = []
+    for name in sorted(family):
+        for file in project.files_naming(name)[:_DICT_FILES]:
+            holder = None if project.is_test(file) else project.module(file)
+            for registry in (holder.registries.values() if holder is not None else ()):
+                if registry not in registries and any(v.rsplit(".", 1)[-1] in family for v in registry.values):
+                    entries = [project.lookup(holder.path, v) for v in registry.values]
+                    if any(isinstance(e, ClassSummary) and (_same(e, cls) or derives(project, e, cls))
+                           for e in entries):
+                        registries.append(registry)
+    found: list = []
+    for registry in registries:
+        for file in project.files_naming(registry.name)[:_DICT_FILES]:
+            builder = None if project.is_test(file) else project.module(file)
+            for module, _, _ in (_handed_to(project, builder, {registry.name}, registry.path)
+                                 if builder is not None else ()):
+                if module not in found:
+                    found.append(module)
+    return found[:_CALLERS_PER_QUESTION]
+
+
 def _find_site(project: Project, path: Path, class_name: str, member: str = "forward") -> Optional[CallSite]:
     info = project.module(path)
     callers: list = []
@@ -462,6 +684,8 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
             if caller is not None and caller not in callers and _may_call_in_hot_loop(project, caller, name):
                 callers.append(caller)
     cls = info.classes.get(class_name) if info is not None else None
+    if not callers and cls is not None:  # an instance built from a dict of classes, handed to another module
+        callers = _handed_by_dicts(project, cls)
     if not callers:  # the common case, decided from text and `ast` alone
         if member == "forward" and cls is not None and project.is_module_class(cls):
             return _submodule_site(project, path, cls)
@@ -539,8 +763,10 @@ def _submodule_site(project: Project, path: Path, cls: ClassSummary) -> Optional
                     continue
                 # `forward` when the owner runs every step; another method (`Policy.act`, `evaluate_actions`)
                 # when a hot loop calls it on an instance of the owner (`member_site`)
+                # (or a hook a per-step base `forward` of another module dispatches to: `self.forward_train(...)`)
                 site = per_step_site(project, owner.path, owner.name) if entry == "forward" \
-                    else member_site(project, owner.path, owner.name, entry)
+                    else member_site(project, owner.path, owner.name, entry) or (
+                        override_site(project, owner.path, owner.name, entry) if owner.bases else None)
                 if site is not None:
                     return CallSite(owner.path.resolve(), line[0], f"{line[1]}(...)", f"{cls.name}.forward",
                                     owner.name, owner_member=entry,
@@ -560,8 +786,18 @@ def _built_in_init(project: Project, owner: ClassSummary) -> dict[str, list[tupl
         return known
     found: dict[str, list[tuple[str, str]]] = {}
     init = owner.methods.get("__init__")
+    # `__init__` and the methods of the class it calls through `self` (`self.init_crd_modules(...)` building
+    # the submodules), walked as one body
+    helpers = {n.func.attr for n in ast_walk.walk(init) if isinstance(n, ast.Call) and isinstance(
+        n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"} \
+        if init is not None else set()
+    init_nodes = [*ast_walk.walk(init)] if init is not None else []
+    for name in sorted(helpers):
+        helper = owner.methods.get(name)
+        if helper is not None and helper is not init and not _is_property_ast(helper):
+            init_nodes.extend(ast_walk.walk(helper))
     chosen: dict[str, list[str]] = {}  # a local of `__init__` -> the dotted names of the classes assigned to it
-    for node in ast_walk.walk(init) if init is not None else ():
+    for node in init_nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             # `Attn = ProbAttention if attn == 'prob' else FullAttention`: either class
             values = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
@@ -569,7 +805,7 @@ def _built_in_init(project: Project, owner: ClassSummary) -> dict[str, list[tupl
                 dotted = _dotted(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
                 if dotted and dotted.rsplit(".", 1)[-1][:1].isupper():
                     chosen.setdefault(node.targets[0].id, []).append(dotted)
-    for node in ast_walk.walk(init) if init is not None else ():
+    for node in init_nodes:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and \
                 isinstance(node.value.func, ast.Attribute) and node.value.func.attr in _CONTAINER_ADDS:
             # `self.gnns = nn.ModuleList()` then `self.gnns.append(GINConv(...))` on a branch of a layer loop
@@ -598,6 +834,10 @@ def _built_in_init(project: Project, owner: ClassSummary) -> dict[str, list[tupl
     with project._lock:
         project.per_step_sites[key] = found
     return found
+
+
+def _is_property_ast(fn: ast.FunctionDef) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "property" for d in fn.decorator_list)
 
 
 def _attribute_called(project: Project, owner: ClassSummary, held: set[str],
@@ -1044,7 +1284,7 @@ def _registries_building(project: Project, info, class_name: str) -> list[str]:
     return found
 
 
-def _factories_building(project: Project, info, class_name: str) -> list[str]:
+def _factories_building(project: Project, info, class_name: str, training: bool = True) -> list[str]:
     """The top-level functions of the class's module that build it and return it (`def blip_decoder(**kw):
     model = BLIP_Decoder(**kw); ...; return model`): a training file calling one builds the class. Only
     functions that name the class are summarised."""
@@ -1060,8 +1300,8 @@ def _factories_building(project: Project, info, class_name: str) -> list[str]:
         cached = project.hot_loop_files[("names in functions", info.path)] = (info.digest, named)
     found = []
     for name in sorted(cached[1].get(class_name, ())):
-        if not project.files_naming(name, training=True):
-            continue  # no training file names the function: nothing to summarise
+        if not project.files_naming(name, training=training):
+            continue  # no (training) file names the function: nothing to summarise
         summary = project.function(info.path, name)
         returned = project.returned_classes(summary) if summary is not None else ()
         if len(returned) == 1 and returned[0].name == class_name and returned[0].path == info.path:
@@ -1825,6 +2065,8 @@ def _helpers_stepped_by_a_gpu_loop(analysis) -> bool:
     project, path = analysis.fact(_project_of)
     for owner, member in sorted(entries, key=lambda e: (e[0] or "", e[1])):
         site = member_site(project, path, owner, member)
+        if site is None and owner is not None:  # a callback run by its event's name (`self('after_batch')`)
+            site = event_site(project, path, owner, member)
         if site is None:
             continue
         if owner is None:  # a plain function: only when handed parameter lists (`zero_grad(self.model_params)`)
@@ -1847,7 +2089,9 @@ def _hands_over_tensors(project: Project, site: CallSite) -> bool:
     for analysis, node, _ in _hot_calls(project, site.path):
         if f"{analysis.code(node.func)}(...)" != site.code or _line_of(analysis, node) != site.line:
             continue
-        return any(analysis.kinds.of(a.value) not in (Kind.MODULE, Kind.OPTIMIZER) for a in node.args)
+        # (an event's name, `self('after_batch')` running callbacks by name, hands over no tensor)
+        return any(analysis.kinds.of(a.value) not in (Kind.MODULE, Kind.OPTIMIZER)
+                   and type(a.value) is not cst.SimpleString for a in node.args)
     return True
 
 

@@ -654,7 +654,62 @@ def _passed(project: Project, path: Path, function: str, parameter: str) -> list
                 for one in instances(project, scope, argument) or ():
                     if all(one is not f for f in found):
                         found.append(one)
+    if owner:  # `trainer_dict[cfg.TRAINER](name, distiller, ...)` of a dict holding the class (or a subclass)
+        for caller, call in _dict_constructions(project, cls):
+            argument = _argument(call, position, parameter)
+            if argument is None or argument is _UNKNOWN:
+                continue
+            scope = _Scope(caller, _enclosing_function(caller.tree, call))
+            for one in instances(project, scope, argument) or ():
+                if all(one is not f for f in found):
+                    found.append(one)
     return found
+
+
+def _dict_constructions(project: Project, cls: ClassSummary) -> list:
+    """(module, call) for each `D[x](...)` in the project where `D` is a module-level dict of classes (a
+    `Registry` of `project.py`: `trainer_dict = {"base": BaseTrainer, "crd": CRDTrainer}`) one of which runs
+    `cls.__init__` (the class itself, or a subclass that does not define its own): the run whose key picks it
+    builds it with those arguments. The dicts are found in the files naming the class, their calls in the files
+    naming a dict (at most `_MAX_FILES` each)."""
+    init = cls.methods.get("__init__")
+    if init is None:
+        return []
+    found: list = []
+    for file in project.files_naming(cls.name)[:_MAX_FILES]:
+        holder = project.module(file)
+        if holder is None or project.is_test(file):
+            continue
+        for registry in holder.registries.values():
+            entries = [project.lookup(holder.path, dotted) for dotted in registry.values]
+            if not any(isinstance(e, ClassSummary) and _runs_init(project, e, init) for e in entries):
+                continue
+            for other in project.files_naming(registry.name)[:_MAX_FILES]:
+                caller = project.module(other)
+                if caller is None or project.is_test(other) or getattr(caller, "statements", None) is not None:
+                    continue
+                for node in ast_walk.walk(caller.tree):
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript) and \
+                            isinstance(node.func.value, ast.Name) and node.func.value.id == registry.name and \
+                            not isinstance(node.func.slice, ast.Constant) and \
+                            _same_registry(project.lookup(caller.path, registry.name), registry):
+                        found.append((caller, node))
+    return found
+
+
+def _runs_init(project: Project, cls: ClassSummary, init: ast.FunctionDef) -> bool:
+    """`cls` runs the `__init__` node `init` (its own, or the first one up its project bases)."""
+    from gpulint.analysis.hierarchy import first_bases
+
+    for current in first_bases(project, cls, _MAX_DEPTH):
+        own = current.methods.get("__init__")
+        if own is not None:
+            return own is init
+    return False
+
+
+def _same_registry(found, registry: Registry) -> bool:
+    return isinstance(found, Registry) and found.name == registry.name and found.path == registry.path
 
 
 def _imported_in_functions(project: Project, info, name: str, path: Path) -> set[str]:

@@ -61,10 +61,42 @@ def _find_override_site(project: Project, path: Path, owner: str, member: str):
         return None
     for found in project_bases(project, cls):
         if _resolved(project, found.path) != path:
-            site = _self_call_every_step(project, found, member, owner)
+            site = _self_call_every_step(project, found, member, owner) or \
+                _called_by_per_step_forward(project, found, member, owner)
             if site is not None:
                 return site
     return None
+
+
+def _called_by_per_step_forward(project: Project, base: ClassSummary, member: str, owner: str):
+    """`self.member(...)` in the `forward` of the project module class `base` (another module), outside loops and
+    nested functions, when that `forward` is per-step model code (`forward.per_step_site`: a loop elsewhere calls
+    an instance every step). A distiller's `forward` dispatching `return self.forward_train(**kwargs)` to the
+    subclass the configuration picks runs that subclass's `forward_train` every step."""
+    import ast
+
+    from gpulint import ast_walk
+    from gpulint.analysis.forward import CallSite, per_step_site
+
+    fn = base.methods.get("forward")
+    if fn is None or member == "forward":
+        return None
+    key = ("self calls of forward", base.path, base.name, base.line)
+    called = project.per_step_sites.get(key)
+    if called is None:  # {name: line} of `self.name(...)` in `forward`, outside loops and nested functions
+        called = {}
+        nested = [n for n in ast_walk.walk(fn) if n is not fn and isinstance(
+            n, (ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))]
+        inside = {id(m) for n in nested for m in ast_walk.walk(n)}
+        for n in ast_walk.walk(fn):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
+                    and n.func.value.id == "self" and id(n) not in inside:
+                called.setdefault(n.func.attr, n.lineno)
+        project.per_step_sites[key] = called
+    if member not in called or not project.is_module_class(base) or \
+            per_step_site(project, base.path, base.name) is None:
+        return None
+    return CallSite(base.path, called[member], f"self.{member}(...)", f"{owner}.{member}")
 
 
 def template_site(project: Project, path: Path, owner: str):
