@@ -12,7 +12,6 @@ import fnmatch
 import hashlib
 import importlib.util
 import json
-import shutil
 from pathlib import Path
 from typing import Optional
 
@@ -128,6 +127,8 @@ def clear(directory: Path) -> bool:
         return False
     if not (directory / "CACHEDIR.TAG").exists():
         raise OSError(f"{directory} does not look like a gpulint cache (no CACHEDIR.TAG); not removed")
+    import shutil  # `gpulint clean` only: not on every run's start-up
+
     shutil.rmtree(directory)
     return True
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import sys
@@ -244,6 +243,8 @@ def _warn(warnings) -> None:
 def _unified(before: str, after: str, name: str) -> str:
     if before == after:
         return ""
+    import difflib  # `--diff` only: not on every run's start-up
+
     return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
                                         fromfile=f"a/{name}", tofile=f"b/{name}"))
 

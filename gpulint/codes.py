@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from typing import Optional
 
 
@@ -23,6 +22,8 @@ def closest(token: str) -> Optional[str]:
     upper = wanted.upper().replace("O", "0") if wanted.upper().startswith("GPU") else wanted.upper()
     if upper in codes:
         return upper
+    import difflib  # a mistyped code only: not on every run's start-up
+
     match = difflib.get_close_matches(wanted.upper(), list(codes), n=1, cutoff=0.6)
     if match:
         return match[0]

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import glob
 import io
 import os
 import re
 import stat
-import tempfile
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,6 +108,8 @@ def atomic_write(path: Path, data: bytes, mode: Optional[int] = None, *, durable
     `.<name>.<pid>.<random>.gpulint-tmp` behind, which discovery never lints and `remove_stale_temps` deletes
     the next time this file is written.
     """
+    import tempfile  # only a run that writes (a fix, a cache entry) needs it: a warm run's start-up does not
+
     directory = path.parent
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=directory)
     try:
@@ -131,6 +131,8 @@ def atomic_write(path: Path, data: bytes, mode: Optional[int] = None, *, durable
 
 def remove_stale_temps(path: Path) -> None:
     """Delete temporary files a killed gpulint left beside `path` (those of processes that are gone)."""
+    import glob
+
     try:
         candidates = list(path.parent.glob(f".{glob.escape(path.name)}.*{TEMP_SUFFIX}"))
     except OSError:

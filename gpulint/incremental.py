@@ -209,6 +209,18 @@ class _RecentByText:
         self.size = size
         self.total_chars = total_chars  # None: only `size` bounds what is kept
         self.chars = 0
+        self.companions: dict[str, dict] = {}  # `companion`: by text, while its entry is kept
+
+    def companion(self, text: str, tree) -> Optional[dict]:
+        """A dict kept with the entry for `text` while that entry is `tree` itself (dropped with it); None
+        when `tree` is not the kept entry (a big text, one evicted, or one parsed afresh)."""
+        with self.lock:
+            if self.entries.get(text) is not tree:
+                return None
+            found = self.companions.get(text)
+            if found is None:
+                found = self.companions[text] = {}
+            return found
 
     def get(self, text: str):
         with self.lock:
@@ -223,15 +235,20 @@ class _RecentByText:
         with self.lock:
             if text not in self.entries:
                 self.chars += len(text)
+            elif self.entries[text] is not tree:
+                self.companions.pop(text, None)  # it was another tree's
             self.entries[text] = tree
             self.entries.move_to_end(text)
             while len(self.entries) > self.size or (self.total_chars is not None and self.chars > self.total_chars
                                                     and len(self.entries) > 1):
-                self.chars -= len(self.entries.popitem(last=False)[0])
+                dropped = self.entries.popitem(last=False)[0]
+                self.companions.pop(dropped, None)
+                self.chars -= len(dropped)
 
     def clear(self) -> None:
         with self.lock:
             self.entries.clear()
+            self.companions.clear()
             self.chars = 0
 
 
@@ -246,6 +263,19 @@ _recent_modules = _RecentByText(size=64, total_chars=600_000)
 # were parsed twice by the worker that linted them (issue 11, speed5). The project model holds the trees it
 # parsed anyway, so most entries cost nothing more.
 _recent_trees = _RecentByText(size=256, total_chars=1_000_000)
+
+
+def module_companion(source: Optional[str], module: cst.Module) -> Optional[dict]:
+    """In a batch run, a dict kept with `module` for as long as the recent modules keep it (it was parsed from
+    `source` by `parse_module`), else None. Every `ModuleAnalysis` of that very module object (a training script's
+    own lint and its caller analysis, analysis/forward.py `_hot_calls`) keeps there what it would compute alike:
+    the syntax index, and the loop roles per file (analysis/__init__.py). An editor keeps nothing here: the
+    project its answers depend on changes between lints of the same tree."""
+    from gpulint import runtime
+
+    if source is None or not runtime.batch_mode():
+        return None
+    return _recent_modules.companion(source, module)
 
 
 def parse_module(source: str) -> cst.Module:

@@ -83,6 +83,37 @@ def test_a_warm_run_never_loads_libcst_or_the_rules(project):
     assert warm_loaded == "LOADED []"
 
 
+def test_a_warm_run_never_imports_what_only_writing_or_a_typo_needs(project):
+    """A run the cache answers for every file writes nothing and prints no diff or suggestion: its fresh process
+    imports neither `tempfile` (with `shutil` and `random`: a fix's or a cache entry's atomic write), `glob` (stale
+    temporary files), nor `difflib` (`--diff`, "did you mean"). They were a few milliseconds of its start-up."""
+    import subprocess
+    import sys
+
+    script = ("import sys\n"
+              "from gpulint.cli import main\n"
+              "try:\n"
+              "    main(['check', '--jobs', '1', '.'])\n"
+              "except SystemExit:\n"
+              "    pass\n"
+              "print('LOADED', sorted(m for m in ('difflib', 'tempfile', 'shutil', 'glob') if m in sys.modules), "
+              "file=sys.stderr)\n")
+
+    def fresh():
+        proc = subprocess.run([sys.executable, "-c", script], cwd=project, capture_output=True, text=True)
+        return proc.stdout, proc.stderr.strip().splitlines()[-1]
+
+    cold_out, cold_loaded = fresh()
+    assert "GPU101" in cold_out and "'tempfile'" in cold_loaded  # the first run writes the cache's entries
+    warm_out, warm_loaded = fresh()
+    assert warm_out == cold_out
+    assert warm_loaded == "LOADED []"
+    # what they are for still works where it is needed: a suggestion for a mistyped code
+    from gpulint.codes import closest
+
+    assert closest("GPU1O1") == "GPU101"
+
+
 def test_json_output_with_fix_edits_is_cached_too(project, monkeypatch):
     cold = run("--jobs", "1", "--output-format", "json", ".")
     assert '"edits"' in cold.output and '"content"' in cold.output

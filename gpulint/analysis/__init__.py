@@ -9,7 +9,7 @@ from typing import Callable, Optional, TypeVar
 
 import libcst as cst
 
-from gpulint import ast_walk
+from gpulint import ast_walk, incremental
 from gpulint.analysis.kinds import Kind, KindInference
 from gpulint.analysis.loops import Execution, Frequency, LoopAnalysis, LoopRole
 from gpulint.analysis.tree import SyntaxIndex
@@ -37,7 +37,16 @@ class ModuleAnalysis:
         # The very text `module` was parsed from, kept apart: a chunk of a big file (runner's chunked lint) sets
         # `source` to the whole file's text afterwards. `module.code` without its codegen (unset_options).
         self.parsed_text = source
-        self.index = SyntaxIndex().build(module)
+        # In a batch run, what other analyses of this very module object computed alike (incremental.py,
+        # `module_companion`): a script's own lint and its caller analysis (forward.py `_hot_calls`) share one
+        # syntax index and, for the same file, the loop roles (`_loops`)
+        self._companion = incremental.module_companion(source, module)
+        index = self._companion.get("index") if self._companion is not None else None
+        if index is None:
+            index = SyntaxIndex().build(module)
+            if self._companion is not None:
+                self._companion["index"] = index
+        self.index = index
         self._facts: dict[Callable, object] = {}
         self._qualified: dict[int, Optional[str]] = {}
 
@@ -317,6 +326,11 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
         from gpulint.analysis.uncalled import uncalled
 
         loops.uncalled = lambda fn: uncalled(analysis, fn)
+        if analysis._companion is not None:
+            # A loop's role is the same in every analysis of this module for this file: it never asks whether a
+            # loop elsewhere runs a function of it every step (`per_step_caller`, which a caller analysis turns
+            # off) nor where a node runs (`execution`); its other questions are the module's and the project's.
+            loops._roles = analysis._companion.setdefault(("roles", _resolved_path(analysis.path)), loops._roles)
         from gpulint.analysis.unset_options import unset_options
 
         unset = unset_options
@@ -332,6 +346,11 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
     loops.stepped_argument = lambda call: stepped_argument(analysis, call)
     loops.never_runs = never_runs
     return loops
+
+
+def _resolved_path(path) -> Path:
+    """`path` resolved: a file linted as `train.py` and analysed as a caller under its absolute path is one file."""
+    return Path(path).resolve()
 
 
 def _trains_through_method(analysis: ModuleAnalysis, call: cst.Call) -> bool:

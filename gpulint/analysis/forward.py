@@ -1368,17 +1368,48 @@ def _hot_calls(project: Project, path: Path) -> list:
     """(analysis, call, what is called) for every call that runs every iteration of a hot loop of `path`, from
     one LibCST parse of it (kept for the next questions: `_CALLER_ANALYSES`; the questions bound how many
     callers each looks at, `_CALLERS_PER_QUESTION`). What is called is the call's function, or for a name bound to
-    `functools.partial(f, ...)`, `f`."""
+    `functools.partial(f, ...)`, `f`. The calls are found the first time they are asked for: a caller parsed
+    only for its methods (`caller_analysis`) is not walked for them."""
+    from gpulint.incremental import checkpoint
+
+    analysis = _caller_parse(project, path)
+    kept = project.caller_analyses[path]
+    if kept[1] is not None:
+        return kept[1]
+    found: list = []
+    for position, node in enumerate(analysis.index.nodes if analysis is not None else ()):
+        if position % 4096 == 0:
+            checkpoint()  # an editor's lint of an outdated buffer stops here too (abandoned: nothing is kept)
+        if type(node) is not cst.Call:
+            continue
+        if analysis.execution(node).every_iteration:
+            found.append((analysis, node, _partial_target(analysis, node.func)))
+    cache = project.caller_analyses
+    cache[path] = (analysis, found)
+    _hot_names(project, path, found)
+    while len(cache) > _CALLER_ANALYSES:
+        cache.popitem(last=False)
+    return found
+
+
+def _hot_names(project: Project, path: Path, found: list) -> None:
+    project.hot_call_names[path] = frozenset(
+        func.attr.value if type(func) is cst.Attribute else func.value
+        for _, _, func in found if type(func) in (cst.Attribute, cst.Name))
+
+
+def _caller_parse(project: Project, path: Path):
+    """The `ModuleAnalysis` of a caller file (None if it cannot be read or parsed), from one LibCST parse kept in
+    `project.caller_analyses` with its hot calls once `_hot_calls` has found them (None until then)."""
     from gpulint.analysis import ModuleAnalysis
     from gpulint.files import FileError, read_regular
-    from gpulint.incremental import checkpoint, parse_module  # the script's own lint may have parsed it
+    from gpulint.incremental import parse_module  # the script's own lint may have parsed it
     from gpulint.runtime import trusted_parse
 
     cache = project.caller_analyses
     if path in cache:
         cache.move_to_end(path)
-        return cache[path][1]
-    found: list = []
+        return cache[path][0]
     try:
         text = project.text_of(path)  # an editor's unsaved buffer: its text, as the project's `ast` model has it
         if text is None:
@@ -1392,28 +1423,19 @@ def _hot_calls(project: Project, path: Path) -> list:
         analysis.loops.per_step_caller = None
     except (OSError, FileError, UnicodeDecodeError, ValueError, RecursionError, cst.ParserSyntaxError):
         analysis = None
-    for position, node in enumerate(analysis.index.nodes if analysis is not None else ()):
-        if position % 4096 == 0:
-            checkpoint()  # an editor's lint of an outdated buffer stops here too (abandoned: nothing is kept)
-        if type(node) is not cst.Call:
-            continue
-        if analysis.execution(node).every_iteration:
-            found.append((analysis, node, _partial_target(analysis, node.func)))
-    cache[path] = (analysis, found)
-    project.hot_call_names[path] = frozenset(
-        func.attr.value if type(func) is cst.Attribute else func.value
-        for _, _, func in found if type(func) in (cst.Attribute, cst.Name))
+    cache[path] = (analysis, None if analysis is not None else [])
+    if analysis is None:
+        _hot_names(project, path, [])  # nothing of it runs every iteration
     while len(cache) > _CALLER_ANALYSES:
         cache.popitem(last=False)
-    return found
+    return analysis
 
 
 def caller_analysis(project: Project, path: Path):
-    """The `ModuleAnalysis` of a caller file, parsed once with its hot calls (`_hot_calls`), even when none of
-    its calls runs every iteration (a script whose loops are in an imported helper); None if it cannot be read."""
-    _hot_calls(project, path)
-    kept = project.caller_analyses.get(path)
-    return kept[0] if kept is not None else None
+    """The `ModuleAnalysis` of a caller file, parsed once (`_caller_parse`), even when none of its calls runs
+    every iteration (a script whose loops are in an imported helper); None if it cannot be read. Its hot calls
+    are not looked for until a question needs them (`_hot_calls`)."""
+    return _caller_parse(project, path)
 
 
 def _python_accepted(project: Project, path: Path, text: str) -> bool:
