@@ -612,9 +612,6 @@ def passed_candidates(project: Project, path: Path, function: str, parameter: st
 
 
 def _passed(project: Project, path: Path, function: str, parameter: str) -> list[ClassSummary]:
-    from gpulint.analysis.param_unions import _enclosing_function
-    from gpulint.analysis.project import _UNKNOWN, _argument
-
     info = project.module(path)
     if info is None:
         return []
@@ -647,23 +644,25 @@ def _passed(project: Project, path: Path, function: str, parameter: str) -> list
                         isinstance(target, FunctionSummary) and target.path.resolve() == path
                         and target.qualname == function):
                     continue
-                argument = _argument(call, position, parameter)
-                if argument is None or argument is _UNKNOWN:
-                    continue
-                scope = _Scope(caller, _enclosing_function(caller.tree, call))
-                for one in instances(project, scope, argument) or ():
-                    if all(one is not f for f in found):
-                        found.append(one)
+                _add_passed(project, caller, call, position, parameter, found)
     if owner:  # `trainer_dict[cfg.TRAINER](name, distiller, ...)` of a dict holding the class (or a subclass)
         for caller, call in _dict_constructions(project, cls):
-            argument = _argument(call, position, parameter)
-            if argument is None or argument is _UNKNOWN:
-                continue
-            scope = _Scope(caller, _enclosing_function(caller.tree, call))
-            for one in instances(project, scope, argument) or ():
-                if all(one is not f for f in found):
-                    found.append(one)
+            _add_passed(project, caller, call, position, parameter, found)
     return found
+
+
+def _add_passed(project, caller, call, position, parameter, found: list) -> None:
+    """Add to `found` the project objects `call` passes for the parameter (`position`, `parameter`), once each."""
+    from gpulint.analysis.param_unions import _enclosing_function
+    from gpulint.analysis.project import _UNKNOWN, _argument
+
+    argument = _argument(call, position, parameter)
+    if argument is None or argument is _UNKNOWN:
+        return
+    scope = _Scope(caller, _enclosing_function(caller.tree, call))
+    for one in instances(project, scope, argument) or ():
+        if all(one is not f for f in found):
+            found.append(one)
 
 
 def _dict_constructions(project: Project, cls: ClassSummary) -> list:
