@@ -1146,6 +1146,9 @@ class KindInference:
                 return Kind.DEVICE
             if attr in TENSOR_ATTRS_OTHER or attr in COUNT_FIELDS:
                 return Kind.OTHER
+            if attr == "size" and not (type(self.index.parent.get(node)) is cst.Call and
+                                       self.index.parent.get(node).func is node):
+                return Kind.OTHER  # `torch.zeros((segment.size, k))`: a NumPy array's element count, no method
             return Kind.TENSOR  # .T, .grad, .data, or a field of a model output
         if base is Kind.NUMPY:
             return Kind.OTHER if attr in ("shape", "dtype", "ndim", "size") else Kind.NUMPY
@@ -1474,9 +1477,17 @@ def _host_copy_when_on_gpu(stmt: cst.If, found: list, name: str) -> Optional[cst
 
 
 def _part_of_a_value(b: Binding) -> bool:
-    """`a, b, paths = batch` / `for x, path in loader` (an element unpacked) or `f = batch["input"][0]` (a
-    subscript): a part of something else, whose kind the whole decided."""
-    return b.index is not None or (b.kind == "assign" and type(b.value) is cst.Subscript)
+    """`a, b, paths = batch` / `for x, path in loader` (an element unpacked), `f = batch["input"][0]` (a
+    subscript) or `name = data_dict.pop("name")` / `batch.get("name")` (an entry taken out by its key): a part of
+    something else, whose kind the whole decided."""
+    if b.index is not None:
+        return True
+    value = b.value if b.kind == "assign" else None
+    if type(value) is cst.Subscript:
+        return True
+    return type(value) is cst.Call and type(value.func) is cst.Attribute and \
+        value.func.attr.value in ("pop", "get") and bool(value.args) and \
+        type(value.args[0].value) is cst.SimpleString and value.args[0].keyword is None
 
 
 _STR_ONLY_METHODS = frozenset({"find", "rfind", "lower", "upper", "strip", "lstrip", "rstrip", "startswith",
