@@ -321,6 +321,20 @@ CASES = {
             if done:
                 break
     """,
+    "a block that raises its own bare threshold runs once per crossing (a learning-rate warm-up boundary)": """
+        warm_up_steps = 100
+        for step in range(1000):
+            loss = model(x).sum()
+            loss.backward()  # every
+            if step >= warm_up_steps:
+                a = loss.item()  # periodic
+                warm_up_steps = warm_up_steps * 3
+            if step >= 500:
+                b = loss.item()  # every
+            if step > limit:
+                limit += 10
+                c = loss.item()  # periodic
+    """,
     "an RL rollout beside the update loops runs every environment step (cleanrl's PPO)": """
         class Agent(nn.Module):
             def act(self, obs):

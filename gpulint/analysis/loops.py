@@ -1348,7 +1348,32 @@ class LoopAnalysis:
         added, subtracted = _terms(threshold, cst.Add), _terms(big, cst.Subtract)
         # a mark plus an interval, or the counter minus a mark: never a bare name (`if step >= limit: continue`)
         marks = (added if len(added) > 1 else []) + subtracted[1:]
-        return any(type(m) is cst.Name and self._set_in_loop(m, loop) for m in marks)
+        if any(type(m) is cst.Name and self._set_in_loop(m, loop) for m in marks):
+            return True
+        return type(threshold) is cst.Name and not negated and self._raised_by_its_block(test, threshold.value)
+
+    def _raised_by_its_block(self, test: cst.Comparison, name: str) -> bool:
+        """`if step >= warm_up_steps: <rebuild the optimizer>; warm_up_steps = warm_up_steps * 3` (or `+= n`):
+        the block the test guards moves the bare threshold on from itself, so it runs once per crossing, not on
+        every step after the first (`if step >= limit: continue` moves nothing: every step)."""
+        block = self.index.parent.get(test)
+        if type(block) is not cst.If or block.test is not test:
+            return False
+        stack: list[cst.CSTNode] = [block.body]
+        while stack:
+            node = stack.pop()
+            if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+                continue
+            if type(node) is cst.AugAssign and type(node.target) is cst.Name and node.target.value == name and \
+                    type(node.operator) in (cst.AddAssign, cst.MultiplyAssign):
+                return True
+            if type(node) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == name
+                                                for t in node.targets) and \
+                    type(node.value) is cst.BinaryOperation and type(node.value.operator) in (cst.Add, cst.Multiply) \
+                    and any(type(n) is cst.Name and n.value == name for n in (node.value.left, node.value.right)):
+                return True
+            stack.extend(child_nodes(node))
+        return False
 
     def _event_flag(self, expr: cst.BaseExpression, test: cst.BaseExpression) -> bool:
         """`expr` is a bare name (possibly negated) that the loop around `test` assigns, in a tuple too."""
