@@ -130,6 +130,8 @@ class LoopAnalysis:
     def _compute_role(self, loop: Loop) -> LoopRole:
         if _one_pass(loop):
             return LoopRole.COLD  # `for x in loader: <measure once>; return`: the body runs at most once
+        if self._over_own_arguments(loop):
+            return LoopRole.COLD  # `def prepare(self, *models): for m in models: ...`: a call's few arguments
         if self.uncalled is not None:
             outer = next((a for a in reversed(list(self.index.ancestors(loop))) if type(a) is cst.FunctionDef), None)
             if outer is not None and self.uncalled(outer):
@@ -184,6 +186,30 @@ class LoopAnalysis:
         if self._rollout(loop) or self._rollout_pass(loop):
             return LoopRole.HOT
         return LoopRole.HOT if self._iterates_tensor_math(loop) else LoopRole.COLD
+
+    def _over_own_arguments(self, loop: Loop) -> bool:
+        """`for arg in args:` / `for key, value in kwargs.items():` over the enclosing function's own `*args` or
+        `**kwargs`: the handful of values one call passed (`strategy.prepare((actor, cfg), critic)`), not a
+        stream of batches. A per-step caller still makes its body run every step."""
+        if type(loop) is not cst.For:
+            return False
+        iterable = loop.iter
+        if type(iterable) is cst.Call and type(iterable.func) is cst.Attribute and not iterable.args and \
+                iterable.func.attr.value in ("items", "values", "keys"):
+            iterable, star = iterable.func.value, "**"
+        else:
+            star = "*"
+        if type(iterable) is not cst.Name:
+            return False
+        fn = next((a for a in self.index.ancestors(loop) if type(a) in (cst.FunctionDef, cst.Lambda)), None)
+        if type(fn) is not cst.FunctionDef:
+            return False
+        params = fn.params
+        own = params.star_arg if star == "*" else params.star_kwarg
+        if not isinstance(own, cst.Param) or own.name.value != iterable.value:
+            return False
+        bindings = self.index.visible_bindings(iterable)
+        return all(b.kind == "param" for b in bindings)
 
     def _step_helper_draws_a_batch(self, loop: Loop) -> bool:
         """`for step in range(n): forward_backward(data); trainer.optimize(opt)` where the helper of this module
