@@ -68,21 +68,9 @@ def _returned_by(analysis, loader: cst.Call) -> Optional[cst.FunctionDef]:
         names.add(parent.targets[0].target.value)
     if not names:
         return None
-    stack = list(child_nodes(fn.body))
-    while stack:
-        node = stack.pop()
-        if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            continue
-        if type(node) is cst.Return and node.value is not None:
-            value = node.value
-            values = [e.value for e in value.elements] if type(value) in (cst.Tuple, cst.List) else [value]
-            if any(type(v) is cst.Name and v.value in names for v in values):
-                return fn
-        if type(node) is cst.Yield and type(node.value) is cst.From and type(node.value.item) is cst.Name and \
-                node.value.item.value in names:
-            return fn  # `while True: yield from loader`: a generator handing on the loader's batches
-        stack.extend(child_nodes(node))
-    return None
+    # `return loader` (alone or in a tuple), or `while True: yield from loader` (a generator handing on the
+    # loader's batches)
+    return fn if any(names & handed for handed in _returned_names(fn, yielded_from=True)) else None
 
 
 def _in_container(analysis, loader: cst.Call) -> bool:
@@ -215,8 +203,9 @@ def _forwarders(other, name: str, path: Path, loose: bool) -> list[str]:
     return found
 
 
-def _returned_names(fn: cst.FunctionDef):
-    """The names each `return` of `fn` (not of a nested function) hands back, alone or in a tuple."""
+def _returned_names(fn: cst.FunctionDef, yielded_from: bool = False):
+    """The names each `return` of `fn` (not of a nested function) hands back, alone or in a tuple; with
+    `yielded_from`, also the name of each `yield from name`."""
     stack = list(child_nodes(fn.body))
     while stack:
         node = stack.pop()
@@ -226,6 +215,9 @@ def _returned_names(fn: cst.FunctionDef):
             value = node.value
             values = [e.value for e in value.elements] if type(value) in (cst.Tuple, cst.List) else [value]
             yield {v.value for v in values if type(v) is cst.Name}
+        if yielded_from and type(node) is cst.Yield and type(node.value) is cst.From and \
+                type(node.value.item) is cst.Name:
+            yield {node.value.item.value}
         stack.extend(child_nodes(node))
 
 
