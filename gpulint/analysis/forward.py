@@ -46,8 +46,8 @@ from gpulint.analysis.inherited_calls import inherited_site
 from gpulint.analysis.dispatched_calls import dispatched_site
 from gpulint.analysis.event_hooks import event_site
 from gpulint.analysis.tree import child_nodes
-from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Registry, _dotted, project_for, \
-    text_dependency
+from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Registry, _dotted, \
+    held_python_tree, project_for, text_dependency
 from gpulint.syntax import positional_names
 
 # Calls that hand back (a wrapper of) the module they are given, whose call still runs its `forward`.
@@ -1485,7 +1485,8 @@ def _line_of(analysis, node: cst.CSTNode) -> int:
         big_file_firsts: list[int] = []
         # outside an editor, the caller's tree as its own lint and the project model parsed it
         tree = ast.parse(analysis.source) if incremental.enabled() else \
-            incremental.python_parse(analysis.source, str(analysis.path), big_file_firsts)
+            incremental.python_parse(analysis.source, str(analysis.path), big_file_firsts,
+                                     lambda: held_python_tree(analysis.path, analysis.source))
         firsts = first_lines(tree) if isinstance(tree, ast.Module) else big_file_firsts or None
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         firsts = None
