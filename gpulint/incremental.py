@@ -327,13 +327,18 @@ def parse_module(source: str) -> cst.Module:
     return first.with_changes(body=body, footer=carried, has_trailing_newline=modules[-1].has_trailing_newline)
 
 
-def python_parse(source: str, filename: str, firsts: Optional[list[int]] = None) -> Optional[ast.Module]:
+def python_parse(source: str, filename: str, firsts: Optional[list[int]] = None,
+                 held: Optional[Callable[[], Optional[ast.Module]]] = None) -> Optional[ast.Module]:
     """`bigfile.python_parse`: raise CPython's SyntaxError for `source`, skipping the pieces it accepted before.
     Returns the `ast` tree where `bigfile.python_parse` gives one; None when reusing pieces (no whole tree then:
-    the prefilter lets such a buffer through)."""
+    the prefilter lets such a buffer through). Outside an editor, `held` (if given) is asked for a tree of this
+    very text that is already in memory (the project model's parse of the file: `project.held_python_tree`)
+    before a text small enough for one whole tree is parsed again."""
     reuse = _reuse
     if reuse is None:
         tree = _recent_trees.get(source)
+        if tree is None and held is not None and len(bigfile.pieces(source)) == 1:
+            tree = held()
         if tree is None:
             tree = bigfile.python_parse(source, filename, firsts)
             _recent_trees.put(source, tree)
@@ -484,14 +489,20 @@ def positions(shape: tuple, statement: cst.CSTNode, compute: Callable[[], Option
 def recent_python_tree(raw: bytes) -> tuple[Optional[str], Optional[ast.Module]]:
     """(the text of `raw` where it is plain UTF-8 without a coding cookie, the `ast` tree parsed from that text a
     moment ago if any): the project model then takes the tree the file's own lint made (and the other way)."""
-    if _reuse is not None or raw.startswith(b"\xef\xbb\xbf") or _COOKIE.search(b"\n".join(
-            raw.split(b"\n", 2)[:2]).decode("latin-1")):
+    if _reuse is not None or not plain_utf8(raw):
         return None, None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return None, None
     return text, _recent_trees.get(text)  # type: ignore[return-value]
+
+
+def plain_utf8(raw: bytes) -> bool:
+    """`raw` has neither a UTF-8 BOM nor a coding cookie: CPython's parser reads those bytes as the same text
+    as their UTF-8 decoding, so a tree parsed from either is the tree of the other."""
+    return not raw.startswith(b"\xef\xbb\xbf") and not _COOKIE.search(
+        b"\n".join(raw.split(b"\n", 2)[:2]).decode("latin-1"))
 
 
 def remember_python_tree(text: Optional[str], tree: Optional[ast.Module]) -> None:

@@ -130,12 +130,16 @@ def python_syntax_error(source: str, filename: str) -> tuple[Optional[Diagnostic
     return _python_parse(source, filename)[:2]
 
 
-def _python_parse(source: str, filename: str,
-                  firsts: Optional[list[int]] = None) -> tuple[Optional[Diagnostic], bool, Optional[object]]:
+def _python_parse(source: str, filename: str, firsts: Optional[list[int]] = None,
+                  path: Optional[Path] = None) -> tuple[Optional[Diagnostic], bool, Optional[object]]:
     """`python_syntax_error`, and the `ast` tree when there is one (a small file that parses); for a big file,
-    `firsts` receives where its top-level statements start (`bigfile.python_parse`)."""
+    `firsts` receives where its top-level statements start (`bigfile.python_parse`). For a file on disk
+    (`path`), the tree the project model already holds for the same text is taken rather than parsed again."""
+    from gpulint.analysis.project import held_python_tree
+
+    held = functools.partial(held_python_tree, path, source) if path is not None else None
     try:
-        tree = incremental.python_parse(source, filename or "<string>", firsts)
+        tree = incremental.python_parse(source, filename or "<string>", firsts, held)
     except SyntaxError as exc:
         message = exc.msg or "invalid syntax"
         deep = any(t in message for t in _TOO_DEEP)
@@ -485,7 +489,7 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
     """
     errors: list[str] = []
     big_file_firsts: list[int] = []
-    syntax_error, libcst_may_try, tree = _python_parse(source, filename, big_file_firsts)
+    syntax_error, libcst_may_try, tree = _python_parse(source, filename, big_file_firsts, path)
     if syntax_error is not None and not libcst_may_try:
         return LintResult([syntax_error] if SYNTAX_ERROR in codes else [], source)
     if syntax_error is None and prefilter and not could_have_findings(source, codes, tree) \

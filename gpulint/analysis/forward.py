@@ -46,8 +46,8 @@ from gpulint.analysis.inherited_calls import inherited_site
 from gpulint.analysis.dispatched_calls import dispatched_site
 from gpulint.analysis.event_hooks import event_site
 from gpulint.analysis.tree import child_nodes
-from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Registry, _dotted, project_for, \
-    text_dependency
+from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Registry, _dotted, \
+    held_python_tree, project_for, text_dependency
 from gpulint.syntax import positional_names
 
 # Calls that hand back (a wrapper of) the module they are given, whose call still runs its `forward`.
@@ -1485,7 +1485,8 @@ def _line_of(analysis, node: cst.CSTNode) -> int:
         big_file_firsts: list[int] = []
         # outside an editor, the caller's tree as its own lint and the project model parsed it
         tree = ast.parse(analysis.source) if incremental.enabled() else \
-            incremental.python_parse(analysis.source, str(analysis.path), big_file_firsts)
+            incremental.python_parse(analysis.source, str(analysis.path), big_file_firsts,
+                                     lambda: held_python_tree(analysis.path, analysis.source))
         firsts = first_lines(tree) if isinstance(tree, ast.Module) else big_file_firsts or None
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         firsts = None
@@ -1996,6 +1997,13 @@ def _trainer_built_by_a_gpu_file(analysis) -> bool:
     return info is not None and trainer_built_by_a_gpu_file(project, path, info.tree)
 
 
+def _calls_backward(method: ast.FunctionDef) -> bool:
+    """Some call of `.backward()` anywhere in `method`: one walk, before the walk of each loop's statements (most
+    methods have none)."""
+    return any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "backward"
+               for c in ast_walk.walk(method))
+
+
 def trainer_built_by_a_gpu_file(project: Project, path: Path, tree: ast.Module) -> bool:
     """A module of agent classes with no device of its own (an RL algorithm's `update`: a minibatch loop over the
     rollout storage's generator that runs `loss.backward()` and `optimizer.step()` on the policy it was handed)
@@ -2006,7 +2014,8 @@ def trainer_built_by_a_gpu_file(project: Project, path: Path, tree: ast.Module) 
         isinstance(loop, (ast.For, ast.While)) and any(
             isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "backward"
             for statement in loop.body for c in ast_walk.walk(statement))
-        for method in stmt.body if isinstance(method, ast.FunctionDef) for loop in ast_walk.walk(method))]
+        for method in stmt.body if isinstance(method, ast.FunctionDef) and _calls_backward(method)
+        for loop in ast_walk.walk(method))]
     if not names:
         return False
     with text_dependency():  # the callers' text is searched for a device: a cached lint depends on it

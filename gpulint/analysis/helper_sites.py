@@ -276,7 +276,10 @@ def function_fed_by_a_gpu_file(project, path: Path, fn: ast.FunctionDef) -> bool
     parameters (`model(x)`), and a project file that names a device calls it: `loops_fed_by_a_gpu_file` may
     hold, so the file is worth LibCST's parse."""
     params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)} - {"self"}
-    if not params or not any(
+    if not params or not any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in params
+                             for c in ast_walk.walk(fn)):
+        return False  # no call of a parameter at all (most functions): one walk, not one per loop statement
+    if not any(
             isinstance(loop, (ast.For, ast.While)) and any(
                 isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in params
                 for statement in loop.body for c in ast_walk.walk(statement))
@@ -508,12 +511,19 @@ def _parameter_calls(project, info) -> dict:
         for other in info.classes.values():
             for name, fn in other.methods.items():
                 params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)][1:]
-                called = {n.func.attr for n in ast_walk.walk(fn) if isinstance(n, ast.Call) and
-                          isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) and
-                          n.func.value.id in params}
+                if not params:
+                    continue  # no parameter but `self`: nothing to find (no walk)
+                called, handlers = set(), []  # one walk of the method for both
+                for n in ast_walk.walk(fn):
+                    if isinstance(n, ast.Call):
+                        if isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) and \
+                                n.func.value.id in params:
+                            called.add(n.func.attr)
+                    elif isinstance(n, ast.ExceptHandler):
+                        handlers.append((n.lineno, n.end_lineno or n.lineno))
+                if not called:
+                    continue
                 returns = _early_return(fn, set(params))
-                handlers = [(h.lineno, h.end_lineno or h.lineno) for h in ast_walk.walk(fn)
-                            if isinstance(h, ast.ExceptHandler)]
                 for member in sorted(called):
                     call = _called_in(fn, frozenset(f"{p}.{member}" for p in params))
                     if call is not None and (returns is None or call.lineno < returns) and \
