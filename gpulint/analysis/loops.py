@@ -136,6 +136,11 @@ class LoopAnalysis:
                 return LoopRole.COLD  # a loop of a script's function that nothing calls never runs
         if self._loops_over_batches(loop):
             return LoopRole.HOT
+        if _draws_from_each_item(loop):
+            # `for length, dl in eval_dls.items(): seq, labels = next(dl)`: one batch from each of a few loaders,
+            # as many iterations as there are loaders: the code around the loop decides how often it runs (under
+            # `if (i + 1) % EVAL_EVERY == 0:` in a training loop, periodically)
+            return LoopRole.COLD
         if type(loop) is cst.For and any(type(n) is cst.Call and self._next_batch(n)
                                              for n in _walk_body(loop, into_loops=False)):
             # `for step in range(max_steps): batch = next(self.data)`: one batch per iteration (not counted as a
@@ -1719,6 +1724,25 @@ _ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tq
 
 def _over_a_display(loop: Loop) -> bool:
     return type(loop) is cst.For and type(loop.iter) in (cst.List, cst.Tuple, cst.Set)
+
+
+def _draws_from_each_item(loop: Loop) -> bool:
+    """A `for` loop that draws `next(x)` from the very iterator its target binds (`for name, it in
+    iterators.items(): batch = next(it)`), steps no optimizer and runs no backward pass in its body: one batch from
+    each of the collection's iterators, an evaluation over several loaders rather than a pass over batches."""
+    if type(loop) is not cst.For:
+        return False
+    bound = set(_target_names(loop.target))
+    draws = False
+    for node in _walk_body(loop, into_loops=True):
+        if type(node) is not cst.Call:
+            continue
+        if type(node.func) is cst.Attribute and node.func.attr.value in ("backward", "step"):
+            return False
+        if dotted_name(node.func) == "next" and node.args and type(node.args[0].value) is cst.Name \
+                and node.args[0].value.value in bound:
+            draws = True
+    return draws
 
 
 def _one_pass(loop: Loop) -> bool:
