@@ -1145,6 +1145,10 @@ class LoopAnalysis:
             # flag the loop never sets (`verbose`, an option) may be on for the whole run: every step.
             if (left or right) and not negated and self._event_flag(test.right if left else test.left, test):
                 return f"{left or right} (or a flag the loop sets)"
+            if (left or right) and not negated and self._set_once(test.right if left else test.left, test):
+                # `if (threshold_mem is None) or (global_step % every == 0):` where the block computes
+                # `threshold_mem`: the first pass, then periodically
+                return f"{left or right} (or while a value the loop sets is still unset)"
             return None
         if type(test) is cst.Comparison and len(test.comparisons) == 2 and not negated:
             # `0 <= step <= 2`: a counter between two literals, a fixed number of iterations
@@ -1365,6 +1369,21 @@ class LoopAnalysis:
         return loop is not None and any(
             b.kind in ("assign", "augassign") and b.source is not None and self.index.is_ancestor_or_self(loop, b.source)
             for b in self.index.visible_bindings(expr))
+
+    def _set_once(self, expr: cst.BaseExpression, test: cst.BaseExpression) -> bool:
+        """`expr` is `name is None` where the loop around `test` assigns `name`, and never `None` (a value
+        computed lazily, on the first pass: `threshold_mem = concat.kthvalue(k).values.item()`)."""
+        if type(expr) is not cst.Comparison or len(expr.comparisons) != 1 or \
+                type(expr.comparisons[0].operator) is not cst.Is or type(expr.left) is not cst.Name or \
+                type(expr.comparisons[0].comparator) is not cst.Name or expr.comparisons[0].comparator.value != "None":
+            return False
+        loop = next((a for a in self.index.ancestors(test) if type(a) in (cst.For, cst.While)), None)
+        if loop is None:
+            return False
+        inside = [b for b in self.index.visible_bindings(expr.left)
+                  if b.source is not None and self.index.is_ancestor_or_self(loop, b.source)]
+        return bool(inside) and all(b.kind == "assign" and b.index is None and b.value is not None and
+                                    not (type(b.value) is cst.Name and b.value.value == "None") for b in inside)
 
     def _set_in_loop(self, name: cst.Name, loop: Loop) -> bool:
         bindings = self.index.visible_bindings(name)
