@@ -1211,7 +1211,35 @@ class LoopAnalysis:
             if helper is not None and _returns_a_modulo_test(helper):
                 # `def divisible_by(n, d): return (n % d) == 0` ... `if divisible_by(step, every):`
                 return f"`{_code(test)}`"
+            if helper is not None and self._true_only_periodically(helper):
+                # `def check_frequency(self, idx): if idx % self.batch_freq == 0 ...: return True; return False`
+                return f"`{_code(test)}` (true only on some iterations)"
         return None
+
+    def _true_only_periodically(self, fn: cst.FunctionDef) -> bool:
+        """`fn` returns only `True` and `False` (literals), and each `return True` is in the body of an `if` of
+        `fn` whose test is periodic (`if ((idx % self.batch_freq) == 0 or idx in self.log_steps) and ...:`)."""
+        key = ("true_periodically", id(fn))
+        if key in self._trains:
+            return self._trains[key]
+        self._trains[key] = False  # recursion guard
+        returns = [n for n in descendants(fn.body) if type(n) is cst.Return and self.index.enclosing_scope(n) is fn]
+        answer = bool(returns) and all(type(r.value) is cst.Name and r.value.value in ("True", "False")
+                                       for r in returns)
+        trues = [r for r in returns if type(r.value) is cst.Name and r.value.value == "True"]
+        answer = answer and bool(trues) and all(self._under_periodic_if(r, fn) for r in trues)
+        self._trains[key] = answer
+        return answer
+
+    def _under_periodic_if(self, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+        child = node
+        for parent in self.index.ancestors(node):
+            if parent is fn:
+                return False
+            if type(parent) is cst.If and child is parent.body and self.periodic_test(parent.test):
+                return True
+            child = parent
+        return False
 
     def _period_one(self, node: cst.CSTNode) -> bool:
         """`step % args.every` where the script's own options give `every` the default 1 (a dataclass field
