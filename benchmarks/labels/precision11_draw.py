@@ -16,6 +16,10 @@
 #   UTC, AntixK+PyTorch-VAE .. lucidrains+x-transformers in name order)
 # precision17: python benchmarks/labels/precision11_draw.py benchmarks/labels /tmp/p17/base --seed 17 --target 290
 #   --skip precision_audit precision17 --out draw.txt   (base: the JSON outputs of /work/head21 complete at the draw)
+# precision18: python benchmarks/labels/precision11_draw.py benchmarks/labels /tmp/p18/A --seed 18 --target 170
+#   --skip precision_audit precision18 --out drawA.txt   (A: /work/head21m's JSON of the 12 checkouts no earlier sample
+#   drew from, microsoft+LoRA .. pytorch+torchtitan less gsplat, monodepth2 and pytorch+examples, and heldout16's 8), then
+#   /tmp/p18/B (the other 96 checkouts) with --target 60 --out drawB.txt
 import argparse, glob, os, re, random, collections, csv, sys
 
 ap = argparse.ArgumentParser()

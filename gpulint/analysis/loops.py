@@ -138,6 +138,11 @@ class LoopAnalysis:
                 return LoopRole.COLD  # a loop of a script's function that nothing calls never runs
         if self._loops_over_batches(loop):
             return LoopRole.HOT
+        if _draws_from_each_item(loop):
+            # `for length, dl in eval_dls.items(): seq, labels = next(dl)`: one batch from each of a few loaders,
+            # as many iterations as there are loaders: the code around the loop decides how often it runs (under
+            # `if (i + 1) % EVAL_EVERY == 0:` in a training loop, periodically)
+            return LoopRole.COLD
         if type(loop) is cst.For and any(type(n) is cst.Call and self._next_batch(n)
                                              for n in _walk_body(loop, into_loops=False)):
             # `for step in range(max_steps): batch = next(self.data)`: one batch per iteration (not counted as a
@@ -1166,6 +1171,10 @@ class LoopAnalysis:
             # flag the loop never sets (`verbose`, an option) may be on for the whole run: every step.
             if (left or right) and not negated and self._event_flag(test.right if left else test.left, test):
                 return f"{left or right} (or a flag the loop sets)"
+            if (left or right) and not negated and self._set_once(test.right if left else test.left, test):
+                # `if (threshold_mem is None) or (global_step % every == 0):` where the block computes
+                # `threshold_mem`: the first pass, then periodically
+                return f"{left or right} (or while a value the loop sets is still unset)"
             return None
         if type(test) is cst.Comparison and len(test.comparisons) == 2 and not negated:
             # `0 <= step <= 2`: a counter between two literals, a fixed number of iterations
@@ -1228,7 +1237,35 @@ class LoopAnalysis:
             if helper is not None and _returns_a_modulo_test(helper):
                 # `def divisible_by(n, d): return (n % d) == 0` ... `if divisible_by(step, every):`
                 return f"`{_code(test)}`"
+            if helper is not None and self._true_only_periodically(helper):
+                # `def check_frequency(self, idx): if idx % self.batch_freq == 0 ...: return True; return False`
+                return f"`{_code(test)}` (true only on some iterations)"
         return None
+
+    def _true_only_periodically(self, fn: cst.FunctionDef) -> bool:
+        """`fn` returns only `True` and `False` (literals), and each `return True` is in the body of an `if` of
+        `fn` whose test is periodic (`if ((idx % self.batch_freq) == 0 or idx in self.log_steps) and ...:`)."""
+        key = ("true_periodically", id(fn))
+        if key in self._trains:
+            return self._trains[key]
+        self._trains[key] = False  # recursion guard
+        returns = [n for n in descendants(fn.body) if type(n) is cst.Return and self.index.enclosing_scope(n) is fn]
+        answer = bool(returns) and all(type(r.value) is cst.Name and r.value.value in ("True", "False")
+                                       for r in returns)
+        trues = [r for r in returns if type(r.value) is cst.Name and r.value.value == "True"]
+        answer = answer and bool(trues) and all(self._under_periodic_if(r, fn) for r in trues)
+        self._trains[key] = answer
+        return answer
+
+    def _under_periodic_if(self, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+        child = node
+        for parent in self.index.ancestors(node):
+            if parent is fn:
+                return False
+            if type(parent) is cst.If and child is parent.body and self.periodic_test(parent.test):
+                return True
+            child = parent
+        return False
 
     def _period_one(self, node: cst.CSTNode) -> bool:
         """`step % args.every` where the script's own options give `every` the default 1 (a dataclass field
@@ -1411,6 +1448,21 @@ class LoopAnalysis:
         return loop is not None and any(
             b.kind in ("assign", "augassign") and b.source is not None and self.index.is_ancestor_or_self(loop, b.source)
             for b in self.index.visible_bindings(expr))
+
+    def _set_once(self, expr: cst.BaseExpression, test: cst.BaseExpression) -> bool:
+        """`expr` is `name is None` where the loop around `test` assigns `name`, and never `None` (a value
+        computed lazily, on the first pass: `threshold_mem = concat.kthvalue(k).values.item()`)."""
+        if type(expr) is not cst.Comparison or len(expr.comparisons) != 1 or \
+                type(expr.comparisons[0].operator) is not cst.Is or type(expr.left) is not cst.Name or \
+                type(expr.comparisons[0].comparator) is not cst.Name or expr.comparisons[0].comparator.value != "None":
+            return False
+        loop = next((a for a in self.index.ancestors(test) if type(a) in (cst.For, cst.While)), None)
+        if loop is None:
+            return False
+        inside = [b for b in self.index.visible_bindings(expr.left)
+                  if b.source is not None and self.index.is_ancestor_or_self(loop, b.source)]
+        return bool(inside) and all(b.kind == "assign" and b.index is None and b.value is not None and
+                                    not (type(b.value) is cst.Name and b.value.value == "None") for b in inside)
 
     def _set_in_loop(self, name: cst.Name, loop: Loop) -> bool:
         bindings = self.index.visible_bindings(name)
@@ -1770,6 +1822,25 @@ _ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tq
 
 def _over_a_display(loop: Loop) -> bool:
     return type(loop) is cst.For and type(loop.iter) in (cst.List, cst.Tuple, cst.Set)
+
+
+def _draws_from_each_item(loop: Loop) -> bool:
+    """A `for` loop that draws `next(x)` from the very iterator its target binds (`for name, it in
+    iterators.items(): batch = next(it)`), steps no optimizer and runs no backward pass in its body: one batch from
+    each of the collection's iterators, an evaluation over several loaders rather than a pass over batches."""
+    if type(loop) is not cst.For:
+        return False
+    bound = set(_target_names(loop.target))
+    draws = False
+    for node in _walk_body(loop, into_loops=True):
+        if type(node) is not cst.Call:
+            continue
+        if type(node.func) is cst.Attribute and node.func.attr.value in ("backward", "step"):
+            return False
+        if dotted_name(node.func) == "next" and node.args and type(node.args[0].value) is cst.Name \
+                and node.args[0].value.value in bound:
+            draws = True
+    return draws
 
 
 def _one_pass(loop: Loop) -> bool:

@@ -5,8 +5,9 @@ call the test is false, so neither the block nor the methods it calls run every 
 
 The same for a lazily set value kept in the object, tested against its "not set yet" sentinel: `Z = self.params[2].
 item()` then `if Z < 0: self.params[2] = out.mean() * n; ...` (a normalisation constant computed on the first
-call; also `if self.scale is None: self.scale = ...`, `== -1`, `<= 0`). The block sets the very state its test
-reads, outside any other branch of it.
+call; also `if self.scale is None: self.scale = ...`, `== -1`, `<= 0`), or a buffer registered empty and filled on
+the first call (`if not len(self.q): self.q = torch.ones(n).to(device)`, `self.q.numel() == 0`). The block sets
+the very state its test reads, outside any other branch of it.
 
 (A flag of a loop, `first = True` before it and `if first: first = False` in it, is `LoopAnalysis._clears_its_flag`.)
 """
@@ -82,6 +83,26 @@ def _sentinel(comparison: cst.Comparison) -> bool:
     return operator is cst.Equal and (negative or zero)
 
 
+def _empty_state(test: cst.BaseExpression) -> Optional[str]:
+    """`self.X` when `test` checks that it is still empty: `not len(self.X)`, `len(self.X) == 0`,
+    `not self.X.numel()`, `self.X.numel() == 0` (a buffer registered empty and filled on the first call)."""
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        sized = test.expression
+    elif type(test) is cst.Comparison and len(test.comparisons) == 1 and \
+            type(test.comparisons[0].operator) is cst.Equal and type(test.comparisons[0].comparator) is cst.Integer \
+            and test.comparisons[0].comparator.value == "0":
+        sized = test.left
+    else:
+        return None
+    if type(sized) is not cst.Call or sized.args and type(sized.func) is not cst.Name:
+        return None
+    if type(sized.func) is cst.Name and sized.func.value == "len" and len(sized.args) == 1:
+        return _state(sized.args[0].value)
+    if type(sized.func) is cst.Attribute and sized.func.attr.value == "numel" and not sized.args:
+        return _state(sized.func.value)
+    return None
+
+
 def _reads_of(node: cst.CSTNode) -> set:
     """The `self.X` / `self.X[k]` states read anywhere in `node`."""
     found, stack = set(), [node]
@@ -99,12 +120,15 @@ def _sets_its_sentinel(block: cst.If, method: cst.FunctionDef) -> bool:
     """`if Z < 0:` (or `if self.X is None:`) where `Z` is bound once in `method`, from a read of the object's state
     `self.X[k]`, and the block's own statements assign that state (`self.params[2] = ...`)."""
     test = block.test
-    if type(test) is not cst.Comparison or not _sentinel(test):
+    emptied = _empty_state(test)
+    if emptied is None and (type(test) is not cst.Comparison or not _sentinel(test)):
         return False
     written = {_state(t.target) for stmt in block.body.body if type(stmt) is cst.SimpleStatementLine
                for small in stmt.body if type(small) is cst.Assign for t in small.targets} - {None}
     if not written:
         return False  # the block sets no state of the object: the common case, decided without a walk
+    if emptied is not None:
+        return emptied in written  # `if not len(self.q): self.q = torch.ones(n).to(device)`
     left = test.left
     states = set()
     if _state(left) is not None:

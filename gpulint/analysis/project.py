@@ -1499,6 +1499,20 @@ class _Summarizer:
                 self.quiet -= 1
                 return
 
+    def _periodic_predicate(self, test: ast.expr) -> bool:
+        """`test` calls a function of this module (`self.check_frequency(idx)`, `should_log(step)`) defined
+        once, that returns only True and False and returns True only inside an `if` testing a modulo."""
+        for node in ast_walk.walk(test):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) and \
+                isinstance(func.value, ast.Name) and func.value.id == "self" else None
+            defs = self.info.indexed(_functions_by_name).get(name, []) if name else []
+            if len(defs) == 1 and _true_only_under_modulo(defs[0]):
+                return True
+        return False
+
     def _statement(self, stmt: ast.stmt, conditional: bool) -> None:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return  # nested definitions run when called, not here
@@ -1508,7 +1522,7 @@ class _Summarizer:
             guard = conditional or not _gpu_guard(stmt.test)
             option = _flag(stmt.test) and not _gpu_guard(stmt.test) and not self._computed(stmt.test)
             off_gpu = _off_gpu(stmt.test)
-            if _periodic(stmt.test) or option or off_gpu:
+            if _periodic(stmt.test) or self._periodic_predicate(stmt.test) or option or off_gpu:
                 # `if self.count % 100 == 0:` logging inside a helper is deliberate; `if self.autobalance:` is an
                 # option we cannot see the value of (nor its `else`: `if self.pt: ... else: im.cpu().numpy()`),
                 # not assumed either way; `if mps:` is not taken on a CUDA run. Their reads are not the call's;
@@ -3028,6 +3042,48 @@ def _ast_call_runs(call: ast.Call, summary: FunctionSummary, bound: bool, sink: 
 
 def _periodic(test: ast.expr) -> bool:
     return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast_walk.walk(test))
+
+
+def _functions_by_name(tree: ast.Module) -> dict:
+    """Every function and method of a module by name (ModuleInfo.indexed)."""
+    found: dict = {}
+    for node in ast_walk.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.setdefault(node.name, []).append(node)
+    return found
+
+
+def _true_only_under_modulo(fn: ast.FunctionDef) -> bool:
+    """`fn` returns only the literals True and False, and each `return True` is in the body of an `if` whose
+    test holds a modulo (`def check_frequency(self, idx): if idx % self.batch_freq == 0 ...: return True`;
+    `LoopAnalysis._true_only_periodically` is the fuller test on LibCST trees)."""
+    trues, others = 0, 0
+
+    def visit(body: list, periodic: bool) -> bool:
+        nonlocal trues, others
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(stmt, ast.Return):
+                if not (isinstance(stmt.value, ast.Constant) and stmt.value.value in (True, False)
+                        and type(stmt.value.value) is bool):
+                    return False
+                if stmt.value.value is True:
+                    if not periodic:
+                        return False
+                    trues += 1
+                continue
+            if isinstance(stmt, ast.If):
+                if not visit(stmt.body, periodic or _periodic(stmt.test)) or not visit(stmt.orelse, periodic):
+                    return False
+                continue
+            blocks = [getattr(stmt, f, None) for f in ("body", "orelse", "finalbody")]
+            blocks += [h.body for h in getattr(stmt, "handlers", ())]
+            if not all(visit(b, periodic) for b in blocks if isinstance(b, list)):
+                return False
+        return True
+
+    return visit(fn.body, False) and trues > 0
 
 
 def _flag(test: ast.expr) -> bool:
