@@ -39,8 +39,9 @@ _CHOSEN_PRECISION = re.compile(_MATMUL_PRECISION.pattern.replace(
 # GPU403's `dtype=`: any dtype argument may choose the precision, integer ones included (measured: bf16 autocast
 # made the launch-bound encoder and ResNet shapes, whose only dtypes are `torch.long`/`np.uint8`, 12-13% slower,
 # docs/benchmarks.md "Seventeenth landing: GPU403 on modules that name integer dtypes"; and again in the twentieth
-# landing's run); only a NumPy float64 (host arrays, such as a diffusion schedule's betas) chooses none.
-_DTYPE_CHOICE = re.compile(r"\bdtype\s*=(?!=)(?!\s*(?:np|numpy)\.float64\b)")
+# landing's run); only a NumPy float64 or float32 (host arrays, such as a diffusion schedule's betas or an
+# evaluation's prediction buffer `np.zeros((n, k, 3), dtype=np.float32)`) chooses none.
+_DTYPE_CHOICE = re.compile(r"\bdtype\s*=(?!=)(?!\s*(?:np|numpy)\.float(?:64|32)\b)")
 _MODULE_MOVES = ("to", "cuda")
 _DTYPES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16", "int64", "long", "int32"}
 
@@ -126,6 +127,27 @@ class TrainingFacts:
             if param is not None and _steps_in_a_loop(fn, param):
                 return True
         return False
+
+    def trains_through_caller(self, where) -> bool:
+        """The training step is a function or method of this module that a loop of another project module runs
+        every step (`Execution.via`, `forward.per_step_caller`: a trainer's `forward_backward(data)` called by
+        its engine's batch loop, an algorithm's `update(minibatches)` called by a training script). The two
+        modules train on CUDA together when either names CUDA (`clearly_cuda`); the loop's module must choose
+        no precision either (`chose_precision`: autocast or a GradScaler around the call, a precision option)
+        and not be a toy or a test (`worth_a_lever`)."""
+        from gpulint.analysis.forward import CallSite, _project_of, caller_analysis
+
+        via = where.via if where is not None else None
+        if not isinstance(via, CallSite) or self.analysis.path is None:
+            return False
+        project, _ = self.analysis.fact(_project_of)
+        caller = caller_analysis(project, via.path)
+        if caller is None:
+            return False
+        theirs = training_facts(caller)
+        if theirs.chose_precision() or not theirs.worth_a_lever():
+            return False
+        return data_facts(self.analysis).clearly_cuda() or data_facts(caller).clearly_cuda()
 
     # -- precision ---------------------------------------------------------------------------------------------
     def chose_precision(self) -> bool:
