@@ -134,3 +134,37 @@ def test_a_script_that_chooses_a_precision_keeps_the_algorithm_silent(tmp_path):
                           "        step_vals = algorithm.update(minibatches)")
     root = write_project(tmp_path, {"algorithms.py": ALGORITHMS, "train.py": train})
     assert found(check(root, "--no-cache", "--exit-zero", "--select", "GPU403", ".")) == set()
+
+
+GRADCAM = """\
+import torch
+
+
+class GradCAM:
+    def __init__(self, model):
+        self.model = model
+
+    def __call__(self, inputs, labels):
+        preds = self.model(inputs.cuda())
+        score = torch.gather(preds, dim=1, index=labels.cuda().unsqueeze(-1))
+        self.model.zero_grad()
+        score.sum().backward()
+        return preds
+"""
+
+VISUALIZE = """\
+import torch
+import torchvision
+
+from gradcam import GradCAM
+
+model = torchvision.models.resnet50().cuda()
+gradcam = GradCAM(model)
+for inputs, labels in loader:
+    preds = gradcam(inputs, labels)
+"""
+
+
+def test_gradients_taken_for_a_saliency_map_are_no_training_step(tmp_path):
+    root = write_project(tmp_path, {"gradcam.py": GRADCAM, "visualize.py": VISUALIZE})
+    assert found(check(root, "--no-cache", "--exit-zero", "--select", "GPU403", ".")) == set()
