@@ -25,6 +25,8 @@ filtered and unfiltered findings on generated and real code.
   (`nn.Conv2d(...)`) or a name bound by an import of it (`from torch.nn import Conv2d as C`; `C(...)`): any
   import in the module counts, wherever it is.
 
+- `RETURNED_OPTIMIZER`: a top-level function of the module calls `Adam`, `AdamW` or `SGD` (any receiver) and
+  has a `return` with a value (GPU402 at an optimizer factory that callers elsewhere train with on CUDA).
 - `RETURNED_LOADER`: a top-level function of the module calls a name ending in `DataLoader` and has a `return`
   or a `yield from` (analysis/factory_loaders.py: GPU201 at a loader factory's own `DataLoader(...)`).
 
@@ -44,7 +46,8 @@ COPY_IN_FOR_LOOP = "copy-in-for-loop"
 CUDA_TEXT = "cuda-text"
 CONV_AND_BATCHNORM_CALLS = "conv-and-batchnorm-calls"
 RETURNED_LOADER = "returned-loader"
-CONDITIONS = (HOT_LOOP, COPY_IN_FOR_LOOP, CUDA_TEXT, CONV_AND_BATCHNORM_CALLS, RETURNED_LOADER)
+RETURNED_OPTIMIZER = "returned-optimizer"
+CONDITIONS = (HOT_LOOP, COPY_IN_FOR_LOOP, CUDA_TEXT, CONV_AND_BATCHNORM_CALLS, RETURNED_LOADER, RETURNED_OPTIMIZER)
 
 # rules/throughput/conv_bias_before_batchnorm.py: CONVS and NORMS, the last part of each name
 _CONV_CLASSES = frozenset({"Conv1d", "Conv2d", "Conv3d"})
@@ -126,6 +129,11 @@ class FileFacts:
         if condition == RETURNED_LOADER:
             if condition not in self._held:
                 self._held[condition] = "DataLoader" in self.source and _returns_a_loader(self.tree)
+            return bool(self._held[condition])
+        if condition == RETURNED_OPTIMIZER:
+            if condition not in self._held:
+                self._held[condition] = any(f"{name}(" in self.source for name in _FUSED_NAMES) and \
+                    _returns_an_optimizer(self.tree)
             return bool(self._held[condition])
         raise ValueError(f"unknown prefilter condition {condition!r}")
 
@@ -609,6 +617,21 @@ def _many_range_iterations(iterable: ast.AST) -> bool:
         return len(range(*values)) >= _MANY
     except (TypeError, ValueError):
         return True
+
+
+_FUSED_NAMES = ("Adam", "AdamW", "SGD")  # rules/throughput/optimizer_not_fused.py: FUSED_OPTIMIZERS' last names
+
+
+def _returns_an_optimizer(tree: ast.AST) -> bool:
+    """RETURNED_OPTIMIZER: a top-level function calls a name ending in `Adam`, `AdamW` or `SGD` and returns
+    something (an optimizer factory: analysis/training.py `factory_callers`, GPU402)."""
+    for stmt in getattr(tree, "body", ()):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            nodes = list(ast_walk.walk(stmt))
+            if any(isinstance(n, ast.Call) and str(_last(n.func)) in _FUSED_NAMES for n in nodes) and \
+                    any(isinstance(n, ast.Return) and n.value is not None for n in nodes):
+                return True
+    return False
 
 
 def _returns_a_loader(tree: ast.AST) -> bool:

@@ -50,3 +50,14 @@ def test_a_precision_setting_or_half_dtype_keeps_it_silent(tmp_path):
         text = SCRIPT.replace("    betas = ", f"    {change}\n    betas = ")
         assert text != SCRIPT
         assert _fp32(lint_script(tmp_path / str(i), text)) == set(), change
+
+
+def test_a_numpy_float32_host_buffer_chooses_no_precision(tmp_path):
+    """An evaluation's prediction buffer (`np.zeros((n, joints, 3), dtype=np.float32)`, HRNet's pose
+    validation) lives on the host: the fp32 CUDA step beside it is still reported. An integer NumPy dtype still
+    counts (the measured launch-bound shapes), so does a torch float32 one."""
+    text = SCRIPT.replace("dtype=np.float64", "dtype=np.float32")
+    assert text != SCRIPT
+    assert _fp32(lint_script(tmp_path / "f32", text)) == {13}
+    for i, dtype in enumerate(("np.uint8", "torch.float32")):
+        assert _fp32(lint_script(tmp_path / str(i), SCRIPT.replace("dtype=np.float64", f"dtype={dtype}"))) == set()

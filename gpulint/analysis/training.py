@@ -8,6 +8,7 @@ and a model counts as on a GPU only when the module itself moves it there.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Iterator, Optional
 
 import libcst as cst
@@ -39,8 +40,9 @@ _CHOSEN_PRECISION = re.compile(_MATMUL_PRECISION.pattern.replace(
 # GPU403's `dtype=`: any dtype argument may choose the precision, integer ones included (measured: bf16 autocast
 # made the launch-bound encoder and ResNet shapes, whose only dtypes are `torch.long`/`np.uint8`, 12-13% slower,
 # docs/benchmarks.md "Seventeenth landing: GPU403 on modules that name integer dtypes"; and again in the twentieth
-# landing's run); only a NumPy float64 (host arrays, such as a diffusion schedule's betas) chooses none.
-_DTYPE_CHOICE = re.compile(r"\bdtype\s*=(?!=)(?!\s*(?:np|numpy)\.float64\b)")
+# landing's run); only a NumPy float64 or float32 (host arrays, such as a diffusion schedule's betas or an
+# evaluation's prediction buffer `np.zeros((n, k, 3), dtype=np.float32)`) chooses none.
+_DTYPE_CHOICE = re.compile(r"\bdtype\s*=(?!=)(?!\s*(?:np|numpy)\.float(?:64|32)\b)")
 _MODULE_MOVES = ("to", "cuda")
 _DTYPES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16", "int64", "long", "int32"}
 
@@ -60,7 +62,8 @@ class TrainingFacts:
 
     # -- training loops ----------------------------------------------------------------------------------------
     def training_loops(self) -> list[cst.For]:
-        """Hot for-loops whose own body (or a step function it calls) runs `.backward()`: each step trains."""
+        """Hot for-loops whose own body (or a step function it calls, or hands to a helper that calls it:
+        `gpu_timer(train_step)`) runs `.backward()`: each step trains."""
         return [n for n in self._step_loops() if type(n) is cst.For]
 
     def _step_loops(self) -> list:
@@ -79,6 +82,10 @@ class TrainingFacts:
                     return True
                 helper = self.analysis.loops.local_function(node)
                 if helper is not None and depth < 2 and self._runs_backward(helper.body, depth + 1):
+                    return True
+                # a step closure handed to a helper that calls it (`gpu_timer(train_step)`: loops.passed_functions)
+                if depth < 2 and any(self._runs_backward(fn.body, depth + 1)
+                                     for fn in self.analysis.loops.passed_functions(node)):
                     return True
         return False
 
@@ -126,6 +133,124 @@ class TrainingFacts:
             if param is not None and _steps_in_a_loop(fn, param):
                 return True
         return False
+
+    def trains_through_caller(self, where) -> bool:
+        """The training step is a function or method of this module that a loop of another project module runs
+        every step (`Execution.via`, `forward.per_step_caller`: a trainer's `forward_backward(data)` called by
+        its engine's batch loop, an algorithm's `update(minibatches)` called by a training script). The two
+        modules train on CUDA together when either names CUDA (`clearly_cuda`); the loop's module must choose
+        no precision either (`chose_precision`: autocast or a GradScaler around the call, a precision option)
+        and not be a toy or a test (`worth_a_lever`)."""
+        from gpulint.analysis.forward import CallSite, _project_of, caller_analysis
+
+        via = where.via if where is not None else None
+        if not isinstance(via, CallSite) or self.analysis.path is None:
+            return False
+        project, _ = self.analysis.fact(_project_of)
+        caller = caller_analysis(project, via.path)
+        if caller is None:
+            return False
+        theirs = training_facts(caller)
+        if theirs.chose_precision() or not theirs.worth_a_lever():
+            return False
+        return data_facts(self.analysis).clearly_cuda() or data_facts(caller).clearly_cuda()
+
+    def factory_callers(self, optimizer: cst.Call, params: cst.CSTNode) -> list[tuple[Path, int]]:
+        """Where the optimizer `optimizer` builds is made for a CUDA model trained elsewhere: the call is in a
+        top-level function of this module that hands it back (`return torch.optim.AdamW(groups, ...)`, or
+        `optimizer = ...` then `return optimizer, scheduler`), its parameters come from parameters of that
+        function (`build_optimizer(cfg, model)` over `model.named_parameters()`, `set_weight_decay(model)`,
+        `init_opt(encoder, predictor)`), and every project call of the function passes, for one of them at
+        least, a model that the calling module moves to CUDA (`module_on_cuda`; and no model that it may not) in a module that trains on CUDA with the
+        result (`trains_on_cuda`, or hands it to a function whose loop steps it: `trainer_steps`), names CUDA,
+        and is no toy; calls in test modules are not asked (a test's toy model on the host). The (file, line) of each call; empty when any of this cannot be told."""
+        from gpulint.analysis.calls import project_calls
+        from gpulint.analysis.forward import _line_of, _project_of, caller_analysis
+        from gpulint.analysis.kinds import Kind
+        from gpulint.analysis.project import FunctionSummary
+        from gpulint.analysis.test_code import is_test_path
+
+        fn = self.index.enclosing_function(optimizer)
+        if fn is None or self.analysis.path is None or type(self.analysis.parent(fn)) is not cst.Module \
+                or not self._returned(optimizer, fn):
+            return []
+        names = [n.value for n in self._function_parameters(params, fn)]
+        if not names:
+            return []
+        positional = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        project, _ = self.analysis.fact(_project_of)
+        sites: list[tuple[Path, int]] = []
+        for file in project._files_mentioning(fn.name.value):
+            if is_test_path(Path(file)):
+                continue  # a test builds it for a toy model on the host; the training run is what counts
+            caller = self.analysis if Path(file) == Path(self.analysis.path) else caller_analysis(project, file)
+            calls = caller.fact(project_calls) if caller is not None else None
+            if calls is None:
+                return []
+            theirs = training_facts(caller)
+            for call in of_types(caller.index, cst.Call):
+                func = call.func
+                last = func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else None
+                if last != fn.name.value:
+                    continue
+                found = calls._lookup(func)
+                if not isinstance(found, FunctionSummary) or found.qualname != fn.name.value or \
+                        Path(found.path).resolve() != Path(self.analysis.path).resolve():
+                    continue
+                if any(a.star for a in call.args):
+                    return []
+                on_cuda = False
+                for name in names:
+                    arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+                    if arg is None and name in positional:
+                        at = positional.index(name)
+                        plain = [a for a in call.args if a.keyword is None]
+                        arg = plain[at] if at < len(plain) else None
+                    value = arg.value if arg is not None else None
+                    while type(value) is cst.Attribute and value.attr.value == "module":
+                        value = value.value
+                    if type(value) is cst.Name and theirs.module_on_cuda(value):
+                        on_cuda = True
+                    elif value is not None and caller.kind(value) is Kind.MODULE:
+                        return []  # a model passed that may stay on the host
+                if not on_cuda or not (theirs.trains_on_cuda() or theirs.trainer_steps(call)) or not theirs.worth_a_lever() \
+                        or not data_facts(caller).clearly_cuda():
+                    return []
+                sites.append((Path(file), _line_of(caller, call)))
+        return sites
+
+    def _returned(self, optimizer: cst.Call, fn: cst.FunctionDef) -> bool:
+        """`fn` hands the optimizer back: `return torch.optim.AdamW(...)`, or the name it is bound to in a
+        `return` of `fn` (`return optimizer`, `return optimizer, scheduler`)."""
+        stmt = self.analysis.parent(optimizer)
+        if type(stmt) is cst.Return:
+            return True
+        if type(stmt) is not cst.Assign or len(stmt.targets) != 1 or type(stmt.targets[0].target) is not cst.Name:
+            return False
+        name = stmt.targets[0].target.value
+        for node in _walk(fn.body):
+            if type(node) is cst.Return and node.value is not None and \
+                    any(type(n) is cst.Name and n.value == name for n in _walk(node.value)):
+                return True
+        return False
+
+    def _function_parameters(self, expr: cst.CSTNode, fn: cst.FunctionDef, depth: int = 0) -> list[cst.Name]:
+        """The parameters of `fn` that `expr` is computed from, through the names it reads (each once)."""
+        found: dict[str, cst.Name] = {}
+        if depth > 3:
+            return []
+        for node in _walk(expr):
+            if type(node) is not cst.Name or _is_attribute_name(self.analysis, node):
+                continue
+            owner = self.index.parameter_of(node)
+            if owner is not None and owner[0] is fn:
+                found.setdefault(node.value, node)
+                continue
+            for b in data_facts(self.analysis).bindings(node):
+                if b.kind == "assign" and b.value is not None and self.index.enclosing_scope(b.value) is not None:
+                    for name in self._function_parameters(b.value, fn, depth + 1):
+                        found.setdefault(name.value, name)
+        return list(found.values())
 
     # -- precision ---------------------------------------------------------------------------------------------
     def chose_precision(self) -> bool:

@@ -33,7 +33,14 @@ class Fp32TrainingWithoutAutocast(GpuRule):
     no `.half()` / `.bfloat16()`, no `dtype=` argument (other than a NumPy float64 one: a schedule's host arrays;
     an integer dtype counts, as measured: autocast slowed the launch-bound shapes that name only token-id or
     image dtypes), no GradScaler, no `mixed_precision` or `precision` setting
-    (`precision=`, `args.precision`, `--precision`; a detection metric's `precision, recall = ...` is none).
+    (`precision=`, `args.precision`, `--precision`; a detection metric's `precision, recall = ...` is none;
+    neither is a NumPy float64 or float32 host array). The step may also be a method or function of this module
+    that a loop of another project module runs every step (a trainer's `forward_backward(data)` called by its
+    engine's batch loop, an algorithm's `update(minibatches)` called by the training script) and steps an
+    optimizer there (not Grad-CAM's `score.backward()` for a saliency map): reported when either module names
+    CUDA and neither chooses a precision, with the loop's call as related location. A call
+    of a method of the class (or a function of the module) that runs the model (`self.predict(x)`,
+    `self.process_batch(inputs)`) is the forward pass when the step has no model call of its own.
 
     ## Why it is slow
     In fp32 the matmuls and convolutions of the forward and backward pass run on the slow fp32 path (or TF32),
@@ -136,9 +143,10 @@ class Fp32TrainingWithoutAutocast(GpuRule):
             return  # `torch.autograd.backward(...)`, `dist_autograd.backward(ctx, ...)`: not a loss tensor
         facts = training_facts(self.analysis)
         where = self.where(node)
-        if where is None or not where.every_iteration or facts.chose_precision() or not facts.trains_on_cuda() \
-                or not facts.worth_a_lever():
+        if where is None or not where.every_iteration or facts.chose_precision() or not facts.worth_a_lever():
             return
+        if not facts.trains_on_cuda() and not (self._steps_an_optimizer(node) and facts.trains_through_caller(where)):
+            return  # no CUDA training loop here, nor a loop elsewhere running this step on CUDA in fp32
         forward = self._forward(node, where.loop)
         if forward is not None and id(forward) in self._reported:
             return  # `if fp16: (loss * scale).backward() else: loss.backward()`: one forward pass, one finding
@@ -165,9 +173,35 @@ class Fp32TrainingWithoutAutocast(GpuRule):
             if self.analysis.kind(call.func) is Kind.MODULE:
                 return call
         for call in calls:
+            if self._runs_a_model(call):
+                return call  # `outputs, losses = self.process_batch(inputs)`: the forward pass is in there
+        for call in calls:
             if any(self.analysis.kind(a.value) is Kind.MODULE for a in call.args):
                 return call
         return None
+
+    def _steps_an_optimizer(self, backward: cst.Call) -> bool:
+        """The function holding `backward()` also steps an optimizer (`self.optimizer.step()`,
+        `scaler.step(opt)`): a training step, not gradients taken for a saliency map (Grad-CAM's `score.backward()`)."""
+        fn = self.analysis.index.enclosing_function(backward)
+        return fn is not None and any(
+            type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value == "step"
+            for n in _nodes(fn.body))
+
+    def _runs_a_model(self, call: cst.Call, depth: int = 0) -> bool:
+        """`call` is of a method of this class or a function of this module (`self.predict(x)`,
+        `self.process_batch(inputs)`) whose body calls a model, itself or one such call further (two deep)."""
+        helper = self.analysis.loops.local_function(call)
+        if helper is None:
+            return False
+        for node in _nodes(helper.body):
+            if type(node) is not cst.Call:
+                continue
+            if self.analysis.kind(node.func) is Kind.MODULE:
+                return True
+            if depth < 1 and self._runs_a_model(node, depth + 1):
+                return True
+        return False
 
     def _fix(self, call: cst.Call) -> Optional[Fix]:
         if self._builds_group_norm():
