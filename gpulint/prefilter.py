@@ -521,12 +521,25 @@ class FileFacts:
                     return True
                 if counts_steps and isinstance(node.func, ast.Attribute):
                     return True  # `self.agent.update(...)` may be one training step (loops.py `_body_trains`)
+                if isinstance(node.func, ast.Attribute) and self._may_hold_an_object(node.func.value):
+                    return True  # `dqn.act(state)` may run a network (analysis/step_callables.py)
                 name = _local_name(node.func)
                 if name is not None and name in self._functions and self._trains(name):
                     return True
             elif isinstance(node, ast.BinOp):
                 calls_or_math = True
         return calls_or_math and self._may_iterate_tensor_math(loop, function, nested)
+
+    def _may_hold_an_object(self, receiver: ast.AST) -> bool:
+        """A method call's receiver that may hold an instance of a project class (`_steps_through_method`'s
+        `_receiver_classes`): `self.X`, a name bound to a call (a constructor, a factory), or a name the module
+        never assigns and does not import (a parameter: its class comes from the call sites)."""
+        if isinstance(receiver, ast.Attribute):
+            return _is_self(receiver.value)
+        if not isinstance(receiver, ast.Name) or receiver.id == "self" or receiver.id in self._module_defs:
+            return False
+        values = self._bindings.get(receiver.id)
+        return values is None or any(isinstance(v, ast.Call) for v in values)
 
 
 def _counts_steps(test: ast.AST) -> bool:

@@ -394,8 +394,13 @@ def _steps_through_method(analysis: ModuleAnalysis, call: cst.Call) -> bool:
     project, classes = found
     from gpulint.analysis.project import text_dependency
 
+    from gpulint.analysis.step_callables import STEP, step_callables
+
+    summaries = step_callables(project)
     with text_dependency():  # the methods' bodies are read: a lint cached on it depends on their modules' text
-        return all(_steps_backward(project, cls, func.attr.value) for cls in classes)
+        # or one call runs the network once (`dqn.act(state)` -> `self.online_net(...)`): step_callables.py
+        return all(_steps_backward(project, cls, func.attr.value) or
+                   summaries.method(cls, func.attr.value) == STEP for cls in classes)
 
 
 def _receiver_classes(analysis: ModuleAnalysis, expr: cst.BaseExpression):

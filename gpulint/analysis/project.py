@@ -83,6 +83,14 @@ _ENV_STEP_TEXT = re.compile(rb"^[ \t]*\w+(?:[ \t]*,[ \t]*\w+){3,4}[ \t]*=[ \t]*[
 # `steps_through_method`), although the file has no loader, no backward and no environment step.
 _STEP_WHILE_TEXT = re.compile(rb"^[ \t]*while[ \t]+[\w.]*step[\w.]*[ \t]*<", re.MULTILINE | re.IGNORECASE)
 
+# A step loop over a counter `for` (`for T in trange(1, args.T_max + 1):`, `for step in range(num_steps):`): every
+# iteration may run a step through methods of project objects (`dqn.act(state)`, `dqn.learn(mem)`:
+# analysis/step_callables.py), although the file has no loader, no backward and no environment step of four names.
+# The words are looked for in the loop variable or the range's arguments (`for frame in range(100000):`).
+_STEP_FOR_TEXT = re.compile(rb"^[ \t]*for[ \t]+(?:(?i:\w*(?:step|iter|frame|episode)\w*)[ \t]+in[ \t]+"
+                            rb"(?:\w+\.)?t?range\(|\w+[ \t]+in[ \t]+(?:\w+\.)?t?range\([^\n]*"
+                            rb"(?i:step|iter|frame|episode|_max\b|\bmax_))", re.MULTILINE)
+
 
 def _training_text(raw: bytes) -> bool:
     """`_TRAINING_TEXT.search(raw)`, without the search where it cannot match: its first branch is the literal
@@ -95,7 +103,9 @@ def _training_text(raw: bytes) -> bool:
         return True
     if b".step(" in raw and _ENV_STEP_TEXT.search(raw) is not None:
         return True
-    return b"while" in raw and _STEP_WHILE_TEXT.search(raw) is not None
+    if b"while" in raw and _STEP_WHILE_TEXT.search(raw) is not None:
+        return True
+    return b"range(" in raw and _STEP_FOR_TEXT.search(raw) is not None
 
 
 @dataclass(frozen=True)
