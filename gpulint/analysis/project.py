@@ -83,13 +83,14 @@ _ENV_STEP_TEXT = re.compile(rb"^[ \t]*\w+(?:[ \t]*,[ \t]*\w+){3,4}[ \t]*=[ \t]*[
 # `steps_through_method`), although the file has no loader, no backward and no environment step.
 _STEP_WHILE_TEXT = re.compile(rb"^[ \t]*while[ \t]+[\w.]*step[\w.]*[ \t]*<", re.MULTILINE | re.IGNORECASE)
 
-# A step loop over a counter `for` (`for T in trange(1, args.T_max + 1):`, `for step in range(num_steps):`): every
-# iteration may run a step through methods of project objects (`dqn.act(state)`, `dqn.learn(mem)`:
+# A step loop over a counter (`for T in trange(1, args.T_max + 1):`, `for step in range(num_steps):`, `while frame <
+# max_frames:`): every iteration may run a step through methods of project objects (`dqn.act(state)`,
 # analysis/step_callables.py), although the file has no loader, no backward and no environment step of four names.
-# The words are looked for in the loop variable or the range's arguments (`for frame in range(100000):`).
-_STEP_FOR_TEXT = re.compile(rb"^[ \t]*for[ \t]+(?:(?i:\w*(?:step|iter|frame|episode)\w*)[ \t]+in[ \t]+"
-                            rb"(?:\w+\.)?t?range\(|\w+[ \t]+in[ \t]+(?:\w+\.)?t?range\([^\n]*"
-                            rb"(?i:step|iter|frame|episode|_max\b|\bmax_))", re.MULTILINE)
+# The words are looked for in the counter's name or in the range's arguments (`for frame in range(100000):`).
+_COUNTER_WORDS = rb"(?i:step|iter|frame|episode|_max\b|\bmax_)"
+_STEP_FOR_TEXT = re.compile(rb"^[ \t]*(?:for[ \t]+(?:\w*" + _COUNTER_WORDS + rb"\w*[ \t]+in[ \t]+(?:\w+\.)?t?range\(|"
+                            rb"\w+[ \t]+in[ \t]+(?:\w+\.)?t?range\([^\n]*" + _COUNTER_WORDS + rb")|"
+                            rb"while[ \t]+[\w.]*" + _COUNTER_WORDS + rb"[\w.]*[ \t]*<)", re.MULTILINE)
 
 
 def _training_text(raw: bytes) -> bool:
@@ -105,7 +106,7 @@ def _training_text(raw: bytes) -> bool:
         return True
     if b"while" in raw and _STEP_WHILE_TEXT.search(raw) is not None:
         return True
-    return b"range(" in raw and _STEP_FOR_TEXT.search(raw) is not None
+    return (b"range(" in raw or b"while" in raw) and _STEP_FOR_TEXT.search(raw) is not None
 
 
 @dataclass(frozen=True)
