@@ -124,3 +124,12 @@ def test_too_deep_a_chain_is_not_followed(tmp_path: Path):
 """
     keys = _keys(tmp_path, agent=agent)
     assert ("main.py", 9, "GPU112") not in keys
+
+
+def test_beside_a_method_passing_over_data_the_loop_is_an_outer_loop(tmp_path: Path):
+    """Each iteration also calls `learner.fit(samples)`, whose network runs in a loop of its own: the loop is an
+    outer loop (once per pass), so the method's `.item()` is not reported as paid every step."""
+    main = MAIN.replace("    choice = learner.choose(obs)\n",
+                        "    learner.fit([obs, obs])\n    choice = learner.choose(obs)\n")
+    keys = _keys(tmp_path, main=main)
+    assert ("agent.py", 20, "GPU101") not in keys

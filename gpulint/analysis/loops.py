@@ -110,6 +110,9 @@ class LoopAnalysis:
         # `self.agent.update(...)`: a method of a project object (another module's class, a configured one) that
         # is one training step (a backward pass outside loops of its own), set by analysis/__init__.py
         self.steps_through_method: Optional[Callable[[cst.Call], bool]] = None
+        # `agent.update(rollouts)`: a method of a project object whose step work runs in a loop of its own (an
+        # epoch's pass, several epochs of minibatches), set by analysis/__init__.py (analysis/step_callables.py)
+        self.epoch_through_method: Optional[Callable[[cst.Call], bool]] = None
         # analysis/__init__.py: whether an `if`'s body never runs in the program as shipped: a debug/analysis
         # option of the program's parser left at its default (`if opt.debug > 0:`, analysis/test_mode.py), or a
         # flag no construction turns on (`if self.autobalance:`, `hasattr(self, "x")` that no training sets,
@@ -594,11 +597,16 @@ class LoopAnalysis:
                     continue
                 return True
         # `self.agent.update(replay_buffer, logger, step)` of a project agent whose update is one training step,
-        # on every iteration (not under `if step % 1000 == 0:`)
-        return self.steps_through_method is not None and any(
-            type(node) is cst.Call and type(node.func) is cst.Attribute and self.local_function(node) is None
-            and not self._periodic_within(node, loop) and self.steps_through_method(node)
-            for node in _walk_body(loop, into_loops=False))
+        # on every iteration (not under `if step % 1000 == 0:`); or `dqn.act(state)`, whose one call runs the
+        # network. Not beside a call of a method that passes over data in a loop of its own (`agent.update()`
+        # training for several epochs): then the loop is an outer loop (analysis/step_callables.py).
+        if self.steps_through_method is None:
+            return False
+        methods = [node for node in _walk_body(loop, into_loops=False) if type(node) is cst.Call and
+                   type(node.func) is cst.Attribute and self.local_function(node) is None]
+        if not any(not self._periodic_within(node, loop) and self.steps_through_method(node) for node in methods):
+            return False
+        return self.epoch_through_method is None or not any(self.epoch_through_method(node) for node in methods)
 
     def loops_over_batches(self, loop: Loop) -> bool:
         """The loop takes a batch of a data loader each iteration (`for x, y in loader`, `next(it)`)."""
