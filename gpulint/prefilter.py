@@ -521,7 +521,7 @@ class FileFacts:
                     return True
                 if counts_steps and isinstance(node.func, ast.Attribute):
                     return True  # `self.agent.update(...)` may be one training step (loops.py `_body_trains`)
-                if isinstance(node.func, ast.Attribute) and self._may_hold_an_object(node.func.value):
+                if isinstance(node.func, ast.Attribute) and self._may_hold_an_object(node.func.value, function):
                     return True  # `dqn.act(state)` may run a network (analysis/step_callables.py)
                 name = _local_name(node.func)
                 if name is not None and name in self._functions and self._trains(name):
@@ -530,16 +530,19 @@ class FileFacts:
                 calls_or_math = True
         return calls_or_math and self._may_iterate_tensor_math(loop, function, nested)
 
-    def _may_hold_an_object(self, receiver: ast.AST) -> bool:
+    def _may_hold_an_object(self, receiver: ast.AST, function: Optional[ast.AST]) -> bool:
         """A method call's receiver that may hold an instance of a project class (`_steps_through_method`'s
-        `_receiver_classes`): `self.X`, a name bound to a call (a constructor, a factory), or a name the module
-        never assigns and does not import (a parameter: its class comes from the call sites)."""
+        `_receiver_classes`): `self.X` that a class declares or builds from a class outside networks
+        (`_declared_attributes`), a name bound to a call (a constructor, a factory), or a parameter of the loop's
+        function (its class comes from the call sites)."""
         if isinstance(receiver, ast.Attribute):
-            return _is_self(receiver.value)
+            return _is_self(receiver.value) and receiver.attr in self._declared_attributes
         if not isinstance(receiver, ast.Name) or receiver.id == "self" or receiver.id in self._module_defs:
             return False
-        values = self._bindings.get(receiver.id)
-        return values is None or any(isinstance(v, ast.Call) for v in values)
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and receiver.id in {
+                a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]}:
+            return True
+        return any(isinstance(v, ast.Call) for v in self._bindings.get(receiver.id, ()))
 
 
 def _counts_steps(test: ast.AST) -> bool:
