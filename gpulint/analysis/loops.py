@@ -644,8 +644,18 @@ class LoopAnalysis:
             helpers = [h for h in map(self.local_function, calls) if h is not None and h is not fn]
             self._trains[key] = not self._function_has_hot_loop(fn) and \
                 not any(self._function_loops_over_batches(h) for h in helpers) and \
-                any(self.is_training_call(n, follow_helpers=True) for n in calls)
+                (any(self.is_training_call(n, follow_helpers=True) for n in calls) or self._steps_an_object(calls))
         return self._trains[key]
+
+    def _steps_an_object(self, calls: list) -> bool:
+        """A helper's call of a project object's method that is one step (`self._wm._train(data)` in a
+        trainer's `_train`, analysis/step_callables.py), with no call beside it passing over data in a loop of
+        its own."""
+        if self.steps_through_method is None:
+            return False
+        methods = [n for n in calls if type(n.func) is cst.Attribute and self.local_function(n) is None]
+        return any(self.steps_through_method(n) for n in methods) and (
+            self.epoch_through_method is None or not any(self.epoch_through_method(n) for n in methods))
 
     def _function_loops_over_batches(self, fn: cst.FunctionDef) -> bool:
         return any(type(n) in (cst.For, cst.While) and self._loops_over_batches(n)
