@@ -428,8 +428,11 @@ class FileFacts:
         key = "trains:" + name
         if key not in self._held:
             self._held[key] = False  # recursion guard
-            self._held[key] = any(isinstance(n, ast.Call) and (self._may_train(n, fn) or self._calls_trainer(n))
-                                  for fn in self._functions.get(name, ()) for n in _walk_body(fn))
+            # (or steps a project object: `self.world.learn(batch)`, LoopAnalysis._steps_an_object)
+            self._held[key] = any(isinstance(n, ast.Call) and (
+                self._may_train(n, fn) or self._calls_trainer(n) or
+                isinstance(n.func, ast.Attribute) and self._may_hold_an_object(n.func.value, fn))
+                for fn in self._functions.get(name, ()) for n in _walk_body(fn))
         return bool(self._held[key])
 
     def _calls_trainer(self, call: ast.Call) -> bool:

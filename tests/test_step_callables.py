@@ -133,3 +133,51 @@ def test_beside_a_method_passing_over_data_the_loop_is_an_outer_loop(tmp_path: P
                         "    learner.fit([obs, obs])\n    choice = learner.choose(obs)\n")
     keys = _keys(tmp_path, main=main)
     assert ("agent.py", 20, "GPU101") not in keys
+
+
+RUNNER = """\
+import torch
+
+from world import World
+
+
+class Runner:
+    def __init__(self, compile_it):
+        self.world = World()
+        if compile_it:
+            self.world = torch.compile(self.world)
+
+    def _update(self, batch):
+        self.world.learn(batch)
+
+    def run(self, batches):
+        for step in range(len(batches)):
+            self._update(batches[step])
+"""
+
+WORLD = """\
+import torch
+import torch.nn as nn
+
+
+class World(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(4, 4)
+        self.opt = torch.optim.Adam(self.parameters())
+
+    def learn(self, batch):
+        loss = self.enc(batch.cuda()).pow(2).mean()
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+        print(loss.item())
+"""
+
+
+def test_a_helper_calling_a_held_objects_step_makes_the_loop_a_step_loop(tmp_path: Path):
+    """`self._update(batch)` (a method of the runner) calls `self.world.learn(batch)`, one training step of a
+    project object (two calls from the loop); `self.world = torch.compile(self.world)` wraps the same object."""
+    root = write_project(tmp_path, {"run.py": RUNNER, "world.py": WORLD})
+    keys = found(check(root, "--no-cache", "--exit-zero", "--select", "GPU101", "world.py"))
+    assert ("world.py", 16, "GPU101") in keys
