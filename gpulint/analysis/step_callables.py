@@ -18,7 +18,7 @@ import ast
 from pathlib import Path
 from typing import Optional
 
-from gpulint.analysis.project import ClassSummary, FunctionSummary, _dotted, _self_stores
+from gpulint.analysis.project import ClassSummary, FunctionSummary, _dotted, _record, _self_stores
 
 MAX_DEPTH = 3  # the callable itself, then up to three calls further (`learn` -> `_loss` -> `self.net(x)`)
 MAX_FOLLOWED = 12  # distinct callees followed per function (fan-out bound)
@@ -39,7 +39,8 @@ class StepCallables:
 
     def __init__(self, project) -> None:
         self.project = project
-        self._cache: dict[tuple, str] = {}
+        self._cache: dict[tuple, tuple[str, frozenset]] = {}  # key -> (answer, the modules it was read from)
+        self._reading: Optional[set] = None  # the modules the answer being computed has read
 
     # -- entry points ------------------------------------------------------------------------------------------
     def method(self, cls: ClassSummary, name: str) -> str:
@@ -75,11 +76,20 @@ class StepCallables:
         # by depth too: an answer cut short by the depth bound is never handed to a shallower question, so the
         # answer never depends on which question came first
         key = (summary.path, summary.qualname, info.digest if info is not None else None, depth)
-        if key in self._cache:
-            return self._cache[key]
-        self._cache[key] = NONE  # recursion guard
-        found = self._compute(summary, cls, depth)
-        self._cache[key] = found
+        known = self._cache.get(key)
+        if known is not None:
+            for path in known[1]:
+                _record(path)  # a lint cached on this answer depends on the modules it was read from (cache.py)
+            return known[0]
+        self._cache[key] = (NONE, frozenset())  # recursion guard
+        outer, self._reading = self._reading, {Path(summary.path)} | ({Path(cls.path)} if cls is not None else set())
+        try:
+            found = self._compute(summary, cls, depth)
+        finally:
+            read, self._reading = self._reading, outer
+        if outer is not None:
+            outer |= read
+        self._cache[key] = (found, frozenset(read))
         return found
 
     def _compute(self, summary: FunctionSummary, cls: Optional[ClassSummary], depth: int) -> str:
@@ -172,6 +182,8 @@ class StepCallables:
             return self._built(info, value.args[0])
         found = self.project.lookup(info.path, dotted)
         if isinstance(found, ClassSummary):
+            if self._reading is not None:
+                self._reading.add(Path(found.path))
             return self.project.is_module_class(found), found
         qualified = info.qualify(dotted)
         if qualified.startswith("torch.nn.") and not qualified.startswith("torch.nn.functional") and \
