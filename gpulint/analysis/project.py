@@ -86,8 +86,9 @@ _STEP_WHILE_TEXT = re.compile(rb"^[ \t]*while[ \t]+[\w.]*step[\w.]*[ \t]*<", re.
 # A step loop over a counter (`for T in trange(1, args.T_max + 1):`, `for step in range(num_steps):`, `while frame <
 # max_frames:`): every iteration may run a step through methods of project objects (`dqn.act(state)`,
 # analysis/step_callables.py), although the file has no loader, no backward and no environment step of four names.
-# The words are looked for in the counter's name or in the range's arguments (`for frame in range(100000):`).
-_COUNTER_WORDS = rb"(?i:step|iter|frame|episode|_max\b|\bmax_)"
+# The words are looked for in the counter's name or in the range's arguments (`for frame in range(100000):`); not
+# `max_new_tokens` or `iters` (a generation or refinement loop inside a model, not a training file).
+_COUNTER_WORDS = rb"(?i:step|frame|episode|iteration|max_iter|_max\b)"
 _STEP_FOR_TEXT = re.compile(rb"^[ \t]*(?:for[ \t]+(?:\w*" + _COUNTER_WORDS + rb"\w*[ \t]+in[ \t]+(?:\w+\.)?t?range\(|"
                             rb"\w+[ \t]+in[ \t]+(?:\w+\.)?t?range\([^\n]*" + _COUNTER_WORDS + rb")|"
                             rb"while[ \t]+[\w.]*" + _COUNTER_WORDS + rb"[\w.]*[ \t]*<)", re.MULTILINE)
