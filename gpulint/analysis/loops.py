@@ -650,10 +650,13 @@ class LoopAnalysis:
     def _steps_an_object(self, calls: list) -> bool:
         """A helper's call of a project object's method that is one step (`self._wm._train(data)` in a
         trainer's `_train`, analysis/step_callables.py), with no call beside it passing over data in a loop of
-        its own."""
+        its own. Only methods of objects the helper's class holds (`self.X.m(...)`): a parameter's class would be
+        looked for at the project's call sites of every helper asked about."""
         if self.steps_through_method is None:
             return False
-        methods = [n for n in calls if type(n.func) is cst.Attribute and self.local_function(n) is None]
+        methods = [n for n in calls if type(n.func) is cst.Attribute and type(n.func.value) is cst.Attribute
+                   and type(n.func.value.value) is cst.Name and n.func.value.value.value == "self"
+                   and self.local_function(n) is None]
         return any(self.steps_through_method(n) for n in methods) and (
             self.epoch_through_method is None or not any(self.epoch_through_method(n) for n in methods))
 
