@@ -431,7 +431,8 @@ class FileFacts:
             # (or steps a project object: `self.world.learn(batch)`, LoopAnalysis._steps_an_object)
             self._held[key] = any(isinstance(n, ast.Call) and (
                 self._may_train(n, fn) or self._calls_trainer(n) or
-                isinstance(n.func, ast.Attribute) and self._may_hold_an_object(n.func.value, fn))
+                isinstance(n.func, ast.Attribute) and n.func.attr not in _CONTAINER_METHODS and
+                self._may_hold_an_object(n.func.value, fn))
                 for fn in self._functions.get(name, ()) for n in _walk_body(fn))
         return bool(self._held[key])
 
@@ -524,7 +525,8 @@ class FileFacts:
                     return True
                 if counts_steps and isinstance(node.func, ast.Attribute):
                     return True  # `self.agent.update(...)` may be one training step (loops.py `_body_trains`)
-                if isinstance(node.func, ast.Attribute) and self._may_hold_an_object(node.func.value, function):
+                if isinstance(node.func, ast.Attribute) and node.func.attr not in _CONTAINER_METHODS and \
+                        self._may_hold_an_object(node.func.value, function):
                     return True  # `dqn.act(state)` may run a network (analysis/step_callables.py)
                 name = _local_name(node.func)
                 if name is not None and name in self._functions and self._trains(name):
@@ -546,6 +548,13 @@ class FileFacts:
                 a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]}:
             return True
         return any(isinstance(v, ast.Call) for v in self._bindings.get(receiver.id, ()))
+
+
+# Methods of Python's containers and strings (`items.pop()`, `names.append(x)`): taken for what they are, not for a
+# project object's step (`_may_hold_an_object`); `update` is left out (`agent.update(batch)` is a training step).
+_CONTAINER_METHODS = frozenset({"pop", "append", "extend", "insert", "remove", "items", "keys", "values", "get",
+                                "setdefault", "copy", "clear", "index", "count", "add", "discard", "format", "join",
+                                "split", "strip", "replace", "lower", "upper", "startswith", "endswith"})
 
 
 def _counts_steps(test: ast.AST) -> bool:
