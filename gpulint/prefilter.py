@@ -436,8 +436,12 @@ class FileFacts:
         key = "trains:" + name
         if key not in self._held:
             self._held[key] = False  # recursion guard
-            self._held[key] = any(isinstance(n, ast.Call) and (self._may_train(n, fn) or self._calls_trainer(n))
-                                  for fn in self._functions.get(name, ()) for n in _walk_body(fn))
+            # (or steps a project object: `self.world.learn(batch)`, LoopAnalysis._steps_an_object)
+            self._held[key] = any(isinstance(n, ast.Call) and (
+                self._may_train(n, fn) or self._calls_trainer(n) or
+                isinstance(n.func, ast.Attribute) and n.func.attr not in _CONTAINER_METHODS and
+                self._may_hold_an_object(n.func.value, fn))
+                for fn in self._functions.get(name, ()) for n in _walk_body(fn))
         return bool(self._held[key])
 
     def _calls_trainer(self, call: ast.Call) -> bool:
@@ -529,12 +533,36 @@ class FileFacts:
                     return True
                 if counts_steps and isinstance(node.func, ast.Attribute):
                     return True  # `self.agent.update(...)` may be one training step (loops.py `_body_trains`)
+                if isinstance(node.func, ast.Attribute) and node.func.attr not in _CONTAINER_METHODS and \
+                        self._may_hold_an_object(node.func.value, function):
+                    return True  # `dqn.act(state)` may run a network (analysis/step_callables.py)
                 name = _local_name(node.func)
                 if name is not None and name in self._functions and self._trains(name):
                     return True
             elif isinstance(node, ast.BinOp):
                 calls_or_math = True
         return calls_or_math and self._may_iterate_tensor_math(loop, function, nested)
+
+    def _may_hold_an_object(self, receiver: ast.AST, function: Optional[ast.AST]) -> bool:
+        """A method call's receiver that may hold an instance of a project class (`_steps_through_method`'s
+        `_receiver_classes`): `self.X` that a class declares or builds from a class outside networks
+        (`_declared_attributes`), a name bound to a call (a constructor, a factory), or a parameter of the loop's
+        function (its class comes from the call sites)."""
+        if isinstance(receiver, ast.Attribute):
+            return _is_self(receiver.value) and receiver.attr in self._declared_attributes
+        if not isinstance(receiver, ast.Name) or receiver.id == "self" or receiver.id in self._module_defs:
+            return False
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and receiver.id in {
+                a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]}:
+            return True
+        return any(isinstance(v, ast.Call) for v in self._bindings.get(receiver.id, ()))
+
+
+# Methods of Python's containers and strings (`items.pop()`, `names.append(x)`): taken for what they are, not for a
+# project object's step (`_may_hold_an_object`); `update` is left out (`agent.update(batch)` is a training step).
+_CONTAINER_METHODS = frozenset({"pop", "append", "extend", "insert", "remove", "items", "keys", "values", "get",
+                                "setdefault", "copy", "clear", "index", "count", "add", "discard", "format", "join",
+                                "split", "strip", "replace", "lower", "upper", "startswith", "endswith"})
 
 
 def _counts_steps(test: ast.AST) -> bool:

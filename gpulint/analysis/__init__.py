@@ -322,6 +322,7 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
         loops.hands_model_on = lambda call: _hands_model_on(analysis, call)
         loops.trains_through_method = lambda call: _trains_through_method(analysis, call)
         loops.steps_through_method = lambda call: _steps_through_method(analysis, call)
+        loops.epoch_through_method = lambda call: _epoch_through_method(analysis, call)
         loops.project_network = lambda name: _project_network(analysis, name)
         from gpulint.analysis.uncalled import uncalled
 
@@ -394,8 +395,33 @@ def _steps_through_method(analysis: ModuleAnalysis, call: cst.Call) -> bool:
     project, classes = found
     from gpulint.analysis.project import text_dependency
 
+    from gpulint.analysis.step_callables import STEP, step_callables
+
+    summaries = step_callables(project)
     with text_dependency():  # the methods' bodies are read: a lint cached on it depends on their modules' text
-        return all(_steps_backward(project, cls, func.attr.value) for cls in classes)
+        # or one call runs the network once (`dqn.act(state)` -> `self.online_net(...)`): step_callables.py
+        return all(_steps_backward(project, cls, func.attr.value) or
+                   summaries.method(cls, func.attr.value) == STEP for cls in classes)
+
+
+def _epoch_through_method(analysis: ModuleAnalysis, call: cst.Call) -> bool:
+    """`agent.update(rollouts)` (a name or `self.X` holding project classes) where the method of one of them
+    runs its step work (a backward pass, a network) in a loop of its own: analysis/step_callables.py."""
+    func = call.func
+    if type(func) is not cst.Attribute or func.attr.value.startswith("__") or \
+            not (type(func.value) is cst.Name or type(func.value) is cst.Attribute
+                 and type(func.value.value) is cst.Name and func.value.value.value == "self"):
+        return False
+    found = _receiver_classes(analysis, func.value)
+    if not found:
+        return False
+    project, classes = found
+    from gpulint.analysis.project import text_dependency
+    from gpulint.analysis.step_callables import EPOCH, step_callables
+
+    summaries = step_callables(project)
+    with text_dependency():
+        return any(summaries.method(cls, func.attr.value) == EPOCH for cls in classes)
 
 
 def _receiver_classes(analysis: ModuleAnalysis, expr: cst.BaseExpression):

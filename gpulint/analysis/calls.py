@@ -431,8 +431,18 @@ class ModuleCalls:
                 return None
             values = [b.value for b in bindings]
         elif type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
-            values = self.self_attributes(expr)
+            # `self._wm = torch.compile(self._wm)`: the same object wrapped, its class still the one built
+            values = [v for v in self.self_attributes(expr) if not self.rewrapped(v, expr.attr.value)]
         return self._all_built_by(values, depth)
+
+    def rewrapped(self, value: cst.BaseExpression, attr: str) -> bool:
+        """`torch.compile(self.<attr>)`, `DDP(self.<attr>)`: a model wrapper around what the attribute held."""
+        if type(value) is not cst.Call or type(value.func) not in (cst.Name, cst.Attribute) or \
+                self.class_name(value.func) not in MODEL_WRAPPERS:
+            return False
+        inner = _call_argument(value, 0, "module")
+        return type(inner) is cst.Attribute and type(inner.value) is cst.Name and inner.value.value == "self" \
+            and inner.attr.value == attr
 
     def _elements_built_by(self, container: cst.BaseExpression, depth: int) -> Optional[list[cst.Call]]:
         values: list[cst.BaseExpression] = []

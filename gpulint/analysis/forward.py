@@ -1607,6 +1607,8 @@ class _Instances:
                     built = self._built_by_base(expr)
                     return bool(built) and all(self.may_be(v, depth + 1) for v in built)
                 return self._matches(declared) or self._dispatches(declared)
+            # `self._wm = torch.compile(self._wm)`: the same object wrapped (ProjectCalls.rewrapped)
+            values = [v for v in values if not self.calls.rewrapped(v, expr.attr.value)] or values
             return all(self.may_be(v, depth + 1) for v in values)
         if type(expr) is cst.BooleanOperation and type(expr.operator) is cst.Or:
             # `sampler or UniformSampler(diffusion)`: either side is what the name holds

@@ -110,6 +110,9 @@ class LoopAnalysis:
         # `self.agent.update(...)`: a method of a project object (another module's class, a configured one) that
         # is one training step (a backward pass outside loops of its own), set by analysis/__init__.py
         self.steps_through_method: Optional[Callable[[cst.Call], bool]] = None
+        # `agent.update(rollouts)`: a method of a project object whose step work runs in a loop of its own (an
+        # epoch's pass, several epochs of minibatches), set by analysis/__init__.py (analysis/step_callables.py)
+        self.epoch_through_method: Optional[Callable[[cst.Call], bool]] = None
         # analysis/__init__.py: whether an `if`'s body never runs in the program as shipped: a debug/analysis
         # option of the program's parser left at its default (`if opt.debug > 0:`, analysis/test_mode.py), or a
         # flag no construction turns on (`if self.autobalance:`, `hasattr(self, "x")` that no training sets,
@@ -625,11 +628,16 @@ class LoopAnalysis:
                     continue
                 return True
         # `self.agent.update(replay_buffer, logger, step)` of a project agent whose update is one training step,
-        # on every iteration (not under `if step % 1000 == 0:`)
-        return self.steps_through_method is not None and any(
-            type(node) is cst.Call and type(node.func) is cst.Attribute and self.local_function(node) is None
-            and not self._periodic_within(node, loop) and self.steps_through_method(node)
-            for node in _walk_body(loop, into_loops=False))
+        # on every iteration (not under `if step % 1000 == 0:`); or `dqn.act(state)`, whose one call runs the
+        # network. Not beside a call of a method that passes over data in a loop of its own (`agent.update()`
+        # training for several epochs): then the loop is an outer loop (analysis/step_callables.py).
+        if self.steps_through_method is None:
+            return False
+        methods = [node for node in _walk_body(loop, into_loops=False) if type(node) is cst.Call and
+                   type(node.func) is cst.Attribute and self.local_function(node) is None]
+        if not any(not self._periodic_within(node, loop) and self.steps_through_method(node) for node in methods):
+            return False
+        return self.epoch_through_method is None or not any(self.epoch_through_method(node) for node in methods)
 
     def loops_over_batches(self, loop: Loop) -> bool:
         """The loop takes a batch of a data loader each iteration (`for x, y in loader`, `next(it)`)."""
@@ -667,8 +675,21 @@ class LoopAnalysis:
             helpers = [h for h in map(self.local_function, calls) if h is not None and h is not fn]
             self._trains[key] = not self._function_has_hot_loop(fn) and \
                 not any(self._function_loops_over_batches(h) for h in helpers) and \
-                any(self.is_training_call(n, follow_helpers=True) for n in calls)
+                (any(self.is_training_call(n, follow_helpers=True) for n in calls) or self._steps_an_object(calls))
         return self._trains[key]
+
+    def _steps_an_object(self, calls: list) -> bool:
+        """A helper's call of a project object's method that is one step (`self._wm._train(data)` in a
+        trainer's `_train`, analysis/step_callables.py), with no call beside it passing over data in a loop of
+        its own. Only methods of objects the helper's class holds (`self.X.m(...)`): a parameter's class would be
+        looked for at the project's call sites of every helper asked about."""
+        if self.steps_through_method is None:
+            return False
+        methods = [n for n in calls if type(n.func) is cst.Attribute and type(n.func.value) is cst.Attribute
+                   and type(n.func.value.value) is cst.Name and n.func.value.value.value == "self"
+                   and self.local_function(n) is None]
+        return any(self.steps_through_method(n) for n in methods) and (
+            self.epoch_through_method is None or not any(self.epoch_through_method(n) for n in methods))
 
     def _function_loops_over_batches(self, fn: cst.FunctionDef) -> bool:
         return any(type(n) in (cst.For, cst.While) and self._loops_over_batches(n)

@@ -83,6 +83,16 @@ _ENV_STEP_TEXT = re.compile(rb"^[ \t]*\w+(?:[ \t]*,[ \t]*\w+){3,4}[ \t]*=[ \t]*[
 # `steps_through_method`), although the file has no loader, no backward and no environment step.
 _STEP_WHILE_TEXT = re.compile(rb"^[ \t]*while[ \t]+[\w.]*step[\w.]*[ \t]*<", re.MULTILINE | re.IGNORECASE)
 
+# A step loop over a counter (`for T in trange(1, args.T_max + 1):`, `for step in range(num_steps):`, `while frame <
+# max_frames:`): every iteration may run a step through methods of project objects (`dqn.act(state)`,
+# analysis/step_callables.py), although the file has no loader, no backward and no environment step of four names.
+# The words are looked for in the counter's name or in the range's arguments (`for frame in range(100000):`); not
+# `max_new_tokens` or `iters` (a generation or refinement loop inside a model, not a training file).
+_COUNTER_WORDS = rb"(?i:step|frame|episode|iteration|max_iter|_max\b)"
+_STEP_FOR_TEXT = re.compile(rb"^[ \t]*(?:for[ \t]+(?:\w*" + _COUNTER_WORDS + rb"\w*[ \t]+in[ \t]+(?:\w+\.)?t?range\(|"
+                            rb"\w+[ \t]+in[ \t]+(?:\w+\.)?t?range\([^\n]*" + _COUNTER_WORDS + rb")|"
+                            rb"while[ \t]+[\w.]*" + _COUNTER_WORDS + rb"[\w.]*[ \t]*<)", re.MULTILINE)
+
 
 def _training_text(raw: bytes) -> bool:
     """`_TRAINING_TEXT.search(raw)`, without the search where it cannot match: its first branch is the literal
@@ -95,7 +105,9 @@ def _training_text(raw: bytes) -> bool:
         return True
     if b".step(" in raw and _ENV_STEP_TEXT.search(raw) is not None:
         return True
-    return b"while" in raw and _STEP_WHILE_TEXT.search(raw) is not None
+    if b"while" in raw and _STEP_WHILE_TEXT.search(raw) is not None:
+        return True
+    return (b"range(" in raw or b"while" in raw) and _STEP_FOR_TEXT.search(raw) is not None
 
 
 @dataclass(frozen=True)
