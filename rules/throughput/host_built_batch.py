@@ -14,6 +14,7 @@ from gpulint.analysis.data import _SAME_ON_DEVICE
 from gpulint.analysis.calls import project_calls
 from gpulint.analysis.data_path import data_path_facts
 from gpulint.analysis.host_copies import host_copy
+from gpulint.analysis.loaded_items import loaded_on_host
 from gpulint.analysis.project import display_path
 from gpulint.fixes import fresh_name
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Related, Rule, Safety
@@ -291,6 +292,9 @@ class HostBuiltBatch(Rule):
     helper_copy = "`{call}(...)` copies a host array to the device every step (`{helper}` does the copy from " \
                   "pageable memory): the copy blocks; keep the data on the device, or pin it and copy with " \
                   "`non_blocking=True`"
+    loaded = "{source} makes this input on the host every iteration, and it is copied to the GPU from pageable " \
+             "memory: the copy blocks, waiting for the GPU; load the items with a `DataLoader` (`pin_memory=True`, " \
+             "worker processes) and copy with `non_blocking=True`, or keep the data on the device"
     family = Family.THROUGHPUT
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(Safety.SAFE, "the batch holds the same values; the copy runs on the stream that uses it "
@@ -323,12 +327,18 @@ class HostBuiltBatch(Rule):
                 self.report(node, None if built == "torch.from_numpy" else self.fresh.format(builder=built),
                             where=where)
             return
-        if type(receiver) is not cst.Name or facts.batch_loop(receiver) is not None:
-            return  # direct factories are GPU203's; loader batches GPU201/GPU202's
+        if facts.batch_loop(receiver) is not None:
+            return  # loader batches are GPU201/GPU202's
+        if type(receiver) is not cst.Name:
+            self._loaded_item(node, receiver)
+            return  # direct factories are GPU203's
         builder = self._host_builder(receiver, node)
         if builder is None:
             returned = self._returned_by_helper(receiver, node)
-            where = self.where(node) if returned is not None else None
+            if returned is None:
+                self._loaded_item(node, receiver)
+                return
+            where = self.where(node)
             if where:
                 helper, sink = returned
                 self.report(node, self.returned.format(helper=helper), where=where,
@@ -341,6 +351,26 @@ class HostBuiltBatch(Rule):
             pinned, resident = self._fix(node, receiver), self._device_fix(node)
             fix = dataclasses.replace(resident, fallback=pinned) if resident is not None else pinned
             self.report(node, where=where, fix=fix)
+
+    def _loaded_item(self, node: cst.Call, receiver: cst.BaseExpression) -> None:
+        """`image1[None].cuda()` of `image1, image2, flow = dataset[i]`, `img.to(device)` of
+        `img = transforms.ToTensor()(pil_image)`, `x.cuda()` of `x = torch.from_numpy(x).permute(2, 0, 1)`: an
+        input the step loads on the host itself, copied from pageable memory (analysis/loaded_items.py).
+        Reported without a fix (what replaces it is a `DataLoader` that pins, or data kept on the device)."""
+        where = self.where(node)
+        if where is None or not where.every_iteration:
+            return
+        index = self.analysis.index
+        if where.loop is not None and index.is_ancestor_or_self(where.loop.body, node):
+            boundary = where.loop.body
+        else:
+            func = index.enclosing_function(node)
+            if func is None:
+                return
+            boundary = func.body
+        source = loaded_on_host(self.analysis, receiver, node, boundary)
+        if source is not None:
+            self.report(node, self.loaded.format(source=source), where=where)
 
     def _copying_helper(self, node: cst.Call) -> None:
         """`to_torch_as(batch.returns, q)` every step, where the project helper copies the host (numpy) array it
