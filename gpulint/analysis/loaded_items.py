@@ -42,6 +42,11 @@ _TO_TENSOR = {"torchvision.transforms.ToTensor", "torchvision.transforms.transfo
 _TO_TENSOR_FUNCS = {"torchvision.transforms.functional.to_tensor", "torchvision.transforms.functional.pil_to_tensor"}
 _COMPOSE = {"torchvision.transforms.Compose", "torchvision.transforms.transforms.Compose",
             "torchvision.transforms.v2.Compose"}
+# Readers of a file into a new host tensor (torchaudio's returns `(waveform, sample_rate)`).
+_FILE_READERS = {"torchaudio.load", "torchvision.io.read_image", "torchvision.io.decode_image",
+                 "torchvision.io.image.read_image"}
+_TENSOR_TRANSFORMS = {f"torchvision.transforms.{n}" for n in ("Normalize", "Resize", "CenterCrop")} | \
+                     {f"torchvision.transforms.transforms.{n}" for n in ("Normalize", "Resize", "CenterCrop")}
 _DEPTH = 8
 _BLOCKS = (cst.If, cst.Try, cst.For, cst.While, cst.With, cst.Else, cst.ExceptHandler, cst.Finally)
 
@@ -62,8 +67,9 @@ def loaded_on_host(analysis, expr: cst.BaseExpression, copy: cst.CSTNode, bounda
         elif type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in _STAYS:
             expr = expr.func.value
         elif type(expr) is cst.Call and len(expr.args) == 1 and not expr.args[0].keyword and \
-                not expr.args[0].star and analysis.qualified(expr.func) in _WRAPPERS:
-            expr = expr.args[0].value
+                not expr.args[0].star and (analysis.qualified(expr.func) in _WRAPPERS
+                                           or _tensor_transform(analysis, expr.func)):
+            expr = expr.args[0].value  # `Variable(x)`, `normalize(x)` of a torchvision `Normalize(...)`
         else:
             break
     if type(expr) is cst.Call:
@@ -75,6 +81,8 @@ def loaded_on_host(analysis, expr: cst.BaseExpression, copy: cst.CSTNode, bounda
         return None
     value = binding.value
     if binding.index is not None:  # `image1, image2, flow = dataset[i]`: an element of a dataset item
+        if binding.index == 0 and type(value) is cst.Call and analysis.qualified(value.func) in _FILE_READERS:
+            return f"`{analysis.qualified(value.func)}`"  # `wav, sr = torchaudio.load(path)`
         return _dataset_item(analysis, value)
     return _dataset_item(analysis, value) or loaded_on_host(analysis, value, binding.source, boundary, depth + 1)
 
@@ -97,10 +105,20 @@ def _step_binding(analysis, name: cst.Name, copy: cst.CSTNode, boundary: cst.CST
     return last if node is boundary else None
 
 
+def _tensor_transform(analysis, func: cst.BaseExpression) -> bool:
+    """`func` is a name bound only to torchvision tensor transforms (`Normalize(...)`), which keep a tensor where
+    it is."""
+    if type(func) is not cst.Name:
+        return False
+    values = [b.value for b in analysis.index.visible_bindings(func)]
+    return bool(values) and all(type(v) is cst.Call and analysis.qualified(v.func) in _TENSOR_TRANSFORMS
+                                for v in values)
+
+
 def _source(analysis, call: cst.Call) -> Optional[str]:
     q = analysis.qualified(call.func)
-    if q == "torch.from_numpy":
-        return "`torch.from_numpy`"
+    if q == "torch.from_numpy" or q in _FILE_READERS:
+        return f"`{q}`"
     if q in _TO_TENSOR_FUNCS:
         return f"`{q.rsplit('.', 1)[-1]}`"
     if type(call.func) is cst.Call and _converts(analysis, call.func):
@@ -150,15 +168,19 @@ def _host_dataset(analysis, built: cst.Call) -> bool:
     """`built` makes an instance of a project map-style dataset class whose `__getitem__` moves nothing to a
     device (and is not given device tensors to serve)."""
     from gpulint.analysis.calls import project_calls
-    from gpulint.analysis.hierarchy import first_bases
 
     calls = analysis.fact(project_calls)
     if calls is None:
         return False
-    cls = calls.instance_class(built)
-    if cls is None:
-        return False
-    project = calls.project
+    # one class, or each class of a registry (`dataset_dict[args.dataset_name](**kwargs)`): all must serve host items
+    classes = calls.instance_classes(built) or calls.registry_classes(built.func)
+    return bool(classes) and all(_host_items(calls.project, cls) for cls in classes) and \
+        not any(_names_device(analysis, a.value) for a in built.args)
+
+
+def _host_items(project, cls) -> bool:
+    from gpulint.analysis.hierarchy import first_bases
+
     chain = list(first_bases(project, cls, 6))
     if not any(base.rsplit(".", 1)[-1] == "Dataset" for c in chain for base in c.bases):
         return False
@@ -170,7 +192,7 @@ def _host_dataset(analysis, built: cst.Call) -> bool:
             return False  # it may move its items itself (`.to(self.device)`): not told here
         if isinstance(node, ast.keyword) and node.arg == "device":
             return False
-    return not any(_names_device(analysis, a.value) for a in built.args)
+    return True
 
 
 def _names_device(analysis, expr: cst.BaseExpression) -> bool:
