@@ -198,3 +198,32 @@ def test_loader_batches_stay_quiet(tmp_path):
             opt.step()
     """)
     assert not _gpu410(tmp_path, {"datasets.py": DATA, "train.py": loop})
+
+
+def test_constant_built_from_numpy_in_a_models_method_is_not_an_input(tmp_path):
+    model = textwrap.dedent("""\
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader
+
+
+        class STN(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(9, 9)
+
+            def forward(self, x):
+                iden = torch.from_numpy(np.eye(3).flatten().astype(np.float32)).view(1, 9)
+                iden = iden.cuda()
+                return self.fc(x) + iden
+
+
+        model = STN().cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for (x,) in DataLoader(torch.randn(64, 9), batch_size=8, pin_memory=True):
+            loss = model(x.cuda(non_blocking=True)).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """)
+    assert not _gpu410(tmp_path, {"stn.py": model})  # GPU203 reports the constant built on the host

@@ -200,6 +200,17 @@ class HostBuiltBatch(Rule):
     `np.ndarray` parameter), with the copy as related location; not where the call leaves the helper's
     device at a `"cpu"` default.
 
+    Also flags an input a loop (or a top-level function a loop calls every iteration) loads on the host itself,
+    one item at a time, and copies to the GPU: an item of a map-style dataset indexed directly (`image1, image2,
+    flow = val_dataset[i]` then `image1[None].cuda()`; a project `Dataset` whose `__getitem__` moves nothing, or
+    a `torchvision.datasets` class), the output of torchvision's `ToTensor()` or of a `Compose` pipeline ending in
+    it, a file read by `torchaudio.load` or `torchvision.io.read_image`, and `torch.from_numpy` followed through
+    the names the step rebinds (`x = torch.from_numpy(x).permute(2, 0, 1)`, `x = Variable(x.unsqueeze(0))`,
+    `x = x.cuda()`). Only the binding the copy reads in that step counts, and only when it runs on every path (not
+    under an `if`, `try` or `with` of the step); methods of classes are left to GPU203 (a model's constant built
+    from numpy in `forward`). Reported without a fix: a `DataLoader` with `pin_memory=True` and workers is the
+    way out (analysis/loaded_items.py).
+
     ## Why it is slow
     A copy from pageable memory is staged through a driver bounce buffer and blocks the Python thread until it
     has finished, so the CPU cannot queue the next kernels while the batch crosses PCIe. nanoGPT pins the batch
@@ -368,6 +379,8 @@ class HostBuiltBatch(Rule):
             if func is None:
                 return
             boundary = func.body
+        if any(type(n) is cst.ClassDef for n in index.ancestors(node)):
+            return  # a method (a model's `forward` building a constant): GPU203's host-built tensors, not inputs
         source = loaded_on_host(self.analysis, receiver, node, boundary)
         if source is not None:
             self.report(node, self.loaded.format(source=source), where=where)

@@ -43,7 +43,9 @@ class CopyWithoutNonBlocking(Rule):
     The batch may be split by a function of the module (`x, offsets, y = split_batch(batch)`, whose tuple
     `return`s hold subscripts of its parameter) and copied inside a function of the module that the loop hands
     it to (`def wrap(x, device): return net(x.to(device))`), when every call of that function passes a loop's
-    batch there: the copy in the function is reported, and so is its per-step call, naming the copy.
+    batch there: the copy in the function is reported, and so is its per-step call, naming the copy. The
+    function may copy the batch field by field (`for key, ipt in inputs.items(): inputs[key] = ipt.to(device)`,
+    or a loop over `inputs.values()`).
 
     A loader's `collate_fn` (a function of the module, or `functools.partial` of one binding its device to an
     accelerator) that returns its batch copied to the GPU is flagged at that copy, with the loader as the related

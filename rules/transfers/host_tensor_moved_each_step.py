@@ -88,6 +88,13 @@ class HostTensorMovedEachStep(Rule):
     (`pe = torch.zeros(n, d)`, `pe[:, 0::2] = torch.sin(pos * div)`, `return pe[None, :].to(device)`). Data
     written into it (a batch, `torch.tensor(values)`) makes it a host buffer the data needs: quiet.
 
+    A project function that builds the tensor it returns on the host with torch factories is the same copy, paid
+    at its caller: `coords_grid(b, h, w).to(flow.device)` in per-step model code, where `coords_grid` returns
+    `torch.stack(torch.meshgrid(torch.arange(h), torch.arange(w)))` repeated over the batch (moved inside only
+    under `if device is not None:`, and the call passes no `device`), or `x[cycle_index(n, 1)]` indexing a device
+    tensor with a helper's `torch.arange(n) + shift` (analysis/host_returns.py; every `return` must hand back
+    such a tensor; no fix, the helper decides where it builds).
+
     A sampler that keeps its trajectory on the host and copies the last step back (`xt = xs[-1].to(device)` ...
     `xs.append(xt_next.to("cpu"))` in the same loop, every appended value a host copy) moves each step's result to
     the host and back, a blocking copy each way (reported at the copy back, no fix).
