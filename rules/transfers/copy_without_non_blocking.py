@@ -37,6 +37,9 @@ class CopyWithoutNonBlocking(Rule):
     class passes one (a name unpacked from a loader factory's tuple included: `train_ds, test_ds =
     load_data(...)`, `Trainer(train_ds, test_ds, rank)`), and
     `imgs.type(torch.cuda.FloatTensor)` (or a name bound to that type) is a copy to the GPU like `.cuda()`.
+    A factory's `pin_memory=cfg.DATA_LOADER.PIN_MEMORY` pins when the project's yacs configuration declares that
+    setting `True` (`_C.DATA_LOADER.PIN_MEMORY = True` beside `_C = CN()`) and no YAML file of the project sets
+    the key (analysis/config_defaults.py).
     A tensor pinned in the same expression and copied without it every step
     (`torch.from_numpy(labels).pin_memory().to(device)`) is flagged too: the copy blocks, so the pinning is wasted.
 
