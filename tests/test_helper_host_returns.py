@@ -18,9 +18,13 @@ GEOMETRY = textwrap.dedent("""\
     import torch
 
 
-    def coords_grid(b, h, w, device=None):
+    def coords_grid(b, h, w, homogeneous=False, device=None):
         y, x = torch.meshgrid(torch.arange(h), torch.arange(w))
-        grid = torch.stack([x, y], dim=0).float()
+        stacks = [x, y]
+        if homogeneous:
+            ones = torch.ones_like(x)
+            stacks.append(ones)
+        grid = torch.stack(stacks, dim=0).float()
         grid = grid[None].repeat(b, 1, 1, 1)
         if device is not None:
             grid = grid.to(device)

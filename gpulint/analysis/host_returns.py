@@ -31,7 +31,7 @@ _KEEPS = frozenset(("float", "double", "half", "long", "int", "bool", "view", "r
                     "flatten", "t", "permute", "transpose", "contiguous", "clone", "repeat", "expand", "detach",
                     "type"))
 _JOINS = frozenset(("torch.stack", "torch.cat", "torch.meshgrid"))
-_DEPTH = 6
+_DEPTH = 12
 _SELF = (0, "")  # a name read in one of its own bindings
 
 
@@ -153,13 +153,34 @@ class _Reader:
         name = q.split(".", 1)[1]
         if name in _FACTORIES and not name.endswith("_like"):
             return value.lineno, f"torch.{name}"
+        if name in _FACTORIES and value.args and device is None:  # `torch.ones_like(x)` of a host `x`
+            return self.host(value.args[0], depth + 1, seen)
         if q in _JOINS:
-            parts = value.args[0].elts if len(value.args) >= 1 and isinstance(value.args[0], (ast.List, ast.Tuple)) \
-                and q != "torch.meshgrid" else value.args
+            parts = self._elements(value.args[0]) if len(value.args) >= 1 and q != "torch.meshgrid" else value.args
             found = [self.host(p, depth + 1, seen) for p in parts if not isinstance(p, ast.Starred)]
             if parts and len(found) == len(parts) and all(found):
                 return found[0]
         return None
+
+    def _elements(self, expr: ast.expr) -> list:
+        """The tensors a `torch.stack`/`torch.cat` argument holds: a list literal's elements, or those of a name
+        bound once to a list literal plus what the function appends to it (`stacks = [x, y]`, then
+        `stacks.append(ones)`); [] when unknown."""
+        if isinstance(expr, (ast.List, ast.Tuple)):
+            return list(expr.elts)
+        if not isinstance(expr, ast.Name) or expr.id in self.opaque:
+            return []
+        values = self.bindings.get(expr.id, [])
+        if len(values) != 1 or values[0][2] is not None or not isinstance(values[0][0], (ast.List, ast.Tuple)):
+            return []
+        found = list(values[0][0].elts)
+        for node in _own_nodes(self.fn):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    isinstance(node.func.value, ast.Name) and node.func.value.id == expr.id:
+                if node.func.attr != "append" or len(node.args) != 1:
+                    return []  # `extend`, `insert`, ...: not followed
+                found.append(node.args[0])
+        return found
 
     def _plain(self, expr: ast.expr) -> bool:
         """A Python number or a parameter (an int offset, a scale), not a tensor built elsewhere here."""
