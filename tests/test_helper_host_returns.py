@@ -96,7 +96,7 @@ def test_host_index_returned_by_a_helper_indexing_a_device_tensor_is_reported(tm
 
 
 def test_passing_the_device_stays_quiet(tmp_path):
-    passed = MODEL.replace("coords_grid(b, h, w).to(x.device)", "coords_grid(b, h, w, x.device).to(x.device)")
+    passed = MODEL.replace("coords_grid(b, h, w).to(x.device)", "coords_grid(b, h, w, device=x.device).to(x.device)")
     assert passed != MODEL
     assert ("model.py", 12) not in _gpu203(tmp_path, model=passed)
 
