@@ -119,6 +119,23 @@ def test_helper_returning_its_argument_on_some_path_stays_quiet(tmp_path):
 
 def test_copy_made_once_before_the_loop_stays_quiet(tmp_path):
     once = TRAIN.replace("for x in loader:\n", "base = cycle_index(8, 1).to(device)\nfor x in loader:\n") \
-        .replace("        neg = xd[cycle_index(len(xd), 1)]\n", "        neg = xd\n")
+        .replace("    neg = xd[cycle_index(len(xd), 1)]\n", "    neg = xd\n")
     assert once != TRAIN
     assert ("train.py", 10) not in _gpu203(tmp_path, train=once)
+
+
+def test_helper_of_host_values_gets_no_device_advice(tmp_path):
+    tokens = GEOMETRY + textwrap.dedent("""\
+
+
+        def text_to_token_ids(text):
+            encoded = [ord(c) for c in text]
+            return torch.tensor(encoded).unsqueeze(0)
+    """)
+    train = TRAIN.replace("from geometry import cycle_index", "from geometry import cycle_index, text_to_token_ids") \
+        .replace("    neg = xd[cycle_index(len(xd), 1)]\n",
+                 "    neg = xd[cycle_index(len(xd), 1)]\n    ids = text_to_token_ids(\"abc\").to(device)\n")
+    assert "ids = text_to_token_ids" in train
+    found_ = [d for d in _items(tmp_path, geometry=tokens, train=train)
+              if d["code"] == "GPU203" and d["location"]["row"] == 13]
+    assert found_ and "from host values (`torch.tensor`)" in found_[0]["message"]

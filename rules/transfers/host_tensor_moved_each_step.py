@@ -268,6 +268,9 @@ class HostTensorMovedEachStep(Rule):
     helper_built = "`{call}(...)` builds the tensor it returns on the host (`{factory}` without `device=`), and " \
                    "it is copied to the GPU every step, waiting for it; have the helper build it on the device " \
                    "(pass the device, or `device=` in its factories)"
+    helper_values = "`{call}(...)` builds the tensor it returns from host values (`{factory}`), and it is copied " \
+                    "to the GPU from pageable memory every step, waiting for it; build it once before the loop " \
+                    "where the values do not change, or pin it and copy with `non_blocking=True`"
     host_trajectory = "`{name}[-1]` is the host copy this loop appended the iteration before: it goes to the host " \
                       "and back to the GPU every step, a blocking copy each way; keep the running value on the " \
                       "device and copy to the host only what is kept"
@@ -885,7 +888,8 @@ class HostTensorMovedEachStep(Rule):
         if where is None:
             return False
         helper, (path, line, factory) = found
-        self.report(copy, self.helper_built.format(call=helper, factory=factory), where=where,
+        message = self.helper_values if factory in ("torch.tensor", "torch.as_tensor") else self.helper_built
+        self.report(copy, message.format(call=helper, factory=factory), where=where,
                     related=(Related(display_path(path), line, f"`{factory}` without `device=`"),))
         return True
 
