@@ -130,6 +130,10 @@ def passed_batch_loops(facts: "DataFacts", receiver: cst.BaseExpression) -> tupl
         receiver = receiver.value
     if type(receiver) is not cst.Name:
         return [], False
+    field = _field_of(facts, receiver)
+    if field is not None:
+        loops, _ = passed_batch_loops(facts, field)
+        return loops, False  # a field of the batch (`for key, ipt in inputs.items(): ipt.to(device)`)
     found = _function_of(facts, receiver)
     if found is None:
         return [], False
@@ -147,6 +151,27 @@ def passed_batch_loops(facts: "DataFacts", receiver: cst.BaseExpression) -> tupl
         whole = whole or (type(arg.value) is cst.Name and any(
             b.kind == "for" and b.source is loop and b.index is None for b in facts.bindings(arg.value)))
     return loops, whole
+
+
+def _field_of(facts: "DataFacts", name: cst.Name) -> Optional[cst.Name]:
+    """`ipt` bound only by `for key, ipt in inputs.items():` (or `for ipt in inputs.values():`) over a name
+    `inputs`: that name, whose fields `ipt` holds in turn; else None."""
+    bindings = facts.bindings(name)
+    if len(bindings) != 1 or bindings[0].kind != "for" or type(bindings[0].source) is not cst.For:
+        return None
+    loop = bindings[0].source
+    it = loop.iter
+    if not (type(it) is cst.Call and not it.args and type(it.func) is cst.Attribute
+            and type(it.func.value) is cst.Name):
+        return None
+    method = it.func.attr.value
+    target = loop.target
+    if method == "values" and type(target) is cst.Name:
+        return it.func.value
+    if method == "items" and type(target) is cst.Tuple and len(target.elements) == 2 and \
+            type(target.elements[1].value) is cst.Name and target.elements[1].value.value == name.value:
+        return it.func.value
+    return None
 
 
 def helper_copy_of(facts: "DataFacts", call: cst.Call, copies: dict) -> Optional[cst.Call]:

@@ -35,6 +35,7 @@ from gpulint.files import FileError, read_regular
 from gpulint.syntax import NOT_CONSTANT
 from gpulint.analysis.element_reads import element_read
 from gpulint.analysis.host_copies import bind_host_data, copy_of_host_data, none_by_default
+from gpulint.analysis.config_defaults import config_default, setting_path
 from gpulint.analysis.comprehension_reads import device_read
 from gpulint.analysis import lazy_module
 from gpulint.analysis.generators import yielded_source_ast
@@ -2607,6 +2608,9 @@ class _Summarizer:
                 elif kw.arg == "pin_memory":
                     pinned = True if isinstance(kw.value, ast.Constant) and kw.value.value is True else \
                         (False if isinstance(kw.value, ast.Constant) else None)
+                    if pinned is None and setting_path(kw.value) is not None and \
+                            config_default(self.project, setting_path(kw.value)) is True:
+                        pinned = True  # `cfg.DATA_LOADER.PIN_MEMORY`, declared `True` (a setting off stays unknown)
                     if isinstance(kw.value, ast.Name) and self.taint.get(kw.value.id) == kw.value.id and \
                             kw.value.id in (*self.summary.params, *self.summary.keyword_only):
                         param = kw.value.id  # `pin_memory=pin_memory`, a parameter of this factory

@@ -14,6 +14,7 @@ from gpulint.analysis.data import _SAME_ON_DEVICE
 from gpulint.analysis.calls import project_calls
 from gpulint.analysis.data_path import data_path_facts
 from gpulint.analysis.host_copies import host_copy
+from gpulint.analysis.loaded_items import loaded_on_host
 from gpulint.analysis.project import display_path
 from gpulint.fixes import fresh_name
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, Related, Rule, Safety
@@ -199,6 +200,17 @@ class HostBuiltBatch(Rule):
     `np.ndarray` parameter), with the copy as related location; not where the call leaves the helper's
     device at a `"cpu"` default.
 
+    Also flags an input a loop (or a top-level function a loop calls every iteration) loads on the host itself,
+    one item at a time, and copies to the GPU: an item of a map-style dataset indexed directly (`image1, image2,
+    flow = val_dataset[i]` then `image1[None].cuda()`; a project `Dataset` whose `__getitem__` moves nothing, or
+    a `torchvision.datasets` class), the output of torchvision's `ToTensor()` or of a `Compose` pipeline ending in
+    it, a file read by `torchaudio.load` or `torchvision.io.read_image`, and `torch.from_numpy` followed through
+    the names the step rebinds (`x = torch.from_numpy(x).permute(2, 0, 1)`, `x = Variable(x.unsqueeze(0))`,
+    `x = x.cuda()`). Only the binding the copy reads in that step counts, and only when it runs on every path (not
+    under an `if`, `try` or `with` of the step); methods of classes are left to GPU203 (a model's constant built
+    from numpy in `forward`). Reported without a fix: a `DataLoader` with `pin_memory=True` and workers is the
+    way out (analysis/loaded_items.py).
+
     ## Why it is slow
     A copy from pageable memory is staged through a driver bounce buffer and blocks the Python thread until it
     has finished, so the CPU cannot queue the next kernels while the batch crosses PCIe. nanoGPT pins the batch
@@ -291,6 +303,9 @@ class HostBuiltBatch(Rule):
     helper_copy = "`{call}(...)` copies a host array to the device every step (`{helper}` does the copy from " \
                   "pageable memory): the copy blocks; keep the data on the device, or pin it and copy with " \
                   "`non_blocking=True`"
+    loaded = "{source} makes this input on the host every iteration, and it is copied to the GPU from pageable " \
+             "memory: the copy blocks, waiting for the GPU; load the items with a `DataLoader` (`pin_memory=True`, " \
+             "worker processes) and copy with `non_blocking=True`, or keep the data on the device"
     family = Family.THROUGHPUT
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(Safety.SAFE, "the batch holds the same values; the copy runs on the stream that uses it "
@@ -323,12 +338,18 @@ class HostBuiltBatch(Rule):
                 self.report(node, None if built == "torch.from_numpy" else self.fresh.format(builder=built),
                             where=where)
             return
-        if type(receiver) is not cst.Name or facts.batch_loop(receiver) is not None:
-            return  # direct factories are GPU203's; loader batches GPU201/GPU202's
+        if facts.batch_loop(receiver) is not None:
+            return  # loader batches are GPU201/GPU202's
+        if type(receiver) is not cst.Name:
+            self._loaded_item(node, receiver)
+            return  # direct factories are GPU203's
         builder = self._host_builder(receiver, node)
         if builder is None:
             returned = self._returned_by_helper(receiver, node)
-            where = self.where(node) if returned is not None else None
+            if returned is None:
+                self._loaded_item(node, receiver)
+                return
+            where = self.where(node)
             if where:
                 helper, sink = returned
                 self.report(node, self.returned.format(helper=helper), where=where,
@@ -341,6 +362,28 @@ class HostBuiltBatch(Rule):
             pinned, resident = self._fix(node, receiver), self._device_fix(node)
             fix = dataclasses.replace(resident, fallback=pinned) if resident is not None else pinned
             self.report(node, where=where, fix=fix)
+
+    def _loaded_item(self, node: cst.Call, receiver: cst.BaseExpression) -> None:
+        """`image1[None].cuda()` of `image1, image2, flow = dataset[i]`, `img.to(device)` of
+        `img = transforms.ToTensor()(pil_image)`, `x.cuda()` of `x = torch.from_numpy(x).permute(2, 0, 1)`: an
+        input the step loads on the host itself, copied from pageable memory (analysis/loaded_items.py).
+        Reported without a fix (what replaces it is a `DataLoader` that pins, or data kept on the device)."""
+        where = self.where(node)
+        if where is None or not where.every_iteration:
+            return
+        index = self.analysis.index
+        if where.loop is not None and index.is_ancestor_or_self(where.loop.body, node):
+            boundary = where.loop.body
+        else:
+            func = index.enclosing_function(node)
+            if func is None:
+                return
+            boundary = func.body
+        if any(type(n) is cst.ClassDef for n in index.ancestors(node)):
+            return  # a method (a model's `forward` building a constant): GPU203's host-built tensors, not inputs
+        source = loaded_on_host(self.analysis, receiver, node, boundary)
+        if source is not None:
+            self.report(node, self.loaded.format(source=source), where=where)
 
     def _copying_helper(self, node: cst.Call) -> None:
         """`to_torch_as(batch.returns, q)` every step, where the project helper copies the host (numpy) array it

@@ -37,13 +37,18 @@ class CopyWithoutNonBlocking(Rule):
     class passes one (a name unpacked from a loader factory's tuple included: `train_ds, test_ds =
     load_data(...)`, `Trainer(train_ds, test_ds, rank)`), and
     `imgs.type(torch.cuda.FloatTensor)` (or a name bound to that type) is a copy to the GPU like `.cuda()`.
+    A factory's `pin_memory=cfg.DATA_LOADER.PIN_MEMORY` pins when the project's yacs configuration declares that
+    setting `True` (`_C.DATA_LOADER.PIN_MEMORY = True` beside `_C = CN()`) and no YAML file of the project sets
+    the key (analysis/config_defaults.py).
     A tensor pinned in the same expression and copied without it every step
     (`torch.from_numpy(labels).pin_memory().to(device)`) is flagged too: the copy blocks, so the pinning is wasted.
 
     The batch may be split by a function of the module (`x, offsets, y = split_batch(batch)`, whose tuple
     `return`s hold subscripts of its parameter) and copied inside a function of the module that the loop hands
     it to (`def wrap(x, device): return net(x.to(device))`), when every call of that function passes a loop's
-    batch there: the copy in the function is reported, and so is its per-step call, naming the copy.
+    batch there: the copy in the function is reported, and so is its per-step call, naming the copy. The
+    function may copy the batch field by field (`for key, ipt in inputs.items(): inputs[key] = ipt.to(device)`,
+    or a loop over `inputs.values()`).
 
     A loader's `collate_fn` (a function of the module, or `functools.partial` of one binding its device to an
     accelerator) that returns its batch copied to the GPU is flagged at that copy, with the loader as the related

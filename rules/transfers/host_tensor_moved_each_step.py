@@ -8,7 +8,7 @@ from typing import Optional
 import libcst as cst
 
 from gpulint.analysis import GPU_HINT, Kind
-from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
+from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Related, Safety
 from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, TRAIN_STEP
 from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, has_star_args, keyword
 from gpulint.syntax import positional, statement_of
@@ -19,6 +19,7 @@ from gpulint.analysis.default_device import cuda_default
 from gpulint.analysis.loader_params import cuda_type_copy
 from gpulint.analysis.graph_fields import moved_graph_field
 from gpulint.analysis.host_attributes import host_attribute
+from gpulint.analysis.host_returns import host_factory_return
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.isinstance_narrowing import narrowed_from_tensors
 from gpulint.syntax import argument
@@ -86,6 +87,13 @@ class HostTensorMovedEachStep(Rule):
     and a tensor built this step, filled on the host with such constants and copied whole or through a view
     (`pe = torch.zeros(n, d)`, `pe[:, 0::2] = torch.sin(pos * div)`, `return pe[None, :].to(device)`). Data
     written into it (a batch, `torch.tensor(values)`) makes it a host buffer the data needs: quiet.
+
+    A project function that builds the tensor it returns on the host with torch factories is the same copy, paid
+    at its caller: `coords_grid(b, h, w).to(flow.device)` in per-step model code, where `coords_grid` returns
+    `torch.stack(torch.meshgrid(torch.arange(h), torch.arange(w)))` repeated over the batch (moved inside only
+    under `if device is not None:`, and the call passes no `device`), or `x[cycle_index(n, 1)]` indexing a device
+    tensor with a helper's `torch.arange(n) + shift` (analysis/host_returns.py; every `return` must hand back
+    such a tensor; no fix, the helper decides where it builds).
 
     A sampler that keeps its trajectory on the host and copies the last step back (`xt = xs[-1].to(device)` ...
     `xs.append(xt_next.to("cpu"))` in the same loop, every appended value a host copy) moves each step's result to
@@ -257,6 +265,12 @@ class HostTensorMovedEachStep(Rule):
                              "buffer, so moving the model leaves it there): it is copied to the GPU from pageable " \
                              "memory every step, waiting for it; register it with `self.register_buffer(\"{name}\", " \
                              "..., persistent=False)` so it moves with the model"
+    helper_built = "`{call}(...)` builds the tensor it returns on the host (`{factory}` without `device=`), and " \
+                   "it is copied to the GPU every step, waiting for it; have the helper build it on the device " \
+                   "(pass the device, or `device=` in its factories)"
+    helper_values = "`{call}(...)` builds the tensor it returns from host values (`{factory}`), and it is copied " \
+                    "to the GPU from pageable memory every step, waiting for it; build it once before the loop " \
+                    "where the values do not change, or pin it and copy with `non_blocking=True`"
     host_trajectory = "`{name}[-1]` is the host copy this loop appended the iteration before: it goes to the host " \
                       "and back to the GPU every step, a blocking copy each way; keep the running value on the " \
                       "device and copy to the host only what is kept"
@@ -380,7 +394,7 @@ class HostTensorMovedEachStep(Rule):
             return
         if factory is None:
             if not self._tokenized(node) and not self._computed_on_host(node) and not self._host_attribute(node) \
-                    and not self._last_host_element(node):
+                    and not self._last_host_element(node) and not self._helper_built(node):
                 self._built_then_moved(node)
             return
         name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
@@ -436,7 +450,8 @@ class HostTensorMovedEachStep(Rule):
             if where:
                 message = self.host_range if isinstance(index, cst.Call) and isinstance(index.func, cst.Name) \
                     and index.func.value == "range" else self.host_tensor_index \
-                    if self.analysis.kind(index) is Kind.TENSOR else self.host_index
+                    if self.analysis.kind(index) is Kind.TENSOR or _host_returned(self.analysis, index) is not None \
+                    else self.host_index
                 self.report(node, message.format(index=self.analysis.code(index),
                                                  tensor=self.analysis.code(node.value)), where=where)
             return
@@ -458,7 +473,8 @@ class HostTensorMovedEachStep(Rule):
                     not has_star_args(expr) and type(expr.func.value) in (cst.Call, cst.Subscript, cst.Name):
                 # `torch.arange(L).unsqueeze(1)`: a host index tensor reshaped, still on the host
                 return self._host_index(expr.func.value, depth + 1)
-            return q in _NUMPY_INDEX_ARRAYS or self._host_index_tensor(expr, q)
+            return q in _NUMPY_INDEX_ARRAYS or self._host_index_tensor(expr, q) or \
+                _host_returned(self.analysis, expr) is not None  # `cycle_index(n, 1)`: a helper's host arange
         if isinstance(expr, cst.Subscript):  # a slice of an index array is one
             if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Slice):
                 return self._host_index(expr.value, depth + 1)
@@ -860,6 +876,23 @@ class HostTensorMovedEachStep(Rule):
         self.report(copy, self.computed.format(factory=first), where=where, fix=fix)
         return True
 
+    # -- a project helper that builds its result on the host: `coords_grid(b, h, w).to(flow.device)` -----------
+    def _helper_built(self, copy: cst.Call) -> bool:
+        """Report a copy of what a project function returns when it builds that tensor on the host with torch
+        factories (analysis/host_returns.py); True when reported. No fix (the helper decides where it builds)."""
+        base = strip_same_on_device(self, copy.func.value)  # type: ignore[union-attr]
+        found = _host_returned(self.analysis, base)
+        if found is None:
+            return False
+        where = self.where(copy)
+        if where is None:
+            return False
+        helper, (path, line, factory) = found
+        message = self.helper_values if factory in ("torch.tensor", "torch.as_tensor") else self.helper_built
+        self.report(copy, message.format(call=helper, factory=factory), where=where,
+                    related=(Related(display_path(path), line, f"`{factory}` without `device=`"),))
+        return True
+
     # -- a trajectory kept on the host, its last step copied back: `xs[-1].to(device)` ... `xs.append(x.cpu())` ----
     def _last_host_element(self, copy: cst.Call) -> bool:
         """`xs[-1].to(device)` in a hot loop whose body appends to `xs` only host copies (`xs.append(x.to('cpu'))`):
@@ -1154,3 +1187,26 @@ def _numpy_attribute_rows(analysis, data: cst.BaseExpression) -> Optional[str]:
     if type(data) is cst.Attribute and numpy_attribute(analysis, data):
         return analysis.code(data)
     return None
+
+
+def _host_returned(analysis, expr: cst.BaseExpression):
+    """(the helper's name as called, (path, line, factory)) when `expr` is a call of a top-level project function
+    that returns a tensor it builds on the host with torch factories, for the arguments this call passes."""
+    from gpulint.analysis.calls import project_calls
+
+    if type(expr) is not cst.Call or type(expr.func) not in (cst.Name, cst.Attribute):
+        return None
+    calls = analysis.fact(project_calls)
+    if calls is None:
+        return None
+    found = calls.callee(expr, own_module=True)
+    if found is None:
+        return None
+    _, summary, bound = found
+    if bound or has_star_args(expr):
+        return None
+    params = list(summary.params)
+    positional_count = len([a for a in expr.args if a.keyword is None])
+    passed = set(params[:positional_count]) | {a.keyword.value for a in expr.args if a.keyword is not None}
+    answer = host_factory_return(calls.project, summary.path, summary.qualname, passed)
+    return (analysis.code(expr.func), answer) if answer is not None else None
