@@ -20,7 +20,9 @@ the loop calls) runs every step. So the candidates of such a choice are the clas
   level (`Registry("META_ARCH")`): the classes registered into that object (`@R.register()`,
   `@R.register_module()`, `R.register(C)`, `R.register_module(module=C)`) in the modules naming it;
 - `D[x]` of a dict literal (local or module level) of project classes or builders: those classes, and the
-  classes the builders return.
+  classes the builders return;
+- `M(opt)` of a name the function binds by imports in its own body, one per branch of a choice (`if model ==
+  'plain': from models.model_plain import ModelPlain as M`, KAIR's `define_Model`): each imported class.
 
 A name that is a constant is not a choice (the ordinary look-up decides), and anything else stays unknown.
 
@@ -64,6 +66,8 @@ class _Scope:
         self.assigns: dict[str, list[ast.expr]] = {}
         self.loops: dict[str, list[ast.expr]] = {}
         self.module_assigns: dict[str, list[ast.expr]] = {}
+        # names the function binds by `from m import C as M` in its own body (one per branch of a choice)
+        self.imports: dict[str, list[ast.ImportFrom]] = {}
         for stmt in info.tree.body:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
                 self.module_assigns.setdefault(stmt.targets[0].id, []).append(stmt.value)
@@ -72,6 +76,10 @@ class _Scope:
                 self.assigns.setdefault(node.targets[0].id, []).append(node.value)
             elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
                 self.loops.setdefault(node.target.id, []).append(node.iter)
+            elif isinstance(node, ast.ImportFrom) and fn is not None:
+                for alias in node.names:
+                    if alias.name != "*":
+                        self.imports.setdefault(alias.asname or alias.name, []).append(node)
 
     def values(self, name: str) -> list[ast.expr]:
         return self.assigns.get(name) or ([] if name in self.loops else self.module_assigns.get(name, []))
@@ -296,8 +304,26 @@ def class_objects(project: Project, scope: _Scope, expr: ast.expr, depth: int = 
         return None
     if isinstance(expr, ast.Name):
         values = [v for v in scope.values(expr.id) if not (isinstance(v, ast.Constant) and v.value is None)]
-        return _union(class_objects(project, scope, v, depth + 1) for v in values) if values else None
+        found = _union(class_objects(project, scope, v, depth + 1) for v in values) if values else None
+        return _union((found, _imported_here(project, scope, expr.id)))
     return None
+
+
+def _imported_here(project: Project, scope: _Scope, name: str) -> Optional[list[ClassSummary]]:
+    """The project classes the function binds `name` to by imports in its own body: `from models.model_plain
+    import ModelPlain as M` on one branch of `if model == 'plain':`, `from models.model_gan import ModelGAN as M`
+    on another (KAIR's `define_Model(opt)`). Each branch is a run's choice, so each class is a candidate."""
+    found: list[ClassSummary] = []
+    for node in scope.imports.get(name, ()):
+        target = project.resolver.resolve(node.module or "", scope.info.path, node.level)
+        if target is None:
+            continue
+        for alias in node.names:
+            if (alias.asname or alias.name) == name:
+                cls = project.lookup(target, alias.name)
+                if isinstance(cls, ClassSummary) and all(cls is not f for f in found):
+                    found.append(cls)
+    return found or None
 
 
 def instances(project: Project, scope: _Scope, expr: ast.expr, depth: int = 0) -> Optional[list[ClassSummary]]:
@@ -476,6 +502,8 @@ def _may_choose(fn: ast.AST) -> bool:
     """A cheap test on the function's tree: it holds one of the shapes a choice by name starts from
     (`globals()[x]`, `vars(m)[x]`, `m.__dict__[x]`, `getattr(m, x)` with `x` not a constant, `R.get(x)(...)`,
     `R.build(cfg)`, `build_from_cfg(cfg, R)`, `d[x](...)`)."""
+    imported = {alias.asname or alias.name for node in ast_walk.walk(fn) if isinstance(node, ast.ImportFrom)
+                for alias in node.names}
     for node in ast_walk.walk(fn):
         if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Constant) and (
                 isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
@@ -485,6 +513,8 @@ def _may_choose(fn: ast.AST) -> bool:
         if not isinstance(node, ast.Call):
             continue
         func = node.func
+        if isinstance(func, ast.Name) and func.id in imported:
+            return True  # `M(opt)` of a class the function imports itself, on one of its branches
         if isinstance(func, ast.Name) and (func.id == "getattr" and len(node.args) >= 2 and
                                            not isinstance(node.args[1], ast.Constant) or func.id == "build_from_cfg"):
             return True
