@@ -113,3 +113,140 @@ def test_a_factory_importing_one_class_at_module_level_is_unchanged(tmp_path):
     keys = _lint(tmp_path, plain_only)
     assert ("models/model_plain.py", 13, "GPU101") in keys
     assert not any(path == "models/model_gan.py" for path, _row, _code in keys)
+
+
+# A detector built from a dict of architectures (`build_detection_model(cfg)`) in a loop-free script and handed
+# to the training function of another module, whose head comes from a registry filled by a decorator
+# (`@registry.BOX_HEADS.register("SSDBoxHead")`, `registry.BOX_HEADS[cfg.NAME](cfg)`), and whose loss is a
+# submodule of the head: the loss's `forward` runs every step.
+DETECTOR = {
+    "ssd/__init__.py": "",
+    "ssd/utils/__init__.py": "",
+    "ssd/utils/registry.py": """\
+class Registry(dict):
+    def register(self, name, module=None):
+        def wrap(fn):
+            self[name] = fn
+            return fn
+        return wrap
+""",
+    "ssd/modeling/__init__.py": "",
+    "ssd/modeling/registry.py": """\
+from ssd.utils.registry import Registry
+
+BOX_HEADS = Registry()
+""",
+    "ssd/modeling/box_head/__init__.py": """\
+from ssd.modeling import registry
+from .box_head import SSDBoxHead
+
+
+def build_box_head(cfg):
+    return registry.BOX_HEADS[cfg.MODEL.BOX_HEAD.NAME](cfg)
+""",
+    "ssd/modeling/box_head/loss.py": """\
+import torch
+import torch.nn as nn
+
+
+class MultiBoxLoss(nn.Module):
+    def forward(self, confidence, labels):
+        loss = nn.functional.cross_entropy(confidence, labels)
+        self.last = loss.item()
+        return loss
+""",
+    "ssd/modeling/box_head/box_head.py": """\
+import torch.nn as nn
+
+from ssd.modeling import registry
+from .loss import MultiBoxLoss
+
+
+@registry.BOX_HEADS.register('SSDBoxHead')
+class SSDBoxHead(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.predictor = nn.Linear(4, 3)
+        self.loss_evaluator = MultiBoxLoss()
+
+    def forward(self, features, targets=None):
+        logits = self.predictor(features)
+        return self.loss_evaluator(logits, targets)
+
+
+class UnusedHead(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.predictor = nn.Linear(4, 3)
+
+    def forward(self, features, targets=None):
+        logits = self.predictor(features)
+        self.last = logits.sum().item()
+        return logits
+""",
+    "ssd/modeling/detector/__init__.py": """\
+from .ssd_detector import SSDDetector
+
+_DETECTION_META_ARCHITECTURES = {
+    "SSDDetector": SSDDetector
+}
+
+
+def build_detection_model(cfg):
+    meta_arch = _DETECTION_META_ARCHITECTURES[cfg.MODEL.META_ARCHITECTURE]
+    return meta_arch(cfg)
+""",
+    "ssd/modeling/detector/ssd_detector.py": """\
+from torch import nn
+
+from ssd.modeling.box_head import build_box_head
+
+
+class SSDDetector(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.box_head = build_box_head(cfg)
+
+    def forward(self, images, targets=None):
+        return self.box_head(images, targets)
+""",
+    "ssd/engine/__init__.py": "",
+    "ssd/engine/trainer.py": """\
+import torch
+
+
+def do_train(cfg, model, data_loader, optimizer, device):
+    model.train()
+    for iteration, (images, targets) in enumerate(data_loader):
+        images = images.to(device, non_blocking=True)
+        targets = targets.to(device, non_blocking=True)
+        loss = model(images, targets=targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model
+""",
+    "train.py": """\
+import torch
+from torch.utils.data import DataLoader
+
+from ssd.engine.trainer import do_train
+from ssd.modeling.detector import build_detection_model
+
+
+def train(cfg, dataset):
+    model = build_detection_model(cfg)
+    device = torch.device("cuda")
+    model.to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, fused=True)
+    loader = DataLoader(dataset, batch_size=32, num_workers=4, pin_memory=True)
+    return do_train(cfg, model, loader, optimizer, device)
+""",
+}
+
+
+def test_a_registry_built_head_of_a_dict_built_detector_runs_its_loss_every_step(tmp_path):
+    write_project(tmp_path, DETECTOR)
+    keys = found(check(tmp_path, "--no-cache", "--exit-zero"))
+    assert ("ssd/modeling/box_head/loss.py", 8, "GPU101") in keys
+    assert not any(row == 27 and path.endswith("box_head.py") for path, row, _code in keys)  # UnusedHead
