@@ -1650,6 +1650,10 @@ class _Instances:
                     return bool(built) and all(self.may_be(v, depth + 1) for v in built)
                 return self._matches(declared) or self._dispatches(declared)
             return all(self.may_be(v, depth + 1) for v in values)
+        if type(expr) is cst.Attribute and hasattr(self.calls, "field_instance_classes"):
+            # `self.cfg.strategy` of a configuration class's field (analysis/config_fields.py)
+            held = self.calls.field_instance_classes(expr)
+            return any(self._matches(c) or self._dispatches(c) for c in held)
         if type(expr) is cst.BooleanOperation and type(expr.operator) is cst.Or:
             # `sampler or UniformSampler(diffusion)`: either side is what the name holds
             return self.may_be(expr.right, depth + 1) and (
