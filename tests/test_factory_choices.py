@@ -41,6 +41,10 @@ class ModelPlain:
 
     def save(self, step):
         self.log_dict['saved'] = self.netG.weight.sum().item()
+
+    def feed_data(self, data):
+        self.L = data['L'].to(self.device, non_blocking=True)
+        self.sf = data['sf'][0].squeeze().cpu().numpy()
 """
 
 GAN = """\
@@ -84,7 +88,7 @@ def main(opt, train_set):
     model = define_Model(opt)
     for epoch in range(100):
         for i, train_data in enumerate(train_loader):
-            model.L = train_data['L'].to('cuda', non_blocking=True)
+            model.feed_data(train_data)
             model.optimize_parameters(i)
 """
 
@@ -106,6 +110,11 @@ def test_classes_the_factory_does_not_import_and_methods_not_called_stay_silent(
     keys = _lint(tmp_path)
     assert not any(path == "models/model_other.py" for path, _row, _code in keys)
     assert ("models/model_plain.py", 16, "GPU101") not in keys  # `save` is never called by the loop
+
+
+def test_the_loaders_batch_handed_to_a_per_step_method_is_in_host_memory(tmp_path):
+    keys = _lint(tmp_path)
+    assert ("models/model_plain.py", 20, "GPU104") not in keys  # `data['sf'].cpu()` of the collated batch
 
 
 def test_a_factory_importing_one_class_at_module_level_is_unchanged(tmp_path):
