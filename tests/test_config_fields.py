@@ -69,3 +69,30 @@ def test_a_config_field_object_runs_its_method_every_step(tmp_path):
     assert ("trainer.py", 31, "GPU112") in keys
     assert ("strategy.py", 12, "GPU109") not in keys  # OtherStrategy: no field holds it
     assert ("trainer.py", 32, "GPU112") not in keys  # `other: Any = None`: unknown
+
+
+QUIET = """\
+class QuietStrategy:
+    def step_post_backward(self, state, step):
+        state["count"] += 1
+"""
+
+
+def _union_trainer(members: str, imports: str) -> str:
+    return TRAINER.replace("from strategy import DefaultStrategy", imports).replace(
+        "strategy: DefaultStrategy = field(default_factory=DefaultStrategy)",
+        f"strategy: Union[{members}] = field(default_factory=DefaultStrategy)").replace(
+        "from typing import Any", "from typing import Any, Union")
+
+
+def test_a_union_field_pays_at_the_call_only_when_every_member_pays(tmp_path):
+    both = _union_trainer("DefaultStrategy, OtherStrategy", "from strategy import DefaultStrategy, OtherStrategy")
+    write_project(tmp_path / "both", {"strategy.py": STRATEGY, "trainer.py": both})
+    keys = found(check(tmp_path / "both", "--no-cache", "--exit-zero"))
+    assert {("strategy.py", 6, "GPU109"), ("strategy.py", 12, "GPU109"), ("trainer.py", 31, "GPU112")} <= keys
+    one = _union_trainer("DefaultStrategy, QuietStrategy",
+                         "from strategy import DefaultStrategy\nfrom quiet import QuietStrategy")
+    write_project(tmp_path / "one", {"strategy.py": STRATEGY, "quiet.py": QUIET, "trainer.py": one})
+    keys = found(check(tmp_path / "one", "--no-cache", "--exit-zero"))
+    assert ("strategy.py", 6, "GPU109") in keys  # the run whose config picks it pays in the method
+    assert not any(path == "trainer.py" and code == "GPU112" for path, _row, code in keys)
