@@ -982,6 +982,10 @@ class ProjectCalls(ModuleCalls):
             if not values:  # only declared: `optim: Optimizer` in the class body
                 found = self.annotation_class(self.self_annotation(expr))
                 return (found,) if found is not None else ()
+        elif type(expr) is cst.Attribute:  # `self.cfg.strategy`: a field of a configuration class
+            held = self.field_instance_classes(expr, depth)
+            if held:
+                return held
         calls = self.built_by(expr)
         if not calls:
             return ()
@@ -999,6 +1003,15 @@ class ProjectCalls(ModuleCalls):
                 return ()
             union.extend(c for c in built if all(c is not u for u in union))
         return tuple(union)
+
+    def field_instance_classes(self, expr: cst.Attribute, depth: int = 0) -> tuple:
+        """`owner.field` where `owner` holds an instance of one project class whose body declares the field
+        (`strategy: DefaultStrategy = field(default_factory=DefaultStrategy)` in a config dataclass): the
+        classes the field holds (analysis/config_fields.py); () when not known."""
+        from gpulint.analysis.config_fields import field_classes
+
+        owners = self.instance_classes(expr.value, depth + 1)
+        return field_classes(self.project, owners[0], expr.attr.value) if len(owners) == 1 else ()
 
     def _unpacked_class(self, name: cst.Name) -> Optional[ClassSummary]:
         """`model, diffusion = create_model_and_diffusion(...)`: the name's one binding unpacks what a project

@@ -671,6 +671,24 @@ def _handed_by_dicts(project: Project, cls: ClassSummary) -> list:
     return found[:_CALLERS_PER_QUESTION]
 
 
+def _handed_by_choosers(project: Project, cls: ClassSummary) -> list:
+    """The modules whose functions a loop-free module hands an instance built by a project function that picks
+    the class by a name (`model = build_detection_model(cfg)` over a dict or registry of classes, then
+    `do_train(cfg, model, ...)`: analysis/named_classes.py): a loop there may call it. Whether it does is the
+    caller's resolver's business (`_Instances`, through `named_classes.passed_candidates`)."""
+    from gpulint.analysis.named_classes import chooser_functions
+
+    found: list = []
+    for chooser_path, name in chooser_functions(project, cls.path, cls.name):
+        for file in project.files_naming(name)[:_DICT_FILES]:
+            builder = None if project.is_test(file) else project.module(file)
+            for module, _, _ in (_handed_to(project, builder, {name}, _resolved(project, chooser_path))
+                                 if builder is not None else ()):
+                if module not in found:
+                    found.append(module)
+    return found[:_CALLERS_PER_QUESTION]
+
+
 def _find_site(project: Project, path: Path, class_name: str, member: str = "forward") -> Optional[CallSite]:
     info = project.module(path)
     callers: list = []
@@ -685,7 +703,7 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
                 callers.append(caller)
     cls = info.classes.get(class_name) if info is not None else None
     if not callers and cls is not None:  # an instance built from a dict of classes, handed to another module
-        callers = _handed_by_dicts(project, cls)
+        callers = _handed_by_dicts(project, cls) or _handed_by_choosers(project, cls)
     if not callers:  # the common case, decided from text and `ast` alone
         if member == "forward" and cls is not None and project.is_module_class(cls):
             return _submodule_site(project, path, cls)
@@ -740,37 +758,62 @@ def _submodule_site(project: Project, path: Path, cls: ClassSummary) -> Optional
     """The call of an instance of `cls` inside the `forward` of another project module class whose own
     `forward` runs every step: `self.Prediction = Attention(...)` in `Model.__init__`, `self.Prediction(...)` in
     `Model.forward` (or in a method `forward` calls), or `self.blocks = nn.ModuleList([Block(...) ...])` and
-    `for blk in self.blocks: x = blk(x)`. The submodule's `forward` runs as often as its owner's."""
-    for file in project.files_naming(cls.name):
-        if project.is_test(file):
-            continue
-        info = project.module(file)
-        if info is None:
-            continue
-        for owner in info.classes.values():
-            built = _built_in_init(project, owner).get(cls.name)
-            if not built or _same(owner, cls) or not project.is_module_class(owner):
+    `for blk in self.blocks: x = blk(x)`. The submodule's `forward` runs as often as its owner's. The owner may
+    build it through a project function that picks the class by a name (`self.box_head = build_box_head(cfg)`
+    returning `registry.BOX_HEADS[cfg.NAME](cfg)`: analysis/named_classes.py), one candidate of which it is."""
+    from gpulint.analysis.named_classes import chooser_names
+
+    named = [cls.name, *(n for n in chooser_names(project, cls.path, cls.name) if n != cls.name)]
+    seen: set = set()
+    for name in named:
+        for file in project.files_naming(name):
+            if project.is_test(file) or file in seen:
                 continue
-            held = {attr for attr, dotted in built
-                    if isinstance(found := project.lookup(owner.path, dotted), ClassSummary) and _same(found, cls)}
-            if not held:
+            seen.add(file)
+            site = _submodule_site_in(project, file, cls, named)
+            if site is not None:
+                return site
+    return None
+
+
+def _builds(project: Project, owner: ClassSummary, dotted: str, cls: ClassSummary) -> bool:
+    """`dotted(...)` in the owner's `__init__` builds `cls`: the class itself, or a project function picking it
+    by a name among others."""
+    from gpulint.analysis.named_classes import function_choices
+
+    found = project.lookup(owner.path, dotted)
+    if isinstance(found, ClassSummary):
+        return _same(found, cls)
+    return isinstance(found, FunctionSummary) and any(_same(c, cls) for c in function_choices(project, found)[1])
+
+
+def _submodule_site_in(project: Project, file: Path, cls: ClassSummary, named: list) -> Optional[CallSite]:
+    info = project.module(file)
+    if info is None:
+        return None
+    for owner in info.classes.values():
+        built = [b for name in named for b in _built_in_init(project, owner).get(name, ())]
+        if not built or _same(owner, cls) or not project.is_module_class(owner):
+            continue
+        held = {attr for attr, dotted in built if _builds(project, owner, dotted, cls)}
+        if not held:
+            continue
+        for entry in ("forward", *sorted(m for m in owner.methods if _entry_method(m) and m != "forward")):
+            if entry not in owner.methods:
                 continue
-            for entry in ("forward", *sorted(m for m in owner.methods if _entry_method(m) and m != "forward")):
-                if entry not in owner.methods:
-                    continue
-                line = _attribute_called(project, owner, held, entry)
-                if line is None:
-                    continue
-                # `forward` when the owner runs every step; another method (`Policy.act`, `evaluate_actions`)
-                # when a hot loop calls it on an instance of the owner (`member_site`)
-                # (or a hook a per-step base `forward` of another module dispatches to: `self.forward_train(...)`)
-                site = per_step_site(project, owner.path, owner.name) if entry == "forward" \
-                    else member_site(project, owner.path, owner.name, entry) or (
-                        override_site(project, owner.path, owner.name, entry) if owner.bases else None)
-                if site is not None:
-                    return CallSite(owner.path.resolve(), line[0], f"{line[1]}(...)", f"{cls.name}.forward",
-                                    owner.name, owner_member=entry,
-                                    periodic_params=_flags_left_off(project, owner, held, entry, cls))
+            line = _attribute_called(project, owner, held, entry)
+            if line is None:
+                continue
+            # `forward` when the owner runs every step; another method (`Policy.act`, `evaluate_actions`)
+            # when a hot loop calls it on an instance of the owner (`member_site`)
+            # (or a hook a per-step base `forward` of another module dispatches to: `self.forward_train(...)`)
+            site = per_step_site(project, owner.path, owner.name) if entry == "forward" \
+                else member_site(project, owner.path, owner.name, entry) or (
+                    override_site(project, owner.path, owner.name, entry) if owner.bases else None)
+            if site is not None:
+                return CallSite(owner.path.resolve(), line[0], f"{line[1]}(...)", f"{cls.name}.forward",
+                                owner.name, owner_member=entry,
+                                periodic_params=_flags_left_off(project, owner, held, entry, cls))
     return None
 
 
@@ -1610,6 +1653,10 @@ class _Instances:
             # `self._wm = torch.compile(self._wm)`: the same object wrapped (ProjectCalls.rewrapped)
             values = [v for v in values if not self.calls.rewrapped(v, expr.attr.value)] or values
             return all(self.may_be(v, depth + 1) for v in values)
+        if type(expr) is cst.Attribute and hasattr(self.calls, "field_instance_classes"):
+            # `self.cfg.strategy` of a configuration class's field (analysis/config_fields.py)
+            held = self.calls.field_instance_classes(expr)
+            return any(self._matches(c) or self._dispatches(c) for c in held)
         if type(expr) is cst.BooleanOperation and type(expr.operator) is cst.Or:
             # `sampler or UniformSampler(diffusion)`: either side is what the name holds
             return self.may_be(expr.right, depth + 1) and (

@@ -9,7 +9,10 @@
   `FunctionSummary.returns_host_copy`) holds a host value.
 - A parameter of a function or method of this module is a host value where the function's every call in the
   module (`self.update_average(loss, avg)`, `helper(x)`) passes one and no other project file names the
-  function (a caller elsewhere could pass anything).
+  function (a caller elsewhere could pass anything). A method the module never calls, run every step by a hot
+  loop of another file (`forward.member_site`: `model.feed_data(train_data)` of a model wrapper), is given what
+  that call passes: the loop's batch, straight from the loader, is in host memory (`data['sf'].cpu()` in
+  `feed_data` waits for no GPU).
 
 Reading such a value (`.item()`, `if x < 0:`, `torch.isfinite(x)` in a branch) waits for no GPU.
 """
@@ -81,6 +84,8 @@ def host_param(analysis, name: cst.Name, depth: int) -> bool:
     if position < 0:
         return False  # `self`
     sites = [call for call in of_types(analysis.index, cst.Call) if _calls(call, fn.name.value, method)]
+    if not sites and method and analysis.path is not None:
+        return _host_from_per_step_caller(analysis, fn, param, position, depth)
     if not sites or analysis.path is None:
         return False
     from pathlib import Path
@@ -200,3 +205,67 @@ def _computes_where_given(analysis, summary) -> bool:
             if not isinstance(root, ast.Name) or not (root.id in _NUMERIC_MODULES or root.id in local):
                 return False
     return returns > 0
+
+
+_ASKING: set = set()  # (path, function) questions under way: a caller's kinds may ask about this module again
+
+
+def _host_from_per_step_caller(analysis, fn: cst.FunctionDef, param: cst.Param, position: int, depth: int) -> bool:
+    """The parameter of a method of a top-level class that no call in its module gives, where the per-step call
+    in another file (`member_site`) passes a host value (in that file's kinds) for it."""
+    from pathlib import Path
+
+    from gpulint.analysis.forward import caller_analysis, member_site
+    from gpulint.analysis.project import project_for
+
+    block = analysis.index.up.get(id(fn))
+    owner = analysis.index.up.get(id(block)) if type(block) is cst.IndentedBlock else None
+    if type(owner) is not cst.ClassDef:
+        return False
+    here = Path(analysis.path).resolve()
+    key = (here, owner.name.value, fn.name.value)
+    if key in _ASKING:
+        return False
+    _ASKING.add(key)
+    try:
+        project = project_for(here)
+        site = member_site(project, here, owner.name.value, fn.name.value)
+        if site is None or site.path.resolve() == here:
+            return False
+        caller = caller_analysis(project, site.path)
+        if caller is None:
+            return False
+        calls = [c for c in of_types(caller.index, cst.Call) if type(c.func) is cst.Attribute
+                 and c.func.attr.value == fn.name.value and _line(caller, c) == site.line]
+        if len(calls) != 1:
+            return False
+        arg = passed_argument(calls[0], position, param.name.value)
+        if not isinstance(arg, cst.Arg) or arg.star:
+            return False
+        return caller.kinds.on_host(arg.value, depth) or _loader_batch(caller, arg.value, calls[0])
+    finally:
+        _ASKING.discard(key)
+
+
+def _line(analysis, node: cst.CSTNode) -> int:
+    from gpulint.analysis.forward import _line_of
+
+    return _line_of(analysis, node)
+
+
+def _loader_batch(analysis, value: cst.BaseExpression, call: cst.Call) -> bool:
+    """`value` is the whole batch a loop over `DataLoader`s binds (`for i, train_data in enumerate(loader)`),
+    never rebound: the loader collates it in host memory (not a loader Accelerate or a prefetcher moves)."""
+    from gpulint.analysis.data_facts import data_facts
+
+    if type(value) is not cst.Name:
+        return False
+    bindings = analysis.index.visible_bindings(value)
+    if len(bindings) != 1 or bindings[0].kind != "for":
+        return False
+    facts = data_facts(analysis)
+    loop = facts.batch_loop(value, call)
+    if loop is None or bindings[0].source is not loop:
+        return False
+    loaders = facts.loop_loaders(loop)
+    return bool(loaders) and not any(facts.prepared(c) or facts.library_prefetched(c) for c in loaders)

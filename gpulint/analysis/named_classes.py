@@ -20,7 +20,9 @@ the loop calls) runs every step. So the candidates of such a choice are the clas
   level (`Registry("META_ARCH")`): the classes registered into that object (`@R.register()`,
   `@R.register_module()`, `R.register(C)`, `R.register_module(module=C)`) in the modules naming it;
 - `D[x]` of a dict literal (local or module level) of project classes or builders: those classes, and the
-  classes the builders return.
+  classes the builders return;
+- `M(opt)` of a name the function binds by imports in its own body, one per branch of a choice (`if model ==
+  'plain': from models.model_plain import ModelPlain as M`, KAIR's `define_Model`): each imported class.
 
 A name that is a constant is not a choice (the ordinary look-up decides), and anything else stays unknown.
 
@@ -49,11 +51,11 @@ _MAX_PACKAGE_MODULES = 64  # modules of a package whose names are chosen at run 
 _MAX_FILES = 24  # files looked at for the registrations of one registry, or for the choosers of one class
 _REGISTER = ("register", "register_module")
 _KEEPING = frozenset({"to", "cuda", "float", "half", "double", "bfloat16", "train", "eval"})
-# identifiers one of which a module choosing classes by name must contain (files_naming's identifier index)
-_MARKERS = ("globals", "getattr", "vars", "__dict__", "get", "build", "build_from_cfg", "create_model")
 # the text of a module holding one of those shapes (a cheap test before its tree is read)
 _CHOICE_TEXT = re.compile(rb"create_model\(|globals\(\)\[|vars\(.*\)\[|__dict__\[|getattr\([A-Za-z_][A-Za-z_.]*, *[A-Za-z_]|"
-                          rb"\.get\([^()]*\)\(|\.build\(|build_from_cfg|[A-Za-z_]\[[A-Za-z_][A-Za-z_0-9]*\]\(")
+                          rb"\.get\([^()]*\)\(|\.build\(|build_from_cfg|[A-Za-z_]\[[A-Za-z_][A-Za-z_0-9.]*\]\(|"
+                          rb"= *[A-Za-z_][A-Za-z_0-9.]*\[[A-Za-z_][A-Za-z_0-9.]*\] *\n|"
+                          rb"\n[ \t]+from +[A-Za-z_.][A-Za-z_0-9.]* +import +[A-Za-z_][A-Za-z_0-9]* +as ")
 
 
 class _Scope:
@@ -64,6 +66,8 @@ class _Scope:
         self.assigns: dict[str, list[ast.expr]] = {}
         self.loops: dict[str, list[ast.expr]] = {}
         self.module_assigns: dict[str, list[ast.expr]] = {}
+        # names the function binds by `from m import C as M` in its own body (one per branch of a choice)
+        self.imports: dict[str, list[ast.ImportFrom]] = {}
         for stmt in info.tree.body:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
                 self.module_assigns.setdefault(stmt.targets[0].id, []).append(stmt.value)
@@ -72,6 +76,10 @@ class _Scope:
                 self.assigns.setdefault(node.targets[0].id, []).append(node.value)
             elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
                 self.loops.setdefault(node.target.id, []).append(node.iter)
+            elif isinstance(node, ast.ImportFrom) and fn is not None:
+                for alias in node.names:
+                    if alias.name != "*":
+                        self.imports.setdefault(alias.asname or alias.name, []).append(node)
 
     def values(self, name: str) -> list[ast.expr]:
         return self.assigns.get(name) or ([] if name in self.loops else self.module_assigns.get(name, []))
@@ -281,7 +289,8 @@ def class_objects(project: Project, scope: _Scope, expr: ast.expr, depth: int = 
         if entries is not None:
             classes = [e for e in entries if isinstance(e, ClassSummary)]
             return classes if classes and len(classes) == len(entries) else None
-        return None
+        # `registry.BOX_HEADS[cfg.MODEL.BOX_HEAD.NAME]` of a dict-like registry filled by `@R.register("name")`
+        return _registry(project, scope, value) if isinstance(value, (ast.Name, ast.Attribute)) else None
     if isinstance(expr, ast.Call):
         func = expr.func
         if isinstance(func, ast.Name) and func.id == "getattr" and len(expr.args) in (2, 3) and \
@@ -296,8 +305,26 @@ def class_objects(project: Project, scope: _Scope, expr: ast.expr, depth: int = 
         return None
     if isinstance(expr, ast.Name):
         values = [v for v in scope.values(expr.id) if not (isinstance(v, ast.Constant) and v.value is None)]
-        return _union(class_objects(project, scope, v, depth + 1) for v in values) if values else None
+        found = _union(class_objects(project, scope, v, depth + 1) for v in values) if values else None
+        return _union((found, _imported_here(project, scope, expr.id)))
     return None
+
+
+def _imported_here(project: Project, scope: _Scope, name: str) -> Optional[list[ClassSummary]]:
+    """The project classes the function binds `name` to by imports in its own body: `from models.model_plain
+    import ModelPlain as M` on one branch of `if model == 'plain':`, `from models.model_gan import ModelGAN as M`
+    on another (KAIR's `define_Model(opt)`). Each branch is a run's choice, so each class is a candidate."""
+    found: list[ClassSummary] = []
+    for node in scope.imports.get(name, ()):
+        target = project.resolver.resolve(node.module or "", scope.info.path, node.level)
+        if target is None:
+            continue
+        for alias in node.names:
+            if (alias.asname or alias.name) == name:
+                cls = project.lookup(target, alias.name)
+                if isinstance(cls, ClassSummary) and all(cls is not f for f in found):
+                    found.append(cls)
+    return found or None
 
 
 def instances(project: Project, scope: _Scope, expr: ast.expr, depth: int = 0) -> Optional[list[ClassSummary]]:
@@ -317,6 +344,8 @@ def instances(project: Project, scope: _Scope, expr: ast.expr, depth: int = 0) -
             entries = _dict_entries(project, scope, func.value)
             if entries is not None:
                 return _union(_built(project, e) for e in entries)
+            if isinstance(func.value, (ast.Name, ast.Attribute)):  # `R[name](cfg)` of a registry object
+                return _registry(project, scope, func.value)
         if _library_create_model(project, info, expr):  # timm's `create_model(args.model)`: `@register_model`
             return list(registered_model_classes(project)) or None
         if is_instantiate(func):  # `instantiate(cfg.model)`: the classes the configuration files name (config_targets.py)
@@ -476,6 +505,13 @@ def _may_choose(fn: ast.AST) -> bool:
     """A cheap test on the function's tree: it holds one of the shapes a choice by name starts from
     (`globals()[x]`, `vars(m)[x]`, `m.__dict__[x]`, `getattr(m, x)` with `x` not a constant, `R.get(x)(...)`,
     `R.build(cfg)`, `build_from_cfg(cfg, R)`, `d[x](...)`)."""
+    imported = {alias.asname or alias.name for node in ast_walk.walk(fn) if isinstance(node, ast.ImportFrom)
+                for alias in node.names}
+    # `meta_arch = _META_ARCHITECTURES[cfg.MODEL.META_ARCHITECTURE]` then `meta_arch(cfg)`: a name bound to an
+    # element a name picks, called
+    imported.update(node.targets[0].id for node in ast_walk.walk(fn) if isinstance(node, ast.Assign)
+                    and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and _picked_element(node.value))
     for node in ast_walk.walk(fn):
         if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Constant) and (
                 isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
@@ -485,6 +521,8 @@ def _may_choose(fn: ast.AST) -> bool:
         if not isinstance(node, ast.Call):
             continue
         func = node.func
+        if isinstance(func, ast.Name) and func.id in imported:
+            return True  # `M(opt)` of a class the function imports itself, on one of its branches
         if isinstance(func, ast.Name) and (func.id == "getattr" and len(node.args) >= 2 and
                                            not isinstance(node.args[1], ast.Constant) or func.id == "build_from_cfg"):
             return True
@@ -495,10 +533,15 @@ def _may_choose(fn: ast.AST) -> bool:
         if (func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)) == "create_model" and \
                 node.args and not isinstance(node.args[0], ast.Constant):
             return True  # timm's `create_model(args.model)`
-        if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name) and \
-                not isinstance(func.slice, ast.Constant):
-            return True  # `models[name](params)`
+        if _picked_element(func):
+            return True  # `models[name](params)`, `registry.BOX_HEADS[cfg.NAME](cfg)`
     return False
+
+
+def _picked_element(expr: ast.expr) -> bool:
+    """`D[x]` (or `R.D[x]`) with `x` a name or an attribute: an element of a dict or registry a name picks."""
+    return isinstance(expr, ast.Subscript) and isinstance(expr.value, (ast.Name, ast.Attribute)) and \
+        isinstance(expr.slice, (ast.Name, ast.Attribute))
 
 
 # -- the caller's side (LibCST expressions, read again with `ast`) --------------------------------------------------
@@ -524,22 +567,31 @@ def caller_instances(project: Project, path: Path, code: str, function: Optional
 def chooser_names(project: Project, path: Path, class_name: str) -> list[str]:
     """The names of the project functions that may build (or hand back) the class `class_name` of the module
     `path` by a name (see the module's docstring): a training file calling one of them may build it."""
+    names: list[str] = []
+    for _file, name in chooser_functions(project, path, class_name):
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def chooser_functions(project: Project, path: Path, class_name: str) -> list[tuple[Path, str]]:
+    """(module, name) of each top-level project function that may build (or hand back) the class `class_name`
+    of the module `path` by a name."""
     from gpulint.analysis.forward import _remembered
 
-    key = ("chooser names", path.resolve(), class_name)
-    found = _remembered(project, key, lambda: tuple(_chooser_names(project, path.resolve(), class_name)))
+    key = ("chooser functions", path.resolve(), class_name)
+    found = _remembered(project, key, lambda: tuple(_chooser_functions(project, path.resolve(), class_name)))
     return list(found or ())
 
 
-def _chooser_names(project: Project, path: Path, class_name: str) -> list[str]:
+def _chooser_functions(project: Project, path: Path, class_name: str) -> list[tuple[Path, str]]:
     info = project.module(path)
     cls = info.classes.get(class_name) if info is not None else None
     if cls is None:
         return []
-    marked = _marked_files(project)
-    files: list[Path] = [path] if project._resolved(path) in marked else []
+    files: list[Path] = [path] if _chooses(project, path) else []
     package = path.parent / "__init__.py"  # `getattr(module, name)` over the package's modules, in its `__init__`
-    if package != path and project._resolved(package) in marked:
+    if package != path and package.is_file() and _chooses(project, package):
         files.append(package)
     words = {path.stem, class_name}
     for stmt in info.tree.body:  # the registries the class is registered into
@@ -547,38 +599,34 @@ def _chooser_names(project: Project, path: Path, class_name: str) -> list[str]:
             words.update(r.split(".")[-1] for r in map(_registrar, stmt.decorator_list) if r)
     for word in sorted(words):
         for file in project.files_naming(word):
-            if project._resolved(file) in marked and file not in files and not project.is_test(file):
+            if len(files) >= _MAX_FILES:
+                break
+            if file not in files and not project.is_test(file) and _chooses(project, file):
                 files.append(file)
-    names: list[str] = []
+    found: list[tuple[Path, str]] = []
     for file in files[:_MAX_FILES]:
         for name, classes in _choosers_in(project, file):
-            if any(c is cls for c in classes) and name not in names:
-                names.append(name)
-    return names
+            if any(c is cls for c in classes) and (file, name) not in found:
+                found.append((file, name))
+    return found
 
 
-def _marked_files(project: Project) -> frozenset:
-    """The project files whose text has one of the identifiers a choice by name needs: once per project state."""
+def _chooses(project: Project, file: Path) -> bool:
+    """The text of `file` has one of the shapes `_may_choose` tests (a regular expression on its bytes, before its
+    tree is read): once per file and project state."""
     from gpulint.analysis.forward import _remembered
 
-    def find() -> frozenset:
+    def find() -> bool:
         from gpulint.files import FileError, read_regular
 
-        marked: set = set()
-        for marker in _MARKERS:
-            marked.update(project.files_naming(marker))
-        choosing = set()
-        for file in marked:  # one read of each such file, a regular expression for the shapes `_may_choose` tests
-            try:
-                text = project.text_of(file)
-                raw = text.encode() if text is not None else read_regular(file)[0]
-            except (OSError, FileError, UnicodeError):
-                continue
-            if _CHOICE_TEXT.search(raw):
-                choosing.add(project._resolved(file))
-        return frozenset(choosing)
+        try:
+            text = project.text_of(file)
+            raw = text.encode() if text is not None else read_regular(file)[0]
+        except (OSError, FileError, UnicodeError):
+            return False
+        return _CHOICE_TEXT.search(raw) is not None
 
-    return _remembered(project, ("files choosing by name",), find) or frozenset()
+    return bool(_remembered(project, ("file chooses by name", project._resolved(file)), find))
 
 
 def _choosers_in(project: Project, file: Path) -> tuple:
