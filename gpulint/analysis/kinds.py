@@ -149,6 +149,8 @@ class KindInference:
         # analysis/__init__.py: the kind of `self.<name>` from what the project passes to the class (a loader
         # handed to `__init__` and stored), asked only where the module itself cannot tell
         self.self_attribute_hook: Optional[Callable[[cst.Attribute], Kind]] = None
+        # `meter.avg` that an earlier `meter.update(<device tensor>)` had the object's class keep (kept_values.py)
+        self.kept_attribute_hook: Optional[Callable[[cst.Attribute], bool]] = None
         # analysis/__init__.py: whether a call into the project (`self._loss_step(batch)`, `compute_loss(...)`)
         # returns a tensor by its summary; asked only for what an accumulator is given (`total += <call>`)
         self.returns_tensor_hook: Optional[Callable[[cst.Call], bool]] = None
@@ -1161,6 +1163,8 @@ class KindInference:
 
             if attr not in COUNT_FIELDS and moved_graph_field(self, node):  # `data.train_mask` of `data = data.to(device)` (a PyG graph)
                 return Kind.TENSOR
+            if self.kept_attribute_hook is not None and self.kept_attribute_hook(node):
+                return Kind.TENSOR  # `top1.avg` after `top1.update(acc1[0], n)` (analysis/kept_values.py)
         return Kind.UNKNOWN
 
     def _hands_on_a_loader(self, name: str, call: cst.Call) -> bool:
