@@ -151,6 +151,8 @@ class KindInference:
         self.self_attribute_hook: Optional[Callable[[cst.Attribute], Kind]] = None
         # `meter.avg` that an earlier `meter.update(<device tensor>)` had the object's class keep (kept_values.py)
         self.kept_attribute_hook: Optional[Callable[[cst.Attribute], bool]] = None
+        # a project helper computing its result from the device tensors a call hands it (derived_returns.py)
+        self.derived_tensor_hook: Optional[Callable[[cst.Call], bool]] = None
         # analysis/__init__.py: whether a call into the project (`self._loss_step(batch)`, `compute_loss(...)`)
         # returns a tensor by its summary; asked only for what an accumulator is given (`total += <call>`)
         self.returns_tensor_hook: Optional[Callable[[cst.Call], bool]] = None
@@ -1229,6 +1231,8 @@ class KindInference:
                 return Kind.TENSOR if Kind.TENSOR in args else Kind.UNKNOWN
         if type(func) is cst.Name and self._hands_on_a_loader(func.value, node):
             return Kind.LOADER  # `cycle(loader)`: a generator of this module yielding the loader's batches
+        if type(func) is cst.Name and self.derived_tensor_hook is not None and self.derived_tensor_hook(node):
+            return Kind.TENSOR  # `accuracy(output, target)` of device tensors (analysis/derived_returns.py)
         if self.loader_call_hook is not None and self.loader_call_hook(node):
             return Kind.LOADER
         if self.loader_class_hook is not None and self.loader_class_hook(node):
