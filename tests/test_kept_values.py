@@ -94,3 +94,15 @@ def test_a_device_tensor_kept_by_a_meter_then_read_every_step_syncs(tmp_path, li
 ])
 def test_host_values_other_meters_and_periodic_reads_are_fine(tmp_path, lines, meter):
     assert {f for f in _found(tmp_path, lines, meter) if f[1] in ("GPU105", "GPU107")} == set()
+
+
+@pytest.mark.parametrize("lines,expected", [
+    # the string's fields read the meter's attributes (`{top1.avg:.3f}`): reported once, at the call
+    ('meter.update(loss.detach(), x.size(0))\n'
+     '        msg = "loss {m.val:.4f} ({m.avg:.4f})".format(m=meter)', {(17, "GPU107")}),
+    ('meter.update(loss.detach(), x.size(0))\n        msg = "loss {0.avg:.4f}".format(meter)', {(17, "GPU107")}),
+    ('meter.update(loss.item(), x.size(0))\n        msg = "loss {m.avg:.4f}".format(m=meter)', set()),
+    ('meter.update(loss.detach(), x.size(0))\n        msg = "loss {m.count}".format(m=meter)', set()),
+])
+def test_format_fields_reading_a_kept_attribute(tmp_path, lines, expected):
+    assert {f for f in _found(tmp_path, lines) if f[1] == "GPU107"} == expected

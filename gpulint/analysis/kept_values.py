@@ -103,7 +103,12 @@ def _mentions(expr: ast.AST, names: set, attributes: set) -> bool:
 def kept_device_tensor(analysis, node: cst.Attribute) -> bool:
     """`node` (`top1.avg`, `meters["top1"].avg`) reads an attribute that an earlier call in the same function,
     `top1.update(<device tensor>, ...)`, had the object's class keep from that tensor."""
-    base, attribute = node.value, node.attr.value
+    return kept_device_attribute(analysis, node.value, node.attr.value, node)
+
+
+def kept_device_attribute(analysis, base: cst.BaseExpression, attribute: str, node: cst.CSTNode) -> bool:
+    """`base.<attribute>` read at `node` (`"{top1.avg:.3f}".format(top1=top1)` names it in a format field) is
+    a device tensor an earlier call in the same function had `base`'s class keep."""
     if type(base) is cst.Name and base.value in ("self", "cls"):
         return False
     index = analysis.index
