@@ -106,3 +106,13 @@ def test_host_values_other_meters_and_periodic_reads_are_fine(tmp_path, lines, m
 ])
 def test_format_fields_reading_a_kept_attribute(tmp_path, lines, expected):
     assert {f for f in _found(tmp_path, lines) if f[1] == "GPU107"} == expected
+
+
+@pytest.mark.parametrize("lines", [
+    # the read is the call's own argument (Rainbow's `self.transitions.append(x, self.transitions.max)`)
+    "meter.update(meter.avg)\n        msg = f'{meter.avg:.3f}'",
+    # `a.update(b.avg)` and `b.update(a.avg)`: deciding `a.avg` asks about `b.avg`, which asks about `a.avg`
+    "meter.update(meters['loss'].avg)\n        meters['loss'].update(meter.avg)\n        msg = f'{meter.avg:.3f}'",
+])
+def test_a_meter_handed_its_own_or_another_s_attribute_is_linted(tmp_path, lines):
+    assert {f for f in _found(tmp_path, lines) if f[1] == "GPU107"} == set()

@@ -111,6 +111,22 @@ def kept_device_attribute(analysis, base: cst.BaseExpression, attribute: str, no
     a device tensor an earlier call in the same function had `base`'s class keep."""
     if type(base) is cst.Name and base.value in ("self", "cls"):
         return False
+    busy = analysis.fact(_asking)
+    if id(node) in busy:  # `a.update(b.val)` ... `b.update(a.val)`: the argument's kind asks about this read
+        return False
+    busy.add(id(node))
+    try:
+        return _kept(analysis, base, attribute, node)
+    finally:
+        busy.discard(id(node))
+
+
+def _asking(analysis) -> set:
+    """Fact provider: the reads `kept_device_attribute` is deciding (a recursion guard)."""
+    return set()
+
+
+def _kept(analysis, base: cst.BaseExpression, attribute: str, node: cst.CSTNode) -> bool:
     index = analysis.index
     fn = index.enclosing_function(node)
     at = index.order(node)
@@ -120,8 +136,8 @@ def kept_device_attribute(analysis, base: cst.BaseExpression, attribute: str, no
     for call in _method_calls(analysis, fn):
         func = call.func
         order = index.order(call)
-        if order is None or order >= at or _key(analysis, func.value) != code:
-            continue
+        if order is None or order >= at or _key(analysis, func.value) != code or index.is_ancestor_or_self(call, node):
+            continue  # (`buffer.append(x, buffer.max)`: the read is the call's own argument, made before it)
         argument = _kept_argument(analysis, call, func.value, func.attr.value, attribute)
         if argument is not None and analysis.is_device_tensor(argument):
             return True
