@@ -158,19 +158,18 @@ def _key(analysis, expr) -> str:
 
 def _method_calls(analysis, fn) -> list:
     """The calls `x.method(...)` in `fn` itself (not in functions nested in it), or at module level."""
-    key = ("kept-value calls", id(fn))
-    cache = analysis.fact(_calls_by_function)
-    found = cache.get(key)
-    if found is None:
-        index = analysis.index
-        found = [n for n in index.nodes if type(n) is cst.Call and type(n.func) is cst.Attribute and n.args
-                 and index.enclosing_function(n) is fn]
-        cache[key] = found
-    return found
+    return analysis.fact(_calls_by_function).get(id(fn), [])
 
 
 def _calls_by_function(analysis) -> dict:
-    return {}
+    """Fact provider: id(function, or None for module level) -> its calls `x.method(arg, ...)`, one pass."""
+    index = analysis.index
+    found: dict = {}
+    for n in index.nodes:
+        if type(n) is cst.Call and type(n.func) is cst.Attribute and n.args:
+            fn = index.enclosing_function(n)
+            found.setdefault(id(fn) if fn is not None else id(None), []).append(n)
+    return found
 
 
 def _kept_argument(analysis, call: cst.Call, receiver, method: str, attribute: str) -> Optional[cst.BaseExpression]:
