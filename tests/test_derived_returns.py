@@ -39,12 +39,20 @@ def count_right(output, target):
 
 def batch_count(output, target):
     return target.size(0)
+
+
+def scaled(t):
+    return t * 2
+
+
+def pair(a, b):
+    return a * 2, b * 2
 """
 
 TRAIN = """\
 import torch
 from torch.utils.data import DataLoader
-from metrics import accuracy, error_rate, count_right, batch_count
+from metrics import accuracy, error_rate, count_right, batch_count, scaled, pair
 
 
 def train(model, dataset, optimizer):
@@ -83,3 +91,13 @@ def test_a_helper_result_computed_from_device_tensors_is_a_device_tensor(tmp_pat
 ])
 def test_counts_host_results_and_periodic_reads_are_fine(tmp_path, line):
     assert {f for f in _found(tmp_path, line) if f[1] in ("GPU105", "GPU107")} == set()
+
+
+@pytest.mark.parametrize("line", [
+    "z = scaled(out)\n        z = scaled(z)\n        print(f'{z}')",
+    # LoRA's `lm_net, optimizer = distributed_opt(args, lm_net, optimizer, ...)` recursed
+    "p, q = out, y\n        p, q = pair(p, q)\n        print(f'{p}')",
+    "for _ in range(2):\n            out, y = pair(out, y)\n        print(f'{out}')",
+])
+def test_a_name_rebound_to_the_helper_s_result_is_linted(tmp_path, line):
+    assert any(code == "GPU107" for _, code in _found(tmp_path, line))

@@ -36,7 +36,14 @@ def derived_device_tensor(analysis, call: cst.Call) -> bool:
     given = computed_where_given(analysis, call)
     if not given:
         return False
-    positions = frozenset(i for i, a in enumerate(given) if analysis.is_device_tensor(a))
+    busy = analysis.fact(_asking)
+    if id(call) in busy:  # `x = scale(x)`: the argument's kind is this call's own result
+        return False
+    busy.add(id(call))
+    try:
+        positions = frozenset(i for i, a in enumerate(given) if analysis.is_device_tensor(a))
+    finally:
+        busy.discard(id(call))
     if not positions:
         return False
     fn = _function(analysis, call)
@@ -60,6 +67,11 @@ def derived_device_tensor(analysis, call: cst.Call) -> bool:
 
 def _answers(analysis) -> dict:
     return {}
+
+
+def _asking(analysis) -> set:
+    """Fact provider: the calls `derived_device_tensor` is deciding (a recursion guard)."""
+    return set()
 
 
 def _function(analysis, call: cst.Call) -> Optional[ast.FunctionDef]:
