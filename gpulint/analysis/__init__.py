@@ -178,6 +178,12 @@ def _kinds(analysis: ModuleAnalysis) -> KindInference:
     kinds.parameter_hook = lambda binding: _parameter_kind(analysis, binding)
     if analysis.path is not None:
         kinds.self_attribute_hook = lambda node: _self_attribute_kind(analysis, node)
+        from gpulint.analysis.kept_values import kept_device_tensor
+
+        kinds.kept_attribute_hook = lambda node: kept_device_tensor(analysis, node)
+        from gpulint.analysis.derived_returns import derived_device_tensor
+
+        kinds.derived_tensor_hook = lambda node: derived_device_tensor(analysis, node)
         kinds.returns_tensor_hook = lambda node: _returns_tensor(analysis, node)
         from gpulint.analysis.host_values import computed_where_given, host_call, host_param
 

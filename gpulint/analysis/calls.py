@@ -46,6 +46,10 @@ class HelperCost:
 _SCALER_READS = ("step", "get_scale", "state_dict")
 
 
+# (module, class, method, parameter) being resolved through the per-step call that hands it (`_handed_down_class`)
+_HANDING: set = set()
+
+
 class ModuleCalls:
     """Calls of one module resolved with what the module alone shows: library objects and their classes."""
 
@@ -1144,7 +1148,30 @@ class ProjectCalls(ModuleCalls):
         if fn.name.value == "__init__" and type(cls) is cst.ClassDef and \
                 isinstance(self.index.up.get(id(cls)), cst.Module):
             return self.project.parameter_class(self.path, f"{cls.name.value}.__init__", binding.name)
+        if type(cls) is cst.ClassDef and isinstance(self.index.up.get(id(cls)), cst.Module):
+            return self._handed_down_class(fn, cls, binding.name)
         return None
+
+    def _handed_down_class(self, fn: cst.FunctionDef, cls: cst.ClassDef, name: str) -> Optional[ClassSummary]:
+        """A parameter of a method another module's loop runs every step (`update_critic(self, obs, logger,
+        step)`, reached from `self.agent.update(buffer, self.logger, step)` through `self.update_critic(...,
+        logger, step)`): the one project class the per-step call hands it, followed back through the class's own
+        `self.method(...)` calls (`helper_sites.handed_classes`, the reach `passed_object_site` uses). None when
+        the method runs on no step, or the calls disagree."""
+        from gpulint.analysis.forward import per_step_caller
+        from gpulint.analysis.helper_sites import handed_classes
+
+        key = (self.path, cls.name.value, fn.name.value, name)
+        if key in _HANDING:  # the per-step search may resolve this very parameter again
+            return None
+        _HANDING.add(key)
+        try:
+            site = per_step_caller(self.analysis, fn)
+            classes = handed_classes(self.project, self.path, cls.name.value, fn.name.value, name, site) \
+                if site is not None else ()
+        finally:
+            _HANDING.discard(key)
+        return classes[0] if len(classes) == 1 else None
 
     def _module_parameter(self, name: cst.Name) -> bool:
         """`name` holds an `nn.Module` that the callers of this module's top-level function hand in: the parameter

@@ -583,6 +583,14 @@ def _parameter_classes(project, analysis, cls, method: str, param: str, site, de
     return agreed or ()
 
 
+def handed_classes(project, path: Path, class_name: str, method: str, param: str, site) -> tuple:
+    """The project classes the parameter `param` of `class_name.method` (in `path`) holds when the per-step call
+    `site` runs it (`_parameter_classes`); () when unknown."""
+    info = project.module(path)
+    cls = info.classes.get(class_name) if info is not None else None
+    return _parameter_classes(project, None, cls, method, param, site, 0) if cls is not None else ()
+
+
 def _ast_argument(call: ast.Call, position: Optional[int], name: str):
     if any(isinstance(a, ast.Starred) for a in call.args):
         return None

@@ -149,6 +149,10 @@ class KindInference:
         # analysis/__init__.py: the kind of `self.<name>` from what the project passes to the class (a loader
         # handed to `__init__` and stored), asked only where the module itself cannot tell
         self.self_attribute_hook: Optional[Callable[[cst.Attribute], Kind]] = None
+        # `meter.avg` that an earlier `meter.update(<device tensor>)` had the object's class keep (kept_values.py)
+        self.kept_attribute_hook: Optional[Callable[[cst.Attribute], bool]] = None
+        # a project helper computing its result from the device tensors a call hands it (derived_returns.py)
+        self.derived_tensor_hook: Optional[Callable[[cst.Call], bool]] = None
         # analysis/__init__.py: whether a call into the project (`self._loss_step(batch)`, `compute_loss(...)`)
         # returns a tensor by its summary; asked only for what an accumulator is given (`total += <call>`)
         self.returns_tensor_hook: Optional[Callable[[cst.Call], bool]] = None
@@ -1164,6 +1168,8 @@ class KindInference:
 
             if attr not in COUNT_FIELDS and moved_graph_field(self, node):  # `data.train_mask` of `data = data.to(device)` (a PyG graph)
                 return Kind.TENSOR
+            if self.kept_attribute_hook is not None and self.kept_attribute_hook(node):
+                return Kind.TENSOR  # `top1.avg` after `top1.update(acc1[0], n)` (analysis/kept_values.py)
         return Kind.UNKNOWN
 
     def _hands_on_a_loader(self, name: str, call: cst.Call) -> bool:
@@ -1228,6 +1234,8 @@ class KindInference:
                 return Kind.TENSOR if Kind.TENSOR in args else Kind.UNKNOWN
         if type(func) is cst.Name and self._hands_on_a_loader(func.value, node):
             return Kind.LOADER  # `cycle(loader)`: a generator of this module yielding the loader's batches
+        if type(func) is cst.Name and self.derived_tensor_hook is not None and self.derived_tensor_hook(node):
+            return Kind.TENSOR  # `accuracy(output, target)` of device tensors (analysis/derived_returns.py)
         if self.loader_call_hook is not None and self.loader_call_hook(node):
             return Kind.LOADER
         if self.loader_class_hook is not None and self.loader_class_hook(node):

@@ -99,6 +99,17 @@ FACTS: tuple[LibraryFact, ...] = (
     LibraryFact("torch.utils.tensorboard.SummaryWriter.add_histogram", Effect.SYNCS_TENSOR_ARGS,
                 "the values are converted with make_np (.cpu().numpy()) when the call is made",
                 "torch/utils/tensorboard/summary.py (histogram)"),
+    LibraryFact("tensorboardX.SummaryWriter.add_scalar", Effect.SYNCS_TENSOR_ARGS,
+                "tensorboardX's writer turns the value into an array with make_np, which copies a torch tensor "
+                "to the host with .cpu().numpy() at the call",
+                "tensorboardX/writer.py (SummaryWriter.add_scalar -> summary.scalar), tensorboardX/x2num.py "
+                "(make_np, prepare_pytorch)"),
+    LibraryFact("tensorboardX.SummaryWriter.add_scalars", Effect.SYNCS_TENSOR_ARGS,
+                "each value of the dict goes through tensorboardX's make_np (.cpu().numpy())",
+                "tensorboardX/writer.py (SummaryWriter.add_scalars), tensorboardX/x2num.py (make_np)"),
+    LibraryFact("tensorboardX.SummaryWriter.add_histogram", Effect.SYNCS_TENSOR_ARGS,
+                "the values are converted with tensorboardX's make_np (.cpu().numpy()) when the call is made",
+                "tensorboardX/writer.py (SummaryWriter.add_histogram), tensorboardX/x2num.py (make_np)"),
     LibraryFact("wandb.log", Effect.SYNCS_TENSOR_ARGS,
                 "logged values are made JSON-friendly in the calling process; torch tensors are copied to the "
                 "host (.cpu()/.item()) at the call",
@@ -228,6 +239,8 @@ ALIASES = {
     "torch.amp.grad_scaler.GradScaler": "torch.amp.GradScaler",
     "pytorch_lightning.LightningModule": "lightning.pytorch.LightningModule",
     "lightning.LightningModule": "lightning.pytorch.LightningModule",
+    "torch.utils.tensorboard.writer.SummaryWriter": "torch.utils.tensorboard.SummaryWriter",
+    "tensorboardX.writer.SummaryWriter": "tensorboardX.SummaryWriter",
     "tqdm.auto.tqdm": "tqdm.tqdm",
     "tqdm.notebook.tqdm": "tqdm.tqdm",
     "accelerate.accelerator.Accelerator": "accelerate.Accelerator",

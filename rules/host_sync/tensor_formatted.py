@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import string
+
 import libcst as cst
 
 from gpulint.analysis.kinds import is_text
@@ -89,6 +91,33 @@ class TensorFormatted(GpuRule):
         elif method_call(node, "format") and type(func.value) in (cst.SimpleString, cst.ConcatenatedString):
             for arg in node.args:
                 self._flag(arg.value)
+            self._flag_fields(node)
+
+    def _flag_fields(self, node: cst.Call) -> None:
+        """`"{top1.avg:.3f}".format(top1=top1)`: a field reading an attribute of an argument, which a meter kept
+        from a device tensor handed to it earlier in the function (analysis/kept_values.py)."""
+        from gpulint.analysis.kept_values import kept_device_attribute
+
+        text = node.func.value.evaluated_value  # type: ignore[attr-defined]
+        if not isinstance(text, str) or "." not in text:
+            return
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(text) if f]
+        except ValueError:
+            return
+        positional_args = [a.value for a in node.args if a.keyword is None and not a.star]
+        keywords = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        for field in dict.fromkeys(fields):
+            name, _, attribute = field.partition(".")
+            if not attribute or not attribute.isidentifier():
+                continue  # `{0.avg}`, `{top1.avg}`; not `{x.a.b}` nor `{x.a[0]}`
+            value = positional_args[int(name)] if name.isdigit() and int(name) < len(positional_args) else \
+                keywords.get(name)
+            if value is not None and kept_device_attribute(self.analysis, value, attribute, node):
+                where = self.where(node)
+                if where and not self._under_tensor_condition(node):
+                    self.report(node, where=where)  # the call whose text names the field: once
+                return
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
         if _string_spec(node):
