@@ -3073,10 +3073,10 @@ def _true_only_under_modulo(fn: ast.FunctionDef) -> bool:
     """`fn` returns only the literals True and False, and each `return True` is in the body of an `if` whose
     test holds a modulo (`def check_frequency(self, idx): if idx % self.batch_freq == 0 ...: return True`;
     `LoopAnalysis._true_only_periodically` is the fuller test on LibCST trees)."""
-    trues, others = 0, 0
+    trues = 0
 
     def visit(body: list, periodic: bool) -> bool:
-        nonlocal trues, others
+        nonlocal trues
         for stmt in body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
                 continue
