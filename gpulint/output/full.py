@@ -10,9 +10,13 @@ from gpulint.output.report import Report
 def render(report: Report) -> str:
     diagnostics = report.diagnostics
     out: list[str] = []
+    split: dict = {}  # each source's lines, split once for all its findings
     for d in diagnostics:
         out.append(f"{display_location(d)}: {d.code} {fix_marker(d)}{d.message}{via(d)}")
-        lines = [line.rstrip("\r\n") for line in source_lines(report.sources.get((d.filename, d.cell), ""))]
+        key = (d.filename, d.cell)
+        lines = split.get(key)
+        if lines is None:
+            lines = split[key] = [line.rstrip("\r\n") for line in source_lines(report.sources.get(key, ""))]
         row = d.location.row
         if 1 <= row <= len(lines):
             text = lines[row - 1].expandtabs(1)
