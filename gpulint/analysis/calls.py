@@ -46,10 +46,6 @@ class HelperCost:
 _SCALER_READS = ("step", "get_scale", "state_dict")
 
 
-# (module, class, method, parameter) being resolved through the per-step call that hands it (`_handed_down_class`)
-_HANDING: set = set()
-
-
 class ModuleCalls:
     """Calls of one module resolved with what the module alone shows: library objects and their classes."""
 
@@ -1158,20 +1154,18 @@ class ProjectCalls(ModuleCalls):
         logger, step)`): the one project class the per-step call hands it, followed back through the class's own
         `self.method(...)` calls (`helper_sites.handed_classes`, the reach `passed_object_site` uses). None when
         the method runs on no step, or the calls disagree."""
-        from gpulint.analysis.forward import per_step_caller
+        from gpulint.analysis.forward import _remembered, per_step_caller
         from gpulint.analysis.helper_sites import handed_classes
 
-        key = (self.path, cls.name.value, fn.name.value, name)
-        if key in _HANDING:  # the per-step search may resolve this very parameter again
-            return None
-        _HANDING.add(key)
-        try:
+        def find() -> Optional[ClassSummary]:
             site = per_step_caller(self.analysis, fn)
             classes = handed_classes(self.project, self.path, cls.name.value, fn.name.value, name, site) \
                 if site is not None else ()
-        finally:
-            _HANDING.discard(key)
-        return classes[0] if len(classes) == 1 else None
+            return classes[0] if len(classes) == 1 else None
+
+        # once per project state, with the files it read recorded for every asker, like the per-step sites (the
+        # per-step search may resolve this very parameter again: the entry being computed answers None)
+        return _remembered(self.project, ("handed down", self.path, cls.name.value, fn.name.value, name), find)
 
     def _module_parameter(self, name: cst.Name) -> bool:
         """`name` holds an `nn.Module` that the callers of this module's top-level function hand in: the parameter
