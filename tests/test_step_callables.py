@@ -181,3 +181,27 @@ def test_a_helper_calling_a_held_objects_step_makes_the_loop_a_step_loop(tmp_pat
     root = write_project(tmp_path, {"run.py": RUNNER, "world.py": WORLD})
     keys = found(check(root, "--no-cache", "--exit-zero", "--select", "GPU101", "world.py"))
     assert ("world.py", 16, "GPU101") in keys
+
+
+ROLLOUT = """\
+import torch
+
+from agent import Learner
+
+learner = Learner(torch.device("cuda"))
+obs = torch.zeros(4, device="cuda")
+for iteration in range(1, 1001):
+    for step in range(128):
+        choice = learner.choose(obs)
+    value = learner.choose(obs)
+    print(torch.ones(2, device="cuda").sum().item())
+"""
+
+
+def test_a_network_call_beside_a_hot_rollout_leaves_the_rollout_the_step_loop(tmp_path: Path):
+    # cleanrl's PPO: `next_value = agent.get_value(next_obs)` once per iteration, after the rollout loop; the
+    # iteration's logging `.item()`s run once per rollout, not every step
+    root = write_project(tmp_path / "p", {"main.py": ROLLOUT, "agent.py": AGENT})
+    got = found(check(root, "--no-cache"))
+    assert ("main.py", 11, "GPU101") not in got
+    assert ("main.py", 9, "GPU112") in got  # the rollout's own per-step call still syncs every step

@@ -630,8 +630,10 @@ class LoopAnalysis:
         # `self.agent.update(replay_buffer, logger, step)` of a project agent whose update is one training step,
         # on every iteration (not under `if step % 1000 == 0:`); or `dqn.act(state)`, whose one call runs the
         # network. Not beside a call of a method that passes over data in a loop of its own (`agent.update()`
-        # training for several epochs): then the loop is an outer loop (analysis/step_callables.py).
-        if self.steps_through_method is None:
+        # training for several epochs): then the loop is an outer loop (analysis/step_callables.py). Nor beside a
+        # hot inner loop: `next_value = agent.get_value(next_obs)` after an RL rollout (a bootstrap value once per
+        # iteration of cleanrl's PPO) leaves the rollout the step loop.
+        if self.steps_through_method is None or beside_hot_loop:
             return False
         methods = [node for node in _walk_body(loop, into_loops=False) if type(node) is cst.Call and
                    type(node.func) is cst.Attribute and self.local_function(node) is None]
