@@ -101,3 +101,30 @@ def test_counts_host_results_and_periodic_reads_are_fine(tmp_path, line):
 ])
 def test_a_name_rebound_to_the_helper_s_result_is_linted(tmp_path, line):
     assert any(code == "GPU107" for _, code in _found(tmp_path, line))
+
+
+EXISTS = '''import torch
+
+
+def exists(val):
+    return val is not None
+
+
+def train(model, loader, optimizer):
+    model = model.cuda()
+    for x, mask in loader:
+        x = x.cuda(non_blocking=True)
+        mask = mask.cuda(non_blocking=True)
+        if exists(mask):
+            x = x.masked_fill(~mask, 0.0)
+        loss = model(x).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+'''
+
+
+def test_an_identity_test_of_a_device_tensor_is_a_python_bool(tmp_path):
+    # `exists(mask)` returns `mask is not None`: branching on it reads nothing from the GPU
+    got = found(check(write_project(tmp_path / "p", {"train.py": EXISTS}), "--no-cache"))
+    assert ("train.py", 13, "GPU106") not in got

@@ -148,6 +148,9 @@ def _derived(expr: ast.expr, derived: set, tensorish=frozenset()) -> bool:
     if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
         return _derived(expr.operand, derived, tensorish)
     if isinstance(expr, ast.Compare):  # `output.argmax(1) == target`: an element-wise comparison
+        # `val is not None` (the `exists(val)` helper), `k in cache`: a Python bool, whatever the operands
+        if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in expr.ops):
+            return False
         return any(_derived(side, derived, tensorish) for side in (expr.left, *expr.comparators))
     if isinstance(expr, ast.Attribute):
         return expr.attr in ("T", "data", "mT", "real", "imag") and _derived(expr.value, derived, tensorish)
