@@ -171,3 +171,27 @@ def test_a_big_text_handed_to_the_project_is_read_lazily_and_once(tmp_path, monk
     assert project.module(path) is first and len(made) == 1
     project.set_text(path, text + "\nx = 1\n")
     assert project.module(path) is not first and len(made) == 2
+
+
+def test_summaries_of_a_big_module_parse_its_whole_text_once_for_periodic_predicates(tmp_path, monkeypatch):
+    """Every `if` whose test calls a function asks whether it is a periodic predicate (`if check_frequency(i):`,
+    project.py `_periodic_predicates`). A big module keeps no index of its tree, so asking its `indexed` per `if`
+    parsed the whole text again for each one (a clean-clone CI spent most of an hour in it); the names are now
+    found once per module."""
+    monkeypatch.setattr(lazy_module, "THRESHOLD", 1_000)
+    path = tmp_path / "big.py"
+    helpers = "".join(f"def ready_{i}(x):\n    if isinstance(x, int):\n        return True\n    return False\n\n\n"
+                      for i in range(30))
+    path.write_text(helpers + "def should_log(step):\n    if step % 10 == 0:\n        return True\n    return False\n",
+                    encoding="utf-8")
+    project = Project(tmp_path)
+    info = project.module(path)
+    assert isinstance(info, lazy_module.LazyModuleInfo)
+    wholes = []
+    tree = lazy_module.LazyModuleInfo.tree
+    monkeypatch.setattr(lazy_module.LazyModuleInfo, "tree", property(lambda self: wholes.append(1) or tree.fget(self)))
+    for i in range(30):
+        project.function(path, f"ready_{i}")
+    assert len(wholes) <= 1
+    from gpulint.analysis.project import _periodic_predicates
+    assert _periodic_predicates(info) == frozenset({"should_log"})

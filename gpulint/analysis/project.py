@@ -1521,8 +1521,7 @@ class _Summarizer:
             func = node.func
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) and \
                 isinstance(func.value, ast.Name) and func.value.id == "self" else None
-            defs = self.info.indexed(_functions_by_name).get(name, []) if name else []
-            if len(defs) == 1 and _true_only_under_modulo(defs[0]):
+            if name and name in _periodic_predicates(self.info):
                 return True
         return False
 
@@ -3067,6 +3066,18 @@ def _functions_by_name(tree: ast.Module) -> dict:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             found.setdefault(node.name, []).append(node)
     return found
+
+
+def _periodic_predicates(info) -> frozenset:
+    """The names of the functions and methods `info`'s module defines once that return True only under a modulo
+    test (`_true_only_under_modulo`), found once per module and kept as names only: a big module
+    (lazy_module.py) keeps no index of its tree, and asking `indexed` per `if` parsed it again each time."""
+    names = getattr(info, "_periodic_predicate_names", None)
+    if names is None:
+        names = frozenset(name for name, defs in info.indexed(_functions_by_name).items()
+                          if len(defs) == 1 and _true_only_under_modulo(defs[0]))
+        info._periodic_predicate_names = names
+    return names
 
 
 def _true_only_under_modulo(fn: ast.FunctionDef) -> bool:
