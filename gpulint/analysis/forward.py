@@ -741,7 +741,9 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
                     # `diffusion.training_losses(model, x, t)`: a project function that runs the model it is given
                     return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)",
                                     f"{cls.name}.{member}")
-    return None
+    # no training file's hot loop calls it: it may still be a submodule of a per-step module (`self.encoder =
+    # TabNetEncoder(...)` in a model file whose own `for step in range(self.n_steps):` made it a training file)
+    return _submodule_site(project, path, cls) if member == "forward" else None
 
 
 def _hands_instance_on(analysis, call: cst.Call, resolver) -> bool:
