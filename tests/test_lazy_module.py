@@ -195,3 +195,29 @@ def test_summaries_of_a_big_module_parse_its_whole_text_once_for_periodic_predic
     assert len(wholes) <= 1
     from gpulint.analysis.project import _periodic_predicates
     assert _periodic_predicates(info) == frozenset({"should_log"})
+
+
+def test_a_big_modules_methods_are_read_without_parsing_its_whole_text(tmp_path, monkeypatch):
+    """Whether a method of a big module runs `.backward()` one or more `self.m(...)` calls away
+    (`analysis._steps_backward`, asked for every project method a loop calls) and what a top-level helper of it
+    returns (`host_returns.host_factory_return`) are read from the definitions the lazy model parses on demand,
+    never from its whole tree (`LazyModuleInfo.tree` parses all of the text again on every access)."""
+    from gpulint.analysis import _steps_backward
+    from gpulint.analysis.host_returns import host_factory_return
+
+    monkeypatch.setattr(lazy_module, "THRESHOLD", 1_000)
+    path = tmp_path / "agent.py"
+    filler = "".join(f"def pad_{i}(x):\n    return x + {i}\n\n\n" for i in range(60))
+    path.write_text(filler + "import torch\n\n\ndef grid(n):\n    return torch.arange(n)\n\n\n"
+                    "class Agent:\n    def learn(self, loss):\n        self._apply(loss)\n\n"
+                    "    def _apply(self, loss):\n        loss.backward()\n", encoding="utf-8")
+    project = Project(tmp_path)
+    info = project.module(path)
+    assert isinstance(info, lazy_module.LazyModuleInfo)
+    wholes = []
+    tree = lazy_module.LazyModuleInfo.tree
+    monkeypatch.setattr(lazy_module.LazyModuleInfo, "tree", property(lambda self: wholes.append(1) or tree.fget(self)))
+    cls = info.classes["Agent"]
+    assert _steps_backward(project, cls, "learn")
+    assert host_factory_return(project, path, "grid", set()) is not None
+    assert wholes == []

@@ -508,7 +508,13 @@ def _method_node(project, method):
     in its module's tree; None when it is not there."""
     import ast
 
+    from gpulint.analysis.lazy_module import LazyModuleInfo
+    from gpulint.analysis.project import _find_function
+
     info = project.module(method.path)
+    if isinstance(info, LazyModuleInfo):  # a big module keeps no tree: `tree` would parse all of it each time
+        found = _find_function(info, method.qualname)[0]
+        return found if isinstance(found, ast.FunctionDef) else None
     node = info.tree if info is not None else None
     for part in method.qualname.split("."):
         body = getattr(node, "body", None) or []

@@ -43,8 +43,11 @@ def host_factory_return(project, path: Path, qualname: str, passed: Optional[set
     info = project.module(path)
     if info is None:
         return None
-    fn = _function(info.tree, qualname)
-    if fn is None:
+    from gpulint.analysis.lazy_module import LazyModuleInfo
+
+    # a big module keeps no tree (`tree` would parse all of it for every call asked about)
+    fn = info.functions.get(qualname) if isinstance(info, LazyModuleInfo) else _function(info.tree, qualname)
+    if not isinstance(fn, ast.FunctionDef) or fn.decorator_list:
         return None
     unpassed = _unpassed_none_params(fn, passed)
     reader = _Reader(info, fn, unpassed)
