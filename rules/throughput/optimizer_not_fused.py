@@ -106,7 +106,7 @@ class OptimizerNotFused(GpuRule):
     # project function that trains with it (`trainer_steps`; `clearly_cuda` needs "cuda" in the text)
     reports_in = ("hot-loop", "cuda-text", "returned-optimizer")
     # a GPU module (GpuRule's `GPU_HINT`), or an optimizer factory that names no device (its callers do)
-    needs_text = re.compile(GPU_HINT.pattern + r"|\b(?:Adam|AdamW|SGD)\(", re.IGNORECASE)
+    needs_text = re.compile(GPU_HINT.pattern + r"|\bAdam\(|\bAdamW\(|\bSGD\(", re.IGNORECASE)
     _MODEL = "import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10)){move}\n"
     _LOOP = "for x in loader:\n    model(x).sum().backward()\n    opt.step()\n"
     VALID = (
