@@ -28,6 +28,16 @@ def small_pieces(monkeypatch):
     monkeypatch.setattr(lazy_module, "CACHED_UNITS", 3)  # definitions parsed again and again
 
 
+@pytest.fixture
+def whole_parses(monkeypatch) -> list:
+    """One entry per parse of a big module's whole text (`LazyModuleInfo.tree`, not kept: each access parses all
+    of it again), appended while the test runs."""
+    wholes: list = []
+    tree = lazy_module.LazyModuleInfo.tree
+    monkeypatch.setattr(lazy_module.LazyModuleInfo, "tree", property(lambda self: wholes.append(1) or tree.fget(self)))
+    return wholes
+
+
 def _eager(path: Path, raw: bytes) -> ModuleInfo:
     return ModuleInfo(path, ast.parse(raw, str(path)), "x")
 
@@ -173,7 +183,8 @@ def test_a_big_text_handed_to_the_project_is_read_lazily_and_once(tmp_path, monk
     assert project.module(path) is not first and len(made) == 2
 
 
-def test_summaries_of_a_big_module_parse_its_whole_text_once_for_periodic_predicates(tmp_path, monkeypatch):
+def test_summaries_of_a_big_module_parse_its_whole_text_once_for_periodic_predicates(tmp_path, monkeypatch,
+                                                                                     whole_parses):
     """Every `if` whose test calls a function asks whether it is a periodic predicate (`if check_frequency(i):`,
     project.py `_periodic_predicates`). A big module keeps no index of its tree, so asking its `indexed` per `if`
     parsed the whole text again for each one (a clean-clone CI spent most of an hour in it); the names are now
@@ -187,9 +198,7 @@ def test_summaries_of_a_big_module_parse_its_whole_text_once_for_periodic_predic
     project = Project(tmp_path)
     info = project.module(path)
     assert isinstance(info, lazy_module.LazyModuleInfo)
-    wholes = []
-    tree = lazy_module.LazyModuleInfo.tree
-    monkeypatch.setattr(lazy_module.LazyModuleInfo, "tree", property(lambda self: wholes.append(1) or tree.fget(self)))
+    wholes = whole_parses
     for i in range(30):
         project.function(path, f"ready_{i}")
     assert len(wholes) <= 1
@@ -197,7 +206,7 @@ def test_summaries_of_a_big_module_parse_its_whole_text_once_for_periodic_predic
     assert _periodic_predicates(info) == frozenset({"should_log"})
 
 
-def test_a_big_modules_methods_are_read_without_parsing_its_whole_text(tmp_path, monkeypatch):
+def test_a_big_modules_methods_are_read_without_parsing_its_whole_text(tmp_path, monkeypatch, whole_parses):
     """Whether a method of a big module runs `.backward()` one or more `self.m(...)` calls away
     (`analysis._steps_backward`, asked for every project method a loop calls) and what a top-level helper of it
     returns (`host_returns.host_factory_return`) are read from the definitions the lazy model parses on demand,
@@ -214,10 +223,129 @@ def test_a_big_modules_methods_are_read_without_parsing_its_whole_text(tmp_path,
     project = Project(tmp_path)
     info = project.module(path)
     assert isinstance(info, lazy_module.LazyModuleInfo)
-    wholes = []
-    tree = lazy_module.LazyModuleInfo.tree
-    monkeypatch.setattr(lazy_module.LazyModuleInfo, "tree", property(lambda self: wholes.append(1) or tree.fget(self)))
+    wholes = whole_parses
     cls = info.classes["Agent"]
     assert _steps_backward(project, cls, "learn")
     assert host_factory_return(project, path, "grid", set()) is not None
     assert wholes == []
+
+
+_HELPERS_HEAD = ("import dataclasses\nimport torch\nimport torch.nn as nn\nfrom torch.utils.data import DataLoader\n\n"
+                 "MODELS = {}\n\n\ndef register(cls):\n    MODELS[cls.__name__] = cls\n    return cls\n")
+# One helper of each kind a training loop calls in another module (a meter, a hook list, a periodic predicate, a
+# loader factory, a registered network with its config, a reducer, a trainer-like object): the questions the
+# project-wide analyses ask about them are asked once per helper.
+_HELPERS = """
+
+class Meter{i}:
+    def __init__(self):
+        self.total = 0.0
+        self.hooks = []
+
+    def update(self, value):
+        if isinstance(value, torch.Tensor):
+            value = value.item()
+        self.total += value
+        for hook in self.hooks:
+            hook.after_step()
+
+    def after_step(self):
+        if should_log{i}(self.total):
+            print(self.total)
+
+
+def should_log{i}(step):
+    if step % 10 == 0:
+        return True
+    return False
+
+
+def build_loader{i}(cfg, dataset):
+    kw = {{"num_workers": cfg.workers}}
+    if cfg.pin:
+        kw["pin_memory"] = True
+    return DataLoader(dataset, batch_size=cfg.batch_size, **kw)
+
+
+@register
+class Net{i}(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 4)
+
+    def forward(self, x):
+        if x.sum() > 0:
+            x = self.body(x)
+        return torch.zeros(3).cuda() + x
+
+
+@dataclasses.dataclass
+class Config{i}:
+    net: Net{i} = dataclasses.field(default_factory=Net{i})
+    workers: int = 2
+
+
+class Trainer{i}:
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.net = MODELS[cfg.name]()
+        self.meter = Meter{i}()
+
+    def train_step(self, batch):
+        loss = self.net(batch).sum()
+        loss.backward()
+        self.meter.update(loss)
+        return reduce{i}(loss)
+
+
+def reduce{i}(x):
+    y = x.detach().clone()
+    return y.mean().item()
+"""
+_TRAIN = """import torch
+from helpers import Config0, Meter0, Net0, Trainer0, build_loader0, reduce0
+
+
+def main(cfg, dataset):
+    model = Net0().cuda()
+    optimizer = torch.optim.Adam(model.parameters())
+    meter = Meter0()
+    trainer = Trainer0(Config0())
+    for step, (x, y) in enumerate(build_loader0(cfg, dataset)):
+        x = x.cuda()
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+        meter.update(loss)
+        trainer.train_step(x)
+        print(reduce0(loss))
+"""
+
+
+def test_a_big_helper_modules_whole_text_is_parsed_a_fixed_number_of_times_whatever_it_holds(tmp_path, monkeypatch,
+                                                                                          whole_parses):
+    """A big module keeps no whole tree (`LazyModuleInfo.tree` parses all of its text on each access). An analysis
+    that asks for it once per class, function or `if` of the module costs a parse of the whole module per item:
+    quadratic in its size (the twenty-second landing's clean-clone CI found two such terms, each only after it
+    had run for most of an hour). Linting a training script and its big helper module must parse the helper's
+    whole text the same number of times whether it holds 3 or 12 helpers of each kind."""
+    monkeypatch.setattr(lazy_module, "THRESHOLD", 1_000)
+    counts = []
+    for helpers in (3, 12):
+        root = tmp_path / f"p{helpers}"
+        root.mkdir()
+        (root / "pyproject.toml").write_text("", encoding="utf-8")
+        (root / "helpers.py").write_text(_HELPERS_HEAD + "".join(_HELPERS.format(i=i) for i in range(helpers)),
+                                         encoding="utf-8")
+        (root / "train.py").write_text(_TRAIN, encoding="utf-8")
+        _forget_projects()
+        del whole_parses[:]
+        found = []
+        for name in ("train.py", "helpers.py"):
+            path = root / name
+            result = lint_source(path.read_text(encoding="utf-8"), str(path), ALL_CODES, path=path)
+            found.append(_found(result))
+        assert isinstance(Project(root).module(root / "helpers.py"), lazy_module.LazyModuleInfo)
+        assert found[0] and found[1], "the fixture must exercise the project-wide analyses"
+        counts.append(len(whole_parses))
+    assert counts[1] == counts[0], counts

@@ -41,8 +41,9 @@ def field_classes(project: Project, owner: ClassSummary, name: str) -> tuple:
 
 
 def _field_classes(project: Project, owner: ClassSummary, name: str) -> tuple:
-    info = project.module(owner.path)
-    node = _class_node(info.tree, owner) if info is not None else None
+    from gpulint.analysis.module_attrs import class_node
+
+    node = class_node(project, owner)
     if node is None:
         return ()
     for stmt in node.body:
@@ -53,13 +54,6 @@ def _field_classes(project: Project, owner: ClassSummary, name: str) -> tuple:
             built = _default_class(project, owner, stmt.value)
             return (built,) if built is not None else ()
     return ()
-
-
-def _class_node(tree: ast.Module, owner: ClassSummary) -> Optional[ast.ClassDef]:
-    for stmt in tree.body:
-        if isinstance(stmt, ast.ClassDef) and stmt.name == owner.name and stmt.lineno == owner.line:
-            return stmt
-    return None
 
 
 def _annotated(project: Project, owner: ClassSummary, annotation: ast.expr) -> tuple:

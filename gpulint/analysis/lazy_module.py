@@ -40,6 +40,7 @@ from gpulint.bigfile import pieces
 THRESHOLD = 1_000_000
 # Parsed units kept (a unit is one top-level statement, or those sharing a line).
 CACHED_UNITS = 128
+CACHED_INDEXES = 2
 
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
@@ -137,6 +138,7 @@ class LazyModuleInfo:
         self._lines = text.split("\n")
         self._units: list[list[int]] = []  # [first line, last line]
         self._cache: OrderedDict = OrderedDict()  # unit -> [tree, scopes or None]
+        self._index_cache: OrderedDict = OrderedDict()  # `indexed`: build -> its index, the last few
         self._call_units: dict[str, list[int]] = {}  # last name of a call -> units making one
         self._module_assigns: Optional[dict] = None
         self._class_at: dict[str, tuple] = {}
@@ -249,6 +251,20 @@ class LazyModuleInfo:
     def tree(self) -> ast.Module:
         """The whole tree (not kept): for a walk this module does not stream yet."""
         return ast.parse(self._text, str(self.path))
+
+    def indexed(self, build):
+        """`ModuleInfo.indexed`: `build(tree)` of the whole tree, the last `CACHED_INDEXES` indexes kept. Questions
+        about many classes or names of this module come one after another from one index (the calls binding
+        instances of each class, tensor_params), so each is asked of a kept index instead of a whole new parse
+        per question; an index may hold nodes, so only a few are kept."""
+        found = self._index_cache.get(build)
+        if found is not None:
+            self._index_cache.move_to_end(build)
+            return found
+        found = self._index_cache[build] = build(self.tree)
+        while len(self._index_cache) > CACHED_INDEXES:
+            self._index_cache.popitem(last=False)
+        return found
 
     # -- calls ---------------------------------------------------------------------------------------------------
     def calls_named(self, name: str) -> list:

@@ -66,7 +66,8 @@ def _holds_module(project: "Project", cls: "ClassSummary", attr: str) -> bool:
     return bool(verdicts) and all(verdicts)
 
 
-def _class_node(project: "Project", cls: "ClassSummary") -> Optional[ast.ClassDef]:
+def class_node(project: "Project", cls: "ClassSummary") -> Optional[ast.ClassDef]:
+    """The `ClassDef` of the project class `cls`; from its own lines in a big module (no whole tree parsed)."""
     info = project.module(cls.path)
     if info is None:
         return None
@@ -80,7 +81,7 @@ def _class_node(project: "Project", cls: "ClassSummary") -> Optional[ast.ClassDe
 def _annotated(project: "Project", cls: "ClassSummary", attr: str) -> Optional[bool]:
     """What a class-body annotation `attr: X` says: True for a module class, False for anything else, None
     when the class declares nothing for `attr`."""
-    node = _class_node(project, cls)
+    node = class_node(project, cls)
     if node is None:
         return None
     for stmt in node.body:

@@ -585,6 +585,8 @@ def chooser_functions(project: Project, path: Path, class_name: str) -> list[tup
 
 
 def _chooser_functions(project: Project, path: Path, class_name: str) -> list[tuple[Path, str]]:
+    from gpulint.analysis.module_attrs import class_node
+
     info = project.module(path)
     cls = info.classes.get(class_name) if info is not None else None
     if cls is None:
@@ -594,9 +596,9 @@ def _chooser_functions(project: Project, path: Path, class_name: str) -> list[tu
     if package != path and package.is_file() and _chooses(project, package):
         files.append(package)
     words = {path.stem, class_name}
-    for stmt in info.tree.body:  # the registries the class is registered into
-        if isinstance(stmt, ast.ClassDef) and stmt.name == class_name:
-            words.update(r.split(".")[-1] for r in map(_registrar, stmt.decorator_list) if r)
+    node = class_node(project, cls)  # the registries the class is registered into
+    if node is not None:
+        words.update(r.split(".")[-1] for r in map(_registrar, node.decorator_list) if r)
     for word in sorted(words):
         for file in project.files_naming(word):
             if len(files) >= _MAX_FILES:

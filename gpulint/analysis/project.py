@@ -474,9 +474,9 @@ class ModuleInfo:
         """`build(self.tree)`, computed once per module (`build` is the key): an index of the module that questions
         about many classes or names read in turn, instead of walking the whole tree for each (an index holding
         nodes keeps them alive as long as the module's tree is)."""
-        indexes = getattr(self, "_indexes", None)
-        if indexes is None:  # a big module (lazy_module.py): its tree is parsed again, nothing of it is kept
-            return build(self.tree)
+        indexes = getattr(self, "_indexes", None)  # a big module keeps only its last few (LazyModuleInfo.indexed)
+        if indexes is None:
+            indexes = self._indexes = {}
         found = indexes.get(build)
         if found is None:
             found = indexes[build] = build(self.tree)
