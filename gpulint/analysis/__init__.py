@@ -382,6 +382,19 @@ def _trains_through_method(analysis: ModuleAnalysis, call: cst.Call) -> bool:
     return True
 
 
+def _method_receivers(analysis: ModuleAnalysis, call: cst.Call):
+    """(project, the project classes the receiver holds, the method's name) of `agent.update(...)` /
+    `self.agent.update(...)` where every class the receiver may hold is known (`_receiver_classes`); None for any
+    other call."""
+    func = call.func
+    if type(func) is not cst.Attribute or func.attr.value.startswith("__") or \
+            not (type(func.value) is cst.Name or type(func.value) is cst.Attribute
+                 and type(func.value.value) is cst.Name and func.value.value.value == "self"):
+        return None
+    found = _receiver_classes(analysis, func.value)
+    return (*found, func.attr.value) if found else None
+
+
 def _steps_through_method(analysis: ModuleAnalysis, call: cst.Call) -> bool:
     """`self.agent.update(replay_buffer, logger, step)` or `agent.update(batch)` where the receiver holds an
     instance of project classes (every one known: built by a constructor, a factory, or `instantiate(cfg.agent)`
@@ -390,44 +403,33 @@ def _steps_through_method(analysis: ModuleAnalysis, call: cst.Call) -> bool:
     it calls outside loops (`update` -> `update_critic` -> `critic_loss.backward()`). A loop calling it on every
     iteration is a step loop (a trainer's `while self.step < self.cfg.num_train_steps:`). A method whose backward
     passes all sit in loops of its own (an epoch's pass, PPO's minibatch loop) is no single step."""
-    func = call.func
-    if type(func) is not cst.Attribute or func.attr.value.startswith("__") or \
-            not (type(func.value) is cst.Name or type(func.value) is cst.Attribute
-                 and type(func.value.value) is cst.Name and func.value.value.value == "self"):
+    found = _method_receivers(analysis, call)
+    if found is None:
         return False
-    found = _receiver_classes(analysis, func.value)
-    if not found:
-        return False
-    project, classes = found
+    project, classes, method = found
     from gpulint.analysis.project import text_dependency
-
     from gpulint.analysis.step_callables import STEP, step_callables
 
     summaries = step_callables(project)
     with text_dependency():  # the methods' bodies are read: a lint cached on it depends on their modules' text
         # or one call runs the network once (`dqn.act(state)` -> `self.online_net(...)`): step_callables.py
-        return all(_steps_backward(project, cls, func.attr.value) or
-                   summaries.method(cls, func.attr.value) == STEP for cls in classes)
+        return all(_steps_backward(project, cls, method) or summaries.method(cls, method) == STEP
+                   for cls in classes)
 
 
 def _epoch_through_method(analysis: ModuleAnalysis, call: cst.Call) -> bool:
     """`agent.update(rollouts)` (a name or `self.X` holding project classes) where the method of one of them
     runs its step work (a backward pass, a network) in a loop of its own: analysis/step_callables.py."""
-    func = call.func
-    if type(func) is not cst.Attribute or func.attr.value.startswith("__") or \
-            not (type(func.value) is cst.Name or type(func.value) is cst.Attribute
-                 and type(func.value.value) is cst.Name and func.value.value.value == "self"):
+    found = _method_receivers(analysis, call)
+    if found is None:
         return False
-    found = _receiver_classes(analysis, func.value)
-    if not found:
-        return False
-    project, classes = found
+    project, classes, method = found
     from gpulint.analysis.project import text_dependency
     from gpulint.analysis.step_callables import EPOCH, step_callables
 
     summaries = step_callables(project)
     with text_dependency():
-        return any(summaries.method(cls, func.attr.value) == EPOCH for cls in classes)
+        return any(summaries.method(cls, method) == EPOCH for cls in classes)
 
 
 def _receiver_classes(analysis: ModuleAnalysis, expr: cst.BaseExpression):
