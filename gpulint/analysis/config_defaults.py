@@ -48,7 +48,7 @@ def _compute(project, path: tuple) -> Optional[bool]:
             continue
         roots = {t.id for s in info.tree.body if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call)
                  for t in s.targets if isinstance(t, ast.Name)
-                 and _qualified(info, s.value.func) in _CFG_NODES}
+                 and info.qualified(s.value.func) in _CFG_NODES}
         if not roots:
             continue
         for stmt in info.tree.body:
@@ -67,17 +67,6 @@ def _compute(project, path: tuple) -> Optional[bool]:
     if len(found) != 1 or _set_in_yaml(project, path[-1]):
         return None
     return found.pop()
-
-
-def _qualified(info, func: ast.expr) -> str:
-    parts = []
-    while isinstance(func, ast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    if not isinstance(func, ast.Name):
-        return ""
-    parts.append(func.id)
-    return info.qualify(".".join(reversed(parts))) or ""
 
 
 def _set_in_yaml(project, key: str) -> bool:

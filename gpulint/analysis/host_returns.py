@@ -115,16 +115,6 @@ class _Reader:
                 if isinstance(element, ast.Name):
                     self.bindings.setdefault(element.id, []).append((value, stmt, i))
 
-    def qualify(self, func: ast.expr) -> str:
-        parts = []
-        while isinstance(func, ast.Attribute):
-            parts.append(func.attr)
-            func = func.value
-        if not isinstance(func, ast.Name):
-            return ""
-        parts.append(func.id)
-        return self.info.qualify(".".join(reversed(parts))) or ""
-
     def host(self, value: ast.expr, depth: int, seen: frozenset = frozenset()) -> Optional[tuple]:
         """(line, factory) when `value` is a tensor built here on the host by torch factories."""
         if depth > _DEPTH:
@@ -147,7 +137,7 @@ class _Reader:
             if value.func.attr == "type" and value.args:
                 return None  # `.type(torch.cuda.FloatTensor)` copies: GPU203's cast
             return self.host(value.func.value, depth + 1, seen)
-        q = self.qualify(value.func)
+        q = self.info.qualified(value.func)
         if not q.startswith("torch.") or any(k.arg is None for k in value.keywords):
             return None
         device = next((k.value for k in value.keywords if k.arg == "device"), None)
@@ -206,7 +196,7 @@ class _Reader:
             if self._guarded_copy(value, stmt, name):
                 continue  # `if device is not None: grid = grid.to(device)` with `device` not passed
             if index is not None:
-                if not (isinstance(value, ast.Call) and self.qualify(value.func) == "torch.meshgrid"):
+                if not (isinstance(value, ast.Call) and self.info.qualified(value.func) == "torch.meshgrid"):
                     return None
                 one = self.host(value, depth + 1, seen | {name})
             else:

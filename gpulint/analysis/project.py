@@ -525,6 +525,12 @@ class ModuleInfo:
                 if isinstance(inner, (ast.Import, ast.ImportFrom)):
                     self._top_level(inner)
 
+    def qualified(self, node: ast.expr) -> str:
+        """`qualify` of a dotted expression (`np.zeros`, `CN`); "" when it is no dotted name or names nothing
+        imported."""
+        dotted = _dotted(node)
+        return (self.qualify(dotted) or "") if dotted is not None else ""
+
     def qualify(self, dotted: str) -> str:
         """`np.zeros` -> `numpy.zeros`, `cuda.synchronize` (from torch import cuda) -> `torch.cuda.synchronize`."""
         head, _, rest = dotted.partition(".")
