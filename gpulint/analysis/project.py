@@ -1496,9 +1496,10 @@ class _Summarizer:
 
     def _numpy_params(self) -> None:
         """A parameter the body hands to NumPy on every call (`np.histogram(output, ...)`, `np.where(output ==
-        target)` in a statement of the body itself, the name never rebound through a copy or a move) holds a host
-        array or tensor: NumPy raises on a CUDA tensor, so the body's reads of it (`output[mask]`) wait for no GPU
-        (Pointcept's `intersection_and_union`, next to its `intersection_and_union_gpu`)."""
+        target)` in a statement of the body itself that every call reaches, no `return` or `raise` before it, the
+        name never rebound through a copy or a move) holds a host array or tensor: NumPy raises on a CUDA tensor,
+        so the body's reads of it (`output[mask]`) wait for no GPU (Pointcept's `intersection_and_union`, next to
+        its `intersection_and_union_gpu`)."""
         if not self.summary.sink_params:
             return
         stored: dict[str, list[ast.expr]] = {}
@@ -1514,8 +1515,14 @@ class _Summarizer:
                    n.func.attr in ("cpu", "numpy", "detach", "to", "cuda", "tolist", "item")
                    for value in stored.get(param, ()) for n in ast_walk.walk(value)):
                 continue  # `x = x.cpu().numpy()`: NumPy sees the copy, the reads before it may be the device's
-            if any(self._numpy_reads(stmt, param) for stmt in self.fn.body):
-                del self.summary.sink_params[param]
+            for stmt in self.fn.body:
+                if self._numpy_reads(stmt, param):
+                    del self.summary.sink_params[param]
+                    break
+                if any(isinstance(n, (ast.Return, ast.Raise, ast.Yield, ast.YieldFrom)) for n in ast_walk.walk(stmt)
+                       if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))):
+                    break  # `if isinstance(x, torch.Tensor): return x.cpu().numpy()` before `return np.asarray(x)`:
+                    # the NumPy call is a fallback for other types, not reached by every call
 
     def _numpy_reads(self, stmt: ast.stmt, param: str) -> bool:
         """`stmt` (a statement of the body, no branch, loop or nested definition) calls NumPy on `param` itself,
