@@ -311,7 +311,9 @@ class KindInference:
             try:
                 return bool(bindings) and all(b.kind in ("assign", "walrus") and b.value is not None and (
                     self.on_host(b.value, depth + 1) if b.index is None else self._computed_on_host(b.value, depth)
-                    or self._returned_on_host(b.value, b.index, depth)) or self._host_update(b, depth)
+                    or self._returned_on_host(b.value, b.index, depth)) or self._host_update(b, depth) or
+                    # `for index, i in enumerate(keys)` in two loops of the function: each over host values
+                    b.kind == "for" and b.value is not None and self._iterated_on_host(b.value, b.index, depth + 1)
                     for b in bindings)
             finally:
                 self._assumed_host.discard(node.value)

@@ -1467,6 +1467,7 @@ class _Summarizer:
     def run(self) -> FunctionSummary:
         self._block(self.fn.body, conditional=False)
         self._element_reads()
+        self._numpy_params()
         self.summary.returns_union = tuple(self.union or ())
         if not self.summary.returns_union and self.fn.returns is not None:
             self.summary.returns_annotation = self.fn.returns  # resolved on use: Project.returned_classes
@@ -1498,6 +1499,57 @@ class _Summarizer:
                 self.summary.returns_loader = self._loader(source) or (
                     self.loaders.get(source.id) if isinstance(source, ast.Name) else None)
         return self.summary
+
+    def _numpy_params(self) -> None:
+        """A parameter the body hands to NumPy on every call (`np.histogram(output, ...)`, `np.where(output ==
+        target)` in a statement of the body itself that every call reaches, no `return` or `raise` before it, the
+        name never rebound through a copy or a move) holds a host array or tensor: NumPy raises on a CUDA tensor,
+        so the body's reads of it (`output[mask]`) wait for no GPU (Pointcept's `intersection_and_union`, next to
+        its `intersection_and_union_gpu`)."""
+        if not self.summary.sink_params:
+            return
+        stored: dict[str, list[ast.expr]] = {}
+        for node in ast_walk.walk(self.fn):
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    for name in ast_walk.walk(target):
+                        if isinstance(name, ast.Name):
+                            stored.setdefault(name.id, []).append(node.value)
+        for param in list(self.summary.sink_params):
+            if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
+                   n.func.attr in ("cpu", "numpy", "detach", "to", "cuda", "tolist", "item")
+                   for value in stored.get(param, ()) for n in ast_walk.walk(value)):
+                continue  # `x = x.cpu().numpy()`: NumPy sees the copy, the reads before it may be the device's
+            for stmt in self.fn.body:
+                if self._numpy_reads(stmt, param):
+                    del self.summary.sink_params[param]
+                    break
+                if any(isinstance(n, (ast.Return, ast.Raise, ast.Yield, ast.YieldFrom)) for n in ast_walk.walk(stmt)
+                       if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))):
+                    break  # `if isinstance(x, torch.Tensor): return x.cpu().numpy()` before `return np.asarray(x)`:
+                    # the NumPy call is a fallback for other types, not reached by every call
+
+    def _numpy_reads(self, stmt: ast.stmt, param: str) -> bool:
+        """`stmt` (a statement of the body, no branch, loop or nested definition) calls NumPy on `param` itself,
+        or on a comparison or arithmetic of it (`np.where(output == target)`)."""
+        if not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)) or \
+                getattr(stmt, "value", None) is None:
+            return False
+        for node in ast_walk.walk(stmt.value):  # type: ignore[arg-type]
+            if not (isinstance(node, ast.Call) and self._numpy_value(node)):
+                continue
+            for arg in node.args:
+                parts = [arg]
+                while parts:
+                    part = parts.pop()
+                    if isinstance(part, ast.Name) and part.id == param:
+                        return True
+                    if isinstance(part, ast.Compare):
+                        parts.extend([part.left, *part.comparators])
+                    elif isinstance(part, ast.BinOp):
+                        parts.extend([part.left, part.right])
+        return False
 
     def _element_reads(self) -> None:
         """A parameter whose elements the body reads on the host one by one (`if t[i] != 0` of `t = p[k, :]`, a

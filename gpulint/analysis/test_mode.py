@@ -23,6 +23,8 @@ through its `never_runs` hook): the body of `if opt.debug > 0:` (a visualisation
 The option may be declared in another module of the project (`opts.py`, the parser whose result the trainers
 receive: `flags.option_default`). Only options whose name says debug, test mode, oracle or visualisation count: a
 store_true option that selects a mode the program ships (`--test` evaluation, `--amp`, `--use_ema`) is a real run.
+An option that dumps per-sample outputs to disk for inspection counts as a visualisation one: its name is `save`
+and what is saved (`--save_val_results`, `--save_images`, `--save-preds`, `--save_test_outputs`), off by default.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ _TEST_FLAG = re.compile(r"^(test_?mode|testing|debug|debug_?mode|smoke_?test|dry
 
 # a word of the option's name (`eval_oracle_wh`, `debug_level`, `vis_debug`)
 _DIAGNOSTIC_WORD = re.compile(r"(^|_)(debug|oracle|visuali[sz]e|visuali[sz]ation)(_|$)", re.IGNORECASE)
+# an option saving per-sample outputs for inspection (`save_val_results`, `save_images`, `save_preds`)
+_SAVE_OUTPUTS = re.compile(r"^save_?(val_?|valid_?|test_?|eval_?)?(results?|preds?|predictions?|images?|imgs?|"
+                           r"outputs?|vis|visuals?|samples?)$", re.IGNORECASE)
 _COMPARE = {cst.GreaterThan: operator.gt, cst.GreaterThanEqual: operator.ge, cst.LessThan: operator.lt,
             cst.LessThanEqual: operator.le, cst.Equal: operator.eq, cst.NotEqual: operator.ne}
 
@@ -56,7 +61,8 @@ def diagnostic_off(analysis, test: cst.BaseExpression) -> Optional[str]:
         if compare is None or type(bound) not in (cst.Integer, cst.Float):
             return None
     if type(option) is not cst.Attribute or not (_TEST_FLAG.match(option.attr.value) or
-                                                 _DIAGNOSTIC_WORD.search(option.attr.value)):
+                                                 _DIAGNOSTIC_WORD.search(option.attr.value) or
+                                                 _SAVE_OUTPUTS.match(option.attr.value)):
         return None
     default = option_default(analysis, option)
     if default is UNKNOWN:

@@ -12,6 +12,11 @@ the loop's unpacking (and rebindings that keep the element off the accelerator, 
 without that evidence the loader may yield device batches (Accelerate's `prepare`, a collate that moves), and
 nothing is assumed. The same evidence decides for an item of a dataset (or any indexed object that is no tensor)
 unpacked in a loop, `image1, image2, flow_gt, _ = dataset[i]`, of which the loop moves `image1` only.
+
+A sibling read with a bare `.numpy()` (`feats.numpy()`, no `.cpu()` before it) is the same evidence the other way
+round: `Tensor.numpy()` raises on a CUDA tensor, so the loader hands out host tensors (an ONNX Runtime loop that
+never moves anything, `keys = batch['keys']` then formatted into the result file). And the loop's whole batch
+unpacked in its body, `key, feat, target = batch`, counts as the loop's own unpacking.
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ def unmoved_loader_element(kinds: "KindInference", name: cst.Name) -> bool:
         # `X, offsets, T = unpack_batch(batch)`: a part of the batch a module helper hands back
         hook = kinds.unpacked_part_hook
         return hook is not None and hook(name, b)
+    if b.kind == "assign" and type(b.source) is cst.Assign and type(b.value) is cst.Name:
+        return _unmoved_unpacked_batch(kinds, name, b)  # `key, feat, target = batch` of `for batch in loader`
     if b.kind == "assign" and type(b.source) is cst.Assign:
         return _unmoved_item_element(kinds, name, b)  # `image1, image2, flow_gt, _ = dataset[i]`
     if b.kind != "for" or b.index is None or type(b.source) is not cst.For:
@@ -97,7 +104,69 @@ def _decide(kinds: "KindInference", loop: cst.For, name: str) -> bool:
         return False
     if _moved_in(kinds, loop, name):
         return False
-    return any(_moved_in(kinds, loop, other) for other in target_names(loop.target) if other != name)
+    return any(_moved_in(kinds, loop, other) or _read_as_host_array(kinds, loop, other)
+               for other in target_names(loop.target) if other != name)
+
+
+# Methods that keep a tensor where it is (and its type a tensor) before a `.numpy()` read.
+_SAME_PLACE = frozenset({"float", "double", "long", "int", "half", "bool", "contiguous", "detach", "squeeze",
+                         "unsqueeze", "view", "reshape", "permute", "clone", "flatten", "data"})
+
+
+def _read_as_host_array(kinds: "KindInference", loop: cst.For, name: str) -> bool:
+    """Some use of `name` inside the loop is a bare `name.numpy()` (through same-place conversions only, no
+    `.cpu()`, no move): `Tensor.numpy()` raises on a CUDA tensor, so the element, and the batch it came with, is
+    in host memory."""
+    span = kinds.index.subtree(loop)
+    if span is None:
+        return False
+    up = kinds.index.up
+    for node, place in zip(kinds.index.names(name), kinds.index.name_places(name)):
+        if place is None or not span[0] <= place <= span[1]:
+            continue
+        current: cst.CSTNode = node
+        while True:
+            parent = up.get(id(current))
+            if type(parent) is not cst.Attribute or parent.value is not current:
+                break
+            method = parent.attr.value
+            call = up.get(id(parent))
+            if method == "data":  # `x.data.numpy()`
+                current = parent
+                continue
+            if type(call) is not cst.Call or call.func is not parent:
+                break
+            if method == "numpy" and not call.args:
+                return True
+            if method not in _SAME_PLACE:
+                break
+            current = call
+    return False
+
+
+def _unmoved_unpacked_batch(kinds: "KindInference", name: cst.Name, b) -> bool:
+    """`for batch_idx, batch in enumerate(loader):` then `key, feat, target = batch`: the loop's own unpacking,
+    written in its body; decided as `for key, feat, target in loader` is (a sibling moved, or read as a host
+    array, and `name` never moved)."""
+    assign = b.source
+    if len(assign.targets) != 1 or type(assign.targets[0].target) not in (cst.Tuple, cst.List):
+        return False
+    loops = kinds.index.visible_bindings(b.value)
+    if len(loops) != 1 or loops[0].kind != "for" or type(loops[0].source) is not cst.For:
+        return False
+    loop: cst.For = loops[0].source
+    if not _whole_batch(loop, loops[0].index) or not _iterates_a_loader(kinds, loop.iter):
+        return False
+    if kinds.index.subtree(loop) is None or not any(a is loop for a in kinds.index.ancestors(assign)):
+        return False
+    siblings = [n for n in target_names(assign.targets[0].target) if n != name.value]
+    cache = _cache(kinds)
+    key = (id(loop), id(assign), name.value)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = bool(siblings) and not _moved_in(kinds, loop, name.value) and any(
+            _moved_in(kinds, loop, other) or _read_as_host_array(kinds, loop, other) for other in siblings)
+    return found
 
 
 def _iterates_a_loader(kinds: "KindInference", iterable: cst.BaseExpression, depth: int = 0) -> bool:
@@ -412,8 +481,8 @@ def _decide_indexed(kinds: "KindInference", loop: cst.For, batch: str, index: st
                 element = _element_of(small.value)
                 if element is not None and element[0] == batch and element[1] != index:
                     siblings.add(small.targets[0].target.value)
-    return any(_moved_in(kinds, loop, other) for other in siblings if other != name) or \
-        _sibling_moved_in_place(kinds, loop, batch, index)
+    return any(_moved_in(kinds, loop, other) or _read_as_host_array(kinds, loop, other)
+               for other in siblings if other != name) or _sibling_moved_in_place(kinds, loop, batch, index)
 
 
 def _sibling_moved_in_place(kinds: "KindInference", loop: cst.For, batch: str, index: str) -> bool:

@@ -1,0 +1,54 @@
+"""An option that dumps per-sample outputs for inspection, off by default (`--save_val_results`, store_true),
+keeps its branch out of every step, as a debug or visualisation option does (`analysis/test_mode.py`; issue 11,
+the ACCEPTABLE line of heldout17, DeepLabV3Plus `main.py:184`). On by default, or an option of another name, the
+branch is a real run's and still reported.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.projects import lint_script
+
+SCRIPT = """import argparse
+
+import numpy as np
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--{name}", action="store_true", default={default})
+opts = parser.parse_args()
+model = torch.nn.Conv2d(3, 2, 1).cuda()
+
+
+def validate(opts, model, loader, device):
+    with torch.no_grad():
+        for images, labels in loader:
+            images = images.to(device, non_blocking=True)
+            preds = model(images).argmax(1)
+            if opts.{name}:
+                for i in range(len(images)):
+                    image = images[i].detach().cpu().numpy()
+                    np.save("img%d.npy" % i, image)
+
+
+validate(opts, model, torch.utils.data.DataLoader(range(4), pin_memory=True), "cuda")
+"""
+
+
+def _gpu104(tmp_path: Path, name: str, default: str) -> set:
+    return {row for row, code in lint_script(tmp_path, SCRIPT.format(name=name, default=default))
+            if code == "GPU104"}
+
+
+def test_saving_outputs_off_by_default_is_not_every_step(tmp_path: Path):
+    assert _gpu104(tmp_path, "save_val_results", "False") == set()
+    assert _gpu104(tmp_path / "b", "save_images", "False") == set()
+
+
+def test_saving_outputs_on_by_default_is_reported(tmp_path: Path):
+    assert _gpu104(tmp_path, "save_val_results", "True") == {19}
+
+
+def test_another_option_off_by_default_is_reported(tmp_path: Path):
+    assert _gpu104(tmp_path, "save_checkpoints_often", "False") == {19}
