@@ -72,3 +72,39 @@ def test_method_handed_the_batch_that_does_not_train_stays_quiet(tmp_path):
                               "        q(batch.obs).sum().backward()\n        opt.step()")
     root = write_project(tmp_path / "p", {"impl.py": IMPL, "algo.py": describing})
     assert not [f for f in found(check(root)) if f[0] == "impl.py"]
+
+
+LOSS_DICT = textwrap.dedent("""\
+    import torch
+    from torch import nn
+
+    model = nn.Linear(4, 2).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    for x in loader:
+        x = x.cuda()
+        out = model(x)
+        losses = {"mse": out.pow(2).mean(), "l1": out.abs().mean()}
+        sum(losses.values()).backward()
+        opt.step()
+        stats = {k: float(v) for k, v in losses.items()}
+        total = float(losses["l1"])
+""")
+
+
+def test_entries_of_a_loss_dict_are_device_tensors(tmp_path):
+    root = write_project(tmp_path / "p", {"train.py": LOSS_DICT})
+    findings = found(check(root))
+    assert ("train.py", 13, "GPU105") in findings  # iterated with .items()
+    assert ("train.py", 14, "GPU105") in findings  # read by key
+
+
+def test_host_entries_and_entries_rewritten_by_key_stay_quiet(tmp_path):
+    host = LOSS_DICT.replace('"l1": out.abs().mean()}', '"l1": out.abs().mean().item()}')
+    rewritten = LOSS_DICT.replace("    stats =", '    losses["l1"] = losses["l1"].item()\n    stats =')
+    assert host != LOSS_DICT and rewritten != LOSS_DICT
+    for name, text, line in (("host", host, 14), ("rewritten", rewritten, 15)):
+        root = write_project(tmp_path / name, {"train.py": text})
+        findings = found(check(root))
+        assert ("train.py", line, "GPU105") not in findings
+        assert ("train.py", line - 1, "GPU105") not in findings  # `.items()` of a dict with a host entry
