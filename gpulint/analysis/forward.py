@@ -2155,9 +2155,24 @@ def _helpers_stepped_by_a_gpu_loop(analysis) -> bool:
             if hands_over_parameters(project, site) and site_names_a_device(project, site):
                 return True
             continue
-        if not _hands_over_tensors(project, site) and site_names_a_device(project, site):
+        if (not _hands_over_tensors(project, site) or _trains_its_network(project, path, owner, member)) and \
+                site_names_a_device(project, site):
             return True
     return False
+
+
+def _trains_its_network(project: Project, path: Path, owner: str, member: str) -> bool:
+    """The per-step method `owner.member` is a training step: it runs `.backward()` itself (outside loops of its
+    own, directly or through `self.m(...)`: an RL implementation's `update(batch)`). Whatever it is handed (the
+    batch), what it computes is the network's, and the network is where the caller's file put it: a batch left
+    on the host could not meet parameters on the device."""
+    from gpulint.analysis import _steps_backward
+
+    cls = project.lookup(path, owner)
+    if not isinstance(cls, ClassSummary):
+        return False
+    with text_dependency():  # the method's body is read: a lint cached on it depends on the module's text
+        return _steps_backward(project, cls, member)
 
 
 def _hands_over_tensors(project: Project, site: CallSite) -> bool:

@@ -93,6 +93,36 @@ _OTHER_BUILTINS = {"str", "repr", "format", "list", "dict", "tuple", "set", "fro
                    "print", "open", "isinstance", "type", "getattr", "hasattr", "vars", "iter", "map", "filter"}
 
 
+def _constant_key_of(expr: cst.BaseExpression) -> Optional[str]:
+    """The text of a plain string key (`"critic"`), else None."""
+    if type(expr) is cst.SimpleString and expr.prefix.lower() in ("", "r"):
+        return expr.value[len(expr.prefix) + 1:-1]
+    return None
+
+
+def _constant_key(node: cst.Subscript) -> Optional[str]:
+    """`"critic"` of `losses["critic"]`; None for any other subscript (a variable, a slice, several)."""
+    if len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
+        return None
+    return _constant_key_of(node.slice[0].slice.value)  # type: ignore[union-attr]
+
+
+def _stored_by_key(scope: cst.CSTNode, name: str) -> bool:
+    """Some statement of `scope` writes an entry of `name` (`name[...] = ...`, `name[...] += ...`) or updates
+    it (`name.update(...)`, `name.setdefault(...)`)."""
+    from gpulint.analysis.tree import descendants
+
+    for node in descendants(scope):
+        targets = [t.target for t in node.targets] if type(node) is cst.Assign else \
+            [node.target] if type(node) in (cst.AugAssign, cst.AnnAssign) else []
+        if any(type(t) is cst.Subscript and type(t.value) is cst.Name and t.value.value == name for t in targets):
+            return True
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and type(node.func.value) is cst.Name and \
+                node.func.value.value == name and node.func.attr.value in ("update", "setdefault", "__setitem__"):
+            return True
+    return False
+
+
 def _assigns_none(b: Binding) -> bool:
     return b.kind == "assign" and type(b.value) is cst.Name and b.value.value == "None"
 
@@ -999,6 +1029,8 @@ class KindInference:
                 if method == "keys" or (method == "items" and index in (None, 0)):
                     return Kind.OTHER
                 held = self.of(iterable.func.value)
+                if held is Kind.OTHER and self._device_entries(iterable.func.value, None):
+                    return Kind.TENSOR  # `for k, v in losses.items()` of a dict literal of losses
                 return Kind.TENSOR if held is Kind.TENSOR else Kind.UNKNOWN
         kind = self.of(iterable)
         if kind is Kind.UNKNOWN and type(iterable) is cst.Name:
@@ -1010,6 +1042,32 @@ class KindInference:
         if kind is Kind.NUMPY:
             return Kind.NUMPY
         return Kind.UNKNOWN
+
+    def _device_entries(self, mapping: cst.BaseExpression, key: Optional[str]) -> bool:
+        """`mapping` is a name every binding of which is a dict literal (`losses = {"critic": critic_loss,
+        "actor": actor_loss}`) that no statement of its scope changes by key (`losses["critic"] = ...item()`),
+        and the entry `key` of each (every entry when `key` is None) is a tensor not known to be on the host (a
+        network's output or a loss computed from one): reading it by key or iterating its values gives that
+        tensor. A literal holding a host value (`torch.tensor(0.0)`, a `.item()`) or a `**` spread is not."""
+        if type(mapping) is not cst.Name:
+            return False
+        scope = self.index.enclosing_scope(mapping)
+        bindings = self.index.lookup(mapping.value, scope) if scope is not None else []
+        if not bindings or any(b.kind != "assign" or b.index is not None or type(b.value) is not cst.Dict
+                               for b in bindings):
+            return False
+        entries = []
+        for b in bindings:
+            elements = b.value.elements  # type: ignore[union-attr]
+            if not elements or any(type(e) is not cst.DictElement for e in elements):
+                return False
+            chosen = [e.value for e in elements if key is None or _constant_key_of(e.key) == key]
+            if not chosen:
+                return False
+            entries.extend(chosen)
+        if any(self.of(v) is not Kind.TENSOR or self.on_host(v) for v in entries):
+            return False
+        return not _stored_by_key(scope, mapping.value)
 
     def _iterated_bindings(self, name: cst.Name) -> Kind:
         """What iterating `name` yields when its values disagree in kind: a tensor in one branch and a list of
@@ -1062,6 +1120,8 @@ class KindInference:
                 return base
             if self.holds_loaders(node.value):
                 return Kind.LOADER  # `loaders[0]` of `loaders = [DataLoader(d, ...) for d in splits]`
+            if base is Kind.OTHER and self._device_entries(node.value, _constant_key(node)):
+                return Kind.TENSOR  # `losses["critic"]` of `losses = {"critic": critic_loss, ...}`
             return Kind.UNKNOWN
         if type(node) is cst.BinaryOperation:
             if is_text(node):
