@@ -98,3 +98,24 @@ def test_the_source_fingerprint_makes_no_path_per_source_file(monkeypatch) -> No
     monkeypatch.setattr(Path, "stat", lambda self, *a, **k: stats.append(self) or os.stat(self))
     assert cache_module.code_fingerprint() == expected
     assert len(stats) <= 2, len(stats)  # the two folders resolved; one Path.stat per source file (~200) before
+
+
+def test_the_walked_folders_gitignore_is_compiled_once(tmp_path: Path, monkeypatch) -> None:
+    """The .gitignore of the folder a walk starts from, and of the folders above it within the project, are each
+    compiled once (the starting folder's was compiled twice, the first time for nothing); they still apply."""
+    import pathspec
+
+    root = write_project(tmp_path / "p", {"a.py": "x = 1\n", "gen/b.py": "x = 1\n", "sub/c.py": "x = 1\n",
+                                          "sub/skip_me.py": "x = 1\n"})
+    (root / ".gitignore").write_text("gen/\n")
+    (root / "sub" / ".gitignore").write_text("skip_*.py\n")
+    compiled: list = []
+    original = pathspec.GitIgnoreSpec.from_lines.__func__
+    monkeypatch.setattr(pathspec.GitIgnoreSpec, "from_lines",
+                        classmethod(lambda cls, lines, *a, **k: compiled.append(list(lines)) or
+                                    original(cls, lines, *a, **k)))
+    assert [p.name for p in iter_files([root], Settings(root=root))] == ["a.py", "c.py"]
+    assert compiled.count(["gen/"]) == 1 and compiled.count(["skip_*.py"]) == 1, compiled
+    compiled.clear()
+    assert [p.name for p in iter_files([root / "sub"], Settings(root=root))] == ["c.py"]
+    assert compiled.count(["gen/"]) == 1 and compiled.count(["skip_*.py"]) == 1, compiled
