@@ -19,13 +19,16 @@ function is handed the validation, test and training loaders in turn. What GPU20
 loaders pin: `passed_pinning` answers that when every call found passes a `DataLoader(...)` (or a project
 factory's or loader class's) and all of them agree (all unpinned, or all pinned). Calls are looked for in the files
 naming the function: `f(...)` of the module's import, or of an alias bound by a `from <module> import f as g`
-anywhere in the file (a function-local import included) that resolves to the function's module. Unknown (None)
+anywhere in the file (a function-local import included) that resolves to the function's module. A caller that
+hands on its own parameter (`def fit(model, val_loader): ... evaluate(model, device, val_loader)`) is asked the
+same question in turn, a few functions up the chain (melgan's script -> `train` -> `validate`). Unknown (None)
 when any such call passes something it cannot tell, or none is found.
 """
 
 from __future__ import annotations
 
 import ast
+import threading
 from pathlib import Path
 from typing import Optional
 
@@ -115,7 +118,8 @@ def _pinning_at(project, caller, argument: ast.expr, assigns: dict, call: ast.Ca
     if isinstance(argument, ast.Name) and argument.id not in assigns:
         listed = _zipped_loaders(caller, argument.id, assigns, call)
         if listed is None:
-            return None
+            handed = _handed_on(project, caller, argument.id, call)
+            return None if handed is None else {handed}
         values = listed
     elif isinstance(argument, ast.Name) and argument.id in assigns:
         bound = assigns[argument.id]
@@ -131,6 +135,51 @@ def _pinning_at(project, caller, argument: ast.expr, assigns: dict, call: ast.Ca
             return None
         found.add(made.pinned)
     return found
+
+
+_HANDED_DEPTH = 3  # callers followed up a chain of functions handing a loader on
+_chain = threading.local()  # .keys: the (path, function, parameter) questions of the chain being followed
+
+
+def _handed_on(project, caller, name: str, call: ast.Call) -> Optional[bool]:
+    """The pinning of the loader a top-level function of `caller` hands on as its own parameter `name`
+    (`def fit(model, val_loader): ... check_model(model, val_loader)`): what the calls of that function pass
+    it, asked the same way (`Project.parameter_loader`, else `passed_pinning`), up to `_HANDED_DEPTH` functions
+    up the chain; None where the parameter is rebound in the function, or a cycle or the depth is reached."""
+    function = _enclosing_function(caller.tree, call)
+    if function is None or name not in [a.arg for a in (*function.args.posonlyargs, *function.args.args)] or \
+            _rebinds(function, name):
+        return None
+    key = (project._resolved(caller.path), function.name, name)
+    handing = _chain.__dict__.setdefault("keys", [])
+    if key in handing or len(handing) >= _HANDED_DEPTH:
+        return None
+    handing.append(key)
+    try:
+        made = project.parameter_loader(caller.path, function.name, name)
+        if made is not None:
+            return made.pinned
+        return passed_pinning(project, caller.path, function.name, name)
+    finally:
+        handing.pop()
+
+
+def _enclosing_function(tree: ast.Module, call: ast.Call):
+    """The top-level function of `tree` whose body holds `call` (not a method, not a nested function); None."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.lineno <= call.lineno <= (node.end_lineno or node.lineno):
+            inner = [n for n in ast.walk(node) if n is not node and
+                     isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and
+                     any(c is call for c in ast.walk(n))]
+            return None if inner else node
+    return None
+
+
+def _rebinds(function: ast.AST, name: str) -> bool:
+    """Whether `function` assigns `name` anywhere (a loop target, a `with ... as`, an assignment)."""
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
+               for n in ast.walk(function))
 
 
 def _loader_class_at(project, caller, value: ast.expr):
