@@ -338,3 +338,58 @@ def _literal_key(value: ast.expr, key: str) -> Optional[bool]:
     if isinstance(found, ast.Constant) and isinstance(found.value, bool):
         return found.value
     return None
+
+
+def stored_option(project, key: str, option: str) -> Optional[bool]:
+    """True/False where every assignment in the project (tests left out) of the member `key` of some object
+    (`args.key = ...`, `cfg["key"] = ...`, `vars(args)["key"] = ...`) stores a dict of options whose `option` is
+    that literal: `vars(args)['dataloader_kwargs'] = {'pin_memory': True, ...}` read as
+    `DataLoader(ds, **args.dataloader_kwargs)`; None when an assignment stores something else, leaves the option
+    out, or none is found (at most `_FILES` files naming the key are read)."""
+    from gpulint.analysis.forward import _remembered
+
+    return _remembered(project, ("stored-option", key, option), lambda: _find_stored(project, key, option))
+
+
+def _find_stored(project, key: str, option: str) -> Optional[bool]:
+    files = [f for f in project.files_naming(key) if not project.is_test(f)]
+    if len(files) > _FILES:
+        return None
+    values: set = set()
+    for file in files:
+        info = project.module(file)
+        if info is None:
+            continue
+        for node in ast.walk(info.tree):
+            if _changes_member(node, key):
+                return None
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+            for target in targets:
+                if not _names_member(target, key):
+                    continue
+                if isinstance(node, ast.AugAssign) or node.value is None:
+                    return None
+                found = _literal_key(node.value, option)
+                if found is None:
+                    return None
+                values.add(found)
+    return next(iter(values)) if len(values) == 1 else None
+
+
+def _names_member(target: ast.expr, key: str) -> bool:
+    """`x.key` or `x["key"]` (x anything: `vars(args)["key"]`)."""
+    if isinstance(target, ast.Attribute):
+        return target.attr == key
+    return isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) and \
+        target.slice.value == key
+
+
+def _changes_member(node: ast.AST, key: str) -> bool:
+    """`x.key[...] = v`, `del x.key[...]`, `x.key.update(...)` / `.setdefault(...)` / `.pop(...)`: the stored
+    options changed after they were built."""
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+        return any(isinstance(t, ast.Subscript) and _names_member(t.value, key) for t in targets)
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+        node.func.attr in ("update", "setdefault", "pop", "__setitem__") and _names_member(node.func.value, key)
