@@ -393,3 +393,101 @@ def _changes_member(node: ast.AST, key: str) -> bool:
         return any(isinstance(t, ast.Subscript) and _names_member(t.value, key) for t in targets)
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
         node.func.attr in ("update", "setdefault", "pop", "__setitem__") and _names_member(node.func.value, key)
+
+
+_WRAPPERS = ("enumerate", "tqdm", "iter")  # `for i, batch in enumerate(tqdm(loader))`: the loader's batches
+
+
+def handed_batch_pinning(project, path: Path, owner: Optional[str], function: str, parameter: str,
+                         subscripted: bool) -> Optional[bool]:
+    """True where every call found in the project's other files of the method `function` (of the class `owner`
+    of `path`: `model.feed_data(train_data)`, by the method's name) or of the top-level function `function` passes,
+    as `parameter`, the batch a `for` loop over a pinned loader binds (`for i, train_data in
+    enumerate(train_loader):` with `train_loader = DataLoader(..., pin_memory=True)`); False where all of them
+    are unpinned loaders' batches; else None (a call passing anything else, loaders that disagree, none found).
+    A whole batch counts only where the copy takes an item of it (`subscripted`: `data['L'].to(device)`): the
+    `.to()` of a whole batch may be a custom batch object's, which may not take `non_blocking`."""
+    from gpulint.analysis.forward import _remembered
+
+    path = project._resolved(path)
+    return _remembered(project, ("handed-batch", path, owner, function, parameter, subscripted),
+                       lambda: _find_handed(project, path, owner, function, parameter, subscripted))
+
+
+def _find_handed(project, path: Path, owner: Optional[str], function: str, parameter: str,
+                 subscripted: bool) -> Optional[bool]:
+    info = project.module(path)
+    if info is None:
+        return None
+    if owner is None:
+        node = info.functions.get(function)
+    else:
+        cls = info.classes.get(owner)
+        node = cls.methods.get(function) if cls is not None else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.startswith("__") or \
+            function == "forward":
+        return None
+    names = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+    if owner is not None:
+        names = names[1:]
+    position = names.index(parameter) if parameter in names else None
+    if owner is None:
+        sites = list(_project_calls(project, path, function))
+    else:
+        files = [f for f in project.files_naming(function) if not project.is_test(f) and project._resolved(f) != path]
+        if len(files) > 2 * _FILES:
+            return None
+        sites = []
+        for file in files:
+            caller = project.module(file)
+            if caller is None:
+                continue
+            sites.extend((caller, call, assigns) for call, assigns in caller.calls_named(function)
+                         if isinstance(call.func, ast.Attribute) and call.func.attr == function)
+    if not sites:
+        return None
+    from gpulint.analysis.project import _UNKNOWN, _argument
+
+    pinning: set = set()
+    for caller, call, assigns in sites:
+        argument = _argument(call, position, parameter)
+        if not isinstance(argument, ast.Name) or argument is _UNKNOWN:
+            return None
+        found_loop = _batch_loader(caller.tree, call, argument.id)
+        if found_loop is None or found_loop[1] and not subscripted:
+            return None
+        loader = found_loop[0]
+        found = _pinning_at(project, caller, loader, assigns, call)
+        if found is None:
+            return None
+        pinning |= found
+    return next(iter(pinning)) if len(pinning) == 1 else None
+
+
+def _batch_loader(tree: ast.Module, call: ast.Call, name: str) -> Optional[tuple]:
+    """The loader expression of the innermost `for` loop around `call` whose target binds `name` to its batch or
+    a part of it (`for batch in loader`, `for i, batch in enumerate(tqdm(loader))`, `for x, y in loader`), where the loop body never rebinds `name`;
+    (the loader, whether `name` is the whole batch); None otherwise."""
+    loops = [n for n in ast.walk(tree) if isinstance(n, ast.For) and
+             any(c is call for s in n.body for c in ast.walk(s))]
+    loops.sort(key=lambda n: n.lineno)
+    for loop in reversed(loops):
+        iterable, target = loop.iter, loop.target
+        while isinstance(iterable, ast.Call) and len(iterable.args) >= 1 and \
+                (getattr(iterable.func, "id", None) or getattr(iterable.func, "attr", None)) in _WRAPPERS:
+            if (getattr(iterable.func, "id", None) or getattr(iterable.func, "attr", None)) == "enumerate":
+                if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
+                    return None
+                target = target.elts[1]
+            iterable = iterable.args[0]
+        bound = [n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
+        if name not in bound:
+            continue
+        if not (isinstance(target, ast.Name) and target.id == name or isinstance(target, ast.Tuple) and
+                any(isinstance(e, ast.Name) and e.id == name for e in target.elts)):
+            return None  # bound deeper (`for i, (x, y) in ...` through an unknown wrapper)
+        if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
+               for s in loop.body for n in ast.walk(s)):
+            return None
+        return iterable, isinstance(target, ast.Name)
+    return None
