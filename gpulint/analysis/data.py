@@ -57,6 +57,8 @@ def _options_passed_pinned(analysis, loader: cst.Call) -> bool:
     project fills with `pin_memory=True` (analysis/passed_pinning.py `passed_option`: EDM's `training_loop(**c)`
     with `c.data_loader_kwargs = EasyDict(pin_memory=True, ...)` in another file)."""
     stars = [a for a in loader.args if a.star]
+    if len(stars) == 1 and stars[0].star == "**" and _stored_options_pinned(analysis, stars[0].value):
+        return True
     if len(stars) != 1 or stars[0].star != "**" or type(stars[0].value) is not cst.Name:
         return False
     name: cst.Name = stars[0].value
@@ -72,6 +74,26 @@ def _options_passed_pinned(analysis, loader: cst.Call) -> bool:
     calls = analysis.fact(project_calls)
     return calls is not None and passed_option(calls.project, calls.path, fn.name.value, name.value,
                                                "pin_memory") is True
+
+
+def _stored_options_pinned(analysis, value: cst.BaseExpression) -> bool:
+    """`DataLoader(ds, **args.dataloader_kwargs)` (or `**cfg["loader_args"]`): options a config object carries
+    under a key, which every assignment of that key in the project (`vars(args)['dataloader_kwargs'] = {...,
+    'pin_memory': True}`, `cfg.loader_args = dict(pin_memory=True)`) fills with `pin_memory=True`
+    (analysis/passed_pinning.py `stored_option`)."""
+    key = None
+    if type(value) is cst.Attribute:
+        key = value.attr.value
+    elif type(value) is cst.Subscript and len(value.slice) == 1 and \
+            type(value.slice[0].slice) is cst.Index and type(value.slice[0].slice.value) is cst.SimpleString:
+        key = value.slice[0].slice.value.evaluated_value
+    if not isinstance(key, str) or not key.isidentifier():
+        return False
+    from gpulint.analysis.calls import project_calls
+    from gpulint.analysis.passed_pinning import stored_option
+
+    calls = analysis.fact(project_calls)
+    return calls is not None and stored_option(calls.project, key, "pin_memory") is True
 
 
 def would_pin(rule: Rule, loader: cst.Call) -> bool:

@@ -153,6 +153,43 @@ def passed_batch_loops(facts: "DataFacts", receiver: cst.BaseExpression) -> tupl
     return loops, whole
 
 
+def handed_batch(facts: "DataFacts", receiver: cst.BaseExpression) -> Optional[bool]:
+    """`receiver` (a name, or a subscript of one) is a parameter of a method (or top-level function) that no call
+    of this module reaches, and every call of it in the project's other files hands it the batch of a loop over a
+    pinned loader (`model.feed_data(train_data)` in `for i, train_data in enumerate(train_loader):`,
+    analysis/passed_pinning.py `handed_batch_pinning`): True; all unpinned: False; else None."""
+    subscripted = type(receiver) is cst.Subscript
+    while type(receiver) is cst.Subscript:
+        receiver = receiver.value
+    if type(receiver) is not cst.Name or facts.analysis.path is None:
+        return None
+    found = _function_of(facts, receiver)
+    if found is None:
+        return None
+    fn, param = found
+    if facts.analysis.loops.calls_to(fn):
+        return None  # the module's own calls: `passed_batch_loops`
+    index = facts.analysis.index
+    owner = index.up.get(id(fn))
+    if type(owner) is cst.IndentedBlock:
+        owner = index.up.get(id(owner))
+    if type(owner) is cst.ClassDef:
+        if type(index.up.get(id(owner))) is not cst.Module:
+            return None
+        owner_name: Optional[str] = owner.name.value
+    elif type(owner) is cst.Module:
+        owner_name = None
+    else:
+        return None
+    from gpulint.analysis.calls import project_calls
+    from gpulint.analysis.passed_pinning import handed_batch_pinning
+
+    calls = facts.analysis.fact(project_calls)
+    if calls is None:
+        return None
+    return handed_batch_pinning(calls.project, calls.path, owner_name, fn.name.value, param, subscripted)
+
+
 def _field_of(facts: "DataFacts", name: cst.Name) -> Optional[cst.Name]:
     """`ipt` bound only by `for key, ipt in inputs.items():` (or `for ipt in inputs.values():`) over a name
     `inputs`: that name, whose fields `ipt` holds in turn; else None."""

@@ -19,13 +19,16 @@ function is handed the validation, test and training loaders in turn. What GPU20
 loaders pin: `passed_pinning` answers that when every call found passes a `DataLoader(...)` (or a project
 factory's or loader class's) and all of them agree (all unpinned, or all pinned). Calls are looked for in the files
 naming the function: `f(...)` of the module's import, or of an alias bound by a `from <module> import f as g`
-anywhere in the file (a function-local import included) that resolves to the function's module. Unknown (None)
+anywhere in the file (a function-local import included) that resolves to the function's module. A caller that
+hands on its own parameter (`def fit(model, val_loader): ... evaluate(model, device, val_loader)`) is asked the
+same question in turn, a few functions up the chain (melgan's script -> `train` -> `validate`). Unknown (None)
 when any such call passes something it cannot tell, or none is found.
 """
 
 from __future__ import annotations
 
 import ast
+import threading
 from pathlib import Path
 from typing import Optional
 
@@ -115,7 +118,8 @@ def _pinning_at(project, caller, argument: ast.expr, assigns: dict, call: ast.Ca
     if isinstance(argument, ast.Name) and argument.id not in assigns:
         listed = _zipped_loaders(caller, argument.id, assigns, call)
         if listed is None:
-            return None
+            handed = _handed_on(project, caller, argument.id, call)
+            return None if handed is None else {handed}
         values = listed
     elif isinstance(argument, ast.Name) and argument.id in assigns:
         bound = assigns[argument.id]
@@ -131,6 +135,51 @@ def _pinning_at(project, caller, argument: ast.expr, assigns: dict, call: ast.Ca
             return None
         found.add(made.pinned)
     return found
+
+
+_HANDED_DEPTH = 3  # callers followed up a chain of functions handing a loader on
+_chain = threading.local()  # .keys: the (path, function, parameter) questions of the chain being followed
+
+
+def _handed_on(project, caller, name: str, call: ast.Call) -> Optional[bool]:
+    """The pinning of the loader a top-level function of `caller` hands on as its own parameter `name`
+    (`def fit(model, val_loader): ... check_model(model, val_loader)`): what the calls of that function pass
+    it, asked the same way (`Project.parameter_loader`, else `passed_pinning`), up to `_HANDED_DEPTH` functions
+    up the chain; None where the parameter is rebound in the function, or a cycle or the depth is reached."""
+    function = _enclosing_function(caller.tree, call)
+    if function is None or name not in [a.arg for a in (*function.args.posonlyargs, *function.args.args)] or \
+            _rebinds(function, name):
+        return None
+    key = (project._resolved(caller.path), function.name, name)
+    handing = _chain.__dict__.setdefault("keys", [])
+    if key in handing or len(handing) >= _HANDED_DEPTH:
+        return None
+    handing.append(key)
+    try:
+        made = project.parameter_loader(caller.path, function.name, name)
+        if made is not None:
+            return made.pinned
+        return passed_pinning(project, caller.path, function.name, name)
+    finally:
+        handing.pop()
+
+
+def _enclosing_function(tree: ast.Module, call: ast.Call):
+    """The top-level function of `tree` whose body holds `call` (not a method, not a nested function); None."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.lineno <= call.lineno <= (node.end_lineno or node.lineno):
+            inner = [n for n in ast.walk(node) if n is not node and
+                     isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and
+                     any(c is call for c in ast.walk(n))]
+            return None if inner else node
+    return None
+
+
+def _rebinds(function: ast.AST, name: str) -> bool:
+    """Whether `function` assigns `name` anywhere (a loop target, a `with ... as`, an assignment)."""
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
+               for n in ast.walk(function))
 
 
 def _loader_class_at(project, caller, value: ast.expr):
@@ -288,4 +337,157 @@ def _literal_key(value: ast.expr, key: str) -> Optional[bool]:
                       if isinstance(k, ast.Constant) and k.value == key), None)
     if isinstance(found, ast.Constant) and isinstance(found.value, bool):
         return found.value
+    return None
+
+
+def stored_option(project, key: str, option: str) -> Optional[bool]:
+    """True/False where every assignment in the project (tests left out) of the member `key` of some object
+    (`args.key = ...`, `cfg["key"] = ...`, `vars(args)["key"] = ...`) stores a dict of options whose `option` is
+    that literal: `vars(args)['dataloader_kwargs'] = {'pin_memory': True, ...}` read as
+    `DataLoader(ds, **args.dataloader_kwargs)`; None when an assignment stores something else, leaves the option
+    out, or none is found (at most `_FILES` files naming the key are read)."""
+    from gpulint.analysis.forward import _remembered
+
+    return _remembered(project, ("stored-option", key, option), lambda: _find_stored(project, key, option))
+
+
+def _find_stored(project, key: str, option: str) -> Optional[bool]:
+    files = [f for f in project.files_naming(key) if not project.is_test(f)]
+    if len(files) > _FILES:
+        return None
+    values: set = set()
+    for file in files:
+        info = project.module(file)
+        if info is None:
+            continue
+        for node in ast.walk(info.tree):
+            if _changes_member(node, key):
+                return None
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+            for target in targets:
+                if not _names_member(target, key):
+                    continue
+                if isinstance(node, ast.AugAssign) or node.value is None:
+                    return None
+                found = _literal_key(node.value, option)
+                if found is None:
+                    return None
+                values.add(found)
+    return next(iter(values)) if len(values) == 1 else None
+
+
+def _names_member(target: ast.expr, key: str) -> bool:
+    """`x.key` or `x["key"]` (x anything: `vars(args)["key"]`)."""
+    if isinstance(target, ast.Attribute):
+        return target.attr == key
+    return isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) and \
+        target.slice.value == key
+
+
+def _changes_member(node: ast.AST, key: str) -> bool:
+    """`x.key[...] = v`, `del x.key[...]`, `x.key.update(...)` / `.setdefault(...)` / `.pop(...)`: the stored
+    options changed after they were built."""
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+        return any(isinstance(t, ast.Subscript) and _names_member(t.value, key) for t in targets)
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+        node.func.attr in ("update", "setdefault", "pop", "__setitem__") and _names_member(node.func.value, key)
+
+
+_WRAPPERS = ("enumerate", "tqdm", "iter")  # `for i, batch in enumerate(tqdm(loader))`: the loader's batches
+
+
+def handed_batch_pinning(project, path: Path, owner: Optional[str], function: str, parameter: str,
+                         subscripted: bool) -> Optional[bool]:
+    """True where every call found in the project's other files of the method `function` (of the class `owner`
+    of `path`: `model.feed_data(train_data)`, by the method's name) or of the top-level function `function` passes,
+    as `parameter`, the batch a `for` loop over a pinned loader binds (`for i, train_data in
+    enumerate(train_loader):` with `train_loader = DataLoader(..., pin_memory=True)`); False where all of them
+    are unpinned loaders' batches; else None (a call passing anything else, loaders that disagree, none found).
+    A whole batch counts only where the copy takes an item of it (`subscripted`: `data['L'].to(device)`): the
+    `.to()` of a whole batch may be a custom batch object's, which may not take `non_blocking`."""
+    from gpulint.analysis.forward import _remembered
+
+    path = project._resolved(path)
+    return _remembered(project, ("handed-batch", path, owner, function, parameter, subscripted),
+                       lambda: _find_handed(project, path, owner, function, parameter, subscripted))
+
+
+def _find_handed(project, path: Path, owner: Optional[str], function: str, parameter: str,
+                 subscripted: bool) -> Optional[bool]:
+    info = project.module(path)
+    if info is None:
+        return None
+    if owner is None:
+        node = info.functions.get(function)
+    else:
+        cls = info.classes.get(owner)
+        node = cls.methods.get(function) if cls is not None else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.startswith("__") or \
+            function == "forward":
+        return None
+    names = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+    if owner is not None:
+        names = names[1:]
+    position = names.index(parameter) if parameter in names else None
+    if owner is None:
+        sites = list(_project_calls(project, path, function))
+    else:
+        files = [f for f in project.files_naming(function) if not project.is_test(f) and project._resolved(f) != path]
+        if len(files) > 2 * _FILES:
+            return None
+        sites = []
+        for file in files:
+            caller = project.module(file)
+            if caller is None:
+                continue
+            sites.extend((caller, call, assigns) for call, assigns in caller.calls_named(function)
+                         if isinstance(call.func, ast.Attribute) and call.func.attr == function)
+    if not sites:
+        return None
+    from gpulint.analysis.project import _UNKNOWN, _argument
+
+    pinning: set = set()
+    for caller, call, assigns in sites:
+        argument = _argument(call, position, parameter)
+        if not isinstance(argument, ast.Name) or argument is _UNKNOWN:
+            return None
+        found_loop = _batch_loader(caller.tree, call, argument.id)
+        if found_loop is None or found_loop[1] and not subscripted:
+            return None
+        loader = found_loop[0]
+        found = _pinning_at(project, caller, loader, assigns, call)
+        if found is None:
+            return None
+        pinning |= found
+    return next(iter(pinning)) if len(pinning) == 1 else None
+
+
+def _batch_loader(tree: ast.Module, call: ast.Call, name: str) -> Optional[tuple]:
+    """The loader expression of the innermost `for` loop around `call` whose target binds `name` to its batch or
+    a part of it (`for batch in loader`, `for i, batch in enumerate(tqdm(loader))`, `for x, y in loader`), where the loop body never rebinds `name`;
+    (the loader, whether `name` is the whole batch); None otherwise."""
+    loops = [n for n in ast.walk(tree) if isinstance(n, ast.For) and
+             any(c is call for s in n.body for c in ast.walk(s))]
+    loops.sort(key=lambda n: n.lineno)
+    for loop in reversed(loops):
+        iterable, target = loop.iter, loop.target
+        while isinstance(iterable, ast.Call) and len(iterable.args) >= 1 and \
+                (getattr(iterable.func, "id", None) or getattr(iterable.func, "attr", None)) in _WRAPPERS:
+            if (getattr(iterable.func, "id", None) or getattr(iterable.func, "attr", None)) == "enumerate":
+                if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
+                    return None
+                target = target.elts[1]
+            iterable = iterable.args[0]
+        bound = [n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
+        if name not in bound:
+            continue
+        if not (isinstance(target, ast.Name) and target.id == name or isinstance(target, ast.Tuple) and
+                any(isinstance(e, ast.Name) and e.id == name for e in target.elts)):
+            return None  # bound deeper (`for i, (x, y) in ...` through an unknown wrapper)
+        if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
+               for s in loop.body for n in ast.walk(s)):
+            return None
+        return iterable, isinstance(target, ast.Name)
     return None

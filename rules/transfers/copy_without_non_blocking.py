@@ -15,7 +15,7 @@ from gpulint.analysis.data_facts import ACCELERATOR, CONVERSIONS, append_keyword
 from gpulint.analysis.tree import descendants
 from gpulint.syntax import argument, is_true
 from gpulint.analysis.data import _true, pin_memory_of, pinned, pinning_unknown
-from gpulint.analysis.helper_copies import passed_batch_loops
+from gpulint.analysis.helper_copies import handed_batch, passed_batch_loops
 from gpulint.analysis.loader_params import cuda_type_copy, pinned_passed_loader
 
 
@@ -254,6 +254,8 @@ class CopyWithoutNonBlocking(Rule):
         pin), else None (analysis/helper_copies.py)."""
         facts = data_facts(self.analysis)
         loops, whole = passed_batch_loops(facts, receiver)
+        if not loops and handed_batch(facts, receiver) is True:
+            return self.message  # a method another module's loop hands a pinned loader's batch
         loaders = [c for loop in loops for c in facts.loop_loaders(loop)]
         if loops and not loaders and not whole:
             # loops over loaders built elsewhere (`for batch in self.train_ds:` of a loader the class is given):
