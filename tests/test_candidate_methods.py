@@ -19,6 +19,8 @@ BASE = textwrap.dedent("""\
     from abc import ABCMeta, abstractmethod
     from typing import Generic, Optional, TypeVar
 
+    import torch
+
     TImpl = TypeVar("TImpl", bound="ImplBase")
 
 
@@ -30,6 +32,7 @@ BASE = textwrap.dedent("""\
     class LearnerBase(Generic[TImpl]):
         _impl: Optional[TImpl]
         meters: dict
+        optimizer: "torch.optim.Optimizer"
 
         def __init__(self, impl: Optional[TImpl] = None):
             self._impl = impl
@@ -40,12 +43,25 @@ BASE = textwrap.dedent("""\
 
         def record(self, values):
             self.meters.update(values)
+
+        def apply(self):
+            self.optimizer.step()
 """)
 
 IMPLS = textwrap.dedent("""\
     from abc import abstractmethod
 
+    import torch
+
     from base import ImplBase
+
+
+    class Meter:
+        def update(self, values):
+            return torch.zeros(1, device="cuda").item()
+
+        def step(self):
+            return torch.zeros(1, device="cuda").item()
 
 
     class StepImplBase(ImplBase):
@@ -98,9 +114,10 @@ TRAIN = textwrap.dedent("""\
         loss.backward()
         out = algo.update(batch)
         algo.record(out)
+        algo.apply()
 """)
 
-STEP, RECORD = 12, 13
+STEP, RECORD, APPLY = 12, 13, 14
 
 
 def _lint(tmp_path: Path, a: str = "loss.item()", b: str = "value.item()") -> set:
@@ -124,7 +141,27 @@ def test_one_implementation_without_the_sync_keeps_it_silent(tmp_path: Path) -> 
     assert (STEP, "GPU112") not in keys
 
 
-def test_a_dict_attribute_update_is_not_resolved_by_name(tmp_path: Path) -> None:
-    # `self.meters.update(values)`: `meters: dict` names no project class, whatever project class has `update`
+def test_library_receivers_are_not_resolved_by_name(tmp_path: Path) -> None:
+    # `self.meters.update(values)` (`meters: dict`) and `self.optimizer.step()` (`torch.optim.Optimizer`) name no
+    # project class: the project's `Meter.update`/`Meter.step`, which sync, are not candidates
     keys, _ = _lint(tmp_path)
+    assert (STEP, "GPU112") in keys
     assert (RECORD, "GPU112") not in keys
+    assert (APPLY, "GPU112") not in keys
+
+
+def test_type_var_bound_is_the_declared_class(tmp_path: Path) -> None:
+    # `Optional[TImpl]` with `TImpl = TypeVar("TImpl", bound="ImplBase")`, written here or imported
+    import ast
+
+    from gpulint.analysis.project import Project, annotation_class
+
+    root = write_project(tmp_path / "q", {
+        "base.py": BASE, "user.py": "from base import TImpl\nT2 = 1\n",
+    })
+    project = Project(root)
+    found_here = annotation_class(project, root / "base.py", ast.parse("Optional[TImpl]", mode="eval").body)
+    found_there = annotation_class(project, root / "user.py", ast.parse("TImpl", mode="eval").body)
+    assert found_here is not None and found_here.name == "ImplBase"
+    assert found_there is not None and found_there.name == "ImplBase"
+    assert annotation_class(project, root / "user.py", ast.parse("T2", mode="eval").body) is None
