@@ -165,3 +165,35 @@ def test_type_var_bound_is_the_declared_class(tmp_path: Path) -> None:
     assert found_here is not None and found_here.name == "ImplBase"
     assert found_there is not None and found_there.name == "ImplBase"
     assert annotation_class(project, root / "user.py", ast.parse("T2", mode="eval").body) is None
+
+
+FACTORY_TRAIN = textwrap.dedent("""\
+    import torch
+
+    from impls import StepImplBase
+
+
+    def make() -> StepImplBase:
+        return None
+
+
+    impl = make()
+    model = torch.nn.Linear(2, 1).cuda()
+    loader = torch.utils.data.DataLoader(torch.randn(8, 2), pin_memory=True)
+    for step, batch in enumerate(loader):
+        loss = model(batch.cuda(non_blocking=True)).sum()
+        loss.backward()
+        out = impl.inner_update(batch)
+""")
+
+
+def test_abstract_method_of_a_factory_result_runs_the_overrides(tmp_path: Path) -> None:
+    # `make() -> StepImplBase`: the loop's `impl.inner_update(batch)` is abstract there; every override reads
+    for b, reported in (("value.item()", True), ("0.0", False)):
+        root = write_project(tmp_path / b.replace("(", "").replace(")", "").replace(".", "_"), {
+            "base.py": BASE, "impls.py": IMPLS, "impl_a.py": IMPL_A.format(read="loss.item()"),
+            "impl_b.py": IMPL_B.format(read=b), "train.py": FACTORY_TRAIN,
+        })
+        keys = {(row, code) for _, row, code in found(check(root, "--no-cache", "--exit-zero", "--select",
+                                                                 "GPU112", "train.py"))}
+        assert ((16, "GPU112") in keys) is reported
