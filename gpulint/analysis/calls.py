@@ -795,6 +795,9 @@ class ProjectCalls(ModuleCalls):
             method = methods[0]
             if method is None or any(m is not method for m in methods):
                 return None
+            if len(classes) == 1:  # an abstract method: the project subclasses' overrides (candidate_methods.py)
+                from gpulint.analysis.candidate_methods import dispatched_method
+                method = dispatched_method(self.project, classes[0], func.attr.value, method) or method
             owner = method.qualname.rpartition(".")[0] if len(classes) > 1 else classes[0].name
             return f"{owner or classes[0].name}.{func.attr.value}", method, True
         if type(func) is not cst.Attribute or type(func.value) is cst.Name and func.value.value == "self":

@@ -131,6 +131,7 @@ class LazyModuleInfo:
         self.imports = {}
         self.classes = {}
         self.registries = {}
+        self.type_vars = {}
         self.star_imports = []
         self.plain_imports = []
         self._calls_by_name = None

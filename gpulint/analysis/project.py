@@ -127,6 +127,9 @@ class Sink:
     # x.mean().item()` gives ("reduction", ("mean",), True); the last element says whether the parameter's
     # default (or a call leaving it out) takes the branch. () when the read is not under such a test.
     when: tuple = ()
+    # The implementation that reads, where a call may run one of several (analysis/candidate_methods.py):
+    # `SyncingImpl.inner_update`, which `self._impl.update(...)` may run.
+    candidate: str = ""
 
     def runs_with(self, value: object, given: bool) -> bool:
         """Whether the read runs at a call passing `value` (a constant; `_UNKNOWN` for anything else) for the
@@ -142,7 +145,8 @@ class Sink:
 
 
 def _sink_key(sink: Optional[Sink]) -> Optional[tuple]:
-    return None if sink is None else (str(sink.path), sink.line, sink.what, sink.through, repr(sink.when))
+    return None if sink is None else (str(sink.path), sink.line, sink.what, sink.through, repr(sink.when),
+                                      sink.candidate)
 
 
 def relative(path: Path, root: Optional[Path]) -> str:
@@ -448,6 +452,7 @@ class ModuleInfo:
         self.functions: dict[str, ast.FunctionDef] = {}
         self.classes: dict[str, ClassSummary] = {}
         self.registries: dict[str, Registry] = {}
+        self.type_vars: dict[str, ast.expr] = {}  # `T = TypeVar("T", bound=X)`: T -> X
         self.star_imports: list[tuple[str, int]] = []  # `from helpers import *`: (module, level)
         self.plain_imports: list[str] = []  # `import _init_paths`: top-level imports of one undotted name
         self._calls_by_name: Optional[dict[str, list[tuple[ast.Call, dict]]]] = None
@@ -513,6 +518,14 @@ class ModuleInfo:
             properties = frozenset(name for name, s in methods.items() if _is_property(s))
             self.classes[stmt.name] = ClassSummary(stmt.name, self.path, stmt.lineno, methods, bases,  # type: ignore
                                                    properties)
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and isinstance(stmt.value, ast.Call) and (_dotted(stmt.value.func) or "").rsplit(".", 1)[-1] \
+                == "TypeVar":
+            # `TImpl = TypeVar("TImpl", bound="ImplBase")`: an annotation naming it declares its bound (the
+            # project base class whose subclasses the value may be: analysis/candidate_methods.py)
+            bound = next((k.value for k in stmt.value.keywords if k.arg == "bound"), None)
+            if bound is not None:
+                self.type_vars[stmt.targets[0].id] = bound
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
                 and isinstance(stmt.value, ast.Dict) and stmt.value.values:
             values = [_dotted(v) for v in stmt.value.values]
@@ -2709,7 +2722,18 @@ class _Summarizer:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
                 and self.cls is not None:
             method = self.project.method(self.cls, func.attr)
-            return (method, True) if method is not None else self._stored_function(func.attr)
+            if method is None:
+                return self._stored_function(func.attr)
+            # an abstract method: its project subclasses' overrides (analysis/candidate_methods.py)
+            from gpulint.analysis.candidate_methods import dispatched_method
+            return dispatched_method(self.project, self.cls, func.attr, method) or method, True
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) and self.cls is not None \
+                and isinstance(func.value.value, ast.Name) and func.value.value.id == "self":
+            # `self._impl.update(...)` of an attribute the class declares with project classes
+            from gpulint.analysis.candidate_methods import declared_method
+            declared = declared_method(self.project, self.cls, func.value.attr, func.attr)
+            if declared is not None:
+                return declared, True
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and self.cls is not None and \
                 isinstance(func.value.func, ast.Name) and func.value.func.id == "super" and not func.value.args:
             method = self.project.base_method(self.cls, func.attr)  # `super().training_losses(...)`
@@ -2833,7 +2857,7 @@ _CONTAINERS = ("List", "list", "Sequence", "Iterable", "Iterator", "Tuple", "tup
 
 
 def annotation_class(project: "Project", path: Path, annotation: Optional[ast.expr],
-                     element: bool = False) -> Optional[ClassSummary]:
+                     element: bool = False, _depth: int = 0) -> Optional[ClassSummary]:
     """The project class an annotation (on `ast`) names: `Optimizer`, `"Optimizer"`, `Optional[Optimizer]`;
     with `element`, the class of the elements of a container annotation (`List[Evaluator]`,
     `Sequence["Evaluator"]`, `Tuple[Evaluator, ...]`). None for anything else, a library class included."""
@@ -2866,7 +2890,29 @@ def annotation_class(project: "Project", path: Path, annotation: Optional[ast.ex
         return None
     dotted = _dotted(annotation) if isinstance(annotation, (ast.Name, ast.Attribute)) else None
     found = project.lookup(path, dotted) if dotted else None
+    if found is None and dotted and "." not in dotted and _depth < 3:
+        bound = _type_var_bound(project, path, dotted)  # `Optional[TImpl]`: the TypeVar's bound class
+        if bound is not None:
+            return annotation_class(project, bound[0], bound[1], _depth=_depth + 1)
     return found if isinstance(found, ClassSummary) else None
+
+
+def _type_var_bound(project: "Project", path: Path, name: str) -> Optional[tuple[Path, ast.expr]]:
+    """The `bound=` of the module-level `name = TypeVar(..., bound=X)` that `name` means in `path` (defined
+    there or imported by `from m import name`), with the module it is written in; None otherwise."""
+    info = project.module(path)
+    if info is None:
+        return None
+    bound = getattr(info, "type_vars", {}).get(name)
+    if bound is not None:
+        return info.path, bound
+    imported = info.imports.get(name)
+    if imported is None or imported[1] is None:
+        return None
+    target = project.resolver.resolve(imported[0], info.path, imported[2]) if imported[0] or imported[2] else None
+    other = project.module(target) if target is not None and target != info.path else None
+    bound = getattr(other, "type_vars", {}).get(imported[1]) if other is not None else None
+    return (other.path, bound) if bound is not None else None
 
 
 def _is_none(node: ast.expr) -> bool:

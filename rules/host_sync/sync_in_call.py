@@ -218,6 +218,8 @@ class SyncInCall(GpuRule):
         what = (f"calls `{sink.what}`" if sink.what.endswith(")") else f"does {sink.what}") + (
             given if cost.argument is not None else "")
         message = f"`{text or self._call_text(node)}` syncs every step: `{cost.callee}` {what}"
+        if sink.candidate:  # one of several implementations runs; each pays (analysis/candidate_methods.py)
+            message += f" (in `{sink.candidate}`, one of the implementations it may run, each of which reads)"
         if cost.choice is not None:  # chosen by an option: the default run's class pays, another may not
             message += f" ({cost.choice}; it depends on that choice)"
         self.report(node, message, where=where,
