@@ -115,8 +115,8 @@ def _listed_calls(project: Project, member: str) -> tuple:
         if caller is None or getattr(caller, "statements", None) is not None:
             continue
         hot, called = _hot_file(project, caller)
-        if not hot or member not in called:
-            continue
+        if not hot or member not in called or member not in caller.indexed(_listed_members):
+            continue  # only the modules that write the shape are parsed (LibCST) and walked for hot calls
         if looked_at == _CALLERS_PER_QUESTION:
             break
         looked_at += 1
@@ -127,6 +127,22 @@ def _listed_calls(project: Project, member: str) -> tuple:
                                                     f"{analysis.code(node.func)}(...)", f"?.{member}")))
                 break
     return tuple(found)
+
+
+def _listed_members(tree: ast.Module) -> frozenset:
+    """The methods a module calls on the target of a `for` loop holding the call (`for h in self.hooks:
+    h.after_step()`): `_listed_calls`' filter, built once per module (`ModuleInfo.indexed`)."""
+    found = set()
+    for loop in ast_walk.walk(tree):
+        if not isinstance(loop, ast.For):
+            continue
+        targets = {n.id for n in ast_walk.walk(loop.target) if isinstance(n, ast.Name)}
+        for stmt in loop.body:
+            for node in ast_walk.walk(stmt):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                        isinstance(node.func.value, ast.Name) and node.func.value.id in targets:
+                    found.add(node.func.attr)
+    return frozenset(found)
 
 
 def _listed_receiver(analysis, node: cst.Call, name: str) -> bool:
