@@ -155,7 +155,10 @@ def _listed_receiver(analysis, node: cst.Call, name: str) -> bool:
         parent = analysis.parent(parent)
     if parent is None or not _binds(parent.target, name):
         return False
-    return _plain_collection(parent.iter)
+    # the loop over the collection must run inside per-step code, not be the hot loop itself (accelerate's
+    # `save_state`: `for i, model in enumerate(self._models): model.save_checkpoint(...)`, judged a loop that
+    # runs models, is no step of training)
+    return _plain_collection(parent.iter) and analysis.execution(node).loop is not parent
 
 
 def _binds(target: cst.BaseExpression, name: str) -> bool:
