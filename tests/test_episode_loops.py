@@ -139,3 +139,8 @@ def test_a_class_that_lacks_a_member_of_the_protocol(tmp_path):
                                     "    def sample_action(self, x): ...\n\n    def reset_state(self): ...\n")
     modules = {"agent.py": AGENT, "evaluation.py": evaluation, "run.py": RUN}
     assert _lint(tmp_path, modules) == set()
+
+
+def test_a_beam_searchs_step_of_many_arguments_is_no_environment(tmp_path):
+    main = MAIN.replace("env.step(action)", "env.step(action, state, reward)")
+    assert _lint(tmp_path, {"agent.py": AGENT, "main.py": main}) == set()

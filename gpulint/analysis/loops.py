@@ -2045,7 +2045,8 @@ def _episode_loop(loop: Loop) -> bool:
     env.step(action)`, `_environment_step`) with an action a method of another object computed in the same body
     from the observation the environment returned (`action = agent.select_action(state)` after `state =
     next_state`, `algo.predict(np.expand_dims(observation, 0))[0]`): a policy call per environment step, in an
-    evaluation's episodes as in training. Not a random policy (`env.action_space.sample()`, a method of the
+    evaluation's episodes as in training. Not a step of many arguments (a beam search's `search.step(step,
+    lprobs, scores, ...)` unpacked into five names), not a random policy (`env.action_space.sample()`, a method of the
     environment itself), nor an action no call of the body computes from the observation (a fixed schedule), nor
     a loop of a handful of iterations written out (`range(3)`)."""
     if _few_range_iterations(loop):
@@ -2074,6 +2075,8 @@ def _episode_loop(loop: Loop) -> bool:
                         changed = True
     environments = {dotted_name(step.value.func.value) for step in steps}
     for step in steps:
+        if len(step.value.args) != 1 or step.value.args[0].keyword is not None or step.value.args[0].star:
+            continue  # an environment takes one action (Gym's `step(action)`); a beam search's step takes scores
         actions = {n.value for a in step.value.args for n in _names_under(a.value) if type(n) is cst.Name}
         for node in assigns:
             if not actions.intersection(n for t in node.targets for n in _target_names(t.target)):
