@@ -404,7 +404,9 @@ CASES = {
             if step % plain.eval_every == 0:
                 evaluate = 1  # periodic
     """,
-    "an evaluation rollout every N iterations beside the update loops stays periodic": """
+    # an evaluation's episodes step the environment with the policy's action: a step loop of its own (branch
+    # recall61, `_episode_loop`; heldout17/18 label the per-environment-step copies of evaluation episodes)
+    "an evaluation rollout every N iterations is a loop of environment steps of its own": """
         class Agent(nn.Module):
             def act(self, obs):
                 return obs
@@ -419,9 +421,9 @@ CASES = {
             if iteration % eval_every == 0:
                 for t in range(max_steps):
                     action = agent.act(obs)
-                    obs, reward, done, info = env.step(action.cpu().numpy())  # periodic
+                    obs, reward, done, info = env.step(action.cpu().numpy())  # every
     """,
-    "an evaluation rollout after training, or in a loop that does not train, is not per-step": """
+    "an evaluation rollout after training steps the environment every iteration; a sampler's step is none": """
         class Agent(nn.Module):
             def act(self, obs):
                 return obs
@@ -431,10 +433,10 @@ CASES = {
         for episode in range(num_episodes):
             for t in range(max_steps):
                 action = agent.act(obs)
-                obs, reward, done, info = env.step(action.cpu().numpy())  # outside
+                obs, reward, done, info = env.step(action.cpu().numpy())  # every
         for t in range(max_steps):
             action = agent.act(obs)
-            obs, reward, done, info = env.step(action.cpu().numpy())  # outside
+            obs, reward, done, info = env.step(action.cpu().numpy())  # every
         for epoch in range(epochs):
             for b in loader:
                 model(b).sum().backward()

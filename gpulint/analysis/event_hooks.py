@@ -24,6 +24,30 @@ through its imports, star imports included): the callbacks it holds are of the c
 
 Bounded: files whose text names `member` (the identifier index reads inside strings too) and whose `ast` holds
 that string constant (indexed once per module), at most `forward._CALLERS_PER_QUESTION` of them parsed.
+
+A trainer may also hold its hooks in a list and call each by the method's own name (branch recall61, heldout18:
+Pointcept's registry-built hooks):
+
+    class TrainerBase:                               # engines/train.py: `from .hooks import HookBase`
+        def train(self):
+            for batch in self.train_loader:
+                self.run_step(batch)
+                self.after_step()                    # a per-step method of the trainer ...
+        def after_step(self):
+            for h in self.hooks:                     # ... runs every hook's `after_step`
+                h.after_step()
+
+    class InformationWriter(HookBase):               # engines/hooks/misc.py
+        def after_step(self): ...                    # per-step code: `h` is an instance no call names
+
+`listed_site` (asked by `event_site` after the event calls) finds a call `h.member(...)` run every iteration of
+a hot loop (`forward._hot_calls`: the trainer's own per-step methods reached through `self` included) whose
+receiver is the target of the `for` loop that holds it, over a plain collection (`self.hooks`, `callbacks`,
+`enumerate(...)`/`.values()` of one), in a module that sees the class or a project base of it (`_sees`). The
+hooks the loop walks are of the classes the trainer knows; a hook list iterated only in an epoch-level method
+(`after_epoch`) is no hot call, and a periodic body (`if self.every_n_steps(...)`) stays periodic in the hook's
+own module. Bounded as the event calls: files whose text names `member` and whose calls name it (`_hot_file`),
+at most `forward._CALLERS_PER_QUESTION` of them parsed.
 """
 
 from __future__ import annotations
@@ -69,7 +93,92 @@ def _find(project: Project, path: Path, owner: str, member: str):
             bases = list(project_bases(project, cls))
         if _sees(project, caller_path, cls, bases):
             return replace(site, runs=f"{owner}.{member}")
+    # `for h in self.hooks: h.after_step()` in per-step code: found once per name and project state
+    calls = _remembered(project, ("listed calls", member), lambda: _listed_calls(project, member)) or ()
+    for caller_path, site in calls:
+        if bases is None:
+            bases = list(project_bases(project, cls))
+        if _sees(project, caller_path, cls, bases):
+            return replace(site, runs=f"{owner}.{member}")
     return None
+
+
+def _listed_calls(project: Project, member: str) -> tuple:
+    """(caller path, call site) of each per-step call `h.member(...)` whose receiver `h` is the target of the
+    `for` loop over a plain collection that holds the call (`for h in self.hooks:`)."""
+    from gpulint.analysis.forward import _CALLERS_PER_QUESTION, CallSite, _hot_calls, _hot_file, _line_of
+
+    found: list = []
+    looked_at = 0
+    for file in project.files_naming(member, training=True):
+        caller = None if project.is_test(file) else project.module(file)
+        if caller is None or getattr(caller, "statements", None) is not None:
+            continue
+        hot, called = _hot_file(project, caller)
+        if not hot or member not in called or member not in caller.indexed(_listed_members):
+            continue  # only the modules that write the shape are parsed (LibCST) and walked for hot calls
+        if looked_at == _CALLERS_PER_QUESTION:
+            break
+        looked_at += 1
+        for analysis, node, func in _hot_calls(project, caller.path):
+            if type(func) is cst.Attribute and func.attr.value == member and type(func.value) is cst.Name and \
+                    _listed_receiver(analysis, node, func.value.value):
+                found.append((caller.path, CallSite(analysis.path, _line_of(analysis, node),
+                                                    f"{analysis.code(node.func)}(...)", f"?.{member}")))
+                break
+    return tuple(found)
+
+
+def _listed_members(tree: ast.Module) -> frozenset:
+    """The methods a module calls on the target of a `for` loop holding the call (`for h in self.hooks:
+    h.after_step()`): `_listed_calls`' filter, built once per module (`ModuleInfo.indexed`)."""
+    found = set()
+    for loop in ast_walk.walk(tree):
+        if not isinstance(loop, ast.For):
+            continue
+        targets = {n.id for n in ast_walk.walk(loop.target) if isinstance(n, ast.Name)}
+        for stmt in loop.body:
+            for node in ast_walk.walk(stmt):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                        isinstance(node.func.value, ast.Name) and node.func.value.id in targets:
+                    found.add(node.func.attr)
+    return frozenset(found)
+
+
+def _listed_receiver(analysis, node: cst.Call, name: str) -> bool:
+    """`name` is a target of the innermost `for` loop holding `node`, a loop over a plain collection: a name or
+    an attribute (`self.hooks`), or `enumerate(...)`/`reversed(...)`/`x.values()` of one."""
+    parent = analysis.parent(node)
+    while parent is not None and type(parent) is not cst.For:
+        if type(parent) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            return False
+        parent = analysis.parent(parent)
+    if parent is None or not _binds(parent.target, name):
+        return False
+    # the loop over the collection must run inside per-step code, not be the hot loop itself (accelerate's
+    # `save_state`: `for i, model in enumerate(self._models): model.save_checkpoint(...)`, judged a loop that
+    # runs models, is no step of training)
+    return _plain_collection(parent.iter) and analysis.execution(node).loop is not parent
+
+
+def _binds(target: cst.BaseExpression, name: str) -> bool:
+    if type(target) is cst.Name:
+        return target.value == name
+    if type(target) in (cst.Tuple, cst.List):
+        return any(_binds(e.value, name) for e in target.elements)
+    return False
+
+
+def _plain_collection(node: cst.BaseExpression) -> bool:
+    if type(node) is cst.Call and not node.args and type(node.func) is cst.Attribute and \
+            node.func.attr.value == "values":
+        return _plain_collection(node.func.value)
+    if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value in ("enumerate", "reversed") \
+            and len(node.args) == 1 and node.args[0].keyword is None and not node.args[0].star:
+        return _plain_collection(node.args[0].value)
+    while type(node) is cst.Attribute:
+        node = node.value
+    return type(node) is cst.Name
 
 
 def _event_calls(project: Project, member: str) -> tuple:

@@ -1923,7 +1923,7 @@ class _Instances:
             return False
         if self.project.method(declared, self.member) is None:
             return False
-        return derives(self.project, self.cls, declared)
+        return derives(self.project, self.cls, declared) or _conforms(self.project, self.cls, declared)
 
     def _matches(self, found: ClassSummary) -> bool:
         """`found` is the class, or (for a method) a project subclass whose `member` runs the class's own: not
@@ -1952,6 +1952,20 @@ def _self_builder(value: Optional[ast.expr]) -> Optional[str]:
             isinstance(value.func.value, ast.Name) and value.func.value.id == "self":
         return value.func.attr
     return None
+
+
+_PROTOCOLS = frozenset({"typing.Protocol", "typing_extensions.Protocol"})
+
+
+def _conforms(project: Project, cls: ClassSummary, declared: ClassSummary) -> bool:
+    """`declared` is a `typing.Protocol` of the project (`algo: QLearningAlgoProtocol`) and `cls` defines, itself
+    or through its project bases, every method and property the protocol declares: structural typing, the only
+    subtyping a protocol has (d3rlpy's `QLearningAlgoBase` never names its protocol). A protocol of one or two
+    members (`SupportsPredict`) is satisfied by too many unrelated classes to say which one runs: at least three."""
+    if not any(project.external_name(declared.path, base) in _PROTOCOLS for base in declared.bases if base):
+        return False
+    members = [m for m in declared.methods if not m.startswith("__")]
+    return len(members) >= 3 and all(project.method(cls, m) is not None for m in members)
 
 
 def _constant_index(expr: cst.Subscript) -> Optional[int]:

@@ -153,6 +153,10 @@ class LoopAnalysis:
             return LoopRole.HOT
         if self._step_helper_draws_a_batch(loop):
             return LoopRole.HOT
+        if _episode_loop(loop):
+            # `while not done: action = agent.select_action(state); state, r, done, _ = env.step(action)`: one
+            # policy call per environment step, whatever runs around it or inside it (an update loop per step)
+            return LoopRole.HOT
         # A loop around a pass over the data is an epoch loop, even if it also runs the model itself (a sample
         # or an evaluation per epoch): `for epoch ...: for x in loader: ...` or `for epoch ...: train(epoch)`.
         nested_hot = False
@@ -2033,6 +2037,61 @@ def _environment_step(assign: cst.Assign) -> bool:
     return len(assign.targets) == 1 and isinstance(assign.targets[0].target, (cst.Tuple, cst.List)) and \
         len(assign.targets[0].target.elements) in (4, 5) and isinstance(value, cst.Call) and \
         isinstance(value.func, cst.Attribute) and value.func.attr.value == "step" and bool(value.args)
+
+
+def _episode_loop(loop: Loop) -> bool:
+    """An environment's episode or rollout loop (branch recall61): a `while` loop (`while not done:`, `while
+    True:`) or a `for` loop (`for t in trange(1, n_steps + 1):`) whose own body steps an environment (`obs, reward, done, info =
+    env.step(action)`, `_environment_step`) with an action a method of another object computed in the same body
+    from the observation the environment returned (`action = agent.select_action(state)` after `state =
+    next_state`, `algo.predict(np.expand_dims(observation, 0))[0]`): a policy call per environment step, in an
+    evaluation's episodes as in training. Not a step of many arguments (a beam search's `search.step(step,
+    lprobs, scores, ...)` unpacked into five names), not a random policy (`env.action_space.sample()`, a method of the
+    environment itself), nor an action no call of the body computes from the observation (a fixed schedule), nor
+    a loop of a handful of iterations written out (`range(3)`)."""
+    if _few_range_iterations(loop):
+        return False
+    steps: list = []
+    assigns: list = []
+    for node in _walk_body(loop, into_loops=False):
+        if type(node) is cst.Assign:
+            if _environment_step(node):
+                steps.append(node)
+            else:
+                assigns.append(node)
+    if not steps:
+        return False
+    # the observation: what the environment's step returns, and the names bound from it in the body
+    observed = {name for step in steps for name in _target_names(step.targets[0].target)}
+    changed = True
+    while changed:
+        changed = False
+        for node in assigns:
+            if any(type(n) is cst.Name and n.value in observed for n in _names_under(node.value)):
+                for target in node.targets:
+                    new = set(_target_names(target.target)) - observed
+                    if new:
+                        observed |= new
+                        changed = True
+    environments = {dotted_name(step.value.func.value) for step in steps}
+    for step in steps:
+        if len(step.value.args) != 1 or step.value.args[0].keyword is not None or step.value.args[0].star:
+            continue  # an environment takes one action (Gym's `step(action)`); a beam search's step takes scores
+        actions = {n.value for a in step.value.args for n in _names_under(a.value) if type(n) is cst.Name}
+        for node in assigns:
+            if not actions.intersection(n for t in node.targets for n in _target_names(t.target)):
+                continue
+            for call in descendants(node.value):
+                if type(call) is not cst.Call or type(call.func) is not cst.Attribute or \
+                        call.func.attr.value.startswith("_"):
+                    continue
+                receiver = dotted_name(call.func.value)
+                if receiver is None or receiver in environments or \
+                        any(receiver.startswith(f"{e}.") for e in environments if e):
+                    continue
+                if any(type(n) is cst.Name and n.value in observed for a in call.args for n in _names_under(a.value)):
+                    return True
+    return False
 
 
 def _names_under(expr: cst.CSTNode):

@@ -407,6 +407,8 @@ class HostBuiltBatch(Rule):
         if copy is None:
             return
         path, line, copier, needed = copy
+        if type(node.func) is cst.Attribute and _built_for_the_cpu(self.analysis, node.func.value):
+            return  # `rb = ReplayBuffer(..., device="cpu")`: its copies stay in host memory
         if needed is not None and not any(
                 a.keyword is not None and a.keyword.value == needed for a in node.args) and not _passed_at(
                 node, summary, needed):
@@ -637,3 +639,19 @@ class HostBuiltBatch(Rule):
                 continue
             return False
         return True
+
+
+def _built_for_the_cpu(analysis, receiver: cst.BaseExpression) -> bool:
+    """Every binding of the name `receiver` is a construction passed `device="cpu"` (`torch.device("cpu")`, or a
+    name bound to one): the object's copies of host arrays stay on the host (cleanrl's JAX scripts build SB3's
+    `ReplayBuffer(..., device="cpu")`)."""
+    from gpulint.analysis.kinds import _cpu_device
+
+    if type(receiver) is not cst.Name:
+        return False
+    scope = analysis.index.enclosing_scope(receiver)
+    bindings = analysis.index.lookup(receiver.value, scope) if scope is not None else []
+    return bool(bindings) and len(bindings) <= 8 and all(
+        b.kind == "assign" and b.index is None and type(b.value) is cst.Call and any(
+            a.keyword is not None and a.keyword.value == "device" and _cpu_device(analysis.kinds, a.value)
+            for a in b.value.args) for b in bindings)
