@@ -70,7 +70,7 @@ def assumed_site(project: Project, path: Path, class_name: str, member: str = "f
     own = _text(path)
     if _EXPORTS.search(own) is not None or not runs_on_gpu(project):
         return None
-    if not _instantiated(project, path, cls, own, info):
+    if not _instantiated(project, path, cls, own, info) or _decided(project, cls):
         return None
     return CallSite(path, cls.methods[member].lineno, "", f"{class_name}.{member}", assumed=True)
 
@@ -90,6 +90,61 @@ def _instantiated(project: Project, path: Path, cls, own: str, info) -> bool:
             continue  # an export script runs it once
         return True
     return False
+
+
+def _decided(project: Project, cls) -> bool:
+    """A known route already decides the class, so the fallback keeps out: a non-test file whose hot loop the
+    prefilter sees names it by a name that resolves to it (`Probe()` in train.py, whose loop calls it only
+    under `if step % 100 == 0:`; `{"informer": Informer}` in a builder: analysis/forward.py followed those and
+    found no per-step call), or another project
+    module class builds it in its `__init__` (a submodule: it runs as often as its owner's method calling it,
+    `forward._submodule_site`, whether the owner is reached by a loop or assumed here)."""
+    from gpulint.analysis.forward import _built_in_init, _hot_file, _same
+
+    for file in project.files_naming(cls.name):
+        if project.is_test(file):
+            continue
+        info = project.module(file)
+        if info is None:
+            continue
+        for owner in info.classes.values():
+            if not _same(owner, cls) and _built_in_init(project, owner).get(cls.name) and \
+                    project.is_module_class(owner):
+                return True
+        tree = getattr(info, "tree", None)
+        if not isinstance(tree, ast.Module) or not _hot_file(project, info)[0]:
+            continue
+        asked = set()
+        for node in ast.walk(tree):
+            dotted = _dotted_of(node) if isinstance(node, (ast.Name, ast.Attribute)) and \
+                _last(node) == cls.name else None
+            if dotted is None or dotted in asked:
+                continue
+            asked.add(dotted)
+            found = project.lookup(file, dotted)
+            if found is not None and getattr(found, "name", None) == cls.name and \
+                    getattr(found, "path", None) is not None and _same_path(project, found.path, cls.path):
+                return True
+    return False
+
+
+def _last(func: ast.expr) -> Optional[str]:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+
+
+def _dotted_of(func: ast.expr) -> Optional[str]:
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return None
+    parts.append(func.id)
+    return ".".join(reversed(parts))
+
+
+def _same_path(project: Project, a: Path, b: Path) -> bool:
+    return project._resolved(Path(a)) == project._resolved(Path(b))
 
 
 def _decorated(info, cls) -> bool:
