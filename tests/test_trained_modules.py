@@ -124,3 +124,51 @@ torch.onnx.export(model, torch.zeros(2, dtype=torch.long).cuda(), "kge.onnx")
 def test_model_classes_of_test_modules_are_not_per_batch(tmp_path):
     got = found(_project(tmp_path, extra={"tests/test_models.py": KGE}))
     assert ("tests/test_models.py", GAMMA[1], "GPU101") not in got
+
+
+DISPATCH = """\
+import torch
+from torch import nn
+
+
+class Scores(nn.Module):
+    def __init__(self, name):
+        super().__init__()
+        self.name = name
+        self.gamma = nn.Parameter(torch.tensor([12.0]), requires_grad=False)
+
+    def forward(self, h, t):
+        table = {"transe": self.transe, "dot": self.dot}
+        return table[self.name](h, t)
+
+    def transe(self, h, t):
+        return self.gamma.item() - (h - t).norm(dim=-1)
+
+    def dot(self, h, t):
+        return (h * t).sum(-1)
+
+    def describe(self):
+        return self.gamma.item()
+"""
+
+DISPATCH_TRAIN = """\
+import torch
+from scores import Scores
+
+
+def main(loader):
+    model = Scores("transe").cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for h, t in loader:
+        loss = model(h.cuda(), t.cuda()).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_method_forward_picks_from_a_dispatch_table_runs_with_it(tmp_path):
+    got = found(check(write_project(tmp_path, {"scores.py": DISPATCH, "train.py": DISPATCH_TRAIN}), "--no-cache",
+                      "--exit-zero"))
+    assert ("scores.py", 16, "GPU101") in got  # `self.transe`, a value of the table `forward` calls through
+    assert ("scores.py", 22, "GPU101") not in got  # `describe` is in no table and no call of forward

@@ -318,6 +318,11 @@ def _calls_of(fn: cst.FunctionDef) -> list[tuple[bool, str, Optional[str]]]:
         if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self":
             found.append(("read", node.attr.value, guard))  # a property read (callers keep only properties)
             continue
+        if type(node) is cst.Dict:  # a dispatch table, `{'TransE': self.TransE, ...}[self.model_name](h, r, t)`
+            found.extend((True, e.value.attr.value, guard) for e in node.elements if type(e) is cst.DictElement and
+                         type(e.value) is cst.Attribute and type(e.value.value) is cst.Name and
+                         e.value.value.value == "self")
+            continue
         if type(node) is not cst.Call:
             continue
         func = node.func
