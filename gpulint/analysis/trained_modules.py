@@ -97,9 +97,10 @@ def _decided(project: Project, cls) -> bool:
     prefilter sees names it by a name that resolves to it (`Probe()` in train.py, whose loop calls it only
     under `if step % 100 == 0:`; `{"informer": Informer}` in a builder: analysis/forward.py followed those and
     found no per-step call), or another project
-    module class builds it in its `__init__` (a submodule: it runs as often as its owner's method calling it,
-    `forward._submodule_site`, whether the owner is reached by a loop or assumed here)."""
-    from gpulint.analysis.forward import _built_in_init, _hot_file, _same
+    module class builds it in its `__init__` and calls it through that attribute in a method (a submodule: it
+    runs as often as that method, `forward._submodule_site`, whether the owner is reached by a loop or assumed
+    here). A submodule added to a container (`seq.add(Block(...))`) whose call is not seen is assumed itself."""
+    from gpulint.analysis.forward import _attribute_called, _built_in_init, _hot_file, _same
 
     for file in project.files_naming(cls.name):
         if project.is_test(file):
@@ -108,9 +109,10 @@ def _decided(project: Project, cls) -> bool:
         if info is None:
             continue
         for owner in info.classes.values():
-            if not _same(owner, cls) and _built_in_init(project, owner).get(cls.name) and \
-                    project.is_module_class(owner):
-                return True
+            held = {attr for attr, _ in _built_in_init(project, owner).get(cls.name, ())}
+            if held and not _same(owner, cls) and project.is_module_class(owner) and any(
+                    _attribute_called(project, owner, held, m) is not None for m in owner.methods):
+                return True  # the owner's method calls it (`__init__` too: setup): it runs as often as that
         tree = getattr(info, "tree", None)
         if not isinstance(tree, ast.Module) or not _hot_file(project, info)[0]:
             continue
