@@ -96,7 +96,9 @@ def _decided(project: Project, cls) -> bool:
     """A known route already decides the class, so the fallback keeps out: a non-test file whose hot loop the
     prefilter sees names it by a name that resolves to it (`Probe()` in train.py, whose loop calls it only
     under `if step % 100 == 0:`; `{"informer": Informer}` in a builder: analysis/forward.py followed those and
-    found no per-step call), or another project
+    found no per-step call), or any non-test file builds it by a constructor call resolving to it (the instance is
+    in sight of the existing routes, which follow it: `Net(...).fit(x, y)`), or a project subclass has its own
+    `forward` (the base's may never run), or another project
     module class builds it in its `__init__` and calls it through that attribute in a method (a submodule: it
     runs as often as that method, `forward._submodule_site`, whether the owner is reached by a loop or assumed
     here). A submodule added to a container (`seq.add(Block(...))`) whose call is not seen is assumed itself."""
@@ -113,11 +115,18 @@ def _decided(project: Project, cls) -> bool:
             if held and not _same(owner, cls) and project.is_module_class(owner) and any(
                     _attribute_called(project, owner, held, m) is not None for m in owner.methods):
                 return True  # the owner's method calls it (`__init__` too: setup): it runs as often as that
+            if not _same(owner, cls) and "forward" in owner.methods and \
+                    any(b.rsplit(".", 1)[-1] == cls.name for b in owner.bases):
+                return True  # a subclass with its own forward: the base's may never run
         tree = getattr(info, "tree", None)
-        if not isinstance(tree, ast.Module) or not _hot_file(project, info)[0]:
+        if not isinstance(tree, ast.Module):
             continue
+        hot = _hot_file(project, info)[0]
         asked = set()
         for node in ast.walk(tree):
+            if not hot and not isinstance(node, ast.Call):
+                continue  # outside a hot file only a constructor call decides: the instance is in sight
+            node = node.func if isinstance(node, ast.Call) else node
             dotted = _dotted_of(node) if isinstance(node, (ast.Name, ast.Attribute)) and \
                 _last(node) == cls.name else None
             if dotted is None or dotted in asked:
@@ -127,6 +136,8 @@ def _decided(project: Project, cls) -> bool:
             if found is not None and getattr(found, "name", None) == cls.name and \
                     getattr(found, "path", None) is not None and _same_path(project, found.path, cls.path):
                 return True
+            if hot and "." in dotted and dotted.split(".")[0] not in getattr(info, "imports", {}):
+                return True  # `net_module.Net(8)` of a module picked at run time: the named-module route decides
     return False
 
 
