@@ -127,7 +127,9 @@ class Rule:
         if where is not None and where.periodic:
             text = f"{text} (runs periodically: {where.reason}; fine if intended)"
         site = where.via if where is not None else None
-        if site is not None:  # model code that a loop in another place runs every step (analysis/forward.py)
+        if site is not None and getattr(site, "assumed", False):  # no loop seen: a network's forward, per batch
+            text = f"{text} (in `{site.runs}`, which runs on every forward pass)"
+        elif site is not None:  # model code that a loop in another place runs every step (analysis/forward.py)
             shown = display_path(site.path)
             text = f"{text} (in `{site.runs}`, which `{site.code}` runs every step)"
             related = (*related, Related(shown, site.line, f"`{site.code}` runs `{site.runs}` every step"))

@@ -45,6 +45,7 @@ from gpulint.analysis.framework_steps import framework_site
 from gpulint.analysis.inherited_calls import inherited_site
 from gpulint.analysis.dispatched_calls import dispatched_site
 from gpulint.analysis.event_hooks import event_site
+from gpulint.analysis.trained_modules import assumed_site
 from gpulint.analysis.tree import child_nodes
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Registry, _dotted, \
     held_python_tree, project_for, text_dependency
@@ -87,6 +88,10 @@ class CallSite:
     arguments: Optional[tuple] = None
     # For a submodule's call: the owner's method holding it (`act` of `Policy`, which a hot loop calls)
     owner_member: str = "forward"
+    # No loop was seen to call it: the `forward` (or `__call__`) of a module class of a project that runs models
+    # on a GPU, per-step because a network's forward runs once per batch (analysis/trained_modules.py). `path`
+    # and `line` are the method's own; there is no call to show.
+    assumed: bool = False
 
 
 # -- the linted module's side: which functions are per-step model code ---------------------------------------------
@@ -313,6 +318,11 @@ def _calls_of(fn: cst.FunctionDef) -> list[tuple[bool, str, Optional[str]]]:
         if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self":
             found.append(("read", node.attr.value, guard))  # a property read (callers keep only properties)
             continue
+        if type(node) is cst.Dict:  # a dispatch table, `{'TransE': self.TransE, ...}[self.model_name](h, r, t)`
+            found.extend((True, e.value.attr.value, guard) for e in node.elements if type(e) is cst.DictElement and
+                         type(e.value) is cst.Attribute and type(e.value.value) is cst.Name and
+                         e.value.value.value == "self")
+            continue
         if type(node) is not cst.Call:
             continue
         func = node.func
@@ -434,8 +444,9 @@ def per_step_site(project: Project, path: Path, class_name: str) -> Optional[Cal
 
     path = _resolved(project, path)
     # or the model called as itself in a training loop it inherits (`BaseModel.fit`: `model = self.train()`)
+    # or, when no route decides it, a module class of a GPU project: its forward runs every batch (trained_modules)
     return _remembered(project, (path, class_name), lambda: _find_site(project, path, class_name)
-                       or template_site(project, path, class_name))
+                       or template_site(project, path, class_name) or assumed_site(project, path, class_name))
 
 
 def _resolved(project: Project, path: Path) -> Path:
@@ -473,7 +484,8 @@ def call_site(project: Project, path: Path, class_name: str) -> Optional[CallSit
     runs its `__call__` (`loss_scaler(loss, optimizer, ...)` every step)."""
     path = _resolved(project, path)
     return _remembered(project, (path, class_name, "__call__"),
-                       lambda: _find_site(project, path, class_name, "__call__"))
+                       lambda: _find_site(project, path, class_name, "__call__")
+                       or assumed_site(project, path, class_name, "__call__"))
 
 
 def iterated_site(project: Project, path: Path, class_name: str) -> Optional[CallSite]:
@@ -2133,6 +2145,8 @@ def site_names_a_device(project: Project, site: Optional[CallSite], sites: int =
 
     depth = 0
     while site is not None:
+        if site.assumed:  # only a project that moves models or tensors to CUDA assumes a forward per-step
+            return True
         try:
             text = Path(site.path).read_text(errors="replace")  # a file already read by the project model
         except OSError:

@@ -144,8 +144,8 @@ class TrainingFacts:
         from gpulint.analysis.forward import CallSite, _project_of, caller_analysis
 
         via = where.via if where is not None else None
-        if not isinstance(via, CallSite) or self.analysis.path is None:
-            return False
+        if not isinstance(via, CallSite) or via.assumed or self.analysis.path is None:
+            return False  # an assumed forward (trained_modules) has no caller to look at
         project, _ = self.analysis.fact(_project_of)
         caller = caller_analysis(project, via.path)
         if caller is None:

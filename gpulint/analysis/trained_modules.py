@@ -1,0 +1,175 @@
+"""A network's `forward` runs once per batch wherever it is called: the fallback for model classes whose call no
+known route connects to a loop.
+
+Many projects build their model where gpulint cannot follow the call to a loop: from a YAML file or a registry
+(`build_model(cfg)`, `MODELS.build(cfg.model)`), by an importlib name, inside a trainer framework, or in a script
+whose loop calls `model(batch)` through layers of indirection. Yet the `forward` of an `nn.Module` a project trains
+runs on every batch, whoever calls it. When no known route (analysis/forward.py `per_step_site`, `call_site`)
+decides a project module class, its `forward` (or a `__call__` it overrides) counts as per-step code here, with no
+invented call site (`CallSite.assumed`: the message says "which runs on every forward pass", with no related
+location), when all of these hold:
+
+- the project runs models on a GPU: some non-test project file moves a model or tensors to CUDA or builds with
+  a CUDA device (`.cuda(`, a "cuda" device string, `torch.cuda.is_available()`, `CUDA_VISIBLE_DEVICES`), so a
+  CPU-only project stays silent;
+- the class is a subclass of `torch.nn.Module` (directly or through project bases) defined in a module that is
+  not test code and does not export or trace a network itself (`torch.onnx.export`, `torch.jit.trace`: a
+  conversion script runs it once);
+- the class is instantiated: "instantiated" means its name appears, beyond its own `class` line, in a non-test
+  project file that is no export-only script (a constructor call, an import to build it, a registry dict or an
+  `__init__` export, a subclass naming it as base, another module's `self.sub = Cls(...)`), or in its own module
+  (`self.block = Cls(...)` in another class, `MODELS = {"x": Cls}`, `__all__`), or it carries a class decorator (a
+  registry's `@MODELS.register_module()`, which builds it from a config string). A class named nowhere else is
+  dead code and stays silent.
+
+What such a `forward` reaches (its module's functions and methods through `self`, its submodules' forwards,
+project helpers it imports) follows exactly as for a forward a loop was seen to call, and so do the stances
+(first-call guards, `if not self.training:` branches).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Optional
+
+from gpulint.analysis.project import Project
+
+# Evidence, in a project file, that models or tensors go to a CUDA device
+_CUDA_USE = re.compile(r"\.cuda\(|[\"']cuda[\"':]|cuda\.is_available\(|CUDA_VISIBLE_DEVICES|cuda\.device_count\(")
+# A script that exports or traces a network once (ONNX, TorchScript, Core ML), not a training or serving loop
+_EXPORTS = re.compile(r"\bonnx\.export\(|\bjit\.trace\(|\bcoremltools\b|\btorch\.export\.export\(")
+_GPU_KEY = ("trained_modules", "gpu project")
+
+
+def runs_on_gpu(project: Project) -> bool:
+    """Some non-test project file moves a model or tensors to CUDA (`_CUDA_USE`), remembered per project state."""
+    with project._lock:
+        known = project.per_step_sites.get(_GPU_KEY)
+    if known is not None:
+        return known
+    found = any(not project.is_test(f) and _CUDA_USE.search(_text(f)) is not None
+                for f in project.files_naming("cuda"))
+    with project._lock:
+        project.per_step_sites[_GPU_KEY] = found
+    return found
+
+
+def assumed_site(project: Project, path: Path, class_name: str, member: str = "forward"):
+    """A `CallSite` with `assumed=True` for the `member` (`forward`, `__call__`) of the project `nn.Module` class
+    `class_name` of `path` when it counts as run on every batch (see the module's documentation), else None."""
+    from gpulint.analysis.forward import CallSite
+
+    if project.is_test(path):
+        return None
+    info = project.module(path)
+    cls = info.classes.get(class_name) if info is not None else None
+    if cls is None or member not in cls.methods or not project.is_module_class(cls):
+        return None
+    own = _text(path)
+    if _EXPORTS.search(own) is not None or not runs_on_gpu(project):
+        return None
+    if not _instantiated(project, path, cls, own, info) or _decided(project, cls):
+        return None
+    return CallSite(path, cls.methods[member].lineno, "", f"{class_name}.{member}", assumed=True)
+
+
+def _instantiated(project: Project, path: Path, cls, own: str, info) -> bool:
+    if len(re.findall(rf"\b{re.escape(cls.name)}\b", own)) > 1:
+        return True  # built or listed by its own module (another class's submodule, a dict, `__all__`)
+    if _decorated(info, cls):
+        return True  # a registry's decorator: built by the name a config gives
+    here = project._resolved(path)
+    training = set(project.files_naming(cls.name, training=True))
+    for file in project.files_naming(cls.name):
+        if project._resolved(file) == here or project.is_test(file):
+            continue
+        text = _text(file)
+        if _EXPORTS.search(text) is not None and file not in training:
+            continue  # an export script runs it once
+        return True
+    return False
+
+
+def _decided(project: Project, cls) -> bool:
+    """A known route already decides the class, so the fallback keeps out: a non-test file whose hot loop the
+    prefilter sees names it by a name that resolves to it (`Probe()` in train.py, whose loop calls it only
+    under `if step % 100 == 0:`; `{"informer": Informer}` in a builder: analysis/forward.py followed those and
+    found no per-step call), or any non-test file builds it by a constructor call resolving to it (the instance is
+    in sight of the existing routes, which follow it: `Net(...).fit(x, y)`), or a project subclass has its own
+    `forward` (the base's may never run), or another project
+    module class builds it in its `__init__` and calls it through that attribute in a method (a submodule: it
+    runs as often as that method, `forward._submodule_site`, whether the owner is reached by a loop or assumed
+    here). A submodule added to a container (`seq.add(Block(...))`) whose call is not seen is assumed itself."""
+    from gpulint.analysis.forward import _attribute_called, _built_in_init, _hot_file, _same
+
+    for file in project.files_naming(cls.name):
+        if project.is_test(file):
+            continue
+        info = project.module(file)
+        if info is None:
+            continue
+        for owner in info.classes.values():
+            held = {attr for attr, _ in _built_in_init(project, owner).get(cls.name, ())}
+            if held and not _same(owner, cls) and project.is_module_class(owner) and any(
+                    _attribute_called(project, owner, held, m) is not None for m in owner.methods):
+                return True  # the owner's method calls it (`__init__` too: setup): it runs as often as that
+            if not _same(owner, cls) and "forward" in owner.methods and \
+                    any(b.rsplit(".", 1)[-1] == cls.name for b in owner.bases):
+                return True  # a subclass with its own forward: the base's may never run
+        tree = getattr(info, "tree", None)
+        if not isinstance(tree, ast.Module):
+            continue
+        hot = _hot_file(project, info)[0]
+        asked = set()
+        for node in ast.walk(tree):
+            if not hot and not isinstance(node, ast.Call):
+                continue  # outside a hot file only a constructor call decides: the instance is in sight
+            node = node.func if isinstance(node, ast.Call) else node
+            dotted = _dotted_of(node) if isinstance(node, (ast.Name, ast.Attribute)) and \
+                _last(node) == cls.name else None
+            if dotted is None or dotted in asked:
+                continue
+            asked.add(dotted)
+            found = project.lookup(file, dotted)
+            if found is not None and getattr(found, "name", None) == cls.name and \
+                    getattr(found, "path", None) is not None and _same_path(project, found.path, cls.path):
+                return True
+            if hot and "." in dotted and dotted.split(".")[0] not in getattr(info, "imports", {}):
+                return True  # `net_module.Net(8)` of a module picked at run time: the named-module route decides
+    return False
+
+
+def _last(func: ast.expr) -> Optional[str]:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+
+
+def _dotted_of(func: ast.expr) -> Optional[str]:
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return None
+    parts.append(func.id)
+    return ".".join(reversed(parts))
+
+
+def _same_path(project: Project, a: Path, b: Path) -> bool:
+    return project._resolved(Path(a)) == project._resolved(Path(b))
+
+
+def _decorated(info, cls) -> bool:
+    tree = getattr(info, "tree", None)
+    if not isinstance(tree, ast.Module):
+        return False
+    return any(isinstance(s, ast.ClassDef) and s.name == cls.name and s.lineno == cls.line and s.decorator_list
+               for s in tree.body)
+
+
+def _text(path: Path) -> str:
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
