@@ -22,7 +22,7 @@ from gpulint.rule import all_rules
 UTILS = "def soft_update(params, target_params, tau):\n    for p, tp in zip(params, target_params):\n" \
         "        tp.data.mul_(1 - tau).add_(p.data, alpha=tau)\n"
 
-TRAIN = """\
+TRAIN_LOOP = """\
 import torch
 from utils import soft_update
 
@@ -36,7 +36,8 @@ for x in loader:
     y.backward()
     opt.step()
     soft_update(critic.parameters(), target.parameters(), 0.005)
-""" + "".join(f"    print(abs(min(max({i}, 1), 2)))\n" for i in range(40))
+"""
+TRAIN = TRAIN_LOOP + "".join(f"    print(abs(min(max({i}, 1), 2)))\n" for i in range(40))
 
 
 def test_one_project_call_resolver_per_linted_module(tmp_path: Path, monkeypatch) -> None:

@@ -20,24 +20,7 @@ from gpulint.cli import main
 from gpulint.config import Settings
 from gpulint.discovery import iter_files
 
-UTILS = "def soft_update(params, target_params, tau):\n    for p, tp in zip(params, target_params):\n" \
-        "        tp.data.mul_(1 - tau).add_(p.data, alpha=tau)\n"
-
-TRAIN = """\
-import torch
-from utils import soft_update
-
-critic = torch.nn.Linear(4, 1).cuda()
-target = torch.nn.Linear(4, 1).cuda()
-opt = torch.optim.SGD(critic.parameters(), lr=0.1)
-for x in loader:
-    x = x.cuda(non_blocking=True)
-    y = torch.relu(critic(x)).mean(dim=0).sum()
-    opt.zero_grad()
-    y.backward()
-    opt.step()
-    soft_update(critic.parameters(), target.parameters(), 0.005)
-"""
+from test_lint_cost import TRAIN_LOOP as TRAIN, UTILS
 
 
 def run(*args):

@@ -34,7 +34,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
-from gpulint.analysis.project import Project
+from gpulint.analysis.project import Project, _dotted
 
 # Evidence, in a project file, that models or tensors go to a CUDA device
 _CUDA_USE = re.compile(r"\.cuda\(|[\"']cuda[\"':]|cuda\.is_available\(|CUDA_VISIBLE_DEVICES|cuda\.device_count\(")
@@ -127,7 +127,7 @@ def _decided(project: Project, cls) -> bool:
             if not hot and not isinstance(node, ast.Call):
                 continue  # outside a hot file only a constructor call decides: the instance is in sight
             node = node.func if isinstance(node, ast.Call) else node
-            dotted = _dotted_of(node) if isinstance(node, (ast.Name, ast.Attribute)) and \
+            dotted = _dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) and \
                 _last(node) == cls.name else None
             if dotted is None or dotted in asked:
                 continue
@@ -143,17 +143,6 @@ def _decided(project: Project, cls) -> bool:
 
 def _last(func: ast.expr) -> Optional[str]:
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-
-
-def _dotted_of(func: ast.expr) -> Optional[str]:
-    parts = []
-    while isinstance(func, ast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    if not isinstance(func, ast.Name):
-        return None
-    parts.append(func.id)
-    return ".".join(reversed(parts))
 
 
 def _same_path(project: Project, a: Path, b: Path) -> bool:
