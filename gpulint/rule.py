@@ -100,6 +100,10 @@ class Rule:
     # Codes whose finding anywhere in the module makes this rule's findings there moot (GPU404's TF32 line where
     # GPU403 puts the step under bf16 autocast): the checker drops them.
     defers_in_module_to: ClassVar[tuple[str, ...]] = ()
+    # Whether the rule reports in a network's `forward` that no loop was seen to call, assumed per batch
+    # (analysis/trained_modules.py). Syncs and copies cost the same wherever the network is called; advice whose
+    # worth depends on how often a call runs is given only where a call was seen.
+    at_assumed_forwards: ClassVar[bool] = True
     VALID: ClassVar[Sequence[str]] = ()
     INVALID: ClassVar[Sequence[Example]] = ()
 
@@ -128,6 +132,8 @@ class Rule:
             text = f"{text} (runs periodically: {where.reason}; fine if intended)"
         site = where.via if where is not None else None
         if site is not None and getattr(site, "assumed", False):  # no loop seen: a network's forward, per batch
+            if not self.at_assumed_forwards:
+                return
             text = f"{text} (in `{site.runs}`, which runs on every forward pass)"
         elif site is not None:  # model code that a loop in another place runs every step (analysis/forward.py)
             shown = display_path(site.path)

@@ -172,3 +172,20 @@ def test_a_method_forward_picks_from_a_dispatch_table_runs_with_it(tmp_path):
                       "--exit-zero"))
     assert ("scores.py", 16, "GPU101") in got  # `self.transe`, a value of the table `forward` calls through
     assert ("scores.py", 22, "GPU101") not in got  # `describe` is in no table and no call of forward
+
+
+def test_a_loss_module_built_in_an_assumed_forward_is_not_reported(tmp_path):
+    """GPU408 (a module built every step) is advice whose worth depends on how often a call runs: only where a
+    loop is seen to call the network, not in a forward assumed per batch; the sync beside it still is."""
+    models = KGE.replace("        score = self.gamma.item() - self.emb(x).norm(dim=-1)\n",
+                         "        score = self.gamma.item() - self.emb(x).norm(dim=-1)\n"
+                         "        score = nn.SmoothL1Loss()(score, score.detach())\n")
+    got = found(_project(tmp_path, extra={"models.py": models}))
+    assert GAMMA in got
+    assert ("models.py", GAMMA[1] + 1, "GPU408") not in got
+    loop = DISPATCH_TRAIN.replace("        loss = model(h.cuda(), t.cuda()).mean()\n",
+                                  "        loss = nn.SmoothL1Loss()(model(h.cuda(), t.cuda()), t.cuda())\n"
+                                  ).replace("from scores import Scores\n", "from torch import nn\nfrom scores import Scores\n")
+    got = found(check(write_project(tmp_path / "seen", {"scores.py": DISPATCH, "train.py": loop}), "--no-cache",
+                      "--exit-zero"))
+    assert ("train.py", 10, "GPU408") in got  # built in a loop that is seen: reported as before

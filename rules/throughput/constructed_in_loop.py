@@ -50,7 +50,9 @@ class ConstructedInLoop(GpuRule):
     rebuilt when a phase changes), `nn.Parameter(...)`, and code outside hot loops. An optimizer built in a
     function that first resets the parameters of the model it optimizes (`model.reset_parameters()`, then
     `Adam(model.parameters())`: a model retrained from scratch on each step, as a poisoning attack's inner
-    training does) needs its fresh state: building it anew is the point.
+    training does) needs its fresh state: building it anew is the point. A network's `forward` that no loop was
+    seen to call (a model built from a registry or a configuration, assumed to run on every batch) is not
+    reported: building a loss module costs microseconds, worth saying only where a loop is seen to call it.
     """
 
     code = "GPU408"
@@ -58,6 +60,7 @@ class ConstructedInLoop(GpuRule):
     name = "constructed-in-loop"
     message = "module, loss or optimizer constructed every step: build it once, before the loop"
     family = Family.THROUGHPUT
+    at_assumed_forwards = False
     added_in = "0.2.0"
     preview = False  # default-on: 100% precise on the labelled repositories (docs/rules/preview-decisions.md)
     VALID = (
