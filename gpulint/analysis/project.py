@@ -3178,8 +3178,9 @@ def _periodic_predicates(info) -> frozenset:
     (lazy_module.py) keeps no index of its tree, and asking `indexed` per `if` parsed it again each time."""
     names = getattr(info, "_periodic_predicate_names", None)
     if names is None:
-        names = frozenset(name for name, defs in info.indexed(_functions_by_name).items()
-                          if len(defs) == 1 and _true_only_under_modulo(defs[0]))
+        # a big module: its functions' nodes are read once here, not kept among its few cached indexes
+        by_name = _functions_by_name(info.tree) if hasattr(info, "class_node") else info.indexed(_functions_by_name)
+        names = frozenset(name for name, defs in by_name.items() if len(defs) == 1 and _true_only_under_modulo(defs[0]))
         info._periodic_predicate_names = names
     return names
 

@@ -78,7 +78,7 @@ def assumed_site(project: Project, path: Path, class_name: str, member: str = "f
 def _instantiated(project: Project, path: Path, cls, own: str, info) -> bool:
     if len(re.findall(rf"\b{re.escape(cls.name)}\b", own)) > 1:
         return True  # built or listed by its own module (another class's submodule, a dict, `__all__`)
-    if _decorated(info, cls):
+    if _decorated(project, cls):
         return True  # a registry's decorator: built by the name a config gives
     here = project._resolved(path)
     training = set(project.files_naming(cls.name, training=True))
@@ -118,20 +118,12 @@ def _decided(project: Project, cls) -> bool:
             if not _same(owner, cls) and "forward" in owner.methods and \
                     any(b.rsplit(".", 1)[-1] == cls.name for b in owner.bases):
                 return True  # a subclass with its own forward: the base's may never run
-        tree = getattr(info, "tree", None)
-        if not isinstance(tree, ast.Module):
-            continue
+        if not hasattr(info, "class_node") and not isinstance(getattr(info, "tree", None), ast.Module):
+            continue  # (a big module's `tree` is parsed anew on each read: its index is kept instead)
         hot = _hot_file(project, info)[0]
-        asked = set()
-        for node in ast.walk(tree):
-            if not hot and not isinstance(node, ast.Call):
+        for dotted, called in info.indexed(_references).get(cls.name, {}).items():
+            if not hot and not called:
                 continue  # outside a hot file only a constructor call decides: the instance is in sight
-            node = node.func if isinstance(node, ast.Call) else node
-            dotted = _dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) and \
-                _last(node) == cls.name else None
-            if dotted is None or dotted in asked:
-                continue
-            asked.add(dotted)
             found = project.lookup(file, dotted)
             if found is not None and getattr(found, "name", None) == cls.name and \
                     getattr(found, "path", None) is not None and _same_path(project, found.path, cls.path):
@@ -139,6 +131,22 @@ def _decided(project: Project, cls) -> bool:
             if hot and "." in dotted and dotted.split(".")[0] not in getattr(info, "imports", {}):
                 return True  # `net_module.Net(8)` of a module picked at run time: the named-module route decides
     return False
+
+
+def _references(tree: ast.Module) -> dict:
+    """Last name -> {dotted name: whether some call calls it} of every name and attribute chain of a module, from
+    one walk (`ModuleInfo.indexed`: asked for every class a module names, not a walk per class)."""
+    found: dict[str, dict[str, bool]] = {}
+    for node in ast.walk(tree):
+        called = isinstance(node, ast.Call)
+        if called:
+            node = node.func
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            dotted = _dotted(node)
+            if dotted is not None:
+                names = found.setdefault(_last(node), {})
+                names[dotted] = names.get(dotted, False) or called
+    return found
 
 
 def _last(func: ast.expr) -> Optional[str]:
@@ -149,12 +157,11 @@ def _same_path(project: Project, a: Path, b: Path) -> bool:
     return project._resolved(Path(a)) == project._resolved(Path(b))
 
 
-def _decorated(info, cls) -> bool:
-    tree = getattr(info, "tree", None)
-    if not isinstance(tree, ast.Module):
-        return False
-    return any(isinstance(s, ast.ClassDef) and s.name == cls.name and s.lineno == cls.line and s.decorator_list
-               for s in tree.body)
+def _decorated(project: Project, cls) -> bool:
+    from gpulint.analysis.module_attrs import class_node
+
+    node = class_node(project, cls)  # from the class's own lines in a big module: no whole-text parse per class
+    return node is not None and bool(node.decorator_list)
 
 
 def _text(path: Path) -> str:
