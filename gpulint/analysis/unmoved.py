@@ -113,17 +113,22 @@ _SAME_PLACE = frozenset({"float", "double", "long", "int", "half", "bool", "cont
                          "unsqueeze", "view", "reshape", "permute", "clone", "flatten", "data"})
 
 
+def _uses_in(kinds: "KindInference", loop: cst.For, name: str):
+    """The `Name` nodes reading `name` inside `loop`, from the kind inference's index."""
+    span = kinds.index.subtree(loop)
+    if span is None:
+        return
+    for node, place in zip(kinds.index.names(name), kinds.index.name_places(name)):
+        if place is not None and span[0] <= place <= span[1]:
+            yield node
+
+
 def _read_as_host_array(kinds: "KindInference", loop: cst.For, name: str) -> bool:
     """Some use of `name` inside the loop is a bare `name.numpy()` (through same-place conversions only, no
     `.cpu()`, no move): `Tensor.numpy()` raises on a CUDA tensor, so the element, and the batch it came with, is
     in host memory."""
-    span = kinds.index.subtree(loop)
-    if span is None:
-        return False
     up = kinds.index.up
-    for node, place in zip(kinds.index.names(name), kinds.index.name_places(name)):
-        if place is None or not span[0] <= place <= span[1]:
-            continue
+    for node in _uses_in(kinds, loop, name):
         current: cst.CSTNode = node
         while True:
             parent = up.get(id(current))
@@ -488,13 +493,8 @@ def _decide_indexed(kinds: "KindInference", loop: cst.For, batch: str, index: st
 def _sibling_moved_in_place(kinds: "KindInference", loop: cst.For, batch: str, index: str) -> bool:
     """`batch["input_ids"].to(device)` in the loop: an element of the batch taken by another constant index is
     moved where it is read (DLE BART's `run_eval.py`, whose `ids = batch["ids"]` stays on the host)."""
-    span = kinds.index.subtree(loop)
-    if span is None:
-        return False
     up = kinds.index.up
-    for node, place in zip(kinds.index.names(batch), kinds.index.name_places(batch)):
-        if place is None or not span[0] <= place <= span[1]:
-            continue
+    for node in _uses_in(kinds, loop, batch):
         subscript = up.get(id(node))
         element = _element_of(subscript)
         if element is None or subscript.value is not node or element[1] == index:  # type: ignore[union-attr]
