@@ -703,7 +703,11 @@ class DataFacts:
                 return ACCELERATOR
             return None
         if type(expr) is cst.Name:
-            values = [b.value for b in self.bindings(expr) if b.kind in ("assign", "walrus")]
+            bindings = self.bindings(expr)
+            if not bindings and type(self.index.enclosing_scope(expr)) is cst.FunctionDef:
+                # `global cuda; cuda = torch.device('cuda')` in `main()`, read as `.to(cuda)` in `train()`
+                bindings = self.analysis.kinds.declared_global_bindings(expr.value)
+            values = [b.value for b in bindings if b.kind in ("assign", "walrus")]
             kinds = {self.device_of(v, depth + 1) for v in values if v is not None}
             if kinds == {CPU}:
                 return CPU
