@@ -55,3 +55,64 @@ def test_a_global_device_bound_in_main_is_the_gpu(tmp_path: Path) -> None:
 def test_a_global_bound_to_the_cpu_is_not(tmp_path: Path) -> None:
     cpu = GLOBAL_DEVICE.replace("torch.device('cuda')", "torch.device('cpu')")
     assert not {f for f in lint_script(tmp_path, cpu) if f[1] == "GPU202"}
+
+
+UTILS = """\
+from torch.utils.data import DataLoader
+
+
+def get_data_loader(dataset, batch_size, cuda=False, drop_last=False):
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, drop_last=drop_last,
+                      **({'num_workers': 0, 'pin_memory': True} if cuda else {}))
+"""
+
+TRAIN_CL = """\
+import torch
+from utils import get_data_loader
+
+
+def train_cl(model, dataset, iters, batch_size):
+    cuda = model.is_on_cuda()
+    device = model.device()
+    iters_left = 1
+    for batch_index in range(1, iters + 1):
+        iters_left -= 1
+        if iters_left == 0:
+            data_loader = iter(get_data_loader(dataset, batch_size, cuda=cuda, drop_last=True))
+            iters_left = len(data_loader)
+        x, y = next(data_loader)
+        x, y = x.to(device), y.to(device)
+        model.train_a_batch(x, y)
+
+
+def test_acc(model, dataset, batch_size=128):
+    device = model.device()
+    data_loader = get_data_loader(dataset, batch_size, cuda=torch.cuda.is_available())
+    correct = 0
+    for x, y in data_loader:
+        with torch.no_grad():
+            scores = model(x.to(device))
+        correct += (scores.argmax(1).cpu() == y).sum()
+    return correct
+"""
+
+
+def _project(tmp_path: Path, utils: str = UTILS, train: str = TRAIN_CL) -> set:
+    from projects import check, found, write_project
+
+    root = write_project(tmp_path, {"utils.py": utils, "train.py": train})
+    return {(p, row, code) for p, row, code in found(check(root, "--no-cache", "--exit-zero", "train.py"))}
+
+
+def test_a_factory_pinning_on_its_cuda_flag_pins_for_a_cuda_caller(tmp_path: Path) -> None:
+    # `**({"pin_memory": True} if cuda else {})` with `cuda=cuda` of `cuda = model.is_on_cuda()`: pinned on every run
+    # that copies to the GPU; the loader drawn with `next(iter(get_data_loader(...)))` makes the loop a step loop
+    found = _project(tmp_path)
+    assert ("train.py", 15, "GPU202") in found
+    assert ("train.py", 25, "GPU202") in found
+
+
+def test_a_flag_not_named_for_cuda_leaves_pinning_unknown(tmp_path: Path) -> None:
+    utils = UTILS.replace("cuda", "fast")
+    train = TRAIN_CL.replace("cuda=cuda", "fast=cuda").replace("cuda=torch.cuda", "fast=torch.cuda")
+    assert not {f for f in _project(tmp_path, utils, train) if f[2] in ("GPU202", "GPU201")}

@@ -2686,6 +2686,9 @@ class _Summarizer:
                         param = kw.value.id  # `pin_memory=pin_memory`, a parameter of this factory
             if param is not None and pinned is None and not any(kw.arg is None for kw in value.keywords):
                 return LoaderFact(self.info.path, value.lineno, None, param, _bool_default(self.fn, param))
+            flag = self._pinned_if(value)
+            if flag is not None:  # `**({"pin_memory": True} if cuda else {})`, `cuda` a parameter of this factory
+                return LoaderFact(self.info.path, value.lineno, None, flag, _bool_default(self.fn, flag))
             tested = next((self._pin_test(kw.value) for kw in value.keywords if kw.arg == "pin_memory"), None)
             if tested is not None and not any(kw.arg is None for kw in value.keywords):
                 param, test = tested  # `pin_memory=(device != "cpu")`, `device` a parameter of this factory
@@ -2701,6 +2704,35 @@ class _Summarizer:
                 return LoaderFact(made.path, made.line, None)  # decided by the inner factory's own argument
             return made
         return None
+
+    def _pinned_if(self, loader: ast.Call) -> Optional[str]:
+        """The parameter of this factory that turns pinning on, where the loader's only `**` options are
+        `**({..., "pin_memory": True} if flag else {})` (or `dict(..., pin_memory=True)`) and no keyword names
+        `pin_memory`: pinned exactly when the call's `flag` argument is true. Else None."""
+        stars = [kw.value for kw in loader.keywords if kw.arg is None]
+        if len(stars) != 1 or any(kw.arg == "pin_memory" for kw in loader.keywords):
+            return None
+        test = stars[0]
+        if not isinstance(test, ast.IfExp) or not isinstance(test.test, ast.Name):
+            return None
+        flag = test.test.id
+        if self.taint.get(flag) != flag or flag not in (*self.summary.params, *self.summary.keyword_only):
+            return None
+
+        def pins(options: ast.expr) -> Optional[bool]:
+            if isinstance(options, ast.Dict) and all(isinstance(k, ast.Constant) for k in options.keys):
+                pairs = [(k.value, v) for k, v in zip(options.keys, options.values)]  # type: ignore[union-attr]
+            elif isinstance(options, ast.Call) and isinstance(options.func, ast.Name) and \
+                    options.func.id == "dict" and not options.args and all(kw.arg for kw in options.keywords):
+                pairs = [(kw.arg, kw.value) for kw in options.keywords]
+            else:
+                return None
+            for key, item in pairs:
+                if key == "pin_memory":
+                    return item.value if isinstance(item, ast.Constant) and isinstance(item.value, bool) else None
+            return False
+
+        return flag if pins(test.body) is True and pins(test.orelse) is False else None
 
     def _pin_test(self, value: ast.expr) -> Optional[tuple[str, tuple[str, str]]]:
         """(parameter, ("!=" or "==", string)) for `pin_memory=(device != "cpu")` with `device` a parameter of this
