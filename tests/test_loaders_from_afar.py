@@ -116,3 +116,66 @@ def test_a_flag_not_named_for_cuda_leaves_pinning_unknown(tmp_path: Path) -> Non
     utils = UTILS.replace("cuda", "fast")
     train = TRAIN_CL.replace("cuda=cuda", "fast=cuda").replace("cuda=torch.cuda", "fast=torch.cuda")
     assert not {f for f in _project(tmp_path, utils, train) if f[2] in ("GPU202", "GPU201")}
+
+
+CONFIG = """\
+from yacs.config import CfgNode as CN
+
+_C = CN()
+_C.WORKERS = 8
+_C.PIN_MEMORY = False
+cfg = _C
+"""
+
+FUNCTION = """\
+def train(cfg, train_loader, model, optimizer, device):
+    for i, (x, y) in enumerate(train_loader):
+        loss = model(x.to(device)).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+YACS_TRAIN = """\
+import torch
+from torch.utils.data import DataLoader
+from config import cfg
+from function import train
+
+
+def main(dataset):
+    device = torch.device("cuda")
+    model = torch.nn.Linear(4, 4).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    train_loader = DataLoader(dataset, batch_size=8, num_workers=cfg.WORKERS, pin_memory=cfg.PIN_MEMORY)
+    for epoch in range(10):
+        train(cfg, train_loader, model, optimizer, device)
+"""
+
+
+def _yacs(tmp_path: Path, config: str = CONFIG, extra: dict = {}) -> list:
+    from projects import check, write_project
+
+    root = write_project(tmp_path, {"config.py": config, "function.py": FUNCTION, "train.py": YACS_TRAIN, **extra})
+    return [d for d in check(root, "--no-cache", "--exit-zero", "train.py") if d["code"] == "GPU201"]
+
+
+def test_a_yacs_pin_memory_off_by_default_is_reported(tmp_path: Path) -> None:
+    # `pin_memory=cfg.PIN_MEMORY` with `_C.PIN_MEMORY = False`: unpinned in the default run, and the loader goes
+    # to another module's training function (no loop of this module copies it)
+    found = _yacs(tmp_path)
+    assert [d["location"]["row"] for d in found] == [11]
+    assert "a configuration setting that is off by default" in found[0]["message"]
+
+
+def test_a_yacs_setting_on_or_set_by_a_recipe_is_not(tmp_path: Path) -> None:
+    assert not _yacs(tmp_path / "on", CONFIG.replace("PIN_MEMORY = False", "PIN_MEMORY = True"))
+    assert not _yacs(tmp_path / "yaml", extra={"experiments/run.yaml": "PIN_MEMORY: true\n"})
+
+
+def test_pin_memory_false_written_out_still_needs_a_copy_in_sight(tmp_path: Path) -> None:
+    from projects import check, write_project
+
+    train = YACS_TRAIN.replace("pin_memory=cfg.PIN_MEMORY", "pin_memory=False")
+    root = write_project(tmp_path, {"config.py": CONFIG, "function.py": FUNCTION, "train.py": train})
+    assert not [d for d in check(root, "--no-cache", "--exit-zero", "train.py") if d["code"] == "GPU201"]
