@@ -179,3 +179,98 @@ def test_pin_memory_false_written_out_still_needs_a_copy_in_sight(tmp_path: Path
     train = YACS_TRAIN.replace("pin_memory=cfg.PIN_MEMORY", "pin_memory=False")
     root = write_project(tmp_path, {"config.py": CONFIG, "function.py": FUNCTION, "train.py": train})
     assert not [d for d in check(root, "--no-cache", "--exit-zero", "train.py") if d["code"] == "GPU201"]
+
+
+MANAGERS = """\
+import torch
+
+
+class PlainManager:
+    def __init__(self, batch_size):
+        self.batch_size = batch_size
+
+    def loader(self, dataset):
+        options = dict(batch_size=self.batch_size, shuffle=True, num_workers=4, pin_memory=True)
+        return torch.utils.data.DataLoader(dataset, **options)
+
+
+class EpisodeManager:
+    def __init__(self, episodes):
+        self.episodes = episodes
+
+    def loader(self, dataset):
+        options = dict(batch_size=self.episodes, num_workers=4, pin_memory=PIN)
+        return torch.utils.data.DataLoader(dataset, **options)
+"""
+
+LEARNER = """\
+import torch.nn as nn
+
+
+class Learner(nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+        self.loss_fn = nn.CrossEntropyLoss()
+
+    def forward(self, x):
+        x = x.cuda()
+        return self.net(x)
+
+    def forward_loss(self, x, y):
+        scores = self.forward(x)
+        y = y.cuda()
+        return self.loss_fn(scores, y)
+
+    def train_loop(self, epoch, train_loader, optimizer):
+        for i, (x, y) in enumerate(train_loader):
+            optimizer.zero_grad()
+            loss = self.forward_loss(x, y)
+            loss.backward()
+            optimizer.step()
+"""
+
+SCRIPT = """\
+import torch
+from managers import PlainManager, EpisodeManager
+from learner import Learner
+
+
+def train(base_loader, model, epochs):
+    optimizer = torch.optim.Adam(model.parameters())
+    for epoch in range(epochs):
+        model.train()
+        model.train_loop(epoch, base_loader, optimizer)
+
+
+if __name__ == "__main__":
+    import sys
+    if sys.argv[1] == "plain":
+        manager = PlainManager(16)
+        base_loader = manager.loader(list(range(64)))
+    else:
+        manager = EpisodeManager(5)
+        base_loader = manager.loader(list(range(64)))
+    model = Learner(torch.nn.Linear(4, 4)).cuda()
+    train(base_loader, model, 10)
+"""
+
+
+def _managed(tmp_path: Path, pin: str) -> set:
+    from projects import check, found, write_project
+
+    root = write_project(tmp_path, {"managers.py": MANAGERS.replace("PIN", pin), "learner.py": LEARNER,
+                                    "train.py": SCRIPT})
+    return {(p, row, code) for p, row, code in found(check(root, "--no-cache", "--exit-zero", "learner.py"))
+            if code == "GPU202"}
+
+
+def test_a_method_loop_over_a_loader_the_script_builds_with_a_manager_class(tmp_path: Path) -> None:
+    # `model.train_loop(epoch, base_loader, optimizer)` in `train()`, called by the script's own `train(base_loader,
+    # ...)`, whose `base_loader` comes from the `loader()` method of one of two manager classes (both pinning through
+    # `**dict(..., pin_memory=True)`); the batch goes to `forward_loss(x, y)` and on to `forward(x)`, which copy it
+    assert _managed(tmp_path, "True") == {("learner.py", 11, "GPU202"), ("learner.py", 16, "GPU202")}
+
+
+def test_managers_that_disagree_on_pinning_leave_it_unknown(tmp_path: Path) -> None:
+    assert _managed(tmp_path, "False") == set()

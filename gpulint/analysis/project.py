@@ -1050,6 +1050,14 @@ class Project:
                 return self.loader_at(info, expr.args[0], assigns, depth + 1)
             dotted = _dotted(expr.func)
             found = self.lookup(info.path, dotted) if dotted else None
+            if found is None and isinstance(expr.func, ast.Attribute) and isinstance(expr.func.value, ast.Name) \
+                    and expr.func.value.id in assigns:
+                # `datamgr.get_data_loader(...)` of `datamgr = SimpleDataManager(...)`: the project method's loader
+                cls = self.class_at(info, expr.func.value, assigns, depth + 1)
+                found = self.method(cls, expr.func.attr) if isinstance(cls, ClassSummary) else None
+                if isinstance(found, FunctionSummary) and found.returns_loader is not None and \
+                        found.returns_loader.pin_param is not None:
+                    return _UNKNOWN  # pinning decided by the call's own argument: not read here
             if isinstance(found, FunctionSummary) and found.returns_loader is not None:
                 return found.returns_loader
             return _UNKNOWN
@@ -2672,9 +2680,13 @@ class _Summarizer:
         if qualified in LOADER_CLASSES or qualified.endswith(".DataLoader"):
             pinned: Optional[bool] = False
             param = None
+            stars = [kw for kw in value.keywords if kw.arg is None]
             for kw in value.keywords:
                 if kw.arg is None:
-                    pinned = None  # `**kwargs`: cannot tell
+                    # `**loader_params` of `loader_params = dict(..., pin_memory=True)` in this function, never
+                    # updated; anything else cannot be told
+                    pinned = self._options_pinning(value, kw.value) if len(stars) == 1 and pinned is not None \
+                        else None
                 elif kw.arg == "pin_memory":
                     pinned = True if isinstance(kw.value, ast.Constant) and kw.value.value is True else \
                         (False if isinstance(kw.value, ast.Constant) else None)
@@ -2703,6 +2715,17 @@ class _Summarizer:
             if made is not None and made.pin_param is not None:
                 return LoaderFact(made.path, made.line, None)  # decided by the inner factory's own argument
             return made
+        return None
+
+    def _options_pinning(self, loader: ast.Call, options: ast.expr) -> Optional[bool]:
+        """What `**options` of this function's `DataLoader(...)` says of pinning (`_pinned_by_options`, with the
+        assignments of the call's scope), False where the options leave `pin_memory` out; None when unknown."""
+        if not isinstance(options, ast.Name) or any(kw.arg == "pin_memory" for kw in loader.keywords):
+            return None
+        name = _dotted(loader.func)
+        for call, assigns in self.info.calls_named(name.rsplit(".", 1)[-1] if name else ""):
+            if call is loader:
+                return _pinned_by_options(self.info, options, assigns, False)
         return None
 
     def _pinned_if(self, loader: ast.Call) -> Optional[str]:
