@@ -274,3 +274,63 @@ def test_a_method_loop_over_a_loader_the_script_builds_with_a_manager_class(tmp_
 
 def test_managers_that_disagree_on_pinning_leave_it_unknown(tmp_path: Path) -> None:
     assert _managed(tmp_path, "False") == set()
+
+
+PARSER = """\
+import argparse
+
+
+def str2bool(value):
+    return value.lower() in ("yes", "true", "1")
+
+
+def build_parser():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pin_memory", help="Pin memory", default=DEFAULT, type=str2bool)
+    parser.add_argument("--epochs", type=int, default=10)
+    return parser
+"""
+
+TOOLS = """\
+def train_one_epoch(model, optimizer, data_loader, device):
+    for x, y in data_loader:
+        loss = model(x.to(device)).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+RUN = """\
+import torch
+from torch.utils.data import DataLoader
+from arg_parser import build_parser
+from tools import train_one_epoch
+
+
+def main(dataset):
+    args = build_parser().parse_args()
+    device = torch.device("cuda")
+    model = torch.nn.Linear(4, 4).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    train_loader = DataLoader(dataset, batch_size=8, num_workers=4, pin_memory=args.pin_memory)
+    for epoch in range(args.epochs):
+        train_one_epoch(model, optimizer, train_loader, device)
+"""
+
+
+def _parsed(tmp_path: Path, default: str) -> set:
+    from projects import check, found, write_project
+
+    root = write_project(tmp_path, {"arg_parser.py": PARSER.replace("DEFAULT", default), "tools.py": TOOLS,
+                                    "run.py": RUN})
+    return {(p, row, code) for p, row, code in found(check(root, "--no-cache", "--exit-zero", "tools.py"))
+            if code == "GPU202"}
+
+
+def test_a_loader_pinned_by_a_project_parser_default(tmp_path: Path) -> None:
+    # `pin_memory=args.pin_memory` where another module's parser declares `--pin_memory` with `default=True`
+    assert _parsed(tmp_path, "True") == {("tools.py", 3, "GPU202")}
+
+
+def test_a_parser_default_not_a_boolean_leaves_pinning_unknown(tmp_path: Path) -> None:
+    assert _parsed(tmp_path, "None") == set()

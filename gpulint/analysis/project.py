@@ -582,6 +582,15 @@ def _pinned_by_options(info: "ModuleInfo", options: ast.expr, assigns: dict, pin
     return pinned
 
 
+def _flag_pinning(project, info: "ModuleInfo", value: ast.expr) -> Optional[bool]:
+    """`pin_memory=args.pin_memory`: the boolean default of that command-line option, declared by the module's
+    parser or the project's (`default=True` with `type=str2bool` pins, `action="store_true"` does not); None."""
+    from gpulint.analysis.flags import ast_option_default
+
+    found = ast_option_default(project, info, value)
+    return found if isinstance(found, bool) else None
+
+
 def _loader_identity(fact: "LoaderFact") -> tuple:
     """A loader is the `DataLoader(...)` call it was built by."""
     return fact.path, fact.line
@@ -1044,7 +1053,8 @@ class Project:
                     if kw.arg is None:
                         pinned = _pinned_by_options(info, kw.value, assigns, pinned)
                     elif kw.arg == "pin_memory":
-                        pinned = kw.value.value is True if isinstance(kw.value, ast.Constant) else None
+                        pinned = kw.value.value is True if isinstance(kw.value, ast.Constant) else \
+                            _flag_pinning(self, info, kw.value)
                 return LoaderFact(info.path, expr.lineno, pinned)
             if qualified in ("iter", "itertools.cycle") and len(expr.args) == 1:
                 return self.loader_at(info, expr.args[0], assigns, depth + 1)
