@@ -3,6 +3,23 @@
 - A device bound in `main()` under `global cuda; cuda = torch.device('cuda')` and read by the loop's function
   (`input_seq.to(cuda)` in `train(data_loader, ...)`): the copy goes to the GPU, so GPU202 judges it by the loader
   `main()` hands over (a factory of the module that pins it).
+- A factory whose loader pins only under its CUDA flag (`**({"pin_memory": True} if cuda else {})`), called with
+  the caller's own CUDA flag (`cuda=cuda` of `cuda = model.is_on_cuda()`, `torch.cuda.is_available()`): pinned on
+  every run that copies to the GPU. A flag not named for CUDA stays unknown.
+- `data_loader = iter(get_data_loader(...))` inside a step loop, drawn with `next(data_loader)`: the factory call
+  under `iter(...)` is a loader (analysis/loader_calls.py), so the loop takes one batch per iteration.
+- GPU201 at `DataLoader(..., pin_memory=cfg.PIN_MEMORY)` where the yacs default is `False` and no YAML sets it:
+  unpinned in every shipped run, reported like a loader passing no `pin_memory`, also when the loader is handed
+  to another module's training function (`pin_memory=False` written out, and an argparse flag off by default that
+  a shell recipe may pass, are still reported only where a loop of the module is seen copying their batches).
+- A loop over a method's parameter (`def train_loop(self, epoch, train_loader, optimizer)`) resolved through the
+  calls of the method by name in the project's other files (`model.train_loop(epoch, base_loader, optimizer)`),
+  a loader handed on by the script's own top-level `train(base_loader, ...)` and built by a method of a project
+  class instance on either branch of an `if` (`manager.loader(...)`, `DataLoader(ds, **options)` with `options =
+  dict(..., pin_memory=True)`); the batch handed on through two of the class's methods (`forward_loss(x, y)` ->
+  `self.forward(x)`) before its copy.
+- `DataLoader(..., pin_memory=args.pin_memory)` handed to another module's loop, where the project's parser
+  declares `--pin_memory` with `default=True` (`type=str2bool`): pinned in the default run.
 """
 
 from __future__ import annotations
@@ -334,3 +351,17 @@ def test_a_loader_pinned_by_a_project_parser_default(tmp_path: Path) -> None:
 
 def test_a_parser_default_not_a_boolean_leaves_pinning_unknown(tmp_path: Path) -> None:
     assert _parsed(tmp_path, "None") == set()
+
+
+def test_a_parser_flag_off_by_default_still_needs_a_copy_in_sight(tmp_path: Path) -> None:
+    # wenet's `--pin_memory` (`action="store_true"`), passed by its run.sh recipes: a loader handed elsewhere
+    from projects import check, write_project
+
+    train = YACS_TRAIN.replace("from config import cfg\n", "import argparse\n").replace(
+        "    device = torch.device(\"cuda\")\n",
+        "    parser = argparse.ArgumentParser()\n    parser.add_argument(\"--pin_memory\", action=\"store_true\")\n"
+        "    args = parser.parse_args()\n    device = torch.device(\"cuda\")\n").replace(
+        "pin_memory=cfg.PIN_MEMORY", "pin_memory=args.pin_memory").replace("num_workers=cfg.WORKERS", "num_workers=4")
+    assert "args.pin_memory" in train and "cfg." not in train.replace("train(cfg", "")
+    root = write_project(tmp_path, {"function.py": FUNCTION, "train.py": train})
+    assert not [d for d in check(root, "--no-cache", "--exit-zero", "train.py") if d["code"] == "GPU201"]

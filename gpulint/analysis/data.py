@@ -130,9 +130,12 @@ def _would_pin(rule: Rule, facts, loader: cst.Call) -> bool:
         return True
     if rule.analysis.qualified(loader.func) in PYG_LOADERS:
         return False  # PyG's loaders: only where a loop of this module is seen moving their batches
-    if made is None and _written_false(loader):
-        # a choice written out: reported only where the batches are seen going to the device; a flag or setting
-        # off by default (`pin_memory=cfg.PIN_MEMORY`) is no choice against pinning: as if left out, below
+    if made is None and _written_false(loader, rule) and \
+            setting_default(rule.analysis, keyword(loader, "pin_memory").value) is not False:  # type: ignore
+        # a choice written out, or a command-line flag a shipped recipe may pass (wenet's run.sh scripts pass
+        # `--pin_memory`): reported only where the batches are seen going to the device. A yacs setting off by
+        # default that no YAML file of the project sets (`pin_memory=cfg.PIN_MEMORY`) is off in every shipped
+        # run: judged as a loader that passes no `pin_memory`, below
         return False
     # No copy in sight (a step helper or a trainer does it): trust a module that plainly targets CUDA, unless
     # every loop over this loader is visibly CPU work (it neither copies anything nor trains).

@@ -66,9 +66,10 @@ class DataLoaderWithoutPinMemory(Rule):
     `pin_memory=args.pin_mem` where the module's parser declares `--pin-mem` off by default (`action=
     'store_true'`, no `set_defaults(pin_mem=True)`) does not pin in the default run: reported, with no fix (the
     flag's default is the user's to change). So does `pin_memory=cfg.PIN_MEMORY` where the project's yacs
-    configuration declares the setting `False` (`_C.PIN_MEMORY = False`) and no YAML file of the project sets it;
-    either is judged as a loader that passes no `pin_memory` (also when it is handed to another module's loop),
-    while `pin_memory=False` written out needs a loop of the module seen copying its batches. A project loader factory whose `pin_memory` is its own parameter
+    configuration declares the setting `False` (`_C.PIN_MEMORY = False`) and no YAML file of the project sets it:
+    that one is judged as a loader that passes no `pin_memory` (also when it is handed to another module's loop),
+    while `pin_memory=False` written out, or a flag a shipped recipe may pass, needs a loop of the module seen
+    copying its batches. A project loader factory whose `pin_memory` is its own parameter
     (`def create_loader(..., pin_mem=False)`) is judged at each call by the argument it gets (a literal, such a
     flag, or the parameter's default), also when the factory wraps the loader in a prefetcher class that
     iterates it. PyTorch Geometric's `DataLoader` and `NeighborLoader` (subclasses of torch's that pass
