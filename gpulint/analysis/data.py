@@ -130,8 +130,13 @@ def _would_pin(rule: Rule, facts, loader: cst.Call) -> bool:
         return True
     if rule.analysis.qualified(loader.func) in PYG_LOADERS:
         return False  # PyG's loaders: only where a loop of this module is seen moving their batches
-    if made is None and _written_false(loader, rule):
-        return False  # a choice written out: reported only where the batches are seen going to the device
+    if made is None and _written_false(loader, rule) and \
+            setting_default(rule.analysis, keyword(loader, "pin_memory").value) is not False:  # type: ignore
+        # a choice written out, or a command-line flag a shipped recipe may pass (wenet's run.sh scripts pass
+        # `--pin_memory`): reported only where the batches are seen going to the device. A yacs setting off by
+        # default that no YAML file of the project sets (`pin_memory=cfg.PIN_MEMORY`) is off in every shipped
+        # run: judged as a loader that passes no `pin_memory`, below
+        return False
     # No copy in sight (a step helper or a trainer does it): trust a module that plainly targets CUDA, unless
     # every loop over this loader is visibly CPU work (it neither copies anything nor trains).
     if not facts.clearly_cuda():
@@ -148,8 +153,28 @@ def _written_false(loader: cst.Call, rule: Optional[Rule] = None) -> bool:
 
 def flag_off(rule: Rule, value: cst.BaseExpression) -> bool:
     """`value` reads a boolean flag of the module's own parser that is False by default (`--pin-mem`,
-    `action='store_true'`)."""
-    return rule.analysis.fact(flag_defaults).default(value) is False
+    `action='store_true'`), or a yacs setting the project declares False and no YAML file sets
+    (`pin_memory=cfg.PIN_MEMORY` with `_C.PIN_MEMORY = False`: analysis/config_defaults.py)."""
+    found = rule.analysis.fact(flag_defaults).default(value)
+    if found is not None:
+        return found is False
+    return setting_default(rule.analysis, value) is False
+
+
+def setting_default(analysis, value: cst.BaseExpression) -> Optional[bool]:
+    """The declared default of the yacs setting `value` reads (`cfg.DATA_LOADER.PIN_MEMORY`: upper-case
+    attributes after a root name), where the project's declarations agree and no YAML file sets it; else None."""
+    parts = []
+    while type(value) is cst.Attribute:
+        parts.append(value.attr.value)
+        value = value.value
+    if type(value) is not cst.Name or not parts or not all(p.isupper() for p in parts) or analysis.path is None:
+        return None
+    from gpulint.analysis.calls import project_calls
+    from gpulint.analysis.config_defaults import config_default
+
+    calls = analysis.fact(project_calls)
+    return config_default(calls.project, tuple(reversed(parts))) if calls is not None else None
 
 
 def _feeds_a_step(rule: Rule, loop: cst.For) -> bool:

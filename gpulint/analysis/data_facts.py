@@ -41,6 +41,8 @@ LIBRARY_PREFETCHERS = {"timm.data.create_loader": ("use_prefetcher", True),
                        "timm.data.loader.create_loader": ("use_prefetcher", True)}
 TENSOR_DATASETS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
 _WRAPPERS = {"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "zip", "islice", "itertools.islice"}
+# Flags a program sets exactly when it runs on CUDA (`cuda = model._is_on_cuda()`, `use_cuda = torch.cuda.is_available()`)
+_CUDA_FLAGS = frozenset({"cuda", "use_cuda", "is_cuda", "on_cuda", "with_cuda", "use_gpu", "on_gpu", "cuda_available"})
 _DEVICE_NAMES = ("device", "dev", "gpu", "rank", "local_rank", "device_id", "gpu_id")
 _MAX_DEPTH = 6
 
@@ -338,7 +340,22 @@ class DataFacts:
             return pin_by_test(made.pin_test, text) if text is not None else None
         if type(value) is cst.Name and value.value in ("True", "False"):
             return value.value == "True"
+        if made.pin_param.lower() in _CUDA_FLAGS and self._cuda_flag(value):
+            return True  # `cuda=cuda` of `cuda = model.is_cuda`: pinned on every run that copies to the GPU
         return self.analysis.fact(flag_defaults).default(value)
+
+    def _cuda_flag(self, value: cst.BaseExpression, depth: int = 0) -> bool:
+        """`value` says whether the run uses CUDA: `torch.cuda.is_available()`, or a name or attribute spelled
+        as such a flag (`cuda`, `use_cuda`, `args.cuda`) that no binding of this module sets to a literal."""
+        if type(value) is cst.Call:
+            return self.analysis.qualified(value.func) == "torch.cuda.is_available"
+        if type(value) is cst.Attribute:
+            return value.attr.value.lower() in _CUDA_FLAGS
+        if type(value) is not cst.Name or value.value.lower() not in _CUDA_FLAGS:
+            return False
+        return all(b.kind != "assign" or b.value is None or
+                   not (type(b.value) is cst.Name and b.value.value in ("True", "False", "None"))
+                   for b in self.bindings(value))
 
     def _device_of_host(self, expr: cst.Attribute) -> bool:
         """`x.device` of a host value `x` (kinds.on_host). Not asked again while it is being answered: deciding
@@ -703,7 +720,11 @@ class DataFacts:
                 return ACCELERATOR
             return None
         if type(expr) is cst.Name:
-            values = [b.value for b in self.bindings(expr) if b.kind in ("assign", "walrus")]
+            bindings = self.bindings(expr)
+            if not bindings and type(self.index.enclosing_scope(expr)) is cst.FunctionDef:
+                # `global cuda; cuda = torch.device('cuda')` in `main()`, read as `.to(cuda)` in `train()`
+                bindings = self.analysis.kinds.declared_global_bindings(expr.value)
+            values = [b.value for b in bindings if b.kind in ("assign", "walrus")]
             kinds = {self.device_of(v, depth + 1) for v in values if v is not None}
             if kinds == {CPU}:
                 return CPU

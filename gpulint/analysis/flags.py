@@ -145,10 +145,36 @@ def option_default(analysis, expr: cst.BaseExpression) -> object:
         return local.values[dest]
     if analysis.path is None:
         return _UNKNOWN
-    from gpulint.analysis.project import project_for, text_dependency
+    from gpulint.analysis.project import project_for
 
     here = Path(analysis.path).resolve()
-    project = project_for(here)
+    return _project_default(project_for(here), here, dest)
+
+
+def ast_option_default(project, info, expr: ast.expr) -> object:
+    """`option_default` for an `ast` expression of the project module `info` (`pin_memory=args.pin_memory` at a
+    loader's call site read by a project summary): its parser's literal default, else the project's; _UNKNOWN."""
+    if not isinstance(expr, ast.Attribute) or not isinstance(expr.value, ast.Name):
+        return _UNKNOWN
+    dest = expr.attr
+    key = (info.path, info.digest)
+    local = _DECLARATIONS.get(key)
+    if local is None:
+        if len(_DECLARATIONS) > 256:
+            _DECLARATIONS.clear()
+        local = _DECLARATIONS[key] = _ast_declarations(info.tree)
+    declared, assigned = local
+    if dest in assigned:
+        return _UNKNOWN
+    if dest in declared:
+        return declared[dest]
+    return _project_default(project, Path(info.path).resolve(), dest)
+
+
+def _project_default(project, here: Path, dest: str) -> object:
+    """The default every other parser module of the project declaring `dest` agrees on; _UNKNOWN."""
+    from gpulint.analysis.project import text_dependency
+
     found: list = []
     parsers = set(project.files_naming("add_argument"))
     files = [f for f in project.files_naming(dest) if f in parsers and Path(f).resolve() != here]

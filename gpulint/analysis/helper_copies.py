@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from gpulint.analysis.data_facts import DataFacts
 
 _MAX_DEPTH = 4
+_HANDED = 2  # functions of the module a batch is handed through, parameter to parameter, before its copy
 
 
 def _returns(fn: cst.FunctionDef) -> list[cst.Return]:
@@ -121,11 +122,12 @@ def _function_of(facts: "DataFacts", name: cst.Name) -> Optional[tuple[cst.Funct
     return None
 
 
-def passed_batch_loops(facts: "DataFacts", receiver: cst.BaseExpression) -> tuple[list, bool]:
+def passed_batch_loops(facts: "DataFacts", receiver: cst.BaseExpression, depth: int = 0) -> tuple[list, bool]:
     """`receiver` (a name, or a subscript of one) is a parameter of a function or method of this module, and
     every call of that function in the module passes a batch of a loop over a loader there (`batch_loop`, in
-    the loop's body): those loops (one per call), and whether some call passes a loop's whole batch (the name
-    its `for` binds); else ([], False)."""
+    the loop's body), or hands on such a parameter of its own function in turn (`self.forward(x)` in
+    `forward_loss(self, x, y)`, which the loop calls with its batch; `_HANDED` functions up): those loops (one
+    per call), and whether some call passes a loop's whole batch (the name its `for` binds); else ([], False)."""
     while type(receiver) is cst.Subscript:
         receiver = receiver.value
     if type(receiver) is not cst.Name:
@@ -145,6 +147,14 @@ def passed_batch_loops(facts: "DataFacts", receiver: cst.BaseExpression) -> tupl
         if arg is None or arg.star:
             return [], False
         loop = facts.batch_loop(arg.value, call)
+        if loop is None and depth < _HANDED and type(arg.value) is cst.Name and \
+                _function_of(facts, arg.value) not in (None, found):
+            handed, part = passed_batch_loops(facts, arg.value, depth + 1)
+            if not handed:
+                return [], False
+            loops.extend(handed)
+            whole = whole or part
+            continue
         if loop is None or not facts.index.is_ancestor_or_self(loop.body, call):
             return [], False
         loops.append(loop)

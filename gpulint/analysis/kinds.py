@@ -694,6 +694,15 @@ class KindInference:
             return kind
         return _kind_from_name(name)
 
+    def declared_global_bindings(self, name: str) -> list:
+        """The bindings of a module-level name that only functions declaring it `global` bind (`def main():
+        global cuda; cuda = torch.device('cuda')`), in those functions; [] for any other name."""
+        self._declared_global_kind("")  # builds self._globals
+        found = []
+        for scope in self._globals.get(name, ()):  # type: ignore[union-attr]
+            found.extend(self.index.lookup(name, scope))
+        return found
+
     def _declared_global_kind(self, name: str) -> Kind:
         """A module-level name with no binding at module level, bound only in functions that declare it
         `global` (`def run(): global dlrm; dlrm = DLRM_Net(...)`): what those functions bind it to."""

@@ -62,6 +62,8 @@ def passed_loader(analysis, loop: cst.CSTNode):
     if found is None:
         return None
     calls, function, name = found
+    if type(function) is tuple:
+        return None  # a method's parameter: only its pinning is told (`pinned_passed_loader`)
     return calls.project.parameter_loader(calls.path, function, name)
 
 
@@ -88,14 +90,28 @@ def _iterated_parameter(analysis, loop: cst.CSTNode):
     if len(bindings) != 1 or bindings[0].kind != "param" or type(bindings[0].source) is not cst.FunctionDef:
         return None
     fn: cst.FunctionDef = bindings[0].source
-    if not isinstance(analysis.index.up.get(id(fn)), cst.Module):
-        return None  # a method or a nested function: its call sites are not plain calls of its name
     from gpulint.analysis.calls import project_calls
+
+    if not isinstance(analysis.index.up.get(id(fn)), cst.Module):
+        owner = _top_level_class(analysis, fn)
+        if owner is None or analysis.path is None or analysis.loops.calls_to(fn):
+            return None  # a nested function, or a method its own module calls: not plain calls of its name
+        calls = analysis.fact(project_calls)
+        return (calls, (owner.name.value, fn.name.value), iterable.value) if calls is not None else None
 
     calls = analysis.fact(project_calls)
     if calls is None:
         return None
     return calls, fn.name.value, iterable.value
+
+
+def _top_level_class(analysis, fn: cst.FunctionDef) -> Optional[cst.ClassDef]:
+    """The top-level class whose body defines the method `fn`, else None."""
+    block = analysis.index.up.get(id(fn))
+    owner = analysis.index.up.get(id(block)) if type(block) is cst.IndentedBlock else None
+    if type(owner) is not cst.ClassDef or type(analysis.index.up.get(id(owner))) is not cst.Module:
+        return None
+    return owner
 
 
 def _iterated_attribute(analysis, attribute: cst.Attribute):
@@ -115,6 +131,10 @@ def pinned_passed_loader(analysis, loop: cst.CSTNode) -> Optional[bool]:
     if found is None:
         return None
     calls, function, name = found
+    if type(function) is tuple:  # a method's parameter: `obj.train_loop(epoch, loader, opt)` in other files
+        from gpulint.analysis.passed_pinning import passed_method_pinning
+
+        return passed_method_pinning(calls.project, calls.path, function[0], function[1], name)
     made = calls.project.parameter_loader(calls.path, function, name)
     if made is not None:
         return made.pinned

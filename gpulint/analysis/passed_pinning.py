@@ -131,7 +131,36 @@ def _pinning_at(project, caller, argument: ast.expr, assigns: dict, call: ast.Ca
         made = _loader_class_at(project, caller, value)
         if made is None:
             made = project.loader_at(caller, value, assigns)
-        if not isinstance(made, LoaderFact) or made.pinned is None:
+        if not isinstance(made, LoaderFact):
+            pinned = _method_loaders_pinning(project, caller, value, assigns)
+            if pinned is None:
+                return None
+            found |= pinned
+            continue
+        if made.pinned is None:
+            return None
+        found.add(made.pinned)
+    return found
+
+
+def _method_loaders_pinning(project, caller, value, assigns: dict) -> Optional[set]:
+    """`datamgr.get_data_loader(...)` where `datamgr` is bound to instances of several project classes (on the
+    branches of an `if`): the pinning of the loader each class's method returns, when every one returns one whose
+    pinning is known (not decided by a parameter); else None."""
+    from gpulint.analysis.project import ClassSummary, FunctionSummary
+
+    if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Attribute) or \
+            not isinstance(value.func.value, ast.Name) or value.func.value.id not in assigns:
+        return None
+    bound = assigns[value.func.value.id]
+    if not bound or len(bound) > 4:
+        return None
+    found: set = set()
+    for instance, index in bound:
+        cls = project.class_at(caller, instance, assigns) if index is None else None
+        method = project.method(cls, value.func.attr) if isinstance(cls, ClassSummary) else None
+        made = method.returns_loader if isinstance(method, FunctionSummary) else None
+        if made is None or made.pinned is None or made.pin_param is not None:
             return None
         found.add(made.pinned)
     return found
@@ -159,9 +188,33 @@ def _handed_on(project, caller, name: str, call: ast.Call) -> Optional[bool]:
         made = project.parameter_loader(caller.path, function.name, name)
         if made is not None:
             return made.pinned
-        return passed_pinning(project, caller.path, function.name, name)
+        found = passed_pinning(project, caller.path, function.name, name)
+        return found if found is not None else _own_calls_pinning(project, caller, function, name)
     finally:
         handing.pop()
+
+
+def _own_calls_pinning(project, caller, function: ast.FunctionDef, name: str) -> Optional[bool]:
+    """What the calls of the top-level `function` in its own module (`train(base_loader, ...)` of a script whose
+    `base_loader` is built on two branches) pass as `name`, where every project call is there and all agree."""
+    from gpulint.analysis.project import _UNKNOWN, _argument
+
+    if next(iter(_project_calls(project, project._resolved(caller.path), function.name)), None) is not None:
+        return None  # called from other files too: `passed_pinning` asked those
+    positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+    position = positional.index(name) if name in positional else None
+    pinning: set = set()
+    for call, assigns in caller.calls_named(function.name):
+        if not isinstance(call.func, ast.Name) or call.func.id != function.name:
+            continue
+        argument = _argument(call, position, name)
+        if argument is None or argument is _UNKNOWN:
+            return None
+        found = _pinning_at(project, caller, argument, assigns, call)
+        if found is None:
+            return None
+        pinning |= found
+    return next(iter(pinning)) if len(pinning) == 1 else None
 
 
 def _enclosing_function(tree: ast.Module, call: ast.Call):
@@ -491,3 +544,49 @@ def _batch_loader(tree: ast.Module, call: ast.Call, name: str) -> Optional[tuple
             return None
         return iterable, isinstance(target, ast.Name)
     return None
+
+
+def passed_method_pinning(project, path: Path, owner: str, method: str, parameter: str) -> Optional[bool]:
+    """True/False where every call found in the project's other files of the method `method` (of the top-level
+    class `owner` of `path`), matched by its name (`model.train_loop(epoch, base_loader, optimizer)`), passes as
+    `parameter` loaders that all pin / all do not pin (`base_loader = datamgr.get_data_loader(...)` of a project
+    class whose method builds a pinned `DataLoader` included); else None: a call passing anything else (another
+    class's method of the same name, `model.train()`, passes no loader), none found, or too many files naming it."""
+    from gpulint.analysis.forward import _remembered
+
+    path = project._resolved(path)
+    return _remembered(project, ("passed-method-pinning", path, owner, method, parameter),
+                       lambda: _find_method(project, path, owner, method, parameter))
+
+
+def _find_method(project, path: Path, owner: str, method: str, parameter: str) -> Optional[bool]:
+    from gpulint.analysis.project import _UNKNOWN, _argument
+
+    info = project.module(path)
+    cls = info.classes.get(owner) if info is not None else None
+    node = cls.methods.get(method) if cls is not None else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or method.startswith("__"):
+        return None
+    names = [a.arg for a in (*node.args.posonlyargs, *node.args.args)][1:]
+    position = names.index(parameter) if parameter in names else None
+    files = [f for f in project.files_naming(method) if not project.is_test(f) and project._resolved(f) != path]
+    if len(files) > _FILES:
+        return None
+    pinning: set = set()
+    for file in files:
+        caller = project.module(file)
+        if caller is None:
+            continue
+        for call, assigns in caller.calls_named(method):
+            if not isinstance(call.func, ast.Attribute) or call.func.attr != method:
+                continue
+            if isinstance(call.func.value, ast.Name) and call.func.value.id == "self":
+                return None  # another class's method of that name, or a subclass's: not told here
+            argument = _argument(call, position, parameter)
+            if argument is None or argument is _UNKNOWN:
+                return None
+            found = _pinning_at(project, caller, argument, assigns, call)
+            if found is None:
+                return None
+            pinning |= found
+    return next(iter(pinning)) if len(pinning) == 1 else None

@@ -582,6 +582,15 @@ def _pinned_by_options(info: "ModuleInfo", options: ast.expr, assigns: dict, pin
     return pinned
 
 
+def _flag_pinning(project, info: "ModuleInfo", value: ast.expr) -> Optional[bool]:
+    """`pin_memory=args.pin_memory`: the boolean default of that command-line option, declared by the module's
+    parser or the project's (`default=True` with `type=str2bool` pins, `action="store_true"` does not); None."""
+    from gpulint.analysis.flags import ast_option_default
+
+    found = ast_option_default(project, info, value)
+    return found if isinstance(found, bool) else None
+
+
 def _loader_identity(fact: "LoaderFact") -> tuple:
     """A loader is the `DataLoader(...)` call it was built by."""
     return fact.path, fact.line
@@ -1044,12 +1053,21 @@ class Project:
                     if kw.arg is None:
                         pinned = _pinned_by_options(info, kw.value, assigns, pinned)
                     elif kw.arg == "pin_memory":
-                        pinned = kw.value.value is True if isinstance(kw.value, ast.Constant) else None
+                        pinned = kw.value.value is True if isinstance(kw.value, ast.Constant) else \
+                            _flag_pinning(self, info, kw.value)
                 return LoaderFact(info.path, expr.lineno, pinned)
             if qualified in ("iter", "itertools.cycle") and len(expr.args) == 1:
                 return self.loader_at(info, expr.args[0], assigns, depth + 1)
             dotted = _dotted(expr.func)
             found = self.lookup(info.path, dotted) if dotted else None
+            if found is None and isinstance(expr.func, ast.Attribute) and isinstance(expr.func.value, ast.Name) \
+                    and expr.func.value.id in assigns:
+                # `datamgr.get_data_loader(...)` of `datamgr = SimpleDataManager(...)`: the project method's loader
+                cls = self.class_at(info, expr.func.value, assigns, depth + 1)
+                found = self.method(cls, expr.func.attr) if isinstance(cls, ClassSummary) else None
+                if isinstance(found, FunctionSummary) and found.returns_loader is not None and \
+                        found.returns_loader.pin_param is not None:
+                    return _UNKNOWN  # pinning decided by the call's own argument: not read here
             if isinstance(found, FunctionSummary) and found.returns_loader is not None:
                 return found.returns_loader
             return _UNKNOWN
@@ -2672,9 +2690,13 @@ class _Summarizer:
         if qualified in LOADER_CLASSES or qualified.endswith(".DataLoader"):
             pinned: Optional[bool] = False
             param = None
+            stars = [kw for kw in value.keywords if kw.arg is None]
             for kw in value.keywords:
                 if kw.arg is None:
-                    pinned = None  # `**kwargs`: cannot tell
+                    # `**loader_params` of `loader_params = dict(..., pin_memory=True)` in this function, never
+                    # updated; anything else cannot be told
+                    pinned = self._options_pinning(value, kw.value) if len(stars) == 1 and pinned is not None \
+                        else None
                 elif kw.arg == "pin_memory":
                     pinned = True if isinstance(kw.value, ast.Constant) and kw.value.value is True else \
                         (False if isinstance(kw.value, ast.Constant) else None)
@@ -2686,6 +2708,9 @@ class _Summarizer:
                         param = kw.value.id  # `pin_memory=pin_memory`, a parameter of this factory
             if param is not None and pinned is None and not any(kw.arg is None for kw in value.keywords):
                 return LoaderFact(self.info.path, value.lineno, None, param, _bool_default(self.fn, param))
+            flag = self._pinned_if(value)
+            if flag is not None:  # `**({"pin_memory": True} if cuda else {})`, `cuda` a parameter of this factory
+                return LoaderFact(self.info.path, value.lineno, None, flag, _bool_default(self.fn, flag))
             tested = next((self._pin_test(kw.value) for kw in value.keywords if kw.arg == "pin_memory"), None)
             if tested is not None and not any(kw.arg is None for kw in value.keywords):
                 param, test = tested  # `pin_memory=(device != "cpu")`, `device` a parameter of this factory
@@ -2701,6 +2726,46 @@ class _Summarizer:
                 return LoaderFact(made.path, made.line, None)  # decided by the inner factory's own argument
             return made
         return None
+
+    def _options_pinning(self, loader: ast.Call, options: ast.expr) -> Optional[bool]:
+        """What `**options` of this function's `DataLoader(...)` says of pinning (`_pinned_by_options`, with the
+        assignments of the call's scope), False where the options leave `pin_memory` out; None when unknown."""
+        if not isinstance(options, ast.Name) or any(kw.arg == "pin_memory" for kw in loader.keywords):
+            return None
+        name = _dotted(loader.func)
+        for call, assigns in self.info.calls_named(name.rsplit(".", 1)[-1] if name else ""):
+            if call is loader:
+                return _pinned_by_options(self.info, options, assigns, False)
+        return None
+
+    def _pinned_if(self, loader: ast.Call) -> Optional[str]:
+        """The parameter of this factory that turns pinning on, where the loader's only `**` options are
+        `**({..., "pin_memory": True} if flag else {})` (or `dict(..., pin_memory=True)`) and no keyword names
+        `pin_memory`: pinned exactly when the call's `flag` argument is true. Else None."""
+        stars = [kw.value for kw in loader.keywords if kw.arg is None]
+        if len(stars) != 1 or any(kw.arg == "pin_memory" for kw in loader.keywords):
+            return None
+        test = stars[0]
+        if not isinstance(test, ast.IfExp) or not isinstance(test.test, ast.Name):
+            return None
+        flag = test.test.id
+        if self.taint.get(flag) != flag or flag not in (*self.summary.params, *self.summary.keyword_only):
+            return None
+
+        def pins(options: ast.expr) -> Optional[bool]:
+            if isinstance(options, ast.Dict) and all(isinstance(k, ast.Constant) for k in options.keys):
+                pairs = [(k.value, v) for k, v in zip(options.keys, options.values)]  # type: ignore[union-attr]
+            elif isinstance(options, ast.Call) and isinstance(options.func, ast.Name) and \
+                    options.func.id == "dict" and not options.args and all(kw.arg for kw in options.keywords):
+                pairs = [(kw.arg, kw.value) for kw in options.keywords]
+            else:
+                return None
+            for key, item in pairs:
+                if key == "pin_memory":
+                    return item.value if isinstance(item, ast.Constant) and isinstance(item.value, bool) else None
+            return False
+
+        return flag if pins(test.body) is True and pins(test.orelse) is False else None
 
     def _pin_test(self, value: ast.expr) -> Optional[tuple[str, tuple[str, str]]]:
         """(parameter, ("!=" or "==", string)) for `pin_memory=(device != "cpu")` with `device` a parameter of this

@@ -35,7 +35,13 @@ class CopyWithoutNonBlocking(Rule):
     another module, `DataLoader(ds, **loader_args)` with `loader_args = dict(..., pin_memory=True)`), as does a
     loop over `self.train_ds` that a class stores from its `__init__` parameter when every construction of the
     class passes one (a name unpacked from a loader factory's tuple included: `train_ds, test_ds =
-    load_data(...)`, `Trainer(train_ds, test_ds, rank)`), and
+    load_data(...)`, `Trainer(train_ds, test_ds, rank)`), as does a loop over a method's parameter when every call
+    of the method by name in the project's other files passes pinned loaders (`model.train_loop(epoch, loader,
+    opt)`, the loader maybe built by a project class's method: `loader = datamgr.get_data_loader(...)`), and a
+    factory that pins under its CUDA flag (`**({"pin_memory": True} if cuda else {})`) pins for a caller passing
+    its own (`cuda=cuda`, `torch.cuda.is_available()`); a `pin_memory=args.pin_memory` option pins by its
+    parser's default. The batch may reach the copy through two functions of the module (`self.forward_loss(x,
+    y)` -> `self.forward(x)`), and
     `imgs.type(torch.cuda.FloatTensor)` (or a name bound to that type) is a copy to the GPU like `.cuda()`.
     A factory's `pin_memory=cfg.DATA_LOADER.PIN_MEMORY` pins when the project's yacs configuration declares that
     setting `True` (`_C.DATA_LOADER.PIN_MEMORY = True` beside `_C = CN()`) and no YAML file of the project sets

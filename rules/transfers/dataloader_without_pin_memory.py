@@ -20,6 +20,7 @@ from gpulint.analysis.project import display_path
 from gpulint.diagnostics import Related
 from gpulint.syntax import argument, parse_expression
 from gpulint.analysis.data import _dataset, _true, flag_off, pin_memory_of, would_pin
+from gpulint.analysis.flags import flag_defaults
 
 
 # Where a call's result is kept or handed on (assigned, returned, passed, put in a container, iterated): only
@@ -64,7 +65,11 @@ class DataLoaderWithoutPinMemory(Rule):
     `dict(...)`, `kw.update({...})` or of another such dict, `kw["key"] = ...`), as PyTorch's MNIST example does.
     `pin_memory=args.pin_mem` where the module's parser declares `--pin-mem` off by default (`action=
     'store_true'`, no `set_defaults(pin_mem=True)`) does not pin in the default run: reported, with no fix (the
-    flag's default is the user's to change). A project loader factory whose `pin_memory` is its own parameter
+    flag's default is the user's to change). So does `pin_memory=cfg.PIN_MEMORY` where the project's yacs
+    configuration declares the setting `False` (`_C.PIN_MEMORY = False`) and no YAML file of the project sets it:
+    that one is judged as a loader that passes no `pin_memory` (also when it is handed to another module's loop),
+    while `pin_memory=False` written out, or a flag a shipped recipe may pass, needs a loop of the module seen
+    copying its batches. A project loader factory whose `pin_memory` is its own parameter
     (`def create_loader(..., pin_mem=False)`) is judged at each call by the argument it gets (a literal, such a
     flag, or the parameter's default), also when the factory wraps the loader in a prefetcher class that
     iterates it. PyTorch Geometric's `DataLoader` and `NeighborLoader` (subclasses of torch's that pass
@@ -177,7 +182,9 @@ class DataLoaderWithoutPinMemory(Rule):
         text = cst.Module([]).code_for_node(value)
         written = keyword(node, "pin_memory")
         if written is not None and flag_off(self, written.value):  # `pin_memory=args.pin_mem`, off by default
-            self.report(node, f"`DataLoader` with `pin_memory={self.analysis.code(written.value)}`, a flag that is "
+            what = "flag" if self.analysis.fact(flag_defaults).default(written.value) is False else \
+                "configuration setting"
+            self.report(node, f"`DataLoader` with `pin_memory={self.analysis.code(written.value)}`, a {what} that is "
                               f"off by default, feeds a GPU every step: in the default run host-to-device copies "
                               f"block and cannot overlap; turn the flag on by default")
             return
