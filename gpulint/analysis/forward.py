@@ -1058,6 +1058,9 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
             return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)", runs,
                             periodic_params=_periodic_arguments(project, analysis, node, target, cls is not None),
                             arguments=None if cls is not None else _arguments_of(node))
+    if owner is None:  # `self.torch_stft = partial(stft, ...)` in a class, `self.torch_stft(x)` in its hot loop
+        from gpulint.analysis.stored_callables import stored_callable_site
+        return stored_callable_site(project, path, member)
     return None
 
 
