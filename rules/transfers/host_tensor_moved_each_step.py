@@ -396,18 +396,19 @@ class HostTensorMovedEachStep(Rule):
                 self.report(node, self.legacy.format(factory=self.analysis.qualified(legacy.func).split(".")[1]),
                             where=where)
             return
+        numpy_built = self._from_numpy_sizes(node.func.value) if factory is None else None  # type: ignore[union-attr]
+        if numpy_built is not None:  # no `device=` to add: built once, or on the device by torch factories
+            where = self.where(node)
+            if where:
+                self.report(node, self.from_sizes.format(what="`torch.from_numpy(...)`", numpy=_short(
+                    self.analysis.code(numpy_built.args[0].value))), where=where)
+            return
         if factory is None:
             if not self._tokenized(node) and not self._computed_on_host(node) and not self._host_attribute(node) \
                     and not self._last_host_element(node) and not self._helper_built(node):
                 self._built_then_moved(node)
             return
         name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
-        if name == "from_numpy":  # no `device=` to add: built once, or on the device by torch factories
-            where = self.where(node)
-            if where:
-                self.report(node, self.from_sizes.format(what="`torch.from_numpy(...)`", numpy=_short(
-                    self.analysis.code(factory.args[0].value))), where=where)
-            return
         if keyword(factory, "device") is not None:
             return  # built on a device on purpose (often "cpu", then moved): not a host-built tensor by accident
         if name.endswith("_like") and not self._like_of_host(factory):
@@ -417,7 +418,11 @@ class HostTensorMovedEachStep(Rule):
             # `device=` would copy the same host values: no fix that removes the copy
             self.report(node, self.from_values.format(factory=name), where=where)
         elif where:
-            self.report(node, self.message.format(factory=name), where=where, fix=self._fix(node, factory, name))
+            message = self.message.format(factory=name)
+            if name in _WINDOWS:  # the same window every call: no need to compute it again, even on the device
+                message += "; the window is the same on every call: build it once and keep it on the device " \
+                           "(a buffer, or a cache by size)"
+            self.report(node, message, where=where, fix=self._fix(node, factory, name))
 
     # -- a host tensor written into a device tensor: the values cross every step ---------------------------------
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -687,9 +692,17 @@ class HostTensorMovedEachStep(Rule):
             q = self.analysis.qualified(expr.func)
             if q is not None and q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in _FACTORIES:
                 return expr, chain
-            if q == "torch.from_numpy" and len(expr.args) == 1 and _numpy_constant(self, expr.args[0].value):
-                return expr, chain  # a numpy constant or an array of sizes (`np.repeat(range(n_way), n_query)`)
         return None, chain
+
+    def _from_numpy_sizes(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
+        """`torch.from_numpy(<numpy constant or array of sizes>)` (`np.repeat(range(n_way), n_query)`), through
+        same-on-device methods and `Variable(...)`: a host tensor of constants that `device=` cannot move."""
+        expr = strip_same_on_device(self, expr)
+        if type(expr) is cst.Call and len(expr.args) == 1 and expr.args[0].keyword is None and \
+                not expr.args[0].star and self.analysis.qualified(expr.func) == "torch.from_numpy" and \
+                _numpy_constant(self, expr.args[0].value):
+            return expr
+        return None
 
     def _like_of_host(self, factory: cst.Call) -> bool:
         """`torch.zeros_like(x)` (any `*_like`) of an `x` known to be in host memory: the factory builds where its
