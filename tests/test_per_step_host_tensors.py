@@ -299,3 +299,16 @@ def test_targets_built_on_the_host_in_a_per_step_forward_unpacked_and_copied_are
     assert rows.count(18) == 2, found(items)  # `gt.to(...)` and `seq_len.to(...)`, each built on the host
     cast = _at(items, "model.py", 30, "GPU410")
     assert cast and "`.to(logprobs)` copies it to the GPU from pageable memory" in cast[0]["message"]
+
+
+def test_the_per_step_call_of_the_stored_helper_is_reported_where_the_cost_is_paid(tmp_path):
+    reported = _at(_audio(tmp_path), "trainer.py", 14, "GPU112")
+    assert reported and "`self.torch_stft(...)` copies host data to the GPU every step" in reported[0]["message"]
+    assert "`stft`" in reported[0]["message"] and "`torch.hann_window(...)" in reported[0]["message"]
+
+
+def test_a_partial_binding_positional_arguments_is_not_resolved_for_call_costs(tmp_path):
+    bound = BASE_TRAINER.replace("partial(stft, n_fft=512, hop_length=256)", "partial(stft, 512, 256)") \
+        .replace("def stft(y, n_fft, hop_length)", "def stft(n_fft, hop_length, y)")
+    assert bound != BASE_TRAINER
+    assert not _at(_audio(tmp_path, base=bound), "trainer.py", 14, "GPU112")

@@ -95,3 +95,30 @@ def stored_callable_site(project, path: Path, member: str):
                     continue
                 return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)", member)
     return None
+
+
+def stored_function(project, cls, attr: str):
+    """The project function that `self.<attr>` holds in instances of `cls`: the one assignment of the attribute
+    in `cls` or its nearest project base that has one is `self.<attr> = f` or `self.<attr> = partial(f, k=v, ...)`
+    (keywords only, so a call's positional arguments are the function's own), else None. For the call-site costs
+    of `self.torch_stft(x)` (GPU112: the function copies host data every call)."""
+    from gpulint.analysis.hierarchy import project_bases
+    from gpulint.analysis.project import FunctionSummary, _dotted, _self_stores
+
+    for holder in (cls, *project_bases(project, cls)):
+        nodes = _self_stores(holder).get(attr)
+        if not nodes:
+            continue
+        values = [n.value for n in nodes if not isinstance(n, ast.AugAssign) and n.value is not None]
+        if len(values) != 1 or len(nodes) != 1:
+            return None
+        value = values[0]
+        if isinstance(value, ast.Call) and (len(value.args) != 1 or any(k.arg is None for k in value.keywords)):
+            return None  # `partial(f, model, ...)` binds positional arguments: the call's would shift
+        target = _stored_callable(value)
+        dotted = _dotted(target) if target is not None else None
+        if dotted is None or dotted.startswith("self."):
+            return None
+        found = project.lookup(holder.path, dotted)
+        return found if isinstance(found, FunctionSummary) and "." not in found.qualname else None
+    return None
