@@ -1035,8 +1035,14 @@ def stored_by_partial(project: Project, name: str) -> bool:
     files = project.files_naming(name)
     if not files:
         return False
-    partials = {project._resolved(f) for f in project.files_naming("partial")}
-    return any(project._resolved(f) in partials and not project.is_test(f) for f in files)
+    key = ("files naming partial",)
+    with project._lock:
+        partials = project.per_step_sites.get(key)
+    if partials is None:
+        partials = frozenset(project._resolved(f) for f in project.files_naming("partial") if not project.is_test(f))
+        with project._lock:
+            project.per_step_sites[key] = partials
+    return bool(partials) and any(project._resolved(f) in partials for f in files)
 
 
 def _find_member_site(project: Project, path: Path, owner: Optional[str], member: str) -> Optional[CallSite]:
