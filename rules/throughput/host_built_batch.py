@@ -200,6 +200,11 @@ class HostBuiltBatch(Rule):
     `np.ndarray` parameter), with the copy as related location; not where the call leaves the helper's
     device at a `"cpu"` default.
 
+    The build may be unpacked and converted before the copy (`gt, seq_len = torch.from_numpy(_gt).to(dtype=
+    torch.long), torch.tensor(_seq_len)` then `gt.to(x.device)`: targets a model's `forward` encodes on the host
+    every step), and the copy may be a cast to a tensor the network computed on the device
+    (`torch.from_numpy(reward).to(sample_logprobs)`, reported without a fix).
+
     Also flags an input a loop (or a top-level function a loop calls every iteration) loads on the host itself,
     one item at a time, and copies to the GPU: an item of a map-style dataset indexed directly (`image1, image2,
     flow = val_dataset[i]` then `image1[None].cuda()`; a project `Dataset` whose `__getitem__` moves nothing, or

@@ -96,6 +96,16 @@ class HostTensorMovedEachStep(Rule):
     tensor with a helper's `torch.arange(n) + shift` (analysis/host_returns.py; every `return` must hand back
     such a tensor; no fix, the helper decides where it builds).
 
+    Labels rebuilt from numpy on every call of per-step code are the same copy: `y = torch.from_numpy(np.repeat(
+    range(self.n_way), self.n_query))` then `y.cuda()` (or `Variable(y.cuda())`, or in one expression) in a
+    few-shot method's `set_forward_loss`, where the numpy array is computed from Python sizes alone (`np.repeat`,
+    `np.tile`, `np.arange`, `np.zeros`... of `range(...)`, integers, `len(...)` and attributes holding no array):
+    reported at the copy, naming the per-step caller, with the advice to build it once and keep it on the device
+    (no fix: `torch.from_numpy` takes no `device=`). So is a project helper's host-built result bound in the step and
+    copied later (`y_oh = one_hot(y, n)` then `y_oh.cuda()`, `one_hot` returning `torch.zeros(...).scatter_(...)`).
+    A Hann window built on the host in a helper run every step (`torch.hann_window(n_fft).to(y.device)` in an STFT
+    function a trainer keeps as `self.torch_stft = partial(stft, ...)`) is the same on every call: build it once.
+
     A sampler that keeps its trajectory on the host and copies the last step back (`xt = xs[-1].to(device)` ...
     `xs.append(xt_next.to("cpu"))` in the same loop, every appended value a host copy) moves each step's result to
     the host and back, a blocking copy each way (reported at the copy back, no fix).
