@@ -813,6 +813,9 @@ class ProjectCalls(ModuleCalls):
         if passed is not None:
             summary, bound = passed
             return summary.qualname, summary, bound
+        stored = self._stored_function(func)
+        if stored is not None:  # `self.torch_stft(x)` with `self.torch_stft = partial(stft, n_fft=...)` in a base
+            return stored.qualname, stored, False
         closure = self._returned_function(func)
         if closure is not None:
             return closure.qualname, closure, False
@@ -883,6 +886,21 @@ class ProjectCalls(ModuleCalls):
                 isinstance(self.index.up.get(id(cls)), cst.Module):
             return self.project.parameter_function(self.path, f"{cls.name.value}.__init__", bindings[0].name)
         return None
+
+    def _stored_function(self, func: cst.BaseExpression) -> Optional[FunctionSummary]:
+        """`self.f(...)` in a method of a top-level class, where no method `f` exists and the class (or a project
+        base) stores a project function in `self.f` (analysis/stored_callables.py, `stored_function`)."""
+        if type(func) is not cst.Attribute or type(func.value) is not cst.Name or func.value.value != "self":
+            return None
+        owner = next((a for a in self.index.ancestors(func) if type(a) is cst.ClassDef), None)
+        if owner is None or not isinstance(self.index.up.get(id(owner)), cst.Module):
+            return None
+        info = self.project.module(Path(self.path))
+        cls = info.classes.get(owner.name.value) if info is not None else None
+        if cls is None or self.project.method(cls, func.attr.value) is not None:
+            return None
+        from gpulint.analysis.stored_callables import stored_function
+        return stored_function(self.project, cls, func.attr.value)
 
     def _returned_function(self, func: cst.BaseExpression) -> Optional[FunctionSummary]:
         """`train = train_fns.GAN_training_function(G, D, ...)` then `train(x, y)`: the name is bound once, to

@@ -395,7 +395,8 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
     if any(call_site(project, path, name) is not None for name in callables):
         return True
     for stmt in tree.body:
-        if isinstance(stmt, ast.FunctionDef) and called_in_a_hot_loop(project, stmt.name):
+        if isinstance(stmt, ast.FunctionDef) and (called_in_a_hot_loop(project, stmt.name) or
+                                                  stored_by_partial(project, stmt.name)):
             if member_site(project, path, None, stmt.name) is not None:
                 return True
         if isinstance(stmt, ast.FunctionDef) and imported_helper_site(project, path, stmt.name) is not None:
@@ -1017,9 +1018,31 @@ def member_site(project: Project, path: Path, owner: Optional[str], member: str)
     the top-level class `owner` (or of a subclass that inherits it or calls it through `super()`), or of the
     top-level function `member` when `owner` is None, both defined in `path`."""
     if not called_in_a_hot_loop(project, member):  # the common case: no hot loop of the project calls that name
+        if owner is None and stored_by_partial(project, member):  # `self.f = partial(f, ...)`, `self.f(x)` per step
+            from gpulint.analysis.stored_callables import stored_callable_site
+            path = _resolved(project, path)
+            return _remembered(project, (path, None, member, "stored"),
+                               lambda: stored_callable_site(project, path, member))
         return None
     path = _resolved(project, path)
     return _remembered(project, (path, owner, member), lambda: _find_member_site(project, path, owner, member))
+
+
+def stored_by_partial(project: Project, name: str) -> bool:
+    """Some non-test project file names both `name` and `partial`: it may keep `partial(name, ...)` on `self`
+    (analysis/stored_callables.py), called through the attribute, a name no hot loop has. From the identifier
+    index alone."""
+    files = project.files_naming(name)
+    if not files:
+        return False
+    key = ("files naming partial",)
+    with project._lock:
+        partials = project.per_step_sites.get(key)
+    if partials is None:
+        partials = frozenset(project._resolved(f) for f in project.files_naming("partial") if not project.is_test(f))
+        with project._lock:
+            project.per_step_sites[key] = partials
+    return bool(partials) and any(project._resolved(f) in partials for f in files)
 
 
 def _find_member_site(project: Project, path: Path, owner: Optional[str], member: str) -> Optional[CallSite]:
@@ -1058,6 +1081,9 @@ def _find_member_site(project: Project, path: Path, owner: Optional[str], member
             return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)", runs,
                             periodic_params=_periodic_arguments(project, analysis, node, target, cls is not None),
                             arguments=None if cls is not None else _arguments_of(node))
+    if owner is None:  # `self.torch_stft = partial(stft, ...)` in a class, `self.torch_stft(x)` in its hot loop
+        from gpulint.analysis.stored_callables import stored_callable_site
+        return stored_callable_site(project, path, member)
     return None
 
 

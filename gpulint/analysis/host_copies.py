@@ -58,6 +58,10 @@ from typing import Optional
 # Builders of a new tensor in pageable host memory from host data (NumPy arrays, Python lists and numbers).
 HOST_DATA_BUILDERS = frozenset(("torch.from_numpy", "torch.tensor", "torch.Tensor", "torch.LongTensor",
                                 "torch.FloatTensor", "torch.IntTensor", "torch.BoolTensor", "torch.DoubleTensor"))
+# Constants a function rebuilds on the host on every call (`torch.hann_window(n_fft).to(y.device)` in an STFT
+# helper): the same pageable copy, of values that never change.
+HOST_CONSTANTS = frozenset(f"torch.{w}" for w in ("hann_window", "hamming_window", "blackman_window",
+                                                  "bartlett_window", "kaiser_window"))
 # Tensor methods whose result stays where the tensor is.
 _STAYS = frozenset(("view", "reshape", "long", "float", "int", "double", "half", "bool", "contiguous", "clone",
                     "unsqueeze", "squeeze", "flatten", "t", "permute", "transpose", "type", "expand",
@@ -82,7 +86,8 @@ def host_built(summarizer, value: ast.expr, depth: int = 0) -> Optional[str]:
         from gpulint.analysis.project import _dotted
 
         qualified = summarizer.info.qualify(_dotted(value.func) or "")
-        if qualified in HOST_DATA_BUILDERS and not any(kw.arg in ("device", None) for kw in value.keywords):
+        if (qualified in HOST_DATA_BUILDERS or qualified in HOST_CONSTANTS) and \
+                not any(kw.arg in ("device", None) for kw in value.keywords):
             return qualified
         return None
     if isinstance(value, ast.Name):

@@ -29,7 +29,10 @@ from gpulint.analysis.data import _FACTORIES
 
 _KEEPS = frozenset(("float", "double", "half", "long", "int", "bool", "view", "reshape", "unsqueeze", "squeeze",
                     "flatten", "t", "permute", "transpose", "contiguous", "clone", "repeat", "expand", "detach",
-                    "type"))
+                    "type",
+                    # filled in place: the tensor stays where it was built (an index or mask on the device would
+                    # raise there, so a host tensor's fill reads host values: a one-hot `zeros(...).scatter_(...)`)
+                    "scatter_", "scatter", "fill_", "zero_", "masked_fill_", "masked_fill", "index_fill_"))
 _JOINS = frozenset(("torch.stack", "torch.cat", "torch.meshgrid"))
 _DEPTH = 12
 _SELF = (0, "")  # a name read in one of its own bindings

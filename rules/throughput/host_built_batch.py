@@ -200,6 +200,11 @@ class HostBuiltBatch(Rule):
     `np.ndarray` parameter), with the copy as related location; not where the call leaves the helper's
     device at a `"cpu"` default.
 
+    The build may be unpacked and converted before the copy (`gt, seq_len = torch.from_numpy(_gt).to(dtype=
+    torch.long), torch.tensor(_seq_len)` then `gt.to(x.device)`: targets a model's `forward` encodes on the host
+    every step), and the copy may be a cast to a tensor the network computed on the device
+    (`torch.from_numpy(reward).to(sample_logprobs)`, reported without a fix).
+
     Also flags an input a loop (or a top-level function a loop calls every iteration) loads on the host itself,
     one item at a time, and copies to the GPU: an item of a map-style dataset indexed directly (`image1, image2,
     flow = val_dataset[i]` then `image1[None].cuda()`; a project `Dataset` whose `__getitem__` moves nothing, or
@@ -291,7 +296,9 @@ class HostBuiltBatch(Rule):
 
     needs_text = GPU_HINT
     code = "GPU410"
-    defers_to = ("GPU112",)  # a per-step call GPU112 reports as a helper copying host data (analysis/host_copies.py)
+    # a per-step call GPU112 reports as a helper copying host data (analysis/host_copies.py); a numpy constant or
+    # array of sizes GPU203 reports as a constant to build once (`torch.from_numpy(np.arange(n)).cuda()`)
+    defers_to = ("GPU112", "GPU203")
     reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "host-built-batch"
     message = "batch built on the host every step and copied from pageable memory: the copy blocks; pin it and " \
@@ -306,6 +313,9 @@ class HostBuiltBatch(Rule):
     loaded = "{source} makes this input on the host every iteration, and it is copied to the GPU from pageable " \
              "memory: the copy blocks, waiting for the GPU; load the items with a `DataLoader` (`pin_memory=True`, " \
              "worker processes) and copy with `non_blocking=True`, or keep the data on the device"
+    cast_copy = "`torch.from_numpy(...)` is on the host and `.{cast}({other})` copies it to the GPU from pageable " \
+                "memory every step: the copy blocks, waiting for the GPU; compute it on the device, or pin it and " \
+                "copy with `non_blocking=True`"
     family = Family.THROUGHPUT
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(Safety.SAFE, "the batch holds the same values; the copy runs on the stream that uses it "
@@ -326,7 +336,8 @@ class HostBuiltBatch(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         facts = data_facts(self.analysis)
         if facts.copy_target(node) != ACCELERATOR:
-            self._copying_helper(node)
+            if not self._cast_of_host_array(node):
+                self._copying_helper(node)
             return
         receiver = node.func.value  # type: ignore[union-attr]
         built = self._built_inline(receiver)
@@ -362,6 +373,24 @@ class HostBuiltBatch(Rule):
             pinned, resident = self._fix(node, receiver), self._device_fix(node)
             fix = dataclasses.replace(resident, fallback=pinned) if resident is not None else pinned
             self.report(node, where=where, fix=fix)
+
+    def _cast_of_host_array(self, node: cst.Call) -> bool:
+        """`torch.from_numpy(reward).to(sample_logprobs)` (or `.type_as(...)`) of a tensor the model computed on
+        the device: the cast copies the host array to the GPU from pageable memory. Reported without a fix (the
+        cast also picks the dtype); True when reported."""
+        func = node.func
+        if type(func) is not cst.Attribute or func.attr.value not in ("to", "type_as") or len(node.args) != 1 or \
+                node.args[0].keyword is not None or node.args[0].star or \
+                self._built_inline(func.value) != "torch.from_numpy":
+            return False
+        if not self.analysis.targets_gpu or not _device_output(self.analysis, node.args[0].value):
+            return False
+        where = self.where(node)
+        if where is None:
+            return False
+        self.report(node, self.cast_copy.format(cast=func.attr.value, other=self.analysis.code(node.args[0].value)),
+                    where=where)
+        return True
 
     def _loaded_item(self, node: cst.Call, receiver: cst.BaseExpression) -> None:
         """`image1[None].cuda()` of `image1, image2, flow = dataset[i]`, `img.to(device)` of
@@ -444,18 +473,29 @@ class HostBuiltBatch(Rule):
 
     def _built_inline(self, expr: cst.BaseExpression) -> Optional[str]:
         """`torch.from_numpy(a)` (host memory the numpy array owns), `torch.cat(...)` or `torch.stack(...)` (a
-        new tensor), possibly converted on the way (`.float()`, `.unsqueeze(0)`, ...): which one, else None."""
-        while type(expr) is cst.Call and type(expr.func) is cst.Attribute and \
-                expr.func.attr.value in _SAME_ON_DEVICE:
-            expr = expr.func.value
+        new tensor), possibly converted on the way (`.float()`, `.unsqueeze(0)`, `.to(dtype=torch.long)`, ...):
+        which one, else None."""
+        expr = self._converted(expr)
         q = self.analysis.qualified(expr.func) if type(expr) is cst.Call else None
         return q if q in ("torch.from_numpy", "torch.cat", "torch.stack") else None
 
+    def _converted(self, expr: cst.BaseExpression) -> cst.BaseExpression:
+        """`expr` without conversions that keep it where it is: `.float()`, `.unsqueeze(0)`, ... and `.to(dtype)`
+        / `.to(dtype=...)` given a dtype alone."""
+        while type(expr) is cst.Call and type(expr.func) is cst.Attribute and (
+                expr.func.attr.value in _SAME_ON_DEVICE or expr.func.attr.value == "to" and _dtype_only(
+                    self.analysis, expr)):
+            expr = expr.func.value
+        return expr
+
     def _host_builder(self, name: cst.Name, copy: cst.Call) -> Optional[str]:
-        bindings = [b for b in data_facts(self.analysis).bindings(name) if b.value is not copy]
-        values = [b.value for b in bindings if b.kind == "assign" and b.index is None]
-        if not values or len(values) != len(bindings):
+        bindings = data_facts(self.analysis).bindings(name)
+        # `gt, seq_len = torch.from_numpy(_gt).to(dtype=torch.long), torch.tensor(_seq_len)`: the element bound
+        values = [_element(b) if b.kind == "assign" else None for b in bindings]
+        values = [v for v in values if v is not copy]
+        if not values or any(v is None for v in values):
             return None
+        values = [self._converted(v) for v in values]
         found = [self.analysis.qualified(v.func) for v in values if type(v) is cst.Call]
         if len(found) == len(values) and all(q in _HOST_BUILDERS for q in found):
             return found[0]
@@ -639,6 +679,47 @@ class HostBuiltBatch(Rule):
                 continue
             return False
         return True
+
+
+def _device_output(analysis, expr: cst.BaseExpression) -> bool:
+    """`expr` is a device tensor: a copy to the accelerator, or a name every binding of which takes (an element of)
+    what a network returns (`gen_result, sample_logprobs = self.model(...)` in GPU code)."""
+    if data_facts(analysis).on_device(expr):
+        return True
+    if type(expr) is not cst.Name or not analysis.is_device_tensor(expr):
+        return False
+    from gpulint.analysis import Kind
+
+    bindings = data_facts(analysis).bindings(expr)
+    return bool(bindings) and all(
+        b.kind == "assign" and type(b.value) is cst.Call and analysis.kind(b.value.func) is Kind.MODULE
+        for b in bindings)
+
+
+def _element(binding) -> Optional[cst.BaseExpression]:
+    """The value a binding gives its name: the whole value, or for `a, b = x, y` the element at its place."""
+    if binding.index is None:
+        return binding.value
+    value = binding.value
+    if type(value) in (cst.Tuple, cst.List) and binding.index < len(value.elements) and \
+            not any(type(e) is cst.StarredElement for e in value.elements):
+        return value.elements[binding.index].value
+    return None
+
+
+def _dtype_only(analysis, call: cst.Call) -> bool:
+    """`x.to(torch.long)` / `x.to(dtype=torch.long)`: a conversion that names a dtype and nothing else."""
+    if len(call.args) != 1 or call.args[0].star:
+        return False
+    arg = call.args[0]
+    if arg.keyword is not None:
+        return arg.keyword.value == "dtype"
+    q = analysis.qualified(arg.value) if type(arg.value) in (cst.Name, cst.Attribute) else None
+    return q is not None and q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in _DTYPE_NAMES
+
+
+_DTYPE_NAMES = frozenset({"float32", "float", "float64", "double", "float16", "half", "bfloat16", "int64", "long",
+                          "int32", "int", "int16", "short", "int8", "uint8", "bool", "complex64", "complex128"})
 
 
 def _built_for_the_cpu(analysis, receiver: cst.BaseExpression) -> bool:

@@ -14,6 +14,7 @@ from typing import Optional
 
 import libcst as cst
 
+from gpulint.analysis import Kind
 from gpulint.analysis.data import _FACTORIES, _SAME_ON_DEVICE
 from gpulint.analysis.data_facts import ACCELERATOR, data_facts, keyword
 from gpulint.syntax import argument, positional, statement_of
@@ -59,11 +60,17 @@ def under_cuda_test(rule, node: cst.CSTNode) -> bool:
 
 
 def strip_same_on_device(rule, expr: cst.BaseExpression) -> cst.BaseExpression:
-    """`expr` without trailing `.float()`, `.view(...)`, ... calls that compute the same values on any device."""
-    while type(expr) is cst.Call and type(expr.func) is cst.Attribute and \
-            expr.func.attr.value in _SAME_ON_DEVICE and rule.analysis.is_tensor(expr.func.value):
-        expr = expr.func.value
-    return expr
+    """`expr` without trailing `.float()`, `.view(...)`, ... calls that compute the same values on any device, and
+    without `Variable(...)` (old PyTorch's wrapper: the same tensor)."""
+    while True:
+        if type(expr) is cst.Call and type(expr.func) is cst.Attribute and \
+                expr.func.attr.value in _SAME_ON_DEVICE and rule.analysis.is_tensor(expr.func.value):
+            expr = expr.func.value
+        elif type(expr) is cst.Call and len(expr.args) == 1 and expr.args[0].keyword is None and \
+                not expr.args[0].star and rule.analysis.qualified(expr.func) in _VARIABLE:
+            expr = expr.args[0].value
+        else:
+            return expr
 
 
 def copy_above(rule, expr: cst.BaseExpression) -> Optional[cst.Call]:
@@ -224,12 +231,15 @@ _NUMPY_SAME = frozenset({"astype", "flatten", "reshape", "ravel", "copy"})
 
 def _numpy_constant(rule, expr: cst.BaseExpression) -> bool:
     """A numpy array of constants: `np.eye(k)`, `np.array([1, 0, 0, 1])` (literal numbers only), through
-    `.astype(...)`/`.flatten()`/`.reshape(...)`: nothing read from data."""
+    `.astype(...)`/`.flatten()`/`.reshape(...)`: nothing read from data. Also an array computed from Python sizes
+    alone (`numpy_of_sizes`: few-shot episode labels `np.repeat(range(n_way), n_query)`)."""
     while type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in _NUMPY_SAME:
         expr = expr.func.value
     if type(expr) is not cst.Call:
         return False
     q = rule.analysis.qualified(expr.func)
+    if q in _NUMPY_OF_SIZES:
+        return numpy_of_sizes(rule.analysis, expr)
     if q not in _NUMPY_CONSTANTS or not expr.args:
         return False
     if q == "numpy.array":
@@ -237,6 +247,60 @@ def _numpy_constant(rule, expr: cst.BaseExpression) -> bool:
         return type(data) in (cst.List, cst.Tuple) and bool(data.elements) and all(
             type(e) is cst.Element and type(e.value) in (cst.Integer, cst.Float) for e in data.elements)
     return True
+
+
+# numpy functions that build an array from sizes (and, for `repeat`/`tile`, from a sequence given first)
+_NUMPY_OF_SIZES = frozenset(f"numpy.{f}" for f in ("repeat", "tile", "arange", "zeros", "ones", "full", "eye",
+                                                   "identity"))
+_SIZE_KINDS = frozenset({Kind.NUMBER, Kind.OTHER, Kind.UNKNOWN})  # not a tensor, an array, a loader...
+
+
+def numpy_of_sizes(analysis, call: cst.Call, depth: int = 0) -> bool:
+    """`call` builds a numpy array from Python sizes only: `np.repeat(range(n_way), n_query)`,
+    `np.tile(np.arange(k), b)`, `np.arange(n)`, `np.zeros((n, k))` whose arguments are integer literals, names or
+    attributes that hold no tensor or array (`self.n_way`), `len(...)`, or arithmetic over these; the sequence that
+    `repeat`/`tile` repeats is a `range(...)`, a list of number literals or another such array. Labels rebuilt
+    each episode from the episode's sizes, not data: the same values every call with the same sizes."""
+    q = analysis.qualified(call.func) if type(call.func) in (cst.Name, cst.Attribute) else None
+    if q not in _NUMPY_OF_SIZES or not call.args or depth > 3 or \
+            any(a.star or a.keyword is not None and a.keyword.value not in ("dtype", "axis") for a in call.args):
+        return False
+    args = [a.value for a in call.args if a.keyword is None]
+    if q in ("numpy.repeat", "numpy.tile"):
+        if not args or not _sequence_of_sizes(analysis, args[0], depth):
+            return False
+        args = args[1:]
+    return all(_size(analysis, a, depth) for a in args)
+
+
+def _sequence_of_sizes(analysis, expr: cst.BaseExpression, depth: int) -> bool:
+    if type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value == "range" and \
+            not analysis.index.visible_bindings(expr.func):
+        return all(not a.star and a.keyword is None and _size(analysis, a.value, depth) for a in expr.args)
+    if type(expr) in (cst.List, cst.Tuple):
+        return bool(expr.elements) and all(
+            type(e) is cst.Element and type(e.value) in (cst.Integer, cst.Float) for e in expr.elements)
+    return type(expr) is cst.Call and numpy_of_sizes(analysis, expr, depth + 1)
+
+
+def _size(analysis, expr: cst.BaseExpression, depth: int) -> bool:
+    """A Python size: an int literal, a name or attribute of no tensor/array kind, `len(...)`, a tuple of sizes,
+    arithmetic over these."""
+    if type(expr) is cst.Integer:
+        return True
+    if type(expr) in (cst.Tuple, cst.List):
+        return bool(expr.elements) and all(type(e) is cst.Element and _size(analysis, e.value, depth)
+                                           for e in expr.elements)
+    if type(expr) is cst.BinaryOperation:
+        return _size(analysis, expr.left, depth) and _size(analysis, expr.right, depth)
+    if type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value == "len" and \
+            len(expr.args) == 1 and not analysis.index.visible_bindings(expr.func):
+        return True
+    if type(expr) in (cst.Name, cst.Attribute):
+        if type(expr) is cst.Name and expr.value in ("True", "False", "None"):
+            return False
+        return analysis.kind(expr) in _SIZE_KINDS
+    return False
 
 
 def built_this_step(rule, name: cst.Name, at: cst.CSTNode):

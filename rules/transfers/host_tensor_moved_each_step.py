@@ -28,7 +28,8 @@ from gpulint.analysis.tensor_uses import given_tensor, names_an_accelerator, rea
 from gpulint.analysis.test_code import is_test_path
 from gpulint.analysis.tokenizers import tokenized_on_host
 from gpulint.rules.transfers._built_then_moved import (
-    built_this_step, exact_on_device, copy_above, copy_device, defined_before, host_table, moved_table,
+    _VARIABLE, _numpy_constant, built_this_step, exact_on_device, copy_above, copy_device, defined_before,
+    host_table, moved_table,
     same_device, single_assignment, strip_same_on_device, under_cuda_test, uses_of, without_copy)
 
 
@@ -94,6 +95,16 @@ class HostTensorMovedEachStep(Rule):
     under `if device is not None:`, and the call passes no `device`), or `x[cycle_index(n, 1)]` indexing a device
     tensor with a helper's `torch.arange(n) + shift` (analysis/host_returns.py; every `return` must hand back
     such a tensor; no fix, the helper decides where it builds).
+
+    Labels rebuilt from numpy on every call of per-step code are the same copy: `y = torch.from_numpy(np.repeat(
+    range(self.n_way), self.n_query))` then `y.cuda()` (or `Variable(y.cuda())`, or in one expression) in a
+    few-shot method's `set_forward_loss`, where the numpy array is computed from Python sizes alone (`np.repeat`,
+    `np.tile`, `np.arange`, `np.zeros`... of `range(...)`, integers, `len(...)` and attributes holding no array):
+    reported at the copy, naming the per-step caller, with the advice to build it once and keep it on the device
+    (no fix: `torch.from_numpy` takes no `device=`). So is a project helper's host-built result bound in the step and
+    copied later (`y_oh = one_hot(y, n)` then `y_oh.cuda()`, `one_hot` returning `torch.zeros(...).scatter_(...)`).
+    A Hann window built on the host in a helper run every step (`torch.hann_window(n_fft).to(y.device)` in an STFT
+    function a trainer keeps as `self.torch_stft = partial(stft, ...)`) is the same on every call: build it once.
 
     A sampler that keeps its trajectory on the host and copies the last step back (`xt = xs[-1].to(device)` ...
     `xs.append(xt_next.to("cpu"))` in the same loop, every appended value a host copy) moves each step's result to
@@ -232,6 +243,9 @@ class HostTensorMovedEachStep(Rule):
                  "device, or as a pinned CPU tensor copied with `non_blocking=True`"
     later = "`{name}` is built on the host by `torch.{factory}` each step and copied to the GPU later in the " \
             "step; create it on the device with `device=`"
+    from_sizes = "{what} is built on the host from a numpy array of sizes (`{numpy}`) on every call and copied " \
+                 "to the GPU: a blocking copy from pageable memory, every step; build it once and keep it on the " \
+                 "device (the sizes rarely change), or build it there (`torch.arange(n, device=...)`)"
     table_rows = "`{table}` lives on the host: indexing it with `{index}` (built this step) and copying the rows " \
                  "to the GPU costs a copy every step; move `{table}` to the device once, where it is defined"
     legacy = "`torch.{factory}(...)` (the legacy constructor) builds the tensor on the host (from host data or sizes) and " \
@@ -392,6 +406,13 @@ class HostTensorMovedEachStep(Rule):
                 self.report(node, self.legacy.format(factory=self.analysis.qualified(legacy.func).split(".")[1]),
                             where=where)
             return
+        numpy_built = self._from_numpy_sizes(node.func.value) if factory is None else None  # type: ignore[union-attr]
+        if numpy_built is not None:  # no `device=` to add: built once, or on the device by torch factories
+            where = self.where(node)
+            if where:
+                self.report(node, self.from_sizes.format(what="`torch.from_numpy(...)`", numpy=_short(
+                    self.analysis.code(numpy_built.args[0].value))), where=where)
+            return
         if factory is None:
             if not self._tokenized(node) and not self._computed_on_host(node) and not self._host_attribute(node) \
                     and not self._last_host_element(node) and not self._helper_built(node):
@@ -407,7 +428,11 @@ class HostTensorMovedEachStep(Rule):
             # `device=` would copy the same host values: no fix that removes the copy
             self.report(node, self.from_values.format(factory=name), where=where)
         elif where:
-            self.report(node, self.message.format(factory=name), where=where, fix=self._fix(node, factory, name))
+            message = self.message.format(factory=name)
+            if name in _WINDOWS:  # the same window every call: no need to compute it again, even on the device
+                message += "; the window is the same on every call: build it once and keep it on the device " \
+                           "(a buffer, or a cache by size)"
+            self.report(node, message, where=where, fix=self._fix(node, factory, name))
 
     # -- a host tensor written into a device tensor: the values cross every step ---------------------------------
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -670,11 +695,24 @@ class HostTensorMovedEachStep(Rule):
                 expr.func.attr.value in _SAME_ON_DEVICE and self.analysis.is_tensor(expr.func.value):
             chain.append(expr)
             expr = expr.func.value
+        if type(expr) is cst.Call and not chain and len(expr.args) == 1 and expr.args[0].keyword is None and \
+                not expr.args[0].star and self.analysis.qualified(expr.func) in _VARIABLE:
+            return self._factory(expr.args[0].value)  # `Variable(torch.zeros(n)).cuda()`: the same tensor
         if type(expr) is cst.Call:
             q = self.analysis.qualified(expr.func)
             if q is not None and q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in _FACTORIES:
                 return expr, chain
         return None, chain
+
+    def _from_numpy_sizes(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
+        """`torch.from_numpy(<numpy constant or array of sizes>)` (`np.repeat(range(n_way), n_query)`), through
+        same-on-device methods and `Variable(...)`: a host tensor of constants that `device=` cannot move."""
+        expr = strip_same_on_device(self, expr)
+        if type(expr) is cst.Call and len(expr.args) == 1 and expr.args[0].keyword is None and \
+                not expr.args[0].star and self.analysis.qualified(expr.func) == "torch.from_numpy" and \
+                _numpy_constant(self, expr.args[0].value):
+            return expr
+        return None
 
     def _like_of_host(self, factory: cst.Call) -> bool:
         """`torch.zeros_like(x)` (any `*_like`) of an `x` known to be in host memory: the factory builds where its
@@ -893,6 +931,33 @@ class HostTensorMovedEachStep(Rule):
                     related=(Related(display_path(path), line, f"`{factory}` without `device=`"),))
         return True
 
+    def _helper_bound(self, copy: cst.Call, name: cst.Name, where) -> None:
+        """`y_oh = one_hot(y, n)` then `y_oh.cuda()` in the same step (the loop's body or one per-step function):
+        the name is bound once to what a project helper builds on the host (analysis/host_returns.py), and every
+        use of it is a copy to the accelerator. Reported at the copy, naming the helper; no fix."""
+        binding = single_assignment(self, name)
+        if binding is None:
+            return
+        value = strip_same_on_device(self, binding.value)
+        found = _host_returned(self.analysis, value)
+        if found is None:
+            return
+        index = self.analysis.index
+        if index.order(binding.source) > index.order(copy):
+            return
+        fn = index.enclosing_function(copy)
+        if fn is None or index.enclosing_function(binding.source) is not fn or (
+                where.loop is not None and not index.is_ancestor_or_self(where.loop.body, binding.source) and
+                index.is_ancestor_or_self(fn, where.loop)):
+            return  # bound outside the step (before the loop): built once
+        uses = uses_of(self, binding)
+        if uses.host or uses.tables or uses.rows or uses.writes or not uses.copies:
+            return
+        helper, (path, line, factory) = found
+        message = self.helper_values if factory in ("torch.tensor", "torch.as_tensor") else self.helper_built
+        self.report(copy, message.format(call=helper, factory=factory), where=where,
+                    related=(Related(display_path(path), line, f"`{factory}` without `device=`"),))
+
     # -- a trajectory kept on the host, its last step copied back: `xs[-1].to(device)` ... `xs.append(x.cpu())` ----
     def _last_host_element(self, copy: cst.Call) -> bool:
         """`xs[-1].to(device)` in a hot loop whose body appends to `xs` only host copies (`xs.append(x.to('cpu'))`):
@@ -933,6 +998,9 @@ class HostTensorMovedEachStep(Rule):
     def _moved_later(self, copy: cst.Call, name: cst.Name, view: bool = False) -> None:
         found = built_this_step(self, name, copy)
         where = self.where(copy)
+        if found is None and where is not None and not view:
+            self._helper_bound(copy, name, where)
+            return
         if found is None or where is None:
             return
         binding, factory = found
@@ -948,6 +1016,10 @@ class HostTensorMovedEachStep(Rule):
         factory_name = self.analysis.qualified(factory.func).split(".")[1]  # type: ignore[union-attr]
         if self._of_host_values(factory):
             self.report(copy, self.from_values.format(factory=factory_name), where=where)
+            return
+        if factory_name == "from_numpy":  # a numpy constant or an array of sizes: no `device=` to add
+            self.report(copy, self.from_sizes.format(what=f"`{name.value}`", numpy=_short(self.analysis.code(
+                factory.args[0].value))), where=where)
             return
         conditional = uses.cpu_path or any(under_cuda_test(self, c) for c in copies) or \
             factory_name == "from_numpy" or uses.writes  # (values written on the host would still be copied)
@@ -1210,3 +1282,9 @@ def _host_returned(analysis, expr: cst.BaseExpression):
     passed = set(params[:positional_count]) | {a.keyword.value for a in expr.args if a.keyword is not None}
     answer = host_factory_return(calls.project, summary.path, summary.qualname, passed)
     return (analysis.code(expr.func), answer) if answer is not None else None
+
+
+def _short(code: str, limit: int = 60) -> str:
+    """`code` on one line, cut at `limit` characters."""
+    flat = " ".join(code.split())
+    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
