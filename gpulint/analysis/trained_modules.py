@@ -121,9 +121,12 @@ def _decided(project: Project, cls) -> bool:
         if not hasattr(info, "class_node") and not isinstance(getattr(info, "tree", None), ast.Module):
             continue  # (a big module's `tree` is parsed anew on each read: its index is kept instead)
         hot = _hot_file(project, info)[0]
+        handed = info.indexed(_handed_back).get(cls.name)
         for dotted, called in info.indexed(_references).get(cls.name, {}).items():
             if not hot and not called:
                 continue  # outside a hot file only a constructor call decides: the instance is in sight
+            if called and handed is not None and not _factories_decided(project, file, handed):
+                continue  # built only by factories that return it, themselves reached by name only
             found = project.lookup(file, dotted)
             if found is not None and getattr(found, "name", None) == cls.name and \
                     getattr(found, "path", None) is not None and _same_path(project, found.path, cls.path):
@@ -131,6 +134,81 @@ def _decided(project: Project, cls) -> bool:
             if hot and "." in dotted and dotted.split(".")[0] not in getattr(info, "imports", {}):
                 return True  # `net_module.Net(8)` of a module picked at run time: the named-module route decides
     return False
+
+
+def _factories_decided(project: Project, path: Path, factories: frozenset, depth: int = 0) -> bool:
+    """Whether some factory of `factories` (top-level functions of `path` returning the instance they build) is in
+    sight of the existing routes: a non-test file calls it by a name that resolves to it (outside a factory of its
+    own that returns the result, followed in turn), or a hot file names it. A factory reached only by a name the
+    analysis cannot resolve (`models.__dict__[arch](...)`, `getattr(zoo, name)(...)`, a registry filled by a
+    decorator, a config string) hands its instance to a call no route follows: the class stays undecided."""
+    from gpulint.analysis.forward import _hot_file
+
+    if depth > 3:
+        return True
+    for name in factories:
+        for file in project.files_naming(name):
+            if project.is_test(file):
+                continue
+            info = project.module(file)
+            if info is None or not isinstance(getattr(info, "tree", None), ast.Module):
+                continue
+            hot = _hot_file(project, info)[0]
+            handed = info.indexed(_handed_back).get(name)
+            for dotted, called in info.indexed(_references).get(name, {}).items():
+                if not hot and not called:
+                    continue
+                found = project.lookup(file, dotted)
+                if found is None or getattr(found, "name", None) != name or \
+                        getattr(found, "path", None) is None or not _same_path(project, found.path, path):
+                    continue
+                if not called or handed is None or _factories_decided(project, file, handed, depth + 1):
+                    return True
+    return False
+
+
+def _handed_back(tree: ast.Module) -> dict:
+    """Last name -> the top-level functions that call it, when every call of that name in the module is in a
+    top-level function that returns the result (`model = Net(cfg); load(model); return model`, `return Net()`):
+    a factory. Names called elsewhere too are left out (one walk per module, `ModuleInfo.indexed`)."""
+    factories: dict[str, set] = {}
+    elsewhere: set = set()
+    inside: set = set()
+    for fn in tree.body:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        bound: dict[str, set] = {}
+        returned_calls: set = set()
+        returned_names: set = set()
+        calls = []
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call):
+                calls.append(node)
+                inside.add(id(node))
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                    len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                bound.setdefault(node.targets[0].id, set()).add(id(node.value))
+            elif isinstance(node, ast.Return) and node.value is not None:
+                if isinstance(node.value, ast.Call):
+                    returned_calls.add(id(node.value))
+                elif isinstance(node.value, ast.Name):
+                    returned_names.add(node.value.id)
+        for name in returned_names:
+            returned_calls |= bound.get(name, set())
+        for call in calls:
+            last = _last(call.func)
+            if last is None:
+                continue
+            if id(call) in returned_calls:
+                factories.setdefault(last, set()).add(fn.name)
+            else:
+                elsewhere.add(last)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and id(node) not in inside:
+            last = _last(node.func)
+            if last is not None:
+                elsewhere.add(last)
+    return {name: frozenset(fns) for name, fns in factories.items() if name not in elsewhere}
 
 
 def _references(tree: ast.Module) -> dict:
