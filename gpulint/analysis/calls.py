@@ -660,7 +660,7 @@ class ProjectCalls(ModuleCalls):
                 sink = summary.sink_for_argument(None if keyword else position, keyword, bound)
                 if keyword is None:
                     position += 1
-            if sink is None or not _runs_at(call, summary, bound, sink):
+            if sink is None or not _runs_at(call, summary, bound, sink, self.analysis):
                 continue
             if self.carries_tensor(arg.value) and not self._host_batch_element(arg.value) or \
                     _parameters_of(arg.value) or \
@@ -1303,7 +1303,7 @@ def module_calls(analysis) -> ModuleCalls:
     return ModuleCalls(analysis)
 
 
-def _runs_at(call: cst.Call, summary: FunctionSummary, bound: bool, sink) -> bool:
+def _runs_at(call: cst.Call, summary: FunctionSummary, bound: bool, sink, analysis=None) -> bool:
     """Whether a read the helper makes only for some values of one of its parameters (`Sink.when`: `if
     reduction == "mean": return x.mean().item()`) runs at `call`, as far as its arguments show: a constant
     other than those (`reduction="none"`) skips it; anything else, or `**options`, may take it."""
@@ -1316,4 +1316,16 @@ def _runs_at(call: cst.Call, summary: FunctionSummary, bound: bool, sink) -> boo
         return True
     if arg is None:
         return sink.runs_with(_UNKNOWN, False)
-    return sink.runs_with(literal_value(arg.value), True)
+    value = literal_value(arg.value)
+    if sink.when[1] == (None,) and value is _UNKNOWN and type(arg.value) is cst.Name and analysis is not None:
+        # a parameter of the caller, None by default (bound again or not further on): it may be None here
+        for binding in analysis.index.visible_bindings(arg.value):
+            source = binding.source
+            if binding.kind != "param" or type(source) is not cst.FunctionDef:
+                continue
+            params = (*source.params.posonly_params, *source.params.params, *source.params.kwonly_params)
+            param = next((p for p in params if p.name.value == arg.value.value), None)
+            default = param.default if param is not None else None
+            if default is not None and type(default) is cst.Name and default.value == "None":
+                value = None
+    return sink.runs_with(value, True)

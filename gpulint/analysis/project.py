@@ -138,6 +138,8 @@ class Sink:
             return True
         if not given:
             return self.when[2]
+        if self.when[1] == (None,) and value is _UNKNOWN:
+            return False  # `if size is None: size = int(index.max()) + 1`: a call passing a size reads nothing
         return value is _UNKNOWN or value in self.when[1]
 
     def where(self, relative_to: Optional[Path] = None) -> str:
@@ -1628,10 +1630,14 @@ class _Summarizer:
                 return
             device = self._device_tested(stmt.test)
             outer, self.device_guard = self.device_guard, device or self.device_guard
-            outer_value, self.value_guard = self.value_guard, self._constant_tested(stmt.test) or self.value_guard
+            outer_value, self.value_guard = self.value_guard, self._constant_tested(stmt.test) or \
+                self._none_tested(stmt.test, True) or self.value_guard
             self._block(stmt.body, guard)
-            self.device_guard, self.value_guard = outer, outer_value
+            self.device_guard = outer
+            # `if size is not None: ... else: size = int(index.max()) + 1`: the `else` runs only when it is None
+            self.value_guard = self._none_tested(stmt.test, False) or outer_value
             self._block(stmt.orelse, True)
+            self.value_guard = outer_value
             return
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             # The body runs on every call whenever the loop has iterations (a loop over a model's parameters,
@@ -2215,7 +2221,7 @@ class _Summarizer:
             param = self._tainted_by(arg)
             if param is not None and self._sink_open(param):
                 sink = summary.sink_for_argument(position, None, bound)
-                if sink is not None and _ast_call_runs(call, summary, bound, sink):
+                if sink is not None and _ast_call_runs(call, summary, bound, sink, self.fn):
                     self._put_sink(param, self._output_sink(sink, arg, param))
         for kw in call.keywords:
             param = self._tainted_by(kw.value)
@@ -2225,7 +2231,7 @@ class _Summarizer:
                 sink = summary.sink_params.get(summary.double_star or "") or next(iter(summary.sink_params.values()), None)
             else:
                 sink = summary.sink_for_argument(None, kw.arg, bound)
-            if sink is not None and _ast_call_runs(call, summary, bound, sink):
+            if sink is not None and _ast_call_runs(call, summary, bound, sink, self.fn):
                 self._put_sink(param, self._output_sink(sink, kw.value, param))
         for arg in call.args:
             if isinstance(arg, ast.Starred):
@@ -2253,6 +2259,22 @@ class _Summarizer:
                 guard[0], tuple(dict.fromkeys((*known.when[1], *guard[1]))), known.when[2] or guard[2]))
             return
         self.summary.sink_params[param] = replace(sink, when=guard) if sink.when != guard else sink
+
+    def _none_tested(self, test: ast.expr, body: bool) -> tuple:
+        """`if p is None:` (for its body) / `if p is not None:` (for its `else`) on a parameter the function never
+        rebinds: `Sink.when` saying the block runs only when `p` is None, (p, (None,), whether its default is
+        None); () for any other test."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name) and
+                isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+            return ()
+        if not isinstance(test.ops[0], ast.Is if body else ast.IsNot):
+            return ()
+        name = test.left.id
+        if self.taint.get(name) != name or name in self.computed or name == "self" or \
+                name not in (*self.summary.params, *self.summary.keyword_only):
+            return ()
+        default = _default_of(self.fn, name)
+        return (name, (None,), isinstance(default, ast.Constant) and default.value is None)
 
     def _constant_tested(self, test: ast.expr) -> tuple:
         """`if reduction == "mean":` / `if mode in ("train", "val"):` on a parameter the function never
@@ -3137,17 +3159,28 @@ def _default_of(fn: ast.AST, name: str) -> Optional[ast.expr]:
     return None
 
 
-def _ast_call_runs(call: ast.Call, summary: FunctionSummary, bound: bool, sink: Sink) -> bool:
+def _ast_call_runs(call: ast.Call, summary: FunctionSummary, bound: bool, sink: Sink,
+                   fn: Optional[ast.AST] = None) -> bool:
     """Whether a read the callee makes only for some values of a parameter (`Sink.when`) runs at `call`, as far
-    as the call's arguments show (`compute_top_k(x, y, reduction="none")` skips `if reduction == "mean":`)."""
+    as the call's arguments show (`compute_top_k(x, y, reduction="none")` skips `if reduction == "mean":`).
+    A parameter of the calling function `fn` passed on for a parameter tested against None may be None itself
+    (`scatter_sum(src, index, dim, out, dim_size)` inside `def scatter_mean(..., dim_size=None)`)."""
     if not sink.when:
         return True
     name = sink.when[0]
+
+    def value(arg: ast.expr) -> object:
+        if isinstance(arg, ast.Constant):
+            return arg.value
+        if sink.when[1] == (None,) and isinstance(arg, ast.Name) and fn is not None and _may_be_none(fn, arg.id):
+            return None
+        return _UNKNOWN
+
     for kw in call.keywords:
         if kw.arg is None:
             return True  # `f(**options)`: cannot tell
         if kw.arg == name:
-            return sink.runs_with(kw.value.value if isinstance(kw.value, ast.Constant) else _UNKNOWN, True)
+            return sink.runs_with(value(kw.value), True)
     params = summary.params[1:] if bound and summary.params else summary.params
     if name in params:
         position = params.index(name)
@@ -3155,8 +3188,14 @@ def _ast_call_runs(call: ast.Call, summary: FunctionSummary, bound: bool, sink: 
             if isinstance(arg, ast.Starred):
                 return True
             if index == position:
-                return sink.runs_with(arg.value if isinstance(arg, ast.Constant) else _UNKNOWN, True)
+                return sink.runs_with(value(arg), True)
     return sink.runs_with(_UNKNOWN, False)
+
+
+def _may_be_none(fn: ast.AST, name: str) -> bool:
+    """`name` is a parameter of `fn` whose default is None (a caller may leave it out)."""
+    default = _default_of(fn, name)
+    return isinstance(default, ast.Constant) and default.value is None
 
 
 def _periodic(test: ast.expr) -> bool:

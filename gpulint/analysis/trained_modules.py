@@ -167,10 +167,18 @@ def _factories_decided(project: Project, path: Path, factories: frozenset, depth
     return False
 
 
+# Calls that read an object without taking it anywhere: an instance passed only to these stays in sight
+_READS = {"print", "isinstance", "len", "str", "repr", "type", "id", "getattr", "hasattr", "setattr", "info",
+          "debug", "warning", "format", "append", "count_parameters", "summary"}
+
+
 def _handed_back(tree: ast.Module) -> dict:
-    """Last name -> the top-level functions that call it, when every call of that name in the module is in a
-    top-level function that returns the result (`model = Net(cfg); load(model); return model`, `return Net()`):
-    a factory. Names called elsewhere too are left out (one walk per module, `ModuleInfo.indexed`)."""
+    """Last name -> the top-level functions that return its result, when every call of that name in the module
+    hands the instance it builds away: returned by the top-level function that builds it (`model = Net(cfg);
+    load(model); return model`, `return Net()`: a factory), or bound to a name in a function that passes it on to
+    another call (`loss_fn = Loss(...)` then `train(model, loss_fn=loss_fn)`), where no route follows the instance
+    into a loop of another module. Names called elsewhere too are left out (one walk per module,
+    `ModuleInfo.indexed`)."""
     factories: dict[str, set] = {}
     elsewhere: set = set()
     inside: set = set()
@@ -180,11 +188,15 @@ def _handed_back(tree: ast.Module) -> dict:
         bound: dict[str, set] = {}
         returned_calls: set = set()
         returned_names: set = set()
+        passed: set = set()
         calls = []
         for node in ast.walk(fn):
             if isinstance(node, ast.Call):
                 calls.append(node)
                 inside.add(id(node))
+                if _last(node.func) not in _READS:
+                    passed.update(a.id for a in node.args if isinstance(a, ast.Name))
+                    passed.update(k.value.id for k in node.keywords if isinstance(k.value, ast.Name))
             elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
                     len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 bound.setdefault(node.targets[0].id, set()).add(id(node.value))
@@ -195,12 +207,15 @@ def _handed_back(tree: ast.Module) -> dict:
                     returned_names.add(node.value.id)
         for name in returned_names:
             returned_calls |= bound.get(name, set())
+        passed_calls = {call for name in passed for call in bound.get(name, ())}
         for call in calls:
             last = _last(call.func)
             if last is None:
                 continue
             if id(call) in returned_calls:
                 factories.setdefault(last, set()).add(fn.name)
+            elif id(call) in passed_calls:
+                factories.setdefault(last, set())
             else:
                 elsewhere.add(last)
     for node in ast.walk(tree):
