@@ -23,7 +23,7 @@ from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, f
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.unmoved import unmoved_loader_element
 from gpulint.syntax import STARRED, argument_for, literal_value, passed_argument, positional_names
-from gpulint.analysis.project import _UNKNOWN
+from gpulint.analysis.project import _UNKNOWN, _optional_annotation
 from gpulint.analysis.project import (MODEL_WRAPPERS, MODULE_SELF_METHODS, ClassSummary, FunctionSummary, Project, Sink,
                                      annotation_class)
 
@@ -1325,7 +1325,10 @@ def _runs_at(call: cst.Call, summary: FunctionSummary, bound: bool, sink, analys
                 continue
             params = (*source.params.posonly_params, *source.params.params, *source.params.kwonly_params)
             param = next((p for p in params if p.name.value == arg.value.value), None)
-            default = param.default if param is not None else None
-            if default is not None and type(default) is cst.Name and default.value == "None":
-                value = None
+            if param is None:
+                continue
+            default = param.default
+            if default is not None and type(default) is cst.Name and default.value == "None" or \
+                    param.annotation is None or _optional_annotation(analysis.code(param.annotation.annotation)):
+                value = None  # None by default, or handed down unannotated: it may be None
     return sink.runs_with(value, True)

@@ -51,6 +51,9 @@ ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 SINK_METHODS = {"item": ".item()", "tolist": ".tolist()", "cpu": ".cpu()", "numpy": ".numpy()",
                 "nonzero": ".nonzero()"}
 SINK_BUILTINS = {"float", "int", "bool"}
+# Functions of one tensor whose output is sized by a count the host reads (no host value comes back)
+SHAPE_READS = {"torch.where": "torch.where(cond)", "torch.nonzero": "torch.nonzero()",
+               "torch.argwhere": "torch.argwhere()"}
 # `math` functions of one number: given a tensor, they convert it with `__float__` (a host read) first.
 SINK_MATH = frozenset(f"math.{f}" for f in ("isnan", "isinf", "isfinite", "floor", "ceil", "trunc", "sqrt", "exp",
                                              "log", "log2", "log10", "fabs"))
@@ -2451,6 +2454,10 @@ class _Summarizer:
         if isinstance(func, ast.Name) and func.id in SINK_BUILTINS and len(call.args) == 1 and not call.keywords:
             return f"{func.id}()", call.args[0]
         if len(call.args) == 1 and not call.keywords and \
+                self.info.qualify(_dotted(func) or "") in SHAPE_READS:
+            # `a, p = torch.where(matches)`: its output is sized by a count read on the host
+            return SHAPE_READS[self.info.qualify(_dotted(func) or "")], call.args[0]
+        if len(call.args) == 1 and not call.keywords and \
                 self.info.qualify(_dotted(func) or "") in SINK_MATH:  # `math.isnan(loss)`: float(loss) first
             return f"{self.info.qualify(_dotted(func) or '')}()", call.args[0]
         return None
@@ -2458,7 +2465,8 @@ class _Summarizer:
     def _host_read(self, value: ast.expr) -> Optional[Sink]:
         if isinstance(value, ast.Call):
             read = self._read_of(value)
-            if read is not None and read[0] != ".nonzero()" and self._maybe_tensor(read[1]):
+            if read is not None and read[0] != ".nonzero()" and read[0] not in SHAPE_READS.values() and \
+                    self._maybe_tensor(read[1]):
                 return Sink(self.info.path, value.lineno, read[0])
             callee = self._callee(value)
             if callee is not None and callee[0].returns_host_scalar is not None:
@@ -3193,9 +3201,20 @@ def _ast_call_runs(call: ast.Call, summary: FunctionSummary, bound: bool, sink: 
 
 
 def _may_be_none(fn: ast.AST, name: str) -> bool:
-    """`name` is a parameter of `fn` whose default is None (a caller may leave it out)."""
+    """`name` is a parameter of `fn` that may hold None: its default is None, or it has no annotation saying
+    otherwise (`indices_tuple` handed down from a `forward(..., indices_tuple=None)`); not `num_graphs: int`."""
+    args = fn.args  # type: ignore[attr-defined]
+    param = next((a for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.arg == name), None)
+    if param is None:
+        return False
     default = _default_of(fn, name)
-    return isinstance(default, ast.Constant) and default.value is None
+    if isinstance(default, ast.Constant) and default.value is None:
+        return True
+    return param.annotation is None or _optional_annotation(ast.unparse(param.annotation))
+
+
+def _optional_annotation(text: str) -> bool:
+    return "Optional" in text or "None" in text or "Any" in text
 
 
 def _periodic(test: ast.expr) -> bool:

@@ -227,10 +227,17 @@ def _handed_back(tree: ast.Module) -> dict:
 
 
 def _references(tree: ast.Module) -> dict:
-    """Last name -> {dotted name: whether some call calls it} of every name and attribute chain of a module, from
-    one walk (`ModuleInfo.indexed`: asked for every class a module names, not a walk per class)."""
+    """Last name -> {dotted name: whether some call calls it} of every name and attribute chain of a module (not
+    the bases of its class statements), from one walk (`ModuleInfo.indexed`: asked for every class a module names, not a walk per class)."""
     found: dict[str, dict[str, bool]] = {}
+    # a class statement's bases name a class without using an instance (`class AttModel(CaptionModel):`)
+    # nor does `super(AttModel, self).__init__()`
+    bases = {id(b) for node in ast.walk(tree) if isinstance(node, ast.ClassDef) for b in node.bases} | \
+        {id(a) for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and
+         node.func.id == "super" for a in node.args}
     for node in ast.walk(tree):
+        if id(node) in bases:
+            continue
         called = isinstance(node, ast.Call)
         if called:
             node = node.func
