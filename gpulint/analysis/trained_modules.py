@@ -159,7 +159,7 @@ def _factories_decided(project: Project, path: Path, factories: frozenset, depth
                 if not hot and not called:
                     continue
                 found = project.lookup(file, dotted)
-                if found is None or getattr(found, "name", None) != name or \
+                if found is None or (getattr(found, "name", None) or getattr(found, "qualname", None)) != name or \
                         getattr(found, "path", None) is None or not _same_path(project, found.path, path):
                     continue
                 if not called or handed is None or _factories_decided(project, file, handed, depth + 1):
