@@ -151,8 +151,9 @@ def _factories_decided(project: Project, path: Path, factories: frozenset, depth
             if project.is_test(file):
                 continue
             info = project.module(file)
-            if info is None or not isinstance(getattr(info, "tree", None), ast.Module):
-                continue
+            if info is None or not hasattr(info, "class_node") and \
+                    not isinstance(getattr(info, "tree", None), ast.Module):
+                continue  # (a big module's `tree` is parsed anew on each read: its index is kept instead)
             hot = _hot_file(project, info)[0]
             handed = info.indexed(_handed_back).get(name)
             for dotted, called in info.indexed(_references).get(name, {}).items():
