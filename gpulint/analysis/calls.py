@@ -23,7 +23,7 @@ from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, f
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.unmoved import unmoved_loader_element
 from gpulint.syntax import STARRED, argument_for, literal_value, passed_argument, positional_names
-from gpulint.analysis.project import _UNKNOWN
+from gpulint.analysis.project import _UNKNOWN, _optional_annotation
 from gpulint.analysis.project import (MODEL_WRAPPERS, MODULE_SELF_METHODS, ClassSummary, FunctionSummary, Project, Sink,
                                      annotation_class)
 
@@ -660,7 +660,7 @@ class ProjectCalls(ModuleCalls):
                 sink = summary.sink_for_argument(None if keyword else position, keyword, bound)
                 if keyword is None:
                     position += 1
-            if sink is None or not _runs_at(call, summary, bound, sink):
+            if sink is None or not _runs_at(call, summary, bound, sink, self.analysis):
                 continue
             if self.carries_tensor(arg.value) and not self._host_batch_element(arg.value) or \
                     _parameters_of(arg.value) or \
@@ -1321,7 +1321,7 @@ def module_calls(analysis) -> ModuleCalls:
     return ModuleCalls(analysis)
 
 
-def _runs_at(call: cst.Call, summary: FunctionSummary, bound: bool, sink) -> bool:
+def _runs_at(call: cst.Call, summary: FunctionSummary, bound: bool, sink, analysis=None) -> bool:
     """Whether a read the helper makes only for some values of one of its parameters (`Sink.when`: `if
     reduction == "mean": return x.mean().item()`) runs at `call`, as far as its arguments show: a constant
     other than those (`reduction="none"`) skips it; anything else, or `**options`, may take it."""
@@ -1334,4 +1334,19 @@ def _runs_at(call: cst.Call, summary: FunctionSummary, bound: bool, sink) -> boo
         return True
     if arg is None:
         return sink.runs_with(_UNKNOWN, False)
-    return sink.runs_with(literal_value(arg.value), True)
+    value = literal_value(arg.value)
+    if sink.when[1] == (None,) and value is _UNKNOWN and type(arg.value) is cst.Name and analysis is not None:
+        # a parameter of the caller, None by default (bound again or not further on): it may be None here
+        for binding in analysis.index.visible_bindings(arg.value):
+            source = binding.source
+            if binding.kind != "param" or type(source) is not cst.FunctionDef:
+                continue
+            params = (*source.params.posonly_params, *source.params.params, *source.params.kwonly_params)
+            param = next((p for p in params if p.name.value == arg.value.value), None)
+            if param is None:
+                continue
+            default = param.default
+            if default is not None and type(default) is cst.Name and default.value == "None" or \
+                    param.annotation is None or _optional_annotation(analysis.code(param.annotation.annotation)):
+                value = None  # None by default, or handed down unannotated: it may be None
+    return sink.runs_with(value, True)

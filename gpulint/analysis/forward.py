@@ -720,6 +720,8 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
     if not callers:  # the common case, decided from text and `ast` alone
         if member == "forward" and cls is not None and project.is_module_class(cls):
             return _submodule_site(project, path, cls)
+        if member == "__call__" and cls is not None and member in cls.methods:
+            return _submodule_site(project, path, cls, member)  # a postprocessor a model's forward calls
         return None
     del callers[_CALLERS_PER_QUESTION:]
     if cls is None or not (project.is_module_class(cls) if member == "forward" else member in cls.methods):
@@ -756,7 +758,8 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
                                     f"{cls.name}.{member}")
     # no training file's hot loop calls it: it may still be a submodule of a per-step module (`self.encoder =
     # TabNetEncoder(...)` in a model file whose own `for step in range(self.n_steps):` made it a training file)
-    return _submodule_site(project, path, cls) if member == "forward" else None
+    return _submodule_site(project, path, cls) if member == "forward" else \
+        _submodule_site(project, path, cls, member) if member == "__call__" and cls is not None else None
 
 
 def _hands_instance_on(analysis, call: cst.Call, resolver) -> bool:
@@ -769,13 +772,16 @@ def _hands_instance_on(analysis, call: cst.Call, resolver) -> bool:
     return bool(positions) and runs_passed_callable(analysis, call, positions)
 
 
-def _submodule_site(project: Project, path: Path, cls: ClassSummary) -> Optional[CallSite]:
+def _submodule_site(project: Project, path: Path, cls: ClassSummary, member: str = "forward") -> Optional[CallSite]:
     """The call of an instance of `cls` inside the `forward` of another project module class whose own
     `forward` runs every step: `self.Prediction = Attention(...)` in `Model.__init__`, `self.Prediction(...)` in
     `Model.forward` (or in a method `forward` calls), or `self.blocks = nn.ModuleList([Block(...) ...])` and
     `for blk in self.blocks: x = blk(x)`. The submodule's `forward` runs as often as its owner's. The owner may
     build it through a project function that picks the class by a name (`self.box_head = build_box_head(cfg)`
-    returning `registry.BOX_HEADS[cfg.NAME](cfg)`: analysis/named_classes.py), one candidate of which it is."""
+    returning `registry.BOX_HEADS[cfg.NAME](cfg)`: analysis/named_classes.py), one candidate of which it is.
+    With `member` `__call__`: a plain callable object the owner builds in `__init__` and calls in its per-step
+    `forward` (`self.postprocessor = CTCPostProcessor(vocab)`, `self.postprocessor(logits)`): its `__call__`
+    runs as often."""
     from gpulint.analysis.named_classes import chooser_names
 
     named = [cls.name, *(n for n in chooser_names(project, cls.path, cls.name) if n != cls.name)]
@@ -785,7 +791,7 @@ def _submodule_site(project: Project, path: Path, cls: ClassSummary) -> Optional
             if project.is_test(file) or file in seen:
                 continue
             seen.add(file)
-            site = _submodule_site_in(project, file, cls, named)
+            site = _submodule_site_in(project, file, cls, named, member)
             if site is not None:
                 return site
     return None
@@ -802,7 +808,8 @@ def _builds(project: Project, owner: ClassSummary, dotted: str, cls: ClassSummar
     return isinstance(found, FunctionSummary) and any(_same(c, cls) for c in function_choices(project, found)[1])
 
 
-def _submodule_site_in(project: Project, file: Path, cls: ClassSummary, named: list) -> Optional[CallSite]:
+def _submodule_site_in(project: Project, file: Path, cls: ClassSummary, named: list,
+                       member: str = "forward") -> Optional[CallSite]:
     info = project.module(file)
     if info is None:
         return None
@@ -826,9 +833,9 @@ def _submodule_site_in(project: Project, file: Path, cls: ClassSummary, named: l
                 else member_site(project, owner.path, owner.name, entry) or (
                     override_site(project, owner.path, owner.name, entry) if owner.bases else None)
             if site is not None:
-                return CallSite(owner.path.resolve(), line[0], f"{line[1]}(...)", f"{cls.name}.forward",
+                return CallSite(owner.path.resolve(), line[0], f"{line[1]}(...)", f"{cls.name}.{member}",
                                 owner.name, owner_member=entry,
-                                periodic_params=_flags_left_off(project, owner, held, entry, cls))
+                                periodic_params=_flags_left_off(project, owner, held, entry, cls, member))
     return None
 
 
@@ -918,14 +925,14 @@ def _attribute_called(project: Project, owner: ClassSummary, held: set[str],
 
 
 def _flags_left_off(project: Project, owner: ClassSummary, held: set[str], entry: str,
-                    cls: ClassSummary) -> frozenset:
+                    cls: ClassSummary, member: str = "forward") -> frozenset:
     """The parameters of `cls.forward` that every call of a held submodule in `entry` (and the methods it calls
     through `self`) passes the literal False or leaves at a default of False or None: VITS's `self.dp(x, x_mask,
     w, g=g)` leaves `reverse=False`, so the block of `forward` that runs only when `reverse` is set (the
     inference path, which `infer` selects) is not run every step."""
     from gpulint.analysis.project import _find_function
 
-    target = project.method(cls, "forward")
+    target = project.method(cls, member)
     info = project.module(target.path) if target is not None else None
     node = _find_function(info, target.qualname)[0] if info is not None else None
     if not isinstance(node, ast.FunctionDef):

@@ -36,6 +36,7 @@ def imported_helper_site(project, path: Path, name: str, depth: int = 0):
 def _find(project, path: Path, name: str, depth: int):
     from gpulint.analysis.forward import CallSite, member_site, per_step_site
     from gpulint.analysis.framework_steps import framework_step_call
+    from gpulint.analysis.overrides import override_site
 
     looked_at = 0
     helper = name
@@ -60,6 +61,15 @@ def _find(project, path: Path, name: str, depth: int):
             if call is None and forward is not None:  # in a method `forward` calls through `self`
                 call = next((c for c in (_called_in(cls.methods[m], name) for m in _self_called(forward)
                                          if m in cls.methods and m not in ("forward", "__init__")) if c), None)
+            if call is None and forward is None and cls.bases and project.is_module_class(cls):
+                # a hook a project base's per-step `forward` runs through `self` (`self.compute_loss(...)`,
+                # defined by this subclass): the helper it calls runs every step too
+                for method in sorted(m for m in cls.methods if m not in ("forward", "__init__")):
+                    call = _called_in(cls.methods[method], name)
+                    if call is not None and override_site(project, cls.path, cls.name, method) is not None:
+                        return CallSite(info.path.resolve(), call.lineno, f"{_spelt(call)}(...)", helper, cls.name,
+                                        arguments=_arguments(call))
+                continue
             if call is None or not project.is_module_class(cls):
                 continue
             site = per_step_site(project, cls.path, cls.name)
@@ -96,7 +106,8 @@ def _self_called(fn: ast.FunctionDef) -> list:
 
 def _spellings(project, info, name: str, path: Path) -> frozenset:
     """How the module `info` calls the top-level function `name` of `path`: `name` (`from module import name`)
-    and `alias.name` for each `import module [as alias]` binding that module (`monotonic_align.maximum_path`)."""
+    and `alias.name` for each `import module [as alias]` or `from package import module [as alias]` binding
+    that module (`monotonic_align.maximum_path`, `lmu.convert_to_pairs`)."""
     from gpulint.analysis.forward import _resolved
     from gpulint.analysis.project import ClassSummary, FunctionSummary
 
@@ -112,7 +123,8 @@ def _spellings(project, info, name: str, path: Path) -> frozenset:
     if found is not None and found[1] is not None and names_it(name):
         spelt.add(name)
     for alias, (module, attr, _level) in info.imports.items():
-        if attr is None and alias != name and names_it(f"{alias}.{name}"):
+        # `import utils as U` and `from ..utils import loss_utils as lmu` (a module imported from its package)
+        if alias != name and (attr is None or attr[:1].islower()) and names_it(f"{alias}.{name}"):
             spelt.add(f"{alias}.{name}")
     return frozenset(spelt)
 

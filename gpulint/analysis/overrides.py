@@ -92,11 +92,44 @@ def _called_by_per_step_forward(project: Project, base: ClassSummary, member: st
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
                     and n.func.value.id == "self" and id(n) not in inside:
                 called.setdefault(n.func.attr, n.lineno)
+            prefix = _getattr_prefix(n) if id(n) not in inside else None
+            if prefix is not None:
+                called.setdefault(_PREFIX + prefix, n.lineno)
         project.per_step_sites[key] = called
-    if member not in called or not project.is_module_class(base) or \
+    line = called.get(member)
+    shown = f"self.{member}(...)"
+    if line is None:  # `getattr(self, "_" + mode)(*args, **kwargs)`: the mode's method, one of those named so
+        line, shown = next(((n, f"getattr(self, {k[len(_PREFIX):]!r} + ...)(...)") for k, n in called.items()
+                            if k.startswith(_PREFIX) and member.startswith(k[len(_PREFIX):])), (None, shown))
+    if line is None or not project.is_module_class(base) or \
             per_step_site(project, base.path, base.name) is None:
         return None
-    return CallSite(base.path, called[member], f"self.{member}(...)", f"{owner}.{member}")
+    return CallSite(base.path, line, shown, f"{owner}.{member}")
+
+
+_PREFIX = "getattr prefix:"
+
+
+def _getattr_prefix(node) -> Optional[str]:
+    """`getattr(self, "_" + mode)(...)` / `getattr(self, f"_{mode}")(...)`: the constant prefix ("_") of the
+    names of the methods such a call may run; a prefix of two characters at least, or one that is not a
+    letter (`_`), else None."""
+    import ast
+
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Call) and
+            isinstance(node.func.func, ast.Name) and node.func.func.id == "getattr" and
+            len(node.func.args) >= 2 and isinstance(node.func.args[0], ast.Name) and node.func.args[0].id == "self"):
+        return None
+    name = node.func.args[1]
+    prefix = None
+    if isinstance(name, ast.BinOp) and isinstance(name.op, ast.Add) and isinstance(name.left, ast.Constant) and \
+            isinstance(name.left.value, str):
+        prefix = name.left.value
+    elif isinstance(name, ast.JoinedStr) and name.values and isinstance(name.values[0], ast.Constant):
+        prefix = str(name.values[0].value)
+    if not prefix or len(prefix) < 2 and prefix.isalnum():
+        return None
+    return prefix
 
 
 def template_site(project: Project, path: Path, owner: str):

@@ -51,6 +51,9 @@ ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 SINK_METHODS = {"item": ".item()", "tolist": ".tolist()", "cpu": ".cpu()", "numpy": ".numpy()",
                 "nonzero": ".nonzero()"}
 SINK_BUILTINS = {"float", "int", "bool"}
+# Functions of one tensor whose output is sized by a count the host reads (no host value comes back)
+SHAPE_READS = {"torch.where": "torch.where(cond)", "torch.nonzero": "torch.nonzero()",
+               "torch.argwhere": "torch.argwhere()"}
 # `math` functions of one number: given a tensor, they convert it with `__float__` (a host read) first.
 SINK_MATH = frozenset(f"math.{f}" for f in ("isnan", "isinf", "isfinite", "floor", "ceil", "trunc", "sqrt", "exp",
                                              "log", "log2", "log10", "fabs"))
@@ -138,6 +141,8 @@ class Sink:
             return True
         if not given:
             return self.when[2]
+        if self.when[1] == (None,) and value is _UNKNOWN:
+            return False  # `if size is None: size = int(index.max()) + 1`: a call passing a size reads nothing
         return value is _UNKNOWN or value in self.when[1]
 
     def where(self, relative_to: Optional[Path] = None) -> str:
@@ -1646,10 +1651,14 @@ class _Summarizer:
                 return
             device = self._device_tested(stmt.test)
             outer, self.device_guard = self.device_guard, device or self.device_guard
-            outer_value, self.value_guard = self.value_guard, self._constant_tested(stmt.test) or self.value_guard
+            outer_value, self.value_guard = self.value_guard, self._constant_tested(stmt.test) or \
+                self._none_tested(stmt.test, True) or self.value_guard
             self._block(stmt.body, guard)
-            self.device_guard, self.value_guard = outer, outer_value
+            self.device_guard = outer
+            # `if size is not None: ... else: size = int(index.max()) + 1`: the `else` runs only when it is None
+            self.value_guard = self._none_tested(stmt.test, False) or outer_value
             self._block(stmt.orelse, True)
+            self.value_guard = outer_value
             return
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             # The body runs on every call whenever the loop has iterations (a loop over a model's parameters,
@@ -2233,7 +2242,7 @@ class _Summarizer:
             param = self._tainted_by(arg)
             if param is not None and self._sink_open(param):
                 sink = summary.sink_for_argument(position, None, bound)
-                if sink is not None and _ast_call_runs(call, summary, bound, sink):
+                if sink is not None and _ast_call_runs(call, summary, bound, sink, self.fn):
                     self._put_sink(param, self._output_sink(sink, arg, param))
         for kw in call.keywords:
             param = self._tainted_by(kw.value)
@@ -2243,7 +2252,7 @@ class _Summarizer:
                 sink = summary.sink_params.get(summary.double_star or "") or next(iter(summary.sink_params.values()), None)
             else:
                 sink = summary.sink_for_argument(None, kw.arg, bound)
-            if sink is not None and _ast_call_runs(call, summary, bound, sink):
+            if sink is not None and _ast_call_runs(call, summary, bound, sink, self.fn):
                 self._put_sink(param, self._output_sink(sink, kw.value, param))
         for arg in call.args:
             if isinstance(arg, ast.Starred):
@@ -2271,6 +2280,22 @@ class _Summarizer:
                 guard[0], tuple(dict.fromkeys((*known.when[1], *guard[1]))), known.when[2] or guard[2]))
             return
         self.summary.sink_params[param] = replace(sink, when=guard) if sink.when != guard else sink
+
+    def _none_tested(self, test: ast.expr, body: bool) -> tuple:
+        """`if p is None:` (for its body) / `if p is not None:` (for its `else`) on a parameter the function never
+        rebinds: `Sink.when` saying the block runs only when `p` is None, (p, (None,), whether its default is
+        None); () for any other test."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name) and
+                isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+            return ()
+        if not isinstance(test.ops[0], ast.Is if body else ast.IsNot):
+            return ()
+        name = test.left.id
+        if self.taint.get(name) != name or name in self.computed or name == "self" or \
+                name not in (*self.summary.params, *self.summary.keyword_only):
+            return ()
+        default = _default_of(self.fn, name)
+        return (name, (None,), isinstance(default, ast.Constant) and default.value is None)
 
     def _constant_tested(self, test: ast.expr) -> tuple:
         """`if reduction == "mean":` / `if mode in ("train", "val"):` on a parameter the function never
@@ -2447,6 +2472,10 @@ class _Summarizer:
         if isinstance(func, ast.Name) and func.id in SINK_BUILTINS and len(call.args) == 1 and not call.keywords:
             return f"{func.id}()", call.args[0]
         if len(call.args) == 1 and not call.keywords and \
+                self.info.qualify(_dotted(func) or "") in SHAPE_READS:
+            # `a, p = torch.where(matches)`: its output is sized by a count read on the host
+            return SHAPE_READS[self.info.qualify(_dotted(func) or "")], call.args[0]
+        if len(call.args) == 1 and not call.keywords and \
                 self.info.qualify(_dotted(func) or "") in SINK_MATH:  # `math.isnan(loss)`: float(loss) first
             return f"{self.info.qualify(_dotted(func) or '')}()", call.args[0]
         return None
@@ -2454,7 +2483,8 @@ class _Summarizer:
     def _host_read(self, value: ast.expr) -> Optional[Sink]:
         if isinstance(value, ast.Call):
             read = self._read_of(value)
-            if read is not None and read[0] != ".nonzero()" and self._maybe_tensor(read[1]):
+            if read is not None and read[0] != ".nonzero()" and read[0] not in SHAPE_READS.values() and \
+                    self._maybe_tensor(read[1]):
                 return Sink(self.info.path, value.lineno, read[0])
             callee = self._callee(value)
             if callee is not None and callee[0].returns_host_scalar is not None:
@@ -3202,17 +3232,28 @@ def _default_of(fn: ast.AST, name: str) -> Optional[ast.expr]:
     return None
 
 
-def _ast_call_runs(call: ast.Call, summary: FunctionSummary, bound: bool, sink: Sink) -> bool:
+def _ast_call_runs(call: ast.Call, summary: FunctionSummary, bound: bool, sink: Sink,
+                   fn: Optional[ast.AST] = None) -> bool:
     """Whether a read the callee makes only for some values of a parameter (`Sink.when`) runs at `call`, as far
-    as the call's arguments show (`compute_top_k(x, y, reduction="none")` skips `if reduction == "mean":`)."""
+    as the call's arguments show (`compute_top_k(x, y, reduction="none")` skips `if reduction == "mean":`).
+    A parameter of the calling function `fn` passed on for a parameter tested against None may be None itself
+    (`scatter_sum(src, index, dim, out, dim_size)` inside `def scatter_mean(..., dim_size=None)`)."""
     if not sink.when:
         return True
     name = sink.when[0]
+
+    def value(arg: ast.expr) -> object:
+        if isinstance(arg, ast.Constant):
+            return arg.value
+        if sink.when[1] == (None,) and isinstance(arg, ast.Name) and fn is not None and _may_be_none(fn, arg.id):
+            return None
+        return _UNKNOWN
+
     for kw in call.keywords:
         if kw.arg is None:
             return True  # `f(**options)`: cannot tell
         if kw.arg == name:
-            return sink.runs_with(kw.value.value if isinstance(kw.value, ast.Constant) else _UNKNOWN, True)
+            return sink.runs_with(value(kw.value), True)
     params = summary.params[1:] if bound and summary.params else summary.params
     if name in params:
         position = params.index(name)
@@ -3220,8 +3261,25 @@ def _ast_call_runs(call: ast.Call, summary: FunctionSummary, bound: bool, sink: 
             if isinstance(arg, ast.Starred):
                 return True
             if index == position:
-                return sink.runs_with(arg.value if isinstance(arg, ast.Constant) else _UNKNOWN, True)
+                return sink.runs_with(value(arg), True)
     return sink.runs_with(_UNKNOWN, False)
+
+
+def _may_be_none(fn: ast.AST, name: str) -> bool:
+    """`name` is a parameter of `fn` that may hold None: its default is None, or it has no annotation saying
+    otherwise (`indices_tuple` handed down from a `forward(..., indices_tuple=None)`); not `num_graphs: int`."""
+    args = fn.args  # type: ignore[attr-defined]
+    param = next((a for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.arg == name), None)
+    if param is None:
+        return False
+    default = _default_of(fn, name)
+    if isinstance(default, ast.Constant) and default.value is None:
+        return True
+    return param.annotation is None or _optional_annotation(ast.unparse(param.annotation))
+
+
+def _optional_annotation(text: str) -> bool:
+    return "Optional" in text or "None" in text or "Any" in text
 
 
 def _periodic(test: ast.expr) -> bool:

@@ -121,9 +121,12 @@ def _decided(project: Project, cls) -> bool:
         if not hasattr(info, "class_node") and not isinstance(getattr(info, "tree", None), ast.Module):
             continue  # (a big module's `tree` is parsed anew on each read: its index is kept instead)
         hot = _hot_file(project, info)[0]
+        handed = info.indexed(_handed_back).get(cls.name)
         for dotted, called in info.indexed(_references).get(cls.name, {}).items():
             if not hot and not called:
                 continue  # outside a hot file only a constructor call decides: the instance is in sight
+            if called and handed is not None and not _factories_decided(project, file, handed):
+                continue  # built only by factories that return it, themselves reached by name only
             found = project.lookup(file, dotted)
             if found is not None and getattr(found, "name", None) == cls.name and \
                     getattr(found, "path", None) is not None and _same_path(project, found.path, cls.path):
@@ -133,11 +136,109 @@ def _decided(project: Project, cls) -> bool:
     return False
 
 
-def _references(tree: ast.Module) -> dict:
-    """Last name -> {dotted name: whether some call calls it} of every name and attribute chain of a module, from
-    one walk (`ModuleInfo.indexed`: asked for every class a module names, not a walk per class)."""
-    found: dict[str, dict[str, bool]] = {}
+def _factories_decided(project: Project, path: Path, factories: frozenset, depth: int = 0) -> bool:
+    """Whether some factory of `factories` (top-level functions of `path` returning the instance they build) is in
+    sight of the existing routes: a non-test file calls it by a name that resolves to it (outside a factory of its
+    own that returns the result, followed in turn), or a hot file names it. A factory reached only by a name the
+    analysis cannot resolve (`models.__dict__[arch](...)`, `getattr(zoo, name)(...)`, a registry filled by a
+    decorator, a config string) hands its instance to a call no route follows: the class stays undecided."""
+    from gpulint.analysis.forward import _hot_file
+
+    if depth > 3:
+        return True
+    for name in factories:
+        for file in project.files_naming(name):
+            if project.is_test(file):
+                continue
+            info = project.module(file)
+            if info is None or not hasattr(info, "class_node") and \
+                    not isinstance(getattr(info, "tree", None), ast.Module):
+                continue  # (a big module's `tree` is parsed anew on each read: its index is kept instead)
+            hot = _hot_file(project, info)[0]
+            handed = info.indexed(_handed_back).get(name)
+            for dotted, called in info.indexed(_references).get(name, {}).items():
+                if not hot and not called:
+                    continue
+                found = project.lookup(file, dotted)
+                if found is None or (getattr(found, "name", None) or getattr(found, "qualname", None)) != name or \
+                        getattr(found, "path", None) is None or not _same_path(project, found.path, path):
+                    continue
+                if not called or handed is None or _factories_decided(project, file, handed, depth + 1):
+                    return True
+    return False
+
+
+# Calls that read an object without taking it anywhere: an instance passed only to these stays in sight
+_READS = {"print", "isinstance", "len", "str", "repr", "type", "id", "getattr", "hasattr", "setattr", "info",
+          "debug", "warning", "format", "append", "count_parameters", "summary"}
+
+
+def _handed_back(tree: ast.Module) -> dict:
+    """Last name -> the top-level functions that return its result, when every call of that name in the module
+    hands the instance it builds away: returned by the top-level function that builds it (`model = Net(cfg);
+    load(model); return model`, `return Net()`: a factory), or bound to a name in a function that passes it on to
+    another call (`loss_fn = Loss(...)` then `train(model, loss_fn=loss_fn)`), where no route follows the instance
+    into a loop of another module. Names called elsewhere too are left out (one walk per module,
+    `ModuleInfo.indexed`)."""
+    factories: dict[str, set] = {}
+    elsewhere: set = set()
+    inside: set = set()
+    for fn in tree.body:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        bound: dict[str, set] = {}
+        returned_calls: set = set()
+        returned_names: set = set()
+        passed: set = set()
+        calls = []
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call):
+                calls.append(node)
+                inside.add(id(node))
+                if _last(node.func) not in _READS:
+                    passed.update(a.id for a in node.args if isinstance(a, ast.Name))
+                    passed.update(k.value.id for k in node.keywords if isinstance(k.value, ast.Name))
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                    len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                bound.setdefault(node.targets[0].id, set()).add(id(node.value))
+            elif isinstance(node, ast.Return) and node.value is not None:
+                if isinstance(node.value, ast.Call):
+                    returned_calls.add(id(node.value))
+                elif isinstance(node.value, ast.Name):
+                    returned_names.add(node.value.id)
+        for name in returned_names:
+            returned_calls |= bound.get(name, set())
+        passed_calls = {call for name in passed for call in bound.get(name, ())}
+        for call in calls:
+            last = _last(call.func)
+            if last is None:
+                continue
+            if id(call) in returned_calls:
+                factories.setdefault(last, set()).add(fn.name)
+            elif id(call) in passed_calls:
+                factories.setdefault(last, set())
+            else:
+                elsewhere.add(last)
     for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and id(node) not in inside:
+            last = _last(node.func)
+            if last is not None:
+                elsewhere.add(last)
+    return {name: frozenset(fns) for name, fns in factories.items() if name not in elsewhere}
+
+
+def _references(tree: ast.Module) -> dict:
+    """Last name -> {dotted name: whether some call calls it} of every name and attribute chain of a module (not
+    the bases of its class statements), from one walk (`ModuleInfo.indexed`: asked for every class a module names, not a walk per class)."""
+    found: dict[str, dict[str, bool]] = {}
+    # a class statement's bases name a class without using an instance (`class AttModel(CaptionModel):`)
+    # nor does `super(AttModel, self).__init__()`
+    bases = {id(b) for node in ast.walk(tree) if isinstance(node, ast.ClassDef) for b in node.bases} | \
+        {id(a) for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and
+         node.func.id == "super" for a in node.args}
+    for node in ast.walk(tree):
+        if id(node) in bases:
+            continue
         called = isinstance(node, ast.Call)
         if called:
             node = node.func

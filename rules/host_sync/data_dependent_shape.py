@@ -60,6 +60,9 @@ class DataDependentShape(GpuRule):
         # `x[ok]` where nothing is known of `x`, and the mask is a comparison of a tensor made on the device
         Example(TRAIN_STEP + "    ok = torch.arange(4, device='cuda') > 1\n    kept = extras['scores'][ok]\n",
                 message="`x[mask]` has a data-dependent output shape"),
+        # per-graph weights spread to nodes by the batch's offsets: a slice is a sequence, so `repeats` is a tensor
+        Example(TRAIN_STEP + "    w = torch.repeat_interleave(batch.weight, batch.ptr[1:] - batch.ptr[:-1])\n",
+                message="`repeat_interleave without output_size` has a data-dependent output shape"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -70,7 +73,8 @@ class DataDependentShape(GpuRule):
         elif q == "torch.where" and len(node.args) == 1:
             op = "torch.where(cond)"
         elif q == "torch.repeat_interleave" and argument(node, "output_size") is None and \
-                len(node.args) >= 2 and self.analysis.is_tensor(node.args[1].value):
+                len(node.args) >= 2 and (self.analysis.is_tensor(node.args[1].value)
+                                         or _sliced(node.args[1].value)):
             op = "repeat_interleave without output_size"
         else:
             attr = method_call(node, tuple(self._METHODS) + ("repeat_interleave",))
@@ -78,7 +82,7 @@ class DataDependentShape(GpuRule):
                 if attr.attr.value != "repeat_interleave":
                     op = attr.attr.value
                 elif argument(node, "output_size") is None and node.args and \
-                        self.analysis.is_tensor(node.args[0].value):
+                        (self.analysis.is_tensor(node.args[0].value) or _sliced(node.args[0].value)):
                     op = "repeat_interleave without output_size"
         if op is None:
             return
@@ -113,3 +117,12 @@ class DataDependentShape(GpuRule):
         """A mask certainly on the device: a tensor not in host memory, built from tensors moved to an
         accelerator or made there (`torch.arange(T, device=device) == first[:, None]`)."""
         return self.analysis.is_device_tensor(mask) and self.analysis.fact(DataFacts).on_device(mask)
+
+
+def _sliced(expr: cst.BaseExpression) -> bool:
+    """`ptr[1:] - ptr[:-1]`, `counts[:n]`: a slice (or arithmetic of slices) is a sequence, never an int, so as
+    the `repeats` of `torch.repeat_interleave` (an int or a tensor) it is a tensor: the sizes of a batch's graphs
+    from its offsets, every step."""
+    if type(expr) is cst.BinaryOperation:
+        return _sliced(expr.left) or _sliced(expr.right)
+    return type(expr) is cst.Subscript and any(type(e.slice) is cst.Slice for e in expr.slice)
