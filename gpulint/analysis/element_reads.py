@@ -24,7 +24,7 @@ What counts, on the function's `ast` (decided without any kind inference, so kep
   `!=`, `<`, ... (not `is`, `in`);
 - in either case not itself inside another branch of the function (`if args.v2: ... if ids[j, 1] == eos:` runs
   only under an option the summary cannot see);
-- or a loop variable over such a row (`for i in p[k, :]`) used as the index of a subscript of something that is
+- or a loop variable over such a row (`for i in p[k, :]`), or over the parameter itself (`for i in x:`), used as the index of a subscript of something that is
   not the parameter's (a list or dict lookup: `names[i]`), or converted by `int(i)`.
 """
 
@@ -144,9 +144,10 @@ def _scalar(index: ast.expr) -> bool:
 
 
 def _row_source(expr: ast.expr, params: set, views: dict) -> Optional[str]:
-    """A row of a parameter, spelt out (`p[k, :]`) or through a view name (`t`)."""
+    """A row of a parameter, spelt out (`p[k, :]`) or through a view name (`t`), or the parameter itself
+    (`for i in x: vocab.itos[i]`: a list lookup takes a one-element index only, so each `i` is an element)."""
     if isinstance(expr, ast.Name):
-        return views.get(expr.id)
+        return expr.id if expr.id in params else views.get(expr.id)
     return _row_of(expr, params)
 
 
