@@ -67,7 +67,7 @@ def element_read(fn: ast.FunctionDef) -> Optional[tuple[str, int, str]]:
             param = _row_source(node.iter, params, views)
             if param is not None:
                 scope = node.body if isinstance(node, ast.For) else [_comprehension_owner(nodes, node)]
-                line = _index_use(node.target.id, scope, params, views)
+                line = _index_use(node.target.id, scope, param, views)
                 if line is not None:
                     found.append((line, param, "a host read of every element, used as an index"))
     if not found:
@@ -190,14 +190,16 @@ def _comprehension_owner(nodes: list, comp: ast.comprehension) -> ast.AST:
     return comp
 
 
-def _index_use(name: str, scope: list, params: set, views: dict) -> Optional[int]:
-    """The line where the loop variable `name` indexes a lookup (`names[i]`) or is converted by `int(i)`."""
+def _index_use(name: str, scope: list, source: str, views: dict) -> Optional[int]:
+    """The line where the loop variable `name` (an element of the parameter `source`) indexes a lookup
+    (`names[i]`, also of another parameter: `def idx_to_word(x, vocab): for i in x: vocab[i]`) or is converted
+    by `int(i)`."""
     for root in scope:
         for node in ast_walk.walk(root):
             if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name) and node.slice.id == name:
                 base = node.value
-                if isinstance(base, ast.Name) and (base.id in params or base.id in views):
-                    continue  # indexing the tensor itself: no conversion to a Python int
+                if isinstance(base, ast.Name) and (base.id == source or views.get(base.id) == source):
+                    continue  # indexing the tensor itself: left alone
                 return node.lineno
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "int" and \
                     len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id == name:
