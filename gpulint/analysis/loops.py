@@ -282,10 +282,14 @@ class LoopAnalysis:
                 model_calls.append((place, node))
             if type(node) is cst.Expr and type(node.value) is cst.Call and type(node.value.func) is cst.Attribute \
                     and type(node.value.func.value) is cst.Name and node.value.args and \
-                    node.value.func.value.value not in loop_names and node.value.func.value.value != "self":
+                    node.value.func.value.value not in loop_names and node.value.func.value.value != "self" and \
+                    self.kinds.of(node.value.func.value) not in (Kind.MODULE, Kind.MODULE_CLASS, Kind.OPTIMIZER,
+                                                                 Kind.LOADER) and \
+                    not self._runs_network(node.value, function, loop_names):
                 # `decode_strategy.advance(log_probs, attn)`: a method call hands values to an object that keeps
                 # them (a decoding strategy's state), read back through its attributes
-                # (`decode_strategy.current_predictions`) as the network's next input: an update of that object
+                # (`decode_strategy.current_predictions`) as the network's next input: an update of that object.
+                # Not a network's own method (`model.update_omega(W)`), an optimizer or a loader
                 read = {n.value for a in node.value.args for n in _names_under(a.value)}
                 assigned.setdefault(node.value.func.value.value, []).append((place, node, read))
             if type(node) in (cst.Assign, cst.AugAssign, cst.AnnAssign) and node.value is not None:
