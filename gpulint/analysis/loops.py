@@ -396,14 +396,14 @@ class LoopAnalysis:
         if helper is None or helper is function or depth > 1 or \
                 any(a is helper for a in self.index.ancestors(call)):
             return False
-        for node in _walk_body(helper, into_loops=False):
-            if type(node) in (cst.For, cst.While, cst.If, cst.IfExp, cst.Try):
-                continue  # `_walk_body` still yields them; what they hold is looked at below only when unconditional
-            if type(node) is not cst.Call or _under_branch(self.index, node, helper):
-                continue
-            if self._runs_a_model(node) or self._helper_runs_a_model(node, function, depth + 1):
-                return True
-        return False
+        key = ("helper-runs-a-model", id(helper), id(function), depth)  # memoised: asked per call of every loop
+        if key not in self._trains:
+            self._trains[key] = False  # recursion guard
+            self._trains[key] = any(
+                type(node) is cst.Call and not _under_branch(self.index, node, helper) and
+                (self._runs_a_model(node) or self._helper_runs_a_model(node, function, depth + 1))
+                for node in _walk_body(helper, into_loops=False))
+        return self._trains[key]
 
     def _reaches_local_hot_loop(self, call: cst.Call, depth: int = 0) -> bool:
         """`call` runs a function of this module that has a hot loop of its own, or calls one that does
