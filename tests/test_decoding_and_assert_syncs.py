@@ -106,6 +106,24 @@ def test_a_list_lookup_per_element_of_the_parameter_is_a_read_per_element(tmp_pa
     assert ("train.py", 12, "GPU112") not in keys  # a list of ints: no device read
 
 
+def test_a_parameter_rebound_before_its_loop_is_not_iterated(tmp_path: Path) -> None:
+    # `text = list(t)` rebinds the parameter: the loop walks characters of a string, not the tensor passed
+    util = UTIL_WORDS + """
+
+def encode(text, table):
+    out = []
+    for i, t in enumerate(text):
+        text = list(t)
+        out.append([table[c] for c in text])
+    return out
+"""
+    train = TRAIN_WORDS.replace("        names = idx_to_word([1, 2, 3], vocab)", "        ids = encode(out.argmax(dim=1), vocab)")
+    train = train.replace("from util import idx_to_word", "from util import encode, idx_to_word")
+    root = write_project(tmp_path, {"train.py": train, "util.py": util})
+    keys = found(check(root, "--no-cache", "--exit-zero"))
+    assert ("train.py", 11, "GPU112") in keys and ("train.py", 12, "GPU112") not in keys
+
+
 TRANSLATOR = """\
 import torch
 from strategies import Beam, Greedy

@@ -46,6 +46,9 @@ def element_read(fn: ast.FunctionDef) -> Optional[tuple[str, int, str]]:
         return None
     nodes = list(ast_walk.walk(fn))  # one walk of the function, shared by the questions below
     views = _row_views(nodes, params)
+    # parameters the function never rebinds: a loop over one of them iterates what the call passed (not
+    # `text = list(t)` rebinding `text` before `[self.dict[c] for c in text]`)
+    kept = params - _rebound(nodes)
     parents = {id(child): node for node in nodes for child in ast_walk.iter_child_nodes(node)}
     found: list[tuple[int, str, str]] = []
     for node in nodes:
@@ -64,7 +67,7 @@ def element_read(fn: ast.FunctionDef) -> Optional[tuple[str, int, str]]:
             if param is not None:
                 found.append((test.lineno, param, "a host read of every element, tested by `if`"))
         if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
-            param = _row_source(node.iter, params, views)
+            param = _row_source(node.iter, params, views, kept)
             if param is not None:
                 scope = node.body if isinstance(node, ast.For) else [_comprehension_owner(nodes, node)]
                 line = _index_use(node.target.id, scope, param, views)
@@ -112,6 +115,24 @@ def _row_views(nodes: list, params: set) -> dict[str, str]:
     return views
 
 
+def _rebound(nodes: list) -> set:
+    """The names the function's nodes assign, loop over or bind otherwise (`with ... as n`, `except ... as n`)."""
+    names: set = set()
+    for node in nodes:
+        targets: list = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.comprehension)):
+            targets = [node.target]
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            targets = [node.optional_vars]
+        elif isinstance(node, ast.NamedExpr):
+            targets = [node.target]
+        for target in targets:
+            names.update(n.id for n in ast_walk.walk(target) if isinstance(n, ast.Name))
+    return names
+
+
 def _row_of(value: Optional[ast.expr], params: set) -> Optional[str]:
     """`p[k, :]` / `p[k]` of a parameter `p`: the parameter."""
     if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) and value.value.id in params and \
@@ -143,11 +164,12 @@ def _scalar(index: ast.expr) -> bool:
     return False
 
 
-def _row_source(expr: ast.expr, params: set, views: dict) -> Optional[str]:
-    """A row of a parameter, spelt out (`p[k, :]`) or through a view name (`t`), or the parameter itself
-    (`for i in x: vocab.itos[i]`: a list lookup takes a one-element index only, so each `i` is an element)."""
+def _row_source(expr: ast.expr, params: set, views: dict, kept: set) -> Optional[str]:
+    """A row of a parameter, spelt out (`p[k, :]`) or through a view name (`t`), or a parameter itself that the
+    function never rebinds (`for i in x: vocab.itos[i]`: a list lookup takes a one-element index only, so each
+    `i` is an element)."""
     if isinstance(expr, ast.Name):
-        return expr.id if expr.id in params else views.get(expr.id)
+        return expr.id if expr.id in kept else views.get(expr.id)
     return _row_of(expr, params)
 
 
