@@ -24,7 +24,7 @@ What counts, on the function's `ast` (decided without any kind inference, so kep
   `!=`, `<`, ... (not `is`, `in`);
 - in either case not itself inside another branch of the function (`if args.v2: ... if ids[j, 1] == eos:` runs
   only under an option the summary cannot see);
-- or a loop variable over such a row (`for i in p[k, :]`) used as the index of a subscript of something that is
+- or a loop variable over such a row (`for i in p[k, :]`), or over the parameter itself (`for i in x:`), used as the index of a subscript of something that is
   not the parameter's (a list or dict lookup: `names[i]`), or converted by `int(i)`.
 """
 
@@ -46,6 +46,9 @@ def element_read(fn: ast.FunctionDef) -> Optional[tuple[str, int, str]]:
         return None
     nodes = list(ast_walk.walk(fn))  # one walk of the function, shared by the questions below
     views = _row_views(nodes, params)
+    # parameters the function never rebinds: a loop over one of them iterates what the call passed (not
+    # `text = list(t)` rebinding `text` before `[self.dict[c] for c in text]`)
+    kept = params - _rebound(nodes)
     parents = {id(child): node for node in nodes for child in ast_walk.iter_child_nodes(node)}
     found: list[tuple[int, str, str]] = []
     for node in nodes:
@@ -64,10 +67,10 @@ def element_read(fn: ast.FunctionDef) -> Optional[tuple[str, int, str]]:
             if param is not None:
                 found.append((test.lineno, param, "a host read of every element, tested by `if`"))
         if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
-            param = _row_source(node.iter, params, views)
+            param = _row_source(node.iter, params, views, kept)
             if param is not None:
                 scope = node.body if isinstance(node, ast.For) else [_comprehension_owner(nodes, node)]
-                line = _index_use(node.target.id, scope, params, views)
+                line = _index_use(node.target.id, scope, param, views)
                 if line is not None:
                     found.append((line, param, "a host read of every element, used as an index"))
     if not found:
@@ -112,6 +115,24 @@ def _row_views(nodes: list, params: set) -> dict[str, str]:
     return views
 
 
+def _rebound(nodes: list) -> set:
+    """The names the function's nodes assign, loop over or bind otherwise (`with ... as n`, `except ... as n`)."""
+    names: set = set()
+    for node in nodes:
+        targets: list = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.comprehension)):
+            targets = [node.target]
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            targets = [node.optional_vars]
+        elif isinstance(node, ast.NamedExpr):
+            targets = [node.target]
+        for target in targets:
+            names.update(n.id for n in ast_walk.walk(target) if isinstance(n, ast.Name))
+    return names
+
+
 def _row_of(value: Optional[ast.expr], params: set) -> Optional[str]:
     """`p[k, :]` / `p[k]` of a parameter `p`: the parameter."""
     if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) and value.value.id in params and \
@@ -143,10 +164,12 @@ def _scalar(index: ast.expr) -> bool:
     return False
 
 
-def _row_source(expr: ast.expr, params: set, views: dict) -> Optional[str]:
-    """A row of a parameter, spelt out (`p[k, :]`) or through a view name (`t`)."""
+def _row_source(expr: ast.expr, params: set, views: dict, kept: set) -> Optional[str]:
+    """A row of a parameter, spelt out (`p[k, :]`) or through a view name (`t`), or a parameter itself that the
+    function never rebinds (`for i in x: vocab.itos[i]`: a list lookup takes a one-element index only, so each
+    `i` is an element)."""
     if isinstance(expr, ast.Name):
-        return views.get(expr.id)
+        return expr.id if expr.id in kept else views.get(expr.id)
     return _row_of(expr, params)
 
 
@@ -189,14 +212,16 @@ def _comprehension_owner(nodes: list, comp: ast.comprehension) -> ast.AST:
     return comp
 
 
-def _index_use(name: str, scope: list, params: set, views: dict) -> Optional[int]:
-    """The line where the loop variable `name` indexes a lookup (`names[i]`) or is converted by `int(i)`."""
+def _index_use(name: str, scope: list, source: str, views: dict) -> Optional[int]:
+    """The line where the loop variable `name` (an element of the parameter `source`) indexes a lookup
+    (`names[i]`, also of another parameter: `def idx_to_word(x, vocab): for i in x: vocab[i]`) or is converted
+    by `int(i)`."""
     for root in scope:
         for node in ast_walk.walk(root):
             if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name) and node.slice.id == name:
                 base = node.value
-                if isinstance(base, ast.Name) and (base.id in params or base.id in views):
-                    continue  # indexing the tensor itself: no conversion to a Python int
+                if isinstance(base, ast.Name) and (base.id == source or views.get(base.id) == source):
+                    continue  # indexing the tensor itself: left alone
                 return node.lineno
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "int" and \
                     len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id == name:

@@ -49,7 +49,7 @@ from gpulint.analysis.trained_modules import assumed_site
 from gpulint.analysis.tree import child_nodes
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, Registry, _dotted, \
     held_python_tree, project_for, text_dependency
-from gpulint.syntax import positional_names
+from gpulint.syntax import argument_for, positional_names
 
 # Calls that hand back (a wrapper of) the module they are given, whose call still runs its `forward`.
 _WRAPPERS = {"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
@@ -1643,11 +1643,14 @@ class _Instances:
             return False
         fn = found_param[0]
         params = positional_names(fn)
-        position = params.index(expr.value) if expr.value in params else None
         sites = self.calls.analysis.loops.calls_to(fn)
         found = False
         for node in sites:
-            argument = _argument(node, position, expr.value)
+            # a method called through `self` gets its `self` from the receiver
+            # (`self._translate_batch_with_strategy(batch, decode_strategy)`)
+            passed = argument_for(node, params, expr.value) if params and not any(a.star for a in node.args) \
+                else None
+            argument = passed.value if passed is not None else None
             if type(argument) is not cst.Name or not self.among(argument):
                 return False
             found = True

@@ -280,6 +280,18 @@ class LoopAnalysis:
         for place, node in enumerate(_walk_body(loop, into_loops=False)):
             if type(node) is cst.Call and self._runs_network(node, function, loop_names):
                 model_calls.append((place, node))
+            if type(node) is cst.Expr and type(node.value) is cst.Call and type(node.value.func) is cst.Attribute \
+                    and type(node.value.func.value) is cst.Name and node.value.args and \
+                    node.value.func.value.value not in loop_names and node.value.func.value.value != "self" and \
+                    self.kinds.of(node.value.func.value) not in (Kind.MODULE, Kind.MODULE_CLASS, Kind.OPTIMIZER,
+                                                                 Kind.LOADER) and \
+                    not self._runs_network(node.value, function, loop_names):
+                # `decode_strategy.advance(log_probs, attn)`: a method call hands values to an object that keeps
+                # them (a decoding strategy's state), read back through its attributes
+                # (`decode_strategy.current_predictions`) as the network's next input: an update of that object.
+                # Not a network's own method (`model.update_omega(W)`), an optimizer or a loader
+                read = {n.value for a in node.value.args for n in _names_under(a.value)}
+                assigned.setdefault(node.value.func.value.value, []).append((place, node, read))
             if type(node) in (cst.Assign, cst.AugAssign, cst.AnnAssign) and node.value is not None:
                 targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
                 names = {name for t in targets for name in _target_names(t)}
@@ -374,7 +386,24 @@ class LoopAnalysis:
                 # return_tensors="pt")`)
                 from gpulint.analysis.tokenizers import host_tensors_call  # imports gpulint.analysis
                 return not host_tensors_call(call) and any(self.kinds.of(a.value) is Kind.TENSOR for a in call.args)
-        return self._runs_a_model(call)
+        return self._runs_a_model(call) or self._helper_runs_a_model(call, function)
+
+    def _helper_runs_a_model(self, call: cst.Call, function: cst.FunctionDef, depth: int = 0) -> bool:
+        """`self._decode_and_generate(decoder_input, ...)`: a function or method of this module (not `function`
+        itself) whose own body, outside loops and branches of its own, runs a network (`self.model.decoder(...)`),
+        directly or through one more such helper: each call of it is one network evaluation."""
+        helper = self.local_function(call)
+        if helper is None or helper is function or depth > 1 or \
+                any(a is helper for a in self.index.ancestors(call)):
+            return False
+        key = ("helper-runs-a-model", id(helper), id(function), depth)  # memoised: asked per call of every loop
+        if key not in self._trains:
+            self._trains[key] = False  # recursion guard
+            self._trains[key] = any(
+                type(node) is cst.Call and not _under_branch(self.index, node, helper) and
+                (self._runs_a_model(node) or self._helper_runs_a_model(node, function, depth + 1))
+                for node in _walk_body(helper, into_loops=False))
+        return self._trains[key]
 
     def _reaches_local_hot_loop(self, call: cst.Call, depth: int = 0) -> bool:
         """`call` runs a function of this module that has a hot loop of its own, or calls one that does
@@ -2102,6 +2131,16 @@ def _names_under(expr: cst.CSTNode):
         if isinstance(node, cst.Name):
             yield node
         stack.extend(child_nodes(node))
+
+
+def _under_branch(index: SyntaxIndex, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+    """`node` sits in an `if`, a conditional expression or a loop of `fn` (not in every call of it)."""
+    for ancestor in index.ancestors(node):
+        if ancestor is fn:
+            return False
+        if type(ancestor) in (cst.If, cst.IfExp, cst.For, cst.While, cst.Try):
+            return True
+    return False
 
 
 def _walk_body(loop: Union[Loop, cst.FunctionDef], into_loops: bool):

@@ -1697,7 +1697,13 @@ class _Summarizer:
             self._block(stmt.orelse, conditional)
             self._block(stmt.finalbody, conditional)
             return
-        if isinstance(stmt, (ast.Raise, ast.Assert)):
+        if isinstance(stmt, ast.Assert):
+            # the test runs on every call (only the message is an error path): `assert labels.max() < n` of a
+            # tensor computed from a parameter converts it with `bool()`, a read of that parameter
+            self._expressions(stmt.test, conditional)
+            self._branch_read(stmt.test)
+            return
+        if isinstance(stmt, ast.Raise):
             return  # error paths run at most once
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             self._appends_loader(stmt.value)

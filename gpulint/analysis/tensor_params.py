@@ -7,8 +7,8 @@ given anything. It holds a device tensor where
   class, or `helper(x)` for a top-level function, each argument a tensor not known to be in host memory), and no
   other project file calls it (`.build_targets(` or `def build_targets` elsewhere: a caller there could pass
   anything); or
-- every call in the project's other files passes a copy to a device for it (`.to(device)`, `.cuda()`, read
-  with `ast`); for a class's `__call__` or `forward`, every call of a name a project file binds to an instance
+- every call in the project's other files passes a copy to a device for it (`.to(device)`, `.cuda()`, or a
+  name every assignment of which in the caller's scope is one: `x, y = x.cuda(), y.cuda()`, read with `ast`); for a class's `__call__` or `forward`, every call of a name a project file binds to an instance
   (`compute_loss = ComputeLoss(model)` ... `compute_loss(pred, targets.to(device))`).
 
 Both kinds of sites may be present; there must be at least one, and a method called as `obj.method(...)` in another
@@ -108,15 +108,37 @@ def _given_device_tensors(analysis, fn: cst.FunctionDef, param: cst.Param) -> bo
         if not isinstance(arg, cst.Arg) or arg.star or not analysis.is_device_tensor(arg.value) or \
                 _raw_batch(analysis, arg.value):
             return False
-    for call in remote:
+    for call, assigns in remote:
         if any(type(a) is ast.Starred for a in call.args):
             return False
         arg = next((k.value for k in call.keywords if k.arg == param.name.value), None)
         if arg is None and position < len(call.args):
             arg = call.args[position]
-        if arg is None or not _device_copy(arg):
+        if arg is None or not (_device_copy(arg) or _bound_to_device_copies(arg, call, assigns)):
             return False
     return True
+
+
+def _bound_to_device_copies(arg: ast.expr, call: ast.Call, assigns: Optional[dict]) -> bool:
+    """`labels` where every assignment of the name in the caller's scope before the call is a copy to a device
+    (`labels = labels.cuda()`, `inputs, labels = inputs.cuda(), labels.cuda(non_blocking=True)`), and there is
+    one: what the call is given is that copy (a loop variable the copy rebinds included)."""
+    if type(arg) is not ast.Name or not assigns:
+        return False
+    bound = assigns.get(arg.id)
+    if not bound:
+        return False
+    values = []
+    for value, index in bound:
+        if value.lineno >= call.lineno:
+            continue  # bound after the call (`inputs, labels = mixup(...)` later in the step): not what it passes
+        if index is not None:
+            if type(value) is not ast.Tuple or index >= len(value.elts) or \
+                    any(type(e) is ast.Starred for e in value.elts):
+                return False
+            value = value.elts[index]
+        values.append(value)
+    return bool(values) and all(_device_copy(v) for v in values)
 
 
 def _raw_batch(analysis, expr: cst.BaseExpression) -> bool:
@@ -155,11 +177,11 @@ def _remote_sites(analysis, name: str, instance_of: Optional[str], method: bool)
         if info is None:
             return None
         if instance_of is not None:
-            sites.extend(_instance_calls(info, instance_of))
+            sites.extend((call, None) for call in _instance_calls(info, instance_of))
         elif project._resolved(Path(file)) != here and info.calls_named(name):  # the project's memo of paths
             if method:
                 return None  # `obj.name(...)` elsewhere: what it passes is not followed
-            sites.extend(call for call, _ in info.calls_named(name))
+            sites.extend(info.calls_named(name))
     return sites
 
 
