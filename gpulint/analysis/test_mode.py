@@ -40,7 +40,7 @@ _TEST_FLAG = re.compile(r"^(test_?mode|testing|debug|debug_?mode|smoke_?test|dry
 
 
 # a word of the option's name (`eval_oracle_wh`, `debug_level`, `vis_debug`)
-_DIAGNOSTIC_WORD = re.compile(r"(^|_)(debug|oracle|visuali[sz]e|visuali[sz]ation)(_|$)", re.IGNORECASE)
+_DIAGNOSTIC_WORD = re.compile(r"(^|_)(debug|oracle|visuali[sz]e|visuali[sz]ation|verbose)(_|$)", re.IGNORECASE)
 # an option saving per-sample outputs for inspection (`save_val_results`, `save_images`, `save_preds`)
 _SAVE_OUTPUTS = re.compile(r"^save_?(val_?|valid_?|test_?|eval_?)?(results?|preds?|predictions?|images?|imgs?|"
                            r"outputs?|vis|visuals?|samples?)$", re.IGNORECASE)
@@ -53,6 +53,11 @@ def diagnostic_off(analysis, test: cst.BaseExpression) -> Optional[str]:
     `opt.eval_oracle_wh` (store_true), `opt.debug > 0` (default 0), `args.test_mode`; else None."""
     from gpulint.analysis.flags import UNKNOWN, option_default
 
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        # `if labels is not None and verbose_loss:`: off when either operand is
+        return diagnostic_off(analysis, test.left) or diagnostic_off(analysis, test.right)
+    if type(test) is cst.Name:
+        return _local_option_off(analysis, test)
     option, compare, bound = test, None, None
     if type(test) is cst.Comparison and len(test.comparisons) == 1:
         option = test.left
@@ -85,3 +90,39 @@ def test_mode_branch(analysis, node: cst.If, child: cst.CSTNode) -> bool:
     from gpulint.analysis.flags import flag_defaults
 
     return analysis.fact(flag_defaults).default(test) is False
+
+
+def _local_option_off(analysis, test: cst.Name) -> Optional[str]:
+    """`verbose_loss = eval_kwargs.get('verbose_loss', 1)` (or `opt['verbose_loss']`, `getattr(opt,
+    'verbose_loss', 1)`), the name's one binding in its function, then `if verbose_loss:`: the option read from
+    the parsed options as a dict (`eval_kwargs.update(vars(opt))`), whose parser declares it off by default (the
+    parser's default wins: the key is always there). Only debug, verbose and visualisation names, as above."""
+    from gpulint.analysis.flags import UNKNOWN, option_default_of
+
+    bindings = analysis.index.visible_bindings(test)
+    if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None:
+        return None
+    dest = _option_key(bindings[0].value)
+    if dest is None or not (_TEST_FLAG.match(dest) or _DIAGNOSTIC_WORD.search(dest) or _SAVE_OUTPUTS.match(dest)):
+        return None
+    default = option_default_of(analysis, dest)
+    if default is UNKNOWN or bool(default):
+        return None
+    return f"`--{dest}` is off by default"
+
+
+def _option_key(value) -> Optional[str]:
+    """The option name of `opts.get('name', d)`, `opts['name']`, `getattr(opts, 'name', d)`."""
+    if type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value == "get" and \
+            value.args and type(value.args[0].value) is cst.SimpleString:
+        key = value.args[0].value.evaluated_value
+    elif type(value) is cst.Call and type(value.func) is cst.Name and value.func.value == "getattr" and \
+            len(value.args) >= 2 and type(value.args[1].value) is cst.SimpleString:
+        key = value.args[1].value.evaluated_value
+    elif type(value) is cst.Subscript and len(value.slice) == 1 and type(value.slice[0].slice) is cst.Index and \
+            type(value.slice[0].slice.value) is cst.SimpleString:
+        key = value.slice[0].slice.value.evaluated_value
+    else:
+        return None
+    return key if isinstance(key, str) and key.isidentifier() else None
+
