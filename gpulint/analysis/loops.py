@@ -1479,7 +1479,10 @@ class LoopAnalysis:
         return False
 
     def _event_flag(self, expr: cst.BaseExpression, test: cst.BaseExpression) -> bool:
-        """`expr` is a bare name (possibly negated) that the loop around `test` assigns, in a tuple too."""
+        """`expr` is a bare name (possibly negated) that the loop around `test` assigns, in a tuple too; or an
+        `and` with such a name (`epoch_done and opt.save_every_epoch`: true only when the flag is)."""
+        if type(expr) is cst.BooleanOperation and type(expr.operator) is cst.And:
+            return self._event_flag(expr.left, test) or self._event_flag(expr.right, test)
         while type(expr) is cst.UnaryOperation and type(expr.operator) is cst.Not:
             expr = expr.expression
         if type(expr) is not cst.Name:
