@@ -30,7 +30,9 @@ and what is saved (`--save_val_results`, `--save_images`, `--save-preds`, `--sav
 from __future__ import annotations
 
 import operator
+import os
 import re
+from pathlib import Path
 from typing import Optional
 
 import libcst as cst
@@ -65,12 +67,13 @@ def diagnostic_off(analysis, test: cst.BaseExpression) -> Optional[str]:
         bound = test.comparisons[0].comparator
         if compare is None or type(bound) not in (cst.Integer, cst.Float):
             return None
-    if type(option) is not cst.Attribute or not (_TEST_FLAG.match(option.attr.value) or
-                                                 _DIAGNOSTIC_WORD.search(option.attr.value) or
-                                                 _SAVE_OUTPUTS.match(option.attr.value)):
+    if type(option) is not cst.Attribute:
         return None
     default = option_default(analysis, option)
     if default is UNKNOWN:
+        return None
+    if not (_TEST_FLAG.match(option.attr.value) or _DIAGNOSTIC_WORD.search(option.attr.value) or
+            _SAVE_OUTPUTS.match(option.attr.value)) and not _unshipped(analysis, option.attr.value):
         return None
     if compare is None:
         holds = bool(default)
@@ -103,10 +106,13 @@ def _local_option_off(analysis, test: cst.Name) -> Optional[str]:
     if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None:
         return None
     dest = _option_key(bindings[0].value)
-    if dest is None or not (_TEST_FLAG.match(dest) or _DIAGNOSTIC_WORD.search(dest) or _SAVE_OUTPUTS.match(dest)):
+    if dest is None:
         return None
     default = option_default_of(analysis, dest)
     if default is UNKNOWN or bool(default):
+        return None
+    if not (_TEST_FLAG.match(dest) or _DIAGNOSTIC_WORD.search(dest) or _SAVE_OUTPUTS.match(dest) or
+            _unshipped(analysis, dest)):
         return None
     return f"`--{dest}` is off by default"
 
@@ -125,4 +131,65 @@ def _option_key(value) -> Optional[str]:
     else:
         return None
     return key if isinstance(key, str) and key.isidentifier() else None
+
+
+# The text files a project ships besides its Python code: READMEs, configs, run scripts, notebooks.
+_SHIPPED_SUFFIXES = (".md", ".rst", ".txt", ".yml", ".yaml", ".json", ".toml", ".sh", ".bash", ".cfg", ".ini",
+                     ".ipynb", ".gin", ".conf")
+_SHIPPED_FILES = 3000
+_SHIPPED_BYTES = 1_000_000
+_SHIPPED: dict = {}  # project root -> the identifiers its shipped text files contain
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv", "env", ".git"}
+
+
+def _unshipped(analysis, dest: str) -> bool:
+    """A command-line option off by default that nothing the project ships turns on: no README command, config
+    file, run script or notebook names it (`--block_trigrams 1`, `remove_bad_endings: 1`), and no Python file sets
+    it (`opt.X = ...`, `X=...` as a keyword, a `'X':` dict key; `option_default` already rules out the declaring
+    modules' assignments). Such an option runs only when a user asks for it by hand: its branch is no step of any
+    run the project documents (self-critical's `block_trigrams`, `remove_bad_endings`)."""
+    if analysis.path is None:
+        return False
+    from gpulint.analysis.forward import _project_of
+    from gpulint.files import read_regular
+
+    project, _ = analysis.fact(_project_of)
+    root = Path(project.root)
+    words = _SHIPPED.get(root)
+    if words is None:
+        words = set()
+        count = 0
+        for folder, subfolders, names in os.walk(root):
+            subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in _SKIPPED_FOLDERS)
+            for name in sorted(names):
+                if not name.endswith(_SHIPPED_SUFFIXES) and name not in ("Makefile", "Dockerfile"):
+                    continue
+                count += 1
+                if count > _SHIPPED_FILES:
+                    return False  # too many to read: unknown
+                path = Path(folder) / name
+                try:
+                    if path.stat().st_size > _SHIPPED_BYTES:
+                        continue
+                    words.update(_IDENTIFIER.findall(read_regular(path)[0].decode("utf-8", "replace")))
+                except (OSError, ValueError, Exception):  # noqa: BLE001 - an unreadable file names nothing
+                    continue
+        if len(_SHIPPED) > 64:
+            _SHIPPED.clear()
+        _SHIPPED[root] = words
+    if dest in words:
+        return False
+    setter = re.compile(r"\.%s\s*=(?!=)|\b%s\s*=(?!=)|[\"']%s[\"']\s*:" % ((re.escape(dest),) * 3))
+    for file in project.files_naming(dest):
+        try:
+            text = read_regular(Path(file))[0].decode("utf-8", "replace")
+        except Exception:  # noqa: BLE001
+            return False
+        for match in setter.finditer(text):
+            line = text[text.rfind("\n", 0, match.start()) + 1:text.find("\n", match.end())]
+            if "add_argument" in line or ".get(" in line:
+                continue  # the declaration (`default=0`) or a read (`opt.get('X', 0)`)
+            return False
+    return True
 
