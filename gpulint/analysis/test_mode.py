@@ -138,6 +138,7 @@ _SHIPPED_SUFFIXES = (".md", ".rst", ".txt", ".yml", ".yaml", ".json", ".toml", "
                      ".ipynb", ".gin", ".conf")
 _SHIPPED_FILES = 3000
 _SHIPPED_BYTES = 1_000_000
+_SHIPPED_TOTAL = 16_000_000
 _SHIPPED: dict = {}  # project root -> the identifiers its shipped text files contain
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv", "env", ".git"}
@@ -156,10 +157,12 @@ def _unshipped(analysis, dest: str) -> bool:
 
     project, _ = analysis.fact(_project_of)
     root = Path(project.root)
+    if root in _SHIPPED and _SHIPPED[root] is None:
+        return False
     words = _SHIPPED.get(root)
     if words is None:
         words = set()
-        count = 0
+        count = total = 0
         for folder, subfolders, names in os.walk(root):
             subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in _SKIPPED_FOLDERS)
             for name in sorted(names):
@@ -167,11 +170,17 @@ def _unshipped(analysis, dest: str) -> bool:
                     continue
                 count += 1
                 if count > _SHIPPED_FILES:
+                    _SHIPPED[root] = None
                     return False  # too many to read: unknown
                 path = Path(folder) / name
                 try:
-                    if path.stat().st_size > _SHIPPED_BYTES:
+                    size = path.stat().st_size
+                    if size > _SHIPPED_BYTES:
                         continue
+                    total += size
+                    if total > _SHIPPED_TOTAL:
+                        _SHIPPED[root] = None
+                        return False  # too much to read: unknown
                     words.update(_IDENTIFIER.findall(read_regular(path)[0].decode("utf-8", "replace")))
                 except (OSError, ValueError, Exception):  # noqa: BLE001 - an unreadable file names nothing
                     continue
