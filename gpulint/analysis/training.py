@@ -260,9 +260,13 @@ class TrainingFacts:
         `precision` is not a setting."""
         if self._chose_precision is None:  # a search of the whole text: once per module, not per call
             text = self.analysis.source if self.analysis.source is not None else self.analysis.module.code
-            self._chose_precision = found_in(_CHOSEN_PRECISION, text) or found_in(_DTYPE_CHOICE, text) or \
-                self.analysis.fact(project_default_dtype)
+            self._chose_precision = found_in(_CHOSEN_PRECISION, text) or found_in(_DTYPE_CHOICE, text)
         return self._chose_precision
+
+    def project_chose_dtype(self) -> bool:
+        """A file of the project sets torch's default dtype (`project_default_dtype`): asked last, where the
+        module's own text decides nothing (it reads the project's identifier index)."""
+        return self.analysis.fact(project_default_dtype)
 
     def chose_matmul_precision(self) -> bool:
         """As `chose_precision`, but a `dtype=` argument counts only when it names a floating dtype other than
