@@ -887,6 +887,14 @@ class KindInference:
         keeps comprehension variables in the enclosing function's table, where another binding of the same name
         (`for cls in torch.unique(t):` elsewhere in the function) would make `int(cls)` of
         `[int(cls) for *xyxy, conf, cls in pred.tolist()]` a tensor read. None where `node` is no such variable."""
+        names = getattr(self, "_comprehension_names", None)
+        if names is None:
+            from gpulint.analysis.node_types import of_types
+
+            names = self._comprehension_names = {n for c in of_types(self.index, cst.CompFor)
+                                                 for n in target_names(c.target)}  # type: ignore[attr-defined]
+        if node.value not in names:
+            return None
         scope = self.index.enclosing_scope(node)
         if scope is None:
             return None

@@ -58,24 +58,36 @@ def _periodic(test: ast.expr) -> bool:
         any(isinstance(s, ast.Constant) and s.value == 0 for s in sides)
 
 
-def _parents(tree: ast.AST) -> dict:
-    up: dict = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            up[id(child)] = node
-    return up
+_SITES: dict = {}  # (path, digest) of a project module -> (its parent map, name -> the places it is read)
 
 
-def _read_sites(tree: ast.AST, name: str):
-    """Each place `name` is read: (the node, whether it is the callee of a call), and `def name` nodes."""
-    calls = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == name or isinstance(node, ast.Attribute) and node.attr == name:
-            yield node, id(node) in calls
-        elif isinstance(node, ast.Constant) and node.value == name:
-            yield node, False
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            yield node, None
+def _module_sites(info, tree: ast.AST) -> tuple[dict, dict]:
+    """One walk of a module, kept per module text: each node's parent, and for each name the places it is read
+    (the node, whether it is the callee of a call; None for a `def` of that name)."""
+    key = (info.path, info.digest)
+    found = _SITES.get(key)
+    if found is None:
+        if len(_SITES) > 256:
+            _SITES.clear()
+        up: dict = {}
+        calls = set()
+        sites: dict = {}
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                up[id(child)] = node
+            if isinstance(node, ast.Call):
+                calls.add(id(node.func))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                sites.setdefault(node.id, []).append((node, id(node) in calls))
+            elif isinstance(node, ast.Attribute):
+                sites.setdefault(node.attr, []).append((node, id(node) in calls))
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                sites.setdefault(node.value, []).append((node, False))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                sites.setdefault(node.name, []).append((node, None))
+        found = _SITES[key] = (up, sites)
+    return found
 
 
 def _place(node: ast.AST, up: dict) -> tuple[str, Optional[ast.AST]]:
@@ -133,11 +145,10 @@ def _calls(analysis, name: str) -> Optional[list[tuple[str, Optional[ast.AST]]]]
         tree = getattr(info, "tree", None) if info is not None else None
         if tree is None:
             return None
-        up = None
-        for node, called in _read_sites(tree, name):
+        up, sites = _module_sites(info, tree)
+        for node, called in sites.get(name, ()):
             if called is None:
                 continue
-            up = up if up is not None else _parents(tree)
             if not called and isinstance(node, ast.Attribute) and _tested(node, up):
                 continue  # `if opt.compose:`: an option of the same name, tested, not a method handed on
             if isinstance(node, ast.Constant) and not _names_a_member(node, up):
