@@ -69,11 +69,15 @@ def diagnostic_off(analysis, test: cst.BaseExpression) -> Optional[str]:
             return None
     if type(option) is not cst.Attribute:
         return None
+    named = _TEST_FLAG.match(option.attr.value) or _DIAGNOSTIC_WORD.search(option.attr.value) or \
+        _SAVE_OUTPUTS.match(option.attr.value)
+    if not named and type(option.value) is not cst.Name:
+        return None  # any option by its name alone only as `opt.X`/`args.X` (`self.X`: analysis/unset_options.py)
     default = option_default(analysis, option)
     if default is UNKNOWN:
         return None
-    if not (_TEST_FLAG.match(option.attr.value) or _DIAGNOSTIC_WORD.search(option.attr.value) or
-            _SAVE_OUTPUTS.match(option.attr.value)) and not _unshipped(analysis, option.attr.value):
+    if not named and (default is not None and not isinstance(default, (bool, int, float)) or
+                      not _unshipped(analysis, option.attr.value)):
         return None
     if compare is None:
         holds = bool(default)
@@ -153,10 +157,23 @@ def _unshipped(analysis, dest: str) -> bool:
     if analysis.path is None:
         return False
     from gpulint.analysis.forward import _project_of
-    from gpulint.files import read_regular
 
     project, _ = analysis.fact(_project_of)
     root = Path(project.root)
+    key = (root, dest)
+    if key not in _UNSHIPPED:
+        if len(_UNSHIPPED) > 4096:
+            _UNSHIPPED.clear()
+        _UNSHIPPED[key] = _compute_unshipped(project, root, dest)
+    return _UNSHIPPED[key]
+
+
+_UNSHIPPED: dict = {}  # (project root, option) -> whether nothing the project ships turns it on
+
+
+def _compute_unshipped(project, root: Path, dest: str) -> bool:
+    from gpulint.files import read_regular
+
     if root in _SHIPPED and _SHIPPED[root] is None:
         return False
     words = _SHIPPED.get(root)
