@@ -71,8 +71,9 @@ def diagnostic_off(analysis, test: cst.BaseExpression) -> Optional[str]:
         return None
     named = _TEST_FLAG.match(option.attr.value) or _DIAGNOSTIC_WORD.search(option.attr.value) or \
         _SAVE_OUTPUTS.match(option.attr.value)
-    if not named and type(option.value) is not cst.Name:
-        return None  # any option by its name alone only as `opt.X`/`args.X` (`self.X`: analysis/unset_options.py)
+    if not named and type(option.value) is not cst.Name and not (
+            type(option.value) is cst.Attribute and type(option.value.value) is cst.Name):
+        return None  # any option by its name alone only as `opt.X`, `self.opt.X` (`self.X`: unset_options.py)
     default = option_default(analysis, option)
     if default is UNKNOWN:
         return None
