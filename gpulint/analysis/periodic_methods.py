@@ -195,6 +195,8 @@ def only_called_periodically(analysis, fn: cst.FunctionDef) -> Optional[str]:
     if name in cache:
         return cache[name]
     cache[name] = None
+    if _called_here_every_time(analysis, name):
+        return None  # a call of this module outside any `%` test: no search of the project
     places = _calls(analysis, name)
     answer = None
     if places and any(kind == "periodic" for kind, _ in places):
@@ -211,6 +213,21 @@ def only_called_periodically(analysis, fn: cst.FunctionDef) -> Optional[str]:
             break
     cache[name] = answer
     return answer
+
+
+def _called_here_every_time(analysis, name: str) -> bool:
+    """The module itself calls `name` (`fn(...)`, `x.fn(...)`) outside every `if` whose test has a `%`: the
+    answer is no, without reading the project (the common case: a helper the module's own loop calls)."""
+    index = analysis.index
+    for node in index.names(name):
+        parent = index.up.get(id(node))
+        callee = parent if type(parent) is cst.Attribute and parent.attr is node else node
+        call = index.up.get(id(callee))
+        if type(call) is not cst.Call or call.func is not callee:
+            continue
+        if not any(type(a) is cst.If and "%" in analysis.code(a.test) for a in index.ancestors(call)):
+            return True
+    return False
 
 
 def _answers(analysis) -> dict:
