@@ -253,12 +253,6 @@ def called_only_in_dead_branches(analysis, fn: cst.FunctionDef, never_runs) -> b
 
 
 def _dead_only(analysis, name: str, never_runs) -> bool:
-    from gpulint.analysis.forward import _project_of
-
-    project, path = analysis.fact(_project_of)
-    here = project._resolved(path)
-    if any(project._resolved(f) != here for f in project.files_naming(name)):
-        return False
     reads = analysis.fact(_attribute_reads).get(name, [])
     if not reads or any(type(n) is cst.Name and n.value == name for n in _names(analysis, name)):
         return False  # no call at all (a framework's hook), or read as a bare name
@@ -277,7 +271,12 @@ def _dead_only(analysis, name: str, never_runs) -> bool:
             child = up
         if not dead:
             return False
-    return True
+    from gpulint.analysis.forward import _project_of
+
+    # the module's own reads decide first; the project's identifier index only for a method they leave dead
+    project, path = analysis.fact(_project_of)
+    here = project._resolved(path)
+    return all(project._resolved(f) == here for f in project.files_naming(name))
 
 
 def _names(analysis, name: str):
