@@ -333,6 +333,9 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
         from gpulint.analysis.uncalled import uncalled
 
         loops.uncalled = lambda fn: uncalled(analysis, fn)
+        from gpulint.analysis.periodic_methods import only_called_periodically
+
+        loops.periodic_only = lambda fn: only_called_periodically(analysis, fn)
         if analysis._companion is not None:
             # A loop's role is the same in every analysis of this module for this file: it never asks whether a
             # loop elsewhere runs a function of it every step (`per_step_caller`, which a caller analysis turns
@@ -352,6 +355,10 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
 
     loops.stepped_argument = lambda call: stepped_argument(analysis, call)
     loops.never_runs = never_runs
+    if analysis.path is not None:
+        from gpulint.analysis.periodic_methods import called_only_in_dead_branches
+
+        loops.dead_calls = lambda fn: called_only_in_dead_branches(analysis, fn, never_runs)
     return loops
 
 

@@ -237,6 +237,8 @@ def _synced_accumulation(analysis: ModuleAnalysis, call: cst.CSTNode) -> Optiona
     inner = method_call(tensor, "cpu")
     if inner is not None and not tensor.args:  # type: ignore[union-attr]
         tensor = inner.value
+    if analysis.kinds.on_host(tensor):
+        return None  # `(predicted == y).sum().item()` of a prediction copied to the host already: no wait
     value: cst.CSTNode = call
     parent = analysis.parent(call)
     if type(parent) is cst.BinaryOperation and type(parent.operator) in (cst.Multiply, cst.Divide):

@@ -137,7 +137,11 @@ def option_default(analysis, expr: cst.BaseExpression) -> object:
     if not (type(receiver) is cst.Name or (type(receiver) is cst.Attribute and type(receiver.value) is cst.Name
                                            and receiver.value.value == "self")):
         return _UNKNOWN
-    dest = expr.attr.value
+    return option_default_of(analysis, expr.attr.value)
+
+
+def option_default_of(analysis, dest: str) -> object:
+    """The literal default of the command-line option whose destination is `dest` (see `option_default`)."""
     local = analysis.fact(flag_defaults)
     if dest in local.assigned:
         return _UNKNOWN

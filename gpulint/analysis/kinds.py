@@ -270,6 +270,10 @@ class KindInference:
                     return False
                 if self.on_host(func.value, depth + 1):
                     return True
+            if type(func) is cst.Name and func.value in _BUILTIN_REDUCTIONS and node.args and \
+                    self.index.visible_bindings(func) == [] and \
+                    all(not a.star and a.keyword is None and self.on_host(a.value, depth + 1) for a in node.args):
+                return True  # `max(predicted)` of a host tensor: its elements are host tensors
             if type(func) is cst.Name and torch_layer(self, func):
                 # `upsample(host)` of `upsample = nn.Upsample(...)`: a layer computes where its input lives
                 first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
@@ -313,9 +317,11 @@ class KindInference:
             sides = [node.left, node.right] if type(node) is cst.BinaryOperation else \
                 [node.left, *(c.comparator for c in node.comparisons)]
             hosts = [self.on_host(side, depth + 1) for side in sides]
-            if any(hosts) and type(node) is cst.BinaryOperation and \
-                    any(h and self._host_copy(side) and not self._maybe_scalar(side) for h, side in zip(hosts, sides)):
-                return True  # `flow.cpu() - flow_gt`: a copied tensor mixes with host tensors only
+            if any(hosts) and any(h and self._host_copy(side) and not self._maybe_scalar(side)
+                                  for h, side in zip(hosts, sides)):
+                # `flow.cpu() - flow_gt`, `predicted == y` of `_, predicted = torch.max(scores.cpu(), 1)`: a
+                # tensor copied to the host mixes with host tensors only (a CUDA operand would raise)
+                return True
             return any(hosts) and all(h or self.of(side) is Kind.NUMBER or self._number_by_default(side) or
                                       _special_token_id(side) for h, side in zip(hosts, sides))
         if type(node) is cst.Name:
@@ -558,9 +564,20 @@ class KindInference:
             last = self._last_assignment(node, bindings)
             if last is not None:
                 return self._host_copy(last, depth + 1)
+            # `predicted = predicted % model.classes`: arithmetic on the copy itself keeps it where it is
+            others = [b for b in bindings if not (type(b.value) is cst.BinaryOperation and
+                                                  _reads_name(b.value, node.value))]
+            bindings = others or bindings
+            # `_, predicted = torch.max(scores.cpu(), 1)`: a part of what a torch function computes from a copy
             return bool(bindings) and all(b.kind in ("assign", "walrus") and b.value is not None and
-                                          b.index is None and self._host_copy(b.value, depth + 1) for b in bindings)
+                                          (b.index is None or self._torch_call(b.value)) and
+                                          self._host_copy(b.value, depth + 1) for b in bindings)
         return False
+
+    def _torch_call(self, value: cst.CSTNode) -> bool:
+        name = self.qualified(value.func) if type(value) is cst.Call and type(value.func) in (
+            cst.Name, cst.Attribute) else None
+        return name is not None and name.startswith("torch.")
 
     def _computed_on_host(self, value: cst.CSTNode, depth: int) -> bool:
         """`loss, eer = model.loss(embeds.to(loss_device))` with `loss_device = torch.device("cpu")`: a call whose
@@ -874,6 +891,30 @@ class KindInference:
         return isinstance(attribute, cst.Attribute) and attribute.value is scale and \
             attribute.attr.value == "backward" and isinstance(call, cst.Call)
 
+    def _comprehension_variable(self, node: cst.Name) -> Optional[Kind]:
+        """The kind of a comprehension's own variable, from the comprehension's `for` clauses alone: the index
+        keeps comprehension variables in the enclosing function's table, where another binding of the same name
+        (`for cls in torch.unique(t):` elsewhere in the function) would make `int(cls)` of
+        `[int(cls) for *xyxy, conf, cls in pred.tolist()]` a tensor read. None where `node` is no such variable."""
+        names = getattr(self, "_comprehension_names", None)
+        if names is None:
+            from gpulint.analysis.node_types import of_types
+
+            names = self._comprehension_names = {n for c in of_types(self.index, cst.CompFor)
+                                                 for n in target_names(c.target)}  # type: ignore[attr-defined]
+        if node.value not in names:
+            return None
+        scope = self.index.enclosing_scope(node)
+        if scope is None:
+            return None
+        every = self.index.lookup(node.value, scope)
+        if len(every) < 2 or not any(type(b.source) is cst.CompFor for b in every):
+            return None
+        visible = self.index.visible_bindings(node)
+        if not visible or len(visible) == len(every) or any(type(b.source) is not cst.CompFor for b in visible):
+            return None
+        return _join([self._binding_kind(b) for b in visible])
+
     def _binding_kind(self, b: Binding) -> Kind:
         if b.kind == "assign" or b.kind == "walrus":
             if type(b.source) is cst.AnnAssign:
@@ -1101,6 +1142,9 @@ class KindInference:
                 return Kind.NUMBER
             if node.value == "None":
                 return Kind.OTHER
+            own = self._comprehension_variable(node)
+            if own is not None:
+                return own
             kind = self.name_kind(node.value, node)
             if kind is Kind.NUMPY and self._copied_to_host_by_own_binding(node):
                 # `x = x.detach().cpu().numpy()`: the array is what the statement makes, not what it reads
@@ -1470,6 +1514,7 @@ def _reads_itself_converted(name: str, b: Binding) -> bool:
 # (13: a block mask built in either branch of an `if`, reshaped, counted per row, then compared in a loop: fairseq's
 # `compute_block_mask_2d`, tests/test_host_counter_updates.py)
 _MAX_HOST_DEPTH = 13
+_BUILTIN_REDUCTIONS = frozenset({"max", "min", "sum", "abs"})
 # einops functions whose result is their first argument reshaped (or reduced), on the same device
 _EINOPS_RESHAPES = frozenset({"einops.rearrange", "einops.repeat", "einops.reduce"})
 # Reductions that give a 0-dim tensor when called without `dim=` (`_maybe_scalar`).

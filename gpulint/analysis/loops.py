@@ -121,6 +121,11 @@ class LoopAnalysis:
         # analysis/__init__.py: whether a top-level function of a script is called by nothing in the project (an
         # `eval()` the script defines and never runs, analysis/uncalled.py): its loops run no step
         self.uncalled: Optional[Callable[[cst.FunctionDef], bool]] = None
+        # a function every call of which in the project is periodic (analysis/periodic_methods.py): its loops
+        # over tensor math run periodically
+        self.periodic_only: Optional[Callable[[cst.FunctionDef], Optional[str]]] = None
+        # a method every call of which is in a branch that never runs (`never_runs`, analysis/periodic_methods.py)
+        self.dead_calls: Optional[Callable[[cst.FunctionDef], bool]] = None
 
     # -- loop roles --------------------------------------------------------------------------------------------
     def role(self, loop: Loop) -> LoopRole:
@@ -139,6 +144,8 @@ class LoopAnalysis:
             outer = next((a for a in reversed(list(self.index.ancestors(loop))) if type(a) is cst.FunctionDef), None)
             if outer is not None and self.uncalled(outer):
                 return LoopRole.COLD  # a loop of a script's function that nothing calls never runs
+            if outer is not None and self.dead_calls is not None and self.dead_calls(outer):
+                return LoopRole.COLD  # a method called only under `if self.DBval:` that nothing turns on
         if self._loops_over_batches(loop):
             return LoopRole.HOT
         if _draws_from_each_item(loop):
@@ -197,7 +204,13 @@ class LoopAnalysis:
             return LoopRole.HOT
         if self._rollout(loop) or self._rollout_pass(loop):
             return LoopRole.HOT
-        return LoopRole.HOT if self._iterates_tensor_math(loop) else LoopRole.COLD
+        if not self._iterates_tensor_math(loop):
+            return LoopRole.COLD
+        if self.periodic_only is not None:
+            outer = next((a for a in reversed(list(self.index.ancestors(loop))) if type(a) is cst.FunctionDef), None)
+            if outer is not None and self.periodic_only(outer):
+                return LoopRole.COLD  # a method the project calls every N steps only (analysis/periodic_methods.py)
+        return LoopRole.HOT
 
     def _over_own_arguments(self, loop: Loop) -> bool:
         """`for arg in args:` / `for key, value in kwargs.items():` over the enclosing function's own `*args` or
@@ -1495,7 +1508,10 @@ class LoopAnalysis:
         return False
 
     def _event_flag(self, expr: cst.BaseExpression, test: cst.BaseExpression) -> bool:
-        """`expr` is a bare name (possibly negated) that the loop around `test` assigns, in a tuple too."""
+        """`expr` is a bare name (possibly negated) that the loop around `test` assigns, in a tuple too; or an
+        `and` with such a name (`epoch_done and opt.save_every_epoch`: true only when the flag is)."""
+        if type(expr) is cst.BooleanOperation and type(expr.operator) is cst.And:
+            return self._event_flag(expr.left, test) or self._event_flag(expr.right, test)
         while type(expr) is cst.UnaryOperation and type(expr.operator) is cst.Not:
             expr = expr.expression
         if type(expr) is not cst.Name:

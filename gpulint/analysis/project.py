@@ -1552,11 +1552,19 @@ class _Summarizer:
                     for name in ast_walk.walk(target):
                         if isinstance(name, ast.Name):
                             stored.setdefault(name.id, []).append(node.value)
+        args = self.fn.args
+        annotated = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)
+                     if a.annotation is not None and _numpy_annotation(a.annotation)}
         for param in list(self.summary.sink_params):
             if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
                    n.func.attr in ("cpu", "numpy", "detach", "to", "cuda", "tolist", "item")
                    for value in stored.get(param, ()) for n in ast_walk.walk(value)):
                 continue  # `x = x.cpu().numpy()`: NumPy sees the copy, the reads before it may be the device's
+            if param in annotated:
+                # `def update(self, gts: np.ndarray, preds: np.ndarray)`: the helper declares host arrays (doctr's
+                # `LocalizationConfusion.update`, given the postprocessor's NumPy boxes)
+                del self.summary.sink_params[param]
+                continue
             for stmt in self.fn.body:
                 if self._numpy_reads(stmt, param):
                     del self.summary.sink_params[param]
@@ -3651,4 +3659,20 @@ def project_for(path: Path) -> Project:
         if project is None:
             project = _PROJECTS[root] = Project(root)
         return project
+
+
+def _numpy_annotation(annotation: ast.expr) -> bool:
+    """`np.ndarray`, `numpy.ndarray`, `NDArray[np.float32]`, `npt.NDArray`, `"np.ndarray"`: a NumPy array, and
+    nothing else (no `Union`, no `Optional` of a tensor)."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return False
+    if isinstance(annotation, ast.Subscript):
+        annotation = annotation.value
+    if isinstance(annotation, ast.Attribute):
+        return annotation.attr in ("ndarray", "NDArray") and isinstance(annotation.value, ast.Name) and \
+            annotation.value.id in ("np", "numpy", "npt")
+    return isinstance(annotation, ast.Name) and annotation.id in ("ndarray", "NDArray")
 

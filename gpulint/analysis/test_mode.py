@@ -30,7 +30,9 @@ and what is saved (`--save_val_results`, `--save_images`, `--save-preds`, `--sav
 from __future__ import annotations
 
 import operator
+import os
 import re
+from pathlib import Path
 from typing import Optional
 
 import libcst as cst
@@ -40,7 +42,7 @@ _TEST_FLAG = re.compile(r"^(test_?mode|testing|debug|debug_?mode|smoke_?test|dry
 
 
 # a word of the option's name (`eval_oracle_wh`, `debug_level`, `vis_debug`)
-_DIAGNOSTIC_WORD = re.compile(r"(^|_)(debug|oracle|visuali[sz]e|visuali[sz]ation)(_|$)", re.IGNORECASE)
+_DIAGNOSTIC_WORD = re.compile(r"(^|_)(debug|oracle|visuali[sz]e|visuali[sz]ation|verbose)(_|$)", re.IGNORECASE)
 # an option saving per-sample outputs for inspection (`save_val_results`, `save_images`, `save_preds`)
 _SAVE_OUTPUTS = re.compile(r"^save_?(val_?|valid_?|test_?|eval_?)?(results?|preds?|predictions?|images?|imgs?|"
                            r"outputs?|vis|visuals?|samples?)$", re.IGNORECASE)
@@ -53,6 +55,11 @@ def diagnostic_off(analysis, test: cst.BaseExpression) -> Optional[str]:
     `opt.eval_oracle_wh` (store_true), `opt.debug > 0` (default 0), `args.test_mode`; else None."""
     from gpulint.analysis.flags import UNKNOWN, option_default
 
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        # `if labels is not None and verbose_loss:`: off when either operand is
+        return diagnostic_off(analysis, test.left) or diagnostic_off(analysis, test.right)
+    if type(test) is cst.Name:
+        return _local_option_off(analysis, test)
     option, compare, bound = test, None, None
     if type(test) is cst.Comparison and len(test.comparisons) == 1:
         option = test.left
@@ -60,12 +67,18 @@ def diagnostic_off(analysis, test: cst.BaseExpression) -> Optional[str]:
         bound = test.comparisons[0].comparator
         if compare is None or type(bound) not in (cst.Integer, cst.Float):
             return None
-    if type(option) is not cst.Attribute or not (_TEST_FLAG.match(option.attr.value) or
-                                                 _DIAGNOSTIC_WORD.search(option.attr.value) or
-                                                 _SAVE_OUTPUTS.match(option.attr.value)):
+    if type(option) is not cst.Attribute:
         return None
+    named = _TEST_FLAG.match(option.attr.value) or _DIAGNOSTIC_WORD.search(option.attr.value) or \
+        _SAVE_OUTPUTS.match(option.attr.value)
+    if not named and type(option.value) is not cst.Name and not (
+            type(option.value) is cst.Attribute and type(option.value.value) is cst.Name):
+        return None  # any option by its name alone only as `opt.X`, `self.opt.X` (`self.X`: unset_options.py)
     default = option_default(analysis, option)
     if default is UNKNOWN:
+        return None
+    if not named and (default is not None and not isinstance(default, (bool, int, float)) or
+                      not _unshipped(analysis, option.attr.value)):
         return None
     if compare is None:
         holds = bool(default)
@@ -85,3 +98,125 @@ def test_mode_branch(analysis, node: cst.If, child: cst.CSTNode) -> bool:
     from gpulint.analysis.flags import flag_defaults
 
     return analysis.fact(flag_defaults).default(test) is False
+
+
+def _local_option_off(analysis, test: cst.Name) -> Optional[str]:
+    """`verbose_loss = eval_kwargs.get('verbose_loss', 1)` (or `opt['verbose_loss']`, `getattr(opt,
+    'verbose_loss', 1)`), the name's one binding in its function, then `if verbose_loss:`: the option read from
+    the parsed options as a dict (`eval_kwargs.update(vars(opt))`), whose parser declares it off by default (the
+    parser's default wins: the key is always there). Only debug, verbose and visualisation names, as above."""
+    from gpulint.analysis.flags import UNKNOWN, option_default_of
+
+    bindings = analysis.index.visible_bindings(test)
+    if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None:
+        return None
+    dest = _option_key(bindings[0].value)
+    if dest is None:
+        return None
+    default = option_default_of(analysis, dest)
+    if default is UNKNOWN or bool(default):
+        return None
+    if not (_TEST_FLAG.match(dest) or _DIAGNOSTIC_WORD.search(dest) or _SAVE_OUTPUTS.match(dest) or
+            _unshipped(analysis, dest)):
+        return None
+    return f"`--{dest}` is off by default"
+
+
+def _option_key(value) -> Optional[str]:
+    """The option name of `opts.get('name', d)`, `opts['name']`, `getattr(opts, 'name', d)`."""
+    if type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value == "get" and \
+            value.args and type(value.args[0].value) is cst.SimpleString:
+        key = value.args[0].value.evaluated_value
+    elif type(value) is cst.Call and type(value.func) is cst.Name and value.func.value == "getattr" and \
+            len(value.args) >= 2 and type(value.args[1].value) is cst.SimpleString:
+        key = value.args[1].value.evaluated_value
+    elif type(value) is cst.Subscript and len(value.slice) == 1 and type(value.slice[0].slice) is cst.Index and \
+            type(value.slice[0].slice.value) is cst.SimpleString:
+        key = value.slice[0].slice.value.evaluated_value
+    else:
+        return None
+    return key if isinstance(key, str) and key.isidentifier() else None
+
+
+# The text files a project ships besides its Python code: READMEs, configs, run scripts, notebooks.
+_SHIPPED_SUFFIXES = (".md", ".rst", ".txt", ".yml", ".yaml", ".json", ".toml", ".sh", ".bash", ".cfg", ".ini",
+                     ".ipynb", ".gin", ".conf")
+_SHIPPED_FILES = 3000
+_SHIPPED_BYTES = 1_000_000
+_SHIPPED_TOTAL = 16_000_000
+_SHIPPED: dict = {}  # project root -> the identifiers its shipped text files contain
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv", "env", ".git"}
+
+
+def _unshipped(analysis, dest: str) -> bool:
+    """A command-line option off by default that nothing the project ships turns on: no README command, config
+    file, run script or notebook names it (`--block_trigrams 1`, `remove_bad_endings: 1`), and no Python file sets
+    it (`opt.X = ...`, `X=...` as a keyword, a `'X':` dict key; `option_default` already rules out the declaring
+    modules' assignments). Such an option runs only when a user asks for it by hand: its branch is no step of any
+    run the project documents (self-critical's `block_trigrams`, `remove_bad_endings`)."""
+    if analysis.path is None:
+        return False
+    from gpulint.analysis.forward import _project_of
+
+    project, _ = analysis.fact(_project_of)
+    root = Path(project.root)
+    key = (root, dest)
+    if key not in _UNSHIPPED:
+        if len(_UNSHIPPED) > 4096:
+            _UNSHIPPED.clear()
+        _UNSHIPPED[key] = _compute_unshipped(project, root, dest)
+    return _UNSHIPPED[key]
+
+
+_UNSHIPPED: dict = {}  # (project root, option) -> whether nothing the project ships turns it on
+
+
+def _compute_unshipped(project, root: Path, dest: str) -> bool:
+    from gpulint.files import read_regular
+
+    if root in _SHIPPED and _SHIPPED[root] is None:
+        return False
+    words = _SHIPPED.get(root)
+    if words is None:
+        words = set()
+        count = total = 0
+        for folder, subfolders, names in os.walk(root):
+            subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in _SKIPPED_FOLDERS)
+            for name in sorted(names):
+                if not name.endswith(_SHIPPED_SUFFIXES) and name not in ("Makefile", "Dockerfile"):
+                    continue
+                count += 1
+                if count > _SHIPPED_FILES:
+                    _SHIPPED[root] = None
+                    return False  # too many to read: unknown
+                path = Path(folder) / name
+                try:
+                    size = path.stat().st_size
+                    if size > _SHIPPED_BYTES:
+                        continue
+                    total += size
+                    if total > _SHIPPED_TOTAL:
+                        _SHIPPED[root] = None
+                        return False  # too much to read: unknown
+                    words.update(_IDENTIFIER.findall(read_regular(path)[0].decode("utf-8", "replace")))
+                except (OSError, ValueError, Exception):  # noqa: BLE001 - an unreadable file names nothing
+                    continue
+        if len(_SHIPPED) > 64:
+            _SHIPPED.clear()
+        _SHIPPED[root] = words
+    if dest in words:
+        return False
+    setter = re.compile(r"\.%s\s*=(?!=)|\b%s\s*=(?!=)|[\"']%s[\"']\s*:" % ((re.escape(dest),) * 3))
+    for file in project.files_naming(dest):
+        try:
+            text = read_regular(Path(file))[0].decode("utf-8", "replace")
+        except Exception:  # noqa: BLE001
+            return False
+        for match in setter.finditer(text):
+            line = text[text.rfind("\n", 0, match.start()) + 1:text.find("\n", match.end())]
+            if "add_argument" in line or ".get(" in line:
+                continue  # the declaration (`default=0`) or a read (`opt.get('X', 0)`)
+            return False
+    return True
+

@@ -7,6 +7,7 @@ and a model counts as on a GPU only when the module itself moves it there.
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 from typing import Iterator, Optional
@@ -261,6 +262,11 @@ class TrainingFacts:
             text = self.analysis.source if self.analysis.source is not None else self.analysis.module.code
             self._chose_precision = found_in(_CHOSEN_PRECISION, text) or found_in(_DTYPE_CHOICE, text)
         return self._chose_precision
+
+    def project_chose_dtype(self) -> bool:
+        """A file of the project sets torch's default dtype (`project_default_dtype`): asked last, where the
+        module's own text decides nothing (it reads the project's identifier index)."""
+        return self.analysis.fact(project_default_dtype)
 
     def chose_matmul_precision(self) -> bool:
         """As `chose_precision`, but a `dtype=` argument counts only when it names a floating dtype other than
@@ -737,3 +743,48 @@ def _torch_optimizer_base(project, cls) -> Optional[str]:
             if isinstance(found, ClassSummary) and found is not current:
                 break  # the class `first_bases` goes on to
     return None
+
+
+# `torch.set_default_dtype(torch.float64)`, `tools.set_default_dtype(args.default_dtype)` (a project helper around
+# it), `torch.set_default_tensor_type(torch.DoubleTensor)`: the program picks the dtype every parameter is built in
+# (an interatomic potential or a physics model trained in float64 on purpose); anything but an explicit fp32.
+_DEFAULT_DTYPE_FILES = 12
+_FP32 = frozenset({"torch.float32", "torch.float", "float32", "torch.FloatTensor", "torch.cuda.FloatTensor"})
+
+
+def project_default_dtype(analysis) -> bool:
+    """Fact provider: a non-test file of the module's project sets torch's default dtype to something other than
+    fp32: the run's precision is chosen, whichever module holds the training step (GPU403 says nothing; bf16
+    autocast would undo a float64 model's point). At most `_DEFAULT_DTYPE_FILES` files naming
+    `set_default_dtype`/`set_default_tensor_type` are read (the project model's `ast` of each)."""
+    if analysis.path is None:
+        return False
+    from gpulint.analysis.forward import _project_of
+    from gpulint.analysis.project import text_dependency
+
+    project, _ = analysis.fact(_project_of)
+    files = project.files_naming("set_default_dtype") + project.files_naming("set_default_tensor_type")
+    files = [f for f in files if not _test_path(f)]
+    for file in files[:_DEFAULT_DTYPE_FILES]:
+        with text_dependency():
+            info = project.module(Path(file))
+        tree = getattr(info, "tree", None) if info is not None else None
+        if tree is None:
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call) or len(node.args) != 1 or node.keywords:
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name not in ("set_default_dtype", "set_default_tensor_type"):
+                continue
+            arg = node.args[0]
+            text = ast.unparse(arg) if not isinstance(arg, ast.Constant) else str(arg.value)
+            if text not in _FP32:
+                return True
+    return False
+
+
+def _test_path(path) -> bool:
+    parts = Path(path).parts
+    return any(p in ("tests", "test") for p in parts[:-1]) or Path(path).name.startswith("test_")

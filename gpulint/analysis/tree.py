@@ -124,6 +124,7 @@ def _kind(t: type) -> str:
 
 
 _SCOPE_SET = frozenset(SCOPE_TYPES)
+_COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp})
 _TOP = cst.Module(body=())  # stands for the module's scope in the walk of one top-level statement
 
 
@@ -322,10 +323,39 @@ class SyntaxIndex(cst.CSTVisitor):
         scope = self.enclosing_scope(name)
         while scope is not None:
             found = self.lookup(name.value, scope)
+            if found and any(type(b.source) is cst.CompFor for b in found):
+                found = self._comprehension_scoped(name, found)
             if found:
                 return found
             scope = self.enclosing_scope(scope) if type(scope) is not cst.Module else None
         return []
+
+    def _comprehension_scoped(self, name: cst.Name, found: list[Binding]) -> list[Binding]:
+        """Python 3 scoping of comprehension variables (the index keeps them in the enclosing function's table):
+        a name inside a comprehension whose `for` clauses bind it refers to those bindings only (the innermost
+        such comprehension; the first clause's iterable is evaluated outside it), and a name outside every
+        comprehension binding it never refers to them (`for cls in torch.unique(t):` then
+        `[int(cls) for *xyxy, conf, cls in pred.tolist()]`: two different `cls`)."""
+        path = set()
+        node: Optional[cst.CSTNode] = name
+        for parent in self.ancestors(name):
+            path.add(id(node))
+            node = parent
+            if type(parent) in _SCOPE_SET:
+                break
+            if type(parent) not in _COMPREHENSIONS:
+                continue
+            clauses = []
+            clause = parent.for_in  # type: ignore[attr-defined]
+            while clause is not None:
+                clauses.append(id(clause))
+                clause = clause.inner_for_in
+            if id(parent.for_in.iter) in path:  # type: ignore[attr-defined]
+                continue  # the first iterable: evaluated in the enclosing scope
+            own = [b for b in found if id(b.source) in clauses]
+            if own:
+                return own
+        return [b for b in found if type(b.source) is not cst.CompFor]
 
     def enclosing_scope(self, node: cst.CSTNode) -> Scope:
         up = self.up

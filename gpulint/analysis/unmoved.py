@@ -43,9 +43,14 @@ def unmoved_loader_element(kinds: "KindInference", name: cst.Name) -> bool:
     if len(bindings) > 1:  # `target = target.detach().cpu().numpy()` each batch: still the loader's host element
         bindings = [b for b in bindings if not (b.kind == "assign" and b.index is None and b.value is not None and
                                                 rebinds_itself_off_device(kinds, name.value, b.value))]
+    if len(bindings) > 1:  # `pad_w = int(pad_w)`: a Python number from then on, never on an accelerator
+        bindings = [b for b in bindings if not (b.kind == "assign" and b.index is None and _python_number_of(
+            b.value, name.value))]
     if len(bindings) != 1:
         return False
     b = bindings[0]
+    if b.kind == "assign" and _part_of_unmoved(kinds, b.value, name.value):
+        return True  # `pad_w, pad_h = shapes[0][1][1]` of an element `shapes` the loop never moves
     if b.kind == "assign" and b.index is None:
         return _unmoved_indexed_element(kinds, name, b.value)
     if b.kind == "assign" and b.index is not None and type(b.value) is cst.Call:
@@ -70,6 +75,32 @@ def unmoved_loader_element(kinds: "KindInference", name: cst.Name) -> bool:
 # Methods whose result stays where the receiver is, or goes to the host (`.cpu()`, `.numpy()`).
 _OFF_DEVICE = frozenset({"detach", "cpu", "numpy", "clone", "astype", "float", "long", "half", "int", "double",
                          "bool", "squeeze", "unsqueeze", "flatten", "view", "reshape", "contiguous", "permute"})
+
+
+def _python_number_of(value: Optional[cst.BaseExpression], name: str) -> bool:
+    """`int(pad_w)`, `float(ratio)`: the name's own value made a Python number."""
+    return type(value) is cst.Call and type(value.func) is cst.Name and value.func.value in ("int", "float") and \
+        len(value.args) == 1 and type(value.args[0].value) is cst.Name and value.args[0].value.value == name
+
+
+def _part_of_unmoved(kinds: "KindInference", value: Optional[cst.BaseExpression], name: str) -> bool:
+    """`shapes[0][1][1]`: what is indexed out of a loader element the loop leaves in host memory (a collate
+    function's per-sample metadata, `for img, target, paths, shapes in loader:` moving `img` only) is in host
+    memory too."""
+    if type(value) is not cst.Subscript:
+        return False
+    while type(value) is cst.Subscript:
+        value = value.value
+    if type(value) is not cst.Name or value.value == name:
+        return False
+    busy = _cache(kinds).setdefault("parts", set())
+    if id(value) in busy:  # `a = b[0]` and `b = a[0]`: no answer through a cycle
+        return False
+    busy.add(id(value))
+    try:
+        return unmoved_loader_element(kinds, value)
+    finally:
+        busy.discard(id(value))
 
 
 def rebinds_itself_off_device(kinds: "KindInference", name: str, value: cst.BaseExpression) -> bool:

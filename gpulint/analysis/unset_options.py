@@ -80,7 +80,7 @@ class UnsetOptions:
             return False
         param = _stored_parameter(tree, ast_cls, ast_init, attr)
         if param is None:
-            return False
+            return self._constant_off(tree, ast_init, attr)
         positional = [a.arg for a in (*ast_init.args.posonlyargs, *ast_init.args.args)][1:]  # after `self`
         position = positional.index(param) if param in positional else None
         from gpulint.analysis.forward import _project_of
@@ -100,6 +100,17 @@ class UnsetOptions:
                 return False
         return True
 
+
+    def _constant_off(self, tree: ast.Module, init: ast.FunctionDef, attr: str) -> bool:
+        """`self.DBval = False  # only set True for CUB` in `__init__`, the attribute's one assignment in the
+        module, and no other project file names it: a switch the source turns off, that no run turns on."""
+        if _constant_assignments(tree, init, attr) != 1:
+            return False
+        from gpulint.analysis.forward import _project_of
+
+        project, path = self.analysis.fact(_project_of)
+        here = project._resolved(path)
+        return all(project._resolved(f) == here for f in project.files_naming(attr))
 
     def attribute_never_set(self, attr: str) -> bool:
         """No code that trains gives objects the attribute `attr`: this module never assigns `<x>.attr` (nor a
@@ -214,6 +225,32 @@ def _stored_parameter(tree: ast.Module, cls: ast.ClassDef, init: ast.FunctionDef
                     return None
                 found.add(v.id)
     return found.pop() if len(found) == 1 else None
+
+
+def _constant_assignments(tree: ast.Module, init: ast.FunctionDef, attr: str) -> int:
+    """How many times `tree` assigns `<x>.<attr>`, when every one is `self.<attr> = False/None/0` in `init`;
+    -1 when any other binding of it exists (an augmented assignment, a loop or `with` target, a tuple, another
+    value, another method)."""
+    inside = {id(n) for n in ast_walk.walk(init)}
+    count = 0
+    for node in ast_walk.walk(tree):
+        if isinstance(node, (ast.AugAssign, ast.AnnAssign)) and _names_attr(node.target, attr):
+            return -1
+        if isinstance(node, (ast.For, ast.comprehension, ast.With, ast.withitem, ast.NamedExpr)):
+            targets = [getattr(node, "target", None) or getattr(node, "optional_vars", None)]
+            if any(t is not None and any(_names_attr(e, attr) for e in ast_walk.walk(t)) for t in targets):
+                return -1
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            if not any(_names_attr(e, attr) for e in ast_walk.walk(target)):
+                continue
+            if not (_names_attr(target, attr) and isinstance(target.value, ast.Name) and target.value.id == "self"
+                    and id(node) in inside and (_off(node.value) or isinstance(node.value, ast.Constant) and
+                                                node.value.value == 0 and not isinstance(node.value.value, bool))):
+                return -1
+            count += 1
+    return count
 
 
 def _names_attr(node: ast.AST, attr: str) -> bool:

@@ -85,7 +85,9 @@ class Fp32TrainingWithoutAutocast(GpuRule):
 
     ## When it is fine
     CPU-only modules, modules that already choose a precision anywhere (autocast, `.half()`, `dtype=`,
-    accelerate's `mixed_precision`, TF32 settings), inference-only loops, and models whose accuracy is known
+    accelerate's `mixed_precision`, TF32 settings), projects that set torch's default dtype to anything but fp32
+    (`torch.set_default_dtype(torch.float64)`, directly or through a project helper given an option: a float64
+    model on purpose, such as an interatomic potential), inference-only loops, and models whose accuracy is known
     to need fp32: suppress with `# noqa: GPU403`. No automatic fix where the module builds `nn.GroupNorm`
     layers (a diffusion UNet): autocast runs `group_norm` in fp32, so every GroupNorm casts the bf16 activations
     around it, and on an H100 a small UNet ran slower with bf16 than without (docs/benchmarks.md, the UNet
@@ -150,6 +152,8 @@ class Fp32TrainingWithoutAutocast(GpuRule):
         forward = self._forward(node, where.loop)
         if forward is not None and id(forward) in self._reported:
             return  # `if fp16: (loss * scale).backward() else: loss.backward()`: one forward pass, one finding
+        if facts.project_chose_dtype():
+            return  # `torch.set_default_dtype(torch.float64)` in the project: a float64 model on purpose
         self._reported.add(id(forward or node))
         self.report(forward or node, fix=self._fix(node) if facts.imports_torch_as_torch() else None, where=where)
 
