@@ -402,9 +402,12 @@ class ModuleCalls:
                 annotation = cst.parse_expression(annotation.evaluated_value)
             except cst.ParserSyntaxError:
                 return None
+            annotation = _unwrap_optional(self.analysis, annotation)
             name = self.analysis.index.imports.qualify(annotation) if type(annotation) in (
                 cst.Name, cst.Attribute) else None
         else:
+            # `ema: Optional[ExponentialMovingAverage]`, `ema: EMA | None`: where it is called, it is one
+            annotation = _unwrap_optional(self.analysis, annotation) if annotation is not None else None
             name = self.class_name(annotation) if type(annotation) in (cst.Name, cst.Attribute) else None
         return name if name is not None and is_library_class(name) else None
 
@@ -1317,3 +1320,19 @@ def _runs_at(call: cst.Call, summary: FunctionSummary, bound: bool, sink) -> boo
     if arg is None:
         return sink.runs_with(_UNKNOWN, False)
     return sink.runs_with(literal_value(arg.value), True)
+
+
+def _unwrap_optional(analysis, annotation: cst.BaseExpression) -> cst.BaseExpression:
+    """`X` of `Optional[X]` (`typing.Optional`) or of `X | None` / `None | X`; else the annotation itself."""
+    if type(annotation) is cst.Subscript and len(annotation.slice) == 1 and \
+            type(annotation.slice[0].slice) is cst.Index and type(annotation.value) in (cst.Name, cst.Attribute):
+        q = analysis.index.imports.qualify(annotation.value)
+        if q in ("typing.Optional", "typing_extensions.Optional") or \
+                q is None and type(annotation.value) is cst.Name and annotation.value.value == "Optional":
+            return annotation.slice[0].slice.value
+    if type(annotation) is cst.BinaryOperation and type(annotation.operator) is cst.BitOr:
+        sides = [annotation.left, annotation.right]
+        rest = [side for side in sides if not (type(side) is cst.Name and side.value == "None")]
+        if len(rest) == 1:
+            return rest[0]
+    return annotation

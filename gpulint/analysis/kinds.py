@@ -1149,7 +1149,9 @@ class KindInference:
                 return Kind.NUMBER
             return Kind.UNKNOWN
         if type(node) is cst.IfExp:
-            return _join([self.of(node.body), self.of(node.orelse)])
+            # `None if y is None else F.cross_entropy(...)`: an optional value is what it is when it is one
+            branches = [b for b in (node.body, node.orelse) if not (type(b) is cst.Name and b.value == "None")]
+            return _join([self.of(b) for b in branches or (node.body, node.orelse)])
         if type(node) is cst.BooleanOperation:
             return _join([self.of(node.left), self.of(node.right)])
         if type(node) is cst.NamedExpr:
