@@ -169,6 +169,8 @@ class KindInference:
         # and is not remembered before then (else the order in which rules ask would change the answers).
         self._cuts: list[tuple[int, str]] = []
         self._buffers: Optional[set[str]] = None
+        self._backward_entries: Optional[set[tuple[int, str, str]]] = None  # (class, attribute, key): `_backpropagated_entry`
+        self._returning: set[int] = set()  # nested functions whose returns are being read (recursion guard)
         self._rereads: dict[tuple[int, str], list] = {}  # (scope, name) -> statements `x = x.item()` (`_after_own_read`)
         self._globals: Optional[dict[str, list]] = None  # name -> the functions declaring it `global`
         # name -> the scopes where a str-only method / `.backward()` is called on it (`_used_as_text`,
@@ -448,6 +450,55 @@ class KindInference:
         if len(candidates) != 1:
             return None
         return [n for n in _own_nodes(candidates[0]) if type(n) is cst.Return]
+
+    def _backpropagated_entry(self, node: cst.Subscript) -> bool:
+        """`self.<attr>["<key>"]` read in a class one of whose methods calls `self.<attr>["<key>"].backward()`: a
+        trainer keeping its losses in a dict attribute; the entry it backpropagates is a tensor (its other
+        methods log it: `"%.5f" % self.losses["total_loss"]`). A module's `.backward()` calls are indexed once."""
+        key = _constant_key(node)
+        value = node.value
+        if key is None or type(value) is not cst.Attribute or type(value.value) is not cst.Name or \
+                value.value.value != "self":
+            return False
+        cls = self.index.enclosing_class(node)
+        if cls is None:
+            return False
+        if self._backward_entries is None:
+            found: set[tuple[int, str, str]] = set()
+            for attr in self.index.names("backward"):
+                attribute = self.index.parent.get(attr)
+                call = self.index.parent.get(attribute)
+                if not (isinstance(attribute, cst.Attribute) and attribute.attr is attr and
+                        isinstance(call, cst.Call) and call.func is attribute):
+                    continue
+                entry = attribute.value
+                entry_key = _constant_key(entry) if type(entry) is cst.Subscript else None
+                holder = entry.value if type(entry) is cst.Subscript else None
+                owner = self.index.enclosing_class(entry)
+                if entry_key is not None and type(holder) is cst.Attribute and type(holder.value) is cst.Name and \
+                        holder.value.value == "self" and owner is not None:
+                    found.add((id(owner), holder.attr.value, entry_key))
+            self._backward_entries = found
+        return (id(cls), value.attr.value, key) in self._backward_entries
+
+    def _nested_function_returns(self, func: cst.Name) -> Optional[Kind]:
+        """What a function defined inside the calling function returns (an optimizer's `closure` that runs the
+        forward pass and `loss.backward()` and returns the loss): a tensor when every `return` hands back one;
+        None when the name is not bound once to such a `def`, or its returns say nothing."""
+        bindings = self.index.visible_bindings(func)
+        if len(bindings) != 1 or bindings[0].kind != "def" or type(bindings[0].value) is not cst.FunctionDef:
+            return None
+        fn = bindings[0].value
+        if type(self.index.enclosing_scope(fn)) is not cst.FunctionDef or id(fn) in self._returning:
+            return None  # a module's function or a method: its callers are many, its summary decides elsewhere
+        self._returning.add(id(fn))
+        try:
+            returns = [n for n in _own_nodes(fn) if type(n) is cst.Return]
+            if not returns or any(r.value is None for r in returns):
+                return None
+            return Kind.TENSOR if all(self.of(r.value) is Kind.TENSOR for r in returns) else None
+        finally:
+            self._returning.discard(id(fn))
 
     def _unmoved_batch_part(self, name: cst.Name) -> bool:
         """`videos, masks = batch` of `for batch in loader`, then only converted (`masks = masks.flatten(1).to(
@@ -1122,6 +1173,8 @@ class KindInference:
                 return Kind.LOADER  # `loaders[0]` of `loaders = [DataLoader(d, ...) for d in splits]`
             if base is Kind.OTHER and self._device_entries(node.value, _constant_key(node)):
                 return Kind.TENSOR  # `losses["critic"]` of `losses = {"critic": critic_loss, ...}`
+            if base is Kind.UNKNOWN and self._backpropagated_entry(node):
+                return Kind.TENSOR  # `self.losses["total_loss"]` of a class calling `self.losses["total_loss"].backward()`
             return Kind.UNKNOWN
         if type(node) is cst.BinaryOperation:
             if is_text(node):
@@ -1296,6 +1349,10 @@ class KindInference:
             if func.value in ("abs", "max", "min", "sum"):
                 args = [self.of(a.value) for a in node.args]
                 return Kind.TENSOR if Kind.TENSOR in args else Kind.UNKNOWN
+        if type(func) is cst.Name:
+            returned = self._nested_function_returns(func)
+            if returned is not None:
+                return returned  # `loss = closure()` of `def closure(): ...; loss.backward(); return loss`
         if type(func) is cst.Name and self._hands_on_a_loader(func.value, node):
             return Kind.LOADER  # `cycle(loader)`: a generator of this module yielding the loader's batches
         if type(func) is cst.Name and self.derived_tensor_hook is not None and self.derived_tensor_hook(node):
