@@ -1222,11 +1222,20 @@ class KindInference:
         (`neg = neg.data.cpu().numpy().astype(np.float32)`, `actions = actions.cpu().numpy()`): `.cpu()` on the
         way from the read to the value's outermost call says the name held a tensor before the statement."""
         node: cst.CSTNode = name
+        element: Optional[int] = None  # `pred, tar = pred.cpu().numpy(), tar.cpu().numpy()`: the element's place
         for parent in self.index.ancestors(name):
             if type(parent) is cst.Assign:
                 break
+            if type(parent) is cst.Element and element is None:
+                continue
+            if type(parent) is cst.Tuple and element is None:
+                element = next((i for i, e in enumerate(parent.elements) if e.value is node), None)
+                if element is None or any(type(e) is not cst.Element for e in parent.elements):
+                    return False
+                node = parent
+                continue
             if isinstance(parent, (cst.BaseSmallStatement, cst.BaseStatement)) or \
-                    type(parent) not in (cst.Attribute, cst.Call):
+                    type(parent) not in (cst.Attribute, cst.Call) or element is not None:
                 return False
             if type(parent) is cst.Call and node is not parent.func:
                 return False  # an argument (`f(x)`), not the receiver of the chain
@@ -1236,9 +1245,14 @@ class KindInference:
         if node is not parent.value or len(parent.targets) != 1 or self._type_tested(name.value, parent):
             return False  # `if isinstance(x, torch.Tensor): x = x.cpu().numpy()`: a helper taking host data too
         target = parent.targets[0].target
+        chain = parent.value
+        if element is not None:
+            if type(target) not in (cst.Tuple, cst.List) or len(target.elements) != len(chain.elements):
+                return False
+            target = target.elements[element].value
+            chain = chain.elements[element].value
         if type(target) is not cst.Name or target.value != name.value:
             return False
-        chain = parent.value
         while type(chain) in (cst.Call, cst.Attribute):
             if type(chain) is cst.Call and type(chain.func) is cst.Attribute and chain.func.attr.value == "cpu":
                 return True
