@@ -974,6 +974,9 @@ class ProjectCalls(ModuleCalls):
             if len(bindings) == 1 and bindings[0].kind == "for" and bindings[0].index is None \
                     and bindings[0].value is not None:
                 return self.element_classes(bindings[0].value, depth + 1)
+            loop = self._binding_loop(expr, bindings)
+            if loop is not None:  # several `for metric in self.metrics:` loops in one method: the one around it
+                return self.element_classes(loop.iter, depth + 1)
         if type(expr) is cst.Name:
             through = self._classes_through_calls(expr, depth)
             if through is not None:
@@ -1116,7 +1119,7 @@ class ProjectCalls(ModuleCalls):
         calls = self._elements_built_by(container, depth) if type(container) in (cst.Name, cst.Attribute) \
             else None
         if not calls:
-            return ()
+            return self._passed_elements(container)
         union: list = []
         for call in calls:
             found = self._lookup(call.func)
@@ -1125,6 +1128,42 @@ class ProjectCalls(ModuleCalls):
             if all(found is not u for u in union):
                 union.append(found)
         return tuple(union)
+
+    def _binding_loop(self, name: cst.Name, bindings: list) -> Optional[cst.For]:
+        """The `for` loop around `name` whose target is that name, when no other binding of it is inside the
+        loop: what the name holds there is an element of that loop's iterable, whatever other loops bind it."""
+        if len(bindings) < 2:
+            return None
+        for parent in self.index.ancestors(name):
+            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+                return None
+            if type(parent) is cst.For and type(parent.target) is cst.Name and parent.target.value == name.value:
+                inside = [b for b in bindings if b.source is not None and b.source is not parent and
+                          self.index.is_ancestor_or_self(parent, b.source)]
+                return parent if not inside and not self.index.is_ancestor_or_self(parent.iter, name) else None
+        return None
+
+    def _passed_elements(self, container: cst.BaseExpression) -> tuple:
+        """`self.metrics` stored from an `__init__` parameter (`self.metrics = metrics`) that every construction
+        of the class passes a list literal of project instances (`metrics=[PSNRMeter(), LPIPSMeter()]`): their
+        classes (`Project.parameter_element_classes`); () otherwise."""
+        if not (type(container) is cst.Attribute and type(container.value) is cst.Name and
+                container.value.value == "self"):
+            return ()
+        values = self.self_attributes(container)
+        if len(values) != 1 or type(values[0]) is not cst.Name:
+            return ()
+        bindings = self.index.visible_bindings(values[0])
+        if len(bindings) != 1 or bindings[0].kind != "param" or not isinstance(bindings[0].source, cst.FunctionDef):
+            return ()
+        fn = bindings[0].source
+        owner = self.index.up.get(id(fn))
+        cls = self.index.up.get(id(owner)) if type(owner) is cst.IndentedBlock else None
+        if fn.name.value != "__init__" or type(cls) is not cst.ClassDef or \
+                not isinstance(self.index.up.get(id(cls)), cst.Module):
+            return ()
+        found = self.project.parameter_element_classes(self.path, f"{cls.name.value}.__init__", bindings[0].name)
+        return found or ()
 
     def annotation_class(self, annotation: Optional[cst.BaseExpression], element: bool = False) \
             -> Optional[ClassSummary]:
