@@ -24,6 +24,11 @@ def project_loader_call(analysis, call: cst.Call) -> bool:
 
     func = call.func
     parent = analysis.parent(call)
+    if type(parent) is cst.Arg:  # `data_loader = iter(get_data_loader(...))`: the iterator draws its batches
+        wrapper = analysis.parent(parent)
+        if type(wrapper) is cst.Call and dotted_name(wrapper.func) in ("iter", "cycle", "itertools.cycle") and \
+                len(wrapper.args) == 1 and wrapper.args[0] is parent:
+            parent = analysis.parent(wrapper)
     if type(func) not in (cst.Name, cst.Attribute) or type(parent) is not cst.Assign or not any(
             type(t.target) is cst.Name and t.target.value in analysis.fact(_drawn_names) for t in parent.targets):
         return False  # asked only for a name batches are drawn from: the summary lookup is not paid for the rest
