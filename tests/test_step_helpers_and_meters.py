@@ -368,3 +368,48 @@ def test_fp32_finding_is_on_the_training_branch_forward(tmp_path):
     root = write_project(tmp_path / "p", {"train.py": BRANCHED_FORWARD})
     gpu403 = [f for f in found(check(root)) if f[2] == "GPU403"]
     assert gpu403 == [("train.py", 13, "GPU403")]
+
+
+LEARNER = textwrap.dedent("""\
+    import torch
+    from torch import nn
+
+
+    class Learner(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2).cuda()
+            self.param_list = [self.named_parameters]
+
+        def update_importance_estimates(self, W, p_old):
+            for gen_params in self.param_list:
+                for n, p in gen_params():
+                    if p.requires_grad and p.grad is not None:
+                        W[n].add_(-p.grad * (p.detach() - p_old[n]))
+                        p_old[n] = p.detach().clone()
+""")
+
+CL_TRAIN = textwrap.dedent("""\
+    import torch
+    from learner import Learner
+
+    model = Learner().cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = model.fc(x.cuda()).sum()
+        loss.backward()
+        opt.step()
+        model.update_importance_estimates(W, p_old)
+""")
+
+
+def test_loop_over_stored_parameter_methods_is_a_per_parameter_loop(tmp_path):
+    root = write_project(tmp_path / "p", {"learner.py": LEARNER, "train.py": CL_TRAIN})
+    assert ("learner.py", 13, "GPU411") in found(check(root))
+
+
+def test_loop_over_stored_other_methods_stays_quiet(tmp_path):
+    other = LEARNER.replace("[self.named_parameters]", "[self.named_modules]")
+    assert other != LEARNER
+    root = write_project(tmp_path / "p", {"learner.py": other, "train.py": CL_TRAIN})
+    assert ("learner.py", 13, "GPU411") not in found(check(root))
