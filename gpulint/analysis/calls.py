@@ -402,9 +402,12 @@ class ModuleCalls:
                 annotation = cst.parse_expression(annotation.evaluated_value)
             except cst.ParserSyntaxError:
                 return None
+            annotation = _unwrap_optional(self.analysis, annotation)
             name = self.analysis.index.imports.qualify(annotation) if type(annotation) in (
                 cst.Name, cst.Attribute) else None
         else:
+            # `ema: Optional[ExponentialMovingAverage]`, `ema: EMA | None`: where it is called, it is one
+            annotation = _unwrap_optional(self.analysis, annotation) if annotation is not None else None
             name = self.class_name(annotation) if type(annotation) in (cst.Name, cst.Attribute) else None
         return name if name is not None and is_library_class(name) else None
 
@@ -989,6 +992,9 @@ class ProjectCalls(ModuleCalls):
             if len(bindings) == 1 and bindings[0].kind == "for" and bindings[0].index is None \
                     and bindings[0].value is not None:
                 return self.element_classes(bindings[0].value, depth + 1)
+            loop = self._binding_loop(expr, bindings)
+            if loop is not None:  # several `for metric in self.metrics:` loops in one method: the one around it
+                return self.element_classes(loop.iter, depth + 1)
         if type(expr) is cst.Name:
             through = self._classes_through_calls(expr, depth)
             if through is not None:
@@ -1131,7 +1137,7 @@ class ProjectCalls(ModuleCalls):
         calls = self._elements_built_by(container, depth) if type(container) in (cst.Name, cst.Attribute) \
             else None
         if not calls:
-            return ()
+            return self._passed_elements(container)
         union: list = []
         for call in calls:
             found = self._lookup(call.func)
@@ -1140,6 +1146,42 @@ class ProjectCalls(ModuleCalls):
             if all(found is not u for u in union):
                 union.append(found)
         return tuple(union)
+
+    def _binding_loop(self, name: cst.Name, bindings: list) -> Optional[cst.For]:
+        """The `for` loop around `name` whose target is that name, when no other binding of it is inside the
+        loop: what the name holds there is an element of that loop's iterable, whatever other loops bind it."""
+        if len(bindings) < 2:
+            return None
+        for parent in self.index.ancestors(name):
+            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+                return None
+            if type(parent) is cst.For and type(parent.target) is cst.Name and parent.target.value == name.value:
+                inside = [b for b in bindings if b.source is not None and b.source is not parent and
+                          self.index.is_ancestor_or_self(parent, b.source)]
+                return parent if not inside and not self.index.is_ancestor_or_self(parent.iter, name) else None
+        return None
+
+    def _passed_elements(self, container: cst.BaseExpression) -> tuple:
+        """`self.metrics` stored from an `__init__` parameter (`self.metrics = metrics`) that every construction
+        of the class passes a list literal of project instances (`metrics=[PSNRMeter(), LPIPSMeter()]`): their
+        classes (`Project.parameter_element_classes`); () otherwise."""
+        if not (type(container) is cst.Attribute and type(container.value) is cst.Name and
+                container.value.value == "self"):
+            return ()
+        values = self.self_attributes(container)
+        if len(values) != 1 or type(values[0]) is not cst.Name:
+            return ()
+        bindings = self.index.visible_bindings(values[0])
+        if len(bindings) != 1 or bindings[0].kind != "param" or not isinstance(bindings[0].source, cst.FunctionDef):
+            return ()
+        fn = bindings[0].source
+        owner = self.index.up.get(id(fn))
+        cls = self.index.up.get(id(owner)) if type(owner) is cst.IndentedBlock else None
+        if fn.name.value != "__init__" or type(cls) is not cst.ClassDef or \
+                not isinstance(self.index.up.get(id(cls)), cst.Module):
+            return ()
+        found = self.project.parameter_element_classes(self.path, f"{cls.name.value}.__init__", bindings[0].name)
+        return found or ()
 
     def annotation_class(self, annotation: Optional[cst.BaseExpression], element: bool = False) \
             -> Optional[ClassSummary]:
@@ -1350,3 +1392,19 @@ def _runs_at(call: cst.Call, summary: FunctionSummary, bound: bool, sink, analys
                     param.annotation is None or _optional_annotation(analysis.code(param.annotation.annotation)):
                 value = None  # None by default, or handed down unannotated: it may be None
     return sink.runs_with(value, True)
+
+
+def _unwrap_optional(analysis, annotation: cst.BaseExpression) -> cst.BaseExpression:
+    """`X` of `Optional[X]` (`typing.Optional`) or of `X | None` / `None | X`; else the annotation itself."""
+    if type(annotation) is cst.Subscript and len(annotation.slice) == 1 and \
+            type(annotation.slice[0].slice) is cst.Index and type(annotation.value) in (cst.Name, cst.Attribute):
+        q = analysis.index.imports.qualify(annotation.value)
+        if q in ("typing.Optional", "typing_extensions.Optional") or \
+                q is None and type(annotation.value) is cst.Name and annotation.value.value == "Optional":
+            return annotation.slice[0].slice.value
+    if type(annotation) is cst.BinaryOperation and type(annotation.operator) is cst.BitOr:
+        sides = [annotation.left, annotation.right]
+        rest = [side for side in sides if not (type(side) is cst.Name and side.value == "None")]
+        if len(rest) == 1:
+            return rest[0]
+    return annotation

@@ -2219,9 +2219,21 @@ def _helpers_stepped_by_a_gpu_loop(analysis) -> bool:
             if hands_over_parameters(project, site) and site_names_a_device(project, site):
                 return True
             continue
-        if (not _hands_over_tensors(project, site) or _trains_its_network(project, path, owner, member)) and \
-                site_names_a_device(project, site):
+        if (not _hands_over_tensors(project, site) or _trains_its_network(project, path, owner, member) or
+                _hands_over_device_tensors(project, site)) and site_names_a_device(project, site):
             return True
+    return False
+
+
+def _hands_over_device_tensors(project: Project, site: CallSite) -> bool:
+    """Every argument of the per-step call `site` is a tensor its caller computed on the device (by the caller's
+    own analysis: a tensor, not a host copy): `confusion_mat.update(pred, target.view(-1).byte())` with
+    `_, pred = torch.max(output, 1)`. What the method reads of them is on the device the caller's file names."""
+    for analysis, node, _ in _hot_calls(project, site.path):
+        if f"{analysis.code(node.func)}(...)" != site.code or _line_of(analysis, node) != site.line:
+            continue
+        return bool(node.args) and all(not a.star and analysis.kinds.is_tensor(a.value) and
+                                       not analysis.kinds.on_host(a.value) for a in node.args)
     return False
 
 

@@ -169,6 +169,8 @@ class KindInference:
         # and is not remembered before then (else the order in which rules ask would change the answers).
         self._cuts: list[tuple[int, str]] = []
         self._buffers: Optional[set[str]] = None
+        self._backward_entries: Optional[set[tuple[int, str, str]]] = None  # (class, attribute, key): `_backpropagated_entry`
+        self._returning: set[int] = set()  # nested functions whose returns are being read (recursion guard)
         self._rereads: dict[tuple[int, str], list] = {}  # (scope, name) -> statements `x = x.item()` (`_after_own_read`)
         self._globals: Optional[dict[str, list]] = None  # name -> the functions declaring it `global`
         # name -> the scopes where a str-only method / `.backward()` is called on it (`_used_as_text`,
@@ -454,6 +456,55 @@ class KindInference:
         if len(candidates) != 1:
             return None
         return [n for n in _own_nodes(candidates[0]) if type(n) is cst.Return]
+
+    def _backpropagated_entry(self, node: cst.Subscript) -> bool:
+        """`self.<attr>["<key>"]` read in a class one of whose methods calls `self.<attr>["<key>"].backward()`: a
+        trainer keeping its losses in a dict attribute; the entry it backpropagates is a tensor (its other
+        methods log it: `"%.5f" % self.losses["total_loss"]`). A module's `.backward()` calls are indexed once."""
+        key = _constant_key(node)
+        value = node.value
+        if key is None or type(value) is not cst.Attribute or type(value.value) is not cst.Name or \
+                value.value.value != "self":
+            return False
+        cls = self.index.enclosing_class(node)
+        if cls is None:
+            return False
+        if self._backward_entries is None:
+            found: set[tuple[int, str, str]] = set()
+            for attr in self.index.names("backward"):
+                attribute = self.index.parent.get(attr)
+                call = self.index.parent.get(attribute)
+                if not (isinstance(attribute, cst.Attribute) and attribute.attr is attr and
+                        isinstance(call, cst.Call) and call.func is attribute):
+                    continue
+                entry = attribute.value
+                entry_key = _constant_key(entry) if type(entry) is cst.Subscript else None
+                holder = entry.value if type(entry) is cst.Subscript else None
+                owner = self.index.enclosing_class(entry)
+                if entry_key is not None and type(holder) is cst.Attribute and type(holder.value) is cst.Name and \
+                        holder.value.value == "self" and owner is not None:
+                    found.add((id(owner), holder.attr.value, entry_key))
+            self._backward_entries = found
+        return (id(cls), value.attr.value, key) in self._backward_entries
+
+    def _nested_function_returns(self, func: cst.Name) -> Optional[Kind]:
+        """What a function defined inside the calling function returns (an optimizer's `closure` that runs the
+        forward pass and `loss.backward()` and returns the loss): a tensor when every `return` hands back one;
+        None when the name is not bound once to such a `def`, or its returns say nothing."""
+        bindings = self.index.visible_bindings(func)
+        if len(bindings) != 1 or bindings[0].kind != "def" or type(bindings[0].value) is not cst.FunctionDef:
+            return None
+        fn = bindings[0].value
+        if type(self.index.enclosing_scope(fn)) is not cst.FunctionDef or id(fn) in self._returning:
+            return None  # a module's function or a method: its callers are many, its summary decides elsewhere
+        self._returning.add(id(fn))
+        try:
+            returns = [n for n in _own_nodes(fn) if type(n) is cst.Return]
+            if not returns or any(r.value is None for r in returns):
+                return None
+            return Kind.TENSOR if all(self.of(r.value) is Kind.TENSOR for r in returns) else None
+        finally:
+            self._returning.discard(id(fn))
 
     def _unmoved_batch_part(self, name: cst.Name) -> bool:
         """`videos, masks = batch` of `for batch in loader`, then only converted (`masks = masks.flatten(1).to(
@@ -1175,6 +1226,8 @@ class KindInference:
                 return Kind.LOADER  # `loaders[0]` of `loaders = [DataLoader(d, ...) for d in splits]`
             if base is Kind.OTHER and self._device_entries(node.value, _constant_key(node)):
                 return Kind.TENSOR  # `losses["critic"]` of `losses = {"critic": critic_loss, ...}`
+            if base is Kind.UNKNOWN and self._backpropagated_entry(node):
+                return Kind.TENSOR  # `self.losses["total_loss"]` of a class calling `self.losses["total_loss"].backward()`
             return Kind.UNKNOWN
         if type(node) is cst.BinaryOperation:
             if is_text(node):
@@ -1202,7 +1255,9 @@ class KindInference:
                 return Kind.NUMBER
             return Kind.UNKNOWN
         if type(node) is cst.IfExp:
-            return _join([self.of(node.body), self.of(node.orelse)])
+            # `None if y is None else F.cross_entropy(...)`: an optional value is what it is when it is one
+            branches = [b for b in (node.body, node.orelse) if not (type(b) is cst.Name and b.value == "None")]
+            return _join([self.of(b) for b in branches or (node.body, node.orelse)])
         if type(node) is cst.BooleanOperation:
             return _join([self.of(node.left), self.of(node.right)])
         if type(node) is cst.NamedExpr:
@@ -1220,11 +1275,20 @@ class KindInference:
         (`neg = neg.data.cpu().numpy().astype(np.float32)`, `actions = actions.cpu().numpy()`): `.cpu()` on the
         way from the read to the value's outermost call says the name held a tensor before the statement."""
         node: cst.CSTNode = name
+        element: Optional[int] = None  # `pred, tar = pred.cpu().numpy(), tar.cpu().numpy()`: the element's place
         for parent in self.index.ancestors(name):
             if type(parent) is cst.Assign:
                 break
+            if type(parent) is cst.Element and element is None:
+                continue
+            if type(parent) is cst.Tuple and element is None:
+                element = next((i for i, e in enumerate(parent.elements) if e.value is node), None)
+                if element is None or any(type(e) is not cst.Element for e in parent.elements):
+                    return False
+                node = parent
+                continue
             if isinstance(parent, (cst.BaseSmallStatement, cst.BaseStatement)) or \
-                    type(parent) not in (cst.Attribute, cst.Call):
+                    type(parent) not in (cst.Attribute, cst.Call) or element is not None:
                 return False
             if type(parent) is cst.Call and node is not parent.func:
                 return False  # an argument (`f(x)`), not the receiver of the chain
@@ -1234,9 +1298,14 @@ class KindInference:
         if node is not parent.value or len(parent.targets) != 1 or self._type_tested(name.value, parent):
             return False  # `if isinstance(x, torch.Tensor): x = x.cpu().numpy()`: a helper taking host data too
         target = parent.targets[0].target
+        chain = parent.value
+        if element is not None:
+            if type(target) not in (cst.Tuple, cst.List) or len(target.elements) != len(chain.elements):
+                return False
+            target = target.elements[element].value
+            chain = chain.elements[element].value
         if type(target) is not cst.Name or target.value != name.value:
             return False
-        chain = parent.value
         while type(chain) in (cst.Call, cst.Attribute):
             if type(chain) is cst.Call and type(chain.func) is cst.Attribute and chain.func.attr.value == "cpu":
                 return True
@@ -1347,6 +1416,10 @@ class KindInference:
             if func.value in ("abs", "max", "min", "sum"):
                 args = [self.of(a.value) for a in node.args]
                 return Kind.TENSOR if Kind.TENSOR in args else Kind.UNKNOWN
+        if type(func) is cst.Name:
+            returned = self._nested_function_returns(func)
+            if returned is not None:
+                return returned  # `loss = closure()` of `def closure(): ...; loss.backward(); return loss`
         if type(func) is cst.Name and self._hands_on_a_loader(func.value, node):
             return Kind.LOADER  # `cycle(loader)`: a generator of this module yielding the loader's batches
         if type(func) is cst.Name and self.derived_tensor_hook is not None and self.derived_tensor_hook(node):

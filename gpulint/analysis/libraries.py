@@ -86,6 +86,11 @@ FACTS: tuple[LibraryFact, ...] = (
                 "_update() zips the two state_dicts in Python and runs `ema_v.copy_(update_fn(ema_v, model_v))` for "
                 "each tensor, every call (ModelEmaV3 with foreach=True, its default, uses torch._foreach_lerp_)",
                 "timm/utils/model_ema.py (ModelEmaV2._update, ModelEmaV3.update), pytorch-image-models aa4b5850"),
+    LibraryFact("torch_ema.ExponentialMovingAverage.update", Effect.PER_PARAMETER_LOOP,
+                "update() zips its shadow parameters with the model's in a Python `for` and runs an in-place "
+                "`s_param.sub_(one_minus_decay * (s_param - param))` (two to three kernels) for each parameter, "
+                "every call",
+                "https://github.com/fadel/pytorch_ema/blob/master/torch_ema/ema.py (ExponentialMovingAverage.update)"),
     LibraryFact("torch.amp.GradScaler.update", Effect.NO_HOST_SYNC,
                 "found_inf tensors are moved with non_blocking=True and the scale is updated on the device by "
                 "torch._amp_update_scale_: no host read",
@@ -249,6 +254,7 @@ ALIASES = {
     "lightning_fabric.Fabric": "lightning.fabric.Fabric",
     "lightning_fabric.fabric.Fabric": "lightning.fabric.Fabric",
     "ema_pytorch.ema_pytorch.EMA": "ema_pytorch.EMA",
+    "torch_ema.ema.ExponentialMovingAverage": "torch_ema.ExponentialMovingAverage",
     "torchmetrics.aggregation": "torchmetrics",
     "torchvision.ops.boxes": "torchvision.ops",
     "timm.utils.cuda.NativeScaler": "timm.utils.NativeScaler",

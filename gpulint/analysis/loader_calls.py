@@ -26,7 +26,7 @@ def project_loader_call(analysis, call: cst.Call) -> bool:
     parent = analysis.parent(call)
     if type(parent) is cst.Arg and parent.keyword is None and not parent.star:
         wrapper = analysis.parent(parent)  # `data_loader = iter(get_data_loader(...))`: the same batches
-        if type(wrapper) is cst.Call and len(wrapper.args) == 1 and \
+        if type(wrapper) is cst.Call and len(wrapper.args) == 1 and wrapper.args[0] is parent and \
                 dotted_name(wrapper.func) in ("iter", "cycle", "itertools.cycle"):
             parent = analysis.parent(wrapper)
     if type(func) not in (cst.Name, cst.Attribute) or type(parent) is not cst.Assign or not any(

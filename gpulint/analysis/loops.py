@@ -631,7 +631,11 @@ class LoopAnalysis:
         return self.kinds.iteration_kind(loop.iter, None) is Kind.TENSOR and self._iterates_batches(loop.iter)
 
     def _next_batch(self, call: cst.Call) -> bool:
-        """`next(it)` where `it` is a loader, or a name bound only to iterators over loaders (`iter(loader)`)."""
+        """`next(it)` where `it` is a loader, or a name bound only to iterators over loaders (`iter(loader)`), or a
+        loader's method named for a batch (`loader.get_batch(split)`, `loader.next_batch()`)."""
+        if type(call.func) is cst.Attribute and "batch" in call.func.attr.value and \
+                self.kinds.of(call.func.value) is Kind.LOADER:
+            return True  # `data = loader.get_batch('train')`: a project loader class's own method for one batch
         if dotted_name(call.func) != "next" or not call.args or call.args[0].keyword is not None:
             return False
         it = call.args[0].value

@@ -1136,6 +1136,40 @@ class Project:
         disagree, or when no site is found."""
         return self._one_passed(path, function, parameter, self.class_at, id)
 
+    def parameter_element_classes(self, path: Path, function: str, parameter: str) -> Optional[tuple]:
+        """The project classes of the instances in the list or tuple literal every call site of `function` (a
+        top-level function or `Class.__init__`) passes as `parameter` (`Trainer(..., metrics=[PSNRMeter(),
+        LPIPSMeter(device=device)])`, or a name bound to such a literal on every branch), one tuple for all;
+        None when a site passes anything else, the sites disagree, or none passes one."""
+        return self._one_passed(path, function, parameter, self.element_classes_at,
+                                lambda found: tuple((str(c.path), c.name) for c in found))
+
+    def element_classes_at(self, info: ModuleInfo, expr: ast.expr, assigns: dict, depth: int = 0):
+        """What a call site passes, as `parameter_element_classes` tells it: the classes of a literal's elements
+        (each a project class built there), None for `None` or an empty literal, _UNKNOWN for anything else."""
+        if isinstance(expr, ast.Constant) and expr.value is None:
+            return None
+        if isinstance(expr, ast.Name) and depth == 0 and assigns.get(expr.id):
+            found = [self.element_classes_at(info, value, assigns, 1) if index is None else _UNKNOWN
+                     for value, index in assigns[expr.id]]
+            keys = {tuple((str(c.path), c.name) for c in f) if f is not _UNKNOWN and f is not None else f
+                    for f in found}
+            return found[0] if len(keys) == 1 else _UNKNOWN
+        if not isinstance(expr, (ast.List, ast.Tuple)) or any(isinstance(e, ast.Starred) for e in expr.elts):
+            return _UNKNOWN
+        if not expr.elts:
+            return None  # `metrics=[]`: the loop over it never runs
+        classes: list = []
+        for element in expr.elts:
+            if not isinstance(element, ast.Call):
+                return _UNKNOWN
+            found = self.class_at(info, element, assigns, 1)
+            if not isinstance(found, ClassSummary):
+                return _UNKNOWN
+            if all(found is not c for c in classes):
+                classes.append(found)
+        return tuple(classes)
+
     def parameter_modules(self, path: Path, function: str, parameter: str) -> Optional[tuple]:
         """Which of what every call site of the top-level `function` passes as `parameter` is an `nn.Module`:
         `(True,)` when each site passes a module (`train(net, ...)` with `net = Net().cuda()`), or, when each
@@ -1565,6 +1599,9 @@ class _Summarizer:
                 # `LocalizationConfusion.update`, given the postprocessor's NumPy boxes)
                 del self.summary.sink_params[param]
                 continue
+            if any(isinstance(value, ast.Call) and any(isinstance(a, ast.Name) and a.id == param for a in value.args)
+                   for value in stored.get(param, ())):
+                continue  # `preds, truths = self.prepare_inputs(preds, truths)`: NumPy sees what the helper made
             for stmt in self.fn.body:
                 if self._numpy_reads(stmt, param):
                     del self.summary.sink_params[param]

@@ -167,12 +167,14 @@ class Fp32TrainingWithoutAutocast(GpuRule):
         while line is not None and line is not loop and type(line) not in (cst.FunctionDef, cst.ClassDef):
             block = parent(line)
             if type(block) is cst.IndentedBlock:
+                # `if phase == 'train': outputs = model(inputs) else: with torch.no_grad(): ...`: a branch's
+                # forward pass comes before what the step computes from it (`nn.Softmax(dim=1)(outputs)`)
                 before[:0] = [s for s in block.body[:list(block.body).index(line)]
-                              if type(s) is cst.SimpleStatementLine]
+                              if type(s) in (cst.SimpleStatementLine, cst.If)]
             line = parent(block) if block is not None else None
             while line is not None and not isinstance(line, cst.BaseStatement):
                 line = parent(line)  # from an `else:` to its `if`
-        calls = [n for stmt in before for n in _in_order(stmt) if type(n) is cst.Call]
+        calls = [n for stmt in before for n in _in_order(stmt, skip=self._without_grad) if type(n) is cst.Call]
         for call in calls:
             if self.analysis.kind(call.func) is Kind.MODULE:
                 return call
@@ -183,6 +185,18 @@ class Fp32TrainingWithoutAutocast(GpuRule):
             if any(self.analysis.kind(a.value) is Kind.MODULE for a in call.args):
                 return call
         return None
+
+    def _without_grad(self, node: cst.With) -> bool:
+        """`with torch.no_grad():` / `torch.inference_mode()` / `torch.set_grad_enabled(False)`."""
+        for item in node.items:
+            call = item.item
+            q = self.analysis.qualified(call.func) if type(call) is cst.Call and \
+                type(call.func) in (cst.Name, cst.Attribute) else None
+            if q in ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad") or \
+                    q == "torch.set_grad_enabled" and call.args and type(call.args[0].value) is cst.Name and \
+                    call.args[0].value.value == "False":
+                return True
+        return False
 
     def _steps_an_optimizer(self, backward: cst.Call) -> bool:
         """The function holding `backward()` also steps an optimizer (`self.optimizer.step()`,
@@ -273,7 +287,7 @@ def _zeroes_gradients(stmt: cst.CSTNode) -> bool:
         isinstance(stmt.body[0].value.func, cst.Attribute) and stmt.body[0].value.func.attr.value == "zero_grad"
 
 
-def _in_order(node: cst.CSTNode):
+def _in_order(node: cst.CSTNode, skip=None):
     """`node` and the nodes below it, in the order they are written (layout tokens left out). Read from the
     fields (`tree.child_nodes`): LibCST's `children` rebuilds every node it passes, and this walk ran over every
     statement before each `backward()` (a fifth of the rules' time on a module of many training loops). The
@@ -281,6 +295,8 @@ def _in_order(node: cst.CSTNode):
     stack = [node]
     while stack:
         current = stack.pop()
+        if skip is not None and type(current) is cst.With and skip(current):
+            continue  # an evaluation branch's forward pass, outside autograd: not the training step's
         yield current
         if type(current) is cst.IfExp:
             stack.extend((current.orelse, current.test, current.body))

@@ -470,6 +470,8 @@ def _yields_parameters(expr: cst.BaseExpression, analysis, loop: cst.For, depth:
         return _yields_parameters(expr.args[0].value, analysis, loop, depth + 1)
     if _param_group_params(expr, analysis):
         return "each"
+    if type(expr) is cst.Call and not expr.args and type(expr.func) is cst.Name and analysis is not None:
+        return _stored_parameter_methods(expr.func, analysis)
     name = expr.value if type(expr) is cst.Name else (
         expr.attr.value if type(expr) is cst.Attribute and type(expr.value) is cst.Name
         and expr.value.value == "self" else None)
@@ -483,6 +485,32 @@ def _yields_parameters(expr: cst.BaseExpression, analysis, loop: cst.For, depth:
     if type(expr) is cst.Attribute and analysis is not None and _flattened_attribute(analysis, name):
         return None  # `self.master_params = make_master_params(...)`: a few flat tensors, not one per parameter
     return "each" if lowered.endswith(("params", "parameters")) and not lowered.startswith("num_") else None
+
+
+def _stored_parameter_methods(func: cst.Name, analysis) -> Optional[str]:
+    """`gen_params()` of `for gen_params in self.param_list:` where every value the class assigns to
+    `self.param_list` is a list of bound parameter methods (`[self.named_parameters]`, `[self.fc.parameters]`):
+    "named" or "each" when they agree, else None (a regulariser's list of the modules it covers: SI, EWC)."""
+    bindings = analysis.index.visible_bindings(func)
+    if len(bindings) != 1 or bindings[0].kind != "for" or bindings[0].index is not None:
+        return None
+    container = bindings[0].value
+    if not (type(container) is cst.Attribute and type(container.value) is cst.Name and
+            container.value.value == "self"):
+        return None
+    calls = project_calls(analysis)
+    values = calls.self_attributes(container) if calls is not None else []
+    kinds = set()
+    for value in values:
+        if type(value) is not cst.List or not value.elements:
+            return None
+        for element in value.elements:
+            method = element.value
+            if type(element) is not cst.Element or type(method) is not cst.Attribute or \
+                    method.attr.value not in ("parameters", "named_parameters"):
+                return None
+            kinds.add("named" if method.attr.value == "named_parameters" else "each")
+    return kinds.pop() if len(kinds) == 1 else None
 
 
 def _flattened_attribute(analysis, attr: str) -> bool:
