@@ -320,3 +320,17 @@ def test_a_helper_declaring_numpy_arrays_is_not_a_sync(tmp_path: Path) -> None:
     assert ("eval.py", 8, "GPU112") not in found(check(root, "--no-cache", "--exit-zero"))
     root = write_project(tmp_path / "b", {"metrics.py": METRICS.format(annotation="object"), "eval.py": EVAL})
     assert ("eval.py", 8, "GPU112") in found(check(root, "--no-cache", "--exit-zero"))
+
+
+def test_a_readme_that_starts_naming_the_option_is_seen_by_the_next_cached_run(tmp_path: Path) -> None:
+    """The option is quiet only while nothing the project ships names it, so a cached result depends on the
+    shipped text files: once a README documents `--block_trigrams 1`, a warm run reports what a cold run does."""
+    script = EVAL_SPLIT.format(default="0").replace("verbose_loss", "block_trigrams")
+    root = write_project(tmp_path, {"train.py": script, "README.md": "# train\n"})
+    cached = lambda: {(row, code) for _, row, code in found(check(root, "--exit-zero", "train.py"))}  # noqa: E731
+    assert (17, "GPU101") not in cached()
+    assert (17, "GPU101") not in cached()  # the warm run: served from the cache
+    (root / "README.md").write_text("# train\n\n    python train.py --block_trigrams 1\n")
+    assert (17, "GPU101") in {(row, code) for _, row, code in found(check(root, "--no-cache", "--exit-zero",
+                                                                          "train.py"))}
+    assert (17, "GPU101") in cached()

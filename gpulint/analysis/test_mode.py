@@ -145,6 +145,7 @@ _SHIPPED_FILES = 3000
 _SHIPPED_BYTES = 1_000_000
 _SHIPPED_TOTAL = 16_000_000
 _SHIPPED: dict = {}  # project root -> the identifiers its shipped text files contain
+_SHIPPED_PATHS: dict = {}  # project root -> the shipped text files read for `_SHIPPED` (cache dependencies)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv", "env", ".git"}
 
@@ -166,7 +167,21 @@ def _unshipped(analysis, dest: str) -> bool:
         if len(_UNSHIPPED) > 4096:
             _UNSHIPPED.clear()
         _UNSHIPPED[key] = _compute_unshipped(project, root, dest)
+    _record_shipped(project, root, dest)
     return _UNSHIPPED[key]
+
+
+def _record_shipped(project, root: Path, dest: str) -> None:
+    """The answer depends on the text of every file read for it (the shipped text files, the Python files naming
+    the option): a lint cached on it is valid only while they keep their content (an edited README or config that
+    now names the option must be seen by the next warm run, cache.py)."""
+    from gpulint.analysis.project import _record, text_dependency
+
+    with text_dependency():
+        for path in _SHIPPED_PATHS.get(root, ()):
+            _record(path)
+        for path in project.files_naming(dest):
+            _record(project._resolved(path))
 
 
 _UNSHIPPED: dict = {}  # (project root, option) -> whether nothing the project ships turns it on
@@ -180,6 +195,7 @@ def _compute_unshipped(project, root: Path, dest: str) -> bool:
     words = _SHIPPED.get(root)
     if words is None:
         words = set()
+        read: list = []
         count = total = 0
         for folder, subfolders, names in os.walk(root):
             subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in _SKIPPED_FOLDERS)
@@ -200,11 +216,14 @@ def _compute_unshipped(project, root: Path, dest: str) -> bool:
                         _SHIPPED[root] = None
                         return False  # too much to read: unknown
                     words.update(_IDENTIFIER.findall(read_regular(path)[0].decode("utf-8", "replace")))
+                    read.append(path.resolve())
                 except (OSError, ValueError, Exception):  # noqa: BLE001 - an unreadable file names nothing
                     continue
         if len(_SHIPPED) > 64:
             _SHIPPED.clear()
+            _SHIPPED_PATHS.clear()
         _SHIPPED[root] = words
+        _SHIPPED_PATHS[root] = tuple(read)
     if dest in words:
         return False
     setter = re.compile(r"\.%s\s*=(?!=)|\b%s\s*=(?!=)|[\"']%s[\"']\s*:" % ((re.escape(dest),) * 3))
