@@ -138,7 +138,21 @@ def _bound_to_device_copies(arg: ast.expr, call: ast.Call, assigns: Optional[dic
                 return False
             value = value.elts[index]
         values.append(value)
-    return bool(values) and all(_device_copy(v) for v in values)
+    return bool(values) and all(_device_copy(v) and not _built_object(v) for v in values)
+
+
+def _built_object(copy: ast.expr) -> bool:
+    """`torch.nn.Linear(16, 8).cuda()`, `Net().to(device)`: the copy moves an object just built by its class (a
+    network moved to the GPU, not a tensor)."""
+    receiver = copy.func.value if isinstance(copy, ast.Call) and isinstance(copy.func, ast.Attribute) else None
+    while isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and \
+            receiver.func.attr in ("to", "cuda", "train", "eval", "float", "half", "bfloat16", "double"):
+        receiver = receiver.func.value
+    if not isinstance(receiver, ast.Call):
+        return False
+    func = receiver.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name[:1].isupper()
 
 
 def _raw_batch(analysis, expr: cst.BaseExpression) -> bool:

@@ -144,6 +144,9 @@ _SHIPPED_SUFFIXES = (".md", ".rst", ".txt", ".yml", ".yaml", ".json", ".toml", "
 _SHIPPED_FILES = 3000
 _SHIPPED_BYTES = 1_000_000
 _SHIPPED_TOTAL = 16_000_000
+# Options that select what the program runs (`--test` runs the evaluation it ships), not an extra left off.
+_RUN_MODE = re.compile(r"^(do_)?(test|testing|eval|evaluate|evaluation|val|validate|validation|infer|inference|"
+                       r"predict|demo|train|training|finetune|fine_tune|resume)(_only|_mode)?$", re.IGNORECASE)
 _SHIPPED: dict = {}  # project root -> the identifiers its shipped text files contain
 _SHIPPED_PATHS: dict = {}  # project root -> the shipped text files read for `_SHIPPED` (cache dependencies)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -156,8 +159,8 @@ def _unshipped(analysis, dest: str) -> bool:
     it (`opt.X = ...`, `X=...` as a keyword, a `'X':` dict key; `option_default` already rules out the declaring
     modules' assignments). Such an option runs only when a user asks for it by hand: its branch is no step of any
     run the project documents (self-critical's `block_trigrams`, `remove_bad_endings`)."""
-    if analysis.path is None:
-        return False
+    if analysis.path is None or _RUN_MODE.match(dest):
+        return False  # `--test`, `--eval`: a mode the program ships, chosen on the command line in real runs
     from gpulint.analysis.forward import _project_of
 
     project, _ = analysis.fact(_project_of)
