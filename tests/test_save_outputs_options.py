@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.projects import lint_script
+from tests.projects import check, found, lint_script, write_project
 
 SCRIPT = """import argparse
 
@@ -50,5 +50,14 @@ def test_saving_outputs_on_by_default_is_reported(tmp_path: Path):
     assert _gpu104(tmp_path, "save_val_results", "True") == {19}
 
 
-def test_another_option_off_by_default_is_reported(tmp_path: Path):
-    assert _gpu104(tmp_path, "save_checkpoints_often", "False") == {19}
+def test_another_option_off_by_default_is_reported_where_the_project_documents_it(tmp_path: Path):
+    # an option of another name, off by default, that the README tells users to pass: a real run's branch
+    root = write_project(tmp_path, {"train.py": SCRIPT.format(name="save_checkpoints_often", default="False"),
+                                    "README.md": "Run `python train.py --save_checkpoints_often`.\n"})
+    assert {row for _, row, code in found(check(root, "--no-cache", "--exit-zero", "train.py"))
+            if code == "GPU104"} == {19}
+
+
+def test_another_option_off_by_default_that_nothing_documents_is_quiet(tmp_path: Path):
+    # no README, config or script names it and no Python file sets it: a branch no documented run takes
+    assert _gpu104(tmp_path, "save_checkpoints_often", "False") == set()
