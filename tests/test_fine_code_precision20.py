@@ -334,3 +334,16 @@ def test_a_readme_that_starts_naming_the_option_is_seen_by_the_next_cached_run(t
     assert (17, "GPU101") in {(row, code) for _, row, code in found(check(root, "--no-cache", "--exit-zero",
                                                                           "train.py"))}
     assert (17, "GPU101") in cached()
+
+
+def test_an_option_a_run_script_passes_with_dashes_is_shipped(tmp_path: Path) -> None:
+    """argparse stores `--block-trigrams` as `block_trigrams`: a run script passing the dashed spelling turns the
+    option on in a documented run, so its branch is a real run's."""
+    script = EVAL_SPLIT.format(default="0").replace('"--verbose_loss"', '"--block-trigrams"').replace(
+        "verbose_loss", "block_trigrams")
+    root = write_project(tmp_path, {"train.py": script, "run.sh": "python train.py --block-trigrams 1\n"})
+    assert (17, "GPU101") in {(row, code) for _, row, code in found(check(root, "--no-cache", "--exit-zero",
+                                                                          "train.py"))}
+    quiet = write_project(tmp_path / "b", {"train.py": script, "run.sh": "python train.py\n"})
+    assert (17, "GPU101") not in {(row, code) for _, row, code in found(check(quiet, "--no-cache", "--exit-zero",
+                                                                              "train.py"))}

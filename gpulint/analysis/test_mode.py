@@ -150,6 +150,7 @@ _RUN_MODE = re.compile(r"^(do_)?(test|testing|eval|evaluate|evaluation|val|valid
 _SHIPPED: dict = {}  # project root -> the identifiers its shipped text files contain
 _SHIPPED_PATHS: dict = {}  # project root -> the shipped text files read for `_SHIPPED` (cache dependencies)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DASHED_OPTION = re.compile(r"(?<=--)[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)+")
 _SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv", "env", ".git"}
 
 
@@ -218,7 +219,10 @@ def _compute_unshipped(project, root: Path, dest: str) -> bool:
                     if total > _SHIPPED_TOTAL:
                         _SHIPPED[root] = None
                         return False  # too much to read: unknown
-                    words.update(_IDENTIFIER.findall(read_regular(path)[0].decode("utf-8", "replace")))
+                    text = read_regular(path)[0].decode("utf-8", "replace")
+                    words.update(_IDENTIFIER.findall(text))
+                    # `--mlperf-logging` in a run script sets the option argparse stores as `mlperf_logging`
+                    words.update(w.replace("-", "_") for w in _DASHED_OPTION.findall(text))
                     read.append(path.resolve())
                 except (OSError, ValueError, Exception):  # noqa: BLE001 - an unreadable file names nothing
                     continue
