@@ -48,14 +48,20 @@ def passed_pinning(project, path: Path, function: str, parameter: str) -> Option
 
 
 def _find(project, path: Path, function: str, parameter: str) -> Optional[bool]:
-    from gpulint.analysis.project import _UNKNOWN, LoaderFact, _argument
-
     positional = _positional(project, path, function)
     if positional is None:
         return None
     position = positional.index(parameter) if parameter in positional else None
+    return _agreed_pinning(project, _project_calls(project, path, function), position, parameter)
+
+
+def _agreed_pinning(project, sites, position: Optional[int], parameter: str) -> Optional[bool]:
+    """The pinning every call in `sites` (`(caller, call, assigns)`) passes for the parameter; None when a call
+    passes something unknown or the calls disagree."""
+    from gpulint.analysis.project import _UNKNOWN, _argument
+
     pinning: set = set()
-    for caller, call, assigns in _project_calls(project, path, function):
+    for caller, call, assigns in sites:
         argument = _argument(call, position, parameter)
         if argument is None or argument is _UNKNOWN:
             return None
@@ -197,24 +203,13 @@ def _handed_on(project, caller, name: str, call: ast.Call) -> Optional[bool]:
 def _own_calls_pinning(project, caller, function: ast.FunctionDef, name: str) -> Optional[bool]:
     """What the calls of the top-level `function` in its own module (`train(base_loader, ...)` of a script whose
     `base_loader` is built on two branches) pass as `name`, where every project call is there and all agree."""
-    from gpulint.analysis.project import _UNKNOWN, _argument
-
     if next(iter(_project_calls(project, project._resolved(caller.path), function.name)), None) is not None:
         return None  # called from other files too: `passed_pinning` asked those
     positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
     position = positional.index(name) if name in positional else None
-    pinning: set = set()
-    for call, assigns in caller.calls_named(function.name):
-        if not isinstance(call.func, ast.Name) or call.func.id != function.name:
-            continue
-        argument = _argument(call, position, name)
-        if argument is None or argument is _UNKNOWN:
-            return None
-        found = _pinning_at(project, caller, argument, assigns, call)
-        if found is None:
-            return None
-        pinning |= found
-    return next(iter(pinning)) if len(pinning) == 1 else None
+    sites = ((caller, call, assigns) for call, assigns in caller.calls_named(function.name)
+             if isinstance(call.func, ast.Name) and call.func.id == function.name)
+    return _agreed_pinning(project, sites, position, name)
 
 
 def _enclosing_function(tree: ast.Module, call: ast.Call):
