@@ -1224,6 +1224,8 @@ class KindInference:
                 return base
             if self.holds_loaders(node.value):
                 return Kind.LOADER  # `loaders[0]` of `loaders = [DataLoader(d, ...) for d in splits]`
+            if _loader_by_key(node) and base in (Kind.LOADER, Kind.UNKNOWN):
+                return Kind.LOADER  # `self.data_loader["dev"]`, `dataloaders[phase]`: one loader of a dict of them
             if base is Kind.OTHER and self._device_entries(node.value, _constant_key(node)):
                 return Kind.TENSOR  # `losses["critic"]` of `losses = {"critic": critic_loss, ...}`
             if base is Kind.UNKNOWN and self._backpropagated_entry(node):
@@ -1737,6 +1739,21 @@ def _special_token_id(expr: cst.BaseExpression) -> bool:
     from gpulint.analysis.tokenizers import special_token_id
 
     return special_token_id(expr)
+
+
+def _loader_by_key(node: cst.Subscript) -> bool:
+    """`self.data_loader["dev"]`, `dataloaders[phase]`, `loaders["train"]`: an entry, picked by a string or a
+    name, of a container the project names for loaders (a DataLoader itself takes no subscript, so a loader-named
+    value that is subscripted is a dict or list of them). Not a slice, a number or an expression as the key."""
+    if len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
+        return False
+    key = node.slice[0].slice.value
+    if type(key) not in (cst.SimpleString, cst.Name):
+        return False
+    base = node.value
+    name = base.attr.value if type(base) is cst.Attribute else base.value if type(base) is cst.Name else None
+    return name is not None and not _VERB_PREFIX.match(name) and bool(
+        _LOADER_NAME.match(name) or _SEVERAL_LOADERS.search(name))
 
 
 def _kind_from_name(name: str) -> Kind:
