@@ -80,7 +80,10 @@ class SyncInCall(GpuRule):
     pageable copy blocks the CPU until it is done (GPU410/GPU203 report the copy itself where it is written).
     A helper that synchronises only `if device.type == "cuda":` costs nothing where the loop passes a CPU
     device (`sync(loss_device)` with `loss_device = torch.device("cpu")`). The finding sits at the call
-    in the loop, where the cost is paid every step; the helper's line is its related location. A helper of the
+    in the loop, where the cost is paid every step; the helper's line is its related location. A script that
+    names no device itself (an environment loop calling `policy.select_action(np.array(state))`) is read for
+    such calls too: a helper of another module that names a device and copies host data to the GPU, or
+    synchronises, on every call whatever it is given is reported at the script's per-step call. A helper of the
     same module (`accuracy(output, target)`, `self.train_step(batch)`) is reported the same way at its call,
     and its read keeps its own finding where it is written.
 
