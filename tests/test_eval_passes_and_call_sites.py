@@ -218,3 +218,33 @@ def test_a_batch_attribute_fed_to_the_network_is_a_device_tensor_at_a_helper_cal
     assert "used as an index" in call["message"]
     # an attribute of the batch the network never sees (a list of names) is not known to be a device tensor
     assert ("evaluate.py", 19, "GPU112") not in keys
+
+
+def test_which_loader_named_entries_are_loaders() -> None:
+    import libcst as cst
+
+    from gpulint.analysis import Kind, ModuleAnalysis
+
+    source = (
+        "import numpy as np\n"
+        "def f(self, dataloaders, phase, path, loader_kwargs):\n"
+        "    a = self.data_loader['dev']\n"
+        "    b = dataloaders[phase]\n"
+        "    archive = np.load(path)\n"
+        "    loader = archive\n"
+        "    data_loader = np.load(path)\n"
+        "    c = data_loader['x']\n"
+        "    d = loader_kwargs['batch_size']\n"
+        "    e = self.loaders[0:2]\n"
+    )
+    module = cst.parse_module(source)
+    analysis = ModuleAnalysis(module)
+    values = {}
+    for statement in module.body[1].body.body:
+        target = statement.body[0].targets[0].target.value
+        values[target] = statement.body[0].value
+    assert analysis.kinds.of(values["a"]) is Kind.LOADER
+    assert analysis.kinds.of(values["b"]) is Kind.LOADER
+    assert analysis.kinds.of(values["c"]) is not Kind.LOADER  # an archive `np.load` opened
+    assert analysis.kinds.of(values["d"]) is not Kind.LOADER  # the loaders' settings
+    assert analysis.kinds.of(values["e"]) is not Kind.LOADER  # a slice
