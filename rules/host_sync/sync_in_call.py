@@ -182,6 +182,7 @@ class SyncInCall(GpuRule):
         return self.analysis.fact(project_calls)
 
     needs_text = _TEXT
+    reads_device_free_modules = True  # a script naming no device, alone with this rule (runner._device_free_codes)
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self.analysis.targets_gpu:
