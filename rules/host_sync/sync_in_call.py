@@ -15,10 +15,10 @@ from gpulint.diagnostics import Related
 from gpulint.analysis import GPU_HINT
 from gpulint.rule import Example, Family, GpuRule, Rule
 
-# A module that names no device may still run a project helper that uses the GPU on every call (a script's
-# environment loop calling `policy.select_action(state)` of an agent module that copies to `device`): it needs an
-# import of that helper's module, so such a module is read too (the hot-loop prefilter still applies).
-_TEXT = re.compile(GPU_HINT.pattern + r"|^\s*(?:import|from)\s", re.IGNORECASE | re.MULTILINE)
+# A script that names no device may still run a project helper that uses the GPU on every call (its environment
+# loop calling `policy.select_action(state)` of an agent module that copies to `device`): a module with a
+# `__main__` guard is read too (the hot-loop prefilter still applies; library modules naming no device are not).
+_TEXT = re.compile(GPU_HINT.pattern + r"|__name__\s*==\s*[\"']__main__[\"']", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=256)
