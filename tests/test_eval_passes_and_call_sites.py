@@ -248,3 +248,15 @@ def test_which_loader_named_entries_are_loaders() -> None:
     assert analysis.kinds.of(values["c"]) is not Kind.LOADER  # an archive `np.load` opened
     assert analysis.kinds.of(values["d"]) is not Kind.LOADER  # the loaders' settings
     assert analysis.kinds.of(values["e"]) is not Kind.LOADER  # a slice
+
+
+def test_another_objects_loader_dict_is_not_followed() -> None:
+    import libcst as cst
+
+    from gpulint.analysis import Kind, ModuleAnalysis
+
+    # an export tool peeking at one batch of a solver's loaders, once per checkpoint: no pass over batches
+    source = "def f(solver):\n    a = solver.loaders['train']\n"
+    module = cst.parse_module(source)
+    value = module.body[0].body.body[0].body[0].value
+    assert ModuleAnalysis(module).kinds.of(value) is not Kind.LOADER

@@ -1759,7 +1759,7 @@ def _special_token_id(expr: cst.BaseExpression) -> bool:
 
 def _loader_by_key(node: cst.Subscript) -> bool:
     """`self.data_loader["dev"]`, `dataloaders[phase]`, `loaders["train"]`: an entry, picked by a string or a
-    name, of a container the project names for loaders (a DataLoader itself takes no subscript, so a loader-named
+    name, of a container the project names for loaders (a name, or an attribute of `self`) (a DataLoader itself takes no subscript, so a loader-named
     value that is subscripted is a dict or list of them). Not a slice, a number or an expression as the key."""
     if len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
         return False
@@ -1767,6 +1767,8 @@ def _loader_by_key(node: cst.Subscript) -> bool:
     if type(key) not in (cst.SimpleString, cst.Name):
         return False
     base = node.value
+    if type(base) is cst.Attribute and not (type(base.value) is cst.Name and base.value.value == "self"):
+        return False  # `solver.loaders['train']` of another object (a tool peeking at one batch of a solver)
     name = base.attr.value if type(base) is cst.Attribute else base.value if type(base) is cst.Name else None
     return name is not None and not _VERB_PREFIX.match(name) and not _LOADER_SETTINGS.search(name) and bool(
         _LOADER_NAME.match(name) or _SEVERAL_LOADERS.search(name))
