@@ -78,6 +78,10 @@ class Rule:
     # Text every file this rule can report in contains (checked before any parse; see runner.could_have_findings).
     # None: the rule may report anywhere, so no file is skipped. Declare it only if it is certainly true.
     needs_text: ClassVar[Optional[re.Pattern]] = None
+    # The rule also reads modules that name no device (GPU_HINT absent: GPU112's script calling another module's
+    # GPU helper). A module that only such rules admit past the prefilter is linted with those rules alone, so
+    # the other rules see exactly the files they saw before (runner.lint_source).
+    reads_device_free_modules: ClassVar[bool] = False
     # Conditions of the code, one of which every file this rule can report in meets (gpulint/prefilter.py:
     # HOT_LOOP for a rule that reports only through `where`). None: none declared. tests/test_prefilter.py
     # checks every INVALID example against it. Declare it only if it is certainly true.

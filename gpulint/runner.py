@@ -25,7 +25,7 @@ from gpulint import rule_gate
 from gpulint import runtime
 from gpulint import suppression
 from gpulint.bigfile import first_lines
-from gpulint.analysis import ModuleAnalysis
+from gpulint.analysis import GPU_HINT, ModuleAnalysis
 from gpulint.checker import run_rules
 from gpulint.diagnostics import Diagnostic, FixMode, InternalError, Position, internal_error
 from gpulint.rule import all_rules
@@ -106,6 +106,20 @@ def could_have_findings(source: str, codes: frozenset[str], tree: Optional[objec
     finally:
         if facts is not None:
             facts.release()
+
+
+def _device_free_codes(source: str, codes: frozenset[str], tree: Optional[object],
+                       path: Optional[Path]) -> frozenset[str]:
+    """`codes`, or only its rules that read modules naming no device (`Rule.reads_device_free_modules`) where
+    the module names none and no other rule would have had it parsed: the other rules keep their files."""
+    registry = all_rules()
+    wide = frozenset(c for c in codes if getattr(registry.get(c), "reads_device_free_modules", False))
+    if not wide or found_in(GPU_HINT, source):
+        return codes
+    others = codes - wide
+    if could_have_findings(source, others, tree) or _model_run_every_step(path, tree):
+        return codes
+    return wide
 
 
 def _model_run_every_step(path: Optional[Path], tree: Optional[object]) -> bool:
@@ -495,6 +509,8 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
     if syntax_error is None and prefilter and not could_have_findings(source, codes, tree) \
             and not _model_run_every_step(path, tree):
         return LintResult([], source)
+    if syntax_error is None and prefilter:
+        codes = _device_free_codes(source, codes, tree, path)
     # not needed past the prefilter: do not hold it through the analysis, only where its statements start
     if tree is None and syntax_error is None and not big_file_firsts:  # an editor's buffer: from kept pieces
         tree = incremental.python_tree(source)

@@ -44,6 +44,17 @@ class HelperCost:
 
 
 _SCALER_READS = ("step", "get_scale", "state_dict")
+# Tensor methods that hand on the same data reshaped or converted (a network's input read through them)
+_RESHAPES = frozenset({"contiguous", "view", "reshape", "long", "float", "t", "unsqueeze", "squeeze", "transpose",
+                       "permute", "flatten"})
+
+
+def _bound_names(target: cst.BaseExpression) -> list:
+    if type(target) is cst.Name:
+        return [target.value]
+    if type(target) in (cst.Tuple, cst.List):
+        return [n for e in target.elements for n in _bound_names(e.value)]
+    return []
 
 
 class ModuleCalls:
@@ -56,6 +67,7 @@ class ModuleCalls:
         self._self_annotations: dict[tuple[int, str], cst.BaseExpression] = {}
         self._carrying: set[int] = set()  # bindings being decided by carries_tensor (cycles)
         self._loss_scalers: Optional[set[str]] = None
+        self._fed: dict[int, frozenset] = {}  # function -> the `a.b` values it hands to a network (_network_inputs)
 
     def library_cost(self, call: cst.Call) -> Optional[tuple[LibraryFact, Optional[cst.BaseExpression]]]:
         """A library call the table (analysis/libraries.py) says reads tensors back: (fact, the tensor argument
@@ -213,6 +225,8 @@ class ModuleCalls:
             return False
         if type(expr) is cst.Subscript:
             return self.carries_tensor(expr.value, depth + 1)
+        if type(expr) is cst.Attribute and self._fed_to_a_network(expr):
+            return True
         if type(expr) is cst.BinaryOperation:
             return self.carries_tensor(expr.left, depth + 1) or self.carries_tensor(expr.right, depth + 1)
         if type(expr) is cst.DictComp:
@@ -229,6 +243,64 @@ class ModuleCalls:
         if type(expr) is cst.Call:
             return self._call_carries(expr, depth)
         return False
+
+    def _fed_to_a_network(self, expr: cst.Attribute) -> bool:
+        """`batch.trg` where the same function hands it (or a name bound to it, `trg = batch.trg`, sliced or
+        reshaped) to a network (`model(src, trg[:, :-1])`): a tensor, on the network's device, whatever the
+        iterator that made `batch` is (a torchtext iterator built with `device=`)."""
+        if type(expr.value) is not cst.Name or expr.value.value == "self":
+            return False
+        fn = next((a for a in self.index.ancestors(expr) if type(a) in (cst.FunctionDef, cst.Module)), None)
+        if fn is None:
+            return False
+        fed = self._fed.get(id(fn))
+        if fed is None:
+            fed = self._fed[id(fn)] = self._network_inputs(fn)
+        return self.analysis.code(expr) in fed
+
+    def _network_inputs(self, fn: cst.CSTNode) -> frozenset:
+        """The `name.attr` expressions of `fn` whose value is an argument of a network call (`Kind.MODULE`),
+        directly or through the name last bound to it before the call (`trg = batch.trg` ... `model(src,
+        trg[:, :-1])`), possibly sliced or reshaped on the way (`x.contiguous().view(-1)`)."""
+        latest: dict[str, Optional[str]] = {}  # name -> the `a.b` its latest binding (in source order) copies
+        fed = set()
+        stack: list = [fn]
+        while stack:
+            node = stack.pop()
+            if type(node) is cst.Call and self.analysis.kinds.of(node.func) is Kind.MODULE:
+                for arg in node.args:
+                    value = arg.value
+                    while True:
+                        if type(value) is cst.Subscript:
+                            value = value.value
+                        elif type(value) is cst.Call and type(value.func) is cst.Attribute and \
+                                value.func.attr.value in _RESHAPES:
+                            value = value.func.value
+                        else:
+                            break
+                    if type(value) is cst.Attribute and type(value.value) is cst.Name and \
+                            value.value.value != "self":
+                        fed.add(self.analysis.code(value))
+                    elif type(value) is cst.Name and latest.get(value.value):
+                        fed.add(latest[value.value])  # type: ignore[arg-type]
+            if type(node) is cst.Assign:
+                # the value is read before the targets are bound: visit it first, then record the binding
+                stack.append(("bind", node))
+                stack.append(node.value)
+                continue
+            if type(node) is tuple:
+                assign = node[1]
+                for target in assign.targets:
+                    for name in _bound_names(target.target):
+                        latest[name] = None
+                    if type(target.target) is cst.Name and type(assign.value) is cst.Attribute and \
+                            type(assign.value.value) is cst.Name and assign.value.value.value != "self":
+                        latest[target.target.value] = self.analysis.code(assign.value)
+                continue
+            if node is not fn and type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+                continue
+            stack.extend(reversed(node.children))
+        return frozenset(fed)
 
     def _bindings_carry(self, name: cst.Name, depth: int) -> bool:
         bindings = [b for b in self.index.visible_bindings(name)

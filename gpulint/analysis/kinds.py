@@ -1015,6 +1015,22 @@ class KindInference:
             return self._project_tensor(func.value, depth + 1)
         return self.returns_tensor_hook(value)
 
+    def _holds_loader_entries(self, base: cst.BaseExpression) -> bool:
+        """The loader-named container of `_loader_by_key` is not something else named so: a plain name bound
+        by a call builds it with a function named for loaders (`get_dataloaders(cfg)`), not `np.load(...)` of an
+        archive (`loader['x']`)."""
+        if type(base) is not cst.Name:
+            return True
+        for binding in self.index.visible_bindings(base):
+            value = binding.value
+            if binding.kind in ("assign", "walrus") and type(value) is cst.Call:
+                callee = (dotted_name(value.func) or "").rsplit(".", 1)[-1].lower()
+                if "loader" not in callee and not callee.endswith(("_dl", "_dls")):
+                    return False
+            elif binding.kind not in ("assign", "walrus", "param"):
+                return False
+        return True
+
     def holds_loaders(self, expr: cst.BaseExpression) -> bool:
         """A name bound only (by plain assignments, at most 3) to lists or tuples whose every element is a loader:
         `loaders = [DataLoader(env, ...) for env in splits]`, `loaders = [train_loader, extra_loader]`."""
@@ -1224,6 +1240,8 @@ class KindInference:
                 return base
             if self.holds_loaders(node.value):
                 return Kind.LOADER  # `loaders[0]` of `loaders = [DataLoader(d, ...) for d in splits]`
+            if _loader_by_key(node) and base in (Kind.LOADER, Kind.UNKNOWN) and self._holds_loader_entries(node.value):
+                return Kind.LOADER  # `self.data_loader["dev"]`, `dataloaders[phase]`: one loader of a dict of them
             if base is Kind.OTHER and self._device_entries(node.value, _constant_key(node)):
                 return Kind.TENSOR  # `losses["critic"]` of `losses = {"critic": critic_loss, ...}`
             if base is Kind.UNKNOWN and self._backpropagated_entry(node):
@@ -1737,6 +1755,28 @@ def _special_token_id(expr: cst.BaseExpression) -> bool:
     from gpulint.analysis.tokenizers import special_token_id
 
     return special_token_id(expr)
+
+
+def _loader_by_key(node: cst.Subscript) -> bool:
+    """`self.data_loader["dev"]`, `dataloaders[phase]`, `loaders["train"]`: an entry, picked by a string or a
+    name, of a container the project names for loaders (a name, or an attribute of `self`) (a DataLoader itself takes no subscript, so a loader-named
+    value that is subscripted is a dict or list of them). Not a slice, a number or an expression as the key."""
+    if len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
+        return False
+    key = node.slice[0].slice.value
+    if type(key) not in (cst.SimpleString, cst.Name):
+        return False
+    base = node.value
+    if type(base) is cst.Attribute and not (type(base.value) is cst.Name and base.value.value == "self"):
+        return False  # `solver.loaders['train']` of another object (a tool peeking at one batch of a solver)
+    name = base.attr.value if type(base) is cst.Attribute else base.value if type(base) is cst.Name else None
+    return name is not None and not _VERB_PREFIX.match(name) and not _LOADER_SETTINGS.search(name) and bool(
+        _LOADER_NAME.match(name) or _SEVERAL_LOADERS.search(name))
+
+
+# `loader_kwargs`, `dataloader_params`, `loaders_config`: the settings of loaders, not loaders
+_LOADER_SETTINGS = re.compile(r"(config|cfg|conf|kwargs|params|args|opts|options|settings|cores|sizes?|names?|"
+                              r"len|lens|length|lengths|steps|iters?|type|types|fn|cls|class)$", re.IGNORECASE)
 
 
 def _kind_from_name(name: str) -> Kind:

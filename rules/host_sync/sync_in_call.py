@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import re
+from pathlib import Path
 from typing import Optional
 
 import libcst as cst
@@ -9,7 +12,21 @@ import libcst as cst
 from gpulint.analysis.calls import HelperCost, module_calls, project_calls
 from gpulint.analysis.project import display_path
 from gpulint.diagnostics import Related
-from gpulint.rule import Example, Family, GpuRule
+from gpulint.analysis import GPU_HINT
+from gpulint.rule import Example, Family, GpuRule, Rule
+
+# A script that names no device may still run a project helper that uses the GPU on every call (its environment
+# loop calling `policy.select_action(state)` of an agent module that copies to `device`): a module with a
+# `__main__` guard is read too (the hot-loop prefilter still applies; library modules naming no device are not).
+_TEXT = re.compile(GPU_HINT.pattern + r"|__name__\s*==\s*[\"']__main__[\"']", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=256)
+def _names_a_device(path: Path) -> bool:
+    try:
+        return GPU_HINT.search(path.read_text(encoding="utf-8", errors="replace")) is not None
+    except OSError:
+        return False
 
 
 # A loop logging its loss to TensorBoard; `{log}` is how.
@@ -63,7 +80,10 @@ class SyncInCall(GpuRule):
     pageable copy blocks the CPU until it is done (GPU410/GPU203 report the copy itself where it is written).
     A helper that synchronises only `if device.type == "cuda":` costs nothing where the loop passes a CPU
     device (`sync(loss_device)` with `loss_device = torch.device("cpu")`). The finding sits at the call
-    in the loop, where the cost is paid every step; the helper's line is its related location. A helper of the
+    in the loop, where the cost is paid every step; the helper's line is its related location. A script that
+    names no device itself (an environment loop calling `policy.select_action(np.array(state))`) is read for
+    such calls too: a helper of another module that names a device and copies host data to the GPU, or
+    synchronises, on every call whatever it is given is reported at the script's per-step call. A helper of the
     same module (`accuracy(output, target)`, `self.train_step(batch)`) is reported the same way at its call,
     and its read keeps its own finding where it is written.
 
@@ -161,7 +181,13 @@ class SyncInCall(GpuRule):
     def _facts(self):
         return self.analysis.fact(project_calls)
 
+    needs_text = _TEXT
+    reads_device_free_modules = True  # a script naming no device, alone with this rule (runner._device_free_codes)
+
     def visit_Call(self, node: cst.Call) -> None:
+        if not self.analysis.targets_gpu:
+            self._device_free_caller(node)
+            return
         where = self.where(node)
         if not where:
             return
@@ -175,6 +201,25 @@ class SyncInCall(GpuRule):
             fact, argument = found
             callee = ".".join(fact.target.split(".")[-2:]) if "." in fact.target else fact.target
             self._report(node, HelperCost(callee, None, argument, library=fact), where)
+
+    def _device_free_caller(self, node: cst.Call) -> None:
+        """A module that names no device (a script's loop over environment steps) calling, every step, a helper
+        of another project module that does (an agent whose `select_action` copies the state to `device` and the
+        action back): the helper's GPU work is paid at this call whatever the script passes, when the helper
+        copies host data to the GPU or synchronises on every call (not through an argument, whose device this
+        module cannot tell) and its own module names a device."""
+        where = Rule.where(self, node)
+        if not where:
+            return
+        calls = self._facts()
+        cost: Optional[HelperCost] = calls.call_cost(node) if calls is not None else None
+        if cost is None or cost.library is not None or cost.argument is not None or cost.sink is None:
+            return
+        path = self.analysis.path
+        sink_path = cost.sink.path.resolve()
+        if path is not None and sink_path == Path(path).resolve() or not _names_a_device(sink_path):
+            return
+        self._report(node, cost, where)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if type(node.value) is not cst.Name or node.value.value != "self":
