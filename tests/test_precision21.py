@@ -1,0 +1,56 @@
+"""Wrong findings of the twenty-fourth landing and a stance it changed (branch precision21,
+benchmarks/labels/README.md "Branch precision21"). Each test lints a small project as a user does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.projects import lint_script
+
+# -- an option off by default that picks between two versions of the step (`if args.use_amp: ... else: ...`) ------
+
+AMP_SWITCH = """import argparse
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--use_amp", action="store_true", default=False)
+args = parser.parse_args()
+
+
+def train(model, loader, optimizer, scaler):
+    losses = []
+    for x in loader:
+        x = x.cuda(non_blocking=True)
+        if args.use_amp:
+            with torch.autocast("cuda"):
+                loss = model(x).sum()
+                losses.append(loss.item())
+            scaler.scale(loss).backward()
+        {other}
+        optimizer.step()
+
+
+model = torch.nn.Linear(4, 4).cuda()
+loader = torch.utils.data.DataLoader(range(4), pin_memory=True)
+train(model, loader, torch.optim.Adam(model.parameters(), fused=True), torch.cuda.amp.GradScaler())
+"""
+
+ELSE = """else:
+            loss = model(x).sum()
+            losses.append(loss.item())
+            loss.backward()"""
+
+
+def test_an_option_choosing_between_two_versions_of_the_step_keeps_its_branch(tmp_path: Path) -> None:
+    """`--use_amp` is off by default and nothing the project ships names it, but its `if` has an `else`: the option
+    picks which version of the training step runs, so the AMP branch is the step for whoever turns AMP on and its
+    per-step `.item()` is reported like the default branch's."""
+    found = lint_script(tmp_path, AMP_SWITCH.format(other=ELSE))
+    assert (16, "GPU101") in found
+    assert (20, "GPU101") in found
+
+
+def test_an_unshipped_extra_under_an_option_without_else_stays_quiet(tmp_path: Path) -> None:
+    """The same block with no `else` is an extra a user asks for by hand (precision20's stance, kept)."""
+    found = lint_script(tmp_path, AMP_SWITCH.format(other="loss = None"))
+    assert (16, "GPU101") not in found
