@@ -54,3 +54,40 @@ def test_an_unshipped_extra_under_an_option_without_else_stays_quiet(tmp_path: P
     """The same block with no `else` is an extra a user asks for by hand (precision20's stance, kept)."""
     found = lint_script(tmp_path, AMP_SWITCH.format(other="loss = None"))
     assert (16, "GPU101") not in found
+
+
+# -- a test suite's module: loops over toy inputs, not training steps ---------------------------------------------
+
+TEST_MODULE = """import torch
+from mylib.losses import memory_loss
+
+
+def test_memory_loss():
+    for i in range(10):
+        x = torch.randn(4, 3).cuda()
+        loss = memory_loss(x)
+        assert loss.item() >= 0
+"""
+
+LIB = """import torch
+
+
+def memory_loss(x):
+    return x.sum()
+"""
+
+
+def _found(root: Path, path: str) -> set:
+    from tests.projects import check, found
+    return {(row, code) for _, row, code in found(check(root, "--no-cache", "--exit-zero", path))}
+
+
+def test_a_module_of_the_test_suite_is_not_a_training_loop(tmp_path: Path) -> None:
+    """`tests/losses/test_memory.py`: a test's loop over toy inputs is no training step, so its `.item()` per
+    iteration is not reported; the same code as a `test_*.py` evaluation script at the top is still checked."""
+    from tests.projects import write_project
+    root = write_project(tmp_path, {"mylib/__init__.py": "", "mylib/losses.py": LIB,
+                                    "tests/__init__.py": "", "tests/losses/__init__.py": "",
+                                    "tests/losses/test_memory.py": TEST_MODULE, "test_eval.py": TEST_MODULE})
+    assert (9, "GPU101") not in _found(root, "tests/losses/test_memory.py")
+    assert (9, "GPU101") in _found(root, "test_eval.py")
