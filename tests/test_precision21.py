@@ -91,3 +91,38 @@ def test_a_module_of_the_test_suite_is_not_a_training_loop(tmp_path: Path) -> No
                                     "tests/losses/test_memory.py": TEST_MODULE, "test_eval.py": TEST_MODULE})
     assert (9, "GPU101") not in _found(root, "tests/losses/test_memory.py")
     assert (9, "GPU101") in _found(root, "test_eval.py")
+
+
+# -- data-dependent shapes of tensors built in host memory ----------------------------------------------------------
+
+CROPS = """import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Linear(3, 3)
+
+    def forward(self, inputs, counts):
+        idx_crops = torch.cumsum(torch.unique_consecutive(
+            torch.tensor([inp.shape[-1] for inp in inputs]), return_counts=True)[1], 0)
+        rows = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts))
+        kept = torch.nonzero(self.body(inputs[0]) > 0)
+        return idx_crops, rows, kept
+
+
+model = Net().cuda()
+loader = torch.utils.data.DataLoader(range(4), pin_memory=True)
+for x in loader:
+    model([x.cuda(non_blocking=True)], [1, 2])
+"""
+
+
+def test_a_data_dependent_shape_of_a_host_built_tensor_is_no_sync(tmp_path: Path) -> None:
+    """`torch.unique_consecutive(torch.tensor(sizes))` and `torch.repeat_interleave(torch.arange(n),
+    torch.tensor(counts))` in a forward: both inputs are built in host memory (no `device=`), so sizing the
+    result reads nothing from the GPU; `torch.nonzero` of the model's output still syncs."""
+    found = lint_script(tmp_path, CROPS)
+    assert (10, "GPU111") not in found
+    assert (12, "GPU111") not in found
+    assert (13, "GPU111") in found
