@@ -126,3 +126,46 @@ def test_a_data_dependent_shape_of_a_host_built_tensor_is_no_sync(tmp_path: Path
     assert (10, "GPU111") not in found
     assert (12, "GPU111") not in found
     assert (13, "GPU111") in found
+
+
+# -- a live-plot option off by default (`--visdom`) -------------------------------------------------------------
+
+VISDOM = """import argparse
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--visdom", default=False, type=bool)
+args = parser.parse_args()
+
+
+def update_vis_plot(step, loss):
+    return step, loss.cpu()
+
+
+def train(model, loader, optimizer):
+    for step, x in enumerate(loader):
+        loss = model(x.cuda(non_blocking=True)).sum()
+        loss.backward()
+        optimizer.step()
+        if args.{flag}:
+            update_vis_plot(step, loss)
+
+
+model = torch.nn.Linear(4, 4).cuda()
+loader = torch.utils.data.DataLoader(range(4), pin_memory=True)
+train(model, loader, torch.optim.Adam(model.parameters(), fused=True))
+"""
+
+
+def test_a_live_plot_option_off_by_default_is_no_step(tmp_path: Path) -> None:
+    """`if args.visdom: update_vis_plot(...)` plots the loss only when the user starts a visdom server and
+    passes `--visdom`: a visualisation option off by default, even where the README names the visdom package."""
+    from tests.projects import check, found, write_project
+    root = write_project(tmp_path, {"train.py": VISDOM.replace("{flag}", "visdom"),
+                                    "README.md": "pip install visdom\npython -m visdom.server\n"})
+    assert (19, "GPU112") not in {(row, code) for _, row, code in found(check(root, "--no-cache", "--exit-zero",
+                                                                              "train.py"))}
+    shipped = write_project(tmp_path / "b", {"train.py": VISDOM.replace("{flag}", "plot_loss").replace(
+        '"--visdom"', '"--plot_loss"'), "README.md": "python train.py --plot_loss True\n"})
+    assert (19, "GPU112") in {(row, code) for _, row, code in found(check(shipped, "--no-cache", "--exit-zero",
+                                                                          "train.py"))}

@@ -42,7 +42,8 @@ _TEST_FLAG = re.compile(r"^(test_?mode|testing|debug|debug_?mode|smoke_?test|dry
 
 
 # a word of the option's name (`eval_oracle_wh`, `debug_level`, `vis_debug`)
-_DIAGNOSTIC_WORD = re.compile(r"(^|_)(debug|oracle|visuali[sz]e|visuali[sz]ation|verbose)(_|$)", re.IGNORECASE)
+_DIAGNOSTIC_WORD = re.compile(r"(^|_)(debug|oracle|visuali[sz]e|visuali[sz]ation|vis|visdom|verbose)(_|$)",
+                              re.IGNORECASE)
 # an option saving per-sample outputs for inspection (`save_val_results`, `save_images`, `save_preds`)
 _SAVE_OUTPUTS = re.compile(r"^save_?(val_?|valid_?|test_?|eval_?)?(results?|preds?|predictions?|images?|imgs?|"
                            r"outputs?|vis|visuals?|samples?)$", re.IGNORECASE)
