@@ -169,3 +169,39 @@ def test_a_live_plot_option_off_by_default_is_no_step(tmp_path: Path) -> None:
         '"--visdom"', '"--plot_loss"'), "README.md": "python train.py --plot_loss True\n"})
     assert (19, "GPU112") in {(row, code) for _, row, code in found(check(shipped, "--no-cache", "--exit-zero",
                                                                           "train.py"))}
+
+
+# -- an early exit for an empty input ----------------------------------------------------------------------------
+
+EMPTY_EXIT = """import torch
+
+
+class PairLoss(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Linear(3, 1)
+
+    def forward(self, queries, docs, device):
+        pairs = [(q, d) for q, d in zip(queries, docs) if d is not None]
+        if not pairs:
+            return torch.tensor(0.0, device=device, requires_grad=True)
+        {twin}
+        return self.body(torch.stack([d for _, d in pairs]).to(device)).sum()
+
+
+model = PairLoss().cuda()
+loader = torch.utils.data.DataLoader(range(4), pin_memory=True)
+for x in loader:
+    x = x.cuda(non_blocking=True)
+    model([x], [x], x.device).backward()
+"""
+
+
+def test_an_early_exit_for_an_empty_input_is_no_step(tmp_path: Path) -> None:
+    """`if not pairs: return torch.tensor(0.0, device=...)`: the loss builds its zero only for a batch without
+    pairs, not every step; the same constant built on every call is still reported."""
+    found = lint_script(tmp_path, EMPTY_EXIT.format(twin="pass"))
+    assert (12, "GPU203") not in found
+    twin = lint_script(tmp_path / "b", EMPTY_EXIT.format(
+        twin="scale = torch.tensor(0.5, device=device)"))
+    assert (13, "GPU203") in twin
