@@ -4,6 +4,7 @@ metadata, and each rule's crash returned as data instead of being raised or swal
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable, Optional
 
 import libcst as cst
@@ -40,6 +41,9 @@ def run_rules(analysis: ModuleAnalysis, codes: Iterable[str],
     In an editor (gpulint.incremental on), a re-lint after an edit that changed no code visits only the
     statements parsed again (gpulint.rule_reuse).
     """
+    if _unit_test_module(analysis):
+        # a test suite's module: its loops are a test's iterations over toy inputs, not training steps
+        codes = [code for code in codes if code.startswith("GPU0")]
     run = Run(analysis, codes, report_periodic)
     if incremental.enabled():
         from gpulint import rule_reuse
@@ -48,6 +52,21 @@ def run_rules(analysis: ModuleAnalysis, codes: Iterable[str],
     else:
         run.visit(analysis.index.nodes)
     return run.finish()
+
+
+def _unit_test_module(analysis: ModuleAnalysis) -> bool:
+    """`test_code.is_unit_test_module` of the analysed file, below the root of its project."""
+    path = analysis.path
+    if path is None:
+        return False
+    name = Path(path).name
+    if not (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"):
+        return False
+    from gpulint.analysis.forward import _project_of
+    from gpulint.analysis.test_code import is_unit_test_module
+
+    project, _ = analysis.fact(_project_of)
+    return project is not None and is_unit_test_module(path, project.root)
 
 
 class Run:

@@ -348,7 +348,7 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
     from gpulint.analysis.test_mode import diagnostic_off
 
     def never_runs(branch: cst.If) -> bool:
-        if diagnostic_off(analysis, branch.test):
+        if diagnostic_off(analysis, branch.test, type(branch.orelse) in (cst.Else, cst.If)):
             return True
         return unset is not None and type(branch.test) in (cst.Attribute, cst.Call, cst.BooleanOperation) \
             and analysis.fact(unset).never_runs(branch)

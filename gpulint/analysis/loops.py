@@ -13,6 +13,7 @@ from typing import Callable, Optional, Union
 
 import libcst as cst
 
+from gpulint.analysis.empty_exit import empty_input_exit
 from gpulint.analysis.helper_sites import none_test, ruled_out
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind, KindInference
@@ -975,6 +976,8 @@ class LoopAnalysis:
                 return OUTSIDE  # `if torch.isnan(loss):`: runs only on a step whose value is not finite
             if type(parent) is cst.If and child is parent.body and first_step_only(parent.test, held=True):
                 return OUTSIDE  # `if self.cuda and self.get_num_updates() == 0:`: the run's first update only
+            if type(parent) is cst.If and child is parent.body and empty_input_exit(self.index, parent):
+                return OUTSIDE  # `if not pairs: return torch.tensor(0.0, ...)`: only a batch with nothing in it
             if type(parent) is cst.If and child is parent.body and self.never_runs is not None \
                     and self.never_runs(parent):
                 return OUTSIDE  # `if opt.debug > 0:` (default 0); `if self.autobalance:` nothing turns on

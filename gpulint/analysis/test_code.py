@@ -23,3 +23,21 @@ def is_test_path(path: Optional[Path], root: Optional[Path] = None) -> bool:
             pass
     return path.name.startswith("test_") or path.name.endswith("_test.py") or path.name == "conftest.py" or \
         any(part in _TEST_DIRS for part in path.parts[:-1])
+
+
+def is_unit_test_module(path: Optional[Path], root: Optional[Path]) -> bool:
+    """A test module of the project's test suite: named like one (`test_*.py`, `*_test.py`, `conftest.py`) and
+    inside a `tests`/`test`/`testing` folder below the project root (`tests/losses/test_memory.py`). Its loops run
+    a test's few iterations over toy inputs, not a training run: the per-step rules do not report there. A
+    `test_*.py` at the top or in a source folder is often the project's evaluation script (`test_simple.py`) and
+    stays checked; so does a helper or example program kept under `tests/` without a test's name."""
+    if path is None or root is None:
+        return False
+    name = Path(path).name
+    if not (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"):
+        return False
+    try:
+        parts = Path(path).resolve().relative_to(Path(root).resolve()).parts
+    except (ValueError, OSError):
+        return False
+    return any(part in _TEST_DIRS for part in parts[:-1])

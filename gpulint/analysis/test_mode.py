@@ -42,7 +42,8 @@ _TEST_FLAG = re.compile(r"^(test_?mode|testing|debug|debug_?mode|smoke_?test|dry
 
 
 # a word of the option's name (`eval_oracle_wh`, `debug_level`, `vis_debug`)
-_DIAGNOSTIC_WORD = re.compile(r"(^|_)(debug|oracle|visuali[sz]e|visuali[sz]ation|verbose)(_|$)", re.IGNORECASE)
+_DIAGNOSTIC_WORD = re.compile(r"(^|_)(debug|oracle|visuali[sz]e|visuali[sz]ation|vis|visdom|verbose)(_|$)",
+                              re.IGNORECASE)
 # an option saving per-sample outputs for inspection (`save_val_results`, `save_images`, `save_preds`)
 _SAVE_OUTPUTS = re.compile(r"^save_?(val_?|valid_?|test_?|eval_?)?(results?|preds?|predictions?|images?|imgs?|"
                            r"outputs?|vis|visuals?|samples?)$", re.IGNORECASE)
@@ -50,16 +51,21 @@ _COMPARE = {cst.GreaterThan: operator.gt, cst.GreaterThanEqual: operator.ge, cst
             cst.LessThanEqual: operator.le, cst.Equal: operator.eq, cst.NotEqual: operator.ne}
 
 
-def diagnostic_off(analysis, test: cst.BaseExpression) -> Optional[str]:
+def diagnostic_off(analysis, test: cst.BaseExpression, alternative: bool = False) -> Optional[str]:
     """A reason when `test` holds only in a run that sets a debug/analysis option away from its default:
-    `opt.eval_oracle_wh` (store_true), `opt.debug > 0` (default 0), `args.test_mode`; else None."""
+    `opt.eval_oracle_wh` (store_true), `opt.debug > 0` (default 0), `args.test_mode`; else None.
+
+    `alternative`: the `if` has an `else` (or `elif`), so the option picks between two versions of the same work
+    (`if args.use_amp: <step under autocast> else: <step>`). An option of any name that nothing ships turns on
+    (`_unshipped`) then does not count: its branch is the step itself for whoever turns the feature on, not an
+    extra left off; debug, verbose, test and save-output options still do."""
     from gpulint.analysis.flags import UNKNOWN, option_default
 
     if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
         # `if labels is not None and verbose_loss:`: off when either operand is
-        return diagnostic_off(analysis, test.left) or diagnostic_off(analysis, test.right)
+        return diagnostic_off(analysis, test.left, alternative) or diagnostic_off(analysis, test.right, alternative)
     if type(test) is cst.Name:
-        return _local_option_off(analysis, test)
+        return _local_option_off(analysis, test, alternative)
     option, compare, bound = test, None, None
     if type(test) is cst.Comparison and len(test.comparisons) == 1:
         option = test.left
@@ -77,7 +83,7 @@ def diagnostic_off(analysis, test: cst.BaseExpression) -> Optional[str]:
     default = option_default(analysis, option)
     if default is UNKNOWN:
         return None
-    if not named and (default is not None and not isinstance(default, (bool, int, float)) or
+    if not named and (alternative or default is not None and not isinstance(default, (bool, int, float)) or
                       not _unshipped(analysis, option.attr.value)):
         return None
     if compare is None:
@@ -100,7 +106,7 @@ def test_mode_branch(analysis, node: cst.If, child: cst.CSTNode) -> bool:
     return analysis.fact(flag_defaults).default(test) is False
 
 
-def _local_option_off(analysis, test: cst.Name) -> Optional[str]:
+def _local_option_off(analysis, test: cst.Name, alternative: bool = False) -> Optional[str]:
     """`verbose_loss = eval_kwargs.get('verbose_loss', 1)` (or `opt['verbose_loss']`, `getattr(opt,
     'verbose_loss', 1)`), the name's one binding in its function, then `if verbose_loss:`: the option read from
     the parsed options as a dict (`eval_kwargs.update(vars(opt))`), whose parser declares it off by default (the
@@ -117,7 +123,7 @@ def _local_option_off(analysis, test: cst.Name) -> Optional[str]:
     if default is UNKNOWN or bool(default):
         return None
     if not (_TEST_FLAG.match(dest) or _DIAGNOSTIC_WORD.search(dest) or _SAVE_OUTPUTS.match(dest) or
-            _unshipped(analysis, dest)):
+            not alternative and _unshipped(analysis, dest)):
         return None
     return f"`--{dest}` is off by default"
 

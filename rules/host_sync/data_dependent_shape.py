@@ -66,7 +66,7 @@ class DataDependentShape(GpuRule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        op = None
+        op = attr = None
         q = self.analysis.qualified(node.func)
         if q in self._FUNCTIONS:
             op = self._FUNCTIONS[q]
@@ -86,6 +86,12 @@ class DataDependentShape(GpuRule):
                     op = "repeat_interleave without output_size"
         if op is None:
             return
+        if attr is None:
+            # `torch.unique_consecutive(torch.tensor(sizes))`, `torch.repeat_interleave(torch.arange(b),
+            # torch.tensor(counts))`: the input is built in host memory, its size is counted on the CPU
+            first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
+            if first is not None and self.analysis.kinds.on_host(first):
+                return
         where = self.where(node)
         if where:
             self.report(node, self.message.format(op=op), where=where)
