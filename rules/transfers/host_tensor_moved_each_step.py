@@ -251,6 +251,9 @@ class HostTensorMovedEachStep(Rule):
     legacy = "`torch.{factory}(...)` (the legacy constructor) builds the tensor on the host (from host data or sizes) and " \
              "copies it from pageable memory every step, waiting for the GPU; build it once before the loop, or " \
              "keep the data on the device"
+    legacy_later = "`{name}` is built on the host by the legacy constructor `torch.{factory}(...)` each step and " \
+                   "copied to the GPU later in the step, a blocking copy from pageable memory; allocate it on the " \
+                   "device (`torch.zeros(..., dtype=..., device=...)`) and fill it there"
     default_type = "`torch.{factory}(...)` of host data builds a CUDA tensor under the CUDA default tensor type " \
                    "(set {where}): the data is copied from pageable memory every step, waiting for the GPU; " \
                    "build it once before the loop, or keep the values as Python scalars"
@@ -902,7 +905,7 @@ class HostTensorMovedEachStep(Rule):
         first = self.analysis.qualified(found.factories[0].func).split(".")[1]  # type: ignore[union-attr]
         device = copy_device(copy)
         fix = None
-        if found.numbers_only and not found.through_names and device is not None and not any(
+        if found.numbers_only and not found.through_names and not found.retyped and device is not None and not any(
                 has_star_args(f) or any(keyword(f, k) for k in _UNFIXABLE) for f in found.factories):
             built = copy.func.value  # type: ignore[union-attr]
             for f in found.factories:
@@ -929,6 +932,34 @@ class HostTensorMovedEachStep(Rule):
         message = self.helper_values if factory in ("torch.tensor", "torch.as_tensor") else self.helper_built
         self.report(copy, message.format(call=helper, factory=factory), where=where,
                     related=(Related(display_path(path), line, f"`{factory}` without `device=`"),))
+        return True
+
+    def _legacy_bound(self, copy: cst.Call, name: cst.Name, where) -> bool:
+        """`conf_t = torch.LongTensor(num, num_priors)`, filled on the host (by a helper, row by row), then
+        `conf_t = conf_t.cuda()` in the same step: the legacy constructor allocates pageable host memory each step
+        and the copy blocks. Reported at the first copy of the name, no fix (the fill may need the host); True when
+        the name is bound to such a constructor in the step (reported or not)."""
+        binding = single_assignment(self, name)
+        if binding is None:
+            return False
+        legacy = self._legacy_constructor(strip_same_on_device(self, binding.value))
+        if legacy is None:
+            return False
+        index = self.analysis.index
+        fn = index.enclosing_function(copy)
+        if index.order(binding.source) > index.order(copy) or fn is None or \
+                index.enclosing_function(binding.source) is not fn or (
+                where.loop is not None and not index.is_ancestor_or_self(where.loop.body, binding.source) and
+                index.is_ancestor_or_self(fn, where.loop)):
+            return True  # bound outside the step (before the loop): built once
+        built = self.where(binding.source)
+        if built is None or not built.every_iteration:
+            return True
+        copies = uses_of(self, binding).copies
+        if copies and min(copies, key=index.order) is not copy:
+            return True  # reported once, at the first copy
+        factory = self.analysis.qualified(legacy.func).split(".")[1]  # type: ignore[union-attr]
+        self.report(copy, self.legacy_later.format(name=name.value, factory=factory), where=where)
         return True
 
     def _helper_bound(self, copy: cst.Call, name: cst.Name, where) -> None:
@@ -999,7 +1030,8 @@ class HostTensorMovedEachStep(Rule):
         found = built_this_step(self, name, copy)
         where = self.where(copy)
         if found is None and where is not None and not view:
-            self._helper_bound(copy, name, where)
+            if not self._legacy_bound(copy, name, where):
+                self._helper_bound(copy, name, where)
             return
         if found is None or where is None:
             return
@@ -1094,7 +1126,9 @@ _JOINS = frozenset(("cat", "concat", "concatenate", "stack", "hstack", "vstack")
 # torch functions and tensor methods that compute elementwise (or along one axis) on the device of their inputs.
 _ELEMENTWISE = frozenset(("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "sinh",
                           "cosh", "tanh", "sigmoid", "sqrt", "rsqrt", "pow", "abs", "neg", "reciprocal", "floor",
-                          "ceil", "round", "clamp", "outer", "cumsum", "cumprod", "mul", "div", "add", "sub"))
+                          "ceil", "round", "clamp", "outer", "cumsum", "cumprod", "mul", "div", "add", "sub",
+                          # a causal mask's lower (or upper) triangle: `torch.tril(torch.ones(n, n))`
+                          "tril", "triu"))
 
 
 class _Found:
@@ -1102,6 +1136,7 @@ class _Found:
         self.factories: list = []
         self.numbers_only = True  # every operand that is not a factory's result is a Python number
         self.through_names = False  # some factory was reached through a name bound earlier (no one-place fix)
+        self.retyped = False  # cast to a CPU tensor type on the way (`.type(torch.ByteTensor)`): no `device=` fix
 
 
 class _HostMath:
@@ -1133,6 +1168,13 @@ class _HostMath:
                 return self._operands([a.value for a in expr.args if a.keyword is None], found)
             if name in _JOINS:
                 return self._joined(expr, found)
+            if type(expr.func) is cst.Attribute and expr.func.attr.value == "type" and len(expr.args) == 1 and \
+                    expr.args[0].keyword is None and \
+                    self.analysis.qualified(expr.args[0].value) in _LEGACY_CONSTRUCTORS:
+                # `.type(torch.ByteTensor)`: a cast to a CPU tensor type, on the host (it would bring a device
+                # tensor back, so building the factories on the device is no fix)
+                found.retyped = True
+                return self._tensor(expr.func.value, found)
             if type(expr.func) is cst.Attribute and (expr.func.attr.value in _ELEMENTWISE or
                                                         expr.func.attr.value in _SAME_DEVICE_METHODS):
                 return self._tensor(expr.func.value, found) and all(
