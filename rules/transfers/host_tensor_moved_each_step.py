@@ -254,6 +254,8 @@ class HostTensorMovedEachStep(Rule):
     legacy_later = "`{name}` is built on the host by the legacy constructor `torch.{factory}(...)` each step and " \
                    "copied to the GPU later in the step, a blocking copy from pageable memory; allocate it on the " \
                    "device (`torch.zeros(..., dtype=..., device=...)`) and fill it there"
+    helper_copied = "{what} is built on the host by `torch.{factory}` each step and `{call}(...)` copies it to " \
+                    "the GPU: an allocation and a copy every step; create it on the device with `device=`"
     default_type = "`torch.{factory}(...)` of host data builds a CUDA tensor under the CUDA default tensor type " \
                    "(set {where}): the data is copied from pageable memory every step, waiting for the GPU; " \
                    "build it once before the loop, or keep the values as Python scalars"
@@ -396,7 +398,7 @@ class HostTensorMovedEachStep(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         if data_facts(self.analysis).copy_target(node) != ACCELERATOR:
-            if not self._cuda_legacy(node) and not self._cast_to_device(node):
+            if not self._cuda_legacy(node) and not self._cast_to_device(node) and not self._helper_copy(node):
                 self._from_host_values(node)
             return
         if self._sample_copy(node):
@@ -939,7 +941,7 @@ class HostTensorMovedEachStep(Rule):
         `conf_t = conf_t.cuda()` in the same step: the legacy constructor allocates pageable host memory each step
         and the copy blocks. Reported at the first copy of the name, no fix (the fill may need the host); True when
         the name is bound to such a constructor in the step (reported or not)."""
-        binding = single_assignment(self, name)
+        binding = self._reaching_assignment(name)
         if binding is None:
             return False
         legacy = self._legacy_constructor(strip_same_on_device(self, binding.value))
@@ -961,6 +963,71 @@ class HostTensorMovedEachStep(Rule):
         factory = self.analysis.qualified(legacy.func).split(".")[1]  # type: ignore[union-attr]
         self.report(copy, self.legacy_later.format(name=name.value, factory=factory), where=where)
         return True
+
+    # -- a host factory handed to a project helper that copies it: `scores = async_copy_to(torch.zeros(...), gpu)` --
+    def _helper_copy(self, node: cst.Call) -> bool:
+        """`scores = torch.zeros(1, c, h, w)` then `scores = async_copy_to(scores, gpu)` (or the factory written in
+        the call) in the same step, the callee a project function that copies that parameter to the GPU on every
+        call (`FunctionSummary.moves_params`: `obj.cuda(dev, non_blocking=True)`): the tensor is allocated and
+        filled on the host, then copied, every step. Reported at the helper's call; True when reported."""
+        if type(node.func) not in (cst.Name, cst.Attribute) or not node.args:
+            return False
+        candidates = []
+        for arg in node.args:
+            if arg.star:
+                break
+            value = arg.value
+            if type(value) is cst.Name:
+                binding = self._reaching_assignment(value)
+                if binding is None:
+                    continue
+                value = binding.value
+            else:
+                binding = None
+            factory, _ = self._factory(value)
+            if factory is not None:
+                candidates.append((arg.value, factory, binding))
+        if not candidates:
+            return False
+        where = self.where(node)
+        if where is None or not where.every_iteration:
+            return False
+        moved = data_facts(self.analysis).helper_moved_args(node, tensors=True)
+        index = self.analysis.index
+        fn = index.enclosing_function(node)
+        for value, factory, binding in candidates:
+            if not any(m is value for m in moved):
+                continue
+            name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
+            if keyword(factory, "device") is not None or name in ("tensor", "as_tensor") or \
+                    (name.endswith("_like") and not self._like_of_host(factory)):
+                continue  # built on a device on purpose, or from values a helper may hand in (GPU410's)
+            if binding is not None and (index.order(binding.source) > index.order(node) or
+                                        index.enclosing_function(binding.source) is not fn or (
+                    where.loop is not None and not index.is_ancestor_or_self(where.loop.body, binding.source) and
+                    fn is not None and index.is_ancestor_or_self(fn, where.loop))):
+                continue  # bound outside the step (before the loop): built once
+            what = f"`{value.value}`" if type(value) is cst.Name else "the tensor"  # type: ignore[union-attr]
+            self.report(node, self.helper_copied.format(what=what, factory=name, call=_callee_text(node)),
+                        where=where)
+            return True
+        return False
+
+    def _reaching_assignment(self, name: cst.Name):
+        """The one plain `name = value` assignment that reaches this read (flow-sensitive: `conf_t = conf_t.cuda()`
+        and a later `conf_t = Variable(conf_t)` do not hide `conf_t = torch.LongTensor(n, m)` above), or None."""
+        bindings = single_assignment(self, name)
+        if bindings is not None:
+            return bindings
+        index = self.analysis.index
+        # `scores = helper(scores, gpu)`: the statement holding the read binds after it
+        reaching = [b for b in self.analysis.kinds.reaching_bindings(name)
+                    if b.source is None or not index.is_ancestor_or_self(b.source, name)]
+        if len(reaching) != 1 or reaching[0].kind != "assign" or reaching[0].index is not None or \
+                reaching[0].value is None or not isinstance(reaching[0].source, cst.Assign) or \
+                len(reaching[0].source.targets) != 1:
+            return None
+        return reaching[0]
 
     def _helper_bound(self, copy: cst.Call, name: cst.Name, where) -> None:
         """`y_oh = one_hot(y, n)` then `y_oh.cuda()` in the same step (the loop's body or one per-step function):
