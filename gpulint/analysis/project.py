@@ -2251,10 +2251,10 @@ class _Summarizer:
             if not conditional and self.summary.always_syncs is None:
                 self._always(Sink(self.info.path, call.lineno, f"{qualified}()"))
             return
+        if conditional and self.tensor_guard is not None and not self.quiet:
+            self._moves_tested_tensor(call)
         if not conditional:
             self._moves_param(call)
-        elif self.tensor_guard is not None and not self.quiet:
-            self._moves_tested_tensor(call)
             if self.summary.copies_host is None:
                 copied = copy_of_host_data(self, call)
                 if copied is not None:
