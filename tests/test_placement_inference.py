@@ -242,3 +242,62 @@ def test_a_helper_that_copies_only_other_things_is_quiet(tmp_path):
     parallel = PARALLEL.replace("if torch.is_tensor(obj):", "if torch.is_tensor(main_stream):")
     root = _write(tmp_path, {"eval.py": EVAL, "lib/__init__.py": "", "lib/parallel.py": parallel})
     assert _gpu203(_lint(root, "eval.py")) == {}
+
+
+# -- an item method of a dataset, called directly per test image ---------------------------------------------------
+DATASET = """\
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+
+class Detection(Dataset):
+    def __init__(self, root):
+        self.ids = list(range(10))
+
+    def __getitem__(self, index):
+        im, gt, h, w = self.pull_item(index)
+        return im, gt
+
+    def __len__(self):
+        return len(self.ids)
+
+    def pull_item(self, index):
+        img = np.zeros((300, 300, 3), dtype=np.float32)
+        return torch.from_numpy(img).permute(2, 0, 1), [], 300, 300
+
+    def pull_anno(self, index):
+        return torch.zeros(4)
+"""
+
+EVAL_ITEMS = """\
+import torch
+from torch.autograd import Variable
+
+from data import Detection
+
+
+def test_net(net, dataset, num_images, cuda):
+    for i in range(num_images):
+        im, gt, h, w = dataset.pull_item(i)
+        x = Variable(im.unsqueeze(0))
+        if cuda:
+            x = x.cuda()
+        anno = dataset.pull_anno(i).cuda()
+        detections = net(x).data
+        print(detections[0, 1, :].cpu().numpy(), anno)
+
+
+if __name__ == "__main__":
+    net = torch.nn.Conv2d(3, 8, 3).cuda().eval()
+    test_net(net, Detection("voc"), 10, True)
+"""
+
+
+def test_item_method_of_a_dataset_copied_per_image(tmp_path):
+    root = _write(tmp_path, {"eval.py": EVAL_ITEMS, "data.py": DATASET})
+    items = [d for d in _lint(root, "eval.py") if d["code"] == "GPU410"]
+    rows = {d["location"]["row"]: d["message"] for d in items}
+    # `pull_item` serves `__getitem__`: its image is a host item, copied per test image; `pull_anno` serves nothing
+    assert set(rows) == {12}
+    assert "`dataset.pull_item(...)` (an item of a dataset, built on the host)" in rows[12]
