@@ -70,6 +70,14 @@ class HostTensorMovedEachStep(Rule):
     a device tensor (`gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]`):
     PyTorch turns the index into a host tensor and copies it to the device, a pageable blocking copy.
 
+    A causal mask built through `torch.tril(torch.ones(n, n)).type(torch.ByteTensor).to(self.device)` in a
+    `forward` is host arithmetic over a factory too (no fix: the cast to a CPU tensor type would bring a device
+    tensor back). A buffer the legacy constructor allocates in the step (`conf_t = torch.LongTensor(num, n)`),
+    filled on the host and then copied (`conf_t = conf_t.cuda()`), is reported once, at its first copy. A host
+    factory handed to a project helper that copies its argument whenever it is a tensor (`scores =
+    async_copy_to(torch.zeros(...), gpu)` with `if torch.is_tensor(obj): return obj.cuda(dev, non_blocking=True)`)
+    is reported at the helper's call.
+
     The factory and the copy need not be one expression: `t = torch.randint(0, T, (B,))` early in the step and
     `model(x, t.to(device))` later in the same iteration is the same host build and copy (reported at the copy),
     when every use of `t` is a copy to the accelerator or an index into a table whose rows go there. The same holds
