@@ -978,8 +978,9 @@ class HostTensorMovedEachStep(Rule):
         the call) in the same step, the callee a project function that copies that parameter to the GPU on every
         call (`FunctionSummary.moves_params`: `obj.cuda(dev, non_blocking=True)`): the tensor is allocated and
         filled on the host, then copied, every step. Reported at the helper's call; True when reported."""
-        if type(node.func) not in (cst.Name, cst.Attribute) or not node.args:
-            return False
+        if type(node.func) not in (cst.Name, cst.Attribute) or not node.args or \
+                is_test_path(Path(self.analysis.path) if self.analysis.path else None):
+            return False  # (a test's loop over dtypes or cases is no training step)
         candidates = []
         for arg in node.args:
             if arg.star:
