@@ -632,15 +632,18 @@ class DataFacts:
         (`model.parse_batch(batch)`: `FunctionSummary.moves_params`)."""
         return any(self.batch_loop(value) is loop for value in self.helper_moved_args(call))
 
-    def helper_moved_args(self, call: cst.Call) -> list[cst.BaseExpression]:
+    def helper_moved_args(self, call: cst.Call, tensors: bool = False) -> list[cst.BaseExpression]:
         """The arguments `call` passes at parameters its project callee copies to the GPU on every call
         (`FunctionSummary.moves_params`: `model_wrap(X, offsets, device)` moving `X` and `offsets`); [] when
-        unknown (a star argument hides the positions after it)."""
+        unknown (a star argument hides the positions after it). `tensors`: also the parameters it copies whenever
+        they are tensors (`FunctionSummary.moves_tensor_params`), for a caller that knows it hands a tensor."""
         if not call.args or type(call.func) not in (cst.Name, cst.Attribute):
             return []
         calls = self.analysis.fact(project_calls)
         target = (calls.callee(call, own_module=True) or calls.local_callee(call)) if calls is not None else None
-        if target is None or not target[1].moves_params:
+        moves = (target[1].moves_params | target[1].moves_tensor_params if tensors else target[1].moves_params) \
+            if target is not None else frozenset()
+        if not moves:
             return []
         summary, bound = target[1], target[2]
         params = summary.params[1:] if bound and summary.params else summary.params
@@ -653,7 +656,7 @@ class DataFacts:
                 params[position] if position < len(params) else None)
             if arg.keyword is None:
                 position += 1
-            if name in summary.moves_params:
+            if name in moves:
                 moved.append(arg.value)
         return moved
 

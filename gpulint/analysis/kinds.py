@@ -824,6 +824,11 @@ class KindInference:
             if result is Kind.UNKNOWN and all(k is Kind.UNKNOWN for k in kinds) and \
                     self._backward_called_on(name, scope):
                 result = Kind.TENSOR  # `loss = self._loss_step(batch) * n` ... `loss.backward()`
+            elif result is Kind.NUMBER and _started_at_a_number(bindings, kinds) and \
+                    self._backward_called_on(name, scope):
+                # `gen_loss = 0.0`, then `gen_loss += self.criterion["mel"](y_, y)` (a loss held in a dict or
+                # passed in, of unknown kind), then `gen_loss.backward()`: the literal is only the starting value
+                result = Kind.TENSOR
             if result is Kind.TENSOR and self._used_as_text(name, scope):
                 result = Kind.UNKNOWN  # `gt.find('[s]')`, `pred.lower()`: a str in this scope, whatever else
             if result is Kind.TENSOR and _TEXT_NAME.match(name) and all(_part_of_a_value(b) for b in bindings):
@@ -1708,6 +1713,15 @@ def _part_of_a_value(b: Binding) -> bool:
 _STR_ONLY_METHODS = frozenset({"find", "rfind", "lower", "upper", "strip", "lstrip", "rstrip", "startswith",
                                "endswith", "encode", "isdigit", "isalpha", "isalnum", "isspace", "casefold",
                                "capitalize", "ljust", "rjust", "zfill", "splitlines", "partition", "rpartition"})
+
+
+def _started_at_a_number(bindings: list[Binding], kinds: list[Kind]) -> bool:
+    """The numbers among `bindings` are all plain `name = 0.0` literals, and at least one other binding is an
+    augmented assignment (`name += value`) whose value's kind is unknown: an accumulator started at a literal."""
+    numbers = [b for b, k in zip(bindings, kinds) if k is Kind.NUMBER]
+    return bool(numbers) and all(b.kind == "assign" and _number_literal(b.value) for b in numbers) and \
+        any(b.kind == "augassign" and k is Kind.UNKNOWN for b, k in zip(bindings, kinds)) and \
+        all(k in (Kind.NUMBER, Kind.UNKNOWN) for k in kinds)
 
 
 def _number_literal(node: Optional[cst.BaseExpression]) -> bool:

@@ -149,6 +149,8 @@ def _converts(analysis, built: cst.Call) -> bool:
 
 def _dataset_item(analysis, value: cst.BaseExpression) -> Optional[str]:
     """`dataset[i]` of a map-style dataset whose items are host tensors: its description, else None."""
+    if type(value) is cst.Call:
+        return _item_method(analysis, value)
     if type(value) is not cst.Subscript or len(value.slice) != 1 or \
             type(value.slice[0].slice) is not cst.Index or type(value.value) is not cst.Name:
         return None
@@ -162,6 +164,42 @@ def _dataset_item(analysis, value: cst.BaseExpression) -> Optional[str]:
                 not _host_dataset(analysis, b.value):
             return None
     return f"`{holder.value}[...]` (an item of a dataset, built on the host)"
+
+
+def _item_method(analysis, call: cst.Call) -> Optional[str]:
+    """`dataset.pull_item(i)`: a method of a project map-style dataset that its own `__getitem__` serves its items
+    with (`def __getitem__(self, index): im, gt, h, w = self.pull_item(index); return im, gt`), called with one
+    index, on an object every binding (or every call site, for a parameter) makes an instance of such a class
+    whose `__getitem__` moves nothing to a device: the same host item as `dataset[i]`."""
+    func = call.func
+    if type(func) is not cst.Attribute or type(func.value) is not cst.Name or len(call.args) != 1 or \
+            call.args[0].keyword is not None or call.args[0].star or func.attr.value.startswith("__"):
+        return None
+    from gpulint.analysis.calls import project_calls
+
+    calls = analysis.fact(project_calls)
+    if calls is None:
+        return None
+    classes = calls.instance_classes(func.value)
+    if not classes or not all(_host_items(calls.project, cls) and _serves_items_with(calls.project, cls,
+                                                                                       func.attr.value)
+                              for cls in classes):
+        return None
+    return f"`{func.value.value}.{func.attr.value}(...)` (an item of a dataset, built on the host)"
+
+
+def _serves_items_with(project, cls, method: str) -> bool:
+    """The class's `__getitem__` (its own or a project base's) calls `self.<method>(<its index parameter>)`."""
+    from gpulint.analysis.hierarchy import first_bases
+
+    chain = list(first_bases(project, cls, 6))
+    getitem = next((c.methods["__getitem__"] for c in chain if "__getitem__" in c.methods), None)
+    if getitem is None or len(getitem.args.args) != 2:
+        return False
+    index = getitem.args.args[1].arg
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method and
+               isinstance(node.func.value, ast.Name) and node.func.value.id == "self" and len(node.args) == 1 and
+               isinstance(node.args[0], ast.Name) and node.args[0].id == index for node in ast.walk(getitem))
 
 
 def _host_dataset(analysis, built: cst.Call) -> bool:

@@ -250,6 +250,10 @@ class FunctionSummary:
     # another such function: `parse_batch(batch)` handing the batch's tensors to `to_gpu(x)`): a loop handing it
     # its batch copies the batch to the device.
     moves_params: frozenset = frozenset()
+    # Parameters the function copies to the GPU whenever they are tensors: the copy sits under a test that the
+    # parameter is one (`if torch.is_tensor(obj): return obj.cuda(dev, non_blocking=True)`, a project's recursive
+    # `async_copy_to`/`to_device` helper); a tensor handed there is copied on every call.
+    moves_tensor_params: frozenset = frozenset()
     # Parameters the function calls itself on every call (`def gpu_timer(closure): ... closure()`), outside a
     # periodic test or an option: a function passed there runs whenever the call does.
     calls_params: frozenset = frozenset()
@@ -279,7 +283,7 @@ class FunctionSummary:
                 sorted(self.calls_params), self.returns_library, self.returns_function, self.stub,
                 self.syncs_on_device_of, self.returns_param, self.returns_param_elements, self.yields_param,
                 sorted(self.moves_params), self.returns_host_copy, _sink_key(self.copies_host),
-                self.copies_host_device)
+                self.copies_host_device, sorted(self.moves_tensor_params))
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
                           bound_method: bool = False) -> Optional[Sink]:
@@ -1528,6 +1532,7 @@ class _Summarizer:
         self.library: Optional[list] = []  # the library classes of every `return` of a value (None: not all)
         self.closures: Optional[list] = []  # the nested functions every `return` of a value hands back
         self.device_guard: Optional[str] = None  # inside `if <param>.type == "cuda":`: that parameter
+        self.tensor_guard: Optional[str] = None  # inside `if torch.is_tensor(<param>):`: that parameter
         self.value_guard: tuple = ()  # inside `if <param> == <constant>:`: `Sink.when` of the reads there
         # name -> the parameter whose object it holds (the parameter itself, `model.cuda()`, `DDP(model)`)
         self.held: dict[str, str] = {p: p for p in (*self.summary.params, *self.summary.keyword_only) if p != "self"}
@@ -1696,10 +1701,12 @@ class _Summarizer:
                 return
             device = self._device_tested(stmt.test)
             outer, self.device_guard = self.device_guard, device or self.device_guard
+            outer_tensor, self.tensor_guard = self.tensor_guard, self._tensor_tested(stmt.test)
             outer_value, self.value_guard = self.value_guard, self._constant_tested(stmt.test) or \
                 self._none_tested(stmt.test, True) or self.value_guard
             self._block(stmt.body, guard)
             self.device_guard = outer
+            self.tensor_guard = outer_tensor
             # `if size is not None: ... else: size = int(index.max()) + 1`: the `else` runs only when it is None
             self.value_guard = self._none_tested(stmt.test, False) or outer_value
             self._block(stmt.orelse, True)
@@ -2244,6 +2251,8 @@ class _Summarizer:
             if not conditional and self.summary.always_syncs is None:
                 self._always(Sink(self.info.path, call.lineno, f"{qualified}()"))
             return
+        if conditional and self.tensor_guard is not None and not self.quiet:
+            self._moves_tested_tensor(call)
         if not conditional:
             self._moves_param(call)
             if self.summary.copies_host is None:
@@ -2450,6 +2459,32 @@ class _Summarizer:
                 return  # the device left at the callee's default
         self.summary.copies_host = summary.copies_host
         self.summary.copies_host_device = device
+
+    def _tensor_tested(self, test: ast.expr) -> Optional[str]:
+        """`torch.is_tensor(p)` / `isinstance(p, torch.Tensor)` of a parameter `p` (unmodified): its name."""
+        if not isinstance(test, ast.Call) or not test.args or not isinstance(test.args[0], ast.Name):
+            return None
+        name = test.args[0].id
+        if name not in self.summary.params and name not in self.summary.keyword_only or \
+                self.taint.get(name) != name:
+            return None
+        qualified = self.info.qualify(_dotted(test.func) or "")
+        if qualified == "torch.is_tensor" and len(test.args) == 1:
+            return name
+        if isinstance(test.func, ast.Name) and test.func.id == "isinstance" and len(test.args) == 2 and \
+                self.info.qualify(_dotted(test.args[1]) or "") == "torch.Tensor":
+            return name
+        return None
+
+    def _moves_tested_tensor(self, call: ast.Call) -> None:
+        """`obj.cuda(...)` / `obj.to(<device>)` of the parameter the enclosing `if` tests to be a tensor."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or func.attr not in ("cuda", "to") or \
+                not isinstance(func.value, ast.Name) or func.value.id != self.tensor_guard:
+            return
+        target = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device"), None)
+        if func.attr == "cuda" or target is not None and not _is_cpu(target) and not _is_dtype(target):
+            self.summary.moves_tensor_params = self.summary.moves_tensor_params | {self.tensor_guard}
 
     def _moves_param(self, call: ast.Call) -> None:
         """`x.cuda()` / `x.to(device)` of a value of a parameter (not to the CPU, not a dtype), or a project

@@ -70,6 +70,14 @@ class HostTensorMovedEachStep(Rule):
     a device tensor (`gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]`):
     PyTorch turns the index into a host tensor and copies it to the device, a pageable blocking copy.
 
+    A causal mask built through `torch.tril(torch.ones(n, n)).type(torch.ByteTensor).to(self.device)` in a
+    `forward` is host arithmetic over a factory too (no fix: the cast to a CPU tensor type would bring a device
+    tensor back). A buffer the legacy constructor allocates in the step (`conf_t = torch.LongTensor(num, n)`),
+    filled on the host and then copied (`conf_t = conf_t.cuda()`), is reported once, at its first copy. A host
+    factory handed to a project helper that copies its argument whenever it is a tensor (`scores =
+    async_copy_to(torch.zeros(...), gpu)` with `if torch.is_tensor(obj): return obj.cuda(dev, non_blocking=True)`)
+    is reported at the helper's call.
+
     The factory and the copy need not be one expression: `t = torch.randint(0, T, (B,))` early in the step and
     `model(x, t.to(device))` later in the same iteration is the same host build and copy (reported at the copy),
     when every use of `t` is a copy to the accelerator or an index into a table whose rows go there. The same holds
@@ -251,6 +259,11 @@ class HostTensorMovedEachStep(Rule):
     legacy = "`torch.{factory}(...)` (the legacy constructor) builds the tensor on the host (from host data or sizes) and " \
              "copies it from pageable memory every step, waiting for the GPU; build it once before the loop, or " \
              "keep the data on the device"
+    legacy_later = "`{name}` is built on the host by the legacy constructor `torch.{factory}(...)` each step and " \
+                   "copied to the GPU later in the step, a blocking copy from pageable memory; allocate it on the " \
+                   "device (`torch.zeros(..., dtype=..., device=...)`) and fill it there"
+    helper_copied = "{what} is built on the host by `torch.{factory}` each step and `{call}(...)` copies it to " \
+                    "the GPU: an allocation and a copy every step; create it on the device with `device=`"
     default_type = "`torch.{factory}(...)` of host data builds a CUDA tensor under the CUDA default tensor type " \
                    "(set {where}): the data is copied from pageable memory every step, waiting for the GPU; " \
                    "build it once before the loop, or keep the values as Python scalars"
@@ -393,7 +406,7 @@ class HostTensorMovedEachStep(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         if data_facts(self.analysis).copy_target(node) != ACCELERATOR:
-            if not self._cuda_legacy(node) and not self._cast_to_device(node):
+            if not self._cuda_legacy(node) and not self._cast_to_device(node) and not self._helper_copy(node):
                 self._from_host_values(node)
             return
         if self._sample_copy(node):
@@ -902,7 +915,7 @@ class HostTensorMovedEachStep(Rule):
         first = self.analysis.qualified(found.factories[0].func).split(".")[1]  # type: ignore[union-attr]
         device = copy_device(copy)
         fix = None
-        if found.numbers_only and not found.through_names and device is not None and not any(
+        if found.numbers_only and not found.through_names and not found.retyped and device is not None and not any(
                 has_star_args(f) or any(keyword(f, k) for k in _UNFIXABLE) for f in found.factories):
             built = copy.func.value  # type: ignore[union-attr]
             for f in found.factories:
@@ -930,6 +943,100 @@ class HostTensorMovedEachStep(Rule):
         self.report(copy, message.format(call=helper, factory=factory), where=where,
                     related=(Related(display_path(path), line, f"`{factory}` without `device=`"),))
         return True
+
+    def _legacy_bound(self, copy: cst.Call, name: cst.Name, where) -> bool:
+        """`conf_t = torch.LongTensor(num, num_priors)`, filled on the host (by a helper, row by row), then
+        `conf_t = conf_t.cuda()` in the same step: the legacy constructor allocates pageable host memory each step
+        and the copy blocks. Reported at the first copy of the name, no fix (the fill may need the host); True when
+        the name is bound to such a constructor in the step (reported or not)."""
+        binding = self._reaching_assignment(name)
+        if binding is None:
+            return False
+        legacy = self._legacy_constructor(strip_same_on_device(self, binding.value))
+        if legacy is None:
+            return False
+        index = self.analysis.index
+        fn = index.enclosing_function(copy)
+        if index.order(binding.source) > index.order(copy) or fn is None or \
+                index.enclosing_function(binding.source) is not fn or (
+                where.loop is not None and not index.is_ancestor_or_self(where.loop.body, binding.source) and
+                index.is_ancestor_or_self(fn, where.loop)):
+            return True  # bound outside the step (before the loop): built once
+        built = self.where(binding.source)
+        if built is None or not built.every_iteration:
+            return True
+        copies = uses_of(self, binding).copies
+        if copies and min(copies, key=index.order) is not copy:
+            return True  # reported once, at the first copy
+        factory = self.analysis.qualified(legacy.func).split(".")[1]  # type: ignore[union-attr]
+        self.report(copy, self.legacy_later.format(name=name.value, factory=factory), where=where)
+        return True
+
+    # -- a host factory handed to a project helper that copies it: `scores = async_copy_to(torch.zeros(...), gpu)` --
+    def _helper_copy(self, node: cst.Call) -> bool:
+        """`scores = torch.zeros(1, c, h, w)` then `scores = async_copy_to(scores, gpu)` (or the factory written in
+        the call) in the same step, the callee a project function that copies that parameter to the GPU on every
+        call (`FunctionSummary.moves_params`: `obj.cuda(dev, non_blocking=True)`): the tensor is allocated and
+        filled on the host, then copied, every step. Reported at the helper's call; True when reported."""
+        if type(node.func) not in (cst.Name, cst.Attribute) or not node.args or \
+                is_test_path(Path(self.analysis.path) if self.analysis.path else None):
+            return False  # (a test's loop over dtypes or cases is no training step)
+        candidates = []
+        for arg in node.args:
+            if arg.star:
+                break
+            value = arg.value
+            if type(value) is cst.Name:
+                binding = self._reaching_assignment(value)
+                if binding is None:
+                    continue
+                value = binding.value
+            else:
+                binding = None
+            factory, _ = self._factory(value)
+            if factory is not None:
+                candidates.append((arg.value, factory, binding))
+        if not candidates:
+            return False
+        where = self.where(node)
+        if where is None or not where.every_iteration:
+            return False
+        moved = data_facts(self.analysis).helper_moved_args(node, tensors=True)
+        index = self.analysis.index
+        fn = index.enclosing_function(node)
+        for value, factory, binding in candidates:
+            if not any(m is value for m in moved):
+                continue
+            name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
+            if keyword(factory, "device") is not None or name in ("tensor", "as_tensor") or \
+                    (name.endswith("_like") and not self._like_of_host(factory)):
+                continue  # built on a device on purpose, or from values a helper may hand in (GPU410's)
+            if binding is not None and (index.order(binding.source) > index.order(node) or
+                                        index.enclosing_function(binding.source) is not fn or (
+                    where.loop is not None and not index.is_ancestor_or_self(where.loop.body, binding.source) and
+                    fn is not None and index.is_ancestor_or_self(fn, where.loop))):
+                continue  # bound outside the step (before the loop): built once
+            what = f"`{value.value}`" if type(value) is cst.Name else "the tensor"  # type: ignore[union-attr]
+            self.report(node, self.helper_copied.format(what=what, factory=name, call=_callee_text(node)),
+                        where=where)
+            return True
+        return False
+
+    def _reaching_assignment(self, name: cst.Name):
+        """The one plain `name = value` assignment that reaches this read (flow-sensitive: `conf_t = conf_t.cuda()`
+        and a later `conf_t = Variable(conf_t)` do not hide `conf_t = torch.LongTensor(n, m)` above), or None."""
+        bindings = single_assignment(self, name)
+        if bindings is not None:
+            return bindings
+        index = self.analysis.index
+        # `scores = helper(scores, gpu)`: the statement holding the read binds after it
+        reaching = [b for b in self.analysis.kinds.reaching_bindings(name)
+                    if b.source is None or not index.is_ancestor_or_self(b.source, name)]
+        if len(reaching) != 1 or reaching[0].kind != "assign" or reaching[0].index is not None or \
+                reaching[0].value is None or not isinstance(reaching[0].source, cst.Assign) or \
+                len(reaching[0].source.targets) != 1:
+            return None
+        return reaching[0]
 
     def _helper_bound(self, copy: cst.Call, name: cst.Name, where) -> None:
         """`y_oh = one_hot(y, n)` then `y_oh.cuda()` in the same step (the loop's body or one per-step function):
@@ -999,7 +1106,8 @@ class HostTensorMovedEachStep(Rule):
         found = built_this_step(self, name, copy)
         where = self.where(copy)
         if found is None and where is not None and not view:
-            self._helper_bound(copy, name, where)
+            if not self._legacy_bound(copy, name, where):
+                self._helper_bound(copy, name, where)
             return
         if found is None or where is None:
             return
@@ -1094,7 +1202,9 @@ _JOINS = frozenset(("cat", "concat", "concatenate", "stack", "hstack", "vstack")
 # torch functions and tensor methods that compute elementwise (or along one axis) on the device of their inputs.
 _ELEMENTWISE = frozenset(("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "sinh",
                           "cosh", "tanh", "sigmoid", "sqrt", "rsqrt", "pow", "abs", "neg", "reciprocal", "floor",
-                          "ceil", "round", "clamp", "outer", "cumsum", "cumprod", "mul", "div", "add", "sub"))
+                          "ceil", "round", "clamp", "outer", "cumsum", "cumprod", "mul", "div", "add", "sub",
+                          # a causal mask's lower (or upper) triangle: `torch.tril(torch.ones(n, n))`
+                          "tril", "triu"))
 
 
 class _Found:
@@ -1102,6 +1212,7 @@ class _Found:
         self.factories: list = []
         self.numbers_only = True  # every operand that is not a factory's result is a Python number
         self.through_names = False  # some factory was reached through a name bound earlier (no one-place fix)
+        self.retyped = False  # cast to a CPU tensor type on the way (`.type(torch.ByteTensor)`): no `device=` fix
 
 
 class _HostMath:
@@ -1133,6 +1244,13 @@ class _HostMath:
                 return self._operands([a.value for a in expr.args if a.keyword is None], found)
             if name in _JOINS:
                 return self._joined(expr, found)
+            if type(expr.func) is cst.Attribute and expr.func.attr.value == "type" and len(expr.args) == 1 and \
+                    expr.args[0].keyword is None and \
+                    self.analysis.qualified(expr.args[0].value) in _LEGACY_CONSTRUCTORS:
+                # `.type(torch.ByteTensor)`: a cast to a CPU tensor type, on the host (it would bring a device
+                # tensor back, so building the factories on the device is no fix)
+                found.retyped = True
+                return self._tensor(expr.func.value, found)
             if type(expr.func) is cst.Attribute and (expr.func.attr.value in _ELEMENTWISE or
                                                         expr.func.attr.value in _SAME_DEVICE_METHODS):
                 return self._tensor(expr.func.value, found) and all(
