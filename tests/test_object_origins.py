@@ -1,0 +1,105 @@
+"""Per-step code reached through objects built elsewhere (branch recall69).
+
+An NMT-style trainer gets its loss object from a builder function: `train_loss = LossCompute.from_opts(opt)`,
+a `@classmethod` alternative constructor returning `cls(...)`, handed to `Trainer(model, train_loss, optim)` and
+stored as `self.train_loss`; the training loop calls `self.train_loss(out, y)` every step. The classmethod's
+summary says it builds the class it is called on (`FunctionSummary.returns_cls`), `Cls.factory(...)` resolves to
+that class (`Project.alternative_constructor`), the constructor's call sites give `self.train_loss` its class,
+and the search for the loss's per-step caller looks for the factory's name (`forward._alternative_constructors`).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from projects import check, found, write_project
+
+LOSS = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    class LossCompute(nn.Module):
+        def __init__(self, criterion):
+            super().__init__()
+            self.criterion = criterion
+
+        @classmethod
+        def from_opts(cls, opt):
+            criterion = nn.CrossEntropyLoss()
+            compute = cls(criterion)
+            return compute
+
+        def forward(self, output, target):
+            loss = self.criterion(output, target)
+            stats = loss.sum().item()
+            return loss, stats
+
+
+    class QuietLoss(LossCompute):
+        def forward(self, output, target):
+            return self.criterion(output, target), None
+""")
+
+TRAINER = textwrap.dedent("""\
+    import torch
+    from loss import {cls}
+
+
+    def build_trainer(opt, model, optim):
+        train_loss = {cls}.from_opts(opt)
+        return Trainer(model, train_loss, optim)
+
+
+    class Trainer:
+        def __init__(self, model, train_loss, optim):
+            self.model = model
+            self.train_loss = train_loss
+            self.optim = optim
+
+        def train(self, loader):
+            for x, y in loader:
+                x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+                loss, stats = self.train_loss(x, y)
+                loss.backward()
+                self.optim.step()
+""")
+
+READ = ("loss.py", 18, "GPU101")  # `loss.sum().item()` in `LossCompute.forward`
+CALL = ("trainer.py", 19, "GPU112")  # `self.train_loss(x, y)` every step
+
+
+def _lint(root: Path, cls: str = "LossCompute", loss: str = LOSS) -> set:
+    write_project(root, {"loss.py": loss, "trainer.py": TRAINER.format(cls=cls)})
+    return found(check(root, "--no-cache", "--exit-zero"))
+
+
+def test_an_object_from_a_classmethod_constructor_stored_by_a_trainer_runs_every_step(tmp_path: Path):
+    results = _lint(tmp_path)
+    assert READ in results
+    assert CALL in results
+
+
+def test_a_message_names_the_stored_attribute_call(tmp_path: Path):
+    write_project(tmp_path, {"loss.py": LOSS, "trainer.py": TRAINER.format(cls="LossCompute")})
+    items = check(tmp_path, "--no-cache", "--exit-zero")
+    read = next(d for d in items if d["code"] == "GPU101")
+    assert "`self.train_loss(...)` runs every step" in read["message"]
+    call = next(d for d in items if d["code"] == "GPU112")
+    assert "`LossCompute.forward` calls `.item()`" in call["message"]
+
+
+def test_a_subclass_calling_the_inherited_factory_builds_the_subclass(tmp_path: Path):
+    # `QuietLoss.from_opts(opt)` builds a QuietLoss, whose own `forward` reads nothing
+    results = _lint(tmp_path, cls="QuietLoss")
+    assert CALL not in results
+    assert READ not in results
+
+
+def test_a_classmethod_returning_something_else_is_no_constructor(tmp_path: Path):
+    loss = LOSS.replace("        return compute\n", "        return compute.criterion\n")
+    assert loss != LOSS
+    results = _lint(tmp_path, loss=loss)
+    assert CALL not in results
+    assert READ not in results
