@@ -103,3 +103,59 @@ def test_a_classmethod_returning_something_else_is_no_constructor(tmp_path: Path
     results = _lint(tmp_path, loss=loss)
     assert CALL not in results
     assert READ not in results
+
+
+LAUNCHER = textwrap.dedent("""\
+    import torch
+    from tensorboardX import SummaryWriter
+    from utils.train_utils import train_model
+
+
+    def main(cfg, model, optimizer, loader):
+        tb_log = {writer}
+        train_model(model, optimizer, loader, tb_log=tb_log)
+""")
+
+TRAIN_UTILS = textwrap.dedent("""\
+    import torch
+
+
+    def train_one_epoch(model, optimizer, loader, tb_log=None):
+        for step, (x, y) in enumerate(loader):
+            x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+            if tb_log is not None:
+                tb_log.add_scalar("train/loss", loss, step)
+
+
+    def train_model(model, optimizer, loader, tb_log=None, epochs=10):
+        for epoch in range(epochs):
+            train_one_epoch(model, optimizer, loader, tb_log=tb_log)
+""")
+
+SCALAR = ("tools/utils/train_utils.py", 11, "GPU112")  # `tb_log.add_scalar(..., loss, ...)` every step
+
+
+def _launch(root: Path, writer: str) -> set:
+    write_project(root, {"tools/train.py": LAUNCHER.format(writer=writer), "tools/utils/__init__.py": "",
+                         "tools/utils/train_utils.py": TRAIN_UTILS})
+    return found(check(root, "--no-cache", "--exit-zero"))
+
+
+def test_a_writer_built_by_a_launcher_and_handed_down_two_functions_is_known(tmp_path: Path):
+    assert SCALAR in _launch(tmp_path, 'SummaryWriter(log_dir="runs") if cfg.LOCAL_RANK == 0 else None')
+
+
+def test_a_writer_message_names_the_library(tmp_path: Path):
+    write_project(tmp_path, {"tools/train.py": LAUNCHER.format(writer='SummaryWriter(log_dir="runs")'),
+                             "tools/utils/__init__.py": "", "tools/utils/train_utils.py": TRAIN_UTILS})
+    items = check(tmp_path, "--no-cache", "--exit-zero")
+    message = next(d["message"] for d in items if d["code"] == "GPU112")
+    assert "`tb_log.add_scalar(...)` syncs every step: `SummaryWriter.add_scalar`" in message
+
+
+def test_a_launcher_passing_another_object_or_only_none_leaves_it_unknown(tmp_path: Path):
+    assert SCALAR not in _launch(tmp_path / "other", "cfg.make_logger()")
+    assert SCALAR not in _launch(tmp_path / "none", "None")
