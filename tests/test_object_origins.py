@@ -159,3 +159,70 @@ def test_a_writer_message_names_the_library(tmp_path: Path):
 def test_a_launcher_passing_another_object_or_only_none_leaves_it_unknown(tmp_path: Path):
     assert SCALAR not in _launch(tmp_path / "other", "cfg.make_logger()")
     assert SCALAR not in _launch(tmp_path / "none", "None")
+
+
+STORED_MODEL = textwrap.dedent("""\
+    import torch
+
+
+    def summarize(output):
+        return output.sum().item()
+
+
+    class Trainer:
+        def __init__(self, model, optim):
+            self.model = model
+            self.optim = optim
+
+        def train(self, loader):
+            for x, y in loader:
+                model_out = self.model(x.cuda(non_blocking=True))
+                stats = summarize(model_out)
+                loss = torch.nn.functional.mse_loss(model_out, y.cuda(non_blocking=True))
+                loss.backward()
+                self.optim.step()
+""")
+
+
+def test_a_model_a_trainer_stores_from_its_constructor_returns_tensors(tmp_path: Path):
+    # `self.model = model` from an `__init__` parameter named as a module: `self.model(x)` runs the network, as
+    # `model(x)` of the parameter would, so the helper reading its output is a per-step sync
+    from projects import lint_script
+
+    assert (16, "GPU112") in lint_script(tmp_path, STORED_MODEL)
+
+
+def test_a_model_attribute_assigned_something_else_stays_unknown(tmp_path: Path):
+    from projects import lint_script
+
+    script = STORED_MODEL.replace("self.model = model\n", "self.model = load(model)\n")
+    assert script != STORED_MODEL
+    assert (16, "GPU112") not in lint_script(tmp_path, script)
+
+
+MODEL_FUNC = textwrap.dedent("""\
+    import torch
+    from torch.utils.tensorboard import SummaryWriter
+
+
+    def train(model, model_func, optimizer, loader):
+        writer = SummaryWriter()
+        scaler = torch.cuda.amp.GradScaler()
+        for step, batch in enumerate(loader):
+            loss, tb_dict = model_func(model, batch)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            writer.add_scalar("train/loss", loss, step)
+            for key, val in tb_dict.items():
+                writer.add_scalar("train/" + key, val, step)
+""")
+
+
+def test_a_function_named_model_func_is_no_module(tmp_path: Path):
+    # OpenPCDet's `loss, tb_dict, disp_dict = model_func(model, batch)`: a function running the model, whose dict
+    # holds `.item()` floats; named like a module it made `tb_dict`'s values tensors
+    from projects import lint_script
+
+    results = lint_script(tmp_path, MODEL_FUNC)
+    assert (12, "GPU112") in results  # the loss itself, a tensor by `scaler.scale(loss).backward()`
+    assert (14, "GPU112") not in results
