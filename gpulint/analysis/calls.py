@@ -441,7 +441,10 @@ class ModuleCalls:
         fn = found_param[0]
         names = positional_names(fn)
         found = set()
-        for call in self.analysis.loops.calls_to(fn):
+        sites = self.analysis.loops.calls_to(fn)
+        if not sites:  # called from other files only (`train_model(..., tb_log=tb_log)` in a launcher)
+            return self._project_library_classes(fn, expr.value, depth)
+        for call in sites:
             if any(a.star for a in call.args):
                 return None
             arg = argument_for(call, names, expr.value)
@@ -459,6 +462,18 @@ class ModuleCalls:
                 return None
             found |= classes
         return found or None
+
+    def _project_library_classes(self, fn: cst.FunctionDef, parameter: str, depth: int) -> Optional[set]:
+        """`_passed_library_classes` for a top-level function of this module that only other files call: the
+        table's classes every project call site passes (analysis/passed_library.py)."""
+        path = getattr(self, "path", None)
+        project = getattr(self, "project", None)
+        if path is None or project is None or type(self.index.up.get(id(fn))) is not cst.Module:
+            return None
+        from gpulint.analysis.passed_library import parameter_library_classes
+
+        found = parameter_library_classes(project, Path(path), fn.name.value, parameter, depth)
+        return set(found) if found else None
 
     def _annotated_library_class(self, expr: cst.BaseExpression) -> Optional[str]:
         """A parameter annotated with a library class of the table (`fabric: L.Fabric`): that class."""

@@ -707,7 +707,8 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
     callers: list = []
     # the class's name, and the registries of its module whose every entry builds it (`NETS[args.model](...)`)
     for name in (class_name, *_registries_building(project, info, class_name), *_dicts_holding(project, class_name),
-                 *_factories_building(project, info, class_name), *_subclasses_in_module(info, class_name),
+                 *_factories_building(project, info, class_name), *_alternative_constructors(project, info, class_name),
+                 *_subclasses_in_module(info, class_name),
                  *_chooser_names(project, info, class_name), *_instantiating(project, info, class_name),
                  *_annotated_parameters(project, class_name)):
         for caller in map(project.module, (f for f in project.files_naming(name, training=True)
@@ -1371,6 +1372,27 @@ def _registries_building(project: Project, info, class_name: str) -> list[str]:
         cls = project.registry_class(info.path, registry.name)
         if cls is not None and cls.name == class_name and cls.path == info.path:
             found.append(registry.name)
+    return found
+
+
+def _alternative_constructors(project: Project, info, class_name: str) -> list[str]:
+    """The `@classmethod`s of the class that build and return `cls(...)` (`LossCompute.from_opts(opt, ...)`,
+    `FunctionSummary.returns_cls`): a training file calling one (`train_loss = LossCompute.from_opts(...)`, then
+    `Trainer(model, train_loss, ...)` storing it as `self.train_loss`) builds the class, and its hot loop's
+    `self.train_loss(...)` resolves to it through the constructor's call sites. Only classmethods some training
+    file names are summarised."""
+    cls = info.classes.get(class_name) if info is not None else None
+    if cls is None:
+        return []
+    found = []
+    for name, node in cls.methods.items():
+        if not any(isinstance(d, ast.Name) and d.id == "classmethod" for d in node.decorator_list):
+            continue
+        if not project.files_naming(name, training=True):
+            continue
+        summary = project.function(info.path, f"{class_name}.{name}")
+        if summary is not None and summary.returns_cls:
+            found.append(name)
     return found
 
 

@@ -47,6 +47,9 @@ _MODULE_NAME = re.compile(r"^(model|net|network|module|criterion|loss_fn|lossfn|
 # `log_optimizer`), not the model, loader or optimizer its other words mention. (Factories, `self._setup_model(...)`
 # or `build_model(...)`, are left to the name's other words: what they return is the thing named.)
 _VERB_PREFIX = re.compile(r"^_*(get|save|print|export|freeze|unfreeze|update|reset|log|set|apply|convert|copy)_")
+# `model_func`: a function that runs the model (OpenPCDet's `model_func(model, batch)` returning `loss, tb_dict,
+# disp_dict`) or builds one (`self.feature = model_func()`), not the model; the listed loss names stay modules.
+_FUNCTION_NAME = re.compile(r"^(?!loss_func$).*_func$")
 _LOADER_NAME = re.compile(r"^(.*loader.*|.*_dl|dl|dl_.*|.*dataloader.*)$", re.IGNORECASE)
 # `data_loaders_val`, `loaders`: a collection of loaders (`for name, loader in zip(names, loaders)`), not batches
 _SEVERAL_LOADERS = re.compile(r"loaders|_dls$|^dls$", re.IGNORECASE)
@@ -169,6 +172,7 @@ class KindInference:
         # and is not remembered before then (else the order in which rules ask would change the answers).
         self._cuts: list[tuple[int, str]] = []
         self._buffers: Optional[set[str]] = None
+        self._stored_values: Optional[dict] = None  # (class, attribute) -> the values `self.<attribute> =` stores
         self._backward_entries: Optional[set[tuple[int, str, str]]] = None  # (class, attribute, key): `_backpropagated_entry`
         self._returning: set[int] = set()  # nested functions whose returns are being read (recursion guard)
         self._rereads: dict[tuple[int, str], list] = {}  # (scope, name) -> statements `x = x.item()` (`_after_own_read`)
@@ -1502,6 +1506,36 @@ class KindInference:
             return Kind.NUMBER
         return None
 
+    def _stored_parameter_module(self, func: cst.Attribute) -> bool:
+        """`self.model` whose every assignment in its class stores an `__init__` parameter that is a module
+        (`def __init__(self, model, train_loss, ...): self.model = model`, a trainer handed its network): calling
+        it runs the network, as calling the parameter `model(x)` does."""
+        cls = self.index.enclosing_class(func)
+        if cls is None:
+            return False
+        if self._stored_values is None:
+            stored: dict = {}
+            for assign in of_types(self.index, cst.Assign):
+                if len(assign.targets) != 1:  # type: ignore[attr-defined]
+                    continue
+                target = assign.targets[0].target  # type: ignore[attr-defined]
+                if type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == "self":
+                    owner = self.index.enclosing_class(assign)
+                    if owner is not None:
+                        stored.setdefault((id(owner), target.attr.value), []).append(assign.value)  # type: ignore
+            self._stored_values = stored
+        values = self._stored_values.get((id(cls), func.attr.value))  # type: ignore[attr-defined]
+        if not values:
+            return False
+        for value in values:
+            if type(value) is not cst.Name:
+                return False
+            bindings = self.index.visible_bindings(value)
+            if len(bindings) != 1 or bindings[0].kind != "param" or type(bindings[0].source) is not cst.FunctionDef \
+                    or bindings[0].source.name.value != "__init__" or self.of(value) is not Kind.MODULE:
+                return False
+        return True
+
     def _method_call(self, func: cst.Attribute, node: cst.Call) -> Kind:
         method = func.attr.value
         if not node.args and method in ("item", "tolist", "numpy"):
@@ -1514,6 +1548,8 @@ class KindInference:
         if type(func.value) is cst.Name and func.value.value == "self" and _kind_from_name(method) is Kind.UNKNOWN \
                 and self.of(func) is Kind.MODULE:
             return Kind.TENSOR  # `self.policy(obs)`: an attribute the class declares an `nn.Module` (module_attrs.py)
+        if type(func.value) is cst.Name and func.value.value == "self" and self._stored_parameter_module(func):
+            return Kind.TENSOR  # `self.model(src, tgt)` of `self.model = model` stored from a module parameter
         if receiver is Kind.TENSOR:
             if method in TENSOR_METHODS_NUMBER:
                 return Kind.NUMBER
@@ -1798,7 +1834,7 @@ def _kind_from_name(name: str) -> Kind:
         return Kind.UNKNOWN  # `self.get_bare_model`, `build_dataloader`: a function that makes or handles one
     if _LOADER_NAME.match(name) and not _SEVERAL_LOADERS.search(name):
         return Kind.LOADER
-    if _MODULE_NAME.match(name):
+    if _MODULE_NAME.match(name) and not _FUNCTION_NAME.match(name):
         return Kind.MODULE
     if _OPTIMIZER_NAME.match(name):
         return Kind.OPTIMIZER

@@ -221,6 +221,9 @@ class FunctionSummary:
     # return is not a project instance it can tell, the class its return annotation names (`-> Optimizer`);
     # () when neither tells. An instance of one of them is what a call of the function holds.
     returns_union: tuple = ()
+    # A `@classmethod` alternative constructor: every `return` of a value hands back `cls(...)` (or a name
+    # bound to it), an instance of the class it is called on (`LossCompute.from_opts(opt, model)`).
+    returns_cls: bool = False
     returns_annotation: Optional[ast.expr] = None  # the return annotation, where `returns_union` is empty
     # Every `return` of a value hands back a model this function moved to a CUDA device
     # (`model = Darknet(cfg).to(device)` with `device = torch.device("cuda" if ... else "cpu")`; `return model`).
@@ -278,7 +281,7 @@ class FunctionSummary:
                                                           str(self.returns_loader.path), self.returns_loader_at),
                 self.returns_tensor, sorted(self.returns_params), _sink_key(self.returns_host_batch),
                 [None if c is None else (c.name, str(c.path)) for c in self.returns_classes],
-                [(c.name, str(c.path)) for c in self.returns_union], self.returns_on_cuda,
+                [(c.name, str(c.path)) for c in self.returns_union], self.returns_cls, self.returns_on_cuda,
                 None if self.returns_annotation is None else ast.dump(self.returns_annotation),
                 sorted(self.calls_params), self.returns_library, self.returns_function, self.stub,
                 self.syncs_on_device_of, self.returns_param, self.returns_param_elements, self.yields_param,
@@ -848,6 +851,8 @@ class Project:
                 return info.classes[head]
             if head in info.registries:
                 return info.registries[head]  # type: ignore[return-value]
+        elif head in info.classes and "." not in rest:
+            return self.alternative_constructor(info.classes[head], rest)
         if head in info.imports:
             module, attr, level = info.imports[head]
             if attr is None:  # `import utils` / `import a.b as c`: the rest names something in that module
@@ -940,6 +945,18 @@ class Project:
                 if result is not None:
                     return result
         return None
+
+    def alternative_constructor(self, cls: ClassSummary, name: str) -> Optional[FunctionSummary]:
+        """`Cls.from_opts(...)`: the `@classmethod` `name` of `cls` (its own or a project base's) when it is an
+        alternative constructor (`returns_cls`: it builds and returns `cls(...)`), as what a call of it returns:
+        an instance of `cls`, the class named at the call (a subclass inheriting the factory builds itself).
+        Any other attribute of a class (a static helper, a class constant) stays unknown here."""
+        found = self.method(cls, name)
+        if found is None or not found.returns_cls:
+            return None
+        if found.returns_classes == (cls,) and found.returns_union in ((), (cls,)):
+            return found
+        return replace(found, returns_classes=(cls,), returns_union=(cls,))
 
     def base_method(self, cls: ClassSummary, name: str) -> Optional[FunctionSummary]:
         """What `super().name(...)` in a method of `cls` calls: the method `name` of the first project base class
@@ -1528,6 +1545,7 @@ class _Summarizer:
         self.union: Optional[list] = []  # the classes of every `return` of a value; None once one is not one
         self.on_cuda: set[str] = set()  # names bound to a model moved to a CUDA device
         self.values: dict[str, list] = {}  # name -> the values of its plain assignments
+        self.own_returns: Optional[bool] = None  # every `return` so far hands back `cls(...)` (`returns_cls`)
         self.cuda_returns: Optional[bool] = None  # every `return` of a value so far hands back such a model
         self.library: Optional[list] = []  # the library classes of every `return` of a value (None: not all)
         self.closures: Optional[list] = []  # the nested functions every `return` of a value hands back
@@ -1938,6 +1956,10 @@ class _Summarizer:
         classes = self._classes_of(value)
         if any(c is not None for c in classes) and not self.summary.returns_classes:
             self.summary.returns_classes = classes
+        if not _is_none(value):
+            own = self._own_instance(value)
+            self.own_returns = own if self.own_returns is None else (self.own_returns and own)
+            self.summary.returns_cls = bool(self.own_returns)
         if not _is_none(value) and self.cuda_returns is not False:
             self.cuda_returns = (isinstance(value, ast.Name) and value.id in self.on_cuda) or \
                 self._moved_to_cuda(value)
@@ -2720,6 +2742,8 @@ class _Summarizer:
                     return self._classes_of(whole) if not isinstance(whole, ast.Tuple) else (None,)
                 return tuple(self._classes_of(e)[0] if e is not None and not isinstance(e, ast.Tuple) else None
                              for e in elements)
+        if isinstance(value, ast.Call) and self._builds_own_class(value.func):
+            return (self.cls,)  # `compute = cls(criterion, ...)` in a classmethod constructor (`from_opts`)
         if isinstance(value, ast.Call):
             dotted = _dotted(value.func)
             found = self.project.lookup(self.info.path, dotted) if dotted and not dotted.startswith("self.") \
@@ -2729,6 +2753,28 @@ class _Summarizer:
             if isinstance(found, FunctionSummary) and found.returns_classes:
                 return found.returns_classes
         return (None,)
+
+    def _own_instance(self, value: ast.expr) -> bool:
+        """`cls(...)`, or a name every plain assignment of which is one (`compute = cls(...)`)."""
+        if isinstance(value, ast.Call):
+            return self._builds_own_class(value.func)
+        if isinstance(value, ast.Name):
+            bound = self.values.get(value.id)
+            return bool(bound) and all(isinstance(v, ast.Call) and self._builds_own_class(v.func) for v in bound)
+        return False
+
+    def _builds_own_class(self, func: ast.expr) -> bool:
+        """`cls(...)` in a `@classmethod` of a project class (its first parameter, never rebound): an
+        alternative constructor building the class it is called on (`Project.alternative_constructor` names
+        the class at the call; here it is the defining class)."""
+        if self.cls is None or not isinstance(func, ast.Name):
+            return False
+        positional = (*self.fn.args.posonlyargs, *self.fn.args.args)
+        if not positional or positional[0].arg != func.id:
+            return False
+        if not any(isinstance(d, ast.Name) and d.id == "classmethod" for d in self.fn.decorator_list):
+            return False
+        return func.id not in self.values  # a first parameter rebound in the body is something else
 
     def _passed(self, call: ast.Call) -> Optional[tuple]:
         """What `call` hands back of its arguments (`passed_arguments`), project methods of `self` included."""

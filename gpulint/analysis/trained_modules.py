@@ -233,9 +233,14 @@ def _references(tree: ast.Module) -> dict:
     found: dict[str, dict[str, bool]] = {}
     # a class statement's bases name a class without using an instance (`class AttModel(CaptionModel):`)
     # nor does `super(AttModel, self).__init__()`
+    # nor does a decorator's argument (`@utils.copy_args(PropertyPrediction, ignore=...)` on a subclass copies
+    # the class's signature once, at definition)
     bases = {id(b) for node in ast.walk(tree) if isinstance(node, ast.ClassDef) for b in node.bases} | \
         {id(a) for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and
-         node.func.id == "super" for a in node.args}
+         node.func.id == "super" for a in node.args} | \
+        {id(a) for node in ast.walk(tree) if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+         for d in node.decorator_list if isinstance(d, ast.Call) for a in (*d.args, *(k.value for k in d.keywords))
+         if isinstance(a, (ast.Name, ast.Attribute))}
     for node in ast.walk(tree):
         if id(node) in bases:
             continue
