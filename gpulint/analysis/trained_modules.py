@@ -270,3 +270,20 @@ def _text(path: Path) -> str:
         return Path(path).read_text(errors="replace")
     except OSError:
         return ""
+
+
+def stepped_optimizer(project: Project, path: Path, class_name: str) -> bool:
+    """The top-level class `class_name` of `path` is a hand-written optimizer (a base of its own, as written,
+    qualifies to `torch.optim.*`: `class RAdam(Optimizer)` with `from torch.optim.optimizer import Optimizer`) with
+    its own `step`, in a project that runs models on a GPU, named beyond its `class` line (built from a config by
+    name: `getattr(optimizers, cfg["optimizer_type"])(...)`) and not test code: the training loop steps it every
+    iteration, whoever calls `step`, like a network's `forward` once per batch (GPU411 reports a per-parameter loop
+    in that `step`)."""
+    if project.is_test(path):
+        return False
+    info = project.module(path)
+    cls = info.classes.get(class_name) if info is not None else None
+    if cls is None or "step" not in cls.methods or not any(
+            (info.qualify(b) or "").startswith("torch.optim.") for b in cls.bases if b):
+        return False
+    return runs_on_gpu(project) and _instantiated(project, path, cls, _text(path), info)

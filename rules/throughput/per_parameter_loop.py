@@ -288,6 +288,9 @@ class PerParameterLoop(GpuRule):
             return
         where = self.where(node)
         if where is None:
+            step = self._optimizer_step(node)
+            if step is not None:
+                self.report(node, f"{self.message} (in `{step}`, which runs on every optimizer step)")
             return
         fix = None
         statements = _foreach_statements(node) if training_facts(self.analysis).imports_torch_as_torch() else None
@@ -306,6 +309,31 @@ class PerParameterLoop(GpuRule):
                      updated.with_changes(leading_lines=())])
             fix = self.fix("Update all parameters at once with `torch._foreach_*`", changes, safe=False)
         self.report(node, where=where, fix=fix)
+
+    def _optimizer_step(self, loop: cst.For) -> Optional[str]:
+        """`Cls.step` where `loop` is written, unconditionally, in the `step` method of a top-level class of this
+        module deriving from a `torch.optim` optimizer (a hand-written RAdam or AdamW): the training loop steps it
+        every iteration, whoever calls it (built from a config by name, `getattr(optimizers, name)(...)`), in a
+        project that moves models or tensors to CUDA, where the class is named beyond its `class` line (not dead
+        code) and not in test code. None otherwise."""
+        from gpulint.analysis.trained_modules import stepped_optimizer
+
+        a = self.analysis
+        fn = a.index.enclosing_function(loop)
+        if fn is None or fn.name.value != "step":
+            return None
+        for node in a.index.ancestors(loop):
+            if node is fn:
+                break
+            if type(node) in (cst.If, cst.Try, cst.While, cst.Else, cst.IfExp, cst.FunctionDef, cst.Lambda):
+                return None  # an optional branch (`if group["amsgrad"]:`) or a nested function
+        cls = a.parent(a.parent(fn))
+        if type(cls) is not cst.ClassDef or not isinstance(a.parent(cls), cst.Module):
+            return None
+        calls = a.fact(project_calls)
+        if calls is None or a.path is None or not stepped_optimizer(calls.project, Path(a.path), cls.name.value):
+            return None
+        return f"{cls.name.value}.step"
 
     def _hoisted(self, loop: cst.For, statements):
         """(the outermost loop around `loop` in its scope, {`m.parameters()`: list name}, the foreach statements
