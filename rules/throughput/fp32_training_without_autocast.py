@@ -209,6 +209,7 @@ class Fp32TrainingWithoutAutocast(GpuRule):
         setting `self.E`, then `loss = self.lossfn(self.E, self.H)`). None where nothing is found."""
         wanted = _read_names(backward.func.value)  # type: ignore[attr-defined]
         local = {t for stmt in before for t in _bound_names(stmt)}
+        inside: list[cst.Call] = []  # `lossfn(netD(fake), True)`: a call given to a loss, kept as the last resort
         for stmt in reversed(before):
             if type(stmt) is not cst.SimpleStatementLine:
                 continue
@@ -217,9 +218,14 @@ class Fp32TrainingWithoutAutocast(GpuRule):
                     targets = _bound_names(small)
                     if not targets & wanted:
                         continue
+                    given = {id(n) for c in _in_order(small.value) if type(c) is cst.Call and
+                             type(c.func) in (cst.Name, cst.Attribute) and _criterion_named(c.func)
+                             for a in c.args for n in _nodes(a)}
                     for call in (n for n in _in_order(small.value) if type(n) is cst.Call):
                         if self._a_forward(call, local):
-                            return call
+                            if id(call) not in given:
+                                return call
+                            inside.append(call)
                     kept = targets if type(small) is cst.AugAssign else set()
                     wanted = (wanted - targets) | kept | _read_names(small.value)
                 elif type(small) is cst.Expr and type(small.value) is cst.Call and not small.value.args:
@@ -227,7 +233,7 @@ class Fp32TrainingWithoutAutocast(GpuRule):
                     if fn is not None and type(small.value.func) is cst.Attribute and \
                             _assigned_self_attributes(fn) & wanted:
                         return small.value
-        return None
+        return inside[0] if inside else None
 
     def _a_forward(self, call: cst.Call, local: set[str]) -> bool:
         func = call.func
