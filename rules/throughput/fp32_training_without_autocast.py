@@ -27,7 +27,12 @@ class Fp32TrainingWithoutAutocast(GpuRule):
     ## What it does
     Flags the forward pass of a training step that runs every iteration (the step's first model call before
     `loss.backward()`, or the first call handed the model, such as `diffusion.training_losses(model, x, t)`;
-    `loss.backward()` itself where neither is in its block), in a module that trains on CUDA (in a loop over
+    else the call the back-propagated loss is read back to through the step's assignments (`loss, acc =
+    segmentation_module(batch)` then `loss = loss.mean()`; `outputs, losses = self.process_batch(inputs)` then
+    `losses["loss"].backward()`; the trainer's method called on its own line that assigns what the loss reads,
+    `self.netG_forward()` setting `self.E` before `loss = self.lossfn(self.E, self.H)`), never a loss module
+    (`self.G_lossfn(...)`, `criterion(...)`) while another call qualifies, one finding per step function for the
+    losses read back this way (a GAN's discriminator losses); `loss.backward()` itself where none is found), in a module that trains on CUDA (in a loop over
     batches, or a `while` loop drawing a batch every iteration: `while True: x = next(it)`) and never mentions
     reduced precision: no `torch.autocast` / `torch.amp.autocast` / `torch.cuda.amp.autocast`,
     no `.half()` / `.bfloat16()`, no `dtype=` argument (other than a NumPy float64 one: a schedule's host arrays;
@@ -38,7 +43,9 @@ class Fp32TrainingWithoutAutocast(GpuRule):
     that a loop of another project module runs every step (a trainer's `forward_backward(data)` called by its
     engine's batch loop, an algorithm's `update(minibatches)` called by the training script) and steps an
     optimizer there (not Grad-CAM's `score.backward()` for a saliency map): reported when either module names
-    CUDA and neither chooses a precision, with the loop's call as related location. A call
+    CUDA and neither chooses a precision, with the loop's call as related location. A module names CUDA also
+    where it moves its model to a device it imports from a project module that binds it to CUDA at its top level
+    (`from conf import *` with conf.py's `device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")`). A call
     of a method of the class (or a function of the module) that runs the model (`self.predict(x)`,
     `self.process_batch(inputs)`) is the forward pass when the step has no model call of its own.
 

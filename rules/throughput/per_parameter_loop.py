@@ -66,6 +66,13 @@ class PerParameterLoop(GpuRule):
     of batch-norm statistics). So is a library call known to
     run such a loop (`model_ema.update(model)` of timm's `ModelEma`/`ModelEmaV2`, analysis/libraries.py), also
     where the object reaches the loop as a parameter every call of the function passes it to (or `None`).
+    A loop written unconditionally in the `step` of a hand-written optimizer (a top-level class deriving from a
+    `torch.optim` optimizer: a project's RAdam or AdamW) is reported too where no loop is seen to call it, as the
+    training loop steps it every iteration whoever calls `step` (built by name from a config:
+    `getattr(optimizers, config.get("optimizer_type", "RAdam"))(...)`): in a project that moves models or tensors
+    to CUDA, when another non-test module (not a package's `__init__.py`) names the class beyond its imports (a
+    call, an attribute, a string equal to its name). Not an optimizer zoo only re-exported, nor one whose name a
+    later import rebinds.
 
     ## Why it is slow
     Each in-place call is at least one kernel launch per parameter: a model with 200 parameter tensors runs 200
