@@ -394,6 +394,11 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
         isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "__call__" for m in s.body)]
     if any(call_site(project, path, name) is not None for name in callables):
         return True
+    from gpulint.analysis.trained_modules import stepped_optimizer
+
+    if any(isinstance(s, ast.ClassDef) and any(_dotted_base(b).endswith("Optimizer") for b in s.bases)
+           and stepped_optimizer(project, path, s.name) for s in tree.body):
+        return True  # a hand-written optimizer's `step`, run every iteration (GPU411)
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef) and (called_in_a_hot_loop(project, stmt.name) or
                                                   stored_by_partial(project, stmt.name)):
@@ -2362,6 +2367,10 @@ def _steps_a_gpu_optimizer(analysis) -> bool:
         if site_names_a_device(project, site):
             return True
     return False
+
+
+def _dotted_base(expr: ast.expr) -> str:
+    return expr.attr if isinstance(expr, ast.Attribute) else expr.id if isinstance(expr, ast.Name) else ""
 
 
 def _base_name(expr: cst.BaseExpression) -> str:

@@ -275,3 +275,47 @@ def _text(path: Path) -> str:
         return Path(path).read_text(errors="replace")
     except OSError:
         return ""
+
+
+def stepped_optimizer(project: Project, path: Path, class_name: str) -> bool:
+    """The top-level class `class_name` of `path` is a hand-written optimizer (a base of its own, as written,
+    qualifies to `torch.optim.*`: `class RAdam(Optimizer)` with `from torch.optim.optimizer import Optimizer`) with
+    its own `step`, in a project that runs models on a GPU, named by another module beyond its imports (built from a
+    config by name: `getattr(optimizers, cfg.get("optimizer_type", "RAdam"))(...)`) and not test code: the training loop steps it every
+    iteration, whoever calls `step`, like a network's `forward` once per batch (GPU411 reports a per-parameter loop
+    in that `step`)."""
+    if project.is_test(path):
+        return False
+    info = project.module(path)
+    cls = info.classes.get(class_name) if info is not None else None
+    if cls is None or "step" not in cls.methods or not any(
+            (info.qualify(b) or "").startswith("torch.optim.") for b in cls.bases if b):
+        return False
+    return runs_on_gpu(project) and _named_beyond_imports(project, path, cls.name)
+
+
+def _named_beyond_imports(project: Project, path: Path, name: str) -> bool:
+    """Some other non-test project module, not a package's `__init__.py`, names the class outside its imports: a
+    name or attribute resolving to it (`RAdam(model.parameters())`, `optim.RAdam`), or a string that is exactly its
+    name (a config default, `config.get("optimizer_type", "RAdam")`). Not a zoo of optimizers only re-exported,
+    a docstring or error message mentioning the name, nor a script whose later import binds the name to another
+    class (`from transformers import AdamW` after the project's)."""
+    here = project._resolved(path)
+    for file in project.files_naming(name):
+        if project._resolved(file) == here or project.is_test(file) or Path(file).name == "__init__.py":
+            continue
+        info = project.module(file)
+        tree = getattr(info, "tree", None)
+        if not isinstance(tree, ast.Module):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value == name:
+                return True
+            dotted = node.id if isinstance(node, ast.Name) and node.id == name else (
+                _dotted(node) if isinstance(node, ast.Attribute) and node.attr == name else None)
+            if dotted:
+                found = project.lookup(file, dotted)
+                if getattr(found, "name", None) == name and getattr(found, "path", None) is not None and \
+                        _same_path(project, found.path, path):
+                    return True
+    return False

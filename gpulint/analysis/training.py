@@ -93,7 +93,34 @@ class TrainingFacts:
     def trains_on_cuda(self) -> bool:
         """The module names CUDA itself and trains: forward, backward and step in a loop over batches (a `for`
         over a loader, or a `while` loop that draws a batch every iteration)."""
-        return bool(self._step_loops()) and data_facts(self.analysis).clearly_cuda()
+        return bool(self._step_loops()) and (data_facts(self.analysis).clearly_cuda() or self._imported_cuda_device())
+
+    def _imported_cuda_device(self) -> bool:
+        """The module moves something to a device it imports from a project module that binds it to CUDA at its
+        top level: `from conf import *` (or `from config import device`) with conf.py's `device =
+        torch.device("cuda:0" if torch.cuda.is_available() else "cpu")`, then `model.to(device)`. Asked only where
+        the module names no CUDA itself (its own text is searched first)."""
+        from gpulint.analysis.calls import project_calls
+
+        source = self.analysis.source
+        if source is not None and ".to(" not in source and "device=" not in source:
+            return False
+        names: set[str] = set()
+        for node in of_types(self.index, cst.Call):
+            func = node.func  # type: ignore[attr-defined]
+            device = None
+            if type(func) is cst.Attribute and func.attr.value in ("to", "cuda") and node.args:  # type: ignore
+                device = node.args[0].value  # type: ignore[attr-defined]
+            kw = keyword(node, "device")  # type: ignore[arg-type]
+            for value in (device, kw.value if kw is not None else None):
+                if type(value) is cst.Name and not self.index.visible_bindings(value):
+                    names.add(value.value)
+        if not names or self.analysis.path is None:
+            return False
+        calls = self.analysis.fact(project_calls)
+        if calls is None:
+            return False
+        return any(_imported_cuda(calls.project, Path(self.analysis.path), name) for name in sorted(names))
 
     def trainer_steps(self, optimizer: cst.Call) -> bool:
         """The optimizer built by `optimizer` (`opt = torch.optim.AdamW(...)`) is handed, in the same function, to
@@ -654,6 +681,52 @@ _WEIGHT_LAYERS = frozenset(f"torch.nn.{name}" for name in (
     "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer"))
 _MODEL_WRAPPERS = frozenset(("torch.compile", "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
                              "torch.nn.parallel.DataParallel", "torch.nn.SyncBatchNorm.convert_sync_batchnorm"))
+
+
+def _imported_cuda(project, importer: Path, name: str, depth: int = 0) -> bool:
+    """`name`, read in `importer` without a binding there, is imported (by name or through `from m import *`,
+    followed module by module) from a project module whose top-level assignments of it all name a CUDA device."""
+    info = project.module(importer)
+    if info is None or depth > 4:
+        return False
+    owners: list[tuple[Path, str]] = []
+    if name in info.imports:
+        module, attr, level = info.imports[name]
+        owner = project.resolver.resolve(module, info.path, level) if attr is not None and (module or level) else None
+        if owner is not None and owner != info.path:
+            owners.append((owner, attr))
+    else:
+        for module, level in info.star_imports:
+            owner = project.resolver.resolve(module, info.path, level) if (module or level) else None
+            if owner is not None and owner != info.path:
+                owners.append((owner, name))
+    for owner, attr in owners:
+        target = project.module(owner)
+        if target is None:
+            continue
+        values = [stmt.value for stmt in target.tree.body if isinstance(stmt, ast.Assign)
+                  and any(isinstance(t, ast.Name) and t.id == attr for t in stmt.targets)]
+        if values:
+            if all(_cuda_value(v) for v in values):
+                return True
+            continue
+        if _imported_cuda(project, owner, attr, depth + 1):
+            return True
+    return False
+
+
+def _cuda_value(expr: ast.expr, depth: int = 0) -> bool:
+    """`"cuda"`, `torch.device("cuda:0" if torch.cuda.is_available() else "cpu")`, `"cuda" if ... else "cpu"`."""
+    if depth > 3:
+        return False
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, str) and expr.value.startswith("cuda")
+    if isinstance(expr, ast.IfExp):
+        return _cuda_value(expr.body, depth + 1) or _cuda_value(expr.orelse, depth + 1)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, (ast.Attribute, ast.Name)) and expr.args and \
+            (expr.func.attr if isinstance(expr.func, ast.Attribute) else expr.func.id) == "device":
+        return _cuda_value(expr.args[0], depth + 1)
+    return False
 
 
 def _steps_in_a_loop(fn, param: str) -> bool:

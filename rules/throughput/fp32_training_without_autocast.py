@@ -27,7 +27,12 @@ class Fp32TrainingWithoutAutocast(GpuRule):
     ## What it does
     Flags the forward pass of a training step that runs every iteration (the step's first model call before
     `loss.backward()`, or the first call handed the model, such as `diffusion.training_losses(model, x, t)`;
-    `loss.backward()` itself where neither is in its block), in a module that trains on CUDA (in a loop over
+    else the call the back-propagated loss is read back to through the step's assignments (`loss, acc =
+    segmentation_module(batch)` then `loss = loss.mean()`; `outputs, losses = self.process_batch(inputs)` then
+    `losses["loss"].backward()`; the trainer's method called on its own line that assigns what the loss reads,
+    `self.netG_forward()` setting `self.E` before `loss = self.lossfn(self.E, self.H)`), never a loss module
+    (`self.G_lossfn(...)`, `criterion(...)`) while another call qualifies, one finding per step function for the
+    losses read back this way (a GAN's discriminator losses); `loss.backward()` itself where none is found), in a module that trains on CUDA (in a loop over
     batches, or a `while` loop drawing a batch every iteration: `while True: x = next(it)`) and never mentions
     reduced precision: no `torch.autocast` / `torch.amp.autocast` / `torch.cuda.amp.autocast`,
     no `.half()` / `.bfloat16()`, no `dtype=` argument (other than a NumPy float64 one: a schedule's host arrays;
@@ -38,7 +43,9 @@ class Fp32TrainingWithoutAutocast(GpuRule):
     that a loop of another project module runs every step (a trainer's `forward_backward(data)` called by its
     engine's batch loop, an algorithm's `update(minibatches)` called by the training script) and steps an
     optimizer there (not Grad-CAM's `score.backward()` for a saliency map): reported when either module names
-    CUDA and neither chooses a precision, with the loop's call as related location. A call
+    CUDA and neither chooses a precision, with the loop's call as related location. A module names CUDA also
+    where it moves its model to a device it imports from a project module that binds it to CUDA at its top level
+    (`from conf import *` with conf.py's `device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")`). A call
     of a method of the class (or a function of the module) that runs the model (`self.predict(x)`,
     `self.process_batch(inputs)`) is the forward pass when the step has no model call of its own.
 
@@ -135,6 +142,8 @@ class Fp32TrainingWithoutAutocast(GpuRule):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._reported: set[int] = set()
+        self._steps: set[int] = set()  # the functions (training steps) reported
+        self._fed: set[int] = set()  # forward calls found by reading the loss back (`_feeding_call`)
 
     def visit_Call(self, node: cst.Call) -> None:
         if type(node.func) is not cst.Attribute or node.func.attr.value != "backward":
@@ -154,6 +163,10 @@ class Fp32TrainingWithoutAutocast(GpuRule):
             return  # `if fp16: (loss * scale).backward() else: loss.backward()`: one forward pass, one finding
         if facts.project_chose_dtype():
             return  # `torch.set_default_dtype(torch.float64)` in the project: a float64 model on purpose
+        step = self.analysis.index.enclosing_function(node)
+        if forward is not None and id(forward) in self._fed and id(step) in self._steps:
+            return  # a GAN's discriminator losses, read back to their forward: the step is reported already
+        self._steps.add(id(step))
         self._reported.add(id(forward or node))
         self.report(forward or node, fix=self._fix(node) if facts.imports_torch_as_torch() else None, where=where)
 
@@ -175,8 +188,12 @@ class Fp32TrainingWithoutAutocast(GpuRule):
             while line is not None and not isinstance(line, cst.BaseStatement):
                 line = parent(line)  # from an `else:` to its `if`
         calls = [n for stmt in before for n in _in_order(stmt, skip=self._without_grad) if type(n) is cst.Call]
+        criteria = []
         for call in calls:
             if self.analysis.kind(call.func) is Kind.MODULE:
+                if _criterion_named(call.func):
+                    criteria.append(call)  # `self.G_lossfn(self.E, self.H)`: a loss module, not the forward pass
+                    continue
                 return call
         for call in calls:
             if self._runs_a_model(call):
@@ -184,7 +201,65 @@ class Fp32TrainingWithoutAutocast(GpuRule):
         for call in calls:
             if any(self.analysis.kind(a.value) is Kind.MODULE for a in call.args):
                 return call
-        return None
+        fed = self._feeding_call(backward, before)
+        if fed is not None:
+            self._fed.add(id(fed))
+            return fed
+        return criteria[0] if criteria else None
+
+    def _feeding_call(self, backward: cst.Call, before: list[cst.CSTNode]) -> Optional[cst.Call]:
+        """The call the back-propagated loss is computed from, read back through the step's assignments
+        (`loss, acc = segmentation_module(batch)` then `loss = loss.mean()`, `outputs, losses =
+        self.process_batch(inputs)` then `losses["loss"].backward()`): the nearest call that is neither a loss
+        (`criterion(out, y)`, `F.cross_entropy`), a torch function, a builtin nor a tensor method. Or the method
+        of the class called on its own line before the loss that assigns what the loss reads (`self.netG_forward()`
+        setting `self.E`, then `loss = self.lossfn(self.E, self.H)`). None where nothing is found."""
+        wanted = _read_names(backward.func.value)  # type: ignore[attr-defined]
+        local = {t for stmt in before for t in _bound_names(stmt)}
+        inside: list[cst.Call] = []  # `lossfn(netD(fake), True)`: a call given to a loss, kept as the last resort
+        for stmt in reversed(before):
+            if type(stmt) is not cst.SimpleStatementLine:
+                continue
+            for small in reversed(stmt.body):
+                if type(small) in (cst.Assign, cst.AugAssign, cst.AnnAssign) and small.value is not None:
+                    targets = _bound_names(small)
+                    if not targets & wanted:
+                        continue
+                    given = {id(n) for c in _in_order(small.value) if type(c) is cst.Call and
+                             type(c.func) in (cst.Name, cst.Attribute) and _criterion_named(c.func)
+                             for a in c.args for n in _nodes(a)}
+                    for call in (n for n in _in_order(small.value) if type(n) is cst.Call):
+                        if self._a_forward(call, local):
+                            if id(call) not in given:
+                                return call
+                            inside.append(call)
+                    kept = targets if type(small) is cst.AugAssign else set()
+                    wanted = (wanted - targets) | kept | _read_names(small.value)
+                elif type(small) is cst.Expr and type(small.value) is cst.Call and not small.value.args:
+                    fn = self.analysis.loops.local_function(small.value)
+                    if fn is not None and type(small.value.func) is cst.Attribute and \
+                            _assigned_self_attributes(fn) & wanted:
+                        return small.value
+        return inside[0] if inside else None
+
+    def _a_forward(self, call: cst.Call, local: set[str]) -> bool:
+        func = call.func
+        if type(func) not in (cst.Name, cst.Attribute) or _criterion_named(func):
+            return False
+        if type(func) is cst.Name and func.value in _BUILTINS:
+            return False
+        q = self.analysis.qualified(func) or ""
+        if q.startswith(("torch.", "numpy.", "math.", "builtins.")):
+            return False
+        if type(func) is cst.Attribute:
+            if func.attr.value in _TENSOR_METHODS:
+                return False
+            root = func.value
+            while type(root) in (cst.Attribute, cst.Subscript, cst.Call):
+                root = root.value if type(root) is not cst.Call else root.func
+            if type(root) is cst.Name and root.value in local:
+                return False  # a method of a value computed in the step (`outputs.float()`, `logits.log_softmax`)
+        return True
 
     def _without_grad(self, node: cst.With) -> bool:
         """`with torch.no_grad():` / `torch.inference_mode()` / `torch.set_grad_enabled(False)`."""
@@ -273,6 +348,59 @@ class Fp32TrainingWithoutAutocast(GpuRule):
 
 
 _CRITERION = re.compile(r"criterion|loss", re.IGNORECASE)
+_BUILTINS = frozenset({"sum", "len", "float", "int", "max", "min", "abs", "next", "iter", "zip", "enumerate", "range",
+                       "list", "tuple", "dict", "print", "getattr", "isinstance", "round", "map", "sorted"})
+# methods of a tensor or a container that compute nothing a model does
+_TENSOR_METHODS = frozenset({"to", "cuda", "cpu", "float", "half", "double", "long", "int", "mean", "sum", "view",
+                             "reshape", "contiguous", "squeeze", "unsqueeze", "detach", "item", "permute",
+                             "transpose", "flatten", "size", "get", "items", "values", "keys", "pop", "format",
+                             "append", "update", "clone", "zero_grad", "step", "type", "type_as", "masked_fill",
+                             "split", "chunk", "softmax", "log_softmax", "sigmoid", "exp", "log", "norm", "pow"})
+
+
+def _criterion_named(func: cst.BaseExpression) -> bool:
+    """`criterion(...)`, `self.G_lossfn(...)`, `loss_fn(...)`: named for a loss."""
+    name = func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else ""
+    return bool(_CRITERION.search(name))  # type: ignore[arg-type]
+
+
+def _read_names(expr: cst.CSTNode) -> set[str]:
+    """The names `expr` reads, `self.<attr>` as one name (`losses`, `self.E`)."""
+    found: set[str] = set()
+    attrs = set()
+    for node in _nodes(expr):
+        if type(node) is cst.Attribute:
+            attrs.add(id(node.attr))
+            if type(node.value) is cst.Name and node.value.value == "self":
+                found.add(f"self.{node.attr.value}")
+        elif type(node) is cst.Name and id(node) not in attrs and node.value != "self":
+            found.add(node.value)
+    return found
+
+
+def _bound_names(stmt: cst.CSTNode) -> set[str]:
+    """The names (and `self.<attr>`) an assignment binds; for a statement line, all of its assignments."""
+    if type(stmt) is cst.SimpleStatementLine:
+        return {n for small in stmt.body for n in _bound_names(small)}
+    if type(stmt) is cst.Assign:
+        targets = [t.target for t in stmt.targets]
+    elif type(stmt) in (cst.AugAssign, cst.AnnAssign):
+        targets = [stmt.target]  # type: ignore[attr-defined]
+    else:
+        return set()
+    found: set[str] = set()
+    for target in targets:
+        for node in ([e.value for e in target.elements] if type(target) in (cst.Tuple, cst.List) else [target]):
+            if type(node) is cst.Name:
+                found.add(node.value)
+            elif type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self":
+                found.add(f"self.{node.attr.value}")
+    return found
+
+
+def _assigned_self_attributes(fn: cst.FunctionDef) -> set[str]:
+    return {n for node in _nodes(fn.body) if type(node) in (cst.Assign, cst.AugAssign, cst.AnnAssign)
+            for n in _bound_names(node) if n.startswith("self.")}
 
 
 def _calls_the_model(value: cst.BaseExpression) -> bool:

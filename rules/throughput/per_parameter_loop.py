@@ -66,6 +66,13 @@ class PerParameterLoop(GpuRule):
     of batch-norm statistics). So is a library call known to
     run such a loop (`model_ema.update(model)` of timm's `ModelEma`/`ModelEmaV2`, analysis/libraries.py), also
     where the object reaches the loop as a parameter every call of the function passes it to (or `None`).
+    A loop written unconditionally in the `step` of a hand-written optimizer (a top-level class deriving from a
+    `torch.optim` optimizer: a project's RAdam or AdamW) is reported too where no loop is seen to call it, as the
+    training loop steps it every iteration whoever calls `step` (built by name from a config:
+    `getattr(optimizers, config.get("optimizer_type", "RAdam"))(...)`): in a project that moves models or tensors
+    to CUDA, when another non-test module (not a package's `__init__.py`) names the class beyond its imports (a
+    call, an attribute, a string equal to its name). Not an optimizer zoo only re-exported, nor one whose name a
+    later import rebinds.
 
     ## Why it is slow
     Each in-place call is at least one kernel launch per parameter: a model with 200 parameter tensors runs 200
@@ -288,6 +295,9 @@ class PerParameterLoop(GpuRule):
             return
         where = self.where(node)
         if where is None:
+            step = self._optimizer_step(node)
+            if step is not None:
+                self.report(node, f"{self.message} (in `{step}`, which runs on every optimizer step)")
             return
         fix = None
         statements = _foreach_statements(node) if training_facts(self.analysis).imports_torch_as_torch() else None
@@ -306,6 +316,31 @@ class PerParameterLoop(GpuRule):
                      updated.with_changes(leading_lines=())])
             fix = self.fix("Update all parameters at once with `torch._foreach_*`", changes, safe=False)
         self.report(node, where=where, fix=fix)
+
+    def _optimizer_step(self, loop: cst.For) -> Optional[str]:
+        """`Cls.step` where `loop` is written, unconditionally, in the `step` method of a top-level class of this
+        module deriving from a `torch.optim` optimizer (a hand-written RAdam or AdamW): the training loop steps it
+        every iteration, whoever calls it (built from a config by name, `getattr(optimizers, name)(...)`), in a
+        project that moves models or tensors to CUDA, where the class is named beyond its `class` line (not dead
+        code) and not in test code. None otherwise."""
+        from gpulint.analysis.trained_modules import stepped_optimizer
+
+        a = self.analysis
+        fn = a.index.enclosing_function(loop)
+        if fn is None or fn.name.value != "step":
+            return None
+        for node in a.index.ancestors(loop):
+            if node is fn:
+                break
+            if type(node) in (cst.If, cst.Try, cst.While, cst.Else, cst.IfExp, cst.FunctionDef, cst.Lambda):
+                return None  # an optional branch (`if group["amsgrad"]:`) or a nested function
+        cls = a.parent(a.parent(fn))
+        if type(cls) is not cst.ClassDef or not isinstance(a.parent(cls), cst.Module):
+            return None
+        calls = a.fact(project_calls)
+        if calls is None or a.path is None or not stepped_optimizer(calls.project, Path(a.path), cls.name.value):
+            return None
+        return f"{cls.name.value}.step"
 
     def _hoisted(self, loop: cst.For, statements):
         """(the outermost loop around `loop` in its scope, {`m.parameters()`: list name}, the foreach statements
