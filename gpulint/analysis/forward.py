@@ -2255,36 +2255,17 @@ def _helpers_stepped_by_a_gpu_loop(analysis) -> bool:
 def _hands_over_device_tensors(project: Project, site: CallSite) -> bool:
     """Every argument of the per-step call `site` is a tensor its caller computed on the device (by the caller's
     own analysis: a tensor, not a host copy): `confusion_mat.update(pred, target.view(-1).byte())` with
-    `_, pred = torch.max(output, 1)`. What the method reads of them is on the device the caller's file names."""
+    `_, pred = torch.max(output, 1)`. What the method reads of them is on the device the caller's file names.
+    A batch a loader handed out (`src = example` of `for example in loader:`, never copied: `unmoved.loader_batch`)
+    is where the loader put it, in host memory, not a tensor the caller computed on the device."""
+    from gpulint.analysis.unmoved import loader_batch
+
     for analysis, node, _ in _hot_calls(project, site.path):
         if f"{analysis.code(node.func)}(...)" != site.code or _line_of(analysis, node) != site.line:
             continue
         return bool(node.args) and all(not a.star and analysis.kinds.is_tensor(a.value) and
                                        not analysis.kinds.on_host(a.value) and
-                                       not _unmoved_loader_batch(analysis, a.value) for a in node.args)
-    return False
-
-
-def _unmoved_loader_batch(analysis, expr: cst.BaseExpression) -> bool:
-    """`src = example` of `for example in loader:`, never copied to a device (through plain renamings only): the
-    batch is where the loader put it, in host memory, not a tensor the caller computed on the device."""
-    from gpulint.analysis.unmoved import iterates_a_loader
-
-    for _ in range(8):
-        if type(expr) is not cst.Name:
-            return False
-        bindings = analysis.index.visible_bindings(expr)
-        if len(bindings) != 1:
-            return False
-        binding = bindings[0]
-        if binding.kind == "for" and type(binding.source) is cst.For:
-            from gpulint.analysis.kinds import Kind
-
-            return analysis.kinds.of(binding.source.iter) is Kind.LOADER or \
-                iterates_a_loader(analysis.kinds, binding.source.iter)
-        if binding.kind != "assign" or binding.index is not None:
-            return False
-        expr = binding.value
+                                       not loader_batch(analysis.kinds, a.value) for a in node.args)
     return False
 
 

@@ -14,6 +14,7 @@ step counter (`if step % 100 == 0:`) or a flag parameter of the caller is left o
 from __future__ import annotations
 
 import ast
+import weakref
 from gpulint import ast_walk
 from pathlib import Path
 from typing import Optional
@@ -150,42 +151,72 @@ def _arguments(call: ast.Call) -> Optional[tuple]:
                                      if not (isinstance(k.value, ast.Constant) and k.value.value is None)), definite
 
 
-def _called_in(fn: ast.FunctionDef, name: str) -> Optional[ast.Call]:
-    """A call `name(...)` in `fn` that is not under a periodic or flag test, else None."""
+def _called_in(fn: ast.FunctionDef, name) -> Optional[ast.Call]:
+    """A call `name(...)` in `fn` that is not under a periodic or flag test, else None (`name`: one spelling, or a
+    set of them: `f`, `module.f`). The function's calls are indexed once (`_unconditional_calls`): the same
+    method is asked about every helper name a caller file is searched for, and every parameter's methods."""
+    firsts = _unconditional_calls(fn)
+    if isinstance(name, str):
+        found = firsts.get(name)
+        return found[1] if found is not None else None
+    best = None
+    for spelling in name:
+        found = firsts.get(spelling)
+        if found is not None and (best is None or found[0] < best[0]):
+            best = found
+    return best[1] if best is not None else None
+
+
+# function node -> its `_unconditional_calls` (weak: a module's tree dropped, its entries go with it)
+_CALLS_OF: "weakref.WeakKeyDictionary[ast.AST, dict]" = weakref.WeakKeyDictionary()
+
+
+def _unconditional_calls(fn: ast.FunctionDef) -> dict:
+    """Spelling (`f`, `module.f`) -> (position, the first call so spelt) of the calls in `fn` not under a periodic
+    or flag test, in the order a search of the body meets them: statements in order, an `if`'s test before its
+    body (left out under `_conditional`), then its `else`; each expression breadth-first. The first call of a
+    set of spellings is the one of lowest position. Computed once per function node."""
+    found = _CALLS_OF.get(fn)
+    if found is not None:
+        return found
     params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
-    return _search(fn.body, name, params)
+    firsts: dict = {}
 
-
-def _search(body: list, name: str, params: set) -> Optional[ast.Call]:
-    for stmt in body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        if isinstance(stmt, ast.If):
-            line = _in_expr(stmt.test, name)
-            if line is not None:
-                return line
-            if not _conditional(stmt.test, params):
-                line = _search(stmt.body, name, params)
-                if line is not None:
-                    return line
-            line = _search(stmt.orelse, name, params)  # an `else:` of a flag is the default path
-            if line is not None:
-                return line
-            continue
-        for child in ast.iter_child_nodes(stmt):
-            if isinstance(child, ast.stmt):
+    def add(expr: ast.AST) -> None:
+        for node in ast_walk.walk(expr):
+            if not isinstance(node, ast.Call):
                 continue
-            line = _in_expr(child, name)
-            if line is not None:
-                return line
-        for field in ("body", "orelse", "finalbody", "handlers"):
-            inner = getattr(stmt, field, None)
-            if isinstance(inner, list) and inner:
-                stmts = [s for h in inner for s in (h.body if isinstance(h, ast.ExceptHandler) else [h])]
-                line = _search(stmts, name, params)
-                if line is not None:
-                    return line
-    return None
+            func = node.func
+            if isinstance(func, ast.Name):
+                key = func.id
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+                key = f"{func.value.id}.{func.attr}"
+            else:
+                continue
+            if key not in firsts:
+                firsts[key] = (len(firsts), node)
+
+    def search(body: list) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(stmt, ast.If):
+                add(stmt.test)
+                if not _conditional(stmt.test, params):
+                    search(stmt.body)
+                search(stmt.orelse)  # an `else:` of a flag is the default path
+                continue
+            for child in ast.iter_child_nodes(stmt):
+                if not isinstance(child, ast.stmt):
+                    add(child)
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list) and inner:
+                    search([s for h in inner for s in (h.body if isinstance(h, ast.ExceptHandler) else [h])])
+
+    search(fn.body)
+    _CALLS_OF[fn] = firsts
+    return firsts
 
 
 def _in_expr(expr: ast.AST, name) -> Optional[ast.Call]:

@@ -182,9 +182,14 @@ def _handed_back(tree: ast.Module) -> dict:
     `ModuleInfo.indexed`)."""
     factories: dict[str, set] = {}
     elsewhere: set = set()
-    inside: set = set()
     for fn in tree.body:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # a call outside every top-level function (a class body, module code): walked once here
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Call):
+                    last = _last(node.func)
+                    if last is not None:
+                        elsewhere.add(last)
             continue
         bound: dict[str, set] = {}
         returned_calls: set = set()
@@ -194,7 +199,6 @@ def _handed_back(tree: ast.Module) -> dict:
         for node in ast.walk(fn):
             if isinstance(node, ast.Call):
                 calls.append(node)
-                inside.add(id(node))
                 if _last(node.func) not in _READS:
                     passed.update(a.id for a in node.args if isinstance(a, ast.Name))
                     passed.update(k.value.id for k in node.keywords if isinstance(k.value, ast.Name))
@@ -219,11 +223,6 @@ def _handed_back(tree: ast.Module) -> dict:
                 factories.setdefault(last, set())
             else:
                 elsewhere.add(last)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and id(node) not in inside:
-            last = _last(node.func)
-            if last is not None:
-                elsewhere.add(last)
     return {name: frozenset(fns) for name, fns in factories.items() if name not in elsewhere}
 
 
@@ -232,16 +231,19 @@ def _references(tree: ast.Module) -> dict:
     the bases of its class statements), from one walk (`ModuleInfo.indexed`: asked for every class a module names, not a walk per class)."""
     found: dict[str, dict[str, bool]] = {}
     # a class statement's bases name a class without using an instance (`class AttModel(CaptionModel):`)
-    # nor does `super(AttModel, self).__init__()`
-    # nor does a decorator's argument (`@utils.copy_args(PropertyPrediction, ignore=...)` on a subclass copies
-    # the class's signature once, at definition)
-    bases = {id(b) for node in ast.walk(tree) if isinstance(node, ast.ClassDef) for b in node.bases} | \
-        {id(a) for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and
-         node.func.id == "super" for a in node.args} | \
-        {id(a) for node in ast.walk(tree) if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-         for d in node.decorator_list if isinstance(d, ast.Call) for a in (*d.args, *(k.value for k in d.keywords))
-         if isinstance(a, (ast.Name, ast.Attribute))}
+    # nor does `super(AttModel, self).__init__()`, nor a decorator's argument (`@utils.copy_args(PropertyPrediction,
+    # ignore=...)` on a subclass copies the class's signature once, at definition): the walk is breadth-first, so the
+    # class or function statement or the `super` call is met before the nodes it leaves out (one walk, not one more
+    # per kind of node left out)
+    bases: set = set()
     for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            bases.update(id(b) for b in node.bases)
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            bases.update(id(a) for d in node.decorator_list if isinstance(d, ast.Call)
+                         for a in (*d.args, *(k.value for k in d.keywords)) if isinstance(a, (ast.Name, ast.Attribute)))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super":
+            bases.update(id(a) for a in node.args)
         if id(node) in bases:
             continue
         called = isinstance(node, ast.Call)

@@ -187,11 +187,11 @@ def _unmoved_unpacked_batch(kinds: "KindInference", name: cst.Name, b) -> bool:
     assign = b.source
     if len(assign.targets) != 1 or type(assign.targets[0].target) not in (cst.Tuple, cst.List):
         return False
-    loops = kinds.index.visible_bindings(b.value)
-    if len(loops) != 1 or loops[0].kind != "for" or type(loops[0].source) is not cst.For:
+    binding = _loop_binding(kinds.index.visible_bindings(b.value))
+    if binding is None:
         return False
-    loop: cst.For = loops[0].source
-    if not _whole_batch(loop, loops[0].index) or not _iterates_a_loader(kinds, loop.iter):
+    loop: cst.For = binding.source
+    if not _whole_batch(loop, binding.index) or not _iterates_a_loader(kinds, loop.iter):
         return False
     if kinds.index.subtree(loop) is None or not any(a is loop for a in kinds.index.ancestors(assign)):
         return False
@@ -585,15 +585,15 @@ def unpacked_loader_element(analysis, name: cst.Name, binding) -> bool:
 def _batch_loop_of(kinds: "KindInference", batch: cst.Name) -> Optional[cst.For]:
     """The `for` whose whole batch `batch` is: `for batch in X:` or the element of `for i, batch in
     enumerate(X):`, bound by nothing else (what X is: the caller's question)."""
-    bindings = kinds.index.visible_bindings(batch)
-    if len(bindings) != 1 or bindings[0].kind != "for" or type(bindings[0].source) is not cst.For:
+    binding = _loop_binding(kinds.index.visible_bindings(batch))
+    if binding is None:
         return None
-    loop: cst.For = bindings[0].source
+    loop: cst.For = binding.source
     if not kinds.index.is_ancestor_or_self(loop.body, batch):
         return None
-    if bindings[0].index is None:
+    if binding.index is None:
         return loop if type(loop.target) is cst.Name else None
-    if bindings[0].index != 1 or type(loop.target) not in (cst.Tuple, cst.List) or \
+    if binding.index != 1 or type(loop.target) not in (cst.Tuple, cst.List) or \
             len(loop.target.elements) != 2 or _enumerated(loop.iter) is loop.iter:
         return None
     return loop
@@ -649,6 +649,34 @@ def _enumerated(iterable: cst.BaseExpression) -> cst.BaseExpression:
 def _walk(node: cst.CSTNode):
     from gpulint.analysis.tree import descendants
     return descendants(node)
+
+
+def _loop_binding(bindings: list):
+    """The one binding of a name when it is the target of a `for` statement (`for batch in loader:`), else None:
+    the walk from a name back to the loop whose batches it holds, shared by the questions below and by
+    `loader_batch`."""
+    if len(bindings) != 1 or bindings[0].kind != "for" or type(bindings[0].source) is not cst.For:
+        return None
+    return bindings[0]
+
+
+def loader_batch(kinds: "KindInference", expr: cst.BaseExpression) -> bool:
+    """`src = example` of `for example in loader:`, through plain renamings only (each name bound once, never
+    copied to a device on the way): the batch as the loader handed it out, in host memory, not a tensor the caller
+    computed on the device (analysis/forward.py `_hands_over_device_tensors`)."""
+    from gpulint.analysis.kinds import Kind
+
+    for _ in range(8):
+        if type(expr) is not cst.Name:
+            return False
+        bindings = kinds.index.visible_bindings(expr)
+        loop = _loop_binding(bindings)
+        if loop is not None:
+            return kinds.of(loop.source.iter) is Kind.LOADER or _iterates_a_loader(kinds, loop.source.iter)
+        if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None:
+            return False
+        expr = bindings[0].value
+    return False
 
 
 def iterates_a_loader(kinds: "KindInference", iterable: cst.BaseExpression) -> bool:
