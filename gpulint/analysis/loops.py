@@ -110,6 +110,8 @@ class LoopAnalysis:
         # `self.agent.update(...)`: a method of a project object (another module's class, a configured one) that
         # is one training step (a backward pass outside loops of its own), set by analysis/__init__.py
         self.steps_through_method: Optional[Callable[[cst.Call], bool]] = None
+        # `train_step_fn(state, batch)` of a closure a project factory returned, one training step a call
+        self.steps_through_closure: Optional[Callable[[cst.Call], bool]] = None
         # `agent.update(rollouts)`: a method of a project object whose step work runs in a loop of its own (an
         # epoch's pass, several epochs of minibatches), set by analysis/__init__.py (analysis/step_callables.py)
         self.epoch_through_method: Optional[Callable[[cst.Call], bool]] = None
@@ -683,6 +685,11 @@ class LoopAnalysis:
         # training for several epochs): then the loop is an outer loop (analysis/step_callables.py). Nor beside a
         # hot inner loop: `next_value = agent.get_value(next_obs)` after an RL rollout (a bootstrap value once per
         # iteration of cleanrl's PPO) leaves the rollout the step loop.
+        if self.steps_through_closure is not None and not beside_hot_loop and any(
+                type(node) is cst.Call and type(node.func) is cst.Name and self.local_function(node) is None
+                and not self._periodic_within(node, loop) and self.steps_through_closure(node)
+                for node in _walk_body(loop, into_loops=False)):
+            return True  # `loss = train_step_fn(state, batch)` of a factory's step closure (closure_factories)
         if self.steps_through_method is None or beside_hot_loop:
             return False
         methods = [node for node in _walk_body(loop, into_loops=False) if type(node) is cst.Call and
