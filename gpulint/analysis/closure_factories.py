@@ -84,10 +84,11 @@ def closure_site(analysis, fn: cst.FunctionDef):
     project, path = analysis.fact(_project_of)
     path = project._resolved(path)
     name = factory.name.value
-    site = local_closure_site(analysis, name)
+    site = local_closure_site(analysis, name, fn.name.value)
     if site is not None:
         return site
-    return _remembered(project, (path, None, name, "closure"), lambda: _caller_site(project, path, name))
+    return _remembered(project, (path, None, name, "closure"),
+                       lambda: _caller_site(project, path, name, fn.name.value))
 
 
 def _binds_factory_call(value: cst.BaseExpression, calls, path: Path, name: str) -> bool:
@@ -100,15 +101,18 @@ def _binds_factory_call(value: cst.BaseExpression, calls, path: Path, name: str)
 
 
 def _calls_closure(analysis, calls, call: cst.Call, path: Path, name: str) -> bool:
-    """`call` calls a name every binding of which is a call of the factory `name` of `path`."""
+    """`call` calls a name bound to calls only, one of them of the factory `name` of `path`: on one branch
+    `loss_fn = get_sde_loss_fn(...)`, on another `loss_fn = get_ddpm_loss_fn(...)`; in the configuration that
+    builds this factory's closure, the call runs it (the stance of tests/test_class_choices.py)."""
     if type(call.func) is not cst.Name:
         return False
     bindings = analysis.index.visible_bindings(call.func)
-    return bool(bindings) and len(bindings) <= 3 and all(
-        b.kind == "assign" and b.index is None and _binds_factory_call(b.value, calls, path, name) for b in bindings)
+    return bool(bindings) and len(bindings) <= 4 and all(
+        b.kind == "assign" and b.index is None and type(b.value) is cst.Call for b in bindings) and any(
+        _binds_factory_call(b.value, calls, path, name) for b in bindings)
 
 
-def local_closure_site(analysis, name: str):
+def local_closure_site(analysis, name: str, closure: str):
     """In the factory's own module: a call, run every iteration of a hot loop (or by per-step code of the
     module), of a name bound to the factory's call (`loss_fn = get_loss_fn(...)` in another factory whose
     per-step closure calls `loss_fn(model, batch)`)."""
@@ -134,7 +138,7 @@ def local_closure_site(analysis, name: str):
         if execution.every_iteration:
             via = getattr(execution, "via", None)
             site = via if via is not None else CallSite(Path(analysis.path), _line_of(analysis, node),
-                                                        f"{analysis.code(node.func)}(...)", name)
+                                                        f"{analysis.code(node.func)}(...)", f"{name}.{closure}")
             break
     memo[key] = site
     return site
@@ -144,7 +148,7 @@ def _local_memo(analysis) -> dict:
     return {}
 
 
-def _caller_site(project, path: Path, name: str):
+def _caller_site(project, path: Path, name: str, closure: str):
     """A hot call, in another project file, of a name bound to the factory `name`'s call."""
     from gpulint.analysis.calls import project_calls
     from gpulint.analysis.forward import CallSite, _CALLERS_PER_QUESTION, _hot_calls, _hot_file, _line_of
@@ -172,7 +176,7 @@ def _caller_site(project, path: Path, name: str):
         for _, node, func in hot_calls:
             if type(func) is cst.Name and _calls_closure(analysis, calls, node, path, name):
                 return CallSite(analysis.path, _line_of(analysis, node), f"{analysis.code(node.func)}(...)",
-                                name)
+                                f"{name}.{closure}")
     return None
 
 
@@ -204,7 +208,7 @@ def module_closures_run(project, path: Path, tree: ast.Module) -> bool:
 
         resolved = project._resolved(path)
         if _remembered(project, (resolved, None, stmt.name, "closure"),
-                       lambda: _caller_site(project, resolved, stmt.name)) is not None:
+                       lambda: _caller_site(project, resolved, stmt.name, returns[0].value.id)) is not None:
             return True
     return False
 
