@@ -401,7 +401,20 @@ class LoopAnalysis:
                 # return_tensors="pt")`)
                 from gpulint.analysis.tokenizers import host_tensors_call  # imports gpulint.analysis
                 return not host_tensors_call(call) and any(self.kinds.of(a.value) is Kind.TENSOR for a in call.args)
+            if self._hands_network_a_tensor(call):
+                return True
         return self._runs_a_model(call) or self._helper_runs_a_model(call, function)
+
+    def _hands_network_a_tensor(self, call: cst.Call) -> bool:
+        """`x, x_mean = corrector_update_fn(x, vec_t, model=model)`: a plain callable (a partial of a sampler's
+        update function, a closure) handed the network by name together with a tensor: one step of a sampler
+        or solver evaluates the network (branch recall70; only `_steps_model_state` asks, which also wants the
+        result fed back as the next iteration's input)."""
+        if self.kinds.of(call.func) in (Kind.MODULE, Kind.MODULE_CLASS):
+            return False
+        values = [a.value for a in call.args if not a.star]
+        return any(type(v) is cst.Name and self.kinds.of(v) is Kind.MODULE for v in values) and \
+            any(self.kinds.of(v) is Kind.TENSOR for v in values)
 
     def _helper_runs_a_model(self, call: cst.Call, function: cst.FunctionDef, depth: int = 0) -> bool:
         """`self._decode_and_generate(decoder_input, ...)`: a function or method of this module (not `function`
@@ -1181,6 +1194,9 @@ class LoopAnalysis:
                 drawn = self.drawn_generator(node)  # type: ignore[arg-type]
                 if drawn is not None and not self.index.is_ancestor_or_self(drawn, node):
                     calls.append((node, drawn))
+                partial = self.partial_function(node)  # type: ignore[arg-type]
+                if partial is not None and not self.index.is_ancestor_or_self(partial, node):
+                    calls.append((node, partial))
             found: dict[int, Execution] = {}
             for _ in range(_HELPER_DEPTH):
                 known_before = dict(found)
@@ -1196,6 +1212,24 @@ class LoopAnalysis:
                     break
             self._hot_helpers = found
         return self._hot_helpers
+
+    def partial_function(self, call: cst.Call) -> Optional[cst.FunctionDef]:
+        """`corrector_update_fn(x, t, model=model)` where the name is bound once, in an enclosing function, to
+        `functools.partial(f, ...)` of a top-level function `f` of this module: the call runs `f` (branch
+        recall70: a sampler's predictor and corrector steps)."""
+        if type(call.func) is not cst.Name:
+            return None
+        bindings = self.index.visible_bindings(call.func)
+        if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None:
+            return None
+        value = bindings[0].value
+        if type(value) is not cst.Call or not value.args or value.args[0].keyword is not None or \
+                value.args[0].star or type(value.args[0].value) is not cst.Name or \
+                self.kinds.qualified(value.func) not in ("functools.partial", "partial"):
+            return None
+        fn = self.index.functions.get(value.args[0].value.value, [])
+        fn = [f for f in fn if type(self.index.enclosing_scope(f)) is cst.Module]
+        return fn[0] if len(fn) == 1 else None
 
     def drawn_generator(self, call: cst.Call) -> Optional[cst.FunctionDef]:
         """`next(gen)` where every binding of `gen` is a call of one generator function of this module
