@@ -163,3 +163,68 @@ def test_attribute_of_an_unknown_object_is_quiet(tmp_path):
     assert unknown.count("isinstance") == 0
     findings = found(check(_project(tmp_path, losses=unknown)))
     assert not any(f[0] == "losses.py" and f[2] == "GPU203" for f in findings)
+
+
+SAMPLING = textwrap.dedent("""\
+    import functools
+    import torch
+
+
+    def shared_update_fn(x, t, sde, model):
+        score = model(x, t)
+        scale = torch.norm(score).item()
+        return x + sde.dt * score / scale
+
+
+    def get_sampler(sde, shape, device="cuda"):
+        update_fn = functools.partial(shared_update_fn, sde=sde)
+
+        def sampler(model):
+            with torch.no_grad():
+                x = torch.randn(shape, device=device)
+                timesteps = torch.linspace(1.0, 1e-3, sde.N, device=device)
+                for i in range(sde.N):
+                    vec_t = torch.ones(shape[0], device=device) * timesteps[i]
+                    x = update_fn(x, vec_t, model=model)
+                return x
+
+        return sampler
+""")
+
+SAMPLE_SCRIPT = textwrap.dedent("""\
+    import torch
+    import sampling
+    from net import ScoreNet
+
+
+    def main(sde):
+        model = ScoreNet().to("cuda")
+        sampler = sampling.get_sampler(sde, (8, 3, 32, 32))
+        return sampler(model)
+""")
+
+NET = textwrap.dedent("""\
+    import torch
+
+
+    class ScoreNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 3, 3, padding=1)
+
+        def forward(self, x, t):
+            return self.conv(x)
+""")
+
+
+def test_sampler_loop_through_a_partial_update_function(tmp_path):
+    root = write_project(tmp_path / "p", {"sampling.py": SAMPLING, "sample.py": SAMPLE_SCRIPT, "net.py": NET})
+    assert ("sampling.py", 7, "GPU101") in found(check(root))
+
+
+def test_sampler_loop_whose_result_is_not_fed_back_is_quiet(tmp_path):
+    unfed = SAMPLING.replace("                x = update_fn(x, vec_t, model=model)\n",
+                             "                y = update_fn(x, vec_t, model=model)\n")
+    assert unfed != SAMPLING
+    root = write_project(tmp_path / "p", {"sampling.py": unfed, "sample.py": SAMPLE_SCRIPT, "net.py": NET})
+    assert ("sampling.py", 7, "GPU101") not in found(check(root))
