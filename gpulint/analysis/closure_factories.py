@@ -158,10 +158,13 @@ def _caller_site(project, path: Path, name: str, closure: str):
         if project.is_test(caller) or project._resolved(caller) == path:
             continue
         info = project.module(caller)
-        if info is None or getattr(info, "tree", None) is None:
+        if info is None:
             continue
         hot, called = _hot_file(project, info)
-        if not hot or called.isdisjoint(_bound_to(info.tree, name)):
+        if not hot or name not in called:
+            continue
+        streamed = getattr(info, "statements", None)  # a big module: no whole tree (lazy_module.py)
+        if called.isdisjoint(_bound_to(streamed() if streamed is not None else info.tree.body, name)):
             continue  # no name bound to the factory's call is called in the file: from `ast` alone
         if looked_at == _CALLERS_PER_QUESTION:
             return None
@@ -180,10 +183,10 @@ def _caller_site(project, path: Path, name: str, closure: str):
     return None
 
 
-def _bound_to(tree: ast.Module, name: str) -> frozenset:
-    """The names a module binds to a call of something named `name` (`f = mod.name(...)`)."""
+def _bound_to(statements, name: str) -> frozenset:
+    """The names a module's top-level statements bind to a call of something named `name` (`f = mod.name(...)`)."""
     found = set()
-    for node in ast.walk(tree):
+    for node in (n for stmt in statements for n in ast.walk(stmt)):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             func = node.value.func
             last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
