@@ -328,6 +328,9 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
         loops.hands_model_on = lambda call: _hands_model_on(analysis, call)
         loops.trains_through_method = lambda call: _trains_through_method(analysis, call)
         loops.steps_through_method = lambda call: _steps_through_method(analysis, call)
+        from gpulint.analysis.closure_factories import steps_through_closure
+
+        loops.steps_through_closure = lambda call: steps_through_closure(analysis, call)
         loops.epoch_through_method = lambda call: _epoch_through_method(analysis, call)
         loops.project_network = lambda name: _project_network(analysis, name)
         from gpulint.analysis.uncalled import uncalled

@@ -103,7 +103,9 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
         return None
     entries = analysis.fact(_entries).get(id(fn))
     if not entries:
-        return None
+        # a closure a top-level factory returns (`step_fn` of `get_step_fn`): where its caller calls it
+        from gpulint.analysis.closure_factories import closure_site
+        return closure_site(analysis, fn)
     project, path = analysis.fact(_project_of)
     for owner, member in entries:
         if member == "forward" and owner is not None:
@@ -399,6 +401,9 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
     if any(isinstance(s, ast.ClassDef) and any(_dotted_base(b).endswith("Optimizer") for b in s.bases)
            and stepped_optimizer(project, path, s.name) for s in tree.body):
         return True  # a hand-written optimizer's `step`, run every iteration (GPU411)
+    from gpulint.analysis.closure_factories import module_closures_run
+    if module_closures_run(project, path, tree):
+        return True  # a closure a factory of it returns runs every step (`train_step_fn(state, batch)`)
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef) and (called_in_a_hot_loop(project, stmt.name) or
                                                   stored_by_partial(project, stmt.name)):

@@ -30,6 +30,9 @@ from gpulint.syntax import string_value
 # Methods over the attribute, before the copy, that keep its values (a dtype cast of the same numbers).
 _KEEPS = _SAME_ON_DEVICE | {"type_as", "detach"}
 _HOST_BUILDERS = {"from_numpy"}
+# Torch functions whose result lives where their first argument does (a host tensor in, a host tensor out).
+_ELEMENTWISE = frozenset({"exp", "log", "sqrt", "rsqrt", "cumprod", "cumsum", "flip", "sin", "cos", "square",
+                          "abs", "sigmoid", "pow", "clamp", "log1p", "expm1", "reciprocal"})
 
 
 def host_attribute(analysis, expr: cst.BaseExpression) -> Optional[str]:
@@ -100,13 +103,17 @@ def _of_class(analysis, cls: cst.ClassDef) -> tuple[set[str], set[str]]:
                     if text is not None:
                         named.add(text)
     found: set[str] = set()
-    for name, assigns in assigned.items():
-        if name in named or init is None:
-            continue
-        host = [a for a in assigns if _host_value(analysis, a.value)]
-        if not host or not all(a in host or _default_off_parameter(analysis, init, a, host) for a in assigns):
-            continue
-        found.add(name)
+    changed = True
+    while changed:  # `self.alphas = 1. - self.discrete_betas` after `self.discrete_betas = torch.linspace(...)`
+        changed = False
+        for name, assigns in assigned.items():
+            if name in named or init is None or name in found:
+                continue
+            host = [a for a in assigns if _host_value(analysis, a.value, found)]
+            if not host or not all(a in host or _default_off_parameter(analysis, init, a, host) for a in assigns):
+                continue
+            found.add(name)
+            changed = True
     return found, set(assigned) | named
 
 
@@ -132,16 +139,29 @@ def _self_attr(node: cst.CSTNode) -> Optional[str]:
     return None
 
 
-def _host_value(analysis, value: cst.BaseExpression) -> bool:
+def _host_value(analysis, value: cst.BaseExpression, host_attributes: frozenset = frozenset()) -> bool:
     """A torch factory without `device=`, `torch.from_numpy(...)`, or a project function returning host tensors,
-    maybe through value-keeping methods."""
+    maybe through value-keeping methods; also elementwise math of such a value (or of an attribute of the class
+    already known to hold one, `host_attributes`) with numbers: `1. - self.discrete_betas`,
+    `torch.sqrt(self.alphas_cumprod)`, `torch.exp(torch.linspace(...))` stay on the host."""
     while type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in _KEEPS:
         value = value.func.value
+    if _self_attr(value) is not None:
+        return _self_attr(value) in host_attributes
+    if type(value) is cst.UnaryOperation:
+        return _host_value(analysis, value.expression, host_attributes)
+    if type(value) is cst.BinaryOperation:
+        sides = [value.left, value.right]
+        numbers = [s for s in sides if type(s) in (cst.Integer, cst.Float)]
+        return len(numbers) < 2 and all(s in numbers or _host_value(analysis, s, host_attributes) for s in sides)
     if type(value) is not cst.Call:
         return False
     q = analysis.qualified(value.func) or ""
     if q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in _FACTORIES | _HOST_BUILDERS:
         return keyword(value, "device") is None and not any(a.star for a in value.args)
+    if q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in _ELEMENTWISE and value.args and \
+            value.args[0].keyword is None and not value.args[0].star and keyword(value, "out") is None:
+        return _host_value(analysis, value.args[0].value, host_attributes)
     if type(value.func) is not cst.Name or analysis.path is None:
         return False
     from gpulint.analysis.calls import project_calls
@@ -189,3 +209,140 @@ def _walk_block(block: cst.CSTNode):
         node = stack.pop()
         yield node
         stack.extend(node.children)
+
+
+# -- the same attribute read through an object of the class (branch recall70) -------------------------------------
+def object_host_attribute(analysis, expr: cst.BaseExpression) -> Optional[str]:
+    """`vpsde.sqrt_alphas_cumprod` (what a `.to(...)` copies, maybe through value-keeping methods or rows) where
+    `vpsde` holds an instance of project classes each of which keeps that attribute as a host tensor (the module
+    docstring's rules, in the class's own module): an SDE or noise schedule built with `torch.linspace(...)` in
+    `__init__` and copied with `.to(x.device)` in a loss or sampling step. The receiver's classes: what
+    `ProjectCalls.instance_classes` knows (a constructor, a parameter every call site passes one for), else the
+    classes an `isinstance` test of the receiver around the read names (`if isinstance(sde, A) or
+    isinstance(sde, B):`) or an `assert isinstance(vpsde, VPSDE)` at the top of an enclosing function (a
+    factory whose closure reads it). Returns the receiver and attribute as written, else None."""
+    while type(expr) is cst.Subscript or \
+            type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in _KEEPS:
+        expr = expr.value if type(expr) is cst.Subscript else expr.func.value
+    if type(expr) is not cst.Attribute or type(expr.value) not in (cst.Name, cst.Attribute) or \
+            type(expr.value) is cst.Name and expr.value.value == "self" or analysis.path is None:
+        return None
+    from gpulint.analysis.calls import project_calls
+
+    calls = analysis.fact(project_calls)
+    if calls is None:
+        return None
+    receiver, name = expr.value, expr.attr.value
+    classes = _tested_classes(analysis, calls, receiver) or calls.instance_classes(receiver)
+    if not classes or not all(_class_keeps_host(analysis, calls.project, cls, name) for cls in classes):
+        return None
+    return f"{analysis.code(receiver)}.{name}"
+
+
+def _tested_classes(analysis, calls, receiver: cst.BaseExpression) -> tuple:
+    from gpulint.analysis.imports import dotted_name
+    from gpulint.analysis.project import ClassSummary
+
+    target = dotted_name(receiver)
+    if target is None:
+        return ()
+    child: cst.CSTNode = receiver
+    tests = []
+    for parent in analysis.index.ancestors(receiver):
+        if type(parent) is cst.If and child is parent.body:
+            tests.append(parent.test)
+        elif type(parent) is cst.FunctionDef and type(parent.body) is cst.IndentedBlock:
+            for stmt in parent.body.body:  # `assert isinstance(vpsde, VPSDE), "..."` among its statements
+                if type(stmt) is cst.SimpleStatementLine:
+                    tests.extend(s.test for s in stmt.body if type(s) is cst.Assert)
+        elif type(parent) in (cst.ClassDef, cst.Lambda):
+            break
+        child = parent
+    for test in tests:
+        names = _isinstance_disjuncts(test, target)
+        if not names:
+            continue
+        found = [calls._lookup(n) for n in names]
+        if all(isinstance(c, ClassSummary) for c in found):
+            return tuple(found)
+    return ()
+
+
+def _isinstance_disjuncts(test: cst.BaseExpression, target: str) -> list:
+    """The class expressions of `isinstance(<target>, C)` or a chain `isinstance(t, A) or isinstance(t, B)`
+    (`isinstance(t, (A, B))` too); [] for any other test."""
+    from gpulint.analysis.imports import dotted_name
+
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.Or:
+        left, right = _isinstance_disjuncts(test.left, target), _isinstance_disjuncts(test.right, target)
+        return left + right if left and right else []
+    if type(test) is not cst.Call or dotted_name(test.func) != "isinstance" or len(test.args) != 2 or \
+            any(a.keyword is not None or a.star for a in test.args) or dotted_name(test.args[0].value) != target:
+        return []
+    cls = test.args[1].value
+    elements = [e.value for e in cls.elements] if type(cls) is cst.Tuple else [cls]
+    return elements if all(type(e) in (cst.Name, cst.Attribute) for e in elements) else []
+
+
+def _class_keeps_host(analysis, project, cls, name: str) -> bool:
+    """The project class `cls` (or a base of its module it inherits the attribute from) keeps `name` as a host
+    tensor, read from a LibCST analysis of the class's module (the linted one, or the one kept for callers)."""
+    from pathlib import Path
+
+    path = Path(cls.path)
+    if Path(analysis.path).resolve() == path.resolve():
+        other = analysis
+    else:
+        from gpulint.analysis.forward import caller_analysis
+
+        other = caller_analysis(project, path)
+    if other is None:
+        return False
+    by_name = {s.name.value: s for s in other.module.body if type(s) is cst.ClassDef}
+    node = by_name.get(cls.name)
+    facts = other.fact(_host_attributes)
+    seen: set[int] = set()
+    while node is not None and id(node) not in seen:
+        seen.add(id(node))
+        host, touched = facts.get(id(node), (set(), set()))
+        if name in touched:
+            return name in host
+        own = [by_name.get(b.value.value) for b in node.bases
+               if b.keyword is None and type(b.value) is cst.Name and b.value.value in by_name]
+        node = own[0] if len(own) == 1 else None
+    return False
+
+
+def captured_host_tensor(analysis, expr: cst.BaseExpression) -> Optional[str]:
+    """The name, when `expr` (what a copy moves, maybe through value-keeping methods or rows) is a name a closure
+    reads from its factory that holds a host tensor (`_captured_host`)."""
+    while type(expr) is cst.Subscript or \
+            type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in _KEEPS:
+        expr = expr.value if type(expr) is cst.Subscript else expr.func.value
+    return _captured_host(analysis, expr) if type(expr) is cst.Name and analysis.path is not None else None
+
+
+def _captured_host(analysis, name: cst.Name) -> Optional[str]:
+    """A name a closure reads from its factory, bound there once to a host tensor: a torch factory without
+    `device=`, or math over a host attribute of an object (`smld_sigma_array = torch.flip(vesde.discrete_sigmas,
+    dims=(0,))`): built once when the factory runs, copied on every call of the closure."""
+    bindings = analysis.index.visible_bindings(name)
+    if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None or \
+            bindings[0].value is None:
+        return None
+    here = next((a for a in analysis.index.ancestors(name) if type(a) in (cst.FunctionDef, cst.Lambda)), None)
+    there = next((a for a in analysis.index.ancestors(bindings[0].value) if type(a) in (cst.FunctionDef, cst.Lambda)),
+                 None)
+    if here is None or type(there) is not cst.FunctionDef or here is there or \
+            not any(a is there for a in analysis.index.ancestors(here)):
+        return None  # only a value the enclosing function computed before defining the closure
+    value = bindings[0].value
+    if _host_value(analysis, value):
+        return name.value
+    while type(value) is cst.Call and value.args and value.args[0].keyword is None and not value.args[0].star and \
+            (analysis.qualified(value.func) or "").split(".")[-1] in _ELEMENTWISE and \
+            (analysis.qualified(value.func) or "").startswith("torch.") and keyword(value, "device") is None:
+        value = value.args[0].value
+    if type(value) is cst.Attribute and object_host_attribute(analysis, value) is not None:
+        return name.value
+    return None

@@ -111,6 +111,8 @@ class LoopAnalysis:
         # `self.agent.update(...)`: a method of a project object (another module's class, a configured one) that
         # is one training step (a backward pass outside loops of its own), set by analysis/__init__.py
         self.steps_through_method: Optional[Callable[[cst.Call], bool]] = None
+        # `train_step_fn(state, batch)` of a closure a project factory returned, one training step a call
+        self.steps_through_closure: Optional[Callable[[cst.Call], bool]] = None
         # `agent.update(rollouts)`: a method of a project object whose step work runs in a loop of its own (an
         # epoch's pass, several epochs of minibatches), set by analysis/__init__.py (analysis/step_callables.py)
         self.epoch_through_method: Optional[Callable[[cst.Call], bool]] = None
@@ -400,7 +402,20 @@ class LoopAnalysis:
                 # return_tensors="pt")`)
                 from gpulint.analysis.tokenizers import host_tensors_call  # imports gpulint.analysis
                 return not host_tensors_call(call) and any(self.kinds.of(a.value) is Kind.TENSOR for a in call.args)
+            if self._hands_network_a_tensor(call):
+                return True
         return self._runs_a_model(call) or self._helper_runs_a_model(call, function)
+
+    def _hands_network_a_tensor(self, call: cst.Call) -> bool:
+        """`x, x_mean = corrector_update_fn(x, vec_t, model=model)`: a plain callable (a partial of a sampler's
+        update function, a closure) handed the network by name together with a tensor: one step of a sampler
+        or solver evaluates the network (branch recall70; only `_steps_model_state` asks, which also wants the
+        result fed back as the next iteration's input)."""
+        if self.kinds.of(call.func) in (Kind.MODULE, Kind.MODULE_CLASS):
+            return False
+        values = [a.value for a in call.args if not a.star]
+        return any(type(v) is cst.Name and self.kinds.of(v) is Kind.MODULE for v in values) and \
+            any(self.kinds.of(v) is Kind.TENSOR for v in values)
 
     def _helper_runs_a_model(self, call: cst.Call, function: cst.FunctionDef, depth: int = 0) -> bool:
         """`self._decode_and_generate(decoder_input, ...)`: a function or method of this module (not `function`
@@ -684,6 +699,11 @@ class LoopAnalysis:
         # training for several epochs): then the loop is an outer loop (analysis/step_callables.py). Nor beside a
         # hot inner loop: `next_value = agent.get_value(next_obs)` after an RL rollout (a bootstrap value once per
         # iteration of cleanrl's PPO) leaves the rollout the step loop.
+        if self.steps_through_closure is not None and not beside_hot_loop and any(
+                type(node) is cst.Call and type(node.func) is cst.Name and self.local_function(node) is None
+                and not self._periodic_within(node, loop) and self.steps_through_closure(node)
+                for node in _walk_body(loop, into_loops=False)):
+            return True  # `loss = train_step_fn(state, batch)` of a factory's step closure (closure_factories)
         if self.steps_through_method is None or beside_hot_loop:
             return False
         methods = [node for node in _walk_body(loop, into_loops=False) if type(node) is cst.Call and
@@ -1177,6 +1197,9 @@ class LoopAnalysis:
                 drawn = self.drawn_generator(node)  # type: ignore[arg-type]
                 if drawn is not None and not self.index.is_ancestor_or_self(drawn, node):
                     calls.append((node, drawn))
+                partial = self.partial_function(node)  # type: ignore[arg-type]
+                if partial is not None and not self.index.is_ancestor_or_self(partial, node):
+                    calls.append((node, partial))
             found: dict[int, Execution] = {}
             for _ in range(_HELPER_DEPTH):
                 known_before = dict(found)
@@ -1192,6 +1215,24 @@ class LoopAnalysis:
                     break
             self._hot_helpers = found
         return self._hot_helpers
+
+    def partial_function(self, call: cst.Call) -> Optional[cst.FunctionDef]:
+        """`corrector_update_fn(x, t, model=model)` where the name is bound once, in an enclosing function, to
+        `functools.partial(f, ...)` of a top-level function `f` of this module: the call runs `f` (branch
+        recall70: a sampler's predictor and corrector steps)."""
+        if type(call.func) is not cst.Name:
+            return None
+        bindings = self.index.visible_bindings(call.func)
+        if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None:
+            return None
+        value = bindings[0].value
+        if type(value) is not cst.Call or not value.args or value.args[0].keyword is not None or \
+                value.args[0].star or type(value.args[0].value) is not cst.Name or \
+                self.kinds.qualified(value.func) not in ("functools.partial", "partial"):
+            return None
+        fn = self.index.functions.get(value.args[0].value.value, [])
+        fn = [f for f in fn if type(self.index.enclosing_scope(f)) is cst.Module]
+        return fn[0] if len(fn) == 1 else None
 
     def drawn_generator(self, call: cst.Call) -> Optional[cst.FunctionDef]:
         """`next(gen)` where every binding of `gen` is a call of one generator function of this module

@@ -18,7 +18,7 @@ from gpulint.analysis.data_path import data_path_facts
 from gpulint.analysis.default_device import cuda_default
 from gpulint.analysis.loader_params import cuda_type_copy
 from gpulint.analysis.graph_fields import moved_graph_field
-from gpulint.analysis.host_attributes import host_attribute
+from gpulint.analysis.host_attributes import captured_host_tensor, host_attribute, object_host_attribute
 from gpulint.analysis.host_returns import host_factory_return
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.isinstance_narrowing import narrowed_from_tensors
@@ -292,6 +292,13 @@ class HostTensorMovedEachStep(Rule):
                              "buffer, so moving the model leaves it there): it is copied to the GPU from pageable " \
                              "memory every step, waiting for it; register it with `self.register_buffer(\"{name}\", " \
                              "..., persistent=False)` so it moves with the model"
+    object_attribute_message = "`{name}` is a tensor its class builds on the host (a plain attribute, such as a " \
+                               "schedule made with `torch.linspace` in `__init__`): it is copied to the GPU from " \
+                               "pageable memory every step, waiting for it; build it on the device once (or keep " \
+                               "a device copy on the object) and index that"
+    captured_message = "`{name}` is a host tensor the enclosing factory built once (the closure keeps it): it " \
+                       "is copied to the GPU from pageable memory on every call, waiting for it; build it on the " \
+                       "device in the factory (or move it there once before defining the closure)"
     helper_built = "`{call}(...)` builds the tensor it returns on the host (`{factory}` without `device=`), and " \
                    "it is copied to the GPU every step, waiting for it; have the helper build it on the device " \
                    "(pass the device, or `device=` in its factories)"
@@ -876,7 +883,16 @@ class HostTensorMovedEachStep(Rule):
         no fix (`register_buffer` changes the state dict)."""
         name = host_attribute(self.analysis, node.func.value)  # type: ignore[union-attr]
         if name is None:
-            return False
+            held = object_host_attribute(self.analysis, node.func.value)  # type: ignore[union-attr]
+            message = self.object_attribute_message
+            if held is None:  # `smld_sigma_array.to(batch.device)` in a closure, built on the host by its factory
+                held, message = captured_host_tensor(self.analysis, node.func.value), self.captured_message
+            if held is None:
+                return False
+            where = self.where(node)
+            if where:
+                self.report(node, message.format(name=held), where=where)
+            return True
         where = self.where(node)
         if where:
             self.report(node, self.host_attribute_message.format(name=name), where=where)
