@@ -134,11 +134,14 @@ def test_quiet_where_the_class_is_not_stepped_every_iteration(tmp_path: Path):
     assert _gpu411(root) == set()
 
 
-def test_choice_with_an_unknown_alternative_stays_quiet(tmp_path: Path):
-    """The other branch builds something the project cannot see (`timm.create_optimizer`): which one runs is
-    unknown, so the class's loop is not called per-step code through the parameter."""
+def test_choice_with_an_unknown_alternative_is_reported_at_the_class(tmp_path: Path):
+    """The other branch builds something the project cannot see (`timm.create_optimizer`): which one the loop steps
+    is unknown, so the choice is not followed through the parameter; but a hand-written `torch.optim.Optimizer` the
+    project names outside its imports is stepped every iteration whenever it is the one chosen (here the flag's
+    default), like a network's `forward` once per batch (`trained_modules.stepped_optimizer`, recall73), so its
+    per-parameter loop is reported at the class."""
     train = TRAIN_FLAG.replace("torch.optim.AdamW(net.parameters(), fused=True)",
                                "timm.optim.create_optimizer_v2(net, 'lamb')").replace(
         "import optimizers\n", "import optimizers\nimport timm.optim\n")
     root = _write(tmp_path, {"optimizers.py": OPTIMIZERS, "train.py": train})
-    assert _gpu411(root) == set()
+    assert _gpu411(root) == {("optimizers.py", 11, "GPU411")}

@@ -50,6 +50,10 @@ _VERB_PREFIX = re.compile(r"^_*(get|save|print|export|freeze|unfreeze|update|res
 # `model_func`: a function that runs the model (OpenPCDet's `model_func(model, batch)` returning `loss, tb_dict,
 # disp_dict`) or builds one (`self.feature = model_func()`), not the model; the listed loss names stay modules.
 _FUNCTION_NAME = re.compile(r"^(?!loss_func$).*_func$")
+# Methods only a PyTorch module answers together (`self.model.train()`, `.parameters()`): `_treated_as_module`
+_MODULE_METHODS = frozenset({"train", "eval", "parameters", "named_parameters", "state_dict", "load_state_dict",
+                             "zero_grad", "modules", "named_modules", "children", "requires_grad_", "half", "float",
+                             "cuda", "to", "apply", "register_forward_hook", "buffers"})
 _LOADER_NAME = re.compile(r"^(.*loader.*|.*_dl|dl|dl_.*|.*dataloader.*)$", re.IGNORECASE)
 # `data_loaders_val`, `loaders`: a collection of loaders (`for name, loader in zip(names, loaders)`), not batches
 _SEVERAL_LOADERS = re.compile(r"loaders|_dls$|^dls$", re.IGNORECASE)
@@ -173,6 +177,7 @@ class KindInference:
         self._cuts: list[tuple[int, str]] = []
         self._buffers: Optional[set[str]] = None
         self._stored_values: Optional[dict] = None  # (class, attribute) -> the values `self.<attribute> =` stores
+        self._module_evidence: Optional[set] = None  # (class, attribute or "*backward*"): `_treated_as_module`
         self._backward_entries: Optional[set[tuple[int, str, str]]] = None  # (class, attribute, key): `_backpropagated_entry`
         self._returning: set[int] = set()  # nested functions whose returns are being read (recursion guard)
         self._rereads: dict[tuple[int, str], list] = {}  # (scope, name) -> statements `x = x.item()` (`_after_own_read`)
@@ -1508,10 +1513,12 @@ class KindInference:
 
     def _stored_parameter_module(self, func: cst.Attribute) -> bool:
         """`self.model` whose every assignment in its class stores an `__init__` parameter that is a module
-        (`def __init__(self, model, train_loss, ...): self.model = model`, a trainer handed its network): calling
-        it runs the network, as calling the parameter `model(x)` does."""
+        (`def __init__(self, model, train_loss, ...): self.model = model`, a trainer handed its network), in a class
+        that treats it as a PyTorch module (`self.model.train()`, `.parameters()`, `.state_dict()`, ...) or runs a
+        backward pass: calling it runs the network, as calling the parameter `model(x)` does. A wrapper that only
+        calls what it was handed (a pipeline that may wrap another framework's model) stays unknown."""
         cls = self.index.enclosing_class(func)
-        if cls is None:
+        if cls is None or not self._treated_as_module(cls, func.attr.value):  # type: ignore[attr-defined]
             return False
         if self._stored_values is None:
             stored: dict = {}
@@ -1535,6 +1542,29 @@ class KindInference:
                     or bindings[0].source.name.value != "__init__" or self.of(value) is not Kind.MODULE:
                 return False
         return True
+
+    def _treated_as_module(self, cls: cst.ClassDef, attribute: str) -> bool:
+        """Some method of `cls` calls a PyTorch module method on `self.<attribute>`, or some call in it is a
+        `.backward(...)` (one pass over the module's calls, kept per analysis)."""
+        if self._module_evidence is None:
+            evidence: set = set()
+            for call in of_types(self.index, cst.Call):
+                callee = call.func  # type: ignore[attr-defined]
+                if type(callee) is not cst.Attribute:
+                    continue
+                name = callee.attr.value
+                if name == "backward":
+                    key = "*backward*"
+                elif name in _MODULE_METHODS and type(callee.value) is cst.Attribute and \
+                        type(callee.value.value) is cst.Name and callee.value.value.value == "self":
+                    key = callee.value.attr.value
+                else:
+                    continue
+                owner = self.index.enclosing_class(call)
+                if owner is not None:
+                    evidence.add((id(owner), key))
+            self._module_evidence = evidence
+        return (id(cls), attribute) in self._module_evidence or (id(cls), "*backward*") in self._module_evidence
 
     def _method_call(self, func: cst.Attribute, node: cst.Call) -> Kind:
         method = func.attr.value
