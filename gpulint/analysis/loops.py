@@ -1200,6 +1200,9 @@ class LoopAnalysis:
                 partial = self.partial_function(node)  # type: ignore[arg-type]
                 if partial is not None and not self.index.is_ancestor_or_self(partial, node):
                     calls.append((node, partial))
+                hook = self.hook_function(node)  # type: ignore[arg-type]
+                if hook is not None and not self.index.is_ancestor_or_self(hook, node):
+                    calls.append((node, hook))
             found: dict[int, Execution] = {}
             for _ in range(_HELPER_DEPTH):
                 known_before = dict(found)
@@ -1233,6 +1236,23 @@ class LoopAnalysis:
         fn = self.index.functions.get(value.args[0].value.value, [])
         fn = [f for f in fn if type(self.index.enclosing_scope(f)) is cst.Module]
         return fn[0] if len(fn) == 1 else None
+
+    def hook_function(self, call: cst.Call) -> Optional[cst.FunctionDef]:
+        """`loss.register_hook(check)` (or `register_post_accumulate_grad_hook`) with `check` a function of this
+        module bound once by `def`: the hook runs in every backward of the tensor it is registered on, so, where
+        the registration runs every step (a per-step tensor's hook), so does the hook's body (branch recall77:
+        a gradient NaN check). A hook registered once, outside the loop, is left alone: the registration decides
+        how often it is seen to run."""
+        if type(call.func) is not cst.Attribute or \
+                call.func.attr.value not in ("register_hook", "register_post_accumulate_grad_hook") or \
+                len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star or \
+                type(call.args[0].value) is not cst.Name:
+            return None
+        bindings = self.index.visible_bindings(call.args[0].value)
+        if len(bindings) != 1 or bindings[0].kind != "def" or type(bindings[0].value) is not cst.FunctionDef:
+            return None
+        fn = bindings[0].value
+        return fn if len(fn.params.params) == 1 else None
 
     def drawn_generator(self, call: cst.Call) -> Optional[cst.FunctionDef]:
         """`next(gen)` where every binding of `gen` is a call of one generator function of this module
