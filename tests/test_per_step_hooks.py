@@ -69,3 +69,52 @@ def test_hook_registered_under_a_periodic_guard_is_quiet(tmp_path):
 def test_hook_that_reads_nothing_from_the_device_is_quiet(tmp_path):
     text = PER_STEP.replace("    if torch.isnan(t):\n        raise ValueError(\"nan\")", "    return t * 2")
     assert lint_script(tmp_path, text) == set()
+
+
+# -- a helper that clears each optimizer of a collection is not a training loop -----------------------------------
+SOLVER = """\
+import torch
+import torch.nn as nn
+
+
+class Solver:
+    def __init__(self):
+        self.gen = nn.Linear(4, 4).cuda()
+        self.disc = nn.Linear(4, 1).cuda()
+        self.optims = {"gen": torch.optim.Adam(self.gen.parameters(), fused=True),
+                       "disc": torch.optim.Adam(self.disc.parameters(), fused=True)}
+
+    def _reset_grad(self):
+        for optim in self.optims.values():
+            optim.zero_grad()
+
+    def train(self, total_iters):
+        for i in range(total_iters):
+            x = torch.randn(8, 4, device="cuda")
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = self.disc(self.gen(x)).mean()
+            self._reset_grad()
+            loss.backward()
+            self.optims["disc"].step()
+            print(loss.item())
+
+
+Solver().train(1000)
+"""
+
+
+def test_loop_zeroing_each_optimizer_leaves_the_caller_a_step_loop(tmp_path):
+    assert lint_script(tmp_path, SOLVER) == {(24, "GPU101")}
+
+
+def test_step_loop_over_optimizers_inside_a_training_loop_still_trains(tmp_path):
+    text = SOLVER.replace('            self.optims["disc"].step()\n',
+                          '            for optim in self.optims.values():\n                optim.step()\n')
+    assert (25, "GPU101") in lint_script(tmp_path, text)
+
+
+def test_loop_that_also_computes_is_not_a_plain_fan_out(tmp_path):
+    # a loop over optimizers that does more than clear or step each stays as it was: the caller's loop is an epoch
+    text = SOLVER.replace("            optim.zero_grad()\n",
+                          "            optim.zero_grad()\n            print(optim)\n")
+    assert (24, "GPU101") not in lint_script(tmp_path, text)
