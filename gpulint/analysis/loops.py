@@ -149,6 +149,10 @@ class LoopAnalysis:
                 return LoopRole.COLD  # a loop of a script's function that nothing calls never runs
             if outer is not None and self.dead_calls is not None and self.dead_calls(outer):
                 return LoopRole.COLD  # a method called only under `if self.DBval:` that nothing turns on
+        if _clears_each_item(loop):
+            # `for opt in self.optims.values(): opt.zero_grad()`: one call per optimizer of a few, not a step loop;
+            # the code around it (a helper a step loop calls) decides how often it runs
+            return LoopRole.COLD
         if self._loops_over_batches(loop):
             return LoopRole.HOT
         if _draws_from_each_item(loop):
@@ -1200,6 +1204,9 @@ class LoopAnalysis:
                 partial = self.partial_function(node)  # type: ignore[arg-type]
                 if partial is not None and not self.index.is_ancestor_or_self(partial, node):
                     calls.append((node, partial))
+                hook = self.hook_function(node)  # type: ignore[arg-type]
+                if hook is not None and not self.index.is_ancestor_or_self(hook, node):
+                    calls.append((node, hook))
             found: dict[int, Execution] = {}
             for _ in range(_HELPER_DEPTH):
                 known_before = dict(found)
@@ -1233,6 +1240,23 @@ class LoopAnalysis:
         fn = self.index.functions.get(value.args[0].value.value, [])
         fn = [f for f in fn if type(self.index.enclosing_scope(f)) is cst.Module]
         return fn[0] if len(fn) == 1 else None
+
+    def hook_function(self, call: cst.Call) -> Optional[cst.FunctionDef]:
+        """`loss.register_hook(check)` (or `register_post_accumulate_grad_hook`) with `check` a function of this
+        module bound once by `def`: the hook runs in every backward of the tensor it is registered on, so, where
+        the registration runs every step (a per-step tensor's hook), so does the hook's body (branch recall77:
+        a gradient NaN check). A hook registered once, outside the loop, is left alone: the registration decides
+        how often it is seen to run."""
+        if type(call.func) is not cst.Attribute or \
+                call.func.attr.value not in ("register_hook", "register_post_accumulate_grad_hook") or \
+                len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star or \
+                type(call.args[0].value) is not cst.Name:
+            return None
+        bindings = self.index.visible_bindings(call.args[0].value)
+        if len(bindings) != 1 or bindings[0].kind != "def" or type(bindings[0].value) is not cst.FunctionDef:
+            return None
+        fn = bindings[0].value
+        return fn if len(fn.params.params) == 1 else None
 
     def drawn_generator(self, call: cst.Call) -> Optional[cst.FunctionDef]:
         """`next(gen)` where every binding of `gen` is a call of one generator function of this module
@@ -1942,6 +1966,33 @@ _ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tq
 
 def _over_a_display(loop: Loop) -> bool:
     return type(loop) is cst.For and type(loop.iter) in (cst.List, cst.Tuple, cst.Set)
+
+
+_PER_ITEM_STEPS = frozenset({"zero_grad", "step"})
+
+
+def _clears_each_item(loop: Loop) -> bool:
+    """A `for` loop whose body only calls `zero_grad(...)` or `step(...)` on its own target (`for opt in
+    optimizers: opt.zero_grad()`, `for name in opts: opts[name].step()` is not matched): it fans one call out over
+    a collection of optimizers or schedulers, so it is neither a training loop nor the marker of one (a helper
+    holding it is not a "function with a hot loop" that makes its caller's loop an epoch loop, branch recall77)."""
+    if type(loop) is not cst.For or type(loop.target) is not cst.Name or loop.orelse is not None:
+        return False
+    name = loop.target.value
+    body = loop.body.body if type(loop.body) is cst.IndentedBlock else [loop.body]
+    if not body:
+        return False
+    for line in body:
+        statements = line.body if type(line) in (cst.SimpleStatementLine, cst.SimpleStatementSuite) else None
+        if not statements:
+            return False
+        for stmt in statements:
+            call = stmt.value if type(stmt) is cst.Expr else None
+            if type(call) is not cst.Call or type(call.func) is not cst.Attribute or \
+                    call.func.attr.value not in _PER_ITEM_STEPS or type(call.func.value) is not cst.Name or \
+                    call.func.value.value != name:
+                return False
+    return True
 
 
 def _draws_from_each_item(loop: Loop) -> bool:

@@ -11,6 +11,7 @@ from gpulint.analysis.data import _FACTORIES
 from gpulint.analysis.data_facts import ACCELERATOR, data_facts
 from gpulint.analysis.default_device import cuda_default
 from gpulint.analysis.host_reads import _to_host_call
+from gpulint.analysis.training import training_facts
 
 _SAME_DEVICE = frozenset(("detach", "float", "half", "view", "reshape", "squeeze", "unsqueeze", "flatten", "mean",
                           "sum", "clone", "contiguous", "exp", "log", "sqrt"))
@@ -26,7 +27,9 @@ class CpuInLoop(GpuRule):
     torch.zeros(n)` then `losses[k] = loss` every batch). `.to(loss_device)` with every binding of
     `loss_device` a CPU device (`torch.device("cpu")`) counts, in a loop over batches, for a tensor built from
     copies to the accelerator; so does `x.detach().cpu()` of a name also bound to a numpy array on another path
-    (numpy has no `.detach()`), where a binding of it comes from the accelerator.
+    (numpy has no `.detach()`), where a binding of it comes from the accelerator. `torch.save(model.state_dict(),
+    path)` of a model this module moves to CUDA, unconditionally every iteration of a step loop, copies every weight
+    to the host each step (a checkpoint per full-batch step).
 
     ## Why it is slow
     A blocking copy to pageable host memory waits for every queued kernel to finish; the GPU then idles until
@@ -52,7 +55,8 @@ class CpuInLoop(GpuRule):
     No fix.
 
     ## When it is fine
-    Periodic logging, end-of-epoch metrics, `.to("cpu", non_blocking=True)` followed by an explicit event or
+    Periodic logging, end-of-epoch metrics, checkpoints under `if epoch % N == 0:` or any other condition (a
+    best-so-far save), after the loop, or once per epoch of an epoch loop; `.to("cpu", non_blocking=True)` followed by an explicit event or
     stream sync, models moved with `model.cpu()`.
     """
 
@@ -63,6 +67,8 @@ class CpuInLoop(GpuRule):
               "copy once"
     host_write = "writing a GPU tensor into `{name}`, a CPU tensor (a torch factory without `device=`), copies " \
                  "it to the host and waits for the GPU every iteration; allocate `{name}` on the device"
+    save_message = "`torch.save` of a CUDA model's `state_dict()` every iteration copies every weight to the host " \
+                   "and waits for the GPU each step; save every N steps or once, after the loop"
     family = Family.HOST_SYNC
     defers_to = ("GPU302", "GPU303")  # `total += loss.item()`: their finding carries the fix
     VALID = [TRAIN_STEP + "host = loss.cpu()\n"]
@@ -73,6 +79,11 @@ class CpuInLoop(GpuRule):
                 "for k, x in enumerate(loader):\n    loss = model(x.cuda()).sum()\n    loss.backward()\n"
                 "    losses[k] = loss.detach()\n",
                 message="writing a GPU tensor into `losses`, a CPU tensor"),
+        Example("import torch\nmodel = torch.nn.Linear(8, 1)\nmodel.cuda()\nx = torch.randn(64, 8, device='cuda')\n"
+                "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor epoch in range(100):\n"
+                "    loss = model(x).sum()\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n"
+                "    torch.save(model.state_dict(), f'{epoch}.pkl')\n",
+                message="`torch.save` of a CUDA model's `state_dict()` every iteration"),
     ]
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -146,8 +157,36 @@ class CpuInLoop(GpuRule):
         return type(value) is cst.Call and hook is not None and hook(value)
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self._saves_cuda_weights(node):
+            where = self.where(node)
+            if where:
+                self.report(node, self.save_message, where=where)
+            return
         if not _to_host_call(self, node):
             return
         where = self.where(node)
         if where:
             self.report(node, where=where)
+
+    def _saves_cuda_weights(self, node: cst.Call) -> bool:
+        """`torch.save(model.state_dict(), path)` with `model` a name this module moves to CUDA (every move it
+        makes goes there), not under any `if` inside the loop around it (a periodic or best-so-far checkpoint is
+        deliberate): serialising the weights copies each to the host."""
+        if not node.args or node.args[0].keyword is not None or node.args[0].star or \
+                self.analysis.qualified(node.func) != "torch.save":
+            return False
+        saved = node.args[0].value
+        if type(saved) is not cst.Call or saved.args or type(saved.func) is not cst.Attribute or \
+                saved.func.attr.value != "state_dict" or type(saved.func.value) is not cst.Name:
+            return False
+        loop = self.analysis.execution(node).loop
+        if loop is None:
+            return False
+        for ancestor in self.analysis.index.ancestors(node):
+            if ancestor is loop:
+                break
+            if type(ancestor) in (cst.If, cst.Else, cst.Try, cst.FunctionDef):
+                return False  # a condition decides (`if epoch % 10 == 0:`, `if loss < best:`)
+        else:
+            return False
+        return training_facts(self.analysis).module_on_cuda(saved.func.value)
