@@ -806,7 +806,8 @@ class ProjectCalls(ModuleCalls):
             return True
         if type(call.func) is cst.Name and self._module_parameter(call.func):
             return True  # `pred = head(rep)` with `model, head = model_list` and the callers passing modules
-        target = self.callee(call, own_module=True)
+        # `losses = self.forward(imgs, bboxes)` in a sibling method: what this module's method returns
+        target = self.callee(call, own_module=True) or self.local_callee(call)
         if target is None:
             return False
         summary, bound = target[1], target[2]

@@ -2074,7 +2074,32 @@ class _Summarizer:
     # -- expressions ------------------------------------------------------------------------------------------
     def _expressions(self, expr: ast.expr, conditional: bool) -> None:
         """Record every sink and sync call inside `expr` (lambdas and comprehensions' own scopes included)."""
+        bound: dict = {}  # comprehension targets given a parameter's values, restored on the way out
+        try:
+            self._expression_nodes(expr, conditional, bound)
+        finally:
+            for name, before in bound.items():
+                if before is None:
+                    self.taint.pop(name, None)
+                else:
+                    self.taint[name] = before
+
+    def _comprehension_targets(self, node: ast.expr, bound: dict) -> None:
+        """`{k: scalar(v) for k, v in losses._asdict().items()}`, `[f(x) for x in xs]`: a target of a generator
+        over a parameter (its items, values, fields) holds the parameter's values, in the comprehension's scope."""
+        for generator in node.generators:  # type: ignore[attr-defined]
+            source = self._tainted_by(generator.iter)
+            if source is None:
+                continue
+            for name in _target_names(generator.target):
+                if name not in bound:
+                    bound[name] = self.taint.get(name)
+                self.taint[name] = source
+
+    def _expression_nodes(self, expr: ast.expr, conditional: bool, bound: dict) -> None:
         for node in ast_walk.walk(expr):
+            if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+                self._comprehension_targets(node, bound)
             if isinstance(node, ast.Call):
                 self._call(node, conditional)
             elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and \
@@ -2654,6 +2679,10 @@ class _Summarizer:
             return max([TENSOR, *(self._tensor_level(a, bound) for a in call.args)])
         if isinstance(func, ast.Name) and func.id in ("sum", "max", "min", "abs", "zip", "reversed", "sorted"):
             return max((self._tensor_level(a, bound) for a in call.args), default=0)
+        if _builds_record(self.info, func, qualified):
+            # `LossTuple(*losses)`, `Munch(real=loss_real)`, `dict(loss=loss)`: a record of what it is given
+            return max([self._tensor_level(a.value if isinstance(a, ast.Starred) else a, bound) for a in call.args]
+                       + [self._tensor_level(k.value, bound) for k in call.keywords], default=0)
         callee = self._callee(call)
         return TENSOR if callee is not None and callee[0].returns_tensor else 0
 
@@ -3066,6 +3095,34 @@ _HOST_BATCH_BUILDERS = frozenset(("torch.stack", "torch.cat", "torch.tensor", "t
 # Tensor methods whose result stays where the tensor is (not `.to`, `.cuda`, `.pin_memory`).
 _STAYS_ON_HOST = frozenset(("view", "reshape", "long", "float", "int", "double", "half", "contiguous", "clone",
                             "unsqueeze", "squeeze", "flatten", "t", "permute", "transpose", "type"))
+
+
+# Classes whose instances hold what they are given under names: a dict, an attribute dict, a namespace.
+_RECORD_CLASSES = frozenset({"dict", "collections.OrderedDict", "munch.Munch", "munch.DefaultMunch",
+                             "easydict.EasyDict", "addict.Dict", "types.SimpleNamespace", "argparse.Namespace"})
+_RECORD_NAMES = frozenset({"Munch", "EasyDict", "edict", "AttrDict", "OrderedDict", "SimpleNamespace"})
+
+
+def _record_types(tree: ast.Module) -> frozenset:
+    """The module's top-level record types: `LossTuple = namedtuple("LossTuple", [...])` (or
+    `typing.NamedTuple(...)`) and `class Losses(NamedTuple):`: calling one holds its arguments as fields."""
+    found = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and \
+                (_dotted(stmt.value.func) or "").rsplit(".", 1)[-1] in ("namedtuple", "NamedTuple"):
+            found.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+        elif isinstance(stmt, ast.ClassDef) and any((_dotted(b) or "").rsplit(".", 1)[-1] == "NamedTuple"
+                                                    for b in stmt.bases):
+            found.add(stmt.name)
+    return frozenset(found)
+
+
+def _builds_record(info, func: ast.expr, qualified: str) -> bool:
+    """`func(...)` builds a record of its arguments: a dict, a `Munch`/`EasyDict`, or a named tuple type of
+    the module (`_record_types`)."""
+    if qualified in _RECORD_CLASSES or isinstance(func, ast.Name) and func.id in _RECORD_NAMES:
+        return True
+    return isinstance(func, ast.Name) and func.id in info.indexed(_record_types)
 
 
 def _makes_tensor(qualified: str) -> bool:
