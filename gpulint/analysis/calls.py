@@ -31,12 +31,6 @@ MAX_BINDINGS = 16  # bindings of one name followed (every one must agree)
 MAX_CARRY_DEPTH = 10  # names, comprehensions and helper returns followed to decide what an argument holds
 
 
-# Tensor methods whose result is a tensor where the receiver is (a view, a reshape, a dtype cast, a copy).
-_SAME_PLACE_METHODS = frozenset({"view", "view_as", "reshape", "reshape_as", "expand", "expand_as", "contiguous",
-                                 "float", "double", "half", "bfloat16", "long", "int", "bool", "detach", "clone",
-                                 "squeeze", "unsqueeze", "permute", "transpose", "flatten", "repeat", "type_as"})
-
-
 @dataclass(frozen=True)
 class HelperCost:
     """A call whose callee reads a tensor back: `sink` is where, `callee` the helper's name, `argument` the
@@ -392,9 +386,6 @@ class ModuleCalls:
         fact = self._library_fact(call)
         if fact is not None and fact.effect is Effect.RETURNS_TENSOR_ARGS:
             return bool(call.args) and self.carries_tensor(call.args[0].value, depth + 1)
-        if type(func) is cst.Attribute and func.attr.value in _SAME_PLACE_METHODS:
-            # `roi.view(-1, 1, 4).expand_as(loc)` of `roi = at.totensor(rois) / scale`: reshaped where it is
-            return self.carries_tensor(func.value, depth + 1)
         if self._builds_record(func):  # `Munch(real=loss_real)`, `LossTuple(*losses)`: a record of its arguments
             return any(self.carries_tensor(a.value, depth + 1) for a in call.args)
         return False
