@@ -162,3 +162,11 @@ def test_comprehension_over_a_dict_of_host_numbers_is_quiet(tmp_path):
     got, _ = _lint(tmp_path, {"helpers.py": HELPERS,
                               "train.py": META.replace("{call}", "helpers.log_losses(dict(n=len(out)))")})
     assert ("train.py", 13, "GPU112") not in got
+
+
+def test_a_slice_before_the_comprehension_in_the_same_expression(tmp_path):
+    helpers = "def log_rows(rows):\n    return rows[1:], [v.item() for v in rows]\n"
+    got, items = _lint(tmp_path, {"helpers.py": helpers,
+                                  "train.py": META.replace("{call}", "helpers.log_rows(out)")})
+    assert ("train.py", 13, "GPU112") in got
+    assert not any("internal error" in d.get("message", "") for d in items)

@@ -2074,17 +2074,17 @@ class _Summarizer:
     # -- expressions ------------------------------------------------------------------------------------------
     def _expressions(self, expr: ast.expr, conditional: bool) -> None:
         """Record every sink and sync call inside `expr` (lambdas and comprehensions' own scopes included)."""
-        bound: dict = {}  # comprehension targets given a parameter's values, restored on the way out
+        given: dict = {}  # comprehension targets given a parameter's values, restored on the way out
         try:
-            self._expression_nodes(expr, conditional, bound)
+            self._expression_nodes(expr, conditional, given)
         finally:
-            for name, before in bound.items():
+            for name, before in given.items():
                 if before is None:
                     self.taint.pop(name, None)
                 else:
                     self.taint[name] = before
 
-    def _comprehension_targets(self, node: ast.expr, bound: dict) -> None:
+    def _comprehension_targets(self, node: ast.expr, given: dict) -> None:
         """`{k: scalar(v) for k, v in losses._asdict().items()}`, `[f(x) for x in xs]`: a target of a generator
         over a parameter (its items, values, fields) holds the parameter's values, in the comprehension's scope."""
         for generator in node.generators:  # type: ignore[attr-defined]
@@ -2092,14 +2092,14 @@ class _Summarizer:
             if source is None:
                 continue
             for name in _target_names(generator.target):
-                if name not in bound:
-                    bound[name] = self.taint.get(name)
+                if name not in given:
+                    given[name] = self.taint.get(name)
                 self.taint[name] = source
 
-    def _expression_nodes(self, expr: ast.expr, conditional: bool, bound: dict) -> None:
+    def _expression_nodes(self, expr: ast.expr, conditional: bool, given: dict) -> None:
         for node in ast_walk.walk(expr):
             if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
-                self._comprehension_targets(node, bound)
+                self._comprehension_targets(node, given)
             if isinstance(node, ast.Call):
                 self._call(node, conditional)
             elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and \
