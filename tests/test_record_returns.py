@@ -170,3 +170,17 @@ def test_a_slice_before_the_comprehension_in_the_same_expression(tmp_path):
                                   "train.py": META.replace("{call}", "helpers.log_rows(out)")})
     assert ("train.py", 13, "GPU112") in got
     assert not any("internal error" in d.get("message", "") for d in items)
+
+
+def test_a_package_module_named_torch_does_not_shadow_the_library(tmp_path):
+    """`import torch` in `pkg/comm.py` next to `pkg/torch.py` is the library (Python 3 imports are absolute):
+    `torch.cat(v)` is not the sibling's `cat`, whose boolean-mask indexing would be read as the helper's."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/torch.py": "def cat(xs):\n    return xs[xs > 0]\n",
+        "pkg/comm.py": "import torch\n\n\ndef gather(d):\n    return {k: torch.cat(v) for k, v in d.items()}\n",
+        "train.py": META.replace("import helpers", "from pkg import comm").replace(
+            "{call}", "comm.gather({'out': [out]})"),
+    }
+    got, _ = _lint(tmp_path, files)
+    assert ("train.py", 13, "GPU112") not in got

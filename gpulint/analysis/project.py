@@ -369,6 +369,11 @@ def _find_root(path: Path) -> Path:
 _MAX_ANCESTORS = 4  # folders above an importer's own searched for its absolute imports (after the usual places)
 
 
+# Libraries a package's own module may share a name with (`utils/torch.py`): Python 3 imports are absolute, so a
+# module of that package importing the name gets the library (the sibling only when run as a script).
+_SHADOWED_LIBRARIES = frozenset({"torch", "numpy", "torchvision", "scipy"})
+
+
 class ImportResolver:
     """Python's import search, for one project, statically.
 
@@ -424,7 +429,10 @@ class ImportResolver:
             for _ in range(level - 1):
                 base = base.parent
             return self._find(base, parts) if parts else self._package(base)
-        for base in (importer.resolve().parent, *self.search, *extra):
+        own = importer.resolve().parent
+        if parts and parts[0] in _SHADOWED_LIBRARIES and (own / "__init__.py").is_file():
+            own = None  # `import torch` in a package holding a `torch.py` (torchdrug's utils): the library
+        for base in (*((own,) if own is not None else ()), *self.search, *extra):
             found = self._find(base, parts)
             if found is not None:
                 return found
