@@ -184,3 +184,34 @@ def test_a_package_module_named_torch_does_not_shadow_the_library(tmp_path):
     }
     got, _ = _lint(tmp_path, files)
     assert ("train.py", 13, "GPU112") not in got
+
+
+DISPATCH = """\
+import numpy as np
+import torch
+
+
+def to_torch(x):
+    if isinstance(x, np.ndarray):
+        return torch.from_numpy(x).float(), True
+    return x, False
+
+
+def rotate(points, angle):
+    points, is_numpy = to_torch(points)
+    out = points * torch.cos(angle)
+    return out.numpy() if is_numpy else out
+
+
+def rotate_to_host(points, angle):
+    out = points * torch.cos(angle)
+    return out.cpu().numpy() if angle is not None else out
+"""
+
+
+def test_a_bare_numpy_branch_of_a_type_dispatching_helper_is_quiet(tmp_path):
+    """`out.numpy() if is_numpy else out`: `.numpy()` of a CUDA tensor raises, so only host input takes it."""
+    call = "helpers.rotate(out, y.cuda())\n    helpers.rotate_to_host(out, y.cuda())"
+    got, _ = _lint(tmp_path, {"helpers.py": DISPATCH, "train.py": META.replace("{call}", call)})
+    assert ("train.py", 13, "GPU112") not in got
+    assert ("train.py", 14, "GPU112") in got  # `.cpu().numpy()` on that branch is a device read

@@ -1559,6 +1559,7 @@ class _Summarizer:
         self.closures: Optional[list] = []  # the nested functions every `return` of a value hands back
         self.device_guard: Optional[str] = None  # inside `if <param>.type == "cuda":`: that parameter
         self.tensor_guard: Optional[str] = None  # inside `if torch.is_tensor(<param>):`: that parameter
+        self.host_only_reads: set = set()  # ids of `t.numpy()` calls only a host tensor reaches (`_bare_numpy`)
         self.value_guard: tuple = ()  # inside `if <param> == <constant>:`: `Sink.when` of the reads there
         # name -> the parameter whose object it holds (the parameter itself, `model.cuda()`, `DDP(model)`)
         self.held: dict[str, str] = {p: p for p in (*self.summary.params, *self.summary.keyword_only) if p != "self"}
@@ -2108,6 +2109,12 @@ class _Summarizer:
         for node in ast_walk.walk(expr):
             if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
                 self._comprehension_targets(node, given)
+            elif isinstance(node, ast.IfExp):
+                for branch in (node.body, node.orelse):
+                    if _bare_numpy(branch):
+                        # `points.numpy() if is_numpy else points`: a device tensor's `.numpy()` raises, so the
+                        # branch is taken for host tensors only (a helper dispatching on the type it was given)
+                        self.host_only_reads.add(id(branch))
             if isinstance(node, ast.Call):
                 self._call(node, conditional)
             elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and \
@@ -2604,6 +2611,8 @@ class _Summarizer:
         return found.pop() if len(found) == 1 else None
 
     def _read_of(self, call: ast.Call) -> Optional[tuple[str, ast.expr]]:
+        if id(call) in self.host_only_reads:
+            return None
         func = call.func
         if isinstance(func, ast.Attribute):
             if func.attr in SINK_METHODS and not call.args and (not call.keywords or func.attr == "nonzero"):
@@ -3109,6 +3118,18 @@ _STAYS_ON_HOST = frozenset(("view", "reshape", "long", "float", "int", "double",
 _RECORD_CLASSES = frozenset({"dict", "collections.OrderedDict", "munch.Munch", "munch.DefaultMunch",
                              "easydict.EasyDict", "addict.Dict", "types.SimpleNamespace", "argparse.Namespace"})
 _RECORD_NAMES = frozenset({"Munch", "EasyDict", "edict", "AttrDict", "OrderedDict", "SimpleNamespace"})
+
+
+def _bare_numpy(expr: ast.expr) -> bool:
+    """`t.numpy()` (or `t.detach().numpy()`) with no `.cpu()` or `.to(...)` before it: valid on host tensors only."""
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "numpy"):
+        return False
+    receiver = expr.func.value
+    while isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute):
+        if receiver.func.attr in ("cpu", "to"):
+            return False
+        receiver = receiver.func.value
+    return True
 
 
 def _record_types(tree: ast.Module) -> frozenset:
