@@ -3151,7 +3151,25 @@ def _builds_record(info, func: ast.expr, qualified: str) -> bool:
     the module (`_record_types`)."""
     if qualified in _RECORD_CLASSES or isinstance(func, ast.Name) and func.id in _RECORD_NAMES:
         return True
-    return isinstance(func, ast.Name) and func.id in info.indexed(_record_types)
+    return isinstance(func, ast.Name) and func.id in _record_type_names(info)
+
+
+_RECORD_LINE = re.compile(r"^(?:(\w+)\s*=\s*(?:\w+\.)?(?:namedtuple|NamedTuple)\(|class\s+(\w+)\s*\([^)]*NamedTuple)",
+                          re.MULTILINE)
+
+
+def _record_type_names(info) -> frozenset:
+    """`_record_types` of a module, kept on its info: read from the text of a big module (`LazyModuleInfo`, whose
+    whole tree is parsed only on demand), from the top-level statements of any other."""
+    found = getattr(info, "_record_names", None)
+    if found is None:
+        text = getattr(info, "_text", None)
+        if isinstance(text, str):
+            found = frozenset(a or b for a, b in _RECORD_LINE.findall(text))
+        else:
+            found = _record_types(info.tree)
+        info._record_names = found
+    return found
 
 
 def _makes_tensor(qualified: str) -> bool:

@@ -177,6 +177,9 @@ def _raw_batch(analysis, expr: cst.BaseExpression) -> bool:
     return False
 
 
+_MAX_OWNER_FILES = 12  # files naming a method read to tell that one class alone defines it (a parse each)
+
+
 def _remote_sites(analysis, name: str, instance_of: Optional[str], method: bool,
                   owner: Optional[str] = None) -> Optional[list]:
     """The calls of `name` in the project's other files (for `__call__`/`forward`, the calls of the instances of
@@ -190,9 +193,10 @@ def _remote_sites(analysis, name: str, instance_of: Optional[str], method: bool,
     project = project_for(here)
     sites: list = []
     files = project.files_naming(instance_of or name)
-    if method and instance_of is None and (owner is None or name.startswith("__") or any(
-            cls.name != owner and name in cls.methods for file in files
-            for cls in (getattr(project.module(Path(file)), "classes", None) or {}).values())):
+    if method and instance_of is None and (
+            owner is None or name.startswith("__") or len(files) > _MAX_OWNER_FILES or any(
+                cls.name != owner and name in cls.methods for file in files
+                for cls in (getattr(project.module(Path(file)), "classes", None) or {}).values())):
         owner = None  # another class has the method (or it is a dunder): a call elsewhere may be its
     for file in files:
         info = project.module(Path(file))
