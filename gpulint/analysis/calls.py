@@ -386,7 +386,27 @@ class ModuleCalls:
         fact = self._library_fact(call)
         if fact is not None and fact.effect is Effect.RETURNS_TENSOR_ARGS:
             return bool(call.args) and self.carries_tensor(call.args[0].value, depth + 1)
+        if self._builds_record(func):  # `Munch(real=loss_real)`, `LossTuple(*losses)`: a record of its arguments
+            return any(self.carries_tensor(a.value, depth + 1) for a in call.args)
         return False
+
+    def _builds_record(self, func: cst.BaseExpression) -> bool:
+        """`func` is a dict, `Munch`/`EasyDict`/namespace class, or a named tuple type this module makes
+        (`LossTuple = namedtuple("LossTuple", [...])`): calling it holds its arguments as fields."""
+        from gpulint.analysis.project import _RECORD_CLASSES, _RECORD_NAMES
+
+        if type(func) not in (cst.Name, cst.Attribute):
+            return False
+        if self.analysis.qualified(func) in _RECORD_CLASSES or type(func) is cst.Name and func.value in _RECORD_NAMES:
+            return True
+        if type(func) is not cst.Name:
+            return False
+        bindings = self.index.visible_bindings(func)
+        if len(bindings) != 1 or bindings[0].kind != "assign" or type(bindings[0].value) is not cst.Call:
+            return False
+        maker = bindings[0].value.func  # type: ignore[union-attr]
+        name = maker.value if type(maker) is cst.Name else maker.attr.value if type(maker) is cst.Attribute else ""
+        return name in ("namedtuple", "NamedTuple")
 
     def cpu_device(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """`"cpu"`, `torch.device("cpu")`, or a name every binding of which is one (`loss_device =
@@ -806,7 +826,8 @@ class ProjectCalls(ModuleCalls):
             return True
         if type(call.func) is cst.Name and self._module_parameter(call.func):
             return True  # `pred = head(rep)` with `model, head = model_list` and the callers passing modules
-        target = self.callee(call, own_module=True)
+        # `losses = self.forward(imgs, bboxes)` in a sibling method: what this module's method returns
+        target = self.callee(call, own_module=True) or self.local_callee(call)
         if target is None:
             return False
         summary, bound = target[1], target[2]

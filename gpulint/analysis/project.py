@@ -369,6 +369,11 @@ def _find_root(path: Path) -> Path:
 _MAX_ANCESTORS = 4  # folders above an importer's own searched for its absolute imports (after the usual places)
 
 
+# Libraries a package's own module may share a name with (`utils/torch.py`): Python 3 imports are absolute, so a
+# module of that package importing the name gets the library (the sibling only when run as a script).
+_SHADOWED_LIBRARIES = frozenset({"torch", "numpy", "torchvision", "scipy"})
+
+
 class ImportResolver:
     """Python's import search, for one project, statically.
 
@@ -424,7 +429,10 @@ class ImportResolver:
             for _ in range(level - 1):
                 base = base.parent
             return self._find(base, parts) if parts else self._package(base)
-        for base in (importer.resolve().parent, *self.search, *extra):
+        own = importer.resolve().parent
+        if parts and parts[0] in _SHADOWED_LIBRARIES and (own / "__init__.py").is_file():
+            own = None  # `import torch` in a package holding a `torch.py` (torchdrug's utils): the library
+        for base in (*((own,) if own is not None else ()), *self.search, *extra):
             found = self._find(base, parts)
             if found is not None:
                 return found
@@ -1551,6 +1559,7 @@ class _Summarizer:
         self.closures: Optional[list] = []  # the nested functions every `return` of a value hands back
         self.device_guard: Optional[str] = None  # inside `if <param>.type == "cuda":`: that parameter
         self.tensor_guard: Optional[str] = None  # inside `if torch.is_tensor(<param>):`: that parameter
+        self.host_only_reads: set = set()  # ids of `t.numpy()` calls only a host tensor reaches (`_bare_numpy`)
         self.value_guard: tuple = ()  # inside `if <param> == <constant>:`: `Sink.when` of the reads there
         # name -> the parameter whose object it holds (the parameter itself, `model.cuda()`, `DDP(model)`)
         self.held: dict[str, str] = {p: p for p in (*self.summary.params, *self.summary.keyword_only) if p != "self"}
@@ -2074,7 +2083,38 @@ class _Summarizer:
     # -- expressions ------------------------------------------------------------------------------------------
     def _expressions(self, expr: ast.expr, conditional: bool) -> None:
         """Record every sink and sync call inside `expr` (lambdas and comprehensions' own scopes included)."""
+        given: dict = {}  # comprehension targets given a parameter's values, restored on the way out
+        try:
+            self._expression_nodes(expr, conditional, given)
+        finally:
+            for name, before in given.items():
+                if before is None:
+                    self.taint.pop(name, None)
+                else:
+                    self.taint[name] = before
+
+    def _comprehension_targets(self, node: ast.expr, given: dict) -> None:
+        """`{k: scalar(v) for k, v in losses._asdict().items()}`, `[f(x) for x in xs]`: a target of a generator
+        over a parameter (its items, values, fields) holds the parameter's values, in the comprehension's scope."""
+        for generator in node.generators:  # type: ignore[attr-defined]
+            source = self._tainted_by(generator.iter)
+            if source is None:
+                continue
+            for name in _target_names(generator.target):
+                if name not in given:
+                    given[name] = self.taint.get(name)
+                self.taint[name] = source
+
+    def _expression_nodes(self, expr: ast.expr, conditional: bool, given: dict) -> None:
         for node in ast_walk.walk(expr):
+            if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+                self._comprehension_targets(node, given)
+            elif isinstance(node, ast.IfExp):
+                for branch in (node.body, node.orelse):
+                    if _bare_numpy(branch):
+                        # `points.numpy() if is_numpy else points`: a device tensor's `.numpy()` raises, so the
+                        # branch is taken for host tensors only (a helper dispatching on the type it was given)
+                        self.host_only_reads.add(id(branch))
             if isinstance(node, ast.Call):
                 self._call(node, conditional)
             elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and \
@@ -2571,6 +2611,8 @@ class _Summarizer:
         return found.pop() if len(found) == 1 else None
 
     def _read_of(self, call: ast.Call) -> Optional[tuple[str, ast.expr]]:
+        if id(call) in self.host_only_reads:
+            return None
         func = call.func
         if isinstance(func, ast.Attribute):
             if func.attr in SINK_METHODS and not call.args and (not call.keywords or func.attr == "nonzero"):
@@ -2654,6 +2696,10 @@ class _Summarizer:
             return max([TENSOR, *(self._tensor_level(a, bound) for a in call.args)])
         if isinstance(func, ast.Name) and func.id in ("sum", "max", "min", "abs", "zip", "reversed", "sorted"):
             return max((self._tensor_level(a, bound) for a in call.args), default=0)
+        if _builds_record(self.info, func, qualified):
+            # `LossTuple(*losses)`, `Munch(real=loss_real)`, `dict(loss=loss)`: a record of what it is given
+            return max([self._tensor_level(a.value if isinstance(a, ast.Starred) else a, bound) for a in call.args]
+                       + [self._tensor_level(k.value, bound) for k in call.keywords], default=0)
         callee = self._callee(call)
         return TENSOR if callee is not None and callee[0].returns_tensor else 0
 
@@ -3066,6 +3112,64 @@ _HOST_BATCH_BUILDERS = frozenset(("torch.stack", "torch.cat", "torch.tensor", "t
 # Tensor methods whose result stays where the tensor is (not `.to`, `.cuda`, `.pin_memory`).
 _STAYS_ON_HOST = frozenset(("view", "reshape", "long", "float", "int", "double", "half", "contiguous", "clone",
                             "unsqueeze", "squeeze", "flatten", "t", "permute", "transpose", "type"))
+
+
+# Classes whose instances hold what they are given under names: a dict, an attribute dict, a namespace.
+_RECORD_CLASSES = frozenset({"dict", "collections.OrderedDict", "munch.Munch", "munch.DefaultMunch",
+                             "easydict.EasyDict", "addict.Dict", "types.SimpleNamespace", "argparse.Namespace"})
+_RECORD_NAMES = frozenset({"Munch", "EasyDict", "edict", "AttrDict", "OrderedDict", "SimpleNamespace"})
+
+
+def _bare_numpy(expr: ast.expr) -> bool:
+    """`t.numpy()` (or `t.detach().numpy()`) with no `.cpu()` or `.to(...)` before it: valid on host tensors only."""
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "numpy"):
+        return False
+    receiver = expr.func.value
+    while isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute):
+        if receiver.func.attr in ("cpu", "to"):
+            return False
+        receiver = receiver.func.value
+    return True
+
+
+def _record_types(tree: ast.Module) -> frozenset:
+    """The module's top-level record types: `LossTuple = namedtuple("LossTuple", [...])` (or
+    `typing.NamedTuple(...)`) and `class Losses(NamedTuple):`: calling one holds its arguments as fields."""
+    found = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and \
+                (_dotted(stmt.value.func) or "").rsplit(".", 1)[-1] in ("namedtuple", "NamedTuple"):
+            found.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+        elif isinstance(stmt, ast.ClassDef) and any((_dotted(b) or "").rsplit(".", 1)[-1] == "NamedTuple"
+                                                    for b in stmt.bases):
+            found.add(stmt.name)
+    return frozenset(found)
+
+
+def _builds_record(info, func: ast.expr, qualified: str) -> bool:
+    """`func(...)` builds a record of its arguments: a dict, a `Munch`/`EasyDict`, or a named tuple type of
+    the module (`_record_types`)."""
+    if qualified in _RECORD_CLASSES or isinstance(func, ast.Name) and func.id in _RECORD_NAMES:
+        return True
+    return isinstance(func, ast.Name) and func.id in _record_type_names(info)
+
+
+_RECORD_LINE = re.compile(r"^(?:(\w+)\s*=\s*(?:\w+\.)?(?:namedtuple|NamedTuple)\(|class\s+(\w+)\s*\([^)]*NamedTuple)",
+                          re.MULTILINE)
+
+
+def _record_type_names(info) -> frozenset:
+    """`_record_types` of a module, kept on its info: read from the text of a big module (`LazyModuleInfo`, whose
+    whole tree is parsed only on demand), from the top-level statements of any other."""
+    found = getattr(info, "_record_names", None)
+    if found is None:
+        text = getattr(info, "_text", None)
+        if isinstance(text, str):
+            found = frozenset(a or b for a, b in _RECORD_LINE.findall(text))
+        else:
+            found = _record_types(info.tree)
+        info._record_names = found
+    return found
 
 
 def _makes_tensor(qualified: str) -> bool:

@@ -100,7 +100,7 @@ def _given_device_tensors(analysis, fn: cst.FunctionDef, param: cst.Param) -> bo
         local = [call for call in of_types(analysis.index, cst.Call)
                  if type(call.func) is cst.Name and call.func.value == name]
     remote = _remote_sites(analysis, name, cls.name.value if method and name in ("__call__", "forward") else None,
-                           method)
+                           method, cls.name.value if method else None)
     if remote is None or not local and not remote:
         return False
     for call in local:
@@ -177,23 +177,35 @@ def _raw_batch(analysis, expr: cst.BaseExpression) -> bool:
     return False
 
 
-def _remote_sites(analysis, name: str, instance_of: Optional[str], method: bool) -> Optional[list]:
+_MAX_OWNER_FILES = 12  # files naming a method read to tell that one class alone defines it (a parse each)
+
+
+def _remote_sites(analysis, name: str, instance_of: Optional[str], method: bool,
+                  owner: Optional[str] = None) -> Optional[list]:
     """The calls of `name` in the project's other files (for `__call__`/`forward`, the calls of the instances of
     `instance_of` every file builds, this one included), read with `ast`; None when a call there cannot be read
-    so (a method called on some other object)."""
+    so (a method called on some other object). A method no other class of the project defines
+    (`trainer.train_step(img, bbox)` of the one class with a `train_step`, `owner`) is followed at its
+    `obj.name(...)` calls too: whichever object they are made on, only that class's method can run."""
     from gpulint.analysis.project import project_for
 
     here = Path(analysis.path).resolve()
     project = project_for(here)
     sites: list = []
-    for file in project.files_naming(instance_of or name):
+    files = project.files_naming(instance_of or name)
+    if method and instance_of is None and (
+            owner is None or name.startswith("__") or len(files) > _MAX_OWNER_FILES or any(
+                cls.name != owner and name in cls.methods for file in files
+                for cls in (getattr(project.module(Path(file)), "classes", None) or {}).values())):
+        owner = None  # another class has the method (or it is a dunder): a call elsewhere may be its
+    for file in files:
         info = project.module(Path(file))
         if info is None:
             return None
         if instance_of is not None:
             sites.extend((call, None) for call in _instance_calls(info, instance_of))
         elif project._resolved(Path(file)) != here and info.calls_named(name):  # the project's memo of paths
-            if method:
+            if method and owner is None:
                 return None  # `obj.name(...)` elsewhere: what it passes is not followed
             sites.extend(info.calls_named(name))
     return sites

@@ -40,6 +40,12 @@ _DEVICE_WORDS = ("cuda", "device", "gpu")
 def unmoved_loader_element(kinds: "KindInference", name: cst.Name) -> bool:
     """`name` is an element of a loader's batch that its loop never moves while moving a sibling element."""
     bindings = kinds.index.visible_bindings(name)
+    if len(bindings) > 1:
+        # `for img, scale in loader: scale = at.scalar(scale)`: the loop binds `scale` afresh before the statement
+        # on every pass, so the statement's own binding never reaches the read on its right-hand side
+        ancestors = [a for a in kinds.index.ancestors(name)]
+        if any(b.kind == "for" and any(a is b.source for a in ancestors) for b in bindings):
+            bindings = [b for b in bindings if b.kind == "for" or not any(a is b.source for a in ancestors)]
     if len(bindings) > 1:  # `target = target.detach().cpu().numpy()` each batch: still the loader's host element
         bindings = [b for b in bindings if not (b.kind == "assign" and b.index is None and b.value is not None and
                                                 rebinds_itself_off_device(kinds, name.value, b.value))]
