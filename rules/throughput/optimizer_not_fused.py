@@ -139,8 +139,10 @@ class OptimizerNotFused(GpuRule):
             return
         facts = training_facts(self.analysis)
         stored = self.analysis.parent(node)
+        stored_on_self = type(stored) is cst.Assign and len(stored.targets) == 1 \
+            and type(stored.targets[0].target) in (cst.Attribute, cst.Subscript)
         if not (type(stored) is cst.Assign and len(stored.targets) == 1 and type(stored.targets[0].target) is cst.Name) \
-                and type(stored) is not cst.Return and not facts.trains_on_cuda():
+                and type(stored) is not cst.Return and not stored_on_self and not facts.trains_on_cuda():
             return  # no loop here, no name the optimizer is handed on by (`trainer_steps`), not a factory's return
         # `torch.optim.AdamW`, a choice between such classes, `getattr(torch.optim, "AdamW")`, a project subclass
         # that keeps torch's update: every class the call may build has a fused implementation
@@ -151,8 +153,11 @@ class OptimizerNotFused(GpuRule):
             return  # a test or a toy, a linear probe: the update costs next to nothing
         owners = list(facts.parameter_owners(params.value))
         related: tuple = ()
-        if not (owners and self.analysis.targets_gpu and (facts.trains_on_cuda() or facts.trainer_steps(node))
-                and all(facts.module_on_cuda(o) for o in owners) and data_facts(self.analysis).clearly_cuda()):
+        if not owners and stored_on_self and self.analysis.targets_gpu and data_facts(self.analysis).clearly_cuda() \
+                and facts.self_moved_optimizer(node, params.value):
+            pass  # a module class's optimizer over its own submodules, the module moved to CUDA, stepped here
+        elif not (owners and self.analysis.targets_gpu and (facts.trains_on_cuda() or facts.trainer_steps(node))
+                  and all(facts.module_on_cuda(o) for o in owners) and data_facts(self.analysis).clearly_cuda()):
             # an optimizer factory (`build_optimizer(cfg, model)`) whose every caller trains a CUDA model with it
             # (the callers name the device: the factory's module need not)
             sites = facts.factory_callers(node, params.value)
