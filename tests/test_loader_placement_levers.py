@@ -3,6 +3,10 @@
 - GPU402 reports `torch.optim.Adam` a module class builds over its own submodules (`self.G.parameters()`,
   `self.nets[name].parameters()`) in the method that moves the whole module to CUDA (`self.cuda(rank)`,
   `self.to(self.device)`), stored on `self` and stepped by a function of the module that runs a backward pass.
+- A project fetcher class (`InputFetcher`, a `DataPrefetcher`) whose `__next__` hands on what it draws from an
+  iterator over a loader given to `__init__` (`self.iter = iter(self.loader)`, `next(self.iter)`, also in a method
+  `__next__` calls) is a loader: `next(fetcher)` draws one batch, so the loop around it is the step loop (not an
+  epoch loop because it also calls a function with a loop of its own).
 
 Each has its quiet twin.
 """
@@ -105,3 +109,61 @@ def test_module_class_that_stays_on_the_cpu_or_is_never_stepped_is_quiet(tmp_pat
     # an optimizer over parameters of something that is not the module's own (a function argument)
     foreign = SOLVER.replace("params=self.nets[net].parameters()", "params=nets[net].parameters()")
     assert not _lint(tmp_path / "d", {"solver.py": foreign}, "GPU402")
+
+
+# -- a fetcher class is a loader: `next(fetcher)` draws a batch ----------------------------------------------------
+FETCHER = """\
+import torch
+
+
+class Fetcher:
+    def __init__(self, {param}, device):
+        self.loader = {param}
+        self.device = device
+
+    def _fetch(self):
+        try:
+            x, y = next(self.iter)
+        except (AttributeError, StopIteration):
+            self.iter = iter(self.loader)
+            x, y = next(self.iter)
+        return x, y
+
+    def __next__(self):
+        x, y = self._fetch()
+        return x.to(self.device), y.to(self.device)
+
+
+def evaluate(model, loader):
+    for x, y in loader:
+        print(model(x.cuda()).mean().item())
+
+
+def train(model, optimizer, src, val, iters):
+    fetcher = Fetcher({arg}, torch.device("cuda"))
+    for i in range(iters):
+        x, y = next(fetcher)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        print(loss.item())
+        evaluate(model, val)
+"""
+
+
+def test_next_of_a_fetcher_class_draws_a_batch_every_step(tmp_path):
+    found = _lint(tmp_path, {"train.py": FETCHER.format(param="loader", arg="src")}, "GPU101")
+    assert ("train.py", 35, "GPU101") in found
+
+
+def test_next_of_a_fetcher_given_a_dataloader_draws_a_batch(tmp_path):
+    source = FETCHER.format(param="source", arg="torch.utils.data.DataLoader(src, batch_size=32)")
+    assert ("train.py", 35, "GPU101") in _lint(tmp_path, {"train.py": source}, "GPU101")
+
+
+def test_next_of_a_class_over_something_else_is_not_a_batch(tmp_path):
+    # the parameter is not named for a loader and gets no loader: a counter, a sampler of indices
+    source = FETCHER.format(param="source", arg="src")
+    found = _lint(tmp_path, {"train.py": source}, "GPU101")
+    assert ("train.py", 24, "GPU101") in found and ("train.py", 35, "GPU101") not in found
