@@ -3,6 +3,10 @@
 - GPU402 reports `torch.optim.Adam` a module class builds over its own submodules (`self.G.parameters()`,
   `self.nets[name].parameters()`) in the method that moves the whole module to CUDA (`self.cuda(rank)`,
   `self.to(self.device)`), stored on `self` and stepped by a function of the module that runs a backward pass.
+- GPU402 reports the optimizer a script hands to a project trainer class (`Solver(data, model, optimizer, args)`)
+  one of whose methods runs a backward pass and steps the `self.<attr>` its `__init__` keeps it as, also through
+  a project wrapper class whose `step` steps the optimizer it wraps (a learning-rate schedule written as a class:
+  `TransformerOptimizer(torch.optim.Adam(model.parameters()), warmup)`).
 - A project fetcher class (`InputFetcher`, a `DataPrefetcher`) whose `__next__` hands on what it draws from an
   iterator over a loader given to `__init__` (`self.iter = iter(self.loader)`, `next(self.iter)`, also in a method
   `__next__` calls) is a loader: `next(fetcher)` draws one batch, so the loop around it is the step loop (not an
@@ -167,3 +171,96 @@ def test_next_of_a_class_over_something_else_is_not_a_batch(tmp_path):
     source = FETCHER.format(param="source", arg="src")
     found = _lint(tmp_path, {"train.py": source}, "GPU101")
     assert ("train.py", 24, "GPU101") in found and ("train.py", 35, "GPU101") not in found
+
+
+# -- GPU402: the optimizer handed to a trainer class, possibly wrapped --------------------------------------------
+WRAPPED = {
+    "optim.py": """\
+class ScheduledOptimizer:
+    def __init__(self, optimizer, warmup):
+        self.optimizer = optimizer
+        self.warmup = warmup
+        self.steps = 0
+
+    def zero_grad(self):
+        self.optimizer.zero_grad()
+
+    def step(self):
+        self.steps += 1
+        for group in self.optimizer.param_groups:
+            group["lr"] = min(1.0, self.steps / self.warmup)
+        self.optimizer.{step}()
+""",
+    "solver.py": """\
+class Solver:
+    def __init__(self, data, model, optimizer, epochs):
+        self.loader = data["train"]
+        self.model = model
+        self.optimizer = optimizer
+        self.epochs = epochs
+
+    def train(self):
+        for epoch in range(self.epochs):
+            self._run_one_epoch()
+
+    def _run_one_epoch(self):
+        for x, y in self.loader:
+            loss = self.model(x.cuda(), y.cuda())
+            self.optimizer.zero_grad()
+            loss.{backward}()
+            self.optimizer.step()
+""",
+    "train.py": """\
+import torch
+from torch.utils.data import DataLoader
+
+from model import Net
+from optim import ScheduledOptimizer
+from solver import Solver
+
+
+def main(dataset):
+    model = Net()
+    model.cuda()
+    optimizer = {optimizer}
+    solver = Solver({{"train": DataLoader(dataset, batch_size=32)}}, model, optimizer, 10)
+    solver.train()
+""",
+    "model.py": """\
+import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512))
+
+    def forward(self, x, y):
+        return torch.nn.functional.mse_loss(self.body(x), y)
+""",
+}
+
+
+def _wrapped(step="step", backward="backward",
+             optimizer="ScheduledOptimizer(torch.optim.Adam(model.parameters(), lr=1e-3), 4000)") -> dict:
+    files = dict(WRAPPED)
+    files["optim.py"] = files["optim.py"].format(step=step)
+    files["solver.py"] = files["solver.py"].format(backward=backward)
+    files["train.py"] = files["train.py"].format(optimizer=optimizer)
+    return files
+
+
+def test_optimizer_wrapped_and_handed_to_a_trainer_class(tmp_path):
+    assert ("train.py", 12, "GPU402") in _lint(tmp_path, _wrapped(), "GPU402")
+
+
+def test_optimizer_handed_to_a_trainer_class(tmp_path):
+    files = _wrapped(optimizer="torch.optim.Adam(model.parameters(), lr=1e-3)")
+    assert ("train.py", 12, "GPU402") in _lint(tmp_path, files, "GPU402")
+
+
+def test_wrapper_or_trainer_that_does_not_step_is_quiet(tmp_path):
+    # the wrapper's `step` does not step the wrapped optimizer (it only schedules)
+    assert not _lint(tmp_path / "a", _wrapped(step="zero_grad"), "GPU402")
+    # the trainer class runs no backward pass (an evaluator holding the optimizer for its state)
+    assert not _lint(tmp_path / "b", _wrapped(backward="detach"), "GPU402")

@@ -131,22 +131,45 @@ class TrainingFacts:
         from gpulint.analysis.calls import project_calls
         from gpulint.analysis.project import FunctionSummary, _find_function
 
+        from gpulint.analysis.project import ClassSummary
+
+        calls = self.analysis.fact(project_calls)
+        if calls is None:
+            return False
+        built = optimizer
         stmt = self.analysis.parent(optimizer)
+        if type(stmt) is cst.Arg and not stmt.star:
+            # `TransformerOptimizer(torch.optim.Adam(...), k, warmup)`: a project wrapper whose `step` steps the
+            # optimizer it keeps (a learning-rate schedule written as a class)
+            wrapper = self.analysis.parent(stmt)
+            if type(wrapper) is not cst.Call or type(wrapper.func) not in (cst.Name, cst.Attribute):
+                return False
+            found = calls._lookup(wrapper.func)
+            param = _parameter_of(wrapper, stmt, found.methods.get("__init__")) \
+                if isinstance(found, ClassSummary) else None
+            if param is None or not _wrapper_steps(found, param):
+                return False
+            built = wrapper
+            stmt = self.analysis.parent(wrapper)
         if type(stmt) is not cst.Assign or len(stmt.targets) != 1 or type(stmt.targets[0].target) is not cst.Name:
             return False
         name = stmt.targets[0].target.value
         scope = self.index.enclosing_scope(optimizer)
-        calls = self.analysis.fact(project_calls)
-        if calls is None:
-            return False
         for node in self.index.names(name):
             arg = self.analysis.parent(node)
             call = self.analysis.parent(arg) if type(arg) is cst.Arg else None
             if type(call) is not cst.Call or arg.star or self.index.enclosing_scope(call) is not scope:
                 continue
-            if not any(b.value is optimizer for b in self.analysis.kinds.reaching_bindings(node)):
+            if not any(b.value is built for b in self.analysis.kinds.reaching_bindings(node)):
                 continue  # another optimizer bound to the name by then (a later cell's `optimizer = ...`)
             found = calls._lookup(call.func) if type(call.func) in (cst.Name, cst.Attribute) else None
+            if isinstance(found, ClassSummary):
+                # `solver = Solver(data, model, optimizer, args)`: a trainer class keeping the optimizer on
+                # `self`, one of whose methods runs a backward pass and steps it
+                param = _parameter_of(call, arg, found.methods.get("__init__"))
+                if param is not None and _class_steps(found, param):
+                    return True
+                continue
             if not isinstance(found, FunctionSummary) or "." in found.qualname:
                 continue
             info = calls.project.module(found.path)
@@ -830,6 +853,69 @@ def _cuda_value(expr: ast.expr, depth: int = 0) -> bool:
     if isinstance(expr, ast.Call) and isinstance(expr.func, (ast.Attribute, ast.Name)) and expr.args and \
             (expr.func.attr if isinstance(expr.func, ast.Attribute) else expr.func.id) == "device":
         return _cuda_value(expr.args[0], depth + 1)
+    return False
+
+
+def _parameter_of(call: cst.Call, arg: cst.Arg, init) -> Optional[str]:
+    """The parameter of the `ast` method `init` (an `__init__`, `self` first) that `arg` of the class call
+    `call` is passed to."""
+    if init is None or arg.star:
+        return None
+    positional = [a.arg for a in (*init.args.posonlyargs, *init.args.args)][1:]
+    if arg.keyword is not None:
+        return arg.keyword.value if arg.keyword.value in positional + [a.arg for a in init.args.kwonlyargs] else None
+    at = [a for a in call.args if a.keyword is None].index(arg)
+    return positional[at] if at < len(positional) else None
+
+
+def _kept_as(cls, param: str) -> set:
+    """The `self.<attr>` names the `__init__` of the `ast` class summary `cls` binds to its parameter `param`."""
+    import ast
+
+    init = cls.methods.get("__init__")
+    kept: set = set()
+    for node in ast.walk(init) if init is not None else ():
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id == param:
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
+                        target.value.id == "self":
+                    kept.add(target.attr)
+    return kept
+
+
+def _steps_attribute(method, attrs: set) -> bool:
+    """`self.<attr>.step()` (or `scaler.step(self.<attr>)`) in the `ast` function `method`, for an attr of `attrs`."""
+    import ast
+
+    def kept(expr) -> bool:
+        return isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self" \
+            and expr.attr in attrs
+
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step"
+               and (kept(n.func.value) or len(n.args) == 1 and kept(n.args[0])) for n in ast.walk(method))
+
+
+def _wrapper_steps(cls, param: str) -> bool:
+    """The `step` method of the project class `cls` steps the optimizer its `__init__` keeps from `param`."""
+    attrs = _kept_as(cls, param)
+    step = cls.methods.get("step")
+    return bool(attrs) and step is not None and _steps_attribute(step, attrs)
+
+
+def _class_steps(cls, param: str) -> bool:
+    """A method of the project class `cls` runs a backward pass (`loss.backward()`, `scaler.scale(loss)
+    .backward()`) and steps the optimizer its `__init__` keeps from `param`."""
+    import ast
+
+    attrs = _kept_as(cls, param)
+    if not attrs:
+        return False
+    for name, method in cls.methods.items():
+        if name == "__init__":
+            continue
+        if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+               for n in ast.walk(method)) and _steps_attribute(method, attrs):
+            return True
     return False
 
 

@@ -142,7 +142,7 @@ class OptimizerNotFused(GpuRule):
         stored_on_self = type(stored) is cst.Assign and len(stored.targets) == 1 \
             and type(stored.targets[0].target) in (cst.Attribute, cst.Subscript)
         if not (type(stored) is cst.Assign and len(stored.targets) == 1 and type(stored.targets[0].target) is cst.Name) \
-                and type(stored) is not cst.Return and not stored_on_self and not facts.trains_on_cuda():
+                and type(stored) not in (cst.Return, cst.Arg) and not stored_on_self and not facts.trains_on_cuda():
             return  # no loop here, no name the optimizer is handed on by (`trainer_steps`), not a factory's return
         # `torch.optim.AdamW`, a choice between such classes, `getattr(torch.optim, "AdamW")`, a project subclass
         # that keeps torch's update: every class the call may build has a fused implementation
