@@ -11,6 +11,8 @@
   iterator over a loader given to `__init__` (`self.iter = iter(self.loader)`, `next(self.iter)`, also in a method
   `__next__` calls) is a loader: `next(fetcher)` draws one batch, so the loop around it is the step loop (not an
   epoch loop because it also calls a function with a loop of its own).
+- `for loader in loaders:` over `loaders = [get_loader(path) for path in paths]` (or a written-out list of loaders):
+  the loop's name is one of those loaders, so its batches are pinned when the factory pins them (GPU202).
 
 Each has its quiet twin.
 """
@@ -264,3 +266,46 @@ def test_wrapper_or_trainer_that_does_not_step_is_quiet(tmp_path):
     assert not _lint(tmp_path / "a", _wrapped(step="zero_grad"), "GPU402")
     # the trainer class runs no backward pass (an evaluator holding the optimizer for its state)
     assert not _lint(tmp_path / "b", _wrapped(backward="detach"), "GPU402")
+
+
+# -- a loader drawn from a list of loaders built by a factory --------------------------------------------------------
+LISTED = """\
+import torch
+from torch.utils.data import DataLoader
+
+
+def get_loader(dataset, batch_size):
+    return DataLoader(dataset, batch_size=batch_size, num_workers=4, pin_memory={pin})
+
+
+@torch.no_grad()
+def statistics(datasets, batch_size=50):
+    device = torch.device("cuda")
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 64, 3), torch.nn.ReLU()).eval().to(device)
+    loaders = [get_loader(d, batch_size) for d in datasets]
+    means = []
+    for loader in loaders:
+        feats = []
+        for x in loader:
+            feats.append(net(x.to(device)))
+        means.append(torch.cat(feats).mean(0))
+    return means
+"""
+
+
+def _messages(root: Path, text: str) -> dict:
+    write_project(root, {"stats.py": text})
+    items = check(root, "--no-cache", "--exit-zero", "--select", "GPU202", ".")
+    return {d["location"]["row"]: d["message"] for d in items}
+
+
+def test_copy_of_a_batch_of_a_listed_pinned_loader(tmp_path):
+    assert "pinned batch" in _messages(tmp_path, LISTED.format(pin="True")).get(18, "")
+
+
+def test_copy_of_a_batch_of_a_listed_unpinned_loader_is_not_a_pinned_copy(tmp_path):
+    # the loader does not pin: the copy is reported with GPU201's pairing, not as a pinned batch's copy
+    assert "pinned batch" not in _messages(tmp_path, LISTED.format(pin="False")).get(18, "")
+    # a list of tensors, not loaders: iterating one gives its rows, no loader's batches
+    tensors = LISTED.format(pin="True").replace("get_loader(d, batch_size) for d", "torch.randn(8, 3, 32, 32) for d")
+    assert 18 not in _messages(tmp_path / "t", tensors)
