@@ -39,6 +39,17 @@ class OptimizerNotFused(GpuRule):
     (`model_without_ddp = model`, or `= model.module` of its DDP wrapper). A loop whose step is a closure handed
     to a helper that calls it (`gpu_timer(train_step)`) trains like one that calls it.
 
+    A module class may build the optimizers over its own submodules (`self.G_opt = Adam(list(self.G.parameters())
+    + list(self.S.parameters()), ...)`, `self.optims[name] = Adam(self.nets[name].parameters())`) in the method that
+    moves the whole module to CUDA (`self.cuda(rank)`, `self.to(self.device)` with `self.device = torch.device(
+    "cuda" if ... else "cpu")`): moving the module moves every submodule. It is reported when a function of the
+    same module runs a backward pass and steps the optimizer by the attribute it is kept as
+    (`self.GAN.D_opt.step()`, `optims.generator.step()`). A script may also hand the optimizer to a project
+    trainer class (`solver = Solver(data, model, optimizer, args)`) one of whose methods runs a backward pass and
+    steps the `self.<attr>` its `__init__` keeps it as, possibly wrapped first in a project class whose `step`
+    steps the optimizer it keeps (a learning-rate schedule written as a class: `Scheduled(torch.optim.Adam(...),
+    warmup)`): that class trains with it like a `train_one_epoch(...)` function would.
+
     The optimizer may also be built in a factory of another module (`build_optimizer(cfg, model)`,
     `init_opt(encoder, predictor, ...)`, `construct_optimizer(model, cfg)`): a top-level function that hands the
     optimizer back (`return optimizer`, also in a tuple) over parameters computed from its own parameters
