@@ -202,12 +202,13 @@ def _kinds(analysis: ModuleAnalysis) -> KindInference:
         if "next(" in text:  # a loader factory's result matters where batches are drawn with `next(...)`
             kinds.loader_call_hook = lambda node: project_loader_call(analysis, node)
         if "next(" in text or "Loader" in text:
-            from gpulint.analysis.loader_classes import dataloader_subclass_call, loader_class_call
+            from gpulint.analysis.loader_classes import dataloader_subclass_call, fetcher_class_call, \
+                loader_class_call
 
             # `InfiniteLoader(...)`: a project class handing on a DataLoader's batches; `DataLoaderMasking(...)`: a
             # project subclass of torch's DataLoader (analysis/loader_classes.py)
             kinds.loader_class_hook = lambda node: loader_class_call(analysis, node) is not None or \
-                dataloader_subclass_call(analysis, node)
+                dataloader_subclass_call(analysis, node) or fetcher_class_call(analysis, node)
     return kinds
 
 

@@ -424,6 +424,11 @@ class DataFacts:
                 elif b.kind == "param":
                     for arg in self._arguments_for(b):
                         found.extend(self.loaders(arg, depth + 1))
+                elif b.kind == "for" and b.index is None and type(b.source) is cst.For and \
+                        type(b.source.target) is cst.Name and type(b.value) is cst.Name:
+                    # `for loader in loaders:` over `loaders = [get_loader(p) for p in paths]` (or a written-out
+                    # list of loaders): each iteration's name is one of those loaders
+                    found.extend(self._listed_loaders(b.value, depth + 1))
             return found
         if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
             return [c for v in self.self_attributes().get(expr.attr.value, []) for c in self.loaders(v, depth + 1)]

@@ -177,6 +177,7 @@ class _Memo:
     def __init__(self, analysis) -> None:
         self.found: dict = {}
         self.subclasses: dict[str, bool] = {}
+        self.fetchers: dict = {}
 
 
 # A project subclass of torch's `DataLoader` (`class DataLoaderMasking(DataLoader)` that only sets a `collate_fn`,
@@ -273,3 +274,85 @@ def _line(analysis, node: cst.CSTNode) -> int:
     from gpulint.analysis.forward import _line_of
 
     return _line_of(analysis, node)
+
+
+# A fetcher class: its `__next__` hands on what it draws from an iterator over a loader it was given (stargan-style
+# `InputFetcher`, the many `DataPrefetcher`s):
+#
+#     class Fetcher:
+#         def __init__(self, loader, device):
+#             self.loader = loader
+#         def _fetch(self):
+#             try:
+#                 x, y = next(self.iter)
+#             except (AttributeError, StopIteration):
+#                 self.iter = iter(self.loader)
+#                 x, y = next(self.iter)
+#             return x, y
+#         def __next__(self):
+#             x, y = self._fetch()
+#             return x.to(self.device), y.to(self.device)
+#
+# A call of it is a loader (`Kind.LOADER`: `next(fetcher)` draws one batch, so the loop around it is a step loop)
+# when it passes a loader for that parameter, or the parameter is named for one (`loader`, `data_loader`).
+def fetcher_class_call(analysis, call: cst.Call) -> bool:
+    """`call` builds an instance of a project fetcher class (above) and passes it a loader to draw from."""
+    answer = _class_answer(analysis, call, "fetchers", fetched_parameters, ())
+    if not answer:
+        return False
+    from gpulint.analysis.kinds import Kind, _kind_from_name
+    from gpulint.syntax import argument_for
+
+    positional, drawn = answer
+    for name in drawn:
+        arg = argument_for(call, list(positional), name)
+        if arg is None:
+            continue
+        if _kind_from_name(name) is Kind.LOADER or analysis.kinds.of(arg.value) is Kind.LOADER:
+            return True
+    return False
+
+
+def fetched_parameters(project, cls) -> tuple:
+    """For a fetcher class (see `fetcher_class_call`): (the positional parameters of `__init__` after `self`,
+    the parameters whose iterator `__next__` draws from, directly or in a method it calls on `self`); else ()."""
+    methods = cls.methods
+    init, nxt = methods.get("__init__"), methods.get("__next__")
+    if init is None or nxt is None:
+        return ()
+    positional = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
+    stored: dict[str, str] = {}  # self.<attr> = <parameter> in __init__
+    for node in ast.walk(init):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Name) and \
+                node.value.id in positional:
+            attr = _self_attr(node.targets[0])
+            if attr is not None:
+                stored[attr] = node.value.id
+    iterators: dict[str, set] = {}  # self.<it> = iter(self.<attr>) or iter(<parameter>) anywhere in the class
+    for method in methods.values():
+        for node in ast.walk(method):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call) and \
+                    _dotted(node.value.func) == "iter" and len(node.value.args) == 1:
+                attr = _self_attr(node.targets[0])
+                source = node.value.args[0]
+                param = stored.get(_self_attr(source) or "")
+                if param is None and method is init and isinstance(source, ast.Name) and source.id in positional:
+                    param = source.id  # `self.it = iter(loader)` in `__init__`
+                if attr is not None and param is not None:
+                    iterators.setdefault(attr, set()).add(param)
+    if not iterators:
+        return ()
+    drawing = [nxt] + [methods[n] for n in _self_calls(nxt) if n in methods and n not in ("__init__", "__next__")]
+    found: list[str] = []
+    for method in drawing:
+        for node in ast.walk(method):
+            if isinstance(node, ast.Call) and _dotted(node.func) == "next" and len(node.args) == 1:
+                for param in sorted(iterators.get(_self_attr(node.args[0]) or "", ())):
+                    if param not in found:
+                        found.append(param)
+    return (tuple(positional), tuple(found)) if found else ()
+
+
+def _self_calls(method: ast.FunctionDef) -> list[str]:
+    return [n.func.attr for n in ast.walk(method) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+            and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"]

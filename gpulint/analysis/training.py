@@ -60,6 +60,7 @@ class TrainingFacts:
         self._calls_on: Optional[dict[str, list[cst.Call]]] = None
         self._toy: Optional[bool] = None
         self._owners: dict[tuple[int, int], tuple[cst.CSTNode, list[cst.Name]]] = {}
+        self._stepped_names: Optional[frozenset[str]] = None
 
     # -- training loops ----------------------------------------------------------------------------------------
     def training_loops(self) -> list[cst.For]:
@@ -130,22 +131,45 @@ class TrainingFacts:
         from gpulint.analysis.calls import project_calls
         from gpulint.analysis.project import FunctionSummary, _find_function
 
+        from gpulint.analysis.project import ClassSummary
+
+        calls = self.analysis.fact(project_calls)
+        if calls is None:
+            return False
+        built = optimizer
         stmt = self.analysis.parent(optimizer)
+        if type(stmt) is cst.Arg and not stmt.star:
+            # `TransformerOptimizer(torch.optim.Adam(...), k, warmup)`: a project wrapper whose `step` steps the
+            # optimizer it keeps (a learning-rate schedule written as a class)
+            wrapper = self.analysis.parent(stmt)
+            if type(wrapper) is not cst.Call or type(wrapper.func) not in (cst.Name, cst.Attribute):
+                return False
+            found = calls._lookup(wrapper.func)
+            param = _parameter_of(wrapper, stmt, found.methods.get("__init__")) \
+                if isinstance(found, ClassSummary) else None
+            if param is None or not _wrapper_steps(found, param):
+                return False
+            built = wrapper
+            stmt = self.analysis.parent(wrapper)
         if type(stmt) is not cst.Assign or len(stmt.targets) != 1 or type(stmt.targets[0].target) is not cst.Name:
             return False
         name = stmt.targets[0].target.value
         scope = self.index.enclosing_scope(optimizer)
-        calls = self.analysis.fact(project_calls)
-        if calls is None:
-            return False
         for node in self.index.names(name):
             arg = self.analysis.parent(node)
             call = self.analysis.parent(arg) if type(arg) is cst.Arg else None
             if type(call) is not cst.Call or arg.star or self.index.enclosing_scope(call) is not scope:
                 continue
-            if not any(b.value is optimizer for b in self.analysis.kinds.reaching_bindings(node)):
+            if not any(b.value is built for b in self.analysis.kinds.reaching_bindings(node)):
                 continue  # another optimizer bound to the name by then (a later cell's `optimizer = ...`)
             found = calls._lookup(call.func) if type(call.func) in (cst.Name, cst.Attribute) else None
+            if isinstance(found, ClassSummary):
+                # `solver = Solver(data, model, optimizer, args)`: a trainer class keeping the optimizer on
+                # `self`, one of whose methods runs a backward pass and steps it
+                param = _parameter_of(call, arg, found.methods.get("__init__"))
+                if param is not None and _class_steps(found, param):
+                    return True
+                continue
             if not isinstance(found, FunctionSummary) or "." in found.qualname:
                 continue
             info = calls.project.module(found.path)
@@ -360,6 +384,109 @@ class TrainingFacts:
             if self.index.enclosing_scope(node) is scope:
                 moves.extend(self._moves(node))
         return bool(moves) and all(moves)
+
+    def self_moved_optimizer(self, optimizer: cst.Call, params: cst.CSTNode) -> bool:
+        """An optimizer a module class builds over its own submodules, in the method that moves the whole
+        module to CUDA, and that the module's training code steps: `self.G_opt = Adam(list(self.G.parameters())
+        + ..., lr)` (or `self.optims[name] = Adam(self.nets[name].parameters())`) next to `self.cuda(rank)` /
+        `self.to(self.device)` with `self.device = torch.device("cuda" if ... else "cpu")`, then a function of
+        this module that runs a backward pass and calls `<...>.G_opt.step()`. Moving the module moves every
+        submodule, so the parameters are on CUDA however the submodules were built."""
+        fn = self.index.enclosing_function(optimizer)
+        if fn is None or self.index.enclosing_class(fn) is None or not fn.params.params \
+                or fn.params.params[0].name.value != "self":
+            return False
+        stmt = self.analysis.parent(optimizer)
+        if type(stmt) is not cst.Assign or len(stmt.targets) != 1:
+            return False
+        target = stmt.targets[0].target
+        if type(target) is cst.Subscript:
+            target = target.value
+        if not (type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == "self"):
+            return False
+        if not self._self_owned_parameters(params, fn) or not self._moves_self_to_cuda(fn):
+            return False
+        return target.attr.value in self._stepped_receiver_names()
+
+    def _self_owned_parameters(self, expr: cst.CSTNode, fn: cst.FunctionDef, depth: int = 0) -> bool:
+        """Every `.parameters()` in `expr` (through the names it reads, bound in `fn`) is of a submodule of
+        `self` (`self.G`, `self.nets[name]`), and there is one. A name bound elsewhere, or by anything but an
+        assignment, makes it unknown."""
+        found = False
+        for node in _walk(expr):
+            if type(node) is cst.Call and type(node.func) is cst.Attribute and \
+                    node.func.attr.value in ("parameters", "named_parameters"):
+                root = node.func.value
+                while type(root) in (cst.Attribute, cst.Subscript):
+                    root = root.value  # type: ignore[attr-defined]
+                if not (type(root) is cst.Name and root.value == "self") or node.func.value is root:
+                    return False
+                found = True
+            elif type(node) is cst.Name and not _is_attribute_name(self.analysis, node) and node.value != "self":
+                bindings = [b for b in data_facts(self.analysis).bindings(node)]
+                if not bindings or depth > 2:
+                    continue  # `list`, `lr`: a builtin or a hyperparameter, no parameters
+                for b in bindings:
+                    if b.kind == "assign" and b.value is not None and _has_parameters_call(b.value):
+                        if b.scope is not fn or not self._self_owned_parameters(b.value, fn, depth + 1):
+                            return False
+                        found = True
+        return found
+
+    def _moves_self_to_cuda(self, fn: cst.FunctionDef) -> bool:
+        """`fn` moves `self` (the module) to CUDA, and nowhere else: `self.cuda(...)`, `self.to(<CUDA device>)`,
+        where the device may be a `self.<attr>` that `fn` assigns once."""
+        moves: list[bool] = []
+        for node in _walk(fn.body):
+            if not (type(node) is cst.Call and type(node.func) is cst.Attribute and type(node.func.value) is cst.Name
+                    and node.func.value.value == "self" and node.func.attr.value in ("cuda", "to")):
+                continue
+            if node.func.attr.value == "cuda":
+                moves.append(True)
+                continue
+            target = argument(node, "device", 0)
+            if target is None or _is_dtype(self.analysis, target.value):
+                continue
+            device = target.value
+            if type(device) is cst.Attribute and type(device.value) is cst.Name and device.value.value == "self":
+                values = [s.value for s in _walk(fn.body) if type(s) is cst.Assign and len(s.targets) == 1
+                          and type(s.targets[0].target) is cst.Attribute
+                          and type(s.targets[0].target.value) is cst.Name
+                          and s.targets[0].target.value.value == "self"
+                          and s.targets[0].target.attr.value == device.attr.value]
+                moves.append(len(values) == 1 and self.cuda_device(values[0]))
+            else:
+                moves.append(self.cuda_device(device))
+        return bool(moves) and all(moves)
+
+    def _stepped_receiver_names(self) -> frozenset[str]:
+        """The names in the receivers of the `X.step()` calls (no arguments) made by functions of this module
+        that also run a backward pass (`loss.backward()`, a `backwards(loss, opt)` helper): `self.GAN.D_opt.step()`
+        gives {"self", "GAN", "D_opt"}. Computed once per module."""
+        if self._stepped_names is None:
+            names: set[str] = set()
+            backward: dict[int, bool] = {}
+            for node in of_types(self.index, cst.Call):
+                func = node.func  # type: ignore[attr-defined]
+                if not (type(func) is cst.Attribute and func.attr.value == "step" and not node.args):  # type: ignore
+                    continue
+                fn = self.index.enclosing_function(node)
+                if fn is None:
+                    continue
+                if id(fn) not in backward:
+                    backward[id(fn)] = any(
+                        type(c) is cst.Call and "backward" in _called_name(c.func) for c in _walk(fn.body))
+                if not backward[id(fn)]:
+                    continue
+                receiver = func.value
+                while type(receiver) in (cst.Attribute, cst.Subscript):
+                    if type(receiver) is cst.Attribute:
+                        names.add(receiver.attr.value)
+                    receiver = receiver.value
+                if type(receiver) is cst.Name:
+                    names.add(receiver.value)
+            self._stepped_names = frozenset(names)
+        return self._stepped_names
 
     def _method_calls_on(self) -> dict[str, list[cst.Call]]:
         """`x.method(...)` calls of the module by the name `x`: one pass over the nodes for all look-ups."""
@@ -729,6 +856,69 @@ def _cuda_value(expr: ast.expr, depth: int = 0) -> bool:
     return False
 
 
+def _parameter_of(call: cst.Call, arg: cst.Arg, init) -> Optional[str]:
+    """The parameter of the `ast` method `init` (an `__init__`, `self` first) that `arg` of the class call
+    `call` is passed to."""
+    if init is None or arg.star:
+        return None
+    positional = [a.arg for a in (*init.args.posonlyargs, *init.args.args)][1:]
+    if arg.keyword is not None:
+        return arg.keyword.value if arg.keyword.value in positional + [a.arg for a in init.args.kwonlyargs] else None
+    at = [a for a in call.args if a.keyword is None].index(arg)
+    return positional[at] if at < len(positional) else None
+
+
+def _kept_as(cls, param: str) -> set:
+    """The `self.<attr>` names the `__init__` of the `ast` class summary `cls` binds to its parameter `param`."""
+    import ast
+
+    init = cls.methods.get("__init__")
+    kept: set = set()
+    for node in ast.walk(init) if init is not None else ():
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id == param:
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
+                        target.value.id == "self":
+                    kept.add(target.attr)
+    return kept
+
+
+def _steps_attribute(method, attrs: set) -> bool:
+    """`self.<attr>.step()` (or `scaler.step(self.<attr>)`) in the `ast` function `method`, for an attr of `attrs`."""
+    import ast
+
+    def kept(expr) -> bool:
+        return isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self" \
+            and expr.attr in attrs
+
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step"
+               and (kept(n.func.value) or len(n.args) == 1 and kept(n.args[0])) for n in ast.walk(method))
+
+
+def _wrapper_steps(cls, param: str) -> bool:
+    """The `step` method of the project class `cls` steps the optimizer its `__init__` keeps from `param`."""
+    attrs = _kept_as(cls, param)
+    step = cls.methods.get("step")
+    return bool(attrs) and step is not None and _steps_attribute(step, attrs)
+
+
+def _class_steps(cls, param: str) -> bool:
+    """A method of the project class `cls` runs a backward pass (`loss.backward()`, `scaler.scale(loss)
+    .backward()`) and steps the optimizer its `__init__` keeps from `param`."""
+    import ast
+
+    attrs = _kept_as(cls, param)
+    if not attrs:
+        return False
+    for name, method in cls.methods.items():
+        if name == "__init__":
+            continue
+        if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+               for n in ast.walk(method)) and _steps_attribute(method, attrs):
+            return True
+    return False
+
+
 def _steps_in_a_loop(fn, param: str) -> bool:
     """A `for`/`while` loop of the `ast` function `fn` runs `.backward()` and steps the optimizer `param`:
     `param.step()`, or `scaler.step(param)` of a gradient scaler."""
@@ -861,3 +1051,16 @@ def project_default_dtype(analysis) -> bool:
 def _test_path(path) -> bool:
     parts = Path(path).parts
     return any(p in ("tests", "test") for p in parts[:-1]) or Path(path).name.startswith("test_")
+
+
+def _has_parameters_call(expr: cst.CSTNode) -> bool:
+    return any(type(n) is cst.Call and type(n.func) is cst.Attribute
+               and n.func.attr.value in ("parameters", "named_parameters") for n in _walk(expr))
+
+
+def _called_name(func: cst.BaseExpression) -> str:
+    if type(func) is cst.Attribute:
+        return func.attr.value
+    if type(func) is cst.Name:
+        return func.value
+    return ""

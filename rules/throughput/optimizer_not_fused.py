@@ -39,6 +39,17 @@ class OptimizerNotFused(GpuRule):
     (`model_without_ddp = model`, or `= model.module` of its DDP wrapper). A loop whose step is a closure handed
     to a helper that calls it (`gpu_timer(train_step)`) trains like one that calls it.
 
+    A module class may build the optimizers over its own submodules (`self.G_opt = Adam(list(self.G.parameters())
+    + list(self.S.parameters()), ...)`, `self.optims[name] = Adam(self.nets[name].parameters())`) in the method that
+    moves the whole module to CUDA (`self.cuda(rank)`, `self.to(self.device)` with `self.device = torch.device(
+    "cuda" if ... else "cpu")`): moving the module moves every submodule. It is reported when a function of the
+    same module runs a backward pass and steps the optimizer by the attribute it is kept as
+    (`self.GAN.D_opt.step()`, `optims.generator.step()`). A script may also hand the optimizer to a project
+    trainer class (`solver = Solver(data, model, optimizer, args)`) one of whose methods runs a backward pass and
+    steps the `self.<attr>` its `__init__` keeps it as, possibly wrapped first in a project class whose `step`
+    steps the optimizer it keeps (a learning-rate schedule written as a class: `Scheduled(torch.optim.Adam(...),
+    warmup)`): that class trains with it like a `train_one_epoch(...)` function would.
+
     The optimizer may also be built in a factory of another module (`build_optimizer(cfg, model)`,
     `init_opt(encoder, predictor, ...)`, `construct_optimizer(model, cfg)`): a top-level function that hands the
     optimizer back (`return optimizer`, also in a tuple) over parameters computed from its own parameters
@@ -139,8 +150,10 @@ class OptimizerNotFused(GpuRule):
             return
         facts = training_facts(self.analysis)
         stored = self.analysis.parent(node)
+        stored_on_self = type(stored) is cst.Assign and len(stored.targets) == 1 \
+            and type(stored.targets[0].target) in (cst.Attribute, cst.Subscript)
         if not (type(stored) is cst.Assign and len(stored.targets) == 1 and type(stored.targets[0].target) is cst.Name) \
-                and type(stored) is not cst.Return and not facts.trains_on_cuda():
+                and type(stored) not in (cst.Return, cst.Arg) and not stored_on_self and not facts.trains_on_cuda():
             return  # no loop here, no name the optimizer is handed on by (`trainer_steps`), not a factory's return
         # `torch.optim.AdamW`, a choice between such classes, `getattr(torch.optim, "AdamW")`, a project subclass
         # that keeps torch's update: every class the call may build has a fused implementation
@@ -151,8 +164,11 @@ class OptimizerNotFused(GpuRule):
             return  # a test or a toy, a linear probe: the update costs next to nothing
         owners = list(facts.parameter_owners(params.value))
         related: tuple = ()
-        if not (owners and self.analysis.targets_gpu and (facts.trains_on_cuda() or facts.trainer_steps(node))
-                and all(facts.module_on_cuda(o) for o in owners) and data_facts(self.analysis).clearly_cuda()):
+        if not owners and stored_on_self and self.analysis.targets_gpu and data_facts(self.analysis).clearly_cuda() \
+                and facts.self_moved_optimizer(node, params.value):
+            pass  # a module class's optimizer over its own submodules, the module moved to CUDA, stepped here
+        elif not (owners and self.analysis.targets_gpu and (facts.trains_on_cuda() or facts.trainer_steps(node))
+                  and all(facts.module_on_cuda(o) for o in owners) and data_facts(self.analysis).clearly_cuda()):
             # an optimizer factory (`build_optimizer(cfg, model)`) whose every caller trains a CUDA model with it
             # (the callers name the device: the factory's module need not)
             sites = facts.factory_callers(node, params.value)
