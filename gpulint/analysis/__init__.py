@@ -333,6 +333,7 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
 
         loops.steps_through_closure = lambda call: steps_through_closure(analysis, call)
         loops.epoch_through_method = lambda call: _epoch_through_method(analysis, call)
+        loops.periodic_predicate = lambda call: _periodic_predicate(analysis, call)
         loops.project_network = lambda name: _project_network(analysis, name)
         from gpulint.analysis.uncalled import uncalled
 
@@ -441,6 +442,54 @@ def _epoch_through_method(analysis: ModuleAnalysis, call: cst.Call) -> bool:
     summaries = step_callables(project)
     with text_dependency():
         return any(summaries.method(cls, method) == EPOCH for cls in classes)
+
+
+def _periodic_predicate(analysis: ModuleAnalysis, call: cst.Call) -> bool:
+    """`eval_every_step(self.global_step)` where `eval_every_step` holds an instance of project classes (every one
+    known, `_bound_project_classes`: `eval_every_step = utils.Every(self.cfg.eval_every_frames)`) whose
+    `__call__` is true every N steps only: it returns `True`/`False` literals, each `return True` under an `if`
+    testing `... % ... == 0`, or returns such a comparison itself. A guard calling it runs every N steps."""
+    found = _bound_project_classes(analysis, call.func)
+    if found is None:
+        return False
+    project, classes = found
+    from gpulint.analysis.project import text_dependency
+
+    with text_dependency():  # the classes' `__call__` bodies are read
+        return all(_true_every_n(project, cls) for cls in classes)
+
+
+def _true_every_n(project, cls) -> bool:
+    import ast
+
+    method = project.method(cls, "__call__")
+    node = _method_node(project, method) if method is not None else None
+    if node is None:
+        return False
+
+    def modulo_test(test) -> bool:
+        return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) and \
+            any(isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mod) for s in (test.left, *test.comparators))
+
+    trues = seen = 0
+    for parent in ast_walk.walk(node):
+        for field in ("body", "orelse"):
+            for stmt in getattr(parent, field, ()) if isinstance(parent, (ast.If, ast.FunctionDef)) else ():
+                if not isinstance(stmt, ast.Return) or stmt.value is None:
+                    continue
+                seen += 1
+                value = stmt.value
+                if modulo_test(value):
+                    trues += 1
+                    continue
+                if not (isinstance(value, ast.Constant) and isinstance(value.value, bool)):
+                    return False
+                if value.value:
+                    if not (isinstance(parent, ast.If) and field == "body" and modulo_test(parent.test)):
+                        return False
+                    trues += 1
+    returns = sum(1 for n in ast_walk.walk(node) if isinstance(n, ast.Return) and n.value is not None)
+    return trues > 0 and seen == returns  # a `return` elsewhere (in a loop, a `with`) is not read: unknown
 
 
 def _receiver_classes(analysis: ModuleAnalysis, expr: cst.BaseExpression):

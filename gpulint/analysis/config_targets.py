@@ -182,7 +182,10 @@ def instantiated(project: Project, path: Path, call: ast.Call) -> Optional[list[
     the key is unknown or no configuration file names a project class under it."""
     if not (is_instantiate(call.func) and call.args):
         return None
-    key = config_key(call.args[0])
+    return _key_candidates(project, path, config_key(call.args[0]))
+
+
+def _key_candidates(project: Project, path: Path, key: Optional[str]) -> Optional[list[ClassSummary]]:
     if key is None:
         return None
     targets = config_targets(project).get(key, ())
@@ -278,6 +281,7 @@ def _held_attributes(project: Project, info) -> dict[str, tuple]:
     if known is None:
         known = {}
         if "instantiate" in _names(info.tree):
+            builders = _instantiating_builders(info.tree)
             for node in ast.walk(info.tree):
                 if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
                     continue
@@ -286,14 +290,52 @@ def _held_attributes(project: Project, info) -> dict[str, tuple]:
                         and target.value.id == "self"):
                     continue
                 for call in ast.walk(node.value):
-                    if isinstance(call, ast.Call) and is_instantiate(call.func):
-                        for cls in instantiated(project, info.path, call) or ():
+                    if not isinstance(call, ast.Call):
+                        continue
+                    if is_instantiate(call.func):
+                        built = instantiated(project, info.path, call)
+                    elif isinstance(call.func, ast.Name) and call.func.id in builders:
+                        passed = _passed(call, *builders[call.func.id])
+                        built = _key_candidates(project, info.path, config_key(passed)) if passed else None
+                    else:
+                        continue
+                    if built:
+                        for cls in built:
                             classes = known.setdefault(target.attr, [])
                             if all(cls is not c for c in classes):
                                 classes.append(cls)
             known = {k: tuple(v) for k, v in known.items()}
         project.per_step_sites[key] = known
     return known
+
+
+def _instantiating_builders(tree: ast.Module) -> dict[str, tuple[int, str]]:
+    """{name: (position, parameter)} of the module's top-level functions that return `instantiate(p)` of one of
+    their parameters `p` never rebound (`def make_agent(obs_spec, action_spec, cfg): ...; return
+    hydra.utils.instantiate(cfg)`): a call `make_agent(a, b, cfg.agent)` builds what the key `agent` names."""
+    found: dict[str, tuple[int, str]] = {}
+    for fn in tree.body:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+        rebound = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Call) and \
+                    is_instantiate(node.value.func) and node.value.args and \
+                    isinstance(node.value.args[0], ast.Name) and node.value.args[0].id in params and \
+                    node.value.args[0].id not in rebound:
+                name = node.value.args[0].id
+                found[fn.name] = (params.index(name), name)
+    return found
+
+
+def _passed(call: ast.Call, position: int, name: str) -> Optional[ast.expr]:
+    """The argument a call passes for the parameter `name` at `position` (None behind a `*args`)."""
+    if any(isinstance(a, ast.Starred) for a in call.args[:position + 1]):
+        return None
+    if position < len(call.args):
+        return call.args[position]
+    return next((k.value for k in call.keywords if k.arg == name), None)
 
 
 def _names(tree: ast.Module) -> set:

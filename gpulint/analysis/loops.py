@@ -116,6 +116,9 @@ class LoopAnalysis:
         # `agent.update(rollouts)`: a method of a project object whose step work runs in a loop of its own (an
         # epoch's pass, several epochs of minibatches), set by analysis/__init__.py (analysis/step_callables.py)
         self.epoch_through_method: Optional[Callable[[cst.Call], bool]] = None
+        # `if eval_every_step(self.global_step):` where the name holds a project predicate object whose
+        # `__call__` is true every N steps only (`step % every == 0`), set by analysis/__init__.py
+        self.periodic_predicate: Optional[Callable[[cst.Call], bool]] = None
         # analysis/__init__.py: whether an `if`'s body never runs in the program as shipped: a debug/analysis
         # option of the program's parser left at its default (`if opt.debug > 0:`, analysis/test_mode.py), or a
         # flag no construction turns on (`if self.autobalance:`, `hasattr(self, "x")` that no training sets,
@@ -1381,6 +1384,10 @@ class LoopAnalysis:
             if helper is not None and self._true_only_periodically(helper):
                 # `def check_frequency(self, idx): if idx % self.batch_freq == 0 ...: return True; return False`
                 return f"`{_code(test)}` (true only on some iterations)"
+            if helper is None and self.periodic_predicate is not None and type(test.func) is cst.Name and \
+                    self.periodic_predicate(test):
+                # `eval_every_step = utils.Every(cfg.eval_every_frames)` ... `if eval_every_step(step):`
+                return f"`{_code(test)}` (a predicate object true every N steps)"
         return None
 
     def _true_only_periodically(self, fn: cst.FunctionDef) -> bool:
