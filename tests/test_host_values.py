@@ -245,3 +245,35 @@ def test_a_copied_scalar_still_mixes_with_device_tensors(tmp_path: Path) -> None
     `weight.norm() * ratio` on the GPU, so `scaled.item()` is a device read and stays reported."""
     root = write_project(tmp_path / "ratio", {"train.py": NORM_RATIO})
     assert (13, "GPU101") in _codes(root, "train.py")
+
+
+CPU_DEFAULT_HELPER = """import torch
+from torch.utils.data import DataLoader
+
+
+def sample_shift(p, size, device="cpu"):
+    return torch.eye(3, device=device).unsqueeze(0).repeat(size, 1, 1) * p
+
+
+def augment(img, p):
+    shift = torch.inverse(sample_shift(p, img.shape[0]{passed}))
+    return img * shift.sum().item()
+
+
+model = torch.nn.Linear(4, 2).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in DataLoader(torch.randn(64, 4), batch_size=8):
+    x = augment(x.cuda(), 0.5)
+    model(x).sum().backward()
+    opt.step()
+"""
+
+
+def test_helper_whose_device_defaults_to_the_cpu_builds_on_the_host(tmp_path: Path) -> None:
+    # `def sample_shift(..., device="cpu")` called without a device builds its matrix on the host: reading it
+    # waits for no GPU
+    root = write_project(tmp_path / "host", {"train.py": CPU_DEFAULT_HELPER.format(passed="")})
+    assert (11, "GPU101") not in _codes(root, "train.py")
+    # the same helper told to build on the image's device: the read waits for the GPU
+    root = write_project(tmp_path / "device", {"train.py": CPU_DEFAULT_HELPER.format(passed=", device=img.device")})
+    assert (11, "GPU101") in _codes(root, "train.py")

@@ -53,7 +53,47 @@ def host_call(analysis, call: cst.Call) -> bool:
 
     calls = analysis.fact(project_calls)
     target = (calls.callee(call, own_module=True) or calls.local_callee(call)) if calls is not None else None
-    return target is not None and target[1].returns_host_copy
+    if target is None:
+        return False
+    return target[1].returns_host_copy or _cpu_by_default(analysis, calls, call, target)
+
+
+def _cpu_by_default(analysis, calls, call: cst.Call, target) -> bool:
+    """`sample_affine(p, batch, h, w)` of `def sample_affine(p, size, height, width, device="cpu")`: a project
+    function whose device parameter defaults to the CPU, called without one and given no device tensor, builds
+    what it returns on the host (it moves nothing itself: no `.cuda()`, no `.to(...)` but to that parameter)."""
+    import ast
+
+    from gpulint.analysis.kinds import Kind
+    from gpulint.analysis.data_facts import has_star_args
+
+    _, summary, bound = target
+    if has_star_args(call) or summary.returns_on_cuda or not summary.returns_tensor:
+        return False
+    info = calls.project.module(summary.path)
+    if info is None:
+        return False
+    fn = info.functions.get(summary.qualname)  # a top-level function (a method's `self` state is not read)
+    if not isinstance(fn, ast.FunctionDef):
+        return False
+    args = fn.args.posonlyargs + fn.args.args
+    defaults = [None] * (len(args) - len(fn.args.defaults)) + list(fn.args.defaults)
+    pairs = list(zip(args, defaults)) + list(zip(fn.args.kwonlyargs, fn.args.kw_defaults))
+    cpu = [a.arg for a, d in pairs if isinstance(d, ast.Constant) and d.value == "cpu"]
+    if len(cpu) != 1:
+        return False
+    positional = [a for a in call.args if a.keyword is None]
+    names = [a.arg for a in args][1 if bound else 0:]
+    passed = set(names[:len(positional)]) | {a.keyword.value for a in call.args if a.keyword is not None}
+    if cpu[0] in passed:
+        return False
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                node.func.attr == "cuda" or node.func.attr == "to" and not (
+                    len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id == cpu[0])):
+            return False
+    kinds = analysis.kinds
+    return all(kinds.of(a.value) is not Kind.TENSOR or kinds.on_host(a.value) for a in call.args)
 
 
 def _host_factory(analysis, call: cst.Call) -> bool:
