@@ -41,3 +41,10 @@ def lint_script(root: Path, text: str) -> set:
     """The findings of a one-script project (`train.py` holding `text`), keyed `(row, code)`."""
     items = check(write_project(root, {"train.py": text}), "--no-cache", "--exit-zero", "train.py")
     return {(row, code) for _, row, code in found(items)}
+
+
+def lint_files(root: Path, files: dict[str, str], *only: str) -> set:
+    """The findings of a project of `files` (dedented), keyed `(file name, row, code)`; `only` selects rules."""
+    write_project(root, files, dedent=True)
+    items = check(root, "--no-cache", "--exit-zero", *(("--select", ",".join(only)) if only else ()), ".")
+    return {(Path(p).name, row, code) for p, row, code in found(items)}

@@ -14,16 +14,11 @@ Each has its quiet twin.
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
 
-from projects import check, found, write_project
+from projects import check, lint_files
 
 
-def _lint(root: Path, files: dict[str, str], *only: str) -> set:
-    write_project(root, {k: textwrap.dedent(v) for k, v in files.items()})
-    items = check(root, "--no-cache", "--exit-zero", *(("--select", ",".join(only)) if only else ()), ".")
-    return {(Path(p).name, row, code) for p, row, code in found(items)}
+_lint = lint_files
 
 
 # -- GPU403: where the forward pass is -----------------------------------------------------------------------------
