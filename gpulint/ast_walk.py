@@ -28,8 +28,51 @@ def iter_child_nodes(node: AST) -> list[AST]:
     return out
 
 
+# Roots whose walk is kept: the project model's ~80 per-module indexes each walk the module, and its per-function
+# questions walk each function again and again (a cold fairseq lint visited ~10M nodes, most of them in repeated
+# walks of the same module and function trees). The breadth-first list of a module, class or function is made at once
+# and kept on the node the first time it is walked; later walks iterate that list. The trees are never changed
+# after parsing, and the list goes with its tree.
+_KEPT_ROOTS = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_KEPT = "_gpulint_walk"
+walks_made = 0  # walks that visited nodes afresh rather than iterating a kept list (tests count them)
+
+
 def walk(node: AST) -> Iterator[AST]:
     """`ast.walk(node)`: the node, then breadth-first every node below it."""
+    kept = node.__dict__.get(_KEPT)
+    if kept is None:
+        if not isinstance(node, _KEPT_ROOTS):
+            return _walk(node)
+        kept = _breadth_first(node)
+        setattr(node, _KEPT, kept)
+    return iter(kept)
+
+
+def _breadth_first(node: AST) -> list[AST]:
+    """The list `_walk` yields, made at once (a module's or function's walk is kept whole, even when the first
+    walk that asks for it stops early: the next index asks for the rest)."""
+    global walks_made
+    walks_made += 1
+    todo = [node]
+    at = 0
+    while at < len(todo):
+        current = todo[at]
+        at += 1
+        for name in current._fields:
+            value = getattr(current, name, None)
+            if isinstance(value, AST):
+                todo.append(value)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, AST):
+                        todo.append(item)
+    return todo
+
+
+def _walk(node: AST) -> Iterator[AST]:
+    global walks_made
+    walks_made += 1
     todo = [node]
     at = 0
     while at < len(todo):

@@ -1,0 +1,90 @@
+"""Walks of the same CPython tree, kept (issue 11, branch speed15): counted, not timed. The project model's
+per-module indexes each walk a module on its own and its per-step questions walk the same functions again and
+again; `ast_walk.walk` now makes the breadth-first list of a module, class or function at once the first time it
+is asked for, keeps it on the node, and later walks iterate that list. These tests fail on the code before the
+change (no `ast_walk.walks_made` or `_breadth_first`; every walk visited its nodes afresh)."""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from pathlib import Path
+
+from gpulint import ast_walk
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SOURCE = '''
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return [y * 2 for y in x]
+
+def train(model, loader):
+    for batch in loader:
+        loss = model(batch).sum()
+        print(loss.item())
+'''
+
+
+def _ids(nodes) -> list:
+    return [id(n) for n in nodes]
+
+
+def test_a_second_walk_of_a_module_class_or_function_visits_nothing_afresh() -> None:
+    tree = ast.parse(SOURCE)
+    cls, fn = tree.body[1], tree.body[2]
+    for root in (tree, cls, fn):
+        before = ast_walk.walks_made
+        first = _ids(ast_walk.walk(root))
+        assert ast_walk.walks_made == before + 1
+        second = _ids(ast_walk.walk(root))
+        assert ast_walk.walks_made == before + 1  # the kept list, no new walk
+        assert first == second == _ids(ast.walk(root))
+
+
+def test_a_walk_left_early_is_kept_whole_and_other_nodes_are_never_kept() -> None:
+    tree = ast.parse(SOURCE)
+    before = ast_walk.walks_made
+    for node in ast_walk.walk(tree):
+        if isinstance(node, ast.Call):
+            break
+    assert _ids(ast_walk.walk(tree)) == _ids(ast.walk(tree))
+    assert ast_walk.walks_made == before + 1  # the walk left early made the whole list; the next one reads it
+    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call))
+    list(ast_walk.walk(call))
+    list(ast_walk.walk(call))
+    assert ast_walk.walks_made == before + 3  # an expression's walk is not kept (cheap, and asked of many nodes)
+
+
+def test_a_project_lint_walks_each_module_afresh_at_most_once(monkeypatch, capsys, tmp_path) -> None:
+    import shutil
+
+    from gpulint.cli import main
+
+    project = tmp_path / "project"
+    shutil.copytree(ROOT / "fixtures" / "projects", project)
+    (tmp_path / "empty.toml").write_text("")
+
+    fresh: Counter = Counter()
+    asked: Counter = Counter()
+    walk, inner = ast_walk.walk, ast_walk._breadth_first
+
+    def counted_walk(node):
+        if isinstance(node, ast.Module):
+            asked[id(node)] += 1
+        return walk(node)
+
+    def counted_inner(node):
+        if isinstance(node, ast.Module):
+            fresh[id(node)] += 1
+        return inner(node)
+
+    monkeypatch.setattr(ast_walk, "walk", counted_walk)
+    monkeypatch.setattr(ast_walk, "_breadth_first", counted_inner)
+    main(["check", "--config", str(tmp_path / "empty.toml"), "--no-cache", "--jobs", "1", "--exit-zero", "--output-format", "json", str(project)],
+         standalone_mode=False)
+    capsys.readouterr()
+    assert sum(asked.values()) > 2 * len(asked) > 0  # modules are asked about many times ...
+    assert max(fresh.values()) == 1  # ... and each is walked afresh once
