@@ -14,21 +14,38 @@ from projects import check, found, write_project
 
 LOSS = """\
 import torch
+from .sampler import Sampler
 
 
 class LossComputation(object):
-    def __init__(self, weight):
+    def __init__(self, sampler, weight):
+        self.sampler = sampler
         self.weight = weight
 
     def __call__(self, logits, labels):
         labels = labels.to(logits.device)
         pos = torch.nonzero(labels > 0).squeeze(1)
-        return logits[pos].sum() * self.weight
+        picked = self.sampler(labels)
+        return logits[pos].sum() * self.weight + picked.sum()
 
 
 def make_loss_evaluator(cfg):
-    loss_evaluator = LossComputation(cfg)
+    sampler = Sampler(cfg)
+    loss_evaluator = LossComputation(sampler, 2.0)
     return loss_evaluator
+"""
+
+SAMPLER = """\
+import torch
+
+
+class Sampler(object):
+    def __init__(self, per_image):
+        self.per_image = per_image
+
+    def __call__(self, labels):
+        labels = labels.to(torch.device("cuda"))
+        return torch.nonzero(labels >= 1).squeeze(1)
 """
 
 HEAD = """\
@@ -92,10 +109,11 @@ if __name__ == "__main__":
     main()
 """
 
-PROJECT = {"pkg/__init__.py": "", "pkg/loss.py": LOSS, "pkg/head.py": HEAD, "pkg/model.py": MODEL,
+PROJECT = {"pkg/__init__.py": "", "pkg/loss.py": LOSS, "pkg/sampler.py": SAMPLER, "pkg/head.py": HEAD, "pkg/model.py": MODEL,
            "train.py": TRAIN}
-LOSS_SYNC = ("pkg/loss.py", 10, "GPU111")  # torch.nonzero in LossComputation.__call__
+LOSS_SYNC = ("pkg/loss.py", 12, "GPU111")  # torch.nonzero in LossComputation.__call__
 HEAD_SYNC = ("pkg/head.py", 15, "GPU111")  # torch.nonzero in Head.forward
+SAMPLER_SYNC = ("pkg/sampler.py", 10, "GPU111")  # torch.nonzero in Sampler.__call__
 
 
 def _lint(tmp_path, modules):
@@ -117,6 +135,15 @@ def test_a_loss_evaluator_a_factory_returns_through_a_local_runs_its_call_every_
     assert "self.loss_evaluator(...)" in item["message"]
 
 
+def test_a_callable_a_factory_hands_to_a_per_step_object_runs_its_call_every_step(tmp_path):
+    # `Sampler(cfg)` built in the factory, passed to `LossComputation(sampler, ...)`, stored from the parameter and
+    # called in the evaluator's per-step `__call__`
+    items = _lint(tmp_path, PROJECT)
+    assert SAMPLER_SYNC in found(items)
+    item = next(d for d in items if (d["filename"], d["location"]["row"], d["code"]) == SAMPLER_SYNC)
+    assert "(in `Sampler.__call__`, which `self.sampler(...)` runs every step)" in item["message"]
+
+
 def test_a_factory_built_object_called_only_outside_the_step_stays_quiet(tmp_path):
     # the owner calls the evaluator only in a method nothing runs per step: no per-step route
     head = HEAD.replace("        return self.loss_evaluator(y[keep], labels)\n",
@@ -124,5 +151,5 @@ def test_a_factory_built_object_called_only_outside_the_step_stays_quiet(tmp_pat
                         "        return self.loss_evaluator(y, labels)\n")
     items = _lint(tmp_path, {**PROJECT, "pkg/head.py": head})
     got = found(items)
-    assert LOSS_SYNC not in got
+    assert LOSS_SYNC not in got and SAMPLER_SYNC not in got
     assert HEAD_SYNC in got

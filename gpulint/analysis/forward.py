@@ -809,6 +809,51 @@ def _submodule_site(project: Project, path: Path, cls: ClassSummary, member: str
             site = _submodule_site_in(project, file, cls, named, member)
             if site is not None:
                 return site
+    if member == "__call__":
+        # `sampler = Sampler(cfg); evaluator = LossComputation(matcher, sampler)` in a factory, and
+        # `self.sampler = sampler` in `LossComputation.__init__`, whose per-step `__call__` calls `self.sampler(x)`
+        for file in sorted(seen, key=str):
+            site = _handed_in_site(project, file, cls)
+            if site is not None:
+                return site
+    return None
+
+
+def _handed_in_site(project: Project, file: Path, cls: ClassSummary) -> Optional[CallSite]:
+    """The call of a callable object (`cls`, with a `__call__`) that another class of `file` stores from an
+    `__init__` parameter every construction site fills with an instance of `cls` (`project.parameter_class`),
+    in that owner's per-step entry: its `forward` when it is a module class run every step, its `__call__` when
+    a per-step owner calls it (`call_site`)."""
+    info = project.module(file)
+    if info is None:
+        return None
+    for owner in info.classes.values():
+        init = owner.methods.get("__init__")
+        if init is None or _same(owner, cls):
+            continue
+        params = {a.arg for a in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)} - {"self"}
+        stored = {n.targets[0].attr: n.value.id for n in ast_walk.walk(init)
+                  if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Attribute)
+                  and isinstance(n.targets[0].value, ast.Name) and n.targets[0].value.id == "self"
+                  and isinstance(n.value, ast.Name) and n.value.id in params}
+        if not stored:
+            continue
+        module = project.is_module_class(owner)
+        entry = "forward" if module else "__call__"
+        if entry not in owner.methods:
+            continue
+        held = set()
+        for attr, param in stored.items():
+            passed = project.parameter_class(owner.path, f"{owner.name}.__init__", param)
+            if passed is not None and _same(passed, cls):
+                held.add(attr)
+        line = _attribute_called(project, owner, held, entry) if held else None
+        if line is None:
+            continue
+        site = per_step_site(project, owner.path, owner.name) if module else call_site(project, owner.path, owner.name)
+        if site is not None:
+            return CallSite(owner.path.resolve(), line[0], f"{line[1]}(...)", f"{cls.name}.__call__", owner.name,
+                            owner_member=entry)
     return None
 
 
