@@ -840,8 +840,8 @@ def _handed_in_site(project: Project, file: Path, cls: ClassSummary) -> Optional
             continue
         module = project.is_module_class(owner)
         entry = "forward" if module else "__call__"
-        if entry not in owner.methods:
-            continue
+        if entry not in owner.methods or _attribute_called(project, owner, set(stored), entry) is None:
+            continue  # no stored parameter is called there: nothing to resolve (the common case)
         held = set()
         for attr, param in stored.items():
             passed = project.parameter_class(owner.path, f"{owner.name}.__init__", param)
