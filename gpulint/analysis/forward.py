@@ -796,6 +796,10 @@ def _submodule_site(project: Project, path: Path, cls: ClassSummary, member: str
     from gpulint.analysis.named_classes import chooser_names
 
     named = [cls.name, *(n for n in chooser_names(project, cls.path, cls.name) if n != cls.name)]
+    # `self.loss_evaluator = make_loss_evaluator(cfg)` with `def make_loss_evaluator(cfg): ...; return
+    # LossComputation(matcher, sampler)` in the class's module: a plain factory returning an instance of it (one
+    # of the classes its branches return: `build_rpn` returning `RetinaNetModule(...)` or `RPNModule(...)`)
+    named += [n for n in _plain_factories(project, project.module(cls.path), cls) if n not in named]
     seen: set = set()
     for name in named:
         for file in project.files_naming(name):
@@ -805,6 +809,51 @@ def _submodule_site(project: Project, path: Path, cls: ClassSummary, member: str
             site = _submodule_site_in(project, file, cls, named, member)
             if site is not None:
                 return site
+    if member == "__call__":
+        # `sampler = Sampler(cfg); evaluator = LossComputation(matcher, sampler)` in a factory, and
+        # `self.sampler = sampler` in `LossComputation.__init__`, whose per-step `__call__` calls `self.sampler(x)`
+        for file in sorted(seen, key=str):
+            site = _handed_in_site(project, file, cls)
+            if site is not None:
+                return site
+    return None
+
+
+def _handed_in_site(project: Project, file: Path, cls: ClassSummary) -> Optional[CallSite]:
+    """The call of a callable object (`cls`, with a `__call__`) that another class of `file` stores from an
+    `__init__` parameter every construction site fills with an instance of `cls` (`project.parameter_class`),
+    in that owner's per-step entry: its `forward` when it is a module class run every step, its `__call__` when
+    a per-step owner calls it (`call_site`)."""
+    info = project.module(file)
+    if info is None:
+        return None
+    for owner in info.classes.values():
+        init = owner.methods.get("__init__")
+        if init is None or _same(owner, cls):
+            continue
+        params = {a.arg for a in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)} - {"self"}
+        stored = {n.targets[0].attr: n.value.id for n in ast_walk.walk(init)
+                  if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Attribute)
+                  and isinstance(n.targets[0].value, ast.Name) and n.targets[0].value.id == "self"
+                  and isinstance(n.value, ast.Name) and n.value.id in params}
+        if not stored:
+            continue
+        module = project.is_module_class(owner)
+        entry = "forward" if module else "__call__"
+        if entry not in owner.methods or _attribute_called(project, owner, set(stored), entry) is None:
+            continue  # no stored parameter is called there: nothing to resolve (the common case)
+        held = set()
+        for attr, param in stored.items():
+            passed = project.parameter_class(owner.path, f"{owner.name}.__init__", param)
+            if passed is not None and _same(passed, cls):
+                held.add(attr)
+        line = _attribute_called(project, owner, held, entry) if held else None
+        if line is None:
+            continue
+        site = per_step_site(project, owner.path, owner.name) if module else call_site(project, owner.path, owner.name)
+        if site is not None:
+            return CallSite(owner.path.resolve(), line[0], f"{line[1]}(...)", f"{cls.name}.__call__", owner.name,
+                            owner_member=entry)
     return None
 
 
@@ -816,7 +865,39 @@ def _builds(project: Project, owner: ClassSummary, dotted: str, cls: ClassSummar
     found = project.lookup(owner.path, dotted)
     if isinstance(found, ClassSummary):
         return _same(found, cls)
-    return isinstance(found, FunctionSummary) and any(_same(c, cls) for c in function_choices(project, found)[1])
+    return isinstance(found, FunctionSummary) and (
+        any(_same(c, cls) for c in function_choices(project, found)[1])
+        or not found.qualname.count(".") and any(_same(c, cls) for c in project.returned_classes(found)))
+
+
+def _plain_factories(project: Project, info, cls: ClassSummary) -> list[str]:
+    """The top-level functions of the class's module that name it and hand back an instance of it among what
+    their `return`s build (`project.returned_classes`): `def make_loss_evaluator(cfg): evaluator =
+    LossComputation(...); return evaluator`, `def build_head(cfg): return Head(cfg)`. The functions naming each
+    name are indexed once per module content (`_names_in_functions`), then only those naming the class are
+    summarised."""
+    if info is None:
+        return []
+    found = []
+    for name in sorted(_names_in_functions(project, info).get(cls.name, ())):
+        summary = project.function(info.path, name)
+        if summary is not None and any(_same(c, cls) for c in project.returned_classes(summary)):
+            found.append(name)
+    return found
+
+
+def _names_in_functions(project: Project, info) -> dict:
+    """For each name read in a top-level function of the module, the functions reading it: one walk per module
+    content, shared by every class asked about."""
+    cached = project.hot_loop_files.get(("names in functions", info.path))
+    if cached is None or cached[0] != info.digest:
+        named: dict = {}
+        for name, node in info.functions.items():
+            for n in ast_walk.walk(node):
+                if isinstance(n, ast.Name):
+                    named.setdefault(n.id, set()).add(name)
+        cached = project.hot_loop_files[("names in functions", info.path)] = (info.digest, named)
+    return cached[1]
 
 
 def _submodule_site_in(project: Project, file: Path, cls: ClassSummary, named: list,
@@ -873,7 +954,15 @@ def _built_in_init(project: Project, owner: ClassSummary) -> dict[str, list[tupl
         if helper is not None and helper is not init and not _is_property_ast(helper):
             init_nodes.extend(ast_walk.walk(helper))
     chosen: dict[str, list[str]] = {}  # a local of `__init__` -> the dotted names of the classes assigned to it
+    # a local of `__init__` -> the dotted names of the callees whose results are assigned to it: `loss_evaluator =
+    # make_loss_evaluator(cfg)` then `self.loss_evaluator = loss_evaluator`
+    results: dict[str, list[str]] = {}
     for node in init_nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Call):
+            dotted = _dotted(node.value.func)
+            if dotted:
+                results.setdefault(node.targets[0].id, []).append(dotted)
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             # `Attn = ProbAttention if attn == 'prob' else FullAttention`: either class
             values = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
@@ -896,6 +985,10 @@ def _built_in_init(project: Project, owner: ClassSummary) -> dict[str, list[tupl
             continue
         target = node.targets[0]
         if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+            continue
+        if isinstance(node.value, ast.Name):
+            for dotted in results.get(node.value.id, ()):
+                found.setdefault(dotted.rsplit(".", 1)[-1], []).append((target.attr, dotted))
             continue
         for call in ast_walk.walk(node.value):
             if isinstance(call, ast.Call):
@@ -1412,16 +1505,8 @@ def _factories_building(project: Project, info, class_name: str, training: bool 
     functions that name the class are summarised."""
     if info is None:
         return []
-    cached = project.hot_loop_files.get(("names in functions", info.path))
-    if cached is None or cached[0] != info.digest:  # one walk per module content, not one per class asked
-        named: dict = {}
-        for name, node in info.functions.items():
-            for n in ast_walk.walk(node):
-                if isinstance(n, ast.Name):
-                    named.setdefault(n.id, set()).add(name)
-        cached = project.hot_loop_files[("names in functions", info.path)] = (info.digest, named)
     found = []
-    for name in sorted(cached[1].get(class_name, ())):
+    for name in sorted(_names_in_functions(project, info).get(class_name, ())):
         if not project.files_naming(name, training=training):
             continue  # no (training) file names the function: nothing to summarise
         summary = project.function(info.path, name)
