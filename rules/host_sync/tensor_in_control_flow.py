@@ -13,9 +13,10 @@ class TensorInControlFlow(GpuRule):
     """Python control flow on a tensor's value (`if loss > x:`, `while t.any():`, `assert t`).
 
     ## What it does
-    Flags `if`, `elif`, `while`, `assert`, conditional expressions and `and`/`or`/`not` whose condition is a
-    tensor, on every iteration of a training/eval loop; also a chained comparison with a tensor before its last
-    operator (`S_min <= t_cur <= S_max`: Python calls `bool()` on `S_min <= t_cur` to decide whether to go on).
+    Flags `if`, `elif`, `while`, `assert`, conditional expressions, a comprehension's `if` filter and
+    `and`/`or`/`not` whose condition is a tensor, on every iteration of a training/eval loop; also a chained
+    comparison with a tensor before its last operator (`S_min <= t_cur <= S_max`: Python calls `bool()` on
+    `S_min <= t_cur` to decide whether to go on).
 
     ## Why it is slow
     Python must know the value to pick a branch, so it calls `bool()` on the tensor: a blocking copy to the host
@@ -53,12 +54,17 @@ class TensorInControlFlow(GpuRule):
              "    model(x).sum().backward()\n",
              # a chained comparison of a batch object's counts (PyG's `num_graphs`, Python ints)
              "import torch\nmodel = torch.nn.Linear(4, 4).cuda()\nfor batch in loader:\n    batch = batch.cuda()\n"
-             "    assert batch.num_graphs == len(batch) == 2\n    model(batch.x).sum().backward()\n"]
+             "    assert batch.num_graphs == len(batch) == 2\n    model(batch.x).sum().backward()\n",
+             # a comprehension filtering a Python list: host values
+             TRAIN_STEP + "    sizes = [3, 0, 2]\n    kept = [i for i, n in enumerate(sizes) if n > 0]\n"]
     INVALID = [
         Example(TRAIN_STEP + "    if loss > 0:\n        pass\n",
                 message="branching on a tensor's value calls `bool()` on it every ite"),
         # a chained comparison decides on `0 < loss` before it compares `loss < 10`
         Example(TRAIN_STEP + "    scale = 2 if 0 < loss < 10 else 1\n",
+                message="branching on a tensor's value calls `bool()` on it every ite"),
+        # a comprehension over a device tensor filters on each element's value: one `bool()` per element
+        Example(TRAIN_STEP + "    picked = [i for i, v in enumerate(loss.view(-1)) if v > 0]\n",
                 message="branching on a tensor's value calls `bool()` on it every ite"),
     ]
 
@@ -88,6 +94,10 @@ class TensorInControlFlow(GpuRule):
         self._check(node.test)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._check(node.test)
+
+    def visit_CompIf(self, node: cst.CompIf) -> None:
+        # `[i for i, w in enumerate(next_words) if w != end]`: the filter calls `bool()` on each element's test
         self._check(node.test)
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
