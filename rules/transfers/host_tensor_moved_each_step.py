@@ -501,6 +501,32 @@ class HostTensorMovedEachStep(Rule):
                                                  tensor=self.analysis.code(node.value)), where=where)
             return
 
+    def _moved_before_the_loop(self, read: cst.Name, bindings, on_device: list) -> bool:
+        """`features = torch.FloatTensor(x)`, then `if torch.cuda.is_available(): features = features.cuda()`,
+        then a loop reading `features`: the name is moved onto the accelerator in place (`x = x.cuda()`), and every
+        binding that leaves it on the host is set up outside the loops around the read (a run on a GPU reads the
+        moved tensor at every step)."""
+        moves = [b for b, d in zip(bindings, on_device) if d and isinstance(b.value, cst.Call) and
+                 isinstance(b.value.func, cst.Attribute) and isinstance(b.value.func.value, cst.Name) and
+                 b.value.func.value.value == read.value]
+        if not moves:
+            return False
+        index = self.analysis.index
+        loops = [a for a in index.ancestors(read) if isinstance(a, (cst.For, cst.While))]
+        read_at = index.order(read)
+        moved_at = [index.order(b.source) for b in moves]
+        if not loops or read_at is None or None in moved_at or max(moved_at) > read_at:  # type: ignore[operator]
+            return False
+        last_move = max(moved_at)  # type: ignore[type-var]
+        for b, d in zip(bindings, on_device):
+            if d:
+                continue
+            at = index.order(b.source) if b.source is not None else None
+            # a host binding set up before the last move, outside the loops around the read
+            if at is None or at >= last_move or any(index.is_ancestor_or_self(loop, b.source) for loop in loops):
+                return False
+        return True
+
     def _host_index(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """`expr` is certainly a numpy array of indices or a list of int literals (not a numpy scalar, not a
         tensor): `np.arange(n)`, a slice of one (`b_inds[start:end]`), `[0, 2]`, a name bound only to these."""
@@ -580,9 +606,11 @@ class HostTensorMovedEachStep(Rule):
                 and any(on_device)
         if isinstance(expr, cst.Name):
             bindings = facts.bindings(expr)
-            return bool(bindings) and all(
-                b.kind == "assign" and b.index is None and b.value is not None and
-                self._certainly_on_device(b.value, depth + 1) for b in bindings)
+            if not bindings:
+                return False
+            on_device = [b.kind == "assign" and b.index is None and b.value is not None and
+                         self._certainly_on_device(b.value, depth + 1) for b in bindings]
+            return all(on_device) or self._moved_before_the_loop(expr, bindings, on_device)
         if isinstance(expr, cst.Subscript):  # `edges[:, keep]`: indexing keeps the tensor where it is
             return self._certainly_on_device(expr.value, depth + 1)
         if isinstance(expr, cst.Attribute):  # `data.edge_index` of `data = graph.to(device)` (a PyG graph)
