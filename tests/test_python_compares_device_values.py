@@ -1,0 +1,127 @@
+"""Syncs and copies whose shape no rule knew (branch recall80): Python iterating or comparing device values
+(a comprehension's `if` filter, `max()` over collected device tensors), boolean masks made through
+`triu`/`logical_not`/`view` in a project helper, and a tensor moved onto the GPU in place before the loop
+(`x = x.cuda()` under a CUDA test) indexed by a numpy array each step. Each has its quiet twin."""
+
+from __future__ import annotations
+
+from projects import lint_files
+
+HEAD = """\
+import numpy as np
+import torch
+model = torch.nn.Linear(4, 4).cuda()
+"""
+
+
+def test_comprehension_filter_on_device_elements(tmp_path):
+    found = lint_files(tmp_path, {"train.py": HEAD + """\
+for x, y in loader:
+    out = model(x.cuda(non_blocking=True))
+    words = out.argmax(1)
+    keep = [i for i, w in enumerate(words)
+            if w != 3]
+    sizes = [int(s) for s in y.shape]
+    fine = [i for i, n in enumerate(sizes) if n > 0]
+    out.sum().backward()
+"""}, "GPU106")
+    assert found == {("train.py", 7, "GPU106")}  # reported where the comprehension starts; host sizes quiet
+
+
+def test_max_of_collected_device_tensors(tmp_path):
+    found = lint_files(tmp_path, {"train.py": HEAD + """\
+for x, y in loader:
+    out = model(x.cuda(non_blocking=True))
+    scores = list()
+    scores.extend(out.max(1)[0])
+    best = max(scores)
+    host = []
+    host.append(out.sum().item())
+    top = max(host)
+    longest = max([out, out], key=len)
+    lower = min(out.sum(), 1.0)
+    out.sum().backward()
+"""}, "GPU106")
+    assert found == {("train.py", 8, "GPU106"), ("train.py", 13, "GPU106")}
+
+
+def test_max_once_after_the_loop_is_quiet(tmp_path):
+    found = lint_files(tmp_path, {"train.py": HEAD + """\
+scores = []
+for x, y in loader:
+    loss = model(x.cuda(non_blocking=True)).sum()
+    loss.backward()
+    scores.append(loss.detach())
+best = max(scores)
+"""}, "GPU106")
+    assert found == set()
+
+
+def test_mask_through_triu_and_logical_not_in_a_helper(tmp_path):
+    found = lint_files(tmp_path, {
+        "losses.py": """\
+            def pairs(feats, labels):
+                sim = feats @ feats.t()
+                same = labels.unsqueeze(1) == labels.unsqueeze(0)
+                pos = same.triu(diagonal=1).view(-1)
+                neg = same.logical_not().triu(diagonal=1).view(-1)
+                sim = sim.view(-1)
+                return sim[pos], sim[neg]
+
+            def rows(feats, labels):
+                picked = labels.eq(0)
+                return feats[picked]
+
+            def shifted(feats, labels):
+                return feats[labels.float()]
+            """,
+        "train.py": HEAD + """\
+from losses import pairs, rows, shifted
+for x, y in loader:
+    x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+    f = model(x)
+    sp, sn = pairs(f, y)
+    r = rows(f, y)
+    s = shifted(f, y)
+    (sp.sum() + sn.sum() + r.sum() + s.sum()).backward()
+"""}, "GPU112")
+    assert found == {("train.py", 8, "GPU112"), ("train.py", 9, "GPU112")}
+
+
+def test_numpy_index_of_a_tensor_moved_in_place_before_the_loop(tmp_path):
+    found = lint_files(tmp_path, {"train.py": HEAD + """\
+features = torch.FloatTensor(np.zeros((1, 64, 4)))
+if torch.cuda.is_available():
+    features = features.cuda()
+host = torch.FloatTensor(np.zeros((1, 64, 4)))
+for epoch in range(100):
+    idx = np.random.permutation(64)
+    shuffled = features[:, idx, :]
+    on_host = host[:, idx, :]
+    model(shuffled).sum().backward()
+    features = features
+"""}, "GPU203")
+    assert found == set()  # a binding of the name inside the loop: not certainly the moved tensor
+    found = lint_files(tmp_path, {"train.py": HEAD + """\
+features = torch.FloatTensor(np.zeros((1, 64, 4)))
+if torch.cuda.is_available():
+    features = features.cuda()
+host = torch.FloatTensor(np.zeros((1, 64, 4)))
+for epoch in range(100):
+    idx = np.random.permutation(64)
+    shuffled = features[:, idx, :]
+    on_host = host[:, idx, :]
+    model(shuffled.cuda()).sum().backward()
+"""}, "GPU203")
+    assert found == {("train.py", 10, "GPU203")}
+
+
+def test_moved_after_the_loop_is_not_on_the_device_in_it(tmp_path):
+    found = lint_files(tmp_path, {"train.py": HEAD + """\
+features = torch.FloatTensor(np.zeros((1, 64, 4)))
+for epoch in range(100):
+    idx = np.random.permutation(64)
+    model(features[:, idx, :].cuda()).sum().backward()
+features = features.cuda()
+"""}, "GPU203")
+    assert ("train.py", 7, "GPU203") not in found
