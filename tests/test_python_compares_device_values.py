@@ -154,3 +154,42 @@ def test_loop_over_a_loader_picked_from_a_dict_of_loaders(tmp_path):
     # the per-batch host allocation moved to the GPU, and the device features written into the host buffer the
     # first iteration allocated; a buffer allocated every iteration is another cost (not reported here)
     assert found == {("train.py", 9, "GPU203"), ("train.py", 14, "GPU104")}
+
+
+def test_batch_entry_reduced_with_dim_and_super_generate_in_a_module(tmp_path):
+    found = lint_files(tmp_path, {
+        "prompts.py": """\
+            import torch
+            from torch import nn
+            from typing import Dict
+            from transformers import GenerationMixin
+
+
+            class Generator(nn.Module, GenerationMixin):
+                def generate(self, batch: Dict, **kwargs):
+                    start = batch['loss_ids'].argmax(dim=-1)
+                    assert start.min() == start.max()
+                    batch['decoder_input_ids'] = batch['decoder_input_ids'][:, :start.min() + 1]
+                    out = super().generate(**batch, **kwargs)
+                    return out.cpu().tolist()
+            """,
+        "evaluate.py": """\
+            import torch
+            from prompts import Generator
+            from data import PromptLoader
+            model = Generator().cuda()
+            loader = PromptLoader(dataset, batch_size=8)
+            with torch.no_grad():
+                for step, inputs in enumerate(loader):
+                    inputs = inputs.cuda().to_dict()
+                    pred = model.generate(inputs, max_length=10)
+            """,
+        "data.py": """\
+            class PromptLoader:
+                def __init__(self, dataset, batch_size):
+                    self.dataset, self.batch_size = dataset, batch_size
+
+                def __iter__(self):
+                    return iter(self.dataset)
+            """}, "GPU104", "GPU105", "GPU106")
+    assert found == {("prompts.py", 10, "GPU106"), ("prompts.py", 11, "GPU105"), ("prompts.py", 13, "GPU104")}

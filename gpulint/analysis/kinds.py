@@ -1610,6 +1610,13 @@ class KindInference:
             return Kind.UNKNOWN
         if receiver is Kind.OPTIMIZER and method == "scale":
             return Kind.TENSOR  # scaler.scale(loss)
+        if method in ("forward", "generate") and type(func.value) is cst.Call and \
+                type(func.value.func) is cst.Name and func.value.func.value == "super" and \
+                _is_module_class(self, next((a for a in self.index.ancestors(node) if type(a) is cst.ClassDef), None)):
+            return Kind.TENSOR  # `super().generate(**batch)` in a module's override: the parent's run of the network
+        if receiver is Kind.UNKNOWN and method in _DIM_REDUCTIONS and self._part_of_a_batch(func.value) and \
+                any(a.keyword is not None and a.keyword.value == "dim" for a in node.args):
+            return Kind.TENSOR  # `batch['loss_ids'].argmax(dim=-1)`: `dim=` is torch's keyword (numpy's is `axis=`)
         # Methods that make tensors whatever we know of the receiver.
         if method in ("cuda", "to") and receiver is Kind.UNKNOWN and _looks_like_tensor_name(func.value):
             return Kind.TENSOR
@@ -1642,6 +1649,9 @@ class KindInference:
             any(b.index is not None for b in bindings)
 
 
+# Tensor reductions and scans that take torch's `dim=` keyword
+_DIM_REDUCTIONS = frozenset({"argmax", "argmin", "sum", "mean", "max", "min", "amax", "amin", "any", "all", "cumsum",
+                             "softmax", "log_softmax", "norm", "std", "var", "prod", "logsumexp"})
 _BATCH_NAME = re.compile(r"^(batch|data|sample|samples|inputs|item|.*_batch|batch_.*)$")
 
 
