@@ -193,3 +193,23 @@ def test_batch_entry_reduced_with_dim_and_super_generate_in_a_module(tmp_path):
                     return iter(self.dataset)
             """}, "GPU104", "GPU105", "GPU106")
     assert found == {("prompts.py", 10, "GPU106"), ("prompts.py", 11, "GPU105"), ("prompts.py", 13, "GPU104")}
+
+
+def test_batch_copied_into_a_buffer_moved_before_the_loop(tmp_path):
+    found = lint_files(tmp_path, {"train.py": HEAD + """\
+from torch.autograd import Variable
+loader = torch.utils.data.DataLoader(dataset, batch_size=8, pin_memory=True)
+im_data = torch.FloatTensor(1)
+host_buf = torch.FloatTensor(1)
+if args.cuda:
+    im_data = im_data.cuda()
+im_data = Variable(im_data)
+data_iter = iter(loader)
+for step in range(1000):
+    data = next(data_iter)
+    im_data.data.resize_(data[0].size()).copy_(data[0])
+    host_buf.resize_(data[0].size()).copy_(data[0])
+    im_data.data.resize_(data[0].size()).copy_(data[0], non_blocking=True)
+    model(im_data).sum().backward()
+"""}, "GPU202")
+    assert found == {("train.py", 14, "GPU202")}
