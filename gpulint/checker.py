@@ -63,10 +63,10 @@ def _unit_test_module(analysis: ModuleAnalysis) -> bool:
     if not (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"):
         return False
     from gpulint.analysis.forward import _project_of
-    from gpulint.analysis.test_code import is_unit_test_module
+    from gpulint.analysis.test_code import holds_tests, is_unit_test_module
 
     project, _ = analysis.fact(_project_of)
-    return project is not None and is_unit_test_module(path, project.root)
+    return project is not None and is_unit_test_module(path, project.root) and holds_tests(analysis.module)
 
 
 class Run:

@@ -213,3 +213,32 @@ for step in range(1000):
     model(im_data).sum().backward()
 """}, "GPU202")
     assert found == {("train.py", 14, "GPU202")}
+
+
+EVAL_SCRIPT = """\
+import numpy as np
+import torch
+from models import Net
+model = Net().cuda().eval()
+noisy = np.load('blocks.npy')
+with torch.no_grad():
+    for i in range(40):
+        for k in range(32):
+            patch = torch.from_numpy(noisy[i, k]).unsqueeze(0).cuda()
+            out = model(patch)
+            restored = out.clamp(0, 1).cpu()
+"""
+
+
+def test_evaluation_script_named_like_a_test_is_checked(tmp_path):
+    found = lint_files(tmp_path, {"models.py": "import torch\nNet = torch.nn.Identity\n",
+                                  "test/test_blocks.py": EVAL_SCRIPT}, "GPU104")
+    assert found == {("test_blocks.py", 11, "GPU104")}
+
+
+def test_unit_test_module_stays_quiet(tmp_path):
+    found = lint_files(tmp_path, {"models.py": "import torch\nNet = torch.nn.Identity\n",
+                                  "test/test_blocks.py": "import pytest\n" + EVAL_SCRIPT,
+                                  "tests/test_more.py": EVAL_SCRIPT + "\n\ndef test_shape():\n    assert True\n"},
+                       "GPU104")
+    assert found == set()

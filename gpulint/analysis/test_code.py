@@ -41,3 +41,28 @@ def is_unit_test_module(path: Optional[Path], root: Optional[Path]) -> bool:
     except (ValueError, OSError):
         return False
     return any(part in _TEST_DIRS for part in parts[:-1])
+
+
+def holds_tests(module) -> bool:
+    """The module (a LibCST module) is written as tests: a top-level `def test_...`, a class `Test...` or one
+    derived from a `TestCase`, or an import of `pytest`/`unittest`. An evaluation script that only happens to be
+    named `test_*.py` under `test/` (`for i in range(n): model(patch.cuda())` at the top level, no test function)
+    holds none of these: its loops run the model over a whole dataset."""
+    import libcst as cst
+
+    for statement in module.body:
+        if type(statement) is cst.FunctionDef and statement.name.value.startswith("test"):
+            return True
+        if type(statement) is cst.ClassDef and (statement.name.value.startswith("Test") or any(
+                "TestCase" in cst.Module([]).code_for_node(b.value) for b in statement.bases)):
+            return True
+        if type(statement) is cst.SimpleStatementLine:
+            for small in statement.body:
+                if type(small) is cst.Import and any(
+                        cst.Module([]).code_for_node(a.name).split(".")[0] in ("pytest", "unittest")
+                        for a in small.names):
+                    return True
+                if type(small) is cst.ImportFrom and small.module is not None and \
+                        cst.Module([]).code_for_node(small.module).split(".")[0] in ("pytest", "unittest"):
+                    return True
+    return False
