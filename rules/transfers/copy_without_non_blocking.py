@@ -131,6 +131,9 @@ class CopyWithoutNonBlocking(Rule):
     _SAME_NAME = ("plain = DataLoader(dataset, pin_memory=False)\npinned = DataLoader(dataset, pin_memory=True)\n"
                   "for batch in plain:\n    model(batch[0].to(device)).sum().backward()\n"
                   "for batch in pinned:\n    model(batch[0].to(device{})).sum().backward()\n")
+    _BUFFER = ("loader = DataLoader(dataset, pin_memory=True)\nim_data = torch.FloatTensor(1)\n"
+               "if torch.cuda.is_available():\n    im_data = im_data.cuda()\nfor data in loader:\n"
+               "    im_data.resize_(data[0].size()).copy_(data[0]{})\n    model(im_data).sum().backward()\n")
     INVALID = [
         Example(LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking=""),
                 message="copy of a pinned batch to the GPU without `non_blocking=True",
@@ -140,6 +143,9 @@ class CopyWithoutNonBlocking(Rule):
                 fixed=DATASET_HEAD + _THROUGH_ARGUMENT.format(", non_blocking=True")),
         # one loop variable name over two loaders: each copy resolves to its own loop's loader
         Example(DATASET_HEAD + _SAME_NAME.format(""), fixed=DATASET_HEAD + _SAME_NAME.format(", non_blocking=True")),
+        # a batch copied with `copy_` into a buffer the script moved onto the GPU before the loop
+        Example(DATASET_HEAD + _BUFFER.format(""), message="copy of a pinned batch to the GPU without",
+                fixed=DATASET_HEAD + _BUFFER.format(", non_blocking=True")),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
