@@ -242,3 +242,33 @@ def test_unit_test_module_stays_quiet(tmp_path):
                                   "tests/test_more.py": EVAL_SCRIPT + "\n\ndef test_shape():\n    assert True\n"},
                        "GPU104")
     assert found == set()
+
+
+def test_sample_of_a_host_distribution_moved_each_step(tmp_path):
+    found = lint_files(tmp_path, {
+        "augment.py": """\
+            import torch
+
+
+            class MixUp:
+                def __init__(self):
+                    self.dist = torch.distributions.beta.Beta(torch.tensor([1.2]), torch.tensor([1.2]))
+                    self.near = torch.distributions.Normal(torch.zeros(1, device='cuda'), 1.0)
+
+                def aug(self, a, b):
+                    lam = self.dist.rsample((a.size(0), 1)).view(-1, 1, 1, 1).cuda()
+                    eps = self.near.sample((a.size(0),)).cuda()
+                    return lam * a + (1 - lam) * b + eps
+            """,
+        "train.py": """\
+            import torch
+            from torch.utils.data import DataLoader
+            from augment import MixUp
+            model = torch.nn.Linear(4, 4).cuda()
+            loader = DataLoader(dataset, batch_size=4, pin_memory=True)
+            for x, y in loader:
+                x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+                x, y = MixUp().aug(x, y)
+                model(x).sum().backward()
+            """}, "GPU203")
+    assert found == {("augment.py", 10, "GPU203")}  # the device-built distribution's sample copies nothing
