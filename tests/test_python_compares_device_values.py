@@ -216,11 +216,15 @@ for step in range(1000):
 
 
 EVAL_SCRIPT = """\
+import argparse
 import numpy as np
 import torch
 from models import Net
+parser = argparse.ArgumentParser()
+parser.add_argument('--input', default='blocks.npy')
+args = parser.parse_args()
 model = Net().cuda().eval()
-noisy = np.load('blocks.npy')
+noisy = np.load(args.input)
 with torch.no_grad():
     for i in range(40):
         for k in range(32):
@@ -233,13 +237,16 @@ with torch.no_grad():
 def test_evaluation_script_named_like_a_test_is_checked(tmp_path):
     found = lint_files(tmp_path, {"models.py": "import torch\nNet = torch.nn.Identity\n",
                                   "test/test_blocks.py": EVAL_SCRIPT}, "GPU104")
-    assert found == {("test_blocks.py", 11, "GPU104")}
+    assert found == {("test_blocks.py", 15, "GPU104")}
 
 
 def test_unit_test_module_stays_quiet(tmp_path):
-    found = lint_files(tmp_path, {"models.py": "import torch\nNet = torch.nn.Identity\n",
+    # a pytest import, a test function, or no command line read (a test suite's module-level toy loop)
+    toy = "\n".join(line for line in EVAL_SCRIPT.splitlines() if "parse" not in line and "argparse" not in line)
+    found = lint_files(tmp_path, {"models.py": "import torch\nNet = torch.nn.Identity\nargs = None\n",
                                   "test/test_blocks.py": "import pytest\n" + EVAL_SCRIPT,
-                                  "tests/test_more.py": EVAL_SCRIPT + "\n\ndef test_shape():\n    assert True\n"},
+                                  "tests/test_more.py": EVAL_SCRIPT + "\n\ndef test_shape():\n    assert True\n",
+                                  "tests/test_toy.py": toy.replace("args.input", "'blocks.npy'") + "\n"},
                        "GPU104")
     assert found == set()
 
