@@ -63,10 +63,11 @@ def _unit_test_module(analysis: ModuleAnalysis) -> bool:
     if not (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"):
         return False
     from gpulint.analysis.forward import _project_of
-    from gpulint.analysis.test_code import is_unit_test_module
+    from gpulint.analysis.test_code import is_unit_test_module, runs_as_a_script
 
     project, _ = analysis.fact(_project_of)
-    return project is not None and is_unit_test_module(path, project.root)
+    return project is not None and is_unit_test_module(path, project.root) and \
+        not runs_as_a_script(analysis.module)
 
 
 class Run:

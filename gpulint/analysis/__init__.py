@@ -732,7 +732,7 @@ _BOOL_FUNCTIONS = {"torch.isnan", "torch.isinf", "torch.isfinite", "torch.logica
 # Tensor methods that keep the dtype of what they are called on (a mask stays a mask), unless given a dtype
 _MASK_KEEPING = frozenset({"to", "cuda", "squeeze", "unsqueeze", "flatten", "view", "reshape", "repeat", "expand",
                            "contiguous", "clone", "detach", "t", "permute", "transpose", "view_as", "reshape_as",
-                           "expand_as"})
+                           "expand_as", "triu", "tril", "flip", "roll"})
 
 
 def _names_a_dtype(analysis: "ModuleAnalysis", node: cst.BaseExpression) -> bool:

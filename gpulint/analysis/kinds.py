@@ -1045,7 +1045,7 @@ class KindInference:
                 return False
         return True
 
-    def holds_loaders(self, expr: cst.BaseExpression) -> bool:
+    def holds_loaders(self, expr: cst.BaseExpression, dicts: bool = False) -> bool:
         """A name bound only (by plain assignments, at most 3) to lists or tuples whose every element is a loader:
         `loaders = [DataLoader(env, ...) for env in splits]`, `loaders = [train_loader, extra_loader]`."""
         if type(expr) is not cst.Name:
@@ -1059,6 +1059,12 @@ class KindInference:
             value = b.value
             if type(value) is cst.ListComp:
                 elements = [value.elt]
+            elif dicts and type(value) is cst.DictComp:
+                elements = [value.value]  # a dict of loaders, only where it is subscripted (one loader)
+            elif dicts and type(value) is cst.Dict and value.elements:
+                elements = [e.value for e in value.elements if type(e) is cst.DictElement]
+                if len(elements) != len(value.elements):
+                    return False
             elif type(value) in (cst.List, cst.Tuple) and value.elements:
                 elements = [e.value for e in value.elements if type(e) is cst.Element]
                 if len(elements) != len(value.elements):
@@ -1252,8 +1258,10 @@ class KindInference:
             base = self.of(node.value)
             if base in (Kind.TENSOR, Kind.NUMPY):
                 return base
-            if self.holds_loaders(node.value):
-                return Kind.LOADER  # `loaders[0]` of `loaders = [DataLoader(d, ...) for d in splits]`
+            if self.holds_loaders(node.value, dicts=base is Kind.OTHER):
+                # `loaders[0]` of `loaders = [DataLoader(d, ...) for d in splits]`; `dataloaders['gallery']` of
+                # `dataloaders = {x: DataLoader(sets[x], ...) for x in ['gallery', 'query']}`
+                return Kind.LOADER
             if _loader_by_key(node) and base in (Kind.LOADER, Kind.UNKNOWN) and self._holds_loader_entries(node.value):
                 return Kind.LOADER  # `self.data_loader["dev"]`, `dataloaders[phase]`: one loader of a dict of them
             if base is Kind.OTHER and self._device_entries(node.value, _constant_key(node)):
@@ -1602,6 +1610,13 @@ class KindInference:
             return Kind.UNKNOWN
         if receiver is Kind.OPTIMIZER and method == "scale":
             return Kind.TENSOR  # scaler.scale(loss)
+        if method in ("forward", "generate") and type(func.value) is cst.Call and \
+                type(func.value.func) is cst.Name and func.value.func.value == "super" and \
+                _is_module_class(self, next((a for a in self.index.ancestors(node) if type(a) is cst.ClassDef), None)):
+            return Kind.TENSOR  # `super().generate(**batch)` in a module's override: the parent's run of the network
+        if receiver is Kind.UNKNOWN and method in _DIM_REDUCTIONS and self._part_of_a_batch(func.value) and \
+                any(a.keyword is not None and a.keyword.value == "dim" for a in node.args):
+            return Kind.TENSOR  # `batch['loss_ids'].argmax(dim=-1)`: `dim=` is torch's keyword (numpy's is `axis=`)
         # Methods that make tensors whatever we know of the receiver.
         if method in ("cuda", "to") and receiver is Kind.UNKNOWN and _looks_like_tensor_name(func.value):
             return Kind.TENSOR
@@ -1634,6 +1649,9 @@ class KindInference:
             any(b.index is not None for b in bindings)
 
 
+# Tensor reductions and scans that take torch's `dim=` keyword
+_DIM_REDUCTIONS = frozenset({"argmax", "argmin", "sum", "mean", "max", "min", "amax", "amin", "any", "all", "cumsum",
+                             "softmax", "log_softmax", "norm", "std", "var", "prod", "logsumexp"})
 _BATCH_NAME = re.compile(r"^(batch|data|sample|samples|inputs|item|.*_batch|batch_.*)$")
 
 

@@ -2300,6 +2300,16 @@ class _Summarizer:
             return self._is_mask(index.left) or self._is_mask(index.right)
         if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.Invert):
             return self._is_mask(index.operand)
+        if isinstance(index, ast.Call) and isinstance(index.func, ast.Attribute) and \
+                not any(kw.arg == "dtype" for kw in index.keywords) and \
+                not any((_dotted(a) or "").startswith("torch.") for a in index.args):
+            method, receiver = index.func.attr, index.func.value
+            if method in _MASK_KEEPING_METHODS or method == "logical_not" and not index.args:
+                # `m.triu(diagonal=1)`, `m.view(-1)`, `m.logical_not()`: still the mask
+                return self._is_mask(receiver)
+            if method in _COMPARING_METHODS:
+                # `label.eq(other)`, `x.isnan()`: a comparison written as a method
+                return self._tainted_by(receiver) is not None
         return False
 
     def _call(self, call: ast.Call, conditional: bool) -> None:
@@ -3100,6 +3110,11 @@ _TESTED_PREDICATES = frozenset(("torch.isfinite", "torch.isnan", "torch.isinf", 
 _VALUE_REDUCTIONS = frozenset(("any", "all", "min", "max", "sum", "mean", "norm", "amax", "amin"))
 # Tensor methods whose result holds values computed element by element from the receiver's (a reduction of it
 # reads the receiver's data): comparisons, casts, detaching.
+# Tensor methods that keep a boolean mask a mask (given no dtype), and comparisons written as methods
+_MASK_KEEPING_METHODS = frozenset(("to", "cuda", "squeeze", "unsqueeze", "flatten", "view", "reshape", "repeat",
+                                   "expand", "contiguous", "clone", "detach", "t", "permute", "transpose", "view_as",
+                                   "reshape_as", "expand_as", "triu", "tril", "flip", "roll"))
+_COMPARING_METHODS = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "bool"))
 _ELEMENTWISE_METHODS = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "float", "double", "half", "long", "int",
                                   "bool", "detach", "abs", "isnan", "isinf", "isfinite", "logical_not"))
 _VALUE_FUNCTIONS = frozenset(("min", "max", "sum", "mean", "any", "all", "norm", "amax", "amin", "isnan", "isinf",

@@ -41,3 +41,35 @@ def is_unit_test_module(path: Optional[Path], root: Optional[Path]) -> bool:
     except (ValueError, OSError):
         return False
     return any(part in _TEST_DIRS for part in parts[:-1])
+
+
+def runs_as_a_script(module) -> bool:
+    """The module (a LibCST module) is a program, not a test suite, though named like a test module: it holds no
+    test (no top-level `def test...`, no `Test...`/`TestCase` class, no `pytest`/`unittest` import) and reads its
+    command line at import time (`parser.parse_args()`, `sys.argv`) or runs under `if __name__ == "__main__":`.
+    Such a module cannot run under a test runner (the runner's own arguments would be parsed): it is an evaluation
+    script that only happens to be named `test_*.py` under `test/`, and its loops run a model over a dataset."""
+    import libcst as cst
+
+    code = cst.Module([]).code_for_node
+    script = False
+    for statement in module.body:
+        if type(statement) is cst.FunctionDef and statement.name.value.startswith("test"):
+            return False
+        if type(statement) is cst.ClassDef and (statement.name.value.startswith("Test") or any(
+                "TestCase" in code(b.value) for b in statement.bases)):
+            return False
+        if type(statement) is cst.SimpleStatementLine:
+            for small in statement.body:
+                if type(small) is cst.Import and any(code(a.name).split(".")[0] in ("pytest", "unittest")
+                                                     for a in small.names):
+                    return False
+                if type(small) is cst.ImportFrom and small.module is not None and \
+                        code(small.module).split(".")[0] in ("pytest", "unittest"):
+                    return False
+            text = code(statement)
+            if "parse_args(" in text or "sys.argv" in text:
+                script = True
+        elif type(statement) is cst.If and "__name__" in code(statement.test) and "__main__" in code(statement.test):
+            script = True
+    return script

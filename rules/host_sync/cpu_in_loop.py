@@ -14,8 +14,11 @@ from gpulint.analysis.host_reads import _to_host_call
 from gpulint.analysis.training import training_facts
 
 _SAME_DEVICE = frozenset(("detach", "float", "half", "view", "reshape", "squeeze", "unsqueeze", "flatten", "mean",
-                          "sum", "clone", "contiguous", "exp", "log", "sqrt"))
-_HOST_FACTORIES = frozenset(f"torch.{f}" for f in ("zeros", "ones", "empty", "full"))
+                          "sum", "clone", "contiguous", "exp", "log", "sqrt", "div", "mul", "add", "sub", "abs",
+                          "clamp", "sigmoid", "tanh"))
+# Host allocations: factories without `device=`, and the legacy typed constructors (`torch.FloatTensor(n, d)`)
+_HOST_FACTORIES = frozenset(f"torch.{f}" for f in ("zeros", "ones", "empty", "full", "Tensor", "FloatTensor",
+                                                    "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor"))
 
 
 class CpuInLoop(GpuRule):
@@ -103,8 +106,9 @@ class CpuInLoop(GpuRule):
             self.report(target, self.host_write.format(name=holder.value), where=where)
 
     def _host_allocation(self, name: cst.Name) -> bool:
-        """`name` is bound once, outside the loop around it, to a torch factory with no `device=` (a CPU
-        tensor), in a program without a CUDA default tensor type."""
+        """`name` is bound once, outside the loop around it (or in it, on one iteration only), to a torch factory
+        with no `device=` or a legacy typed constructor (a CPU tensor), in a program without a CUDA default
+        tensor type."""
         bindings = self.analysis.index.visible_bindings(name)
         if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None:
             return False
@@ -114,8 +118,12 @@ class CpuInLoop(GpuRule):
                 any(a.keyword is not None and a.keyword.value in ("device", "out") or a.star for a in value.args):
             return False
         loop = self.analysis.execution(name).loop
-        if loop is None or self.analysis.index.is_ancestor_or_self(loop, value):
+        if loop is None:
+            return False
+        if self.analysis.index.is_ancestor_or_self(loop, value) and self.analysis.execution(value).every_iteration:
             return False  # built in the loop itself: a fresh host buffer each step (another cost, not this one)
+        # (a buffer the loop allocates on its first iteration only, `if i == 0: feats = torch.FloatTensor(n, d)`,
+        # is written every step like one allocated before the loop)
         return self.analysis.fact(cuda_default) is None
 
     def _built_on_host(self, value: cst.BaseExpression) -> bool:
@@ -136,8 +144,13 @@ class CpuInLoop(GpuRule):
         if type(value) is cst.Subscript:
             return self._on_device(value.value, depth + 1)
         if type(value) is cst.Name:
-            bindings = self.analysis.index.visible_bindings(value)
-            return bool(bindings) and len(bindings) <= 4 and all(
+            # (`ff += outputs` adds in place, `ff = ff.div(norm)` computes where `ff` is: the tensor stays where
+            # its other assignments put it)
+            bindings = [b for b in self.analysis.index.visible_bindings(value) if b.kind != "augassign" and not (
+                type(b.value) is cst.Call and type(b.value.func) is cst.Attribute and
+                b.value.func.attr.value in _SAME_DEVICE and type(b.value.func.value) is cst.Name and
+                b.value.func.value.value == value.value)]
+            return bool(bindings) and len(bindings) <= 6 and all(
                 b.kind == "assign" and b.index is None and b.value is not None and
                 self._on_device(b.value, depth + 1) for b in bindings)
         if type(value) is not cst.Call:

@@ -131,6 +131,9 @@ class CopyWithoutNonBlocking(Rule):
     _SAME_NAME = ("plain = DataLoader(dataset, pin_memory=False)\npinned = DataLoader(dataset, pin_memory=True)\n"
                   "for batch in plain:\n    model(batch[0].to(device)).sum().backward()\n"
                   "for batch in pinned:\n    model(batch[0].to(device{})).sum().backward()\n")
+    _BUFFER = ("loader = DataLoader(dataset, pin_memory=True)\nim_data = torch.FloatTensor(1)\n"
+               "if torch.cuda.is_available():\n    im_data = im_data.cuda()\nfor data in loader:\n"
+               "    im_data.resize_(data[0].size()).copy_(data[0]{})\n    model(im_data).sum().backward()\n")
     INVALID = [
         Example(LOADER_TO_GPU.format(pin=", pin_memory=True", non_blocking=""),
                 message="copy of a pinned batch to the GPU without `non_blocking=True",
@@ -140,12 +143,16 @@ class CopyWithoutNonBlocking(Rule):
                 fixed=DATASET_HEAD + _THROUGH_ARGUMENT.format(", non_blocking=True")),
         # one loop variable name over two loaders: each copy resolves to its own loop's loader
         Example(DATASET_HEAD + _SAME_NAME.format(""), fixed=DATASET_HEAD + _SAME_NAME.format(", non_blocking=True")),
+        # a batch copied with `copy_` into a buffer the script moved onto the GPU before the loop
+        Example(DATASET_HEAD + _BUFFER.format(""), message="copy of a pinned batch to the GPU without",
+                fixed=DATASET_HEAD + _BUFFER.format(", non_blocking=True")),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
         facts = data_facts(self.analysis)
         if facts.copy_target(node) != ACCELERATOR and not cuda_type_copy(self.analysis, node):
-            self._helper_call(node)
+            if not self._copy_into_device_buffer(node):
+                self._helper_call(node)
             return
         method = node.func.attr.value  # type: ignore[union-attr]
         if keyword(node, "non_blocking") is not None or argument(
@@ -162,6 +169,57 @@ class CopyWithoutNonBlocking(Rule):
             if not self._in_collate(node):
                 self._in_helper(node, receiver, converted, method)
             return
+        self._report_batch_copy(node, receiver, loop, converted, method)
+
+    def _copy_into_device_buffer(self, node: cst.Call) -> bool:
+        """`im_data.data.resize_(data[0].size()).copy_(data[0])`: a batch copied into a tensor the script put on
+        the GPU before the loop (`im_data = torch.FloatTensor(1)`, `if args.cuda: im_data = im_data.cuda()`);
+        `copy_` blocks like `.to()` unless given `non_blocking=True`. True when reported."""
+        func = node.func
+        if type(func) is not cst.Attribute or func.attr.value != "copy_" or len(node.args) != 1 or \
+                node.args[0].keyword is not None or node.args[0].star:
+            return False
+        buffer = func.value
+        while True:  # `.data`, `.resize_(...)`, `.resize_as_(...)`: the same storage
+            if type(buffer) is cst.Attribute and buffer.attr.value == "data":
+                buffer = buffer.value
+            elif type(buffer) is cst.Call and type(buffer.func) is cst.Attribute and \
+                    buffer.func.attr.value in ("resize_", "resize_as_"):
+                buffer = buffer.func.value
+            else:
+                break
+        if type(buffer) is not cst.Name:
+            return False
+        source = node.args[0].value
+        loop = data_facts(self.analysis).batch_loop(source)
+        if loop is None or not self._moved_buffer(buffer, loop):
+            return False
+        self._report_batch_copy(node, source, loop, None, "copy_")
+        return True
+
+    def _moved_buffer(self, name: cst.Name, loop) -> bool:
+        """`name` is moved onto the accelerator in place before `loop` (`x = x.cuda()`), and every other binding of
+        it, also before the loop, builds it or wraps it (`x = Variable(x)`)."""
+        facts = data_facts(self.analysis)
+        index = self.analysis.index
+        bindings = facts.bindings(name)
+        loop_at = index.order(loop)
+        moved = False
+        for b in bindings:
+            if b.kind != "assign" or b.index is not None or b.value is None or b.source is None:
+                return False
+            at = index.order(b.source)
+            if at is None or loop_at is None or at >= loop_at:
+                return False  # bound in (or after) the loop: not the buffer set up for it
+            value = b.value
+            if type(value) is cst.Call and type(value.func) is cst.Attribute and \
+                    type(value.func.value) is cst.Name and value.func.value.value == name.value and \
+                    facts.copy_target(value) == ACCELERATOR:
+                moved = True
+        return moved
+
+    def _report_batch_copy(self, node: cst.Call, receiver, loop, converted, method: str) -> None:
+        facts = data_facts(self.analysis)
         if not self.analysis.index.is_ancestor_or_self(loop.body, node):
             return
         if self._moved_earlier(receiver, node, loop):

@@ -14,6 +14,7 @@ from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts,
 from gpulint.syntax import positional, statement_of
 from gpulint.analysis.data import _FACTORIES, _RANDOM, _SAME_ON_DEVICE, _WINDOWS
 from gpulint.analysis.data_facts import _walk
+from gpulint.analysis.tree import descendants
 from gpulint.analysis.data_path import data_path_facts
 from gpulint.analysis.default_device import cuda_default
 from gpulint.analysis.loader_params import cuda_type_copy
@@ -270,6 +271,9 @@ class HostTensorMovedEachStep(Rule):
     cuda_legacy = "`{call}(...)` ({spelt}) of host data builds the tensor from a numpy array or a list on the host " \
                   "and copies it from pageable memory every step, waiting for the GPU; draw or build it on the " \
                   "device (`torch.randn(..., device=...)`, `torch.ones(..., device=...)`) or once before the loop"
+    distribution = "`{code}(...)` draws from a distribution built from host values: the sample is made on the " \
+                   "host and copied to the GPU from pageable memory every step, waiting for it; build the " \
+                   "distribution from device tensors (`torch.tensor([...], device=...)`) once"
     host_index = "`{index}` (a numpy array or a list) indexes the device tensor `{tensor}`: the index is built on " \
                  "the host and copied to the GPU every step, waiting for it; keep the indices on the device " \
                  "(`torch.randperm(n, device=...)`, `torch.arange(..., device=...)`)"
@@ -435,7 +439,8 @@ class HostTensorMovedEachStep(Rule):
             return
         if factory is None:
             if not self._tokenized(node) and not self._computed_on_host(node) and not self._host_attribute(node) \
-                    and not self._last_host_element(node) and not self._helper_built(node):
+                    and not self._last_host_element(node) and not self._helper_built(node) and \
+                    not self._host_distribution_sample(node):
                 self._built_then_moved(node)
             return
         name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
@@ -500,6 +505,32 @@ class HostTensorMovedEachStep(Rule):
                 self.report(node, message.format(index=self.analysis.code(index),
                                                  tensor=self.analysis.code(node.value)), where=where)
             return
+
+    def _moved_before_the_loop(self, read: cst.Name, bindings, on_device: list) -> bool:
+        """`features = torch.FloatTensor(x)`, then `if torch.cuda.is_available(): features = features.cuda()`,
+        then a loop reading `features`: the name is moved onto the accelerator in place (`x = x.cuda()`), and every
+        binding that leaves it on the host is set up outside the loops around the read (a run on a GPU reads the
+        moved tensor at every step)."""
+        moves = [b for b, d in zip(bindings, on_device) if d and isinstance(b.value, cst.Call) and
+                 isinstance(b.value.func, cst.Attribute) and isinstance(b.value.func.value, cst.Name) and
+                 b.value.func.value.value == read.value]
+        if not moves:
+            return False
+        index = self.analysis.index
+        loops = [a for a in index.ancestors(read) if isinstance(a, (cst.For, cst.While))]
+        read_at = index.order(read)
+        moved_at = [index.order(b.source) for b in moves]
+        if not loops or read_at is None or None in moved_at or max(moved_at) > read_at:  # type: ignore[operator]
+            return False
+        last_move = max(moved_at)  # type: ignore[type-var]
+        for b, d in zip(bindings, on_device):
+            if d:
+                continue
+            at = index.order(b.source) if b.source is not None else None
+            # a host binding set up before the last move, outside the loops around the read
+            if at is None or at >= last_move or any(index.is_ancestor_or_self(loop, b.source) for loop in loops):
+                return False
+        return True
 
     def _host_index(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """`expr` is certainly a numpy array of indices or a list of int literals (not a numpy scalar, not a
@@ -580,9 +611,11 @@ class HostTensorMovedEachStep(Rule):
                 and any(on_device)
         if isinstance(expr, cst.Name):
             bindings = facts.bindings(expr)
-            return bool(bindings) and all(
-                b.kind == "assign" and b.index is None and b.value is not None and
-                self._certainly_on_device(b.value, depth + 1) for b in bindings)
+            if not bindings:
+                return False
+            on_device = [b.kind == "assign" and b.index is None and b.value is not None and
+                         self._certainly_on_device(b.value, depth + 1) for b in bindings]
+            return all(on_device) or self._moved_before_the_loop(expr, bindings, on_device)
         if isinstance(expr, cst.Subscript):  # `edges[:, keep]`: indexing keeps the tensor where it is
             return self._certainly_on_device(expr.value, depth + 1)
         if isinstance(expr, cst.Attribute):  # `data.edge_index` of `data = graph.to(device)` (a PyG graph)
@@ -723,6 +756,57 @@ class HostTensorMovedEachStep(Rule):
             if q is not None and q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in _FACTORIES:
                 return expr, chain
         return None, chain
+
+    def _host_distribution_sample(self, node: cst.Call) -> bool:
+        """`self.dist.rsample((bs, 1)).view(-1, 1, 1, 1).cuda()` where every assignment of `self.dist` in the class
+        builds a `torch.distributions` object from host values (`Beta(torch.tensor([1.2]), torch.tensor([1.2]))`):
+        the sample is drawn on the host and copied to the GPU on every call. True when reported."""
+        expr = node.func.value  # type: ignore[union-attr]
+        while type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in _SAME_ON_DEVICE:
+            expr = expr.func.value  # `.view(-1, 1, 1, 1)` of the sample: still on the host
+        if type(expr) is not cst.Call or type(expr.func) is not cst.Attribute or \
+                expr.func.attr.value not in ("sample", "rsample", "sample_n"):
+            return False
+        holder = expr.func.value
+        if type(holder) is not cst.Attribute or type(holder.value) is not cst.Name or holder.value.value != "self":
+            return False
+        cls = self.analysis.index.enclosing_class(node)
+        if cls is None:
+            return False
+        built = []
+        for sub in descendants(cls):
+            if type(sub) is cst.Assign:
+                for target in sub.targets:
+                    t = target.target
+                    if type(t) is cst.Attribute and t.attr.value == holder.attr.value and \
+                            type(t.value) is cst.Name and t.value.value == "self":
+                        built.append(sub.value)
+        if not built or not all(self._host_distribution(v) for v in built):
+            return False
+        where = self.where(node)
+        if where:
+            self.report(node, self.distribution.format(code=_short(self.analysis.code(expr.func))), where=where)
+        return True
+
+    def _host_distribution(self, value: cst.BaseExpression) -> bool:
+        """`torch.distributions.beta.Beta(torch.tensor([a]), torch.tensor([a]))`, `Normal(0.0, 1.0)`: parameters
+        that are Python numbers or tensors built without `device=`."""
+        if type(value) is not cst.Call or has_star_args(value):
+            return False
+        q = self.analysis.qualified(value.func) or ""
+        if not q.startswith("torch.distributions."):
+            return False
+        for arg in value.args:
+            v = arg.value
+            if type(v) in (cst.Integer, cst.Float) or type(v) is cst.UnaryOperation and \
+                    type(v.expression) in (cst.Integer, cst.Float):
+                continue
+            if type(v) is cst.Call and self.analysis.qualified(v.func) in ("torch.tensor", "torch.as_tensor") and \
+                    keyword(v, "device") is None and v.args and \
+                    self.analysis.kind(v.args[0].value) in (Kind.NUMBER, Kind.OTHER):
+                continue
+            return False
+        return bool(value.args)
 
     def _from_numpy_sizes(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
         """`torch.from_numpy(<numpy constant or array of sizes>)` (`np.repeat(range(n_way), n_query)`), through
