@@ -91,8 +91,10 @@ TENSOR_ATTRS_OTHER = {"shape", "dtype", "ndim", "is_cuda", "is_sparse", "require
                       "names", "layout", "is_quantized", "is_meta", "is_mps", "itemsize", "nbytes"}
 # Counts a batch or graph object carries as Python ints, whatever device its tensors are on (PyG's `Data`/`Batch`
 # `num_nodes`, `num_graphs`, a `NeighborLoader` batch's `batch_size`): no tensor has such a field
+# A sampled batch's counts per hop (a `NeighborLoader` batch's `num_sampled_nodes`/`num_sampled_edges`) are lists of
+# Python ints: `batch.num_sampled_nodes[0]` is a host int, whatever device the batch moved to.
 COUNT_FIELDS = {"batch_size", "num_nodes", "num_graphs", "num_edges", "num_features", "num_node_features",
-                "num_edge_features"}
+                "num_edge_features", "num_sampled_nodes", "num_sampled_edges"}
 _MODULE_METHODS_SELF = {"to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16",
                         "requires_grad_", "share_memory", "to_empty", "type"}
 _NUMBER_BUILTINS = {"float", "int", "bool", "len", "round", "complex", "ord", "hash", "id"}
