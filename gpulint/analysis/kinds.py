@@ -132,6 +132,33 @@ def _stored_by_key(scope: cst.CSTNode, name: str) -> bool:
     return False
 
 
+def _tensor_type_tested(test: cst.BaseExpression, qualified) -> Optional[cst.Name]:
+    """`isinstance(n, torch.Tensor)` / `isinstance(n, Tensor)` / `torch.is_tensor(n)` of a plain name: the name."""
+    if type(test) is not cst.Call or not test.args or type(test.args[0].value) is not cst.Name:
+        return None
+    func = qualified(test.func) or dotted_name(test.func)
+    if func == "isinstance" and len(test.args) == 2:
+        cls = qualified(test.args[1].value) or dotted_name(test.args[1].value)
+        return test.args[0].value if cls in ("torch.Tensor", "Tensor", "torch.tensor.Tensor") else None
+    if func in ("torch.is_tensor",) and len(test.args) == 1:
+        return test.args[0].value
+    return None
+
+
+def _eager_size(value: cst.BaseExpression) -> bool:
+    """`x.shape[0]`, `x.size(0)`, `x.numel()`, `x.dim()`, `len(x)`: a Python int in eager mode."""
+    if type(value) is cst.Subscript:
+        return type(value.value) is cst.Attribute and value.value.attr.value == "shape"
+    if type(value) is not cst.Call:
+        return False
+    if type(value.func) is cst.Name:
+        return value.func.value == "len"
+    if type(value.func) is cst.Attribute:
+        attr = value.func.attr.value
+        return attr in ("numel", "dim") and not value.args or attr == "size" and len(value.args) == 1
+    return False
+
+
 def _assigns_none(b: Binding) -> bool:
     return b.kind == "assign" and type(b.value) is cst.Name and b.value.value == "None"
 
@@ -757,6 +784,25 @@ class KindInference:
         return None
 
     # -- names -------------------------------------------------------------------------------------------------
+    def _tracing_only(self, b: Binding) -> bool:
+        """`b` is bound in the body of `if isinstance(n, torch.Tensor):` (or `torch.is_tensor(n)`) where every
+        binding of `n` visible there is a size (`x.shape[0]`, `x.size(0)`, `x.numel()`, `len(x)`): a Python int in
+        eager mode, a tensor only while tracing (detectron2's `num_topk = torch.clamp(topk_idxs_size, ...)`)."""
+        if b.kind != "assign" or b.source is None:
+            return False
+        child: cst.CSTNode = b.source
+        for parent in self.index.ancestors(b.source):
+            if type(parent) in (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Module):
+                return False
+            if type(parent) is cst.If and child is parent.body:
+                tested = _tensor_type_tested(parent.test, self.qualified)
+                if tested is not None:
+                    bound = self.index.visible_bindings(tested)
+                    return bool(bound) and all(t.kind == "assign" and t.index is None and t.value is not None and
+                                               _eager_size(t.value) for t in bound)
+            child = parent
+        return False
+
     def _name_in_scope(self, name: str, scope: Optional[Scope]) -> Kind:
         while scope is not None:
             bindings = self.index.lookup(name, scope)
@@ -831,6 +877,11 @@ class KindInference:
                          _number_literal(b.value) else k for b, k, reread in zip(bindings, kinds, rereads)]
             # `x = None` in one branch and a tensor in the other: an optional tensor is a tensor where used.
             kinds = [k for b, k in zip(bindings, kinds) if not _assigns_none(b)] or kinds
+            if len(kinds) == len(bindings) and len(bindings) > 1:
+                # `if isinstance(n, Tensor): k = torch.clamp(n, max=m)` with `n = idxs.shape[0]`: a size is an int
+                # in eager mode, a tensor only under tracing; the branch's binding is not what a run holds
+                eager = [k for b, k in zip(bindings, kinds) if not self._tracing_only(b)]
+                kinds = eager or kinds
             result = _join(kinds)
             if result is Kind.UNKNOWN and all(k is Kind.UNKNOWN for k in kinds) and \
                     self._backward_called_on(name, scope):
