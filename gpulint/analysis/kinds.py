@@ -91,8 +91,10 @@ TENSOR_ATTRS_OTHER = {"shape", "dtype", "ndim", "is_cuda", "is_sparse", "require
                       "names", "layout", "is_quantized", "is_meta", "is_mps", "itemsize", "nbytes"}
 # Counts a batch or graph object carries as Python ints, whatever device its tensors are on (PyG's `Data`/`Batch`
 # `num_nodes`, `num_graphs`, a `NeighborLoader` batch's `batch_size`): no tensor has such a field
+# A sampled batch's counts per hop (a `NeighborLoader` batch's `num_sampled_nodes`/`num_sampled_edges`) are lists of
+# Python ints: `batch.num_sampled_nodes[0]` is a host int, whatever device the batch moved to.
 COUNT_FIELDS = {"batch_size", "num_nodes", "num_graphs", "num_edges", "num_features", "num_node_features",
-                "num_edge_features"}
+                "num_edge_features", "num_sampled_nodes", "num_sampled_edges"}
 _MODULE_METHODS_SELF = {"to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16",
                         "requires_grad_", "share_memory", "to_empty", "type"}
 _NUMBER_BUILTINS = {"float", "int", "bool", "len", "round", "complex", "ord", "hash", "id"}
@@ -127,6 +129,33 @@ def _stored_by_key(scope: cst.CSTNode, name: str) -> bool:
         if type(node) is cst.Call and type(node.func) is cst.Attribute and type(node.func.value) is cst.Name and \
                 node.func.value.value == name and node.func.attr.value in ("update", "setdefault", "__setitem__"):
             return True
+    return False
+
+
+def _tensor_type_tested(test: cst.BaseExpression, qualified) -> Optional[cst.Name]:
+    """`isinstance(n, torch.Tensor)` / `isinstance(n, Tensor)` / `torch.is_tensor(n)` of a plain name: the name."""
+    if type(test) is not cst.Call or not test.args or type(test.args[0].value) is not cst.Name:
+        return None
+    func = qualified(test.func) or dotted_name(test.func)
+    if func == "isinstance" and len(test.args) == 2:
+        cls = qualified(test.args[1].value) or dotted_name(test.args[1].value)
+        return test.args[0].value if cls in ("torch.Tensor", "Tensor", "torch.tensor.Tensor") else None
+    if func in ("torch.is_tensor",) and len(test.args) == 1:
+        return test.args[0].value
+    return None
+
+
+def _eager_size(value: cst.BaseExpression) -> bool:
+    """`x.shape[0]`, `x.size(0)`, `x.numel()`, `x.dim()`, `len(x)`: a Python int in eager mode."""
+    if type(value) is cst.Subscript:
+        return type(value.value) is cst.Attribute and value.value.attr.value == "shape"
+    if type(value) is not cst.Call:
+        return False
+    if type(value.func) is cst.Name:
+        return value.func.value == "len"
+    if type(value.func) is cst.Attribute:
+        attr = value.func.attr.value
+        return attr in ("numel", "dim") and not value.args or attr == "size" and len(value.args) == 1
     return False
 
 
@@ -755,6 +784,25 @@ class KindInference:
         return None
 
     # -- names -------------------------------------------------------------------------------------------------
+    def _tracing_only(self, b: Binding) -> bool:
+        """`b` is bound in the body of `if isinstance(n, torch.Tensor):` (or `torch.is_tensor(n)`) where every
+        binding of `n` visible there is a size (`x.shape[0]`, `x.size(0)`, `x.numel()`, `len(x)`): a Python int in
+        eager mode, a tensor only while tracing (detectron2's `num_topk = torch.clamp(topk_idxs_size, ...)`)."""
+        if b.kind != "assign" or b.source is None:
+            return False
+        child: cst.CSTNode = b.source
+        for parent in self.index.ancestors(b.source):
+            if type(parent) in (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Module):
+                return False
+            if type(parent) is cst.If and child is parent.body:
+                tested = _tensor_type_tested(parent.test, self.qualified)
+                if tested is not None:
+                    bound = self.index.visible_bindings(tested)
+                    return bool(bound) and all(t.kind == "assign" and t.index is None and t.value is not None and
+                                               _eager_size(t.value) for t in bound)
+            child = parent
+        return False
+
     def _name_in_scope(self, name: str, scope: Optional[Scope]) -> Kind:
         while scope is not None:
             bindings = self.index.lookup(name, scope)
@@ -829,6 +877,11 @@ class KindInference:
                          _number_literal(b.value) else k for b, k, reread in zip(bindings, kinds, rereads)]
             # `x = None` in one branch and a tensor in the other: an optional tensor is a tensor where used.
             kinds = [k for b, k in zip(bindings, kinds) if not _assigns_none(b)] or kinds
+            if len(kinds) == len(bindings) and len(bindings) > 1:
+                # `if isinstance(n, Tensor): k = torch.clamp(n, max=m)` with `n = idxs.shape[0]`: a size is an int
+                # in eager mode, a tensor only under tracing; the branch's binding is not what a run holds
+                eager = [k for b, k in zip(bindings, kinds) if not self._tracing_only(b)]
+                kinds = eager or kinds
             result = _join(kinds)
             if result is Kind.UNKNOWN and all(k is Kind.UNKNOWN for k in kinds) and \
                     self._backward_called_on(name, scope):

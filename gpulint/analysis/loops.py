@@ -156,6 +156,8 @@ class LoopAnalysis:
             # `for opt in self.optims.values(): opt.zero_grad()`: one call per optimizer of a few, not a step loop;
             # the code around it (a helper a step loop calls) decides how often it runs
             return LoopRole.COLD
+        if self._capped_dump(loop):
+            return LoopRole.COLD  # `for i, x in enumerate(test_loader): save(x); if i == n - 1: break` before training
         if self._loops_over_batches(loop):
             return LoopRole.HOT
         if _draws_from_each_item(loop):
@@ -221,6 +223,33 @@ class LoopAnalysis:
             if outer is not None and self.periodic_only(outer):
                 return LoopRole.COLD  # a method the project calls every N steps only (analysis/periodic_methods.py)
         return LoopRole.HOT
+
+    def _capped_dump(self, loop: Loop) -> bool:
+        """`for i, x_t in enumerate(test_loader): ...; if i == args.n_test_samples - 1: break`: a pass over the first
+        few batches of a loader, stopped by a `break` under a test of its own counter, that trains nothing (no
+        backward pass, no optimizer step), is nested in no loop, and sits beside a training loop of the same scope
+        (the real step loop, which does run backward passes): a one-off dump or warm-up before training (samples
+        saved for reference), whose copies and reads run a handful of times, not once per step."""
+        if type(loop) is not cst.For or type(loop.iter) is not cst.Call or dotted_name(loop.iter.func) != "enumerate" \
+                or type(loop.target) is not cst.Tuple or not loop.target.elements or \
+                type(loop.target.elements[0].value) is not cst.Name:
+            return False
+        counter = loop.target.elements[0].value.value
+        body = loop.body.body if type(loop.body) is cst.IndentedBlock else []
+        if not any(_stops_at_count(stmt, counter) for stmt in body):
+            return False
+        scope: Optional[cst.CSTNode] = None
+        for ancestor in self.index.ancestors(loop):
+            if type(ancestor) in (cst.For, cst.While):
+                return False  # a capped pass inside an epoch loop runs every epoch
+            if type(ancestor) in (cst.FunctionDef, cst.Module):
+                scope = ancestor
+                break
+        if scope is None or _runs_training(loop, into_loops=True):
+            return False
+        return any(type(node) in (cst.For, cst.While) and node is not loop and
+                   not self.index.is_ancestor_or_self(loop, node) and _runs_training(node, into_loops=True)
+                   for node in _walk_scope(scope))
 
     def _over_own_arguments(self, loop: Loop) -> bool:
         """`for arg in args:` / `for key, value in kwargs.items():` over the enclosing function's own `*args` or
@@ -2263,6 +2292,40 @@ def _under_branch(index: SyntaxIndex, node: cst.CSTNode, fn: cst.FunctionDef) ->
         if type(ancestor) in (cst.If, cst.IfExp, cst.For, cst.While, cst.Try):
             return True
     return False
+
+
+def _stops_at_count(stmt: cst.CSTNode, counter: str) -> bool:
+    """`if i == n - 1: break` / `if i >= n: break` / `if i + 1 == n: break` on the loop's own counter `i`."""
+    if type(stmt) is not cst.If or stmt.orelse is not None or type(stmt.body) is not cst.IndentedBlock or \
+            len(stmt.body.body) != 1 or type(stmt.body.body[0]) is not cst.SimpleStatementLine or \
+            [type(s) for s in stmt.body.body[0].body] != [cst.Break]:
+        return False
+    test = stmt.test
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1 or \
+            type(test.comparisons[0].operator) not in (cst.Equal, cst.GreaterThanEqual, cst.GreaterThan):
+        return False
+    left = test.left
+    if type(left) is cst.BinaryOperation and type(left.operator) is cst.Add:
+        left = left.left
+    return type(left) is cst.Name and left.value == counter
+
+
+def _runs_training(node: cst.CSTNode, into_loops: bool) -> bool:
+    """A backward pass or an optimizer step (`.backward(`, `.step(`) in the loop's body."""
+    return any(type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("backward", "step")
+               for n in _walk_body(node, into_loops=into_loops))  # type: ignore[arg-type]
+
+
+def _walk_scope(scope: cst.CSTNode):
+    """Nodes of a function's or module's body, skipping nested function/class definitions."""
+    stack: list[cst.CSTNode] = list(scope.body.body if type(scope) is cst.FunctionDef and  # type: ignore[attr-defined]
+                                    type(scope.body) is cst.IndentedBlock else getattr(scope, "body", ()))
+    while stack:
+        node = stack.pop()
+        yield node
+        if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        stack.extend(child_nodes(node))
 
 
 def _walk_body(loop: Union[Loop, cst.FunctionDef], into_loops: bool):

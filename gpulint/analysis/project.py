@@ -143,7 +143,52 @@ class Sink:
             return self.when[2]
         if self.when[1] == (None,) and value is _UNKNOWN:
             return False  # `if size is None: size = int(index.max()) + 1`: a call passing a size reads nothing
-        return value is _UNKNOWN or value in self.when[1]
+        if value is _UNKNOWN:
+            return True
+        return any(_matches(tested, value) for tested in self.when[1])
+
+
+class _Tested:
+    """A value test of a parameter that is no constant (`Sink.when`): `if p is not None:` (`NOT_NONE`), `if p:`
+    (`TRUTHY`). A call leaving the parameter at its default None takes neither branch."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Tested) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __reduce__(self):  # a cached summary unpickles to the same test
+        return (_tested, (self.name,))
+
+
+def _tested(name: str) -> "_Tested":
+    return NOT_NONE if name == NOT_NONE.name else TRUTHY
+
+
+NOT_NONE = _Tested("<not None>")
+TRUTHY = _Tested("<truthy>")
+
+
+def _matches(tested: object, value: object) -> bool:
+    """Whether a constant `value` passed for a tested parameter takes the branch `tested` stands for."""
+    if tested == NOT_NONE:
+        return value is not None
+    if tested == TRUTHY:
+        try:
+            return bool(value)
+        except Exception:  # pragma: no cover - constants all have a truth value
+            return True
+    try:
+        return value == tested
+    except Exception:  # pragma: no cover
+        return False
 
     def where(self, relative_to: Optional[Path] = None) -> str:
         return f"{relative(self.path, relative_to)}:{self.line}"
@@ -1730,12 +1775,13 @@ class _Summarizer:
             outer, self.device_guard = self.device_guard, device or self.device_guard
             outer_tensor, self.tensor_guard = self.tensor_guard, self._tensor_tested(stmt.test)
             outer_value, self.value_guard = self.value_guard, self._constant_tested(stmt.test) or \
-                self._none_tested(stmt.test, True) or self.value_guard
+                self._none_tested(stmt.test, True) or self._given_tested(stmt.test) or self.value_guard
             self._block(stmt.body, guard)
             self.device_guard = outer
             self.tensor_guard = outer_tensor
             # `if size is not None: ... else: size = int(index.max()) + 1`: the `else` runs only when it is None
-            self.value_guard = self._none_tested(stmt.test, False) or outer_value
+            self.value_guard = self._none_tested(stmt.test, False) or self._given_tested(stmt.test, False) or \
+                outer_value
             self._block(stmt.orelse, True)
             self.value_guard = outer_value
             return
@@ -2139,7 +2185,7 @@ class _Summarizer:
                 # `x[x[:, 4] > conf]`: the result's size depends on the data, so the host waits for the mask.
                 param = self._tainted_by(node.value)
                 if param is not None and param not in self.summary.sink_params:
-                    self.summary.sink_params[param] = Sink(self.info.path, node.lineno, "boolean-mask indexing")
+                    self._put_sink(param, Sink(self.info.path, node.lineno, "boolean-mask indexing"))
             elif isinstance(node, ast.Subscript) and not self.quiet:
                 # `x[i, :, start:end]`: each bound is converted with `__index__` whatever is sliced
                 for part in (node.slice.elts if isinstance(node.slice, ast.Tuple) else (node.slice,)):
@@ -2203,7 +2249,7 @@ class _Summarizer:
             return
         param = self._value_tested(test)
         if param is not None and param not in self.summary.sink_params:
-            self.summary.sink_params[param] = Sink(self.info.path, test.lineno, "bool()")  # what `if` calls
+            self._put_sink(param, Sink(self.info.path, test.lineno, "bool()"))  # what `if` calls
 
     def _value_tested(self, test: ast.expr) -> Optional[str]:
         if isinstance(test, ast.BoolOp):
@@ -2428,6 +2474,34 @@ class _Summarizer:
             return ()
         default = _default_of(self.fn, name)
         return (name, (None,), isinstance(default, ast.Constant) and default.value is None)
+
+    def _given_tested(self, test: ast.expr, body: bool = True) -> tuple:
+        """`if p is not None:` / `if p:` (for its body; `if p is None:` / `if not p:` for its `else`), also as one
+        operand of an `and` (`if not torch.jit.is_scripting() and p is not None:`), on a parameter the function
+        never rebinds: `Sink.when` saying the block runs only when the call gives `p` a value, (p, (NOT_NONE,) or
+        (TRUTHY,), whether its default takes the branch). A call leaving an `Optional` parameter at its default
+        None (`model(x, edge_index)` of a `forward(..., num_sampled_nodes_per_hop=None)`) skips the reads there."""
+        if body and isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return next((found for value in test.values if (found := self._given_tested(value))), ())
+        if not body and isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+            return next((found for value in test.values if (found := self._given_tested(value, False))), ())
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        inner = test.operand if negated else test  # type: ignore[attr-defined]
+        if isinstance(inner, ast.Name) and negated != body:
+            name, tested = inner.id, TRUTHY
+        elif not negated and isinstance(test, ast.Compare) and len(test.ops) == 1 and \
+                isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Constant) and \
+                test.comparators[0].value is None and isinstance(test.ops[0], ast.IsNot if body else ast.Is):
+            name, tested = test.left.id, NOT_NONE
+        else:
+            return ()
+        if self.taint.get(name) != name or name in self.computed or name == "self" or \
+                name not in (*self.summary.params, *self.summary.keyword_only):
+            return ()
+        default = _default_of(self.fn, name)
+        if not (isinstance(default, ast.Constant) and default.value is None):
+            return ()  # only an `Optional` parameter left at None is known to skip the block
+        return (name, (tested,), False)
 
     def _constant_tested(self, test: ast.expr) -> tuple:
         """`if reduction == "mean":` / `if mode in ("train", "val"):` on a parameter the function never
