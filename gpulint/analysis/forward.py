@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -382,6 +383,29 @@ def may_run_every_step(path: Optional[Path], tree: Optional[ast.AST]) -> bool:
     if path is None or not isinstance(tree, ast.Module):
         return False
     project = project_for(path)
+    # One lint asks up to three times (the prefilter, the device-free rules, the rule gate), with the same tree:
+    # the answer is kept for that tree, path and dependency recording (weakly: neither is held by the memo), and
+    # a repeat inside the same recording has nothing to record that the first ask did not.
+    from gpulint.analysis.project import _RECORDING
+
+    outer = getattr(_RECORDING, "paths", None)
+    text_mode = getattr(_RECORDING, "text_mode", False)
+    with project._lock:
+        kept = project.per_step_sites.get(_EVERY_STEP_KEY)
+    if kept is not None and kept[0]() is tree and kept[1] == path and kept[3] == text_mode and \
+            (kept[2]() if kept[2] is not None else None) is outer:
+        return kept[4]
+    answer = _may_run_every_step(project, path, tree)
+    with project._lock:
+        project.per_step_sites[_EVERY_STEP_KEY] = (
+            weakref.ref(tree), path, weakref.ref(outer) if outer is not None else None, text_mode, answer)
+    return answer
+
+
+_EVERY_STEP_KEY = ("may run every step",)  # the last answer of `may_run_every_step` (one entry, per project state)
+
+
+def _may_run_every_step(project: Project, path: Path, tree: ast.Module) -> bool:
     names = [s.name for s in tree.body if isinstance(s, ast.ClassDef) and any(
         isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "forward" for m in s.body)]
     if any(per_step_site(project, path, name) is not None for name in names):
@@ -470,7 +494,7 @@ def _remembered(project: Project, key: tuple, find) -> Optional[CallSite]:
     """`find()` once per project state and key, with the files it read recorded as the caller's dependencies
     (the callers' code, not only their summaries); a recursion guard while it runs (a caller file's analysis
     may ask about the same class), dropped if the lint is abandoned midway (incremental.Cancelled)."""
-    from gpulint.analysis.project import _record, recording
+    from gpulint.analysis.project import _record_all, recording
 
     sites = project.per_step_sites
     with project._lock:
@@ -485,8 +509,7 @@ def _remembered(project: Project, key: tuple, find) -> Optional[CallSite]:
             sites[key] = (found, frozenset(used))
         found, used = sites[key]
         with text_dependency():
-            for dependency in used:
-                _record(dependency)
+            _record_all(used)  # each dependency, as `_record` of each would
         return found
 
 

@@ -1444,8 +1444,9 @@ class Project:
                         self._training_files.add(file)
                 self._names = names
             found = [f for f in self._names.get(name.encode(), ()) if not training or f in self._training_files]
-        known = {self._resolved(f) for f in found}
-        found.extend(p for p in self._overlays if p not in known)
+        if self._overlays:  # (a batch run has no buffers: no file of the index is resolved for them)
+            known = {self._resolved(f) for f in found}
+            found.extend(p for p in self._overlays if p not in known)
         return found
 
     def training_files(self) -> list[Path]:
@@ -1473,6 +1474,8 @@ class Project:
         """The project's Python files whose text has the identifier `name` (callers of a function must name
         it), in the order of the project's files: from the identifier index (`files_naming`), built once with
         one read of each file, rather than a search of every file per name."""
+        if not self._overlays:  # a batch run: the index lists them already in the project's order, once each
+            return self.files_naming(name)
         named = set(self.files_naming(name))
         found = []
         for file in self._project_files():
@@ -3928,6 +3931,16 @@ def _record(path: Path) -> None:
         paths.add(path)
         if getattr(_RECORDING, "text_mode", False):
             paths.text.add(path)
+
+
+def _record_all(used) -> None:
+    """`_record` of every path of `used` in its order, in one set update (a kept per-step answer replays its
+    dependencies for every asker: over a million `_record` calls in a cold lint of fairseq)."""
+    paths = getattr(_RECORDING, "paths", None)
+    if paths is not None and used:
+        paths.update(used)
+        if getattr(_RECORDING, "text_mode", False):
+            paths.text.update(used)
 
 
 _PROJECTS: dict[Path, Project] = {}
