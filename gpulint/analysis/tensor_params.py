@@ -66,7 +66,9 @@ def _position(analysis, fn: cst.FunctionDef, param: cst.Param) -> tuple[Optional
     params = list(fn.params.posonly_params) + list(fn.params.params)
     if param not in params or method is None:
         return None, method
-    position = params.index(param) - (1 if method else 0)
+    # a `@staticmethod` called as `self.reshape(x, 2)` has no `self` to skip
+    static = any(type(d.decorator) is cst.Name and d.decorator.value == "staticmethod" for d in fn.decorators)
+    position = params.index(param) - (1 if method and not static else 0)
     return (position if position >= 0 else None), method
 
 
