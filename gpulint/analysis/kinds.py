@@ -1353,7 +1353,36 @@ class KindInference:
         if len(bindings) < 2 or not all(b.kind in ("assign", "augassign", "walrus") for b in bindings):
             return Kind.UNKNOWN
         last = self._last_assignment(name, bindings)
-        return Kind.TENSOR if last is not None and self.of(last) is Kind.TENSOR else Kind.UNKNOWN
+        if last is None:
+            # `_, preds = torch.max(scores, dim=2)` then `preds = preds.tolist()`: an unpacking that runs last
+            unpacked = self._last_unpacking(name, bindings)
+            return Kind.TENSOR if unpacked is not None and self._binding_kind(unpacked) is Kind.TENSOR \
+                else Kind.UNKNOWN
+        return Kind.TENSOR if self.of(last) is Kind.TENSOR else Kind.UNKNOWN
+
+    def _last_unpacking(self, name: cst.Name, bindings: list[Binding]) -> Optional[Binding]:
+        """The binding of `name` by a plain unpacking assignment (`_, preds = value`, one statement, no loop
+        around the read binding it again) that runs last before the read, as `_last_assignment` goes back."""
+        sources = [b.source for b in bindings if b.source is not None]
+        child: cst.CSTNode = name
+        for parent in self.index.ancestors(name):
+            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+                return None
+            if type(parent) in (cst.For, cst.While) and any(
+                    self.index.is_ancestor_or_self(parent, src) for src in sources):
+                return None
+            if type(parent) in (cst.IndentedBlock, cst.Module):
+                before = parent.body[:next((i for i, st in enumerate(parent.body) if st is child), 0)]
+                for stmt in reversed(before):
+                    found = [b for b in bindings if b.source is not None and
+                             self.index.is_ancestor_or_self(stmt, b.source)]
+                    if found:
+                        plain = type(stmt) is cst.SimpleStatementLine and len(found) == 1 and \
+                            found[0].kind == "assign" and found[0].index is not None and \
+                            isinstance(found[0].source, cst.Assign) and len(found[0].source.targets) == 1
+                        return found[0] if plain else None
+            child = parent
+        return None
 
     def _attribute(self, node: cst.Attribute) -> Kind:
         qualified = self.qualified(node)
