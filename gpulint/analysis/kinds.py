@@ -39,6 +39,10 @@ class Kind(enum.Enum):
     UNKNOWN = "unknown"
 
 
+# Module methods yielding `(name, member)` pairs, and the kind of the member
+_NAMED_MEMBERS = {"named_parameters": Kind.TENSOR, "named_buffers": Kind.TENSOR, "named_children": Kind.MODULE,
+                  "named_modules": Kind.MODULE}
+
 # Names people give these objects; used only when the assignments say nothing.
 _MODULE_NAME = re.compile(r"^(model|net|network|module|criterion|loss_fn|lossfn|loss_func|loss_function|"
                           r".*_model|model_.*|.*_net|.*_criterion|criterion_.*|encoder|decoder|generator|"
@@ -1153,6 +1157,12 @@ class KindInference:
             if type(iterable.func) is cst.Attribute and iterable.func.attr.value == "parameters" \
                     and self.of(iterable.func.value) is Kind.MODULE:
                 return Kind.TENSOR
+            if type(iterable.func) is cst.Attribute and iterable.func.attr.value in _NAMED_MEMBERS \
+                    and self.of(iterable.func.value) is Kind.MODULE:
+                # `for name, p in layer.named_parameters()`: the name, then the parameter (a submodule for
+                # `named_children()`/`named_modules()`)
+                return Kind.OTHER if index == 0 else _NAMED_MEMBERS[iterable.func.attr.value] if index == 1 \
+                    else Kind.UNKNOWN
             if type(iterable.func) is cst.Attribute and iterable.func.attr.value in ("items", "keys",
                                                                                          "values"):
                 # `for k, v in batch.items()`: keys are names, values are what the mapping holds.
@@ -1252,6 +1262,8 @@ class KindInference:
             base = self.of(node.value)
             if base in (Kind.TENSOR, Kind.NUMPY):
                 return base
+            if base is Kind.OTHER and self._submodule_list(node.value):
+                return Kind.MODULE  # `list(net.children())[-1]`: the network's last layer
             if self.holds_loaders(node.value):
                 return Kind.LOADER  # `loaders[0]` of `loaders = [DataLoader(d, ...) for d in splits]`
             if _loader_by_key(node) and base in (Kind.LOADER, Kind.UNKNOWN) and self._holds_loader_entries(node.value):
@@ -1383,6 +1395,15 @@ class KindInference:
                         return found[0] if plain else None
             child = parent
         return None
+
+    def _submodule_list(self, expr: cst.BaseExpression) -> bool:
+        """`list(net.children())`, `list(model.modules())` of a module: a list of its submodules."""
+        if type(expr) is not cst.Call or type(expr.func) is not cst.Name or expr.func.value != "list" or \
+                len(expr.args) != 1 or expr.args[0].keyword is not None or expr.args[0].star:
+            return False
+        inner = expr.args[0].value
+        return type(inner) is cst.Call and type(inner.func) is cst.Attribute and not inner.args and \
+            inner.func.attr.value in ("children", "modules") and self.of(inner.func.value) is Kind.MODULE
 
     def _attribute(self, node: cst.Attribute) -> Kind:
         qualified = self.qualified(node)
