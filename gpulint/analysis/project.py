@@ -3030,7 +3030,11 @@ class _Summarizer:
                 return self._stored_function(func.attr)
             # an abstract method: its project subclasses' overrides (analysis/candidate_methods.py)
             from gpulint.analysis.candidate_methods import dispatched_method
-            return dispatched_method(self.project, self.cls, func.attr, method) or method, True
+            own = self.cls.methods.get(func.attr)
+            static = isinstance(own, ast.FunctionDef) and any(
+                isinstance(d, ast.Name) and d.id == "staticmethod" for d in own.decorator_list)
+            # `self.reshape(x, 2)` of a `@staticmethod`: no `self` is bound, the arguments are its parameters
+            return dispatched_method(self.project, self.cls, func.attr, method) or method, not static
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) and self.cls is not None \
                 and isinstance(func.value.value, ast.Name) and func.value.value.id == "self":
             # `self._impl.update(...)` of an attribute the class declares with project classes
