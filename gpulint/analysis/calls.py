@@ -967,10 +967,9 @@ class ProjectCalls(ModuleCalls):
         summary = self.project.function(self.path, qualname)
         if summary is None:
             return None
-        # `Trainer.write_metrics(loss_dict, ...)`: a static method called through its class takes its arguments
-        # as its parameters (no `self` to skip)
-        static = type(call.func) is cst.Attribute and not (
-            type(call.func.value) is cst.Name and call.func.value.value == "self") and any(
+        # `Trainer.write_metrics(loss_dict, ...)`, `self.reshape(x, 2)`: a static method called through its class
+        # or an instance takes its arguments as its parameters (no `self` to skip)
+        static = type(call.func) is cst.Attribute and any(
             type(d.decorator) is cst.Name and d.decorator.value == "staticmethod" for d in fn.decorators)
         return qualname, summary, "." in qualname and not static
 

@@ -741,7 +741,7 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
     # the class's name, and the registries of its module whose every entry builds it (`NETS[args.model](...)`)
     for name in (class_name, *_registries_building(project, info, class_name), *_dicts_holding(project, class_name),
                  *_factories_building(project, info, class_name), *_alternative_constructors(project, info, class_name),
-                 *_subclasses_in_module(info, class_name),
+                 *_subclasses_in_module(info, class_name), *_subclasses_elsewhere(project, info, class_name, member),
                  *_chooser_names(project, info, class_name), *_instantiating(project, info, class_name),
                  *_annotated_parameters(project, class_name)):
         for caller in map(project.module, (f for f in project.files_naming(name, training=True)
@@ -1449,6 +1449,20 @@ def _subclasses_in_module(info, class_name: str) -> list[str]:
                 found.append(name)
                 changed = True
     return found
+
+
+def _subclasses_elsewhere(project: Project, info, class_name: str, member: str) -> list[str]:
+    """The project classes of other modules deriving from `class_name` that inherit `member` from it (no
+    definition of their own between): a training script that builds only `vgg16(...)` of `class vgg16(_fasterRCNN)`
+    in `vgg16.py` runs `_fasterRCNN.forward` of `faster_rcnn.py` without naming `_fasterRCNN`. Only asked for a
+    module class's `forward`; the hot loop's call is then checked by `_Instances`, which knows inheritance."""
+    cls = info.classes.get(class_name) if info is not None else None
+    if cls is None or member != "forward" or not project.is_module_class(cls):
+        return []
+    from gpulint.analysis.candidate_methods import project_subclasses
+
+    same = set(info.classes)
+    return [sub.name for sub in project_subclasses(project, cls) if sub.name not in same and member not in sub.methods]
 
 
 def _annotated_parameters(project: Project, class_name: str) -> list[str]:

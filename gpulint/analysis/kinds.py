@@ -39,6 +39,10 @@ class Kind(enum.Enum):
     UNKNOWN = "unknown"
 
 
+# Module methods yielding `(name, member)` pairs, and the kind of the member
+_NAMED_MEMBERS = {"named_parameters": Kind.TENSOR, "named_buffers": Kind.TENSOR, "named_children": Kind.MODULE,
+                  "named_modules": Kind.MODULE}
+
 # Names people give these objects; used only when the assignments say nothing.
 _MODULE_NAME = re.compile(r"^(model|net|network|module|criterion|loss_fn|lossfn|loss_func|loss_function|"
                           r".*_model|model_.*|.*_net|.*_criterion|criterion_.*|encoder|decoder|generator|"
@@ -1212,6 +1216,12 @@ class KindInference:
             if type(iterable.func) is cst.Attribute and iterable.func.attr.value == "parameters" \
                     and self.of(iterable.func.value) is Kind.MODULE:
                 return Kind.TENSOR
+            if type(iterable.func) is cst.Attribute and iterable.func.attr.value in _NAMED_MEMBERS \
+                    and self.of(iterable.func.value) is Kind.MODULE:
+                # `for name, p in layer.named_parameters()`: the name, then the parameter (a submodule for
+                # `named_children()`/`named_modules()`)
+                return Kind.OTHER if index == 0 else _NAMED_MEMBERS[iterable.func.attr.value] if index == 1 \
+                    else Kind.UNKNOWN
             if type(iterable.func) is cst.Attribute and iterable.func.attr.value in ("items", "keys",
                                                                                          "values"):
                 # `for k, v in batch.items()`: keys are names, values are what the mapping holds.
@@ -1311,6 +1321,8 @@ class KindInference:
             base = self.of(node.value)
             if base in (Kind.TENSOR, Kind.NUMPY):
                 return base
+            if base is Kind.OTHER and self._submodule_list(node.value):
+                return Kind.MODULE  # `list(net.children())[-1]`: the network's last layer
             if self.holds_loaders(node.value, dicts=base is Kind.OTHER):
                 # `loaders[0]` of `loaders = [DataLoader(d, ...) for d in splits]`; `dataloaders['gallery']` of
                 # `dataloaders = {x: DataLoader(sets[x], ...) for x in ['gallery', 'query']}`
@@ -1414,7 +1426,45 @@ class KindInference:
         if len(bindings) < 2 or not all(b.kind in ("assign", "augassign", "walrus") for b in bindings):
             return Kind.UNKNOWN
         last = self._last_assignment(name, bindings)
-        return Kind.TENSOR if last is not None and self.of(last) is Kind.TENSOR else Kind.UNKNOWN
+        if last is None:
+            # `_, preds = torch.max(scores, dim=2)` then `preds = preds.tolist()`: an unpacking that runs last
+            unpacked = self._last_unpacking(name, bindings)
+            return Kind.TENSOR if unpacked is not None and self._binding_kind(unpacked) is Kind.TENSOR \
+                else Kind.UNKNOWN
+        return Kind.TENSOR if self.of(last) is Kind.TENSOR else Kind.UNKNOWN
+
+    def _last_unpacking(self, name: cst.Name, bindings: list[Binding]) -> Optional[Binding]:
+        """The binding of `name` by a plain unpacking assignment (`_, preds = value`, one statement, no loop
+        around the read binding it again) that runs last before the read, as `_last_assignment` goes back."""
+        sources = [b.source for b in bindings if b.source is not None]
+        child: cst.CSTNode = name
+        for parent in self.index.ancestors(name):
+            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+                return None
+            if type(parent) in (cst.For, cst.While) and any(
+                    self.index.is_ancestor_or_self(parent, src) for src in sources):
+                return None
+            if type(parent) in (cst.IndentedBlock, cst.Module):
+                before = parent.body[:next((i for i, st in enumerate(parent.body) if st is child), 0)]
+                for stmt in reversed(before):
+                    found = [b for b in bindings if b.source is not None and
+                             self.index.is_ancestor_or_self(stmt, b.source)]
+                    if found:
+                        plain = type(stmt) is cst.SimpleStatementLine and len(found) == 1 and \
+                            found[0].kind == "assign" and found[0].index is not None and \
+                            isinstance(found[0].source, cst.Assign) and len(found[0].source.targets) == 1
+                        return found[0] if plain else None
+            child = parent
+        return None
+
+    def _submodule_list(self, expr: cst.BaseExpression) -> bool:
+        """`list(net.children())`, `list(model.modules())` of a module: a list of its submodules."""
+        if type(expr) is not cst.Call or type(expr.func) is not cst.Name or expr.func.value != "list" or \
+                len(expr.args) != 1 or expr.args[0].keyword is not None or expr.args[0].star:
+            return False
+        inner = expr.args[0].value
+        return type(inner) is cst.Call and type(inner.func) is cst.Attribute and not inner.args and \
+            inner.func.attr.value in ("children", "modules") and self.of(inner.func.value) is Kind.MODULE
 
     def _attribute(self, node: cst.Attribute) -> Kind:
         qualified = self.qualified(node)

@@ -402,6 +402,8 @@ def _find_root(path: Path) -> Path:
     found = None
     for folder in (start, *start.parents):
         if any((folder / marker).exists() for marker in ROOT_MARKERS):
+            if found is None and _extension_folder_on_path(folder):
+                continue  # `lib/setup.py` building the C extensions of a `lib` the scripts above import from
             if found is None:
                 found = folder
             if (folder / ".git").exists() or not (folder / "__init__.py").exists():
@@ -409,6 +411,35 @@ def _find_root(path: Path) -> Path:
             # a package of an enclosing project, not a project: its `setup.py` builds an extension
             # (VITS `monotonic_align/setup.py`, Cython) or is a module (`dinov2/eval/setup.py`)
     return found if found is not None else start
+
+
+def _extension_folder_on_path(folder: Path) -> bool:
+    """`folder` holds only a `setup.py` (no other root marker, no `__init__.py`) that builds extensions
+    (`ext_modules`), and a script of the folder above puts it on `sys.path` by its name (faster-rcnn's
+    `_init_paths.py`: `lib_path = osp.join(this_dir, 'lib')`): the folder is the importable half of the project
+    above, not a project of its own (whose training scripts would be outside it)."""
+    if any((folder / marker).exists() for marker in ROOT_MARKERS if marker != "setup.py") or \
+            (folder / "__init__.py").exists():
+        return False
+    try:
+        setup = (folder / "setup.py").read_bytes()[:200_000]
+        if b"ext_modules" not in setup:
+            return False
+        scripts = sorted(folder.parent.glob("*.py"))[:_MAX_PATH_SCRIPTS]
+    except OSError:
+        return False
+    quoted = (f"'{folder.name}'".encode(), f'"{folder.name}"'.encode())
+    for script in scripts:
+        try:
+            text = script.read_bytes()[:200_000]
+        except OSError:
+            continue
+        if b"sys.path" in text and any(q in text for q in quoted):
+            return True
+    return False
+
+
+_MAX_PATH_SCRIPTS = 40  # top-level scripts of the folder above read for a `sys.path` entry naming the folder
 
 
 _MAX_ANCESTORS = 4  # folders above an importer's own searched for its absolute imports (after the usual places)
@@ -3086,7 +3117,11 @@ class _Summarizer:
                 return self._stored_function(func.attr)
             # an abstract method: its project subclasses' overrides (analysis/candidate_methods.py)
             from gpulint.analysis.candidate_methods import dispatched_method
-            return dispatched_method(self.project, self.cls, func.attr, method) or method, True
+            own = self.cls.methods.get(func.attr)
+            static = isinstance(own, ast.FunctionDef) and any(
+                isinstance(d, ast.Name) and d.id == "staticmethod" for d in own.decorator_list)
+            # `self.reshape(x, 2)` of a `@staticmethod`: no `self` is bound, the arguments are its parameters
+            return dispatched_method(self.project, self.cls, func.attr, method) or method, not static
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) and self.cls is not None \
                 and isinstance(func.value.value, ast.Name) and func.value.value.id == "self":
             # `self._impl.update(...)` of an attribute the class declares with project classes

@@ -66,7 +66,9 @@ def _position(analysis, fn: cst.FunctionDef, param: cst.Param) -> tuple[Optional
     params = list(fn.params.posonly_params) + list(fn.params.params)
     if param not in params or method is None:
         return None, method
-    position = params.index(param) - (1 if method else 0)
+    # a `@staticmethod` called as `self.reshape(x, 2)` has no `self` to skip
+    static = any(type(d.decorator) is cst.Name and d.decorator.value == "staticmethod" for d in fn.decorators)
+    position = params.index(param) - (1 if method and not static else 0)
     return (position if position >= 0 else None), method
 
 
@@ -203,12 +205,23 @@ def _remote_sites(analysis, name: str, instance_of: Optional[str], method: bool,
         if info is None:
             return None
         if instance_of is not None:
-            sites.extend((call, None) for call in _instance_calls(info, instance_of))
+            # each with the assignments of its scope (`caplens = caplens.to(device)` before `decoder(imgs, caps,
+            # caplens)`), as `calls_named` pairs them
+            sites.extend((call, _scope_assigns(info, call)) for call in _instance_calls(info, instance_of))
         elif project._resolved(Path(file)) != here and info.calls_named(name):  # the project's memo of paths
             if method and owner is None:
                 return None  # `obj.name(...)` elsewhere: what it passes is not followed
             sites.extend(info.calls_named(name))
     return sites
+
+
+def _scope_assigns(info, call: ast.Call) -> Optional[dict]:
+    """The assignments of the scope of `call` (a call of a name or of `<name>.attr`), from `calls_named`."""
+    func = call.func
+    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if last is None:
+        return None
+    return next((assigns for c, assigns in info.calls_named(last) if c is call), None)
 
 
 def _instance_calls(info, cls: str) -> list:

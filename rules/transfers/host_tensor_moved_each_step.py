@@ -312,6 +312,9 @@ class HostTensorMovedEachStep(Rule):
     host_trajectory = "`{name}[-1]` is the host copy this loop appended the iteration before: it goes to the host " \
                       "and back to the GPU every step, a blocking copy each way; keep the running value on the " \
                       "device and copy to the host only what is kept"
+    from_numpy_cast = "`torch.from_numpy({numpy})` is a host tensor made up on every call, and `.{cast}(...)` " \
+                      "copies it to the GPU: a blocking copy from pageable memory, every step; draw or build it on " \
+                      "the device (`torch.randperm(n, device=...)`, `torch.arange(n, device=...)`)"
     cast = "`torch.{factory}` builds a tensor on the host and `.{cast}(...)` copies it to the GPU every step, " \
            "waiting for it; create it on the device ({hint})"
     sample = "`{cls}.__getitem__` copies every sample to the GPU (`{code}`): a small blocking copy from pageable " \
@@ -846,6 +849,16 @@ class HostTensorMovedEachStep(Rule):
                 receiver.func.attr.value in _FILLS_IN_PLACE and self.analysis.is_tensor(receiver.func.value):
             receiver = receiver.func.value  # `torch.zeros(1, n).fill_(stride)`: filled on the host
         factory, _ = self._factory(receiver)
+        if factory is None and func.attr.value in ("type_as", "to"):
+            drawn = self._from_numpy_drawn(receiver)
+            if drawn is not None:
+                # `torch.from_numpy(np.random.permutation(n)).type_as(gt_boxes)`: a host array of sizes or of
+                # random draws, cast to where a device tensor lives every step
+                where = self.where(node)
+                if where:
+                    self.report(node, self.from_numpy_cast.format(numpy=_short(self.analysis.code(drawn)),
+                                                                  cast=func.attr.value), where=where)
+                return True
         if factory is None:  # `(torch.ones(n, n) / n).type_as(x)`: host arithmetic over factories, then the cast
             computed = _HostMath(self.analysis).factories(receiver)
             factory = computed.factories[0] if computed is not None else None
@@ -866,6 +879,22 @@ class HostTensorMovedEachStep(Rule):
                 hint = "`device=` a CUDA device and the `dtype=` of the tensor type"
             self.report(node, self.cast.format(factory=name, cast=func.attr.value, hint=hint), where=where)
         return True
+
+    def _from_numpy_drawn(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """The numpy array of `torch.from_numpy(<array>)` (through same-on-device methods and `Variable(...)`)
+        where the array is built from sizes or constants (`_numpy_constant`) or drawn by `np.random.*`
+        (`np.random.permutation(n)`, `np.random.choice(n, k)`): values the host makes up each step, not data."""
+        expr = strip_same_on_device(self, expr)
+        if type(expr) is not cst.Call or len(expr.args) != 1 or expr.args[0].keyword is not None or \
+                expr.args[0].star or self.analysis.qualified(expr.func) != "torch.from_numpy":
+            return None
+        array = expr.args[0].value
+        if _numpy_constant(self, array):
+            return array
+        if type(array) is cst.Call and type(array.func) in (cst.Name, cst.Attribute) and \
+                (self.analysis.qualified(array.func) or "").startswith("numpy.random."):
+            return array
+        return None
 
     def _cast_to_tensor(self, other: cst.BaseExpression) -> bool:
         """`.to(other)` casts to a tensor's device and dtype, where `other` is on the device: bound from a copy to
