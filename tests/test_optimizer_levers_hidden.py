@@ -67,3 +67,62 @@ def test_a_loop_stepping_through_timm_loss_scaler_trains_whatever_the_order_of_t
 
 def test_a_loss_scaler_loop_on_a_model_never_moved_to_cuda_is_silent(tmp_path):
     assert found(_lint(tmp_path, SCALED.format(move=".cpu()"))) == set()
+
+
+GAN = """\
+import torch
+from torch import nn, optim
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 3, 3, padding=1))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def build_model(config, device):
+    g_model = Generator()
+    g_model = g_model.to(device)
+    if config["ema"]:
+        ema_model = torch.optim.swa_utils.AveragedModel(g_model, device=device)
+    else:
+        ema_model = None
+    if config["compile"]:
+        g_model = torch.compile(g_model)
+    return g_model, ema_model
+
+
+def define_optimizer(g_model, config):
+    if config["optim"] == "Adam":
+        optimizer = optim.Adam(g_model.parameters(), config["lr"])
+    else:
+        raise NotImplementedError(config["optim"])
+    return optimizer
+
+
+def main(config, loader):
+    device = {device}
+    g_model, ema_model = build_model(config, device)
+    optimizer = define_optimizer(g_model, config)
+    for lr, hr in loader:
+        lr, hr = lr.to(device, non_blocking=True), hr.to(device, non_blocking=True)
+        loss = nn.functional.mse_loss(g_model(lr), hr)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_model_factory_moving_to_its_device_parameter_gives_cuda_models_to_a_caller_passing_cuda(tmp_path):
+    items = _lint(tmp_path, GAN.format(device='torch.device("cuda", 0)'))
+    assert found(items) == {("train.py", 28, "GPU402")}
+    assert any(r["location"]["row"] == 37 for r in items[0]["related"])  # the call building it for the model
+    assert "fused=True" in str(items[0]["fix"])
+
+
+def test_a_model_factory_given_a_device_that_may_be_the_cpu_keeps_it_silent(tmp_path):
+    assert found(_lint(tmp_path, GAN.format(device='torch.device(config["device"])'))) == set()
+    assert found(_lint(tmp_path / "cpu", GAN.format(device='"cpu"'))) == set()

@@ -586,7 +586,21 @@ class TrainingFacts:
             return False
         calls = self.analysis.fact(project_calls)
         found = calls._lookup(call.func) if calls is not None else None
-        return isinstance(found, FunctionSummary) and found.returns_on_cuda
+        if not isinstance(found, FunctionSummary):
+            return False
+        if found.returns_on_cuda:
+            return True
+        param = found.returns_on_device_param
+        if param is None or any(a.star for a in call.args):
+            return False
+        # `g_model, ema, d_model = build_model(config, device)`, each moved `.to(device)` there: the caller's device
+        params = [p for p in found.params if p not in ("self", "cls")]
+        arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == param), None)
+        if arg is None and param in params:
+            plain = [a for a in call.args if a.keyword is None]
+            at = params.index(param)
+            arg = plain[at] if at < len(plain) else None
+        return arg is not None and self.cuda_device(arg.value)
 
     def cuda_device(self, expr: cst.CSTNode, depth: int = 0) -> bool:
         """`expr` names a CUDA device: "cuda:0", `torch.device("cuda")`, a device index, `"cuda" if ... else
