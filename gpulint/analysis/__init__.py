@@ -11,7 +11,7 @@ import libcst as cst
 
 from gpulint import ast_walk, incremental
 from gpulint.analysis.kinds import Kind, KindInference
-from gpulint.analysis.loops import Execution, Frequency, LoopAnalysis, LoopRole
+from gpulint.analysis.loops import Execution, Frequency, LoopAnalysis, LoopRole, true_only_periodically
 from gpulint.analysis.tree import SyntaxIndex
 
 __all__ = ["GPU_HINT", "ModuleAnalysis", "Kind", "Execution", "Frequency", "LoopRole"]
@@ -471,25 +471,23 @@ def _true_every_n(project, cls) -> bool:
         return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) and \
             any(isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mod) for s in (test.left, *test.comparators))
 
-    trues = seen = 0
+    read: list = []  # (return, the `if` or function holding it, the field it is in)
     for parent in ast_walk.walk(node):
         for field in ("body", "orelse"):
             for stmt in getattr(parent, field, ()) if isinstance(parent, (ast.If, ast.FunctionDef)) else ():
-                if not isinstance(stmt, ast.Return) or stmt.value is None:
-                    continue
-                seen += 1
-                value = stmt.value
-                if modulo_test(value):
-                    trues += 1
-                    continue
-                if not (isinstance(value, ast.Constant) and isinstance(value.value, bool)):
-                    return False
-                if value.value:
-                    if not (isinstance(parent, ast.If) and field == "body" and modulo_test(parent.test)):
-                        return False
-                    trues += 1
+                if isinstance(stmt, ast.Return) and stmt.value is not None:
+                    read.append((stmt, parent, field))
     returns = sum(1 for n in ast_walk.walk(node) if isinstance(n, ast.Return) and n.value is not None)
-    return trues > 0 and seen == returns  # a `return` elsewhere (in a loop, a `with`) is not read: unknown
+    if len(read) != returns:
+        return False  # a `return` elsewhere (in a loop, a `with`) is not read: unknown
+
+    def literal(r) -> Optional[bool]:
+        value = r[0].value
+        return value.value if isinstance(value, ast.Constant) and isinstance(value.value, bool) else None
+
+    return true_only_periodically(read, literal=literal, periodic_value=lambda r: modulo_test(r[0].value),
+                                  guarded=lambda r: isinstance(r[1], ast.If) and r[2] == "body"
+                                  and modulo_test(r[1].test))
 
 
 def _receiver_classes(analysis: ModuleAnalysis, expr: cst.BaseExpression):

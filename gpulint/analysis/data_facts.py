@@ -245,6 +245,7 @@ class DataFacts:
         self.index = analysis.index
         self._loops_over: Optional[dict[int, list[Loop]]] = None
         self._nexts: Optional[dict[int, list[cst.Call]]] = None
+        self._stores: Optional[dict[str, list[cst.Assign]]] = None
         self._self_attrs: Optional[dict[str, list[cst.BaseExpression]]] = None
         self._prepared: Optional[set[int]] = None
         self._factories: dict[str, Optional[LoaderFact]] = {}
@@ -436,7 +437,46 @@ class DataFacts:
             return [expr.value]  # `create_loader(...)[0]`: one of the loaders a project factory returns
         if type(expr) is cst.Subscript and a.kinds.holds_loaders(expr.value):
             return self._listed_loaders(expr.value, depth + 1)  # `loaders[0]`: one loader of a list of them
+        if type(expr) is cst.Subscript and type(expr.value) is cst.Name:
+            return self._mapped_loaders(expr.value, depth + 1)  # `dataloaders[phase]` of a dict of loaders
         return []
+
+    def _mapped_loaders(self, name: cst.Name, depth: int) -> list[cst.Call]:
+        """The loaders a dict of loaders may hand out: `dataloaders = {x: DataLoader(sets[x], ...) for x in
+        splits}` (or a dict literal of them), and every `dataloaders["extra"] = DataLoader(...)` stored into it
+        by name in the same scope. Every value must give a loader, else nothing is known (a dict of settings)."""
+        bindings = self.index.visible_bindings(name)
+        if not bindings or len(bindings) > 3:
+            return []
+        values: list[cst.BaseExpression] = []
+        for b in bindings:
+            if b.kind != "assign" or b.index is not None:
+                return []
+            if type(b.value) is cst.DictComp:
+                values.append(b.value.value)
+            elif type(b.value) is cst.Dict and b.value.elements and \
+                    all(type(e) is cst.DictElement for e in b.value.elements):
+                values.extend(e.value for e in b.value.elements)  # type: ignore[union-attr]
+            else:
+                return []
+        if self._stores is None:  # `d[key] = value` by the name stored into, one look at the module's assignments
+            self._stores = {}
+            for node in of_types(self.index, cst.Assign):
+                for t in node.targets:  # type: ignore[attr-defined]
+                    if type(t.target) is cst.Subscript and type(t.target.value) is cst.Name:
+                        self._stores.setdefault(t.target.value.value, []).append(node)  # type: ignore[arg-type]
+        for store in self._stores.get(name.value, ()):
+            target = next(t.target for t in store.targets if type(t.target) is cst.Subscript
+                          and type(t.target.value) is cst.Name and t.target.value.value == name.value)
+            if self.index.visible_bindings(target.value) == bindings:  # type: ignore[attr-defined]
+                values.append(store.value)
+        found: list[cst.Call] = []
+        for value in values:
+            one = self.loaders(value, depth + 1)
+            if not one:
+                return []
+            found.extend(one)
+        return found
 
     def _listed_loaders(self, name: cst.Name, depth: int) -> list[cst.Call]:
         """The loaders of `loaders = [DataLoader(env, ...) for env in envs]` (or a written-out list of them)."""
@@ -564,7 +604,7 @@ class DataFacts:
         if self._nexts is None:
             self._nexts = {}
             for node in of_types(self.index, cst.Call):
-                if dotted_name(node.func) != "next":  # type: ignore[attr-defined]
+                if dotted_name(node.func) != "next" and not _dunder_next(node):  # type: ignore[arg-type]
                     continue  # (`_next_of` answers nothing for any other call)
                 loop = self._innermost_loop(node)
                 if loop is not None and self.index.is_ancestor_or_self(loop.body, node):
@@ -572,7 +612,9 @@ class DataFacts:
         return self._nexts
 
     def _next_of(self, call: cst.Call) -> list[cst.Call]:
-        """`next(it)` where `it` iterates a loader: that loader."""
+        """`next(it)` (or `it.__next__()`) where `it` iterates a loader: that loader."""
+        if _dunder_next(call):
+            return self.loaders(call.func.value)  # type: ignore[attr-defined]
         if dotted_name(call.func) != "next" or not call.args or call.args[0].keyword is not None:
             return []
         return self.loaders(call.args[0].value)
@@ -847,6 +889,11 @@ class DataFacts:
 
 def _accelerator_name(text: str) -> bool:
     return text.split(":")[0] in ("cuda", "mps", "xpu", "xla", "npu", "hpu")
+
+
+def _dunder_next(call: cst.Call) -> bool:
+    """`it.__next__()`: what `next(it)` calls."""
+    return type(call.func) is cst.Attribute and call.func.attr.value == "__next__" and not call.args
 
 
 def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

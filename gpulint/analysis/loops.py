@@ -1427,10 +1427,14 @@ class LoopAnalysis:
             return self._trains[key]
         self._trains[key] = False  # recursion guard
         returns = [n for n in descendants(fn.body) if type(n) is cst.Return and self.index.enclosing_scope(n) is fn]
-        answer = bool(returns) and all(type(r.value) is cst.Name and r.value.value in ("True", "False")
-                                       for r in returns)
-        trues = [r for r in returns if type(r.value) is cst.Name and r.value.value == "True"]
-        answer = answer and bool(trues) and all(self._under_periodic_if(r, fn) for r in trues)
+
+        def literal(r: cst.Return) -> Optional[bool]:
+            if type(r.value) is cst.Name and r.value.value in ("True", "False"):
+                return r.value.value == "True"
+            return None
+
+        answer = true_only_periodically(returns, literal=literal, periodic_value=lambda r: False,
+                                        guarded=lambda r: self._under_periodic_if(r, fn))
         self._trains[key] = answer
         return answer
 
@@ -1792,17 +1796,28 @@ class LoopAnalysis:
 
     def _steps_an_optimizer(self, node: cst.CSTNode) -> bool:
         """`optimizer.step()`, `scaler.step(optimizer)` or `optimizer.zero_grad()` in `node` (nested functions
-        left out): a block under `if (step + 1) % accum == 0:` runs on every optimizer step."""
-        stack: list[cst.CSTNode] = [node]
+        left out): a block under `if (step + 1) % accum == 0:` runs on every optimizer step. Also through the
+        class's own methods it calls, two calls deep (`self.update_critic(...)` stepping `self.critic_opt`): a
+        method returning early unless `step % update_every == 0` whose rest runs the updates is the training step
+        itself (an RL agent's `update()`), so what it costs is paid on every optimizer step, not periodically."""
+        stack: list[tuple[cst.CSTNode, int]] = [(node, 0)]
+        seen: set[int] = set()
         while stack:
-            n = stack.pop()
+            n, depth = stack.pop()
             if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
                 continue
-            stack.extend(child_nodes(n))
-            if type(n) is cst.Call and type(n.func) is cst.Attribute and \
-                    n.func.attr.value in ("step", "zero_grad") and \
+            stack.extend((c, depth) for c in child_nodes(n))
+            if type(n) is not cst.Call:
+                continue
+            if type(n.func) is cst.Attribute and n.func.attr.value in ("step", "zero_grad") and \
                     any(self.kinds.of(o) is Kind.OPTIMIZER for o in (n.func.value, *(a.value for a in n.args))):
                 return True
+            if depth < 2 and type(n.func) is cst.Attribute and type(n.func.value) is cst.Name and \
+                    n.func.value.value == "self":
+                method = self.local_function(n)
+                if method is not None and id(method) not in seen:
+                    seen.add(id(method))
+                    stack.append((method.body, depth + 1))
         return False
 
     def _bounded(self, left: cst.BaseExpression, op, right: cst.BaseExpression, negated: bool) -> bool:
@@ -2058,6 +2073,28 @@ def _one_pass(loop: Loop) -> bool:
             not any(type(s) in (cst.Return, cst.Break) for s in body[-1].body):
         return False
     return not any(type(n) is cst.Continue for n in _walk_body(loop, into_loops=False))
+
+
+def true_only_periodically(returns: list, *, literal: Callable, periodic_value: Callable,
+                           guarded: Callable) -> bool:
+    """The one reader of "a predicate true only every N steps", over either tree (LibCST here, `ast` for a
+    project class's `__call__`: analysis/__init__.py `_true_every_n`): `returns` are the function's own returns;
+    each must return a periodic test itself (`periodic_value`: `return step % n == 0`) or a `True`/`False`
+    literal (`literal` gives its value, None for anything else), every `return True` under a periodic guard
+    (`guarded`: the body of an `if` whose test is periodic), and one of them must be able to answer true."""
+    trues = 0
+    for r in returns:
+        if periodic_value(r):
+            trues += 1
+            continue
+        value = literal(r)
+        if value is None:
+            return False
+        if value:
+            if not guarded(r):
+                return False
+            trues += 1
+    return trues > 0
 
 
 def _returns_a_modulo_test(fn: cst.FunctionDef) -> bool:

@@ -273,6 +273,10 @@ class FunctionSummary:
     # Every `return` of a value hands back a model this function moved to a CUDA device
     # (`model = Darknet(cfg).to(device)` with `device = torch.device("cuda" if ... else "cpu")`; `return model`).
     returns_on_cuda: bool = False
+    # The parameter every model this function hands back is moved to (`g = g.to(device)`, `AveragedModel(g,
+    # device=device)`, `return g, ema, d`) where that parameter is the device: a caller passing a CUDA device
+    # gets CUDA models (training.TrainingFacts._factory_on_cuda); None when not every returned model is.
+    returns_on_device_param: Optional[str] = None
     # Every `return` of a value hands back an instance of the same library class of analysis/libraries.py's
     # table, built here (`accelerator = Accelerator(...)`; `return accelerator`): its qualified name.
     returns_library: Optional[str] = None
@@ -327,6 +331,7 @@ class FunctionSummary:
                 self.returns_tensor, sorted(self.returns_params), _sink_key(self.returns_host_batch),
                 [None if c is None else (c.name, str(c.path)) for c in self.returns_classes],
                 [(c.name, str(c.path)) for c in self.returns_union], self.returns_cls, self.returns_on_cuda,
+                self.returns_on_device_param,
                 None if self.returns_annotation is None else ast.dump(self.returns_annotation),
                 sorted(self.calls_params), self.returns_library, self.returns_function, self.stub,
                 self.syncs_on_device_of, self.returns_param, self.returns_param_elements, self.yields_param,
@@ -1653,6 +1658,8 @@ class _Summarizer:
         if not self.summary.returns_union and self.fn.returns is not None:
             self.summary.returns_annotation = self.fn.returns  # resolved on use: Project.returned_classes
         self.summary.returns_on_cuda = bool(self.cuda_returns)
+        if not self.summary.returns_on_cuda:
+            self.summary.returns_on_device_param = _returns_on_device_param(self.fn)
         self.summary.returns_host_copy = bool(self.host_copies)
         if self.library is not None and len(self.library) == 1:
             self.summary.returns_library = self.library[0]
@@ -4035,3 +4042,84 @@ def _numpy_annotation(annotation: ast.expr) -> bool:
             annotation.value.id in ("np", "numpy", "npt")
     return isinstance(annotation, ast.Name) and annotation.id in ("ndarray", "NDArray")
 
+
+
+_SAME_MODEL_WRAPPERS = frozenset({"compile", "DataParallel", "DistributedDataParallel", "convert_sync_batchnorm"})
+
+
+def _returns_on_device_param(fn) -> Optional[str]:
+    """The parameter `p` every model `fn` returns is moved to: each element of each `return` (a name, or a tuple
+    of names, `None` left out) has a move to `p` (`g = g.to(p)`, `g.to(p)`, `ema = AveragedModel(g, device=p)`),
+    and every assignment of it after its first unconditional move (anything but `None`) is another move or a
+    wrapper of the model itself (`g = torch.compile(g)`, `nn.DataParallel(g)`). `p` is never reassigned."""
+    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)} - {"self", "cls"}
+    if not params:
+        return None
+    own: list = []  # the function's own nodes, nested functions and classes left out
+    stack = list(fn.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        own.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    assigned: dict[str, list] = {}
+    for node in own:
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    assigned.setdefault(t.id, []).append(node)
+                elif isinstance(t, (ast.Tuple, ast.List)):
+                    for e in t.elts:  # an unpacked name: not a move this reading can tell
+                        if isinstance(e, ast.Name):
+                            assigned.setdefault(e.id, []).append(None)
+        else:  # other ways of binding a name (`+=`, annotated, walrus, a loop or `with` target): not read
+            targets = [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr, ast.For)) \
+                else [i.optional_vars for i in node.items] if isinstance(node, ast.With) else []
+            for t in targets:
+                for e in ast.walk(t) if t is not None else ():
+                    if isinstance(e, ast.Name):
+                        assigned.setdefault(e.id, []).append(None)
+    returns = [n for n in own if isinstance(n, ast.Return) and n.value is not None]
+    if not returns or any(p in assigned for p in params):
+        return None
+
+    def move(value, name: str) -> Optional[str]:
+        """The parameter `value` moves `name`'s model to, if it does."""
+        if not isinstance(value, ast.Call):
+            return None
+        device = None
+        if isinstance(value.func, ast.Attribute) and value.func.attr == "to" and \
+                isinstance(value.func.value, ast.Name) and value.func.value.id == name:
+            device = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "device"),
+                                                           None)
+        elif any(k.arg == "device" for k in value.keywords):
+            device = next(k.value for k in value.keywords if k.arg == "device")
+        return device.id if isinstance(device, ast.Name) and device.id in params else None
+
+    def wraps(value, name: str) -> bool:
+        """`torch.compile(g)`, `nn.DataParallel(g)`: the same model's parameters, where they were."""
+        return isinstance(value, ast.Call) and bool(value.args) and isinstance(value.args[0], ast.Name) and \
+            value.args[0].id == name and (_dotted(value.func) or "").rsplit(".", 1)[-1] in _SAME_MODEL_WRAPPERS
+
+    found: set = set()
+    for ret in returns:
+        elements = ret.value.elts if isinstance(ret.value, ast.Tuple) else [ret.value]
+        for element in elements:
+            if _is_none(element):
+                continue
+            if not isinstance(element, ast.Name) or None in assigned.get(element.id, [None]):
+                return None
+            name = element.id
+            moves = [(s, move(s.value, name)) for s in assigned[name]]
+            in_place = [n for n in own if isinstance(n, ast.Expr) and move(n.value, name)]
+            targets = {p for _, p in moves if p} | {move(n.value, name) for n in in_place}
+            if len(targets) != 1:
+                return None
+            firsts = [s.lineno for s, p in moves if p and s in fn.body] + [n.lineno for n in in_place if n in fn.body]
+            start = min(firsts) if firsts else 0
+            for s, p in moves:
+                if s.lineno >= start and not p and not _is_none(s.value) and not wraps(s.value, name):
+                    return None
+            found |= targets
+    return found.pop() if len(found) == 1 else None

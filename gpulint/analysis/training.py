@@ -45,6 +45,14 @@ _CHOSEN_PRECISION = re.compile(_MATMUL_PRECISION.pattern.replace(
 # evaluation's prediction buffer `np.zeros((n, k, 3), dtype=np.float32)`) chooses none.
 _DTYPE_CHOICE = re.compile(r"\bdtype\s*=(?!=)(?!\s*(?:np|numpy)\.float(?:64|32)\b)")
 _MODULE_MOVES = ("to", "cuda")
+# library callables of the reviewed table (analysis/libraries.py) one call of which runs the backward pass and
+# steps the optimizer: `loss_scaler(loss, optimizer, parameters=...)` of timm's scalers
+# optimizers of libraries whose `step` updates one parameter at a time in a Python loop (no foreach, no fused
+# kernel): transformers' own `AdamW` (transformers/optimization.py, `for p in group["params"]: ...`, deprecated
+# in favour of `torch.optim.AdamW` since 4.x) and its pytorch_transformers ancestor
+LOOPING_LIBRARY_OPTIMIZERS = frozenset({"transformers.AdamW", "transformers.optimization.AdamW",
+                                        "pytorch_transformers.AdamW", "pytorch_transformers.optimization.AdamW"})
+_BACKWARD_LIBRARY_CALLS = frozenset({"timm.utils.NativeScaler.__call__", "timm.utils.ApexScaler.__call__"})
 _DTYPES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16", "int64", "long", "int32"}
 
 
@@ -82,6 +90,8 @@ class TrainingFacts:
             if type(node) is cst.Call:
                 if type(node.func) is cst.Attribute and node.func.attr.value == "backward":
                     return True
+                if type(node.func) is cst.Name and node.args and self._library_backward(node):
+                    return True  # `loss_scaler(loss, optimizer)`: timm's scaler runs backward and steps
                 helper = self.analysis.loops.local_function(node)
                 if helper is not None and depth < 2 and self._runs_backward(helper.body, depth + 1):
                     return True
@@ -90,6 +100,12 @@ class TrainingFacts:
                                      for fn in self.analysis.loops.passed_functions(node)):
                     return True
         return False
+
+    def _library_backward(self, call: cst.Call) -> bool:
+        from gpulint.analysis.calls import module_calls
+
+        fact = module_calls(self.analysis).library_fact(call)
+        return fact is not None and fact.target in _BACKWARD_LIBRARY_CALLS
 
     def trains_on_cuda(self) -> bool:
         """The module names CUDA itself and trains: forward, backward and step in a loop over batches (a `for`
@@ -537,7 +553,7 @@ class TrainingFacts:
                 return frozenset({f"torch.optim.{name}"}) if name and name.isidentifier() else None
             return None
         qualified = self.analysis.qualified(func) or ""
-        if qualified.startswith("torch.optim."):
+        if qualified.startswith("torch.optim.") or qualified in LOOPING_LIBRARY_OPTIMIZERS:
             return frozenset({qualified})
         if type(func) is cst.Name:
             bindings = self.index.visible_bindings(func)
@@ -570,7 +586,21 @@ class TrainingFacts:
             return False
         calls = self.analysis.fact(project_calls)
         found = calls._lookup(call.func) if calls is not None else None
-        return isinstance(found, FunctionSummary) and found.returns_on_cuda
+        if not isinstance(found, FunctionSummary):
+            return False
+        if found.returns_on_cuda:
+            return True
+        param = found.returns_on_device_param
+        if param is None or any(a.star for a in call.args):
+            return False
+        # `g_model, ema, d_model = build_model(config, device)`, each moved `.to(device)` there: the caller's device
+        params = [p for p in found.params if p not in ("self", "cls")]
+        arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == param), None)
+        if arg is None and param in params:
+            plain = [a for a in call.args if a.keyword is None]
+            at = params.index(param)
+            arg = plain[at] if at < len(plain) else None
+        return arg is not None and self.cuda_device(arg.value)
 
     def cuda_device(self, expr: cst.CSTNode, depth: int = 0) -> bool:
         """`expr` names a CUDA device: "cuda:0", `torch.device("cuda")`, a device index, `"cuda" if ... else

@@ -10,7 +10,7 @@ from gpulint.analysis import GPU_HINT
 
 from gpulint.analysis.data_facts import append_keyword, data_facts, has_star_args, keyword
 from gpulint.analysis.project import display_path
-from gpulint.analysis.training import training_facts
+from gpulint.analysis.training import LOOPING_LIBRARY_OPTIMIZERS, training_facts
 from gpulint.diagnostics import Related
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, GpuRule, Safety
 from gpulint.syntax import argument
@@ -18,6 +18,9 @@ from gpulint.syntax import argument
 # torch.optim classes with a fused CUDA implementation (`fused=True`).
 FUSED_OPTIMIZERS = {f"torch.optim.{name}" for name in ("Adam", "AdamW", "SGD")} | \
     {f"torch.optim.{name.lower()}.{name}" for name in ("Adam", "AdamW", "SGD")}
+
+_LIBRARY_LOOP_MESSAGE = ("transformers' `AdamW` over CUDA parameters updates one parameter at a time in Python: use "
+                         "`torch.optim.AdamW(..., fused=True)` (mind its default `weight_decay=0.01`)")
 
 
 class OptimizerNotFused(GpuRule):
@@ -83,8 +86,13 @@ class OptimizerNotFused(GpuRule):
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=True)
     ```
 
+    transformers' own `AdamW` (`from transformers import AdamW`, deprecated since transformers 4) is reported
+    too, under the same conditions: its `step` updates one parameter at a time in a Python loop, several kernels
+    per parameter, slower still than torch's default foreach implementation.
+
     ## Fix
-    Adds `fused=True` to the call.
+    Adds `fused=True` to the call. transformers' `AdamW` gets no fix: it takes no `fused=`, and torch's class
+    has other defaults (`weight_decay=0.01`, no `correct_bias`), so the replacement is the author's.
 
     ## Fix safety
     Unsafe: the fused kernel computes the same update in a different order, so parameters differ from the
@@ -110,7 +118,7 @@ class OptimizerNotFused(GpuRule):
     name = "optimizer-not-fused"
     message = "optimizer over CUDA parameters without `fused=True`: the update runs as several kernels per step"
     family = Family.THROUGHPUT
-    fix_availability = FixAvailability.ALWAYS
+    fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(Safety.UNSAFE, "the fused kernel rounds differently: parameters differ in the last bits")
     added_in = "0.2.0"
     # gpulint/prefilter.py: modules that train (trains_on_cuda), or name CUDA and hand the optimizer to a
@@ -158,7 +166,7 @@ class OptimizerNotFused(GpuRule):
         # `torch.optim.AdamW`, a choice between such classes, `getattr(torch.optim, "AdamW")`, a project subclass
         # that keeps torch's update: every class the call may build has a fused implementation
         built = facts.optimizer_classes(node.func)
-        if not built or not built <= FUSED_OPTIMIZERS:
+        if not built or not built <= FUSED_OPTIMIZERS | LOOPING_LIBRARY_OPTIMIZERS:
             return
         if not facts.worth_a_lever() or facts.probe_parameters(params.value):
             return  # a test or a toy, a linear probe: the update costs next to nothing
@@ -176,6 +184,11 @@ class OptimizerNotFused(GpuRule):
                 return
             related = tuple(Related(display_path(path), line, "the call building it for a CUDA model that is trained")
                             for path, line in sites[:3])
+        if not built <= FUSED_OPTIMIZERS:
+            # transformers' own AdamW has no `fused=` (nor `foreach=`): the lever is torch's class, whose defaults
+            # differ (weight_decay, correct_bias), so no fix is offered
+            self.report(node, _LIBRARY_LOOP_MESSAGE, related=related)
+            return
         fix = self.fix("Add `fused=True`", {node: lambda updated: append_keyword(updated, "fused", cst.Name("True"))},
                        safe=False)
         self.report(node, fix=fix, related=related)
