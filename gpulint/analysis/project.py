@@ -4077,7 +4077,7 @@ def _returns_on_device_param(fn) -> Optional[str]:
             targets = [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr, ast.For)) \
                 else [i.optional_vars for i in node.items] if isinstance(node, ast.With) else []
             for t in targets:
-                for e in ast.walk(t) if t is not None else ():
+                for e in ast_walk.walk(t) if t is not None else ():
                     if isinstance(e, ast.Name):
                         assigned.setdefault(e.id, []).append(None)
     returns = [n for n in own if isinstance(n, ast.Return) and n.value is not None]
