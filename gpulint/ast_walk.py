@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 from ast import AST
+from itertools import chain
 from typing import Iterator
 
 
@@ -46,12 +47,14 @@ def walk(node: AST) -> Iterator[AST]:
             return _walk(node)
         kept = _breadth_first(node)
         setattr(node, _KEPT, kept)
-    return iter(kept)
+    return chain((node,), kept)
 
 
 def _breadth_first(node: AST) -> list[AST]:
-    """The list `_walk` yields, made at once (a module's or function's walk is kept whole, even when the first
-    walk that asks for it stops early: the next index asks for the rest)."""
+    """The nodes `_walk` yields after `node` itself, made at once (a module's or function's walk is kept whole,
+    even when the first walk that asks for it stops early: the next index asks for the rest). The root is left
+    out of the list kept on it: a list holding its own owner would make every kept tree a reference cycle, freed
+    only by the cyclic collector, so a chunk's tree would outlive its chunk (tests/test_lazy_module.py's peak)."""
     global walks_made
     walks_made += 1
     todo = [node]
@@ -67,6 +70,7 @@ def _breadth_first(node: AST) -> list[AST]:
                 for item in value:
                     if isinstance(item, AST):
                         todo.append(item)
+    del todo[0]
     return todo
 
 

@@ -88,3 +88,23 @@ def test_a_project_lint_walks_each_module_afresh_at_most_once(monkeypatch, capsy
     capsys.readouterr()
     assert sum(asked.values()) > 2 * len(asked) > 0  # modules are asked about many times ...
     assert max(fresh.values()) == 1  # ... and each is walked afresh once
+
+
+def test_a_walked_tree_is_freed_as_soon_as_it_is_dropped() -> None:
+    """The walk kept on a module or function leaves its root out: a tree walked once is freed by reference
+    counting when the lint drops it, not later by the cyclic collector (a big module's chunks would otherwise
+    all stay alive until a collection, raising the lint's peak memory)."""
+    import gc
+    import weakref
+
+    tree = ast.parse("def f(x):\n    return x + 1\n\n\nclass A:\n    def g(self):\n        return 2\n")
+    assert [type(n) for n in ast_walk.walk(tree)] == [type(n) for n in ast.walk(tree)]
+    for fn in (tree.body[0], tree.body[1].body[0]):
+        assert list(ast_walk.walk(fn)) == list(ast.walk(fn))
+    alive = weakref.ref(tree)
+    gc.disable()
+    try:
+        del tree, fn
+        assert alive() is None
+    finally:
+        gc.enable()
