@@ -22,7 +22,7 @@ from gpulint.analysis.nonfinite import nonfinite_only
 from gpulint.analysis.once import once_per_object
 from gpulint.analysis.unset_options import first_step_only
 from gpulint.analysis.runs_model import _DATA_WORDS
-from gpulint.analysis.tree import SyntaxIndex, child_nodes, descendants
+from gpulint.analysis.tree import SyntaxIndex, child_nodes, descendants, own_scope_nodes
 from gpulint.syntax import NOT_CONSTANT as _NOT_CONSTANT, code_of as _code, literal_value as _constant_value, \
     positional_names, target_names as _target_names
 
@@ -2355,14 +2355,8 @@ def _runs_training(node: cst.CSTNode, into_loops: bool) -> bool:
 
 def _walk_scope(scope: cst.CSTNode):
     """Nodes of a function's or module's body, skipping nested function/class definitions."""
-    stack: list[cst.CSTNode] = list(scope.body.body if type(scope) is cst.FunctionDef and  # type: ignore[attr-defined]
-                                    type(scope.body) is cst.IndentedBlock else getattr(scope, "body", ()))
-    while stack:
-        node = stack.pop()
-        yield node
-        if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            continue
-        stack.extend(child_nodes(node))
+    return own_scope_nodes(list(scope.body.body if type(scope) is cst.FunctionDef and  # type: ignore[attr-defined]
+                                type(scope.body) is cst.IndentedBlock else getattr(scope, "body", ())))
 
 
 def _walk_body(loop: Union[Loop, cst.FunctionDef], into_loops: bool):

@@ -4062,7 +4062,7 @@ def _returns_on_device_param(fn) -> Optional[str]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
         own.append(node)
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(ast_walk.iter_child_nodes(node))
     assigned: dict[str, list] = {}
     for node in own:
         if isinstance(node, ast.Assign):
