@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import ast
 from ast import AST
+from collections import deque as _drain
 from itertools import chain
-from typing import Iterator
+from typing import Iterator, Optional
 
 
 def iter_child_nodes(node: AST) -> list[AST]:
@@ -52,36 +53,25 @@ def walk(node: AST) -> Iterator[AST]:
 
 def _breadth_first(node: AST) -> list[AST]:
     """The nodes `_walk` yields after `node` itself, made at once (a module's or function's walk is kept whole,
-    even when the first walk that asks for it stops early: the next index asks for the rest). The root is left
-    out of the list kept on it: a list holding its own owner would make every kept tree a reference cycle, freed
-    only by the cyclic collector, so a chunk's tree would outlive its chunk (tests/test_lazy_module.py's peak)."""
-    global walks_made
-    walks_made += 1
+    even when the first walk that asks for it stops early: the next index asks for the rest): `_walk`'s own list,
+    its generator run to the end in C (`deque(..., maxlen=0)`). The root is left out of the list kept on it: a
+    list holding its own owner would make every kept tree a reference cycle, freed only by the cyclic collector,
+    so a chunk's tree would outlive its chunk (tests/test_lazy_module.py's peak)."""
     todo = [node]
-    at = 0
-    while at < len(todo):
-        current = todo[at]
-        at += 1
-        for name in current._fields:
-            value = getattr(current, name, None)
-            if isinstance(value, AST):
-                todo.append(value)
-            elif isinstance(value, list):
-                for item in value:
-                    if isinstance(item, AST):
-                        todo.append(item)
+    _drain(_walk(node, todo), maxlen=0)
     del todo[0]
     return todo
 
 
-def _walk(node: AST) -> Iterator[AST]:
+def _walk(node: AST, todo: Optional[list[AST]] = None) -> Iterator[AST]:
+    """Breadth first from `node`, appending each node's children to `todo` (a new `[node]` unless given, then
+    the list `_breadth_first` keeps) as it goes. A list iterator sees the items appended while it runs, so one
+    `for` over the growing list is the whole queue (faster than an index into it)."""
     global walks_made
     walks_made += 1
-    todo = [node]
-    at = 0
-    while at < len(todo):
-        current = todo[at]
-        at += 1
+    if todo is None:
+        todo = [node]
+    for current in todo:
         for name in current._fields:
             value = getattr(current, name, None)
             if isinstance(value, AST):

@@ -116,3 +116,48 @@ def test_format_fields_reading_a_kept_attribute(tmp_path, lines, expected):
 ])
 def test_a_meter_handed_its_own_or_another_s_attribute_is_linted(tmp_path, lines):
     assert {f for f in _found(tmp_path, lines) if f[1] == "GPU107"} == set()
+
+
+REPEATED = """\
+import torch
+from meters import AverageMeter
+
+
+def train(model, loader, optimizer, names):
+    logs = {name: AverageMeter() for name in names}
+    for x, y in loader:
+        x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+""" + "".join(f"        logs[names[{i % 3}] + 's'].update(loss.detach())\n" for i in range(12)) + \
+    "".join(f"        print(float(logs[names[{i % 3}] + 's'].avg))\n" for i in range(12))
+
+
+def test_each_receiver_is_spelt_once_for_all_the_reads_asked_about(tmp_path, monkeypatch):
+    """speed17: the object a receiver names (`_key`) was worked out for every method call before a read, for
+    each read asked about: LibCST code generation of a receiver that is not a plain name (here 12 reads after
+    12 `update` calls: 36 codegens). It is kept per node now (15, each node once), with the same findings."""
+    from gpulint import runtime
+    from gpulint.analysis import ModuleAnalysis
+    from gpulint.rule import all_rules
+    from gpulint.runner import lint_source
+
+    write_project(tmp_path, {"meters.py": METERS, "train.py": REPEATED})
+    spelt = []
+    code = ModuleAnalysis.code
+
+    def counted(self, node):
+        import sys
+        if sys._getframe(1).f_code.co_name in ("_key", "_key_of"):
+            spelt.append(node)
+        return code(self, node)
+
+    monkeypatch.setattr(ModuleAnalysis, "code", counted)
+    path = (tmp_path / "train.py").resolve()
+    codes = frozenset(c for c, rule in all_rules().items() if not rule.preview)
+    with runtime.batch():
+        result = lint_source(path.read_text(), "train.py", codes, path=path)
+    rows = sorted(d.location.row for d in result.diagnostics if d.code == "GPU105")
+    assert rows == list(range(24, 36))  # every `float(...avg)` of a meter handed a device tensor
+    assert len(spelt) == len({id(n) for n in spelt}) == 15  # each node spelt once (36 codegens before)

@@ -108,3 +108,55 @@ def test_a_walked_tree_is_freed_as_soon_as_it_is_dropped() -> None:
         assert alive() is None
     finally:
         gc.enable()
+
+
+LOOPS = '''
+import torch
+
+
+def evaluate(model, loaders):
+    for name, it in loaders.items():
+        x = next(it)
+        print(name, model(x.cuda()).mean().item())
+
+
+def train(model, loader, optimizer, epochs):
+    for epoch in range(epochs):
+        for step, (x, y) in enumerate(loader):
+            x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            print(loss.item())
+        evaluate(model, {"val": iter(loader)})
+'''
+
+
+def test_a_loop_body_is_walked_once_for_all_the_questions_about_it(tmp_path: Path, monkeypatch) -> None:
+    """speed17: a loop's role, whether it trains, draws a batch or steps an environment each walked its body
+    again (`loops._walk_body`: on a cold fairseq lint 1.4M node steps, about ten walks per loop). The loop
+    analysis keeps each body's nodes (`LoopAnalysis._body`) per loop and variant (into nested loops or not)."""
+    from gpulint import runtime
+    from gpulint.analysis import loops
+    from gpulint.rule import all_rules
+    from gpulint.runner import lint_source
+
+    path = tmp_path / "train.py"
+    path.write_text(LOOPS)
+    walks: Counter = Counter()
+    held: list = []
+    walk = loops._walk_body
+
+    def counted(node, into_loops):
+        if type(node).__name__ in ("For", "While"):
+            held.append(node)
+            walks[(id(node), into_loops)] += 1
+        return walk(node, into_loops)
+
+    monkeypatch.setattr(loops, "_walk_body", counted)
+    codes = frozenset(c for c, rule in all_rules().items() if not rule.preview)
+    with runtime.batch():
+        result = lint_source(LOOPS, "train.py", codes, path=path.resolve())
+    assert sorted((d.location.row, d.code) for d in result.diagnostics) == [(15, "GPU403"), (19, "GPU101")]
+    assert max(walks.values()) == 1 and sum(walks.values()) == 3, walks  # was 6: the inner loop's body 3 + 2

@@ -181,3 +181,58 @@ def test_the_project_searches_walk_trees_without_the_standard_library_walk(tmp_p
     for name in ("loss.py", "train.py", "model.py"):
         _lint(root, name)
     assert not [c for c in callers if c in _FAST_WALKERS], sorted(set(callers))
+
+
+LOADER = '''import torch
+from torch.utils.data import Dataset, DataLoader
+
+
+class Pairs(Dataset):
+    def __init__(self, items, device="cpu"):
+        self.items = items
+        self.device = device
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        x, y = self.items[i]
+        return torch.as_tensor(x), torch.as_tensor(y)
+
+
+def evaluate(model, loader):
+    with torch.no_grad():
+        for x, y in loader:
+            out = model(x.cuda())
+            print(out.argmax(1).eq(y.cuda()).sum().item())
+'''
+
+
+def test_no_analysis_walks_a_python_tree_with_the_standard_library_generators(tmp_path: Path, monkeypatch) -> None:
+    """speed17: the analysis modules that still walked CPython trees with `ast.walk` / `ast.iter_child_nodes`
+    (about 1.9M generator steps on a cold fairseq lint: trained modules, loader classes, uncalled names, the
+    option searches, ...) walk with `gpulint.ast_walk`, whose walk of a module, class or function is kept. Before,
+    this lint called the standard library's walk from several of them."""
+    root = write_project(tmp_path / "p", {"loss.py": LOSS, "train.py": TRAIN, "model.py": CLASS, "data.py": LOADER})
+    callers: list[str] = []
+    walk, children = ast.walk, ast.iter_child_nodes
+
+    def counting(original):
+        def counted(node):
+            frame = sys._getframe(1)
+            while frame is not None and frame.f_code.co_name in ("<genexpr>", "<listcomp>", "<setcomp>",
+                                                                 "<dictcomp>"):
+                frame = frame.f_back
+            path = Path(frame.f_code.co_filename)
+            if path.parent.name == "analysis" and path.parent.parent.name == "gpulint":
+                callers.append(path.name)
+            return original(node)
+        return counted
+
+    monkeypatch.setattr(ast, "walk", counting(walk))
+    monkeypatch.setattr(ast, "iter_child_nodes", counting(children))
+    found = []
+    for name in ("loss.py", "train.py", "model.py", "data.py"):
+        found.append(_lint(root, name))
+    assert callers == [], sorted(set(callers))
+    assert found[1] == [(10, "GPU403")] and found[3] == [(22, "GPU101")]  # the findings, unchanged

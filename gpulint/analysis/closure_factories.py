@@ -22,6 +22,8 @@ per-step code. A factory returning one of several closures (`returns_function` i
 from __future__ import annotations
 
 import ast
+
+from gpulint import ast_walk
 from pathlib import Path
 from typing import Optional
 
@@ -186,7 +188,7 @@ def _caller_site(project, path: Path, name: str, closure: str):
 def _bound_to(statements, name: str) -> frozenset:
     """The names a module's top-level statements bind to a call of something named `name` (`f = mod.name(...)`)."""
     found = set()
-    for node in (n for stmt in statements for n in ast.walk(stmt)):
+    for node in (n for stmt in statements for n in ast_walk.walk(stmt)):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             func = node.value.func
             last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
@@ -223,4 +225,4 @@ def _ast_own(fn: ast.FunctionDef):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
         yield node
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(ast_walk.iter_child_nodes(node))

@@ -12,6 +12,8 @@ element or slice of one), so a read of it is a read of a device tensor.
 from __future__ import annotations
 
 import ast
+
+from gpulint import ast_walk
 from typing import Optional
 
 
@@ -27,7 +29,7 @@ def device_read(summarizer, comp: ast.expr) -> Optional[tuple[int, str]]:
         bound = False
         for generator in comp.generators:
             level = summarizer._tensor_level(generator.iter)
-            names = [n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)]
+            names = [n.id for n in ast_walk.walk(generator.target) if isinstance(n, ast.Name)]
             for name in names:  # the variables shadow the function's names inside the comprehension
                 if level == DEVICE_TENSOR and isinstance(generator.target, ast.Name):
                     summarizer.tensors[name] = DEVICE_TENSOR
@@ -38,7 +40,7 @@ def device_read(summarizer, comp: ast.expr) -> Optional[tuple[int, str]]:
             return None
         elements = [comp.key, comp.value] if isinstance(comp, ast.DictComp) else [comp.elt]
         for element in elements:
-            for node in ast.walk(element):
+            for node in ast_walk.walk(element):
                 if not isinstance(node, ast.Call):
                     continue
                 read = summarizer._read_of(node)

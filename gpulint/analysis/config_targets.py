@@ -37,6 +37,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
+from gpulint import ast_walk
 from gpulint.analysis.project import ClassSummary, FunctionSummary, Project
 
 _TARGET_KEYS = ("_target_", "_component_", "class")
@@ -247,11 +248,12 @@ def held_by_attribute(project: Project, path: Path, expr: ast.expr, line: int) -
         return []
     params = [a.arg for a in (*method.args.posonlyargs, *method.args.args)]
     if expr.id not in params[1:] or any(
-            isinstance(n, ast.Name) and n.id == expr.id and isinstance(n.ctx, ast.Store) for n in ast.walk(method)):
+            isinstance(n, ast.Name) and n.id == expr.id and isinstance(n.ctx, ast.Store)
+            for n in ast_walk.walk(method)):
         return []  # only a parameter never rebound in the method
     position = params.index(expr.id) - 1
     found: list[ClassSummary] = []
-    for node in ast.walk(info.tree):
+    for node in ast_walk.walk(info.tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method.name
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"):
             continue
@@ -282,14 +284,14 @@ def _held_attributes(project: Project, info) -> dict[str, tuple]:
         known = {}
         if "instantiate" in _names(info.tree):
             builders = _instantiating_builders(info.tree)
-            for node in ast.walk(info.tree):
+            for node in ast_walk.walk(info.tree):
                 if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
                     continue
                 target = node.targets[0]
                 if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
                         and target.value.id == "self"):
                     continue
-                for call in ast.walk(node.value):
+                for call in ast_walk.walk(node.value):
                     if not isinstance(call, ast.Call):
                         continue
                     if is_instantiate(call.func):
@@ -318,8 +320,8 @@ def _instantiating_builders(tree: ast.Module) -> dict[str, tuple[int, str]]:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-        rebound = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        for node in ast.walk(fn):
+        rebound = {n.id for n in ast_walk.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        for node in ast_walk.walk(fn):
             if isinstance(node, ast.Return) and isinstance(node.value, ast.Call) and \
                     is_instantiate(node.value.func) and node.value.args and \
                     isinstance(node.value.args[0], ast.Name) and node.value.args[0].id in params and \
@@ -340,4 +342,4 @@ def _passed(call: ast.Call, position: int, name: str) -> Optional[ast.expr]:
 
 def _names(tree: ast.Module) -> set:
     return {n.attr if isinstance(n, ast.Attribute) else n.id
-            for n in ast.walk(tree) if isinstance(n, (ast.Attribute, ast.Name))}
+            for n in ast_walk.walk(tree) if isinstance(n, (ast.Attribute, ast.Name))}

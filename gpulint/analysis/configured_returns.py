@@ -21,6 +21,8 @@ parameter, a call into the class, an attribute set elsewhere) keeps the finding.
 from __future__ import annotations
 
 import ast
+
+from gpulint import ast_walk
 from typing import Optional
 
 import libcst as cst
@@ -95,13 +97,13 @@ def _cut(fn: ast.FunctionDef, expr: ast.expr, plain: frozenset, depth: int) -> b
                     node.target.id == expr.id:
                 return False
             if isinstance(node, (ast.For, ast.With, ast.comprehension, ast.NamedExpr)) and any(
-                    isinstance(t, ast.Name) and t.id == expr.id for t in ast.walk(_bound_by(node))):
+                    isinstance(t, ast.Name) and t.id == expr.id for t in ast_walk.walk(_bound_by(node))):
                 return False
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Name) and target.id == expr.id:
                         values.append(node.value)
-                    elif any(isinstance(t, ast.Name) and t.id == expr.id for t in ast.walk(target)):
+                    elif any(isinstance(t, ast.Name) and t.id == expr.id for t in ast_walk.walk(target)):
                         return False  # unpacked or stored through: not followed
         return bool(values) and all(_cut(fn, v, plain, depth + 1) for v in values)
     return False
@@ -143,7 +145,7 @@ def _plain_attributes(project, cls, method_node) -> frozenset:
     for name, method in cls.methods.items():
         if name == "__init__":
             continue
-        for stmt in ast.walk(method):
+        for stmt in ast_walk.walk(method):
             for target, _ in _self_stores(stmt):
                 spoiled.add(target)
     return frozenset(plain - spoiled)
@@ -156,7 +158,7 @@ def _self_stores(stmt: ast.AST):
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
                 yield target.attr, stmt.value
             else:
-                for t in ast.walk(target):
+                for t in ast_walk.walk(target):
                     if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
                         yield t.attr, None
     elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
@@ -171,5 +173,5 @@ def _own_nodes(fn: ast.FunctionDef):
     while stack:
         node = stack.pop()
         yield node
-        stack.extend(child for child in ast.iter_child_nodes(node)
+        stack.extend(child for child in ast_walk.iter_child_nodes(node)
                      if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)))

@@ -83,7 +83,7 @@ def _streamed_setter_line(statements) -> Optional[int]:
             if _setter_line(node, walk=False) is not None:
                 best = (depth, index, node.lineno)
                 break
-            todo.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+            todo.extend((child, depth + 1) for child in ast_walk.iter_child_nodes(node))
     return best[2] if best is not None else None
 
 

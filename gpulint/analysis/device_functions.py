@@ -23,6 +23,7 @@ from typing import Optional
 
 import libcst as cst
 
+from gpulint import ast_walk
 from gpulint.analysis.imports import dotted_name
 
 CPU, ACCELERATOR = "cpu", "accelerator"  # as analysis/data_facts.py names them
@@ -64,7 +65,7 @@ def _function_device(project, importer, dotted: str, depth: int) -> Optional[str
     if fn is None:
         return None
     kinds = set()
-    for node in ast.walk(fn):
+    for node in ast_walk.walk(fn):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node is not fn:
             return None  # a nested function's returns are mixed into the walk: not read
         if isinstance(node, ast.Return):

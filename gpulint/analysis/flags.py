@@ -25,6 +25,7 @@ from typing import Optional
 
 import libcst as cst
 
+from gpulint import ast_walk
 from gpulint.analysis.node_types import of_types
 from gpulint.syntax import positional
 
@@ -109,7 +110,7 @@ def _ast_declarations(tree: ast.AST) -> tuple[dict, set]:
     declared: dict = {}
     overrides: dict = {}
     assigned: set = set()
-    for node in ast.walk(tree):
+    for node in ast_walk.walk(tree):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 if isinstance(target, ast.Attribute):

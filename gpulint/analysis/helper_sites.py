@@ -206,7 +206,7 @@ def _unconditional_calls(fn: ast.FunctionDef) -> dict:
                     search(stmt.body)
                 search(stmt.orelse)  # an `else:` of a flag is the default path
                 continue
-            for child in ast.iter_child_nodes(stmt):
+            for child in ast_walk.iter_child_nodes(stmt):
                 if not isinstance(child, ast.stmt):
                     add(child)
             for field in ("body", "orelse", "finalbody", "handlers"):

@@ -51,6 +51,8 @@ in exception handlers are left out. The helper's module is a text dependency of 
 from __future__ import annotations
 
 import ast
+
+from gpulint import ast_walk
 import threading
 from pathlib import Path
 from typing import Optional
@@ -235,7 +237,7 @@ def _own_nodes(fn: ast.FunctionDef):
             # copy per call (an evaluator's per-video loop)
             stack.append(node.iter if not isinstance(node, ast.While) else node.test)
             continue
-        for child in ast.iter_child_nodes(node):
+        for child in ast_walk.iter_child_nodes(node):
             if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
                                       ast.ExceptHandler)):
                 stack.append(child)
@@ -244,7 +246,7 @@ def _own_nodes(fn: ast.FunctionDef):
 def _tests_own_state(test: ast.expr) -> bool:
     """The test reads an attribute of `self` (a backend flag, a mode): configuration, not the data given."""
     return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
-               for n in ast.walk(test))
+               for n in ast_walk.walk(test))
 
 
 def _fills_once(test: ast.expr, block: ast.If) -> bool:
@@ -258,7 +260,7 @@ def _fills_once(test: ast.expr, block: ast.If) -> bool:
         if isinstance(op, ast.NotIn):
             key, cache = ast.unparse(test.left), ast.unparse(right)
             return any(isinstance(t, ast.Subscript) and ast.unparse(t.value) == cache and ast.unparse(t.slice) == key
-                       for n in ast.walk(block) if isinstance(n, ast.Assign) for t in n.targets)
+                       for n in ast_walk.walk(block) if isinstance(n, ast.Assign) for t in n.targets)
         return isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value is None
     return isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Call) \
         and isinstance(test.operand.func, ast.Name) and test.operand.func.id == "hasattr"

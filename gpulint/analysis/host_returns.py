@@ -25,6 +25,7 @@ import ast
 from pathlib import Path
 from typing import Optional
 
+from gpulint import ast_walk
 from gpulint.analysis.data import _FACTORIES
 
 _KEEPS = frozenset(("float", "double", "half", "long", "int", "bool", "view", "reshape", "unsqueeze", "squeeze",
@@ -83,7 +84,7 @@ def _own_nodes(fn: ast.FunctionDef):
     while stack:
         node = stack.pop()
         yield node
-        for child in ast.iter_child_nodes(node):
+        for child in ast_walk.iter_child_nodes(node):
             if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
                 stack.append(child)
 
@@ -101,14 +102,15 @@ class _Reader:
             elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
                 self.opaque.add(node.target.id)
             elif isinstance(node, (ast.For, ast.With, ast.NamedExpr)):
-                for sub in ast.walk(node.target if isinstance(node, (ast.For, ast.NamedExpr)) else node):
+                for sub in ast_walk.walk(node.target if isinstance(node, (ast.For, ast.NamedExpr)) else node):
                     if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and not isinstance(node, ast.With):
                         self.opaque.add(sub.id)
                 if isinstance(node, ast.With):
                     for item in node.items:
                         if item.optional_vars is not None:
-                            self.opaque.update(n.id for n in ast.walk(item.optional_vars) if isinstance(n, ast.Name))
-        self.parents = {id(c): p for p in ast.walk(fn) for c in ast.iter_child_nodes(p)}
+                            self.opaque.update(n.id for n in ast_walk.walk(item.optional_vars)
+                                               if isinstance(n, ast.Name))
+        self.parents = {id(c): p for p in ast_walk.walk(fn) for c in ast_walk.iter_child_nodes(p)}
 
     def _bind(self, target: ast.expr, value: ast.expr, stmt: ast.Assign) -> None:
         if isinstance(target, ast.Name):

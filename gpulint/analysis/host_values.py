@@ -22,6 +22,7 @@ from typing import Optional
 
 import libcst as cst
 
+from gpulint import ast_walk
 from gpulint.analysis.tree import of_types
 from gpulint.syntax import passed_argument
 
@@ -87,7 +88,7 @@ def _cpu_by_default(analysis, calls, call: cst.Call, target) -> bool:
     passed = set(names[:len(positional)]) | {a.keyword.value for a in call.args if a.keyword is not None}
     if cpu[0] in passed:
         return False
-    for node in ast.walk(fn):
+    for node in ast_walk.walk(fn):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
                 node.func.attr == "cuda" or node.func.attr == "to" and not (
                     len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id == cpu[0])):
@@ -214,9 +215,9 @@ def _computes_where_given(analysis, summary) -> bool:
     params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
     if fn.args.vararg or fn.args.kwarg:
         return False
-    local = params | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    local = params | {n.id for n in ast_walk.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     returns = 0
-    for node in (n for stmt in fn.body for n in ast.walk(stmt)):
+    for node in (n for stmt in fn.body for n in ast_walk.walk(stmt)):
         if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal, ast.Lambda, ast.FunctionDef,
                              ast.AsyncFunctionDef, ast.ClassDef, ast.Await)):
             return False

@@ -152,7 +152,7 @@ def _collect(body: list, params: set, name_of, found: dict) -> None:
                 _collect(stmt.body, params, name_of, found)
             _collect(stmt.orelse, params, name_of, found)
             continue
-        for child in ast.iter_child_nodes(stmt):
+        for child in ast_walk.iter_child_nodes(stmt):
             if not isinstance(child, ast.stmt):
                 _in_expr(child, name_of, found)
         for field in ("body", "orelse", "finalbody"):

@@ -17,7 +17,7 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.narrowing import guarded_into_loader
 from gpulint.analysis.tree import Binding, Scope, SyntaxIndex
 from gpulint.analysis.node_types import of_types
-from gpulint.analysis.tree import child_nodes as _child_nodes
+from gpulint.analysis.tree import child_nodes as _child_nodes, own_scope_nodes
 from gpulint.analysis.unmoved import read_before_its_move, torch_layer, unmoved_loader_element
 from gpulint.syntax import code_of, positional_names, target_names
 
@@ -763,6 +763,25 @@ class KindInference:
         """The value of the plain assignment (`x = value`) that runs last before `name` is read, found by going
         back through the statements of the enclosing blocks; None when that is not plain to see (the name is
         bound again in a loop around the read, or last bound by a compound statement or an unpacking)."""
+        last = self._binding_statement_before(name, bindings)
+        if last is None:
+            return None
+        stmt, found = last
+        if type(stmt) is cst.If:
+            copied = _host_copy_when_on_gpu(stmt, [b.source for b in found], name.value)
+            if copied is not None:
+                return copied
+        source = found[0].source
+        plain = type(stmt) is cst.SimpleStatementLine and len(found) == 1 and isinstance(source, cst.Assign) and \
+            len(source.targets) == 1 and isinstance(source.targets[0].target, cst.Name)
+        return source.value if plain else None  # type: ignore[union-attr]
+
+    def _binding_statement_before(self, name: cst.Name, bindings: list[Binding]
+                                  ) -> Optional[tuple[cst.CSTNode, list[Binding]]]:
+        """The statement that runs last before `name` is read and binds it (holds the source of one of
+        `bindings`), with the bindings it holds, found by going back through the statements of the enclosing
+        blocks (`_last_assignment`, `_last_unpacking`); None when there is none in the read's own function, or
+        the name is bound again in a loop around the read (a later iteration may read what the loop assigns)."""
         sources = [b.source for b in bindings if b.source is not None]
         child: cst.CSTNode = name
         for parent in self.index.ancestors(name):
@@ -770,20 +789,14 @@ class KindInference:
                 return None
             if type(parent) in (cst.For, cst.While) and any(
                     self.index.is_ancestor_or_self(parent, src) for src in sources):
-                return None  # a later iteration may read what the loop assigns
+                return None
             if type(parent) in (cst.IndentedBlock, cst.Module):
                 before = parent.body[:next((i for i, st in enumerate(parent.body) if st is child), 0)]
                 for stmt in reversed(before):
-                    found = [src for src in sources if self.index.is_ancestor_or_self(stmt, src)]
-                    if found and type(stmt) is cst.If:
-                        copied = _host_copy_when_on_gpu(stmt, found, name.value)
-                        if copied is not None:
-                            return copied
+                    found = [b for b in bindings if b.source is not None and
+                             self.index.is_ancestor_or_self(stmt, b.source)]
                     if found:
-                        plain = type(stmt) is cst.SimpleStatementLine and len(found) == 1 and \
-                            isinstance(found[0], cst.Assign) and len(found[0].targets) == 1 and \
-                            isinstance(found[0].targets[0].target, cst.Name)
-                        return found[0].value if plain else None  # type: ignore[union-attr]
+                        return stmt, found
             child = parent
         return None
 
@@ -1436,26 +1449,14 @@ class KindInference:
     def _last_unpacking(self, name: cst.Name, bindings: list[Binding]) -> Optional[Binding]:
         """The binding of `name` by a plain unpacking assignment (`_, preds = value`, one statement, no loop
         around the read binding it again) that runs last before the read, as `_last_assignment` goes back."""
-        sources = [b.source for b in bindings if b.source is not None]
-        child: cst.CSTNode = name
-        for parent in self.index.ancestors(name):
-            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
-                return None
-            if type(parent) in (cst.For, cst.While) and any(
-                    self.index.is_ancestor_or_self(parent, src) for src in sources):
-                return None
-            if type(parent) in (cst.IndentedBlock, cst.Module):
-                before = parent.body[:next((i for i, st in enumerate(parent.body) if st is child), 0)]
-                for stmt in reversed(before):
-                    found = [b for b in bindings if b.source is not None and
-                             self.index.is_ancestor_or_self(stmt, b.source)]
-                    if found:
-                        plain = type(stmt) is cst.SimpleStatementLine and len(found) == 1 and \
-                            found[0].kind == "assign" and found[0].index is not None and \
-                            isinstance(found[0].source, cst.Assign) and len(found[0].source.targets) == 1
-                        return found[0] if plain else None
-            child = parent
-        return None
+        last = self._binding_statement_before(name, bindings)
+        if last is None:
+            return None
+        stmt, found = last
+        plain = type(stmt) is cst.SimpleStatementLine and len(found) == 1 and found[0].kind == "assign" and \
+            found[0].index is not None and isinstance(found[0].source, cst.Assign) and \
+            len(found[0].source.targets) == 1
+        return found[0] if plain else None
 
     def _submodule_list(self, expr: cst.BaseExpression) -> bool:
         """`list(net.children())`, `list(model.modules())` of a module: a list of its submodules."""
@@ -2042,10 +2043,4 @@ def _reads_name(value: cst.CSTNode, name: str) -> bool:
 
 def _own_nodes(fn: cst.FunctionDef):
     """The nodes of `fn`'s body, not those of functions, lambdas or classes defined in it."""
-    stack: list = [fn.body]
-    while stack:
-        node = stack.pop()
-        yield node
-        if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            continue
-        stack.extend(_child_nodes(node))
+    return own_scope_nodes([fn.body])

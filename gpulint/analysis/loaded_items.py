@@ -30,6 +30,7 @@ from typing import Optional
 
 import libcst as cst
 
+from gpulint import ast_walk
 from gpulint.analysis.data import _SAME_ON_DEVICE
 
 # Methods whose result is the same tensor (or a view, or a converted copy) where the tensor is.
@@ -199,7 +200,7 @@ def _serves_items_with(project, cls, method: str) -> bool:
     index = getitem.args.args[1].arg
     return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method and
                isinstance(node.func.value, ast.Name) and node.func.value.id == "self" and len(node.args) == 1 and
-               isinstance(node.args[0], ast.Name) and node.args[0].id == index for node in ast.walk(getitem))
+               isinstance(node.args[0], ast.Name) and node.args[0].id == index for node in ast_walk.walk(getitem))
 
 
 def _host_dataset(analysis, built: cst.Call) -> bool:
@@ -225,7 +226,7 @@ def _host_items(project, cls) -> bool:
     getitem = next((c.methods["__getitem__"] for c in chain if "__getitem__" in c.methods), None)
     if getitem is None:
         return False
-    for node in ast.walk(getitem):
+    for node in ast_walk.walk(getitem):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("cuda", "to"):
             return False  # it may move its items itself (`.to(self.device)`): not told here
         if isinstance(node, ast.keyword) and node.arg == "device":

@@ -30,6 +30,7 @@ from typing import Optional
 
 import libcst as cst
 
+from gpulint import ast_walk
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.project import _dotted
 
@@ -61,7 +62,7 @@ def _compute(project, summary):
         return None
     locals_: dict[str, list[ast.expr]] = {}
     values: list[ast.expr] = []
-    for node in ast.walk(init):
+    for node in ast_walk.walk(init):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name):
@@ -93,13 +94,13 @@ def _iterated_attribute(method: ast.FunctionDef) -> Optional[str]:
     """The `self.<attr>` whose items `__iter__` hands on, when it hands on nothing else."""
     found: set[str] = set()
     loop_names: dict[str, str] = {}  # `for b in self.loader:` -> b: loader
-    for node in ast.walk(method):
+    for node in ast_walk.walk(method):
         if isinstance(node, ast.For):
             attr = _self_attr(node.iter)
             if attr is not None and isinstance(node.target, ast.Name):
                 loop_names[node.target.id] = attr
     yielded = False
-    for node in ast.walk(method):
+    for node in ast_walk.walk(method):
         if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Return)):
             value = node.value
             if value is None:
@@ -130,7 +131,7 @@ def _iterated_attribute(method: ast.FunctionDef) -> Optional[str]:
 
 
 def _is_generator(method: ast.FunctionDef) -> bool:
-    return any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(method))
+    return any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast_walk.walk(method))
 
 
 def _self_attr(expr: ast.expr) -> Optional[str]:
@@ -219,7 +220,7 @@ def dataloader_subclass(project, cls) -> bool:
 def _passes_batches_on(name: str, method: ast.FunctionDef) -> bool:
     if name == "__next__":
         return False
-    for node in ast.walk(method):
+    for node in ast_walk.walk(method):
         if isinstance(node, ast.Name) and node.id == "pin_memory" or isinstance(node, ast.arg) and \
                 node.arg == "pin_memory" or isinstance(node, ast.keyword) and node.arg == "pin_memory" or \
                 isinstance(node, ast.Constant) and node.value == "pin_memory":
@@ -229,7 +230,7 @@ def _passes_batches_on(name: str, method: ast.FunctionDef) -> bool:
     if name == "__iter__":
         return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__iter__"
                    and isinstance(node.func.value, ast.Call) and _dotted(node.func.value.func) == "super"
-                   for node in ast.walk(method))
+                   for node in ast_walk.walk(method))
     return True
 
 
@@ -238,7 +239,7 @@ def _hands_on_kwargs(init: ast.FunctionDef) -> bool:
     kwarg = init.args.kwarg
     if kwarg is None:
         return False
-    for node in ast.walk(init):
+    for node in ast_walk.walk(init):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__" and \
                 any(k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kwarg.arg for k in node.keywords):
             return True
@@ -322,7 +323,7 @@ def fetched_parameters(project, cls) -> tuple:
         return ()
     positional = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
     stored: dict[str, str] = {}  # self.<attr> = <parameter> in __init__
-    for node in ast.walk(init):
+    for node in ast_walk.walk(init):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Name) and \
                 node.value.id in positional:
             attr = _self_attr(node.targets[0])
@@ -330,7 +331,7 @@ def fetched_parameters(project, cls) -> tuple:
                 stored[attr] = node.value.id
     iterators: dict[str, set] = {}  # self.<it> = iter(self.<attr>) or iter(<parameter>) anywhere in the class
     for method in methods.values():
-        for node in ast.walk(method):
+        for node in ast_walk.walk(method):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call) and \
                     _dotted(node.value.func) == "iter" and len(node.value.args) == 1:
                 attr = _self_attr(node.targets[0])
@@ -345,7 +346,7 @@ def fetched_parameters(project, cls) -> tuple:
     drawing = [nxt] + [methods[n] for n in _self_calls(nxt) if n in methods and n not in ("__init__", "__next__")]
     found: list[str] = []
     for method in drawing:
-        for node in ast.walk(method):
+        for node in ast_walk.walk(method):
             if isinstance(node, ast.Call) and _dotted(node.func) == "next" and len(node.args) == 1:
                 for param in sorted(iterators.get(_self_attr(node.args[0]) or "", ())):
                     if param not in found:
@@ -354,5 +355,5 @@ def fetched_parameters(project, cls) -> tuple:
 
 
 def _self_calls(method: ast.FunctionDef) -> list[str]:
-    return [n.func.attr for n in ast.walk(method) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+    return [n.func.attr for n in ast_walk.walk(method) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
             and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"]

@@ -22,7 +22,7 @@ from gpulint.analysis.nonfinite import nonfinite_only
 from gpulint.analysis.once import once_per_object
 from gpulint.analysis.unset_options import first_step_only
 from gpulint.analysis.runs_model import _DATA_WORDS
-from gpulint.analysis.tree import SyntaxIndex, child_nodes, descendants
+from gpulint.analysis.tree import SyntaxIndex, child_nodes, descendants, own_scope_nodes
 from gpulint.syntax import NOT_CONSTANT as _NOT_CONSTANT, code_of as _code, literal_value as _constant_value, \
     positional_names, target_names as _target_names
 
@@ -91,6 +91,9 @@ class LoopAnalysis:
         # _compute_execution's walks, by the id of a node passed on the way up (see there)
         self._walks: dict[int, Execution] = {}
         self._walks_without_helpers: dict[int, Execution] = {}
+        # (id(loop or function), into nested loops) -> (the node, the nodes of its body in `_walk_body`'s order):
+        # a loop's role, its training and batch questions each walked the same body again (`_body`)
+        self._bodies: dict[tuple[int, bool], tuple] = {}
         self._without_helpers = False
         # analysis/forward.py: the call site that runs a function every step from a loop elsewhere, or None
         self.per_step_caller: Optional[Callable[[cst.FunctionDef], Optional[object]]] = None
@@ -141,8 +144,19 @@ class LoopAnalysis:
             role = self._roles[key] = self._compute_role(loop)
         return role
 
+    def _body(self, loop: Union[Loop, cst.FunctionDef], into_loops: bool) -> tuple:
+        """`_walk_body(loop, into_loops)`, the nodes in the same order, walked once per loop or function and
+        variant: on a cold fairseq lint 1.4M node steps came from about ten walks of each loop's body (its role,
+        whether it trains, draws a batch, steps an environment, ...). The node is held with its nodes (ids of
+        the module's tree stay unique while it is)."""
+        key = (id(loop), into_loops)
+        kept = self._bodies.get(key)
+        if kept is None or kept[0] is not loop:
+            kept = self._bodies[key] = (loop, tuple(_walk_body(loop, into_loops)))
+        return kept[1]
+
     def _compute_role(self, loop: Loop) -> LoopRole:
-        if _one_pass(loop):
+        if _one_pass(loop, self._body):
             return LoopRole.COLD  # `for x in loader: <measure once>; return`: the body runs at most once
         if self._over_own_arguments(loop):
             return LoopRole.COLD  # `def prepare(self, *models): for m in models: ...`: a call's few arguments
@@ -160,19 +174,19 @@ class LoopAnalysis:
             return LoopRole.COLD  # `for i, x in enumerate(test_loader): save(x); if i == n - 1: break` before training
         if self._loops_over_batches(loop):
             return LoopRole.HOT
-        if _draws_from_each_item(loop):
+        if _draws_from_each_item(loop, self._body):
             # `for length, dl in eval_dls.items(): seq, labels = next(dl)`: one batch from each of a few loaders,
             # as many iterations as there are loaders: the code around the loop decides how often it runs (under
             # `if (i + 1) % EVAL_EVERY == 0:` in a training loop, periodically)
             return LoopRole.COLD
         if type(loop) is cst.For and any(type(n) is cst.Call and self._next_batch(n)
-                                             for n in _walk_body(loop, into_loops=False)):
+                                             for n in self._body(loop, into_loops=False)):
             # `for step in range(max_steps): batch = next(self.data)`: one batch per iteration (not counted as a
             # pass over the data by an enclosing loop: `for micro in range(accum): next(it)` inside a step loop)
             return LoopRole.HOT
         if self._step_helper_draws_a_batch(loop):
             return LoopRole.HOT
-        if _episode_loop(loop):
+        if _episode_loop(loop, self._body):
             # `while not done: action = agent.select_action(state); state, r, done, _ = env.step(action)`: one
             # policy call per environment step, whatever runs around it or inside it (an update loop per step)
             return LoopRole.HOT
@@ -180,7 +194,7 @@ class LoopAnalysis:
         # or an evaluation per epoch): `for epoch ...: for x in loader: ...` or `for epoch ...: train(epoch)`.
         nested_hot = False
         per_item = False  # the body runs a sampler of this module once per iteration (one batch of samples each)
-        for node in _walk_body(loop, into_loops=True):
+        for node in self._body(loop, into_loops=True):
             if type(node) in (cst.For, cst.While) and self.role(node) is LoopRole.HOT:
                 if self._loops_over_batches(node):
                     return LoopRole.EPOCH
@@ -281,13 +295,13 @@ class LoopAnalysis:
         micro-batches of it that runs the model): each iteration of the caller's loop takes one batch, so it is
         the step loop and the helper's inner loop a pass over pieces of that batch, not over the data. Not a call
         under a periodic test (an evaluation every N steps)."""
-        for node in _walk_body(loop, into_loops=False):
+        for node in self._body(loop, into_loops=False):
             if type(node) is not cst.Call:
                 continue
             helper = self.local_function(node)
             if helper is None or any(a is helper for a in self.index.ancestors(loop)):
                 continue
-            if any(type(n) is cst.Call and self._next_batch(n) for n in _walk_body(helper, into_loops=False)) \
+            if any(type(n) is cst.Call and self._next_batch(n) for n in self._body(helper, into_loops=False)) \
                     and self._function_has_hot_loop(helper) and not self._function_loops_over_batches(helper) \
                     and not self._periodic_within(node, loop):
                 return True
@@ -304,7 +318,7 @@ class LoopAnalysis:
                                      for s in owner.body.body):
             return False  # a network's own code (a loop over its blocks or time steps) is no sampling pass
         return any(type(n) is cst.Call and n.args and self.hands_model_on(n) and not self._reaches_local_hot_loop(n)
-                   for n in _walk_body(loop, into_loops=False))
+                   for n in self._body(loop, into_loops=False))
 
     def _steps_model_state(self, loop: Loop) -> bool:
         """A sampler's or solver's loop: its own body runs a network on a value it updates from what the network
@@ -329,7 +343,7 @@ class LoopAnalysis:
         assigned: dict[str, list[tuple[int, cst.CSTNode, set[str]]]] = {}  # name -> (place, statement, names read)
         outputs: set[str] = set()  # names assigned (also) from a network's result
         model_calls: list[tuple[int, cst.Call]] = []
-        for place, node in enumerate(_walk_body(loop, into_loops=False)):
+        for place, node in enumerate(self._body(loop, into_loops=False)):
             if type(node) is cst.Call and self._runs_network(node, function, loop_names):
                 model_calls.append((place, node))
             if type(node) is cst.Expr and type(node.value) is cst.Call and type(node.value.func) is cst.Attribute \
@@ -395,12 +409,12 @@ class LoopAnalysis:
         key = ("sampler", id(fn))
         if key not in self._trains:
             self._trains[key] = False  # recursion guard
-            hot = [n for n in _walk_body(fn, into_loops=True)
+            hot = [n for n in self._body(fn, into_loops=True)
                    if type(n) in (cst.For, cst.While) and self.role(n) is LoopRole.HOT]
             self._trains[key] = bool(hot) and all(
                 self._steps_model_state(h) and not self._loops_over_batches(h) and not _over_items(h, fn) and not any(
                     type(c) is cst.Call and type(c.func) is cst.Attribute and
-                    c.func.attr.value in ("backward", "step", "zero_grad") for c in _walk_body(h, into_loops=True))
+                    c.func.attr.value in ("backward", "step", "zero_grad") for c in self._body(h, into_loops=True))
                 for h in hot)
         return self._trains[key]
 
@@ -467,7 +481,7 @@ class LoopAnalysis:
             self._trains[key] = any(
                 type(node) is cst.Call and not _under_branch(self.index, node, helper) and
                 (self._runs_a_model(node) or self._helper_runs_a_model(node, function, depth + 1))
-                for node in _walk_body(helper, into_loops=False))
+                for node in self._body(helper, into_loops=False))
         return self._trains[key]
 
     def _reaches_local_hot_loop(self, call: cst.Call, depth: int = 0) -> bool:
@@ -480,7 +494,7 @@ class LoopAnalysis:
         if self._function_has_hot_loop(helper):
             return True
         return any(type(n) is cst.Call and self.local_function(n) is not helper and
-                   self._reaches_local_hot_loop(n, depth + 1) for n in _walk_body(helper, into_loops=True))
+                   self._reaches_local_hot_loop(n, depth + 1) for n in self._body(helper, into_loops=True))
 
     def _rollout(self, loop: Loop) -> bool:
         """An RL rollout: a loop of many iterations whose own body runs a model (`agent(obs)`, a method of a
@@ -500,7 +514,7 @@ class LoopAnalysis:
             return False  # an evaluation rollout every N updates (`if j % eval_interval == 0:`) is no step loop
         outputs: set = set()  # names bound in the body to what the model returns
         steps = []
-        for node in _walk_body(loop, into_loops=False):
+        for node in self._body(loop, into_loops=False):
             if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Call):
                 continue
             if self._runs_a_model(node.value):
@@ -514,14 +528,14 @@ class LoopAnalysis:
             return False
         if any(isinstance(other, (cst.For, cst.While)) and other is not loop and
                not self.index.is_ancestor_or_self(loop, other) and self._trains_by_itself(other)
-               for other in _walk_body(outer, into_loops=True)):
+               for other in self._body(outer, into_loops=True)):
             return True
         # the update beside the rollout is a method of an agent class (`value_loss, ... = agent.update(rollouts)`,
         # PPO's minibatch loop in its own module), run in the outer loop's own body on every iteration
         return self.trains_through_method is not None and any(
             isinstance(node, cst.Call) and not self.index.is_ancestor_or_self(loop, node) and
             self.trains_through_method(node) and not self._periodic_within(node, outer)
-            for node in _walk_body(outer, into_loops=False))
+            for node in self._body(outer, into_loops=False))
 
     def _rollout_pass(self, loop: Loop) -> bool:
         """A second pass over a rollout's steps: a loop over the very iterable of a rollout (`_rollout`) in the
@@ -535,11 +549,11 @@ class LoopAnalysis:
         if not isinstance(outer, (cst.For, cst.While)) or self._periodic_within(loop, outer):
             return False
         if not any(isinstance(node, cst.Call) and self._runs_a_model(node)
-                   for node in _walk_body(loop, into_loops=False)):
+                   for node in self._body(loop, into_loops=False)):
             return False
         return any(isinstance(other, cst.For) and other is not loop and self._enclosing(other) is outer and
                    other.iter.deep_equals(loop.iter) and self._rollout(other)
-                   for other in _walk_body(outer, into_loops=True))
+                   for other in self._body(outer, into_loops=True))
 
     def _enclosing(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         """The innermost loop, function, lambda or class holding `node`."""
@@ -583,7 +597,7 @@ class LoopAnalysis:
         if type(loop) is cst.While and type(loop.test) in (cst.Name, cst.Integer):
             # `while True:`: an interactive or serving loop, paced by its input; or a decoder generating
             return self._decoding_loop(loop, function)
-        body = list(_walk_body(loop, into_loops=True))
+        body = list(self._body(loop, into_loops=True))
         if any(type(n) is cst.Call and self._not_tensor_math_loop(n) for n in body):
             return False
         return any(type(n) in (cst.Call, cst.BinaryOperation) and self._computes_tensor(n) for n in body)
@@ -595,8 +609,8 @@ class LoopAnalysis:
         if type(function) is not cst.FunctionDef or not any(
                 type(a) is cst.ClassDef for a in self.index.ancestors(function)):
             return False
-        for node in _walk_body(loop, into_loops=False):
-            if type(node) is cst.If and any(type(n) is cst.Break for n in _walk_body(node, into_loops=False)) \
+        for node in self._body(loop, into_loops=False):
+            if type(node) is cst.If and any(type(n) is cst.Break for n in self._body(node, into_loops=False)) \
                     and any(type(n) in (cst.Call, cst.Comparison) and self.kinds.of(n) is Kind.TENSOR
                             for n in descendants(node.test)):
                 return True
@@ -674,12 +688,12 @@ class LoopAnalysis:
         """The loop iterates batches or runs a model, backward pass or optimizer step in its own body (helpers
         not followed: this is asked while a helper's own role is being decided)."""
         return self._loops_over_batches(loop) or any(
-            type(n) is cst.Call and self.is_training_call(n) for n in _walk_body(loop, into_loops=False))
+            type(n) is cst.Call and self.is_training_call(n) for n in self._body(loop, into_loops=False))
 
     def _loops_over_batches(self, loop: Loop) -> bool:
         if type(loop) is cst.While:
             # `it = iter(loader)` ... `while True: batch = next(it)`: one batch per iteration
-            return any(type(n) is cst.Call and self._next_batch(n) for n in _walk_body(loop, into_loops=False))
+            return any(type(n) is cst.Call and self._next_batch(n) for n in self._body(loop, into_loops=False))
         return self.kinds.iteration_kind(loop.iter, None) is Kind.TENSOR and self._iterates_batches(loop.iter)
 
     def _next_batch(self, call: cst.Call) -> bool:
@@ -703,7 +717,7 @@ class LoopAnalysis:
         if key not in self._trains:
             self._trains[key] = False  # recursion guard
             self._trains[key] = any(type(n) in (cst.For, cst.While) and self.role(n) is LoopRole.HOT
-                                    for n in _walk_body(fn, into_loops=True))
+                                    for n in self._body(fn, into_loops=True))
         return self._trains[key]
 
     def _iterates_batches(self, iterable: cst.BaseExpression, depth: int = 0) -> bool:
@@ -724,7 +738,7 @@ class LoopAnalysis:
     def _body_trains(self, loop: Loop, beside_hot_loop: bool = False) -> bool:
         """The loop's own body (not nested loops) runs a backward pass, an optimizer step or a forward pass
         (beside a hot inner loop, clearing gradients does not count)."""
-        for node in _walk_body(loop, into_loops=False):
+        for node in self._body(loop, into_loops=False):
             if type(node) is cst.Call and self.is_training_call(node, follow_helpers=True):
                 if beside_hot_loop and type(node.func) is cst.Attribute and node.func.attr.value == "zero_grad":
                     continue
@@ -738,11 +752,11 @@ class LoopAnalysis:
         if self.steps_through_closure is not None and not beside_hot_loop and any(
                 type(node) is cst.Call and type(node.func) is cst.Name and self.local_function(node) is None
                 and not self._periodic_within(node, loop) and self.steps_through_closure(node)
-                for node in _walk_body(loop, into_loops=False)):
+                for node in self._body(loop, into_loops=False)):
             return True  # `loss = train_step_fn(state, batch)` of a factory's step closure (closure_factories)
         if self.steps_through_method is None or beside_hot_loop:
             return False
-        methods = [node for node in _walk_body(loop, into_loops=False) if type(node) is cst.Call and
+        methods = [node for node in self._body(loop, into_loops=False) if type(node) is cst.Call and
                    type(node.func) is cst.Attribute and self.local_function(node) is None]
         if not any(not self._periodic_within(node, loop) and self.steps_through_method(node) for node in methods):
             return False
@@ -780,7 +794,7 @@ class LoopAnalysis:
         key = id(fn)
         if key not in self._trains:
             self._trains[key] = False  # recursion guard
-            calls = [n for n in _walk_body(fn, into_loops=False) if type(n) is cst.Call]
+            calls = [n for n in self._body(fn, into_loops=False) if type(n) is cst.Call]
             helpers = [h for h in map(self.local_function, calls) if h is not None and h is not fn]
             self._trains[key] = not self._function_has_hot_loop(fn) and \
                 not any(self._function_loops_over_batches(h) for h in helpers) and \
@@ -802,7 +816,7 @@ class LoopAnalysis:
 
     def _function_loops_over_batches(self, fn: cst.FunctionDef) -> bool:
         return any(type(n) in (cst.For, cst.While) and self._loops_over_batches(n)
-                   for n in _walk_body(fn, into_loops=True))
+                   for n in self._body(fn, into_loops=True))
 
     def local_function(self, call: cst.Call) -> Optional[cst.FunctionDef]:
         """The function or method of this module that `call` calls (`f(...)`, `self.f(...)`), if unambiguous."""
@@ -1671,7 +1685,7 @@ class LoopAnalysis:
                                                                               cst.ClassDef))), None)
         if not clears or not isinstance(loop, (cst.For, cst.While)):
             return None
-        for node in _walk_body(loop, into_loops=True):
+        for node in self._body(loop, into_loops=True):
             targets = node.targets if isinstance(node, cst.Assign) else \
                 [node] if isinstance(node, (cst.AugAssign, cst.AnnAssign)) else []
             if any(_code(t.target) == flag for t in targets) and all(node is not c for c in clears):
@@ -2046,7 +2060,7 @@ def _clears_each_item(loop: Loop) -> bool:
     return True
 
 
-def _draws_from_each_item(loop: Loop) -> bool:
+def _draws_from_each_item(loop: Loop, walk=None) -> bool:
     """A `for` loop that draws `next(x)` from the very iterator its target binds (`for name, it in
     iterators.items(): batch = next(it)`), steps no optimizer and runs no backward pass in its body: one batch from
     each of the collection's iterators, an evaluation over several loaders rather than a pass over batches."""
@@ -2054,7 +2068,7 @@ def _draws_from_each_item(loop: Loop) -> bool:
         return False
     bound = set(_target_names(loop.target))
     draws = False
-    for node in _walk_body(loop, into_loops=True):
+    for node in (walk or _walk_body)(loop, into_loops=True):
         if type(node) is not cst.Call:
             continue
         if type(node.func) is cst.Attribute and node.func.attr.value in ("backward", "step"):
@@ -2065,14 +2079,14 @@ def _draws_from_each_item(loop: Loop) -> bool:
     return draws
 
 
-def _one_pass(loop: Loop) -> bool:
+def _one_pass(loop: Loop, walk=None) -> bool:
     """The loop's body ends with an unconditional `return` or `break` (and holds no `continue` that could skip
     it): it runs once at most, a throughput probe or a first-batch check, not a loop over batches."""
     body = loop.body.body if type(loop.body) is cst.IndentedBlock else []
     if not body or not isinstance(body[-1], cst.SimpleStatementLine) or \
             not any(type(s) in (cst.Return, cst.Break) for s in body[-1].body):
         return False
-    return not any(type(n) is cst.Continue for n in _walk_body(loop, into_loops=False))
+    return not any(type(n) is cst.Continue for n in (walk or _walk_body)(loop, into_loops=False))
 
 
 def true_only_periodically(returns: list, *, literal: Callable, periodic_value: Callable,
@@ -2256,7 +2270,7 @@ def _environment_step(assign: cst.Assign) -> bool:
         isinstance(value.func, cst.Attribute) and value.func.attr.value == "step" and bool(value.args)
 
 
-def _episode_loop(loop: Loop) -> bool:
+def _episode_loop(loop: Loop, walk=None) -> bool:
     """An environment's episode or rollout loop (branch recall61): a `while` loop (`while not done:`, `while
     True:`) or a `for` loop (`for t in trange(1, n_steps + 1):`) whose own body steps an environment (`obs, reward, done, info =
     env.step(action)`, `_environment_step`) with an action a method of another object computed in the same body
@@ -2270,7 +2284,7 @@ def _episode_loop(loop: Loop) -> bool:
         return False
     steps: list = []
     assigns: list = []
-    for node in _walk_body(loop, into_loops=False):
+    for node in (walk or _walk_body)(loop, into_loops=False):
         if type(node) is cst.Assign:
             if _environment_step(node):
                 steps.append(node)
@@ -2355,14 +2369,8 @@ def _runs_training(node: cst.CSTNode, into_loops: bool) -> bool:
 
 def _walk_scope(scope: cst.CSTNode):
     """Nodes of a function's or module's body, skipping nested function/class definitions."""
-    stack: list[cst.CSTNode] = list(scope.body.body if type(scope) is cst.FunctionDef and  # type: ignore[attr-defined]
-                                    type(scope.body) is cst.IndentedBlock else getattr(scope, "body", ()))
-    while stack:
-        node = stack.pop()
-        yield node
-        if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            continue
-        stack.extend(child_nodes(node))
+    return own_scope_nodes(list(scope.body.body if type(scope) is cst.FunctionDef and  # type: ignore[attr-defined]
+                                type(scope.body) is cst.IndentedBlock else getattr(scope, "body", ())))
 
 
 def _walk_body(loop: Union[Loop, cst.FunctionDef], into_loops: bool):

@@ -50,10 +50,10 @@ def returned_keys(fn: ast.FunctionDef) -> Optional[frozenset]:
             names.add(ret.value.id)
         else:
             return None
-    if len(names) > 1 or any(isinstance(a, ast.arg) and a.arg in names for a in ast.walk(fn.args)):
+    if len(names) > 1 or any(isinstance(a, ast.arg) and a.arg in names for a in ast_walk.walk(fn.args)):
         return None
     for name in names:
-        parents = {id(child): node for node in nodes for child in ast.iter_child_nodes(node)}
+        parents = {id(child): node for node in nodes for child in ast_walk.iter_child_nodes(node)}
         for node in nodes:
             if not isinstance(node, ast.Name) or node.id != name:
                 continue

@@ -18,6 +18,8 @@ body updating a loop variable (or a dict of parameters indexed in the body) in p
 from __future__ import annotations
 
 import ast
+
+from gpulint import ast_walk
 import threading
 from pathlib import Path
 from typing import Optional
@@ -95,9 +97,9 @@ def _sequences(it: ast.expr) -> list:
 def _may_leave_before(fn: ast.FunctionDef, loop: ast.For) -> bool:
     """A `return`, `raise` or `continue`/`break` under a test before the loop (`if self.step % n: return`): the
     loop may not run on every call."""
-    for node in ast.walk(fn):
+    for node in ast_walk.walk(fn):
         if isinstance(node, ast.If) and node.lineno < loop.lineno and any(
-                isinstance(n, (ast.Return, ast.Raise)) for n in ast.walk(node)):
+                isinstance(n, (ast.Return, ast.Raise)) for n in ast_walk.walk(node)):
             return True
     return False
 
@@ -105,14 +107,14 @@ def _may_leave_before(fn: ast.FunctionDef, loop: ast.For) -> bool:
 def _single_bindings(fn: ast.FunctionDef) -> dict[str, ast.expr]:
     """Names of `fn` assigned exactly once (`par1 = dict(model1.named_parameters())`), with their values."""
     found: dict[str, Optional[ast.expr]] = {}
-    for node in ast.walk(fn):
+    for node in ast_walk.walk(fn):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     found[target.id] = node.value if target.id not in found else None
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.comprehension, ast.NamedExpr)):
             target = node.target
-            for n in ast.walk(target):
+            for n in ast_walk.walk(target):
                 if isinstance(n, ast.Name):
                     found[n.id] = None
     return {k: v for k, v in found.items() if v is not None}
@@ -198,7 +200,7 @@ def _parameter_names(loop: ast.For, bindings: dict) -> set[str]:
 
 
 def _indexed_dicts(loop: ast.For, bindings: dict) -> set[str]:
-    return {n.value.id for stmt in loop.body for n in ast.walk(stmt)
+    return {n.value.id for stmt in loop.body for n in ast_walk.walk(stmt)
             if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
             and _dict_of_parameters(n.value, bindings)}
 
@@ -225,7 +227,7 @@ def _shadow_updates(loop: ast.For, bindings: dict) -> bool:
         return isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Name) and expr.slice.id == key
 
     def from_parameter(value: ast.expr, itself: Optional[ast.expr]) -> bool:
-        nodes = list(ast.walk(value))
+        nodes = list(ast_walk.walk(value))
         return any(isinstance(n, ast.Name) and n.id == param for n in nodes) and not any(
             isinstance(n, ast.Call) and (isinstance(n.func, ast.Attribute) and n.func.attr in _HOST_READS or
                                          isinstance(n.func, ast.Name) and n.func.id in ("float", "int"))
@@ -234,7 +236,7 @@ def _shadow_updates(loop: ast.For, bindings: dict) -> bool:
                 isinstance(n.slice, ast.Name) and n.slice.id == key for n in nodes))
 
     for stmt in loop.body:
-        for node in ast.walk(stmt):
+        for node in ast_walk.walk(stmt):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                     node.func.attr in _UPDATES and keyed(node.func.value):
                 return True
@@ -268,7 +270,7 @@ def _root(expr: ast.expr) -> Optional[str]:
 
 def _updates(loop: ast.For, names: set[str]) -> bool:
     for stmt in loop.body:
-        for node in ast.walk(stmt):
+        for node in ast_walk.walk(stmt):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                     node.func.attr in _UPDATES and _root(node.func.value) in names:
                 return True

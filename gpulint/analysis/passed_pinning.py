@@ -32,6 +32,7 @@ import threading
 from pathlib import Path
 from typing import Optional
 
+from gpulint import ast_walk
 from gpulint.ast_walk import scope_nodes
 
 _FILES = 12  # caller files read per question
@@ -217,9 +218,9 @@ def _enclosing_function(tree: ast.Module, call: ast.Call):
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
                 node.lineno <= call.lineno <= (node.end_lineno or node.lineno):
-            inner = [n for n in ast.walk(node) if n is not node and
+            inner = [n for n in ast_walk.walk(node) if n is not node and
                      isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and
-                     any(c is call for c in ast.walk(n))]
+                     any(c is call for c in ast_walk.walk(n))]
             return None if inner else node
     return None
 
@@ -227,7 +228,7 @@ def _enclosing_function(tree: ast.Module, call: ast.Call):
 def _rebinds(function: ast.AST, name: str) -> bool:
     """Whether `function` assigns `name` anywhere (a loop target, a `with ... as`, an assignment)."""
     return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
-               for n in ast.walk(function))
+               for n in ast_walk.walk(function))
 
 
 def _loader_class_at(project, caller, value: ast.expr):
@@ -245,9 +246,9 @@ def _loader_class_at(project, caller, value: ast.expr):
 def _zipped_loaders(caller, name: str, assigns: dict, call: ast.Call) -> Optional[list]:
     """The loader expressions a `for` loop around `call` binds `name` to from a `zip(...)` of lists, else None.
     Names are followed through their assignments in the scope (each of at most 4 must be such a zip or list)."""
-    for loop in ast.walk(caller.tree):
+    for loop in ast_walk.walk(caller.tree):
         if not isinstance(loop, ast.For) or not isinstance(loop.target, ast.Tuple) or \
-                not any(node is call for node in ast.walk(loop)):
+                not any(node is call for node in ast_walk.walk(loop)):
             continue
         names = [e.id if isinstance(e, ast.Name) else None for e in loop.target.elts]
         if name not in names:
@@ -283,7 +284,7 @@ def _local_names(project, caller, path: Path, function: str) -> list[str]:
     """The names `caller` calls `function` of `path` by: its top-level import of it, and every
     `from <module> import function [as alias]` in the file (inside functions too) resolving to `path`."""
     names: list[str] = []
-    for node in ast.walk(caller.tree):
+    for node in ast_walk.walk(caller.tree):
         if not isinstance(node, ast.ImportFrom):
             continue
         for alias in node.names:
@@ -343,7 +344,7 @@ def _option_at(tree: ast.Module, call: ast.Call, positional: list, parameter: st
 def _scope_of(tree: ast.Module, call: ast.Call) -> ast.AST:
     """The innermost function holding `call` (the module when none)."""
     scope: ast.AST = tree
-    for node in ast.walk(tree):
+    for node in ast_walk.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
                 node.lineno <= call.lineno <= (node.end_lineno or node.lineno) and \
                 (scope is tree or node.lineno >= scope.lineno):  # type: ignore[attr-defined]
@@ -408,7 +409,7 @@ def _find_stored(project, key: str, option: str) -> Optional[bool]:
         info = project.module(file)
         if info is None:
             continue
-        for node in ast.walk(info.tree):
+        for node in ast_walk.walk(info.tree):
             if _changes_member(node, key):
                 return None
             targets = node.targets if isinstance(node, ast.Assign) else \
@@ -516,8 +517,8 @@ def _batch_loader(tree: ast.Module, call: ast.Call, name: str) -> Optional[tuple
     """The loader expression of the innermost `for` loop around `call` whose target binds `name` to its batch or
     a part of it (`for batch in loader`, `for i, batch in enumerate(tqdm(loader))`, `for x, y in loader`), where the loop body never rebinds `name`;
     (the loader, whether `name` is the whole batch); None otherwise."""
-    loops = [n for n in ast.walk(tree) if isinstance(n, ast.For) and
-             any(c is call for s in n.body for c in ast.walk(s))]
+    loops = [n for n in ast_walk.walk(tree) if isinstance(n, ast.For) and
+             any(c is call for s in n.body for c in ast_walk.walk(s))]
     loops.sort(key=lambda n: n.lineno)
     for loop in reversed(loops):
         iterable, target = loop.iter, loop.target
@@ -528,14 +529,14 @@ def _batch_loader(tree: ast.Module, call: ast.Call, name: str) -> Optional[tuple
                     return None
                 target = target.elts[1]
             iterable = iterable.args[0]
-        bound = [n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
+        bound = [n.id for n in ast_walk.walk(loop.target) if isinstance(n, ast.Name)]
         if name not in bound:
             continue
         if not (isinstance(target, ast.Name) and target.id == name or isinstance(target, ast.Tuple) and
                 any(isinstance(e, ast.Name) and e.id == name for e in target.elts)):
             return None  # bound deeper (`for i, (x, y) in ...` through an unknown wrapper)
         if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
-               for s in loop.body for n in ast.walk(s)):
+               for s in loop.body for n in ast_walk.walk(s)):
             return None
         return iterable, isinstance(target, ast.Name)
     return None

@@ -29,6 +29,8 @@ Precision first, everything else keeps the loop hot:
 from __future__ import annotations
 
 import ast
+
+from gpulint import ast_walk
 from pathlib import Path
 from typing import Optional
 
@@ -72,12 +74,12 @@ def _module_sites(info, tree: ast.AST) -> tuple[dict, dict]:
         up: dict = {}
         calls = set()
         sites: dict = {}
-        for node in ast.walk(tree):
-            for child in ast.iter_child_nodes(node):
+        for node in ast_walk.walk(tree):
+            for child in ast_walk.iter_child_nodes(node):
                 up[id(child)] = node
             if isinstance(node, ast.Call):
                 calls.add(id(node.func))
-        for node in ast.walk(tree):
+        for node in ast_walk.walk(tree):
             if isinstance(node, ast.Name):
                 sites.setdefault(node.id, []).append((node, id(node) in calls))
             elif isinstance(node, ast.Attribute):

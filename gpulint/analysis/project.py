@@ -731,6 +731,12 @@ class Project:
         self.hot_loop_files: dict[Path, tuple[str, bool]] = {}  # path -> (content digest, may hold a hot loop)
         self._names: Optional[dict[bytes, list[Path]]] = None  # identifier -> project files that contain it
         self._training_files: set[Path] = set()
+        # (name, training) / name -> what `files_naming` / `_files_mentioning` found while there are editor
+        # buffers (a buffer is set for any linted text that differs from its file, so a batch run can have one
+        # too): each answer resolved every file found or every project file again. Emptied with the index and
+        # whenever a buffer is set or dropped (`set_text`)
+        self._naming_memo: dict = {}
+        self._mentioning_memo: dict = {}
 
     def is_test(self, path: Path) -> bool:
         """`test_code.is_test_path(path, self.root)`, remembered per path (it resolves both paths: asked for
@@ -752,6 +758,8 @@ class Project:
         with self._lock:
             if text is not None and self._overlay_texts.get(path) == text:
                 return  # the same buffer again (each chunk of a big module hands it over: gpulint/chunked.py)
+            self._naming_memo.clear()
+            self._mentioning_memo.clear()
             old = self._overlays.pop(path, None)
             self._overlay_texts.pop(path, None)
             if text is not None:
@@ -784,6 +792,8 @@ class Project:
             # file changed on disk while it is open is forgotten again when its buffer is closed: set_text).
             if path is None or path not in self._overlays:
                 self._names = None
+            self._naming_memo.clear()
+            self._mentioning_memo.clear()
             if path is None:
                 self.hot_loop_files.clear()
                 self._functions.clear()
@@ -1479,10 +1489,17 @@ class Project:
                     if _training_text(raw):
                         self._training_files.add(file)
                 self._names = names
+                self._naming_memo.clear()
+                self._mentioning_memo.clear()
+            if self._overlays:  # (a batch run has no buffers: no file of the index is resolved for them)
+                kept = self._naming_memo.get((name, training))
+                if kept is not None:
+                    return list(kept)
             found = [f for f in self._names.get(name.encode(), ()) if not training or f in self._training_files]
-        if self._overlays:  # (a batch run has no buffers: no file of the index is resolved for them)
-            known = {self._resolved(f) for f in found}
-            found.extend(p for p in self._overlays if p not in known)
+            if self._overlays:
+                known = {self._resolved(f) for f in found}
+                found.extend(p for p in self._overlays if p not in known)
+                self._naming_memo[(name, training)] = tuple(found)
         return found
 
     def training_files(self) -> list[Path]:
@@ -1512,12 +1529,17 @@ class Project:
         one read of each file, rather than a search of every file per name."""
         if not self._overlays:  # a batch run: the index lists them already in the project's order, once each
             return self.files_naming(name)
-        named = set(self.files_naming(name))
-        found = []
-        for file in self._project_files():
-            overlay = self._overlays.get(self._resolved(file))
-            if overlay is not None or file in named:
-                found.append(file)  # (an editor buffer: its module is parsed already)
+        with self._lock:
+            kept = self._mentioning_memo.get(name)
+            if kept is not None:
+                return list(kept)
+            named = set(self.files_naming(name))
+            found = []
+            for file in self._project_files():
+                overlay = self._overlays.get(self._resolved(file))
+                if overlay is not None or file in named:
+                    found.append(file)  # (an editor buffer: its module is parsed already)
+            self._mentioning_memo[name] = tuple(found)
         return found
 
     def function(self, path: Path, qualname: str) -> Optional[FunctionSummary]:
@@ -4062,7 +4084,7 @@ def _returns_on_device_param(fn) -> Optional[str]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
         own.append(node)
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(ast_walk.iter_child_nodes(node))
     assigned: dict[str, list] = {}
     for node in own:
         if isinstance(node, ast.Assign):

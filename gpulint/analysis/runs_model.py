@@ -18,6 +18,7 @@ import ast
 from pathlib import Path
 from typing import Optional
 
+from gpulint import ast_walk
 from gpulint.analysis.project import _dotted
 
 MAX_DEPTH = 6
@@ -147,7 +148,7 @@ def _calls_in(node: ast.AST, loops: tuple):
         return
     if isinstance(node, ast.Call):
         yield node, loops
-    for child in ast.iter_child_nodes(node):
+    for child in ast_walk.iter_child_nodes(node):
         yield from _calls_in(child, loops)
 
 
@@ -162,7 +163,7 @@ def _over_data(loop, params: set) -> bool:
     a name or attribute that reads as data."""
     if isinstance(loop, ast.While):
         return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "next"
-                   for stmt in loop.body for n in ast.walk(stmt))
+                   for stmt in loop.body for n in ast_walk.walk(stmt))
     iterable = loop.iter
     while isinstance(iterable, ast.Call) and _dotted(iterable.func) in _WRAPPERS and iterable.args:
         iterable = iterable.args[0]
@@ -172,7 +173,7 @@ def _over_data(loop, params: set) -> bool:
     # `for x, y in metric_logger.log_every(data_loader, ...)`: any name in the iterable that reads as data
     return any(isinstance(n, (ast.Name, ast.Attribute)) and any(
         word in (n.id if isinstance(n, ast.Name) else n.attr).lower() for word in _DATA_WORDS)
-        for n in ast.walk(loop.iter))
+        for n in ast_walk.walk(loop.iter))
 
 
 def model_runners(project) -> ModelRunners:

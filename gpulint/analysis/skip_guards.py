@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 
+from gpulint import ast_walk
+
 _DEPTH = 4
 
 
@@ -55,13 +57,13 @@ def _periodic(test: ast.expr, negated: bool = False) -> bool:
     if not isinstance(op, ast.NotEq if negated else ast.Eq):
         return False
     sides = (test.left, test.comparators[0])
-    if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for s in sides for n in ast.walk(s)):
+    if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for s in sides for n in ast_walk.walk(s)):
         return not any(isinstance(s, ast.Constant) and s.value == 1 for s in _moduli(sides))
     return any(isinstance(s, ast.Constant) and type(s.value) is int for s in sides) and any(_counter(s) for s in sides)
 
 
 def _moduli(sides) -> list:
-    return [n.right for s in sides for n in ast.walk(s) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)]
+    return [n.right for s in sides for n in ast_walk.walk(s) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)]
 
 
 def _counter(node: ast.expr) -> bool:

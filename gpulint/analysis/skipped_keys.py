@@ -26,6 +26,7 @@ from typing import Optional
 
 import libcst as cst
 
+from gpulint import ast_walk
 from gpulint.ast_walk import scope_nodes
 from gpulint.syntax import positional_names
 
@@ -74,7 +75,7 @@ def _skipped(analysis, fn: cst.FunctionDef, param: cst.Param) -> frozenset:
     if tree is None:
         return frozenset()
     params = positional_names(fn)
-    for caller in ast.walk(tree):
+    for caller in ast_walk.walk(tree):
         if not isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
             continue
         for loop in _loops(caller):
@@ -94,7 +95,7 @@ def _loops(scope: ast.AST):
 
 def _calls_at(loop: ast.For, line: int, name: str):
     for stmt in loop.body:
-        for node in ast.walk(stmt):
+        for node in ast_walk.walk(stmt):
             if isinstance(node, ast.Call) and node.lineno == line and (
                     (isinstance(node.func, ast.Attribute) and node.func.attr == name) or
                     (isinstance(node.func, ast.Name) and node.func.id == name)):
@@ -130,7 +131,7 @@ def _excluded_keys(loop: ast.For, batch: str) -> frozenset:
                 return frozenset()
             excluded = keys
             continue
-        for node in ast.walk(stmt):
+        for node in ast_walk.walk(stmt):
             targets = node.targets if isinstance(node, ast.Assign) else \
                 [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
             for target in targets:

@@ -34,6 +34,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
+from gpulint import ast_walk
 from gpulint.analysis.project import Project, _dotted
 
 # Evidence, in a project file, that models or tensors go to a CUDA device
@@ -185,7 +186,7 @@ def _handed_back(tree: ast.Module) -> dict:
     for fn in tree.body:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             # a call outside every top-level function (a class body, module code): walked once here
-            for node in ast.walk(fn):
+            for node in ast_walk.walk(fn):
                 if isinstance(node, ast.Call):
                     last = _last(node.func)
                     if last is not None:
@@ -196,7 +197,7 @@ def _handed_back(tree: ast.Module) -> dict:
         returned_names: set = set()
         passed: set = set()
         calls = []
-        for node in ast.walk(fn):
+        for node in ast_walk.walk(fn):
             if isinstance(node, ast.Call):
                 calls.append(node)
                 if _last(node.func) not in _READS:
@@ -236,7 +237,7 @@ def _references(tree: ast.Module) -> dict:
     # class or function statement or the `super` call is met before the nodes it leaves out (one walk, not one more
     # per kind of node left out)
     bases: set = set()
-    for node in ast.walk(tree):
+    for node in ast_walk.walk(tree):
         if isinstance(node, ast.ClassDef):
             bases.update(id(b) for b in node.bases)
         if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -310,7 +311,7 @@ def _named_beyond_imports(project: Project, path: Path, name: str) -> bool:
         tree = getattr(info, "tree", None)
         if not isinstance(tree, ast.Module):
             continue
-        for node in ast.walk(tree):
+        for node in ast_walk.walk(tree):
             if isinstance(node, ast.Constant) and node.value == name:
                 return True
             dotted = node.id if isinstance(node, ast.Name) and node.id == name else (

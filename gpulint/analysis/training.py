@@ -14,6 +14,7 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
+from gpulint import ast_walk
 from gpulint.analysis.test_mode import test_mode_branch
 
 from gpulint.analysis import ModuleAnalysis
@@ -904,7 +905,7 @@ def _kept_as(cls, param: str) -> set:
 
     init = cls.methods.get("__init__")
     kept: set = set()
-    for node in ast.walk(init) if init is not None else ():
+    for node in ast_walk.walk(init) if init is not None else ():
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id == param:
             for target in node.targets:
                 if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
@@ -922,7 +923,7 @@ def _steps_attribute(method, attrs: set) -> bool:
             and expr.attr in attrs
 
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step"
-               and (kept(n.func.value) or len(n.args) == 1 and kept(n.args[0])) for n in ast.walk(method))
+               and (kept(n.func.value) or len(n.args) == 1 and kept(n.args[0])) for n in ast_walk.walk(method))
 
 
 def _wrapper_steps(cls, param: str) -> bool:
@@ -944,7 +945,7 @@ def _class_steps(cls, param: str) -> bool:
         if name == "__init__":
             continue
         if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
-               for n in ast.walk(method)) and _steps_attribute(method, attrs):
+               for n in ast_walk.walk(method)) and _steps_attribute(method, attrs):
             return True
     return False
 
@@ -954,11 +955,11 @@ def _steps_in_a_loop(fn, param: str) -> bool:
     `param.step()`, or `scaler.step(param)` of a gradient scaler."""
     import ast
 
-    for loop in ast.walk(fn):
+    for loop in ast_walk.walk(fn):
         if not isinstance(loop, (ast.For, ast.While)):
             continue
         backward = stepped = False
-        for node in (n for stmt in loop.body for n in ast.walk(stmt)):
+        for node in (n for stmt in loop.body for n in ast_walk.walk(stmt)):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 if node.func.attr == "backward":
                     backward = True
@@ -1025,7 +1026,7 @@ def _torch_optimizer_base(project, cls) -> Optional[str]:
                     isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "__init__"
                     and any(k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kwargs
                             for k in n.keywords)
-                    for n in ast.walk(init)):
+                    for n in ast_walk.walk(init)):
                 return None
         info = project.module(current.path)
         for base in current.bases:
@@ -1064,7 +1065,7 @@ def project_default_dtype(analysis) -> bool:
         tree = getattr(info, "tree", None) if info is not None else None
         if tree is None:
             continue
-        for node in ast.walk(tree):
+        for node in ast_walk.walk(tree):
             if not isinstance(node, ast.Call) or len(node.args) != 1 or node.keywords:
                 continue
             func = node.func

@@ -46,6 +46,22 @@ def descendants(node: cst.CSTNode):
         stack.extend(child_nodes(current))
 
 
+_OWN_SCOPE_STOPS = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def own_scope_nodes(stack: list):
+    """The nodes in `stack` and every node under them that runs in their scope: a nested function, class or
+    lambda is yielded but not entered. Depth first, last of `stack` first, each node's children last first.
+    `stack` is the walk's own (it is emptied): `[fn.body]` for a function's body (kinds' `_own_nodes`), a
+    scope's statements for the loop analysis' `_walk_scope`."""
+    while stack:
+        node = stack.pop()
+        yield node
+        if type(node) in _OWN_SCOPE_STOPS:
+            continue
+        stack.extend(child_nodes(node))
+
+
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 

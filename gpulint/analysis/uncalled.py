@@ -30,6 +30,8 @@ Methods are never dead by this test (frameworks call hooks by name: Lightning's 
 from __future__ import annotations
 
 import ast
+
+from gpulint import ast_walk
 from pathlib import Path
 from typing import Optional
 
@@ -64,7 +66,7 @@ _EXPOSED = object()  # marks, among the names read, a call exposing every functi
 
 def _names_read(stmt: ast.stmt) -> set:
     read: set = set()
-    for node in ast.walk(stmt):
+    for node in ast_walk.walk(stmt):
         if isinstance(node, ast.Name):
             read.add(node.id)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):

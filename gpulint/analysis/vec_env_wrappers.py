@@ -28,6 +28,8 @@ at most `forward._CALLERS_PER_QUESTION` callers with hot loops).
 from __future__ import annotations
 
 import ast
+
+from gpulint import ast_walk
 from pathlib import Path
 
 import libcst as cst
@@ -117,13 +119,13 @@ def _factory_wrappers(project, summary) -> list:
     fn = info.functions.get(summary.qualname) if info is not None else None
     if not isinstance(fn, ast.FunctionDef):
         return []
-    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    returns = [n for n in ast_walk.walk(fn) if isinstance(n, ast.Return)]
     if not returns or not all(isinstance(r.value, ast.Name) for r in returns) \
             or len({r.value.id for r in returns}) != 1:
         return []
     returned = returns[0].value.id
     found: list = []
-    for node in ast.walk(fn):
+    for node in ast_walk.walk(fn):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and node.targets[0].id == returned and isinstance(node.value, ast.Call):
             target = project.lookup(summary.path, _dotted(node.value.func) or "")
