@@ -178,6 +178,7 @@ def _kinds(analysis: ModuleAnalysis) -> KindInference:
     kinds.parameter_hook = lambda binding: _parameter_kind(analysis, binding)
     if analysis.path is not None:
         kinds.self_attribute_hook = lambda node: _self_attribute_kind(analysis, node)
+        kinds.declared_module_hook = lambda node: _declared_module(analysis, node)
         from gpulint.analysis.kept_values import kept_device_tensor
 
         kinds.kept_attribute_hook = lambda node: kept_device_tensor(analysis, node)
@@ -261,6 +262,14 @@ def _self_attribute_kind(analysis: ModuleAnalysis, node: cst.Attribute) -> Kind:
 
 def _attribute_answers(analysis: ModuleAnalysis) -> dict:
     return {}
+
+
+def _declared_module(analysis: ModuleAnalysis, node: cst.Attribute) -> bool:
+    """`self.network`, named like a model, in a class whose declarations or own use say it holds an `nn.Module`."""
+    from gpulint.analysis.calls import project_calls
+
+    calls = analysis.fact(project_calls)
+    return calls is not None and _self_attribute_module(analysis, calls, node)
 
 
 def _self_attribute_module(analysis: ModuleAnalysis, calls, node: cst.Attribute) -> bool:

@@ -138,6 +138,9 @@ def per_step_caller(analysis, fn: cst.FunctionDef) -> Optional[CallSite]:
                 site = passed_object_site(project, path, owner, member)
             if site is None and owner is not None:  # a callback run by its event's name (`self('after_batch')`)
                 site = event_site(project, path, owner, member)
+            if site is None and owner is not None:  # a runner's loop over an object parameter (`agent.step()`)
+                from gpulint.analysis.driver_loops import driver_site
+                site = driver_site(project, path, owner, member)
             elif site is None:  # a helper another module's per-step `forward` imports and calls
                 site = imported_helper_site(project, path, member)
         if site is not None:
@@ -406,6 +409,8 @@ _EVERY_STEP_KEY = ("may run every step",)  # the last answer of `may_run_every_s
 
 
 def _may_run_every_step(project: Project, path: Path, tree: ast.Module) -> bool:
+    from gpulint.analysis.driver_loops import driver_site
+
     names = [s.name for s in tree.body if isinstance(s, ast.ClassDef) and any(
         isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "forward" for m in s.body)]
     if any(per_step_site(project, path, name) is not None for name in names):
@@ -469,6 +474,9 @@ def _may_run_every_step(project: Project, path: Path, tree: ast.Module) -> bool:
                 if isinstance(m, ast.FunctionDef) and _entry_method(m.name) and m.name != "__call__" and \
                         event_site(project, path, stmt.name, m.name) is not None:
                     return True  # a callback another module runs by its event's name every step
+                if isinstance(m, ast.FunctionDef) and _entry_method(m.name) and m.name not in ("__call__", "forward") \
+                        and driver_site(project, path, stmt.name, m.name) is not None:
+                    return True  # a runner's loop over an object parameter calls it every iteration
     return False
 
 
@@ -2241,6 +2249,10 @@ def feeds_a_gpu(analysis) -> bool:
     if _trainer_built_by_a_gpu_file(analysis):
         return True
     if _framework_classes(analysis):  # a LightningModule, a tianshou algorithm: the framework places it
+        return True
+    from gpulint.analysis.device_helpers import copies_through_a_cuda_helper
+
+    if copies_through_a_cuda_helper(analysis):  # `tensor(rewards)` of a helper copying to `Config.DEVICE`
         return True
     if not any(
             type(s) is cst.ClassDef and type(s.body) is cst.IndentedBlock and

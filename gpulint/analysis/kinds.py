@@ -223,6 +223,9 @@ class KindInference:
         # analysis/__init__.py: the kind of `self.<name>` from what the project passes to the class (a loader
         # handed to `__init__` and stored), asked only where the module itself cannot tell
         self.self_attribute_hook: Optional[Callable[[cst.Attribute], Kind]] = None
+        # `self.network` named like a model, which the class's declarations or its own use say holds an
+        # `nn.Module` (analysis/module_attrs.py): calling it runs the network
+        self.declared_module_hook: Optional[Callable[[cst.Attribute], bool]] = None
         # `meter.avg` that an earlier `meter.update(<device tensor>)` had the object's class keep (kept_values.py)
         self.kept_attribute_hook: Optional[Callable[[cst.Attribute], bool]] = None
         # a project helper computing its result from the device tensors a call hands it (derived_returns.py)
@@ -1690,6 +1693,9 @@ class KindInference:
         if type(func.value) is cst.Name and func.value.value == "self" and _kind_from_name(method) is Kind.UNKNOWN \
                 and self.of(func) is Kind.MODULE:
             return Kind.TENSOR  # `self.policy(obs)`: an attribute the class declares an `nn.Module` (module_attrs.py)
+        if type(func.value) is cst.Name and func.value.value == "self" and _kind_from_name(method) is Kind.MODULE \
+                and self.declared_module_hook is not None and self.declared_module_hook(func):
+            return Kind.TENSOR  # `self.network(states)` of `self.network = config.network_fn()` whose parameters it reads
         if type(func.value) is cst.Name and func.value.value == "self" and self._stored_parameter_module(func):
             return Kind.TENSOR  # `self.model(src, tgt)` of `self.model = model` stored from a module parameter
         if receiver is Kind.TENSOR:

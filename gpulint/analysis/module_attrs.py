@@ -53,6 +53,9 @@ def holds_module(project: "Project", path: Path, class_name: str, attr: str, cac
     return cache[key]
 
 
+_PARAMETER_READS = frozenset({"parameters", "named_parameters"})
+
+
 def _holds_module(project: "Project", cls: "ClassSummary", attr: str) -> bool:
     from gpulint.analysis.hierarchy import first_bases
 
@@ -63,7 +66,69 @@ def _holds_module(project: "Project", cls: "ClassSummary", attr: str) -> bool:
         if declared is not None:
             return declared
     verdicts = [v for c in chain for v in _assigned(project, c, attr)]
-    return bool(verdicts) and all(verdicts)
+    if bool(verdicts) and all(verdicts):
+        return True
+    return bool(verdicts) and _parameters_read(project, chain, attr)
+
+
+# ... and, for an attribute named like a network (`self.network`, `self.model`), the module methods an optimizer
+# shares (`self.network.zero_grad()`, `self.target_network.load_state_dict(self.network.state_dict())`)
+_NAMED_MODULE_READS = _PARAMETER_READS | frozenset({"zero_grad", "state_dict", "load_state_dict", "train", "eval"})
+
+
+# `nn.Module` methods whose call on `self.<attr>` says it is a module: its parameters handed to an optimizer,
+# clipped or counted (`config.optimizer_fn(self.network.parameters())`)
+
+
+def _parameters_read(project: "Project", chain: list, attr: str) -> bool:
+    """`self.<attr>` is built by a factory nothing resolves (`self.network = config.network_fn()`, a callable
+    the configuration holds), and the class reads its parameters (`self.network.parameters()`): a module. Only
+    when every assignment is such a call (a project class that is no module, a literal or a name say no)."""
+    from gpulint.analysis.project import ClassSummary, _dotted
+
+    for cls in chain:
+        for method in cls.methods.values():
+            for node in _self_assignments(method).get(attr, ()):
+                value = node.value
+                if isinstance(value, ast.Constant) and value.value is None:
+                    continue
+                if not isinstance(value, ast.Call):
+                    return False
+                dotted = _dotted(value.func)
+                if dotted is None or dotted.startswith("self."):
+                    return False
+                found = project.lookup(cls.path, dotted)
+                if isinstance(found, ClassSummary) and not project.is_module_class(found):
+                    return False
+                info = project.module(cls.path)
+                if found is None and info is not None and "." not in dotted and dotted in info.imports:
+                    return False  # a library class or function imported by name: its own kind decides
+    from gpulint.analysis.kinds import Kind, _kind_from_name
+
+    reads = _NAMED_MODULE_READS if _kind_from_name(attr) is Kind.MODULE else _PARAMETER_READS
+    for cls in chain:
+        for method in cls.methods.values():
+            for node in _attribute_calls(method):
+                if node.func.attr in reads and isinstance(node.func.value, ast.Attribute) and \
+                        node.func.value.attr == attr and isinstance(node.func.value.value, ast.Name) and \
+                        node.func.value.value.id == "self":
+                    return True
+    return False
+
+
+_ATTRIBUTE_CALLS: dict = {}
+
+
+def _attribute_calls(method: ast.AST) -> list:
+    """The `x.m(...)` calls of a method, walked once per method node (kept as `_self_assignments` keeps its own)."""
+    known = _ATTRIBUTE_CALLS.get(id(method))
+    if known is not None and known[0] is method:
+        return known[1]
+    found = [n for n in ast_walk.walk(method) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+    if len(_ATTRIBUTE_CALLS) >= _KEPT:
+        _ATTRIBUTE_CALLS.clear()
+    _ATTRIBUTE_CALLS[id(method)] = (method, found)
+    return found
 
 
 def class_node(project: "Project", cls: "ClassSummary") -> Optional[ast.ClassDef]:
