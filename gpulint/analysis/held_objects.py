@@ -34,8 +34,9 @@ candidates' `m` and `self.criterion(...)` to their `__call__` (an `nn.Module`'s 
 its `targets` reach the vocabulary's per-token `.item()`, and the trainer's per-step `self.metric(targets, ...)`
 is reported at the call (GPU112), its related location the read.
 
-Bounded: constructions are found through the project's identifier index (the files naming the class), the chain of
-constructor parameters is followed `_DEPTH` classes deep, each answer remembered per project state
+Bounded: constructions are found through the project's identifier index (the files naming the class), a holder
+with more than `_MAX_SUBCLASSES` project subclasses (a framework's task or model base) is not followed, the chain
+of constructor parameters is followed `_DEPTH` classes deep, each answer remembered per project state
 (`forward._remembered`, which also records the files read as the caller's dependencies).
 """
 from __future__ import annotations
@@ -47,6 +48,7 @@ from gpulint.analysis.project import ClassSummary, FunctionSummary, Project, _UN
     _self_stores
 
 _DEPTH = 3
+_MAX_SUBCLASSES = 8  # constructions followed through at most this many subclasses of the holder
 _SELF_METHODS = frozenset({"to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16"})
 
 
@@ -118,7 +120,10 @@ def _constructed(project: Project, owner: ClassSummary, param: str, depth: int) 
         return ()
     union: list = []
     targets = [(owner, init, param)]
-    for sub in project_subclasses(project, owner):
+    subclasses = project_subclasses(project, owner)
+    if len(subclasses) > _MAX_SUBCLASSES:
+        return ()  # a framework base (a task, a model) built in many ways: not a helper object's class
+    for sub in subclasses:
         own = sub.methods.get("__init__")
         if own is None:
             targets.append((sub, init, param))  # `CharacterErrorRate(vocab)` runs the base's `__init__`
