@@ -1112,7 +1112,12 @@ class ProjectCalls(ModuleCalls):
         if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
             values = self.self_attributes(expr)  # `self.logger = logger` in `__init__(self, logger)`
             if len(values) == 1 and isinstance(values[0], (cst.Name, cst.BooleanOperation)):
-                return self.instance_classes(values[0], depth + 1)
+                found = self.instance_classes(values[0], depth + 1)
+                if not found and type(values[0]) is cst.Name:
+                    # `Trainer(model, criterion)` of a subclass, `TripletLoss().cuda()`, a constructor parameter
+                    # handed on from another constructor: analysis/held_objects.py
+                    found = self._held_classes(expr)
+                return found
             if not values:  # only declared: `optim: Optimizer` in the class body
                 found = self.annotation_class(self.self_annotation(expr))
                 return (found,) if found is not None else ()
@@ -1301,6 +1306,17 @@ class ProjectCalls(ModuleCalls):
         except (SyntaxError, ValueError, RecursionError):
             return None
         return annotation_class(self.project, self.path, tree, element)
+
+    def _held_classes(self, attr: cst.Attribute) -> tuple:
+        """`self.<attr>` kept from a constructor parameter: the classes the project's constructions pass."""
+        from gpulint.analysis.held_objects import held_classes
+
+        cls = self.index.enclosing_class(attr)
+        if cls is None or not isinstance(self.index.up.get(id(cls)), cst.Module):
+            return ()
+        info = self.project.module(self.path)
+        summary = info.classes.get(cls.name.value) if info is not None else None
+        return held_classes(self.project, summary, attr.attr.value) if summary is not None else ()
 
     def _parameter_class(self, binding) -> Optional[ClassSummary]:
         """A parameter of a top-level function of this module: the class every project call site passes."""

@@ -3158,6 +3158,13 @@ class _Summarizer:
             declared = declared_method(self.project, self.cls, func.value.attr, func.attr)
             if declared is not None:
                 return declared, True
+            if not func.attr.startswith("__"):
+                # `self.vocab.label_to_string(t)` of a constructor parameter the class keeps: the classes its
+                # constructions pass (analysis/held_objects.py)
+                from gpulint.analysis.held_objects import held_method
+                held = held_method(self.project, self.cls, func.value.attr, func.attr)
+                if held is not None:
+                    return held, True
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and self.cls is not None and \
                 isinstance(func.value.func, ast.Name) and func.value.func.id == "super" and not func.value.args:
             method = self.project.base_method(self.cls, func.attr)  # `super().training_losses(...)`
@@ -3185,6 +3192,12 @@ class _Summarizer:
         dotted = _dotted(value.func if built else value) if value is not None else None  # type: ignore[union-attr]
         if dotted is None or dotted.startswith("self."):
             return None
+        if isinstance(value, ast.Name) and self.project.lookup(self.cls.path, dotted) is None:
+            # `self.criterion = criterion` in `__init__`: the instances its constructions pass
+            # (analysis/held_objects.py)
+            from gpulint.analysis.held_objects import held_call
+            held = held_call(self.project, self.cls, attr)
+            return (held, True) if held is not None else None
         found = self.project.lookup(self.cls.path, dotted)
         if built and isinstance(found, ClassSummary):
             method = self.project.method(found, "__call__")
