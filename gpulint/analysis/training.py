@@ -623,6 +623,11 @@ class TrainingFacts:
             if q == "torch.device" and expr.args:
                 return self.cuda_device(expr.args[0].value, depth + 1)
             return q == "torch.cuda.current_device"
+        if type(expr) is cst.BinaryOperation and type(expr.operator) is cst.Add:
+            left = expr.left
+            while type(left) is cst.BinaryOperation and type(left.operator) is cst.Add:
+                left = left.left
+            return (string_value(left) or "").startswith("cuda")  # `"cuda:" + str(args.gpu)`
         if type(expr) is cst.BinaryOperation and type(expr.operator) is cst.Modulo:
             if (string_value(expr.left) or "").startswith("cuda"):
                 return True  # `"cuda:%d" % rank`
@@ -674,12 +679,30 @@ class TrainingFacts:
                     owner = owner.value  # `model.module.parameters()` of a DDP wrapper
                 if type(owner) is cst.Name:
                     owners.setdefault(id(owner), owner)
+            elif type(node) is cst.Attribute and type(node.value) is cst.Name and self._parameter_list(expr, node):
+                # `{'params': model.params1}`: a list of parameters the model keeps on itself (its own
+                # `self.params1 = list(self.convs.parameters())`); they move with the model
+                owners.setdefault(id(node.value), node.value)
             elif type(node) is cst.Name and not _is_attribute_name(self.analysis, node):
                 for b in data_facts(self.analysis).bindings(node):
                     if b.kind == "assign" and b.value is not None:
                         for owner in self.parameter_owners(b.value, depth + 1):
                             owners.setdefault(id(owner), owner)
         return list(owners.values())
+
+    def _parameter_list(self, expr: cst.CSTNode, node: cst.Attribute) -> bool:
+        """`node` (`model.params1`) is handed to the optimizer as a whole list of parameters: the params
+        expression itself, an element of its list, or the `'params'` value of a parameter group; never a
+        hyper-parameter (`'lr': args.lr`) nor a part of a larger expression."""
+        if node is expr:
+            return True
+        parent = self.analysis.parent(node)
+        if type(parent) is cst.Element:
+            return type(self.analysis.parent(parent)) in (cst.List, cst.Tuple) \
+                and self.analysis.parent(parent) is expr
+        if type(parent) is cst.DictElement and parent.value is node:
+            return string_value(parent.key) == "params"
+        return False
 
     # -- models too small for the throughput levers ---------------------------------------------------------
     def worth_a_lever(self) -> bool:
