@@ -112,6 +112,11 @@ class TrainingFacts:
         over a loader, or a `while` loop that draws a batch every iteration)."""
         return bool(self._step_loops()) and (data_facts(self.analysis).clearly_cuda() or self._imported_cuda_device())
 
+    def trains_on_cuda_here(self) -> bool:
+        """The module trains in a loop of its own (`_step_loops`), whatever it names: for an optimizer whose
+        parameters are shown to be on CUDA by other means (`self_member_on_cuda`)."""
+        return bool(self._step_loops())
+
     def _imported_cuda_device(self) -> bool:
         """The module moves something to a device it imports from a project module that binds it to CUDA at its
         top level: `from conf import *` (or `from config import device`) with conf.py's `device =
@@ -423,6 +428,42 @@ class TrainingFacts:
         if not self._self_owned_parameters(params, fn) or not self._moves_self_to_cuda(fn):
             return False
         return target.attr.value in self._stepped_receiver_names()
+
+    def self_member_on_cuda(self, optimizer: cst.Call, params: cst.CSTNode) -> bool:
+        """An optimizer a class's method builds over a model it keeps on `self` (`self.optim =
+        Adam(self.model.parameters())`), where every method of the class and of its project base classes that
+        stores `self.model` by a device move sends it to a possible CUDA device: `self.model = Net().to(
+        self.device)` with `self.device = torch.device("cuda:0" if c else "cpu")`, or a base class's `gpu()`
+        method doing `self.model = self.model.to(self.dev)` with `self.dev = "cuda:0"` (and `"cpu"` on the other
+        branch of an option). At least one such move; a move to the CPU or to a device that cannot be told, or
+        a `.parameters()` of anything but a `self.<member>`, makes it unknown."""
+        from gpulint.analysis.calls import project_calls
+        from gpulint.analysis.project import ClassSummary
+
+        fn = self.index.enclosing_function(optimizer)
+        cls = self.index.enclosing_class(fn) if fn is not None else None
+        if cls is None or not fn.params.params or fn.params.params[0].name.value != "self" \
+                or self.analysis.path is None:
+            return False
+        members: set[str] = set()
+        for node in _walk(params):
+            if type(node) is cst.Call and type(node.func) is cst.Attribute and \
+                    node.func.attr.value in ("parameters", "named_parameters"):
+                owner = node.func.value
+                while type(owner) is cst.Attribute and owner.attr.value == "module":
+                    owner = owner.value
+                if not (type(owner) is cst.Attribute and type(owner.value) is cst.Name
+                        and owner.value.value == "self"):
+                    return False
+                members.add(owner.attr.value)
+        calls = self.analysis.fact(project_calls)
+        if not members or calls is None:
+            return False
+        summary = calls.project.lookup(Path(self.analysis.path), cls.name.value)
+        if not isinstance(summary, ClassSummary):
+            return False
+        chain = _class_chain(calls.project, summary)
+        return all(_member_moves_to_cuda(chain, member) for member in sorted(members))
 
     def _self_owned_parameters(self, expr: cst.CSTNode, fn: cst.FunctionDef, depth: int = 0) -> bool:
         """Every `.parameters()` in `expr` (through the names it reads, bound in `fn`) is of a submodule of
@@ -1117,3 +1158,72 @@ def _called_name(func: cst.BaseExpression) -> str:
     if type(func) is cst.Name:
         return func.value
     return ""
+
+
+def _class_chain(project, cls, depth: int = 0) -> list:
+    """`cls` and its project base classes (depth first, at most four levels)."""
+    from gpulint.analysis.project import ClassSummary
+
+    chain = [cls]
+    if depth < 4:
+        for base in cls.bases:
+            found = project.lookup(cls.path, base) if base else None
+            if isinstance(found, ClassSummary) and found not in chain:
+                chain.extend(c for c in _class_chain(project, found, depth + 1) if c not in chain)
+    return chain
+
+
+def _member_moves_to_cuda(chain: list, member: str) -> bool:
+    """Every store of `self.<member>` in the classes of `chain` that moves it (`= x.to(dev)`, `= x.cuda()`)
+    moves it to a possible CUDA device (`_self_device`), and there is one."""
+    from gpulint.analysis.project import _is_dtype, _self_stores
+
+    moves: list[bool] = []
+    for cls in chain:
+        for node in _self_stores(cls).get(member, ()):
+            value = node.value
+            if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
+                continue
+            if value.func.attr == "cuda":
+                moves.append(True)
+            elif value.func.attr == "to":
+                device = value.args[0] if value.args else next(
+                    (k.value for k in value.keywords if k.arg == "device"), None)
+                if device is not None and not _is_dtype(device):
+                    moves.append(_self_device(chain, device))
+    return bool(moves) and all(moves)
+
+
+def _self_device(chain: list, device: ast.expr, depth: int = 0) -> bool:
+    """`device` may be a CUDA device, and is nothing else than CUDA or the CPU: "cuda:0", `torch.device("cuda"
+    if c else "cpu")`, or a `self.<attr>` every store of which in `chain` is one of these (`self.dev = "cuda:0"`
+    on one branch of an option, `"cpu"` on the other), one of them CUDA."""
+    from gpulint.analysis.project import _self_stores
+
+    def kinds(expr: ast.expr, depth: int) -> Optional[set]:
+        if depth > 3:
+            return None
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+            text = expr.value
+            return {"cuda"} if text.startswith("cuda") else {"cpu"} if text == "cpu" else None
+        if isinstance(expr, ast.IfExp):
+            body, orelse = kinds(expr.body, depth + 1), kinds(expr.orelse, depth + 1)
+            return body | orelse if body is not None and orelse is not None else None
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "device" \
+                and expr.args and not expr.keywords:
+            return kinds(expr.args[0], depth + 1)  # `torch.device(...)`
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            found: set = set()
+            stores = [n for cls in chain for n in _self_stores(cls).get(expr.attr, ())]
+            for node in stores:
+                if isinstance(node, ast.AugAssign):
+                    return None
+                one = kinds(node.value, depth + 1) if node.value is not None else None
+                if one is None:
+                    return None
+                found |= one
+            return found or None
+        return None
+
+    found = kinds(device, depth)
+    return found is not None and "cuda" in found

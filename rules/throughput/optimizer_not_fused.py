@@ -175,6 +175,9 @@ class OptimizerNotFused(GpuRule):
         if not owners and stored_on_self and self.analysis.targets_gpu and data_facts(self.analysis).clearly_cuda() \
                 and facts.self_moved_optimizer(node, params.value):
             pass  # a module class's optimizer over its own submodules, the module moved to CUDA, stepped here
+        elif not owners and stored_on_self and self.analysis.targets_gpu and facts.trains_on_cuda_here() \
+                and facts.self_member_on_cuda(node, params.value):
+            pass  # a trainer class's optimizer over the model it keeps and moves (maybe in a base class's method)
         elif not (owners and self.analysis.targets_gpu and (facts.trains_on_cuda() or facts.trainer_steps(node))
                   and all(facts.module_on_cuda(o) for o in owners) and data_facts(self.analysis).clearly_cuda()):
             # an optimizer factory (`build_optimizer(cfg, model)`) whose every caller trains a CUDA model with it
