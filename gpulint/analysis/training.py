@@ -183,6 +183,8 @@ class TrainingFacts:
                 continue
             if not any(b.value is built for b in self.analysis.kinds.reaching_bindings(node)):
                 continue  # another optimizer bound to the name by then (a later cell's `optimizer = ...`)
+            if type(call.func) is cst.Attribute and _method_steps(calls, call, arg):
+                return True  # `trainer.train(epoch, loader, optimizer)`: a method of a project trainer's class
             found = calls._lookup(call.func) if type(call.func) in (cst.Name, cst.Attribute) else None
             if isinstance(found, ClassSummary):
                 # `solver = Solver(data, model, optimizer, args)`: a trainer class keeping the optimizer on
@@ -1011,6 +1013,29 @@ def _class_steps(cls, param: str) -> bool:
                for n in ast.walk(method)) and _steps_attribute(method, attrs):
             return True
     return False
+
+
+def _method_steps(calls, call: cst.Call, arg: cst.Arg) -> bool:
+    """`call` is `x.method(..., optimizer, ...)` on an instance of project classes (every one known,
+    `instance_classes`), and in each of them the method (its own or a base class's) has a loop that runs a
+    backward pass and steps the parameter `arg` arrives as: `trainer.train(epoch, loader, optimizer)`."""
+    from gpulint.analysis import _method_node
+
+    if arg.star:
+        return False
+    classes = calls.instance_classes(call.func.value)
+    if not classes:
+        return False
+    for cls in classes:
+        method = calls.project.method(cls, call.func.attr.value)
+        fn = _method_node(calls.project, method) if method is not None else None
+        if fn is None or any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+                             for d in fn.decorator_list):
+            return False
+        param = _parameter_of(call, arg, fn)
+        if param is None or not _steps_in_a_loop(fn, param):
+            return False
+    return True
 
 
 def _steps_in_a_loop(fn, param: str) -> bool:
