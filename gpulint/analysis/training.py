@@ -722,7 +722,7 @@ class TrainingFacts:
                     owner = owner.value  # `model.module.parameters()` of a DDP wrapper
                 if type(owner) is cst.Name:
                     owners.setdefault(id(owner), owner)
-            elif type(node) is cst.Attribute and type(node.value) is cst.Name and self._parameter_list(expr, node):
+            elif type(node) is cst.Attribute and type(node.value) is cst.Name and self._parameter_list(expr, node, depth):
                 # `{'params': model.params1}`: a list of parameters the model keeps on itself (its own
                 # `self.params1 = list(self.convs.parameters())`); they move with the model
                 owners.setdefault(id(node.value), node.value)
@@ -733,15 +733,17 @@ class TrainingFacts:
                             owners.setdefault(id(owner), owner)
         return list(owners.values())
 
-    def _parameter_list(self, expr: cst.CSTNode, node: cst.Attribute) -> bool:
+    def _parameter_list(self, expr: cst.CSTNode, node: cst.Attribute, depth: int) -> bool:
         """`node` (`model.params1`) is handed to the optimizer as a whole list of parameters: the params
-        expression itself, an element of its list, or the `'params'` value of a parameter group; never a
-        hyper-parameter (`'lr': args.lr`) nor a part of a larger expression."""
+        expression itself or an element of its list (the optimizer's own argument, `depth` 0), or the
+        `'params'` value of a parameter group; never a hyper-parameter (`'lr': args.lr`), a part of a larger
+        expression, nor a value a name read on the way stands for (`k=dataset.num_classes` of the model's
+        constructor)."""
         if node is expr:
-            return True
+            return depth == 0
         parent = self.analysis.parent(node)
         if type(parent) is cst.Element:
-            return type(self.analysis.parent(parent)) in (cst.List, cst.Tuple) \
+            return depth == 0 and type(self.analysis.parent(parent)) in (cst.List, cst.Tuple) \
                 and self.analysis.parent(parent) is expr
         if type(parent) is cst.DictElement and parent.value is node:
             return string_value(parent.key) == "params"
