@@ -118,6 +118,9 @@ class ItemInLoop(GpuRule):
         tensor = value.value
         if not self.analysis.is_device_tensor(tensor) or tensor.value not in self._backward_names(node):
             return
+        if any(type(a) is cst.If and "version" in self.analysis.code(a.test)
+               for a in self.analysis.index.ancestors(node)):
+            return  # `if int(version[0]) > 0: loss.item() else: loss.data[0]`: the old release's branch
         where = self.where(node)
         if where:
             self.report(node, self.legacy_message.format(name=tensor.value), where=where)
