@@ -220,7 +220,8 @@ def int_reads(analysis, node: cst.CSTNode) -> list[tuple[str, cst.BaseExpression
                 for bound in (element.slice.lower, element.slice.upper, element.slice.step):
                     take("a slice bound", bound)
         if len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index and \
-                type(node.value) in (cst.Name, cst.Attribute, *_SEQUENCES) and python_sequence(analysis, node.value):
+                type(node.value) in (cst.Name, cst.Attribute, *_SEQUENCES) and \
+                analysis.is_device_tensor(node.slice[0].slice.value) and python_sequence(analysis, node.value):
             # `self.label_name[label]` of a Python list: `list.__getitem__` converts the 0-dim index with
             # `__index__`, a host read
             take("indexing a Python list", node.slice[0].slice.value)
