@@ -119,3 +119,39 @@ def test_device_mask_selects_from_unknown_value(tmp_path: Path) -> None:
     codes = _codes(root, "train.py")
     assert (11, "GPU111") in codes
     assert (12, "GPU111") not in codes
+
+
+# A demo reading class names from a file into a list kept on `self`, indexed with a 0-dim CUDA argmax every frame
+# (`list.__getitem__` calls `__index__`); a dict keyed by it hashes (no read), a tensor indexed by it stays on the GPU.
+LABELS = """import torch
+
+
+class Demo:
+    def __init__(self, path):
+        with open(path) as f:
+            names = f.readlines()
+            names = [line.rstrip() for line in names]
+            self.label_name = names
+        self.table = {0: "a"}
+
+    def run(self, loader):
+        for x in loader:
+            output = x.cuda()
+            label = output.sum(dim=1).argmax(dim=0)
+            print(self.label_name[label])
+            print(self.table[label])
+            print(output[label])
+            print(("a", "b")[label])
+"""
+
+
+def test_indexing_a_python_list_with_a_device_tensor(tmp_path: Path):
+    root = write_project(tmp_path, {"demo.py": LABELS})
+    hits = {(row, code) for _, row, code in found(check(root, "--no-cache", "--exit-zero", "--select", "GPU105"))}
+    assert (16, "GPU105") in hits and (19, "GPU105") in hits
+    assert (17, "GPU105") not in hits and (18, "GPU105") not in hits
+
+
+def test_indexing_a_python_list_with_a_host_tensor_stays_quiet(tmp_path: Path):
+    root = write_project(tmp_path, {"demo.py": LABELS.replace("output = x.cuda()", "output = x.cpu()")})
+    assert not found(check(root, "--no-cache", "--exit-zero", "--select", "GPU105"))

@@ -219,6 +219,12 @@ def int_reads(analysis, node: cst.CSTNode) -> list[tuple[str, cst.BaseExpression
             if type(element.slice) is cst.Slice:
                 for bound in (element.slice.lower, element.slice.upper, element.slice.step):
                     take("a slice bound", bound)
+        if len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index and \
+                type(node.value) in (cst.Name, cst.Attribute, *_SEQUENCES) and \
+                analysis.is_device_tensor(node.slice[0].slice.value) and python_sequence(analysis, node.value):
+            # `self.label_name[label]` of a Python list: `list.__getitem__` converts the 0-dim index with
+            # `__index__`, a host read
+            take("indexing a Python list", node.slice[0].slice.value)
         return found
     if type(node) is not cst.Call:
         return found
@@ -315,3 +321,58 @@ def _compared_one_by_one(analysis, container: cst.BaseExpression) -> bool:
         return bool(bindings) and all(b.kind == "assign" and b.index is None and type(b.value) in _SEQUENCES
                                       for b in bindings)
     return False
+
+
+# Calls that hand back a Python list (of strings or numbers, never tensors): what a label table is read with.
+_LIST_CALLS = frozenset({"list", "sorted"})
+
+
+def python_sequence(analysis, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """`expr` is a Python list or tuple (never a tensor, an array or a dict): a literal, a list comprehension,
+    `list(...)`/`sorted(...)`/`f.readlines()`/`text.split()`, a name bound only to those, or a `self.<attr>`
+    every store of which in the enclosing class is one of those (`self.label_name = [l.rstrip() for l in f]`)."""
+    if depth > 3:
+        return False
+    if type(expr) in _SEQUENCES:
+        return True
+    if type(expr) is cst.Call:
+        func = expr.func
+        if type(func) is cst.Name:
+            return func.value in _LIST_CALLS and not analysis.index.visible_bindings(func)
+        return type(func) is cst.Attribute and func.attr.value in ("readlines", "split", "splitlines")
+    if type(expr) is cst.Name:
+        bindings = analysis.index.visible_bindings(expr)
+        return bool(bindings) and all(b.kind == "assign" and b.index is None and b.value is not None
+                                      and b.value is not expr and python_sequence(analysis, b.value, depth + 1)
+                                      for b in bindings)
+    if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
+        cls = analysis.index.enclosing_class(expr)
+        if cls is None:
+            return False
+        stores = analysis.fact(_self_stores).get((id(cls), expr.attr.value))
+        return bool(stores) and all(v is not None and python_sequence(analysis, v, depth + 1) for v in stores)
+    return False
+
+
+def _self_stores(analysis) -> dict:
+    """(id of the class, attribute) -> the values its methods assign to `self.<attribute>` (plain `=` of one
+    target); an augmented or annotated store, or an element of a tuple target, records None (unknown). One pass
+    per module."""
+    from gpulint.analysis.node_types import of_types
+
+    stores: dict = {}
+    for node in of_types(analysis.index, cst.Assign, cst.AugAssign, cst.AnnAssign):
+        targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
+        for target in targets:
+            for t in (target.elements if type(target) in (cst.Tuple, cst.List) else ()):
+                t = t.value
+                if type(t) is cst.Attribute and type(t.value) is cst.Name and t.value.value == "self":
+                    cls = analysis.index.enclosing_class(node)
+                    if cls is not None:
+                        stores.setdefault((id(cls), t.attr.value), []).append(None)
+            if type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == "self":
+                cls = analysis.index.enclosing_class(node)
+                if cls is not None:
+                    value = node.value if type(node) is cst.Assign else None
+                    stores.setdefault((id(cls), target.attr.value), []).append(value)
+    return stores

@@ -113,6 +113,11 @@ class TrainingFacts:
         over a loader, or a `while` loop that draws a batch every iteration)."""
         return bool(self._step_loops()) and (data_facts(self.analysis).clearly_cuda() or self._imported_cuda_device())
 
+    def trains_on_cuda_here(self) -> bool:
+        """The module trains in a loop of its own (`_step_loops`), whatever it names: for an optimizer whose
+        parameters are shown to be on CUDA by other means (`self_member_on_cuda`)."""
+        return bool(self._step_loops())
+
     def _imported_cuda_device(self) -> bool:
         """The module moves something to a device it imports from a project module that binds it to CUDA at its
         top level: `from conf import *` (or `from config import device`) with conf.py's `device =
@@ -179,6 +184,8 @@ class TrainingFacts:
                 continue
             if not any(b.value is built for b in self.analysis.kinds.reaching_bindings(node)):
                 continue  # another optimizer bound to the name by then (a later cell's `optimizer = ...`)
+            if type(call.func) is cst.Attribute and _method_steps(calls, call, arg):
+                return True  # `trainer.train(epoch, loader, optimizer)`: a method of a project trainer's class
             found = calls._lookup(call.func) if type(call.func) in (cst.Name, cst.Attribute) else None
             if isinstance(found, ClassSummary):
                 # `solver = Solver(data, model, optimizer, args)`: a trainer class keeping the optimizer on
@@ -425,6 +432,42 @@ class TrainingFacts:
             return False
         return target.attr.value in self._stepped_receiver_names()
 
+    def self_member_on_cuda(self, optimizer: cst.Call, params: cst.CSTNode) -> bool:
+        """An optimizer a class's method builds over a model it keeps on `self` (`self.optim =
+        Adam(self.model.parameters())`), where every method of the class and of its project base classes that
+        stores `self.model` by a device move sends it to a possible CUDA device: `self.model = Net().to(
+        self.device)` with `self.device = torch.device("cuda:0" if c else "cpu")`, or a base class's `gpu()`
+        method doing `self.model = self.model.to(self.dev)` with `self.dev = "cuda:0"` (and `"cpu"` on the other
+        branch of an option). At least one such move; a move to the CPU or to a device that cannot be told, or
+        a `.parameters()` of anything but a `self.<member>`, makes it unknown."""
+        from gpulint.analysis.calls import project_calls
+        from gpulint.analysis.project import ClassSummary
+
+        fn = self.index.enclosing_function(optimizer)
+        cls = self.index.enclosing_class(fn) if fn is not None else None
+        if cls is None or not fn.params.params or fn.params.params[0].name.value != "self" \
+                or self.analysis.path is None:
+            return False
+        members: set[str] = set()
+        for node in _walk(params):
+            if type(node) is cst.Call and type(node.func) is cst.Attribute and \
+                    node.func.attr.value in ("parameters", "named_parameters"):
+                owner = node.func.value
+                while type(owner) is cst.Attribute and owner.attr.value == "module":
+                    owner = owner.value
+                if not (type(owner) is cst.Attribute and type(owner.value) is cst.Name
+                        and owner.value.value == "self"):
+                    return False
+                members.add(owner.attr.value)
+        calls = self.analysis.fact(project_calls)
+        if not members or calls is None:
+            return False
+        summary = calls.project.lookup(Path(self.analysis.path), cls.name.value)
+        if not isinstance(summary, ClassSummary):
+            return False
+        chain = _class_chain(calls.project, summary)
+        return all(_member_moves_to_cuda(chain, member) for member in sorted(members))
+
     def _self_owned_parameters(self, expr: cst.CSTNode, fn: cst.FunctionDef, depth: int = 0) -> bool:
         """Every `.parameters()` in `expr` (through the names it reads, bound in `fn`) is of a submodule of
         `self` (`self.G`, `self.nets[name]`), and there is one. A name bound elsewhere, or by anything but an
@@ -624,6 +667,11 @@ class TrainingFacts:
             if q == "torch.device" and expr.args:
                 return self.cuda_device(expr.args[0].value, depth + 1)
             return q == "torch.cuda.current_device"
+        if type(expr) is cst.BinaryOperation and type(expr.operator) is cst.Add:
+            left = expr.left
+            while type(left) is cst.BinaryOperation and type(left.operator) is cst.Add:
+                left = left.left
+            return (string_value(left) or "").startswith("cuda")  # `"cuda:" + str(args.gpu)`
         if type(expr) is cst.BinaryOperation and type(expr.operator) is cst.Modulo:
             if (string_value(expr.left) or "").startswith("cuda"):
                 return True  # `"cuda:%d" % rank`
@@ -675,12 +723,32 @@ class TrainingFacts:
                     owner = owner.value  # `model.module.parameters()` of a DDP wrapper
                 if type(owner) is cst.Name:
                     owners.setdefault(id(owner), owner)
+            elif type(node) is cst.Attribute and type(node.value) is cst.Name and self._parameter_list(expr, node, depth):
+                # `{'params': model.params1}`: a list of parameters the model keeps on itself (its own
+                # `self.params1 = list(self.convs.parameters())`); they move with the model
+                owners.setdefault(id(node.value), node.value)
             elif type(node) is cst.Name and not _is_attribute_name(self.analysis, node):
                 for b in data_facts(self.analysis).bindings(node):
                     if b.kind == "assign" and b.value is not None:
                         for owner in self.parameter_owners(b.value, depth + 1):
                             owners.setdefault(id(owner), owner)
         return list(owners.values())
+
+    def _parameter_list(self, expr: cst.CSTNode, node: cst.Attribute, depth: int) -> bool:
+        """`node` (`model.params1`) is handed to the optimizer as a whole list of parameters: the params
+        expression itself or an element of its list (the optimizer's own argument, `depth` 0), or the
+        `'params'` value of a parameter group; never a hyper-parameter (`'lr': args.lr`), a part of a larger
+        expression, nor a value a name read on the way stands for (`k=dataset.num_classes` of the model's
+        constructor)."""
+        if node is expr:
+            return depth == 0
+        parent = self.analysis.parent(node)
+        if type(parent) is cst.Element:
+            return depth == 0 and type(self.analysis.parent(parent)) in (cst.List, cst.Tuple) \
+                and self.analysis.parent(parent) is expr
+        if type(parent) is cst.DictElement and parent.value is node:
+            return string_value(parent.key) == "params"
+        return False
 
     # -- models too small for the throughput levers ---------------------------------------------------------
     def worth_a_lever(self) -> bool:
@@ -950,6 +1018,29 @@ def _class_steps(cls, param: str) -> bool:
     return False
 
 
+def _method_steps(calls, call: cst.Call, arg: cst.Arg) -> bool:
+    """`call` is `x.method(..., optimizer, ...)` on an instance of project classes (every one known,
+    `instance_classes`), and in each of them the method (its own or a base class's) has a loop that runs a
+    backward pass and steps the parameter `arg` arrives as: `trainer.train(epoch, loader, optimizer)`."""
+    from gpulint.analysis import _method_node
+
+    if arg.star:
+        return False
+    classes = calls.instance_classes(call.func.value)
+    if not classes:
+        return False
+    for cls in classes:
+        method = calls.project.method(cls, call.func.attr.value)
+        fn = _method_node(calls.project, method) if method is not None else None
+        if fn is None or any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+                             for d in fn.decorator_list):
+            return False
+        param = _parameter_of(call, arg, fn)
+        if param is None or not _steps_in_a_loop(fn, param):
+            return False
+    return True
+
+
 def _steps_in_a_loop(fn, param: str) -> bool:
     """A `for`/`while` loop of the `ast` function `fn` runs `.backward()` and steps the optimizer `param`:
     `param.step()`, or `scaler.step(param)` of a gradient scaler."""
@@ -1095,3 +1186,72 @@ def _called_name(func: cst.BaseExpression) -> str:
     if type(func) is cst.Name:
         return func.value
     return ""
+
+
+def _class_chain(project, cls, depth: int = 0) -> list:
+    """`cls` and its project base classes (depth first, at most four levels)."""
+    from gpulint.analysis.project import ClassSummary
+
+    chain = [cls]
+    if depth < 4:
+        for base in cls.bases:
+            found = project.lookup(cls.path, base) if base else None
+            if isinstance(found, ClassSummary) and found not in chain:
+                chain.extend(c for c in _class_chain(project, found, depth + 1) if c not in chain)
+    return chain
+
+
+def _member_moves_to_cuda(chain: list, member: str) -> bool:
+    """Every store of `self.<member>` in the classes of `chain` that moves it (`= x.to(dev)`, `= x.cuda()`)
+    moves it to a possible CUDA device (`_self_device`), and there is one."""
+    from gpulint.analysis.project import _is_dtype, _self_stores
+
+    moves: list[bool] = []
+    for cls in chain:
+        for node in _self_stores(cls).get(member, ()):
+            value = node.value
+            if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
+                continue
+            if value.func.attr == "cuda":
+                moves.append(True)
+            elif value.func.attr == "to":
+                device = value.args[0] if value.args else next(
+                    (k.value for k in value.keywords if k.arg == "device"), None)
+                if device is not None and not _is_dtype(device):
+                    moves.append(_self_device(chain, device))
+    return bool(moves) and all(moves)
+
+
+def _self_device(chain: list, device: ast.expr, depth: int = 0) -> bool:
+    """`device` may be a CUDA device, and is nothing else than CUDA or the CPU: "cuda:0", `torch.device("cuda"
+    if c else "cpu")`, or a `self.<attr>` every store of which in `chain` is one of these (`self.dev = "cuda:0"`
+    on one branch of an option, `"cpu"` on the other), one of them CUDA."""
+    from gpulint.analysis.project import _self_stores
+
+    def kinds(expr: ast.expr, depth: int) -> Optional[set]:
+        if depth > 3:
+            return None
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+            text = expr.value
+            return {"cuda"} if text.startswith("cuda") else {"cpu"} if text == "cpu" else None
+        if isinstance(expr, ast.IfExp):
+            body, orelse = kinds(expr.body, depth + 1), kinds(expr.orelse, depth + 1)
+            return body | orelse if body is not None and orelse is not None else None
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "device" \
+                and expr.args and not expr.keywords:
+            return kinds(expr.args[0], depth + 1)  # `torch.device(...)`
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            found: set = set()
+            stores = [n for cls in chain for n in _self_stores(cls).get(expr.attr, ())]
+            for node in stores:
+                if isinstance(node, ast.AugAssign):
+                    return None
+                one = kinds(node.value, depth + 1) if node.value is not None else None
+                if one is None:
+                    return None
+                found |= one
+            return found or None
+        return None
+
+    found = kinds(device, depth)
+    return found is not None and "cuda" in found

@@ -18,6 +18,11 @@ class ItemInLoop(GpuRule):
     DataLoader, or one whose body runs a forward pass, `backward()` or an optimizer step), including helper
     functions of the same module that such a loop calls.
 
+    Also `loss.data[0]` of the tensor the loop calls `.backward()` on: the `.item()` of PyTorch before 0.4,
+    where a loss was a 1-element tensor and indexing it returned a Python number (old training scripts,
+    `losses.update(loss.data[0], n)`); a 0-dim loss raises there in current releases, so the fix is `.item()`
+    read periodically or a value kept on the device.
+
     ## Why it is slow
     `.item()` copies one number to the host, so the CPU must wait until the GPU has finished every kernel queued
     before it. The GPU then runs dry while Python builds the next step. On an H100, a tutorial MLP loop made
@@ -54,9 +59,13 @@ class ItemInLoop(GpuRule):
     reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "item-in-loop"
     message = "`.item()` every iteration blocks the CPU until the GPU catches up; keep the value on the device"
+    legacy_message = ("`{name}.data[0]` reads the one-number loss as a Python value every iteration (the `.item()` "
+                      "of PyTorch before 0.4; an error for a 0-dim loss since): the CPU waits for the GPU")
     family = Family.HOST_SYNC
     defers_to = ("GPU302", "GPU303")  # `total += loss.item()`: their finding carries the fix
     VALID = [TRAIN_STEP + "print(loss.item())\n",
+             # the first row of an output, not a one-number loss
+             TRAIN_STEP + "    out = model(x)\n    first = out.data[0]\n",
              # a warm-up written out as one or two runs is not a loop over batches
              "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\nx = torch.randn(8, 4, device='cuda')\n"
              "for _ in range(2 if compiled else 1):\n    print(model(x).sum().item())\n",
@@ -80,6 +89,8 @@ class ItemInLoop(GpuRule):
              "    if done or cur_tick % snapshot_ticks == 0:\n        print(model(x).sum().item())\n"
              "    cur_tick += 1\n    tick_start_nimg = cur_nimg\n    if done:\n        break\n"]
     INVALID = [
+        # the `.item()` of PyTorch before 0.4: indexing the one-number loss
+        Example(TRAIN_STEP + "    losses.update(loss.data[0], x.size(0))\n", message="`loss.data[0]` reads the"),
         Example(TRAIN_STEP + "    print(loss.item())\n",
                 message="`.item()` every iteration blocks the CPU until the GPU catch"),
         # a guard that skips the iterations past a limit leaves every other iteration reading the loss
@@ -93,6 +104,32 @@ class ItemInLoop(GpuRule):
                 "        log_fn(loss.detach().item())\n"),
     ]
 
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        """`loss.data[0]`: the `.item()` of PyTorch before 0.4, where a loss was a 1-element tensor and indexing
+        it returned a Python number (a 0-dim loss raises there since). Only the tensor that the same function
+        calls `.backward()` on with no argument (a one-number loss), on the device."""
+        value = node.value
+        if not (type(value) is cst.Attribute and value.attr.value == "data" and type(value.value) is cst.Name
+                and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index
+                and type(node.slice[0].slice.value) is cst.Integer and node.slice[0].slice.value.value == "0"):
+            return
+        if type(self.analysis.parent(node)) in (cst.AssignTarget, cst.AugAssign):
+            return
+        tensor = value.value
+        if not self.analysis.is_device_tensor(tensor) or tensor.value not in self._backward_names(node):
+            return
+        if any(type(a) is cst.If and "version" in self.analysis.code(a.test)
+               for a in self.analysis.index.ancestors(node)):
+            return  # `if int(version[0]) > 0: loss.item() else: loss.data[0]`: the old release's branch
+        where = self.where(node)
+        if where:
+            self.report(node, self.legacy_message.format(name=tensor.value), where=where)
+
+    def _backward_names(self, node: cst.CSTNode) -> frozenset:
+        """The names the function holding `node` calls `.backward()` on with no argument."""
+        fn = self.analysis.index.enclosing_function(node)
+        return self.analysis.fact(_backward_receivers).get(id(fn) if fn is not None else 0, frozenset())
+
     def visit_Call(self, node: cst.Call) -> None:
         attr = method_call(node, "item")
         if attr is None or node.args or self.analysis.kind(attr.value) in _NOT_TENSOR:
@@ -102,3 +139,19 @@ class ItemInLoop(GpuRule):
         where = self.where(node)
         if where:
             self.report(node, where=where)
+
+
+def _backward_receivers(analysis) -> dict:
+    """id of a function (0 for the module's top level) -> the names it calls `.backward()` on with no argument
+    (`loss.backward()`); one pass over the module's calls."""
+    from gpulint.analysis.node_types import of_types
+
+    found: dict = {}
+    for call in of_types(analysis.index, cst.Call):
+        func = call.func  # type: ignore[attr-defined]
+        if type(func) is cst.Attribute and func.attr.value == "backward" and not call.args \
+                and type(func.value) is cst.Name:  # type: ignore[attr-defined]
+            fn = analysis.index.enclosing_function(call)
+            key = id(fn) if fn is not None else 0  # 0: the module's own statements (a script's loop)
+            found[key] = found.get(key, frozenset()) | {func.value.value}
+    return found

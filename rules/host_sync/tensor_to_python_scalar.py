@@ -22,8 +22,9 @@ class TensorToPythonScalar(GpuRule):
     a size or bound given to a torch factory (`torch.arange(lengths.max())`, `torch.zeros(n, d)`), an argument
     of the builtin `max`/`min` given two or more values (`max(0, limit - lengths.max())` compares on the host),
     the `k` of `topk`/`kthvalue` (`torch.topk(cost[i], k=ks[i])`), the bounds of `torch.randint` and the
-    amounts of `F.pad`'s `pad` list: such a place takes a 0-dim tensor only, and converts it with `__index__`;
-    and `t in (a, b)` / `t in ids` (each `==` tested with `bool()`; a set or a dict hashes instead).
+    amounts of `F.pad`'s `pad` list, the index of a Python list or tuple (`self.label_name[pred.argmax()]`,
+    where every store of `self.label_name` is a list: a literal, a comprehension, `f.readlines()`): such a place
+    takes a 0-dim tensor only, and converts it with `__index__`; and `t in (a, b)` / `t in ids` (each `==` tested with `bool()`; a set or a dict hashes instead).
 
     ## Why it is slow
     Converting a tensor to a Python number reads its value on the host: the same blocking sync as `.item()`.

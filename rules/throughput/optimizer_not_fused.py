@@ -53,6 +53,15 @@ class OptimizerNotFused(GpuRule):
     steps the optimizer it keeps (a learning-rate schedule written as a class: `Scheduled(torch.optim.Adam(...),
     warmup)`): that class trains with it like a `train_one_epoch(...)` function would.
 
+    A trainer class may build the optimizer over the model it keeps (`self.optim = Adam(self.model.parameters())`),
+    moved by a method of the class or of a project base class (`self.model = BERTLM(...).to(self.device)` with
+    `self.device = torch.device("cuda:0" if c else "cpu")`; a base class's `gpu()` doing `self.model =
+    self.model.to(self.dev)` with `self.dev = "cuda:0"` on one branch of an option and `"cpu"` on the other): it is
+    reported when every such move goes to a possible CUDA device and the module trains in a loop. A script may
+    hand the optimizer to a method of a project trainer object (`trainer.train(epoch, loader, optimizer)`) whose
+    loop runs a backward pass and steps it. The parameters may be lists the model keeps on itself (`{'params':
+    model.params1}`), and the device a string built by concatenation (`"cuda:" + str(args.dev)`).
+
     The optimizer may also be built in a factory of another module (`build_optimizer(cfg, model)`,
     `init_opt(encoder, predictor, ...)`, `construct_optimizer(model, cfg)`): a top-level function that hands the
     optimizer back (`return optimizer`, also in a tuple) over parameters computed from its own parameters
@@ -175,6 +184,9 @@ class OptimizerNotFused(GpuRule):
         if not owners and stored_on_self and self.analysis.targets_gpu and data_facts(self.analysis).clearly_cuda() \
                 and facts.self_moved_optimizer(node, params.value):
             pass  # a module class's optimizer over its own submodules, the module moved to CUDA, stepped here
+        elif not owners and stored_on_self and self.analysis.targets_gpu and facts.trains_on_cuda_here() \
+                and facts.self_member_on_cuda(node, params.value):
+            pass  # a trainer class's optimizer over the model it keeps and moves (maybe in a base class's method)
         elif not (owners and self.analysis.targets_gpu and (facts.trains_on_cuda() or facts.trainer_steps(node))
                   and all(facts.module_on_cuda(o) for o in owners) and data_facts(self.analysis).clearly_cuda()):
             # an optimizer factory (`build_optimizer(cfg, model)`) whose every caller trains a CUDA model with it
