@@ -127,6 +127,9 @@ def _would_pin(rule: Rule, facts, loader: cst.Call) -> bool:
     if paths.device_items(paths.dataset_class(_dataset(loader))):
         return False  # its `__getitem__` moves every sample to the device: pinning CUDA tensors raises
     loops = facts.loops_over(loader)
+    if loops and all(rule.analysis.loops.role(loop) is LoopRole.COLD for loop in loops) and \
+            _only_iterated_by(rule, loader, loops):
+        return False  # every pass over it runs once (a capped dump of the first batches before training)
     if any(facts.moves_batches(loop) for loop in loops):
         return True
     if rule.analysis.qualified(loader.func) in PYG_LOADERS:
@@ -145,6 +148,23 @@ def _would_pin(rule: Rule, facts, loader: cst.Call) -> bool:
     if loops and all(_batch_only_indexes(rule, loop) for loop in loops):
         return False  # the batches only pick items of host containers: no batch is copied, pinning none helps
     return not loops or any(_feeds_a_step(rule, loop) for loop in loops)
+
+
+def _only_iterated_by(rule: Rule, loader: cst.Call, loops: list) -> bool:
+    """`loader` is bound to a name (`test_loader = DataLoader(...)`) whose every other use in its function (or
+    the module) is the iterable of one of `loops`: no other code (a training function handed it) takes batches."""
+    analysis = rule.analysis
+    assign = analysis.parent(loader)
+    if type(assign) is not cst.Assign or len(assign.targets) != 1 or type(assign.targets[0].target) is not cst.Name:
+        return False
+    name = assign.targets[0].target.value
+    scope = analysis.index.enclosing_function(loader) or analysis.module
+    for node in _walk_names(scope.body if type(scope) is cst.FunctionDef else scope):
+        if node.value != name or node is assign.targets[0].target:
+            continue
+        if not any(analysis.index.is_ancestor_or_self(loop.iter, node) for loop in loops if type(loop) is cst.For):
+            return False
+    return True
 
 
 def _batch_names(target: cst.BaseExpression, names: set) -> bool:
