@@ -75,9 +75,21 @@ def _named(expr: ast.expr) -> Optional[str]:
     return None
 
 
-def _writes(body: list, store: str) -> bool:
+def _keys(test: ast.expr, store: str) -> set:
+    """The keys `test` looks up in the store (`k in S`, `k not in S`), as `ast.dump` texts."""
+    found = set()
+    for node in ast_walk.walk(test):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)) \
+                and _named(node.comparators[0]) == store:
+            found.add(ast.dump(node.left))
+    return found
+
+
+def _writes(body: list, store: str, keys: frozenset = frozenset()) -> bool:
     """Some statement of `body` (nested blocks included, nested definitions not) keeps a value in the store:
-    `self.cache = v`, `self.cache[k] = v`, `CACHE[k] = v`, `self.cache.update(...)`/`.setdefault(...)`."""
+    `self.cache = v`, `self.cache[k] = v`, `CACHE[k] = v`, `self.cache.update(...)`/`.setdefault(...)`. With
+    `keys` (what the test looks up), a subscript write counts under one of them only: a cache tested under one
+    key and filled under another (`if d not in F: F[str(d) + "_bank"] = ...`) never hits."""
     bare = "." not in store
     for stmt in body:
         for node in ast_walk.walk(stmt):
@@ -85,7 +97,8 @@ def _writes(body: list, store: str) -> bool:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
                     for part in ast_walk.walk(target):
-                        if isinstance(part, ast.Subscript) and _store(part) == store:
+                        if isinstance(part, ast.Subscript) and _store(part) == store and \
+                                (not keys or ast.dump(part.slice) in keys):
                             return True
                         if not bare and isinstance(part, ast.Attribute) and _named(part) == store:
                             return True
@@ -105,7 +118,8 @@ def memo_return(stmt: ast.If, rest: list, fn: ast.AST) -> bool:
     store = _store(value) or _named(value)
     if store is None or (isinstance(value, ast.Name)):
         return False  # a local name returned is no kept value
-    return _tests(stmt.test, store, True) and _writes(rest, store) and _kept(store, fn)
+    return _tests(stmt.test, store, True) and _writes(rest, store, frozenset(_keys(stmt.test, store))) and \
+        _kept(store, fn)
 
 
 def _kept(store: str, fn: ast.AST) -> bool:
@@ -124,8 +138,8 @@ def memo_fill(stmt: ast.If, fn: ast.AST) -> bool:
             _named(node) if isinstance(node, (ast.Attribute, ast.Name)) else None
         if name is not None:
             stores.add(name)
-    return any(_tests(stmt.test, store, False) and _writes(stmt.body, store) and _kept(store, fn)
-               for store in stores)
+    return any(_tests(stmt.test, store, False) and _writes(stmt.body, store, frozenset(_keys(stmt.test, store)))
+               and _kept(store, fn) for store in stores)
 
 
 def after_memo_returns(fn: ast.AST) -> set:
