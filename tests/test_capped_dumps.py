@@ -57,3 +57,14 @@ def test_a_capped_loop_that_trains_is_the_step_loop(tmp_path):
                                           "        save_sample(i, audio)\n        model(x_t).mean().backward()\n")
     keys = lint_script(tmp_path, text)
     assert (12, "GPU104") in keys, keys
+
+
+def test_a_loader_only_a_capped_dump_reads_is_not_asked_to_pin(tmp_path):
+    # precision24: heldout21's melgan `test_loader = DataLoader(test_set, batch_size=1)` read only by the dump
+    text = TRAIN.format(extra="").replace("test_loader = DataLoader(test_set, batch_size=1, pin_memory=True)",
+                                          "test_loader = DataLoader(test_set, batch_size=1)")
+    keys = lint_script(tmp_path, text)
+    assert (7, "GPU201") not in keys, keys
+    # the same loader also handed to an evaluation in the epoch loop: its batches are read every epoch
+    handed = text + "        evaluate(model, test_loader)\n"
+    assert (7, "GPU201") in lint_script(tmp_path / "handed", handed)

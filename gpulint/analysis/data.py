@@ -12,6 +12,7 @@ import libcst as cst
 from gpulint.analysis import LoopRole
 from gpulint.analysis.data_facts import data_facts, has_star_args, is_dataloader, is_false, keyword, star_keywords
 from gpulint.analysis.flags import flag_defaults
+from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.pyg_loaders import PYG_LOADERS
 from gpulint.syntax import argument
 
@@ -126,6 +127,9 @@ def _would_pin(rule: Rule, facts, loader: cst.Call) -> bool:
     if paths.device_items(paths.dataset_class(_dataset(loader))):
         return False  # its `__getitem__` moves every sample to the device: pinning CUDA tensors raises
     loops = facts.loops_over(loader)
+    if loops and all(rule.analysis.loops.role(loop) is LoopRole.COLD for loop in loops) and \
+            _only_iterated_by(rule, loader, loops):
+        return False  # every pass over it runs once (a capped dump of the first batches before training)
     if any(facts.moves_batches(loop) for loop in loops):
         return True
     if rule.analysis.qualified(loader.func) in PYG_LOADERS:
@@ -141,7 +145,81 @@ def _would_pin(rule: Rule, facts, loader: cst.Call) -> bool:
     # every loop over this loader is visibly CPU work (it neither copies anything nor trains).
     if not facts.clearly_cuda():
         return False
+    if loops and all(_batch_only_indexes(rule, loop) for loop in loops):
+        return False  # the batches only pick items of host containers: no batch is copied, pinning none helps
     return not loops or any(_feeds_a_step(rule, loop) for loop in loops)
+
+
+def _only_iterated_by(rule: Rule, loader: cst.Call, loops: list) -> bool:
+    """`loader` is bound to a name (`test_loader = DataLoader(...)`) whose every other use in its function (or
+    the module) is the iterable of one of `loops`: no other code (a training function handed it) takes batches."""
+    analysis = rule.analysis
+    assign = analysis.parent(loader)
+    if type(assign) is not cst.Assign or len(assign.targets) != 1 or type(assign.targets[0].target) is not cst.Name:
+        return False
+    name = assign.targets[0].target.value
+    scope = analysis.index.enclosing_function(loader) or analysis.module
+    for node in _walk_names(scope.body if type(scope) is cst.FunctionDef else scope):
+        if node.value != name or node is assign.targets[0].target:
+            continue
+        if not any(analysis.index.is_ancestor_or_self(loop.iter, node) for loop in loops if type(loop) is cst.For):
+            return False
+    return True
+
+
+def _batch_names(target: cst.BaseExpression, names: set) -> bool:
+    if type(target) is cst.Name:
+        names.add(target.value)
+        return True
+    if type(target) in (cst.Tuple, cst.List):
+        return all(_batch_names(e.value, names) for e in target.elements if not isinstance(e, cst.StarredElement))
+    return False
+
+
+def _batch_only_indexes(rule: Rule, loop) -> bool:
+    """`for step, batch in enumerate(loader): adj = train_adj[batch[0]].to(device)`: every use of the loop's
+    batch in its body is an index (or an index's element) into another container, so what goes to the GPU is
+    that container's item, never the batch: the loader's pinned memory would be copied by nobody. A batch used
+    any other way (handed to a call, moved, unpacked, rebound, its length taken) keeps GPU201's stance."""
+    if type(loop) is not cst.For:
+        return False
+    target, it = loop.target, loop.iter
+    if type(it) is cst.Call and dotted_name(it.func) == "enumerate":
+        if type(target) not in (cst.Tuple, cst.List) or len(target.elements) != 2:
+            return False
+        target = target.elements[1].value
+    names: set = set()
+    if not _batch_names(target, names) or not names:
+        return False
+    analysis = rule.analysis
+    seen = False
+    for node in _walk_names(loop.body):
+        if node.value not in names:
+            continue
+        seen = True
+        child = node
+        parent = analysis.parent(child)
+        while type(parent) is cst.Subscript and child is parent.value:  # `batch[0]`
+            child, parent = parent, analysis.parent(parent)
+        if type(parent) is not cst.Index:
+            return False
+        element = analysis.parent(parent)
+        holder = analysis.parent(element) if type(element) is cst.SubscriptElement else None
+        if type(holder) is not cst.Subscript or holder.value is child:
+            return False
+    return seen
+
+
+def _walk_names(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if type(current) is cst.Name:
+            yield current
+            continue
+        if type(current) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        stack.extend(current.children)
 
 
 def _written_false(loader: cst.Call, rule: Optional[Rule] = None) -> bool:

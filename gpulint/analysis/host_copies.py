@@ -221,14 +221,19 @@ def host_copy(project, path: Path, qualname: str, depth: int = 0) -> Optional[tu
 def _own_nodes(fn: ast.FunctionDef):
     """The nodes of `fn`'s body, not of nested functions, classes, lambdas or exception handlers, nor the body
     of a lazily filled cache (`if key not in cache:`, `if cache is None:`: the copy runs once)."""
-    stack: list = list(fn.body)
+    from gpulint.analysis.memo_guards import after_memo_returns, memo_fill
+
+    memoised = after_memo_returns(fn)  # after `if k in self.cache: return self.cache[k]`: once per key
+    stack: list = [stmt for stmt in fn.body if id(stmt) not in memoised]
     while stack:
         node = stack.pop()
+        if id(node) in memoised:
+            continue
         yield node
         if isinstance(node, ast.If) and _tests_own_state(node.test):
             stack.append(node.test)  # `if self.onnx: ... elif self.pt: ...`: the object's configuration picks
             continue  # one branch; a copy in some of them is not a copy on every call
-        if isinstance(node, ast.If) and _fills_once(node.test, node):
+        if isinstance(node, ast.If) and (_fills_once(node.test, node) or memo_fill(node, fn)):
             stack.append(node.test)
             stack.extend(node.orelse)
             continue

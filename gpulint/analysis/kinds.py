@@ -1686,6 +1686,10 @@ class KindInference:
         if not node.args and method in ("item", "tolist", "numpy"):
             # Whatever the receiver, these leave the tensor world.
             return {"item": Kind.NUMBER, "tolist": Kind.OTHER, "numpy": Kind.NUMPY}[method]
+        if not node.args and method in ("split", "splitlines", "strip", "lower", "upper"):
+            # `words.split()`: `Tensor.split` takes a size, these no-argument forms are `str`'s (a list of words
+            # handed to a BLEU helper is no tensor, whatever the name held before it was decoded)
+            return Kind.OTHER
         receiver = self.of(func.value)
         if type(func.value) is cst.Name and func.value.value == "self" and self.of(func) is Kind.MODULE and \
                 _is_module_class(self, next((a for a in self.index.ancestors(node) if type(a) is cst.ClassDef), None)):

@@ -17,6 +17,7 @@ from gpulint.analysis.empty_exit import empty_input_exit
 from gpulint.analysis.helper_sites import none_test, ruled_out
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind, KindInference
+from gpulint.analysis.memo_guards import cst_memo_fill, cst_memo_return
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.nonfinite import nonfinite_only
 from gpulint.analysis.once import once_per_object
@@ -85,6 +86,7 @@ class LoopAnalysis:
         self._trains: dict = {}
         self._hot_helpers: Optional[dict[int, Execution]] = None
         self._constant_branches: dict[tuple[int, int], bool] = {}  # `_constant_off`, per branch and function
+        self._memos: dict = {}  # analysis/memo_guards.py's answers, per `if` (and per block position)
         self._calls_of: Optional[dict[int, list[cst.Call]]] = None
         self._subclasses: Optional[dict[int, list[cst.ClassDef]]] = None
         self._defaults: Optional[dict] = None
@@ -1072,7 +1074,8 @@ class LoopAnalysis:
                 reason = self.periodic_test(parent.test)
                 if reason and self._steps_an_optimizer(parent.body):
                     reason = None  # a block that steps the optimizer is gradient accumulation's step: hot
-                reason = reason or _fills_a_cache(parent) or self._built_once(parent)
+                reason = reason or _fills_a_cache(parent) or self._built_once(parent) or (
+                    "once per key, while a memo is filled" if cst_memo_fill(parent, self._memos) else None)
                 if reason:
                     periodic = reason
             elif type(parent) is cst.If and child is parent.orelse and periodic is None:
@@ -1097,7 +1100,9 @@ class LoopAnalysis:
                     return OUTSIDE  # `except RuntimeError:` (an out-of-memory fallback): once per failure
                 if leaves is None and type(self.index.up.get(id(parent))) in (cst.If, cst.Else):
                     leaves = _leaves_by(parent)
-                reason = self._after_skip_guard(parent, child)
+                reason = self._after_skip_guard(parent, child) or (
+                    "once per key, after a memo's early return" if cst_memo_return(parent, child, self._memos)
+                    else None)
                 if reason:
                     periodic = reason
             elif type(parent) in (cst.For, cst.While) and _runs_each_iteration(parent, child):

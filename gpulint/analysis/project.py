@@ -40,6 +40,7 @@ from gpulint.analysis.comprehension_reads import device_read
 from gpulint.analysis import lazy_module
 from gpulint.analysis.generators import yielded_source_ast
 from gpulint.analysis.lazy_module import same_scope
+from gpulint.analysis.memo_guards import memo_fill, memo_return
 from gpulint.analysis.skip_guards import skip_guard
 from gpulint.analysis.test_code import is_test_path
 from gpulint import file_stats
@@ -1783,9 +1784,11 @@ class _Summarizer:
     def _block(self, body: list[ast.stmt], conditional: bool) -> None:
         for i, stmt in enumerate(body):
             self._statement(stmt, conditional)
-            if isinstance(stmt, ast.If) and i + 1 < len(body) and skip_guard(stmt):
+            if isinstance(stmt, ast.If) and i + 1 < len(body) and (skip_guard(stmt) or
+                                                                   memo_return(stmt, body[i + 1:], self.fn)):
                 # `if step % 100 != 0: return` (or `continue`): what follows runs periodically, its reads are
-                # not the call's (analysis/skip_guards.py)
+                # not the call's (analysis/skip_guards.py); `if k in self.cache: return self.cache[k]` before a
+                # build kept in `self.cache`: it runs once per key (analysis/memo_guards.py)
                 self.quiet += 1
                 self._block(body[i + 1:], True)
                 self.quiet -= 1
@@ -1833,6 +1836,12 @@ class _Summarizer:
                     both = [self._branch_syncs(stmt.body), self._branch_syncs(stmt.orelse)]
                     if all(both):
                         self._always(both[0])  # type: ignore[arg-type]
+                return
+            if memo_fill(stmt, self.fn):
+                # `if self.grid is None: self.grid = build()`: filled once per key (analysis/memo_guards.py)
+                self.quiet += 1
+                self._block(stmt.body, True)
+                self.quiet -= 1
                 return
             device = self._device_tested(stmt.test)
             outer, self.device_guard = self.device_guard, device or self.device_guard

@@ -57,6 +57,8 @@ def unmoved_loader_element(kinds: "KindInference", name: cst.Name) -> bool:
     b = bindings[0]
     if b.kind == "assign" and _part_of_unmoved(kinds, b.value, name.value):
         return True  # `pad_w, pad_h = shapes[0][1][1]` of an element `shapes` the loop never moves
+    if b.kind == "assign" and b.index is None and _next_of_a_loader(kinds, b.value):
+        return _unmoved_next_batch(kinds, name, b.value)
     if b.kind == "assign" and b.index is None:
         return _unmoved_indexed_element(kinds, name, b.value)
     if b.kind == "assign" and b.index is not None and type(b.value) is cst.Call:
@@ -501,6 +503,75 @@ def _unmoved_indexed_element(kinds: "KindInference", name: cst.Name, value: Opti
     if found is None:
         found = cache[key] = _decide_indexed(kinds, loop, batch, index, name.value)
     return found
+
+
+def _next_of_a_loader(kinds: "KindInference", value: Optional[cst.BaseExpression]) -> bool:
+    """`next(data_iter)` of `data_iter = iter(loader)` (or `next(iter(loader))`): one batch of a loader."""
+    if type(value) is not cst.Call or dotted_name(value.func) != "next" or not value.args:
+        return False
+    source = value.args[0].value
+    if type(source) is cst.Name:
+        bindings = kinds.index.visible_bindings(source)
+        if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None or \
+                bindings[0].value is None:
+            return False
+        source = bindings[0].value
+    if type(source) is cst.Call and dotted_name(source.func) == "iter" and source.args:
+        return _iterates_a_loader(kinds, source.args[0].value)
+    return False
+
+
+def _unmoved_next_batch(kinds: "KindInference", name: cst.Name, value: cst.Call) -> bool:
+    """`data = next(data_iter)` in a loop that copies the batch's elements into preallocated buffers
+    (`im_data.resize_(data[0].size()).copy_(data[0])`) or moves them one by one (`data[0].cuda()`), and never
+    moves (nor hands on, nor iterates) the batch itself: the loader hands out host tensors, so what the loop reads
+    of the batch (`data[1][0][2].item()`, an image's scale) waits for no GPU (faster-rcnn's `test_net.py`)."""
+    loop = next((a for a in kinds.index.ancestors(value) if type(a) in (cst.For, cst.While)), None)
+    if loop is None:
+        return False
+    cache = _cache(kinds)
+    key = (id(loop), name.value, "next")
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = not _moved_in(kinds, loop, name.value) and \
+            not _handed_whole(kinds, loop, name.value) and _elements_copied(kinds, loop, name.value)
+    return found
+
+
+def _handed_whole(kinds: "KindInference", loop: cst.CSTNode, name: str) -> bool:
+    """The batch itself (not an element of it) is handed to a call, or rebound into another name."""
+    up = kinds.index.up
+    for node in _uses_in(kinds, loop, name):  # type: ignore[arg-type]
+        parent = up.get(id(node))
+        if type(parent) is cst.Subscript and parent.value is node:
+            continue
+        if type(parent) is cst.AssignTarget:
+            continue  # `data = next(data_iter)` itself (a second binding is ruled out by the caller)
+        if type(parent) is cst.Attribute and parent.attr is node:
+            continue  # `im_data.data`: an attribute of that name, not the batch
+        return True
+    return False
+
+
+def _elements_copied(kinds: "KindInference", loop: cst.CSTNode, name: str) -> bool:
+    """An element of the batch (`data[0]`) is copied into another tensor (`buf.copy_(data[0])`) or moved
+    (`data[0].cuda()`, `.to(device)`) in the loop."""
+    up = kinds.index.up
+    for node in _uses_in(kinds, loop, name):  # type: ignore[arg-type]
+        element = up.get(id(node))
+        if type(element) is not cst.Subscript or element.value is not node:
+            continue
+        parent = up.get(id(element))
+        if type(parent) is cst.Arg:
+            call = up.get(id(parent))
+            if type(call) is cst.Call and type(call.func) is cst.Attribute and call.func.attr.value == "copy_":
+                return True
+        if type(parent) is cst.Attribute and parent.value is element:
+            method = _past_conversions(kinds, parent)
+            call = up.get(id(method))
+            if type(call) is cst.Call and call.func is method and _moving_method(kinds, method.attr.value, call):
+                return True
+    return False
 
 
 def _whole_batch(loop: cst.For, index: Optional[int]) -> bool:

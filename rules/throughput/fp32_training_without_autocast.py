@@ -164,6 +164,8 @@ class Fp32TrainingWithoutAutocast(GpuRule):
         if facts.project_chose_dtype():
             return  # `torch.set_default_dtype(torch.float64)` in the project: a float64 model on purpose
         step = self.analysis.index.enclosing_function(node)
+        if forward is not None and id(forward) in self._fed and self._no_network(forward, step):
+            return  # no model in the step: custom kernels, or a harness timing the callables it is given
         if forward is not None and id(forward) in self._fed and id(step) in self._steps:
             return  # a GAN's discriminator losses, read back to their forward: the step is reported already
         self._steps.add(id(step))
@@ -259,6 +261,37 @@ class Fp32TrainingWithoutAutocast(GpuRule):
                 root = root.value if type(root) is not cst.Call else root.func
             if type(root) is cst.Name and root.value in local:
                 return False  # a method of a value computed in the step (`outputs.float()`, `logits.log_softmax`)
+        return True
+
+    def _no_network(self, forward: cst.Call, step: Optional[cst.FunctionDef]) -> bool:
+        """The forward pass read back from the loss (`_feeding_call`, no module call in the step) is no network:
+        - a callable the loop takes from a collection (`for func, inputs, name in zip(funcs, ...): out =
+          func(*args)`): a benchmark harness timing whatever it is given, its precision the measured setting;
+        - or the step's function optimises bare tensors only (`optim.Adam([self.means, self.scales], lr)`, no
+          `.parameters()`): a fit of explicit parameters through custom kernels (a rasterizer), where autocast
+          reaches no matmul or convolution.
+        """
+        func = forward.func
+        if type(func) is cst.Name:
+            bindings = self.analysis.index.visible_bindings(func)
+            if bindings and all(b.kind == "for" for b in bindings):
+                return True
+        if step is None:
+            return False
+        built = [n for n in _nodes(step.body) if type(n) is cst.Call and
+                 type(n.func) in (cst.Name, cst.Attribute) and
+                 (self.analysis.qualified(n.func) or "").startswith("torch.optim.") and n.args]
+        if not built:
+            return False
+        for call in built:
+            first = call.args[0].value
+            if type(first) not in (cst.List, cst.Tuple) or not first.elements:
+                return False
+            for element in first.elements:
+                value = element.value
+                if type(value) not in (cst.Name, cst.Attribute) or \
+                        self.analysis.kind(value) in (Kind.MODULE, Kind.MODULE_CLASS):
+                    return False  # `[model.weight, ...]` is fine, but a dict of groups or a module is not bare
         return True
 
     def _without_grad(self, node: cst.With) -> bool:
