@@ -78,7 +78,11 @@ class HostTensorMovedEachStep(Rule):
     filled on the host and then copied (`conf_t = conf_t.cuda()`), is reported once, at its first copy. A host
     factory handed to a project helper that copies its argument whenever it is a tensor (`scores =
     async_copy_to(torch.zeros(...), gpu)` with `if torch.is_tensor(obj): return obj.cuda(dev, non_blocking=True)`)
-    is reported at the helper's call.
+    is reported at the helper's call. A tensor a project function builds on the host and returns in a tuple
+    (a data loader's `return adj, torch.FloatTensor(features), torch.LongTensor(labels), adj_list`, a model
+    helper's `return torch.from_numpy(mask).unsqueeze(0), ...`), unpacked by the caller and copied every step
+    (`labels[idx_train].to(device)`, `adj_list[i].cuda()`, `mask.type_as(query)`), also through a parameter of the
+    step function that every call in the module passes it to, is the same host data crossing again at every step.
 
     The factory and the copy need not be one expression: `t = torch.randint(0, T, (B,))` early in the step and
     `model(x, t.to(device))` later in the same iteration is the same host build and copy (reported at the copy),
