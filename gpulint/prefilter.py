@@ -28,7 +28,8 @@ filtered and unfiltered findings on generated and real code.
 - `RETURNED_OPTIMIZER`: a top-level function of the module calls `Adam`, `AdamW` or `SGD` (any receiver) and
   has a `return` with a value (GPU402 at an optimizer factory that callers elsewhere train with on CUDA).
 - `RETURNED_LOADER`: a top-level function of the module calls a name ending in `DataLoader` and has a `return`
-  or a `yield from` (analysis/factory_loaders.py: GPU201 at a loader factory's own `DataLoader(...)`).
+  or a `yield from` (analysis/factory_loaders.py: GPU201 at a loader factory's own `DataLoader(...)`), or a
+  method of a top-level class keeps one on `self` (analysis/handed_loaders.py).
 
 A rule may declare several (any of them suffices), or `None`: no shortcut, every file is parsed.
 """
@@ -662,16 +663,29 @@ def _returns_an_optimizer(tree: ast.AST) -> bool:
     return False
 
 
+def _on_self(target: ast.expr) -> bool:
+    """`self.X` or `self.X[key]`."""
+    if isinstance(target, ast.Subscript):
+        target = target.value
+    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
+
+
 def _returns_a_loader(tree: ast.AST) -> bool:
     """RETURNED_LOADER: a top-level function calls `...DataLoader(...)` and returns something (or hands on an
     iterable's items: `yield from loader`), or a top-level class with an `__iter__` builds one in `__init__` (a
-    loader class: analysis/loader_classes.py)."""
+    loader class: analysis/loader_classes.py), or a method of a top-level class keeps one on `self`."""
     for stmt in getattr(tree, "body", ()):
         if isinstance(stmt, ast.ClassDef):
             methods = {m.name: m for m in stmt.body if isinstance(m, ast.FunctionDef)}
             if "__iter__" in methods and "__init__" in methods and any(
                     isinstance(n, ast.Call) and str(_last(n.func)).endswith("DataLoader")
                     for n in ast_walk.walk(methods["__init__"])):
+                return True
+            # a method keeping one on `self` (`self.data_loader['train'] = DataLoader(...)`): a subclass's loop
+            # may move its batches (analysis/handed_loaders.py)
+            if any(isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and
+                   str(_last(n.value.func)).endswith("DataLoader") and len(n.targets) == 1 and
+                   _on_self(n.targets[0]) for m in methods.values() for n in ast_walk.walk(m)):
                 return True
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             nodes = list(ast_walk.walk(stmt))
