@@ -757,8 +757,9 @@ class HostTensorMovedEachStep(Rule):
 
     def _factory(self, expr: cst.BaseExpression):
         chain = []
-        while type(expr) is cst.Call and type(expr.func) is cst.Attribute and \
-                expr.func.attr.value in _SAME_ON_DEVICE and self.analysis.is_tensor(expr.func.value):
+        while type(expr) is cst.Call and type(expr.func) is cst.Attribute and (
+                expr.func.attr.value in _SAME_ON_DEVICE and self.analysis.is_tensor(expr.func.value) or
+                self._dtype_cast(expr)):
             chain.append(expr)
             expr = expr.func.value
         if type(expr) is cst.Call and not chain and len(expr.args) == 1 and expr.args[0].keyword is None and \
@@ -769,6 +770,26 @@ class HostTensorMovedEachStep(Rule):
             if q is not None and q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in _FACTORIES:
                 return expr, chain
         return None, chain
+
+    def _dtype_cast(self, call: cst.Call) -> bool:
+        """`t.to(dtype)` with one positional argument that is a dtype: `torch.float32`, `x.dtype`, or a name bound
+        only to one (`dtype = classifications.dtype`): the cast keeps the tensor where it is."""
+        if call.func.attr.value != "to" or len(call.args) != 1 or call.args[0].keyword is not None or \
+                call.args[0].star:  # type: ignore[union-attr]
+            return False
+        return self._is_dtype(call.args[0].value, 0)
+
+    def _is_dtype(self, expr: cst.BaseExpression, depth: int) -> bool:
+        if type(expr) is cst.Attribute and expr.attr.value == "dtype":
+            return True
+        q = self.analysis.qualified(expr) if type(expr) in (cst.Attribute, cst.Name) else None
+        if q is not None and q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in _DTYPES:
+            return True
+        if type(expr) is not cst.Name or depth > 2:
+            return False
+        bindings = data_facts(self.analysis).bindings(expr)
+        return bool(bindings) and all(b.kind == "assign" and b.index is None and b.value is not None and
+                                      self._is_dtype(b.value, depth + 1) for b in bindings)
 
     def _host_distribution_sample(self, node: cst.Call) -> bool:
         """`self.dist.rsample((bs, 1)).view(-1, 1, 1, 1).cuda()` where every assignment of `self.dist` in the class
@@ -1342,6 +1363,8 @@ class HostTensorMovedEachStep(Rule):
         self.report(copy, self.table_rows.format(table=table.name, index=index.value), where=where, fix=fix)
 
 
+_DTYPES = frozenset(("float", "float16", "float32", "float64", "half", "double", "bfloat16", "int", "int8",
+                     "int16", "int32", "int64", "long", "short", "uint8", "bool", "complex64", "complex128"))
 _UNFIXABLE = ("requires_grad", "out", "pin_memory", "generator")
 # numpy calls that return an array of indices (never a scalar).
 _TORCH_INDEX_FACTORIES = frozenset(f"torch.{f}" for f in (
