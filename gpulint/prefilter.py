@@ -28,7 +28,9 @@ filtered and unfiltered findings on generated and real code.
 - `RETURNED_OPTIMIZER`: a top-level function of the module calls `Adam`, `AdamW` or `SGD` (any receiver) and
   has a `return` with a value (GPU402 at an optimizer factory that callers elsewhere train with on CUDA).
 - `RETURNED_LOADER`: a top-level function of the module calls a name ending in `DataLoader` and has a `return`
-  or a `yield from` (analysis/factory_loaders.py: GPU201 at a loader factory's own `DataLoader(...)`).
+  or a `yield from` (analysis/factory_loaders.py: GPU201 at a loader factory's own `DataLoader(...)`), or a
+  method of a top-level class keeps one on `self`, or a name bound to one is passed to a class's constructor
+  (analysis/handed_loaders.py).
 
 A rule may declare several (any of them suffices), or `None`: no shortcut, every file is parsed.
 """
@@ -662,10 +664,36 @@ def _returns_an_optimizer(tree: ast.AST) -> bool:
     return False
 
 
+def _on_self(target: ast.expr) -> bool:
+    """`self.X` or `self.X[key]`."""
+    if isinstance(target, ast.Subscript):
+        target = target.value
+    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
+
+
+def _loader_handed_to_a_class(tree: ast.AST) -> bool:
+    """A name bound to `...DataLoader(...)` (or `DataLoader(...) if c else None`) passed to a call of a
+    capitalised name, a class's constructor (`Trainer(model, train_dataloader=loader)`: analysis/handed_loaders.py)."""
+    nodes = list(ast_walk.walk(tree))
+    loaders = set()
+    for n in nodes:
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+            value = n.value.body if isinstance(n.value, ast.IfExp) else n.value
+            if isinstance(value, ast.Call) and str(_last(value.func)).endswith("DataLoader"):
+                loaders.add(n.targets[0].id)
+    if not loaders:
+        return False
+    for n in nodes:
+        if isinstance(n, ast.Call) and str(_last(n.func))[:1].isupper() and any(
+                isinstance(a, ast.Name) and a.id in loaders for a in [*n.args, *(k.value for k in n.keywords)]):
+            return True
+    return False
+
+
 def _returns_a_loader(tree: ast.AST) -> bool:
     """RETURNED_LOADER: a top-level function calls `...DataLoader(...)` and returns something (or hands on an
     iterable's items: `yield from loader`), or a top-level class with an `__iter__` builds one in `__init__` (a
-    loader class: analysis/loader_classes.py)."""
+    loader class: analysis/loader_classes.py), or a method of a top-level class keeps one on `self`."""
     for stmt in getattr(tree, "body", ()):
         if isinstance(stmt, ast.ClassDef):
             methods = {m.name: m for m in stmt.body if isinstance(m, ast.FunctionDef)}
@@ -673,10 +701,16 @@ def _returns_a_loader(tree: ast.AST) -> bool:
                     isinstance(n, ast.Call) and str(_last(n.func)).endswith("DataLoader")
                     for n in ast_walk.walk(methods["__init__"])):
                 return True
+            # a method keeping one on `self` (`self.data_loader['train'] = DataLoader(...)`): a subclass's loop
+            # may move its batches (analysis/handed_loaders.py)
+            if any(isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and
+                   str(_last(n.value.func)).endswith("DataLoader") and len(n.targets) == 1 and
+                   _on_self(n.targets[0]) for m in methods.values() for n in ast_walk.walk(m)):
+                return True
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             nodes = list(ast_walk.walk(stmt))
             if any(isinstance(n, ast.Call) and _last(n.func) is not None and str(_last(n.func)).endswith("DataLoader")
                    for n in nodes) and any(isinstance(n, ast.Return) and n.value is not None or
                                            isinstance(n, ast.YieldFrom) for n in nodes):
                 return True
-    return False
+    return _loader_handed_to_a_class(tree)

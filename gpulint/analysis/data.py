@@ -141,6 +141,11 @@ def _would_pin(rule: Rule, facts, loader: cst.Call) -> bool:
         # default that no YAML file of the project sets (`pin_memory=cfg.PIN_MEMORY`) is off in every shipped
         # run: judged as a loader that passes no `pin_memory`, below
         return False
+    if not loops:
+        from gpulint.analysis.handed_loaders import moved_by_a_class
+
+        if moved_by_a_class(rule.analysis, loader) is not None:
+            return True  # kept by a trainer class whose loop copies its batches to the GPU (handed_loaders.py)
     # No copy in sight (a step helper or a trainer does it): trust a module that plainly targets CUDA, unless
     # every loop over this loader is visibly CPU work (it neither copies anything nor trains).
     if not facts.clearly_cuda():

@@ -214,6 +214,12 @@ def factory_of(rule, binding) -> Optional[cst.Call]:
         expr = strip_same_on_device(rule, expr.value)  # `torch.eye(d)[None, :, :]`: rows of a host tensor stay there
     if type(expr) is cst.Call and rule.analysis.qualified(expr.func) in _VARIABLE and len(expr.args) == 1:
         expr = strip_same_on_device(rule, expr.args[0].value)  # `Variable(t)`: the same tensor (old PyTorch)
+    for _ in range(4):  # `torch.triu(torch.ones(shape), diagonal=1)`: computed where the factory built it
+        if type(expr) is not cst.Call or rule.analysis.qualified(expr.func) not in _SAME_DEVICE_FUNCTIONS or \
+                not expr.args or expr.args[0].keyword is not None or expr.args[0].star or \
+                any(a.keyword is not None and a.keyword.value in ("out", "device") for a in expr.args):
+            break
+        expr = strip_same_on_device(rule, expr.args[0].value)
     if type(expr) is not cst.Call:
         return None
     q = rule.analysis.qualified(expr.func)
@@ -224,6 +230,10 @@ def factory_of(rule, binding) -> Optional[cst.Call]:
     return None if keyword(expr, "device") is not None else expr
 
 
+# torch functions of one tensor whose result lives where that tensor does
+_SAME_DEVICE_FUNCTIONS = frozenset(f"torch.{f}" for f in (
+    "triu", "tril", "flip", "roll", "diag", "diag_embed", "t", "transpose", "unsqueeze", "squeeze", "reshape",
+    "logical_not", "cumsum", "abs", "neg"))
 _VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 _NUMPY_CONSTANTS = frozenset(f"numpy.{f}" for f in ("eye", "identity", "zeros", "ones", "full", "arange", "array"))
 _NUMPY_SAME = frozenset({"astype", "flatten", "reshape", "ravel", "copy"})

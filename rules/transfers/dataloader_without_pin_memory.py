@@ -81,7 +81,13 @@ class DataLoaderWithoutPinMemory(Rule):
     and moves nothing) is checked like the `DataLoader` it is. timm's `create_loader(...)` (`pin_memory=False`
     by default) is a loader factory judged by its `pin_memory` argument; its finding has no fix. A project
     generator that hands on a loader's batches (`while True: yield from loader`) is a loader factory, and a
-    device returned by a project function (`.to(dist_util.dev())`) counts as the GPU.
+    device returned by a project function (`.to(dist_util.dev())`) counts as the GPU. A loader kept by a trainer
+    class is followed to the class's loop: handed to its constructor (`Trainer(model, train_dataloader=loader)`,
+    kept as `self.train_data`, iterated by a method or by the method it is handed to, `self.iteration(epoch,
+    self.train_data)`), or stored on `self` by a base class's method (`self.data_loader['train'] =
+    DataLoader(...)`) and iterated by a project subclass; it is reported where it is built when that loop copies
+    the batches to a device (`.to(self.dev)`, `{k: v.to(self.device) for k, v in data.items()}`) in a module that
+    names CUDA (or whose class's bases' modules do).
 
     ## Why it is slow
     A copy from pageable host memory is staged through a pinned bounce buffer by the driver and blocks the

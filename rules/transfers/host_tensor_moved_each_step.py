@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -77,7 +78,11 @@ class HostTensorMovedEachStep(Rule):
     filled on the host and then copied (`conf_t = conf_t.cuda()`), is reported once, at its first copy. A host
     factory handed to a project helper that copies its argument whenever it is a tensor (`scores =
     async_copy_to(torch.zeros(...), gpu)` with `if torch.is_tensor(obj): return obj.cuda(dev, non_blocking=True)`)
-    is reported at the helper's call.
+    is reported at the helper's call. A tensor a project function builds on the host and returns in a tuple
+    (a data loader's `return adj, torch.FloatTensor(features), torch.LongTensor(labels), adj_list`, a model
+    helper's `return torch.from_numpy(mask).unsqueeze(0), ...`), unpacked by the caller and copied every step
+    (`labels[idx_train].to(device)`, `adj_list[i].cuda()`, `mask.type_as(query)`), also through a parameter of the
+    step function that every call in the module passes it to, is the same host data crossing again at every step.
 
     The factory and the copy need not be one expression: `t = torch.randint(0, T, (B,))` early in the step and
     `model(x, t.to(device))` later in the same iteration is the same host build and copy (reported at the copy),
@@ -237,8 +242,9 @@ class HostTensorMovedEachStep(Rule):
     (`Dataset(data.cuda())`, or `self.data` moved in `__init__`): its `.to(device)` copies nothing.
     """
 
-    # Every finding needs a copy to an accelerator (`.to(`/`.cuda(`) or a "cuda" device in the text.
-    needs_text = GPU_HINT
+    # Every finding needs a copy to an accelerator (`.to(`/`.cuda(`) or a "cuda" device in the text, or a cast to
+    # where a device tensor lives (`.type_as(query)` in model code that names no device).
+    needs_text = re.compile(GPU_HINT.pattern + r"|\.type_as\(", GPU_HINT.flags)
     code = "GPU203"
     reports_in = ("hot-loop",)  # gpulint/prefilter.py
     name = "host-tensor-moved-each-step"
@@ -309,6 +315,10 @@ class HostTensorMovedEachStep(Rule):
     helper_values = "`{call}(...)` builds the tensor it returns from host values (`{factory}`), and it is copied " \
                     "to the GPU from pageable memory every step, waiting for it; build it once before the loop " \
                     "where the values do not change, or pin it and copy with `non_blocking=True`"
+    returned_host = "`{name}` is a host tensor that `{call}(...)` builds and returns, and it (or a part of it) is " \
+                    "copied to the GPU every step, a blocking copy from pageable memory; move it to the device " \
+                    "once where it is made (a buffer, for a model's constant), or pin it and copy with " \
+                    "`non_blocking=True`"
     host_trajectory = "`{name}[-1]` is the host copy this loop appended the iteration before: it goes to the host " \
                       "and back to the GPU every step, a blocking copy each way; keep the running value on the " \
                       "device and copy to the host only what is kept"
@@ -443,7 +453,7 @@ class HostTensorMovedEachStep(Rule):
         if factory is None:
             if not self._tokenized(node) and not self._computed_on_host(node) and not self._host_attribute(node) \
                     and not self._last_host_element(node) and not self._helper_built(node) and \
-                    not self._host_distribution_sample(node):
+                    not self._host_distribution_sample(node) and not self._returned_host(node, node.func.value):
                 self._built_then_moved(node)
             return
         name = self.analysis.qualified(factory.func).split(".")[-1]  # type: ignore[union-attr]
@@ -747,8 +757,9 @@ class HostTensorMovedEachStep(Rule):
 
     def _factory(self, expr: cst.BaseExpression):
         chain = []
-        while type(expr) is cst.Call and type(expr.func) is cst.Attribute and \
-                expr.func.attr.value in _SAME_ON_DEVICE and self.analysis.is_tensor(expr.func.value):
+        while type(expr) is cst.Call and type(expr.func) is cst.Attribute and (
+                expr.func.attr.value in _SAME_ON_DEVICE and self.analysis.is_tensor(expr.func.value) or
+                self._dtype_cast(expr)):
             chain.append(expr)
             expr = expr.func.value
         if type(expr) is cst.Call and not chain and len(expr.args) == 1 and expr.args[0].keyword is None and \
@@ -759,6 +770,26 @@ class HostTensorMovedEachStep(Rule):
             if q is not None and q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in _FACTORIES:
                 return expr, chain
         return None, chain
+
+    def _dtype_cast(self, call: cst.Call) -> bool:
+        """`t.to(dtype)` with one positional argument that is a dtype: `torch.float32`, `x.dtype`, or a name bound
+        only to one (`dtype = classifications.dtype`): the cast keeps the tensor where it is."""
+        if call.func.attr.value != "to" or len(call.args) != 1 or call.args[0].keyword is not None or \
+                call.args[0].star:  # type: ignore[union-attr]
+            return False
+        return self._is_dtype(call.args[0].value, 0)
+
+    def _is_dtype(self, expr: cst.BaseExpression, depth: int) -> bool:
+        if type(expr) is cst.Attribute and expr.attr.value == "dtype":
+            return True
+        q = self.analysis.qualified(expr) if type(expr) in (cst.Attribute, cst.Name) else None
+        if q is not None and q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in _DTYPES:
+            return True
+        if type(expr) is not cst.Name or depth > 2:
+            return False
+        bindings = data_facts(self.analysis).bindings(expr)
+        return bool(bindings) and all(b.kind == "assign" and b.index is None and b.value is not None and
+                                      self._is_dtype(b.value, depth + 1) for b in bindings)
 
     def _host_distribution_sample(self, node: cst.Call) -> bool:
         """`self.dist.rsample((bs, 1)).view(-1, 1, 1, 1).cuda()` where every assignment of `self.dist` in the class
@@ -849,6 +880,8 @@ class HostTensorMovedEachStep(Rule):
                 receiver.func.attr.value in _FILLS_IN_PLACE and self.analysis.is_tensor(receiver.func.value):
             receiver = receiver.func.value  # `torch.zeros(1, n).fill_(stride)`: filled on the host
         factory, _ = self._factory(receiver)
+        if factory is None and func.attr.value == "type_as" and self._returned_host(node, receiver):
+            return True  # `mask, start = causal_mask(n)` then `mask.type_as(query)`: the helper's host tensor
         if factory is None and func.attr.value in ("type_as", "to"):
             drawn = self._from_numpy_drawn(receiver)
             if drawn is not None:
@@ -1101,6 +1134,30 @@ class HostTensorMovedEachStep(Rule):
         self.report(copy, self.legacy_later.format(name=name.value, factory=factory), where=where)
         return True
 
+    # -- a host tensor a project function returns in a tuple: `adj, feats, labels = load_data()` ... ----------
+    def _returned_host(self, copy: cst.Call, receiver: cst.BaseExpression) -> bool:
+        """`labels[idx_train].to(device)` (or `.cuda()`, `.type_as(query)`) every step, `labels` unpacked from what
+        a project function returns, where that element is a tensor (or a list of tensors) the function builds on
+        the host (analysis/host_tuple_returns.py), bound that way only. Reported at the copy, naming the function;
+        no fix (the move belongs where the data is loaded). True when reported."""
+        base = strip_same_on_device(self, receiver)
+        subscripted = False
+        while type(base) is cst.Subscript:
+            base = strip_same_on_device(self, base.value)
+            subscripted = True
+        if type(base) is not cst.Name:
+            return False
+        found = _returned_host_name(self, base, 0)
+        if found is None or found[0] == "list" and not subscripted:
+            return False
+        where = self.where(copy)
+        if where is None:
+            return False
+        _, helper, path, line = found
+        self.report(copy, self.returned_host.format(name=base.value, call=helper), where=where,
+                    related=(Related(display_path(path), line, f"`{helper}` builds it on the host"),))
+        return True
+
     # -- a host factory handed to a project helper that copies it: `scores = async_copy_to(torch.zeros(...), gpu)` --
     def _helper_copy(self, node: cst.Call) -> bool:
         """`scores = torch.zeros(1, c, h, w)` then `scores = async_copy_to(scores, gpu)` (or the factory written in
@@ -1306,6 +1363,8 @@ class HostTensorMovedEachStep(Rule):
         self.report(copy, self.table_rows.format(table=table.name, index=index.value), where=where, fix=fix)
 
 
+_DTYPES = frozenset(("float", "float16", "float32", "float64", "half", "double", "bfloat16", "int", "int8",
+                     "int16", "int32", "int64", "long", "short", "uint8", "bool", "complex64", "complex128"))
 _UNFIXABLE = ("requires_grad", "out", "pin_memory", "generator")
 # numpy calls that return an array of indices (never a scalar).
 _TORCH_INDEX_FACTORIES = frozenset(f"torch.{f}" for f in (
@@ -1529,6 +1588,63 @@ def _host_returned(analysis, expr: cst.BaseExpression):
     passed = set(params[:positional_count]) | {a.keyword.value for a in expr.args if a.keyword is not None}
     answer = host_factory_return(calls.project, summary.path, summary.qualname, passed)
     return (analysis.code(expr.func), answer) if answer is not None else None
+
+
+def _returned_host_name(rule, name: cst.Name, depth: int):
+    """("tensor" | "list", the function's name as called, path, line) when every binding of `name` visible here
+    unpacks an element of what a top-level project function returns that it builds on the host; a parameter
+    counts when every call of its function in this module passes such a name. Else None."""
+    from gpulint.analysis.calls import project_calls
+    from gpulint.analysis.host_tuple_returns import returned_host_elements
+
+    from gpulint.rules.transfers._built_then_moved import _rebinds_itself
+
+    if depth > 2:
+        return None
+    analysis = rule.analysis
+    facts = data_facts(analysis)
+    bindings = facts.bindings(name)
+    if len(bindings) > 1:  # `mask = mask.type_as(query)`: the statement holding the read binds after it
+        bindings = [b for b in bindings if not _rebinds_itself(rule, b, name)]
+    if not bindings:
+        return None
+    calls = analysis.fact(project_calls)
+    if calls is None:
+        return None
+    answer = None
+    for binding in bindings:
+        if binding.kind == "param":
+            passed = list(facts._arguments_for(binding))
+            if not passed or any(type(a) is not cst.Name for a in passed):
+                return None
+            for arg in passed:
+                one = _returned_host_name(rule, arg, depth + 1)
+                if one is None or answer is not None and one[0] != answer[0]:
+                    return None
+                answer = answer or one
+            continue
+        if binding.kind != "assign" or binding.index is None or type(binding.value) is not cst.Call or \
+                not isinstance(binding.source, cst.Assign) or len(binding.source.targets) != 1:
+            return None
+        target = binding.source.targets[0].target
+        if type(target) not in (cst.Tuple, cst.List) or \
+                any(type(e) is not cst.Element or type(e.value) is not cst.Name for e in target.elements):
+            return None  # a starred or nested unpacking: positions are not the returned elements'
+        call = binding.value
+        if has_star_args(call) or type(call.func) not in (cst.Name, cst.Attribute):
+            return None
+        found = calls.callee(call, own_module=True)
+        if found is None or found[2]:
+            return None
+        summary = found[1]
+        shape = returned_host_elements(calls.project, summary.path, summary.qualname)
+        if shape is None or len(shape) != len(target.elements) or shape[binding.index] is None:
+            return None
+        one = (shape[binding.index], analysis.code(call.func), summary.path, summary.line)
+        if answer is not None and one[0] != answer[0]:
+            return None
+        answer = answer or one
+    return answer
 
 
 def _short(code: str, limit: int = 60) -> str:
