@@ -62,3 +62,126 @@ if __name__ == "__main__":
 def test_data_parallel_on_the_branch_without_cuda_is_not_reported(tmp_path: Path) -> None:
     got = lint_files(tmp_path / "p", {"train.py": TRAIN_DP}, "GPU407")
     assert got == {("train.py", 8, "GPU407")}  # the CUDA branch's wrapper only, not the `else` one at 10
+
+
+ENV = """
+import torch
+
+
+class Environment:
+    def __init__(self, gym_env):
+        self.gym_env = gym_env
+
+    def initial(self):
+        return dict(frame=torch.zeros(1, 4), done=torch.ones(1, 1, dtype=torch.uint8))
+
+    def step(self, action):
+        frame, reward, done, _ = self.gym_env.step(action.item())
+        if done:
+            frame = self.gym_env.reset()
+        return dict(frame=torch.from_numpy(frame).view(1, -1), done=torch.tensor(done).view(1, 1),
+                    reward=torch.tensor(reward).view(1, 1))
+"""
+
+LEARNER = """
+import torch
+import torch.multiprocessing as mp
+from torch import nn
+
+import environment
+
+
+class PolicyNet(nn.Module):
+    def __init__(self, num_actions):
+        super().__init__()
+        self.fc = nn.Linear(4, num_actions)
+
+    def forward(self, inputs):
+        logits = self.fc(inputs["frame"].float())
+        return dict(action=torch.multinomial(logits.softmax(-1), 1))
+
+
+Net = PolicyNet
+
+
+def act(flags, actor_index, free_queue, full_queue, model, buffers):
+    env = environment.Environment(create_env(flags))
+    env_output = env.initial()
+    while True:
+        index = free_queue.get()
+        if index is None:
+            break
+        for t in range(flags.unroll_length):
+            with torch.no_grad():
+                agent_output = model(env_output)
+            env_output = env.step(agent_output["action"])
+            buffers["reward"][index][t, ...] = env_output["reward"]
+            if env_output["done"].item():
+                print("episode over at", actor_index)
+        full_queue.put(index)
+
+
+def learn(flags, model, learner_model, batch, optimizer):
+    output = learner_model(batch)
+    loss = output["action"].float().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    model.load_state_dict(learner_model.state_dict())
+    return loss.item()
+
+
+def train(flags, buffers):
+    flags.device = torch.device("cuda")
+    model = Net(6)
+    model.share_memory()
+    ctx = mp.get_context("fork")
+    free_queue, full_queue = ctx.SimpleQueue(), ctx.SimpleQueue()
+    for i in range(flags.num_actors):
+        actor = ctx.Process(target=act, args=(flags, i, free_queue, full_queue, model, buffers))
+        actor.start()
+    learner_model = Net(6).to(device=flags.device)
+    optimizer = torch.optim.RMSprop(learner_model.parameters(), lr=flags.learning_rate)
+    step = 0
+    while step < flags.total_steps:
+        batch = {k: buffers[k][full_queue.get()].to(device=flags.device) for k in buffers}
+        stats = learn(flags, model, learner_model, batch, optimizer)
+        step += 1
+
+
+def test(flags, num_episodes=10):
+    env = environment.Environment(create_env(flags))
+    model = Net(6)
+    model.eval()
+    checkpoint = torch.load(flags.checkpoint, map_location="cpu")
+    model.load_state_dict(checkpoint["model_state_dict"])
+    observation = env.initial()
+    returns = []
+    while len(returns) < num_episodes:
+        policy_outputs = model(observation)
+        observation = env.step(policy_outputs["action"])
+        if observation["done"].item():
+            returns.append(observation["reward"].item())
+"""
+
+
+def test_actor_and_test_loops_of_a_host_model_are_not_gpu_steps(tmp_path: Path) -> None:
+    got = lint_files(tmp_path / "rl", {"environment.py": ENV, "monobeast.py": LEARNER})
+    # the actor process runs the shared model `train` built and never moved; `test()` a model loaded to the CPU
+    for line in (31, 32, 34, 76, 77, 78, 79):
+        assert not {f for f in got if f[0] == "monobeast.py" and f[1] == line}, line
+    assert not {f for f in got if f[0] == "environment.py"}
+    # the learner's own step, on the CUDA learner model, is still reported
+    assert ("monobeast.py", 46, "GPU101") in got
+
+
+def test_an_actor_given_a_moved_model_still_syncs(tmp_path: Path) -> None:
+    moved = LEARNER.replace("    model.share_memory()\n", "    model = model.cuda()\n")
+    got = lint_files(tmp_path / "rl", {"environment.py": ENV, "monobeast.py": moved})
+    assert ("monobeast.py", 34, "GPU101") in got  # the actor's model is on the GPU now
+
+
+def test_a_test_loop_whose_model_is_moved_elsewhere_still_syncs(tmp_path: Path) -> None:
+    moved = LEARNER.replace('map_location="cpu"', 'map_location=flags.device')
+    got = lint_files(tmp_path / "rl", {"environment.py": ENV, "monobeast.py": moved})
+    assert ("monobeast.py", 78, "GPU101") in got  # a device named in `test()`: not decided as a host loop

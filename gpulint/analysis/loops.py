@@ -92,6 +92,9 @@ class LoopAnalysis:
         self._walks: dict[int, Execution] = {}
         self._walks_without_helpers: dict[int, Execution] = {}
         self._without_helpers = False
+        # analysis/host_models.py: the loop runs only a model built in host memory and never moved, in code
+        # that names no device
+        self.host_model_loop: Optional[Callable[[Loop], bool]] = None
         # analysis/forward.py: the call site that runs a function every step from a loop elsewhere, or None
         self.per_step_caller: Optional[Callable[[cst.FunctionDef], Optional[object]]] = None
         # analysis/__init__.py: whether a call runs the function passed as its argument (by position, or by
@@ -152,6 +155,8 @@ class LoopAnalysis:
                 return LoopRole.COLD  # a loop of a script's function that nothing calls never runs
             if outer is not None and self.dead_calls is not None and self.dead_calls(outer):
                 return LoopRole.COLD  # a method called only under `if self.DBval:` that nothing turns on
+        if self.host_model_loop is not None and self.host_model_loop(loop):
+            return LoopRole.COLD  # an actor's or a CPU test's loop over a model never moved (analysis/host_models.py)
         if _clears_each_item(loop):
             # `for opt in self.optims.values(): opt.zero_grad()`: one call per optimizer of a few, not a step loop;
             # the code around it (a helper a step loop calls) decides how often it runs
