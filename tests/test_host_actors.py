@@ -185,3 +185,61 @@ def test_a_test_loop_whose_model_is_moved_elsewhere_still_syncs(tmp_path: Path) 
     moved = LEARNER.replace('map_location="cpu"', 'map_location=flags.device')
     got = lint_files(tmp_path / "rl", {"environment.py": ENV, "monobeast.py": moved})
     assert ("monobeast.py", 78, "GPU101") in got  # a device named in `test()`: not decided as a host loop
+
+
+EVAL_APPEND = """
+import numpy as np
+import torch
+
+
+def evaluate(model, loader):
+    model = model.cuda()
+    preds = None
+    for batch in loader:
+        logits = model(batch.cuda(non_blocking=True))
+        if preds is None:
+            preds = logits.detach().cpu().numpy()
+        else:
+            preds = np.append(preds, logits.detach().cpu().numpy(), axis=0)
+    return preds
+
+
+def evaluate_reset(model, loader):
+    model = model.cuda()
+    for batch in loader:
+        preds = None
+        logits = model(batch.cuda(non_blocking=True))
+        if preds is None:
+            preds = logits.detach().cpu().numpy()
+        print(preds)
+"""
+
+
+def test_the_first_batch_branch_of_an_accumulation_runs_once(tmp_path: Path) -> None:
+    got = lint_files(tmp_path / "p", {"evaluate.py": EVAL_APPEND}, "GPU104")
+    assert ("evaluate.py", 12, "GPU104") not in got  # `if preds is None:` holds on the first batch only
+    assert ("evaluate.py", 14, "GPU104") in got  # the `else` branch copies every batch
+    assert ("evaluate.py", 24, "GPU104") in got  # set back to None every iteration: the branch runs every time
+
+
+DETECT = """
+import torch
+
+
+def detect(model, loader):
+    model = model.cuda()
+    for images in loader:
+        scores = model(images.cuda(non_blocking=True))
+        final_scores = torch.Tensor([])
+        final_boxes = torch.Tensor(4, 4)
+        final_scores = final_scores.cuda()
+        final_boxes = final_boxes.cuda()
+        final_scores = torch.cat((final_scores, scores))
+        print(final_scores, final_boxes)
+"""
+
+
+def test_an_empty_legacy_tensor_moved_each_step_copies_nothing(tmp_path: Path) -> None:
+    got = lint_files(tmp_path / "p", {"detect.py": DETECT}, "GPU203")
+    assert ("detect.py", 11, "GPU203") not in got  # `torch.Tensor([])`: no values to copy
+    assert ("detect.py", 12, "GPU203") in got  # a 4x4 host allocation copied every step

@@ -954,6 +954,10 @@ class LoopAnalysis:
         """`if self.graph is None: self._capture(...)`: the block sets the attribute it tests, itself or through
         a method of the same class (DLRM's CUDA-graph capture), so it runs once, not every time around."""
         test = block.test
+        if type(test) is cst.Comparison and len(test.comparisons) == 1 and \
+                type(test.comparisons[0].operator) is cst.Is and type(test.comparisons[0].comparator) is cst.Name \
+                and test.comparisons[0].comparator.value == "None" and type(test.left) is cst.Name:
+            return self._first_iteration(block, test.left.value)
         if not (type(test) is cst.Comparison and len(test.comparisons) == 1
                 and type(test.comparisons[0].operator) is cst.Is
                 and type(test.comparisons[0].comparator) is cst.Name
@@ -975,6 +979,27 @@ class LoopAnalysis:
                     node.func.attr.value in methods and _assigns_self(methods[node.func.attr.value].body, attr):
                 return reason
         return None
+
+    def _first_iteration(self, block: cst.If, name: str) -> Optional[str]:
+        """`preds = None` before `for batch in loader:`, then `if preds is None: preds = logits.cpu().numpy()
+        else: preds = np.append(preds, ...)` in it: the body sets the local name it tests, which nothing in the
+        loop sets back to `None`, so it runs on the first iteration of each pass only (the `else` every time)."""
+        loop = next((a for a in self.index.ancestors(block) if type(a) in (cst.For, cst.While, cst.FunctionDef,
+                                                                          cst.Lambda, cst.ClassDef)), None)
+        if type(loop) not in (cst.For, cst.While):
+            return None
+        sets = False
+        for node in descendants(loop):
+            if type(node) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == name
+                                                for t in node.targets):
+                if type(node.value) is cst.Name and node.value.value == "None":
+                    return None  # `preds = None` again inside the loop: the test may hold on a later iteration
+                if self.index.is_ancestor_or_self(block.body, node):
+                    sets = True
+            elif type(node) in (cst.AnnAssign, cst.AugAssign, cst.Del, cst.Global, cst.Nonlocal, cst.NamedExpr) \
+                    and name in _code(node).split("=")[0]:
+                return None  # anything less plain about the name: unsure
+        return "once, on the first iteration, while a name tested for None is set" if sets else None
 
     def _class_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
         """The innermost class whose method holds `node` (for a method itself: its class)."""
