@@ -243,3 +243,10 @@ def test_an_empty_legacy_tensor_moved_each_step_copies_nothing(tmp_path: Path) -
     got = lint_files(tmp_path / "p", {"detect.py": DETECT}, "GPU203")
     assert ("detect.py", 11, "GPU203") not in got  # `torch.Tensor([])`: no values to copy
     assert ("detect.py", 12, "GPU203") in got  # a 4x4 host allocation copied every step
+
+
+def test_an_actor_whose_shared_model_a_helper_moves_in_place_still_syncs(tmp_path: Path) -> None:
+    moved = LEARNER.replace("    model.share_memory()\n", "    model.share_memory()\n    place(model, flags)\n") + \
+        "\n\ndef place(net, flags):\n    net.to(flags.device)\n"
+    got = lint_files(tmp_path / "rl", {"environment.py": ENV, "monobeast.py": moved})
+    assert ("monobeast.py", 34, "GPU101") in got  # `net.to(...)` moves the very object the actors run

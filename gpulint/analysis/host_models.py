@@ -218,8 +218,9 @@ def _started_targets(analysis: "ModuleAnalysis") -> dict:
     return found
 
 
-def _moved_in(analysis: "ModuleAnalysis", scope: cst.FunctionDef, name: str) -> bool:
-    """`name.to(...)`, `name.cuda()` or `Wrapper(name)` of a device word anywhere in `scope`."""
+def _moved_in(analysis: "ModuleAnalysis", scope: cst.FunctionDef, name: str, depth: int = 0) -> bool:
+    """`name.to(...)`, `name.cuda()` or `Wrapper(name)` of a device word anywhere in `scope`, or in a function
+    of the module `scope` hands it to (`model.cuda()` moves the object in place, for every holder of it)."""
     for node in descendants(scope):
         if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == name and \
                 node.attr.value in _DEVICE_WORDS:
@@ -229,4 +230,28 @@ def _moved_in(analysis: "ModuleAnalysis", scope: cst.FunctionDef, name: str) -> 
             last = func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else ""
             if last in _DEVICE_WORDS:
                 return True
+            callee = analysis.loops.local_function(node)
+            if callee is None or callee is scope:
+                continue
+            if depth >= _DEPTH:
+                return True  # unsure
+            params = callee.params
+            positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+            if positional and positional[0] == "self" and type(func) is cst.Attribute:
+                positional = positional[1:]
+            plain = [a for a in node.args if a.keyword is None]
+            for i, a in enumerate(node.args):
+                if not (type(a.value) is cst.Name and a.value.value == name):
+                    continue
+                if a.star:
+                    return True
+                if a.keyword is not None:
+                    received = a.keyword.value
+                else:
+                    k = plain.index(a)
+                    if any(p.star for p in plain[:k]) or k >= len(positional):
+                        return True  # through `*args`: unsure
+                    received = positional[k]
+                if _moved_in(analysis, callee, received, depth + 1):
+                    return True
     return False
