@@ -344,6 +344,9 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
         loops.epoch_through_method = lambda call: _epoch_through_method(analysis, call)
         loops.periodic_predicate = lambda call: _periodic_predicate(analysis, call)
         loops.project_network = lambda name: _project_network(analysis, name)
+        from gpulint.analysis.host_models import host_model_loop
+
+        loops.host_model_loop = lambda loop: host_model_loop(analysis, loop)
         from gpulint.analysis.uncalled import uncalled
 
         loops.uncalled = lambda fn: uncalled(analysis, fn)

@@ -391,6 +391,8 @@ class KindInference:
             if own and len(own) < len(bindings) and all(type(b.value) is cst.BinaryOperation for b in own):
                 self._assumed_host.add(node.value)
             bindings = self._reaching(node, bindings)
+            if any(b.kind == "augassign" for b in bindings) and self._host_through_updates(node, depth):
+                return True
             try:
                 return bool(bindings) and all(b.kind in ("assign", "walrus") and b.value is not None and (
                     self.on_host(b.value, depth + 1) if b.index is None else self._computed_on_host(b.value, depth)
@@ -401,6 +403,18 @@ class KindInference:
             finally:
                 self._assumed_host.discard(node.value)
         return False
+
+    def _host_through_updates(self, name: cst.Name, depth: int) -> bool:
+        """`boxes = boxes.cpu()` then `boxes /= scale` before the read: an in-place update of a tensor never moves
+        it, whatever the operand (a CUDA operand of a host tensor's in-place op raises), so a name whose plain
+        bindings reaching the read are all host tensors (not numbers: `n = t.item(); n += cuda_t` is a CUDA
+        tensor) stays on the host through its augmented assignments."""
+        reaching = self.reaching_bindings(name)
+        plain = [b for b in reaching if b.kind != "augassign"]
+        return bool(plain) and len(plain) < len(reaching) and all(
+            b.kind == "augassign" and b.index is None for b in reaching if b.kind == "augassign") and all(
+            b.kind in ("assign", "walrus") and b.index is None and b.value is not None and
+            self.of(b.value) is Kind.TENSOR and self.on_host(b.value, depth + 1) for b in plain)
 
     def _host_update(self, b: Binding, depth: int) -> bool:
         """`n += to_mask.numel()`, `n -= host[i]`: an augmented assignment adding a Python number or a host value

@@ -97,6 +97,9 @@ class LoopAnalysis:
         # a loop's role, its training and batch questions each walked the same body again (`_body`)
         self._bodies: dict[tuple[int, bool], tuple] = {}
         self._without_helpers = False
+        # analysis/host_models.py: the loop runs only a model built in host memory and never moved, in code
+        # that names no device
+        self.host_model_loop: Optional[Callable[[Loop], bool]] = None
         # analysis/forward.py: the call site that runs a function every step from a loop elsewhere, or None
         self.per_step_caller: Optional[Callable[[cst.FunctionDef], Optional[object]]] = None
         # analysis/__init__.py: whether a call runs the function passed as its argument (by position, or by
@@ -168,6 +171,8 @@ class LoopAnalysis:
                 return LoopRole.COLD  # a loop of a script's function that nothing calls never runs
             if outer is not None and self.dead_calls is not None and self.dead_calls(outer):
                 return LoopRole.COLD  # a method called only under `if self.DBval:` that nothing turns on
+        if self.host_model_loop is not None and self.host_model_loop(loop):
+            return LoopRole.COLD  # an actor's or a CPU test's loop over a model never moved (analysis/host_models.py)
         if _clears_each_item(loop):
             # `for opt in self.optims.values(): opt.zero_grad()`: one call per optimizer of a few, not a step loop;
             # the code around it (a helper a step loop calls) decides how often it runs
@@ -965,6 +970,10 @@ class LoopAnalysis:
         """`if self.graph is None: self._capture(...)`: the block sets the attribute it tests, itself or through
         a method of the same class (DLRM's CUDA-graph capture), so it runs once, not every time around."""
         test = block.test
+        if type(test) is cst.Comparison and len(test.comparisons) == 1 and \
+                type(test.comparisons[0].operator) is cst.Is and type(test.comparisons[0].comparator) is cst.Name \
+                and test.comparisons[0].comparator.value == "None" and type(test.left) is cst.Name:
+            return self._first_iteration(block, test.left.value)
         if not (type(test) is cst.Comparison and len(test.comparisons) == 1
                 and type(test.comparisons[0].operator) is cst.Is
                 and type(test.comparisons[0].comparator) is cst.Name
@@ -986,6 +995,27 @@ class LoopAnalysis:
                     node.func.attr.value in methods and _assigns_self(methods[node.func.attr.value].body, attr):
                 return reason
         return None
+
+    def _first_iteration(self, block: cst.If, name: str) -> Optional[str]:
+        """`preds = None` before `for batch in loader:`, then `if preds is None: preds = logits.cpu().numpy()
+        else: preds = np.append(preds, ...)` in it: the body sets the local name it tests, which nothing in the
+        loop sets back to `None`, so it runs on the first iteration of each pass only (the `else` every time)."""
+        loop = next((a for a in self.index.ancestors(block) if type(a) in (cst.For, cst.While, cst.FunctionDef,
+                                                                          cst.Lambda, cst.ClassDef)), None)
+        if type(loop) not in (cst.For, cst.While):
+            return None
+        sets = False
+        for node in descendants(loop):
+            if type(node) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == name
+                                                for t in node.targets):
+                if type(node.value) is cst.Name and node.value.value == "None":
+                    return None  # `preds = None` again inside the loop: the test may hold on a later iteration
+                if self.index.is_ancestor_or_self(block.body, node):
+                    sets = True
+            elif type(node) in (cst.AnnAssign, cst.AugAssign, cst.Del, cst.Global, cst.Nonlocal, cst.NamedExpr) \
+                    and name in _code(node).split("=")[0]:
+                return None  # anything less plain about the name: unsure
+        return "once, on the first iteration, while a name tested for None is set" if sets else None
 
     def _class_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
         """The innermost class whose method holds `node` (for a method itself: its class)."""

@@ -688,6 +688,10 @@ class TrainingFacts:
             return bool(values) and all(v is not None and self.cuda_device(v, depth + 1) for v in values)
         return False
 
+    def without_cuda(self, node: cst.CSTNode) -> bool:
+        """`node` lies on a branch taken only where CUDA is unavailable (`LoopAnalysis.without_cuda`)."""
+        return self._without_cuda(node)
+
     def _without_cuda(self, node: cst.CSTNode) -> bool:
         """`node` lies on a branch taken only where CUDA is unavailable (`LoopAnalysis.without_cuda`)."""
         child = node

@@ -81,6 +81,11 @@ class DataParallel(GpuRule):
         "elif torch.cuda.device_count() > 1:\n    model = torch.nn.DataParallel(model)\n"
         "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
         "for x in loader:\n    model(x).sum().backward()\n    opt.step()\n",
+        # the wrapper of the branch taken without CUDA (the CUDA branch's own wrapper is reported)
+        "import torch\nmodel = torch.nn.Linear(4, 2)\nif not torch.cuda.is_available():\n"
+        "    model = torch.nn.DataParallel(model)\nelse:\n    model = model.cuda()\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in loader:\n    model(x).sum().backward()\n    opt.step()\n",
     )
     INVALID = (
         Example("import torch\nmodel = torch.nn.DataParallel(torch.nn.Linear(4, 2)).cuda()\n"
@@ -93,7 +98,9 @@ class DataParallel(GpuRule):
         if not self.analysis.targets_gpu or self.analysis.qualified(node.func) not in DATA_PARALLEL:
             return
         facts = training_facts(self.analysis)
-        if facts.training_loops() and facts.entry_point() and not self._offers_ddp():
+        if facts.training_loops() and facts.entry_point() and not self._offers_ddp() and \
+                not facts.without_cuda(node):
+            # `else: model = nn.DataParallel(model)` of `if torch.cuda.is_available():` runs only without a GPU
             self.report(node)
 
     def _offers_ddp(self) -> bool:

@@ -644,6 +644,9 @@ class HostTensorMovedEachStep(Rule):
             expr = expr.func.value  # `torch.LongTensor(b, n).fill_(0)`: filled on the host, then copied
         if isinstance(expr, cst.Call) and self.analysis.qualified(expr.func) in _LEGACY_CONSTRUCTORS and \
                 expr.args and not any(a.star for a in expr.args):
+            if len(expr.args) == 1 and type(expr.args[0].value) in (cst.List, cst.Tuple) and \
+                    not expr.args[0].value.elements:  # type: ignore[attr-defined]
+                return None  # `torch.Tensor([])`: no values, the copy moves nothing
             return expr
         return None
 
