@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
+from gpulint.analysis.progress_wrappers import is_progress_wrapper
 import libcst as cst
 
 from gpulint.analysis.empty_exit import empty_input_exit
@@ -716,8 +717,8 @@ class LoopAnalysis:
             args = [a.value for a in iterable.args if a.keyword is None and not a.star]
             if fn == "zip" and any(a.star == "*" and self.kinds.holds_loaders(a.value) for a in iterable.args):
                 return True  # `zip(*loaders)`: one batch of each loader per iteration
-            if fn in ("enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "zip", "islice",
-                      "itertools.islice") and args:
+            if (fn in ("enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "zip", "islice",
+                       "itertools.islice") or is_progress_wrapper(fn)) and args:
                 return any(self._iterates_batches(a, depth + 1) for a in args)
         return self.kinds.of(iterable) is Kind.LOADER
 
@@ -1999,7 +2000,8 @@ def _over_items(loop: Loop, fn: cst.FunctionDef) -> bool:
     if type(loop) is cst.While:
         return any(type(n) is cst.Call and dotted_name(n.func) == "next" for n in _walk_body(loop, into_loops=True))
     iterable = loop.iter
-    while type(iterable) is cst.Call and dotted_name(iterable.func) in _ITERATION_WRAPPERS and iterable.args:
+    while type(iterable) is cst.Call and (dotted_name(iterable.func) in _ITERATION_WRAPPERS or
+                                          is_progress_wrapper(dotted_name(iterable.func))) and iterable.args:
         iterable = iterable.args[0].value
     root = iterable
     while type(root) in (cst.Attribute, cst.Subscript):
