@@ -1101,6 +1101,13 @@ class LoopAnalysis:
                     return Execution(Frequency.EVERY_ITERATION, parent)
                 if role is LoopRole.EPOCH:
                     return Execution(Frequency.PERIODIC, parent, "once per epoch, outside the inner loop")
+            elif type(parent) in _COMPREHENSIONS and child is not parent.for_in and \
+                    self._iterates_batches(parent.for_in.iter):  # type: ignore[attr-defined]
+                # `torch.cat([eval_batch(bat) for bat in tqdm(DataLoader(dataset))])`: the element is computed
+                # once per batch of the loader, as a `for` loop's body is (no loop statement to name)
+                if periodic:
+                    return Execution(Frequency.PERIODIC, None, periodic)
+                return Execution(Frequency.EVERY_ITERATION, None)
             elif type(parent) in (cst.FunctionDef, cst.Lambda):
                 if type(parent) is cst.FunctionDef:
                     local = self.hot_helpers().get(id(parent))
@@ -2013,6 +2020,7 @@ def _over_items(loop: Loop, fn: cst.FunctionDef) -> bool:
                for n in _names_under(loop.iter))
 
 
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 _ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "zip", "reversed",
                                  "islice", "itertools.islice"})
 
