@@ -75,6 +75,12 @@ _SETUP_METHODS = {"__init__", "__getitem__", "__len__", "__iter__", "__next__", 
                   "_init_weights", "init_weights"}
 _MANY = 8
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+def _has_comprehension(tree: ast.AST) -> bool:
+    """A comprehension anywhere in the module: over a loader, its element runs every batch (loops.py `_walk_up`)."""
+    return any(isinstance(node, _COMPREHENSIONS) for node in ast_walk.walk(tree))
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
@@ -126,7 +132,8 @@ class FileFacts:
             return bool(self._held[condition])
         if condition == HOT_LOOP:
             if HOT_LOOP not in self._held:
-                self._held[HOT_LOOP] = any(self._may_be_hot(*loop) for loop in self._loops)
+                self._held[HOT_LOOP] = any(self._may_be_hot(*loop) for loop in self._loops) or (
+                    self._names_a_loader() and _has_comprehension(self.tree))  # `[f(b) for b in tqdm(loader)]`
             return bool(self._held[HOT_LOOP])
         if condition == RETURNED_LOADER:
             if condition not in self._held:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional
 
+from gpulint.analysis.progress_wrappers import is_progress_wrapper
 from gpulint import ast_walk
 
 # kinds.py: calls of these builtins are numbers or other Python values, never tensors.
@@ -134,7 +135,7 @@ class TensorFacts:
             dotted = _dotted(func)
             if dotted == "range":
                 return False
-            if dotted in _ITERATION_WRAPPERS:
+            if dotted in _ITERATION_WRAPPERS or is_progress_wrapper(dotted):
                 return any(self._may_yield_tensor(a.value if isinstance(a, ast.Starred) else a, names)
                            for a in iterable.args)
             if isinstance(func, ast.Attribute) and func.attr in ("parameters", "items", "keys", "values"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator, Optional, Union
 
+from gpulint.analysis.progress_wrappers import is_progress_wrapper
 import libcst as cst
 
 from gpulint.analysis import Kind, ModuleAnalysis
@@ -405,7 +406,7 @@ class DataFacts:
         if is_dataloader(a, expr):
             return [expr]
         if type(expr) is cst.Call:
-            if dotted_name(expr.func) in _WRAPPERS:
+            if dotted_name(expr.func) in _WRAPPERS or is_progress_wrapper(dotted_name(expr.func)):
                 return [c for arg in positional(expr) for c in self.loaders(arg, depth + 1)] + [
                     c for arg in expr.args if arg.star == "*" and type(arg.value) is cst.Name and
                     a.kinds.holds_loaders(arg.value) for c in self._listed_loaders(arg.value, depth + 1)]
@@ -420,7 +421,8 @@ class DataFacts:
                     found.extend(self._unpacked_loaders(b.value, b.index, depth + 1))
                 elif b.kind in ("assign", "walrus"):
                     found.extend(self.loaders(b.value, depth + 1))
-                elif b.kind == "with" and type(b.value) is cst.Call and dotted_name(b.value.func) in _WRAPPERS:
+                elif b.kind == "with" and type(b.value) is cst.Call and (dotted_name(b.value.func) in _WRAPPERS or
+                                                                     is_progress_wrapper(dotted_name(b.value.func))):
                     found.extend(self.loaders(b.value, depth + 1))  # `with tqdm(enumerate(loader)) as t:`
                 elif b.kind == "param":
                     for arg in self._arguments_for(b):
@@ -669,10 +671,19 @@ class DataFacts:
         found = self._moves.get(id(loop))
         if found is None:
             found = self._moves[id(loop)] = any(
-                type(node) is cst.Call and (self.copy_target(node) == ACCELERATOR and
-                                            self.batch_loop(node.func.value) is loop  # type: ignore[union-attr]
+                type(node) is cst.Call and (self.copy_target(node) == ACCELERATOR and (
+                    self.batch_loop(node.func.value) is loop  # type: ignore[union-attr]
+                    or self._built_from_batch(node.func.value, loop))  # type: ignore[union-attr]
                                             or self._helper_moves(node, loop)) for node in _walk(loop.body))
         return found
+
+    def _built_from_batch(self, value: cst.BaseExpression, loop: Loop) -> bool:
+        """`torch.cat([1 - torch.sum(msk[:, i], dim=0), msk[:, i]], 0)` moved with `.cuda()`: a host tensor a
+        `torch.*` function builds from parts of the loop's batch (the batch goes to the device piece by piece)."""
+        if type(value) is not cst.Call or not (dotted_name(value.func) or "").startswith("torch."):
+            return False
+        return any(type(n) is cst.Name and self.batch_loop(n) is loop
+                   for arg in value.args for n in _walk(arg.value))
 
     def _helper_moves(self, call: cst.Call, loop: Loop) -> bool:
         """A project function or method handed the loop's batch that copies it to the GPU on every call

@@ -11,6 +11,7 @@ import enum
 import re
 from typing import Callable, Optional
 
+from gpulint.analysis.progress_wrappers import is_progress_wrapper
 import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
@@ -54,6 +55,9 @@ _VERB_PREFIX = re.compile(r"^_*(get|save|print|export|freeze|unfreeze|update|res
 # `model_func`: a function that runs the model (OpenPCDet's `model_func(model, batch)` returning `loss, tb_dict,
 # disp_dict`) or builds one (`self.feature = model_func()`), not the model; the listed loss names stay modules.
 _FUNCTION_NAME = re.compile(r"^(?!loss_func$).*_func$")
+# Methods a tensor, an array or a Python object does not have and a PyTorch module does (`_run_module_params`).
+_ONLY_MODULE_METHODS = frozenset({"eval", "parameters", "named_parameters", "state_dict", "load_state_dict",
+                                  "modules", "named_modules", "children", "named_children"})
 # Methods only a PyTorch module answers together (`self.model.train()`, `.parameters()`): `_treated_as_module`
 _MODULE_METHODS = frozenset({"train", "eval", "parameters", "named_parameters", "state_dict", "load_state_dict",
                              "zero_grad", "modules", "named_modules", "children", "requires_grad_", "half", "float",
@@ -210,6 +214,7 @@ class KindInference:
         self._cuts: list[tuple[int, str]] = []
         self._buffers: Optional[set[str]] = None
         self._stored_values: Optional[dict] = None  # (class, attribute) -> the values `self.<attribute> =` stores
+        self._module_params: Optional[set] = None  # (function, parameter) run as a network: `_run_module_params`
         self._module_evidence: Optional[set] = None  # (class, attribute or "*backward*"): `_treated_as_module`
         self._backward_entries: Optional[set[tuple[int, str, str]]] = None  # (class, attribute, key): `_backpropagated_entry`
         self._returning: set[int] = set()  # nested functions whose returns are being read (recursion guard)
@@ -594,7 +599,7 @@ class KindInference:
             if fn == "enumerate" and args and len(iterable.args) == len(args):
                 # the counter; or the element, a row of what is enumerated (`for i, l in enumerate(host_lengths)`)
                 return index == 0 or index == 1 and self._iterated_on_host(args[0], None, depth)
-            if fn in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "reversed") and args:
+            if (fn in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "reversed") or is_progress_wrapper(fn)) and args:
                 return self._iterated_on_host(args[0], index, depth)
             if fn == "zip" and args and len(iterable.args) == len(args) and index is not None and index < len(args):
                 return self.on_host(args[index], depth)
@@ -1093,7 +1098,11 @@ class KindInference:
                 if kind is not Kind.UNKNOWN:
                     return kind
             if self.parameter_hook is not None and type(param) is cst.Param and param.default is None:
-                return self.parameter_hook(b)
+                kind = self.parameter_hook(b)
+                if kind is not Kind.UNKNOWN:
+                    return kind
+            if type(param) is cst.Param and (id(b.source), param.name.value) in self._run_module_params():
+                return Kind.MODULE  # `retinanet.eval()` then `retinanet(img)`: a network handed in
             return Kind.UNKNOWN
         if b.kind == "class":
             return Kind.MODULE_CLASS if _is_module_class(self, b.value) else Kind.OTHER
@@ -1220,7 +1229,8 @@ class KindInference:
         bindings = self.index.visible_bindings(iterable)
         if len(bindings) == 1 and bindings[0].kind in ("assign", "with") and bindings[0].index is None and \
                 isinstance(bindings[0].value, cst.Call) and \
-                dotted_name(bindings[0].value.func) in _ITERATION_WRAPPERS:
+                (dotted_name(bindings[0].value.func) in _ITERATION_WRAPPERS or
+                 is_progress_wrapper(dotted_name(bindings[0].value.func))):
             return bindings[0].value
         return iterable
 
@@ -1234,8 +1244,8 @@ class KindInference:
                 if index == 0:
                     return Kind.NUMBER
                 return self.iteration_kind(args[0], None)
-            if fn in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "islice", "itertools.islice", "reversed") \
-                    and args:
+            if (fn in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "islice", "itertools.islice", "reversed")
+                    or is_progress_wrapper(fn)) and args:
                 return self.iteration_kind(args[0], index)
             if fn == "zip" and args:
                 if index is not None and index < len(args):
@@ -1671,6 +1681,28 @@ class KindInference:
                     or bindings[0].source.name.value != "__init__" or self.of(value) is not Kind.MODULE:
                 return False
         return True
+
+    def _run_module_params(self) -> set:
+        """(function, parameter) pairs where the function both calls a method only a PyTorch module answers on
+        the parameter (`net.eval()`, `net.parameters()`, `net.load_state_dict(...)`) and calls the parameter itself
+        (`net(images)`): whatever its name (`def _get_detections(dataset, retinanet)`), a network the caller hands
+        in, run on every item. One pass over the module's calls, kept per analysis."""
+        if self._module_params is None:
+            methods: set = set()
+            called: set = set()
+            for call in of_types(self.index, cst.Call):
+                callee = call.func  # type: ignore[attr-defined]
+                if type(callee) is cst.Name:
+                    scope = self.index.enclosing_scope(call)
+                    if type(scope) is cst.FunctionDef:
+                        called.add((id(scope), callee.value))
+                elif type(callee) is cst.Attribute and type(callee.value) is cst.Name and \
+                        callee.attr.value in _ONLY_MODULE_METHODS:
+                    scope = self.index.enclosing_scope(call)
+                    if type(scope) is cst.FunctionDef:
+                        methods.add((id(scope), callee.value.value))
+            self._module_params = methods & called
+        return self._module_params
 
     def _treated_as_module(self, cls: cst.ClassDef, attribute: str) -> bool:
         """Some method of `cls` calls a PyTorch module method on `self.<attribute>`, or some call in it is a

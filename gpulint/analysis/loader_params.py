@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from gpulint.analysis.progress_wrappers import is_progress_wrapper
 import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
@@ -76,7 +77,8 @@ def _iterated_parameter(analysis, loop: cst.CSTNode):
         return None
     iterable: cst.BaseExpression = analysis.kinds.wrapper_bound_to(loop.iter)
     for _ in range(4):
-        if type(iterable) is not cst.Call or dotted_name(iterable.func) not in _SAME_ELEMENTS:
+        if type(iterable) is not cst.Call or (dotted_name(iterable.func) not in _SAME_ELEMENTS and
+                                              not is_progress_wrapper(dotted_name(iterable.func))):
             break
         args = positional(iterable)
         if not args:

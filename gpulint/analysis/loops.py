@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
+from gpulint.analysis.progress_wrappers import is_progress_wrapper
 import libcst as cst
 
 from gpulint.analysis.empty_exit import empty_input_exit
@@ -737,8 +738,8 @@ class LoopAnalysis:
             args = [a.value for a in iterable.args if a.keyword is None and not a.star]
             if fn == "zip" and any(a.star == "*" and self.kinds.holds_loaders(a.value) for a in iterable.args):
                 return True  # `zip(*loaders)`: one batch of each loader per iteration
-            if fn in ("enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "zip", "islice",
-                      "itertools.islice") and args:
+            if (fn in ("enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "zip", "islice",
+                       "itertools.islice") or is_progress_wrapper(fn)) and args:
                 return any(self._iterates_batches(a, depth + 1) for a in args)
         return self.kinds.of(iterable) is Kind.LOADER
 
@@ -1149,6 +1150,13 @@ class LoopAnalysis:
                     return Execution(Frequency.EVERY_ITERATION, parent)
                 if role is LoopRole.EPOCH:
                     return Execution(Frequency.PERIODIC, parent, "once per epoch, outside the inner loop")
+            elif type(parent) in _COMPREHENSIONS and child is not parent.for_in and \
+                    self._iterates_batches(parent.for_in.iter):  # type: ignore[attr-defined]
+                # `torch.cat([eval_batch(bat) for bat in tqdm(DataLoader(dataset))])`: the element is computed
+                # once per batch of the loader, as a `for` loop's body is (no loop statement to name)
+                if periodic:
+                    return Execution(Frequency.PERIODIC, None, periodic)
+                return Execution(Frequency.EVERY_ITERATION, None)
             elif type(parent) in (cst.FunctionDef, cst.Lambda):
                 if type(parent) is cst.FunctionDef:
                     local = self.hot_helpers().get(id(parent))
@@ -2048,7 +2056,8 @@ def _over_items(loop: Loop, fn: cst.FunctionDef) -> bool:
     if type(loop) is cst.While:
         return any(type(n) is cst.Call and dotted_name(n.func) == "next" for n in _walk_body(loop, into_loops=True))
     iterable = loop.iter
-    while type(iterable) is cst.Call and dotted_name(iterable.func) in _ITERATION_WRAPPERS and iterable.args:
+    while type(iterable) is cst.Call and (dotted_name(iterable.func) in _ITERATION_WRAPPERS or
+                                          is_progress_wrapper(dotted_name(iterable.func))) and iterable.args:
         iterable = iterable.args[0].value
     root = iterable
     while type(root) in (cst.Attribute, cst.Subscript):
@@ -2060,6 +2069,7 @@ def _over_items(loop: Loop, fn: cst.FunctionDef) -> bool:
                for n in _names_under(loop.iter))
 
 
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 _ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "zip", "reversed",
                                  "islice", "itertools.islice"})
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Optional
 
 from gpulint import ast_walk
+from gpulint.analysis.progress_wrappers import is_progress_wrapper
 from gpulint.analysis.project import _dotted
 
 MAX_DEPTH = 6
@@ -165,7 +166,8 @@ def _over_data(loop, params: set) -> bool:
         return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "next"
                    for stmt in loop.body for n in ast_walk.walk(stmt))
     iterable = loop.iter
-    while isinstance(iterable, ast.Call) and _dotted(iterable.func) in _WRAPPERS and iterable.args:
+    while isinstance(iterable, ast.Call) and (_dotted(iterable.func) in _WRAPPERS or
+                                              is_progress_wrapper(_dotted(iterable.func))) and iterable.args:
         iterable = iterable.args[0]
     name = _dotted(iterable)
     if name is not None and name.split(".")[0] in params:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
+from gpulint.analysis.progress_wrappers import is_progress_wrapper
 import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
@@ -223,7 +224,7 @@ def _iterates_a_loader(kinds: "KindInference", iterable: cst.BaseExpression, dep
         # `metric_logger.log_every(loader, print_freq, header)`: the MetricLogger of torchvision's reference
         # scripts (copied into DETR, DeiT, MAE, DINO, BLIP...) yields the iterable's items unchanged while it logs
         logs = type(iterable.func) is cst.Attribute and iterable.func.attr.value == "log_every"
-        if fn not in _SAME_ELEMENTS and not logs:
+        if fn not in _SAME_ELEMENTS and not logs and not is_progress_wrapper(fn):
             return False
         args = [a.value for a in iterable.args if a.keyword is None and not a.star]
         return bool(args) and _iterates_a_loader(kinds, args[0], depth + 1)
@@ -266,6 +267,39 @@ def _moved_in(kinds: "KindInference", loop: cst.For, name: str) -> bool:
             call = up.get(id(parent))
             if type(call) is cst.Call and _moving_helper(call):
                 return True
+        if _built_into_a_move(kinds, node):
+            return True
+    return False
+
+
+# Nodes through which a tensor expression is built from its parts (`torch.cat([1 - m[:, i], m[:, i]], 0)`).
+_BUILDING = (cst.Subscript, cst.SubscriptElement, cst.Index, cst.Slice, cst.Element, cst.List, cst.Tuple,
+             cst.BinaryOperation, cst.UnaryOperation, cst.Arg)
+
+
+def _built_into_a_move(kinds: "KindInference", node: cst.Name) -> bool:
+    """`torch.cat([1 - torch.sum(msk[:, i], dim=0), msk[:, i]], 0).cuda()`: `node` is a part of a tensor that torch
+    functions, indexing and arithmetic build on the host and the expression then moves, so the element it reads
+    is a host tensor moved piece by piece. Only through `torch.*` calls (a model's or helper's output moved says
+    nothing of its inputs)."""
+    up = kinds.index.up
+    current: cst.CSTNode = node
+    through_torch = False
+    for _ in range(12):
+        parent = up.get(id(current))
+        if type(parent) is cst.Attribute and parent.value is current:
+            if not through_torch:
+                return False
+            method = _past_conversions(kinds, parent)
+            call = up.get(id(method))
+            return type(call) is cst.Call and call.func is method and _moving_method(kinds, method.attr.value, call)
+        if type(parent) is cst.Call:
+            if current is parent.func or not (dotted_name(parent.func) or "").startswith("torch."):
+                return False
+            through_torch = True
+        elif type(parent) not in _BUILDING:
+            return False
+        current = parent
     return False
 
 
@@ -586,16 +620,36 @@ def _decide_indexed(kinds: "KindInference", loop: cst.For, batch: str, index: st
     if _moved_in(kinds, loop, batch) or _moved_in(kinds, loop, name):
         return False
     siblings = set()
-    for node in cst.ensure_type(loop.body, cst.IndentedBlock).body:
-        if type(node) is not cst.SimpleStatementLine:
-            continue
+    for node in _straight_statements(loop.body):
         for small in node.body:
             if type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
-                element = _element_of(small.value)
+                element = _element_of(_outer_element(small.value))
                 if element is not None and element[0] == batch and element[1] != index:
                     siblings.add(small.targets[0].target.value)
     return any(_moved_in(kinds, loop, other) or _read_as_host_array(kinds, loop, other)
                for other in siblings if other != name) or _sibling_moved_in_place(kinds, loop, batch, index)
+
+
+def _straight_statements(body: cst.BaseSuite, depth: int = 0):
+    """The simple statement lines of a loop body, also those inside its `with` and `if` blocks (`with
+    torch.cuda.amp.autocast(): rgb = data["rgb"]`), not those of nested loops or functions."""
+    if type(body) is not cst.IndentedBlock or depth > 3:
+        return
+    for node in body.body:
+        if type(node) is cst.SimpleStatementLine:
+            yield node
+        elif type(node) is cst.With:
+            yield from _straight_statements(node.body, depth + 1)
+        elif type(node) is cst.If:
+            yield from _straight_statements(node.body, depth + 1)
+
+
+def _outer_element(value: Optional[cst.CSTNode]) -> Optional[cst.CSTNode]:
+    """`data["gt"][0]`: the batch's element `data["gt"]` a constant index then narrows (a sibling all the same)."""
+    while type(value) is cst.Subscript and type(value.value) is cst.Subscript and len(value.slice) == 1 and \
+            type(value.slice[0].slice) is cst.Index and type(value.slice[0].slice.value) is cst.Integer:
+        value = value.value
+    return value
 
 
 def _sibling_moved_in_place(kinds: "KindInference", loop: cst.For, batch: str, index: str) -> bool:
@@ -687,7 +741,8 @@ def _unknown_batches(kinds: "KindInference", iterable: cst.BaseExpression) -> bo
 
     iterable = kinds.wrapper_bound_to(iterable)
     for _ in range(4):
-        if type(iterable) is not cst.Call or dotted_name(iterable.func) not in _SAME_ELEMENTS:
+        if type(iterable) is not cst.Call or (dotted_name(iterable.func) not in _SAME_ELEMENTS and
+                                              not is_progress_wrapper(dotted_name(iterable.func))):
             break
         args = [a.value for a in iterable.args if a.keyword is None and not a.star]
         if not args:
