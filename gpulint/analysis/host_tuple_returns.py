@@ -26,7 +26,7 @@ import ast
 from pathlib import Path
 from typing import Optional
 
-from gpulint.ast_walk import walk
+from gpulint.ast_walk import iter_child_nodes, walk
 
 _KEEPS = frozenset(("float", "double", "half", "long", "int", "bool", "byte", "view", "reshape", "unsqueeze",
                     "squeeze", "flatten", "t", "permute", "transpose", "contiguous", "clone", "repeat", "expand",
@@ -100,7 +100,7 @@ def _own_nodes(fn: ast.FunctionDef) -> list:
     while stack:
         node = stack.pop()
         found.append(node)
-        for child in ast.iter_child_nodes(node):
+        for child in iter_child_nodes(node):
             if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
                 stack.append(child)
     return found
