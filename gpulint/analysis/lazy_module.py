@@ -40,7 +40,7 @@ from gpulint.bigfile import pieces
 THRESHOLD = 1_000_000
 # Parsed units kept (a unit is one top-level statement, or those sharing a line).
 CACHED_UNITS = 128
-CACHED_INDEXES = 4
+CACHED_INDEXES = 8
 
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
