@@ -44,9 +44,13 @@ _DEVICE_WORDS = frozenset({
     "move_to_device", "use_cuda", "use_gpu", "gpu_id", "gpu_ids", "local_rank", "autocast", "amp",
 })
 _DEVICE_TEXT = ("cuda", "gpu", "xla", "mps")
-# A constructor of these builds its parameters in host memory (unless `device=` says otherwise, a device word).
-_LIBRARY_MODELS = ("torch.nn.", "torchvision.models.")
 _THREAD_STARTERS = ("Process", "Thread")
+# Layers that hold parameters: a module built of them computes where they are (a loss or an activation, which
+# holds none, computes where its input lives, so it says nothing of the device).
+_LAYERS = frozenset({"Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+                     "ConvTranspose3d", "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell", "Embedding",
+                     "EmbeddingBag", "MultiheadAttention", "Transformer", "TransformerEncoder",
+                     "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer"})
 _DEPTH = 2
 
 
@@ -130,8 +134,10 @@ def _host_constructor(analysis: "ModuleAnalysis", call: cst.Call) -> bool:
     if any(a.keyword is not None and a.keyword.value in _DEVICE_WORDS for a in call.args):
         return False
     qualified = analysis.qualified(call.func) or ""
-    if qualified.startswith(_LIBRARY_MODELS):
-        return "DataParallel" not in qualified
+    if qualified.startswith("torchvision.models."):
+        return True
+    if qualified.startswith("torch.nn."):
+        return qualified.rsplit(".", 1)[-1] in _LAYERS
     if analysis.path is None:
         return False
     from gpulint.analysis.calls import project_calls
@@ -155,7 +161,11 @@ def _host_constructor(analysis: "ModuleAnalysis", call: cst.Call) -> bool:
     if not isinstance(found, ClassSummary) or not calls.project.is_module_class(found):
         return False
     init = found.methods.get("__init__")
-    return init is None or not any(
+    if init is None or not any(type(n) is ast.Call and (
+            type(n.func) is ast.Attribute and n.func.attr in _LAYERS or type(n.func) is ast.Name and n.func.id in
+            _LAYERS) for n in ast_walk.walk(init)):
+        return False  # no parameter layer of its own in sight: a loss or a wrapper computes where its input is
+    return not any(
         type(n) is ast.Name and n.id in _DEVICE_WORDS or type(n) is ast.Attribute and n.attr in _DEVICE_WORDS or
         type(n) is ast.Constant and type(n.value) is str and any(w in n.value.lower() for w in _DEVICE_TEXT)
         for n in ast_walk.walk(init))
@@ -231,8 +241,12 @@ def _moved_in(analysis: "ModuleAnalysis", scope: cst.FunctionDef, name: str, dep
             if last in _DEVICE_WORDS:
                 return True
             callee = analysis.loops.local_function(node)
-            if callee is None or callee is scope:
+            if callee is scope:
                 continue
+            if callee is None:
+                # `Wrapper(model).cuda()`: an object or function that is not followed may hold the model and
+                # move it in place: unsure
+                return True
             if depth >= _DEPTH:
                 return True  # unsure
             params = callee.params
