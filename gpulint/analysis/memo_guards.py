@@ -202,9 +202,27 @@ def cst_memo_return(block, child, cache: dict) -> bool:
     return False
 
 
+def _may_test_missing(test) -> bool:
+    """A cheap LibCST test: `test` could hold when a store lacks its value (`memo_fill`'s `_tests` with
+    `present=False` needs a `not`, a `not in` or a `None`), so ordinary `if`s are never printed and parsed."""
+    import libcst as cst
+
+    stack = [test]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.UnaryOperation and type(node.operator) is cst.Not:
+            return True
+        if type(node) is cst.ComparisonTarget and type(node.operator) is cst.NotIn:
+            return True
+        if type(node) is cst.Name and node.value == "None":
+            return True
+        stack.extend(node.children)
+    return False
+
+
 def cst_memo_fill(stmt, cache: dict) -> bool:
     """The LibCST `if` `stmt` fills a memo (`memo_fill`)."""
-    if stmt.orelse is not None:
+    if stmt.orelse is not None or not _may_test_missing(stmt.test):
         return False
     found = cache.get(id(stmt))
     if found is None:
