@@ -182,4 +182,18 @@ def test_a_parameter_annotated_with_a_project_class_runs_its_methods(tmp_path: P
     assert [(d["filename"], d["location"]["row"]) for d in items] == [("trainer.py", 14)]
     train = tmp_path / "train.py"
     train.write_text(train.read_text().replace('trainer: "Trainer"', "trainer"))
+    # unannotated, the receiver is unknown: the method is still reached because it trains (driver_loops) ...
+    assert [(d["filename"], d["location"]["row"]) for d in
+            check(tmp_path, "--no-cache", "--select", "GPU1", ".")] == [("trainer.py", 14)]
+    # ... and a method of that name that does no training work is not
+    module = tmp_path / "trainer.py"
+    text = module.read_text()
+    for line in ("loss.backward()", "self.optimizer.step()", "self.optimizer.zero_grad(set_to_none=True)"):
+        text = text.replace(line, "pass")
+    module.write_text(text.replace("self.model(sample.cuda(non_blocking=True))", "sample.cuda()"))
     assert check(tmp_path, "--no-cache", "--select", "GPU1", ".") == []
+    assert [d["filename"] for d in check(tmp_path, "--no-cache", "--select", "GPU0,GPU1", ".")] == []  # parses
+    train.write_text(train.read_text().replace("def train(trainer,", 'def train(trainer: "Trainer",'))
+    assert [(d["filename"], d["location"]["row"]) for d in
+            check(tmp_path, "--no-cache", "--select", "GPU1", ".")] == [("trainer.py", 14)]  # annotated, in a
+    # loop over a loader: per-step whatever the method does

@@ -22,14 +22,14 @@ that `agent.step()` runs every iteration; which `step` it runs is not known from
 The stance (precision first): a method `m` of a project class is per-step code when some non-test project function
 has a loop (`while` or `for`) whose body calls `p.m(...)` unconditionally (in the loop's own body, not under an
 `if`), where `p` is a parameter of that function that the function never rebinds, the call passes arguments that
-`m` accepts, and
-- `p` is annotated with a project class that the method's class is or derives from, or
-- `p` has no annotation naming a project class, and one call of `m` does training work (`step_callables`: a
-  backward pass, an optimizer step or a network's forward, `STEP`), or runs it in a rollout/update loop of its
-  own (`EPOCH`) that iterates no loader or dataset (a trainer's `train_epoch` driven by `for epoch in range(n)`
-  runs its once-per-epoch code once per epoch: never called per-step here).
-A method that does no such work (an environment's `step`, a scheduler's `step`, a logger's `update`) is never
-reached through a runner whose receiver is unknown. The call site in the runner is the finding's related location.
+`m` accepts, `p` is annotated with a project class that the method's class is or derives from, or has no
+annotation naming a project class, and one call of `m` does training work (`step_callables`: a backward pass, an
+optimizer step or a network's forward, `STEP`), or runs it in a rollout/update loop of its own (`EPOCH`) that
+iterates no loader or dataset (a trainer's `train_epoch` driven by `for epoch in range(n)` runs its once-per-epoch
+code once per epoch: never called per-step here).
+A method that does no such work (an environment's `step`, a scheduler's `step`, a logger's `update`, a buffer's
+`add`) is never reached through a runner, annotated or not: the runner's loop is not known to be a step loop (a
+warm-up that fills a buffer with random actions loops too), so only the method's own training work makes it one. The call site in the runner is the finding's related location.
 Searched per method name in the files naming it (the identifier index), each module's runner loops indexed once
 (`ModuleInfo.indexed`), the answer remembered per project state (`forward._remembered`).
 """
@@ -85,11 +85,10 @@ def _find(project, path: Path, owner: str, member: str):
 
                 if not (same_class(cls, declared) or derives(project, cls, declared)):
                     continue
-            else:
-                if trains is None:
-                    trains = _trains(project, cls, member, node)
-                if not trains:
-                    return None
+            if trains is None:
+                trains = _trains(project, cls, member, node)
+            if not trains:
+                return None
             code = f"{param}.{member}(...)"
             return CallSite(caller.path, call.lineno, code, f"{cls.name}.{member}")
     return None
