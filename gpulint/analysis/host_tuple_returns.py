@@ -26,7 +26,7 @@ import ast
 from pathlib import Path
 from typing import Optional
 
-from gpulint.ast_walk import iter_child_nodes, walk
+from gpulint.ast_walk import scope_nodes, walk
 
 _KEEPS = frozenset(("float", "double", "half", "long", "int", "bool", "byte", "view", "reshape", "unsqueeze",
                     "squeeze", "flatten", "t", "permute", "transpose", "contiguous", "clone", "repeat", "expand",
@@ -94,22 +94,10 @@ def _cache_decorator(d: ast.expr) -> bool:
     return name in ("lru_cache", "cache")
 
 
-def _own_nodes(fn: ast.FunctionDef) -> list:
-    found = []
-    stack = list(fn.body)
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        for child in iter_child_nodes(node):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                stack.append(child)
-    return found
-
-
 class _Reader:
     def __init__(self, project, path: Path, info, fn: ast.FunctionDef) -> None:
         self.project, self.path, self.info, self.fn = project, path, info, fn
-        self.nodes = _own_nodes(fn)
+        self.nodes = list(scope_nodes(fn))  # its own nodes, not those of nested definitions
         self.params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
         if fn.args.vararg:
             self.params.add(fn.args.vararg.arg)
