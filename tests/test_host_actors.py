@@ -250,3 +250,36 @@ def test_an_actor_whose_shared_model_a_helper_moves_in_place_still_syncs(tmp_pat
         "\n\ndef place(net, flags):\n    net.to(flags.device)\n"
     got = lint_files(tmp_path / "rl", {"environment.py": ENV, "monobeast.py": moved})
     assert ("monobeast.py", 34, "GPU101") in got  # `net.to(...)` moves the very object the actors run
+
+
+LOSS_IN_LOOP = """
+import torch
+from torch import nn
+
+W = torch.randn(4, 2, device="cuda", requires_grad=True)
+
+
+def train(loader, opt):
+    for x, y in loader:
+        criterion = nn.MSELoss()
+        loss = criterion(x @ W, y)
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_loss_built_in_the_loop_is_no_host_model(tmp_path: Path) -> None:
+    """A loss module (no parameter layer of its own) computes where its input is: building it in the loop does not
+    make the loop a CPU loop, and the construction is reported every step."""
+    got = lint_files(tmp_path / "p", {"train.py": LOSS_IN_LOOP}, "GPU408")
+    assert got == {("train.py", 10, "GPU408")}
+
+
+def test_a_model_handed_to_a_call_not_followed_may_be_moved_there(tmp_path: Path) -> None:
+    """`Wrapper(model).cuda()` / `placement.wrap(model)`: a call gpulint does not follow may move the model in
+    place, so the loop running it is not decided as a host loop."""
+    wrapped = LEARNER.replace("    model.share_memory()\n", "    model.share_memory()\n    placement.wrap(model)\n")
+    got = lint_files(tmp_path / "rl", {"environment.py": ENV, "monobeast.py": wrapped})
+    assert ("monobeast.py", 34, "GPU101") in got  # the actor's model may be on the GPU now
+    got = lint_files(tmp_path / "rl2", {"environment.py": ENV, "monobeast.py": LEARNER})
+    assert ("monobeast.py", 34, "GPU101") not in got  # without the call, the shared model stays on the host
