@@ -13,6 +13,8 @@ import libcst as cst
 
 from gpulint.analysis import ModuleAnalysis
 from gpulint.analysis.kinds import Kind
+from gpulint.rule import all_rules
+from gpulint.runner import lint_source
 from test_model_code import check, found
 
 TRAIN = textwrap.dedent("""\
@@ -97,3 +99,46 @@ def test_a_mask_rebound_from_itself_is_a_mask_and_the_file_is_checked(tmp_path: 
     assert result.exit_code == 0, result.output
     assert "too deeply nested" not in result.output
     assert "train.py:11:18: GPU111" in result.output
+
+
+# A dict of layer snapshots mixed back into the residual stream (heldout26, modded-nanogpt's `train_gpt.py`: the
+# whole file went unchecked, "too deeply nested for gpulint's analysis", although CPython parses it). Where
+# `cache[3]` lives asks where `x` lives; whether `x` is a loader element left on the host asks whether its
+# rebinding `x + gate * cache[3]` keeps it off the device, which asks the kind of `cache[3]` again.
+SNAPSHOTS = """\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(6)])
+        self.gates = nn.Parameter(torch.ones(2))
+
+    def forward(self, x):
+        x = torch.cat([x[:1], x[1:] + x[:-1]])
+        cache = {0: x}
+        for i, layer in enumerate(self.layers):
+            if i == 4:
+                x = x + self.gates[0] * cache[3]
+            x = layer(x)
+            cache[i] = x
+        return x + self.gates[1] * cache[3]
+
+
+def train(loader):
+    model = Net().cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x in loader:
+        loss = model(x.cuda(non_blocking=True)).sum()
+        loss.backward()
+        opt.step()
+        print(loss.item())
+"""
+
+
+def test_a_dict_of_snapshots_mixed_back_into_the_stream_is_checked_by_every_rule():
+    result = lint_source(SNAPSHOTS, "model.py", frozenset(all_rules()))
+    assert result.errors == []  # was: GPU105 and GPU111 "too deeply nested for ...'s analysis; not checked"
+    assert ("GPU101", 29) in {(d.code, d.location.row) for d in result.diagnostics}

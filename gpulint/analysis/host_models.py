@@ -59,17 +59,17 @@ def host_model_loop(analysis: "ModuleAnalysis", loop: cst.CSTNode) -> bool:
     if fn is None or _names_a_device(analysis, fn, 0):
         return False
     loops = analysis.loops
-    models = []
-    for node in descendants(loop):
-        if type(node) is cst.Call:
-            if loops._runs_a_model(node):
-                models.append(node)
-            helper = loops.local_function(node)
-            if helper is not None and helper is not fn and _names_a_device(analysis, helper, 1):
-                return False
-    if not models:
-        return False
-    return all(_host_model_call(analysis, call, fn) for call in models)
+    calls = [node for node in descendants(loop) if type(node) is cst.Call]
+    host = [call for call in calls if _host_model_call(analysis, call, fn)]
+    if not host:
+        return False  # asked first (cheap, most loops run no host-built model): no model of the loop is one
+    for call in calls:
+        helper = loops.local_function(call)
+        if helper is not None and helper is not fn and _names_a_device(analysis, helper, 1):
+            return False
+    host_ids = {id(call) for call in host}
+    return any(loops._runs_a_model(call) for call in host) and \
+        not any(id(call) not in host_ids and loops._runs_a_model(call) for call in calls)
 
 
 def _enclosing_function(analysis: "ModuleAnalysis", node: cst.CSTNode) -> Optional[cst.FunctionDef]:

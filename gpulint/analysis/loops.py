@@ -97,6 +97,7 @@ class LoopAnalysis:
         # (id(loop or function), into nested loops) -> (the node, the nodes of its body in `_walk_body`'s order):
         # a loop's role, its training and batch questions each walked the same body again (`_body`)
         self._bodies: dict[tuple[int, bool], tuple] = {}
+        self._model_runs: dict[int, tuple] = {}  # `_runs_a_model` per call node: (the node, the answer)
         self._without_helpers = False
         # analysis/host_models.py: the loop runs only a model built in host memory and never moved, in code
         # that names no device
@@ -570,7 +571,15 @@ class LoopAnalysis:
 
     def _runs_a_model(self, call: cst.Call) -> bool:
         """`model(x)`, or a method of a module that is not set-up or bookkeeping (`agent.act(obs)`; a module
-        imported from another project file: `project_network`)."""
+        imported from another project file: `project_network`). Answered once per call node: a loop's role, its
+        network calls and the host-model test (analysis/host_models.py) ask about the same calls, nested loops'
+        calls again for each loop around them."""
+        kept = self._model_runs.get(id(call))
+        if kept is None or kept[0] is not call:
+            kept = self._model_runs[id(call)] = (call, self._computes_runs_a_model(call))
+        return kept[1]
+
+    def _computes_runs_a_model(self, call: cst.Call) -> bool:
         func = call.func
         if self.kinds.of(func) is Kind.MODULE:
             return True

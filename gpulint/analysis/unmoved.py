@@ -39,7 +39,29 @@ _DEVICE_WORDS = ("cuda", "device", "gpu")
 
 
 def unmoved_loader_element(kinds: "KindInference", name: cst.Name) -> bool:
-    """`name` is an element of a loader's batch that its loop never moves while moving a sibling element."""
+    """`name` is an element of a loader's batch that its loop never moves while moving a sibling element.
+
+    Asked again for the same read while deciding it (`x = x + gate * cache[3]`, where `cache` holds `x`: whether
+    `x` rebinds itself off the device asks the kind of `cache[3]`, which asks where `x` lives), the inner question
+    is answered no: the loop otherwise went round until Python's recursion limit and the file went unchecked."""
+    active = _active(kinds)
+    if id(name) in active:
+        return False
+    active.add(id(name))
+    try:
+        return _unmoved_loader_element(kinds, name)
+    finally:
+        active.discard(id(name))
+
+
+def _active(kinds: "KindInference") -> set:
+    active = getattr(kinds, "_unmoved_active", None)
+    if active is None:
+        active = kinds._unmoved_active = set()  # type: ignore[attr-defined]
+    return active
+
+
+def _unmoved_loader_element(kinds: "KindInference", name: cst.Name) -> bool:
     bindings = kinds.index.visible_bindings(name)
     if len(bindings) > 1:
         # `for img, scale in loader: scale = at.scalar(scale)`: the loop binds `scale` afresh before the statement
