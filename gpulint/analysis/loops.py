@@ -198,6 +198,11 @@ class LoopAnalysis:
             # `while not done: action = agent.select_action(state); state, r, done, _ = env.step(action)`: one
             # policy call per environment step, whatever runs around it or inside it (an update loop per step)
             return LoopRole.HOT
+        if self._under_periodic_guard(loop):
+            # `if g_it == 0 or (g_it + 1) % 500 == 0: for si, (bg, ed) in enumerate(scales): ... .item()`: a loop
+            # that takes no batch, nested in a periodic block of its function, runs only when the block runs; the
+            # walk up from its body meets the block and its reason (every iteration of it is a periodic cost)
+            return LoopRole.COLD
         # A loop around a pass over the data is an epoch loop, even if it also runs the model itself (a sample
         # or an evaluation per epoch): `for epoch ...: for x in loader: ...` or `for epoch ...: train(epoch)`.
         nested_hot = False
@@ -1238,6 +1243,22 @@ class LoopAnalysis:
                 return False
         return True
 
+    def _under_periodic_guard(self, loop: Loop) -> bool:
+        """`loop` sits, inside its function (or module), in the body of `if <periodic test>:` (or the `else:` of
+        `if step % N != 0:`) that does not step an optimizer (a gradient-accumulation boundary is every optimizer
+        step): the loop runs only when the guard lets it."""
+        child: cst.CSTNode = loop
+        for parent in self.index.ancestors(loop):
+            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+                return False
+            if type(parent) is cst.If and (
+                    child is parent.body and self.periodic_test(parent.test)
+                    or child is parent.orelse and self.periodic_test(parent.test, negated=True)) \
+                    and not self._steps_an_optimizer(parent.body):
+                return True
+            child = parent
+        return False
+
     def _periodic_within(self, node: cst.CSTNode, loop: Loop) -> bool:
         """`node` sits in `loop` under `if <periodic test>:` (`if step % eval.interval == 0: validate(...)`): a
         validation pass every N steps does not make the step loop an epoch loop."""
@@ -1401,6 +1422,11 @@ class LoopAnalysis:
             # flag the loop never sets (`verbose`, an option) may be on for the whole run: every step.
             if (left or right) and not negated and self._event_flag(test.right if left else test.left, test):
                 return f"{left or right} (or a flag the loop sets)"
+            if (left or right) and not negated and \
+                    _fixed_value_of_tested(test.right if left else test.left, test.left if left else test.right):
+                # `if g_it == 0 or (g_it + 1) % 500 == 0:`: one more value of the number the periodic side tests
+                # (the first iteration, then every N)
+                return f"{left or right} (or one more iteration)"
             if (left or right) and not negated and self._set_once(test.right if left else test.left, test):
                 # `if (threshold_mem is None) or (global_step % every == 0):` where the block computes
                 # `threshold_mem`: the first pass, then periodically
@@ -2169,6 +2195,21 @@ def _returns_a_modulo_test(fn: cst.FunctionDef) -> bool:
     return type(value) is cst.Comparison and len(value.comparisons) == 1 and \
         isinstance(value.comparisons[0].operator, cst.Equal) and \
         any(_has_modulo(side) for side in (value.left, value.comparisons[0].comparator))
+
+
+def _fixed_value_of_tested(side: cst.BaseExpression, periodic: cst.BaseExpression) -> bool:
+    """`side` is `x == <integer>` (or `<integer> == x`) for a plain name or attribute `x` that the periodic
+    test `periodic` also reads (`g_it == 0` beside `(g_it + 1) % 500 == 0`): it adds one value of the number."""
+    if type(side) is not cst.Comparison or len(side.comparisons) != 1 or \
+            type(side.comparisons[0].operator) is not cst.Equal:
+        return False
+    left, right = side.left, side.comparisons[0].comparator
+    number = right if type(left) in (cst.Name, cst.Attribute) else left
+    name = left if number is right else right
+    if type(number) is not cst.Integer or type(name) not in (cst.Name, cst.Attribute):
+        return False
+    key = _code(name)
+    return any(type(n) is type(name) and _code(n) == key for n in descendants(periodic))
 
 
 def _few_range_iterations(loop: Loop) -> bool:
