@@ -199,6 +199,11 @@ class LoopAnalysis:
             # `while not done: action = agent.select_action(state); state, r, done, _ = env.step(action)`: one
             # policy call per environment step, whatever runs around it or inside it (an update loop per step)
             return LoopRole.HOT
+        if self._under_periodic_guard(loop):
+            # `if g_it == 0 or (g_it + 1) % 500 == 0: for si, (bg, ed) in enumerate(scales): ... .item()`: a loop
+            # that takes no batch, nested in a periodic block of its function, runs only when the block runs; the
+            # walk up from its body meets the block and its reason (every iteration of it is a periodic cost)
+            return LoopRole.COLD
         # A loop around a pass over the data is an epoch loop, even if it also runs the model itself (a sample
         # or an evaluation per epoch): `for epoch ...: for x in loader: ...` or `for epoch ...: train(epoch)`.
         nested_hot = False
@@ -208,6 +213,10 @@ class LoopAnalysis:
                 if self._loops_over_batches(node):
                     return LoopRole.EPOCH
                 nested_hot = True
+            if type(node) in _COMPREHENSIONS and self._iterates_batches(node.for_in.iter):  # type: ignore[attr-defined]
+                # `for part in parts: preds = torch.cat([model(X[idx]) for idx in loader]).cpu()`: the
+                # comprehension is the pass over the batches; the loop around it runs once per pass (per split)
+                return LoopRole.EPOCH
             if type(node) is cst.Call:
                 helper = self.local_function(node)
                 if helper is not None and self._function_has_hot_loop(helper) and \
@@ -755,9 +764,16 @@ class LoopAnalysis:
     def _body_trains(self, loop: Loop, beside_hot_loop: bool = False) -> bool:
         """The loop's own body (not nested loops) runs a backward pass, an optimizer step or a forward pass
         (beside a hot inner loop, clearing gradients does not count)."""
+        inner_passes = [n for n in self._body(loop, into_loops=False)
+                        if type(n) in _COMPREHENSIONS and _built_iterable(n.for_in.iter)]  # type: ignore[attr-defined]
         for node in self._body(loop, into_loops=False):
             if type(node) is cst.Call and self.is_training_call(node, follow_helpers=True):
                 if beside_hot_loop and type(node.func) is cst.Attribute and node.func.attr.value == "zero_grad":
+                    continue
+                if any(self.index.is_ancestor_or_self(c, node) for c in inner_passes):
+                    # `for part in parts: torch.cat([model(X[part][idx]) for idx in IndexLoader(...)])`: the
+                    # comprehension is a pass of its own over an iterable built there; one forward per item of
+                    # it, not one per iteration of this loop
                     continue
                 return True
         # `self.agent.update(replay_buffer, logger, step)` of a project agent whose update is one training step,
@@ -1247,6 +1263,22 @@ class LoopAnalysis:
                 return False
         return True
 
+    def _under_periodic_guard(self, loop: Loop) -> bool:
+        """`loop` sits, inside its function (or module), in the body of `if <periodic test>:` (or the `else:` of
+        `if step % N != 0:`) that does not step an optimizer (a gradient-accumulation boundary is every optimizer
+        step): the loop runs only when the guard lets it."""
+        child: cst.CSTNode = loop
+        for parent in self.index.ancestors(loop):
+            if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+                return False
+            if type(parent) is cst.If and (
+                    child is parent.body and self.periodic_test(parent.test)
+                    or child is parent.orelse and self.periodic_test(parent.test, negated=True)) \
+                    and not self._steps_an_optimizer(parent.body):
+                return True
+            child = parent
+        return False
+
     def _periodic_within(self, node: cst.CSTNode, loop: Loop) -> bool:
         """`node` sits in `loop` under `if <periodic test>:` (`if step % eval.interval == 0: validate(...)`): a
         validation pass every N steps does not make the step loop an epoch loop."""
@@ -1410,6 +1442,11 @@ class LoopAnalysis:
             # flag the loop never sets (`verbose`, an option) may be on for the whole run: every step.
             if (left or right) and not negated and self._event_flag(test.right if left else test.left, test):
                 return f"{left or right} (or a flag the loop sets)"
+            if (left or right) and not negated and \
+                    _fixed_value_of_tested(test.right if left else test.left, test.left if left else test.right):
+                # `if g_it == 0 or (g_it + 1) % 500 == 0:`: one more value of the number the periodic side tests
+                # (the first iteration, then every N)
+                return f"{left or right} (or one more iteration)"
             if (left or right) and not negated and self._set_once(test.right if left else test.left, test):
                 # `if (threshold_mem is None) or (global_step % every == 0):` where the block computes
                 # `threshold_mem`: the first pass, then periodically
@@ -2137,10 +2174,32 @@ def _one_pass(loop: Loop, walk=None) -> bool:
     """The loop's body ends with an unconditional `return` or `break` (and holds no `continue` that could skip
     it): it runs once at most, a throughput probe or a first-batch check, not a loop over batches."""
     body = loop.body.body if type(loop.body) is cst.IndentedBlock else []
+    if body and type(body[-1]) is cst.Try and _retry_until_success(body[-1]):
+        return True
     if not body or not isinstance(body[-1], cst.SimpleStatementLine) or \
             not any(type(s) in (cst.Return, cst.Break) for s in body[-1].body):
         return False
     return not any(type(n) is cst.Continue for n in (walk or _walk_body)(loop, into_loops=False))
+
+
+def _ends_by_leaving(block: cst.BaseSuite) -> bool:
+    """The block's last statement is a line holding `break` or `return`."""
+    body = block.body if type(block) is cst.IndentedBlock else []
+    return bool(body) and isinstance(body[-1], cst.SimpleStatementLine) and \
+        any(type(s) in (cst.Return, cst.Break) for s in body[-1].body)
+
+
+def _retry_until_success(attempt: cst.Try) -> bool:
+    """`try: <work> except RuntimeError: batch_size //= 2 else: break` (or `<work>; break` ending the `try`
+    body), the last statement of a loop's body: a success leaves the loop, only a failure runs it again (an
+    out-of-memory retry with a smaller batch). The loop's body runs once per success, as the code around it
+    decides, not once per batch. No `continue` in the attempt itself (it would run it again on success)."""
+    if not attempt.handlers or attempt.finalbody is not None:
+        return False
+    if not (_ends_by_leaving(attempt.body) or attempt.orelse is not None and _ends_by_leaving(attempt.orelse.body)):
+        return False
+    return not any(type(n) is cst.Continue for n in descendants(attempt.body)) and not (
+        attempt.orelse is not None and any(type(n) is cst.Continue for n in descendants(attempt.orelse.body)))
 
 
 def true_only_periodically(returns: list, *, literal: Callable, periodic_value: Callable,
@@ -2178,6 +2237,32 @@ def _returns_a_modulo_test(fn: cst.FunctionDef) -> bool:
     return type(value) is cst.Comparison and len(value.comparisons) == 1 and \
         isinstance(value.comparisons[0].operator, cst.Equal) and \
         any(_has_modulo(side) for side in (value.left, value.comparisons[0].comparator))
+
+
+def _fixed_value_of_tested(side: cst.BaseExpression, periodic: cst.BaseExpression) -> bool:
+    """`side` is `x == <integer>` (or `<integer> == x`) for a plain name or attribute `x` that the periodic
+    test `periodic` also reads (`g_it == 0` beside `(g_it + 1) % 500 == 0`): it adds one value of the number."""
+    if type(side) is not cst.Comparison or len(side.comparisons) != 1 or \
+            type(side.comparisons[0].operator) is not cst.Equal:
+        return False
+    left, right = side.left, side.comparisons[0].comparator
+    number = right if type(left) in (cst.Name, cst.Attribute) else left
+    name = left if number is right else right
+    if type(number) is not cst.Integer or type(name) not in (cst.Name, cst.Attribute):
+        return False
+    key = _code(name)
+    return any(type(n) is type(name) and _code(n) == key for n in descendants(periodic))
+
+
+def _built_iterable(iterable: cst.BaseExpression) -> bool:
+    """`IndexLoader(n, batch_size, ...)`, `range(n)`, `loader.split(...)`: a call that builds what a
+    comprehension iterates (not `zip`/`enumerate` of names, not a literal list of a few items)."""
+    if type(iterable) is not cst.Call:
+        return False
+    name = dotted_name(iterable.func) or ""
+    if name in ("zip", "enumerate", "reversed", "sorted", "list", "tuple"):
+        return any(_built_iterable(a.value) for a in iterable.args)
+    return True
 
 
 def _few_range_iterations(loop: Loop) -> bool:

@@ -2039,6 +2039,8 @@ class _Summarizer:
         sink = self._host_read(value)
         if sink is None and isinstance(value, ast.Name):
             sink = self.host_scalars.get(value.id)
+        if sink is None and isinstance(value, ast.BinOp):
+            sink = self._host_number(value)  # `return correct / len(y_true)` of `correct = ... .item()`
         if sink is not None and self.summary.returns_host_scalar is None and not self.quiet:
             self.summary.returns_host_scalar = sink
         loader = self._loader(value)
@@ -2785,6 +2787,28 @@ class _Summarizer:
                 self.info.qualify(_dotted(func) or "") in SINK_MATH:  # `math.isnan(loss)`: float(loss) first
             return f"{self.info.qualify(_dotted(func) or '')}()", call.args[0]
         return None
+
+    def _host_number(self, value: ast.expr) -> Optional[Sink]:
+        """`correct / len(y_true) * 100` where `correct = x.sum().item()`: arithmetic of host numbers, one of them
+        read from a tensor (that read's sink); the others literal numbers, `len(...)`, or host reads too. A
+        tensor or anything unknown among the operands: None (`loss.item() * weight` may be a tensor)."""
+        found: list[Sink] = []
+
+        def host(node: ast.expr) -> bool:
+            if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.MatMult):
+                return host(node.left) and host(node.right)
+            if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+                return host(node.operand)
+            if isinstance(node, ast.Constant):
+                return type(node.value) in (int, float)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len":
+                return True
+            sink = self.host_scalars.get(node.id) if isinstance(node, ast.Name) else self._host_read(node)
+            if sink is not None:
+                found.append(sink)
+            return sink is not None
+
+        return found[0] if host(value) and found else None
 
     def _host_read(self, value: ast.expr) -> Optional[Sink]:
         if isinstance(value, ast.Call):
