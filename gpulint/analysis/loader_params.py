@@ -77,9 +77,14 @@ def _iterated_parameter(analysis, loop: cst.CSTNode):
         return None
     iterable: cst.BaseExpression = analysis.kinds.wrapper_bound_to(loop.iter)
     for _ in range(4):
-        if type(iterable) is not cst.Call or (dotted_name(iterable.func) not in _SAME_ELEMENTS and
-                                              not is_progress_wrapper(dotted_name(iterable.func))):
+        if type(iterable) is not cst.Call:
             break
+        if dotted_name(iterable.func) not in _SAME_ELEMENTS and not is_progress_wrapper(dotted_name(iterable.func)):
+            handed = _generator_argument(analysis, iterable)
+            if handed is None:
+                break
+            iterable = analysis.kinds.wrapper_bound_to(handed)  # `metric_logger.log_every(data_loader, 10)`
+            continue
         args = positional(iterable)
         if not args:
             return None
@@ -105,6 +110,19 @@ def _iterated_parameter(analysis, loop: cst.CSTNode):
     if calls is None:
         return None
     return calls, fn.name.value, iterable.value
+
+
+def _generator_argument(analysis, call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The argument `call` passes to a project generator (of this module, or another module's, or a method
+    resolved through its instance: `metric_logger.log_every(data_loader, print_freq, header)`) whose every `yield`
+    hands on an item of that parameter; else None. The loop over the call takes one item of it per iteration."""
+    from gpulint.analysis.data_facts import data_facts
+
+    facts = data_facts(analysis)
+    handed = facts._generator_source(call) if analysis.loops.local_function(call) is not None else None
+    if handed is None:
+        handed = facts._project_generator_source(call)
+    return handed if type(handed) in (cst.Name, cst.Attribute) else None
 
 
 def _top_level_class(analysis, fn: cst.FunctionDef) -> Optional[cst.ClassDef]:

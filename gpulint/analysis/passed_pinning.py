@@ -53,7 +53,12 @@ def _find(project, path: Path, function: str, parameter: str) -> Optional[bool]:
     if positional is None:
         return None
     position = positional.index(parameter) if parameter in positional else None
-    return _agreed_pinning(project, _project_calls(project, path, function), position, parameter)
+    sites = list(_project_calls(project, path, function))
+    if not sites:  # called only in its own module (`evaluation(model, eval_loader)` at the end of `train`)
+        own = project.module(path)
+        node = own.functions.get(function) if own is not None else None
+        return _own_calls_pinning(project, own, node, parameter) if node is not None else None
+    return _agreed_pinning(project, sites, position, parameter)
 
 
 def _agreed_pinning(project, sites, position: Optional[int], parameter: str) -> Optional[bool]:
@@ -135,6 +140,8 @@ def _pinning_at(project, caller, argument: ast.expr, assigns: dict, call: ast.Ca
         values = [value for value, _ in bound]
     found: set = set()
     for value in values:
+        if isinstance(value, ast.Constant) and value.value is None and len(values) > 1:
+            continue  # `eval_loader = None`, then a loader under an option: a loop over None never runs
         made = _loader_class_at(project, caller, value)
         if made is None:
             made = project.loader_at(caller, value, assigns)
@@ -147,7 +154,7 @@ def _pinning_at(project, caller, argument: ast.expr, assigns: dict, call: ast.Ca
         if made.pinned is None:
             return None
         found.add(made.pinned)
-    return found
+    return found or None
 
 
 def _method_loaders_pinning(project, caller, value, assigns: dict) -> Optional[set]:

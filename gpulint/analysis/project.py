@@ -1175,7 +1175,9 @@ class Project:
             qualified = info.qualify(_dotted(expr.func) or "")
             if qualified in LOADER_CLASSES or qualified.endswith(".DataLoader"):
                 pinned: Optional[bool] = False
-                for kw in expr.keywords:
+                explicit = [kw for kw in expr.keywords if kw.arg == "pin_memory"]
+                for kw in explicit or expr.keywords:
+                    # an explicit `pin_memory=` decides: `**options` holding it too would raise a TypeError
                     if kw.arg is None:
                         pinned = _pinned_by_options(info, kw.value, assigns, pinned)
                     elif kw.arg == "pin_memory":

@@ -8,7 +8,7 @@ import libcst as cst
 
 from gpulint.analysis import GPU_HINT
 
-from gpulint.analysis.data_facts import append_keyword, data_facts, has_star_args, keyword
+from gpulint.analysis.data_facts import append_keyword, data_facts, has_star_args, keyword, star_keywords
 from gpulint.analysis.project import display_path
 from gpulint.analysis.training import LOOPING_LIBRARY_OPTIMIZERS, training_facts
 from gpulint.diagnostics import Related
@@ -40,7 +40,9 @@ class OptimizerNotFused(GpuRule):
     whose `__init__` hands its `**kwargs` on, so `fused=True` reaches torch. A model from a project factory that
     moves it to CUDA (`model = load_model(path)`) counts as moved, and so does a second name for a moved model
     (`model_without_ddp = model`, or `= model.module` of its DDP wrapper). A loop whose step is a closure handed
-    to a helper that calls it (`gpu_timer(train_step)`) trains like one that calls it.
+    to a helper that calls it (`gpu_timer(train_step)`) trains like one that calls it. Options passed as
+    `**opt_args` count when the module builds them from keys it can read (`opt_args = dict(lr=lr,
+    weight_decay=wd)`) and neither `fused` nor `foreach` is among them.
 
     A module class may build the optimizers over its own submodules (`self.G_opt = Adam(list(self.G.parameters())
     + list(self.S.parameters()), ...)`, `self.optims[name] = Adam(self.nets[name].parameters())`) in the method that
@@ -160,8 +162,14 @@ class OptimizerNotFused(GpuRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if has_star_args(node) or keyword(node, "fused") is not None or keyword(node, "foreach") is not None:
+        if keyword(node, "fused") is not None or keyword(node, "foreach") is not None:
             return
+        if has_star_args(node):
+            # `Adam(params, **opt_args)` with `opt_args = dict(lr=lr, weight_decay=wd)` built here: keys known,
+            # neither `fused` nor `foreach` among them; any other `**kwargs` may carry them
+            keys = star_keywords(self.analysis, node)
+            if keys is None or "fused" in keys or "foreach" in keys:
+                return
         params = argument(node, "params", 0)
         if params is None:
             return

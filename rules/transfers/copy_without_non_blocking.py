@@ -62,6 +62,11 @@ class CopyWithoutNonBlocking(Rule):
     loader cannot pin CUDA tensors (GPU201 leaves such a loader alone). Loops over a parameter of a function of
     another module count when every call found in the project passes loaders that agree on pinning (the function
     imported under another name inside a function, or handed the training, validation and test loaders in turn).
+    The loop may iterate a project generator that hands on the items of the parameter
+    (`metric_logger.log_every(data_loader, 10, header)`); an explicit `pin_memory=True` beside `**loader_kwargs`
+    pins whatever the options hold (they cannot pass it twice); a name bound to None and, under an option, to a
+    pinned loader passes that loader; and a function called only in its own module (an evaluation at the end of
+    `train(...)`, handed its caller's loader) takes what those calls pass.
 
     ## Why it is slow
     Without `non_blocking=True` the copy blocks the Python thread until it completes, even from pinned memory,
