@@ -199,10 +199,15 @@ class LoopAnalysis:
             # `while not done: action = agent.select_action(state); state, r, done, _ = env.step(action)`: one
             # policy call per environment step, whatever runs around it or inside it (an update loop per step)
             return LoopRole.HOT
-        if self._under_periodic_guard(loop):
+        if self._under_periodic_guard(loop) and not any(
+                type(n) is cst.Call and self._runs_a_model(n) and not _names_a_loss(n.func)
+                for n in self._body(loop, into_loops=False)):
             # `if g_it == 0 or (g_it + 1) % 500 == 0: for si, (bg, ed) in enumerate(scales): ... .item()`: a loop
             # that takes no batch, nested in a periodic block of its function, runs only when the block runs; the
-            # walk up from its body meets the block and its reason (every iteration of it is a periodic cost)
+            # walk up from its body meets the block and its reason (every iteration of it is a periodic cost). A
+            # loop that runs a network every iteration (`if j % 10 == 0: for step in range(n): discr(obs[step])`,
+            # a relabelling pass every N updates) is a pass of its own: each of its iterations pays its costs; a
+            # loss evaluated per scale for the log (`self.val_loss(pred, y).item()`) is not
             return LoopRole.COLD
         # A loop around a pass over the data is an epoch loop, even if it also runs the model itself (a sample
         # or an evaluation per epoch): `for epoch ...: for x in loader: ...` or `for epoch ...: train(epoch)`.
@@ -2263,6 +2268,12 @@ def _built_iterable(iterable: cst.BaseExpression) -> bool:
     if name in ("zip", "enumerate", "reversed", "sorted", "list", "tuple"):
         return any(_built_iterable(a.value) for a in iterable.args)
     return True
+
+
+def _names_a_loss(func: cst.BaseExpression) -> bool:
+    """`self.val_loss(...)`, `criterion(...)`: the called module is named a loss or a criterion."""
+    name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
+    return "loss" in name.lower() or "criterion" in name.lower()
 
 
 def _few_range_iterations(loop: Loop) -> bool:
