@@ -44,21 +44,14 @@ def unmoved_loader_element(kinds: "KindInference", name: cst.Name) -> bool:
     Asked again for the same read while deciding it (`x = x + gate * cache[3]`, where `cache` holds `x`: whether
     `x` rebinds itself off the device asks the kind of `cache[3]`, which asks where `x` lives), the inner question
     is answered no: the loop otherwise went round until Python's recursion limit and the file went unchecked."""
-    active = _active(kinds)
-    if id(name) in active:
+    busy = _cache(kinds).setdefault("busy", set())
+    if id(name) in busy:
         return False
-    active.add(id(name))
+    busy.add(id(name))
     try:
         return _unmoved_loader_element(kinds, name)
     finally:
-        active.discard(id(name))
-
-
-def _active(kinds: "KindInference") -> set:
-    active = getattr(kinds, "_unmoved_active", None)
-    if active is None:
-        active = kinds._unmoved_active = set()  # type: ignore[attr-defined]
-    return active
+        busy.discard(id(name))
 
 
 def _unmoved_loader_element(kinds: "KindInference", name: cst.Name) -> bool:
@@ -124,14 +117,7 @@ def _part_of_unmoved(kinds: "KindInference", value: Optional[cst.BaseExpression]
         value = value.value
     if type(value) is not cst.Name or value.value == name:
         return False
-    busy = _cache(kinds).setdefault("parts", set())
-    if id(value) in busy:  # `a = b[0]` and `b = a[0]`: no answer through a cycle
-        return False
-    busy.add(id(value))
-    try:
-        return unmoved_loader_element(kinds, value)
-    finally:
-        busy.discard(id(value))
+    return unmoved_loader_element(kinds, value)  # `a = b[0]` and `b = a[0]`: its re-entry guard cuts the cycle
 
 
 def rebinds_itself_off_device(kinds: "KindInference", name: str, value: cst.BaseExpression) -> bool:
