@@ -153,3 +153,57 @@ def test_a_name_rebound_through_its_own_method_is_still_analysed(tmp_path: Path)
     assert train.count("loss_of") == 2
     out = check(_project(tmp_path, dist=dist, train=train), "--no-cache", ".")
     assert ("train.py", 31, "GPU112") in found(out)
+
+
+RF = textwrap.dedent("""\
+    import torch
+
+
+    class RF(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, x, cond):
+            out = self.model(x, cond)
+            per_sample = ((out - x) ** 2).mean(dim=1)
+            values = per_sample.detach().cpu().tolist()
+            return per_sample.mean(), values
+""")
+
+DEEPSPEED_TRAIN = textwrap.dedent("""\
+    import deepspeed
+    from rf import RF
+
+
+    def main(args, net, loader, ds_config):
+        rf = RF(net)
+        engine, optimizer, _, scheduler = deepspeed.initialize(
+            args=args, model=rf, model_parameters=rf.parameters(), config=ds_config)
+        for x, cond in loader:
+            x = x.to(engine.device)
+            loss, values = engine(x, cond)
+            engine.backward(loss)
+            engine.step()
+""")
+
+RF_SINK = ("rf.py", 12, "GPU104")  # `.cpu()` in `RF.forward`, which the engine runs every step
+ENGINE_CALL = ("train.py", 11, "GPU112")  # `engine(x, cond)`: the engine's call runs `RF.forward`
+
+
+def test_a_deepspeed_engine_runs_the_forward_of_the_model_it_wraps(tmp_path: Path):
+    """`deepspeed.initialize(model=rf, ...)` returns the engine first; calling the engine runs `RF.forward`
+    (libraries.HANDS_BACK), so its host copy is per-step model code, reported in the model's module too when that
+    module is named alone (as pre-commit does)."""
+    root = write_project(tmp_path, {"rf.py": RF, "train.py": DEEPSPEED_TRAIN})
+    assert {RF_SINK, ENGINE_CALL} <= found(check(root, "--no-cache", "."))
+    assert RF_SINK in found(check(root, "--no-cache", "rf.py"))
+
+
+def test_only_the_engine_of_deepspeed_initialize_wraps_the_model(tmp_path: Path):
+    """The other elements (the optimizer, the loader, the scheduler) are new objects: calling one runs nothing
+    of the model's."""
+    train = DEEPSPEED_TRAIN.replace("engine, optimizer, _, scheduler =", "optimizer, engine, _, scheduler =")
+    assert train != DEEPSPEED_TRAIN
+    results = found(check(write_project(tmp_path, {"rf.py": RF, "train.py": train}), "--no-cache", "."))
+    assert RF_SINK not in results and ENGINE_CALL not in results

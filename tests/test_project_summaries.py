@@ -144,6 +144,19 @@ def test_library_table_entries_are_complete_and_resolve_aliases():
     assert fact_for_function("numpy.mean") is None
 
 
+def test_hands_back_entries_are_complete_and_name_an_argument_per_wrapped_element():
+    from gpulint.analysis.libraries import HANDS_BACK, hands_back
+
+    assert len({e.target for e in HANDS_BACK}) == len(HANDS_BACK)
+    for entry in HANDS_BACK:
+        assert entry.reason and entry.source, entry.target
+        assert all(spec is None or (isinstance(spec[0], int) and spec[1]) for spec in entry.elements)
+    assert hands_back("deepspeed.initialize", 0) == (1, "model")
+    assert hands_back("deepspeed.initialize", 1) is None  # DeepSpeed's own optimizer wrapper: something new
+    assert hands_back("deepspeed.initialize", None) is None
+    assert hands_back("deepspeed.init_distributed", 0) is None
+
+
 def test_math_isnan_of_a_parameter_is_a_host_read(tmp_path):
     """SlowFast's `misc.check_nan_losses(loss)`: `if math.isnan(loss): raise ...` converts the tensor with
     `float()` first, a host read on every call."""

@@ -19,12 +19,13 @@ import libcst as cst
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.isinstance_narrowing import narrowed_class
 from gpulint.analysis.kinds import Kind
-from gpulint.analysis.libraries import Effect, LibraryFact, fact_for_function, fact_for_method, is_library_class
+from gpulint.analysis.libraries import (Effect, LibraryFact, fact_for_function, fact_for_method, hands_back,
+                                        is_library_class)
 from gpulint.analysis.node_types import of_types
 from gpulint.analysis.unmoved import unmoved_loader_element
 from gpulint.syntax import STARRED, argument_for, literal_value, passed_argument, positional_names
 from gpulint.analysis.project import _UNKNOWN, _optional_annotation
-from gpulint.analysis.project import (MODEL_WRAPPERS, MODULE_SELF_METHODS, ClassSummary, FunctionSummary, Project, Sink,
+from gpulint.analysis.project import (HANDS_BACK_FUNCTIONS, MODEL_WRAPPERS, MODULE_SELF_METHODS, ClassSummary, FunctionSummary, Project, Sink,
                                      annotation_class)
 
 MAX_BINDINGS = 16  # bindings of one name followed (every one must agree)
@@ -1210,6 +1211,9 @@ class ProjectCalls(ModuleCalls):
             found = self._lookup(func)
             if isinstance(found, ClassSummary) and self.project.wrapper_class(found):
                 return _call_argument(call, 0, "module")
+        spec = hands_back(qualified, index) if qualified in HANDS_BACK_FUNCTIONS else None
+        if spec is not None:  # `engine, *_ = deepspeed.initialize(model=net, ...)`: the table's argument
+            return _call_argument(call, spec[0], spec[1])
         if qualified in ("apex.amp.initialize", "amp.initialize"):  # `from apex import amp` in a function
             model, optimizer = _call_argument(call, 0, "models"), _call_argument(call, 1, "optimizers")
             if optimizer is None:

@@ -278,6 +278,40 @@ RETURNS = {
                          "RobertaTokenizerFast", "BartTokenizer", "BartTokenizerFast")},
 }
 
+@dataclass(frozen=True)
+class HandsBack:
+    """A library function that returns the model it is given, wrapped, so that calling what it returns runs the
+    model's `forward`: `elements` says, per element of the returned tuple, which argument it wraps, as (position,
+    keyword), or None for an element that is something new. (Model wrappers that take the model as their first
+    argument, `DDP(model)`, are `project.MODEL_WRAPPERS`; Fabric's `setup` and Accelerate's `prepare` hand their
+    arguments back under the names they had, which the class of a rebound name already follows.)"""
+
+    target: str
+    elements: tuple
+    reason: str
+    source: str
+
+
+HANDS_BACK: tuple[HandsBack, ...] = (
+    HandsBack("deepspeed.initialize", ((1, "model"),),
+              "returns (engine, optimizer, training_dataloader, lr_scheduler); the engine is a DeepSpeedEngine "
+              "built around `model`, and calling it runs `self.module(*inputs, **kwargs)`, the model's forward",
+              "deepspeed/__init__.py (initialize: `return tuple(return_items)`, the engine first); "
+              "deepspeed/runtime/engine.py (DeepSpeedEngine.forward)"),
+)
+_HANDS_BACK = {entry.target: entry for entry in HANDS_BACK}
+
+
+def hands_back(qualified: Optional[str], index: Optional[int]) -> Optional[tuple]:
+    """(position, keyword) of the argument that element `index` of what the library function `qualified`
+    returns wraps; None when it is not one of the table's, the result is not unpacked (`index` None), or that
+    element is something new."""
+    entry = _HANDS_BACK.get(canonical(qualified)) if qualified else None
+    if entry is None or index is None:
+        return None
+    return entry.elements[index] if index < len(entry.elements) else None
+
+
 _BY_TARGET = {fact.target: fact for fact in FACTS}
 # The methods whose fact may say DEVICE_BATCHES (`prepare`): a call by any other name is not looked up.
 DEVICE_BATCH_METHODS = frozenset(f.target.rsplit(".", 1)[-1] for f in FACTS if f.effect is Effect.DEVICE_BATCHES)

@@ -38,6 +38,7 @@ from gpulint.analysis.host_copies import bind_host_data, copy_of_host_data, none
 from gpulint.analysis.config_defaults import config_default, setting_path
 from gpulint.analysis.comprehension_reads import device_read
 from gpulint.analysis import lazy_module
+from gpulint.analysis.libraries import HANDS_BACK, hands_back
 from gpulint.analysis.generators import yielded_source_ast
 from gpulint.analysis.lazy_module import same_scope
 from gpulint.analysis.memo_guards import memo_fill, memo_return
@@ -3499,6 +3500,8 @@ MODEL_WRAPPERS = frozenset({
     "torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.compile",
     "torch.distributed.fsdp.FullyShardedDataParallel", "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
     "torch.nn.parallel.DistributedDataParallelCPU"})
+# The library functions of `libraries.HANDS_BACK`: one set lookup before the table is asked.
+HANDS_BACK_FUNCTIONS = frozenset(entry.target for entry in HANDS_BACK)
 # `nn.Module` methods that return the module itself.
 MODULE_SELF_METHODS = frozenset({"to", "cuda", "train", "eval", "half", "float", "bfloat16", "double",
                                  "requires_grad_"})
@@ -3521,7 +3524,20 @@ def library_passed(qualified: str, call: ast.Call) -> Optional[tuple]:
     if isinstance(func, ast.Attribute) and func.attr in MODULE_SELF_METHODS and \
             not (isinstance(func.value, ast.Name) and func.value.id == "self"):
         return func.value, ()  # `model.cuda()`, `Net().cuda()`
-    return None
+    return _hands_back_passed(qualified, call) if qualified in HANDS_BACK_FUNCTIONS else None
+
+
+def _hands_back_passed(qualified: str, call: ast.Call) -> Optional[tuple]:
+    """`engine, optimizer, _, _ = deepspeed.initialize(model=net, ...)`: per element of what a library function of
+    the table (`libraries.HANDS_BACK`) returns, the argument it wraps, as `library_passed`."""
+    elements = []
+    for index in range(len(call.args) + len(call.keywords)):
+        spec = hands_back(qualified, index)
+        found = _argument(call, spec[0], spec[1]) if spec is not None else None
+        elements.append(found if isinstance(found, ast.expr) else None)
+    while elements and elements[-1] is None:
+        elements.pop()
+    return (None, tuple(elements)) if elements else None
 
 
 def summary_passed(summary: FunctionSummary, call: ast.Call, bound: bool) -> Optional[tuple]:
