@@ -129,6 +129,34 @@ def _ast_declarations(tree: ast.AST) -> tuple[dict, set]:
     return declared, assigned
 
 
+def ast_option_text(info, expr: ast.expr) -> Optional[str]:
+    """The literal string default of the command-line option `expr` reads (`FLAGS.model`, `--model` declared
+    with `default='votenet'`) in the parser of the module `info` itself, when the module never assigns that
+    attribute; None otherwise. Strings are read only here (for a module a program imports by name), not by
+    `option_default`, whose readers test truth and numbers."""
+    if not isinstance(expr, ast.Attribute) or not isinstance(expr.value, ast.Name):
+        return None
+    declared: dict = {}
+    assigned: set = set()
+    text = lambda e: e.value if isinstance(e, ast.Constant) and isinstance(e.value, str) else _UNKNOWN  # noqa: E731
+    for node in ast_walk.walk(info.tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Attribute):
+                    assigned.add(target.attr)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "add_argument", "set_defaults"):
+            if node.func.attr == "set_defaults":
+                assigned.update(k.arg for k in node.keywords if k.arg)
+                continue
+            options = [a.value if isinstance(a, ast.Constant) else None for a in node.args]
+            keywords = {k.arg: (k.value.value if isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)
+                                and k.arg in ("dest", "action") else k.value) for k in node.keywords if k.arg}
+            _declare(declared, options, keywords, text)
+    value = declared.get(expr.attr)
+    return value if isinstance(value, str) and expr.attr not in assigned else None
+
+
 def option_default(analysis, expr: cst.BaseExpression) -> object:
     """The literal default of the command-line option `expr` reads (`opt.debug`, `self.opt.debug`), from this
     module's parser or the project's (see the module's docstring); _UNKNOWN when not known."""

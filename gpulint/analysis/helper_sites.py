@@ -106,9 +106,10 @@ def _self_called(fn: ast.FunctionDef) -> list:
 
 
 def _spellings(project, info, name: str, path: Path) -> frozenset:
-    """How the module `info` calls the top-level function `name` of `path`: `name` (`from module import name`)
-    and `alias.name` for each `import module [as alias]` or `from package import module [as alias]` binding
-    that module (`monotonic_align.maximum_path`, `lmu.convert_to_pairs`)."""
+    """How the module `info` calls the top-level function `name` of `path`: `name` (`from module import name`),
+    `alias.name` for each `import module [as alias]` or `from package import module [as alias]` binding
+    that module (`monotonic_align.maximum_path`, `lmu.convert_to_pairs`), and a top-level name bound once to
+    it (`criterion = MODEL.get_loss`: `ModuleInfo.aliases`)."""
     from gpulint.analysis.forward import _resolved
     from gpulint.analysis.project import ClassSummary, FunctionSummary
 
@@ -127,6 +128,10 @@ def _spellings(project, info, name: str, path: Path) -> frozenset:
         # `import utils as U` and `from ..utils import loss_utils as lmu` (a module imported from its package)
         if alias != name and (attr is None or attr[:1].islower()) and names_it(f"{alias}.{name}"):
             spelt.add(f"{alias}.{name}")
+    for alias, dotted in getattr(info, "aliases", {}).items():
+        # `criterion = MODEL.get_loss` (a module imported by name) or `= losses.get_loss`, then `criterion(...)`
+        if dotted is not None and dotted.rsplit(".", 1)[-1] == name and names_it(alias):
+            spelt.add(alias)
     return frozenset(spelt)
 
 

@@ -1,5 +1,6 @@
 """Names a caller module calls a project function by: its own name, or an alias its top-level imports bind
-(`from train.metrics import accuracy_SBM as accuracy`, then `accuracy(scores, labels)` in the epoch loop).
+(`from train.metrics import accuracy_SBM as accuracy`, then `accuracy(scores, labels)` in the epoch loop), or a
+top-level name bound once to it (`criterion = MODEL.get_loss`, `project.ModuleInfo.aliases`).
 
 `forward.member_site` looks for the per-step call of a top-level function by the function's name (the project's
 identifier index, the names each caller's hot loops call); a file importing it under another name calls it by
@@ -12,4 +13,7 @@ from __future__ import annotations
 
 def local_names(info, member: str) -> frozenset:
     aliases = [local for local, (_, attr, _) in info.imports.items() if attr == member and local != member]
+    # a top-level name bound once to a dotted name ending in it: `criterion = MODEL.get_loss`
+    aliases += [local for local, dotted in getattr(info, "aliases", {}).items()
+                if dotted is not None and local != member and dotted.rsplit(".", 1)[-1] == member]
     return frozenset((member, *aliases))

@@ -134,6 +134,8 @@ class LazyModuleInfo:
         self.type_vars = {}
         self.star_imports = []
         self.plain_imports = []
+        self.chosen_modules = {}
+        self.aliases = {}
         self._calls_by_name = None
         self._text = text
         self._lines = text.split("\n")

@@ -558,6 +558,10 @@ class ModuleInfo:
         self.type_vars: dict[str, ast.expr] = {}  # `T = TypeVar("T", bound=X)`: T -> X
         self.star_imports: list[tuple[str, int]] = []  # `from helpers import *`: (module, level)
         self.plain_imports: list[str] = []  # `import _init_paths`: top-level imports of one undotted name
+        # `MODEL = importlib.import_module(FLAGS.model)`: name -> the call (`Project.chosen_module` reads it)
+        self.chosen_modules: dict[str, ast.Call] = {}
+        # `criterion = MODEL.get_loss`: a top-level name bound once to a dotted name -> that name (None: rebound)
+        self.aliases: dict[str, Optional[str]] = {}
         self._calls_by_name: Optional[dict[str, list[tuple[ast.Call, dict]]]] = None
         self._indexes: dict[object, object] = {}  # `indexed`
         for stmt in tree.body:
@@ -635,7 +639,19 @@ class ModuleInfo:
             if all(values) and None not in stmt.value.keys:
                 name = stmt.targets[0].id
                 self.registries[name] = Registry(name, self.path, tuple(values))  # type: ignore[arg-type]
-        elif isinstance(stmt, (ast.If, ast.Try)):
+        if isinstance(stmt, ast.Assign):
+            # `MODEL = importlib.import_module(FLAGS.model)` at the top level; bound again later: unknown (None)
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    dotted = _dotted(stmt.value) if len(stmt.targets) == 1 and \
+                        isinstance(stmt.value, ast.Attribute) else None
+                    self.aliases[target.id] = None if target.id in self.aliases else dotted
+                    if target.id in self.chosen_modules:
+                        self.chosen_modules[target.id] = None  # type: ignore[assignment]
+                    elif len(stmt.targets) == 1 and isinstance(stmt.value, ast.Call) and len(stmt.value.args) == 1 \
+                            and not stmt.value.keywords and (_dotted(stmt.value.func) or "").endswith("import_module"):
+                        self.chosen_modules[target.id] = stmt.value
+        if isinstance(stmt, (ast.If, ast.Try)):
             # `try: from x import y except ImportError: ...` and `if TYPE_CHECKING:` blocks still bind names.
             for inner in _nested_statements(stmt):
                 if isinstance(inner, (ast.Import, ast.ImportFrom)):
@@ -975,6 +991,13 @@ class Project:
             if owner is not None and owner != info.path:
                 return self.lookup(owner, f"{attr}.{rest}" if rest else attr, depth + 1)
             return None
+        alias = info.aliases.get(head) if hasattr(info, "aliases") else None
+        if alias is not None and head not in info.imports:  # `criterion = MODEL.get_loss`, then `criterion(...)`
+            return self.lookup(info.path, f"{alias}.{rest}" if rest else alias, depth + 1)
+        chosen = info.chosen_modules.get(head) if rest and hasattr(info, "chosen_modules") else None
+        if chosen is not None:  # `MODEL.get_loss` of `MODEL = importlib.import_module(FLAGS.model)`
+            target = self.chosen_module(info, chosen)
+            return self.lookup(target, rest, depth + 1) if target is not None and target != info.path else None
         for module, level in info.star_imports:  # `from run_nerf_helpers import *`: a name it defines
             owner = self.resolver.resolve(module, info.path, level) if (module or level) else None
             if owner is not None and owner != info.path:
@@ -982,6 +1005,21 @@ class Project:
                 if found is not None:
                     return found
         return None
+
+    def chosen_module(self, info: ModuleInfo, call: ast.Call) -> Optional[Path]:
+        """The project module `importlib.import_module(name)` imports, `name` a string or a command-line option
+        of the module's own parser with a literal default (`FLAGS.model`, `--model` defaulting to `'votenet'`):
+        the program as it runs without options, the stance taken for option defaults (analysis/flags.py). The
+        call is read once per module (`ModuleInfo.chosen_modules`); None when unknown."""
+        from gpulint.analysis.flags import ast_option_text
+
+        if info.qualify(_dotted(call.func) or "") != "importlib.import_module" or getattr(info, "tree", None) is None:
+            return None
+        arg = call.args[0]
+        name = arg.value if isinstance(arg, ast.Constant) else ast_option_text(info, arg)
+        if not isinstance(name, str) or not name or name.startswith("."):
+            return None
+        return self.resolver.resolve(name, info.path, 0)
 
     def _submodule_lookup(self, package: str, rest: str, importer: Path, level: int, depth: int) -> Optional[Summary]:
         """`import moco.builder` then `moco.builder.MoCo_ViT`: the package's `__init__.py` does not name
