@@ -458,6 +458,26 @@ CASES = {
             if step % 100 == 0 or model(x).sum() > 0:
                 print(x.cpu())  # every
     """,
+    "a period that is a module constant of 1 is every step unless a function rebinds it": """
+        log_interval = 1
+        save_interval = 100
+        eval_interval = 1
+        for iter_num, x in enumerate(loader):
+            loss = model(x).sum()
+            loss.backward()
+            if iter_num % log_interval == 0:
+                print(loss.item())  # every
+            if iter_num % save_interval == 0:
+                print(loss.item())  # periodic
+            if iter_num % eval_interval == 0:
+                print(loss.item())  # periodic
+            if iter_num % 1 == 0:
+                print(loss.item())  # every
+
+        def set_eval(n):
+            global eval_interval
+            eval_interval = n
+    """,
     "generation loop is not a training loop": """
         for k in range(3):
             y = model.generate(x)  # outside

@@ -1565,12 +1565,27 @@ class LoopAnalysis:
         if not isinstance(node.operator, cst.Modulo):
             return self._period_one(node.left) or self._period_one(node.right)
         period = node.right
+        if isinstance(period, cst.Integer):
+            return period.value == "1"  # `step % 1 == 0`
+        if isinstance(period, cst.Name):
+            return self._module_constant_one(period)
         if not (isinstance(period, cst.Attribute) and isinstance(period.value, cst.Name)):
             return False
         if period.value.value == "self" and self._init_default_one(period):
             return True
         defaults = self._option_defaults()
         return defaults.get(period.attr.value) == ["1"]
+
+    def _module_constant_one(self, period: cst.Name) -> bool:
+        """`log_interval = 1` at the module's top level, its only binding, then `if iter_num % log_interval == 0:`:
+        a period of 1 written as a setting of the script, true on every step. A name any function declares
+        `global` may be changed at run time: not known."""
+        bindings = self.index.visible_bindings(period)
+        if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None or \
+                not isinstance(bindings[0].scope, cst.Module) or not isinstance(bindings[0].value, cst.Integer) or \
+                bindings[0].value.value != "1":
+            return False
+        return not any(any(n.name.value == period.value for n in g.names) for g in of_types(self.index, cst.Global))
 
     def _init_default_one(self, period: cst.Attribute) -> bool:
         """`self.gather_metric_period` that the class sets once, in `__init__`, from a parameter whose default is
