@@ -478,6 +478,28 @@ CASES = {
             global eval_interval
             eval_interval = n
     """,
+    "a helper returning a divisibility test through a local name narrowed with and is periodic": """
+        def every_n_steps(state, freq, acc_step=None, acc_freq=None):
+            test = state.step % freq == 0
+            if acc_step is not None:
+                test = test and (state.acc_step == acc_step)
+            elif acc_freq is not None:
+                test = test and ((state.acc_step % acc_freq) == 0)
+            return test
+
+        def every_step_or_flag(state, freq, flag):
+            test = state.step % freq == 0
+            test = test or flag
+            return test
+
+        for x in loader:
+            loss = model(x).sum()
+            loss.backward()
+            if every_n_steps(state, log_freq, acc_step=0):
+                print(loss.item())  # periodic
+            if every_step_or_flag(state, log_freq, verbose):
+                print(loss.item())  # every
+    """,
     "generation loop is not a training loop": """
         for k in range(3):
             y = model.generate(x)  # outside

@@ -1515,7 +1515,7 @@ class LoopAnalysis:
             if last.startswith(("should_log", "should_eval", "should_save", "is_log", "is_eval")):
                 return f"`{_code(test)}`"
             helper = self.local_function(test)
-            if helper is not None and _returns_a_modulo_test(helper):
+            if helper is not None and (_returns_a_modulo_test(helper) or self._returns_periodic_tests(helper)):
                 # `def divisible_by(n, d): return (n % d) == 0` ... `if divisible_by(step, every):`
                 return f"`{_code(test)}`"
             if helper is not None and self._true_only_periodically(helper):
@@ -1526,6 +1526,48 @@ class LoopAnalysis:
                 # `eval_every_step = utils.Every(cfg.eval_every_frames)` ... `if eval_every_step(step):`
                 return f"`{_code(test)}` (a predicate object true every N steps)"
         return None
+
+    def _returns_periodic_tests(self, fn: cst.FunctionDef) -> bool:
+        """Every `return` of `fn` hands back a divisibility test, directly or through a local name that every
+        assignment of `fn` binds to one, possibly narrowed with `and` (`test = state.step % freq == 0; if acc_step
+        is not None: test = test and (state.acc_step == acc_step); return test`): true on some steps only."""
+        key = ("periodic_returns", id(fn))
+        if key in self._trains:
+            return self._trains[key]
+        returns, values = [], {}
+        for n in descendants(fn.body):
+            if type(n) in (cst.Yield, cst.Lambda, cst.FunctionDef, cst.ClassDef) or \
+                    type(n) in (cst.Return, cst.Assign, cst.AugAssign) and self.index.enclosing_scope(n) is not fn:
+                if type(n) is cst.Yield:
+                    self._trains[key] = False
+                    return False
+                continue
+            if type(n) is cst.Return:
+                returns.append(n)
+            elif type(n) is cst.Assign:
+                for t in n.targets:
+                    values.setdefault(t.target.value if type(t.target) is cst.Name else "", []).append(n.value)
+            elif type(n) is cst.AugAssign and type(n.target) is cst.Name:
+                values.setdefault(n.target.value, []).append(None)
+
+        def periodic(expr, seen: frozenset) -> bool:
+            if type(expr) is cst.Comparison:
+                return len(expr.comparisons) == 1 and type(expr.comparisons[0].operator) is cst.Equal and \
+                    any(_has_modulo(side) for side in (expr.left, expr.comparisons[0].comparator))
+            if type(expr) is cst.BooleanOperation:
+                if type(expr.operator) is cst.And:
+                    return periodic(expr.left, seen) or periodic(expr.right, seen)
+                return periodic(expr.left, seen) and periodic(expr.right, seen)
+            if type(expr) is cst.Name:
+                if expr.value in seen:
+                    return True  # `test = test and ...`: what the name held, a test of the same kind
+                bound = values.get(expr.value)
+                return bool(bound) and all(v is not None and periodic(v, seen | {expr.value}) for v in bound)
+            return False
+
+        answer = bool(returns) and all(r.value is not None and periodic(r.value, frozenset()) for r in returns)
+        self._trains[key] = answer
+        return answer
 
     def _true_only_periodically(self, fn: cst.FunctionDef) -> bool:
         """`fn` returns only `True` and `False` (literals), and each `return True` is in the body of an `if` of
