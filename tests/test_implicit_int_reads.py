@@ -155,3 +155,33 @@ def test_indexing_a_python_list_with_a_device_tensor(tmp_path: Path):
 def test_indexing_a_python_list_with_a_host_tensor_stays_quiet(tmp_path: Path):
     root = write_project(tmp_path, {"demo.py": LABELS.replace("output = x.cuda()", "output = x.cpu()")})
     assert not found(check(root, "--no-cache", "--exit-zero", "--select", "GPU105"))
+
+
+KEYS = """import torch
+
+
+def train(net, loader, optimizer):
+    for batch in loader:
+        for key in batch:
+            batch[key] = batch[key].cuda()
+        end_points = net({"points": batch["points"]})
+        for key in batch:
+            assert key not in end_points
+            end_points[key] = batch[key]
+        ids = batch["ids"]
+        for i in ids:
+            assert i not in (0, 1)
+        loss = end_points["loss"]
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_keys_of_a_mapping_tested_with_in_are_not_tensor_reads(tmp_path: Path):
+    """`for key in batch:` over a batch the loop reads as `batch['points']` yields its keys (strings): testing
+    one against the model's output dict reads no device value. The elements of a device tensor of ids tested
+    against a tuple are still compared one by one, each with `bool()`."""
+    root = write_project(tmp_path, {"train.py": KEYS})
+    hits = {(row, code) for _, row, code in found(check(root, "--no-cache", "--exit-zero", "--select", "GPU105"))}
+    assert (10, "GPU105") not in hits
+    assert (14, "GPU105") in hits

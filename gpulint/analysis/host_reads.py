@@ -207,7 +207,8 @@ def int_reads(analysis, node: cst.CSTNode) -> list[tuple[str, cst.BaseExpression
     if type(node) is cst.Comparison:
         left = node.left
         for target in node.comparisons:
-            if type(target.operator) in (cst.In, cst.NotIn) and _compared_one_by_one(analysis, target.comparator):
+            if type(target.operator) in (cst.In, cst.NotIn) and _compared_one_by_one(analysis, target.comparator) \
+                    and not _key_of_a_mapping(analysis, left):
                 take("`in`", left)
             left = target.comparator
         return found
@@ -313,6 +314,8 @@ def _compared_one_by_one(analysis, container: cst.BaseExpression) -> bool:
         return True
     if type(container) in (cst.Dict, cst.Set, cst.DictComp, cst.SetComp):
         return False
+    if type(container) is cst.Name and _string_keyed(analysis, container):
+        return False  # `x not in stats` where the function reads `stats['loss']`: a mapping, hashed
     kind = analysis.kind(container)
     if kind in (Kind.TENSOR, Kind.UNKNOWN):
         return True
@@ -321,6 +324,39 @@ def _compared_one_by_one(analysis, container: cst.BaseExpression) -> bool:
         return bool(bindings) and all(b.kind == "assign" and b.index is None and type(b.value) in _SEQUENCES
                                       for b in bindings)
     return False
+
+
+def _key_of_a_mapping(analysis, value: cst.BaseExpression) -> bool:
+    """`for key in batch: assert key not in end_points`, where the scope reads `batch['point_clouds']`: iterating
+    a mapping yields its keys (strings here), never a tensor of its values."""
+    if type(value) is not cst.Name:
+        return False
+    for parent in analysis.index.ancestors(value):  # the nearest loop binding the name is the one it iterates
+        if type(parent) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            return False
+        if type(parent) is cst.For and type(parent.target) is cst.Name and parent.target.value == value.value:
+            return type(parent.iter) is cst.Name and _string_keyed(analysis, parent.iter)
+    return False
+
+
+def _string_keyed(analysis, name: cst.Name) -> bool:
+    """The scope `name` stands in also subscripts it with a string literal (`end_points['objectness_scores']`,
+    `batch['image'] = ...`): a mapping (a tensor takes no string index), whose `in` hashes the key."""
+    from gpulint.analysis.node_types import of_types
+
+    scope = analysis.index.enclosing_scope(name)
+    key = ("string-keyed", id(scope))
+    memo = analysis.index.__dict__.setdefault("_string_keyed", {})
+    names = memo.get(key)
+    if names is None:
+        names = set()
+        for node in of_types(analysis.index, cst.Subscript):
+            if type(node.value) is cst.Name and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index \
+                    and type(node.slice[0].slice.value) is cst.SimpleString and \
+                    analysis.index.enclosing_scope(node) is scope:
+                names.add(node.value.value)
+        memo[key] = names
+    return name.value in names
 
 
 # Calls that hand back a Python list (of strings or numbers, never tensors): what a label table is read with.
