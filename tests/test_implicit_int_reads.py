@@ -185,3 +185,43 @@ def test_keys_of_a_mapping_tested_with_in_are_not_tensor_reads(tmp_path: Path):
     hits = {(row, code) for _, row, code in found(check(root, "--no-cache", "--exit-zero", "--select", "GPU105"))}
     assert (10, "GPU105") not in hits
     assert (14, "GPU105") in hits
+
+
+COMPREHENSIONS = """import torch
+
+
+def get_batch(data, block_size: int, batch_size: int):
+    ix = torch.randint(len(data) - block_size, (batch_size,), device="cuda")
+    x = torch.stack([data[i : i + block_size] for i in ix])
+    y = torch.stack([data[i + 1 : i + 1 + block_size] for i in ix])
+    return x, y
+
+
+def get_host_batch(data, block_size: int, batch_size: int):
+    ix = torch.randint(len(data) - block_size, (batch_size,))
+    x = torch.stack([data[i : i + block_size] for i in ix])
+    y = torch.stack([data[i + 1 : i + 1 + block_size] for i in ix])
+    return x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+
+
+def train(model, data, optimizer):
+    for step in range(1000):
+        x, y = get_batch(data, 64, 8)
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+        x, y = get_host_batch(data, 64, 8)
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_elements_of_a_host_tensor_in_a_comprehension_are_host_values(tmp_path: Path):
+    """`[data[i:i + n] for i in ix]` over a CPU `torch.randint(...)` (no `device=`): the comprehension's own
+    `for` binds `i` before its element runs, though written after it, so `i` is a host value (the first of two
+    such comprehensions was read as a device value); over a CUDA `randint` each bound is a read."""
+    root = write_project(tmp_path, {"train.py": COMPREHENSIONS})
+    hits = {(row, code) for _, row, code in found(check(root, "--no-cache", "--exit-zero", "--select", "GPU105"))}
+    assert {(6, "GPU105"), (7, "GPU105")} <= hits
+    assert not {(13, "GPU105"), (14, "GPU105")} & hits

@@ -24,6 +24,7 @@ from gpulint.syntax import code_of, positional_names, target_names
 
 
 # Calls that iterate what they are given (their first argument's elements, numbered or zipped).
+_LOOPING = (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 _ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter", "islice",
                                  "itertools.islice", "reversed", "zip"})
 
@@ -436,7 +437,9 @@ class KindInference:
         read = self.index.order(name)
         if read is None:
             return bindings
-        loops = [a for a in self.index.ancestors(name) if type(a) in (cst.For, cst.While)
+        # a comprehension's `for` clause binds before its element is computed, though written after it
+        # (`[data[i:i + n] for i in ix]`): a comprehension around the read holds its bindings as a loop does
+        loops = [a for a in self.index.ancestors(name) if type(a) in _LOOPING
                  and self.index.is_ancestor_or_self(scope, a)]
         kept = []
         for b in bindings:

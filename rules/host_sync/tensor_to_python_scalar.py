@@ -47,7 +47,10 @@ class TensorToPythonScalar(GpuRule):
 
     ## When it is fine
     Periodic logging, end-of-epoch metrics, numbers that are not tensors (only names known to be tensors are
-    flagged), tensors in host memory used as bounds (`lengths = batch["lengths"]` never moved: no wait).
+    flagged), tensors in host memory used as bounds (`lengths = batch["lengths"]` never moved: no wait; the
+    elements of a CPU `torch.randint(...)` iterated in a comprehension, `[data[i:i + n] for i in ix]`), and
+    keys of a mapping tested with `in` (`for key in batch: assert key not in end_points`, where the function
+    reads `batch["points"]`: iterating a dict yields its keys, and a dict hashes).
     """
 
     code = "GPU105"
