@@ -8,6 +8,7 @@ makes new ones, and what crosses a process boundary or reaches an output writer 
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Optional
@@ -64,7 +65,7 @@ def lint_input(source: Input, settings: Settings, fix: FixMode = FixMode.NONE, *
         return FileOutcome(path, found, {}, content_hash=source.digest, text=source.text)
     from gpulint.analysis.project import recording  # the project model: only when something is linted
 
-    with recording() as consulted:
+    with recording() as consulted, _own_text_dropped(source.path):
         result = runner.lint_source(view.text, source.name, codes, path=source.path,
                                     report_periodic=settings.report_periodic, fix=fix, want_edits=want_edits)
     own = source.path.resolve() if source.path is not None else None
@@ -93,6 +94,24 @@ def lint_input(source: Input, settings: Settings, fix: FixMode = FixMode.NONE, *
         unfixed = lint_input(source, settings, FixMode.NONE, write=False, want_edits=want_edits, digests=digests)
         return replace(unfixed, errors=(*outcome.errors, str(exc)), fatal=True)
     return outcome
+
+
+@contextmanager
+def _own_text_dropped(path: Optional[Path]):
+    """In a batch run, the linted text of a file that differs from the disk (a notebook's joined cells, a text
+    being fixed) is handed to the project model while the file is linted (`calls.project_calls`), and taken back
+    after: the files linted later in the same process must see the project a process that never linted this
+    file sees, whatever the order and the number of workers (a notebook calling `train(model, loader)` made a
+    module's GPU202 depend on whether the notebook was linted first). The language server keeps its buffers."""
+    try:
+        yield
+    finally:
+        from gpulint import runtime
+
+        if path is not None and runtime.batch_mode():
+            from gpulint.analysis.project import drop_text
+
+            drop_text(path)
 
 
 def _dependency_digest(path: Path, consulted) -> str:

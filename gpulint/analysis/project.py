@@ -4141,6 +4141,15 @@ def held_python_tree(path: Path, source: str) -> Optional[ast.Module]:
     return None
 
 
+def drop_text(path: Path) -> None:
+    """`Project.set_text(path, None)` for the project of `path`, when one exists and holds a text for it."""
+    root = find_root(path)
+    with _PROJECTS_LOCK:
+        project = _PROJECTS.get(root)
+    if project is not None and project.text_of(path) is not None:
+        project.set_text(path, None)
+
+
 def project_for(path: Path) -> Project:
     """The (process-wide, cached) project that `path` belongs to."""
     root = find_root(path)
