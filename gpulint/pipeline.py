@@ -65,20 +65,21 @@ def lint_input(source: Input, settings: Settings, fix: FixMode = FixMode.NONE, *
         return FileOutcome(path, found, {}, content_hash=source.digest, text=source.text)
     from gpulint.analysis.project import recording  # the project model: only when something is linted
 
-    with recording() as consulted, _own_text_dropped(source.path):
-        result = runner.lint_source(view.text, source.name, codes, path=source.path,
-                                    report_periodic=settings.report_periodic, fix=fix, want_edits=want_edits)
-    own = source.path.resolve() if source.path is not None else None
-    dependencies = tuple(sorted((str(p), _dependency_digest(p, consulted) if digests else "")
-                                for p in consulted if p != own))
-    errors = view.place_errors(result.errors)
-    finished = view.finish(result, codes)
-    if finished is None:
-        errors.append(f"{source.name}: a fix moved code across cells; notebook left unchanged")
-        result = runner.lint_source(view.text, source.name, codes, path=source.path,
-                                    report_periodic=settings.report_periodic, want_edits=want_edits)
-        errors.extend(view.place_errors(result.errors))
+    with _own_text_dropped(source.path):
+        with recording() as consulted:
+            result = runner.lint_source(view.text, source.name, codes, path=source.path,
+                                        report_periodic=settings.report_periodic, fix=fix, want_edits=want_edits)
+        own = source.path.resolve() if source.path is not None else None
+        dependencies = tuple(sorted((str(p), _dependency_digest(p, consulted) if digests else "")
+                                    for p in consulted if p != own))
+        errors = view.place_errors(result.errors)
         finished = view.finish(result, codes)
+        if finished is None:  # linted again without fixes: its text is taken back after this lint too
+            errors.append(f"{source.name}: a fix moved code across cells; notebook left unchanged")
+            result = runner.lint_source(view.text, source.name, codes, path=source.path,
+                                        report_periodic=settings.report_periodic, want_edits=want_edits)
+            errors.extend(view.place_errors(result.errors))
+            finished = view.finish(result, codes)
     outcome = FileOutcome(path, finished.diagnostics, finished.sources, content_hash=source.digest,
                           dependencies=dependencies,
                           errors=tuple(errors), fatal=result.crashed, text=finished.text, module=result.module)

@@ -105,8 +105,9 @@ def _declare(declared: dict, options: list, keywords: dict, literal) -> None:
     declared[dest] = value
 
 
-def _ast_declarations(tree: ast.AST) -> tuple[dict, set]:
-    """The literal defaults of the options a module declares (`ast`), and the attribute names it assigns."""
+def _ast_declarations(tree: ast.AST, literal=_ast_literal, override=_ast_literal) -> tuple[dict, set]:
+    """The literal defaults of the options a module declares (`ast`), and the attribute names it assigns;
+    `literal` reads a declared default, `override` a `set_defaults(...)` value."""
     declared: dict = {}
     overrides: dict = {}
     assigned: set = set()
@@ -119,40 +120,41 @@ def _ast_declarations(tree: ast.AST) -> tuple[dict, set]:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         if node.func.attr == "set_defaults":
-            overrides.update({k.arg: _ast_literal(k.value) for k in node.keywords if k.arg})
+            overrides.update({k.arg: override(k.value) for k in node.keywords if k.arg})
         elif node.func.attr == "add_argument":
             options = [a.value if isinstance(a, ast.Constant) else None for a in node.args]
             keywords = {k.arg: (k.value.value if isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)
                                 and k.arg in ("dest", "action") else k.value) for k in node.keywords if k.arg}
-            _declare(declared, options, keywords, _ast_literal)
+            _declare(declared, options, keywords, literal)
     declared.update(overrides)
     return declared, assigned
+
+
+def _ast_text(expr: ast.expr) -> object:
+    return expr.value if isinstance(expr, ast.Constant) and isinstance(expr.value, str) else _UNKNOWN
+
+
+def _unknown(expr: ast.expr) -> object:
+    return _UNKNOWN
+
+
+_TEXT_DECLARATIONS: dict = {}  # (path, digest) -> `_ast_declarations` reading string defaults (`ast_option_text`)
 
 
 def ast_option_text(info, expr: ast.expr) -> Optional[str]:
     """The literal string default of the command-line option `expr` reads (`FLAGS.model`, `--model` declared
     with `default='votenet'`) in the parser of the module `info` itself, when the module never assigns that
-    attribute; None otherwise. Strings are read only here (for a module a program imports by name), not by
-    `option_default`, whose readers test truth and numbers."""
+    attribute nor changes its default with `set_defaults`; None otherwise. Strings are read only here (for a
+    module a program imports by name), not by `option_default`, whose readers test truth and numbers."""
     if not isinstance(expr, ast.Attribute) or not isinstance(expr.value, ast.Name):
         return None
-    declared: dict = {}
-    assigned: set = set()
-    text = lambda e: e.value if isinstance(e, ast.Constant) and isinstance(e.value, str) else _UNKNOWN  # noqa: E731
-    for node in ast_walk.walk(info.tree):
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                if isinstance(target, ast.Attribute):
-                    assigned.add(target.attr)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
-                "add_argument", "set_defaults"):
-            if node.func.attr == "set_defaults":
-                assigned.update(k.arg for k in node.keywords if k.arg)
-                continue
-            options = [a.value if isinstance(a, ast.Constant) else None for a in node.args]
-            keywords = {k.arg: (k.value.value if isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)
-                                and k.arg in ("dest", "action") else k.value) for k in node.keywords if k.arg}
-            _declare(declared, options, keywords, text)
+    key = (info.path, info.digest)
+    found = _TEXT_DECLARATIONS.get(key)
+    if found is None:
+        if len(_TEXT_DECLARATIONS) > 256:
+            _TEXT_DECLARATIONS.clear()
+        found = _TEXT_DECLARATIONS[key] = _ast_declarations(info.tree, _ast_text, _unknown)
+    declared, assigned = found
     value = declared.get(expr.attr)
     return value if isinstance(value, str) and expr.attr not in assigned else None
 

@@ -111,6 +111,7 @@ def _spellings(project, info, name: str, path: Path) -> frozenset:
     that module (`monotonic_align.maximum_path`, `lmu.convert_to_pairs`), and a top-level name bound once to
     it (`criterion = MODEL.get_loss`: `ModuleInfo.aliases`)."""
     from gpulint.analysis.forward import _resolved
+    from gpulint.analysis.import_aliases import bound_aliases
     from gpulint.analysis.project import ClassSummary, FunctionSummary
 
     def names_it(dotted: str) -> bool:  # the function, or a plain class whose construction runs its `__init__`
@@ -128,10 +129,8 @@ def _spellings(project, info, name: str, path: Path) -> frozenset:
         # `import utils as U` and `from ..utils import loss_utils as lmu` (a module imported from its package)
         if alias != name and (attr is None or attr[:1].islower()) and names_it(f"{alias}.{name}"):
             spelt.add(f"{alias}.{name}")
-    for alias, dotted in getattr(info, "aliases", {}).items():
-        # `criterion = MODEL.get_loss` (a module imported by name) or `= losses.get_loss`, then `criterion(...)`
-        if dotted is not None and dotted.rsplit(".", 1)[-1] == name and names_it(alias):
-            spelt.add(alias)
+    # `criterion = MODEL.get_loss` (a module imported by name) or `= losses.get_loss`, then `criterion(...)`
+    spelt.update(alias for alias in bound_aliases(info, name) if names_it(alias))
     return frozenset(spelt)
 
 

@@ -342,21 +342,19 @@ def _key_of_a_mapping(analysis, value: cst.BaseExpression) -> bool:
 def _string_keyed(analysis, name: cst.Name) -> bool:
     """The scope `name` stands in also subscripts it with a string literal (`end_points['objectness_scores']`,
     `batch['image'] = ...`): a mapping (a tensor takes no string index), whose `in` hashes the key."""
+    return name.value in analysis.fact(_string_keyed_names).get(id(analysis.index.enclosing_scope(name)), ())
+
+
+def _string_keyed_names(analysis) -> dict:
+    """Fact provider: id of a scope -> the names it subscripts with a string literal (one pass over the module)."""
     from gpulint.analysis.node_types import of_types
 
-    scope = analysis.index.enclosing_scope(name)
-    key = ("string-keyed", id(scope))
-    memo = analysis.index.__dict__.setdefault("_string_keyed", {})
-    names = memo.get(key)
-    if names is None:
-        names = set()
-        for node in of_types(analysis.index, cst.Subscript):
-            if type(node.value) is cst.Name and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index \
-                    and type(node.slice[0].slice.value) is cst.SimpleString and \
-                    analysis.index.enclosing_scope(node) is scope:
-                names.add(node.value.value)
-        memo[key] = names
-    return name.value in names
+    found: dict = {}
+    for node in of_types(analysis.index, cst.Subscript):
+        if type(node.value) is cst.Name and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index \
+                and type(node.slice[0].slice.value) is cst.SimpleString:
+            found.setdefault(id(analysis.index.enclosing_scope(node)), set()).add(node.value.value)
+    return found
 
 
 # Calls that hand back a Python list (of strings or numbers, never tensors): what a label table is read with.

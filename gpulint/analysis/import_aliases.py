@@ -13,7 +13,11 @@ from __future__ import annotations
 
 def local_names(info, member: str) -> frozenset:
     aliases = [local for local, (_, attr, _) in info.imports.items() if attr == member and local != member]
-    # a top-level name bound once to a dotted name ending in it: `criterion = MODEL.get_loss`
-    aliases += [local for local, dotted in getattr(info, "aliases", {}).items()
-                if dotted is not None and local != member and dotted.rsplit(".", 1)[-1] == member]
-    return frozenset((member, *aliases))
+    return frozenset((member, *aliases, *bound_aliases(info, member)))
+
+
+def bound_aliases(info, member: str) -> list:
+    """The top-level names of `info` bound once to a dotted name ending in `member` (`criterion =
+    MODEL.get_loss`, `ModuleInfo.aliases`); the caller's lookup of each decides whether it is the function."""
+    return [local for local, dotted in getattr(info, "aliases", {}).items()
+            if dotted is not None and dotted.rsplit(".", 1)[-1] == member]

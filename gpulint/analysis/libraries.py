@@ -302,14 +302,19 @@ HANDS_BACK: tuple[HandsBack, ...] = (
 _HANDS_BACK = {entry.target: entry for entry in HANDS_BACK}
 
 
+def hands_back_elements(qualified: Optional[str]) -> tuple:
+    """Per element of what the library function `qualified` returns, the (position, keyword) of the argument it
+    wraps, or None for something new; () when the function is not one of the table's."""
+    entry = _HANDS_BACK.get(canonical(qualified)) if qualified else None
+    return entry.elements if entry is not None else ()
+
+
 def hands_back(qualified: Optional[str], index: Optional[int]) -> Optional[tuple]:
     """(position, keyword) of the argument that element `index` of what the library function `qualified`
     returns wraps; None when it is not one of the table's, the result is not unpacked (`index` None), or that
     element is something new."""
-    entry = _HANDS_BACK.get(canonical(qualified)) if qualified else None
-    if entry is None or index is None:
-        return None
-    return entry.elements[index] if index < len(entry.elements) else None
+    elements = hands_back_elements(qualified)
+    return elements[index] if index is not None and index < len(elements) else None
 
 
 _BY_TARGET = {fact.target: fact for fact in FACTS}

@@ -1515,7 +1515,7 @@ class LoopAnalysis:
             if last.startswith(("should_log", "should_eval", "should_save", "is_log", "is_eval")):
                 return f"`{_code(test)}`"
             helper = self.local_function(test)
-            if helper is not None and (_returns_a_modulo_test(helper) or self._returns_periodic_tests(helper)):
+            if helper is not None and self._returns_periodic_tests(helper):
                 # `def divisible_by(n, d): return (n % d) == 0` ... `if divisible_by(step, every):`
                 return f"`{_code(test)}`"
             if helper is not None and self._true_only_periodically(helper):
@@ -1536,12 +1536,11 @@ class LoopAnalysis:
             return self._trains[key]
         returns, values = [], {}
         for n in descendants(fn.body):
-            if type(n) in (cst.Yield, cst.Lambda, cst.FunctionDef, cst.ClassDef) or \
-                    type(n) in (cst.Return, cst.Assign, cst.AugAssign) and self.index.enclosing_scope(n) is not fn:
-                if type(n) is cst.Yield:
-                    self._trains[key] = False
-                    return False
-                continue
+            if type(n) is cst.Yield:
+                self._trains[key] = False
+                return False
+            if type(n) in (cst.Return, cst.Assign, cst.AugAssign) and self.index.enclosing_scope(n) is not fn:
+                continue  # a nested function's or lambda's own
             if type(n) is cst.Return:
                 returns.append(n)
             elif type(n) is cst.Assign:
@@ -2284,21 +2283,6 @@ def true_only_periodically(returns: list, *, literal: Callable, periodic_value: 
                 return False
             trues += 1
     return trues > 0
-
-
-def _returns_a_modulo_test(fn: cst.FunctionDef) -> bool:
-    """The function's body is one `return a % b == 0` (a divisibility helper)."""
-    body = fn.body.body if type(fn.body) is cst.IndentedBlock else []
-    statements = [s for s in body if not (type(s) is cst.SimpleStatementLine and len(s.body) == 1 and
-                                          isinstance(s.body[0], cst.Expr) and
-                                          isinstance(s.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))]
-    if len(statements) != 1 or not isinstance(statements[0], cst.SimpleStatementLine) or \
-            len(statements[0].body) != 1 or not isinstance(statements[0].body[0], cst.Return):
-        return False
-    value = statements[0].body[0].value
-    return type(value) is cst.Comparison and len(value.comparisons) == 1 and \
-        isinstance(value.comparisons[0].operator, cst.Equal) and \
-        any(_has_modulo(side) for side in (value.left, value.comparisons[0].comparator))
 
 
 def _fixed_value_of_tested(side: cst.BaseExpression, periodic: cst.BaseExpression) -> bool:

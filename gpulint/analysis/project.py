@@ -38,7 +38,7 @@ from gpulint.analysis.host_copies import bind_host_data, copy_of_host_data, none
 from gpulint.analysis.config_defaults import config_default, setting_path
 from gpulint.analysis.comprehension_reads import device_read
 from gpulint.analysis import lazy_module
-from gpulint.analysis.libraries import HANDS_BACK, hands_back
+from gpulint.analysis.libraries import HANDS_BACK, hands_back_elements
 from gpulint.analysis.generators import yielded_source_ast
 from gpulint.analysis.lazy_module import same_scope
 from gpulint.analysis.memo_guards import memo_fill, memo_return
@@ -3568,14 +3568,12 @@ def library_passed(qualified: str, call: ast.Call) -> Optional[tuple]:
 def _hands_back_passed(qualified: str, call: ast.Call) -> Optional[tuple]:
     """`engine, optimizer, _, _ = deepspeed.initialize(model=net, ...)`: per element of what a library function of
     the table (`libraries.HANDS_BACK`) returns, the argument it wraps, as `library_passed`."""
-    elements = []
-    for index in range(len(call.args) + len(call.keywords)):
-        spec = hands_back(qualified, index)
+    def passed(spec: Optional[tuple]) -> Optional[ast.expr]:
         found = _argument(call, spec[0], spec[1]) if spec is not None else None
-        elements.append(found if isinstance(found, ast.expr) else None)
-    while elements and elements[-1] is None:
-        elements.pop()
-    return (None, tuple(elements)) if elements else None
+        return found if isinstance(found, ast.expr) else None
+
+    elements = tuple(passed(spec) for spec in hands_back_elements(qualified))
+    return (None, elements) if any(e is not None for e in elements) else None
 
 
 def summary_passed(summary: FunctionSummary, call: ast.Call, bound: bool) -> Optional[tuple]:
