@@ -399,6 +399,8 @@ class TrainingFacts:
                 alias = b.value
                 while type(alias) is cst.Attribute and alias.attr.value == "module":
                     alias = alias.value
+                if type(alias) is cst.Name and alias.value == "None":
+                    continue  # `criterion = None` before the real one is built (`if not criterion: ...`): no model
                 if b.index is None and type(alias) is cst.Name and alias.value != name.value and depth < 3:
                     moves.append(self.module_on_cuda(alias, depth + 1))
                     continue
@@ -646,9 +648,10 @@ class TrainingFacts:
             arg = plain[at] if at < len(plain) else None
         return arg is not None and self.cuda_device(arg.value)
 
-    def cuda_device(self, expr: cst.CSTNode, depth: int = 0) -> bool:
+    def cuda_device(self, expr: cst.CSTNode, depth: int = 0, within: frozenset = frozenset()) -> bool:
         """`expr` names a CUDA device: "cuda:0", `torch.device("cuda")`, a device index, `"cuda" if ... else
-        "cpu"`, or a name every assignment of which is one of these."""
+        "cpu"`, or a name every assignment of which is one of these. A rebinding that reads the name it binds
+        (`device = torch.device(device)`) reads the other bindings: `within` holds the ones being followed."""
         if depth > 4:
             return False
         text = string_value(expr)
@@ -659,13 +662,13 @@ class TrainingFacts:
         if type(expr) is cst.Integer:
             return True
         if type(expr) is cst.IfExp:
-            return self.cuda_device(expr.body, depth + 1) or self.cuda_device(expr.orelse, depth + 1)
+            return self.cuda_device(expr.body, depth + 1, within) or self.cuda_device(expr.orelse, depth + 1, within)
         if type(expr) is cst.Call:
             if type(expr.func) is cst.Attribute and expr.func.attr.value == "format":
                 return (string_value(expr.func.value) or "").startswith("cuda")  # `'cuda:{:d}'.format(rank)`
             q = self.analysis.qualified(expr.func)
             if q == "torch.device" and expr.args:
-                return self.cuda_device(expr.args[0].value, depth + 1)
+                return self.cuda_device(expr.args[0].value, depth + 1, within)
             return q == "torch.cuda.current_device"
         if type(expr) is cst.BinaryOperation and type(expr.operator) is cst.Add:
             left = expr.left
@@ -683,9 +686,10 @@ class TrainingFacts:
         if type(expr) is cst.Name:
             # a binding on the no-CUDA branch (`if torch.cuda.is_available(): device = torch.device("cuda")
             # else: device = torch.device("cpu")`) never runs where the GPU is: like `"cuda" if ... else "cpu"`
-            values = [b.value for b in data_facts(self.analysis).bindings(expr)
-                      if b.value is None or not self._without_cuda(b.value)]
-            return bool(values) and all(v is not None and self.cuda_device(v, depth + 1) for v in values)
+            bindings = [b for b in data_facts(self.analysis).bindings(expr)
+                        if id(b) not in within and (b.value is None or not self._without_cuda(b.value))]
+            return bool(bindings) and all(
+                b.value is not None and self.cuda_device(b.value, depth + 1, within | {id(b)}) for b in bindings)
         return False
 
     def without_cuda(self, node: cst.CSTNode) -> bool:
@@ -1233,7 +1237,7 @@ def _self_device(chain: list, device: ast.expr, depth: int = 0) -> bool:
     from gpulint.analysis.project import _self_stores
 
     def kinds(expr: ast.expr, depth: int) -> Optional[set]:
-        if depth > 3:
+        if depth > 6:
             return None
         if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
             text = expr.value
@@ -1244,6 +1248,46 @@ def _self_device(chain: list, device: ast.expr, depth: int = 0) -> bool:
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "device" \
                 and expr.args and not expr.keywords:
             return kinds(expr.args[0], depth + 1)  # `torch.device(...)`
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "format" \
+                and isinstance(expr.func.value, ast.Constant):
+            return kinds(expr.func.value, depth + 1)  # `'cuda:{}'.format(args.gpu)`
+        if isinstance(expr, ast.JoinedStr) and expr.values and isinstance(expr.values[0], ast.Constant):
+            return kinds(expr.values[0], depth + 1)  # f"cuda:{rank}"
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add) and isinstance(expr.left, ast.Constant):
+            return kinds(expr.left, depth + 1)  # "cuda:" + str(rank)
+        if isinstance(expr, ast.Call) and not expr.args and not expr.keywords \
+                and isinstance(expr.func, ast.Attribute) and isinstance(expr.func.value, ast.Name) \
+                and expr.func.value.id == "self":
+            # `self.device = self._acquire_device()`: the method's returns, each a device or a local name bound
+            # to one (`device = torch.device('cuda:{}'.format(gpu))` on one branch, `'cpu'` on the other)
+            method = next((c.methods[expr.func.attr] for c in chain if expr.func.attr in c.methods), None)
+            if method is None:
+                return None
+            found = set()
+            for node in ast.walk(method):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node is not method:
+                    return None  # a nested function's returns are not the method's
+                if not isinstance(node, ast.Return):
+                    continue
+                if node.value is None:
+                    return None
+                values = [node.value]
+                if isinstance(node.value, ast.Name):
+                    name = node.value.id
+                    simple = [a for a in ast.walk(method) if isinstance(a, ast.Assign)
+                              for t in a.targets if isinstance(t, ast.Name) and t.id == name]
+                    stores = [n for n in ast.walk(method) if isinstance(n, ast.Name) and n.id == name
+                              and isinstance(n.ctx, ast.Store)]
+                    params = {a.arg for a in method.args.args + method.args.kwonlyargs + method.args.posonlyargs}
+                    if not simple or len(simple) != len(stores) or name in params:
+                        return None  # also bound by a loop, an unpacking, `+=`, or a parameter: not only these
+                    values = [a.value for a in simple]
+                for value in values:
+                    one = kinds(value, depth + 1)
+                    if one is None:
+                        return None
+                    found |= one
+            return found or None
         if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
             found: set = set()
             stores = [n for cls in chain for n in _self_stores(cls).get(expr.attr, ())]

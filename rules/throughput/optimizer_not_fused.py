@@ -23,6 +23,15 @@ _LIBRARY_LOOP_MESSAGE = ("transformers' `AdamW` over CUDA parameters updates one
                          "`torch.optim.AdamW(..., fused=True)` (mind its default `weight_decay=0.01`)")
 
 
+def _walk_returns(fn: cst.FunctionDef):
+    stack: list = [fn.body]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.Return:
+            yield node
+        stack.extend(node.children)
+
+
 class OptimizerNotFused(GpuRule):
     """`torch.optim.Adam/AdamW/SGD` over CUDA parameters without `fused=True`.
 
@@ -62,7 +71,12 @@ class OptimizerNotFused(GpuRule):
     reported when every such move goes to a possible CUDA device and the module trains in a loop. A script may
     hand the optimizer to a method of a project trainer object (`trainer.train(epoch, loader, optimizer)`) whose
     loop runs a backward pass and steps it. The parameters may be lists the model keeps on itself (`{'params':
-    model.params1}`), and the device a string built by concatenation (`"cuda:" + str(args.dev)`).
+    model.params1}`), and the device a string built by concatenation (`"cuda:" + str(args.dev)`). A trainer
+    method may hand the optimizer back (`model_optim = optim.Adam(self.model.parameters()); return model_optim`,
+    `_select_optimizer` of an experiment class) for the class's training method to step, and the device may come
+    from a method (`self.device = self._acquire_device()` returning `torch.device('cuda:{}'.format(gpu))` or the
+    CPU). A name bound to `None` before the real module (`criterion = None`, later built and moved with the model)
+    and a device name rebound through itself (`device = torch.device(device)`) are followed.
 
     The optimizer may also be built in a factory of another module (`build_optimizer(cfg, model)`,
     `init_opt(encoder, predictor, ...)`, `construct_optimizer(model, cfg)`): a top-level function that hands the
@@ -161,6 +175,24 @@ class OptimizerNotFused(GpuRule):
                 "opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)\n" + _LOOP),
     )
 
+    def _returned_by_method(self, node: cst.Call, stored: cst.CSTNode) -> bool:
+        """The optimizer is what its method hands back: `return Adam(self.model.parameters())`, or a name bound
+        once to it and returned (`model_optim = optim.Adam(...); return model_optim` of a trainer's
+        `_select_optimizer`), for the class's training method to step."""
+        if type(stored) is cst.Return:
+            return True
+        if not (type(stored) is cst.Assign and len(stored.targets) == 1 and type(stored.targets[0].target) is cst.Name):
+            return False
+        fn = self.analysis.index.enclosing_function(node)
+        if fn is None:
+            return False
+        name = stored.targets[0].target.value
+        bindings = data_facts(self.analysis).bindings(stored.targets[0].target)
+        if len(bindings) != 1:
+            return False
+        return any(type(r) is cst.Return and type(r.value) is cst.Name and r.value.value == name
+                   and self.analysis.index.enclosing_function(r) is fn for r in _walk_returns(fn))
+
     def visit_Call(self, node: cst.Call) -> None:
         if keyword(node, "fused") is not None or keyword(node, "foreach") is not None:
             return
@@ -192,8 +224,8 @@ class OptimizerNotFused(GpuRule):
         if not owners and stored_on_self and self.analysis.targets_gpu and data_facts(self.analysis).clearly_cuda() \
                 and facts.self_moved_optimizer(node, params.value):
             pass  # a module class's optimizer over its own submodules, the module moved to CUDA, stepped here
-        elif not owners and stored_on_self and self.analysis.targets_gpu and facts.trains_on_cuda_here() \
-                and facts.self_member_on_cuda(node, params.value):
+        elif not owners and (stored_on_self or self._returned_by_method(node, stored)) and self.analysis.targets_gpu \
+                and facts.trains_on_cuda_here() and facts.self_member_on_cuda(node, params.value):
             pass  # a trainer class's optimizer over the model it keeps and moves (maybe in a base class's method)
         elif not (owners and self.analysis.targets_gpu and (facts.trains_on_cuda() or facts.trainer_steps(node))
                   and all(facts.module_on_cuda(o) for o in owners) and data_facts(self.analysis).clearly_cuda()):
