@@ -117,3 +117,40 @@ def test_a_name_bound_twice_is_not_an_alias(tmp_path: Path):
                           "criterion = MODEL.get_loss\ncriterion = torch.nn.MSELoss()\n")
     results = _lint(tmp_path, train)
     assert BODY not in results and ("train.py", 26, "GPU112") not in results
+
+
+# The model class chosen on the branches of a top-level `if` (votenet: `Detector = MODEL.BoxNet` when
+# `--model boxnet`, else `Detector = MODEL.VoteNet`): with the default module, only one candidate exists there.
+NET_COPYING = NET.replace('        return {"pred": self.lin(x)}',
+                          '        w = torch.from_numpy(np.ones(2, dtype=np.float32)).cuda()\n'
+                          '        return {"pred": self.lin(x) * w}').replace("import torch\n", "import numpy as np\nimport torch\n", 1)
+CHOSEN = ("if FLAGS.model == 'boxnet':\n    Detector = MODEL.BoxNet\nelse:\n    Detector = MODEL.Net\n"
+          "net = Detector().cuda()\n")
+FORWARD = ("models/net.py", 12, "GPU203")  # `torch.from_numpy(np.ones(...)).cuda()` in Net.forward, every step
+
+
+def _lint_chosen(root: Path, train: str, *named: str) -> set:
+    write_project(root, {"models/lossmod.py": LOSS, "models/net.py": NET_COPYING, "train.py": train})
+    return found(check(root, "--no-cache", *(named or (".",))))
+
+
+def test_a_class_chosen_on_the_branches_of_an_if_is_the_one_that_exists(tmp_path: Path):
+    train = TRAIN.replace("net = MODEL.Net().cuda()\n", CHOSEN)
+    results = _lint_chosen(tmp_path, train)
+    assert FORWARD in results and ("train.py", 28, "GPU112") in results
+    assert FORWARD in _lint_chosen(tmp_path / "alone", train, "models/net.py")
+
+
+def test_a_class_chosen_between_two_that_exist_is_unknown(tmp_path: Path):
+    """Both candidates exist in the chosen module: which one runs is the option's choice, so neither is assumed."""
+    train = TRAIN.replace("net = MODEL.Net().cuda()\n", CHOSEN.replace("MODEL.BoxNet", "MODEL.Other"))
+    net = NET_COPYING + "\n\nclass Other(torch.nn.Module):\n    def forward(self, x):\n        return {'pred': x}\n"
+    write_project(tmp_path, {"models/lossmod.py": LOSS, "models/net.py": net, "train.py": train})
+    results = found(check(tmp_path, "--no-cache", "."))
+    assert FORWARD not in results and ("train.py", 28, "GPU112") not in results
+
+
+def test_a_class_bound_on_one_branch_only_is_unknown(tmp_path: Path):
+    train = TRAIN.replace("net = MODEL.Net().cuda()\n", CHOSEN.replace("else:\n    Detector = MODEL.Net\n", ""))
+    results = _lint_chosen(tmp_path, train)
+    assert FORWARD not in results

@@ -751,7 +751,7 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
                  *_factories_building(project, info, class_name), *_alternative_constructors(project, info, class_name),
                  *_subclasses_in_module(info, class_name), *_subclasses_elsewhere(project, info, class_name, member),
                  *_chooser_names(project, info, class_name), *_instantiating(project, info, class_name),
-                 *_annotated_parameters(project, class_name)):
+                 *_annotated_parameters(project, class_name), *_bound_class_aliases(project, class_name)):
         for caller in map(project.module, (f for f in project.files_naming(name, training=True)
                                            if not project.is_test(f))):
             if caller is not None and caller not in callers and _may_call_in_hot_loop(project, caller, name):
@@ -1374,6 +1374,20 @@ def called_in_a_hot_loop(project: Project, name: str) -> bool:
                         break
             project.per_step_sites[key] = known
         return known
+
+
+def _bound_class_aliases(project: Project, class_name: str) -> list[str]:
+    """The top-level names the training files naming the class bind to it by a dotted name (`Detector =
+    MODEL.VoteNet`, one per branch of an `if` choosing between the chosen module's classes: import_aliases.py),
+    then call: `net = Detector(...)`. Whether the name is the class is the caller's lookup's to decide."""
+    from gpulint.analysis.import_aliases import bound_aliases
+
+    names: list[str] = []
+    for file in project.files_naming(class_name, training=True):
+        info = None if project.is_test(file) else project.module(file)
+        if info is not None:
+            names.extend(n for n in bound_aliases(info, class_name) if n not in names)
+    return names
 
 
 def _chooser_names(project: Project, info, class_name: str) -> list[str]:

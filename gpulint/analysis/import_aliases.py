@@ -18,6 +18,11 @@ def local_names(info, member: str) -> frozenset:
 
 def bound_aliases(info, member: str) -> list:
     """The top-level names of `info` bound once to a dotted name ending in `member` (`criterion =
-    MODEL.get_loss`, `ModuleInfo.aliases`); the caller's lookup of each decides whether it is the function."""
-    return [local for local, dotted in getattr(info, "aliases", {}).items()
-            if dotted is not None and dotted.rsplit(".", 1)[-1] == member]
+    MODEL.get_loss`, `ModuleInfo.aliases`), or to one on each branch of an `if` (`ModuleInfo.alias_choices`); the
+    caller's lookup of each decides whether it is the function."""
+    found = [local for local, dotted in getattr(info, "aliases", {}).items()
+             if dotted is not None and dotted.rsplit(".", 1)[-1] == member]
+    # `Detector = MODEL.BoxNet` on one branch of a top-level `if`, `= MODEL.VoteNet` on the other
+    found.extend(local for local, choices in getattr(info, "alias_choices", {}).items()
+                 if choices and any(c.rsplit(".", 1)[-1] == member for c in choices) and local not in found)
+    return found

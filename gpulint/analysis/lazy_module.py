@@ -136,6 +136,7 @@ class LazyModuleInfo:
         self.plain_imports = []
         self.chosen_modules = {}
         self.aliases = {}
+        self.alias_choices = {}
         self._calls_by_name = None
         self._text = text
         self._lines = text.split("\n")

@@ -562,6 +562,9 @@ class ModuleInfo:
         self.chosen_modules: dict[str, ast.Call] = {}
         # `criterion = MODEL.get_loss`: a top-level name bound once to a dotted name -> that name (None: rebound)
         self.aliases: dict[str, Optional[str]] = {}
+        # `if FLAGS.model == 'boxnet': Detector = MODEL.BoxNet else: Detector = MODEL.VoteNet` at the top level:
+        # a name every branch of one `if` binds once to a dotted name -> those names (None: bound elsewhere too)
+        self.alias_choices: dict[str, Optional[tuple[str, ...]]] = {}
         self._calls_by_name: Optional[dict[str, list[tuple[ast.Call, dict]]]] = None
         self._indexes: dict[object, object] = {}  # `indexed`
         for stmt in tree.body:
@@ -646,11 +649,20 @@ class ModuleInfo:
                     dotted = _dotted(stmt.value) if len(stmt.targets) == 1 and \
                         isinstance(stmt.value, ast.Attribute) else None
                     self.aliases[target.id] = None if target.id in self.aliases else dotted
+                    if target.id in self.alias_choices:
+                        self.alias_choices[target.id] = None
                     if target.id in self.chosen_modules:
                         self.chosen_modules[target.id] = None  # type: ignore[assignment]
                     elif len(stmt.targets) == 1 and isinstance(stmt.value, ast.Call) and len(stmt.value.args) == 1 \
                             and not stmt.value.keywords and (_dotted(stmt.value.func) or "").endswith("import_module"):
                         self.chosen_modules[target.id] = stmt.value
+        if isinstance(stmt, ast.If):
+            for name, dotted in _branch_aliases(stmt).items():
+                if name in self.aliases or name in self.alias_choices:
+                    self.aliases[name] = None
+                    self.alias_choices[name] = None
+                else:
+                    self.alias_choices[name] = dotted
         if isinstance(stmt, (ast.If, ast.Try)):
             # `try: from x import y except ImportError: ...` and `if TYPE_CHECKING:` blocks still bind names.
             for inner in _nested_statements(stmt):
@@ -994,6 +1006,14 @@ class Project:
         alias = info.aliases.get(head) if hasattr(info, "aliases") else None
         if alias is not None and head not in info.imports:  # `criterion = MODEL.get_loss`, then `criterion(...)`
             return self.lookup(info.path, f"{alias}.{rest}" if rest else alias, depth + 1)
+        choices = info.alias_choices.get(head) if hasattr(info, "alias_choices") and head not in info.imports \
+            else None
+        if choices:
+            # `Detector = MODEL.BoxNet` on one branch, `= MODEL.VoteNet` on the other, MODEL the module chosen by
+            # default: the one candidate that exists is the class (two that exist and differ: unknown)
+            found_choices = [self.lookup(info.path, f"{c}.{rest}" if rest else c, depth + 1) for c in choices]
+            distinct = {id(f): f for f in found_choices if f is not None}
+            return next(iter(distinct.values())) if len(distinct) == 1 else None
         chosen = info.chosen_modules.get(head) if rest and hasattr(info, "chosen_modules") else None
         if chosen is not None:  # `MODEL.get_loss` of `MODEL = importlib.import_module(FLAGS.model)`
             target = self.chosen_module(info, chosen)
@@ -4018,6 +4038,41 @@ def _target_names(target: ast.expr) -> Iterator[str]:
             yield from _target_names(element)
     elif isinstance(target, ast.Starred):
         yield from _target_names(target.value)
+
+
+def _branch_aliases(stmt: ast.If) -> dict[str, tuple[str, ...]]:
+    """The names every branch of the top-level `if` (its `elif`s and `else` included) binds exactly once, each to
+    a dotted name, and binds in no other way: `Detector = MODEL.BoxNet` / `Detector = MODEL.VoteNet`."""
+    branches: list[list[ast.stmt]] = []
+    node: ast.stmt = stmt
+    while True:
+        branches.append(node.body)  # type: ignore[attr-defined]
+        orelse = node.orelse  # type: ignore[attr-defined]
+        if len(orelse) == 1 and isinstance(orelse[0], ast.If):
+            node = orelse[0]
+            continue
+        if not orelse:
+            return {}  # no `else`: the name may stay unbound (or keep an earlier value)
+        branches.append(orelse)
+        break
+    per_branch: list[dict[str, Optional[str]]] = []
+    for body in branches:
+        bound: dict[str, Optional[str]] = {}
+        for inner in body:
+            for node in ast.walk(inner):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    bound[node.id] = None if node.id in bound else "?"
+            if isinstance(inner, ast.Assign) and len(inner.targets) == 1 and isinstance(inner.targets[0], ast.Name) \
+                    and isinstance(inner.value, ast.Attribute) and bound.get(inner.targets[0].id) == "?":
+                bound[inner.targets[0].id] = _dotted(inner.value)
+        per_branch.append(bound)
+    names = set.intersection(*(set(b) for b in per_branch))
+    found: dict[str, tuple[str, ...]] = {}
+    for name in names:
+        dotted = [b[name] for b in per_branch]
+        if all(d and d != "?" for d in dotted):
+            found[name] = tuple(dotted)  # type: ignore[arg-type]
+    return found
 
 
 def _nested_statements(stmt: ast.stmt) -> Iterator[ast.stmt]:
