@@ -2081,6 +2081,9 @@ class _Summarizer:
                 break
         if isinstance(value, ast.Name):
             return self.host_batches.get(value.id)
+        if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self" \
+                and self.cls is not None and self.fn.args.args and self.fn.args.args[0].arg == "self":
+            return self._host_attribute(value.attr)
         if isinstance(value, ast.Call):
             callee = self._callee(value)
             if callee is not None and callee[0].returns_host_batch is not None:
@@ -2090,6 +2093,23 @@ class _Summarizer:
                                                              for kw in value.keywords):
                 return Sink(self.info.path, value.lineno, f"`{qualified}`")
         return None
+
+    def _host_attribute(self, attr: str) -> Optional[Sink]:
+        """`self.tokens` of a loader class every method of which stores it as a tensor built on the host: a
+        `torch.tensor(...)` / `from_numpy(...)` call without `device=`, or a project function handing one back
+        (`self.tokens = load_tokens(shard)` with `return torch.tensor(npt, dtype=torch.long)`). Its slices
+        (`buf = self.tokens[pos:pos + B * T + 1]`, `x = buf[:-1].view(B, T)`) are views of pageable memory."""
+        assert self.cls is not None
+        stores = _self_stores(self.cls).get(attr, ())
+        found: Optional[Sink] = None
+        for node in stores:
+            if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.value, ast.Call):
+                return None
+            sink = self._host_batch(node.value)
+            if sink is None:
+                return None
+            found = found or sink
+        return found
 
     def _numpy_value(self, value: ast.expr) -> bool:
         """`np.uint8((img * 255.0).round())`, `numpy.stack(rows)`: NumPy builds its result in host memory."""
@@ -2133,7 +2153,9 @@ class _Summarizer:
         if sink is None and self._tensor_level(value):
             self.summary.returns_tensor = True
         elements = value.elts if isinstance(value, ast.Tuple) else [value]
-        tensors = [e for e in elements if self._tensor_level(e)]
+        # a name bound to a host build is a tensor too (`x = buf[:-1].view(B, T)` of `buf = self.tokens[...]`)
+        tensors = [e for e in elements
+                   if self._tensor_level(e) or isinstance(e, ast.Name) and e.id in self.host_batches]
         hosts = [self._host_batch(e) for e in tensors]
         if tensors and all(hosts) and not self.other_returns:
             if self.summary.returns_host_batch is None:

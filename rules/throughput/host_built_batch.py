@@ -188,8 +188,10 @@ class HostBuiltBatch(Rule):
     `torch.from_numpy`, `torch.tensor` or `torch.as_tensor` (typically a `get_batch()` helper slicing a numpy
     array), and this runs every iteration of a training loop, directly or in a helper the loop calls. The
     build may also sit in a project function or method whose every `return` hands back tensors it built on the
-    host (`x, y = train_loader.next_batch()` then `x.to(device)` in the loop): the copy is reported in the loop,
-    naming the helper, with the line that builds the batch as related location. Also
+    host (`x, y = train_loader.next_batch()` then `x.to(device)` in the loop), or views of a tensor its class
+    keeps on `self` and stores only as a host build (`self.tokens = load_tokens(shard)`, a function returning
+    `torch.tensor(np.load(f))`, then `buf = self.tokens[pos:pos + B * T + 1]; x = buf[:-1].view(B, T)`): the
+    copy is reported in the loop, naming the helper, with the line that builds the batch as related location. Also
     flags `torch.from_numpy(frame).to(device)` written in one expression (an inference loop over frames), and
     `torch.cat(crops).cuda(non_blocking=True)`: the pieces may be pinned, but what `torch.cat`/`torch.stack`
     return is a new tensor in pageable memory, and from pageable memory `non_blocking=True` still waits (on an
