@@ -45,3 +45,14 @@ def test_options_naming_fused_or_foreach_are_left_alone(tmp_path):
 
 def test_options_from_a_parameter_are_left_alone(tmp_path):
     assert _lint(tmp_path, "options") == set()
+
+
+def test_options_printed_and_a_key_popped_are_still_known(tmp_path):
+    """timm's `create_optimizer` shape (ConvNeXt-V2, VideoMAEv2): `print("optimizer settings:", opt_args)` only
+    shows the dict and `opt_args.pop('eps', None)` only takes a key away, so `fused` is still certainly absent."""
+    assert _lint(tmp_path, "dict(lr=lr, weight_decay=wd)\n    print('optimizer settings:', opt_args)\n"
+                 "    opt_args.pop('eps', None)") == {("train.py", 10, "GPU402")}
+
+
+def test_options_handed_to_a_project_function_are_left_alone(tmp_path):
+    assert _lint(tmp_path, "dict(lr=lr, weight_decay=wd)\n    tweak(opt_args)") == set()

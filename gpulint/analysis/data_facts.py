@@ -94,12 +94,15 @@ def append_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.
 # What `**options` carries, where it can be read: key -> value (None: more than one value, or not a literal key's).
 StarKeywords = dict[str, Optional[cst.BaseExpression]]
 _READS = {"get", "keys", "items", "values", "copy", "__contains__"}
+# builtins that only read the dict they are given
+_SHOWS = {"print", "len", "str", "repr", "sorted", "list", "json.dumps", "pprint.pprint"}
 
 
 def star_keywords(analysis: ModuleAnalysis, call: cst.Call) -> Optional[StarKeywords]:
     """The keywords `call`'s `**name` arguments carry, where each `name` is a dict the module builds from literal
     keys (`kw = {"num_workers": 1}`, `dict(shuffle=True)`) and changes only in ways that name their keys
-    (`kw.update({...})`, `kw.update(other_literal_dict)`, `kw.update(k=v)`, `kw["k"] = v`, `kw.setdefault("k", v)`),
+    (`kw.update({...})`, `kw.update(other_literal_dict)`, `kw.update(k=v)`, `kw["k"] = v`, `kw.setdefault("k", v)`;
+    `kw.pop("k", None)` and `print(kw)` change no key it may carry),
     wherever in its scope that happens (before or after the call, in any branch: the keys are a superset). None
     when anything else may add keys: a `*args`, a parameter or another call's result, `kw.update(opts)` of an
     unknown dict, `kw` handed to a function or deleted from, a second kind of binding."""
@@ -194,14 +197,17 @@ def _use(analysis: ModuleAnalysis, node: cst.Name, depth: int) -> Optional[StarK
         call = analysis.parent(parent)  # `other.update(kw)`: read, not changed
         if type(call) is cst.Call and type(call.func) is cst.Attribute and call.func.attr.value == "update":
             return {}
+        if type(call) is cst.Call and (analysis.qualified(call.func) in _SHOWS or type(call.func) is cst.Name and
+                                       call.func.value in _SHOWS and not analysis.index.visible_bindings(call.func)):
+            return {}  # `print("optimizer settings:", opt_args)`: shown, not changed
         return None
     if type(parent) is cst.Attribute and parent.value is node:
         call = analysis.parent(parent)
         method = parent.attr.value
         if type(call) is not cst.Call or call.func is not parent:
             return None
-        if method in _READS:
-            return {}
+        if method in _READS or method == "pop":
+            return {}  # `opt_args.pop('eps', None)` takes a key away: the keys stay a superset
         if method == "update":
             keys: StarKeywords = {}
             for arg in call.args:
