@@ -173,6 +173,29 @@ class ModuleAnalysis:
 from gpulint.analysis.graph_fields import SPLIT_MASKS  # noqa: E402
 
 
+_AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
+
+
+def _autograd_function(analysis: ModuleAnalysis, node: cst.BaseExpression) -> bool:
+    """`node` names a project class deriving from `torch.autograd.Function` (directly or through project
+    classes): `class AllReduce(torch.autograd.Function)`, called as `AllReduce.apply(x)`."""
+    from gpulint.analysis.calls import project_calls
+    from gpulint.analysis.project import ClassSummary
+
+    calls = analysis.fact(project_calls)
+    found = calls._lookup(node) if calls is not None else None
+    for _ in range(4):
+        if not isinstance(found, ClassSummary):
+            return False
+        info = calls.project.module(found.path)
+        if info is None:
+            return False
+        if any(info.qualify(base) in _AUTOGRAD_FUNCTIONS for base in found.bases if base):
+            return True
+        found = next((calls.project.lookup(found.path, base) for base in found.bases if base), None)
+    return False
+
+
 def _kinds(analysis: ModuleAnalysis) -> KindInference:
     kinds = KindInference(analysis.index)
     kinds.parameter_hook = lambda binding: _parameter_kind(analysis, binding)
@@ -186,6 +209,7 @@ def _kinds(analysis: ModuleAnalysis) -> KindInference:
 
         kinds.derived_tensor_hook = lambda node: derived_device_tensor(analysis, node)
         kinds.returns_tensor_hook = lambda node: _returns_tensor(analysis, node)
+        kinds.autograd_function_hook = lambda node: _autograd_function(analysis, node)
         from gpulint.analysis.host_values import computed_where_given, host_call, host_param
 
         kinds.host_call_hook = lambda node: host_call(analysis, node)

@@ -260,6 +260,8 @@ class KindInference:
         self.loader_call_hook: Optional[Callable[[cst.Call], bool]] = None
         # analysis/loader_classes.py: the call builds a project class that wraps a DataLoader and hands on its batches
         self.loader_class_hook: Optional[Callable[[cst.Call], bool]] = None
+        # analysis/__init__.py: `X` of `X.apply(...)` is a project subclass of `torch.autograd.Function`
+        self.autograd_function_hook: Optional[Callable[[cst.BaseExpression], bool]] = None
 
     # -- public ------------------------------------------------------------------------------------------------
     def of(self, node: cst.CSTNode) -> Kind:
@@ -1739,6 +1741,14 @@ class KindInference:
             # `words.split()`: `Tensor.split` takes a size, these no-argument forms are `str`'s (a list of words
             # handed to a BLEU helper is no tensor, whatever the name held before it was decoded)
             return Kind.OTHER
+        if method == "apply" and node.args and type(func.value) in (cst.Name, cst.Attribute) \
+                and self.autograd_function_hook is not None and self.autograd_function_hook(func.value):
+            # `AllReduce.apply(x)` of a project `torch.autograd.Function`: its `forward` hands back tensors
+            # computed from the tensors given (an all-reduce, a gather, a custom gradient)
+            given = [self.of(a.value) for a in node.args if a.keyword is None and not a.star]
+            if Kind.TENSOR in given or Kind.UNKNOWN in given:
+                return Kind.TENSOR  # `AllReduce.apply(clips.var(dim=1).mean())`: a tensor, whatever it was given
+            return Kind.UNKNOWN
         receiver = self.of(func.value)
         if type(func.value) is cst.Name and func.value.value == "self" and self.of(func) is Kind.MODULE and \
                 _is_module_class(self, next((a for a in self.index.ancestors(node) if type(a) is cst.ClassDef), None)):

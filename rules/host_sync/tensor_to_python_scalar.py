@@ -25,6 +25,7 @@ class TensorToPythonScalar(GpuRule):
     amounts of `F.pad`'s `pad` list, the index of a Python list or tuple (`self.label_name[pred.argmax()]`,
     where every store of `self.label_name` is a list: a literal, a comprehension, `f.readlines()`): such a place
     takes a 0-dim tensor only, and converts it with `__index__`; and `t in (a, b)` / `t in ids` (each `==` tested with `bool()`; a set or a dict hashes instead).
+    What a project `torch.autograd.Function` hands back is a tensor: `float(AllReduce.apply(loss))` reads it.
 
     ## Why it is slow
     Converting a tensor to a Python number reads its value on the host: the same blocking sync as `.item()`.
