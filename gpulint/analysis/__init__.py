@@ -391,7 +391,8 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
     def never_runs(branch: cst.If) -> bool:
         if diagnostic_off(analysis, branch.test, type(branch.orelse) in (cst.Else, cst.If)):
             return True
-        return unset is not None and type(branch.test) in (cst.Attribute, cst.Call, cst.BooleanOperation) \
+        return unset is not None and type(branch.test) in (cst.Attribute, cst.Call, cst.BooleanOperation, cst.Name,
+                                                           cst.Comparison) \
             and analysis.fact(unset).never_runs(branch)
 
     loops.stepped_argument = lambda call: stepped_argument(analysis, call)

@@ -46,7 +46,81 @@ class UnsetOptions:
         attr = hasattr_self(branch.test)
         if attr is not None:
             return self.attribute_never_set(attr)
-        return self.never_enabled(branch.test, branch)
+        return self.never_enabled(branch.test, branch) or self.never_passed(branch.test, branch)
+
+    def never_passed(self, test: cst.BaseExpression, branch: cst.If) -> bool:
+        """`test` is `if eos_token is not None:` / `if exists(eos_token):` / `if eos_token:` of a parameter of
+        the enclosing function (or method) whose default is `None`, that the function never rebinds, and that no
+        call of the function in the project passes (lucidrains' `generate(self, start_tokens, seq_len,
+        eos_token=None, ...)`, which the training script calls as `model.generate(inp, GENERATE_LENGTH)`): the
+        block is an option no run of the project turns on. Every call by the function's name in this module and
+        in the other project files naming it (at most `_FILES`) passes no `*args`/`**kwargs`, no `eos_token=`
+        other than `None`, and fewer positional arguments than reach it; and the name is only ever called."""
+        param = _tested_parameter(test, self.analysis)
+        if param is None:
+            return False
+        fn = self.analysis.index.enclosing_function(branch)
+        if fn is None or self.analysis.path is None:
+            return False
+        key = (f"param:{fn.name.value}:{id(fn)}", param)
+        if key not in self._answers:
+            self._answers[key] = self._compute_never_passed(fn, param)
+        return self._answers[key]
+
+    def _compute_never_passed(self, fn: cst.FunctionDef, param: str) -> bool:
+        params = [*fn.params.posonly_params, *fn.params.params]
+        found = next((p for p in [*params, *fn.params.kwonly_params] if p.name.value == param), None)
+        if found is None or found.default is None or not (type(found.default) is cst.Name
+                                                          and found.default.value == "None"):
+            return False
+        # the function never rebinds the parameter
+        for node in _walk_cst(fn.body):
+            if type(node) in (cst.AssignTarget, cst.AugAssign, cst.AnnAssign) and any(
+                    type(n) is cst.Name and n.value == param for n in _walk_cst(node.target)):
+                return False
+            if type(node) in (cst.For, cst.CompFor, cst.WithItem, cst.NamedExpr) and any(
+                    type(n) is cst.Name and n.value == param for n in _walk_cst(
+                        node.target if type(node) is not cst.WithItem else (node.asname or node.item))):
+                return False
+        names = [p.name.value for p in params]
+        is_method = bool(names) and names[0] in ("self", "cls") and self.analysis.index.enclosing_class(fn) is not None
+        position = names.index(param) - (1 if is_method else 0) if param in names else None
+        tree = self._module_tree()
+        if tree is None:
+            return False
+        from gpulint.analysis.forward import _project_of
+
+        project, path = self.analysis.fact(_project_of)
+        here = project._resolved(path)
+        name = fn.name.value
+        trees = [tree]
+        others = {project._resolved(f) for f in project.files_naming(name)}
+        others.discard(here)
+        if len(others) > _FILES:
+            return False
+        for file in sorted(others):
+            info = project.module(Path(file))
+            if info is None or getattr(info, "tree", None) is None:
+                return False
+            trees.append(info.tree)
+        calls = 0
+        for t in trees:
+            for node in ast_walk.walk(t):
+                if isinstance(node, ast.Call):
+                    func = node.func
+                    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(
+                        func, ast.Name) else None
+                    if called == name:
+                        calls += 1
+                        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+                                k.arg is None or k.arg == param and not _off(k.value) for k in node.keywords):
+                            return False
+                        if position is not None and len(node.args) > position and not _off(node.args[position]):
+                            return False
+                    elif any(isinstance(a, (ast.Name, ast.Attribute)) and _last_name(a) == name
+                             for a in [*node.args, *(k.value for k in node.keywords)]):
+                        return False  # handed on as a callable (`partial(generate, ...)`): calls not seen
+        return calls > 0
 
     def never_enabled(self, test: cst.BaseExpression, branch: cst.If) -> bool:
         """`test` (of `branch`) is `self.<attr>` for an option its class never turns on (module docstring)."""
@@ -168,6 +242,45 @@ class UnsetOptions:
             except (SyntaxError, ValueError):
                 self._tree = None
         return self._tree
+
+
+def _walk_cst(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
+
+
+def _last_name(node: ast.expr) -> Optional[str]:
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+
+
+def _tested_parameter(test: cst.BaseExpression, analysis) -> Optional[str]:
+    """The name `test` asks to be set: `x` of `if x:`, `if x is not None:`, `if exists(x):` where `exists` is a
+    function of this module returning `<arg> is not None` (lucidrains' helper)."""
+    if type(test) is cst.Name:
+        return test.value if test.value not in ("True", "False", "None") else None
+    if type(test) is cst.Comparison and type(test.left) is cst.Name and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        if type(target.operator) is cst.IsNot and type(target.comparator) is cst.Name \
+                and target.comparator.value == "None":
+            return test.left.value
+        return None
+    if type(test) is cst.Call and type(test.func) is cst.Name and len(test.args) == 1 \
+            and type(test.args[0].value) is cst.Name and not test.args[0].keyword and not test.args[0].star:
+        helper = next((s for s in analysis.module.body if type(s) is cst.FunctionDef
+                       and s.name.value == test.func.value), None)
+        if helper is None or len(helper.params.params) != 1:
+            return None
+        body = helper.body.body if type(helper.body) is cst.IndentedBlock else [helper.body]
+        first = body[0] if len(body) == 1 else None
+        inner = first.body[0] if type(first) is cst.SimpleStatementLine and len(first.body) == 1 else None
+        arg = helper.params.params[0].name.value
+        if type(inner) is cst.Return and type(inner.value) is cst.Comparison and \
+                _tested_parameter(inner.value, analysis) == arg:
+            return test.args[0].value.value
+    return None
 
 
 def unset_options(analysis) -> UnsetOptions:
