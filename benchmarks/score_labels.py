@@ -19,7 +19,10 @@ Reported per repository and overall:
   accumulation, throughput);
 - false alarms: ACCEPTABLE lines with a finding;
 - precision over labelled lines: flagged TRUE / (flagged TRUE + flagged ACCEPTABLE);
-- unlabelled: findings on lines with no label (counted, not scored), in labelled files and elsewhere.
+- unlabelled: findings on lines with no label (counted, not scored), in labelled files and elsewhere;
+- via: TRUE lines missed on the line itself but named as the related location of a finding elsewhere (the cost
+  reported at the hot call site in the loop, `via <file>:<line>`, as issue 11 asks); a secondary figure, shown beside
+  the strict recall, never added to it.
 Then every miss and every false alarm, with the label's reason.
 """
 
@@ -58,6 +61,7 @@ class RepoScore:
     repo: str
     commit: str
     found: list[tuple[Label, list[str]]] = field(default_factory=list)
+    via: list[Label] = field(default_factory=list)  # missed on the line, named as a finding's related location
     missed: list[Label] = field(default_factory=list)
     false_alarms: list[tuple[Label, list[str]]] = field(default_factory=list)
     quiet_ok: list[Label] = field(default_factory=list)
@@ -110,6 +114,13 @@ def run_gpulint(cmd: list[str], root: Path, config: Path, extra: tuple[str, ...]
     findings = json.loads(out.stdout or "[]")
     for f in findings:
         f["_path"] = Path(f["filename"]).resolve().relative_to(root.resolve()).as_posix()
+        f["_related"] = []
+        for r in f.get("related") or ():
+            try:
+                rel = Path(r["filename"]) if Path(r["filename"]).is_absolute() else root / r["filename"]
+                f["_related"].append((rel.resolve().relative_to(root.resolve()).as_posix(), r["location"]["row"]))
+            except (KeyError, ValueError, TypeError):
+                continue
     return findings
 
 
@@ -133,6 +144,8 @@ def score_repo(labels: list[Label], findings: list[dict]) -> RepoScore:
             (score.found.append((lb, codes)) if hits else score.missed.append(lb))
         else:
             (score.false_alarms.append((lb, codes)) if hits else score.quiet_ok.append(lb))
+    related = {place for f in findings for place in f.get("_related", ())}
+    score.via = [lb for lb in score.missed if (lb.path, lb.line) in related]
     labelled_files = {lb.path for lb in labels}
     for f in findings:
         if id(f) in used:
@@ -157,22 +170,24 @@ def summary(s: RepoScore) -> dict:
             "acceptable_flagged": len(s.false_alarms),
             "precision": len(s.found) / flagged if flagged else None,
             "unlabelled_in_labelled_files": len(s.unlabelled_in_files),
-            "unlabelled_elsewhere": s.unlabelled_elsewhere}
+            "unlabelled_elsewhere": s.unlabelled_elsewhere, "via": len(s.via)}
 
 
 def report(scores: list[RepoScore], show_unlabelled: bool) -> dict:
     rows = [summary(s) for s in scores]
     total = {k: sum(r[k] for r in rows) for k in ("true", "found", "acceptable", "acceptable_flagged",
-                                                   "unlabelled_in_labelled_files", "unlabelled_elsewhere")}
+                                                   "unlabelled_in_labelled_files", "unlabelled_elsewhere", "via")}
     flagged = total["found"] + total["acceptable_flagged"]
     total.update(repo="overall", recall=total["found"] / total["true"] if total["true"] else None,
                  precision=total["found"] / flagged if flagged else None)
     print(f"{'repository':28} {'TRUE':>5} {'found':>5} {'recall':>7} {'ACC':>5} {'flagged':>7} {'precision':>9}"
-          f" {'unlab(files)':>12} {'unlab(other)':>12}")
+          f" {'unlab(files)':>12} {'unlab(other)':>12} {'+via':>5}")
     for r in rows + [total]:
         print(f"{r['repo']:28} {r['true']:5} {r['found']:5} {pct(r['found'], r['true']):>7} {r['acceptable']:5}"
               f" {r['acceptable_flagged']:7} {pct(r['found'], r['found'] + r['acceptable_flagged']):>9}"
-              f" {r['unlabelled_in_labelled_files']:12} {r['unlabelled_elsewhere']:12}")
+              f" {r['unlabelled_in_labelled_files']:12} {r['unlabelled_elsewhere']:12} {r['via']:5}")
+    print(f"\nTRUE found on the line, or named as the related location of a finding at a call site (+via): "
+          f"{total['found'] + total['via']}/{total['true']} {pct(total['found'] + total['via'], total['true'])}")
     cats: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for s in scores:
         for lb, _ in s.found:
@@ -182,10 +197,11 @@ def report(scores: list[RepoScore], show_unlabelled: bool) -> dict:
     print("\nrecall of TRUE by category:")
     for cat, (found, missed) in sorted(cats.items()):
         print(f"  {cat:18} {found:3}/{found + missed:<3} {pct(found, found + missed)}")
-    print("\nmisses (TRUE, no finding):")
+    print("\nmisses (TRUE, no finding; [via] where a finding at a call site names the line as related):")
     for s in scores:
+        via = {id(lb) for lb in s.via}
         for lb in s.missed:
-            print(f"  {s.repo} {lb.path}:{lb.line} [{lb.category}] {lb.reason}")
+            print(f"  {s.repo} {lb.path}:{lb.line} [{lb.category}]{' [via]' if id(lb) in via else ''} {lb.reason}")
     print("\nfalse alarms (ACCEPTABLE, flagged):")
     for s in scores:
         for lb, codes in s.false_alarms:
@@ -198,6 +214,7 @@ def report(scores: list[RepoScore], show_unlabelled: bool) -> dict:
     return {"repos": rows, "overall": total,
             "categories": {c: {"found": f, "true": f + m} for c, (f, m) in cats.items()},
             "missed": [lb.__dict__ for s in scores for lb in s.missed],
+            "via": [lb.__dict__ for s in scores for lb in s.via],
             "false_alarms": [dict(lb.__dict__, codes=codes) for s in scores for lb, codes in s.false_alarms],
             "unlabelled_in_labelled_files": [
                 {"repo": s.repo, "path": f["_path"], "line": f["location"]["row"], "code": f["code"]}

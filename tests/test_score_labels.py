@@ -89,6 +89,7 @@ def test_scores_at_the_recorded_commit_not_head(setup):
     data = json.loads((tmp_path / "s.json").read_text())
     overall = data["overall"]
     assert (overall["true"], overall["found"], overall["acceptable"], overall["acceptable_flagged"]) == (3, 2, 2, 1)
+    assert overall["via"] == 0  # no finding names a related location
     assert overall["precision"] == pytest.approx(2 / 3)
     assert [(m["path"], m["line"]) for m in data["missed"]] == [("train.py", 3)]
     assert [(f["line"], f["codes"]) for f in data["false_alarms"]] == [(4, ["GPU101"])]
@@ -100,6 +101,24 @@ def test_scores_at_the_recorded_commit_not_head(setup):
     # the clone itself is left at its HEAD, and the temporary worktree is gone
     assert (clone / "train.py").read_text().startswith("import os")
     assert git(clone, "worktree", "list").count("\n") == 0
+
+
+def test_a_miss_named_as_a_related_location_is_counted_apart(setup):
+    """A cost reported at the hot call site, naming the labelled sink line as its related location (`via
+    train.py:3`): the strict recall stays 2 of 3, and the `via` figure counts that line."""
+    tmp_path, _, labels, fake = setup
+    fake.write_text(FAKE_GPULINT.replace(
+        '"end_location": {"row": n + int(m.group(1) or 0), "column": 1}})',
+        '"end_location": {"row": n + int(m.group(1) or 0), "column": 1},\n'
+        '                            "related": [{"filename": str(f), "location": {"row": 3, "column": 1}, '
+        '"message": "sink"}] if n == 2 else []})'))
+    out = score(tmp_path, labels, fake, "--json", str(tmp_path / "s.json"))
+    assert out.returncode == 0, out.stderr
+    data = json.loads((tmp_path / "s.json").read_text())
+    assert (data["overall"]["found"], data["overall"]["via"]) == (2, 1)
+    assert [(m["path"], m["line"]) for m in data["via"]] == [("train.py", 3)]
+    assert "acme/trainer train.py:3 [sync-via-helper] [via] why 3" in out.stdout
+    assert "(+via): 3/3" in out.stdout
 
 
 def test_missing_checkout_is_a_one_line_error(setup):

@@ -46,7 +46,19 @@ class UnsetOptions:
         attr = hasattr_self(branch.test)
         if attr is not None:
             return self.attribute_never_set(attr)
-        return self.never_enabled(branch.test, branch) or self.never_passed(branch.test, branch)
+        return self.never_enabled(branch.test, branch) or self.never_passed(branch.test, branch) \
+            or self.setting_off(branch.test)
+
+    def setting_off(self, test: cst.BaseExpression) -> bool:
+        """`if cfg.DETECTION.ENABLE:` of a yacs setting the project declares `False` and no recipe, script or
+        document turns on (analysis/config_defaults.py): the block is an option no shipped run takes."""
+        if self.analysis.path is None or type(test) not in (cst.Attribute, cst.BooleanOperation):
+            return False
+        from gpulint.analysis.config_defaults import config_test_off
+        from gpulint.analysis.forward import _project_of
+
+        project, _ = self.analysis.fact(_project_of)
+        return project is not None and config_test_off(project, test)
 
     def never_passed(self, test: cst.BaseExpression, branch: cst.If) -> bool:
         """`test` is `if eos_token is not None:` / `if exists(eos_token):` / `if eos_token:` of a parameter of
