@@ -257,11 +257,9 @@ class UnsetOptions:
 
 
 def _walk_cst(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)
+    from gpulint.analysis.training import _all_below  # every node below, nested definitions included
+
+    return _all_below(node)
 
 
 def _last_name(node: ast.expr) -> Optional[str]:

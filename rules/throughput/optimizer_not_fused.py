@@ -24,12 +24,9 @@ _LIBRARY_LOOP_MESSAGE = ("transformers' `AdamW` over CUDA parameters updates one
 
 
 def _walk_returns(fn: cst.FunctionDef):
-    stack: list = [fn.body]
-    while stack:
-        node = stack.pop()
-        if type(node) is cst.Return:
-            yield node
-        stack.extend(node.children)
+    from gpulint.analysis.training import _all_below
+
+    return (node for node in _all_below(fn.body) if type(node) is cst.Return)
 
 
 class OptimizerNotFused(GpuRule):
