@@ -331,7 +331,7 @@ def pinning_unknown(rule: Rule, loader: cst.Call) -> bool:
     return pin_memory_of(rule, loader) is _UNKNOWN
 
 
-_FACTORIES = {"zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor", "as_tensor",
+_FACTORIES = {"zeros", "ones", "empty", "full", "arange", "range", "linspace", "logspace", "eye", "tensor", "as_tensor",
               "zeros_like", "ones_like", "empty_like", "full_like", "rand", "randn", "randint", "randperm",
               "rand_like", "randn_like", "randint_like",
               # window functions: the STFT window a spectrogram helper builds (`torch.hann_window(n).to(y.device)`)

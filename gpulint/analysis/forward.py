@@ -1572,6 +1572,9 @@ def _factories_building(project: Project, info, class_name: str, training: bool 
         returned = project.returned_classes(summary) if summary is not None else ()
         if len(returned) == 1 and returned[0].name == class_name and returned[0].path == info.path:
             found.append(name)
+        elif summary is not None and len(summary.returns_classes) > 1 and any(
+                c is not None and c.name == class_name and c.path == info.path for c in summary.returns_classes):
+            found.append(name)  # an element of what it returns (`return model, criterion, postprocessors`)
     return found
 
 
@@ -1918,7 +1921,12 @@ class _Instances:
                 passed = self.calls.passed_through(b.value, b.index)
                 if type(passed) is cst.Name and passed.value == expr.value:
                     continue
-                if passed is None or not self.may_be(passed, depth + 1):
+                if passed is None:
+                    # `model, criterion, postprocessors = build_model(args)`: element `index` of what a
+                    # project factory returns
+                    if not self._element_built(b.value, b.index):
+                        return False
+                elif not self.may_be(passed, depth + 1):
                     return False
             elif b.kind == "assign" and b.index is not None and b.value is not None:
                 # `net_g, net_d = nets` of a parameter every call site passes as `[net_g, net_d]`
@@ -1928,6 +1936,16 @@ class _Instances:
                 return False
             found = True
         return found
+
+    def _element_built(self, call: cst.Call, index: int) -> bool:
+        """Element `index` of what `call` returns is an instance: a project function whose every `return` hands
+        back a tuple with the class at that place (`FunctionSummary.returns_classes`)."""
+        found = self.calls._lookup(call.func)
+        if not isinstance(found, FunctionSummary):
+            return False
+        returned = found.returns_classes
+        return len(returned) > 1 and index < len(returned) and returned[index] is not None \
+            and self._matches(returned[index])
 
     def _built_by_base(self, expr: cst.Attribute) -> list:
         """`self.model` of a class that never assigns it, whose project base class does in one of its methods

@@ -238,7 +238,12 @@ def _in_expr(expr: ast.AST, name) -> Optional[ast.Call]:
 
 def _conditional(test: ast.expr, params: set) -> bool:
     """A test that may be false on most steps: a modulo, an equality with a counter, or a parameter used as a
-    flag (`if collect_stats:`); a test of the module's own configuration (`if self.feature_transform:`) is not."""
+    flag (`if collect_stats:`); a test of the module's own configuration (`if self.feature_transform:`) is not.
+    Of `a or b` the call runs when either holds: it is conditional only when every operand is (DINO's `if
+    self.dn_number > 0 or targets is not None:`); of `a and b`, when any operand is."""
+    if isinstance(test, ast.BoolOp):
+        parts = [_conditional(v, params) for v in test.values]
+        return all(parts) if isinstance(test.op, ast.Or) else any(parts)
     for node in ast_walk.walk(test):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
             return True

@@ -220,8 +220,9 @@ def _definition(project: Project, path: Path, dotted: str, depth: int = 0) -> Op
 def _registrar(expr: ast.expr) -> Optional[str]:
     """`R` of a decorator `@R.register()`, `@R.register`, `@R.register_module(...)`."""
     func = expr.func if isinstance(expr, ast.Call) else expr
-    if isinstance(func, ast.Attribute) and func.attr in _REGISTER:
-        return _dotted(func.value)
+    if isinstance(func, ast.Attribute) and (func.attr in _REGISTER or func.attr.startswith("register_")
+                                            or func.attr.startswith("registe_")):
+        return _dotted(func.value)  # `register_with_name(...)`, DINO's `registe_with_name(module_name=...)`
     return None
 
 
@@ -256,6 +257,74 @@ def _registered(project: Project, key: tuple[Path, str]) -> list[ClassSummary]:
                 if isinstance(cls, ClassSummary) and all(cls is not c for c in found):
                     found.append(cls)
     return found
+
+
+def registered_builders(project: Project, key: tuple[Path, str]) -> list[FunctionSummary]:
+    """The project functions registered into the registry defined at `key`: build functions decorated
+    `@R.register(...)` / `@R.register_with_name(...)` at a module's top level (DINO's `@MODULE_BUILD_FUNCS.
+    registe_with_name(module_name='dino') def build_dino(args): ... return model, criterion, postprocessors`)."""
+    from gpulint.analysis.forward import _remembered
+
+    def find() -> tuple:
+        found: list[FunctionSummary] = []
+        for file in project._files_mentioning(key[1])[:_MAX_FILES * 4]:
+            info = project.module(file)
+            if info is None or project.is_test(file):
+                continue
+            for stmt in info.tree.body:
+                if not isinstance(stmt, ast.FunctionDef):
+                    continue
+                if not any(r and _definition(project, info.path, r) == key
+                           for r in map(_registrar, stmt.decorator_list)):
+                    continue
+                summary = project.function(info.path, stmt.name)
+                if summary is not None and all(summary is not f for f in found):
+                    found.append(summary)
+        return tuple(found)
+
+    return list(_remembered(project, ("registered builders", key), find) or ())
+
+
+def _local_definition(project: Project, path: Path, dotted: str, fn: Optional[ast.AST]) -> Optional[tuple[Path, str]]:
+    """`_definition`, and where the module does not bind the name's head, an import of it in the function's own
+    body (`def build_model_main(args): from models.registry import MODULE_BUILD_FUNCS`)."""
+    key = _definition(project, path, dotted)
+    if key is not None or fn is None:
+        return key
+    head, _, rest = dotted.partition(".")
+    for node in ast_walk.walk(fn):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        for alias in node.names:
+            if (alias.asname or alias.name) != head or alias.name == "*":
+                continue
+            target = project.resolver.resolve(node.module or "", path, node.level)
+            if target is not None:
+                return _definition(project, target, f"{alias.name}.{rest}" if rest else alias.name)
+    return None
+
+
+def registry_returns(project: Project, path: Path, func: ast.expr, fn: Optional[ast.AST] = None) -> tuple:
+    """What calling a build function picked from a project registry hands back, per element (as
+    `FunctionSummary.returns_classes`): `func` is `R.get(name)` with `R` a registry object filled by decorated
+    build functions (`registered_builders`), imported by the module or by the function `fn`. Where the registered builders disagree on an element it is None;
+    () when `func` is no such pick."""
+    if not (isinstance(func, ast.Call) and isinstance(func.func, ast.Attribute) and func.func.attr == "get"
+            and len(func.args) == 1 and not func.keywords and not isinstance(func.args[0], ast.Constant)):
+        return ()
+    dotted = _dotted(func.func.value)
+    if dotted is None or dotted.split(".")[0] == "self":
+        return ()
+    key = _local_definition(project, path, dotted, fn)
+    builders = registered_builders(project, key) if key is not None else []
+    returned = [b.returns_classes for b in builders]
+    if not returned or not all(returned):
+        return ()
+    width = len(returned[0])
+    if any(len(r) != width for r in returned):
+        return ()
+    agreed = tuple(r0 if all(r[i] is r0 for r in returned) else None for i, r0 in enumerate(returned[0]))
+    return agreed if any(c is not None for c in agreed) else ()
 
 
 def _registry(project: Project, scope: _Scope, expr: ast.expr) -> Optional[list[ClassSummary]]:

@@ -1500,7 +1500,8 @@ class Project:
             if isinstance(found, FunctionSummary) and len(found.returns_classes) == 1 \
                     and found.returns_classes[0] is not None:
                 return found.returns_classes[0]
-            return _UNKNOWN
+            picked = self._registry_pick_at(info, expr.func, assigns) if found is None else ()
+            return picked[0] if len(picked) == 1 and picked[0] is not None else _UNKNOWN
         if isinstance(expr, ast.Name) and expr.id in assigns:
             classes = []
             for value, index in assigns[expr.id]:
@@ -1520,7 +1521,8 @@ class Project:
                 elif isinstance(value, ast.Call):
                     dotted = _dotted(value.func)
                     found = self.lookup(info.path, dotted) if dotted else None
-                    returned = found.returns_classes if isinstance(found, FunctionSummary) else ()
+                    returned = found.returns_classes if isinstance(found, FunctionSummary) else \
+                        self._registry_pick_at(info, value.func, assigns)
                     classes.append(returned[index] if index < len(returned) and returned[index] is not None
                                    else _UNKNOWN)
                 else:
@@ -1530,6 +1532,18 @@ class Project:
             known = {id(c): c for c in classes if c is not None}
             return next(iter(known.values())) if len(known) == 1 else (None if not known else _UNKNOWN)
         return _UNKNOWN
+
+    def _registry_pick_at(self, info: ModuleInfo, func: ast.expr, assigns: dict) -> tuple:
+        """In a caller: what a build function picked from a project registry returns, per element (`R.get(name)`
+        or a name bound once to it; analysis/named_classes.py `registry_returns`)."""
+        from gpulint.analysis.named_classes import registry_returns  # it imports this module
+
+        if isinstance(func, ast.Name):
+            bound = assigns.get(func.id, ())
+            if len(bound) != 1 or bound[0][1] is not None:
+                return ()
+            func = bound[0][0]
+        return registry_returns(self, info.path, func) if isinstance(func, ast.Call) else ()
 
     def files_naming(self, name: str, training: bool = False) -> list[Path]:
         """The project's Python files that contain the identifier `name` (an index built once: one read of
@@ -3061,7 +3075,22 @@ class _Summarizer:
                 return (found,)
             if isinstance(found, FunctionSummary) and found.returns_classes:
                 return found.returns_classes
+            picked = self._registry_pick(value.func)
+            if picked:
+                return picked
         return (None,)
+
+    def _registry_pick(self, func: ast.expr) -> tuple:
+        """What a build function picked from a project registry returns, per element: `func` is
+        `R.get(name)`, or a name bound once to it (`build_func = MODULE_BUILD_FUNCS.get(args.modelname)`)."""
+        from gpulint.analysis.named_classes import registry_returns  # it imports this module
+
+        if isinstance(func, ast.Name):
+            bound = self.values.get(func.id, ())
+            if len(bound) != 1:
+                return ()
+            func = bound[0]
+        return registry_returns(self.project, self.info.path, func, self.fn) if isinstance(func, ast.Call) else ()
 
     def _own_instance(self, value: ast.expr) -> bool:
         """`cls(...)`, or a name every plain assignment of which is one (`compute = cls(...)`)."""

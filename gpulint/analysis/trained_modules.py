@@ -203,14 +203,20 @@ def _handed_back(tree: ast.Module) -> dict:
                 if _last(node.func) not in _READS:
                     passed.update(a.id for a in node.args if isinstance(a, ast.Name))
                     passed.update(k.value.id for k in node.keywords if isinstance(k.value, ast.Name))
-            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
-                    len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                bound.setdefault(node.targets[0].id, set()).add(id(node.value))
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and len(node.targets) == 1:
+                # `model = build(cfg)`, or one element of `model, criterion, postprocessors = build(args)`
+                target = node.targets[0]
+                for name in ([target] if isinstance(target, ast.Name) else
+                             target.elts if isinstance(target, ast.Tuple) else ()):
+                    if isinstance(name, ast.Name):
+                        bound.setdefault(name.id, set()).add(id(node.value))
             elif isinstance(node, ast.Return) and node.value is not None:
-                if isinstance(node.value, ast.Call):
-                    returned_calls.add(id(node.value))
-                elif isinstance(node.value, ast.Name):
-                    returned_names.add(node.value.id)
+                # `return model`, `return Net()`, or an element of `return model, criterion, postprocessors`
+                for value in (node.value.elts if isinstance(node.value, ast.Tuple) else (node.value,)):
+                    if isinstance(value, ast.Call):
+                        returned_calls.add(id(value))
+                    elif isinstance(value, ast.Name):
+                        returned_names.add(value.id)
         for name in returned_names:
             returned_calls |= bound.get(name, set())
         passed_calls = {call for name in passed for call in bound.get(name, ())}
