@@ -95,6 +95,7 @@ class Cache:
             data = json.loads(self._entry(key).read_bytes())
             verdicts = self._verdicts
             for path, digest in data.get("dependencies", []):
+                path = self._absolute(path)
                 verdict = verdicts.get((path, digest))
                 if verdict is None:
                     verdict = verdicts[(path, digest)] = _unchanged(path, digest)
@@ -108,7 +109,8 @@ class Cache:
         if not self.enabled:
             return
         data = json.dumps({"diagnostics": [_record(d) for d in diagnostics],
-                           "dependencies": [list(d) for d in dependencies]}, separators=(",", ":"))
+                           "dependencies": [[self._relative(p), digest] for p, digest in dependencies]},
+                          separators=(",", ":"))
         entry = self._entry(key)
         try:
             if not self.directory.exists():
@@ -117,6 +119,28 @@ class Cache:
             atomic_write(entry, data.encode(), durable=False)
         except OSError:
             self.enabled = False  # a read-only checkout: run without a cache rather than fail
+
+
+    # A dependency inside the project is recorded relative to the settings' root (`@/` + its POSIX path): a copy
+    # of the project that carries its cache (a CI cache restored elsewhere, `cp -r` of a checkout) checks its own
+    # files, never the original's, which may be unchanged while the copy's are edited.
+    def _root(self) -> str:
+        root = getattr(self, "_root_text", None)
+        if root is None:
+            root = self._root_text = os.path.realpath(self.settings.root)
+        return root
+
+    def _relative(self, path) -> str:
+        text = os.fspath(path)
+        root = self._root()
+        if text.startswith(root + os.sep):
+            return "@/" + Path(text[len(root) + 1:]).as_posix()
+        return text
+
+    def _absolute(self, recorded: str) -> str:
+        if recorded.startswith("@/"):
+            return os.path.join(self._root(), *recorded[2:].split("/"))
+        return recorded
 
 
 def _unchanged(path: str, recorded: str) -> bool:

@@ -192,3 +192,43 @@ def test_concurrent_runs_share_the_cache_safely(project):
     assert [p.returncode for p in procs] == [1, 1, 1]
     assert len({out for out, _err in outputs}) == 1 and not any(err for _out, err in outputs)
     assert run("--output-format", "concise", ".").output == outputs[0][0]
+
+
+def test_a_copied_project_with_its_cache_checks_its_own_helper_files(tmp_path: Path, monkeypatch):
+    """`cp -r` of a checkout (or a CI cache restored at another path) carries `.gpulint_cache/`: an entry whose
+    findings depend on a helper module must compare the copy's helper, not the original's, which is unchanged."""
+    import shutil
+    import subprocess
+    import sys
+
+    helper = "import torch\n\n\ndef log_loss(loss):\n    return loss.item()\n"
+    train = textwrap.dedent("""\
+        import torch
+        from helpers import log_loss
+
+
+        def train(model, loader, optimizer):
+            for x in loader:
+                loss = model(x.cuda(non_blocking=True)).sum()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                log_loss(loss)
+    """)
+    first = tmp_path / "first"
+    first.mkdir()
+    (first / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (first / "helpers.py").write_text(helper)
+    (first / "train.py").write_text(train)
+
+    def lint(root: Path) -> str:
+        return subprocess.run([sys.executable, "-m", "gpulint", "check", "--output-format", "concise", "."],
+                              cwd=root, capture_output=True, text=True).stdout
+
+    assert "train.py:11:9: GPU112" in lint(first)
+    second = tmp_path / "second"
+    shutil.copytree(first, second)
+    assert (second / ".gpulint_cache").is_dir()
+    (second / "helpers.py").write_text(helper.replace("return loss.item()", "return loss.detach()"))
+    assert "GPU112" not in lint(second)
+    assert "train.py:11:9: GPU112" in lint(first)  # the original's entry still answers for the original
