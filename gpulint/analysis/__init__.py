@@ -452,7 +452,7 @@ def _steps_through_method(analysis: ModuleAnalysis, call: cst.Call) -> bool:
     it calls outside loops (`update` -> `update_critic` -> `critic_loss.backward()`). A loop calling it on every
     iteration is a step loop (a trainer's `while self.step < self.cfg.num_train_steps:`). A method whose backward
     passes all sit in loops of its own (an epoch's pass, PPO's minibatch loop) is no single step."""
-    found = _method_receivers(analysis, call)
+    found = _method_receivers(analysis, call) or _named_receivers(analysis, call)
     if found is None:
         return False
     project, classes, method = found
@@ -464,6 +464,38 @@ def _steps_through_method(analysis: ModuleAnalysis, call: cst.Call) -> bool:
         # or one call runs the network once (`dqn.act(state)` -> `self.online_net(...)`): step_callables.py
         return all(_steps_backward(project, cls, method) or summaries.method(cls, method) == STEP
                    for cls in classes)
+
+
+def _named_receivers(analysis: ModuleAnalysis, call: cst.Call):
+    """(project, classes, method) of `model.optimize_parameters(...)` where `model` is a plain name whose class
+    a name picks at run time (BasicSR's `model = create_model(opt)`: `getattr(module, opt['model_type'])` over
+    the modules of a package, analysis/named_classes.py): the candidates that define the method with a body
+    (not an abstract stub of a base class), at least one; None otherwise. Some run builds each of them, and the
+    loop calls the method on whichever it is: when every such candidate's method is one training step, the loop
+    is a step loop (BasicSR's `while train_data is not None:` over a prefetcher)."""
+    func = call.func
+    if type(func) is not cst.Attribute or type(func.value) is not cst.Name or func.attr.value.startswith("__") \
+            or analysis.path is None:
+        return None
+    from gpulint.analysis.calls import project_calls
+    from gpulint.analysis.named_classes import caller_instances
+
+    calls = analysis.fact(project_calls)
+    if calls is None:
+        return None
+    fn = analysis.index.enclosing_function(call)
+    while fn is not None and not isinstance(analysis.index.up.get(id(fn)), cst.Module):
+        fn = analysis.index.enclosing_function(analysis.index.up.get(id(fn)))
+    if fn is None:
+        return None  # module-level code: its assignments are not a function's scope
+    found = caller_instances(calls.project, Path(analysis.path), func.value.value, fn.name.value) or ()
+    method = func.attr.value
+    defining = []
+    for cls in found:
+        summary = calls.project.method(cls, method)
+        if summary is not None and not summary.stub:
+            defining.append(cls)
+    return (calls.project, tuple(defining), method) if defining else None
 
 
 def _epoch_through_method(analysis: ModuleAnalysis, call: cst.Call) -> bool:

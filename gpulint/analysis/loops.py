@@ -16,6 +16,7 @@ import libcst as cst
 
 from gpulint.analysis.empty_exit import empty_input_exit
 from gpulint.analysis.helper_sites import none_test, ruled_out
+from gpulint.analysis.skip_guards import sharding
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind, KindInference
 from gpulint.analysis.memo_guards import cst_memo_fill, cst_memo_return
@@ -1473,6 +1474,8 @@ class LoopAnalysis:
             equal = type(op) is cst.NotEqual if negated else type(op) is cst.Equal
             unequal = type(op) is cst.Equal if negated else type(op) is cst.NotEqual
             if any(_has_modulo(s) for s in sides):
+                if sharding(*sides):
+                    return None  # `if idx % world_size != rank: continue`: this process's share of the items
                 if equal and not any(self._period_one(s) for s in sides):
                     return f"`{_code(test)}`"
                 return None

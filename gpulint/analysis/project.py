@@ -99,6 +99,18 @@ _STEP_FOR_TEXT = re.compile(rb"^[ \t]*(?:for[ \t]+(?:\w*" + _COUNTER_WORDS + rb"
                             rb"\w+[ \t]+in[ \t]+(?:\w+\.)?t?range\([^\n]*" + _COUNTER_WORDS + rb")|"
                             rb"while[ \t]+[\w.]*" + _COUNTER_WORDS + rb"[\w.]*[ \t]*<)", re.MULTILINE)
 
+# A prefetcher's batch loop (BasicSR and the restoration projects built on it: `train_data = prefetcher.next()`,
+# then `while train_data is not None:`, the next batch drawn at the end of the body): one batch per iteration.
+_PREFETCH_WHILE_TEXT = re.compile(rb"^[ \t]*while[ \t]+(\w+)[ \t]+is[ \t]+not[ \t]+None[ \t]*:", re.MULTILINE)
+
+
+def _prefetch_loop_text(raw: bytes) -> bool:
+    """`while X is not None:` where the module also binds `X = <something>.next()`."""
+    for match in _PREFETCH_WHILE_TEXT.finditer(raw):
+        if re.search(rb"\b" + re.escape(match.group(1)) + rb"[ \t]*=[ \t]*[\w.]+\.next\(\)", raw) is not None:
+            return True
+    return False
+
 
 def _training_text(raw: bytes) -> bool:
     """`_TRAINING_TEXT.search(raw)`, without the search where it cannot match: its first branch is the literal
@@ -112,6 +124,8 @@ def _training_text(raw: bytes) -> bool:
     if b".step(" in raw and _ENV_STEP_TEXT.search(raw) is not None:
         return True
     if b"while" in raw and _STEP_WHILE_TEXT.search(raw) is not None:
+        return True
+    if b".next()" in raw and b"is not None" in raw and _prefetch_loop_text(raw):
         return True
     return (b"range(" in raw or b"while" in raw) and _STEP_FOR_TEXT.search(raw) is not None
 

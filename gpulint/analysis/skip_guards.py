@@ -8,6 +8,7 @@ counterpart on LibCST trees is `LoopAnalysis._skip_guard` (analysis/loops.py).
 from __future__ import annotations
 
 import ast
+import re
 
 from gpulint import ast_walk
 
@@ -58,8 +59,43 @@ def _periodic(test: ast.expr, negated: bool = False) -> bool:
         return False
     sides = (test.left, test.comparators[0])
     if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for s in sides for n in ast_walk.walk(s)):
+        if sharding(test.left, test.comparators[0]):
+            return False  # `idx % world_size != rank`: this process's share of the items, each of them
         return not any(isinstance(s, ast.Constant) and s.value == 1 for s in _moduli(sides))
     return any(isinstance(s, ast.Constant) and type(s.value) is int for s in sides) and any(_counter(s) for s in sides)
+
+
+# The number of processes items are dealt among, and this process's place among them.
+_PROCESS_COUNT = re.compile(r"^(world_size|num_replicas|num_processes|nprocs|n_procs|num_procs|num_ranks|nranks|"
+                            r"n_gpus|ngpus|num_gpus|gpu_count|num_shards|n_shards|num_workers|nworkers)$", re.I)
+_PROCESS_INDEX = re.compile(r"^(rank|local_rank|global_rank|process_index|proc_id|process_id|worker_id|gpu_id|"
+                            r"shard_id|shard_index|my_rank)$", re.I)
+
+
+def _last_name(node) -> str:
+    """The last name of `x`, `a.b.x`, `x()` / `a.get_x()` (`get_` dropped), as an `ast` or LibCST node."""
+    for _ in range(3):
+        inner = getattr(node, "func", None)
+        if inner is None:
+            break
+        node = inner
+    name = getattr(node, "id", None) or getattr(getattr(node, "attr", None), "value", None) or \
+        getattr(node, "attr", None) or getattr(node, "value", None)
+    if not isinstance(name, str):
+        return ""
+    return name[4:] if name.startswith("get_") else name
+
+
+def sharding(left, right) -> bool:
+    """`idx % world_size == rank` (or `!=`, either side): a loop dealing its items among processes, not a
+    periodic test. Each process runs the block for its own share of the items, every one of them when it is the
+    only process; it works in `ast` and in LibCST trees alike."""
+    for one, other in ((left, right), (right, left)):
+        operator = getattr(one, "op", None) or getattr(one, "operator", None)
+        if type(operator).__name__ == "Mod" or type(operator).__name__ == "Modulo":
+            if _PROCESS_COUNT.match(_last_name(one.right)) and _PROCESS_INDEX.match(_last_name(other)):
+                return True
+    return False
 
 
 def _moduli(sides) -> list:
