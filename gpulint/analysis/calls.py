@@ -921,6 +921,9 @@ class ProjectCalls(ModuleCalls):
                     return f"{cls.name}.__call__", method, True
                 method = self.project.method(cls, "forward") if self.project.is_module_class(cls) else None
                 return (f"{cls.name}.forward", method, True) if method is not None else None
+        inherited = self._inherited_method(func)
+        if inherited is not None:
+            return inherited
         passed = self._passed_function(func)
         if passed is not None:
             summary, bound = passed
@@ -937,6 +940,26 @@ class ProjectCalls(ModuleCalls):
                 return None  # a function of this module: the in-file analysis owns it
             return found.qualname, found, False
         return None
+
+    def _inherited_method(self, func: cst.BaseExpression) -> Optional[tuple[str, FunctionSummary, bool]]:
+        """`self.model_backward_and_update(loss)` in a method of a top-level class that does not define it: the
+        method of a project base class in another module (Dassl's trainers inherit `model_backward_and_update`
+        from `TrainerBase`, whose `detect_anomaly` reads `isfinite(loss).all()`), called through the instance."""
+        if not (type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self"):
+            return None
+        node = self.index.enclosing_class(func)
+        if node is None or not isinstance(self.index.up.get(id(node)), cst.Module):
+            return None
+        info = self.project.module(self.path)
+        cls = info.classes.get(node.name.value) if info is not None else None
+        name = func.attr.value
+        if cls is None or name in cls.methods or not cls.bases or name.startswith("__"):
+            return None  # its own method: the in-file analysis follows it
+        method = self.project.method(cls, name)
+        if method is None or Path(method.path).resolve() == Path(self.path).resolve():
+            return None  # not a project base's, or a base of this module (its own loop analysis follows it)
+        owner = method.qualname.rpartition(".")[0]
+        return f"{owner}.{name}", method, True
 
     def local_callee(self, call: cst.Call) -> Optional[tuple[str, FunctionSummary, bool]]:
         """A function or method of this module called as `helper(...)` or `self.helper(...)` (what
