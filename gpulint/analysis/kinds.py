@@ -522,6 +522,13 @@ class KindInference:
         else:
             return None
         candidates = self.index.functions.get(name, [])
+        if len(candidates) > 1 and type(func) is cst.Attribute:
+            # `self.parse_batch_test(batch)` where a base class of this module declares it abstract and a
+            # subclass defines it: the enclosing class's own method, else the one definition that returns values
+            cls = self.index.enclosing_class(call)
+            own = [c for c in candidates if cls is not None and self.index.enclosing_class(c) is cls]
+            candidates = own or [c for c in candidates if any(
+                type(n) is cst.Return and n.value is not None for n in _own_nodes(c))]
         if len(candidates) != 1:
             return None
         return [n for n in _own_nodes(candidates[0]) if type(n) is cst.Return]
@@ -1182,8 +1189,11 @@ class KindInference:
             return kind
         if kind is Kind.TENSOR:
             return kind
-        if type(b.value) is cst.Call and self._returned_element(b.value, b.index) is Kind.NUMPY:
+        returned = self._returned_element(b.value, b.index) if type(b.value) is cst.Call else Kind.UNKNOWN
+        if returned is Kind.NUMPY:
             return Kind.NUMPY  # `lam_batch, use_cutmix = self._params_per_elem(n)` of `return lam, use_cutmix`
+        if returned is Kind.TENSOR:
+            return Kind.TENSOR  # `input, label = self.parse_batch_test(batch)` of `return input, label` moved
         if self._list_of_tensors(b.value):
             return Kind.TENSOR  # `batch = [t.to(device) for t in batch]`, then `x, lengths = batch`
         return Kind.UNKNOWN
@@ -1800,7 +1810,25 @@ class KindInference:
             # only tensors detach from the graph (`running_loss += loss.detach()`); a name also rebound to a
             # number elsewhere (`loss = meter.compute().item()` when logging) is a tensor where it is detached
             return Kind.TENSOR
+        if type(func.value) is cst.Name and func.value.value == "self" and self._returns_tensors(node):
+            return Kind.TENSOR  # `output = self.model_inference(input)` of `return self.model(input)`
         return Kind.UNKNOWN
+
+    def _returns_tensors(self, call: cst.Call) -> bool:
+        """A method of this module's class (`self.f(...)`, `_local_returns`) every `return` of which hands back a
+        tensor (`def model_inference(self, input): return self.model(input)`)."""
+        returns = self._local_returns(call)
+        if not returns or any(r.value is None for r in returns):
+            return False
+        key = id(returns[0])
+        guard = self.__dict__.setdefault("_returning", set())
+        if key in guard:
+            return False  # a recursive method: its own call is not decided by itself
+        guard.add(key)
+        try:
+            return all(self.of(r.value) is Kind.TENSOR for r in returns)
+        finally:
+            guard.discard(key)
 
     def _part_of_a_batch(self, expr: cst.BaseExpression) -> bool:
         """`videos` of `videos, masks = batch`, `x` of `for x, y in batches`, `batch["image"]`, and their
@@ -1816,10 +1844,14 @@ class KindInference:
         if type(expr) is not cst.Name or _kind_from_name(expr.value) is not Kind.UNKNOWN:
             return False
         bindings = self.index.visible_bindings(expr)
+        # `label = batch["label"]`: an entry of a batch, bound to a name
+        entries = [b for b in bindings if b.kind == "assign" and b.index is None and type(b.value) is cst.Subscript
+                   and self._part_of_a_batch(b.value)]
         return bool(bindings) and all(b.kind in ("assign", "for") and b.index is not None or
-                                      b.kind == "assign" and _reads_itself_converted(expr.value, b)
+                                      b.kind == "assign" and _reads_itself_converted(expr.value, b) or
+                                      any(b is e for e in entries)
                                       for b in bindings) and \
-            any(b.index is not None for b in bindings)
+            (any(b.index is not None for b in bindings) or bool(entries))
 
 
 # Tensor reductions and scans that take torch's `dim=` keyword

@@ -317,6 +317,12 @@ def registry_returns(project: Project, path: Path, func: ast.expr, fn: Optional[
         return ()
     key = _local_definition(project, path, dotted, fn)
     builders = registered_builders(project, key) if key is not None else []
+    if not builders and key is not None:
+        # a registry of classes: `EVALUATOR_REGISTRY.get(cfg.TEST.EVALUATOR)(cfg)` builds the one class
+        # registered into it (Dassl's `Classification`); with several, the run's configuration picks one and
+        # a cost at a call site must not depend on which (the union semantics of the module's docstring)
+        classes = registered_classes(project, key)
+        return (classes[0],) if len(classes) == 1 else ()
     returned = [b.returns_classes for b in builders]
     if not returned or not all(returned):
         return ()
