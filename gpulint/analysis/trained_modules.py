@@ -102,9 +102,15 @@ def _decided(project: Project, cls) -> bool:
     `forward` (the base's may never run), or another project
     module class builds it in its `__init__` and calls it through that attribute in a method (a submodule: it
     runs as often as that method, `forward._submodule_site`, whether the owner is reached by a loop or assumed
-    here). A submodule added to a container (`seq.add(Block(...))`) whose call is not seen is assumed itself."""
+    here). A submodule added to a container (`seq.add(Block(...))`) whose call is not seen is assumed itself.
+    A class a registry's decorator registers is never decided here: configurations build it by name."""
     from gpulint.analysis.forward import _attribute_called, _built_in_init, _hot_file, _same
 
+    if _registry_decorated(project, cls):
+        # a registry's decorator builds the class by a configuration's name, a route no search follows: another
+        # module building it for its own use (LAVIS's `BlipDiffusion` holds a `Blip2Qformer` for its features),
+        # or a subclass overriding `forward`, does not tell whether the configurations that name it train it
+        return False
     for file in project.files_naming(cls.name):
         if project.is_test(file):
             continue
@@ -270,6 +276,20 @@ def _last(func: ast.expr) -> Optional[str]:
 
 def _same_path(project: Project, a: Path, b: Path) -> bool:
     return project._resolved(Path(a)) == project._resolved(Path(b))
+
+
+def _registry_decorated(project: Project, cls) -> bool:
+    """The class carries a registry's decorator (`@registry.register_model("blip2")`, `@MODELS.register_module()`,
+    `@register_model`): a configuration builds it by name."""
+    from gpulint.analysis.module_attrs import class_node
+
+    node = class_node(project, cls)
+    for decorator in (node.decorator_list if node is not None else ()):
+        func = decorator.func if isinstance(decorator, ast.Call) else decorator
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name.startswith(("register", "registe_")):
+            return True
+    return False
 
 
 def _decorated(project: Project, cls) -> bool:
