@@ -17,9 +17,7 @@ a tensor" here, never the other way round. It over-approximates kinds.py rule by
   kinds.py (`_kind_from_name` never says `TENSOR`);
 - a call may be a tensor when it may name something in `torch.` (under any alias), is a method of a value that
   may be a tensor or a model, is `.to`/`.cuda`/`.scale`/`.detach`, is `abs`/`max`/`min`/`sum` of a tensor, or calls
-  something that may be a model (the prefilter's `_may_be_model`), is `self.m(...)` of a function or method `m`
-  of the module some `return` of which (or an element of a returned tuple) may be a tensor, or anything not a plain
-  name or attribute;
+  something that may be a model (the prefilter's `_may_be_model`), or anything not a plain name or attribute;
 - `self.x` may be a tensor only in a module that registers buffers; any other attribute, subscript or operator
   only through a part that may be one; literals, displays and comprehensions never.
 
@@ -57,9 +55,6 @@ class TensorFacts:
         self._buffers = False  # the module calls `.register_buffer(...)` (found by `_collect`)
         # name -> what binds it: ("value", expr) | ("iterates", expr) | ("tensor", None)
         self._bindings: dict[str, list[tuple[str, Optional[ast.AST]]]] = {}
-        # function or method name -> the values its `return`s hand back (those of nested functions too: a superset)
-        self._returns: dict[str, list[ast.AST]] = {}
-        self._returning: set[str] = set()  # methods whose returns are being asked about (recursion)
         self._collect(tree)
         self.names = self._fixpoint()
 
@@ -91,11 +86,6 @@ class TensorFacts:
             elif isinstance(node, ast.arg):
                 if node.annotation is not None and _mentions_tensor(node.annotation):
                     self._bindings.setdefault(node.arg, []).append(("tensor", None))
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found = self._returns.setdefault(node.name, [])
-                for inner in ast_walk.walk(node):
-                    if isinstance(inner, ast.Return) and inner.value is not None:
-                        found.extend(inner.value.elts if isinstance(inner.value, ast.Tuple) else (inner.value,))
 
     def _bind(self, target: ast.AST, value: ast.AST) -> None:
         """As tree.py's `bind`: `a, b = x, y` pairwise, `a, b = pair` each name from the whole value."""
@@ -210,20 +200,7 @@ class TensorFacts:
             return False
         if method in ("to", "cuda", "scale", "forward", "generate", "__call__", "detach"):
             return True
-        if isinstance(func.value, ast.Name) and func.value.id == "self" and self._returns_may_be_tensor(method, names):
-            return True  # kinds.py's `_returns_tensors` / `_returned_element`: a method of the module returning one
         return self.may_be_tensor(func.value, names) or self._may_be_model(func.value)
-
-    def _returns_may_be_tensor(self, name: str, names: set[str]) -> bool:
-        """Some `return` of a function or method of the module named `name` hands back a value (or a tuple with
-        an element) that may be a tensor."""
-        if name in self._returning:
-            return False
-        self._returning.add(name)
-        try:
-            return any(self.may_be_tensor(v, names) for v in self._returns.get(name, ()))
-        finally:
-            self._returning.discard(name)
 
     def body_may_compute_tensor(self, nodes) -> bool:
         """`LoopAnalysis._computes_tensor` may hold for some call or operator among `nodes` (a loop's body)."""

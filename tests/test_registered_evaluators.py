@@ -3,7 +3,7 @@ recall): Dassl's `self.evaluator = build_evaluator(cfg)` returns `EVALUATOR_REGI
 the one class registered there (`@EVALUATOR_REGISTRY.register()`), and its test loop hands `evaluator.process` the
 output of `self.model_inference(input)` and the label of `input, label = self.parse_batch_test(batch)` (a base class
 declares both abstract; the trainer defines them). `Classification.process` reads `int(matches.sum().item())` every
-test batch: reported at the call and in the evaluator.
+test batch: reported at the call, with the read as related location.
 """
 
 from __future__ import annotations
@@ -108,7 +108,6 @@ TRAINER = textwrap.dedent("""\
 
 
 CALL = ("pkg/engine/trainer.py", 25, "GPU112")
-READ = ("pkg/evaluation/evaluator.py", 21, "GPU101")
 
 
 def _files(evaluator: str = EVALUATOR, trainer: str = TRAINER) -> dict:
@@ -123,7 +122,7 @@ def _lint(root: Path, files: dict) -> set:
 
 
 def test_the_one_registered_evaluator_is_followed_from_the_test_loop(tmp_path: Path):
-    assert {CALL, READ} <= _lint(tmp_path, _files())
+    assert CALL in _lint(tmp_path, _files())
 
 
 def test_two_registered_evaluators_leave_the_call_unknown(tmp_path: Path):

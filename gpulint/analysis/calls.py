@@ -344,6 +344,8 @@ class ModuleCalls:
 
     def _element_carries(self, value: cst.BaseExpression, index: Optional[int], depth: int) -> bool:
         """What `x` gets from `x = value` (index None) or `x, y = value` (element `index`)."""
+        if index is not None and type(value) is cst.Call and self._method_returns_carry(value, index, depth):
+            return True  # `input, label = self.parse_batch_test(batch)` of `return input.to(dev), label.to(dev)`
         if index is None or type(value) is cst.Call:
             return self.carries_tensor(value, depth + 1)
         if type(value) in (cst.Tuple, cst.List):
@@ -389,7 +391,35 @@ class ModuleCalls:
             return bool(call.args) and self.carries_tensor(call.args[0].value, depth + 1)
         if self._builds_record(func):  # `Munch(real=loss_real)`, `LossTuple(*losses)`: a record of its arguments
             return any(self.carries_tensor(a.value, depth + 1) for a in call.args)
-        return False
+        return self._method_returns_carry(call, None, depth)
+
+    def _method_returns_carry(self, call: cst.Call, index: Optional[int], depth: int) -> bool:
+        """`self.m(...)` of a method of this module (the enclosing class's own, else the one definition returning
+        values: `KindInference._local_returns`) every `return` of which hands back a tensor, or, with `index`, a
+        tuple whose element there is one (`output = self.model_inference(input)` of `return self.model(input)`).
+        Asked only where a call's argument is judged (the costs of project calls), not by the module's kinds."""
+        func = call.func
+        if not (type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self"):
+            return False
+        returns = self.analysis.kinds._local_returns(call)
+        if not returns or id(returns[0]) in self._carrying:
+            return False
+        self._carrying.add(id(returns[0]))  # a method returning its own call: not decided by itself
+        try:
+            for ret in returns:
+                value = ret.value
+                if value is None:
+                    return False
+                if index is not None:
+                    if type(value) is not cst.Tuple or index >= len(value.elements) or \
+                            any(type(e) is cst.StarredElement for e in value.elements):
+                        return False
+                    value = value.elements[index].value
+                if not self.carries_tensor(value, depth + 1):
+                    return False
+            return True
+        finally:
+            self._carrying.discard(id(returns[0]))
 
     def _builds_record(self, func: cst.BaseExpression) -> bool:
         """`func` is a dict, `Munch`/`EasyDict`/namespace class, or a named tuple type this module makes

@@ -1189,11 +1189,8 @@ class KindInference:
             return kind
         if kind is Kind.TENSOR:
             return kind
-        returned = self._returned_element(b.value, b.index) if type(b.value) is cst.Call else Kind.UNKNOWN
-        if returned is Kind.NUMPY:
+        if type(b.value) is cst.Call and self._returned_element(b.value, b.index) is Kind.NUMPY:
             return Kind.NUMPY  # `lam_batch, use_cutmix = self._params_per_elem(n)` of `return lam, use_cutmix`
-        if returned is Kind.TENSOR:
-            return Kind.TENSOR  # `input, label = self.parse_batch_test(batch)` of `return input, label` moved
         if self._list_of_tensors(b.value):
             return Kind.TENSOR  # `batch = [t.to(device) for t in batch]`, then `x, lengths = batch`
         return Kind.UNKNOWN
@@ -1810,25 +1807,7 @@ class KindInference:
             # only tensors detach from the graph (`running_loss += loss.detach()`); a name also rebound to a
             # number elsewhere (`loss = meter.compute().item()` when logging) is a tensor where it is detached
             return Kind.TENSOR
-        if type(func.value) is cst.Name and func.value.value == "self" and self._returns_tensors(node):
-            return Kind.TENSOR  # `output = self.model_inference(input)` of `return self.model(input)`
         return Kind.UNKNOWN
-
-    def _returns_tensors(self, call: cst.Call) -> bool:
-        """A method of this module's class (`self.f(...)`, `_local_returns`) every `return` of which hands back a
-        tensor (`def model_inference(self, input): return self.model(input)`)."""
-        returns = self._local_returns(call)
-        if not returns or any(r.value is None for r in returns):
-            return False
-        key = id(returns[0])
-        guard = self.__dict__.setdefault("_returning", set())
-        if key in guard:
-            return False  # a recursive method: its own call is not decided by itself
-        guard.add(key)
-        try:
-            return all(self.of(r.value) is Kind.TENSOR for r in returns)
-        finally:
-            guard.discard(key)
 
     def _part_of_a_batch(self, expr: cst.BaseExpression) -> bool:
         """`videos` of `videos, masks = batch`, `x` of `for x, y in batches`, `batch["image"]`, and their
