@@ -197,3 +197,52 @@ def test_torch_range_built_on_the_host_and_moved_every_step(tmp_path: Path):
                 optimizer.step()
     """)
     assert ("train.py", 6, "GPU203") in _lint(tmp_path, {"train.py": script})
+
+
+def test_an_element_another_branch_binds_to_a_library_class_is_not_followed(tmp_path: Path):
+    """`optimizer = torch.optim.Adam(...)` by default, `optimizer = LARS(...)` under an option, then `return
+    optimizer, scheduler` (SimCLR's `load_optimizer`): the element may be Adam, so `LARS.step` is not claimed to run
+    every step through it."""
+    lars = textwrap.dedent("""\
+        import torch
+
+
+        class LARS(torch.optim.Optimizer):
+            def step(self):
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        trust = float(p.norm().item())
+                        p.data.add_(p.grad, alpha=-trust)
+    """)
+    main = textwrap.dedent("""\
+        import torch
+        from lars import LARS
+
+
+        def load_optimizer(args, model):
+            scheduler = None
+            if args.optimizer == "Adam":
+                optimizer = torch.optim.Adam(model.parameters(), lr=3e-4, fused=True)
+            elif args.optimizer == "LARS":
+                optimizer = LARS(model.parameters(), lr=0.3)
+            return optimizer, scheduler
+
+
+        def main(args, model, loader):
+            model = model.cuda()
+            optimizer, scheduler = load_optimizer(args, model)
+            for x in loader:
+                loss = model(x.cuda(non_blocking=True)).sum()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    """)
+    results = _lint(tmp_path, {"lars.py": lars, "main.py": main})
+    assert ("lars.py", 8, "GPU101") not in results
+    # the same factory building only LARS: its step runs every step
+    only = main.replace('    if args.optimizer == "Adam":\n        optimizer = torch.optim.Adam('
+                        'model.parameters(), lr=3e-4, fused=True)\n    elif args.optimizer == "LARS":\n'
+                        '        optimizer = LARS(model.parameters(), lr=0.3)\n',
+                        '    optimizer = LARS(model.parameters(), lr=0.3)\n')
+    assert only != main
+    assert ("lars.py", 8, "GPU101") in _lint(tmp_path, {"lars.py": lars, "main.py": only})

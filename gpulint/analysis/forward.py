@@ -804,6 +804,51 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
         _submodule_site(project, path, cls, member) if member == "__call__" and cls is not None else None
 
 
+def _element_only_builds(project: Project, summary: FunctionSummary, index: int, cls: ClassSummary) -> bool:
+    """Every `return` of the top-level function `summary` hands back a tuple whose element `index` is a call
+    building `cls`, or a name every assignment of which in the function is one (`criterion = SetCriterion(...)`;
+    `.to(...)`/`.cuda()` of one counts). A name another branch binds to something else (`optimizer =
+    torch.optim.Adam(...)` or `optimizer = LARS(...)` by an option) may not be that class."""
+    if "." in summary.qualname:
+        return False
+    info = project.module(summary.path)
+    fn = info.functions.get(summary.qualname) if info is not None else None
+    if fn is None:
+        return False
+    assigned: dict[str, list] = {}
+    returns = []
+    for node in ast_walk.walk(fn):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                for name in ([target] if isinstance(target, ast.Name) else
+                             target.elts if isinstance(target, ast.Tuple) else ()):
+                    if isinstance(name, ast.Name):
+                        assigned.setdefault(name.id, []).append(node.value if isinstance(target, ast.Name) else None)
+        elif isinstance(node, ast.Return) and node.value is not None:
+            returns.append(node.value)
+
+    def builds(value) -> bool:
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                value.func.attr in ("to", "cuda", "train", "eval"):
+            value = value.func.value
+        if not isinstance(value, ast.Call):
+            return False
+        found = project.lookup(summary.path, _dotted(value.func) or "")
+        return isinstance(found, ClassSummary) and found.name == cls.name and found.path == cls.path
+
+    for value in returns:
+        if not isinstance(value, ast.Tuple) or index >= len(value.elts):
+            return False
+        element = value.elts[index]
+        if isinstance(element, ast.Name):
+            values = assigned.get(element.id, [])
+            if not values or not all(v is not None and builds(v) for v in values):
+                return False
+        elif not builds(element):
+            return False
+    return bool(returns)
+
+
 def _hands_instance_on(analysis, call: cst.Call, resolver) -> bool:
     """`call` hands an instance of the class (a plain name: `model`) to a project function that runs it on every
     call (analysis/runs_model.py): its `forward` runs wherever the call does."""
@@ -1945,7 +1990,7 @@ class _Instances:
             return False
         returned = found.returns_classes
         return len(returned) > 1 and index < len(returned) and returned[index] is not None \
-            and self._matches(returned[index])
+            and self._matches(returned[index]) and _element_only_builds(self.project, found, index, returned[index])
 
     def _built_by_base(self, expr: cst.Attribute) -> list:
         """`self.model` of a class that never assigns it, whose project base class does in one of its methods
