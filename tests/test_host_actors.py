@@ -222,6 +222,43 @@ def test_the_first_batch_branch_of_an_accumulation_runs_once(tmp_path: Path) -> 
     assert ("evaluate.py", 24, "GPU104") in got  # set back to None every iteration: the branch runs every time
 
 
+EVAL_LISTS = """
+import numpy as np
+import torch
+
+
+def valid(model, loader):
+    model = model.cuda()
+    all_preds = []
+    for x in loader:
+        preds = model(x.cuda(non_blocking=True)).argmax(-1)
+        if len(all_preds) == 0:
+            all_preds.append(preds.detach().cpu().numpy())
+        else:
+            all_preds[0] = np.append(all_preds[0], preds.detach().cpu().numpy(), axis=0)
+    return all_preds
+
+
+def valid_cleared(model, loader):
+    model = model.cuda()
+    all_preds = []
+    for x in loader:
+        preds = model(x.cuda(non_blocking=True)).argmax(-1)
+        if not all_preds:
+            all_preds.append(preds.detach().cpu().numpy())
+        print(all_preds)
+        all_preds.clear()
+"""
+
+
+def test_the_first_batch_branch_of_a_list_filled_once_runs_once(tmp_path: Path) -> None:
+    """ViT-pytorch's `valid`: `if len(all_preds) == 0: all_preds.append(...)` fills the list it tests."""
+    got = lint_files(tmp_path / "p", {"evaluate.py": EVAL_LISTS}, "GPU104")
+    assert ("evaluate.py", 12, "GPU104") not in got  # the first batch only
+    assert ("evaluate.py", 14, "GPU104") in got  # the `else` branch copies every batch
+    assert ("evaluate.py", 24, "GPU104") in got  # emptied every iteration: the branch runs every time
+
+
 DETECT = """
 import torch
 

@@ -1006,6 +1006,9 @@ class LoopAnalysis:
                 type(test.comparisons[0].operator) is cst.Is and type(test.comparisons[0].comparator) is cst.Name \
                 and test.comparisons[0].comparator.value == "None" and type(test.left) is cst.Name:
             return self._first_iteration(block, test.left.value)
+        emptied = _tested_empty(test)
+        if emptied is not None:
+            return self._first_fill(block, emptied)
         if not (type(test) is cst.Comparison and len(test.comparisons) == 1
                 and type(test.comparisons[0].operator) is cst.Is
                 and type(test.comparisons[0].comparator) is cst.Name
@@ -1048,6 +1051,29 @@ class LoopAnalysis:
                     and name in _code(node).split("=")[0]:
                 return None  # anything less plain about the name: unsure
         return "once, on the first iteration, while a name tested for None is set" if sets else None
+
+    def _first_fill(self, block: cst.If, name: str) -> Optional[str]:
+        """`if len(all_preds) == 0: all_preds.append(preds.cpu().numpy()) else: all_preds[0] = np.append(...)` in
+        a loop: the body fills the list it tests, which nothing in the loop rebinds or empties, so it runs on the
+        first iteration of each pass only (ViT-pytorch's `valid`)."""
+        loop = next((a for a in self.index.ancestors(block) if type(a) in (cst.For, cst.While, cst.FunctionDef,
+                                                                          cst.Lambda, cst.ClassDef)), None)
+        if type(loop) not in (cst.For, cst.While):
+            return None
+        fills = False
+        for node in descendants(loop):
+            if type(node) is cst.Call and type(node.func) is cst.Attribute and type(node.func.value) is cst.Name \
+                    and node.func.value.value == name:
+                method = node.func.attr.value
+                if method in ("clear", "pop", "remove"):
+                    return None  # emptied again: the test may hold later
+                if method in ("append", "extend", "insert") and self.index.is_ancestor_or_self(block.body, node):
+                    fills = True
+            elif type(node) in (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Del, cst.Global, cst.Nonlocal,
+                                cst.NamedExpr) and any(type(t) is cst.Name and t.value == name
+                                                       for t in _assigned_names(node)):
+                return None  # rebound in the loop: unsure
+        return "once, on the first iteration, while a list tested for emptiness is filled" if fills else None
 
     def _class_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
         """The innermost class whose method holds `node` (for a method itself: its class)."""
@@ -2661,3 +2687,33 @@ def _assigns_self(body: cst.CSTNode, attr: str) -> bool:
     return False
 
 
+def _tested_empty(test: cst.BaseExpression) -> Optional[str]:
+    """`name` of `len(name) == 0` or `not name`: a test that a plain name's container is empty."""
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not and type(test.expression) is cst.Name:
+        return test.expression.value
+    if type(test) is cst.Comparison and len(test.comparisons) == 1 and \
+            type(test.comparisons[0].operator) is cst.Equal and type(test.comparisons[0].comparator) is cst.Integer \
+            and test.comparisons[0].comparator.value == "0" and type(test.left) is cst.Call and \
+            type(test.left.func) is cst.Name and test.left.func.value == "len" and len(test.left.args) == 1 and \
+            type(test.left.args[0].value) is cst.Name:
+        return test.left.args[0].value.value
+    return None
+
+
+def _assigned_names(node: cst.CSTNode) -> list:
+    """The plain names an assignment-like statement binds (`a = ...`, `a, b = ...`, `a += ...`, `del a`)."""
+    if type(node) is cst.Assign:
+        targets = [t.target for t in node.targets]
+    elif type(node) in (cst.AnnAssign, cst.AugAssign, cst.NamedExpr):
+        targets = [node.target]
+    elif type(node) is cst.Del:
+        targets = [node.target]
+    else:
+        return []
+    found = []
+    for target in targets:
+        if type(target) is cst.Name:
+            found.append(target)
+        elif type(target) in (cst.Tuple, cst.List):
+            found.extend(e.value for e in target.elements if type(e.value) is cst.Name)
+    return found
