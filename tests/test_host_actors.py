@@ -236,6 +236,7 @@ def valid(model, loader):
             all_preds.append(preds.detach().cpu().numpy())
         else:
             all_preds[0] = np.append(all_preds[0], preds.detach().cpu().numpy(), axis=0)
+    all_preds = all_preds[0]
     return all_preds
 
 
@@ -252,11 +253,12 @@ def valid_cleared(model, loader):
 
 
 def test_the_first_batch_branch_of_a_list_filled_once_runs_once(tmp_path: Path) -> None:
-    """ViT-pytorch's `valid`: `if len(all_preds) == 0: all_preds.append(...)` fills the list it tests."""
+    """ViT-pytorch's `valid`: `if len(all_preds) == 0: all_preds.append(...)` fills the list it tests (the name is
+    rebound after the loop, so the test is not read as a counter's)."""
     got = lint_files(tmp_path / "p", {"evaluate.py": EVAL_LISTS}, "GPU104")
     assert ("evaluate.py", 12, "GPU104") not in got  # the first batch only
     assert ("evaluate.py", 14, "GPU104") in got  # the `else` branch copies every batch
-    assert ("evaluate.py", 24, "GPU104") in got  # emptied every iteration: the branch runs every time
+    assert ("evaluate.py", 25, "GPU104") in got  # emptied every iteration: the branch runs every time
 
 
 DETECT = """
