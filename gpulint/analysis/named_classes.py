@@ -307,8 +307,8 @@ def _local_definition(project: Project, path: Path, dotted: str, fn: Optional[as
 def registry_returns(project: Project, path: Path, func: ast.expr, fn: Optional[ast.AST] = None) -> tuple:
     """What calling a build function picked from a project registry hands back, per element (as
     `FunctionSummary.returns_classes`): `func` is `R.get(name)` with `R` a registry object filled by decorated
-    build functions (`registered_builders`), imported by the module or by the function `fn`. Where the registered builders disagree on an element it is None;
-    () when `func` is no such pick."""
+    build functions (`registered_builders`), imported by the module or by the function `fn`. Where the registered
+    builders disagree on an element it is None; () when `func` is no such pick."""
     if not (isinstance(func, ast.Call) and isinstance(func.func, ast.Attribute) and func.func.attr == "get"
             and len(func.args) == 1 and not func.keywords and not isinstance(func.args[0], ast.Constant)):
         return ()
