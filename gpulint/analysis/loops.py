@@ -1035,9 +1035,8 @@ class LoopAnalysis:
         """`preds = None` before `for batch in loader:`, then `if preds is None: preds = logits.cpu().numpy()
         else: preds = np.append(preds, ...)` in it: the body sets the local name it tests, which nothing in the
         loop sets back to `None`, so it runs on the first iteration of each pass only (the `else` every time)."""
-        loop = next((a for a in self.index.ancestors(block) if type(a) in (cst.For, cst.While, cst.FunctionDef,
-                                                                          cst.Lambda, cst.ClassDef)), None)
-        if type(loop) not in (cst.For, cst.While):
+        loop = self._innermost_loop(block)
+        if loop is None:
             return None
         sets = False
         for node in descendants(loop):
@@ -1052,13 +1051,18 @@ class LoopAnalysis:
                 return None  # anything less plain about the name: unsure
         return "once, on the first iteration, while a name tested for None is set" if sets else None
 
+    def _innermost_loop(self, block: cst.If) -> Optional[Loop]:
+        """The loop that holds `block` in the same function (None when a function, lambda or class comes first)."""
+        found = next((a for a in self.index.ancestors(block) if type(a) in (cst.For, cst.While, cst.FunctionDef,
+                                                                           cst.Lambda, cst.ClassDef)), None)
+        return found if type(found) in (cst.For, cst.While) else None
+
     def _first_fill(self, block: cst.If, name: str) -> Optional[str]:
         """`if len(all_preds) == 0: all_preds.append(preds.cpu().numpy()) else: all_preds[0] = np.append(...)` in
         a loop: the body fills the list it tests, which nothing in the loop rebinds or empties, so it runs on the
         first iteration of each pass only (ViT-pytorch's `valid`)."""
-        loop = next((a for a in self.index.ancestors(block) if type(a) in (cst.For, cst.While, cst.FunctionDef,
-                                                                          cst.Lambda, cst.ClassDef)), None)
-        if type(loop) not in (cst.For, cst.While):
+        loop = self._innermost_loop(block)
+        if loop is None:
             return None
         fills = False
         for node in descendants(loop):

@@ -234,12 +234,17 @@ def registered_classes(project: Project, key: tuple[Path, str]) -> list[ClassSum
     return list(found or ())
 
 
-def _registered(project: Project, key: tuple[Path, str]) -> list[ClassSummary]:
-    found: list[ClassSummary] = []
+def _registering_modules(project: Project, key: tuple[Path, str]):
+    """The non-test modules whose text names the registry defined at `key` (bounded): where it may be filled."""
     for file in project._files_mentioning(key[1])[:_MAX_FILES * 4]:
         info = project.module(file)
-        if info is None or project.is_test(file):
-            continue
+        if info is not None and not project.is_test(file):
+            yield info
+
+
+def _registered(project: Project, key: tuple[Path, str]) -> list[ClassSummary]:
+    found: list[ClassSummary] = []
+    for info in _registering_modules(project, key):
         for stmt in info.tree.body:
             names: list[tuple[str, str]] = []  # (registry as written, class name)
             if isinstance(stmt, ast.ClassDef):
@@ -267,10 +272,7 @@ def registered_builders(project: Project, key: tuple[Path, str]) -> list[Functio
 
     def find() -> tuple:
         found: list[FunctionSummary] = []
-        for file in project._files_mentioning(key[1])[:_MAX_FILES * 4]:
-            info = project.module(file)
-            if info is None or project.is_test(file):
-                continue
+        for info in _registering_modules(project, key):
             for stmt in info.tree.body:
                 if not isinstance(stmt, ast.FunctionDef):
                     continue
