@@ -1203,7 +1203,12 @@ def _self_attribute(expr: ast.expr) -> Optional[str]:
 def member_site(project: Project, path: Path, owner: Optional[str], member: str) -> Optional[CallSite]:
     """A call, every iteration of a hot loop of some project file, of the method `member` of an instance of
     the top-level class `owner` (or of a subclass that inherits it or calls it through `super()`), or of the
-    top-level function `member` when `owner` is None, both defined in `path`."""
+    top-level function `member` when `owner` is None, both defined in `path`. A class's `__init__` is never
+    looked for: no loop calls `obj.__init__(...)`, while `super().__init__(...)` in every module class's
+    constructor made the name look called in nearly every training file, and the search analysed them all
+    (45 s for one small file of a big repository; building an instance per step is `imported_helper_site`'s)."""
+    if member == "__init__" and owner is not None:
+        return None
     if not called_in_a_hot_loop(project, member):  # the common case: no hot loop of the project calls that name
         if owner is None and stored_by_partial(project, member):  # `self.f = partial(f, ...)`, `self.f(x)` per step
             from gpulint.analysis.stored_callables import stored_callable_site
