@@ -146,3 +146,37 @@ def test_a_device_method_returning_an_unknown_device_stays_quiet(tmp_path):
 def test_a_returned_optimizer_over_a_model_never_moved_stays_quiet(tmp_path):
     basic = BASIC.replace("self._build_model().to(self.device)", "self._build_model()")
     assert not lint_files(tmp_path, {"exp_basic.py": basic, "exp_forecast.py": EXP}, "GPU402")
+
+
+HANDED_IN = """\
+    import torch
+    from torch import optim
+
+
+    def train(model, device, loader, epochs=5):
+        optimizer = optim.Adam(model.parameters(), lr=1e-3)
+        for epoch in range(epochs):
+            for images, labels in loader:
+                loss = model(images.to(device)).sum()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+
+
+    if __name__ == "__main__":
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10))
+        model.to(device=device)
+        train(model=model, device=device, loader=None)
+"""
+
+
+def test_a_model_handed_to_the_training_function_after_its_move_is_on_cuda(tmp_path):
+    """YOLOv4's `train(model, device, config)` builds `optim.Adam(model.parameters())` over its parameter; the
+    script's one call hands it the model it moved with `model.to(device=device)`."""
+    assert ("train.py", 6, "GPU402") in lint_files(tmp_path, {"train.py": HANDED_IN}, "GPU402")
+
+
+def test_a_model_handed_in_that_was_never_moved_stays_unknown(tmp_path):
+    quiet = HANDED_IN.replace("        model.to(device=device)\n", "")
+    assert ("train.py", 6, "GPU402") not in lint_files(tmp_path, {"train.py": quiet}, "GPU402")

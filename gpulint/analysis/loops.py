@@ -84,6 +84,7 @@ class LoopAnalysis:
         self.index = index
         self.kinds = kinds
         self._roles: dict[int, LoopRole] = {}
+        self._math_only: set[int] = set()  # hot loops that are hot only for the tensor math they iterate
         self._exec: dict[int, Execution] = {}
         self._trains: dict = {}
         self._hot_helpers: Optional[dict[int, Execution]] = None
@@ -225,7 +226,7 @@ class LoopAnalysis:
                 return LoopRole.EPOCH
             if type(node) is cst.Call:
                 helper = self.local_function(node)
-                if helper is not None and self._function_has_hot_loop(helper) and \
+                if helper is not None and self._function_has_step_loop(helper) and \
                         not self._periodic_within(node, loop):
                     if self._is_sampler(helper) and not self.index.is_ancestor_or_self(helper, loop):
                         per_item = True
@@ -260,6 +261,7 @@ class LoopAnalysis:
             outer = next((a for a in reversed(list(self.index.ancestors(loop))) if type(a) is cst.FunctionDef), None)
             if outer is not None and self.periodic_only(outer):
                 return LoopRole.COLD  # a method the project calls every N steps only (analysis/periodic_methods.py)
+        self._math_only.add(id(loop))
         return LoopRole.HOT
 
     def _capped_dump(self, loop: Loop) -> bool:
@@ -752,6 +754,18 @@ class LoopAnalysis:
                                     for n in self._body(fn, into_loops=True))
         return self._trains[key]
 
+    def _function_has_step_loop(self, fn: cst.FunctionDef) -> bool:
+        """`fn` has a hot loop that is a pass of its own (over batches, training, sampling), not only a loop over
+        tensor math: YOLOv4's `build_target` loops over the images of the batch (`for b in range(batchsize):`
+        with `int(nlabel[b])`), and the loss's loop over the output scales that calls it once per scale is not
+        an epoch loop (its body, the loss's `forward`, runs every step)."""
+        key = ("step loop", id(fn))
+        if key not in self._trains:
+            self._trains[key] = False  # recursion guard
+            self._trains[key] = any(type(n) in (cst.For, cst.While) and self.role(n) is LoopRole.HOT
+                                    and id(n) not in self._math_only for n in self._body(fn, into_loops=True))
+        return self._trains[key]
+
     def _iterates_batches(self, iterable: cst.BaseExpression, depth: int = 0) -> bool:
         """A DataLoader (possibly wrapped in enumerate/tqdm/zip, directly or through a name bound once to the
         wrapper: `data_iter = enumerate(val_loader)`), not a tensor's rows or a parameter list."""
@@ -815,7 +829,7 @@ class LoopAnalysis:
                 return True
             if method == "forward" and self.kinds.of(func.value) is Kind.MODULE:
                 return True
-        if self.kinds.of(func) is Kind.MODULE:
+        if self.kinds.of(func) is Kind.MODULE and not (follow_helpers and self._own_method(call)):
             return True
         if follow_helpers:
             helper = self.local_function(call)
@@ -852,6 +866,14 @@ class LoopAnalysis:
                    and self.local_function(n) is None]
         return any(self.steps_through_method(n) for n in methods) and (
             self.epoch_through_method is None or not any(self.epoch_through_method(n) for n in methods))
+
+    def _own_method(self, call: cst.Call) -> bool:
+        """`self.unwrap_dist_model(self.model)`: a method of the module's class, named like a model (the kinds
+        go by name), is a function whose body says whether it trains (`_function_trains`), not a forward pass
+        (LAVIS's checkpoint helper made its epoch loop a step loop)."""
+        func = call.func
+        return type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self" and \
+            self.local_function(call) is not None
 
     def _function_loops_over_batches(self, fn: cst.FunctionDef) -> bool:
         return any(type(n) in (cst.For, cst.While) and self._loops_over_batches(n)

@@ -405,6 +405,12 @@ class TrainingFacts:
                     moves.append(self.module_on_cuda(alias, depth + 1))
                     continue
                 moves.extend(self._moves(b.value))
+            elif b.kind == "param" and depth < 3:
+                # `def train(model, device, config): optimizer = optim.Adam(model.parameters())`, called as
+                # `train(model=model, ...)` after `model.to(device=device)`: where this module's own calls put it
+                for arg in data_facts(self.analysis)._arguments_for(b):
+                    moves.append(self.module_on_cuda(arg, depth + 1) if type(arg) is cst.Name
+                                 else all(self._moves(arg)) and any(self._moves(arg)))
         scope = self.index.enclosing_scope(name)
         for node in self._method_calls_on().get(name.value, ()):
             if self.index.enclosing_scope(node) is scope:
