@@ -679,6 +679,9 @@ class ProjectCalls(ModuleCalls):
         self._found: dict[str, object] = {}
         self._properties: Optional[dict[int, tuple[str, frozenset]]] = None
         self._passing: set[int] = set()  # calls `passed_through` is resolving (a recursion guard)
+        # (id(call), index) -> what `passed_through` found (each call resolved once: `new_k = new_k.replace(...)`
+        # ten times over in one loop asked about every earlier binding again from each, 2^n look-ups)
+        self._passed: dict = {}
 
     def class_name(self, func: cst.BaseExpression) -> Optional[str]:
         """Through the project's re-exports as well (`from utils.general import Profile`, a library class), and
@@ -1272,13 +1275,23 @@ class ProjectCalls(ModuleCalls):
             if optimizer is None:
                 return model if index is None else None
             return (model, optimizer)[index] if index in (0, 1) else None
+        key = (id(call), index)
+        if key in self._passed:
+            return self._passed[key]
         if id(call) in self._passing:
             return None  # `model = model.update(x)`: resolving the receiver asks about this call again
         self._passing.add(id(call))
         try:
-            target = self.callee(call, own_module=True)
+            found = self._passed_by_callee(call, index)
         finally:
             self._passing.discard(id(call))
+        self._passed[key] = found
+        return found
+
+    def _passed_by_callee(self, call: cst.Call, index: Optional[int]) -> Optional[cst.BaseExpression]:
+        """`passed_through` of a call into the project: the argument the callee's summary says it returns."""
+        func = call.func
+        target = self.callee(call, own_module=True)
         if target is None or type(func) is cst.Name and isinstance(self._lookup(func), ClassSummary):
             return None
         summary, bound = target[1], target[2]
