@@ -86,7 +86,43 @@ def copy_above(rule, expr: cst.BaseExpression) -> Optional[cst.Call]:
         if attr.attr.value in _SAME_ON_DEVICE:
             node = call
             continue
-        return call if data_facts(analysis).copy_target(call) == ACCELERATOR else None
+        if data_facts(analysis).copy_target(call) == ACCELERATOR or to_a_device_tensor(analysis, call):
+            return call
+        return None
+
+
+def to_a_device_tensor(analysis, call: cst.Call) -> bool:
+    """`t.to(x1)`: the copy to the device (and dtype) of a tensor not known to be on the host, in code that runs
+    every step of a GPU loop (the rule's question): the batch or a model's output there, SiT's
+    `t = th.rand((B,))` then `t = t.to(x1)` in the sampler of its transport's `training_losses`."""
+    if type(call.func) is not cst.Attribute or call.func.attr.value != "to" or len(call.args) != 1 or \
+            call.args[0].keyword is not None or call.args[0].star:
+        return False
+    other = call.args[0].value
+    kinds = analysis.kinds
+    if type(other) is not cst.Name or kinds.on_host(other):
+        return False
+    return kinds.is_tensor(other) or _read_as_tensor_here(analysis, other)
+
+
+def _read_as_tensor_here(analysis, name: cst.Name) -> bool:
+    """Some read of `name` in its function is a tensor's: `name.shape`, `name.size(...)`, `name.device`, or the
+    first argument of a `torch.*_like` factory (`x0 = th.randn_like(x1)`); a dtype or a device has none."""
+    fn = analysis.index.enclosing_function(name)
+    if fn is None:
+        return False
+    for other in analysis.index.names(name.value):
+        if not analysis.index.is_ancestor_or_self(fn, other):
+            continue
+        parent = analysis.parent(other)
+        if type(parent) is cst.Attribute and parent.value is other and parent.attr.value in ("shape", "size", "device"):
+            return True
+        if type(parent) is cst.Arg and parent.keyword is None:
+            call = analysis.parent(parent)
+            q = analysis.qualified(call.func) if type(call) is cst.Call else None
+            if q and q.startswith("torch.") and q.endswith("_like") and call.args and call.args[0] is parent:
+                return True
+    return False
 
 
 def single_assignment(rule, name: cst.Name):
@@ -101,6 +137,26 @@ def single_assignment(rule, name: cst.Name):
     return bindings[0]
 
 
+def _unseen(rule, binding, name: cst.Name) -> bool:
+    """The read `name` cannot see `binding`: `_rebinds_itself`, or, in a loop's block, `binding` comes at or after
+    the read's statement and a plain assignment of the name earlier in the block comes before it
+    (`t = torch.rand(B)`, `print(t.tolist())`, `t = t.to(device)`: the print sees the draw of its iteration)."""
+    if _rebinds_itself(rule, binding, name):
+        return True
+    parent = rule.analysis.parent
+    line = parent(binding.source) if binding.source is not None else None
+    block = parent(line) if type(line) is cst.SimpleStatementLine else None
+    if type(block) is not cst.IndentedBlock:
+        return False
+    statement = next((a for a in (name, *rule.analysis.index.ancestors(name)) if parent(a) is block), None)
+    if statement is None:
+        return False
+    body = list(block.body)
+    at = next(i for i, s in enumerate(body) if s is statement)
+    return at <= next(i for i, s in enumerate(body) if s is line) and \
+        any(_assigns(s, name.value) for s in body[:at])
+
+
 def _rebinds_itself(rule, binding, name: cst.Name) -> bool:
     """`binding` is the statement reading `name` (`I = I.cuda()`), outside any loop of its function: the read
     sees the binding before it, not this one."""
@@ -110,10 +166,34 @@ def _rebinds_itself(rule, binding, name: cst.Name) -> bool:
         return False
     for ancestor in index.ancestors(source):
         if type(ancestor) in (cst.For, cst.While):
-            return False
+            # in a loop the read may see the last iteration's rebinding, unless an earlier statement of the
+            # same block binds the name first (`t = torch.rand(B)` then `t = t.to(x)`, every iteration)
+            return _bound_earlier_in_block(rule, source, name.value)
         if type(ancestor) in (cst.FunctionDef, cst.Module):
             return True
     return True
+
+
+def _bound_earlier_in_block(rule, source: cst.CSTNode, name: str) -> bool:
+    """A statement before `source`'s, in the same block, assigns `name` outright (`name = ...`)."""
+    analysis = rule.analysis
+    line = analysis.parent(source)
+    block = analysis.parent(line) if type(line) is cst.SimpleStatementLine else None
+    if type(block) not in (cst.IndentedBlock, cst.Module):
+        return False
+    for stmt in block.body:
+        if stmt is line:
+            return False
+        if _assigns(stmt, name):
+            return True
+    return False
+
+
+def _assigns(stmt: cst.CSTNode, name: str) -> bool:
+    """`stmt` is a statement line assigning `name` outright (`name = ...`)."""
+    return type(stmt) is cst.SimpleStatementLine and any(
+        type(s) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == name for t in s.targets)
+        for s in stmt.body)
 
 
 def _cuda_test(rule, test: cst.BaseExpression) -> bool:
@@ -156,7 +236,7 @@ def uses_of(rule, binding) -> Uses:
             continue  # a target binds, it does not read (`I = I.cuda()`)
         sources = [b.source for b in data_facts(analysis).bindings(name)]
         if len(sources) > 1:
-            sources = [b.source for b in data_facts(analysis).bindings(name) if not _rebinds_itself(rule, b, name)]
+            sources = [b.source for b in data_facts(analysis).bindings(name) if not _unseen(rule, b, name)]
         if sources != [binding.source]:
             continue
         copy = copy_above(rule, name)
@@ -209,7 +289,7 @@ def _table_of(rule, index: cst.Name) -> Optional[cst.Subscript]:
 
 def factory_of(rule, binding) -> Optional[cst.Call]:
     """The torch factory call (without `device=`) the binding's value starts from."""
-    expr = strip_same_on_device(rule, binding.value)
+    expr = strip_same_on_device(rule, _scaled(rule, binding.value))
     while type(expr) is cst.Subscript and type(expr.value) is cst.Call:
         expr = strip_same_on_device(rule, expr.value)  # `torch.eye(d)[None, :, :]`: rows of a host tensor stay there
     if type(expr) is cst.Call and rule.analysis.qualified(expr.func) in _VARIABLE and len(expr.args) == 1:
@@ -228,6 +308,43 @@ def factory_of(rule, binding) -> Optional[cst.Call]:
     if q is None or not q.startswith("torch.") or q.count(".") != 1 or q.split(".")[1] not in _FACTORIES:
         return None
     return None if keyword(expr, "device") is not None else expr
+
+
+def _scaled(rule, expr: cst.BaseExpression) -> cst.BaseExpression:
+    """The tensor operand of host arithmetic by values that are no tensors: `th.rand((B,)) * (t1 - t0) + t0`
+    (SiT's timestep draw) gives `th.rand((B,))`, computed on the host where the factory built it."""
+    for _ in range(4):
+        if type(expr) is not cst.BinaryOperation or \
+                type(expr.operator) not in (cst.Add, cst.Subtract, cst.Multiply, cst.Divide):
+            break
+        left, right = expr.left, expr.right
+        if _scalar(rule, right) and not _scalar(rule, left):
+            expr = left
+        elif _scalar(rule, left) and not _scalar(rule, right):
+            expr = right
+        else:
+            break
+    return expr
+
+
+def scaled_factory(rule, binding) -> bool:
+    """The binding's value is such arithmetic over the factory (no `device=` fix: the other operands are not
+    looked into further)."""
+    return _scaled(rule, binding.value) is not binding.value
+
+
+def _scalar(rule, expr: cst.BaseExpression) -> bool:
+    """A Python number, or arithmetic of names and attributes the kinds do not call tensors or arrays."""
+    if type(expr) in (cst.Integer, cst.Float):
+        return True
+    if type(expr) is cst.UnaryOperation:
+        return _scalar(rule, expr.expression)
+    if type(expr) is cst.BinaryOperation:
+        return _scalar(rule, expr.left) and _scalar(rule, expr.right)
+    if type(expr) in (cst.Name, cst.Attribute):
+        return rule.analysis.kind(expr) not in (Kind.TENSOR, Kind.NUMPY, Kind.MODULE, Kind.OTHER) and \
+            not (type(expr) is cst.Name and expr.value in ("True", "False", "None"))
+    return False
 
 
 # torch functions of one tensor whose result lives where that tensor does

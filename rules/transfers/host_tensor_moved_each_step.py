@@ -32,7 +32,8 @@ from gpulint.analysis.tokenizers import tokenized_on_host
 from gpulint.rules.transfers._built_then_moved import (
     _VARIABLE, _numpy_constant, built_this_step, exact_on_device, copy_above, copy_device, defined_before,
     host_table, moved_table,
-    same_device, single_assignment, strip_same_on_device, under_cuda_test, uses_of, without_copy)
+    same_device, scaled_factory, single_assignment, strip_same_on_device, to_a_device_tensor, under_cuda_test, uses_of,
+    without_copy)
 
 
 # The examples' dataset head with numpy imported too.
@@ -86,7 +87,10 @@ class HostTensorMovedEachStep(Rule):
 
     The factory and the copy need not be one expression: `t = torch.randint(0, T, (B,))` early in the step and
     `model(x, t.to(device))` later in the same iteration is the same host build and copy (reported at the copy),
-    when every use of `t` is a copy to the accelerator or an index into a table whose rows go there. The same holds
+    when every use of `t` is a copy to the accelerator or an index into a table whose rows go there; so is the
+    draw rebound to its own copy (`t = torch.rand((B,))`, then `t = t.to(device)`: the fix drops that statement),
+    scaled on the host first (`th.rand((B,)) * (t1 - t0) + t0`) or copied to the device of a tensor it is used
+    with (`t = t.to(x1)`, a flow-matching sampler's timesteps: no fix for either). The same holds
     inside a function that runs every step (a helper the loop calls, a model's `forward` or what it calls): `I =
     torch.eye(d)[None]` then `if x.is_cuda: I = I.cuda()`, or an identity from `torch.from_numpy(np.eye(k))`
     copied with `.cuda()`; a use on the path taken without a GPU (`if y.is_cuda: return t.cuda()` then
@@ -430,6 +434,10 @@ class HostTensorMovedEachStep(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         if data_facts(self.analysis).copy_target(node) != ACCELERATOR:
+            if to_a_device_tensor(self.analysis, node) and \
+                    type(strip_same_on_device(self, node.func.value)) is cst.Name:  # type: ignore[union-attr]
+                self._built_then_moved(node)  # `t = th.rand((B,))`, then `t = t.to(x1)`: no fix
+                return
             if not self._cuda_legacy(node) and not self._cast_to_device(node) and not self._helper_copy(node):
                 self._from_host_values(node)
             return
@@ -1331,13 +1339,19 @@ class HostTensorMovedEachStep(Rule):
     def _fix_later(self, binding, factory: cst.Call, name: str, copies: list, tables: list):
         device = copy_device(copies[0])
         unfixable = ("requires_grad", "out", "pin_memory", "generator")
-        if device is None or has_star_args(factory) or any(keyword(factory, k) for k in unfixable) or \
+        if device is None or any(to_a_device_tensor(self.analysis, c) for c in copies) or \
+                scaled_factory(self, binding) or \
+                has_star_args(factory) or any(keyword(factory, k) for k in unfixable) or \
                 not same_device(self, copies, device) or \
                 not defined_before(self, device, statement_of(binding.source, self.analysis.parent)):
             return None
         changes = {factory: append_keyword(factory, "device", device.deep_clone())}
         for copy in copies:
-            changes[copy] = without_copy(copy)
+            line = self._rebinding_line(copy, binding.name)
+            if line is not None:  # `t = t.to(device)`: with the copy gone the statement is `t = t`; drop it
+                changes[line] = cst.RemoveFromParent()
+            else:
+                changes[copy] = without_copy(copy)
         safe = exact_on_device(self, factory)
         for subscript, table in tables:
             if data_facts(self.analysis).on_device(table.value):
@@ -1354,6 +1368,20 @@ class HostTensorMovedEachStep(Rule):
                   if not data_facts(self.analysis).on_device(b.value)][:1]
         return self.fix(f"Create `{binding.name}` on the device with `device=` and drop its copies{''.join(notes)}",
                         changes, safe=safe)
+
+    def _rebinding_line(self, copy: cst.Call, name: str) -> Optional[cst.SimpleStatementLine]:
+        """The statement line `name = name.to(device)` that is nothing but this copy rebinding the name."""
+        parent = self.analysis.parent
+        assign = parent(copy)
+        line = parent(assign) if type(assign) is cst.Assign else None
+        if type(line) is not cst.SimpleStatementLine or len(line.body) != 1 or len(assign.targets) != 1:
+            return None
+        target = assign.targets[0].target
+        receiver = copy.func.value  # type: ignore[union-attr]
+        if type(target) is cst.Name and target.value == name and type(receiver) is cst.Name and \
+                receiver.value == name:
+            return line
+        return None
 
     def _table_rows(self, copy: cst.Call, subscript: cst.Subscript, index: cst.Name) -> None:
         where = self.where(copy)
