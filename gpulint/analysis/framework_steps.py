@@ -85,6 +85,13 @@ _TIANSHOU_POLICY = _names("tianshou.algorithm.Policy", "tianshou.algorithm.algor
 _TIANSHOU_BASE_POLICY = _names("tianshou.policy.BasePolicy", "tianshou.policy.base.BasePolicy")
 _SB3_CALLBACK = _names("stable_baselines3.common.callbacks.BaseCallback")
 _SPEECHBRAIN_BRAIN = _names("speechbrain.Brain", "speechbrain.core.Brain")
+# BasicSR's model classes (Real-ESRGAN, GFPGAN and other restoration projects subclass them and leave the loop to
+# `basicsr.train.train_pipeline`); each as defined in `basicsr/models/<module>.py`
+_BASICSR_MODEL = _names(*(f"basicsr.models.{module}.{name}" for module, name in (
+    ("base_model", "BaseModel"), ("sr_model", "SRModel"), ("srgan_model", "SRGANModel"),
+    ("esrgan_model", "ESRGANModel"), ("video_base_model", "VideoBaseModel"), ("video_gan_model", "VideoGANModel"),
+    ("video_recurrent_model", "VideoRecurrentModel"), ("edvr_model", "EDVRModel"), ("swinir_model", "SwinIRModel"),
+    ("hifacegan_model", "HiFaceGANModel"), ("stylegan2_model", "StyleGAN2Model"))))
 
 FRAMEWORK_STEPS: tuple[FrameworkStep, ...] = (
     FrameworkStep(
@@ -169,6 +176,12 @@ FRAMEWORK_STEPS: tuple[FrameworkStep, ...] = (
         "`_fit_train` calls `fit_batch` once per batch, which calls `compute_forward` and "
         "`compute_objectives`; `_fit_valid`/`evaluate` call `evaluate_batch` once per batch",
         "speechbrain/core.py (Brain.fit, _fit_train, fit_batch, evaluate_batch)"),
+    FrameworkStep(
+        _BASICSR_MODEL, _names("feed_data", "optimize_parameters"), "BasicSR's training loop",
+        "`train_pipeline` runs `model.feed_data(train_data)` and `model.optimize_parameters(current_iter)` once per "
+        "iteration of its prefetcher loop; `validation`, `save` and `get_current_log` run every N iterations "
+        "and are not listed",
+        "basicsr/train.py (main / train_pipeline: `while train_data is not None:` loop), XPixelGroup/BasicSR"),
 )
 
 _ALL_METHODS = frozenset().union(*(s.methods for s in FRAMEWORK_STEPS))

@@ -27,7 +27,7 @@ from gpulint.analysis.unset_options import first_step_only
 from gpulint.analysis.runs_model import _DATA_WORDS
 from gpulint.analysis.tree import SyntaxIndex, child_nodes, descendants, own_scope_nodes
 from gpulint.syntax import NOT_CONSTANT as _NOT_CONSTANT, code_of as _code, literal_value as _constant_value, \
-    positional_names, target_names as _target_names
+    positional_names, string_value, target_names as _target_names
 
 Loop = Union[cst.For, cst.While]
 
@@ -1031,6 +1031,10 @@ class LoopAnalysis:
         emptied = _tested_empty(test)
         if emptied is not None:
             return self._first_fill(block, emptied)
+        missing = _tested_missing(test)
+        if missing is not None and _assigns_self(block.body, missing) and not self._deletes_self(block, missing):
+            # `if not hasattr(self, 'queue_lr'): self.queue_lr = torch.zeros(...).cuda()` (Real-ESRGAN's pool)
+            return "once, while an attribute tested with hasattr is created"
         if not (type(test) is cst.Comparison and len(test.comparisons) == 1
                 and type(test.comparisons[0].operator) is cst.Is
                 and type(test.comparisons[0].comparator) is cst.Name
@@ -1100,6 +1104,18 @@ class LoopAnalysis:
                                                        for t in _assigned_names(node)):
                 return None  # rebound in the loop: unsure
         return "once, on the first iteration, while a list tested for emptiness is filled" if fills else None
+
+    def _deletes_self(self, block: cst.If, attr: str) -> bool:
+        """The class of `block` deletes `self.<attr>` somewhere (`del self.x`, `delattr(self, "x")`): the
+        attribute may be missing again later."""
+        cls = self._class_of(block)
+        for node in (descendants(cls) if cls is not None else self.index.nodes):
+            if type(node) is cst.Del and type(node.target) is cst.Attribute and node.target.attr.value == attr:
+                return True
+            if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "delattr" and \
+                    len(node.args) == 2 and string_value(node.args[1].value) == attr:
+                return True
+        return False
 
     def _class_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
         """The innermost class whose method holds `node` (for a method itself: its class)."""
@@ -2711,6 +2727,17 @@ def _assigns_self(body: cst.CSTNode, attr: str) -> bool:
             return True
         stack.extend(node.children)
     return False
+
+
+def _tested_missing(test: cst.BaseExpression) -> Optional[str]:
+    """`attr` of `not hasattr(self, "attr")`."""
+    if type(test) is not cst.UnaryOperation or type(test.operator) is not cst.Not:
+        return None
+    call = test.expression
+    if type(call) is not cst.Call or type(call.func) is not cst.Name or call.func.value != "hasattr" or \
+            len(call.args) != 2 or type(call.args[0].value) is not cst.Name or call.args[0].value.value != "self":
+        return None
+    return string_value(call.args[1].value)
 
 
 def _tested_empty(test: cst.BaseExpression) -> Optional[str]:
