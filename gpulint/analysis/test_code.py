@@ -73,3 +73,31 @@ def runs_as_a_script(module) -> bool:
         elif type(statement) is cst.If and "__name__" in code(statement.test) and "__main__" in code(statement.test):
             script = True
     return script
+
+
+def program_named_like_a_test(module, path: Optional[Path]) -> bool:
+    """A program whose file is named like a test module, outside any test folder: no `pytest`/`unittest` import,
+    no `Test...`/`TestCase` class, and it parses its command line on import (`args = parser.parse_args()` at
+    the top level), so no test runner could import it, whatever functions it names `test` (TCN's
+    `pmnist_test.py`, `word_cnn_test.py`: a training script with its evaluation `def test():`)."""
+    import libcst as cst
+
+    if path is None or any(part in _TEST_DIRS for part in Path(path).parts[:-1]):
+        return False
+    code = cst.Module([]).code_for_node
+    parses = False
+    for statement in module.body:
+        if type(statement) is cst.ClassDef and (statement.name.value.startswith("Test") or any(
+                "TestCase" in code(b.value) for b in statement.bases)):
+            return False
+        if type(statement) is cst.SimpleStatementLine:
+            for small in statement.body:
+                if type(small) is cst.Import and any(code(a.name).split(".")[0] in ("pytest", "unittest")
+                                                     for a in small.names):
+                    return False
+                if type(small) is cst.ImportFrom and small.module is not None and \
+                        code(small.module).split(".")[0] in ("pytest", "unittest"):
+                    return False
+            if "parse_args(" in code(statement):
+                parses = True
+    return parses

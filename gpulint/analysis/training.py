@@ -417,6 +417,13 @@ class TrainingFacts:
                 moves.extend(self._moves(node))
         return bool(moves) and all(moves)
 
+    def is_parameter(self, name: cst.Name) -> bool:
+        """`name` is bound as a parameter of its function (and by nothing else)."""
+        if type(name) is not cst.Name:
+            return False
+        bindings = data_facts(self.analysis).bindings(name)
+        return bool(bindings) and all(b.kind == "param" for b in bindings)
+
     def self_moved_optimizer(self, optimizer: cst.Call, params: cst.CSTNode) -> bool:
         """An optimizer a module class builds over its own submodules, in the method that moves the whole
         module to CUDA, and that the module's training code steps: `self.G_opt = Adam(list(self.G.parameters())
@@ -602,6 +609,8 @@ class TrainingFacts:
             if self.analysis.qualified(func.func) == "getattr" and len(func.args) == 2 \
                     and self.analysis.qualified(func.args[0].value) == "torch.optim":
                 name = string_value(func.args[1].value)
+                if name is None:  # `getattr(optim, args.optim)` with `--optim` defaulting to 'Adam' (TCN)
+                    name = self._option_text(func.args[1].value)
                 return frozenset({f"torch.optim.{name}"}) if name and name.isidentifier() else None
             return None
         qualified = self.analysis.qualified(func) or ""
@@ -628,6 +637,23 @@ class TrainingFacts:
                 base = _torch_optimizer_base(calls.project, cls)
                 return frozenset({base}) if base is not None else None
         return None
+
+    def _option_text(self, expr: cst.BaseExpression) -> Optional[str]:
+        """The literal string default of the command-line option `expr` reads (`args.optim`, declared in this
+        module with `default='Adam'` and never assigned; flags.ast_option_text), else None: the default run
+        builds that class."""
+        import ast
+
+        from gpulint.analysis.flags import ast_option_text
+        from gpulint.analysis.project import project_for
+
+        if type(expr) is not cst.Attribute or type(expr.value) is not cst.Name or self.analysis.path is None:
+            return None
+        here = Path(self.analysis.path).resolve()
+        info = project_for(here).module(here)
+        if info is None or getattr(info, "tree", None) is None:
+            return None
+        return ast_option_text(info, ast.Attribute(value=ast.Name(id=expr.value.value), attr=expr.attr.value))
 
     def _factory_on_cuda(self, call: cst.Call) -> bool:
         """A project function every `return` of which hands back a model it moved to a CUDA device."""
@@ -766,10 +792,13 @@ class TrainingFacts:
 
     # -- models too small for the throughput levers ---------------------------------------------------------
     def worth_a_lever(self) -> bool:
-        """Not a test module (a test's toy model) and not a toy program (`toy_program`)."""
-        from gpulint.analysis.test_code import is_test_path
+        """Not a test module (a test's toy model) and not a toy program (`toy_program`). A module named like a
+        test that runs as a script (TCN's `pmnist_test.py`: argparse, a training loop, no test) is a program."""
+        from gpulint.analysis.test_code import is_test_path, program_named_like_a_test
 
-        return not is_test_path(self.analysis.path) and not self.toy_program()
+        path = self.analysis.path
+        return not (is_test_path(path) and not program_named_like_a_test(self.analysis.module, path)) and \
+            not self.toy_program()
 
     def matmul_heavy(self) -> bool:
         """The module builds its model's layers itself, with linear/attention/embedding layers and no

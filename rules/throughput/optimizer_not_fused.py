@@ -190,6 +190,11 @@ class OptimizerNotFused(GpuRule):
         return any(type(r) is cst.Return and type(r.value) is cst.Name and r.value.value == name
                    and self.analysis.index.enclosing_function(r) is fn for r in _walk_returns(fn))
 
+    @staticmethod
+    def _building_calls(sites) -> tuple:
+        return tuple(Related(display_path(path), line, "the call building it for a CUDA model that is trained")
+                     for path, line in sites[:3])
+
     def visit_Call(self, node: cst.Call) -> None:
         if keyword(node, "fused") is not None or keyword(node, "foreach") is not None:
             return
@@ -231,8 +236,10 @@ class OptimizerNotFused(GpuRule):
             sites = facts.factory_callers(node, params.value)
             if not sites:
                 return
-            related = tuple(Related(display_path(path), line, "the call building it for a CUDA model that is trained")
-                            for path, line in sites[:3])
+            related = self._building_calls(sites)
+        elif any(facts.is_parameter(o) for o in owners):
+            # the model a parameter of a factory: name the calls that hand it a CUDA model, where there are any
+            related = self._building_calls(facts.factory_callers(node, params.value) or [])
         if not built <= FUSED_OPTIMIZERS:
             # transformers' own AdamW has no `fused=` (nor `foreach=`): the lever is torch's class, whose defaults
             # differ (weight_decay, correct_bias), so no fix is offered
