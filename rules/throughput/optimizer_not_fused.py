@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 import libcst as cst
 
@@ -11,6 +12,7 @@ from gpulint.analysis import GPU_HINT
 from gpulint.analysis.data_facts import append_keyword, data_facts, has_star_args, keyword, star_keywords
 from gpulint.analysis.project import display_path
 from gpulint.analysis.training import LOOPING_LIBRARY_OPTIMIZERS, training_facts
+from gpulint.syntax import string_value
 from gpulint.diagnostics import Related
 from gpulint.rule import Example, Family, FixAvailability, FixSafety, GpuRule, Safety
 from gpulint.syntax import argument
@@ -19,6 +21,12 @@ from gpulint.syntax import argument
 FUSED_OPTIMIZERS = {f"torch.optim.{name}" for name in ("Adam", "AdamW", "SGD")} | \
     {f"torch.optim.{name.lower()}.{name}" for name in ("Adam", "AdamW", "SGD")}
 
+_TIMM_FACTORIES = frozenset(f"timm.optim.{m}{f}" for m in ("", "optim_factory.", "_optim_factory.")
+                             for f in ("create_optimizer", "create_optimizer_v2"))
+_TIMM_TORCH_OPTIMIZERS = {"sgd": "torch.optim.SGD", "nesterov": "torch.optim.SGD", "momentum": "torch.optim.SGD",
+                          "adam": "torch.optim.Adam", "adamw": "torch.optim.AdamW"}
+_TIMM_MESSAGE = ("timm's `{factory}` builds `{cls}` (`{opt}`) over CUDA parameters without `fused=True`: the update "
+                 "runs as several kernels per step; build the torch optimizer with `fused=True` (timm passes none)")
 _LIBRARY_LOOP_MESSAGE = ("transformers' `AdamW` over CUDA parameters updates one parameter at a time in Python: use "
                          "`torch.optim.AdamW(..., fused=True)` (mind its default `weight_decay=0.01`)")
 
@@ -123,6 +131,12 @@ class OptimizerNotFused(GpuRule):
     the CPU (`"cuda" if torch.cuda.is_available() else "cpu"`), fused Adam/AdamW/SGD on CPU needs PyTorch 2.4 or
     later.
 
+    timm's factories are followed too: `create_optimizer(args, model)` and `create_optimizer_v2(model,
+    **optimizer_kwargs(cfg=args))` (DeiT's recipe and the many scripts built on it) build torch's `AdamW`, `Adam`
+    or `SGD` for `--opt adamw`/`adam`/`sgd`/`momentum`/`nesterov` without `fused=` when the option's default (or an
+    `opt=` literal) names one of them and the model is certainly on CUDA; reported at the factory's call, without
+    a fix (build the torch optimizer with `fused=True` there).
+
     ## When it is fine
     `fused=` or `foreach=` given (either is a decision), `**kwargs` that may carry them, a class chosen by a
     name the module cannot read (`getattr(torch.optim, cfg.name)`) or among candidates one of which has no fused
@@ -190,6 +204,53 @@ class OptimizerNotFused(GpuRule):
         return any(type(r) is cst.Return and type(r.value) is cst.Name and r.value.value == name
                    and self.analysis.index.enclosing_function(r) is fn for r in _walk_returns(fn))
 
+    def _timm_factory(self, node: cst.Call) -> None:
+        """timm's `create_optimizer(args, model)` / `create_optimizer_v2(model, opt=..., ...)` (DeiT's recipe and
+        the scripts built on it) building a torch optimizer by name: `args.opt` with a literal default
+        (`--opt adamw`), an `opt=` literal, or `**optimizer_kwargs(cfg=args)` (which passes `opt=args.opt`). timm
+        passes no `fused=` to torch's AdamW/Adam/SGD. Reported where the model is certainly on CUDA and trained."""
+        facts = training_facts(self.analysis)
+        qualified = self.analysis.qualified(node.func) or ""
+        if qualified.endswith("create_optimizer"):  # create_optimizer(args, model, ...)
+            if len(node.args) < 2 or any(a.star for a in node.args[:2]) or node.args[0].keyword is not None:
+                return
+            options, model = node.args[0].value, node.args[1].value
+            chosen = facts._option_text(cst.Attribute(value=options, attr=cst.Name("opt"))) \
+                if type(options) is cst.Name else None
+        else:  # create_optimizer_v2(model_or_params, opt="sgd", ...)
+            first = node.args[0] if node.args else None
+            if first is None or first.star or first.keyword is not None and first.keyword.value != "model_or_params":
+                return
+            model = first.value
+            chosen = self._timm_v2_choice(node, facts)
+        if chosen is None or chosen.lower() not in _TIMM_TORCH_OPTIMIZERS or type(model) is not cst.Name:
+            return
+        if not (facts.worth_a_lever() and self.analysis.targets_gpu and facts.module_on_cuda(model)
+                and data_facts(self.analysis).clearly_cuda()):
+            return
+        self.report(node, _TIMM_MESSAGE.format(factory=qualified.rsplit(".", 1)[-1],
+                                                cls=_TIMM_TORCH_OPTIMIZERS[chosen.lower()], opt=chosen))
+
+    def _timm_v2_choice(self, node: cst.Call, facts) -> Optional[str]:
+        """The optimizer name `create_optimizer_v2` is given: `opt=` (or the second positional argument), a
+        literal or an option's literal default; `**optimizer_kwargs(cfg=args)` gives `args.opt`; none: "sgd"."""
+        given = keyword(node, "opt")
+        opt = given.value if given is not None else None
+        if opt is None and len(node.args) > 1 and node.args[1].keyword is None and not node.args[1].star:
+            opt = node.args[1].value
+        if opt is not None:
+            return string_value(opt) if string_value(opt) is not None else facts._option_text(opt)
+        stars = [a.value for a in node.args if a.star == "**"]
+        if not stars:
+            return None if any(a.star for a in node.args) else "sgd"
+        if len(stars) == 1 and type(stars[0]) is cst.Call and \
+                (self.analysis.qualified(stars[0].func) or "").endswith("optimizer_kwargs"):
+            cfg = keyword(stars[0], "cfg") or (stars[0].args[0] if stars[0].args else None)
+            cfg = cfg.value if cfg is not None else None
+            if type(cfg) is cst.Name:
+                return facts._option_text(cst.Attribute(value=cfg, attr=cst.Name("opt")))
+        return None
+
     @staticmethod
     def _building_calls(sites) -> tuple:
         return tuple(Related(display_path(path), line, "the call building it for a CUDA model that is trained")
@@ -197,6 +258,9 @@ class OptimizerNotFused(GpuRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         if keyword(node, "fused") is not None or keyword(node, "foreach") is not None:
+            return
+        if self.analysis.qualified(node.func) in _TIMM_FACTORIES:
+            self._timm_factory(node)
             return
         if has_star_args(node):
             # `Adam(params, **opt_args)` with `opt_args = dict(lr=lr, weight_decay=wd)` built here: keys known,
