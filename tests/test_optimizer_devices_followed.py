@@ -180,3 +180,50 @@ def test_a_model_handed_to_the_training_function_after_its_move_is_on_cuda(tmp_p
 def test_a_model_handed_in_that_was_never_moved_stays_unknown(tmp_path):
     quiet = HANDED_IN.replace("        model.to(device=device)\n", "")
     assert ("train.py", 6, "GPU402") not in lint_files(tmp_path, {"train.py": quiet}, "GPU402")
+
+
+SET_OPTIMIZER = """\
+    from torch import optim
+
+
+    def set_optimizer(opt, model):
+        optimizer = optim.SGD(model.parameters(), lr=opt.learning_rate, momentum=opt.momentum)
+        return optimizer
+"""
+
+SET_MODEL = """\
+    import torch
+    import torchvision
+    from util import set_optimizer
+
+
+    def set_model(opt):
+        model = torchvision.models.resnet50()
+        criterion = torch.nn.CrossEntropyLoss()
+        if torch.cuda.is_available():
+            model = model.cuda()
+            criterion = criterion.cuda()
+        return model, criterion
+
+
+    def main(opt, loader):
+        model, criterion = set_model(opt)
+        optimizer = set_optimizer(opt, model)
+        for images, labels in loader:
+            loss = criterion(model(images.cuda(non_blocking=True)), labels.cuda(non_blocking=True))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+
+
+def test_a_model_handed_back_in_a_tuple_after_its_move_reaches_the_optimizer_factory(tmp_path):
+    """SupContrast's `model, criterion = set_model(opt)` (the function moves the model with `model.cuda()`), then
+    `set_optimizer(opt, model)` of util.py building a plain SGD over it."""
+    assert ("util.py", 5, "GPU402") in lint_files(tmp_path, {"util.py": SET_OPTIMIZER, "train.py": SET_MODEL},
+                                                  "GPU402")
+
+
+def test_a_tuple_element_never_moved_stays_unknown(tmp_path):
+    quiet = SET_MODEL.replace("            model = model.cuda()\n", "")
+    assert lint_files(tmp_path, {"util.py": SET_OPTIMIZER, "train.py": quiet}, "GPU402") == set()

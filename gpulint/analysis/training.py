@@ -404,6 +404,11 @@ class TrainingFacts:
                 if b.index is None and type(alias) is cst.Name and alias.value != name.value and depth < 3:
                     moves.append(self.module_on_cuda(alias, depth + 1))
                     continue
+                if b.index is not None and type(b.value) is cst.Call and depth < 3:
+                    handed = self._handed_back_element(b.value, b.index, depth)
+                    if handed is not None:  # `model, criterion = set_model(opt)` of this module's function
+                        moves.append(handed)
+                        continue
                 moves.extend(self._moves(b.value))
             elif b.kind == "param" and depth < 3:
                 # `def train(model, device, config): optimizer = optim.Adam(model.parameters())`, called as
@@ -416,6 +421,27 @@ class TrainingFacts:
             if self.index.enclosing_scope(node) is scope:
                 moves.extend(self._moves(node))
         return bool(moves) and all(moves)
+
+    def _handed_back_element(self, call: cst.Call, index: int, depth: int) -> Optional[bool]:
+        """Whether element `index` of what this module's function `call` returns is a model it moved to CUDA
+        (SupContrast's `set_model` returning `model, criterion` after `model = model.cuda()`): every `return` of
+        the function a tuple whose element there is a name `module_on_cuda` holds. None when the callee is no
+        function of this module or a `return` hands back something else."""
+        from gpulint.analysis.tree import own_scope_nodes
+
+        fn = self.analysis.loops.local_function(call)
+        if fn is None:
+            return None
+        returns = [n for n in own_scope_nodes([fn.body]) if type(n) is cst.Return]
+        if not returns:
+            return None
+        for ret in returns:
+            value = ret.value
+            if type(value) is not cst.Tuple or index >= len(value.elements) or \
+                    type(value.elements[index].value) is not cst.Name or \
+                    type(value.elements[index]) is cst.StarredElement:
+                return None
+        return all(self.module_on_cuda(ret.value.elements[index].value, depth + 1) for ret in returns)
 
     def is_parameter(self, name: cst.Name) -> bool:
         """`name` is bound as a parameter of its function (and by nothing else)."""
