@@ -405,9 +405,8 @@ class TrainingFacts:
                     moves.append(self.module_on_cuda(alias, depth + 1))
                     continue
                 if b.index is not None and type(b.value) is cst.Call and depth < 3:
-                    handed = self._handed_back_element(b.value, b.index, depth)
-                    if handed is not None:  # `model, criterion = set_model(opt)` of this module's function
-                        moves.append(handed)
+                    if self._handed_back_element(b.value, b.index, depth):
+                        moves.append(True)  # `model, criterion = set_model(opt)` of this module's function
                         continue
                 moves.extend(self._moves(b.value))
             elif b.kind == "param" and depth < 3:
@@ -426,7 +425,8 @@ class TrainingFacts:
         """Whether element `index` of what this module's function `call` returns is a model it moved to CUDA
         (SupContrast's `set_model` returning `model, criterion` after `model = model.cuda()`): every `return` of
         the function a tuple whose element there is a name `module_on_cuda` holds. None when the callee is no
-        function of this module or a `return` hands back something else."""
+        function of this module or a `return` hands back something else; False leaves the call to `_moves` (a
+        device the function is handed).""" 
         from gpulint.analysis.tree import own_scope_nodes
 
         fn = self.analysis.loops.local_function(call)
