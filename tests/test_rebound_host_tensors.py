@@ -127,3 +127,27 @@ def test_the_transport_sampler_run_every_step_is_reported_without_a_fix(tmp_path
                                     "transport/transport.py": TRANSPORT})
     found = _gpu203(root)
     assert ("transport.py", 16) in found and found[("transport.py", 16)]["fix"] is None
+
+
+PROBE = """\
+import torch
+
+if __name__ == "__main__":
+    if torch.cuda.is_available():
+        num_gpu = torch.cuda.device_count()
+        for k in range(num_gpu):
+            device = f"cuda:{k}"
+            try:
+                x = torch.tensor([1, 2.0], dtype=torch.float32)
+                x = x.to(device)
+            except Exception as e:
+                print(f"Unable to copy tensor to device={device}: {e}")
+"""
+
+
+def test_a_loop_over_the_visible_gpus_runs_once_per_gpu(tmp_path: Path):
+    """detectron2's `collect_env` copies a probe tensor to each GPU: a loop over `range(torch.cuda.device_count())`
+    runs a handful of times, not once per step."""
+    root = write_project(tmp_path, {"collect_env.py": PROBE})
+    found = check(root, "--no-cache", "--select", "GPU203,GPU410", ".")
+    assert found == []

@@ -177,6 +177,8 @@ class LoopAnalysis:
                 return LoopRole.COLD  # a method called only under `if self.DBval:` that nothing turns on
         if self.host_model_loop is not None and self.host_model_loop(loop):
             return LoopRole.COLD  # an actor's or a CPU test's loop over a model never moved (analysis/host_models.py)
+        if self._per_device(loop):
+            return LoopRole.COLD  # `for k in range(torch.cuda.device_count()):`: once per GPU, a handful of times
         if _clears_each_item(loop):
             # `for opt in self.optims.values(): opt.zero_grad()`: one call per optimizer of a few, not a step loop;
             # the code around it (a helper a step loop calls) decides how often it runs
@@ -263,6 +265,22 @@ class LoopAnalysis:
                 return LoopRole.COLD  # a method the project calls every N steps only (analysis/periodic_methods.py)
         self._math_only.add(id(loop))
         return LoopRole.HOT
+
+    def _per_device(self, loop: Loop) -> bool:
+        """`for k in range(num_gpu):` with `num_gpu = torch.cuda.device_count()` (or the call itself): one
+        iteration per visible GPU (detectron2's `collect_env` copying a probe tensor to each)."""
+        if type(loop) is not cst.For or type(loop.iter) is not cst.Call or dotted_name(loop.iter.func) != "range" \
+                or len(loop.iter.args) != 1 or loop.iter.args[0].keyword is not None or loop.iter.args[0].star:
+            return False
+        count = loop.iter.args[0].value
+        if type(count) is cst.Name:
+            bindings = self.index.visible_bindings(count)
+            if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None or \
+                    bindings[0].value is None:
+                return False
+            count = bindings[0].value
+        return type(count) is cst.Call and not count.args and \
+            self.kinds.qualified(count.func) == "torch.cuda.device_count"
 
     def _capped_dump(self, loop: Loop) -> bool:
         """`for i, x_t in enumerate(test_loader): ...; if i == args.n_test_samples - 1: break`: a pass over the first
