@@ -12,7 +12,9 @@ from gpulint.analysis import GPU_HINT
 from gpulint.analysis.test_code import is_test_path
 from gpulint.rule import Rule, Example, Family, FixAvailability, FixSafety, Safety
 from gpulint.rules._examples import CPU_ONLY_SCRIPTS, DATASET_HEAD, LOADER_TO_GPU, UNPINNED_LOADER
-from gpulint.analysis.data_facts import append_keyword, data_facts, has_star_args, is_dataloader, is_false, keyword
+from gpulint.analysis.data_facts import ACCELERATOR, append_keyword, data_facts, has_star_args, is_dataloader, is_false, \
+    keyword
+from gpulint.analysis.node_types import of_types
 from gpulint.analysis.factory_loaders import factory_caller
 from gpulint.analysis.loader_classes import wrapping_class
 from gpulint.analysis.pyg_loaders import PYG_LOADERS
@@ -88,6 +90,9 @@ class DataLoaderWithoutPinMemory(Rule):
     DataLoader(...)`) and iterated by a project subclass; it is reported where it is built when that loop copies
     the batches to a device (`.to(self.dev)`, `{k: v.to(self.device) for k, v in data.items()}`) in a module that
     names CUDA (or whose class's bases' modules do).
+
+    The finding names, as related locations, the copies of the loader's batches to the GPU in the module's loops
+    over it (the first three): where the pageable copy is paid, with `non_blocking=True` or without.
 
     ## Why it is slow
     A copy from pageable host memory is staged through a pinned bounce buffer by the driver and blocks the
@@ -201,7 +206,31 @@ class DataLoaderWithoutPinMemory(Rule):
             return
         fix = self.fix(f"Add `pin_memory={text}`",
                        {node: lambda updated: append_keyword(updated, "pin_memory", value)}, safe=True)
-        self.report(node, fix=fix)
+        self.report(node, fix=fix, related=self._copies_of_its_batches(node))
+
+    def _copies_of_its_batches(self, loader: cst.Call) -> tuple:
+        """The copies to the accelerator, in this module's loops over `loader`, of the batches it hands out (the
+        first three, in document order): where the unpinned memory is paid, `non_blocking=True` or not."""
+        from gpulint.analysis.forward import _line_of
+
+        path = self.analysis.path
+        if path is None or str(path).endswith(".ipynb"):
+            return ()
+        facts = data_facts(self.analysis)
+        loops = facts.loops_over(loader)
+        found: list = []
+        for call in of_types(self.analysis.index, cst.Call):
+            if not loops or len(found) == 3:
+                break
+            if facts.copy_target(call) != ACCELERATOR:
+                continue
+            loop = facts.batch_loop(call.func.value)  # type: ignore[union-attr]
+            if loop is not None and any(loop is each for each in loops):
+                line = _line_of(self.analysis, call)
+                if all(r.row != line for r in found):
+                    found.append(Related(display_path(path), line,
+                                         "a batch of it copied to the GPU from pageable memory every step"))
+        return tuple(found)
 
     def _at_factory(self, node: cst.Call) -> None:
         """A `DataLoader(...)` returned by a function of this module whose call in a project script gets the
