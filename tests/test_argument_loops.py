@@ -68,8 +68,18 @@ def test_setup_in_a_loop_over_the_calls_own_arguments_runs_once(tmp_path):
     assert _strategy(tmp_path / "k", "**kwargs", "kwargs.values()") == set()
 
 
-def test_a_loop_over_a_list_parameter_is_judged_as_before(tmp_path):
-    assert "GPU110" in _strategy(tmp_path, "args", "args")
+def test_a_loop_over_a_list_parameter_is_judged_by_its_body(tmp_path):
+    """Not the own-arguments rule: the loop's body decides. `self._init_train_model(model, cfg)` is a method of the
+    class named like a model; it once read as a forward pass (GPU110 here), and its body (a move, an optimizer)
+    trains nothing (tests/test_model_named_methods.py). Given a real forward pass, the loop is a step loop."""
+    assert "GPU110" not in _strategy(tmp_path / "setup", "args", "args")
+    text = STRATEGY.format(star="args", loop="args").replace(
+        "                ret.append(self._init_train_model(model, cfg))\n",
+        "                ret.append(self._init_train_model(model, cfg))\n"
+        "                model(cfg).sum().backward()\n")
+    got = {code for _, line, code in found(check(write_project(tmp_path / "p", {"strategy.py": text}), "--no-cache"))
+           if line == 21}
+    assert "GPU110" in got
 
 
 def test_a_per_step_helper_looping_over_its_arguments_still_syncs_every_step(tmp_path):

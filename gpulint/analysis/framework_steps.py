@@ -185,6 +185,9 @@ FRAMEWORK_STEPS: tuple[FrameworkStep, ...] = (
 )
 
 _ALL_METHODS = frozenset().union(*(s.methods for s in FRAMEWORK_STEPS))
+# Table classes that count only as a library's: a project that vendors BasicSR (NAFNet's `basicsr/`) runs its own
+# `train.py`, whose loop the analyses see (and may have edited: what it calls is decided there).
+_LIBRARY_ONLY = _BASICSR_MODEL
 _SHORT_NAMES = sorted({base.rsplit(".", 1)[-1] for step in FRAMEWORK_STEPS for base in step.bases})
 _BY_BASE: dict[str, list[FrameworkStep]] = {}
 for _step in FRAMEWORK_STEPS:
@@ -255,6 +258,8 @@ def framework_bases(project: Project, cls: ClassSummary) -> list[str]:
                 if summary is cls:
                     continue  # a cycle back (a shadowed name): not a base
                 qualified = _project_name(project, summary)
+                if qualified in _LIBRARY_ONLY:
+                    continue  # a vendored copy (NAFNet's `basicsr/`): the project's own loop is in view
             else:
                 qualified = project.external_name(current.path, base)
             if qualified is not None and qualified in _BY_BASE and qualified not in found:

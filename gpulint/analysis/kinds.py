@@ -45,6 +45,10 @@ class Kind(enum.Enum):
 _NAMED_MEMBERS = {"named_parameters": Kind.TENSOR, "named_buffers": Kind.TENSOR, "named_children": Kind.MODULE,
                   "named_modules": Kind.MODULE}
 
+# diffusers' network classes (`AutoencoderKL`, `UNet2DConditionModel`, `VQModel`, `Transformer2DModel`), not its
+# schedulers, pipelines or configurations.
+_DIFFUSERS_MODEL = re.compile(r"^(Autoencoder\w*|\w*Model|VQModel|\w*VAE\w*)$")
+
 # Names people give these objects; used only when the assignments say nothing.
 _MODULE_NAME = re.compile(r"^(model|net|network|module|criterion|loss_fn|lossfn|loss_func|loss_function|"
                           r".*_model|model_.*|.*_net|.*_criterion|criterion_.*|encoder|decoder|generator|"
@@ -1622,6 +1626,9 @@ class KindInference:
         if q in ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader") or q.endswith(
                 ".DataLoader") or q == "DataLoader":
             return Kind.LOADER
+        if q.startswith("diffusers.") and q.endswith(".from_pretrained") and \
+                _DIFFUSERS_MODEL.search(q.rsplit(".", 2)[-2]) is not None:
+            return Kind.MODULE  # `vae = AutoencoderKL.from_pretrained(...)`: a network (a forward, `decode`)
         if q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
             return Kind.OPTIMIZER
         if q in ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler"):

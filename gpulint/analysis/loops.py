@@ -845,8 +845,9 @@ class LoopAnalysis:
                 return True
             if method in ("step", "zero_grad") and self.kinds.of(func.value) is Kind.OPTIMIZER:
                 return True
-            if method == "forward" and self.kinds.of(func.value) is Kind.MODULE:
-                return True
+            if method in _NETWORK_METHODS and self.kinds.of(func.value) is Kind.MODULE and \
+                    not (type(func.value) is cst.Name and func.value.value == "self"):
+                return True  # `vae.decode(z)`, `model.generate(...)`: the network runs (SiT's sampling loop)
         if self.kinds.of(func) is Kind.MODULE and not (follow_helpers and self._own_method(call)):
             return True
         if follow_helpers:
@@ -2404,6 +2405,12 @@ def _names_a_loss(func: cst.BaseExpression) -> bool:
     """`self.val_loss(...)`, `criterion(...)`: the called module is named a loss or a criterion."""
     name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
     return "loss" in name.lower() or "criterion" in name.lower()
+
+
+# Methods of a model that run its network (a forward pass by another name): an autoencoder's `encode`/`decode`
+# (diffusers' `AutoencoderKL`). A language model's `generate` is left out: a loop of a few `model.generate(...)`
+# calls printing each sample is a handful of samples, each a generation loop of its own (nanoGPT's sample.py).
+_NETWORK_METHODS = frozenset(("forward", "encode", "decode"))
 
 
 def _few_range_iterations(loop: Loop) -> bool:
