@@ -56,17 +56,9 @@ def runs_as_a_script(module) -> bool:
     for statement in module.body:
         if type(statement) is cst.FunctionDef and statement.name.value.startswith("test"):
             return False
-        if type(statement) is cst.ClassDef and (statement.name.value.startswith("Test") or any(
-                "TestCase" in code(b.value) for b in statement.bases)):
+        if _test_class_or_import(statement, code):
             return False
         if type(statement) is cst.SimpleStatementLine:
-            for small in statement.body:
-                if type(small) is cst.Import and any(code(a.name).split(".")[0] in ("pytest", "unittest")
-                                                     for a in small.names):
-                    return False
-                if type(small) is cst.ImportFrom and small.module is not None and \
-                        code(small.module).split(".")[0] in ("pytest", "unittest"):
-                    return False
             text = code(statement)
             if "parse_args(" in text or "sys.argv" in text:
                 script = True
@@ -87,17 +79,27 @@ def program_named_like_a_test(module, path: Optional[Path]) -> bool:
     code = cst.Module([]).code_for_node
     parses = False
     for statement in module.body:
-        if type(statement) is cst.ClassDef and (statement.name.value.startswith("Test") or any(
-                "TestCase" in code(b.value) for b in statement.bases)):
+        if _test_class_or_import(statement, code):
             return False
-        if type(statement) is cst.SimpleStatementLine:
-            for small in statement.body:
-                if type(small) is cst.Import and any(code(a.name).split(".")[0] in ("pytest", "unittest")
-                                                     for a in small.names):
-                    return False
-                if type(small) is cst.ImportFrom and small.module is not None and \
-                        code(small.module).split(".")[0] in ("pytest", "unittest"):
-                    return False
-            if "parse_args(" in code(statement):
-                parses = True
+        if type(statement) is cst.SimpleStatementLine and "parse_args(" in code(statement):
+            parses = True
     return parses
+
+
+def _test_class_or_import(statement, code) -> bool:
+    """A top-level statement only a test module has: a `Test...`/`TestCase` class, or an import of `pytest` or
+    `unittest`."""
+    import libcst as cst
+
+    if type(statement) is cst.ClassDef:
+        return statement.name.value.startswith("Test") or any("TestCase" in code(b.value) for b in statement.bases)
+    if type(statement) is not cst.SimpleStatementLine:
+        return False
+    for small in statement.body:
+        if type(small) is cst.Import and any(code(a.name).split(".")[0] in ("pytest", "unittest")
+                                             for a in small.names):
+            return True
+        if type(small) is cst.ImportFrom and small.module is not None and \
+                code(small.module).split(".")[0] in ("pytest", "unittest"):
+            return True
+    return False
