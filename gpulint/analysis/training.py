@@ -413,35 +413,29 @@ class TrainingFacts:
                 # `def train(model, device, config): optimizer = optim.Adam(model.parameters())`, called as
                 # `train(model=model, ...)` after `model.to(device=device)`: where this module's own calls put it
                 for arg in data_facts(self.analysis)._arguments_for(b):
+                    found = [] if type(arg) is cst.Name else list(self._moves(arg))
                     moves.append(self.module_on_cuda(arg, depth + 1) if type(arg) is cst.Name
-                                 else all(self._moves(arg)) and any(self._moves(arg)))
+                                 else bool(found) and all(found))
         scope = self.index.enclosing_scope(name)
         for node in self._method_calls_on().get(name.value, ()):
             if self.index.enclosing_scope(node) is scope:
                 moves.extend(self._moves(node))
         return bool(moves) and all(moves)
 
-    def _handed_back_element(self, call: cst.Call, index: int, depth: int) -> Optional[bool]:
-        """Whether element `index` of what this module's function `call` returns is a model it moved to CUDA
-        (SupContrast's `set_model` returning `model, criterion` after `model = model.cuda()`): every `return` of
-        the function a tuple whose element there is a name `module_on_cuda` holds. None when the callee is no
-        function of this module or a `return` hands back something else; False leaves the call to `_moves` (a
-        device the function is handed).""" 
+    def _handed_back_element(self, call: cst.Call, index: int, depth: int) -> bool:
+        """Element `index` of what this module's function `call` returns is a model it moved to CUDA (SupContrast's
+        `set_model` returning `model, criterion` after `model = model.cuda()`): every `return` of the function a
+        tuple whose element there is a name `module_on_cuda` holds. False otherwise (the call is then left to
+        `_moves`: a device the function is handed)."""
         from gpulint.analysis.tree import own_scope_nodes
 
         fn = self.analysis.loops.local_function(call)
-        if fn is None:
-            return None
-        returns = [n for n in own_scope_nodes([fn.body]) if type(n) is cst.Return]
-        if not returns:
-            return None
-        for ret in returns:
-            value = ret.value
-            if type(value) is not cst.Tuple or index >= len(value.elements) or \
-                    type(value.elements[index].value) is not cst.Name or \
-                    type(value.elements[index]) is cst.StarredElement:
-                return None
-        return all(self.module_on_cuda(ret.value.elements[index].value, depth + 1) for ret in returns)
+        returns = [n for n in own_scope_nodes([fn.body]) if type(n) is cst.Return] if fn is not None else []
+        if not returns or any(type(r.value) is not cst.Tuple or index >= len(r.value.elements) or
+                              type(r.value.elements[index]) is cst.StarredElement or
+                              type(r.value.elements[index].value) is not cst.Name for r in returns):
+            return False
+        return all(self.module_on_cuda(r.value.elements[index].value, depth + 1) for r in returns)
 
     def is_parameter(self, name: cst.Name) -> bool:
         """`name` is bound as a parameter of its function (and by nothing else)."""
@@ -636,7 +630,7 @@ class TrainingFacts:
                     and self.analysis.qualified(func.args[0].value) == "torch.optim":
                 name = string_value(func.args[1].value)
                 if name is None:  # `getattr(optim, args.optim)` with `--optim` defaulting to 'Adam' (TCN)
-                    name = self._option_text(func.args[1].value)
+                    name = self.option_text(func.args[1].value)
                 return frozenset({f"torch.optim.{name}"}) if name and name.isidentifier() else None
             return None
         qualified = self.analysis.qualified(func) or ""
@@ -664,12 +658,10 @@ class TrainingFacts:
                 return frozenset({base}) if base is not None else None
         return None
 
-    def _option_text(self, expr: cst.BaseExpression) -> Optional[str]:
+    def option_text(self, expr: cst.BaseExpression) -> Optional[str]:
         """The literal string default of the command-line option `expr` reads (`args.optim`, declared in this
         module with `default='Adam'` and never assigned; flags.ast_option_text), else None: the default run
         builds that class."""
-        import ast
-
         from gpulint.analysis.flags import ast_option_text
         from gpulint.analysis.project import project_for
 

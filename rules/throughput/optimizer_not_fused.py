@@ -215,7 +215,7 @@ class OptimizerNotFused(GpuRule):
             if len(node.args) < 2 or any(a.star for a in node.args[:2]) or node.args[0].keyword is not None:
                 return
             options, model = node.args[0].value, node.args[1].value
-            chosen = facts._option_text(cst.Attribute(value=options, attr=cst.Name("opt"))) \
+            chosen = facts.option_text(cst.Attribute(value=options, attr=cst.Name("opt"))) \
                 if type(options) is cst.Name else None
         else:  # create_optimizer_v2(model_or_params, opt="sgd", ...)
             first = node.args[0] if node.args else None
@@ -239,7 +239,7 @@ class OptimizerNotFused(GpuRule):
         if opt is None and len(node.args) > 1 and node.args[1].keyword is None and not node.args[1].star:
             opt = node.args[1].value
         if opt is not None:
-            return string_value(opt) if string_value(opt) is not None else facts._option_text(opt)
+            return string_value(opt) if string_value(opt) is not None else facts.option_text(opt)
         stars = [a.value for a in node.args if a.star == "**"]
         if not stars:
             return None if any(a.star for a in node.args) else "sgd"
@@ -248,7 +248,7 @@ class OptimizerNotFused(GpuRule):
             cfg = keyword(stars[0], "cfg") or (stars[0].args[0] if stars[0].args else None)
             cfg = cfg.value if cfg is not None else None
             if type(cfg) is cst.Name:
-                return facts._option_text(cst.Attribute(value=cfg, attr=cst.Name("opt")))
+                return facts.option_text(cst.Attribute(value=cfg, attr=cst.Name("opt")))
         return None
 
     @staticmethod
