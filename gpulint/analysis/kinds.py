@@ -1034,7 +1034,7 @@ class KindInference:
                     scopes.append(self.index.enclosing_scope(node))
         return any(s is scope for s in scopes)
 
-    def _backward_called_on(self, name: str, scope: Scope) -> bool:
+    def _backward_called_on(self, name: str, scope: Scope, depth: int = 0) -> bool:
         """`name.backward()` is called in `scope`: whatever the name is bound to there is a tensor."""
         scopes = self._backward_scopes.get(name)
         if scopes is None:
@@ -1049,7 +1049,15 @@ class KindInference:
                     scopes.append(self.index.enclosing_scope(node))
                 elif self._scaled_backward(node):  # `scaler.scale(loss).backward()`
                     scopes.append(self.index.enclosing_scope(node))
-        return any(s is scope for s in scopes)
+        if any(s is scope for s in scopes):
+            return True
+        # `loss_value = loss_value_all`, then `loss_value.backward()`: the alias is backpropagated
+        return depth < 2 and any(
+            type(assign) is cst.Assign and assign.value is node and len(assign.targets) == 1 and
+            type(assign.targets[0].target) is cst.Name and assign.targets[0].target.value != name and
+            self.index.enclosing_scope(node) is scope and
+            self._backward_called_on(assign.targets[0].target.value, scope, depth + 1)
+            for node in self.index.names(name) for assign in (self.index.parent.get(node),))
 
     def _scaled_backward(self, node: cst.Name) -> bool:
         """`scaler.scale(loss).backward()` (a GradScaler, or any `.scale(x)` whose result is backpropagated):

@@ -194,5 +194,12 @@ def parameter_is_loader(analysis, binding) -> bool:
     from gpulint.analysis.calls import project_calls
 
     project = analysis.fact(project_calls)
-    return project is not None and \
-        project.project.parameter_loader(project.path, fn.name.value, binding.name) is not None
+    if project is None:
+        return False
+    if project.project.parameter_loader(project.path, fn.name.value, binding.name) is not None:
+        return True
+    # different loaders at the call sites (`gen = DataLoader(...)` built again when the backbone unfreezes):
+    # every call passes a loader where their pinning agrees (analysis/passed_pinning.py)
+    from gpulint.analysis.passed_pinning import passed_pinning
+
+    return passed_pinning(project.project, project.path, fn.name.value, binding.name) is not None

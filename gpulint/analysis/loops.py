@@ -305,9 +305,13 @@ class LoopAnalysis:
                 break
         if scope is None or _runs_training(loop, into_loops=True):
             return False
-        return any(type(node) in (cst.For, cst.While) and node is not loop and
-                   not self.index.is_ancestor_or_self(loop, node) and _runs_training(node, into_loops=True)
-                   for node in _walk_scope(scope))
+        # the training loop comes after it: a capped pass after the step loop of the same function
+        # (`if iteration >= epoch_step_val: break` in a `fit_one_epoch`) is the epoch's validation, every batch
+        at = self.index.order(loop)
+        return at is not None and any(
+            type(node) in (cst.For, cst.While) and node is not loop and
+            not self.index.is_ancestor_or_self(loop, node) and (self.index.order(node) or -1) > at and
+            _runs_training(node, into_loops=True) for node in _walk_scope(scope))
 
     def _over_own_arguments(self, loop: Loop) -> bool:
         """`for arg in args:` / `for key, value in kwargs.items():` over the enclosing function's own `*args` or

@@ -2164,6 +2164,10 @@ class _Summarizer:
                     self.loader_lists.get(element.id) if element is value else None)
                     if isinstance(element, ast.Name) else None)
                 if found is not None:
+                    if loader is not None and (loader.pinned, loader.pin_param) != (found.pinned, found.pin_param):
+                        # `return train_loader, test_loader` pinned differently: which one a caller's name
+                        # holds is not told here, so whether it pins is not known
+                        loader = LoaderFact(loader.path, loader.line, None)
                     loader = loader or found
                     positions.append(position)
             # one loader among other values (`return data_set, data_loader`): its place; several loaders
@@ -3198,6 +3202,10 @@ class _Summarizer:
         return not isinstance(operand, ast.Constant)
 
     def _loader(self, value: ast.expr) -> Optional[LoaderFact]:
+        if isinstance(value, ast.IfExp):
+            # `DataLoader(testset, ...) if testset is not None else None`: the loader, where there is one
+            sides = [side for side in (value.body, value.orelse) if not _is_none(side)]
+            return self._loader(sides[0]) if len(sides) == 1 else None
         if not isinstance(value, ast.Call):
             return None
         qualified = self.info.qualify(_dotted(value.func) or "")

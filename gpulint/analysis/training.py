@@ -20,6 +20,7 @@ from gpulint.analysis.test_mode import test_mode_branch
 from gpulint.analysis import ModuleAnalysis
 from gpulint.analysis.data_facts import _walk, data_facts, keyword
 from gpulint.analysis.loops import LoopRole
+from gpulint.analysis.kinds import Kind
 from gpulint.syntax import argument, string_value
 from gpulint.textsearch import found_in
 from gpulint.analysis.node_types import of_types
@@ -57,6 +58,11 @@ _BACKWARD_LIBRARY_CALLS = frozenset({"timm.utils.NativeScaler.__call__", "timm.u
 _DTYPES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16", "int64", "long", "int32"}
 
 
+# A model's method handing out its parameters in groups (`get_optim_policies`, `optim_parameters`,
+# `get_param_groups`, `get_1x_lr_params`)
+_PARAMETER_GROUPS = re.compile(r"param|polic")
+
+
 class TrainingFacts:
     """Training loops and precision of one module; built once, on first use."""
 
@@ -67,6 +73,7 @@ class TrainingFacts:
         self._chose_precision: Optional[bool] = None
         self._chose_matmul_precision: Optional[bool] = None
         self._calls_on: Optional[dict[str, list[cst.Call]]] = None
+        self._attribute_values: Optional[dict[tuple[str, str], list[cst.BaseExpression]]] = None
         self._toy: Optional[bool] = None
         self._owners: dict[tuple[int, int], tuple[cst.CSTNode, list[cst.Name]]] = {}
         self._stepped_names: Optional[frozenset[str]] = None
@@ -583,6 +590,18 @@ class TrainingFacts:
             self._stepped_names = frozenset(names)
         return self._stepped_names
 
+    def _assigned_attributes(self) -> dict[tuple[str, str], list[cst.BaseExpression]]:
+        """`x.name = value` anywhere in the module (not `self`), by `(x, name)`: one pass for all look-ups."""
+        if self._attribute_values is None:
+            self._attribute_values = {}
+            for node in of_types(self.index, cst.Assign):
+                for target in node.targets:  # type: ignore[attr-defined]
+                    t = target.target
+                    if type(t) is cst.Attribute and type(t.value) is cst.Name and t.value.value != "self":
+                        self._attribute_values.setdefault((t.value.value, t.attr.value), []).append(
+                            node.value)  # type: ignore[attr-defined]
+        return self._attribute_values
+
     def _method_calls_on(self) -> dict[str, list[cst.Call]]:
         """`x.method(...)` calls of the module by the name `x`: one pass over the nodes for all look-ups."""
         if self._calls_on is None:
@@ -733,6 +752,11 @@ class TrainingFacts:
             return type(right) is cst.Call and self.analysis.qualified(right.func) == "torch.cuda.device_count"
         if type(expr) is cst.Attribute and self.analysis.loops.option_default_is_cuda(expr):
             return True  # `torch.device(args.device)` with `add_argument('--device', default='cuda')`
+        if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value != "self":
+            # `model.to(args.device)` where the script sets `args.device = device` of `device =
+            # torch.device("cuda" if torch.cuda.is_available() else "cpu")`: every such assignment in the module
+            values = self._assigned_attributes().get((expr.value.value, expr.attr.value), [])
+            return bool(values) and all(self.cuda_device(v, depth + 1, within) for v in values)
         if type(expr) is cst.Name:
             # a binding on the no-CUDA branch (`if torch.cuda.is_available(): device = torch.device("cuda")
             # else: device = torch.device("cpu")`) never runs where the GPU is: like `"cuda" if ... else "cpu"`
@@ -780,17 +804,66 @@ class TrainingFacts:
                 while type(owner) is cst.Attribute and owner.attr.value == "module":
                     owner = owner.value  # `model.module.parameters()` of a DDP wrapper
                 if type(owner) is cst.Name:
-                    owners.setdefault(id(owner), owner)
+                    for found in self._iterated_submodules(owner):
+                        owners.setdefault(id(found), found)
+            elif type(node) is cst.Call and type(node.func) is cst.Attribute and \
+                    type(node.func.value) is cst.Name and _PARAMETER_GROUPS.search(node.func.attr.value) and \
+                    self.analysis.kind(node.func.value) is Kind.MODULE:
+                # `policies = model.get_optim_policies()`, `model.optim_parameters(args)`: the model hands out
+                # its own parameters, grouped
+                owners.setdefault(id(node.func.value), node.func.value)
             elif type(node) is cst.Attribute and type(node.value) is cst.Name and self._parameter_list(expr, node, depth):
                 # `{'params': model.params1}`: a list of parameters the model keeps on itself (its own
                 # `self.params1 = list(self.convs.parameters())`); they move with the model
                 owners.setdefault(id(node.value), node.value)
             elif type(node) is cst.Name and not _is_attribute_name(self.analysis, node):
-                for b in data_facts(self.analysis).bindings(node):
+                bindings = data_facts(self.analysis).bindings(node)
+                for b in bindings:
                     if b.kind == "assign" and b.value is not None:
                         for owner in self.parameter_owners(b.value, depth + 1):
                             owners.setdefault(id(owner), owner)
+                for added in self._appended(node, bindings):
+                    # `params_list = []`, then `params_list.append(dict(params=module.parameters(), lr=lr))`
+                    for owner in self.parameter_owners(added, depth + 1):
+                        owners.setdefault(id(owner), owner)
         return list(owners.values())
+
+    def _appended(self, name: cst.Name, bindings) -> list[cst.BaseExpression]:
+        """What `name.append(x)` / `name.extend(x)` adds to a list `name` is bound to empty (`params = []`) in
+        the same scope: the groups of parameters built one by one."""
+        if not bindings or not all(b.kind == "assign" and b.index is None and type(b.value) is cst.List and
+                                   not b.value.elements for b in bindings):
+            return []
+        scope = self.index.enclosing_scope(name)
+        return [call.args[0].value for call in self._method_calls_on().get(name.value, ())
+                if call.func.attr.value in ("append", "extend") and len(call.args) == 1  # type: ignore[attr-defined]
+                and not call.args[0].star and self.index.enclosing_scope(call) is scope]
+
+    def _iterated_submodules(self, owner: cst.Name) -> list[cst.Name]:
+        """`owner` itself, or, where `owner` is the target of loops over lists of one model's submodules
+        (`for module in modules_ori:` of `modules_ori = [model.layer0, model.layer1]`), that model."""
+        facts = data_facts(self.analysis)
+        bindings = facts.bindings(owner)
+        if not bindings or any(b.kind != "for" or b.index is not None for b in bindings):
+            return [owner]
+        elements: list = []
+        for b in bindings:
+            listed = b.value
+            if type(listed) is cst.Name:
+                lists = facts.bindings(listed)
+                if not lists or not all(x.kind == "assign" and x.index is None and
+                                        type(x.value) in (cst.List, cst.Tuple) for x in lists):
+                    return [owner]
+                elements.extend(e for x in lists for e in x.value.elements)  # type: ignore[union-attr]
+            elif type(listed) in (cst.List, cst.Tuple):
+                elements.extend(listed.elements)  # type: ignore[union-attr]
+            else:
+                return [owner]
+        bases = [e.value.value for e in elements if type(e) is cst.Element and type(e.value) is cst.Attribute]
+        if not elements or len(bases) != len(elements) or \
+                any(type(b) is not cst.Name for b in bases) or len({b.value for b in bases}) != 1:
+            return [owner]
+        return [bases[0]]
 
     def _parameter_list(self, expr: cst.CSTNode, node: cst.Attribute, depth: int) -> bool:
         """`node` (`model.params1`) is handed to the optimizer as a whole list of parameters: the params
@@ -945,8 +1018,25 @@ class TrainingFacts:
                 continue  # `probe = probe.cuda()`: the binding it moves decides
             if b.kind != "assign" or type(value) is not cst.Call:
                 return False
-            if self.analysis.qualified(value.func) in _WEIGHT_LAYERS | _MODEL_WRAPPERS:
-                continue  # one layer, or a wrapper (DDP) of the model the other bindings build
+            if self.analysis.qualified(value.func) in _MODEL_WRAPPERS:
+                # `DataParallel(resnet.__dict__[args.arch]())`: a wrapper of the model the other bindings build
+                # (`model = DDP(model)`), or of what it is handed, which decides
+                wrapped = argument(value, "module", 0)
+                wrapped_value = wrapped.value if wrapped is not None else None
+                if type(wrapped_value) is cst.Name and wrapped_value.value == owner.value:
+                    continue
+                if type(wrapped_value) is cst.Name and depth < 3 and self._one_layer_class(wrapped_value, depth + 1):
+                    continue
+                if type(wrapped_value) is not cst.Call:
+                    return False
+                value = wrapped_value
+                while type(value) is cst.Call and type(value.func) is cst.Attribute and \
+                        value.func.attr.value in _MODULE_MOVES:
+                    value = value.func.value
+                if type(value) is not cst.Call:
+                    return False
+            if self.analysis.qualified(value.func) in _WEIGHT_LAYERS:
+                continue  # one layer
             cls = classes.get(value.func.value) if type(value.func) is cst.Name else None
             if cls is None or sum(1 for n in _all_below(cls) if type(n) is cst.Call and
                                   self.analysis.qualified(n.func) in _WEIGHT_LAYERS) != 1:

@@ -113,10 +113,12 @@ class ItemInLoop(GpuRule):
                 and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index
                 and type(node.slice[0].slice.value) is cst.Integer and node.slice[0].slice.value.value == "0"):
             return
-        if type(self.analysis.parent(node)) in (cst.AssignTarget, cst.AugAssign):
-            return
+        parent = self.analysis.parent(node)
+        if type(parent) is cst.AssignTarget or type(parent) is cst.AugAssign and parent.target is node:
+            return  # written to, not read (`total += loss.data[0]` reads it)
         tensor = value.value
-        if not self.analysis.is_device_tensor(tensor) or tensor.value not in self._backward_names(node):
+        if not self.analysis.is_device_tensor(tensor) or \
+                tensor.value not in self._backward_names(node) and not self._a_criterions_value(tensor):
             return
         if any(type(a) is cst.If and "version" in self.analysis.code(a.test)
                for a in self.analysis.index.ancestors(node)):
@@ -124,6 +126,16 @@ class ItemInLoop(GpuRule):
         where = self.where(node)
         if where:
             self.report(node, self.legacy_message.format(name=tensor.value), where=where)
+
+    def _a_criterions_value(self, name: cst.Name) -> bool:
+        """Every binding of `name` is the value of a call of a loss or criterion (`loss = criterion(outputs,
+        targets)` in an evaluation loop that runs no backward pass): a one-number loss."""
+        from gpulint.analysis.data_facts import data_facts
+        from gpulint.analysis.loops import _names_a_loss
+
+        bindings = data_facts(self.analysis).bindings(name)
+        return bool(bindings) and all(b.kind == "assign" and b.index is None and type(b.value) is cst.Call and
+                                      _names_a_loss(b.value.func) for b in bindings)
 
     def _backward_names(self, node: cst.CSTNode) -> frozenset:
         """The names the function holding `node` calls `.backward()` on with no argument."""
