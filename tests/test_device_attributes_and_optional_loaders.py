@@ -107,3 +107,43 @@ def test_loaders_that_pin_differently_leave_the_second_one_unknown(tmp_path):
                         "num_workers=4)")
     assert "pin_memory" in data.split("test_loader =")[0] and "pin_memory" not in data.split("test_loader =")[1]
     assert not lint_files(tmp_path, {"data.py": data, "eval.py": EVAL}, "GPU202")
+
+
+PROBE = """\
+    import torch
+    from modules import LogisticRegression
+
+    args.device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+    model = LogisticRegression(2048, 10)
+    model = model.to(args.device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-4)
+    for epoch in range(500):
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x.to(args.device)), y.to(args.device))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+
+ONE_LAYER = """\
+    import torch.nn as nn
+
+
+    class LogisticRegression(nn.Module):
+        def __init__(self, n_features, n_classes):
+            super().__init__()
+            self.model = nn.Linear(n_features, n_classes)
+
+        def forward(self, x):
+            return self.model(x)
+"""
+
+
+def test_a_linear_probe_class_of_another_module_on_an_args_device_stays_quiet(tmp_path):
+    assert not lint_files(tmp_path, {"train.py": PROBE, "modules.py": ONE_LAYER}, "GPU402")
+
+
+def test_a_deeper_class_of_another_module_on_an_args_device_is_on_cuda(tmp_path):
+    deeper = ONE_LAYER.replace("self.model = nn.Linear(n_features, n_classes)",
+                               "self.model = nn.Sequential(nn.Linear(n_features, 512), nn.Linear(512, n_classes))")
+    assert ("train.py", 7, "GPU402") in lint_files(tmp_path, {"train.py": PROBE, "modules.py": deeper}, "GPU402")

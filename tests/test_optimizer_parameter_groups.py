@@ -125,3 +125,52 @@ def test_parameter_groups_of_submodules_of_two_models_are_not_followed(tmp_path)
     text = text.replace("        model = PSPNet(layers=50, classes=21)\n",
                         "        model = PSPNet(layers=50, classes=21)\n        head = PSPNet(layers=50, classes=21)\n")
     assert not lint_files(tmp_path, {"train.py": text}, "GPU402")
+
+
+TRAINER = """\
+    import argparse
+
+    import torch
+    from models import get_segmentation_model
+
+
+    class Trainer(object):
+        def __init__(self, args):
+            self.args = args
+            self.device = torch.device(args.device)
+            self.model = get_segmentation_model(args.model).to(self.device)
+            params_list = list()
+            if hasattr(self.model, "pretrained"):
+                params_list.append({"params": self.model.pretrained.parameters(), "lr": args.lr})
+            if hasattr(self.model, "exclusive"):
+                for module in self.model.exclusive:
+                    params_list.append({"params": getattr(self.model, module).parameters(), "lr": args.lr * 10})
+            self.optimizer = torch.optim.SGD(params_list, lr=args.lr, momentum=0.9)
+
+        def train(self):
+            for images, targets in self.train_loader:
+                images = images.to(self.device)
+                targets = targets.to(self.device)
+                loss = self.model(images, targets)
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+
+
+    if __name__ == "__main__":
+        args = argparse.ArgumentParser().parse_args()
+        if not args.no_cuda and torch.cuda.is_available():
+            args.device = "cuda"
+        else:
+            args.device = "cpu"
+        Trainer(args).train()
+"""
+
+
+def test_a_trainers_parameter_groups_of_its_models_submodules_on_the_scripts_cuda_device(tmp_path):
+    assert ("train.py", 18, "GPU402") in lint_files(tmp_path, {"train.py": TRAINER}, "GPU402")
+
+
+def test_a_trainers_parameter_groups_on_a_device_the_script_does_not_set_stay_quiet(tmp_path):
+    text = TRAINER.replace('            args.device = "cuda"\n', '            args.device = args.gpu_name\n')
+    assert not lint_files(tmp_path, {"train.py": text}, "GPU402")

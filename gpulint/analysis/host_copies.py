@@ -12,7 +12,9 @@ copies too.
 
 Only copies whose source is certainly built on the host from host data are counted: `torch.from_numpy(...)`,
 `torch.tensor(...)` / `torch.LongTensor(...)` / `torch.FloatTensor(...)` / `torch.Tensor(...)` without
-`device=` (directly, through methods that keep the tensor where it is, or a name bound to one), moved with
+`device=`, and the size factories (`torch.eye(n)`, `torch.arange(n)`, `torch.ones(...)`, `torch.rand(...)`: a
+loss's `torch.arange(b).view(-1, 1).to(device)`) without it (directly, through methods that keep the tensor where
+it is, or a name bound to one), moved with
 `.cuda()` or `.to(<a device>)`: a target that names a device (`device`, `dev()`, `x.device`, `"cuda"`), never a
 dtype or the CPU. `torch.stack`/`torch.cat` are left out (their inputs may be device tensors), and so is
 `torch.as_tensor` (a no-op on a tensor already on the device).
@@ -64,6 +66,11 @@ HOST_DATA_BUILDERS = frozenset(("torch.from_numpy", "torch.tensor", "torch.Tenso
 # helper): the same pageable copy, of values that never change.
 HOST_CONSTANTS = frozenset(f"torch.{w}" for w in ("hann_window", "hamming_window", "blackman_window",
                                                   "bartlett_window", "kaiser_window"))
+# Factories that allocate a new tensor in pageable host memory when given no `device=` (`torch.eye(n).to(device)`,
+# `torch.arange(b).view(-1, 1).to(device)` in a loss's forward): the same pageable copy on every call.
+HOST_SIZE_BUILDERS = frozenset(f"torch.{w}" for w in ("eye", "arange", "ones", "zeros", "full", "linspace",
+                                                      "rand", "randn", "randint", "randperm", "tril_indices",
+                                                      "triu_indices"))
 # Tensor methods whose result stays where the tensor is.
 _STAYS = frozenset(("view", "reshape", "long", "float", "int", "double", "half", "bool", "contiguous", "clone",
                     "unsqueeze", "squeeze", "flatten", "t", "permute", "transpose", "type", "expand",
@@ -88,7 +95,7 @@ def host_built(summarizer, value: ast.expr, depth: int = 0) -> Optional[str]:
         from gpulint.analysis.project import _dotted
 
         qualified = summarizer.info.qualify(_dotted(value.func) or "")
-        if (qualified in HOST_DATA_BUILDERS or qualified in HOST_CONSTANTS) and \
+        if (qualified in HOST_DATA_BUILDERS or qualified in HOST_CONSTANTS or qualified in HOST_SIZE_BUILDERS) and \
                 not any(kw.arg in ("device", None) for kw in value.keywords):
             return qualified
         return None

@@ -58,6 +58,12 @@ _BACKWARD_LIBRARY_CALLS = frozenset({"timm.utils.NativeScaler.__call__", "timm.u
 _DTYPES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16", "int64", "long", "int32"}
 
 
+def _empty_list(value: Optional[cst.BaseExpression]) -> bool:
+    """`[]` or `list()`."""
+    return type(value) is cst.List and not value.elements or type(value) is cst.Call and \
+        type(value.func) is cst.Name and value.func.value == "list" and not value.args
+
+
 # A model's method handing out its parameters in groups (`get_optim_policies`, `optim_parameters`,
 # `get_param_groups`, `get_1x_lr_params`)
 _PARAMETER_GROUPS = re.compile(r"param|polic")
@@ -491,12 +497,20 @@ class TrainingFacts:
                 or self.analysis.path is None:
             return False
         members: set[str] = set()
-        for node in _walk(params):
+        parts = [params]
+        if type(params) is cst.Name:
+            # `params_list = list()`, then `params_list.append({'params': self.model.pretrained.parameters()})`
+            parts.extend(self._appended(params, data_facts(self.analysis).bindings(params)))
+        for node in (n for part in parts for n in _walk(part)):
             if type(node) is cst.Call and type(node.func) is cst.Attribute and \
                     node.func.attr.value in ("parameters", "named_parameters"):
                 owner = node.func.value
                 while type(owner) is cst.Attribute and owner.attr.value == "module":
                     owner = owner.value
+                if type(owner) is cst.Call and self.analysis.qualified(owner.func) == "getattr" and owner.args:
+                    owner = owner.args[0].value  # `getattr(self.model, name).parameters()`: a submodule of it
+                while type(owner) is cst.Attribute and type(owner.value) is cst.Attribute:
+                    owner = owner.value  # `self.model.pretrained`: a submodule of `self.model` moves with it
                 if not (type(owner) is cst.Attribute and type(owner.value) is cst.Name
                         and owner.value.value == "self"):
                     return False
@@ -508,7 +522,11 @@ class TrainingFacts:
         if not isinstance(summary, ClassSummary):
             return False
         chain = _class_chain(calls.project, summary)
-        return all(_member_moves_to_cuda(chain, member) for member in sorted(members))
+
+        def outer(name: str, attr: str) -> list:
+            return self._assigned_attributes().get((name, attr), [])
+
+        return all(_member_moves_to_cuda(chain, member, outer) for member in sorted(members))
 
     def _self_owned_parameters(self, expr: cst.CSTNode, fn: cst.FunctionDef, depth: int = 0) -> bool:
         """Every `.parameters()` in `expr` (through the names it reads, bound in `fn`) is of a submodule of
@@ -831,8 +849,7 @@ class TrainingFacts:
     def _appended(self, name: cst.Name, bindings) -> list[cst.BaseExpression]:
         """What `name.append(x)` / `name.extend(x)` adds to a list `name` is bound to empty (`params = []`) in
         the same scope: the groups of parameters built one by one."""
-        if not bindings or not all(b.kind == "assign" and b.index is None and type(b.value) is cst.List and
-                                   not b.value.elements for b in bindings):
+        if not bindings or not all(b.kind == "assign" and b.index is None and _empty_list(b.value) for b in bindings):
             return []
         scope = self.index.enclosing_scope(name)
         return [call.args[0].value for call in self._method_calls_on().get(name.value, ())
@@ -999,6 +1016,24 @@ class TrainingFacts:
         owners = list(self.parameter_owners(params))
         return bool(owners) and all(self._one_layer_class(o) for o in owners)
 
+    def _one_layer_project_class(self, call: cst.Call) -> bool:
+        """`call` builds a class of another project module whose methods build exactly one layer with weights
+        (`class LogisticRegression(nn.Module)` holding one `nn.Linear`), and that has no project base class."""
+        from gpulint.analysis.calls import project_calls
+        from gpulint.analysis.project import ClassSummary, _dotted
+
+        calls = self.analysis.fact(project_calls)
+        found = calls._lookup(call.func) if calls is not None else None
+        if not isinstance(found, ClassSummary) or any(calls.project.lookup(found.path, b) is not None
+                                                      for b in found.bases):
+            return False
+        info = calls.project.module(found.path)
+        if info is None:
+            return False
+        layers = [n for fn in found.methods.values() for n in ast.walk(fn) if isinstance(n, ast.Call) and
+                  info.qualify(_dotted(n.func) or "") in _WEIGHT_LAYERS]
+        return len(layers) == 1
+
     def _one_layer_class(self, owner: cst.Name, depth: int = 0) -> bool:
         from gpulint.analysis.node_types import of_types
 
@@ -1038,8 +1073,12 @@ class TrainingFacts:
             if self.analysis.qualified(value.func) in _WEIGHT_LAYERS:
                 continue  # one layer
             cls = classes.get(value.func.value) if type(value.func) is cst.Name else None
-            if cls is None or sum(1 for n in _all_below(cls) if type(n) is cst.Call and
-                                  self.analysis.qualified(n.func) in _WEIGHT_LAYERS) != 1:
+            if cls is None:
+                if self._one_layer_project_class(value):
+                    continue  # `LogisticRegression(n_features, n_classes)` of the project's modules
+                return False
+            if sum(1 for n in _all_below(cls) if type(n) is cst.Call and
+                   self.analysis.qualified(n.func) in _WEIGHT_LAYERS) != 1:
                 return False
         return True
 
@@ -1352,7 +1391,7 @@ def _class_chain(project, cls, depth: int = 0) -> list:
     return chain
 
 
-def _member_moves_to_cuda(chain: list, member: str) -> bool:
+def _member_moves_to_cuda(chain: list, member: str, outer=None) -> bool:
     """Every store of `self.<member>` in the classes of `chain` that moves it (`= x.to(dev)`, `= x.cuda()`)
     moves it to a possible CUDA device (`_self_device`), and there is one."""
     from gpulint.analysis.project import _is_dtype, _self_stores
@@ -1369,11 +1408,11 @@ def _member_moves_to_cuda(chain: list, member: str) -> bool:
                 device = value.args[0] if value.args else next(
                     (k.value for k in value.keywords if k.arg == "device"), None)
                 if device is not None and not _is_dtype(device):
-                    moves.append(_self_device(chain, device))
+                    moves.append(_self_device(chain, device, outer=outer if cls is chain[0] else None))
     return bool(moves) and all(moves)
 
 
-def _self_device(chain: list, device: ast.expr, depth: int = 0) -> bool:
+def _self_device(chain: list, device: ast.expr, depth: int = 0, outer=None) -> bool:
     """`device` may be a CUDA device, and is nothing else than CUDA or the CPU: "cuda:0", `torch.device("cuda"
     if c else "cpu")`, or a `self.<attr>` every store of which in `chain` is one of these (`self.dev = "cuda:0"`
     on one branch of an option, `"cpu"` on the other), one of them CUDA."""
@@ -1441,6 +1480,19 @@ def _self_device(chain: list, device: ast.expr, depth: int = 0) -> bool:
                 if one is None:
                     return None
                 found |= one
+            return found or None
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and outer is not None:
+            # `self.device = torch.device(args.device)` with the script's `args.device = "cuda"` on one branch
+            # and `"cpu"` on the other (`outer`: the module's own assignments of that attribute)
+            values = outer(expr.value.id, expr.attr)
+            found = set()
+            for value in values:
+                text = string_value(value)
+                if text is None:
+                    return None
+                if not (text.startswith("cuda") or text == "cpu"):
+                    return None
+                found.add("cuda" if text.startswith("cuda") else "cpu")
             return found or None
         return None
 
