@@ -17,7 +17,7 @@ many copies of it), and a pre-0.4 CIFAR script (thirty-fourth landing):
 
 from __future__ import annotations
 
-from projects import lint_files
+from projects import check, lint_files, write_project
 
 FIT = """\
     import torch
@@ -161,3 +161,58 @@ def test_a_summed_legacy_loss_read_is_a_read(tmp_path):
 def test_a_criterions_value_read_the_legacy_way_in_an_evaluation_loop_is_a_read(tmp_path):
     found = lint_files(tmp_path, {"train.py": LEGACY}, "GPU101")
     assert ("train.py", 28, "GPU101") in found and ("train.py", 29, "GPU101") not in found
+
+
+LOSS = """\
+    import torch
+    import torch.nn as nn
+
+
+    class YOLOLoss(nn.Module):
+        def __init__(self, anchors, num_classes):
+            super().__init__()
+            self.anchors = anchors
+            self.num_classes = num_classes
+
+        def forward(self, l, input, targets=None):
+            bs, _, in_h, in_w = input.shape
+            x = torch.sigmoid(input[:, 0])
+            grid_x = torch.linspace(0, in_w - 1, in_w).repeat(in_h, 1).view(x.shape).type_as(x)
+            best_ns = torch.argmax(self.calculate_iou(targets[0].cpu(), torch.FloatTensor(self.anchors)), dim=-1)
+            for t, best_n in enumerate(best_ns):
+                if best_n not in [0, 1, 2]:
+                    continue
+            return ((x - grid_x) ** 2).mean()
+
+        def calculate_iou(self, _box_a, _box_b):
+            inter = torch.min(_box_a[:, 2:].unsqueeze(1), _box_b[:, 2:].unsqueeze(0)).clamp(min=0).prod(2)
+            area_a = ((_box_a[:, 2] - _box_a[:, 0]) * (_box_a[:, 3] - _box_a[:, 1])).unsqueeze(1)
+            return inter / area_a
+"""
+
+SCRIPT = TRAIN.replace("from utils_fit import fit_one_epoch\n",
+                       "from utils_fit import fit_one_epoch\n    from yolo_training import YOLOLoss\n")
+SCRIPT = SCRIPT.replace("        gen = DataLoader(train_dataset, batch_size=16",
+                        "        yolo_loss = YOLOLoss(anchors, 80)\n        gen = DataLoader(train_dataset, batch_size=16")
+
+
+def _loss(tmp_path, loss=LOSS, fit=FIT):
+    return lint_files(tmp_path, {"utils_fit.py": fit, "train.py": SCRIPT, "yolo_training.py": loss},
+                      "GPU203", "GPU105")
+
+
+def test_a_loss_instance_handed_to_a_helper_that_calls_it_every_step_runs_its_forward_every_step(tmp_path):
+    write_project(tmp_path, {"utils_fit.py": FIT, "train.py": SCRIPT, "yolo_training.py": LOSS}, dedent=True)
+    items = check(tmp_path, "--no-cache", "--exit-zero", "--select", "GPU203", ".")
+    copy = [d for d in items if d["filename"].endswith("yolo_training.py") and d["location"]["row"] == 14]
+    # the call in the helper's step loop is named, not an assumed forward pass
+    assert copy and "which `yolo_loss(...)` runs every step" in copy[0]["message"], items
+
+
+def test_a_method_that_never_reads_self_computes_where_its_host_arguments_are(tmp_path):
+    assert ("yolo_training.py", 17, "GPU105") not in _loss(tmp_path)
+
+
+def test_a_method_reading_self_may_compute_on_the_device(tmp_path):
+    loss = LOSS.replace("            return inter / area_a\n", "            return inter / area_a * self.scale\n")
+    assert ("yolo_training.py", 17, "GPU105") in _loss(tmp_path, loss=loss)

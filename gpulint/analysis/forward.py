@@ -41,6 +41,7 @@ from gpulint.analysis.unset_options import first_step_only, hasattr_self, unset_
 from gpulint.analysis.helper_sites import function_fed_by_a_gpu_file, helpers_feed_a_gpu, imported_helper_site, \
     passed_object_site
 from gpulint.analysis.vec_env_wrappers import vec_env_site
+from gpulint.analysis.stepping_functions import stepping_site
 from gpulint.analysis.overrides import override_site
 from gpulint.analysis.framework_steps import framework_site
 from gpulint.analysis.inherited_calls import inherited_site
@@ -761,7 +762,7 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
         callers = _handed_by_dicts(project, cls) or _handed_by_choosers(project, cls)
     if not callers:  # the common case, decided from text and `ast` alone
         if member == "forward" and cls is not None and project.is_module_class(cls):
-            return _submodule_site(project, path, cls)
+            return _submodule_site(project, path, cls) or stepping_site(project, path, cls)
         if member == "__call__" and cls is not None and member in cls.methods:
             return _submodule_site(project, path, cls, member)  # a postprocessor a model's forward calls
         return None
@@ -800,7 +801,7 @@ def _find_site(project: Project, path: Path, class_name: str, member: str = "for
                                     f"{cls.name}.{member}")
     # no training file's hot loop calls it: it may still be a submodule of a per-step module (`self.encoder =
     # TabNetEncoder(...)` in a model file whose own `for step in range(self.n_steps):` made it a training file)
-    return _submodule_site(project, path, cls) if member == "forward" else \
+    return (_submodule_site(project, path, cls) or stepping_site(project, path, cls)) if member == "forward" else \
         _submodule_site(project, path, cls, member) if member == "__call__" and cls is not None else None
 
 

@@ -184,13 +184,19 @@ def computed_where_given(analysis, call: cst.Call) -> Optional[list]:
 
     calls = analysis.fact(project_calls)
     target = (calls.callee(call, own_module=True) or calls.local_callee(call)) if calls is not None else None
-    if target is None or target[2] or "." in target[1].qualname:
-        return None  # a method: `self` may hold a model or a device
+    if target is None:
+        return None
     summary = target[1]
+    method = target[2] or "." in summary.qualname
+    if method and not (type(call.func) is cst.Attribute and type(call.func.value) is cst.Name and
+                       call.func.value.value == "self" and summary.params and summary.params[0] == "self"):
+        return None  # a method of another object: what it is cannot be told here
     cache = analysis.fact(_where_given_answers)
     key = (str(summary.path), summary.qualname)
     if key not in cache:
-        cache[key] = _computes_where_given(analysis, summary)
+        # a method counts only where it never reads `self` (YOLO's `self.calculate_iou(gt_box, anchors)`): `self`
+        # may hold a model or a device
+        cache[key] = _computes_where_given(analysis, summary, "self" if method else None)
     if not cache[key]:
         return None
     return [a.value for a in call.args if a.keyword is None]
@@ -201,7 +207,7 @@ def _where_given_answers(analysis) -> dict:
     return {}
 
 
-def _computes_where_given(analysis, summary) -> bool:
+def _computes_where_given(analysis, summary, receiver: Optional[str] = None) -> bool:
     import ast
 
     from gpulint.analysis.forward import _project_of
@@ -214,6 +220,9 @@ def _computes_where_given(analysis, summary) -> bool:
         return False
     params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
     if fn.args.vararg or fn.args.kwarg:
+        return False
+    if receiver is not None and any(isinstance(n, ast.Name) and n.id == receiver
+                                    for stmt in fn.body for n in ast_walk.walk(stmt)):
         return False
     local = params | {n.id for n in ast_walk.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     returns = 0
@@ -243,6 +252,9 @@ def _computes_where_given(analysis, summary) -> bool:
             root = func
             while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
                 root = root.func if isinstance(root, ast.Call) else root.value
+            if isinstance(root, (ast.BinOp, ast.UnaryOp)) and all(
+                    n.id in local or n.id in _NUMERIC_MODULES for n in ast.walk(root) if isinstance(n, ast.Name)):
+                continue  # `(a[:, 2] - a[:, 0]).unsqueeze(1)`: a method of arithmetic on the function's own values
             if not isinstance(root, ast.Name) or not (root.id in _NUMERIC_MODULES or root.id in local):
                 return False
     return returns > 0

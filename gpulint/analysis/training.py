@@ -1030,9 +1030,21 @@ class TrainingFacts:
         info = calls.project.module(found.path)
         if info is None:
             return False
-        layers = [n for fn in found.methods.values() for n in ast.walk(fn) if isinstance(n, ast.Call) and
-                  info.qualify(_dotted(n.func) or "") in _WEIGHT_LAYERS]
-        return len(layers) == 1
+        layers = 0
+        for fn in found.methods.values():
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.For, ast.While, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)) \
+                        and any(isinstance(n, ast.Call) and info.qualify(_dotted(n.func) or "") in _WEIGHT_LAYERS
+                                for n in ast.walk(node)):
+                    return False  # `nn.ModuleList(nn.Linear(d, d) for _ in range(4))`: a layer per block
+                if not isinstance(node, ast.Call):
+                    continue
+                dotted = _dotted(node.func) or ""
+                if info.qualify(dotted) in _WEIGHT_LAYERS:
+                    layers += 1
+                elif dotted and isinstance(calls.project.lookup(found.path, dotted), ClassSummary):
+                    return False  # a submodule of the project's own (`Gate(dim)`): more than one layer
+        return layers == 1
 
     def _one_layer_class(self, owner: cst.Name, depth: int = 0) -> bool:
         from gpulint.analysis.node_types import of_types
