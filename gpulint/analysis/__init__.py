@@ -371,6 +371,7 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
         from gpulint.analysis.host_models import host_model_loop
 
         loops.host_model_loop = lambda loop: host_model_loop(analysis, loop)
+        loops.generator_source = lambda call: _generator_source(analysis, call)
         from gpulint.analysis.uncalled import uncalled
 
         loops.uncalled = lambda fn: uncalled(analysis, fn)
@@ -601,6 +602,13 @@ def _steps_backward(project, cls, name: str, depth: int = 0, seen: Optional[set]
         if isinstance(n.func.value, ast.Name) and n.func.value.id == "self":
             called.append(n.func.attr)
     return depth < 3 and any(_steps_backward(project, cls, m, depth + 1, seen) for m in called)
+
+
+def _generator_source(analysis: ModuleAnalysis, call: cst.Call) -> Optional[cst.BaseExpression]:
+    """What a project generator called by `call` hands on the items of (`DataFacts._project_generator_source`)."""
+    from gpulint.analysis.data_facts import data_facts
+
+    return data_facts(analysis)._project_generator_source(call)
 
 
 def _project_network(analysis: ModuleAnalysis, name: cst.Name) -> bool:

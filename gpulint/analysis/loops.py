@@ -104,6 +104,8 @@ class LoopAnalysis:
         # analysis/host_models.py: the loop runs only a model built in host memory and never moved, in code
         # that names no device
         self.host_model_loop: Optional[Callable[[Loop], bool]] = None
+        # the argument a call of a project generator hands on the items of (`metric_logger.log_every(t, 50)`)
+        self.generator_source: Optional[Callable[[cst.Call], Optional[cst.BaseExpression]]] = None
         # analysis/forward.py: the call site that runs a function every step from a loop elsewhere, or None
         self.per_step_caller: Optional[Callable[[cst.FunctionDef], Optional[object]]] = None
         # analysis/__init__.py: whether a call runs the function passed as its argument (by position, or by
@@ -257,6 +259,8 @@ class LoopAnalysis:
             return LoopRole.HOT
         if self._rollout(loop) or self._rollout_pass(loop):
             return LoopRole.HOT
+        if self._chunked_pass(loop):
+            return LoopRole.HOT
         if not self._iterates_tensor_math(loop):
             return LoopRole.COLD
         if self.periodic_only is not None:
@@ -265,6 +269,49 @@ class LoopAnalysis:
                 return LoopRole.COLD  # a method the project calls every N steps only (analysis/periodic_methods.py)
         self._math_only.add(id(loop))
         return LoopRole.HOT
+
+    def _chunked_pass(self, loop: Loop) -> bool:
+        """`for i in range(0, num_text, text_bs): text = texts[i: min(num_text, i + text_bs)]; ...;
+        model.text_encoder(...)`: a pass over data in chunks the loop slices itself, running a model on each
+        chunk (an evaluation's or an embedding extraction's batches without a loader). A `range` over a count not
+        written out, a slice whose start reads the loop's counter, and a model call in the loop's own body."""
+        if type(loop) is cst.For and self._over_tensor_rows(loop.iter):
+            # `for i, sims in enumerate(metric_logger.log_every(sims_matrix[start:end], 50, header)):` running
+            # the fusion encoder on each row: one model pass per item of a tensor
+            return any(type(n) is cst.Call and self._runs_a_model(n) and not _names_a_loss(n.func)
+                       for n in self._body(loop, into_loops=False))
+        if type(loop) is not cst.For or type(loop.target) is not cst.Name or type(loop.iter) is not cst.Call or \
+                dotted_name(loop.iter.func) != "range" or not _many_range_iterations(loop.iter):
+            return False
+        counter = loop.target.value
+        sliced = ran = False
+        for node in self._body(loop, into_loops=False):
+            if type(node) is cst.Subscript and not sliced:
+                for element in node.slice:
+                    part = element.slice
+                    if type(part) is cst.Slice and part.lower is not None and any(
+                            type(n) is cst.Name and n.value == counter for n in descendants(part.lower)):
+                        sliced = True
+            elif type(node) is cst.Call and not ran and self._runs_a_model(node) and not _names_a_loss(node.func):
+                ran = True
+            if sliced and ran:
+                return True
+        return False
+
+    def _over_tensor_rows(self, iterable: cst.BaseExpression) -> bool:
+        """`iterable` yields the rows of a tensor: the tensor itself (or a slice of it), through `enumerate` or a
+        project generator handing on the items it is given (`metric_logger.log_every(t, 50)`)."""
+        for _ in range(3):
+            if type(iterable) is cst.Call and dotted_name(iterable.func) == "enumerate" and iterable.args:
+                iterable = iterable.args[0].value
+            elif type(iterable) is cst.Call:
+                handed = self.generator_source(iterable) if self.generator_source is not None else None
+                if handed is None:
+                    return False
+                iterable = handed
+            else:
+                break
+        return type(iterable) in (cst.Name, cst.Subscript, cst.Attribute) and self.kinds.of(iterable) is Kind.TENSOR
 
     def _per_device(self, loop: Loop) -> bool:
         """`for k in range(num_gpu):` with `num_gpu = torch.cuda.device_count()` (or the call itself): one
