@@ -941,6 +941,11 @@ class KindInference:
             if result is Kind.UNKNOWN and all(k is Kind.UNKNOWN for k in kinds) and \
                     self._backward_called_on(name, scope):
                 result = Kind.TENSOR  # `loss = self._loss_step(batch) * n` ... `loss.backward()`
+            elif result is Kind.UNKNOWN and all(k is Kind.UNKNOWN for k in kinds) and \
+                    all(_moved_value(b) for b in bindings) and self._called_in(name, scope):
+                # `G = legacy.load_network_pkl(f)['G_ema'].to(device)`, then `img = G(z, label)`: a value moved to
+                # a device and called is a module (a tensor is not callable)
+                result = Kind.MODULE
             elif result is Kind.NUMBER and _started_at_a_number(bindings, kinds) and \
                     self._backward_called_on(name, scope):
                 # `gen_loss = 0.0`, then `gen_loss += self.criterion["mel"](y_, y)` (a loss held in a dict or
@@ -1033,6 +1038,14 @@ class KindInference:
                         isinstance(self.index.parent.get(attribute), cst.Call):
                     scopes.append(self.index.enclosing_scope(node))
         return any(s is scope for s in scopes)
+
+    def _called_in(self, name: str, scope: Scope) -> bool:
+        """`name(...)` is called in `scope`."""
+        for node in self.index.names(name):
+            call = self.index.parent.get(node)
+            if isinstance(call, cst.Call) and call.func is node and self.index.enclosing_scope(node) is scope:
+                return True
+        return False
 
     def _backward_called_on(self, name: str, scope: Scope, depth: int = 0) -> bool:
         """`name.backward()` is called in `scope`: whatever the name is bound to there is a tensor."""
@@ -1996,6 +2009,15 @@ def _part_of_a_value(b: Binding) -> bool:
 _STR_ONLY_METHODS = frozenset({"find", "rfind", "lower", "upper", "strip", "lstrip", "rstrip", "startswith",
                                "endswith", "encode", "isdigit", "isalpha", "isalnum", "isspace", "casefold",
                                "capitalize", "ljust", "rjust", "zfill", "splitlines", "partition", "rpartition"})
+
+
+def _moved_value(b: Binding) -> bool:
+    """`name = <value>.to(device)` / `.cuda()` (after `.eval()`, `.train()`, `.requires_grad_(False)`): an
+    assignment of a value moved to a device."""
+    value = b.value if b.kind == "assign" and b.index is None else None
+    if type(value) is not cst.Call or type(value.func) is not cst.Attribute:
+        return False
+    return value.func.attr.value in ("to", "cuda")
 
 
 def _started_at_a_number(bindings: list[Binding], kinds: list[Kind]) -> bool:
