@@ -59,6 +59,8 @@ class HostTensorMovedEachStep(Rule):
     The output of a tokenizer or processor called with `return_tensors="pt"` (`self.tokenizer(captions,
     return_tensors="pt").to(image.device)`, its `.input_ids`, a name bound to it in the step) is the same: the
     tokens are built as CPU tensors in pageable memory, and copied to the GPU every step.
+    So is `target.new_tensor([n], dtype=torch.long)` of Python numbers on a device tensor (a count made a tensor
+    for `all_reduce`): built on the host from the values, then copied to `target`'s device.
     In a program that sets a CUDA default tensor type or device (`torch.set_default_tensor_type(
     'torch.cuda.FloatTensor')`, `torch.set_default_device("cuda")`, in the module or in a project script that
     imports it), `torch.Tensor([1e10])`, `torch.Tensor(numpy_array)` and `torch.tensor(host_list)` build CUDA
@@ -267,6 +269,9 @@ class HostTensorMovedEachStep(Rule):
                  "device (the sizes rarely change), or build it there (`torch.arange(n, device=...)`)"
     table_rows = "`{table}` lives on the host: indexing it with `{index}` (built this step) and copying the rows " \
                  "to the GPU costs a copy every step; move `{table}` to the device once, where it is defined"
+    new_tensor_values = "`{tensor}.new_tensor(...)` of Python numbers builds the tensor on the host and copies it to " \
+                        "the GPU from pageable memory every step, waiting for the GPU; keep the count on the host, " \
+                        "or build it once before the loop"
     legacy = "`torch.{factory}(...)` (the legacy constructor) builds the tensor on the host (from host data or sizes) and " \
              "copies it from pageable memory every step, waiting for the GPU; build it once before the loop, or " \
              "keep the data on the device"
@@ -438,7 +443,8 @@ class HostTensorMovedEachStep(Rule):
                     type(strip_same_on_device(self, node.func.value)) is cst.Name:  # type: ignore[union-attr]
                 self._built_then_moved(node)  # `t = th.rand((B,))`, then `t = t.to(x1)`: no fix
                 return
-            if not self._cuda_legacy(node) and not self._cast_to_device(node) and not self._helper_copy(node):
+            if not self._cuda_legacy(node) and not self._cast_to_device(node) and not self._helper_copy(node) and \
+                    not self._new_tensor_of_host_values(node):
                 self._from_host_values(node)
             return
         if self._sample_copy(node):
@@ -667,6 +673,47 @@ class HostTensorMovedEachStep(Rule):
         return q in ("torch.tensor", "torch.as_tensor") and bool(data) and (
             self.analysis.kind(data[0]) in (Kind.NUMBER, Kind.OTHER, Kind.NUMPY) or _shape_read(data[0]) or
             narrowed_from_tensors(self.analysis, data[0]))
+
+    def _new_tensor_of_host_values(self, node: cst.Call) -> bool:
+        """`target.new_tensor([n], dtype=torch.long)` of a device tensor `target`, given Python numbers (a list of
+        them, or a name of one): built on the host from the values and copied to `target`'s device, a pageable
+        copy every step (semseg's per-step count for `all_reduce`). Reported, no fix (`torch.tensor(..., device=)`
+        copies the same values). True when it is that call."""
+        func = node.func
+        if type(func) is not cst.Attribute or func.attr.value != "new_tensor" or has_star_args(node) or \
+                keyword(node, "device") is not None or not (self.analysis.is_device_tensor(func.value) or
+                                                            data_facts(self.analysis).on_device(func.value)):
+            return False
+        data = positional(node)
+        if not data:
+            return False
+        values = data[0]
+        elements = [e.value for e in values.elements] if type(values) in (cst.List, cst.Tuple) else [values]
+        if not elements or any(isinstance(e, cst.StarredElement) for e in getattr(values, "elements", ())) or \
+                not all(self._python_number(e) for e in elements):
+            return False
+        where = self.where(node)
+        if where:
+            self.report(node, self.new_tensor_values.format(tensor=_short(self.analysis.code(func.value))),
+                        where=where)
+        return True
+
+    def _python_number(self, expr: cst.BaseExpression) -> bool:
+        """A Python number: a literal, a value of kind NUMBER, a size read (`x.size(0)`, `x.shape[0]`, `len(x)`),
+        or a name every assignment of which is one of these or a `.item()` read."""
+        if type(expr) in (cst.Integer, cst.Float) or self.analysis.kind(expr) is Kind.NUMBER or _shape_read(expr):
+            return True
+        if type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value == "len":
+            return True
+        if type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in ("size", "item",
+                                                                                                    "numel", "dim"):
+            return True
+        if type(expr) is cst.Name:
+            bindings = data_facts(self.analysis).bindings(expr)
+            return bool(bindings) and all(b.kind == "assign" and b.index is None and b.value is not None and
+                                          type(b.value) is not cst.Name and self._python_number(b.value)
+                                          for b in bindings)
+        return False
 
     def _from_host_values(self, node: cst.Call) -> None:
         """`torch.tensor((w, h), device=device)`: the values are on the host, so the tensor is built there and
