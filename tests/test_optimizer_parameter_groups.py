@@ -174,3 +174,56 @@ def test_a_trainers_parameter_groups_of_its_models_submodules_on_the_scripts_cud
 def test_a_trainers_parameter_groups_on_a_device_the_script_does_not_set_stay_quiet(tmp_path):
     text = TRAINER.replace('            args.device = "cuda"\n', '            args.device = args.gpu_name\n')
     assert not lint_files(tmp_path, {"train.py": text}, "GPU402")
+
+
+CHOSEN = """\
+    import torch
+    import torch.nn as nn
+    import torch.optim as optim
+    from nets.yolo import YoloBody
+    from utils.utils_fit import fit_one_epoch
+
+    if __name__ == "__main__":
+        optimizer_type = "sgd"
+        model = YoloBody(80)
+        model_train = model.train()
+        model_train = torch.nn.DataParallel(model_train)
+        model_train = model_train.cuda()
+        pg0, pg1, pg2 = [], [], []
+        for k, v in model.named_modules():
+            if hasattr(v, "bias") and isinstance(v.bias, nn.Parameter):
+                pg2.append(v.bias)
+            if isinstance(v, nn.BatchNorm2d) or "bn" in k:
+                pg0.append(v.weight)
+            elif hasattr(v, "weight") and isinstance(v.weight, nn.Parameter):
+                pg1.append(v.weight)
+        optimizer = {
+            "adam": optim.Adam(pg0, 1e-3, betas=(0.937, 0.999)),
+            "sgd": optim.SGD(pg0, 1e-2, momentum=0.937, nesterov=True),
+        }[optimizer_type]
+        optimizer.add_param_group({"params": pg1, "weight_decay": 5e-4})
+        optimizer.add_param_group({"params": pg2})
+        for epoch in range(300):
+            fit_one_epoch(model_train, optimizer, gen)
+"""
+
+FIT = """\
+    def fit_one_epoch(model_train, optimizer, gen):
+        for iteration, (images, targets) in enumerate(gen):
+            images = images.cuda(non_blocking=True)
+            optimizer.zero_grad()
+            loss = model_train(images).mean()
+            loss.backward()
+            optimizer.step()
+"""
+
+
+def test_the_optimizer_a_literal_option_picks_from_a_dict_over_the_models_named_modules(tmp_path):
+    found = lint_files(tmp_path, {"train.py": CHOSEN, "utils/utils_fit.py": FIT}, "GPU402")
+    assert found == {("train.py", 23, "GPU402")}, found  # the `sgd` entry only: the option picks it
+
+
+def test_a_model_never_moved_under_any_of_its_names_keeps_the_dict_quiet(tmp_path):
+    text = CHOSEN.replace("        model_train = model_train.cuda()\n", "")
+    fit = FIT.replace("images.cuda(non_blocking=True)", "images")
+    assert not lint_files(tmp_path, {"train.py": text, "utils/utils_fit.py": fit}, "GPU402")

@@ -158,6 +158,18 @@ class TrainingFacts:
             return False
         return any(_imported_cuda(calls.project, Path(self.analysis.path), name) for name in sorted(names))
 
+    def stored_by(self, call: cst.Call) -> Optional[cst.CSTNode]:
+        """The node holding `call`'s value: its parent, or for a choice between several by a key (`optimizer =
+        {'adam': optim.Adam(...), 'sgd': optim.SGD(...)}[optimizer_type]`) the assignment of the chosen one."""
+        parent = self.analysis.parent(call)
+        if type(parent) is cst.DictElement and parent.value is call:
+            table = self.analysis.parent(parent)
+            chosen = self.analysis.parent(table) if type(table) is cst.Dict else None
+            holder = self.analysis.parent(chosen) if type(chosen) is cst.Subscript and chosen.value is table else None
+            if type(holder) is cst.Assign:
+                return holder
+        return parent
+
     def trainer_steps(self, optimizer: cst.Call) -> bool:
         """The optimizer built by `optimizer` (`opt = torch.optim.AdamW(...)`) is handed, in the same function, to
         a top-level project function whose loop runs `.backward()` and steps it (`opt.step()` or
@@ -172,7 +184,7 @@ class TrainingFacts:
         if calls is None:
             return False
         built = optimizer
-        stmt = self.analysis.parent(optimizer)
+        stmt = self.stored_by(optimizer)
         if type(stmt) is cst.Arg and not stmt.star:
             # `TransformerOptimizer(torch.optim.Adam(...), k, warmup)`: a project wrapper whose `step` steps the
             # optimizer it keeps (a learning-rate schedule written as a class)
@@ -188,6 +200,8 @@ class TrainingFacts:
             stmt = self.analysis.parent(wrapper)
         if type(stmt) is not cst.Assign or len(stmt.targets) != 1 or type(stmt.targets[0].target) is not cst.Name:
             return False
+        if type(stmt.value) is cst.Subscript and stmt.value is not built:
+            built = stmt.value  # `{'adam': ..., 'sgd': optim.SGD(...)}[optimizer_type]`: the chosen one
         name = stmt.targets[0].target.value
         scope = self.index.enclosing_scope(optimizer)
         for node in self.index.names(name):
@@ -433,7 +447,30 @@ class TrainingFacts:
         for node in self._method_calls_on().get(name.value, ()):
             if self.index.enclosing_scope(node) is scope:
                 moves.extend(self._moves(node))
+        if not moves and depth < 3:
+            # `model_train = model.train()` (the same module), then `model_train = DataParallel(model_train)` and
+            # `model_train = model_train.cuda()`: the other name's moves move this model
+            for alias in self._aliases_of(name, scope):
+                moves.append(self.module_on_cuda(alias, depth + 1))
         return bool(moves) and all(moves)
+
+    def _aliases_of(self, name: cst.Name, scope) -> list[cst.Name]:
+        """Other names of the scope bound to `name` itself, to `name.train()`/`name.eval()`, or to a wrapper of
+        it (`DataParallel(name)`): the same module under another name."""
+        found: list[cst.Name] = []
+        for node in of_types(self.index, cst.Assign):
+            if len(node.targets) != 1 or type(node.targets[0].target) is not cst.Name or \
+                    node.targets[0].target.value == name.value or self.index.enclosing_scope(node) is not scope:
+                continue
+            value = node.value
+            if type(value) is cst.Call and self.analysis.qualified(value.func) in _MODEL_WRAPPERS and value.args:
+                value = value.args[0].value
+            while type(value) is cst.Call and type(value.func) is cst.Attribute and not value.args and \
+                    value.func.attr.value in ("train", "eval"):
+                value = value.func.value
+            if type(value) is cst.Name and value.value == name.value:
+                found.append(node.targets[0].target)
+        return found
 
     def _handed_back_element(self, call: cst.Call, index: int, depth: int) -> bool:
         """Element `index` of what this module's function `call` returns is a model it moved to CUDA (SupContrast's
@@ -836,6 +873,9 @@ class TrainingFacts:
                 owners.setdefault(id(node.value), node.value)
             elif type(node) is cst.Name and not _is_attribute_name(self.analysis, node):
                 bindings = data_facts(self.analysis).bindings(node)
+                for module in self._walked_modules_of(node, bindings):
+                    # `pg1.append(v.weight)` for `k, v in model.named_modules()`: the model's own parameters
+                    owners.setdefault(id(module), module)
                 for b in bindings:
                     if b.kind == "assign" and b.value is not None:
                         for owner in self.parameter_owners(b.value, depth + 1):
@@ -845,6 +885,24 @@ class TrainingFacts:
                     for owner in self.parameter_owners(added, depth + 1):
                         owners.setdefault(id(owner), owner)
         return list(owners.values())
+
+    def _walked_modules_of(self, name: cst.Name, bindings) -> list[cst.Name]:
+        """The model whose submodules a loop binds the name to: `for k, v in model.named_modules():` (the second
+        element) or `for v in model.modules():`; the loop around the read, else every binding such a loop over
+        one model."""
+        found: list[cst.Name] = []
+        around = [b for b in bindings if b.kind == "for" and b.source is not None and
+                  self.index.is_ancestor_or_self(b.source, name)]
+        for b in around[-1:] or bindings:
+            value = b.value if b.kind == "for" else None
+            if type(value) is not cst.Call or type(value.func) is not cst.Attribute or \
+                    type(value.func.value) is not cst.Name or value.args:
+                return []
+            method = value.func.attr.value
+            if not (method == "modules" and b.index is None or method == "named_modules" and b.index == 1):
+                return []
+            found.append(value.func.value)
+        return found[:1] if found and len({f.value for f in found}) == 1 else []
 
     def _appended(self, name: cst.Name, bindings) -> list[cst.BaseExpression]:
         """What `name.append(x)` / `name.extend(x)` adds to a list `name` is bound to empty (`params = []`) in

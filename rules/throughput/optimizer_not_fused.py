@@ -204,6 +204,26 @@ class OptimizerNotFused(GpuRule):
         return any(type(r) is cst.Return and type(r.value) is cst.Name and r.value.value == name
                    and self.analysis.index.enclosing_function(r) is fn for r in _walk_returns(fn))
 
+    def _the_chosen_entry(self, node: cst.Call, stored: cst.Assign) -> bool:
+        """`node` is the entry of `{key: optimizer, ...}[choice]` the choice picks where `choice` is a string
+        literal or a name bound only to one in the module (`optimizer_type = "sgd"`); every entry when the
+        choice is not known."""
+        entry = self.analysis.parent(node)
+        chosen = stored.value
+        key = string_value(entry.key) if type(entry) is cst.DictElement else None
+        if type(chosen) is not cst.Subscript or len(chosen.slice) != 1 or \
+                type(chosen.slice[0].slice) is not cst.Index or key is None:
+            return True
+        choice = chosen.slice[0].slice.value
+        values = [choice]
+        if type(choice) is cst.Name:
+            bindings = data_facts(self.analysis).bindings(choice)
+            values = [b.value for b in bindings if b.kind == "assign" and b.index is None]
+            if not bindings or len(values) != len(bindings):
+                return True
+        texts = {string_value(v) if v is not None else None for v in values}
+        return None in texts or key in texts
+
     def _timm_factory(self, node: cst.Call) -> None:
         """timm's `create_optimizer(args, model)` / `create_optimizer_v2(model, opt=..., ...)` (DeiT's recipe and
         the scripts built on it) building a torch optimizer by name: `args.opt` with a literal default
@@ -272,7 +292,9 @@ class OptimizerNotFused(GpuRule):
         if params is None:
             return
         facts = training_facts(self.analysis)
-        stored = self.analysis.parent(node)
+        stored = facts.stored_by(node)
+        if stored is not self.analysis.parent(node) and not self._the_chosen_entry(node, stored):
+            return  # `{'adam': ..., 'sgd': ...}[optimizer_type]` with `optimizer_type = "sgd"`: the others never run
         stored_on_self = type(stored) is cst.Assign and len(stored.targets) == 1 \
             and type(stored.targets[0].target) in (cst.Attribute, cst.Subscript)
         if not (type(stored) is cst.Assign and len(stored.targets) == 1 and type(stored.targets[0].target) is cst.Name) \
