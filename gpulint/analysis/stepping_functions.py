@@ -27,6 +27,7 @@ from gpulint import ast_walk
 from gpulint.analysis.lazy_module import LazyModuleInfo
 
 _FILES = 8  # files naming the class that build an instance of it, read per question
+_EXAMINED = 24  # files naming the class looked at per question, building one or not
 
 
 def stepping_site(project, path: Path, cls):
@@ -43,7 +44,9 @@ def _find(project, cls):
     from gpulint.analysis.project import ClassSummary, FunctionSummary, _dotted
 
     read = 0
-    for file in project.files_naming(cls.name):
+    for examined, file in enumerate(project.files_naming(cls.name)):
+        if examined == _EXAMINED:
+            break  # a name many files mention (`Model`): the first ones in the project's order
         if project.is_test(file):
             continue
         info = project.module(file)
