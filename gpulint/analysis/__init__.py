@@ -605,10 +605,10 @@ def _steps_backward(project, cls, name: str, depth: int = 0, seen: Optional[set]
 
 
 def _generator_source(analysis: ModuleAnalysis, call: cst.Call) -> Optional[cst.BaseExpression]:
-    """What a project generator called by `call` hands on the items of (`DataFacts._project_generator_source`)."""
+    """What a project generator called by `call` hands on the items of (`DataFacts.project_generator_source`)."""
     from gpulint.analysis.data_facts import data_facts
 
-    return data_facts(analysis)._project_generator_source(call)
+    return data_facts(analysis).project_generator_source(call)
 
 
 def _project_network(analysis: ModuleAnalysis, name: cst.Name) -> bool:

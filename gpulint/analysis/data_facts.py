@@ -416,7 +416,7 @@ class DataFacts:
                 return [c for arg in positional(expr) for c in self.loaders(arg, depth + 1)] + [
                     c for arg in expr.args if arg.star == "*" and type(arg.value) is cst.Name and
                     a.kinds.holds_loaders(arg.value) for c in self._listed_loaders(arg.value, depth + 1)]
-            handed_on = self._generator_source(expr) or self._project_generator_source(expr)
+            handed_on = self._generator_source(expr) or self.project_generator_source(expr)
             if handed_on is not None:  # `cycle(loader)`: a generator that yields the loader's batches
                 return self.loaders(handed_on, depth + 1)
             return [expr] if self.factory(expr) is not None else []
@@ -532,7 +532,7 @@ class DataFacts:
         entry = self._factories.get(dotted) if dotted is not None else None
         return entry[1].returns_loader_at if entry is not None and entry[1] is not None else None
 
-    def _project_generator_source(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+    def project_generator_source(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """For a call of a project generator (another module's, or a method resolved through its instance:
         `metric_logger.log_every(data_loader, print_freq)`) that hands on the items of a parameter
         (`FunctionSummary.yields_param`): the argument the call passes for it."""

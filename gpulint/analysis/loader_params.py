@@ -121,7 +121,7 @@ def _generator_argument(analysis, call: cst.Call) -> Optional[cst.BaseExpression
     facts = data_facts(analysis)
     handed = facts._generator_source(call) if analysis.loops.local_function(call) is not None else None
     if handed is None:
-        handed = facts._project_generator_source(call)
+        handed = facts.project_generator_source(call)
     return handed if type(handed) in (cst.Name, cst.Attribute) else None
 
 
