@@ -372,6 +372,7 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
 
         loops.host_model_loop = lambda loop: host_model_loop(analysis, loop)
         loops.generator_source = lambda call: _generator_source(analysis, call)
+        loops.display_length = lambda dotted: _display_length(analysis, dotted)
         from gpulint.analysis.uncalled import uncalled
 
         loops.uncalled = lambda fn: uncalled(analysis, fn)
@@ -602,6 +603,14 @@ def _steps_backward(project, cls, name: str, depth: int = 0, seen: Optional[set]
         if isinstance(n.func.value, ast.Name) and n.func.value.id == "self":
             called.append(n.func.attr)
     return depth < 3 and any(_steps_backward(project, cls, m, depth + 1, seen) for m in called)
+
+
+def _display_length(analysis: ModuleAnalysis, dotted: str) -> Optional[int]:
+    """The number of items of the top-level display `dotted` names in the project (`Project.display_length`)."""
+    from gpulint.analysis.calls import project_calls
+
+    calls = analysis.fact(project_calls) if analysis.path is not None else None
+    return calls.project.display_length(calls.path, dotted) if calls is not None else None
 
 
 def _generator_source(analysis: ModuleAnalysis, call: cst.Call) -> Optional[cst.BaseExpression]:

@@ -106,6 +106,9 @@ class LoopAnalysis:
         self.host_model_loop: Optional[Callable[[Loop], bool]] = None
         # the argument a call of a project generator hands on the items of (`metric_logger.log_every(t, 50)`)
         self.generator_source: Optional[Callable[[cst.Call], Optional[cst.BaseExpression]]] = None
+        # analysis/__init__.py: the number of items of the top-level display an imported dotted name names in
+        # another module of the project (`lib.PARTS`: `Project.display_length`), or None
+        self.display_length: Optional[Callable[[str], Optional[int]]] = None
         # analysis/forward.py: the call site that runs a function every step from a loop elsewhere, or None
         self.per_step_caller: Optional[Callable[[cst.FunctionDef], Optional[object]]] = None
         # analysis/__init__.py: whether a call runs the function passed as its argument (by position, or by
@@ -240,7 +243,7 @@ class LoopAnalysis:
                 if chosen and all(self._is_sampler(c) and not self.index.is_ancestor_or_self(c, loop)
                                   for c in chosen) and not self._periodic_within(node, loop):
                     per_item = True
-        if per_item and not nested_hot and not _over_a_display(loop) and not _few_range_iterations(loop):
+        if per_item and not nested_hot and not self._over_a_display(loop) and not _few_range_iterations(loop):
             # `for batch_seeds in batches: images = sampler_fn(net, latents); images.cpu()`: one generated batch
             # per iteration, each a full sampling pass (the sampler's own loop is the step inside it)
             return LoopRole.HOT
@@ -248,7 +251,7 @@ class LoopAnalysis:
         # gradients around its inner training loop (`optimizer.zero_grad()` once per epoch) is not.
         # A sweep over configurations written out in the source (`for hook in [NO, FP16, BF16]: run_test(hook)`)
         # runs a handful of times, not once per batch.
-        if not _over_a_display(loop) and not _few_range_iterations(loop) and \
+        if not self._over_a_display(loop) and not _few_range_iterations(loop) and \
                 self._body_trains(loop, beside_hot_loop=nested_hot):
             return LoopRole.HOT
         if nested_hot:
@@ -402,11 +405,51 @@ class LoopAnalysis:
                 return True
         return False
 
+    def _over_a_display(self, loop: Loop) -> bool:
+        """A `for` loop over a list, tuple or set display of a few items: written out in the loop (`for hook in
+        [NO, FP16, BF16]:`) or a top-level constant of this module or another (`for part in lib.PARTS:` with
+        `PARTS = [TRAIN, VAL, TEST]`, a handful of splits), not one iteration per batch."""
+        if _over_a_display(loop):
+            return True
+        if type(loop) is not cst.For or type(loop.iter) not in (cst.Name, cst.Attribute):
+            return False
+        count = self._constant_display_length(loop.iter)
+        return count is not None and count < _MANY
+
+    def _constant_display_length(self, iterable: cst.BaseExpression) -> Optional[int]:
+        """The number of items of the top-level display `iterable` names (see `_over_a_display`), or None."""
+        root = iterable
+        while type(root) is cst.Attribute:
+            root = root.value
+        if type(root) is not cst.Name:
+            return None
+        bindings = self.index.visible_bindings(root)
+        if len(bindings) != 1 or not isinstance(bindings[0].scope, cst.Module) or \
+                any(any(n.name.value == root.value for n in g.names) for g in of_types(self.index, cst.Global)):
+            return None
+        binding = bindings[0]
+        if binding.kind == "assign" and root is iterable and binding.index is None and \
+                type(binding.value) in (cst.List, cst.Tuple, cst.Set):
+            elements = binding.value.elements  # type: ignore[union-attr]
+            if any(isinstance(e, cst.StarredElement) for e in elements) or self._extended(root.value):
+                return None
+            return len(elements)
+        if binding.kind == "import" and self.display_length is not None:
+            dotted = dotted_name(iterable)
+            return self.display_length(dotted) if dotted is not None else None
+        return None
+
+    def _extended(self, name: str) -> bool:
+        """A call of `name.append(...)` (`extend`, `insert`) anywhere in the module."""
+        return any(type(c.func) is cst.Attribute and type(c.func.value) is cst.Name and c.func.value.value == name
+                   and c.func.attr.value in ("append", "extend", "insert", "add", "update")
+                   for c in of_types(self.index, cst.Call))
+
     def _samples_through_helper(self, loop: Loop) -> bool:
         """A loop of many iterations whose own body hands the network to a project function that runs it
         (`for _ in range(n_batches): samples = diffusion.p_sample_loop(model.forward, ...)`, `while done < n:
         diffusion.calc_bpd_loop(model, batch, ...)`): a sampling or evaluation pass per iteration."""
-        if self.hands_model_on is None or _over_a_display(loop) or _few_range_iterations(loop):
+        if self.hands_model_on is None or self._over_a_display(loop) or _few_range_iterations(loop):
             return False
         owner = self._class_of(loop)
         if owner is not None and any(type(s) is cst.FunctionDef and s.name.value == "forward"
@@ -423,7 +466,7 @@ class LoopAnalysis:
         `model.sample_step(x)`) or a callable parameter of the enclosing function (`def edm_sampler(net, ...)`).
         Not a loop over a handful of literal items, nor one binding the callee itself (`for blk in blocks: x =
         blk(x)`), nor a loop in a network's own code or in data-side and setup functions."""
-        if _over_a_display(loop) or _few_range_iterations(loop):
+        if self._over_a_display(loop) or _few_range_iterations(loop):
             return False
         function = next((a for a in self.index.ancestors(loop)
                          if type(a) in (cst.FunctionDef, cst.Lambda, cst.ClassDef)), None)

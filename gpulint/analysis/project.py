@@ -558,6 +558,14 @@ class ImportResolver:
         return init if init.is_file() else None
 
 
+def _display_length(value: ast.expr) -> Optional[int]:
+    """The number of items of a list, tuple or set display without `*` items (None: anything else)."""
+    if isinstance(value, (ast.List, ast.Tuple, ast.Set)) and \
+            not any(isinstance(e, ast.Starred) for e in value.elts):
+        return len(value.elts)
+    return None
+
+
 class ModuleInfo:
     """One parsed module of the project: its imports, top-level functions and classes (ast nodes)."""
 
@@ -579,11 +587,39 @@ class ModuleInfo:
         # `if FLAGS.model == 'boxnet': Detector = MODEL.BoxNet else: Detector = MODEL.VoteNet` at the top level:
         # a name every branch of one `if` binds once to a dotted name -> those names (None: bound elsewhere too)
         self.alias_choices: dict[str, Optional[tuple[str, ...]]] = {}
+        # `PARTS = [TRAIN, VAL, TEST]` at the top level, its only binding and never extended there: name -> the
+        # number of items (None: bound again, extended, or built with `*`); `Project.display_length` reads it
+        self.displays: dict[str, Optional[int]] = {}
         self._calls_by_name: Optional[dict[str, list[tuple[ast.Call, dict]]]] = None
         self._indexes: dict[object, object] = {}  # `indexed`
         for stmt in tree.body:
             self._top_level(stmt)
         self.sys_path = _sys_path_entries(tree.body)  # folders this module adds to `sys.path` (ImportResolver)
+
+    def _note_display(self, stmt: ast.stmt) -> None:
+        """Keep `displays` (see `__init__`) for one top-level statement: a list, tuple or set display bound to a
+        name once; any other binding of the name, an augmented assignment, or a call of its `append`, `extend`
+        or `insert` forgets the count."""
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
+                isinstance(stmt.value.func, ast.Attribute) and isinstance(stmt.value.func.value, ast.Name) and \
+                stmt.value.func.attr in ("append", "extend", "insert", "add", "update"):
+            if stmt.value.func.value.id in self.displays:
+                self.displays[stmt.value.func.value.id] = None
+            return
+        if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and isinstance(stmt.target, ast.Name):
+            name = stmt.target.id
+            value = stmt.value if isinstance(stmt, ast.AnnAssign) else None
+            self.displays[name] = _display_length(value) if name not in self.displays and value is not None \
+                else None
+            return
+        if not isinstance(stmt, ast.Assign):
+            return
+        for target in stmt.targets:
+            for node in ast.walk(target):
+                if isinstance(node, ast.Name):
+                    single = len(stmt.targets) == 1 and target is node
+                    self.displays[node.id] = _display_length(stmt.value) \
+                        if single and node.id not in self.displays else None
 
     def calls_named(self, name: str) -> list[tuple[ast.Call, dict]]:
         """The calls in this module of something whose dotted name ends in `name` (`f(...)`, `utils.f(...)`),
@@ -656,6 +692,7 @@ class ModuleInfo:
             if all(values) and None not in stmt.value.keys:
                 name = stmt.targets[0].id
                 self.registries[name] = Registry(name, self.path, tuple(values))  # type: ignore[arg-type]
+        self._note_display(stmt)
         if isinstance(stmt, ast.Assign):
             # `MODEL = importlib.import_module(FLAGS.model)` at the top level; bound again later: unknown (None)
             for target in stmt.targets:
@@ -922,8 +959,8 @@ class Project:
         return ModuleInfo(path, tree, hashlib.sha256(raw).hexdigest())
 
     def summary_digest(self, path: Path, qualnames) -> str:
-        """A digest of what a dependent file used of `path`: its imports, its classes (bases, methods) and the
-        summaries of the functions `qualnames` (those it consulted, `Consulted.summaries`). An edit that leaves
+        """A digest of what a dependent file used of `path`: its imports, its classes (bases, methods), its
+        top-level displays and the summaries of the functions `qualnames` (those it consulted, `Consulted.summaries`). An edit that leaves
         them as they were (a comment, a new function nobody calls) keeps the digest, and the cache (cache.py)
         keeps the results of the files that import `path`; one that changes what a consulted function costs or
         returns changes it. '-' when the file cannot be read or parsed. Costs an `ast` parse, never LibCST."""
@@ -934,6 +971,8 @@ class Project:
         for cls in info.classes.values():
             parts.append((cls.name, cls.line, list(cls.bases), sorted(cls.methods)))
         parts.append(sorted((r.name, list(r.values)) for r in info.registries.values()))
+        # where a star import leads, and the lengths of top-level displays (`display_length`: a loop over them)
+        parts.append((list(info.star_imports), sorted(getattr(info, "displays", {}).items())))
         for qualname in sorted(qualnames):
             summary = self.function(info.path, qualname)
             parts.append((qualname, None if summary is None else summary.fingerprint()))
@@ -1036,6 +1075,42 @@ class Project:
             owner = self.resolver.resolve(module, info.path, level) if (module or level) else None
             if owner is not None and owner != info.path:
                 found = self.lookup(owner, dotted, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    def display_length(self, importer: Path, dotted: str, depth: int = 0) -> Optional[int]:
+        """How many items the top-level list, tuple or set display `dotted` (as written in `importer`) names
+        holds (`lib.PARTS` with `PARTS = [TRAIN, VAL, TEST]` in `lib/util.py`, re-exported by `from .util import
+        *` in `lib/__init__.py`; `from lib.util import PARTS`), or None when it names anything else or is not
+        known (see `ModuleInfo.displays`)."""
+        if depth > MAX_DEPTH:
+            return None
+        info = self.module(importer)
+        if info is None:
+            return None
+        displays = getattr(info, "displays", {})  # a big module's lazy summary keeps none
+        head, _, rest = dotted.partition(".")
+        if not rest and head in displays:
+            return displays[head]
+        if head in info.functions or head in info.classes:
+            return None
+        if head in info.imports:
+            module, attr, level = info.imports[head]
+            if attr is None:  # `import lib`: the rest names something in that module
+                target = self.resolver.resolve(module, info.path, level)
+                return self.display_length(target, rest, depth + 1) if target is not None and rest else None
+            target = self.resolver.resolve(f"{module}.{attr}" if module else attr, info.path, level)
+            if target is not None and rest:  # `from lib import util`, then `util.PARTS`
+                return self.display_length(target, rest, depth + 1)
+            owner = self.resolver.resolve(module, info.path, level) if (module or level) else None
+            if owner is not None and owner != info.path:  # `from lib.util import PARTS`
+                return self.display_length(owner, f"{attr}.{rest}" if rest else attr, depth + 1)
+            return None
+        for module, level in info.star_imports:  # `from .util import *`
+            owner = self.resolver.resolve(module, info.path, level) if (module or level) else None
+            if owner is not None and owner != info.path:
+                found = self.display_length(owner, dotted, depth + 1)
                 if found is not None:
                     return found
         return None
