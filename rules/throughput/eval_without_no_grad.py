@@ -148,30 +148,33 @@ class EvalWithoutNoGrad(GpuRule):
         self.report(node, where=where, fix=self._fix(loop) if same_scope else None)
 
     def _put_in_eval(self, func: cst.BaseExpression, call: cst.Call, fn: Optional[cst.FunctionDef]) -> bool:
-        """`model.eval()` (`net = net.eval()`, `model.train(False)`) on the called model, in the same function
-        (or at the top level for a top-level loop) before the call."""
+        """The last mode switch of the called model before the call, in the same function (or at the top
+        level for a top-level loop), puts it in evaluation mode: `model.eval()`, `net = net.eval()`,
+        `model.train(False)` (not `model.train()` / `model.train(True)`)."""
         receiver = self.analysis.code(func)
         scope: cst.CSTNode = fn if fn is not None else self.analysis.module
         index = self.analysis.index
         start = index.order(call)
         if start is None:
             return False
+        last: Optional[tuple[int, bool]] = None
         for other in of_types(self.analysis.index, cst.Call):
             f = other.func
             if type(f) is not cst.Attribute or f.attr.value not in ("eval", "train") or \
                     self.analysis.code(f.value) != receiver:
                 continue
-            if f.attr.value == "train" and not (len(other.args) == 1 and type(other.args[0].value) is cst.Name
-                                                and other.args[0].value.value == "False"):
-                continue
-            if f.attr.value == "eval" and other.args:
-                continue
             if index.enclosing_function(other) is not fn or not index.is_ancestor_or_self(scope, other):
                 continue
             order = index.order(other)
-            if order is not None and order < start:
-                return True
-        return False
+            if order is None or order >= start or (last is not None and order < last[0]):
+                continue
+            if f.attr.value == "eval":
+                last = (order, not other.args)
+            else:
+                off = len(other.args) == 1 and type(other.args[0].value) is cst.Name and \
+                    other.args[0].value.value == "False"
+                last = (order, off)
+        return last is not None and last[1]
 
     def _module_turns_grad_off(self) -> bool:
         """The module freezes a model (`requires_grad_(False)`) or turns gradients off by a statement
