@@ -431,7 +431,7 @@ class DataFacts:
                                                                      is_progress_wrapper(dotted_name(b.value.func))):
                     found.extend(self.loaders(b.value, depth + 1))  # `with tqdm(enumerate(loader)) as t:`
                 elif b.kind == "param":
-                    for arg in self._arguments_for(b):
+                    for arg in self.arguments_for(b):
                         found.extend(self.loaders(arg, depth + 1))
                 elif b.kind == "for" and b.index is None and type(b.source) is cst.For and \
                         type(b.source.target) is cst.Name and type(b.value) is cst.Name:
@@ -877,7 +877,7 @@ class DataFacts:
     def bindings(self, name: cst.Name):
         return self.index.visible_bindings(name)
 
-    def _arguments_for(self, binding) -> Iterator[cst.BaseExpression]:
+    def arguments_for(self, binding) -> Iterator[cst.BaseExpression]:
         """The arguments this module's own calls pass to the parameter `binding`."""
         fn = binding.source
         if type(fn) is not cst.FunctionDef:

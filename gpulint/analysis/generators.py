@@ -39,7 +39,7 @@ def yielded_source(fn: cst.FunctionDef) -> Optional[cst.BaseExpression]:
                 if loop is None:
                     ok = False
                     return
-                sources.append(loop.iter)
+                sources.append(_without_iter(loop.iter))
             return
         inner = loops + [node] if type(node) is cst.For else loops
         for child in child_nodes(node):  # LibCST's `children` rebuilds every node it passes (tree.py)
@@ -88,7 +88,7 @@ def yielded_source_ast(fn: ast.FunctionDef) -> Optional[ast.expr]:
             if loop is None or not targets:
                 ok = False
                 return
-            sources.append(loop.iter)
+            sources.append(_without_iter_ast(loop.iter))
             return
         inner = loops + [node] if isinstance(node, ast.For) else loops
         for child in ast_walk.iter_child_nodes(node):
@@ -100,3 +100,20 @@ def yielded_source_ast(fn: ast.FunctionDef) -> Optional[ast.expr]:
         return None
     first = ast.dump(sources[0])
     return sources[0] if all(ast.dump(s) == first for s in sources[1:]) else None
+
+
+def _without_iter(iterable: cst.BaseExpression) -> cst.BaseExpression:
+    """`iter(dataloader)` iterates what `dataloader` yields: the loader itself (`for x, y in iter(dataloader):
+    yield x`, an infinite-loop generator over a loader)."""
+    if type(iterable) is cst.Call and type(iterable.func) is cst.Name and iterable.func.value == "iter" and \
+            len(iterable.args) == 1 and iterable.args[0].keyword is None and not iterable.args[0].star:
+        return iterable.args[0].value
+    return iterable
+
+
+def _without_iter_ast(iterable: ast.expr) -> ast.expr:
+    """`_without_iter` on CPython's tree."""
+    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "iter" and \
+            len(iterable.args) == 1 and not iterable.keywords and not isinstance(iterable.args[0], ast.Starred):
+        return iterable.args[0]
+    return iterable

@@ -439,7 +439,7 @@ class TrainingFacts:
             elif b.kind == "param" and depth < 3:
                 # `def train(model, device, config): optimizer = optim.Adam(model.parameters())`, called as
                 # `train(model=model, ...)` after `model.to(device=device)`: where this module's own calls put it
-                for arg in data_facts(self.analysis)._arguments_for(b):
+                for arg in data_facts(self.analysis).arguments_for(b):
                     found = [] if type(arg) is cst.Name else list(self._moves(arg))
                     moves.append(self.module_on_cuda(arg, depth + 1) if type(arg) is cst.Name
                                  else bool(found) and all(found))
@@ -793,6 +793,8 @@ class TrainingFacts:
             q = self.analysis.qualified(expr.func)
             if q == "torch.device" and expr.args:
                 return self.cuda_device(expr.args[0].value, depth + 1, within)
+            if type(expr.func) is cst.Name and expr.func.value == "int" and len(expr.args) == 1:
+                return True  # `int(os.getenv("LOCAL_RANK", 0))`: a device index
             return q == "torch.cuda.current_device"
         if type(expr) is cst.BinaryOperation and type(expr.operator) is cst.Add:
             left = expr.left
@@ -815,11 +817,20 @@ class TrainingFacts:
         if type(expr) is cst.Name:
             # a binding on the no-CUDA branch (`if torch.cuda.is_available(): device = torch.device("cuda")
             # else: device = torch.device("cpu")`) never runs where the GPU is: like `"cuda" if ... else "cpu"`
-            bindings = [b for b in data_facts(self.analysis).bindings(expr)
+            facts = data_facts(self.analysis)
+            bindings = [b for b in facts.bindings(expr)
                         if id(b) not in within and (b.value is None or not self._without_cuda(b.value))]
             return bool(bindings) and all(
+                self._cuda_argument(b, depth, within) if b.kind == "param" else
                 b.value is not None and self.cuda_device(b.value, depth + 1, within | {id(b)}) for b in bindings)
         return False
+
+    def _cuda_argument(self, binding, depth: int, within: frozenset) -> bool:
+        """A parameter (`def train(rank, ...)`: `.to(rank)`) that every call of its function in this module
+        passes a CUDA device: `train(rank=int(os.getenv("RANK", 0)))` (an index) or `train(rank=device)` with
+        `device = torch.device("cuda" if use_cuda else "cpu")`; a parameter with a default or never passed: no."""
+        passed = list(data_facts(self.analysis).arguments_for(binding))
+        return bool(passed) and all(self.cuda_device(a, depth + 1, within | {id(binding)}) for a in passed)
 
     def without_cuda(self, node: cst.CSTNode) -> bool:
         """`node` lies on a branch taken only where CUDA is unavailable (`LoopAnalysis.without_cuda`)."""

@@ -1692,7 +1692,7 @@ def _returned_host_name(rule, name: cst.Name, depth: int):
     answer = None
     for binding in bindings:
         if binding.kind == "param":
-            passed = list(facts._arguments_for(binding))
+            passed = list(facts.arguments_for(binding))
             if not passed or any(type(a) is not cst.Name for a in passed):
                 return None
             for arg in passed:
