@@ -1490,7 +1490,30 @@ def _member_moves_to_cuda(chain: list, member: str, outer=None) -> bool:
                     (k.value for k in value.keywords if k.arg == "device"), None)
                 if device is not None and not _is_dtype(device):
                     moves.append(_self_device(chain, device, outer=outer if cls is chain[0] else None))
+        for call in _in_place_moves(cls, member):
+            # `self.unet.to(self.device)` on a statement of its own: `Module.to` moves the module in place
+            if call.func.attr == "cuda":  # type: ignore[attr-defined]
+                moves.append(True)
+                continue
+            device = call.args[0] if call.args else next(
+                (k.value for k in call.keywords if k.arg == "device"), None)
+            if device is not None and not _is_dtype(device):
+                moves.append(_self_device(chain, device, outer=outer if cls is chain[0] else None))
     return bool(moves) and all(moves)
+
+
+def _in_place_moves(cls, member: str) -> list:
+    """The calls `self.<member>.to(...)` / `self.<member>.cuda()` that methods of `cls` (a `ClassSummary`)
+    make as statements of their own (the result not stored: the module moves in place)."""
+    found = []
+    for method in cls.methods.values():
+        for node in ast.walk(method):
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and \
+                    isinstance(node.value.func, ast.Attribute) and node.value.func.attr in ("to", "cuda") and \
+                    isinstance(node.value.func.value, ast.Attribute) and node.value.func.value.attr == member and \
+                    isinstance(node.value.func.value.value, ast.Name) and node.value.func.value.value.id == "self":
+                found.append(node.value)
+    return found
 
 
 def _self_device(chain: list, device: ast.expr, depth: int = 0, outer=None) -> bool:
