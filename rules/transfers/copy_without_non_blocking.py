@@ -48,6 +48,8 @@ class CopyWithoutNonBlocking(Rule):
     the key (analysis/config_defaults.py).
     A tensor pinned in the same expression and copied without it every step
     (`torch.from_numpy(labels).pin_memory().to(device)`) is flagged too: the copy blocks, so the pinning is wasted.
+    So is the copy of a batch joined on the host (`torch.cat(input, 1).to(device)` of an image pair, `torch.stack`
+    of its parts), pinned loader or not: the join is a new pageable tensor (no fix: copy the parts, then join).
 
     The batch may be split by a function of the module (`x, offsets, y = split_batch(batch)`, whose tuple
     `return`s hold subscripts of its parameter) and copied inside a function of the module that the loop hands
@@ -123,6 +125,9 @@ class CopyWithoutNonBlocking(Rule):
     converted = "copy of a batch converted on the host (`.{conversion}()`) to the GPU blocks the CPU every step: " \
                 "where the dtype changes the conversion makes a new pageable tensor, pinned loader or not; copy " \
                 "first with `non_blocking=True`, then convert on the device"
+    joined = "copy of a batch joined on the host (`torch.{join}`) to the GPU blocks the CPU every step: the " \
+             "joined tensor is new pageable memory, pinned loader or not; copy the parts with " \
+             "`non_blocking=True` and join them on the device"
     family = Family.TRANSFERS
     fix_availability = FixAvailability.SOMETIMES
     fix_safety = FixSafety(
@@ -169,12 +174,42 @@ class CopyWithoutNonBlocking(Rule):
         converted = _conversion(receiver)
         if converted is not None:
             receiver = converted.func.value  # type: ignore[union-attr]  # `x.float().to(device)`: the batch is `x`
+        joined = self._joined_parts(receiver)
+        if joined is not None:
+            self._report_joined(node, *joined)
+            return
         loop = facts.batch_loop(receiver)
         if loop is None:
             if not self._in_collate(node):
                 self._in_helper(node, receiver, converted, method)
             return
         self._report_batch_copy(node, receiver, loop, converted, method)
+
+    def _joined_parts(self, receiver: cst.BaseExpression):
+        """`torch.cat(input, 1)` / `torch.stack([a, b])` of a loop's batch (or of its parts): (the call, the
+        batch loop), else None."""
+        if type(receiver) is not cst.Call or not receiver.args or receiver.args[0].keyword is not None or \
+                self.analysis.qualified(receiver.func) not in _JOINS:
+            return None
+        parts = receiver.args[0].value
+        items = [e.value for e in parts.elements] if type(parts) in (cst.List, cst.Tuple) else [parts]
+        if not items or any(type(i) not in (cst.Name, cst.Subscript) for i in items):
+            return None
+        facts = data_facts(self.analysis)
+        loops = {id(loop): loop for loop in (facts.batch_loop(i) for i in items)}
+        if len(loops) != 1 or None in loops.values():
+            return None
+        return receiver, next(iter(loops.values()))
+
+    def _report_joined(self, node: cst.Call, joined: cst.Call, loop) -> None:
+        """The joined batch is a new tensor in pageable memory whatever the loader pins: every copy of it blocks
+        the CPU. No fix (`non_blocking=True` from pageable memory does not overlap)."""
+        if not self.analysis.index.is_ancestor_or_self(loop.body, node):
+            return
+        where = self.where(node)
+        if where:
+            name = self.analysis.qualified(joined.func) or "torch.cat"
+            self.report(node, self.joined.format(join=name.rsplit(".", 1)[-1]), where=where)
 
     def _copy_into_device_buffer(self, node: cst.Call) -> bool:
         """`im_data.data.resize_(data[0].size()).copy_(data[0])`: a batch copied into a tensor the script put on
@@ -432,6 +467,11 @@ class CopyWithoutNonBlocking(Rule):
                 is_true(getattr(keyword(call, "non_blocking"), "value", None)) and
                 facts.batch_loop(call.func.value) is loop])  # type: ignore[attr-defined]
         return known[id(loop)][1]
+
+
+# Joins that build a new host tensor from a batch's parts (`torch.cat(input, 1)` of an image pair).
+_JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.hstack",
+                    "torch.vstack", "torch.dstack"})
 
 
 def _conversion(receiver: cst.BaseExpression) -> Optional[cst.Call]:
