@@ -20,6 +20,7 @@ from gpulint.analysis.test_mode import test_mode_branch
 from gpulint.analysis import ModuleAnalysis
 from gpulint.analysis.data_facts import _walk, data_facts, keyword
 from gpulint.analysis.loops import LoopRole
+from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.kinds import Kind
 from gpulint.syntax import argument, string_value
 from gpulint.textsearch import found_in
@@ -869,6 +870,12 @@ class TrainingFacts:
                 owner = node.func.value
                 while type(owner) is cst.Attribute and owner.attr.value == "module":
                     owner = owner.value  # `model.module.parameters()` of a DDP wrapper
+                if type(owner) is cst.Attribute:
+                    root = owner
+                    while type(root) is cst.Attribute:
+                        root = root.value
+                    if type(root) is cst.Name and root.value != "self" and self.analysis.kind(root) is Kind.MODULE:
+                        owner = root  # `model.module.layer1.parameters()`: a submodule moves with its model
                 if type(owner) is cst.Name:
                     for found in self._iterated_submodules(owner):
                         owners.setdefault(id(found), found)
@@ -1076,7 +1083,7 @@ class TrainingFacts:
         head), or the parameters of a module whose class, defined in this module, builds one layer with weights
         (`LinearClassifier` of a linear evaluation)."""
         source = self.analysis.source if self.analysis.source is not None else self.analysis.module.code
-        if _FREEZES.search(source):
+        if _FREEZES.search(source) and not self._freezes_norms_only():
             texts = [self.analysis.code(params)] + [
                 self.analysis.code(b.value) for name in _names_in(params)
                 for b in data_facts(self.analysis).bindings(name) if b.kind == "assign" and b.value is not None]
@@ -1084,6 +1091,20 @@ class TrainingFacts:
                 return True
         owners = list(self.parameter_owners(params))
         return bool(owners) and all(self._one_layer_class(o) for o in owners)
+
+    def _freezes_norms_only(self) -> bool:
+        """Every `.requires_grad = False` / `.requires_grad_(False)` of the module sits under an `if isinstance(m,
+        nn.BatchNorm2d):` (a test naming a normalisation layer): frozen batch-norm weights (`--freeze_bn`), not a
+        frozen backbone whose trainable head is a linear probe."""
+        freezes = [n for n in of_types(self.index, cst.Assign)
+                   if any(type(t.target) is cst.Attribute and t.target.attr.value == "requires_grad"
+                          for t in n.targets) and type(n.value) is cst.Name and n.value.value == "False"]
+        freezes += [n for n in of_types(self.index, cst.Call)
+                    if type(n.func) is cst.Attribute and n.func.attr.value == "requires_grad_" and n.args and
+                    type(n.args[0].value) is cst.Name and n.args[0].value.value == "False"]
+        return bool(freezes) and all(any(
+            type(a) is cst.If and type(a.test) is cst.Call and dotted_name(a.test.func) == "isinstance" and
+            "Norm" in self.analysis.code(a.test) for a in self.index.ancestors(f)) for f in freezes)
 
     def _one_layer_project_class(self, call: cst.Call) -> bool:
         """`call` builds a class of another project module whose methods build exactly one layer with weights
