@@ -129,7 +129,11 @@ def _decided(project: Project, cls) -> bool:
             continue  # (a big module's `tree` is parsed anew on each read: its index is kept instead)
         hot = _hot_file(project, info)[0]
         handed = info.indexed(_handed_back).get(cls.name)
-        for dotted, called in info.indexed(_references).get(cls.name, {}).items():
+        # the class's own module trying it once under `if __name__ == "__main__":` (no loop: a smoke test of the
+        # shapes, FEDformer's `Model(configs)` on random tensors) does not decide where the project trains it
+        references = info.indexed(_references_beyond_smoke_test) if _same_path(project, file, cls.path) and \
+            project.files_naming(cls.name) != [file] else info.indexed(_references)
+        for dotted, called in references.get(cls.name, {}).items():
             if not hot and not called:
                 continue  # outside a hot file only a constructor call decides: the instance is in sight
             if called and handed is not None and not _factories_decided(project, file, handed):
@@ -237,6 +241,23 @@ def _handed_back(tree: ast.Module) -> dict:
             else:
                 elsewhere.add(last)
     return {name: frozenset(fns) for name, fns in factories.items() if name not in elsewhere}
+
+
+def _references_beyond_smoke_test(tree: ast.Module) -> dict:
+    """`_references` of the module without its top-level `if __name__ == "__main__":` blocks that hold no loop."""
+    body = [stmt for stmt in tree.body if not (_main_guard(stmt) and not any(
+        isinstance(n, (ast.For, ast.While, ast.AsyncFor)) for n in ast_walk.walk(stmt)))]
+    if len(body) == len(tree.body):
+        return _references(tree)
+    return _references(ast.Module(body=body, type_ignores=[]))
+
+
+def _main_guard(stmt: ast.stmt) -> bool:
+    """`if __name__ == "__main__":`."""
+    test = stmt.test if isinstance(stmt, ast.If) else None
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" and \
+        len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant) and \
+        test.comparators[0].value == "__main__"
 
 
 def _references(tree: ast.Module) -> dict:
