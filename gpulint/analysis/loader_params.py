@@ -61,35 +61,7 @@ def passed_loader(analysis, loop: cst.CSTNode):
     loop iterates something else, or the call sites cannot be told or disagree."""
     found = _iterated_parameter(analysis, loop)
     if found is None:
-        # `loader = test_loader if test else valid_loader`, both parameters: what both pass, when they agree
-        branches = _chosen_parameters(analysis, loop)
-        if not branches:
-            return None
-        answers = {_passed_pinning(analysis, b) for b in branches}
-        return answers.pop() if len(answers) == 1 else None
-    return _passed_pinning(analysis, found)
-
-
-def _chosen_parameters(analysis, loop: cst.CSTNode) -> list:
-    """For a loop over a name bound once, in its function, to `a if cond else b` of two names each iterated as
-    a parameter (`_iterated_parameter`): those two findings; else []."""
-    if type(loop) is not cst.For:
-        return []
-    iterable: cst.BaseExpression = loop.iter
-    while type(iterable) is cst.Call and (dotted_name(iterable.func) in _SAME_ELEMENTS or
-                                          is_progress_wrapper(dotted_name(iterable.func))) and positional(iterable):
-        iterable = positional(iterable)[0]
-    if type(iterable) is not cst.Name:
-        return []
-    bindings = analysis.index.visible_bindings(iterable)
-    if len(bindings) != 1 or bindings[0].kind != "assign" or type(bindings[0].value) is not cst.IfExp:
-        return []
-    choice = bindings[0].value
-    found = [_iterated_parameter(analysis, loop, branch) for branch in (choice.body, choice.orelse)]
-    return found if all(f is not None for f in found) else []
-
-
-def _passed_pinning(analysis, found) -> Optional[bool]:
+        return None
     calls, function, name = found
     if type(function) is tuple:
         return None  # a method's parameter: only its pinning is told (`pinned_passed_loader`)
