@@ -230,6 +230,7 @@ class KindInference:
         # functions each naming `loss` asked about every one of them: quadratic)
         self._text_scopes: dict[str, list[Scope]] = {}
         self._backward_scopes: dict[str, list[Scope]] = {}
+        self._name_aliases: dict[str, list] = {}  # `_aliases_named`
         # analysis/__init__.py: the kind of `self.<name>` from what the project passes to the class (a loader
         # handed to `__init__` and stored), asked only where the module itself cannot tell
         self.self_attribute_hook: Optional[Callable[[cst.Attribute], Kind]] = None
@@ -1066,11 +1067,22 @@ class KindInference:
             return True
         # `loss_value = loss_value_all`, then `loss_value.backward()`: the alias is backpropagated
         return depth < 2 and any(
-            type(assign) is cst.Assign and assign.value is node and len(assign.targets) == 1 and
-            type(assign.targets[0].target) is cst.Name and assign.targets[0].target.value != name and
-            self.index.enclosing_scope(node) is scope and
-            self._backward_called_on(assign.targets[0].target.value, scope, depth + 1)
-            for node in self.index.names(name) for assign in (self.index.parent.get(node),))
+            alias_scope is scope and self._backward_called_on(target, scope, depth + 1)
+            for alias_scope, target in self._aliases_named(name))
+
+    def _aliases_named(self, name: str) -> list:
+        """(scope, other name) of each `other = name` in the module: found once per name (asked for each
+        parameter of each function, a walk over every `name` of the module each time made a module of thousands of
+        functions quadratic)."""
+        found = self._name_aliases.get(name)
+        if found is None:
+            found = self._name_aliases[name] = []
+            for node in self.index.names(name):
+                assign = self.index.parent.get(node)
+                if type(assign) is cst.Assign and assign.value is node and len(assign.targets) == 1 and \
+                        type(assign.targets[0].target) is cst.Name and assign.targets[0].target.value != name:
+                    found.append((self.index.enclosing_scope(node), assign.targets[0].target.value))
+        return found
 
     def _scaled_backward(self, node: cst.Name) -> bool:
         """`scaler.scale(loss).backward()` (a GradScaler, or any `.scale(x)` whose result is backpropagated):

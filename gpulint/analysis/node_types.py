@@ -34,3 +34,22 @@ def of_types(index: Any, *classes: type) -> list[cst.CSTNode]:
         nodes = index.nodes
         found = asked[classes] = [nodes[p] for p in positions]
     return found
+
+
+def of_types_within(index: Any, node: cst.CSTNode, *classes: type) -> list[cst.CSTNode]:
+    """The nodes of `index` under `node` (itself included) that are instances of `classes`, in document order:
+    `of_types` cut to the node's subtree by bisection, so that a question about one function of a module of
+    thousands costs the function's size, not the module's."""
+    from bisect import bisect_left, bisect_right
+
+    span = index.subtree(node)
+    if span is None:
+        return []
+    of_types(index, cst.Module)  # the groups by type, built once
+    groups = getattr(index, _GROUPS)
+    first, last = span
+    lists = [positions[bisect_left(positions, first):bisect_right(positions, last)]
+             for t, positions in groups.items() if issubclass(t, classes)]
+    positions = lists[0] if len(lists) == 1 else list(heapq.merge(*lists))
+    nodes = index.nodes
+    return [nodes[p] for p in positions]

@@ -27,6 +27,7 @@ from typing import Optional
 import libcst as cst
 
 from gpulint import ast_walk
+from gpulint.analysis.node_types import of_types_within
 from gpulint.analysis.tree import of_types
 from gpulint.syntax import passed_argument
 
@@ -76,12 +77,29 @@ _TENSOR_FIELDS = frozenset({"shape", "dtype", "device", "T", "mT", "H", "data", 
                             "requires_grad", "grad_fn", "is_leaf", "layout", "real", "imag", "names"})
 
 
+def _calls_by_name(analysis) -> tuple[dict, dict]:
+    """The module's calls `name(...)` by name, and its calls `self.name(...)` by name: one walk per module
+    (`ModuleAnalysis.fact`), not one per parameter asked about."""
+    return analysis.fact(_index_calls)
+
+
+def _index_calls(analysis) -> tuple[dict, dict]:
+    plain: dict[str, list] = {}
+    on_self: dict[str, list] = {}
+    for call in of_types(analysis.index, cst.Call):
+        func = call.func
+        if type(func) is cst.Name:
+            plain.setdefault(func.value, []).append(call)
+        elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
+            on_self.setdefault(func.attr.value, []).append(call)
+    return plain, on_self
+
+
 def _used_as_a_record(analysis, fn: cst.FunctionDef, name: str) -> bool:
     """The function reads a field of the parameter that no tensor has (`batch.masks`, `batch.dict_key`): a
     record with a `.to(device)` of its own (SAM 2's `BatchedVideoDatapoint`), not a tensor."""
-    for node in of_types(analysis.index, cst.Attribute):
-        if type(node.value) is cst.Name and node.value.value == name and node.attr.value not in _TENSOR_FIELDS and \
-                analysis.index.is_ancestor_or_self(fn, node):
+    for node in of_types_within(analysis.index, fn, cst.Attribute):
+        if type(node.value) is cst.Name and node.value.value == name and node.attr.value not in _TENSOR_FIELDS:
             parent = analysis.index.up.get(id(node))
             if not (type(parent) is cst.Call and parent.func is node):
                 return True
@@ -95,12 +113,10 @@ def _given_device_tensors(analysis, fn: cst.FunctionDef, param: cst.Param) -> bo
     name = fn.name.value
     cls = analysis.index.up.get(id(analysis.index.up.get(id(fn)))) if method else None
     if method:
-        local = [call for call in of_types(analysis.index, cst.Call) if type(call.func) is cst.Attribute and
-                 call.func.attr.value == name and type(call.func.value) is cst.Name and
-                 call.func.value.value == "self" and analysis.index.is_ancestor_or_self(cls, call)]
+        local = [call for call in _calls_by_name(analysis)[1].get(name, ())
+                 if analysis.index.is_ancestor_or_self(cls, call)]
     else:
-        local = [call for call in of_types(analysis.index, cst.Call)
-                 if type(call.func) is cst.Name and call.func.value == name]
+        local = list(_calls_by_name(analysis)[0].get(name, ()))
     remote = _remote_sites(analysis, name, cls.name.value if method and name in ("__call__", "forward") else None,
                            method, cls.name.value if method else None)
     if remote is None or not local and not remote:

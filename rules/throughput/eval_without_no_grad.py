@@ -9,6 +9,7 @@ import libcst as cst
 
 from gpulint.analysis import Kind
 from gpulint.analysis.accumulators import under_no_grad
+from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.node_types import of_types
 from gpulint.rule import Example, Family, Fix, FixAvailability, FixSafety, GpuRule, Safety
 
@@ -124,17 +125,19 @@ class EvalWithoutNoGrad(GpuRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if type(func) not in (cst.Name, cst.Attribute) or self.analysis.kind(func) is not Kind.MODULE:
+        receiver = dotted_name(func) if type(func) in (cst.Name, cst.Attribute) else None
+        if receiver is None or receiver not in self._mode_switches():
+            return  # cheap tests first: a module of thousands of loops asks the costly ones only of eval models
+        fn = self.analysis.index.enclosing_function(node)
+        if not self._put_in_eval(receiver, node, fn) or self._module_turns_grad_off() or \
+                under_no_grad(self.analysis, node):
             return
         where = self.where(node)
         if where is None or not where.every_iteration or where.via is not None:
             return
         loop = where.loop
         key = id(loop) if loop is not None else id(node)
-        if key in self._loops or under_no_grad(self.analysis, node):
-            return
-        fn = self.analysis.index.enclosing_function(node)
-        if not self._put_in_eval(func, node, fn) or self._module_turns_grad_off():
+        if key in self._loops or self.analysis.kind(func) is not Kind.MODULE:
             return
         same_scope = loop is not None and self.analysis.index.enclosing_function(loop) is fn
         if loop is not None and (_NEEDS_GRAPH.search(self.analysis.code(loop)) or
@@ -147,34 +150,47 @@ class EvalWithoutNoGrad(GpuRule):
         self._loops.add(key)
         self.report(node, where=where, fix=self._fix(loop) if same_scope else None)
 
-    def _put_in_eval(self, func: cst.BaseExpression, call: cst.Call, fn: Optional[cst.FunctionDef]) -> bool:
+    def _put_in_eval(self, receiver: str, call: cst.Call, fn: Optional[cst.FunctionDef]) -> bool:
         """The last mode switch of the called model before the call, in the same function (or at the top
         level for a top-level loop), puts it in evaluation mode: `model.eval()`, `net = net.eval()`,
         `model.train(False)` (not `model.train()` / `model.train(True)`)."""
-        receiver = self.analysis.code(func)
-        scope: cst.CSTNode = fn if fn is not None else self.analysis.module
         index = self.analysis.index
         start = index.order(call)
         if start is None:
             return False
         last: Optional[tuple[int, bool]] = None
-        for other in of_types(self.analysis.index, cst.Call):
-            f = other.func
-            if type(f) is not cst.Attribute or f.attr.value not in ("eval", "train") or \
-                    self.analysis.code(f.value) != receiver:
-                continue
-            if index.enclosing_function(other) is not fn or not index.is_ancestor_or_self(scope, other):
-                continue
-            order = index.order(other)
-            if order is None or order >= start or (last is not None and order < last[0]):
-                continue
-            if f.attr.value == "eval":
-                last = (order, not other.args)
-            else:
-                off = len(other.args) == 1 and type(other.args[0].value) is cst.Name and \
-                    other.args[0].value.value == "False"
-                last = (order, off)
+        for order, evaluating in self._mode_switches().get(receiver, {}).get(id(fn) if fn is not None else None, ()):
+            if order < start and (last is None or order > last[0]):
+                last = (order, evaluating)
         return last is not None and last[1]
+
+    def _mode_switches(self) -> dict:
+        """The module's `X.eval()` / `X.train(...)` calls by the dotted name `X`, then by the enclosing function
+        (its `id`, None at the top level): (document order, whether it switches to evaluation). Built once per
+        module (a module of thousands of evaluation loops asks once per loop)."""
+        known = self.__dict__.get("_switches")
+        if known is None or known[0] is not self.analysis:
+            switches: dict = {}
+            index = self.analysis.index
+            for other in of_types(index, cst.Call):
+                f = other.func
+                if type(f) is not cst.Attribute or f.attr.value not in ("eval", "train"):
+                    continue
+                if f.attr.value == "eval":
+                    if other.args:
+                        continue
+                    evaluating = True
+                else:
+                    evaluating = len(other.args) == 1 and type(other.args[0].value) is cst.Name and \
+                        other.args[0].value.value == "False"
+                order = index.order(other)
+                name = dotted_name(f.value)
+                if order is not None and name is not None:
+                    fn = index.enclosing_function(other)
+                    switches.setdefault(name, {}).setdefault(id(fn) if fn is not None else None, []).append(
+                        (order, evaluating))
+            known = self.__dict__["_switches"] = (self.analysis, switches)
+        return known[1]
 
     def _module_turns_grad_off(self) -> bool:
         """The module freezes a model (`requires_grad_(False)`) or turns gradients off by a statement
@@ -192,11 +208,8 @@ class EvalWithoutNoGrad(GpuRule):
         if under_no_grad(self.analysis, fn.body):
             return True
         name = fn.name.value
-        for call in of_types(self.analysis.index, cst.Call):
-            f = call.func
-            called = f.value if type(f) is cst.Name else f.attr.value if type(f) is cst.Attribute else None
-            if called == name and under_no_grad(self.analysis, call):
-                return True
+        if name in self._called_under_no_grad():
+            return True
         project = self._project()
         if project is None:
             return False
@@ -204,16 +217,37 @@ class EvalWithoutNoGrad(GpuRule):
         files = [p for p in project.files_naming(name) if p != here]
         if len(files) > _EXAMINED:
             return True
-        for path in files:
+        return any(self._turns_grad_off(project, path) for path in files)
+
+    def _turns_grad_off(self, project, path) -> bool:
+        """The project file mentions `no_grad`/`inference_mode`/`set_grad_enabled` (or cannot be read): read once
+        per file for this module's questions, however many of its functions the file names."""
+        known = self.__dict__.get("_file_grad_off")
+        if known is None or known[0] is not self.analysis:
+            known = self.__dict__["_file_grad_off"] = (self.analysis, {})
+        found = known[1].get(path)
+        if found is None:
             text = project.text_of(path)
             if text is None:
                 try:
                     text = path.read_text(encoding="utf-8", errors="replace")
                 except OSError:
-                    return True
-            if _GRAD_OFF.search(text):
-                return True
-        return False
+                    text = None
+            found = known[1][path] = text is None or _GRAD_OFF.search(text) is not None
+        return found
+
+    def _called_under_no_grad(self) -> frozenset:
+        """The names (last part) of the functions this module calls somewhere under `no_grad`: once per module."""
+        known = self.__dict__.get("_no_grad_calls")
+        if known is None or known[0] is not self.analysis:
+            names = set()
+            for call in of_types(self.analysis.index, cst.Call):
+                f = call.func
+                called = f.value if type(f) is cst.Name else f.attr.value if type(f) is cst.Attribute else None
+                if called is not None and called not in names and under_no_grad(self.analysis, call):
+                    names.add(called)
+            known = self.__dict__["_no_grad_calls"] = (self.analysis, frozenset(names))
+        return known[1]
 
     def _project(self):
         from gpulint.analysis.calls import project_calls
