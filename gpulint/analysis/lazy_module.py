@@ -137,6 +137,7 @@ class LazyModuleInfo:
         self.chosen_modules = {}
         self.aliases = {}
         self.alias_choices = {}
+        self.displays = {}
         self._calls_by_name = None
         self._text = text
         self._lines = text.split("\n")

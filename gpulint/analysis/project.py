@@ -1089,7 +1089,7 @@ class Project:
         info = self.module(importer)
         if info is None:
             return None
-        displays = getattr(info, "displays", {})  # a big module's lazy summary keeps none
+        displays = getattr(info, "displays", {})  # (a summary kept from before displays were recorded: none)
         head, _, rest = dotted.partition(".")
         if not rest and head in displays:
             return displays[head]
