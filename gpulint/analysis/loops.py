@@ -407,14 +407,18 @@ class LoopAnalysis:
 
     def _over_a_display(self, loop: Loop) -> bool:
         """A `for` loop over a list, tuple or set display of a few items: written out in the loop (`for hook in
-        [NO, FP16, BF16]:`) or a top-level constant of this module or another (`for part in lib.PARTS:` with
-        `PARTS = [TRAIN, VAL, TEST]`, a handful of splits), not one iteration per batch."""
+        [NO, FP16, BF16]:`) or a top-level constant of this module or another, named as a constant (`for part in
+        lib.PARTS:` with `PARTS = [TRAIN, VAL, TEST]`, a handful of splits), not one iteration per batch. An empty
+        display is no count (a list filled where this analysis does not look)."""
         if _over_a_display(loop):
             return True
         if type(loop) is not cst.For or type(loop.iter) not in (cst.Name, cst.Attribute):
             return False
+        last = loop.iter.value if type(loop.iter) is cst.Name else loop.iter.attr.value
+        if not last.isupper():
+            return False  # a constant by its name (`PARTS`, `SPLITS`); `loader = [batch]` is a stand-in loader
         count = self._constant_display_length(loop.iter)
-        return count is not None and count < _MANY
+        return count is not None and 0 < count < _MANY
 
     def _constant_display_length(self, iterable: cst.BaseExpression) -> Optional[int]:
         """The number of items of the top-level display `iterable` names (see `_over_a_display`), or None."""
