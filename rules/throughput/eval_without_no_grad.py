@@ -197,7 +197,8 @@ class EvalWithoutNoGrad(GpuRule):
         (`torch.set_grad_enabled(False)`): asked once per module."""
         known = self.__dict__.get("_grad_off")
         if known is None or known[0] is not self.analysis:
-            text = self.analysis.code(self.analysis.module)
+            source = self.analysis.source  # the text it was parsed from: no codegen of the whole module
+            text = source if source is not None else self.analysis.module.code
             known = self.__dict__["_grad_off"] = (self.analysis, bool(_FROZEN.search(text)))
         return known[1]
 
