@@ -103,9 +103,10 @@ def _raw_text_facts() -> list[Callable[[str], object]]:
     ddp = sys.modules[rules["GPU415"].__module__]  # ddp-accumulation-without-no-sync
     compiled = sys.modules[rules["GPU501"].__module__]  # model-not-compiled
     cudnn = sys.modules[rules["GPU413"].__module__]  # cudnn-benchmark-unset
+    evaluating = sys.modules[rules["GPU421"].__module__]  # eval-without-no-grad
     patterns = (GPU_HINT, _MIXED, _REDUCED_PRECISION, _CHOSEN_PRECISION, _DTYPE_CHOICE, _FLOAT_DTYPE_ARGUMENT, _FREEZES,
                 ddp._HANDLED,
-                compiled._COMPILES, cudnn._ONE_SHAPE, _HINT_BUT_TO)  # tensor_uses: a GPU named other than by `.to(`
+                compiled._COMPILES, cudnn._ONE_SHAPE, evaluating._FROZEN, _HINT_BUT_TO)  # tensor_uses: a GPU named other than by `.to(`
     words = ("cuda", "DistributedDataParallel", "capture_scalar_outputs", "channels_last",
              "ToDevice", "PrefetchLoader",  # these two: analysis/pyg_loaders.py
              "isinstance(",  # analysis/isinstance_narrowing.py's shortcut

@@ -286,6 +286,7 @@ def test_every_reader_of_the_raw_text_is_in_the_text_signature():
         "rules/throughput/conv_net_without_channels_last.py",  # "channels_last" (and visit_Module: always run)
         "rules/throughput/ddp_accumulation_without_no_sync.py",  # "DistributedDataParallel", _HANDLED
         "rules/advisory/model_not_compiled.py",  # _COMPILES (visit_Module: always run)
+        "rules/throughput/eval_without_no_grad.py",  # _FROZEN (a freeze, or grad turned off by a statement)
     }
     assert all(isinstance(x, bool) for x in rule_reuse.text_signature("x = 1\n"))
 
