@@ -2180,7 +2180,36 @@ class LoopAnalysis:
             return isinstance(op, above if negated else below)
         if type(left) is cst.Integer and self._is_counter(right):
             return isinstance(op, below if negated else above)
+        if self._length_of_another_list(left, right):
+            return isinstance(op, above if negated else below)
+        if self._length_of_another_list(right, left):
+            return isinstance(op, below if negated else above)
         return False
+
+    def _length_of_another_list(self, counter: cst.BaseExpression, length: cst.BaseExpression) -> bool:
+        """`i < len(output_writers)` in `for i, (x, y) in enumerate(val_loader):`: the enumerated loop's index below
+        the length of a plain name the loop does not iterate (one image writer per logged batch), true for the first
+        few batches only. Not a loader, a dataset or a tensor (`len(batch)`), not the loop's own iterable."""
+        if not (type(counter) is cst.Name and type(length) is cst.Call and type(length.func) is cst.Name and
+                length.func.value == "len" and len(length.args) == 1 and type(length.args[0].value) is cst.Name) \
+                or self.index.visible_bindings(length.func):
+            return False
+        listed = length.args[0].value
+        scope = self.index.enclosing_scope(counter)
+        loops = [b.source for b in (self.index.lookup(counter.value, scope) if scope is not None else [])
+                 if b.kind == "for" and self.kinds.iteration_kind(b.value, b.index) is Kind.NUMBER]
+        if len(loops) != 1 or type(loops[0]) is not cst.For or \
+                not self.index.is_ancestor_or_self(loops[0], counter):
+            return False
+        numbered = loops[0].iter
+        if not (type(numbered) is cst.Call and dotted_name(numbered.func) == "enumerate" and numbered.args and
+                not (type(numbered.args[0].value) is cst.Call and dotted_name(numbered.args[0].value.func) in
+                     ("range", "zip"))):
+            return False  # `for j in range(4): if j < len(writers):` bounds an inner loop, not the batches
+        iterated = {n.value for n in descendants(loops[0].iter) if type(n) is cst.Name}
+        if listed.value in iterated or self.kinds.of(listed) in (Kind.LOADER, Kind.TENSOR, Kind.NUMPY):
+            return False
+        return not any(word in listed.value.lower() for word in ("data", "loader", "batch", "sample", "set"))
 
     def _end_of_pass(self, left: cst.BaseExpression, op, right: cst.BaseExpression) -> bool:
         """`i_batch >= len(train_loader) - 1` (or `i + 1 >= len(loader)`, mirrored `len(loader) - 1 <= i`): a loop

@@ -11,6 +11,7 @@ from gpulint.analysis import Kind
 from gpulint.analysis.accumulators import under_no_grad
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.node_types import of_types
+from gpulint.analysis.training import training_facts
 from gpulint.rule import Example, Family, Fix, FixAvailability, FixSafety, GpuRule, Safety
 
 # What in the loop (or in a per-step function) needs the graph the forward pass records: a backward pass,
@@ -257,7 +258,7 @@ class EvalWithoutNoGrad(GpuRule):
         return calls.project if calls is not None else None
 
     def _fix(self, loop: Optional[cst.CSTNode]) -> Optional[Fix]:
-        if type(loop) not in (cst.For, cst.While) or not self._imports_torch():
+        if type(loop) not in (cst.For, cst.While) or not training_facts(self.analysis).imports_torch_as_torch():
             return None
         block = self.analysis.parent(loop)
         if type(block) not in (cst.IndentedBlock, cst.Module):
@@ -267,8 +268,3 @@ class EvalWithoutNoGrad(GpuRule):
                            body=cst.IndentedBlock(body=[inner]), leading_lines=loop.leading_lines)  # type: ignore
         return self.fix("Wrap the loop in `torch.no_grad()`", {loop: wrapped}, safe=False)
 
-    def _imports_torch(self) -> bool:
-        return any(type(s) is cst.SimpleStatementLine and any(
-            type(small) is cst.Import and any(type(a.name) is cst.Name and a.name.value == "torch" and a.asname is None
-                                              for a in small.names) for small in s.body)
-            for s in self.analysis.module.body)
