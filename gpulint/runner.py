@@ -504,6 +504,13 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
     errors: list[str] = []
     big_file_firsts: list[int] = []
     syntax_error, libcst_may_try, tree = _python_parse(source, filename, big_file_firsts, path)
+    if syntax_error is not None and "async" in source:  # `x.cuda(async=True)`: read as PyTorch 0.3 meant it
+        from gpulint import legacy_syntax
+
+        legacy = legacy_syntax.lint(source, filename, codes, syntax_error, report_periodic=report_periodic,
+                                    fix=fix, want_edits=want_edits, prefilter=prefilter, path=path)
+        if legacy is not None:
+            return legacy
     if syntax_error is not None and not libcst_may_try:
         return LintResult([syntax_error] if SYNTAX_ERROR in codes else [], source)
     if syntax_error is None and prefilter and not could_have_findings(source, codes, tree) \

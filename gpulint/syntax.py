@@ -7,6 +7,8 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
+from gpulint import legacy_syntax
+
 
 @functools.lru_cache(maxsize=512)
 def parse_statement(code: str) -> cst.BaseStatement:
@@ -25,7 +27,8 @@ def parse_expression(code: str) -> cst.BaseExpression:
 def argument(call: cst.Call, keyword: str, position: Optional[int] = None) -> Optional[cst.Arg]:
     """The argument bound to a parameter, by keyword or by position (as TorchFix's helper does)."""
     for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == keyword:
+        if arg.keyword is not None and (arg.keyword.value == keyword or
+                                        keyword == "non_blocking" and arg.keyword.value == legacy_syntax.SPELLING):
             return arg
     if position is not None and position >= 0:
         positional = [a for a in call.args if a.keyword is None and not a.star]

@@ -13,6 +13,7 @@ from typing import Iterator, Optional, Union
 from gpulint.analysis.progress_wrappers import is_progress_wrapper
 import libcst as cst
 
+from gpulint import legacy_syntax
 from gpulint.analysis import Kind, ModuleAnalysis
 from gpulint.analysis.calls import module_calls, project_calls
 from gpulint.analysis.generators import yielded_source
@@ -63,6 +64,9 @@ def is_dataloader(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
 
 
 def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    if name == "non_blocking":  # PyTorch 0.3's `async=True` too (gpulint/legacy_syntax.py)
+        return next((a for a in call.args if a.keyword is not None and legacy_syntax.is_non_blocking(a.keyword.value)),
+                    None)
     return next((a for a in call.args if a.keyword is not None and a.keyword.value == name), None)
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Union
 
 from gpulint import ast_walk
-from gpulint import incremental, runtime
+from gpulint import incremental, legacy_syntax, runtime
 from gpulint.files import FileError, read_regular
 from gpulint.syntax import NOT_CONSTANT
 from gpulint.analysis.element_reads import element_read
@@ -952,7 +952,7 @@ class Project:
             recent_text, tree = incremental.recent_python_tree(raw)
         try:
             if tree is None:
-                tree = ast.parse(raw, str(path))
+                tree = legacy_syntax.parse_python(raw, str(path))  # `ast.parse`, reading `.cuda(async=True)`
                 incremental.remember_python_tree(recent_text, tree)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
@@ -4048,7 +4048,7 @@ def _is_cpu(node: ast.expr) -> bool:
 
 
 def _non_blocking(call: ast.Call) -> bool:
-    return any(kw.arg == "non_blocking" and not (isinstance(kw.value, ast.Constant) and not kw.value.value)
+    return any(kw.arg in ("non_blocking", legacy_syntax.SPELLING) and not (isinstance(kw.value, ast.Constant) and not kw.value.value)
                for kw in call.keywords)
 
 
