@@ -953,7 +953,8 @@ class Project:
         try:
             if tree is None:
                 tree = legacy_syntax.parse_python(raw, str(path))  # `ast.parse`, reading `.cuda(async=True)`
-                incremental.remember_python_tree(recent_text, tree)
+                if not legacy_syntax.is_shimmed(tree):
+                    incremental.remember_python_tree(recent_text, tree)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         return ModuleInfo(path, tree, hashlib.sha256(raw).hexdigest())
@@ -4338,7 +4339,7 @@ def held_python_tree(path: Path, source: str) -> Optional[ast.Module]:
                 return None
             digest = hashlib.sha256(raw).hexdigest()
         if info.digest == digest:
-            return info.tree
+            return None if legacy_syntax.is_shimmed(info.tree) else info.tree
     return None
 
 
