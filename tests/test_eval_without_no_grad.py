@@ -125,3 +125,32 @@ def test_a_decorated_function_or_a_model_never_put_in_eval_mode_is_quiet(tmp_pat
     # no `eval()`: a loop that may keep the graph on purpose (a policy's rollout whose log-probs train later)
     rollout = EVALUATE.replace("    net.eval()\n", "")
     assert not lint_files(tmp_path, {"network.py": NETWORK, "evaluate.py": rollout, "main.py": MAIN}, "GPU421")
+
+
+def test_a_caller_file_that_turns_gradients_off_elsewhere_does_not_cover_the_call(tmp_path):
+    """knowledge-distillation-pytorch's train.py wraps its teacher's forward in `no_grad` but calls `evaluate`
+    outside it: the file mentioning `no_grad` is no longer enough, the call itself must be covered (thirty-sixth
+    landing)."""
+    elsewhere = MAIN + "    with torch.no_grad():\n        teacher_preds = net(next(iter(loader))[0].cuda())\n"
+    files = {"network.py": NETWORK, "evaluate.py": EVALUATE}
+    assert lint_files(tmp_path, {**files, "main.py": elsewhere}, "GPU421") == {("evaluate.py", 9, "GPU421")}
+    # covered through a function of the caller's file that runs under no_grad
+    through = MAIN.replace("preds = evaluate(net, loader)",
+                           "def validate():\n        return evaluate(net, loader)\n\n\n"
+                           "    with torch.no_grad():\n        preds = validate()")
+    assert not lint_files(tmp_path, {**files, "main.py": through}, "GPU421")
+    # `torch.set_grad_enabled(phase == "train")` turns them off for the evaluation phase
+    phased = MAIN.replace("preds = evaluate(net, loader)",
+                          "for phase in ['train', 'val']:\n        with torch.set_grad_enabled(phase == 'train'):\n"
+                          "            preds = evaluate(net, loader)")
+    assert not lint_files(tmp_path, {**files, "main.py": phased}, "GPU421")
+
+
+def test_volatile_variables_are_the_no_grad_of_pytorch_before_0_4(tmp_path):
+    volatile = EVALUATE.replace("    import torch\n", "    import torch\n    from torch.autograd import Variable\n") \
+        .replace("preds.append(net(x.cuda(non_blocking=True)).argmax(1))",
+                 "x = Variable(x.cuda(non_blocking=True), volatile=True)\n            preds.append(net(x).argmax(1))")
+    assert not lint_files(tmp_path, {"network.py": NETWORK, "evaluate.py": volatile, "main.py": MAIN}, "GPU421")
+    plain = volatile.replace(", volatile=True", "")
+    assert lint_files(tmp_path, {"network.py": NETWORK, "evaluate.py": plain, "main.py": MAIN}, "GPU421") == \
+        {("evaluate.py", 11, "GPU421")}

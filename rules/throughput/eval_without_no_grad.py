@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Optional
 
@@ -18,8 +19,9 @@ from gpulint.rule import Example, Family, Fix, FixAvailability, FixSafety, GpuRu
 # gradients of inputs (an adversarial evaluation), or code that turns gradients on itself.
 _NEEDS_GRAPH = re.compile(r"\.backward\(|\bautograd\.grad\(|\bgrad\(|\brequires_grad|\benable_grad\b|"
                           r"\bset_grad_enabled\b|\.step\(")
-# A module, or a project file calling the evaluation function, that may turn gradients off around it.
+# A module that may turn gradients off around its loops (a file that cannot be read as Python: its text).
 _GRAD_OFF = re.compile(r"\bno_grad\b|\binference_mode\b|\bset_grad_enabled\b")
+_VOLATILE = re.compile(r"\bvolatile\s*=\s*True\b")  # `Variable(x, volatile=True)`: no graph before PyTorch 0.4
 # A whole model frozen (`model.requires_grad_(False)`, `for p in model.parameters(): p.requires_grad = False`; not
 # a few batch-norm weights) or gradients turned off by a statement of their own.
 _FROZEN = re.compile(r"requires_grad_\(\s*False\s*\)|"
@@ -31,6 +33,73 @@ _HEAD = "import torch\nfrom model import UNet\n\nnet = UNet().cuda()\nnet.load_s
 _LOOP = "for x, y in loader:\n    pred = net(x.cuda(non_blocking=True))\n    save(pred.argmax(1), y)\n"
 
 
+_EVERY_NAME: frozenset = frozenset({"*"})  # a file that turns gradients off for every call (or cannot be read)
+_GRAD_OFF_CONTEXTS = ("no_grad", "inference_mode", "set_grad_enabled")
+
+
+def _grad_off_call(node: ast.AST) -> bool:
+    """`torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(<anything>)` (`phase == "train"`:
+    off for the evaluation phase), as a context, a decorator or a call (`@torch.no_grad`)."""
+    func = node.func if isinstance(node, ast.Call) else node
+    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return last in _GRAD_OFF_CONTEXTS
+
+
+def _called_with_grad_off(tree: ast.Module) -> Optional[frozenset]:
+    """The names (last part) of what `tree` calls with gradients off: inside a grad-off context or a decorated
+    function, or inside one of its own functions that it calls so (followed a few levels); `_EVERY_NAME` for a
+    module that turns gradients off by a statement (`torch.set_grad_enabled(False)`)."""
+    functions: dict[str, list] = {}
+    covered: set = set()
+    names: set = set()
+
+    def called(call: ast.Call) -> Optional[str]:
+        f = call.func
+        return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+
+    def visit(node: ast.AST, off: bool, within: Optional[str]) -> Optional[bool]:
+        for child in ast.iter_child_nodes(node):
+            child_off = off
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                functions.setdefault(child.name, []).append(child)
+                if any(_grad_off_call(d) for d in child.decorator_list):
+                    covered.add(child.name)
+                if visit(child, False, child.name):
+                    return True
+                continue
+            if isinstance(child, (ast.With, ast.AsyncWith)) and any(
+                    _grad_off_call(item.context_expr) for item in child.items):
+                child_off = True
+            if isinstance(child, ast.Expr) and isinstance(child.value, ast.Call) and \
+                    called(child.value) == "set_grad_enabled" and child.value.args and \
+                    isinstance(child.value.args[0], ast.Constant) and child.value.args[0].value is False:
+                return True
+            if isinstance(child, ast.Call) and child_off:
+                name = called(child)
+                if name is not None:
+                    names.add(name)
+            if visit(child, child_off, within):
+                return True
+        return None
+
+    if visit(tree, False, None):
+        return _EVERY_NAME
+    names |= covered
+    for _ in range(3):  # a function called with gradients off calls the rest with them off too
+        grown = False
+        for fn_name in list(names):
+            for fn in functions.get(fn_name, ()):
+                for call in ast.walk(fn):
+                    if isinstance(call, ast.Call):
+                        name = called(call)
+                        if name is not None and name not in names:
+                            names.add(name)
+                            grown = True
+        if not grown:
+            break
+    return frozenset(names)
+
+
 class EvalWithoutNoGrad(GpuRule):
     """An evaluation loop that runs a model in eval mode without `torch.no_grad()`: every batch records the graph.
 
@@ -39,10 +108,12 @@ class EvalWithoutNoGrad(GpuRule):
     evaluation mode in the same function before it (`model.eval()`, `net = net.eval()`, `model.train(False)`),
     and nothing turns gradients off around it: no `with torch.no_grad():` / `torch.inference_mode()` /
     `torch.set_grad_enabled(False)` around the call, no such decorator on its function, and no call of that
-    function under one (in its module, or in a project file that names it and mentions `no_grad`). Only where
-    nothing in the loop needs the graph: no `backward()`, `torch.autograd.grad`, `requires_grad`, `enable_grad`
-    or optimizer `step()` in it (a training loop, an adversarial evaluation), and, for a per-step function run
-    from a loop elsewhere, none in that function either. One finding per loop.
+    function under one (in its module, or in a project file that calls it inside such a context, or inside a
+    function of its own that runs under one; `torch.set_grad_enabled(phase == "train")` counts as off), and no
+    `Variable(x, volatile=True)` in the loop (PyTorch 0.3's way of turning the graph off). Only where nothing in
+    the loop needs the graph: no `backward()`, `torch.autograd.grad`, `requires_grad`, `enable_grad` or optimizer
+    `step()` in it (a training loop, an adversarial evaluation), and, for a per-step function run from a loop
+    elsewhere, none in that function either. One finding per loop.
 
     ## Why it is slow
     `model.eval()` only switches dropout and batch norm to their inference behaviour; autograd still records
@@ -142,8 +213,11 @@ class EvalWithoutNoGrad(GpuRule):
             return
         same_scope = loop is not None and self.analysis.index.enclosing_function(loop) is fn
         if loop is not None and (_NEEDS_GRAPH.search(self.analysis.code(loop)) or
-                                 _GRAD_OFF.search(self.analysis.code(loop))):
-            return  # needs the graph; or names `no_grad` (a comment: "no_grad() breaks torch.compile here")
+                                 _GRAD_OFF.search(self.analysis.code(loop)) or
+                                 _VOLATILE.search(self.analysis.code(loop))):
+            # needs the graph; or names `no_grad` (a comment: "no_grad() breaks torch.compile here"); or feeds the
+            # model `Variable(x, volatile=True)`, PyTorch 0.3's no_grad
+            return
         if not same_scope and fn is not None and _NEEDS_GRAPH.search(self.analysis.code(fn)):
             return
         if fn is not None and self._called_without_grad(fn):
@@ -205,8 +279,7 @@ class EvalWithoutNoGrad(GpuRule):
 
     def _called_without_grad(self, fn: cst.FunctionDef) -> bool:
         """A call of `fn` in this module runs under `no_grad` (or a decorator turns it off), or a project
-        file that names it mentions `no_grad`/`inference_mode`/`set_grad_enabled` (or too many name it to
-        read)."""
+        file that names it calls it with gradients off (`_turns_grad_off`; or too many name it to read)."""
         if under_no_grad(self.analysis, fn.body):
             return True
         name = fn.name.value
@@ -219,24 +292,31 @@ class EvalWithoutNoGrad(GpuRule):
         files = [p for p in project.files_naming(name) if p != here]
         if len(files) > _EXAMINED:
             return True
-        return any(self._turns_grad_off(project, path) for path in files)
+        return any(self._turns_grad_off(project, path, name) for path in files)
 
-    def _turns_grad_off(self, project, path) -> bool:
-        """The project file mentions `no_grad`/`inference_mode`/`set_grad_enabled` (or cannot be read): read once
-        per file for this module's questions, however many of its functions the file names."""
+    def _turns_grad_off(self, project, path, name: str) -> bool:
+        """The project file calls `name` with gradients off (under a `no_grad`/`inference_mode`/`set_grad_enabled`
+        context or decorator, or inside a function of its own that is called so), or turns them off for the
+        whole program (a `torch.set_grad_enabled(False)` statement), or cannot be read as Python (then: whether
+        its text mentions them). Read once per file for this module's questions."""
         known = self.__dict__.get("_file_grad_off")
         if known is None or known[0] is not self.analysis:
             known = self.__dict__["_file_grad_off"] = (self.analysis, {})
-        found = known[1].get(path)
-        if found is None:
-            text = project.text_of(path)
-            if text is None:
-                try:
-                    text = path.read_text(encoding="utf-8", errors="replace")
-                except OSError:
-                    text = None
-            found = known[1][path] = text is None or _GRAD_OFF.search(text) is not None
-        return found
+        if path not in known[1]:
+            info = project.module(path)
+            tree = getattr(info, "tree", None)
+            callees = _called_with_grad_off(tree) if isinstance(tree, ast.Module) else None
+            if callees is None:
+                text = project.text_of(path)
+                if text is None:
+                    try:
+                        text = path.read_text(encoding="utf-8", errors="replace")
+                    except OSError:
+                        text = None
+                callees = _EVERY_NAME if text is None or _GRAD_OFF.search(text) is not None else frozenset()
+            known[1][path] = callees
+        callees = known[1][path]
+        return callees is _EVERY_NAME or name in callees
 
     def _called_under_no_grad(self) -> frozenset:
         """The names (last part) of the functions this module calls somewhere under `no_grad`: once per module."""
