@@ -65,6 +65,16 @@ def _empty_list(value: Optional[cst.BaseExpression]) -> bool:
         type(value.func) is cst.Name and value.func.value == "list" and not value.args
 
 
+def _over_parameters(b) -> bool:
+    """A loop name bound to each parameter of a model: `param` of `for name, param in model.named_parameters():`
+    or `p` of `for p in model.parameters():` (the groups split by name: biases, the rest)."""
+    value = b.value if b.kind == "for" else None
+    if type(value) is not cst.Call or type(value.func) is not cst.Attribute:
+        return False
+    method = value.func.attr.value
+    return method == "parameters" and b.index is None or method == "named_parameters" and b.index == 1
+
+
 # A model's method handing out its parameters in groups (`get_optim_policies`, `optim_parameters`,
 # `get_param_groups`, `get_1x_lr_params`)
 _PARAMETER_GROUPS = re.compile(r"param|polic")
@@ -895,7 +905,7 @@ class TrainingFacts:
                     # `pg1.append(v.weight)` for `k, v in model.named_modules()`: the model's own parameters
                     owners.setdefault(id(module), module)
                 for b in bindings:
-                    if b.kind == "assign" and b.value is not None:
+                    if b.kind == "assign" and b.value is not None or _over_parameters(b):
                         for owner in self.parameter_owners(b.value, depth + 1):
                             owners.setdefault(id(owner), owner)
                 for added in self._appended(node, bindings):
