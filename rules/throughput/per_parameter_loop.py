@@ -56,7 +56,8 @@ class PerParameterLoop(GpuRule):
     `.data`, or from itself and `p`: `shadow[name] = d * shadow[name] + (1 - d) * p`); not a dict filled from the
     parameters alone (`grads[name] = p.grad.clone()`) or with numbers read back to the host. A norm or sum of each
     parameter or gradient added into an accumulator every step (`grad_norm += p.grad.norm() ** 2`, an L2
-    penalty `reg += torch.sum(p ** 2)`) is reported with its own message (no fix; `torch._foreach_norm` or
+    penalty `reg += torch.sum(p ** 2)`, or the same as one expression: `sum([torch.sum(p ** 2) for p in params])`,
+    over the parameters or a comprehension filtering them) is reported with its own message (no fix; `torch._foreach_norm` or
     `torch.nn.utils.get_total_norm`), not where each term is read back with `.item()` (GPU101's sync). A helper holding such a loop is reported where
     it is written when a loop (in this module or another) calls it every step. The per-step call of a project
     function or method whose every call runs such a loop (`accumulate(g_ema, g)`, `polyak_update(
@@ -239,7 +240,11 @@ class PerParameterLoop(GpuRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         """A library call of the table (analysis/libraries.py) that loops over the model's tensors in Python, or
-        the per-step call of a project helper that does (analysis/param_loops.py)."""
+        the per-step call of a project helper that does (analysis/param_loops.py), or a sum of per-parameter
+        reductions (`sum([torch.sum(p ** 2) for p in params])`)."""
+        if type(node.func) is cst.Name and node.func.value == "sum":
+            self._summed_reductions(node)
+            return
         if type(node.func) is not cst.Attribute or node.func.attr.value != "update":
             self._helper_call(node)
             return
@@ -254,6 +259,29 @@ class PerParameterLoop(GpuRule):
             self.report(node, self.library.format(call=self.analysis.code(node.func),
                                                   what=f"`{fact.target.rsplit('.', 2)[-2]}.update`",
                                                   reason=fact.reason), where=where)
+
+    def _summed_reductions(self, node: cst.Call) -> None:
+        """`sum([torch.sum(p ** 2) for p in params_without_bn])`, `sum(p.norm() for p in model.parameters())`: an
+        L2 penalty (or a norm) written as a comprehension over the parameters, every step: the loop of
+        `_reduction`, one expression long (Fast AutoAugment's weight decay, heldout32a)."""
+        if len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star or \
+                type(node.args[0].value) not in (cst.ListComp, cst.GeneratorExp):
+            return
+        comp = node.args[0].value
+        if comp.for_in.inner_for_in is not None or comp.for_in.ifs and any(
+                _HOST_READS & {n.attr.value for n in _walk(c) if type(n) is cst.Attribute} for c in comp.for_in.ifs):
+            return
+        it, target = _unenumerated(comp.for_in.iter, comp.for_in.target)
+        kind = _yields_parameters(it, self.analysis, None)
+        if kind == "named" and type(target) is cst.Tuple and len(target.elements) == 2:
+            target = target.elements[1].value
+        elif kind != "each":
+            return
+        if type(target) is not cst.Name or not _reduces(comp.elt, {target.value}):
+            return
+        where = self.where(node)
+        if where is not None:
+            self.report(node, self.reduction, where=where)
 
     def _helper_call(self, node: cst.Call) -> None:
         """`accumulate(g_ema, g, decay)` every step, where the project function runs a per-parameter update loop
@@ -505,6 +533,16 @@ def _yields_parameters(expr: cst.BaseExpression, analysis, loop: cst.For, depth:
         return _yields_parameters(expr.args[0].value, analysis, loop, depth + 1)
     if _param_group_params(expr, analysis):
         return "each"
+    if type(expr) in (cst.ListComp, cst.GeneratorExp) and expr.for_in.inner_for_in is None and \
+            type(expr.elt) is cst.Name:
+        # `[p for name, p in model.named_parameters() if "bn" not in name]`: a filtered list of parameters
+        it, target = _unenumerated(expr.for_in.iter, expr.for_in.target)
+        kind = _yields_parameters(it, analysis, loop, depth + 1)
+        if kind == "named" and type(target) is cst.Tuple and len(target.elements) == 2:
+            target = target.elements[1].value
+        elif kind != "each":
+            return None
+        return "each" if type(target) is cst.Name and target.value == expr.elt.value else None
     if type(expr) is cst.Call and not expr.args and type(expr.func) is cst.Name and analysis is not None:
         return _stored_parameter_methods(expr.func, analysis)
     name = expr.value if type(expr) is cst.Name else (
@@ -708,22 +746,30 @@ def _reduction(loop: cst.For, names: set[str]) -> Optional[cst.AugAssign]:
         if type(node) is not cst.AugAssign or type(node.operator) is not cst.AddAssign or \
                 type(node.target) is not cst.Name or node.target.value in names:
             continue
-        values = list(_walk(node.value))
-        if any(type(n) is cst.Call and (type(n.func) is cst.Attribute and n.func.attr.value in _HOST_READS or
-                                        type(n.func) is cst.Name and n.func.value in ("float", "int"))
-               for n in values):
-            continue
-        for n in values:
-            if type(n) is not cst.Call:
-                continue
-            if type(n.func) is cst.Attribute and n.func.attr.value in _REDUCTIONS and \
-                    _root_name(n.func.value) in names:
-                return node  # `p.grad.data.norm()`, `p.pow(2).sum()`
-            name = dotted_name(n.func) or ""
-            if name.startswith("torch.") and name.rsplit(".", 1)[-1] in _REDUCTIONS and n.args and \
-                    any(type(m) is cst.Name and m.value in names for m in _walk(n.args[0].value)):
-                return node  # `torch.norm(p.grad)`, `torch.sum(p ** 2)`
+        if _reduces(node.value, names):
+            return node
     return None
+
+
+def _reduces(expr: cst.BaseExpression, names: set[str]) -> bool:
+    """`expr` reduces one of `names` on the device: `p.grad.data.norm()`, `p.pow(2).sum()`, `torch.norm(p.grad)`,
+    `torch.sum(p ** 2)`; not when it reads the value back (`.item()`, `float(...)`: a sync GPU1xx reports)."""
+    values = list(_walk(expr))
+    if any(type(n) is cst.Call and (type(n.func) is cst.Attribute and n.func.attr.value in _HOST_READS or
+                                    type(n.func) is cst.Name and n.func.value in ("float", "int"))
+           for n in values):
+        return False
+    for n in values:
+        if type(n) is not cst.Call:
+            continue
+        if type(n.func) is cst.Attribute and n.func.attr.value in _REDUCTIONS and \
+                _root_name(n.func.value) in names:
+            return True
+        name = dotted_name(n.func) or ""
+        if name.startswith("torch.") and name.rsplit(".", 1)[-1] in _REDUCTIONS and n.args and \
+                any(type(m) is cst.Name and m.value in names for m in _walk(n.args[0].value)):
+            return True
+    return False
 
 
 def _written_out(call: cst.Call, names: set[str]) -> bool:
