@@ -148,6 +148,8 @@ class HostTensorMovedEachStep(Rule):
     `.type(torch.cuda.FloatTensor)` (a detector head's per-level strides, built on the host in every forward), or
     `.to(x)` of a tensor `x` (`torch.hann_window(n).to(x)` in a spectrogram helper: `x`'s device and dtype), where
     `x` is a tensor by its kind or by how its function reads it (`x.shape`, `x.reshape(...)`, `torch.isfinite(x)`).
+    So is a legacy constructor of data cast the same way (`torch.Tensor(gt_loc).type_as(rpn_locs)` of a target
+    array a helper computed on the host: a Faster R-CNN trainer's per-image targets).
     Code run every step includes a generator of the module drawn with `next(...)` in the loop (`train_dl =
     cycle(n)` ... `next(train_dl)`): each `next` runs its body up to the next `yield`, so `torch.randint(...).cuda()`
     there is built on the host every step. And a map-style dataset whose `__getitem__` returns its sample copied to
@@ -950,6 +952,15 @@ class HostTensorMovedEachStep(Rule):
                     self.report(node, self.from_numpy_cast.format(numpy=_short(self.analysis.code(drawn)),
                                                                   cast=func.attr.value), where=where)
                 return True
+        if factory is None and func.attr.value in ("type_as", "to"):
+            legacy = self._legacy_of_data(receiver)
+            if legacy is not None:
+                # `torch.Tensor(gt_roi_loc).type_as(rpn_locs)`: a helper's numpy result wrapped by the legacy
+                # constructor on the host, cast to where the network's output lives (Faster R-CNN's targets)
+                where = self.where(node)
+                if where:
+                    self.report(node, self.legacy.format(factory=legacy), where=where)
+                return True
         if factory is None:  # `(torch.ones(n, n) / n).type_as(x)`: host arithmetic over factories, then the cast
             computed = _HostMath(self.analysis).factories(receiver)
             factory = computed.factories[0] if computed is not None else None
@@ -970,6 +981,21 @@ class HostTensorMovedEachStep(Rule):
                 hint = "`device=` a CUDA device and the `dtype=` of the tensor type"
             self.report(node, self.cast.format(factory=name, cast=func.attr.value, hint=hint), where=where)
         return True
+
+    def _legacy_of_data(self, expr: cst.BaseExpression) -> Optional[str]:
+        """`torch.Tensor(array)`, `torch.LongTensor(labels)` (through same-on-device methods): a legacy CPU
+        constructor given one value that is not a size (a literal number, or a number by its kind), in a program
+        with no CUDA default tensor type: its name, else None. Its value is on the host whatever it is (the
+        constructor refuses a CUDA tensor), so the cast copies it."""
+        expr = strip_same_on_device(self, expr)
+        if type(expr) is not cst.Call or len(expr.args) != 1 or expr.args[0].keyword is not None or \
+                expr.args[0].star or self.analysis.qualified(expr.func) not in _LEGACY_CONSTRUCTORS:
+            return None
+        data = expr.args[0].value
+        if type(data) in (cst.Integer, cst.Float) or self.analysis.kind(data) is Kind.NUMBER or \
+                data_facts(self.analysis).on_device(data) or self.analysis.fact(cuda_default) is not None:
+            return None
+        return self.analysis.qualified(expr.func).split(".")[-1]  # type: ignore[union-attr]
 
     def _from_numpy_drawn(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         """The numpy array of `torch.from_numpy(<array>)` (through same-on-device methods and `Variable(...)`)
