@@ -63,6 +63,10 @@ def is_dataloader(analysis: ModuleAnalysis, node: cst.CSTNode) -> bool:
     return dataloader_subclass_call(analysis, node)  # `DataLoaderMasking(...)`: a project subclass of torch's
 
 
+# PyTorch 0.3's wrapper of a tensor for autograd (a no-op since 0.4): `Variable(inputs).cuda()` copies `inputs`.
+_VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+
+
 def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
     if name == "non_blocking":  # PyTorch 0.3's `async=True` too (gpulint/legacy_syntax.py)
         return next((a for a in call.args if a.keyword is not None and legacy_syntax.is_non_blocking(a.keyword.value)),
@@ -656,6 +660,9 @@ class DataFacts:
                     expr.func.attr.value in CONVERSIONS and not expr.args):
                 return self.batch_loop(expr.func.value, within, depth + 1)  # `x.float()` holds x's values
             return None
+        if type(expr) is cst.Call and expr.args and expr.args[0].keyword is None and not expr.args[0].star and \
+                self.analysis.qualified(expr.func) in _VARIABLE:
+            return self.batch_loop(expr.args[0].value, within, depth + 1)  # `Variable(inputs)`: the same tensor
         if type(expr) is not cst.Name:
             return None
         for b in self.bindings(expr):
