@@ -1683,6 +1683,10 @@ class LoopAnalysis:
         if type(test) is cst.Attribute and not negated and \
                 test.attr.value.startswith(("should_log", "should_eval", "should_save")):
             return f"`{_code(test)}`"  # Hugging Face's `if self.control.should_evaluate:` (every N steps)
+        if type(test) is cst.Name and negated and self._set_from_none(test):
+            # `if loss_ema: loss_ema = 0.9 * loss_ema + ... else: loss_ema = loss.item()`: the else runs while the
+            # value is still None, on the first pass only
+            return f"`not {test.value}` (the first pass, while a value the loop sets is still None)"
         if type(test) is cst.Name and not negated and self._end_of_run_flag(test):
             return f"`{test.value}` (the end of the run)"  # `if done or step % N == 0:`
         if type(test) is cst.Name and not negated and self._episode_end(test):
@@ -1999,6 +2003,20 @@ class LoopAnalysis:
                   if b.source is not None and self.index.is_ancestor_or_self(loop, b.source)]
         return bool(inside) and all(b.kind == "assign" and b.index is None and b.value is not None and
                                     not (type(b.value) is cst.Name and b.value.value == "None") for b in inside)
+
+    def _set_from_none(self, name: cst.Name) -> bool:
+        """`name` is bound to `None` before the loop around it, and only to other values inside it."""
+        loop = next((a for a in self.index.ancestors(name) if type(a) in (cst.For, cst.While)), None)
+        if loop is None:
+            return False
+        bindings = self.index.visible_bindings(name)
+        inside = [b for b in bindings if b.source is not None and self.index.is_ancestor_or_self(loop, b.source)]
+        before = [b for b in bindings if b not in inside]
+        return bool(inside) and bool(before) and all(
+            b.kind == "assign" and b.index is None and type(b.value) is cst.Name and b.value.value == "None"
+            for b in before) and all(
+            b.kind in ("assign", "augassign") and b.index is None and b.value is not None and
+            not (type(b.value) is cst.Name and b.value.value == "None") for b in inside)
 
     def _set_in_loop(self, name: cst.Name, loop: Loop) -> bool:
         bindings = self.index.visible_bindings(name)
