@@ -45,9 +45,10 @@ def positions(source: str) -> Optional[list[tuple[int, int]]]:
     return found
 
 
-def shimmed(source: str) -> Optional[str]:
-    """`source` with every `async=` keyword argument spelt `SPELLING=`, when that makes it parse; else None."""
-    where = positions(source)
+def shimmed(source: str, where: Optional[list[tuple[int, int]]] = None) -> Optional[str]:
+    """`source` with every `async=` keyword argument (at `where`, else found) spelt `SPELLING=`, when that makes it
+    parse; else None."""
+    where = positions(source) if where is None else where
     if not where:
         return None
     lines = source.splitlines(keepends=True)
@@ -68,7 +69,8 @@ def lint(source: str, filename: str, codes: frozenset, syntax_error, **options):
     from gpulint import runner
     from gpulint.diagnostics import Applicability, Edit, Fix, FixMode, Position
 
-    text = shimmed(source)
+    where = positions(source)
+    text = shimmed(source, where) if where else None
     if text is None:
         return None
     fix: FixMode = options.get("fix", FixMode.NONE)
@@ -80,7 +82,6 @@ def lint(source: str, filename: str, codes: frozenset, syntax_error, **options):
         return replace(again, fixed_count=result.fixed_count + 1, errors=result.errors + again.errors)
     diagnostics = [_restored(d) for d in result.diagnostics]
     if reported:
-        where = positions(source) or []
         edits = tuple(Edit(RENAMED, Position(row, column + 1), Position(row, column + 1 + len("async")))
                       for row, column in where)
         message = f"{syntax_error.message} (`async=` is PyTorch 0.3's `non_blocking=`, and a keyword since Python " \

@@ -28,7 +28,7 @@ def argument(call: cst.Call, keyword: str, position: Optional[int] = None) -> Op
     """The argument bound to a parameter, by keyword or by position (as TorchFix's helper does)."""
     for arg in call.args:
         if arg.keyword is not None and (arg.keyword.value == keyword or
-                                        keyword == "non_blocking" and arg.keyword.value == legacy_syntax.SPELLING):
+                                        keyword == "non_blocking" and legacy_syntax.is_non_blocking(arg.keyword.value)):
             return arg
     if position is not None and position >= 0:
         positional = [a for a in call.args if a.keyword is None and not a.star]

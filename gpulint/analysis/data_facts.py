@@ -13,7 +13,6 @@ from typing import Iterator, Optional, Union
 from gpulint.analysis.progress_wrappers import is_progress_wrapper
 import libcst as cst
 
-from gpulint import legacy_syntax
 from gpulint.analysis import Kind, ModuleAnalysis
 from gpulint.analysis.calls import module_calls, project_calls
 from gpulint.analysis.generators import yielded_source
@@ -68,10 +67,8 @@ _VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Varia
 
 
 def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
-    if name == "non_blocking":  # PyTorch 0.3's `async=True` too (gpulint/legacy_syntax.py)
-        return next((a for a in call.args if a.keyword is not None and legacy_syntax.is_non_blocking(a.keyword.value)),
-                    None)
-    return next((a for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+    """The argument passed by keyword `name` (`non_blocking`: PyTorch 0.3's `async=` too, `syntax.argument`)."""
+    return argument(call, name)
 
 
 def has_star_args(call: cst.Call) -> bool:

@@ -1996,27 +1996,28 @@ class LoopAnalysis:
                 type(expr.comparisons[0].operator) is not cst.Is or type(expr.left) is not cst.Name or \
                 type(expr.comparisons[0].comparator) is not cst.Name or expr.comparisons[0].comparator.value != "None":
             return False
-        loop = next((a for a in self.index.ancestors(test) if type(a) in (cst.For, cst.While)), None)
-        if loop is None:
-            return False
-        inside = [b for b in self.index.visible_bindings(expr.left)
-                  if b.source is not None and self.index.is_ancestor_or_self(loop, b.source)]
-        return bool(inside) and all(b.kind == "assign" and b.index is None and b.value is not None and
-                                    not (type(b.value) is cst.Name and b.value.value == "None") for b in inside)
+        split = self._bindings_around(expr.left, test)
+        return split is not None and bool(split[0]) and all(b.kind == "assign" and _set_to_a_value(b)
+                                                            for b in split[0])
 
     def _set_from_none(self, name: cst.Name) -> bool:
         """`name` is bound to `None` before the loop around it, and only to other values inside it."""
-        loop = next((a for a in self.index.ancestors(name) if type(a) in (cst.For, cst.While)), None)
-        if loop is None:
+        split = self._bindings_around(name, name)
+        if split is None:
             return False
+        inside, before = split
+        return bool(inside) and bool(before) and all(
+            b.kind == "assign" and b.index is None and _is_none(b.value) for b in before) and all(
+            b.kind in ("assign", "augassign") and _set_to_a_value(b) for b in inside)
+
+    def _bindings_around(self, name: cst.Name, at: cst.CSTNode) -> Optional[tuple[list, list]]:
+        """The bindings of `name` inside the innermost loop around `at`, and the others; None outside a loop."""
+        loop = next((a for a in self.index.ancestors(at) if type(a) in (cst.For, cst.While)), None)
+        if loop is None:
+            return None
         bindings = self.index.visible_bindings(name)
         inside = [b for b in bindings if b.source is not None and self.index.is_ancestor_or_self(loop, b.source)]
-        before = [b for b in bindings if b not in inside]
-        return bool(inside) and bool(before) and all(
-            b.kind == "assign" and b.index is None and type(b.value) is cst.Name and b.value.value == "None"
-            for b in before) and all(
-            b.kind in ("assign", "augassign") and b.index is None and b.value is not None and
-            not (type(b.value) is cst.Name and b.value.value == "None") for b in inside)
+        return inside, [b for b in bindings if b not in inside]
 
     def _set_in_loop(self, name: cst.Name, loop: Loop) -> bool:
         bindings = self.index.visible_bindings(name)
@@ -2282,6 +2283,15 @@ class LoopAnalysis:
             return bool(values) and len(values) == len(bindings) and all(
                 type(v) is cst.Call and self._reads_clock(v) for v in values)
         return False
+
+
+def _is_none(value: Optional[cst.CSTNode]) -> bool:
+    return type(value) is cst.Name and value.value == "None"
+
+
+def _set_to_a_value(b) -> bool:
+    """A plain binding (no unpacking) to something other than `None`."""
+    return b.index is None and b.value is not None and not _is_none(b.value)
 
 
 def _growing_length(index, call: cst.Call) -> bool:

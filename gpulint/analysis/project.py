@@ -4049,8 +4049,8 @@ def _is_cpu(node: ast.expr) -> bool:
 
 
 def _non_blocking(call: ast.Call) -> bool:
-    return any(kw.arg in ("non_blocking", legacy_syntax.SPELLING) and not (isinstance(kw.value, ast.Constant) and not kw.value.value)
-               for kw in call.keywords)
+    return any(kw.arg is not None and legacy_syntax.is_non_blocking(kw.arg) and
+               not (isinstance(kw.value, ast.Constant) and not kw.value.value) for kw in call.keywords)
 
 
 def _sys_path_entries(body: list) -> tuple:

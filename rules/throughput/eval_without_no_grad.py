@@ -37,12 +37,15 @@ _EVERY_NAME: frozenset = frozenset({"*"})  # a file that turns gradients off for
 _GRAD_OFF_CONTEXTS = ("no_grad", "inference_mode", "set_grad_enabled")
 
 
+def _last_name(func: ast.AST) -> Optional[str]:
+    """`no_grad` of `torch.no_grad`, `evaluate` of `evaluate`: what a call names, else None."""
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
 def _grad_off_call(node: ast.AST) -> bool:
     """`torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(<anything>)` (`phase == "train"`:
     off for the evaluation phase), as a context, a decorator or a call (`@torch.no_grad`)."""
-    func = node.func if isinstance(node, ast.Call) else node
-    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-    return last in _GRAD_OFF_CONTEXTS
+    return _last_name(node.func if isinstance(node, ast.Call) else node) in _GRAD_OFF_CONTEXTS
 
 
 def _called_with_grad_off(tree: ast.Module) -> Optional[frozenset]:
@@ -53,36 +56,33 @@ def _called_with_grad_off(tree: ast.Module) -> Optional[frozenset]:
     covered: set = set()
     names: set = set()
 
-    def called(call: ast.Call) -> Optional[str]:
-        f = call.func
-        return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
-
-    def visit(node: ast.AST, off: bool, within: Optional[str]) -> Optional[bool]:
+    def visit(node: ast.AST, off: bool) -> bool:
+        """Record what `node` calls with gradients off; True at a statement that turns them off for good."""
         for child in ast.iter_child_nodes(node):
             child_off = off
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 functions.setdefault(child.name, []).append(child)
                 if any(_grad_off_call(d) for d in child.decorator_list):
                     covered.add(child.name)
-                if visit(child, False, child.name):
+                if visit(child, False):
                     return True
                 continue
             if isinstance(child, (ast.With, ast.AsyncWith)) and any(
                     _grad_off_call(item.context_expr) for item in child.items):
                 child_off = True
             if isinstance(child, ast.Expr) and isinstance(child.value, ast.Call) and \
-                    called(child.value) == "set_grad_enabled" and child.value.args and \
+                    _last_name(child.value.func) == "set_grad_enabled" and child.value.args and \
                     isinstance(child.value.args[0], ast.Constant) and child.value.args[0].value is False:
                 return True
             if isinstance(child, ast.Call) and child_off:
-                name = called(child)
+                name = _last_name(child.func)
                 if name is not None:
                     names.add(name)
-            if visit(child, child_off, within):
+            if visit(child, child_off):
                 return True
-        return None
+        return False
 
-    if visit(tree, False, None):
+    if visit(tree, False):
         return _EVERY_NAME
     names |= covered
     for _ in range(3):  # a function called with gradients off calls the rest with them off too
@@ -91,7 +91,7 @@ def _called_with_grad_off(tree: ast.Module) -> Optional[frozenset]:
             for fn in functions.get(fn_name, ()):
                 for call in ast.walk(fn):
                     if isinstance(call, ast.Call):
-                        name = called(call)
+                        name = _last_name(call.func)
                         if name is not None and name not in names:
                             names.add(name)
                             grown = True

@@ -271,13 +271,8 @@ class PerParameterLoop(GpuRule):
         if comp.for_in.inner_for_in is not None or comp.for_in.ifs and any(
                 _HOST_READS & {n.attr.value for n in _walk(c) if type(n) is cst.Attribute} for c in comp.for_in.ifs):
             return
-        it, target = _unenumerated(comp.for_in.iter, comp.for_in.target)
-        kind = _yields_parameters(it, self.analysis, None)
-        if kind == "named" and type(target) is cst.Tuple and len(target.elements) == 2:
-            target = target.elements[1].value
-        elif kind != "each":
-            return
-        if type(target) is not cst.Name or not _reduces(comp.elt, {target.value}):
+        target = _each_parameter(comp.for_in, self.analysis, None)
+        if target is None or not _reduces(comp.elt, {target.value}):
             return
         where = self.where(node)
         if where is not None:
@@ -536,13 +531,8 @@ def _yields_parameters(expr: cst.BaseExpression, analysis, loop: cst.For, depth:
     if type(expr) in (cst.ListComp, cst.GeneratorExp) and expr.for_in.inner_for_in is None and \
             type(expr.elt) is cst.Name:
         # `[p for name, p in model.named_parameters() if "bn" not in name]`: a filtered list of parameters
-        it, target = _unenumerated(expr.for_in.iter, expr.for_in.target)
-        kind = _yields_parameters(it, analysis, loop, depth + 1)
-        if kind == "named" and type(target) is cst.Tuple and len(target.elements) == 2:
-            target = target.elements[1].value
-        elif kind != "each":
-            return None
-        return "each" if type(target) is cst.Name and target.value == expr.elt.value else None
+        target = _each_parameter(expr.for_in, analysis, loop, depth + 1)
+        return "each" if target is not None and target.value == expr.elt.value else None
     if type(expr) is cst.Call and not expr.args and type(expr.func) is cst.Name and analysis is not None:
         return _stored_parameter_methods(expr.func, analysis)
     name = expr.value if type(expr) is cst.Name else (
@@ -558,6 +548,18 @@ def _yields_parameters(expr: cst.BaseExpression, analysis, loop: cst.For, depth:
     if type(expr) is cst.Attribute and analysis is not None and _flattened_attribute(analysis, name):
         return None  # `self.master_params = make_master_params(...)`: a few flat tensors, not one per parameter
     return "each" if lowered.endswith(("params", "parameters")) and not lowered.startswith("num_") else None
+
+
+def _each_parameter(for_in: cst.CompFor, analysis, loop, depth: int = 0) -> Optional[cst.Name]:
+    """The variable a comprehension's `for` binds to one parameter at a time (`p` of `for p in params`, of `for
+    name, p in model.named_parameters()`, of `for i, p in enumerate(...)`), else None."""
+    it, target = _unenumerated(for_in.iter, for_in.target)
+    kind = _yields_parameters(it, analysis, loop, depth)
+    if kind == "named" and type(target) is cst.Tuple and len(target.elements) == 2:
+        target = target.elements[1].value
+    elif kind != "each":
+        return None
+    return target if type(target) is cst.Name else None
 
 
 def _stored_parameter_methods(func: cst.Name, analysis) -> Optional[str]:

@@ -989,13 +989,15 @@ class HostTensorMovedEachStep(Rule):
         constructor refuses a CUDA tensor), so the cast copies it."""
         expr = strip_same_on_device(self, expr)
         if type(expr) is not cst.Call or len(expr.args) != 1 or expr.args[0].keyword is not None or \
-                expr.args[0].star or self.analysis.qualified(expr.func) not in _LEGACY_CONSTRUCTORS:
+                expr.args[0].star:
             return None
+        q = self.analysis.qualified(expr.func)
         data = expr.args[0].value
-        if type(data) in (cst.Integer, cst.Float) or self.analysis.kind(data) is Kind.NUMBER or \
-                data_facts(self.analysis).on_device(data) or self.analysis.fact(cuda_default) is not None:
+        if q not in _LEGACY_CONSTRUCTORS or type(data) in (cst.Integer, cst.Float) or \
+                self.analysis.kind(data) is Kind.NUMBER or data_facts(self.analysis).on_device(data) or \
+                self.analysis.fact(cuda_default) is not None:
             return None
-        return self.analysis.qualified(expr.func).split(".")[-1]  # type: ignore[union-attr]
+        return q.split(".")[-1]
 
     def _from_numpy_drawn(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         """The numpy array of `torch.from_numpy(<array>)` (through same-on-device methods and `Variable(...)`)
