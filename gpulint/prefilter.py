@@ -133,7 +133,8 @@ class FileFacts:
         if condition == HOT_LOOP:
             if HOT_LOOP not in self._held:
                 self._held[HOT_LOOP] = any(self._may_be_hot(*loop) for loop in self._loops) or (
-                    self._names_a_loader() and _has_comprehension(self.tree))  # `[f(b) for b in tqdm(loader)]`
+                    self._names_a_loader() and _has_comprehension(self.tree)) or (  # `[f(b) for b in tqdm(loader)]`
+                    self._imports_an_engine_library())  # `Engine(update)`: the library's loop (engine_steps.py)
             return bool(self._held[HOT_LOOP])
         if condition == RETURNED_LOADER:
             if condition not in self._held:
@@ -145,6 +146,13 @@ class FileFacts:
                     _returns_an_optimizer(self.tree)
             return bool(self._held[condition])
         raise ValueError(f"unknown prefilter condition {condition!r}")
+
+    def _imports_an_engine_library(self) -> bool:
+        """analysis/engine_steps.py `imports_an_engine_library`: ignite or torchnet runs the module's handed
+        functions once per batch, with no loop in the module."""
+        from gpulint.analysis.engine_steps import LIBRARIES
+
+        return any(full.split(".", 1)[0] in LIBRARIES for names in self._aliases.values() for full in names)
 
     def _conv_may_feed_batchnorm(self) -> bool:
         """CONV_AND_BATCHNORM_CALLS: rules/throughput/conv_bias_before_batchnorm.py's two shapes, each call's

@@ -33,12 +33,16 @@ def gated_codes(codes: frozenset[str]) -> frozenset[str]:
 
 
 def has_hot_loop(analysis) -> bool:
-    """Some `for`/`while` loop of the module is a training or evaluation loop (`LoopRole.HOT`)."""
+    """Some `for`/`while` loop of the module is a training or evaluation loop (`LoopRole.HOT`), or an engine
+    library runs a function of the module once per batch (analysis/engine_steps.py)."""
     from gpulint.analysis.loops import LoopRole
     from gpulint.analysis.node_types import of_types
 
+    from gpulint.analysis.engine_steps import engine_steps
+
     loops = analysis.loops
-    return any(loops.role(node) is LoopRole.HOT for node in of_types(analysis.index, cst.For, cst.While))
+    return any(loops.role(node) is LoopRole.HOT for node in of_types(analysis.index, cst.For, cst.While)) or \
+        bool(engine_steps(analysis.index, analysis.kinds))  # `Engine(update)`: the library's loop runs it
 
 
 class Gate:

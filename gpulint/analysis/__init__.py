@@ -358,6 +358,7 @@ def _loops(analysis: ModuleAnalysis) -> LoopAnalysis:
         from gpulint.analysis.forward import per_step_caller
 
         loops.per_step_caller = lambda fn: per_step_caller(analysis, fn)
+        loops.engine_call_site = lambda node, fn: _engine_call_site(analysis, node, fn)
         loops.runs_argument = lambda call, position, keyword: _runs_argument(analysis, call, position, keyword)
         loops.hands_model_on = lambda call: _hands_model_on(analysis, call)
         loops.trains_through_method = lambda call: _trains_through_method(analysis, call)
@@ -668,6 +669,19 @@ def _method_node(project, method):
         if node is None:
             return None
     return node if isinstance(node, ast.FunctionDef) else None
+
+
+def _engine_call_site(analysis: ModuleAnalysis, registration: cst.CSTNode, fn: cst.FunctionDef):
+    """The registration that hands `fn` to an engine library which runs it once per batch (`Engine(update)`,
+    `@trainer.on(Events.ITERATION_COMPLETED)`, `engine.hooks['on_forward'] = on_forward`), as the call site a
+    finding in `fn` names (analysis/engine_steps.py)."""
+    from gpulint.analysis.forward import CallSite, _line_of
+
+    shown = registration.decorator if type(registration) is cst.Decorator else registration
+    code = cst.Module([]).code_for_node(shown).strip()
+    if type(registration) is cst.Decorator:
+        code = "@" + code
+    return CallSite(Path(analysis.path), _line_of(analysis, shown), code, fn.name.value)
 
 
 def _runs_argument(analysis: ModuleAnalysis, call: cst.Call, position: Optional[int], keyword: Optional[str]) -> bool:

@@ -149,6 +149,10 @@ class LoopAnalysis:
         self.periodic_only: Optional[Callable[[cst.FunctionDef], Optional[str]]] = None
         # a method every call of which is in a branch that never runs (`never_runs`, analysis/periodic_methods.py)
         self.dead_calls: Optional[Callable[[cst.FunctionDef], bool]] = None
+        # analysis/__init__.py: the call site to show for a function an engine library runs every batch (its
+        # registration, analysis/engine_steps.py), or None without a path
+        self.engine_call_site: Optional[Callable[[cst.CSTNode, cst.FunctionDef], Optional[object]]] = None
+        self._engine_steps: Optional[dict] = None
 
     # -- loop roles --------------------------------------------------------------------------------------------
     def role(self, loop: Loop) -> LoopRole:
@@ -1600,9 +1604,28 @@ class LoopAnalysis:
         return functions.pop() if len(functions) == 1 else None
 
     def _model_code(self, fn: cst.FunctionDef) -> Optional[Execution]:
-        """A model's `forward` (or what it calls) that a loop elsewhere runs every step (analysis/forward.py)."""
+        """A model's `forward` (or what it calls) that a loop elsewhere runs every step (analysis/forward.py), or
+        a function an engine library runs once per batch (analysis/engine_steps.py)."""
+        engine = self.engine_step(fn)
+        if engine is not None:
+            return engine
         site = self.per_step_caller(fn) if self.per_step_caller is not None else None
         return Execution(Frequency.EVERY_ITERATION, None, via=site) if site is not None else None
+
+    def engine_step(self, fn: cst.FunctionDef) -> Optional[Execution]:
+        """How often an engine library (ignite's `Engine(update)` and its event handlers, torchnet's
+        `engine.train(h, ...)` and hooks) runs `fn`, a function of this module handed to it; None when none does."""
+        if self._engine_steps is None:
+            from gpulint.analysis.engine_steps import engine_steps
+
+            self._engine_steps = engine_steps(self.index, self.kinds)
+        step = self._engine_steps.get(id(fn))
+        if step is None:
+            return None
+        if not step.every_iteration:
+            return Execution(Frequency.PERIODIC, None, step.reason)
+        site = self.engine_call_site(step.registration, fn) if self.engine_call_site is not None else None
+        return Execution(Frequency.EVERY_ITERATION, None, via=site)
 
     def _execution_given_helpers(self, node: cst.CSTNode, helpers: dict[int, Execution]) -> Execution:
         """Where `node` runs, taking only `helpers` as the module's hot functions (walks remembered apart)."""
