@@ -533,3 +533,32 @@ def test_the_call_method_of_an_object_called_periodically_is_quiet(tmp_path):
     root = _write(tmp_path, {"scaled.py": CALLABLE, "train.py": CALLABLE_LOOP.format(
         call="    if step % 100 == 0:\n        backward(loss, opt)")})
     assert found(check(root, "--no-cache", "scaled.py")) == set()
+
+
+AVERAGED = """\
+import torch
+from torch.optim.swa_utils import AveragedModel
+
+
+def main(model, loader, opt, device="cuda"):
+    model = model.to(device)
+    ema = AveragedModel(model, device=device)
+    host_ema = AveragedModel(model)
+    moved_ema = AveragedModel(model).to(device)
+    for x, y in loader:
+        loss = model(x.to(device)).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        ema.update_parameters(model)
+        host_ema.update_parameters(model)
+        moved_ema.update_parameters(model)
+"""
+
+
+def test_an_averaged_model_on_the_gpu_syncs_in_every_update(tmp_path):
+    # torch's AveragedModel tests its `n_averaged` buffer in Python on every update_parameters(); the buffer is
+    # on the GPU when the copy is built with `device=` or moved, in host memory otherwise (no sync)
+    root = _write(tmp_path, {"train.py": AVERAGED})
+    items = check(root, "--no-cache", "--select", "GPU112", "train.py")
+    assert found(items) == {("train.py", 15, "GPU112"), ("train.py", 17, "GPU112")}, items

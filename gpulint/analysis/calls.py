@@ -83,7 +83,8 @@ class ModuleCalls:
                 return None
             if fact.unless == "fused-optimizer" and self._fused_optimizer(
                     call, 1 if fact.target.endswith(".__call__") else 0) or \
-                    fact.unless == "nonfinite-check-off" and self._nonfinite_check_off(call):
+                    fact.unless == "nonfinite-check-off" and self._nonfinite_check_off(call) or \
+                    fact.unless == "averaged-on-host" and self._averaged_on_host(call):
                 return None
             return fact, None
         if fact.effect is Effect.SYNCS_TENSOR_ARGS:
@@ -104,6 +105,33 @@ class ModuleCalls:
             return True
         text = self.analysis.source if self.analysis.source is not None else ""
         return "set_default_validate_args(False)" in text
+
+    def _averaged_on_host(self, call: cst.Call) -> bool:
+        """`ema.update_parameters(model)` where `ema` is not known to be built on a device: a binding of it builds
+        `AveragedModel(model)` without `device=` (or with `device="cpu"`) and never moves it (`.to(device)`,
+        `.cuda()`); the buffer it tests stays in host memory. A receiver built out of sight (a parameter) is
+        taken as the table says only when a binding shows a device."""
+        func = call.func
+        if type(func) is not cst.Attribute:
+            return True
+        built = self.built_by(func.value)
+        if not built:
+            return True
+        for construction in built:
+            device = next((a.value for a in construction.args if a.keyword is not None and
+                           a.keyword.value == "device"), None)
+            if device is None or type(device) is cst.SimpleString and device.evaluated_value == "cpu" or \
+                    type(device) is cst.Name and device.value == "None":
+                if not self._moved_after(construction):
+                    return True
+        return False
+
+    def _moved_after(self, construction: cst.Call) -> bool:
+        """`AveragedModel(model).to(device)` / `.cuda()`: the construction is the receiver of a move."""
+        parent = self.analysis.parent(construction)
+        if type(parent) is not cst.Attribute or parent.attr.value not in ("to", "cuda"):
+            return False
+        return type(self.analysis.parent(parent)) is cst.Call
 
     def _nan_check_disabled(self, call: cst.Call) -> bool:
         """`metric.update(x)` where every binding of `metric` builds it with `nan_strategy="disable"`."""

@@ -48,7 +48,8 @@ class LibraryFact:
     # an optimizer built with `fused=True`, whose step takes the scale and found_inf on the device);
     # "nan-check-disabled" (`nan_strategy="disable"`); "nonfinite-check-off" (`error_if_nonfinite=False`, or no
     # `max_norm`: clipping by value computes no norm); "validate-args-off" (`validate_args=False`, or the module
-    # calls `Distribution.set_default_validate_args(False)`).
+    # calls `Distribution.set_default_validate_args(False)`); "averaged-on-host" (every `AveragedModel(...)` the
+    # receiver is built from passes no `device=`, or a CPU one, and is not moved: its step counter stays on the host).
     unless: str = ""
 
 
@@ -164,6 +165,13 @@ FACTS: tuple[LibraryFact, ...] = (
                 "waits for it on the host (WorkNCCL::synchronize of the barrier's tensor), so the host also waits "
                 "for the device work queued before it",
                 "PyTorch docs: torch.distributed.barrier; torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (barrier)"),
+    LibraryFact("torch.optim.swa_utils.AveragedModel.update_parameters", Effect.SYNCS,
+                "update_parameters() tests its step counter, the `n_averaged` buffer, in Python twice per call "
+                "(`copy_param = bool(self.n_averaged == 0)`, then `if self.n_averaged > 0:`); the buffer is made on "
+                "the `device=` the averaged copy is built for, so on a GPU each test reads the device back",
+                "torch/optim/swa_utils.py (AveragedModel.__init__: register_buffer('n_averaged', torch.tensor(0, "
+                "..., device=device)); AveragedModel.update_parameters), read in torch 2.13",
+                unless="averaged-on-host"),
     LibraryFact("ema_pytorch.EMA.update", Effect.SYNCS,
                 "update() starts with `step = self.step.item()` on the EMA's step buffer (a device tensor once the "
                 "EMA is moved to the GPU), before its update_every test, and reads `self.initted.item()`",
@@ -260,6 +268,7 @@ ALIASES = {
     "timm.utils.cuda.NativeScaler": "timm.utils.NativeScaler",
     "timm.utils.cuda.ApexScaler": "timm.utils.ApexScaler",
     "timm.utils.model_ema": "timm.utils",
+    "torch.optim.swa_utils.swa_utils": "torch.optim.swa_utils",
     "torch.distributions.categorical": "torch.distributions",
     "torch.distributions.one_hot_categorical": "torch.distributions",
 }
