@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
 import libcst as cst
 
@@ -18,6 +18,23 @@ def fresh_name(analysis, base: str) -> str:
     while name in taken:
         name, n = f"{base}_{n}", n + 1
     return name
+
+
+def statement_removal(analysis, call: cst.Call) -> Optional[dict]:
+    """The changes that remove the expression statement `call` (`torch.cuda.empty_cache()` on a line of its own,
+    or one of several `;`-separated statements): the line goes, or becomes `pass` where it is its block's only
+    statement. None when the call is not a statement of its own."""
+    expr = analysis.parent(call)
+    line = analysis.parent(expr)
+    if type(expr) is not cst.Expr or type(line) is not cst.SimpleStatementLine:
+        return None
+    if len(line.body) > 1:
+        rest = [s for s in line.body if s is not expr]
+        rest[-1] = rest[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+        return {line: line.with_changes(body=rest)}
+    block = analysis.parent(line)
+    others = [s for s in getattr(block, "body", ()) if s is not line]
+    return {line: cst.RemoveFromParent() if others else line.with_changes(body=[cst.Pass()])}
 
 
 class Replace(cst.CSTTransformer):

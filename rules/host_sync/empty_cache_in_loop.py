@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from gpulint.fixes import statement_removal
 from gpulint.rule import GpuRule, Example, Family, FixAvailability, FixSafety, Safety
 from gpulint.rules._examples import TRAIN_STEP
 
@@ -61,15 +62,5 @@ class EmptyCacheInLoop(GpuRule):
             self.report(node, where=where, fix=self._fix(node))
 
     def _fix(self, node: cst.Call):
-        expr = self.analysis.parent(node)
-        line = self.analysis.parent(expr)
-        if type(expr) is not cst.Expr or type(line) is not cst.SimpleStatementLine:
-            return None
-        block = self.analysis.parent(line)
-        if len(line.body) > 1:
-            rest = [s for s in line.body if s is not expr]
-            rest[-1] = rest[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
-            return self.fix("Remove `torch.cuda.empty_cache()`", {line: line.with_changes(body=rest)}, safe=False)
-        others = [s for s in getattr(block, "body", ()) if s is not line]
-        replacement = cst.RemoveFromParent() if others else line.with_changes(body=[cst.Pass()])
-        return self.fix("Remove `torch.cuda.empty_cache()`", {line: replacement}, safe=False)
+        changes = statement_removal(self.analysis, node)
+        return self.fix("Remove `torch.cuda.empty_cache()`", changes, safe=False) if changes else None
