@@ -504,7 +504,8 @@ def lint_source(source: str, filename: str, codes: frozenset[str], *, report_per
     errors: list[str] = []
     big_file_firsts: list[int] = []
     syntax_error, libcst_may_try, tree = _python_parse(source, filename, big_file_firsts, path)
-    if syntax_error is not None and "async" in source:  # `x.cuda(async=True)`: read as PyTorch 0.3 meant it
+    if syntax_error is not None and ("async" in source or "print" in source or "except" in source):
+        # `x.cuda(async=True)`, `print loss.data[0]`: read as PyTorch 0.3 and Python 2 meant it
         from gpulint import legacy_syntax
 
         legacy = legacy_syntax.lint(source, filename, codes, syntax_error, report_periodic=report_periodic,
