@@ -130,11 +130,40 @@ def single_assignment(rule, name: cst.Name):
     bindings = data_facts(rule.analysis).bindings(name)
     if len(bindings) > 1:  # `I = I.cuda()`: a rebinding read by its own statement, outside loops, comes after
         bindings = [b for b in bindings if not _rebinds_itself(rule, b, name)]
+    if len(bindings) > 1:  # `noise = torch.randn(...)` earlier in the read's block: the one binding it sees
+        dominating = _dominating_assignment(rule, name, bindings)
+        bindings = [b for b in bindings if b.source is dominating] if dominating is not None else bindings
     if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].index is not None or \
             bindings[0].value is None or not isinstance(bindings[0].source, cst.Assign) or \
             len(bindings[0].source.targets) != 1:
         return None
     return bindings[0]
+
+
+def _dominating_assignment(rule, name: cst.Name, bindings: list) -> Optional[cst.Assign]:
+    """The last outright `name = ...` before the statement holding the read `name`, in its block or, out of the
+    body of an `if`, in the block holding that `if` (up through nested `if`s): every path to the read passes
+    it, so the read sees that binding alone (a step loop that draws `noise` twice, once per network). None when
+    a statement in between may bind the name otherwise, or the search leaves a loop or a function first."""
+    analysis = rule.analysis
+    index = analysis.index
+    statement = next((a for a in (name, *index.ancestors(name))
+                      if type(analysis.parent(a)) in (cst.IndentedBlock, cst.Module)), None)
+    while statement is not None:
+        block = analysis.parent(statement)
+        body = list(block.body)
+        at = next(i for i, s in enumerate(body) if s is statement)
+        for earlier in reversed(body[:at]):
+            if _assigns(earlier, name.value):
+                return next(s for s in earlier.body if type(s) is cst.Assign and any(
+                    type(t.target) is cst.Name and t.target.value == name.value for t in s.targets))
+            if any(b.source is not None and index.is_ancestor_or_self(earlier, b.source) for b in bindings):
+                return None  # an `if`, a loop or `x, name = ...` before it binds the name too
+        branch = analysis.parent(block)
+        if type(branch) is not cst.If or block is not branch.body:
+            return None
+        statement = branch
+    return None
 
 
 def _unseen(rule, binding, name: cst.Name) -> bool:
@@ -175,18 +204,26 @@ def _rebinds_itself(rule, binding, name: cst.Name) -> bool:
 
 
 def _bound_earlier_in_block(rule, source: cst.CSTNode, name: str) -> bool:
-    """A statement before `source`'s, in the same block, assigns `name` outright (`name = ...`)."""
+    """A statement before `source`'s, in the same block, assigns `name` outright (`name = ...`); or, where
+    `source` is in the body of an `if` (`if use_cuda: noise = noise.cuda()`), a statement before that `if` in
+    the block holding it (up through nested `if`s)."""
     analysis = rule.analysis
     line = analysis.parent(source)
-    block = analysis.parent(line) if type(line) is cst.SimpleStatementLine else None
-    if type(block) not in (cst.IndentedBlock, cst.Module):
+    if type(line) is not cst.SimpleStatementLine:
         return False
-    for stmt in block.body:
-        if stmt is line:
+    while True:
+        block = analysis.parent(line)
+        if type(block) not in (cst.IndentedBlock, cst.Module):
             return False
-        if _assigns(stmt, name):
-            return True
-    return False
+        for stmt in block.body:
+            if stmt is line:
+                break
+            if _assigns(stmt, name):
+                return True
+        branch = analysis.parent(block)
+        if type(branch) is not cst.If or block is not branch.body:
+            return False
+        line = branch  # the `if` statement itself, in its own block
 
 
 def _assigns(stmt: cst.CSTNode, name: str) -> bool:
@@ -234,9 +271,13 @@ def uses_of(rule, binding) -> Uses:
     for name in analysis.index.names(binding.name):
         if name is target or type(analysis.parent(name)) is cst.AssignTarget:
             continue  # a target binds, it does not read (`I = I.cuda()`)
-        sources = [b.source for b in data_facts(analysis).bindings(name)]
+        bindings = data_facts(analysis).bindings(name)
+        sources = [b.source for b in bindings]
         if len(sources) > 1:
-            sources = [b.source for b in data_facts(analysis).bindings(name) if not _unseen(rule, b, name)]
+            sources = [b.source for b in bindings if not _unseen(rule, b, name)]
+        if len(sources) > 1:
+            dominating = _dominating_assignment(rule, name, bindings)
+            sources = [dominating] if dominating is not None else sources
         if sources != [binding.source]:
             continue
         copy = copy_above(rule, name)

@@ -1387,7 +1387,7 @@ class HostTensorMovedEachStep(Rule):
         uses = uses_of(self, binding)
         tables = [(t, single_assignment(self, t.value)) for t in uses.tables]
         copies = uses.copies + [copy_above(self, rows) for rows in uses.rows]  # `t[:, None].to(device)` too
-        if uses.host or None in copies or any(b is None or not data_facts(self.analysis).on_device(b.value) and
+        if uses.host or not copies or None in copies or any(b is None or not data_facts(self.analysis).on_device(b.value) and
                             copy_above(self, t) is None for t, b in tables):
             return  # also read on the host (or indexes a host table whose rows stay there): it belongs there
         order = self.analysis.index.order
@@ -1401,10 +1401,22 @@ class HostTensorMovedEachStep(Rule):
             self.report(copy, self.from_sizes.format(what=f"`{name.value}`", numpy=_short(self.analysis.code(
                 factory.args[0].value))), where=where)
             return
-        conditional = uses.cpu_path or any(under_cuda_test(self, c) for c in copies) or \
+        conditional = uses.cpu_path or any(under_cuda_test(self, c) or self._branch_between(binding, c)
+                                           for c in copies) or \
             factory_name == "from_numpy" or uses.writes  # (values written on the host would still be copied)
         self.report(copy, self.later.format(factory=factory_name, name=name.value), where=where,
                     fix=None if conditional else self._fix_later(binding, factory, factory_name, copies, tables))
+
+    def _branch_between(self, binding, copy: cst.Call) -> bool:
+        """The copy runs under an `if` that the binding does not (`noise = torch.randn(...)`, then `if use_cuda:
+        noise = noise.cuda()`): building the tensor on the device would skip that test."""
+        index = self.analysis.index
+        for ancestor in index.ancestors(copy):
+            if index.is_ancestor_or_self(ancestor, binding.source):
+                return False
+            if type(ancestor) in (cst.If, cst.IfExp):
+                return True
+        return False
 
     def _constant_fill(self, value: cst.BaseExpression) -> bool:
         """A value written into a tensor built this step that is a constant: numbers, or host arithmetic over

@@ -1,0 +1,55 @@
+"""GPU203's built-then-moved shape through a CUDA branch and a name drawn twice per step (heldout33a's wgan-gp:
+`noise = torch.randn(B, 128)`, then `if use_cuda: noise = noise.cuda(gpu)`, once for the critic and once for the
+generator). The read in the branch sees the draw just before it alone; the finding carries no fix there (building
+the tensor on the device would skip the branch's test)."""
+
+from __future__ import annotations
+
+from projects import check, write_project
+
+TRAIN = """\
+    import torch
+
+    use_cuda = torch.cuda.is_available()
+    netD, netG = Critic(), Gen()
+    if use_cuda:
+        netD, netG = netD.cuda(), netG.cuda()
+    optD = torch.optim.Adam(netD.parameters(), fused=True)
+    optG = torch.optim.Adam(netG.parameters(), fused=True)
+    for it in range(100000):
+        for _ in range(5):
+            noise = torch.randn(64, 128)
+            if use_cuda:
+                noise = noise.cuda()
+            netD(netG(noise).detach()).mean().backward()
+            optD.step()
+        noise = torch.randn(64, 128)
+        if use_cuda:
+            noise = noise.cuda()
+        netD(netG(noise)).mean().backward()
+        optG.step()
+"""
+
+
+def _found(tmp_path, text):
+    write_project(tmp_path, {"train.py": text}, dedent=True)
+    return check(tmp_path, "--no-cache", "--exit-zero", "--select", "GPU203", ".")
+
+
+def test_each_draw_moved_under_a_cuda_branch_is_reported_without_a_fix(tmp_path):
+    found = _found(tmp_path, TRAIN)
+    assert sorted(d["location"]["row"] for d in found) == [13, 18], found
+    assert all(d["fix"] is None for d in found), found
+
+
+def test_a_draw_read_on_the_host_before_its_copy_belongs_there(tmp_path):
+    text = TRAIN.replace("            if use_cuda:\n                noise = noise.cuda()\n",
+                         "            stats.append(noise.std())\n            if use_cuda:\n"
+                         "                noise = noise.cuda()\n")
+    assert sorted(d["location"]["row"] for d in _found(tmp_path, text)) == [19]
+
+
+def test_without_the_branch_the_fix_builds_it_on_the_device(tmp_path):
+    text = TRAIN.replace("        if use_cuda:\n            noise = noise.cuda()\n", "        noise = noise.cuda()\n")
+    found = [d for d in _found(tmp_path, text) if d["location"]["row"] == 17]
+    assert found and found[0]["fix"] is not None, found
