@@ -65,3 +65,44 @@ def test_a_dict_of_settings_is_not_a_dict_of_loaders(tmp_path):
         "    dataloaders = {x: sets[x] for x in")
     items = check(write_project(tmp_path, {"train.py": text}), "--no-cache", "--exit-zero", "--select", "GPU202", ".")
     assert ("train.py", 14, "GPU202") not in found(items)
+
+
+PROCESSOR = """\
+import torch
+
+
+class Processor:
+    def load_data(self):
+        self.data_loader = dict()
+        if self.arg.phase == "train":
+            self.data_loader["train"] = torch.utils.data.DataLoader(
+                dataset=Feeder(**self.arg.train_feeder_args), batch_size=64, shuffle=True, num_workers=4{pin})
+        self.data_loader["test"] = torch.utils.data.DataLoader(
+            dataset=Feeder(**self.arg.test_feeder_args), batch_size=64, shuffle=False, num_workers=4{pin})
+
+    def train(self, epoch):
+        self.model.train()
+        for data, label in self.data_loader["train"]:
+            data = data.cuda(self.output_device)
+            label = label.cuda(self.output_device)
+            loss = self.loss(self.model(data), label)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+"""
+
+
+def test_a_dict_of_loaders_held_on_self_hands_out_its_loaders(tmp_path):
+    # the skeleton-action trainers' `Processor` (st-gcn, MS-G3D): `self.data_loader = dict()`, loaders stored by key
+    root = write_project(tmp_path, {"main.py": PROCESSOR.format(pin=", pin_memory=True")})
+    items = check(root, "--no-cache", "--exit-zero", "--select", "GPU201,GPU202", ".")
+    assert found(items) == {("main.py", 16, "GPU202"), ("main.py", 17, "GPU202")}
+
+
+def test_a_dict_on_self_holding_something_else_tells_nothing(tmp_path):
+    text = PROCESSOR.format(pin=", pin_memory=True").replace(
+        "        self.data_loader = dict()\n", "        self.data_loader = dict()\n"
+        "        self.data_loader[\"meta\"] = load_meta()\n")
+    root = write_project(tmp_path, {"main.py": text})
+    items = check(root, "--no-cache", "--exit-zero", "--select", "GPU202", ".")
+    assert found(items) == set()

@@ -452,7 +452,37 @@ class DataFacts:
             return self._listed_loaders(expr.value, depth + 1)  # `loaders[0]`: one loader of a list of them
         if type(expr) is cst.Subscript and type(expr.value) is cst.Name:
             return self._mapped_loaders(expr.value, depth + 1)  # `dataloaders[phase]` of a dict of loaders
+        if type(expr) is cst.Subscript and type(expr.value) is cst.Attribute and \
+                type(expr.value.value) is cst.Name and expr.value.value.value == "self":
+            return self._self_mapped_loaders(expr.value.attr.value, depth + 1)  # `self.data_loader['train']`
         return []
+
+    def _self_mapped_loaders(self, attr: str, depth: int) -> list[cst.Call]:
+        """The loaders a dict held on `self` may hand out: `self.data_loader = dict()` (or `{}`, or a dict of
+        loaders), then `self.data_loader['train'] = DataLoader(...)` in the module's methods (the skeleton-action
+        trainers' `Processor.load_data`). Every value stored must give a loader, else nothing is known."""
+        assigned = self.self_attributes().get(attr, [])
+        if not assigned or len(assigned) > 2:
+            return []
+        values: list[cst.BaseExpression] = []
+        for value in assigned:
+            if type(value) is cst.Dict and all(type(e) is cst.DictElement for e in value.elements):
+                values.extend(e.value for e in value.elements)  # type: ignore[union-attr]
+            elif not (type(value) is cst.Call and dotted_name(value.func) == "dict" and not value.args):
+                return []
+        for node in of_types(self.index, cst.Assign):
+            for target in node.targets:  # type: ignore[attr-defined]
+                t = target.target
+                if type(t) is cst.Subscript and type(t.value) is cst.Attribute and type(t.value.value) is cst.Name \
+                        and t.value.value.value == "self" and t.value.attr.value == attr:
+                    values.append(node.value)  # type: ignore[attr-defined]
+        found: list[cst.Call] = []
+        for value in values:
+            one = self.loaders(value, depth + 1)
+            if not one:
+                return []
+            found.extend(one)
+        return found
 
     def _mapped_loaders(self, name: cst.Name, depth: int) -> list[cst.Call]:
         """The loaders a dict of loaders may hand out: `dataloaders = {x: DataLoader(sets[x], ...) for x in
