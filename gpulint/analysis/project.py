@@ -318,6 +318,10 @@ class FunctionSummary:
     # another such function: `parse_batch(batch)` handing the batch's tensors to `to_gpu(x)`): a loop handing it
     # its batch copies the batch to the device.
     moves_params: frozenset = frozenset()
+    # (parameter, line) of each `x.cuda()` / `x.to(device)` of a parameter's value written in the function itself
+    # without `non_blocking=True` (`def to_var(x): if torch.cuda.is_available(): x = x.cuda(); return x`): a
+    # loop handing it a pinned batch copies it blocking (GPU202 at the call).
+    blocking_moves: tuple = ()
     # Parameters the function copies to the GPU whenever they are tensors: the copy sits under a test that the
     # parameter is one (`if torch.is_tensor(obj): return obj.cuda(dev, non_blocking=True)`, a project's recursive
     # `async_copy_to`/`to_device` helper); a tensor handed there is copied on every call.
@@ -352,7 +356,7 @@ class FunctionSummary:
                 sorted(self.calls_params), self.returns_library, self.returns_function, self.stub,
                 self.syncs_on_device_of, self.returns_param, self.returns_param_elements, self.yields_param,
                 sorted(self.moves_params), self.returns_host_copy, _sink_key(self.copies_host),
-                self.copies_host_device, sorted(self.moves_tensor_params))
+                self.copies_host_device, sorted(self.moves_tensor_params), self.blocking_moves)
 
     def sink_for_argument(self, position: Optional[int], keyword: Optional[str],
                           bound_method: bool = False) -> Optional[Sink]:
@@ -2908,6 +2912,10 @@ class _Summarizer:
                 param = self._tainted_by(func.value)
                 if param is not None:
                     self.summary.moves_params = self.summary.moves_params | {param}
+                    if not any(k.arg is not None and legacy_syntax.is_non_blocking(k.arg) and not (
+                            isinstance(k.value, ast.Constant) and k.value.value is False) for k in call.keywords) and \
+                            not (func.attr == "cuda" and len(call.args) > 1):  # `.cuda(dev, True)`: non_blocking
+                        self.summary.blocking_moves = (*self.summary.blocking_moves, (param, call.lineno))
             return
         callee = self._callee(call)
         if callee is None or not callee[0].moves_params:

@@ -56,7 +56,9 @@ class CopyWithoutNonBlocking(Rule):
     it to (`def wrap(x, device): return net(x.to(device))`), when every call of that function passes a loop's
     batch there: the copy in the function is reported, and so is its per-step call, naming the copy. The
     function may copy the batch field by field (`for key, ipt in inputs.items(): inputs[key] = ipt.to(device)`,
-    or a loop over `inputs.values()`).
+    or a loop over `inputs.values()`). A helper of another module that copies its parameter without
+    `non_blocking=True` (`def to_var(x): if torch.cuda.is_available(): x = x.cuda(); return x`), handed the batch
+    of such a loop, is reported at the per-step call, with the copy as the related location.
 
     A loader's `collate_fn` (a function of the module, or `functools.partial` of one binding its device to an
     accelerator) that returns its batch copied to the GPU is flagged at that copy, with the loader as the related
@@ -380,7 +382,10 @@ class CopyWithoutNonBlocking(Rule):
     def _helper_call(self, node: cst.Call) -> None:
         """The per-step call of such a helper (`Z = wrap(X, device)` in the loop): reported too, naming the copy,
         as GPU112 reports the call of a helper that syncs."""
-        if not node.args or type(node.func) is not cst.Name or node.func.value not in self.analysis.index.functions:
+        if not node.args:
+            return
+        if type(node.func) is not cst.Name or node.func.value not in self.analysis.index.functions:
+            self._project_helper_call(node)
             return  # (a top-level function is called by its bare name: most calls end here, at a dict lookup)
         fn = self.analysis.loops.local_function(node)
         if type(fn) is not cst.FunctionDef or type(self.analysis.index.enclosing_scope(fn)) is not cst.Module:
@@ -399,6 +404,45 @@ class CopyWithoutNonBlocking(Rule):
         self.report(node, f"`{self.analysis.code(node.func)}(...)` copies the batch it is given to the GPU without "
                           f"`non_blocking=True` (`{self.analysis.code(copy)}` in `{fn.name.value}`): the CPU blocks "
                           f"every step{pinned_later}", where=where)
+
+    def _project_helper_call(self, node: cst.Call) -> None:
+        """`batch[k] = to_var(v)` where `to_var` (another module's function) copies its parameter with a blocking
+        `x.cuda()` / `x.to(device)` (`FunctionSummary.blocking_moves`), handed a batch of a loop over loaders whose
+        pinning is known: the copy blocks every step; reported at the call, naming the copy."""
+        facts = data_facts(self.analysis)
+        batches = [(i, a) for i, a in enumerate(node.args) if not a.star and facts.batch_loop(a.value) is not None]
+        if not batches or self.analysis.path is None:
+            return
+        from gpulint.analysis.calls import project_calls
+
+        calls = self.analysis.fact(project_calls)
+        callee = calls.callee(node) if calls is not None else None
+        if callee is None or not callee[1].blocking_moves:
+            return
+        name, summary, bound = callee
+        params = summary.params[1:] if bound and summary.params else summary.params
+        for position, arg in batches:
+            param = arg.keyword.value if arg.keyword is not None else (
+                params[position] if position < len(params) else None)
+            line = next((ln for p, ln in summary.blocking_moves if p == param), None)
+            if line is None:
+                continue
+            loop = facts.batch_loop(arg.value)
+            loaders = facts.loop_loaders(loop) if loop is not None else []
+            if loop is None or not self.analysis.index.is_ancestor_or_self(loop.body, node) or not loaders or \
+                    not all(pinned(self, c) for c in loaders):
+                return  # pinning unknown, or a loader that decides not to pin (and GPU201 will not pin)
+            where = self.where(node)
+            if where is None:
+                return
+            later = any(pin_memory_of(self, c) is None and facts.factory(c) is None or
+                        getattr(facts.factory(c), "pinned", None) is False for c in loaders)
+            pinned_later = "; with the loader pinned (GPU201) it can overlap" if later else ""
+            self.report(node, f"`{self.analysis.code(node.func)}(...)` copies the batch it is given to the GPU "
+                              f"without `non_blocking=True` (`{name}`, {display_path(summary.path)}:{line}): the "
+                              f"CPU blocks every step{pinned_later}", where=where,
+                        related=(Related(display_path(summary.path), line, f"the blocking copy in `{name}`"),))
+            return
 
     def _copies_in(self, fn: cst.FunctionDef) -> list:
         """The copies of `fn` that `_in_helper` reports, with their messages, in document order."""
