@@ -53,3 +53,20 @@ def test_without_the_branch_the_fix_builds_it_on_the_device(tmp_path):
     text = TRAIN.replace("        if use_cuda:\n            noise = noise.cuda()\n", "        noise = noise.cuda()\n")
     found = [d for d in _found(tmp_path, text) if d["location"]["row"] == 17]
     assert found and found[0]["fix"] is not None, found
+
+
+def test_a_copy_in_an_elif_branch_is_no_internal_error():
+    from gpulint.runner import lint_source
+
+    text = (
+        "import torch\n"
+        "model = Net().cuda()\n"
+        "for x in loader:\n"
+        "    t = torch.rand(4)\n"
+        "    if mode == 'a':\n"
+        "        pass\n"
+        "    elif torch.cuda.is_available():\n"
+        "        t = t.cuda()\n"
+        "    model(x.cuda(), t).sum().backward()\n")
+    result = lint_source(text, "train.py", frozenset({"GPU203"}))
+    assert result.errors == []

@@ -151,6 +151,8 @@ def _dominating_assignment(rule, name: cst.Name, bindings: list) -> Optional[cst
                       if type(analysis.parent(a)) in (cst.IndentedBlock, cst.Module)), None)
     while statement is not None:
         block = analysis.parent(statement)
+        if type(block) not in (cst.IndentedBlock, cst.Module):
+            return None  # an `elif` (the `if` of another's `orelse`): the chain of tests decides, not followed
         body = list(block.body)
         at = next(i for i, s in enumerate(body) if s is statement)
         for earlier in reversed(body[:at]):
