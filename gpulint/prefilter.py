@@ -32,6 +32,9 @@ filtered and unfiltered findings on generated and real code.
   method of a top-level class keeps one on `self`, or a name bound to one is passed to a class's constructor
   (analysis/handed_loaders.py).
 
+- `CONFIGURED_OPTIMIZER`: the text calls `init_obj(` and names `torch.optim` (GPU402 at `config.init_obj('optimizer',
+  torch.optim, params)`, whose class the project's configuration files name: analysis/configured_names.py).
+
 A rule may declare several (any of them suffices), or `None`: no shortcut, every file is parsed.
 """
 
@@ -49,7 +52,9 @@ CUDA_TEXT = "cuda-text"
 CONV_AND_BATCHNORM_CALLS = "conv-and-batchnorm-calls"
 RETURNED_LOADER = "returned-loader"
 RETURNED_OPTIMIZER = "returned-optimizer"
-CONDITIONS = (HOT_LOOP, COPY_IN_FOR_LOOP, CUDA_TEXT, CONV_AND_BATCHNORM_CALLS, RETURNED_LOADER, RETURNED_OPTIMIZER)
+CONFIGURED_OPTIMIZER = "configured-optimizer"
+CONDITIONS = (HOT_LOOP, COPY_IN_FOR_LOOP, CUDA_TEXT, CONV_AND_BATCHNORM_CALLS, RETURNED_LOADER, RETURNED_OPTIMIZER,
+              CONFIGURED_OPTIMIZER)
 
 # rules/throughput/conv_bias_before_batchnorm.py: CONVS and NORMS, the last part of each name
 _CONV_CLASSES = frozenset({"Conv1d", "Conv2d", "Conv3d"})
@@ -145,6 +150,8 @@ class FileFacts:
                 self._held[condition] = any(f"{name}(" in self.source for name in _FUSED_NAMES) and \
                     _returns_an_optimizer(self.tree)
             return bool(self._held[condition])
+        if condition == CONFIGURED_OPTIMIZER:
+            return "init_obj(" in self.source and "torch.optim" in self.source
         raise ValueError(f"unknown prefilter condition {condition!r}")
 
     def _imports_an_engine_library(self) -> bool:

@@ -94,6 +94,7 @@ class TrainingFacts:
         self._toy: Optional[bool] = None
         self._owners: dict[tuple[int, int], tuple[cst.CSTNode, list[cst.Name]]] = {}
         self._stepped_names: Optional[frozenset[str]] = None
+        self._project_device: Optional[bool] = None
 
     # -- training loops ----------------------------------------------------------------------------------------
     def training_loops(self) -> list[cst.For]:
@@ -229,7 +230,7 @@ class TrainingFacts:
                 # `solver = Solver(data, model, optimizer, args)`: a trainer class keeping the optimizer on
                 # `self`, one of whose methods runs a backward pass and steps it
                 param = _parameter_of(call, arg, found.methods.get("__init__"))
-                if param is not None and _class_steps(found, param):
+                if param is not None and _class_steps(found, param, calls.project):
                     return True
                 continue
             if not isinstance(found, FunctionSummary) or "." in found.qualname:
@@ -716,6 +717,8 @@ class TrainingFacts:
                 name = string_value(func.args[1].value)
                 if name is None:  # `getattr(optim, args.optim)` with `--optim` defaulting to 'Adam' (TCN)
                     name = self.option_text(func.args[1].value)
+                if name is None:  # `getattr(torch.optim, cfg.optimizer.type)`: the configuration files' names
+                    return self.configured_optimizers(func.args[1].value)
                 return frozenset({f"torch.optim.{name}"}) if name and name.isidentifier() else None
             return None
         qualified = self.analysis.qualified(func) or ""
@@ -742,6 +745,28 @@ class TrainingFacts:
                 base = _torch_optimizer_base(calls.project, cls)
                 return frozenset({base}) if base is not None else None
         return None
+
+    def configured_optimizers(self, expr: cst.BaseExpression, key: Optional[str] = None) -> Optional[frozenset]:
+        """The `torch.optim` classes the project's configuration files name where `expr` reads the class name
+        (`cfg.optimizer.type`, `cfg["optimizer"]["name"]`: the field `type` of the key `optimizer`), or under
+        `key` (`config.init_obj('optimizer', torch.optim, ...)`: its `type`); None when a file does not say, or
+        a name is not a `torch.optim` class (analysis/configured_names.py)."""
+        from gpulint.analysis.configured_names import configured_names
+        from gpulint.analysis.project import project_for
+
+        if self.analysis.path is None:
+            return None
+        field: Optional[str] = "type"
+        if key is None:
+            parts = _access_path(expr)
+            if len(parts) < 2:
+                return None
+            field, key = (parts[-1], parts[-2]) if parts[-1] in ("type", "name") else (None, parts[-1])
+        names = configured_names(project_for(Path(self.analysis.path)), key, field)
+        if not names:
+            return None
+        built = frozenset(f"torch.optim.{_OPTIMIZER_SPELLING.get(n.lower(), n)}" for n in names)
+        return built if all(b.split(".")[-1] in _TORCH_OPTIMIZER_NAMES for b in built) else None
 
     def option_text(self, expr: cst.BaseExpression) -> Optional[str]:
         """The literal string default of the command-line option `expr` reads (`args.optim`, declared in this
@@ -833,8 +858,41 @@ class TrainingFacts:
                         if id(b) not in within and (b.value is None or not self._without_cuda(b.value))]
             return bool(bindings) and all(
                 self._cuda_argument(b, depth, within) if b.kind == "param" else
+                self._returned_cuda(b) if b.index is not None and type(b.value) is cst.Call else
                 b.value is not None and self.cuda_device(b.value, depth + 1, within | {id(b)}) for b in bindings)
         return False
+
+    def device_from_project(self) -> bool:
+        """The module takes its device from a project function that returns a CUDA device where there is one
+        (`device, device_ids = prepare_device(config['n_gpu'])`): CUDA named one call away, as `clearly_cuda`
+        asks of the module's own text."""
+        if self._project_device is None:
+            self._project_device = False
+            for node in of_types(self.index, cst.Assign):
+                if len(node.targets) != 1 or type(node.value) is not cst.Call:  # type: ignore[attr-defined]
+                    continue
+                target = node.targets[0].target  # type: ignore[attr-defined]
+                names = [(None, target)] if type(target) is cst.Name else list(enumerate(
+                    e.value for e in target.elements)) if type(target) is cst.Tuple else []
+                for position, name in names:
+                    if type(name) is cst.Name and "device" in name.value.lower() and \
+                            self._returned_cuda_at(node.value, position):  # type: ignore[attr-defined]
+                        self._project_device = True
+                        return True
+        return self._project_device
+
+    def _returned_cuda_at(self, call: cst.Call, index: Optional[int]) -> bool:
+        from gpulint.analysis.device_functions import ACCELERATOR, returned_device
+
+        return returned_device(self.analysis, call, index) == ACCELERATOR
+
+    def _returned_cuda(self, binding) -> bool:
+        """`device, device_ids = prepare_device(n_gpu)`: element `index` of what a project function returns is
+        a CUDA device where there is one (`torch.device('cuda:0' if n_gpu_use > 0 else 'cpu')`, as `"cuda" if
+        torch.cuda.is_available() else "cpu"` reads; analysis/device_functions.py)."""
+        from gpulint.analysis.device_functions import ACCELERATOR, returned_device
+
+        return returned_device(self.analysis, binding.value, binding.index) == ACCELERATOR
 
     def _cuda_argument(self, binding, depth: int, within: frozenset) -> bool:
         """A parameter (`def train(rank, ...)`: `.to(rank)`) that every call of its function in this module
@@ -1269,8 +1327,10 @@ def _parameter_of(call: cst.Call, arg: cst.Arg, init) -> Optional[str]:
     return positional[at] if at < len(positional) else None
 
 
-def _kept_as(cls, param: str) -> set:
-    """The `self.<attr>` names the `__init__` of the `ast` class summary `cls` binds to its parameter `param`."""
+def _kept_as(cls, param: str, project=None, depth: int = 0) -> set:
+    """The `self.<attr>` names the `__init__` of the `ast` class summary `cls` binds to its parameter `param`;
+    with `project`, also those a project base class's `__init__` binds where `super().__init__(..., param, ...)`
+    hands it on (pytorch-template's `Trainer` -> `BaseTrainer`: `self.optimizer = optimizer`)."""
     import ast
 
     init = cls.methods.get("__init__")
@@ -1281,7 +1341,36 @@ def _kept_as(cls, param: str) -> set:
                 if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
                         target.value.id == "self":
                     kept.add(target.attr)
+        if project is not None and depth < 3 and isinstance(node, ast.Call) and \
+                isinstance(node.func, ast.Attribute) and node.func.attr == "__init__" and \
+                isinstance(node.func.value, ast.Call) and isinstance(node.func.value.func, ast.Name) and \
+                node.func.value.func.id == "super":
+            kept |= _kept_by_base(project, cls, node, param, depth)
     return kept
+
+
+def _kept_by_base(project, cls, call, param: str, depth: int) -> set:
+    """`super().__init__(model, criterion, metric_ftns, optimizer, config)` handing `param` on: what the first
+    project base's `__init__` keeps it as."""
+    import ast
+
+    from gpulint.analysis.hierarchy import project_bases
+
+    bases = project_bases(project, cls)
+    base = next((b for b in bases if "__init__" in b.methods), None)
+    if base is None:
+        return set()
+    init = base.methods["__init__"]
+    positional = [a.arg for a in (*init.args.posonlyargs, *init.args.args)][1:]  # without `self`
+    for at, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            return set()
+        if isinstance(arg, ast.Name) and arg.id == param and at < len(positional):
+            return _kept_as(base, positional[at], project, depth + 1)
+    for keyword in call.keywords:
+        if keyword.arg is not None and isinstance(keyword.value, ast.Name) and keyword.value.id == param:
+            return _kept_as(base, keyword.arg, project, depth + 1)
+    return set()
 
 
 def _steps_attribute(method, attrs: set) -> bool:
@@ -1303,12 +1392,12 @@ def _wrapper_steps(cls, param: str) -> bool:
     return bool(attrs) and step is not None and _steps_attribute(step, attrs)
 
 
-def _class_steps(cls, param: str) -> bool:
+def _class_steps(cls, param: str, project=None) -> bool:
     """A method of the project class `cls` runs a backward pass (`loss.backward()`, `scaler.scale(loss)
-    .backward()`) and steps the optimizer its `__init__` keeps from `param`."""
+    .backward()`) and steps the optimizer its `__init__` keeps from `param` (or a base class's, `_kept_as`)."""
     import ast
 
-    attrs = _kept_as(cls, param)
+    attrs = _kept_as(cls, param, project)
     if not attrs:
         return False
     for name, method in cls.methods.items():
@@ -1392,6 +1481,34 @@ def _is_attribute_name(analysis: ModuleAnalysis, name: cst.Name) -> bool:
 
 def training_facts(analysis: ModuleAnalysis) -> TrainingFacts:
     return analysis.fact(TrainingFacts)
+
+
+# torch.optim's optimizer classes (a configured name must be one of them to be judged)
+_TORCH_OPTIMIZER_NAMES = frozenset({"Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "ASGD", "LBFGS",
+                                    "NAdam", "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam"})
+# Lower-case spellings configs use for them (`optimizer: adam`), when the code maps them by name
+_OPTIMIZER_SPELLING = {n.lower(): n for n in _TORCH_OPTIMIZER_NAMES}
+
+
+def _access_path(expr: cst.BaseExpression) -> list[str]:
+    """`cfg.optimizer.type` / `cfg["optimizer"]["type"]` -> ["cfg", "optimizer", "type"]; [] for anything else."""
+    parts: list[str] = []
+    while True:
+        if type(expr) is cst.Attribute:
+            parts.append(expr.attr.value)
+            expr = expr.value
+        elif type(expr) is cst.Subscript and len(expr.slice) == 1 and type(expr.slice[0].slice) is cst.Index and \
+                type(expr.slice[0].slice.value) is cst.SimpleString:
+            value = expr.slice[0].slice.value.evaluated_value
+            if not isinstance(value, str):
+                return []
+            parts.append(value)
+            expr = expr.value
+        elif type(expr) is cst.Name:
+            parts.append(expr.value)
+            return list(reversed(parts))
+        else:
+            return []
 
 
 def _torch_optimizer_base(project, cls) -> Optional[str]:

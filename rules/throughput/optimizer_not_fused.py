@@ -49,7 +49,10 @@ class OptimizerNotFused(GpuRule):
     loader, optimizer, device, epoch)` of an engine module). Every move of that model must go to CUDA: a
     device that may be another accelerator (`torch.accelerator.current_accelerator()`, `accelerator.device`) or
     a function's parameter keeps it silent. The class may be named indirectly: a choice between such classes
-    (`optim_cls = optim.AdamW if c else optim.SGD`), `getattr(torch.optim, "AdamW")`, or a project subclass
+    (`optim_cls = optim.AdamW if c else optim.SGD`), `getattr(torch.optim, "AdamW")`, a name the project's
+    configuration files give (`getattr(torch.optim, cfg.optimizer.type)` with `optimizer: type: Adam` in a YAML
+    file, or pytorch-template's `config.init_obj('optimizer', torch.optim, params)` with `"optimizer": {"type":
+    "Adam"}` in config.json: reported without a fix, the factory being the project's), or a project subclass
     (`class AdamW(torch.optim.AdamW)`) whose `step` leaves the update to torch (or calls `super().step(...)`) and
     whose `__init__` hands its `**kwargs` on, so `fused=True` reaches torch. A model from a project factory that
     moves it to CUDA (`model = load_model(path)`) counts as moved, and so does a second name for a moved model
@@ -139,7 +142,8 @@ class OptimizerNotFused(GpuRule):
 
     ## When it is fine
     `fused=` or `foreach=` given (either is a decision), `**kwargs` that may carry them, a class chosen by a
-    name the module cannot read (`getattr(torch.optim, cfg.name)`) or among candidates one of which has no fused
+    name neither the module nor a configuration file of the project tells (`getattr(torch.optim, cfg.name)`), a
+    configuration that sets `fused`/`foreach` itself, or among candidates one of which has no fused
     variant (`AdamW if c else NAdam`), a project subclass with its own update (its `step` never runs torch's:
     `fused` changes nothing) or an `__init__` that cannot pass `fused` on, optimizers without a
     fused implementation (Adamax, NAdam, RAdam, LBFGS, ...; Adagrad's is left alone because older releases
@@ -159,7 +163,7 @@ class OptimizerNotFused(GpuRule):
     added_in = "0.2.0"
     # gpulint/prefilter.py: modules that train (trains_on_cuda), or name CUDA and hand the optimizer to a
     # project function that trains with it (`trainer_steps`; `clearly_cuda` needs "cuda" in the text)
-    reports_in = ("hot-loop", "cuda-text", "returned-optimizer")
+    reports_in = ("hot-loop", "cuda-text", "returned-optimizer", "configured-optimizer")
     # a GPU module (GpuRule's `GPU_HINT`), or an optimizer factory that names no device (its callers do)
     needs_text = re.compile(GPU_HINT.pattern + r"|\bAdam\(|\bAdamW\(|\bSGD\(", re.IGNORECASE)
     _MODEL = "import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.Linear(512, 10)){move}\n"
@@ -288,7 +292,9 @@ class OptimizerNotFused(GpuRule):
             keys = star_keywords(self.analysis, node)
             if keys is None or "fused" in keys or "foreach" in keys:
                 return
-        params = argument(node, "params", 0)
+        key = _configured_key(self.analysis, node)  # `config.init_obj('optimizer', torch.optim, params)`
+        params = argument(node, "params", 0) if key is None else (
+            node.args[2] if len(node.args) > 2 and node.args[2].keyword is None and not node.args[2].star else None)
         if params is None:
             return
         facts = training_facts(self.analysis)
@@ -302,7 +308,7 @@ class OptimizerNotFused(GpuRule):
             return  # no loop here, no name the optimizer is handed on by (`trainer_steps`), not a factory's return
         # `torch.optim.AdamW`, a choice between such classes, `getattr(torch.optim, "AdamW")`, a project subclass
         # that keeps torch's update: every class the call may build has a fused implementation
-        built = facts.optimizer_classes(node.func)
+        built = facts.optimizer_classes(node.func) if key is None else facts.configured_optimizers(node, key)
         if not built or not built <= FUSED_OPTIMIZERS | LOOPING_LIBRARY_OPTIMIZERS:
             return
         if not facts.worth_a_lever() or facts.probe_parameters(params.value):
@@ -316,7 +322,8 @@ class OptimizerNotFused(GpuRule):
                 and facts.trains_on_cuda_here() and facts.self_member_on_cuda(node, params.value):
             pass  # a trainer class's optimizer over the model it keeps and moves (maybe in a base class's method)
         elif not (owners and self.analysis.targets_gpu and (facts.trains_on_cuda() or facts.trainer_steps(node))
-                  and all(facts.module_on_cuda(o) for o in owners) and data_facts(self.analysis).clearly_cuda()):
+                  and all(facts.module_on_cuda(o) for o in owners) and (
+                      data_facts(self.analysis).clearly_cuda() or facts.device_from_project())):
             # an optimizer factory (`build_optimizer(cfg, model)`) whose every caller trains a CUDA model with it
             # (the callers name the device: the factory's module need not)
             sites = facts.factory_callers(node, params.value)
@@ -331,6 +338,24 @@ class OptimizerNotFused(GpuRule):
             # differ (weight_decay, correct_bias), so no fix is offered
             self.report(node, _LIBRARY_LOOP_MESSAGE, related=related)
             return
+        if key is not None:  # the project's own factory: whether a keyword reaches the class is its business
+            self.report(node, related=related)
+            return
         fix = self.fix("Add `fused=True`", {node: lambda updated: append_keyword(updated, "fused", cst.Name("True"))},
                        safe=False)
         self.report(node, fix=fix, related=related)
+
+
+def _configured_key(analysis, call: cst.Call) -> Optional[str]:
+    """`config.init_obj('optimizer', torch.optim, params, ...)` (pytorch-template's `ConfigParser.init_obj`, and
+    the projects made from it): a method call handed a string key and the module `torch.optim`, which builds the
+    class the configuration names under that key: the key."""
+    func = call.func
+    if type(func) is not cst.Attribute or func.attr.value not in ("init_obj", "initialize") or len(call.args) < 3:
+        return None
+    first, second = call.args[0], call.args[1]
+    if first.keyword is not None or second.keyword is not None or type(first.value) is not cst.SimpleString or \
+            analysis.qualified(second.value) != "torch.optim":
+        return None
+    value = first.value.evaluated_value
+    return value if isinstance(value, str) and value else None
