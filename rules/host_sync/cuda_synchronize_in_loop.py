@@ -39,7 +39,8 @@ class CudaSynchronizeInLoop(GpuRule):
     Benchmark code that times a step with a host clock or CUDA events right beside it (`torch.cuda.synchronize()`
     next to `time.perf_counter()`, or between `end.record()` and `start.elapsed_time(end)`, which needs the
     events complete) in a loop that repeats fixed inputs (`for _ in range(iters)`), periodic checks, code
-    outside loops. A loop over a loader's batches (training or evaluation) is reported even beside a timer: the
+    outside loops. A loop over a loader's batches (training or evaluation), or over a sequence's items by index
+    (`for j in range(len(test_files)):` reading `test_files[j]`), is reported even beside a timer: the
     stall is paid every step of the real run, and `torch.cuda.Event(enable_timing=True)` pairs time the step
     without it.
     """
@@ -72,6 +73,12 @@ class CudaSynchronizeInLoop(GpuRule):
                 "    data_iter = enumerate(val_loader)\n    for i, (images, target) in data_iter:\n"
                 "        output = model(images.cuda(non_blocking=True))\n        torch.cuda.synchronize()\n"
                 "        log(time.time() - end)\n        end = time.time()\n"),
+        # a test set's images loaded one by one and timed: a pass over data, not a benchmark
+        Example("import time\nimport torch\nnet = Net().cuda()\n"
+                "for j in range(len(test_files)):\n    img = load_image(test_files[j]).cuda()\n"
+                "    t_start = time.time()\n    out = net(img)\n"
+                "    torch.cuda.synchronize()\n    times.append(time.time() - t_start)\n",
+                message="`torch.cuda.synchronize()` every iteration stalls the CPU un"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -95,7 +102,7 @@ class CudaSynchronizeInLoop(GpuRule):
         step, and CUDA events measure it without the stall."""
         for parent in self.analysis.index.ancestors(node):
             if type(parent) in (cst.For, cst.While):
-                return not self.analysis.loops.loops_over_batches(parent)
+                return not self.analysis.loops.loops_over_batches(parent) and not _indexes_a_sequence(parent)
             if type(parent) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
                 return False  # a step helper: how often it runs is its caller's loop
         return False
@@ -117,3 +124,35 @@ class CudaSynchronizeInLoop(GpuRule):
                     for t in ("perf_counter", "time()", "monotonic", "timer", "elapsed_time")):
                 return True
         return False
+
+
+def _indexes_a_sequence(loop) -> bool:
+    """`for j in tqdm(range(len(test_files))):` whose body reads `test_files[j]`: a pass over data (a test set's
+    images loaded one by one), not a benchmark repeating a fixed input."""
+    if type(loop) is not cst.For or type(loop.target) is not cst.Name:
+        return False
+    iterable = loop.iter
+    while type(iterable) is cst.Call and iterable.args and type(iterable.func) in (cst.Name, cst.Attribute) and \
+            (iterable.func.value if type(iterable.func) is cst.Name else iterable.func.attr.value) in (
+                "tqdm", "trange", "enumerate", "track", "progress_bar"):
+        iterable = iterable.args[0].value
+    if type(iterable) is not cst.Call or type(iterable.func) is not cst.Name or iterable.func.value != "range" or \
+            len(iterable.args) != 1:
+        return False
+    size = iterable.args[0].value
+    if type(size) is not cst.Call or type(size.func) is not cst.Name or size.func.value != "len" or \
+            len(size.args) != 1:
+        return False
+    sequence = cst.Module([]).code_for_node(size.args[0].value)
+    index = loop.target.value
+    found = []
+
+    class _Reads(cst.CSTVisitor):
+        def visit_Subscript(self, node: cst.Subscript) -> None:
+            if cst.Module([]).code_for_node(node.value) == sequence and len(node.slice) == 1 and \
+                    type(node.slice[0].slice) is cst.Index and type(node.slice[0].slice.value) is cst.Name and \
+                    node.slice[0].slice.value.value == index:
+                found.append(node)
+
+    loop.body.visit(_Reads())
+    return bool(found)
