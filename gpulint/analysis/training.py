@@ -464,7 +464,42 @@ class TrainingFacts:
             # `model_train = model_train.cuda()`: the other name's moves move this model
             for alias in self._aliases_of(name, scope):
                 moves.append(self.module_on_cuda(alias, depth + 1))
+        if not moves and depth < 3:
+            # `trainer = GaussianDiffusionTrainer(net_model, ...).to(device)`: a project module class keeping the
+            # model as a submodule, moved: `.to()` moves its submodules, this model with them
+            moves.extend(self._moved_as_submodule(name, scope, depth))
         return bool(moves) and all(moves)
+
+    def _moved_as_submodule(self, name: cst.Name, scope, depth: int) -> list:
+        """For each call in `scope` handing `name` to a project `nn.Module` class that keeps that argument on
+        `self` (`self.model = model`), whose instance is moved where it is built (`Wrapper(name, ...).to(device)`)
+        or under a name: whether that move goes to CUDA."""
+        from gpulint.analysis.calls import project_calls
+        from gpulint.analysis.project import ClassSummary
+
+        calls = self.analysis.fact(project_calls)
+        if calls is None:
+            return []
+        found: list = []
+        for node in self.index.names(name.value):
+            arg = self.analysis.parent(node)
+            call = self.analysis.parent(arg) if type(arg) is cst.Arg else None
+            if type(call) is not cst.Call or arg.star or self.index.enclosing_scope(call) is not scope or \
+                    type(call.func) not in (cst.Name, cst.Attribute):
+                continue
+            cls = calls._lookup(call.func)
+            if not isinstance(cls, ClassSummary) or not calls.project.is_module_class(cls):
+                continue
+            param = _parameter_of(call, arg, cls.methods.get("__init__"))
+            if param is None or not _kept_as(cls, param, calls.project):
+                continue
+            outer = self.analysis.parent(call)
+            if type(outer) is cst.Attribute and outer.attr.value in _MODULE_MOVES:
+                found.extend(self._moves(self.analysis.parent(outer)))
+                continue
+            if type(outer) is cst.Assign and len(outer.targets) == 1 and type(outer.targets[0].target) is cst.Name:
+                found.append(self.module_on_cuda(outer.targets[0].target, depth + 1))
+        return found
 
     def _aliases_of(self, name: cst.Name, scope) -> list[cst.Name]:
         """Other names of the scope bound to `name` itself, to `name.train()`/`name.eval()`, or to a wrapper of
