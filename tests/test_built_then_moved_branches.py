@@ -70,3 +70,29 @@ def test_a_copy_in_an_elif_branch_is_no_internal_error():
         "    model(x.cuda(), t).sum().backward()\n")
     result = lint_source(text, "train.py", frozenset({"GPU203"}))
     assert result.errors == []
+
+
+SCRIPT_LEVEL = """\
+    import torch
+
+    use_cuda = torch.cuda.is_available()
+    netD = Critic()
+    if use_cuda:
+        netD = netD.cuda()
+    optD = torch.optim.Adam(netD.parameters(), fused=True)
+    data = inf_train_gen()
+    for it in range(100000):
+        _data = next(data)
+        real_data = torch.Tensor(_data)
+        if use_cuda:
+            real_data = real_data.cuda()
+        netD(real_data).mean().backward()
+        optD.step()
+"""
+
+
+def test_a_legacy_constructor_of_host_data_at_a_scripts_top_level_is_reported(tmp_path):
+    # the loop at the module's top level (no function around it): built every step all the same
+    found = _found(tmp_path, SCRIPT_LEVEL)
+    assert [d["location"]["row"] for d in found] == [13], found
+    assert "from host data" in found[0]["message"] and found[0]["fix"] is None, found

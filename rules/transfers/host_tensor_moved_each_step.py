@@ -280,6 +280,10 @@ class HostTensorMovedEachStep(Rule):
     legacy_later = "`{name}` is built on the host by the legacy constructor `torch.{factory}(...)` each step and " \
                    "copied to the GPU later in the step, a blocking copy from pageable memory; allocate it on the " \
                    "device (`torch.zeros(..., dtype=..., device=...)`) and fill it there"
+    legacy_data_later = "`{name}` is built on the host from host data by the legacy constructor `torch.{factory}(...)` " \
+                        "each step and copied to the GPU later in the step, a blocking copy from pageable memory; " \
+                        "build it with `torch.from_numpy(...)` / `torch.as_tensor(...)`, pin it and copy with " \
+                        "`non_blocking=True` (or keep the data on the device)"
     helper_copied = "{what} is built on the host by `torch.{factory}` each step and `{call}(...)` copies it to " \
                     "the GPU: an allocation and a copy every step; create it on the device with `device=`"
     default_type = "`torch.{factory}(...)` of host data builds a CUDA tensor under the CUDA default tensor type " \
@@ -1205,11 +1209,11 @@ class HostTensorMovedEachStep(Rule):
             return False
         index = self.analysis.index
         fn = index.enclosing_function(copy)
-        if index.order(binding.source) > index.order(copy) or fn is None or \
+        if index.order(binding.source) > index.order(copy) or \
                 index.enclosing_function(binding.source) is not fn or (
                 where.loop is not None and not index.is_ancestor_or_self(where.loop.body, binding.source) and
-                index.is_ancestor_or_self(fn, where.loop)):
-            return True  # bound outside the step (before the loop): built once
+                (fn is None or index.is_ancestor_or_self(fn, where.loop))):
+            return True  # bound outside the step (before the loop): built once (a script's top level too)
         built = self.where(binding.source)
         if built is None or not built.every_iteration:
             return True
@@ -1217,7 +1221,11 @@ class HostTensorMovedEachStep(Rule):
         if copies and min(copies, key=index.order) is not copy:
             return True  # reported once, at the first copy
         factory = self.analysis.qualified(legacy.func).split(".")[1]  # type: ignore[union-attr]
-        self.report(copy, self.legacy_later.format(name=name.value, factory=factory), where=where)
+        # `torch.LongTensor(num, num_priors)` allocates by sizes; `torch.Tensor(_data)` converts host values
+        sizes = len(legacy.args) > 1 or type(legacy.args[0].value) is cst.Integer or \
+            self.analysis.kind(legacy.args[0].value) is Kind.NUMBER
+        message = self.legacy_later if sizes else self.legacy_data_later
+        self.report(copy, message.format(name=name.value, factory=factory), where=where)
         return True
 
     # -- a host tensor a project function returns in a tuple: `adj, feats, labels = load_data()` ... ----------
@@ -1325,10 +1333,10 @@ class HostTensorMovedEachStep(Rule):
         if index.order(binding.source) > index.order(copy):
             return
         fn = index.enclosing_function(copy)
-        if fn is None or index.enclosing_function(binding.source) is not fn or (
+        if index.enclosing_function(binding.source) is not fn or (
                 where.loop is not None and not index.is_ancestor_or_self(where.loop.body, binding.source) and
-                index.is_ancestor_or_self(fn, where.loop)):
-            return  # bound outside the step (before the loop): built once
+                (fn is None or index.is_ancestor_or_self(fn, where.loop))):
+            return  # bound outside the step (before the loop): built once (a script's top level too)
         uses = uses_of(self, binding)
         if uses.host or uses.tables or uses.rows or uses.writes or not uses.copies:
             return
