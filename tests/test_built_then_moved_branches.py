@@ -96,3 +96,42 @@ def test_a_legacy_constructor_of_host_data_at_a_scripts_top_level_is_reported(tm
     found = _found(tmp_path, SCRIPT_LEVEL)
     assert [d["location"]["row"] for d in found] == [13], found
     assert "from host data" in found[0]["message"] and found[0]["fix"] is None, found
+
+
+PENALTY = """\
+    import torch
+
+    use_cuda = torch.cuda.is_available()
+    netD = Critic().cuda()
+    optD = torch.optim.Adam(netD.parameters(), fused=True)
+
+
+    def calc_gradient_penalty(netD, real_data, fake_data):
+        alpha = torch.rand(64, 1)
+        alpha = alpha.expand(real_data.size())
+        alpha = {copy}
+        interpolates = alpha * real_data + ((1 - alpha) * fake_data)
+        return netD(interpolates).mean()
+
+
+    for it in range(100000):
+        real = next(data).cuda()
+        (netD(real).mean() + calc_gradient_penalty(netD, real, real)).backward()
+        optD.step()
+"""
+
+
+def test_a_draw_rebound_by_a_view_then_copied_is_the_draw_copied(tmp_path):
+    # `alpha = torch.rand(...)`, `alpha = alpha.expand(...)`, `alpha = alpha.cuda() if use_cuda else alpha`: the
+    # copy reads the view of the draw; the else branch runs only without a GPU
+    found = _found(tmp_path, PENALTY.format(copy="alpha.cuda() if use_cuda else alpha"))
+    assert [d["location"]["row"] for d in found] == [11] and found[0]["fix"] is None, found
+    fixed = _found(tmp_path / "plain", PENALTY.format(copy="alpha.cuda()"))
+    assert [d["location"]["row"] for d in fixed] == [11] and fixed[0]["fix"] is not None, fixed
+
+
+def test_a_view_read_on_the_host_keeps_the_draw_there(tmp_path):
+    text = PENALTY.format(copy="alpha.cuda()").replace(
+        "        alpha = alpha.expand(real_data.size())\n",
+        "        alpha = alpha.expand(real_data.size())\n        print(alpha.sum())\n")
+    assert _found(tmp_path, text) == []

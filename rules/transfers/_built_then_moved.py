@@ -236,9 +236,14 @@ def _assigns(stmt: cst.CSTNode, name: str) -> bool:
 
 
 def _cuda_test(rule, test: cst.BaseExpression) -> bool:
-    """`x.is_cuda` or `torch.cuda.is_available()`: true where the GPU runs."""
+    """`x.is_cuda` or `torch.cuda.is_available()`, or a name every binding of which is one of these (`use_cuda =
+    torch.cuda.is_available()`): true where the GPU runs."""
     if type(test) is cst.Attribute and test.attr.value == "is_cuda":
         return True
+    if type(test) is cst.Name:
+        bindings = data_facts(rule.analysis).bindings(test)
+        return bool(bindings) and all(b.kind == "assign" and b.index is None and b.value is not None and
+                                      type(b.value) is not cst.Name and _cuda_test(rule, b.value) for b in bindings)
     return type(test) is cst.Call and not test.args and rule.analysis.qualified(test.func) == "torch.cuda.is_available"
 
 
@@ -248,8 +253,8 @@ def _cpu_path(rule, name: cst.Name) -> bool:
     analysis = rule.analysis
     child: cst.CSTNode = name
     for parent in analysis.index.ancestors(name):
-        if type(parent) is cst.If and _cuda_test(rule, parent.test) and child is parent.orelse:
-            return True
+        if type(parent) in (cst.If, cst.IfExp) and _cuda_test(rule, parent.test) and child is parent.orelse:
+            return True  # `else:` of `if use_cuda:`, or `x.cuda() if use_cuda else x`
         if type(parent) in (cst.IndentedBlock, cst.Module):
             body = list(parent.body)
             position = next((i for i, s in enumerate(body) if s is child), None)
@@ -330,9 +335,19 @@ def _table_of(rule, index: cst.Name) -> Optional[cst.Subscript]:
     return None
 
 
-def factory_of(rule, binding) -> Optional[cst.Call]:
-    """The torch factory call (without `device=`) the binding's value starts from."""
+def factory_of(rule, binding, depth: int = 0) -> Optional[cst.Call]:
+    """The torch factory call (without `device=`) the binding's value starts from; through a rebinding of the
+    same name by a method that keeps the values where they are (`alpha = torch.rand(B, 1)`, then `alpha =
+    alpha.expand(x.size())`: the draw the second binding reads, the assignment just before it)."""
     expr = strip_same_on_device(rule, _scaled(rule, binding.value))
+    if type(expr) is cst.Name and expr.value == binding.name and depth < 3:
+        bindings = data_facts(rule.analysis).bindings(expr)
+        earlier = _dominating_assignment(rule, expr, bindings) if len(bindings) > 1 else None
+        previous = next((b for b in bindings if b.source is earlier), None) if earlier is not None else None
+        if previous is not None and previous.source is not binding.source and previous.kind == "assign" and \
+                previous.index is None and previous.value is not None:
+            return factory_of(rule, previous, depth + 1)
+        return None
     while type(expr) is cst.Subscript and type(expr.value) is cst.Call:
         expr = strip_same_on_device(rule, expr.value)  # `torch.eye(d)[None, :, :]`: rows of a host tensor stay there
     if type(expr) is cst.Call and rule.analysis.qualified(expr.func) in _VARIABLE and len(expr.args) == 1:
