@@ -135,3 +135,28 @@ def test_a_view_read_on_the_host_keeps_the_draw_there(tmp_path):
         "        alpha = alpha.expand(real_data.size())\n",
         "        alpha = alpha.expand(real_data.size())\n        print(alpha.sum())\n")
     assert _found(tmp_path, text) == []
+
+
+def test_a_like_factory_of_a_tensor_of_unknown_place_is_not_a_host_draw(tmp_path):
+    # `O = torch.zeros_like(Q)` is built where `Q` lives (a forward's argument: the GPU); `.to('cuda')` copies
+    # nothing there. `l = torch.zeros(...)` is on the host and is copied every forward.
+    text = """\
+    import torch
+
+
+    class FlashAttention(torch.nn.Module):
+        def forward(self, Q):
+            O = torch.zeros_like(Q, requires_grad=True)
+            l = torch.zeros(Q.shape[:-1])[..., None]
+            O = O.to(device='cuda')
+            l = l.to(device='cuda')
+            return O + l
+
+
+    attn = FlashAttention().cuda()
+    opt = torch.optim.Adam(attn.parameters(), fused=True)
+    for x in loader:
+        attn(x.cuda(non_blocking=True)).sum().backward()
+        opt.step()
+"""
+    assert [d["location"]["row"] for d in _found(tmp_path, text)] == [9]

@@ -495,6 +495,11 @@ def built_this_step(rule, name: cst.Name, at: cst.CSTNode):
     factory = factory_of(rule, binding) if binding is not None else None
     if factory is None:
         return None
+    q = rule.analysis.qualified(factory.func) or ""
+    if q.endswith("_like"):
+        first = next((a.value for a in factory.args if a.keyword is None and not a.star), None)
+        if first is None or not rule.analysis.kinds.on_host(first):
+            return None  # `torch.zeros_like(Q)`: built where `Q` lives, not known to be the host
     where = rule.where(factory)
     if where is None or not where.every_iteration:
         return None
