@@ -125,3 +125,39 @@ def test_rows_of_a_base_class_host_attribute_are_reported(tmp_path: Path):
         "    def forward(self, x):\n", "    def setup(self, dev):\n        self.logvar = self.logvar.to(dev)\n\n"
                                      "    def forward(self, x):\n"))
     assert found(check(root, "--no-cache", "--select", "GPU203", ".")) == set()
+
+
+GRAPH = '''import numpy as np
+import torch
+import torch.nn as nn
+
+
+class MS_GCN(nn.Module):
+    def __init__(self, A_binary, num_scales):
+        super().__init__()
+        A_scales = np.concatenate([np.linalg.matrix_power(A_binary, k) for k in range(num_scales)])
+        self.A_scales = torch.Tensor(A_scales)
+        self.mlp = nn.Linear(25, 25)
+        self.out = nn.Linear(25, 25)
+
+    def forward(self, x):
+        A = self.A_scales.to(x.dtype).to(x.device)
+        return self.out(self.mlp(x) @ A)
+
+
+model = MS_GCN(np.eye(25), 4).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1, fused=True)
+for x in loader:
+    model(x.cuda(non_blocking=True)).sum().backward()
+    opt.step()
+'''
+
+
+def test_a_legacy_constructor_attribute_cast_then_copied_is_reported(tmp_path: Path):
+    # MS-G3D's graph convolution: `self.A_scales = torch.Tensor(numpy_array)`, then `.to(x.dtype).to(x.device)`
+    root = write_project(tmp_path, {"model.py": GRAPH})
+    assert ("model.py", 15, "GPU203") in found(check(root, "--no-cache", "--exit-zero", "--select", "GPU203", "."))
+    buffered = GRAPH.replace("        self.A_scales = torch.Tensor(A_scales)\n",
+                             "        self.register_buffer('A_scales', torch.Tensor(A_scales))\n")
+    root = write_project(tmp_path / "buffer", {"model.py": buffered})
+    assert check(root, "--no-cache", "--exit-zero", "--select", "GPU203", ".") == []

@@ -30,6 +30,23 @@ from gpulint.syntax import string_value
 # Methods over the attribute, before the copy, that keep its values (a dtype cast of the same numbers).
 _KEEPS = _SAME_ON_DEVICE | {"type_as", "detach"}
 _HOST_BUILDERS = {"from_numpy"}
+# The legacy typed constructors (`torch.Tensor(a)`, `torch.FloatTensor(a)`): host tensors from host data or sizes.
+_LEGACY = frozenset(f"torch.{t}" for t in ("Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor",
+                                           "IntTensor", "ByteTensor", "BoolTensor"))
+_DTYPE_NAMES = frozenset({"float", "float32", "float64", "float16", "half", "bfloat16", "double", "long", "int",
+                          "int64", "int32", "int16", "int8", "uint8", "bool"})
+
+
+def _dtype_cast(analysis, call: cst.Call) -> bool:
+    """`t.to(x.dtype)` / `t.to(torch.float32)`: a cast that keeps the tensor where it is."""
+    if call.func.attr.value != "to" or len(call.args) != 1 or call.args[0].star or \
+            call.args[0].keyword is not None and call.args[0].keyword.value != "dtype":
+        return False
+    arg = call.args[0].value
+    if type(arg) is cst.Attribute and arg.attr.value == "dtype":
+        return True
+    q = analysis.qualified(arg) if type(arg) in (cst.Name, cst.Attribute) else None
+    return q is not None and q.startswith("torch.") and q.split(".")[-1] in _DTYPE_NAMES
 # Torch functions whose result lives where their first argument does (a host tensor in, a host tensor out).
 _ELEMENTWISE = frozenset({"exp", "log", "sqrt", "rsqrt", "cumprod", "cumsum", "flip", "sin", "cos", "square",
                           "abs", "sigmoid", "pow", "clamp", "log1p", "expm1", "reciprocal"})
@@ -40,7 +57,8 @@ def host_attribute(analysis, expr: cst.BaseExpression) -> Optional[str]:
     through `.type_as(x)`, `.expand(...)`, ...) is `self.<name>` of the enclosing top-level class and that
     attribute holds a host tensor (the module docstring); else None."""
     while type(expr) is cst.Subscript or \
-            type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in _KEEPS:
+            type(expr) is cst.Call and type(expr.func) is cst.Attribute and (
+                expr.func.attr.value in _KEEPS or _dtype_cast(analysis, expr)):
         expr = expr.value if type(expr) is cst.Subscript else expr.func.value  # rows of it are on the host too
     if type(expr) is not cst.Attribute or type(expr.value) is not cst.Name or expr.value.value != "self":
         return None
@@ -159,6 +177,8 @@ def _host_value(analysis, value: cst.BaseExpression, host_attributes: frozenset 
     q = analysis.qualified(value.func) or ""
     if q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in _FACTORIES | _HOST_BUILDERS:
         return keyword(value, "device") is None and not any(a.star for a in value.args)
+    if q in _LEGACY and value.args and not any(a.star or a.keyword is not None for a in value.args):
+        return True  # `torch.Tensor(A_scales)` of a numpy array: the legacy constructor builds on the host
     if q.startswith("torch.") and q.count(".") == 1 and q.split(".")[1] in _ELEMENTWISE and value.args and \
             value.args[0].keyword is None and not value.args[0].star and keyword(value, "out") is None:
         return _host_value(analysis, value.args[0].value, host_attributes)
