@@ -60,3 +60,14 @@ def test_an_unpinned_loader_says_gpu201_pins_it(tmp_path):
 
 def test_a_loader_that_decides_not_to_pin_is_left_alone(tmp_path):
     assert _lint(tmp_path, ", pin_memory=False") == []
+
+
+def test_a_batch_already_copied_is_not_copied_again_by_the_helper(tmp_path):
+    # `msk = batch["gt"].cuda()` then `to_var(msk[:, 0])`: the helper's `.cuda()` copies nothing (STCN's
+    # `processor.interact(msk[:, 0], ...)`, seen in the regression diff)
+    text = TRAIN.format(pin=", pin_memory=True").replace(
+        '        for k, v in batch.items():\n            batch[k] = to_var(v)\n',
+        '        msk = batch["gt"].cuda()\n        batch["gt"] = to_var(msk[:, 0])\n')
+    root = write_project(tmp_path, {"utils.py": UTILS, "train.py": text})
+    items = check(root, "--no-cache", "--exit-zero", "--select", "GPU202", "train.py")
+    assert all("to_var" not in d["message"] for d in items), items

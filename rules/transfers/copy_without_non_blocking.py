@@ -410,7 +410,8 @@ class CopyWithoutNonBlocking(Rule):
         `x.cuda()` / `x.to(device)` (`FunctionSummary.blocking_moves`), handed a batch of a loop over loaders whose
         pinning is known: the copy blocks every step; reported at the call, naming the copy."""
         facts = data_facts(self.analysis)
-        batches = [(i, a) for i, a in enumerate(node.args) if not a.star and facts.batch_loop(a.value) is not None]
+        batches = [(i, a) for i, a in enumerate(node.args) if not a.star and facts.batch_loop(a.value) is not None
+                   and not self._already_copied(a.value)]
         if not batches or self.analysis.path is None:
             return
         from gpulint.analysis.calls import project_calls
@@ -443,6 +444,20 @@ class CopyWithoutNonBlocking(Rule):
                               f"CPU blocks every step{pinned_later}", where=where,
                         related=(Related(display_path(summary.path), line, f"the blocking copy in `{name}`"),))
             return
+
+    def _already_copied(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """`msk[:, 0]` with `msk = data['gt'][0].cuda()`: the value handed on was copied to the GPU already (the
+        helper's `.cuda()` copies nothing)."""
+        facts = data_facts(self.analysis)
+        while type(expr) is cst.Subscript or type(expr) is cst.Call and type(expr.func) is cst.Attribute and \
+                facts.copy_target(expr) != ACCELERATOR and expr.func.attr.value in CONVERSIONS:
+            expr = expr.value if type(expr) is cst.Subscript else expr.func.value
+        if type(expr) is cst.Call:
+            return facts.copy_target(expr) == ACCELERATOR
+        if type(expr) is cst.Name and depth < 3:
+            values = [b.value for b in facts.bindings(expr) if b.kind == "assign" and b.value is not None]
+            return bool(values) and any(self._already_copied(v, depth + 1) for v in values)
+        return False
 
     def _copies_in(self, fn: cst.FunctionDef) -> list:
         """The copies of `fn` that `_in_helper` reports, with their messages, in document order."""
