@@ -562,3 +562,26 @@ def test_an_averaged_model_on_the_gpu_syncs_in_every_update(tmp_path):
     root = _write(tmp_path, {"train.py": AVERAGED})
     items = check(root, "--no-cache", "--select", "GPU112", "train.py")
     assert found(items) == {("train.py", 15, "GPU112"), ("train.py", 17, "GPU112")}, items
+
+
+METER = """\
+import torch
+import torchnet as tnt
+
+
+def evaluate(model, loader):
+    model = model.cuda()
+    classacc = tnt.meter.ClassErrorMeter(accuracy=True)
+    with torch.no_grad():
+        for x, y in loader:
+            out = model(x.cuda(non_blocking=True))
+            classacc.add(out.data, y)
+    return classacc.value()
+"""
+
+
+def test_a_torchnet_meter_given_device_outputs_copies_them_every_batch(tmp_path):
+    # torchnet's ClassErrorMeter.add turns tensor arguments into numpy arrays (`.cpu().squeeze().numpy()`)
+    root = _write(tmp_path, {"eval.py": METER})
+    items = check(root, "--no-cache", "--select", "GPU112", "eval.py")
+    assert found(items) == {("eval.py", 11, "GPU112")}, items

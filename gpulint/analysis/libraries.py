@@ -202,6 +202,11 @@ FACTS: tuple[LibraryFact, ...] = (
                   unless="nan-check-disabled")
       for metric in ("MeanMetric", "SumMetric", "MaxMetric", "MinMetric", "CatMetric", "RunningMean",
                      "RunningSum")),
+    *(LibraryFact(f"torchnet.meter.{meter}.add", Effect.SYNCS_TENSOR_ARGS,
+                  "add() turns tensor arguments into numpy arrays at once (`output.cpu().squeeze().numpy()`, the "
+                  "target likewise) before counting: a device-to-host copy of the batch's outputs every call",
+                  f"torchnet/meter/{meter.lower()}.py ({meter}.add)")
+      for meter in ("ClassErrorMeter", "ConfusionMeter", "APMeter", "mAPMeter", "AUCMeter")),
     LibraryFact("transformers.PreTrainedTokenizerBase.decode", Effect.SYNCS_TENSOR_ARGS,
                 "the token ids go through to_py_obj, which turns a torch tensor into a list with "
                 ".detach().cpu().tolist(), at every call",
@@ -269,6 +274,8 @@ ALIASES = {
     "timm.utils.cuda.ApexScaler": "timm.utils.ApexScaler",
     "timm.utils.model_ema": "timm.utils",
     "torch.optim.swa_utils.swa_utils": "torch.optim.swa_utils",
+    **{f"torchnet.meter.{m.lower()}.{m}": f"torchnet.meter.{m}"
+       for m in ("ClassErrorMeter", "ConfusionMeter", "APMeter", "mAPMeter", "AUCMeter")},
     "torch.distributions.categorical": "torch.distributions",
     "torch.distributions.one_hot_categorical": "torch.distributions",
 }

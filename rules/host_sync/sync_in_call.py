@@ -53,7 +53,7 @@ class SyncInCall(GpuRule):
     `wait_for_everyone()`, Lightning Fabric's `clip_gradients(..., max_norm=...)` (a NaN/inf test of the
     norm unless `error_if_nonfinite=False`), `torch.distributed.barrier()`, an `ema_pytorch` EMA's `update()`,
     torch's `AveragedModel.update_parameters()` on a copy built with a GPU `device=` or moved there (its step counter
-    is tested in Python),
+    is tested in Python), a torchnet meter's `add()` given tensors (`ClassErrorMeter`, `ConfusionMeter`, ...: they become numpy arrays),
     a torchmetrics aggregation metric's `update()` given a tensor (`MeanMetric`, `RunningMean`, ...: a NaN test read on the host
     unless `nan_strategy="disable"`), torchvision's `nms`/`batched_nms` on tensors, a
     `torch.distributions.Categorical` built from a tensor while argument validation is on, as it is by default),
