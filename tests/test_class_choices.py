@@ -100,3 +100,64 @@ def test_an_unknown_candidate_keeps_everything_quiet(tmp_path: Path):
     assert train != TRAIN
     results = found(check(_project(tmp_path, train=train), "--no-cache", "."))
     assert not {CTC_ENCODE, ATTN_ENCODE, SCORE_CALL} & results
+
+
+MEMORY = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    class MemoryMoCo(nn.Module):
+        def __init__(self, K):
+            super().__init__()
+            self.register_buffer("params", torch.tensor([K, -1.0]))
+
+        def forward(self, q, k):
+            Z = self.params[1].item()
+            return q @ k.t() / (Z if Z > 0 else 1.0)
+
+
+    class MemoryInsDis(nn.Module):
+        def __init__(self, K):
+            super().__init__()
+            self.register_buffer("params", torch.tensor([K, -1.0]))
+
+        def forward(self, q, k):
+            K = int(self.params[0].item())
+            return q @ k.t() / K
+""")
+
+CONTRAST = textwrap.dedent("""\
+    import torch
+
+    from memory import MemoryInsDis, MemoryMoCo
+
+
+    def train(loader, model, contrast, optimizer):
+        for x, index in loader:
+            feat = model(x.cuda(non_blocking=True))
+            out = contrast(feat, feat)
+            loss = out.mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+    def main(args, loader, model, optimizer):
+        if args.moco:
+            contrast = MemoryMoCo(4096).cuda()
+        else:
+            contrast = MemoryInsDis(4096).cuda()
+        for epoch in range(100):
+            train(loader, model, contrast, optimizer)
+""")
+
+
+def test_calling_an_object_chosen_between_module_classes_runs_each_forward(tmp_path: Path):
+    # CMC's `contrast(feat, index)`: MemoryMoCo or MemoryInsDis by option, both reading a buffer with `.item()`
+    root = write_project(tmp_path / "paying", {"memory.py": MEMORY, "train.py": CONTRAST})
+    items = check(root, "--no-cache", "--exit-zero", "--select", "GPU112", "train.py")
+    assert found(items) == {("train.py", 9, "GPU112")}, items
+    free = MEMORY.replace("        K = int(self.params[0].item())\n", "        K = 4096\n")
+    root = write_project(tmp_path / "free", {"memory.py": free, "train.py": CONTRAST})
+    assert check(root, "--no-cache", "--exit-zero", "--select", "GPU112", "train.py") == []

@@ -799,17 +799,28 @@ class ProjectCalls(ModuleCalls):
         (`converter.encode(...)` with `converter = CTCLabelConverter(...)` or `AttnLabelConverter(...)`): the
         cost of every candidate's method, reported (as the first one's) only when each candidate pays one."""
         func = call.func
-        if type(func) is not cst.Attribute or self.analysis.loops.local_function(call) is not None:
+        if self.analysis.loops.local_function(call) is not None:
             return None
-        classes = self.instance_classes(func.value)
+        if type(func) is cst.Attribute:
+            classes, member = self.instance_classes(func.value), func.attr.value
+        elif type(func) is cst.Name and call.args:
+            # `out = contrast(feat, index)` with `contrast = MemoryMoCo(...)` on one branch and `MemoryInsDis(...)`
+            # on the other: each candidate's `__call__`, or its `forward` for a module class
+            classes, member = self.instance_classes(func), None
+        else:
+            return None
         if len(classes) < 2:
             return None
         first: Optional[HelperCost] = None
         for cls in classes:
-            method = self.project.method(cls, func.attr.value)
+            name = member
+            if name is None:
+                name = "__call__" if self.project.method(cls, "__call__") is not None else (
+                    "forward" if self.project.is_module_class(cls) else None)
+            method = self.project.method(cls, name) if name is not None else None
             if method is None:
                 return None
-            cost = self._cost(call, f"{cls.name}.{func.attr.value}", method, True)
+            cost = self._cost(call, f"{cls.name}.{name}", method, True)
             if cost is None:
                 return None
             first = first or cost
