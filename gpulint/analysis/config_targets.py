@@ -49,11 +49,11 @@ _DOTTED = re.compile(r"^[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+$")
 _CONFIG_WORDS = ("cfg", "conf", "config", "configs", "cfgs", "args", "hparams", "params")
 
 
-def read_targets(text: str, group: str = "") -> dict[str, dict[str, int]]:
-    """{key: {dotted target: depth below the key}} of one YAML text: every key enclosing a `_target_:` (or
-    `_component_:`) maps to it with the number of keys between them; `group` (the file's folder) encloses the
-    targets at the top of the file."""
-    found: dict[str, dict[str, int]] = {}
+def yaml_entries(text: str):
+    """(indent, key, value, enclosing keys as (indent, key) pairs) for each `key: value` line of a YAML text, read
+    line by line: comments and document markers skipped, nesting from indentation (list items' `- ` counted as
+    indentation); the value unquoted, "" for a key that opens a mapping. The enclosing list is the caller's to
+    extend (`stack.append((indent, key))` for a key that opens one): it is the same list every time."""
     stack: list[tuple[int, str]] = []
     for raw in text.splitlines():
         line = raw.split(" #", 1)[0].rstrip()
@@ -63,11 +63,18 @@ def read_targets(text: str, group: str = "") -> dict[str, dict[str, int]]:
         if match is None:
             continue
         indent = len(match.group(1)) + len(match.group(2))
-        key = match.group(3)
         while stack and stack[-1][0] >= indent:
             stack.pop()
+        yield indent, match.group(3), (match.group(4) or "").strip().strip("'\""), stack
+
+
+def read_targets(text: str, group: str = "") -> dict[str, dict[str, int]]:
+    """{key: {dotted target: depth below the key}} of one YAML text: every key enclosing a `_target_:` (or
+    `_component_:`) maps to it with the number of keys between them; `group` (the file's folder) encloses the
+    targets at the top of the file."""
+    found: dict[str, dict[str, int]] = {}
+    for indent, key, value, stack in yaml_entries(text):
         if key in _TARGET_KEYS:
-            value = (match.group(4) or "").strip().strip("'\"")
             if _DOTTED.match(value):
                 keys = [k for _, k in stack] or ([group] if group else [])
                 for position, enclosing in enumerate(keys):

@@ -30,7 +30,6 @@ from typing import Optional
 _MAX_FILES = 500
 _MAX_BYTES = 500_000
 _SKIPPED = {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv", "env", ".venv", "tests", "test"}
-_LINE = re.compile(r"^(\s*)((?:-\s+)*)([A-Za-z_][\w.\-]*)\s*:(?:\s+(.*))?$")
 _NAME = re.compile(r"^[A-Za-z_][\w.]*$")
 _CHOOSING = ("fused", "foreach")
 
@@ -113,22 +112,12 @@ def _chooses(mapping: dict) -> bool:
 
 
 def _read_yaml(text: str) -> list:
+    from gpulint.analysis.config_targets import yaml_entries
+
     found: list = []
-    stack: list[tuple[int, str]] = []
     choosing: set[tuple[int, str]] = set()  # keys (by indent and name) whose mapping sets `fused`/`foreach`
     pending: list[tuple[tuple, str, tuple]] = []
-    for raw in text.splitlines():
-        line = raw.split(" #", 1)[0].rstrip()
-        if not line.strip() or line.lstrip().startswith("#") or line.startswith(("---", "...", "%")):
-            continue
-        match = _LINE.match(line)
-        if match is None:
-            continue
-        indent = len(match.group(1)) + len(match.group(2))
-        key = match.group(3)
-        value = (match.group(4) or "").strip().strip("'\"")
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
+    for indent, key, value, stack in yaml_entries(text):
         if key in _CHOOSING:
             choosing.update(stack[-2:])
         if value and _NAME.match(value):

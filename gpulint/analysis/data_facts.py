@@ -476,6 +476,10 @@ class DataFacts:
                 if type(t) is cst.Subscript and type(t.value) is cst.Attribute and type(t.value.value) is cst.Name \
                         and t.value.value.value == "self" and t.value.attr.value == attr:
                     values.append(node.value)  # type: ignore[attr-defined]
+        return self._every_value_a_loader(values, depth)
+
+    def _every_value_a_loader(self, values: list, depth: int) -> list[cst.Call]:
+        """The loaders of `values`, when each gives at least one; else [] (a dict of settings, not of loaders)."""
         found: list[cst.Call] = []
         for value in values:
             one = self.loaders(value, depth + 1)
@@ -513,13 +517,7 @@ class DataFacts:
                           and type(t.target.value) is cst.Name and t.target.value.value == name.value)
             if self.index.visible_bindings(target.value) == bindings:  # type: ignore[attr-defined]
                 values.append(store.value)
-        found: list[cst.Call] = []
-        for value in values:
-            one = self.loaders(value, depth + 1)
-            if not one:
-                return []
-            found.extend(one)
-        return found
+        return self._every_value_a_loader(values, depth)
 
     def _listed_loaders(self, name: cst.Name, depth: int) -> list[cst.Call]:
         """The loaders of `loaders = [DataLoader(env, ...) for env in envs]` (or a written-out list of them)."""
