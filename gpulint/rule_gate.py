@@ -38,11 +38,9 @@ def has_hot_loop(analysis) -> bool:
     from gpulint.analysis.loops import LoopRole
     from gpulint.analysis.node_types import of_types
 
-    from gpulint.analysis.engine_steps import engine_steps
-
     loops = analysis.loops
     return any(loops.role(node) is LoopRole.HOT for node in of_types(analysis.index, cst.For, cst.While)) or \
-        bool(engine_steps(analysis.index, analysis.kinds))  # `Engine(update)`: the library's loop runs it
+        bool(loops.engine_functions())  # `Engine(update)`: the library's loop runs it
 
 
 class Gate:

@@ -1615,17 +1615,22 @@ class LoopAnalysis:
     def engine_step(self, fn: cst.FunctionDef) -> Optional[Execution]:
         """How often an engine library (ignite's `Engine(update)` and its event handlers, torchnet's
         `engine.train(h, ...)` and hooks) runs `fn`, a function of this module handed to it; None when none does."""
-        if self._engine_steps is None:
-            from gpulint.analysis.engine_steps import engine_steps
-
-            self._engine_steps = engine_steps(self.index, self.kinds)
-        step = self._engine_steps.get(id(fn))
+        step = self.engine_functions().get(id(fn))
         if step is None:
             return None
         if not step.every_iteration:
             return Execution(Frequency.PERIODIC, None, step.reason)
         site = self.engine_call_site(step.registration, fn) if self.engine_call_site is not None else None
         return Execution(Frequency.EVERY_ITERATION, None, via=site)
+
+    def engine_functions(self) -> dict:
+        """id(function) -> `engine_steps.EngineStep` for the module's functions an engine library runs (worked out
+        once per module: the rule gate and the walks up from each node ask the same question)."""
+        if self._engine_steps is None:
+            from gpulint.analysis.engine_steps import engine_steps
+
+            self._engine_steps = engine_steps(self.index, self.kinds)
+        return self._engine_steps
 
     def _execution_given_helpers(self, node: cst.CSTNode, helpers: dict[int, Execution]) -> Execution:
         """Where `node` runs, taking only `helpers` as the module's hot functions (walks remembered apart)."""
