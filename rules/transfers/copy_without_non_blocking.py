@@ -284,8 +284,7 @@ class CopyWithoutNonBlocking(Rule):
             if not all(pinning_unknown(self, c) for c in loaders) or not self._beside_non_blocking(loop, node):
                 return
             message = self.beside
-        elif any(pin_memory_of(self, c) is None and facts.factory(c) is None or
-                 getattr(facts.factory(c), "pinned", None) is False for c in loaders):
+        elif self._pinned_by_gpu201(loaders):
             if method == "type":
                 return  # GPU201 does not count a `.type()` cast as a copy: it will not pin this loader
             message = self.once_pinned  # not pinned yet: GPU201 reports the loader, and its fix pins it
@@ -410,8 +409,8 @@ class CopyWithoutNonBlocking(Rule):
         `x.cuda()` / `x.to(device)` (`FunctionSummary.blocking_moves`), handed a batch of a loop over loaders whose
         pinning is known: the copy blocks every step; reported at the call, naming the copy."""
         facts = data_facts(self.analysis)
-        batches = [(i, a) for i, a in enumerate(node.args) if not a.star and facts.batch_loop(a.value) is not None
-                   and not self._already_copied(a.value)]
+        batches = [(i, a, loop) for i, a in enumerate(node.args) if not a.star
+                   for loop in (facts.batch_loop(a.value),) if loop is not None and not self._already_copied(a.value)]
         if not batches or self.analysis.path is None:
             return
         from gpulint.analysis.calls import project_calls
@@ -422,28 +421,33 @@ class CopyWithoutNonBlocking(Rule):
             return
         name, summary, bound = callee
         params = summary.params[1:] if bound and summary.params else summary.params
-        for position, arg in batches:
+        for position, arg, loop in batches:
             param = arg.keyword.value if arg.keyword is not None else (
                 params[position] if position < len(params) else None)
             line = next((ln for p, ln in summary.blocking_moves if p == param), None)
             if line is None:
                 continue
-            loop = facts.batch_loop(arg.value)
-            loaders = facts.loop_loaders(loop) if loop is not None else []
-            if loop is None or not self.analysis.index.is_ancestor_or_self(loop.body, node) or not loaders or \
+            loaders = facts.loop_loaders(loop)
+            if not self.analysis.index.is_ancestor_or_self(loop.body, node) or not loaders or \
                     not all(pinned(self, c) for c in loaders):
                 return  # pinning unknown, or a loader that decides not to pin (and GPU201 will not pin)
             where = self.where(node)
             if where is None:
                 return
-            later = any(pin_memory_of(self, c) is None and facts.factory(c) is None or
-                        getattr(facts.factory(c), "pinned", None) is False for c in loaders)
-            pinned_later = "; with the loader pinned (GPU201) it can overlap" if later else ""
+            pinned_later = "; with the loader pinned (GPU201) it can overlap" if self._pinned_by_gpu201(loaders) \
+                else ""
             self.report(node, f"`{self.analysis.code(node.func)}(...)` copies the batch it is given to the GPU "
                               f"without `non_blocking=True` (`{name}`, {display_path(summary.path)}:{line}): the "
                               f"CPU blocks every step{pinned_later}", where=where,
                         related=(Related(display_path(summary.path), line, f"the blocking copy in `{name}`"),))
             return
+
+    def _pinned_by_gpu201(self, loaders: list) -> bool:
+        """Some loader pins only once GPU201's fix is applied: no `pin_memory` given (and built here), or a
+        project factory that does not pin."""
+        facts = data_facts(self.analysis)
+        return any(pin_memory_of(self, c) is None and facts.factory(c) is None or
+                   getattr(facts.factory(c), "pinned", None) is False for c in loaders)
 
     def _already_copied(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """`msk[:, 0]` with `msk = data['gt'][0].cuda()`: the value handed on was copied to the GPU already (the
