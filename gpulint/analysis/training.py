@@ -925,9 +925,7 @@ class TrainingFacts:
         """`device, device_ids = prepare_device(n_gpu)`: element `index` of what a project function returns is
         a CUDA device where there is one (`torch.device('cuda:0' if n_gpu_use > 0 else 'cpu')`, as `"cuda" if
         torch.cuda.is_available() else "cpu"` reads; analysis/device_functions.py)."""
-        from gpulint.analysis.device_functions import ACCELERATOR, returned_device
-
-        return returned_device(self.analysis, binding.value, binding.index) == ACCELERATOR
+        return self._returned_cuda_at(binding.value, binding.index)
 
     def _cuda_argument(self, binding, depth: int, within: frozenset) -> bool:
         """A parameter (`def train(rank, ...)`: `.to(rank)`) that every call of its function in this module
